@@ -9,6 +9,7 @@ import os
 import shutil
 import sys
 import tempfile
+import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -46,8 +47,13 @@ atexit.register(shutil.rmtree, PROCESS_HOME, ignore_errors=True)
 point_home_at(PROCESS_HOME, os.environ.__setitem__)
 for variable in ("OPENAI_API_KEY", "OPENAI_BASE_URL", "CHATMEM_DB", "CHATMEM_CONFIG",
                  "CHATMEM_PROVIDER", "CHATMEM_MODEL", "CHATMEM_STRATEGY", "CHATMEM_KEY",
-                 "CHATMEM_NEW_KEY"):
+                 "CHATMEM_NEW_KEY", "CHATMEM_TIMEZONE"):
     os.environ.pop(variable, None)
+# Days (recall's day lines, "yesterday" in an input) are the user's, read in the system's
+# zone: UTC here whatever the machine's, unless a test names another.
+os.environ["TZ"] = "UTC"
+if hasattr(time, "tzset"):
+    time.tzset()
 
 from chat_server import ChatServer, running_chat_server  # noqa: E402
 from pg import (  # noqa: E402, F401

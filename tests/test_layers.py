@@ -67,6 +67,7 @@ LAYERS: dict[str, int] = {
     "chatmem.notices": 0, "chatmem.context_warnings": 0, "chatmem.text_files": 0,
     "chatmem.clipboard": 0,
     "chatmem.timestamps": 0,
+    "chatmem.timezones": 0,
     "chatmem.plugin_output": 0, "chatmem.plugin_calls": 0,
     "chatmem.privacy.secrets": 0, "chatmem.privacy.sensitive": 0, "chatmem.privacy.mentions": 0,
     "chatmem.privacy.findings": 0, "chatmem.privacy.named_details": 0,

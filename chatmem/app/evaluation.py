@@ -106,7 +106,7 @@ def compare_strategies(
                   save_as=save_as, keep_replies=keep_replies,
                   budget=workspace.settings.context_budget, user=user,
                   user_facts=profile_facts(workspace, user), answer=answer, progress=progress,
-                  probes_only=probes_only,
+                  probes_only=probes_only, zone=workspace.settings.zone,
                   embedder=workspace.recall_embedder([strategies.create(s) for s in specs]))
     if save_as:
         # A saved replay is the user's like any session they made: forget-me and retention

@@ -131,7 +131,8 @@ def next_engine(workspace: Workspace, session: str, *, explicit: bool = False) -
     llm = workspace.reproducing(record, explicit=explicit)
     # The engine's too: a server keeps it open and tells the request that opened it.
     return engine_over(store, record, llm, chosen, budget=workspace.settings.context_budget,
-                       embedder=workspace.recall_embedder([chosen]), notices=told)
+                       embedder=workspace.recall_embedder([chosen]), notices=told,
+                       zone=workspace.settings.zone)
 
 
 def inspect_on(engine: Engine[Store], text: str) -> Inspection:
@@ -192,7 +193,8 @@ def inspect_what_if(workspace: Workspace, session: str, strategy: StrategySpec |
     if after_all and _runs_as_session(workspace, record, chosen):
         # The session already keeps this strategy's state: use it as it is.
         engine = engine_over(store, record, llm, chosen,
-                             budget=workspace.settings.context_budget, embedder=embedder)
+                             budget=workspace.settings.context_budget, embedder=embedder,
+                             zone=workspace.settings.zone)
         context = engine.build_context(text)
         left_out = left_out_texts(store.history, record.id, context)
         outside = external_ids(store.history, record.id, context)
@@ -202,7 +204,8 @@ def inspect_what_if(workspace: Workspace, session: str, strategy: StrategySpec |
         result = what_if(store, record, chosen, text, history_turns=history_turns,
                          system=system, chat_provider=llm,
                          budget=workspace.settings.context_budget, user=user,
-                         user_facts=facts, embedder=embedder, activity=activity)
+                         user_facts=facts, embedder=embedder, activity=activity,
+                         zone=workspace.settings.zone)
         context, left_out, notices = result.context, result.left_out, result.notices
         outside = result.external_ids
         replayed = Replayed(result.replayed, result.model_calls)

@@ -81,7 +81,8 @@ def search_engine(workspace: Workspace, session: str) -> Engine[Store]:
     recall = workspace.registries.strategies.create(workspace.registries.strategies.parse(
         "retrieval", {"recent": "0", "max_tokens": str(SEARCH_ROOM), "top_k": str(SEARCH_HITS)}))
     return engine_over(store, record, workspace.reproducing(record, explicit=False), recall,
-                       budget=SEARCH_ROOM, embedder=workspace.recall_embedder([recall]))
+                       budget=SEARCH_ROOM, embedder=workspace.recall_embedder([recall]),
+                       zone=workspace.settings.zone)
 
 
 def found_in(engine: Engine[Store], query: str) -> list[Found]:

@@ -41,6 +41,7 @@ ENV_KEYS = {
     "CHATMEM_SYSTEM": "system",
     "CHATMEM_DB": "db",
     "CHATMEM_USER": "user",
+    "CHATMEM_TIMEZONE": "timezone",
     "CHATMEM_HELPER_PROVIDER": "helper_provider",
     "CHATMEM_HELPER_MODEL": "helper_model",
 }
@@ -155,6 +156,13 @@ when a later source overrides it (a typo must never lie in wait)."""
 def _check_url(key: str, value: Any, origin: str) -> None:
     if key in URL_KEYS and isinstance(value, str) and value:
         URL_KEYS[key](value, origin)
+    if key == "timezone" and isinstance(value, str):
+        from chatmem.timezones import zone_named
+
+        try:
+            zone_named(value)
+        except ValueError as e:
+            raise ConfigError(f"{origin}: {e}") from None
 
 
 def _with_helper_aliases(path: Path, data: dict[str, Any]) -> dict[str, Any]:

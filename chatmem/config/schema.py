@@ -68,6 +68,7 @@ SCHEMA: dict[str, dict[str, type | tuple[type, ...]]] = {
         "fact_idle_days": int,
         "plain": bool,
         "clipboard_command": str,
+        "timezone": str,
     },
     **{name: section_keys(section) for name, section in SECTIONS.items()},
 }

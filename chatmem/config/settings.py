@@ -8,6 +8,7 @@ import functools
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field, fields
+from datetime import tzinfo
 from enum import StrEnum
 from pathlib import Path
 from typing import Any
@@ -106,6 +107,9 @@ class Settings:
     """Print replies as the model sent them, never as Markdown (`--plain`)."""
     clipboard_command: str | None = None
     """A command /copy gives the text to on stdin (e.g. `wl-copy`); unset: OSC 52."""
+    timezone: str | None = None
+    """The zone the user's days are read in (an IANA name, `Asia/Shanghai`); unset: the
+    system's (chatmem.timezones)."""
     local: LocalSection = field(default_factory=LocalSection)
     scripted: ScriptedSection = field(default_factory=ScriptedSection)
     helper_provider: str | None = None
@@ -165,6 +169,22 @@ class Settings:
         if source.kind in (SourceKind.FLAG, SourceKind.ENV):
             return source.name
         return f"{source}: key {key!r}"
+
+    @functools.cached_property
+    def zone(self) -> tzinfo:
+        """The `timezone` setting's zone, else the system's; a name no zone has is refused
+        naming where it was set (the loader checks it first; this is for settings made in
+        code)."""
+        from chatmem.timezones import system_zone, zone_named
+
+        if not self.timezone:
+            return system_zone()
+        try:
+            return zone_named(self.timezone)
+        except ValueError as e:
+            from chatmem.errors import ConfigError
+
+            raise ConfigError(f"{self.named('timezone') or 'timezone'}: {e}") from None
 
     def api_key(self) -> str | None:
         return api_key_from(self.api_key_env)

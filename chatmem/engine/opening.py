@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Callable, Mapping, Sequence
+from datetime import tzinfo
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from chatmem.activity import QUIET, Activity
@@ -214,12 +215,13 @@ def engine_over(
     embedder: Embedder | None = None,
     activity: Activity = QUIET,
     notices: Sequence[Notice] = (),
+    zone: tzinfo | None = None,
 ) -> Engine[S]:
     """An engine over a session as it is stored, for building contexts and replaying turns
     (inspect --next, what-ifs, replay, eval): nothing about the session changes, and its
     vectors are embedded before each build, so results never depend on timing. Ctrl-C ends
     the command rather than leaving a result half built (`Engine.interrupt_ends`). `notices`:
-    what resolving its strategy told."""
+    what resolving its strategy told. `zone`: the user's days' (default: the system's)."""
     return Engine(store, session, provider, strategy, budget=budget, helper=helper,
                   embedder=embedder, activity=activity, background_indexing=False,
-                  notices=notices, interrupt_ends=True)
+                  notices=notices, interrupt_ends=True, zone=zone)

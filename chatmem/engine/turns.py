@@ -12,6 +12,7 @@ import threading
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from datetime import tzinfo
 from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 from chatmem.activity import QUIET, Activity, SendingOverBudget
@@ -40,6 +41,7 @@ from chatmem.providers.interruptible import InterruptibleReply
 from chatmem.store import SessionRecord, TurnRecord, TurnStatus
 from chatmem.store.protocols import TurnStore
 from chatmem.text import REPLACEMENT, is_valid, valid_text
+from chatmem.timezones import system_zone
 from chatmem.tokens import TokenCounter
 
 if TYPE_CHECKING:
@@ -94,6 +96,7 @@ class Engine(SessionChanges, MemoryUpkeep, Generic[StoreT]):
         pending: dict[str, Any] | None = None,
         created: bool = False,
         interrupt_ends: bool = False,
+        zone: tzinfo | None = None,
     ) -> None:
         self.store = store
         self.session = session
@@ -104,6 +107,9 @@ class Engine(SessionChanges, MemoryUpkeep, Generic[StoreT]):
         """What strategy calls (summaries, facts) go to: the chat's provider unless the
         helper_model setting names another."""
         self.settings = settings
+        self.zone: tzinfo = zone or (settings.zone if settings is not None else system_zone())
+        """The zone the user's days are read in: the `timezone` setting's, else the
+        system's (chatmem.timezones)."""
         self.activity = activity
         """Where model calls outside the reply are shown (a spinner in the REPL)."""
         self.allow_over_budget = allow_over_budget
@@ -168,6 +174,7 @@ class Engine(SessionChanges, MemoryUpkeep, Generic[StoreT]):
             budget=self.budget,
             embedder=self.embedder,
             secrets=self.settings.credentials if self.settings is not None else dict,
+            zone=self.zone,
         )
 
     def build_context(self, text: str, attachments: Sequence[Attachment] = ()) -> Context:

@@ -19,6 +19,7 @@ from __future__ import annotations
 import json
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
+from datetime import tzinfo
 from typing import TYPE_CHECKING, Any
 
 from chatmem.context_warnings import EmbeddingFailed
@@ -66,6 +67,7 @@ def replay(
     embedder: Embedder | None = None,
     strategies: StrategyRegistry | None = None,
     probes_only: bool = False,
+    zone: tzinfo | None = None,
 ) -> list[StrategyRun]:
     """Run the transcript under each strategy; `store` and `save_as` keep the sessions,
     each message with its transcript id and the probes where they were asked, as `sessions
@@ -95,7 +97,7 @@ def replay(
         raise StoreError(f"a session named {taken[0]!r} already exists; pick another --save-as")
     options = _Options(chat_provider, helper_provider, keep_replies, budget, user, answer,
                        strategies, embedder, probes_only,
-                       provider_per_run)
+                       provider_per_run, zone)
     steps = plan(transcript, keep_replies)
     runs = []
     saved: list[tuple[str, int]] = []
@@ -162,6 +164,7 @@ class _Options:
     embedder: Embedder | None = None
     probes_only: bool = False
     provider_per_run: Callable[[], Provider] | None = None
+    zone: tzinfo | None = None
 
 
 def _session_name(save_as: str, spec: StrategySpec, count: int) -> str:
@@ -214,7 +217,7 @@ def _start(
         user=options.user, tokenizer=chat.token_counter().key,
     )
     engine = engine_over(store, session, chat, strategy, budget=options.budget, helper=helper,
-                         embedder=options.embedder)
+                         embedder=options.embedder, zone=options.zone)
     run = StrategyRun(spec.label, strategy.name, dict(strategy.params), session=name,
                       probes_only=options.probes_only)
     return engine, run, _Stored()

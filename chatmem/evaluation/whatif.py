@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from datetime import tzinfo
 from typing import TYPE_CHECKING
 
 from chatmem.activity import QUIET, Activity, ActivityStep, Work
@@ -28,6 +29,7 @@ from chatmem.memory.state import SessionState
 from chatmem.notices import Notice, SummaryUpdated
 from chatmem.store import SessionRecord, Store
 from chatmem.store.protocols import HistoryRepository, MemoryStore
+from chatmem.timezones import system_zone
 
 if TYPE_CHECKING:
     from chatmem.embeddings import Embedder
@@ -70,6 +72,7 @@ def what_if(
     user_facts: Sequence[FactRecord] = (),
     embedder: Embedder | None = None,
     activity: Activity = QUIET,
+    zone: tzinfo | None = None,
 ) -> WhatIf:
     """The context `strategy` would send for `text` after the session's first
     `history_turns` turns, with `system` as its system prompt."""
@@ -83,6 +86,7 @@ def what_if(
             state=SessionState(store, session.id, session.user),
             budget=budget,
             embedder=embedder if strategy.needs_embedder else None,
+            zone=zone or system_zone(),
         )
         context = build_guarded(strategy, request)
         return WhatIf(context, 0, 0, left_out_texts(store.history, session.id, context),
@@ -100,7 +104,7 @@ def what_if(
                          activity)
             engine = engine_over(scratch, copy, CountingProvider(chat_provider), strategy,
                                  budget=budget, helper=helper, embedder=embedder,
-                                 activity=activity)
+                                 activity=activity, zone=zone)
             # Each summary version of the rebuild is progress, which `replayed` counts.
             said = tuple(n for n in engine.catch_up() if not isinstance(n, SummaryUpdated))
         context = engine.build_context(text)

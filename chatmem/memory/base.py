@@ -13,7 +13,7 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from datetime import date
+from datetime import UTC, date, tzinfo
 from functools import cached_property
 from typing import TYPE_CHECKING, Any, ClassVar, Generic, Protocol, TypeVar, runtime_checkable
 
@@ -56,6 +56,9 @@ class ContextRequest:
     cap: int | None = None
     """A combination's shared budget: members with a budget of their own stay within it."""
     secrets: Callable[[], Mapping[str, str]] = dict
+    zone: tzinfo = UTC
+    """The zone the user's days are read in (chatmem.timezones): the day a recalled message
+    was said on, and the days an input names ("yesterday", "上周五")."""
     """The settings' credentials (Settings.credentials), masked with the environment's in
     what a build raises (a plugin's error may quote a key): worked out only then."""
 

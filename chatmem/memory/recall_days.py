@@ -7,10 +7,12 @@ recalled messages said on one earlier day opens with a line naming it (`said_lin
 is left as it is. The lines are counted in the recalled part's tokens, within its
 budget: when they do not fit, the least relevant messages make room for them.
 
-A day is the one the message's time was stored in (UTC for what chatmem stamps, the
-zone a transcript gave for an imported one), "today" that of the newest message, the
-clock named times are read on (chatmem.memory.time_words): a replayed conversation
-gets the same lines as it got then. Messages said today get no line, unless they follow
+A day is the user's: the message's time read in the zone the request names
+(`ContextRequest.zone`, the `timezone` setting or the system's; chatmem stamps UTC, and
+a transcript's offset is only where the time was), "today" that of the newest message,
+the clock named times are read on (chatmem.memory.time_words): a replayed conversation
+gets the same lines as it got then, told the same zone. The times given here are
+already in that zone. Messages said today get no line, unless they follow
 an earlier day's in the recalled part: that day's line would read as covering them too.
 """
 

@@ -166,8 +166,9 @@ class StoredRecall:
         return Sittings(cache.starts)
 
     def newest_time(self) -> datetime | None:
-        """The time of the session's newest message (None: none, or unreadable)."""
-        last = self.state.store.recall.last_position(self.state.session_id)
+        """The time of the session's newest message in memory (None: none, or unreadable):
+        /retry and /edit-last read the day the turn they replace read."""
+        last = self.state.store.recall.newest_position(self.state.session_id)
         return self.times_at([last]).get(last) if last else None
 
     def first_at_or_after(self, moment: datetime, count: int) -> int:

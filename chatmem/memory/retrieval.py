@@ -19,7 +19,7 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, replace
-from datetime import date
+from datetime import date, tzinfo
 from typing import TYPE_CHECKING
 
 from chatmem.context_warnings import ContextWarning, EmbeddingFailed
@@ -166,7 +166,7 @@ class RetrievalStrategy(BaseStrategy[RetrievalParams]):
         query = request.input.content
         weights = self.weights(embedder)
 
-        named, searched = self._named_time(source, query)
+        named, searched = self._named_time(source, query, request.zone)
 
         def ranked_by_words() -> tuple[dict[int, float], WordScores]:
             matches = source.bm25(searched, first_recent)
@@ -238,7 +238,7 @@ class RetrievalStrategy(BaseStrategy[RetrievalParams]):
                 lambda position: message_at(position).content, ranked_at)
             kept = later_mentions.pull_in(kept, ranked, lookup, room, self.options.top_k,
                                           sources=self.options.later)
-        kept, days, said_at = (self._with_days(source, kept, message_at, room)
+        kept, days, said_at = (self._with_days(source, kept, message_at, room, request.zone)
                                if self.options.dates else (kept, {}, None))
         shown = [*kept, *[r for r in ranked if not r.kept][:SHOWN_DROPPED]]
         for r in shown:
@@ -279,16 +279,17 @@ class RetrievalStrategy(BaseStrategy[RetrievalParams]):
                     said=said_at)
         return part, as_json(shown, self.options.top_k)
 
-    def _named_time(self, source: StoredRecall, query: str) -> tuple[list[TimeSpan], str]:
+    def _named_time(self, source: StoredRecall, query: str,
+                    zone: tzinfo) -> tuple[list[TimeSpan], str]:
         """The spans of time the input names (none with `time_weight` 0), and the input
         to search by words: without the words that named them, which the time's own
         preference stands for (searched, the 4 of `May 4` matched every list's item 4).
         `now` is the newest message's time: a replayed conversation is read on its own
-        clock."""
+        clock, its days in the user's `zone`."""
         if not self.options.time_weight or not time_words.may_name_time(query):
             return [], query
         now = source.newest_time()
-        return time_words.read(query, now) if now is not None else ([], query)
+        return time_words.read(query, now.astimezone(zone)) if now is not None else ([], query)
 
     def _prefer_named_time(self, source: StoredRecall, named: list[TimeSpan], count: int,
                            words: WordScores) -> set[int]:
@@ -304,15 +305,18 @@ class RetrievalStrategy(BaseStrategy[RetrievalParams]):
 
     @staticmethod
     def _with_days(source: StoredRecall, kept: list[Ranked],
-                   message_at: Callable[[int], Message], room: int,
+                   message_at: Callable[[int], Message], room: int, zone: tzinfo,
                    ) -> tuple[list[Ranked], dict[int, date], SaidDays | None]:
         """The kept messages that fit in `room` with the lines naming the earlier days they
         were said on (chatmem.memory.recall_days), those days by position, and when each
-        kept one was said (for a combination to work the lines out again)."""
-        now = source.newest_time() if kept else None
-        if now is None:
+        kept one was said (for a combination to work the lines out again): days in the
+        user's `zone`."""
+        newest = source.newest_time() if kept else None
+        if newest is None:
             return kept, {}, None
-        times = source.times_at([r.position for r in kept])
+        now = newest.astimezone(zone)
+        times = {p: t.astimezone(zone)
+                 for p, t in source.times_at([r.position for r in kept]).items()}
         said_at = SaidDays(now.date(), {r.key: times[r.position] for r in kept
                                         if r.position in times})
         if all(t.date() >= now.date() for t in times.values()):

@@ -8,11 +8,15 @@ positions (`{"from": 12, "to": 21}`) and the full text only of what the
 strategy synthesized: system prompt, summary, facts, pins and the input.
 Token counts of referenced messages are the ones the history read from the
 `token_counts` cache under the turn's tokenizer; compaction makes sure the
-cache holds them.
+cache holds them. A recalled message sent below the line naming the day it was
+said (`said_on`) is a reference of its own, `{"from": 7, "to": 7, "said_on":
+"2026-05-04", "tokens": 31}`: its count is of the line and the text, so it is
+kept there and never cached as the message's own.
 
 `expand` gives back exactly the dict `compact` was given. A message becomes a
 reference only when that is provably lossless: same role, text and turn as
-the stored row, and its count equal to the cached one. Anything else stays
+the stored row, and its count equal to the cached one (or its day named with
+its own count, as above). Anything else stays
 inline. This is storage format 2 (`"format": 2`); a stored context without
 that key is format 1, the full context, and is read as it is.
 """
@@ -72,15 +76,23 @@ def compact(
         for message in part.get("messages", []):
             row = stored.get(message.get("id"))
             if row is None or (row[1], row[2], row[3]) != (
-                    message["role"], message["content"], message.get("turn")) \
-                    or row[4] not in (None, message["tokens"]):
+                    message["role"], message["content"], message.get("turn")):
+                items.append(message)
+                continue
+            if message.get("said_on") is not None:
+                # Sent below its day's line: its count is of the two, never its own to cache.
+                items.append({"from": row[0], "to": row[0], "said_on": message["said_on"],
+                              "tokens": message["tokens"]})
+                continue
+            if row[4] not in (None, message["tokens"]):
                 items.append(message)
                 continue
             if row[4] is None:
                 row[4] = newly_counted[message["id"]] = message["tokens"]
             position = row[0]
             last = items[-1] if items else None
-            if last is not None and "role" not in last and last["to"] == position - 1:
+            if (last is not None and "role" not in last and "said_on" not in last
+                    and last["to"] == position - 1):
                 last["to"] = position
             else:
                 items.append({"from": position, "to": position})
@@ -120,6 +132,10 @@ def expand(
                 if row is None:  # never written by chatmem; say so rather than fail
                     messages.append({"role": "system", "tokens": 0, "id": None, "turn": None,
                                      "content": f"[message {position} is no longer stored]"})
+                    continue
+                if "said_on" in item:
+                    messages.append({"role": row[1], "content": row[2], "tokens": item["tokens"],
+                                     "id": row[0], "turn": row[3], "said_on": item["said_on"]})
                     continue
                 messages.append({"role": row[1], "content": row[2], "tokens": row[5] or 0,
                                  "id": row[0], "turn": row[3]})

@@ -6,14 +6,17 @@ from __future__ import annotations
 import json
 from datetime import UTC, date, datetime
 from pathlib import Path
+from zoneinfo import ZoneInfo
 
 import pytest
 from cli_runner import invoke
 from fact_conversations import context_with
 
+from chatmem.engine.resend import resend_last
 from chatmem.memory.context import Context, said_line
 from chatmem.memory.reasons import RecallVerdict
 from chatmem.memory.recall_days import said_days
+from chatmem.providers.scripted import ScriptedProvider
 
 MEETING = [  # (role, text, when): a planning meeting on Monday 4 May, asked about on the 7th
     ("user", "Action item: Kenji will send the vendor contract to legal by next Friday.",
@@ -26,7 +29,7 @@ MEETING = [  # (role, text, when): a planning meeting on Monday 4 May, asked abo
        f"2026-05-07T10:{n:02d}:{30 if role == 'assistant' else 0:02d}+00:00")
       for n in range(4) for role in ("user", "assistant")],
 ]
-MEETING_ZH = [  # the same in Chinese, in UTC+8: 06:00 on the 5th there is the 4th in UTC
+MEETING_ZH = [  # the same in Chinese, by a user in UTC+8: 06:00 on the 5th is the 4th in UTC
     ("user", "行动项：健二下周五之前把供应商合同交给法务。", "2026-05-05T06:00:00+08:00"),
     ("assistant", "健二：下周五前合同交法务。", "2026-05-05T06:01:00+08:00"),
     ("user", "行动项：奥卢负责压力测试，后天交。", "2026-05-05T06:02:00+08:00"),
@@ -35,9 +38,13 @@ MEETING_ZH = [  # the same in Chinese, in UTC+8: 06:00 on the 5th there is the 4
       for n in range(4) for role in ("user", "assistant")],
 ]
 
+SHANGHAI = ZoneInfo("Asia/Shanghai")
 
-def meeting(make_engine, lines=MEETING):
-    engine = make_engine("retrieval", mode="bm25")
+
+def meeting(make_engine, lines=MEETING, **params):
+    engine = make_engine("retrieval", mode="bm25", **params)
+    if lines is MEETING_ZH:
+        engine.zone = SHANGHAI  # the user's days: 06:00 on the 5th is the 5th
     engine.store.history.import_messages(
         engine.session.id, [{"role": role, "content": text, "ts": at} for role, text, at in lines])
     return engine
@@ -58,7 +65,7 @@ def test_a_run_recalled_from_an_earlier_day_opens_with_the_day_it_was_said(
     context = context_with(engine, "retrieval", question, mode="bm25", max_tokens=300)
     recalled = context.part("recalled")
     assert recalled is not None
-    # One line for the day's run, on its first message; in the day the transcript gave.
+    # One line for the day's run, on its first message; in the user's day.
     assert recalled.messages[0].said_on == day
     assert all(m.said_on is None for m in recalled.messages[1:])
     assert sent(context)[0]["content"] == (f"(said on {day.isoformat()}, {opens})\n"
@@ -126,7 +133,7 @@ def test_a_line_opens_each_days_run_and_today_only_after_an_earlier_day() -> Non
     assert datetime(2026, 5, 4, tzinfo=UTC).date() == date(2026, 5, 4)
 
 
-def test_inspect_shows_the_day_and_sends_it_as_json_says(tmp_path: Path) -> None:
+def test_inspect_shows_the_day_and_sends_it_as_json_says(tmp_path: Path, monkeypatch) -> None:
     transcript = tmp_path / "会议.jsonl"
     lines = [{"chatmem": 1}, *({"role": role, "content": text, "ts": when}
                                for role, text, when in MEETING_ZH)]
@@ -134,6 +141,7 @@ def test_inspect_shows_the_day_and_sends_it_as_json_says(tmp_path: Path) -> None
                           encoding="utf-8")
     db = str(tmp_path / "t.db")
     invoke("sessions", "import", str(transcript), "会议", "--no-index", "--db", db, code=0)
+    monkeypatch.setenv("CHATMEM_TIMEZONE", "Asia/Shanghai")
     args = ["inspect", "会议", "--next", "健二的合同什么时候交法务？", "--strategy",
             "retrieval:mode=bm25,max_tokens=300", "--provider", "scripted", "--db", db]
     shown = json.loads(invoke(*args, "--json", code=0).stdout)
@@ -157,3 +165,63 @@ def test_dates_off_sends_the_recalled_messages_as_stored_and_spends_the_lines_on
     assert all(m.said_on is None for m in recalled_off.messages)
     assert [c["content"] for c in sent(off)] == [m.content for m in recalled_off.messages]
     assert recalled_off.reason.dated == 0
+
+
+
+@pytest.mark.parametrize("lines, question, day", [
+    (MEETING, "When is Kenji's vendor contract due to legal?", date(2026, 5, 4)),
+    (MEETING_ZH, "健二的供应商合同什么时候交法务？", date(2026, 5, 5)),
+])
+def test_a_turn_stores_the_day_line_it_sent_and_never_caches_its_count_as_the_messages(
+        make_engine, tmp_path: Path, lines, question: str, day: date) -> None:
+    log = tmp_path / "requests.jsonl"
+    engine = make_engine("retrieval", provider=ScriptedProvider(log_path=log), mode="bm25",
+                         max_tokens=300)
+    if lines is MEETING_ZH:
+        engine.zone = SHANGHAI
+    # Imported messages have no cached count: the first context that sends one caches it.
+    engine.store.history.import_messages(
+        engine.session.id, [{"role": role, "content": text, "ts": at} for role, text, at in lines])
+    engine.run_turn(question)
+    (request,) = [json.loads(line) for line in log.read_text(encoding="utf-8").splitlines()]
+    turn = engine.store.turns.turn(engine.session.id)
+    assert turn is not None
+    stored = Context.from_json(turn.context)
+    recalled = stored.part("recalled")
+    assert recalled is not None
+    first = recalled.messages[0]
+    # What is stored is what was sent: the day, and the count of the line and the text.
+    assert first.said_on == day
+    assert stored.messages() == request["messages"]
+    assert first.tokens == engine.counter.count_message(first.role, first.sent)
+    own = engine.counter.count_message(first.role, first.content)
+    assert first.tokens > own
+    cached = engine.store.db.execute(
+        "SELECT tokens FROM token_counts WHERE message_id = ? AND tokenizer = ?",
+        [first.id, turn.tokenizer]).fetchall()
+    assert cached in ([], [(own,)])
+    # A later context sending it as plain history counts it as it is.
+    plain = context_with(engine, "buffer", "hello").part("history")
+    assert plain is not None
+    again = next(m for m in plain.messages if m.id == first.id)
+    assert (again.said_on, again.tokens) == (None, own)
+
+
+@pytest.mark.parametrize("lines, question", [
+    (MEETING, "What did Kenji promise on Monday about the vendor contract?"),
+    (MEETING_ZH, "周二健二说的供应商合同什么时候交法务？"),
+])
+def test_retry_and_edit_last_send_the_day_lines_and_read_the_times_the_first_attempt_did(
+        make_engine, lines, question: str) -> None:
+    engine = meeting(make_engine, lines, max_tokens=300)
+    first = engine.run_turn(question).context
+    recalled = first.part("recalled")
+    assert recalled is not None and recalled.reason.dated and recalled.reason.times_named
+    # The replaced turn's messages are out of memory while the new one is built: the
+    # newest message, whose day "today" is, is the one before it, as it was then.
+    for again in (resend_last(engine), resend_last(engine, question)):
+        resent = again.context.part("recalled")
+        assert resent is not None and resent.messages == recalled.messages
+        assert (resent.reason.dated, resent.reason.times_named) == (
+            recalled.reason.dated, recalled.reason.times_named)
+        assert again.context.messages() == first.messages()

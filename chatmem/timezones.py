@@ -1,0 +1,49 @@
+"""The zone a user's days are read in: which calendar day a message was said on, and what
+"today", "yesterday" or "上周五" in an input name.
+
+chatmem stores every time in UTC (chatmem.timestamps), and an imported one with the offset
+its transcript gave; a day, though, is the user's: said at 07:30 in Shanghai is that
+Saturday, not Friday 23:30 UTC. The zone is the `timezone` setting (an IANA name,
+`Asia/Shanghai`), else the system's: $TZ when it names a zone, else /etc/localtime, else the
+offset the C library applies now. It is handed to context assembly with each request,
+so a build stays a function of what it is given, and a replay elsewhere can be told it.
+"""
+
+from __future__ import annotations
+
+import os
+from datetime import UTC, datetime, tzinfo
+from pathlib import Path
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+
+LOCALTIME = Path("/etc/localtime")
+
+
+def zone_named(name: str) -> tzinfo:
+    """The zone an IANA name (`Europe/Paris`, `UTC`) stands for.
+
+    Raises ValueError naming what it takes when `name` is none this machine knows."""
+    if name.strip().upper() in ("UTC", "Z", "ETC/UTC"):
+        return UTC
+    try:
+        return ZoneInfo(name.strip())
+    except (ZoneInfoNotFoundError, ValueError, OSError):
+        raise ValueError(f"{name!r} is not a time zone this machine knows (an IANA name, "
+                         "e.g. Asia/Shanghai, Europe/Paris or UTC)") from None
+
+
+def system_zone() -> tzinfo:
+    """The system's local zone: $TZ's name, /etc/localtime, or the offset in use now."""
+    named = os.environ.get("TZ", "").removeprefix(":")
+    if named:
+        try:
+            return zone_named(named)
+        except ValueError:
+            pass  # a POSIX rule (`CST-8`): the C library reads it, below
+    elif LOCALTIME.is_file():
+        try:
+            with LOCALTIME.open("rb") as file:
+                return ZoneInfo.from_file(file, key="localtime")
+        except (OSError, ValueError):
+            pass
+    return datetime.now().astimezone().tzinfo or UTC
