@@ -78,6 +78,7 @@ def start_conversation(
     """
     from chatmem.engine import open_session
     from chatmem.store import check_session_name
+    from chatmem.store.session_names import is_reserved
     from chatmem.text import is_valid
 
     if name is not None and not is_valid(name):
@@ -97,7 +98,9 @@ def start_conversation(
         apply_retention(workspace)
     chosen_name = name if name is not None else last_used_session(store)
     found = store.sessions.find_session(chosen_name)
-    if found is None:
+    if found is None or is_reserved(chosen_name):
+        # A replay's unfinished session is refused too: a turn in it would be published
+        # under the replay's name, or deleted with its leftovers.
         check_session_name(chosen_name)  # before a model is loaded for nothing
     else:  # a turn is stored in it: a read-only share says so first, in one line
         store.sessions.check_session_writable(found.id)

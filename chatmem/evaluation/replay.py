@@ -215,6 +215,7 @@ def _start(
         name or session_name_from(f"replay-{spec.slug}"), strategy.name, dict(strategy.params),
         provider=chat_provider.name, model=chat_provider.model, system=transcript.system,
         user=options.user, tokenizer=chat.token_counter().key,
+        unfinished=name is not None and saving.is_unfinished(name),
     )
     engine = engine_over(store, session, chat, strategy, budget=options.budget, helper=helper,
                          embedder=options.embedder, zone=options.zone)

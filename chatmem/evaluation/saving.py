@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import hashlib
 import os
-import re
 import secrets
 import socket
 from collections.abc import Sequence
@@ -26,21 +25,17 @@ from datetime import timedelta
 from chatmem.errors import ChatmemError, StoreError
 from chatmem.store import LeaseHolder
 from chatmem.store.protocols import TurnStore
+from chatmem.store.session_names import UNFINISHED, UNFINISHED_PREFIX
+from chatmem.store.session_names import is_unfinished as is_unfinished
 from chatmem.timestamps import parse_time
 
-UNFINISHED = re.compile(r"unfinished-replay\.(\d{1,10})\.([0-9a-f]{8})\.[0-9a-f]{8}")
 ELSEWHERE_IDLE = timedelta(days=1)
 """How long another host's unfinished session stays untouched before it counts as left over."""
 
 
 def unfinished_name() -> str:
     """A new session name of this process's replay, never taken by a finished session."""
-    return f"unfinished-replay.{os.getpid()}.{host_mark()}.{secrets.token_hex(4)}"
-
-
-def is_unfinished(name: str) -> bool:
-    """Whether `name` is a replay's session still being saved (or left by a killed one)."""
-    return UNFINISHED.fullmatch(name) is not None
+    return f"{UNFINISHED_PREFIX}{os.getpid()}.{host_mark()}.{secrets.token_hex(4)}"
 
 
 def remove_leftovers(store: TurnStore) -> list[str]:

@@ -127,9 +127,13 @@ def write_archive(store: PrivacyStore, path: Path, transcript: Callable[[Session
     beside its destination first and renamed into place (open_private), so a
     failed export never leaves half an archive.
     """
+    from chatmem.store.session_names import is_unfinished
+
     if path.exists() and not force:
         raise UsageError(f"{path} already exists; add --force to overwrite it")
-    listed_rows = store.sessions.list_sessions()
+    # A replay's sessions still being saved (or left by a killed one) are no sessions yet,
+    # as in every listing: restored, they would be hidden and deleted by the next replay.
+    listed_rows = [row for row in store.sessions.list_sessions() if not is_unfinished(row.name)]
     files = _member_names(listed_rows)
     shared_by = {row.id: row.shared_by for row in listed_rows}
     addresses = {row.id: row.address for row in listed_rows}

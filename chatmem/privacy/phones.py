@@ -11,7 +11,8 @@ is: the number's end without its area code (555-0134), the number among digits i
 another valid number with (415 555 0134 5, +41 55 550 13 45), the digits of a value given
 without a country code written with one, or the number after another country's exit code
 (0014155550134). Among other digits that make no number with it (at 10:30 415-555-0134, a
-list 4155550134 4155550135) it is the number.
+list 4155550134 4155550135) it is the number, after another number written with its +
+too (+44 20 7946 0958 415 555 0134).
 """
 
 from __future__ import annotations
@@ -147,7 +148,10 @@ def find(text: str, value: str) -> Found:
         if not plus and len(groups) > 1 and before[-1] <= _LONGEST \
                 and _another(number, written):
             continue
-        verdicts = _verdicts(number, plus, written, before)
+        # Groups after a whole number the + begins (+44 20 7946 0958 415 555 0134) are
+        # tried as a run of their own; before it, only from the + on.
+        rest = _after_first_number(written, before) if plus else 0
+        verdicts = _verdicts(number, plus, written, before, rest)
         taken: set[int] = set()  # the groups of the parts found the number
         # The number written alone among other digits (at 10:30 415-555-0134, 4155550134
         # 4155550135) is erased; only when the digits around it make a valid number with it
@@ -158,11 +162,14 @@ def find(text: str, value: str) -> Found:
                 continue
             taken.update(range(at, last + 1))
             bounds = (_start(text, run.start(), groups[at].start()), groups[last].end())
-            (unsure if _among_another(number, plus, written, before, at, last) else same
-             ).append(bounds)
+            (unsure if _among_another(number, plus and at == 0, written, before, at, last)
+             else same).append(bounds)
         # What only may be the number (555-0134, 0014155550134): the longest from each start.
         at = 0
-        while at < (1 if plus else len(groups)):
+        while at < len(groups):
+            if 0 < at < rest:
+                at = rest
+                continue
             longest = bisect_right(before, before[at] + _LONGEST) - 2
             for last in range(min(longest, len(groups) - 1), at - 1, -1):
                 if verdicts.get((at, last)) != "unsure" or taken.intersection(
@@ -184,12 +191,26 @@ def _start(text: str, run: int, group: int) -> int:
     return group - 1 if text[group - 1] in "(\uff08" else group
 
 
-def _verdicts(number: Number, plus: bool, written: str,
-              before: list[int]) -> dict[tuple[int, int], str]:
-    """Each part of a run (its first and last group) that is the number or may be it."""
+def _after_first_number(written: str, before: list[int]) -> int:
+    """The first group of a run after a + that follows a valid number written from the +
+    (4 of +44 20 7946 0958 415 555 0134); the run's length when none does."""
+    for at in range(1, len(before) - 1):
+        if before[at] > MAX_DIGITS:
+            break
+        if _valid("+" + written[:before[at]], None) is not None:
+            return at
+    return len(before) - 1
+
+
+def _verdicts(number: Number, plus: bool, written: str, before: list[int],
+              rest: int = 0) -> dict[tuple[int, int], str]:
+    """Each part of a run (its first and last group) that is the number or may be it; a
+    run after a + is read from its start and from group `rest` on."""
     verdicts: dict[tuple[int, int], str] = {}
     # After a country code (+44 415 555 0134) no part is the number of another country.
-    for at in range(1 if plus else len(before) - 1):
+    for at in range(len(before) - 1):
+        if plus and 0 < at < rest:
+            continue
         longest = bisect_right(before, before[at] + _LONGEST) - 2
         for last in range(at, longest + 1):
             digits = written[before[at]:before[last + 1]]

@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 from chatmem import fts
 from chatmem.errors import NotFound, StoreError, UsageError
 from chatmem.store.connection import fetch_rows, fetch_value
-from chatmem.store.session_names import is_session_name, normal_name
+from chatmem.store.session_names import is_reserved, is_session_name, normal_name
 from chatmem.store.sharing import Exemption, row_security_exemption
 from chatmem.store.stored_values import json_text
 
@@ -69,7 +69,8 @@ class SkipReason(StrEnum):
     NAME_TAKEN = "name-taken"
     """Another session of the copy has its name (one's own, and one shared with one)."""
     INVALID_NAME = "invalid-name"
-    """A name chatmem refuses (written with plain SQL): no command could name it."""
+    """A name chatmem refuses (written with plain SQL, or a replay's unfinished one: copied,
+    it would be hidden and deleted by the next replay)."""
 
 
 @dataclass(frozen=True)
@@ -126,11 +127,11 @@ def copy_sessions(source: Store, target: Store,
     chosen: dict[str, _Listed] = {}
     skipped: list[SkippedSession] = []
     for session in listed:
-        if is_session_name(session.name) and normal_name(session.name) not in chosen:
+        valid = is_session_name(session.name) and not is_reserved(session.name)
+        if valid and normal_name(session.name) not in chosen:
             chosen[normal_name(session.name)] = session
             continue
-        reason = (SkipReason.INVALID_NAME if not is_session_name(session.name)
-                  else SkipReason.NAME_TAKEN)
+        reason = SkipReason.INVALID_NAME if not valid else SkipReason.NAME_TAKEN
         skipped.append(SkippedSession(session.name, reason, session.shared_by,
                                       _shared(source, session)))
     for name in chosen:

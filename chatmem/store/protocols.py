@@ -208,7 +208,8 @@ class SessionRepository(Protocol):
     def create_session(self, name: str, strategy: str, params: Mapping[str, Any] | None = None,
                        *, provider: str | None = None, model: str | None = None,
                        system: str | None = None, user: str | None = None,
-                       tokenizer: str | None = None) -> SessionRecord: ...
+                       tokenizer: str | None = None,
+                       unfinished: bool = False) -> SessionRecord: ...
 
     def update_session(self, session_id: int, **fields: Any) -> SessionRecord: ...
 

@@ -15,6 +15,12 @@ One rule for every name a session gets (chat, ask, /new, rename, fork, import,
 replay --save-as): a name is typed as a shell word and a REPL word and becomes
 an export's file name, so no spaces, no slashes, no leading dash or dot.
 """
+UNFINISHED_PREFIX = "unfinished-replay."
+"""How the names begin that `replay --save-as` keeps its sessions under while it saves them
+(evaluation/saving.py): listings leave such sessions out and the next replay deletes those
+left over, so a person's session may not take one."""
+UNFINISHED = re.compile(r"unfinished-replay\.(\d{1,10})\.([0-9a-f]{8})\.[0-9a-f]{8}")
+"""A replay's unfinished name: `unfinished-replay.PID.HOST.RANDOM`."""
 
 
 def is_session_name(name: str) -> bool:
@@ -34,7 +40,19 @@ def normal_name(name: str) -> str:
     return unicodedata.normalize("NFC", name)
 
 
-def check_session_name(name: str) -> None:
+def is_unfinished(name: str) -> bool:
+    """Whether `name` is a replay's session still being saved (or left by a killed one)."""
+    return UNFINISHED.fullmatch(name) is not None
+
+
+def is_reserved(name: str) -> bool:
+    """Whether `name` begins as a replay's unfinished names do (UNFINISHED_PREFIX)."""
+    return normal_name(name).startswith(UNFINISHED_PREFIX)
+
+
+def check_session_name(name: str, *, unfinished: bool = False) -> None:
+    """Raise unless `name` is a name a session may get; one beginning as a replay's
+    unfinished names do only when `unfinished` (the replay's own)."""
     from chatmem.errors import UsageError
 
     if not name.strip():
@@ -43,6 +61,10 @@ def check_session_name(name: str) -> None:
         raise UsageError(
             f"invalid session name {name!r}: use letters, digits, '-', '_', '.' or '+', starting "
             "with a letter or digit, no spaces or '/', up to 64 characters (e.g. trip-b)")
+    if not unfinished and is_reserved(name):
+        raise UsageError(
+            f"session name {name!r} is reserved: names beginning {UNFINISHED_PREFIX!r} are "
+            "replay --save-as's sessions while it saves them; pick another")
 
 
 def session_name_from(text: str) -> str:
@@ -83,8 +105,11 @@ def session_name_of(identifier: str) -> str:
     import hashlib
 
     identifier = normal_name(identifier)
-    if is_session_name(identifier):
+    if is_session_name(identifier) and not is_reserved(identifier):
         return identifier
     digest = hashlib.sha256(identifier.encode("utf-8", "surrogatepass")).hexdigest()[:12]
-    stem = _first_characters(session_name_from(identifier), 64 - len(digest) - 1)
+    made = session_name_from(identifier)
+    if is_reserved(made):  # a replay's name: listings would hide it, a replay delete it
+        made = made[len("unfinished-"):]
+    stem = _first_characters(made, 64 - len(digest) - 1)
     return f"{stem or 'session'}-{digest}"

@@ -41,8 +41,11 @@ class SessionTables:
         system: str | None = None,
         user: str | None = None,
         tokenizer: str | None = None,
+        unfinished: bool = False,
     ) -> SessionRecord:
-        steps.check_new_name(self._db, name)
+        """A new session; `unfinished`: under a replay's unfinished name (evaluation/saving.py),
+        which no other session may take."""
+        steps.check_new_name(self._db, name, unfinished=unfinished)
         with self._db.write():
             session_id = steps.insert_session(
                 self._db, name, strategy, params or {}, stamp=self._connection.now(),

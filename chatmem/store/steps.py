@@ -75,10 +75,11 @@ def save_token_counts(db: Backend, counts: Mapping[int, int], tokenizer: str) ->
     )
 
 
-def check_new_name(db: Backend, name: str) -> None:
+def check_new_name(db: Backend, name: str, *, unfinished: bool = False) -> None:
     """Raise unless `name` is a valid name none of the user's own sessions has yet (one
-    shared with them under it is `OWNER/NAME`, and takes nothing of theirs)."""
-    check_session_name(name)
+    shared with them under it is `OWNER/NAME`, and takes nothing of theirs); a replay's
+    unfinished name only when `unfinished`."""
+    check_session_name(name, unfinished=unfinished)
     if not is_valid(name):
         raise UsageError(f"session name {name!r} is not valid UTF-8")
     if db.execute(f"SELECT 1 FROM sessions WHERE name = ? AND {db.own_rows}",

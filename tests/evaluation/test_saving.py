@@ -49,7 +49,7 @@ def _left_by(history: History, name: str, *, days_ago: float = 0) -> None:
     """A session as a killed replay leaves it: its unfinished name and some turns."""
     moment = utc_now() - timedelta(days=days_ago)
     with history.open(clock=lambda: moment) as other:
-        session = other.sessions.create_session(name, "buffer")
+        session = other.sessions.create_session(name, "buffer", unfinished=True)
         other.history.import_messages(session.id, [{"role": "user", "content": "我的航班 MU5137"},
                                                    {"role": "assistant", "content": "好"}])
 
@@ -66,7 +66,8 @@ def test_the_next_save_removes_what_replays_no_longer_running_left(
     for name in (dead, running, elsewhere):
         _left_by(history, name)
     _left_by(history, elsewhere_idle, days_ago=2)
-    store.sessions.create_session("unfinished-replay.mine", "buffer")  # a person's own name
+    # Not a replay's form (a name a person gave before such names were refused): kept.
+    store.sessions.create_session("unfinished-replay.mine", "buffer", unfinished=True)
 
     replay(TALK, [parse_spec("buffer")], chat_provider=ScriptedProvider(), store=store,
            save_as="again")
