@@ -96,8 +96,8 @@ def test_show_masks_a_key_in_every_url_setting(tmp_path: Path) -> None:
      "timeout, reply_timeout, idle_timeout, max_retries, max_reply_tokens, strategy, "
      "context_budget, system, db, user, helper_provider, helper_model, user_facts, "
      "key_command, key_command_timeout, retention_days, fact_idle_days, plain, "
-     "clipboard_command, local, scripted, summary, embeddings, aliases, prices, templates, "
-     "strategies)"),
+     "clipboard_command, timezone, local, scripted, summary, embeddings, aliases, prices, "
+     "templates, strategies)"),
     ("context_budget = -5\n", "key 'context_budget' must be at least 1, got -5"),
 ])
 def test_a_bad_config_key_or_value_is_one_line_naming_it_and_the_file(
