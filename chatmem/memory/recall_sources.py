@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any
 
 from chatmem.memory.context import Message
 from chatmem.memory.message_counts import sent_text
-from chatmem.memory.packing import POOL, Ranked, said_key
+from chatmem.memory.packing import POOL, Ranked
 from chatmem.memory.ranking import (
     Sittings,
     WordScores,
@@ -43,6 +43,7 @@ if TYPE_CHECKING:
 
     from chatmem.embeddings import Embedder
     from chatmem.memory.state import SessionState
+    from chatmem.store import MessageRecord
     from chatmem.store.recall import CandidateRow, WordMatches
     from chatmem.tokens import TokenCounter
 
@@ -135,7 +136,7 @@ class Candidates:
                 meanings = [m if held else None
                             for m, held in zip(meanings, present[at].tolist(), strict=True)]
         return [Ranked(message_id, position, turn or 0, role, bm25.get(position, 0.0), score,
-                       meaning, relevance, tokens, said_key(role, content))
+                       meaning, relevance, tokens, content)
                 for (position, message_id, turn, role, content, _), score, meaning, relevance,
                 tokens in zip(self.rows, scores, meanings, fused_at, self.tokens, strict=True)]
 
@@ -168,8 +169,13 @@ class StoredRecall:
     def newest_time(self) -> datetime | None:
         """The time of the session's newest message in memory (None: none, or unreadable):
         /retry and /edit-last read the day the turn they replace read."""
-        last = self.state.store.recall.newest_position(self.state.session_id)
-        return self.times_at([last]).get(last) if last else None
+        last = self.state.store.recall.newest_message(self.state.session_id)
+        if last is None:
+            return None
+        cache: dict[int, datetime | None] = self.state.caches.setdefault("times", {})
+        if last.position not in cache:
+            cache[last.position] = _time_of(last)
+        return cache[last.position]
 
     def first_at_or_after(self, moment: datetime, count: int) -> int:
         """The first of the first `count` positions whose message is dated at or after
@@ -204,10 +210,7 @@ class StoredRecall:
             records = self.state.store.recall.messages_at(self.state.session_id, missing)
             for p in missing:
                 record = records.get(p)
-                try:
-                    cache[p] = parse_time(record.created_at) if record else None
-                except ValueError:
-                    cache[p] = None
+                cache[p] = _time_of(record) if record else None
         return {p: t for p in positions if (t := cache.get(p)) is not None}
 
     def bm25(self, query: str, before_turn: int) -> WordMatches:
@@ -375,3 +378,11 @@ class StoredRecall:
             return picked
 
         return Dense(scores, present, embedded, rows_at)
+
+
+def _time_of(record: MessageRecord) -> datetime | None:
+    """When `record` was said; None when its time cannot be read."""
+    try:
+        return parse_time(record.created_at)
+    except ValueError:
+        return None

@@ -125,12 +125,14 @@ class RecallTables:
         return int(fetch_value(self._db, "SELECT position FROM messages WHERE session_id = ?"
                                " ORDER BY position DESC LIMIT 1", [session_id]) or 0)
 
-    def newest_position(self, session_id: int) -> int:
-        """The position of the session's last message in memory (0 when it has none): a
-        replaced turn's (/retry, /edit-last) are not, as `messages_at` does not read them."""
-        return int(fetch_value(self._db, "SELECT position FROM messages WHERE session_id = ?"
+    def newest_message(self, session_id: int) -> MessageRecord | None:
+        """The session's last message in memory (None when it has none): a replaced turn's
+        (/retry, /edit-last) are not, as `messages_at` does not read them. One read, where
+        its position and then its time were two for every recall."""
+        row = self._db.execute(f"SELECT {MESSAGE_COLUMNS} FROM messages WHERE session_id = ?"
                                " AND superseded = 0 ORDER BY position DESC LIMIT 1",
-                               [session_id]) or 0)
+                               [session_id]).fetchone()
+        return None if row is None else MessageRecord(*row)
 
     def last_message_id(self, session_id: int) -> int:
         return int(fetch_value(self._db, "SELECT id FROM messages WHERE session_id = ?"

@@ -19,7 +19,7 @@ def test_a_copy_is_too_similar_where_the_embedder_puts_everything_close() -> Non
     texts = ["Draft an agenda template.", "draft an  agenda template.", "Suggest a retro."]
 
     def rows() -> list[Ranked]:
-        return [Ranked(i, i + 1, i + 1, "user", 0.0, s, None, s, 10, said_key("user", t))
+        return [Ranked(i, i + 1, i + 1, "user", 0.0, s, None, s, 10, t)
                 for i, (s, t) in enumerate(zip([1.0, 0.99, 0.6], texts, strict=True))]
 
     diverse = rows()
