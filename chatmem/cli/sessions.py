@@ -130,10 +130,12 @@ def delete(
     err = consoles()[1]
     err.print(f"deleted session {name}", markup=False, soft_wrap=True)
     if learned:
-        err.print(f"{len(learned)} fact{'s' if len(learned) > 1 else ''} it taught the profile of"
-                  f" user {session.user} stay{'' if len(learned) > 1 else 's'}"
-                  f" ({', '.join(learned)}): `chatmem facts forget KEY --purge` erases one",
-                  markup=False, soft_wrap=True)
+        from chatmem.notices import TaughtFacts
+        from chatmem.render.notices import taught_text
+
+        # Worded as a prune and retention word it (one wording of one fact).
+        err.print(taught_text(TaughtFacts(name, session.user, tuple(learned))), markup=False,
+                  soft_wrap=True)
 
 
 # Registered here, between delete and rename, so `sessions --help` lists them where it did.

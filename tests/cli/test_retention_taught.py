@@ -63,3 +63,9 @@ def test_retention_at_chat_start_says_which_profile_facts_stay(taught: Path,
     said = " ".join(started.stderr.split())
     assert "retention: erased 1 session (4 messages) past their retention (old)" in said
     assert TAUGHT.format("stay") in said
+
+
+def test_a_delete_words_the_profile_facts_that_stay_as_a_prune_does(taught: Path) -> None:
+    done = invoke("sessions", "delete", "old", "--yes", "--db", str(taught), code=0)
+    assert done.stderr.splitlines()[-1] == TAUGHT.format("stay")
+    assert _keys(taught) == ["city", "name"]
