@@ -76,10 +76,11 @@ def redated(messages: Sequence[Message], said: SaidDays,
     times = {i: said.times[m.id] for i, m in enumerate(messages)
              if m.id is not None and m.id in said.times}
     days = said_days(range(len(messages)), times, said.today)
-    return tuple(m if days.get(i) == m.said_on else _said(m, days.get(i), cost)
+    return tuple(m if days.get(i) == m.said_on else with_day(m, days.get(i), cost)
                  for i, m in enumerate(messages))
 
 
-def _said(message: Message, day: date | None, cost: Callable[[Message], int]) -> Message:
+def with_day(message: Message, day: date | None, cost: Callable[[Message], int]) -> Message:
+    """`message` sent below `day`'s line (None: none), its tokens counted so."""
     dated = replace(message, said_on=day)
     return replace(dated, tokens=cost(dated))

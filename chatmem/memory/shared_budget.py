@@ -30,7 +30,7 @@ from chatmem.memory.reasons import (
     Unsummarized,
     turn_run,
 )
-from chatmem.memory.recall_days import redated
+from chatmem.memory.recall_days import redated, with_day
 
 _MEMORY = ("history", "recalled")
 
@@ -132,13 +132,10 @@ class _Dated:
 
     def history(self, parts: list[Part]) -> list[Part]:
         """`parts` with no line on a history message (merged there from a member's recall)."""
-        def plain(m: Message) -> Message:
-            undated = dataclasses.replace(m, said_on=None)
-            return dataclasses.replace(undated, tokens=self.cost(undated))
-
         return [p if p.kind != "history" or all(m.said_on is None for m in p.messages)
                 else dataclasses.replace(p, messages=tuple(
-                    m if m.said_on is None else plain(m) for m in p.messages))
+                    m if m.said_on is None else with_day(m, None, self.cost)
+                    for m in p.messages))
                 for p in parts]
 
     def recalled(self, parts: list[Part]) -> list[Part]:
