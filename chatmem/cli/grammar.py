@@ -11,13 +11,12 @@ parameter holding bytes that are not UTF-8.
 
 from __future__ import annotations
 
+import os
 import re
 from typing import Any, Protocol
 
 import typer
 from typer.core import TyperArgument, TyperCommand, TyperOption
-
-from chatmem.cli.streams import utf8_argument
 
 TYPE_NAMES = {"str": "TEXT", "int": "INTEGER", "float": "FLOAT", "path": "PATH",
               "bool": "BOOLEAN"}
@@ -51,6 +50,18 @@ def raw_text(value: Any) -> Any:
     return value
 
 
+def utf8_argument(arg: str) -> str:
+    """An argument as the UTF-8 text it is, however the locale decoded it: under an ASCII
+    locale 北京 came in as escaped bytes and was refused as "not UTF-8". Bytes that are not
+    UTF-8 stay escaped, and are refused (or replaced) as before. Text arguments only
+    (cli.grammar): a file name is opened by the bytes the locale decoded, and read as UTF-8
+    under a Latin-1 one it named another file."""
+    try:
+        return os.fsencode(arg).decode("utf-8")
+    except UnicodeError:
+        return arg
+
+
 def file_name(value: Any) -> Any:
     """A parameter's callback for a text option that names a file (`--db`): its bytes are the
     file's name, whatever they decode to, so they are neither read as UTF-8 nor refused."""
@@ -58,7 +69,7 @@ def file_name(value: Any) -> Any:
 
 
 def _as_typed(value: Any) -> Any:
-    """Text arguments as the UTF-8 they were typed in (cli.streams.utf8_argument)."""
+    """Text arguments as the UTF-8 they were typed in (utf8_argument)."""
     if isinstance(value, str):
         return utf8_argument(value)
     if isinstance(value, list | tuple):

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 
 from chatmem.cli.completion import session_names, strategy_specs
-from chatmem.cli.grammar import file_name
+from chatmem.cli.grammar import file_name, utf8_argument
 from chatmem.cli.opening import open_workspace, registries, settings_from
 from chatmem.cli.options import (
     ConfigOption,
@@ -28,7 +28,6 @@ from chatmem.cli.output import (
     stopped_as_by_ctrl_c,
     warn_if_dated_back,
 )
-from chatmem.cli.streams import utf8_argument
 from chatmem.errors import ExitCode, TranscriptError
 
 if TYPE_CHECKING:

@@ -6,9 +6,10 @@ piped Chinese line read as bytes that are not UTF-8, and so did a Chinese
 argument. A descriptor closed by the shell (`>&-`, `<&-`) left sys.stdout or
 sys.stdin None. And a write to stdout that fails (a full disk) was a traceback
 from wherever it happened. Set up here, none of these is: stdout and stderr
-escape what their encoding cannot write, stdin and arguments are read as UTF-8
-(as every file chatmem reads is), a closed descriptor reads as empty or fails
-to write as closed, and stdout's write errors are OutputFailed, one line.
+escape what their encoding cannot write, stdin is read as UTF-8 (as every file
+chatmem reads is), a closed descriptor reads as empty or fails to write as
+closed, and stdout's write errors are OutputFailed, one line. Text arguments are
+read as UTF-8 where they are parsed (cli.grammar), file names left as they are.
 """
 
 from __future__ import annotations
@@ -34,18 +35,6 @@ def prepare_streams() -> None:
         sys.stdin.reconfigure(encoding="utf-8", errors="surrogateescape")  # type: ignore[union-attr]
     sys.stderr.reconfigure(errors="backslashreplace")  # type: ignore[union-attr]
     sys.stdout = _guarded(sys.stdout)
-
-
-def utf8_argument(arg: str) -> str:
-    """An argument as the UTF-8 text it is, however the locale decoded it: under an ASCII
-    locale 北京 came in as escaped bytes and was refused as "not UTF-8". Bytes that are not
-    UTF-8 stay escaped, and are refused (or replaced) as before. Text arguments only
-    (cli.grammar): a file name is opened by the bytes the locale decoded, and read as UTF-8
-    under a Latin-1 one it named another file."""
-    try:
-        return os.fsencode(arg).decode("utf-8")
-    except UnicodeError:
-        return arg
 
 
 def discard_unwritten() -> None:
