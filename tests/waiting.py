@@ -91,3 +91,23 @@ class Watched:
         self._thread.join(HANG)
         assert not self._thread.is_alive(), f"the output never ended: {self.text!r}"
         return self.text
+
+
+def at_once(action: Callable[[], object], times: int = 2) -> list[BaseException]:
+    """Run `action` in `times` threads released together; what each raised (none: [])."""
+    start = threading.Barrier(times)
+    failures: list[BaseException] = []
+
+    def run() -> None:
+        try:
+            start.wait()
+            action()
+        except BaseException as e:
+            failures.append(e)
+
+    threads = [threading.Thread(target=run) for _ in range(times)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(HANG)
+    return failures

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 from pg import NOW, PostgresServer, add_message, add_session, count
-from waiting import wait_until
+from waiting import at_once, wait_until
 
 from chatmem.errors import NotChatmemDatabase, StoreError, StoreFailure
 from chatmem.store import postgres_schema
@@ -98,21 +98,7 @@ def test_the_schema_has_every_sqlite_table_and_column_with_matching_types(
 
 def test_two_first_users_of_a_new_database_both_open_it_and_it_is_migrated_once(
         pg_empty_url: str) -> None:
-    start = threading.Barrier(2)
-    failures: list[BaseException] = []
-
-    def open_it() -> None:
-        try:
-            start.wait()
-            PostgresBackend(pg_empty_url).close()
-        except BaseException as e:
-            failures.append(e)
-
-    threads = [threading.Thread(target=open_it) for _ in range(2)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
+    failures = at_once(lambda: PostgresBackend(pg_empty_url).close())
     assert failures == []
     with PostgresBackend(pg_empty_url) as b:
         applied = [r[0] for r in b.execute("SELECT name FROM chatmem_migrations")]

@@ -16,6 +16,7 @@ import time
 import pytest
 from conftest import History
 from matches import matches
+from waiting import at_once
 
 from chatmem.errors import StoreError, StoreFailure
 from chatmem.notices import HistoryUpgrading, WaitingForUpgrade
@@ -85,22 +86,8 @@ def test_an_open_with_nothing_to_migrate_is_never_refused_for_others_connected(
 
 def test_two_chatmems_opening_an_older_history_at_once_both_open_it(history: History) -> None:
     _older(history).close()
-    start = threading.Barrier(2)
-    failures: list[BaseException] = []
     told: list[object] = []
-
-    def open_it() -> None:
-        try:
-            start.wait()
-            history.open(on_upgrade=told.append).close()
-        except BaseException as e:
-            failures.append(e)
-
-    threads = [threading.Thread(target=open_it) for _ in range(2)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
+    failures = at_once(lambda: history.open(on_upgrade=told.append).close())
     assert failures == []
     assert sum(isinstance(n, HistoryUpgrading) for n in told) == 1
     with history.open() as store:
