@@ -358,20 +358,26 @@ def test_profile_facts_the_old_extractor_made_go_back_to_their_session(tmp_path:
     conn.close()
 
 
-def test_profile_facts_restored_into_a_history_made_with_m004_stay(tmp_path: Path) -> None:
-    """An archive restored into a new history keeps its facts' created_at: a profile fact the
-    extractor made for a user who opted in, older than this file's m004, is no fact of an
-    old extractor (the file was made with m004 in it) and stays in the profile."""
-    path = tmp_path / "restored.db"
+def _made_before_m019_with_a_profile_fact(path: Path, key: str, value: str, at: str) -> Path:
+    """A history made with every migration before m019, holding one profile fact of the
+    default user, made at `at` from turn 1 of session 1."""
     made_by_sqlite_utils(path, [fn.__name__ for fn in MIGRATIONS].index(
         "m019_extracted_profile_facts_in_their_session"))
     conn = sqlite3.connect(path)
     conn.execute("""INSERT INTO facts (scope, "user", key, value, source_turn,
                     source_session_id, created_at, updated_at)
-                    VALUES ('user', 'default', '过敏', '花生', 1, 1, ?, ?)""",
-                 ["2025-06-01T08:00:00.000+00:00"] * 2)
+                    VALUES ('user', 'default', ?, ?, 1, 1, ?, ?)""", [key, value, at, at])
     conn.commit()
     conn.close()
+    return path
+
+
+def test_profile_facts_restored_into_a_history_made_with_m004_stay(tmp_path: Path) -> None:
+    """An archive restored into a new history keeps its facts' created_at: a profile fact the
+    extractor made for a user who opted in, older than this file's m004, is no fact of an
+    old extractor (the file was made with m004 in it) and stays in the profile."""
+    path = _made_before_m019_with_a_profile_fact(tmp_path / "restored.db", "过敏", "花生",
+                                                 "2025-06-01T08:00:00.000+00:00")
     with Store(path) as store:
         [kept] = store.facts.facts(user="default")
         assert (kept.scope, kept.user, kept.session_id) == (FactScope.USER, "default", None)
@@ -380,16 +386,9 @@ def test_profile_facts_restored_into_a_history_made_with_m004_stay(tmp_path: Pat
 def test_profile_facts_made_after_facts_stayed_in_their_session_stay(tmp_path: Path) -> None:
     """A profile fact the extractor made since (user_facts = true opted in) is the user's
     choice: only what came before m004 was applied moves."""
-    path = tmp_path / "opted-in.db"
-    made_by_sqlite_utils(path, [fn.__name__ for fn in MIGRATIONS].index(
-        "m019_extracted_profile_facts_in_their_session"))
-    conn = sqlite3.connect(path)
-    conn.execute("""INSERT INTO facts (scope, "user", key, value, source_turn,
-                    source_session_id, created_at, updated_at)
-                    VALUES ('user', 'default', '名字', '李雷', 1, 1, ?, ?)""",
-                 [datetime.now(UTC).isoformat(timespec="milliseconds")] * 2)
-    conn.commit()
-    conn.close()
+    path = _made_before_m019_with_a_profile_fact(
+        tmp_path / "opted-in.db", "名字", "李雷",
+        datetime.now(UTC).isoformat(timespec="milliseconds"))
     with Store(path) as store:
         [kept] = store.facts.facts(user="default")
         assert (kept.scope, kept.user, kept.session_id) == (FactScope.USER, "default", None)
