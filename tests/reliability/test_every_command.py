@@ -380,20 +380,31 @@ def test_a_tokens_file_naming_a_history_that_cannot_be_used_is_one_line(work: Pa
     assert token not in line
 
 
+def _tokens_refused(work: Path, command: str, tokens: Path, mode: int,
+                    owner: int | None = None) -> str:
+    """`command --tokens TOKENS` with a tokens file of `mode` (and `owner`): the line it
+    refuses the file with (the file is gone afterwards)."""
+    tokens.write_text(f'[tokens]\n"{TOKEN}" = "h.db"\n', encoding="utf-8")
+    tokens.chmod(mode)
+    if owner is not None:
+        os.chown(tokens, owner, owner)
+    try:
+        return refused([command, "--tokens", str(tokens), "--db", "h.db"], work)
+    finally:
+        tokens.unlink()
+
+
+TOKEN = "tok-5f0c2a9e7b1d4c3a"
+
+
 @pytest.mark.parametrize("command", ["serve", "mcp"])
 def test_a_tokens_file_others_can_read_is_refused_in_one_line(work: Path, command: str) -> None:
     """It holds every person's token: as libpq refuses a ~/.pgpass others can read."""
-    token = "tok-5f0c2a9e7b1d4c3a"
     tokens = work / "令牌.toml"
-    tokens.write_text(f'[tokens]\n"{token}" = "h.db"\n', encoding="utf-8")
-    tokens.chmod(0o644)
-    try:
-        line = refused([command, "--tokens", str(tokens), "--db", "h.db"], work)
-    finally:
-        tokens.unlink()
+    line = _tokens_refused(work, command, tokens, 0o644)
     assert line == (f"error: {tokens}: other users can read this tokens file (mode 0644); "
                     f"make it yours alone: chmod 600 {tokens}\n")
-    assert token not in line
+    assert TOKEN not in line
 
 
 @needs_root
@@ -402,15 +413,8 @@ def test_a_tokens_file_another_account_owns_or_could_replace_is_refused_in_one_l
         work: Path, command: str) -> None:
     """Whoever owns the file, or may rename entries in a directory above it, chooses who gets
     in and as which database role: refused as ssh's StrictModes would."""
-    token = "tok-5f0c2a9e7b1d4c3a"
     tokens = work / "令牌.toml"
-    tokens.write_text(f'[tokens]\n"{token}" = "h.db"\n', encoding="utf-8")
-    tokens.chmod(0o600)
-    os.chown(tokens, NOBODY, NOBODY)
-    try:
-        line = refused([command, "--tokens", str(tokens), "--db", "h.db"], work)
-    finally:
-        tokens.unlink()
+    line = _tokens_refused(work, command, tokens, 0o600, owner=NOBODY)
     assert line == (f"error: {tokens}: this tokens file belongs to another account (uid "
                     f"{NOBODY}), not the one this server runs as (uid 0); only your own file "
                     "is read\n")
@@ -418,16 +422,13 @@ def test_a_tokens_file_another_account_owns_or_could_replace_is_refused_in_one_l
     shared.mkdir(mode=0o777)
     shared.chmod(0o777)  # no sticky bit: anyone may rename our file away and put theirs
     tokens = shared / "tokens.toml"
-    tokens.write_text(f'[tokens]\n"{token}" = "h.db"\n', encoding="utf-8")
-    tokens.chmod(0o600)
     try:
-        line = refused([command, "--tokens", str(tokens), "--db", "h.db"], work)
+        line = _tokens_refused(work, command, tokens, 0o600)
     finally:
-        tokens.unlink()
         shared.rmdir()
     assert line.startswith(f"error: {tokens}: its directory {shared} can be written by other "
                            "users (mode 0777)"), line
-    assert token not in line
+    assert TOKEN not in line
 
 
 # -- a few real processes: argv's bytes as the operating system gives them -------------------
