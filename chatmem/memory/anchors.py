@@ -24,6 +24,7 @@ from functools import lru_cache
 
 from chatmem.memory.anchor_names_zh import chinese_names
 from chatmem.privacy.findings import MARK_CLOSE, MARK_OPEN
+from chatmem.text import FULL_WIDTH
 
 # Simplified and traditional forms alike: 两/兩, 万/萬, 亿/億.
 _HAN_DIGITS = "零〇一二两兩三四五六七八九十百千万萬亿億"
@@ -340,7 +341,6 @@ def extract_anchors(text: str) -> list[str]:
 
 
 _SPACES = re.compile(r"\s+")
-_WIDTH = {code: code - 0xFEE0 for code in range(0xFF01, 0xFF5F)}
 
 
 def anchors_of(texts: Iterable[str]) -> list[str]:
@@ -354,12 +354,12 @@ def anchors_of(texts: Iterable[str]) -> list[str]:
 @lru_cache(maxsize=4096)
 def _normal(text: str) -> str:
     # Cached: the drift guard asks about the same summary and messages for every anchor.
-    return _SPACES.sub(" ", text.translate(_WIDTH)).casefold()
+    return _SPACES.sub(" ", text.translate(FULL_WIDTH)).casefold()
 
 
 def width_folded(text: str) -> str:
     """`text` with full-width letters, digits and marks as ASCII ones, one for one."""
-    return text.translate(_WIDTH)
+    return text.translate(FULL_WIDTH)
 
 
 def normal(text: str) -> str:
