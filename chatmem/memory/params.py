@@ -20,12 +20,7 @@ overflows to inf once scores are added (and inf / inf is nan)."""
 
 def format_params(params: Mapping[str, Any]) -> str:
     """`k=3 max_tokens=600`: parameters as a user would type them."""
-    return " ".join(f"{k}={_typed(v)}" for k, v in params.items())
-
-
-def _typed(value: Any) -> str:
-    # `dates=false`, as it is typed (and parsed): Python's own str says False.
-    return str(value).lower() if isinstance(value, bool) else str(value)
+    return " ".join(f"{k}={v}" for k, v in params.items())
 
 
 def strategy_label(name: str, params: Mapping[str, Any]) -> str:

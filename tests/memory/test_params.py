@@ -7,7 +7,7 @@ import dataclasses
 import pytest
 from registered import STRATEGIES, create_strategy
 
-from chatmem.memory.params import declared_params, strategy_label
+from chatmem.memory.params import declared_params
 
 changed_params = STRATEGIES.changed_params
 
@@ -59,12 +59,3 @@ def test_a_field_not_declared_with_param_is_refused() -> None:
 def test_full_width_numbers_read_as_an_input_method_types_them() -> None:
     strategy = create_strategy("retrieval", {"top_k": "３", "mmr": "０．５"})
     assert (strategy.options.top_k, strategy.options.mmr) == (3, 0.5)
-
-
-def test_a_true_or_false_parameter_is_shown_as_it_is_typed_and_reads_back() -> None:
-    # The label said `dates=False`, which is not what one types (or what `-s` is told).
-    made = STRATEGIES.create(STRATEGIES.parse("retrieval:dates=false", None))
-    label = strategy_label(made.name, {"dates": made.params["dates"]})
-    assert label == "retrieval dates=false"
-    again = STRATEGIES.create(STRATEGIES.parse(label.replace(" ", ":", 1), None))
-    assert again.params["dates"] is False
