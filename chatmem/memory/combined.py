@@ -186,13 +186,18 @@ def sent_reasons(contexts: Sequence[Context], merged: Sequence[Part], sent: list
 def recall_rows(contexts: Sequence[Context], sent: Sequence[Part],
                 cut: set[int]) -> list[dict[str, Any]]:
     """The members' recall rows; those kept whose message no `sent` part holds (a row
-    without an id: whose turn is `cut`) marked cut to fit the shared budget."""
+    without an id: whose turn is `cut`) marked cut to fit the shared budget, and those
+    another member's history sends marked so: the table then counts as recalled what the
+    recalled part holds."""
     ids = {m.id for p in sent for m in p.messages if m.id is not None}
+    in_history = {m.id for p in sent if p.kind == "history" for m in p.messages}
     rows = []
     for row in (r for c in contexts for r in c.recall):
         gone = row["turn"] in cut if row.get("id") is None else row["id"] not in ids
         if row["kept"] and gone:
             row = {**row, "kept": False, "why": RecallVerdict.SHARED_BUDGET.value}
+        elif row["kept"] and row.get("id") in in_history:
+            row = {**row, "why": RecallVerdict.IN_HISTORY.value}
         rows.append(row)
     return rows
 

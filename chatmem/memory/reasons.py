@@ -316,6 +316,8 @@ class RecallVerdict(Enum):
     DAY_LINES = "day_lines"
     """Left out, as the least relevant, for the lines saying which earlier day the
     recalled messages were said on."""
+    IN_HISTORY = "in_history"
+    """Kept, and sent in history: another member of a combination sends its turn there."""
 
 
 # -- stored with the turn ---------------------------------------------------------------

@@ -310,6 +310,7 @@ _VERDICTS = {
     RecallVerdict.SHARED_BUDGET: "shared budget: left out to fit",
     RecallVerdict.LATER_ROOM: "budget: made room for a later mention",
     RecallVerdict.DAY_LINES: "budget: made room for the days said",
+    RecallVerdict.IN_HISTORY: "kept, in history",
 }
 
 

@@ -128,3 +128,19 @@ def test_no_recalled_message_is_lost_between_history_and_recall(
     if "recalled" in by_kind:
         assert by_kind["recalled"].messages[0].role == "user"
     assert 8 + sum(p.tokens for p in fitted) <= budget or budget < 8
+
+
+def test_a_kept_row_another_member_sends_in_history_says_so(make_engine) -> None:
+    """window+retrieval: recall chose messages of turns the window sends; inspect's table
+    called them "kept, beside" while the recalled part's count left them out."""
+    engine = english_session(make_engine, "buffer")
+    context = context_with(engine, "window+retrieval", "Do I live in Lisbon?",
+                           **{"window.k": 36, "retrieval.recent": 0})
+    history = {m.id for m in context.part("history").messages}
+    recalled = context.part("recalled")
+    recalled_ids = {m.id for m in recalled.messages} if recalled is not None else set()
+    in_history = [r for r in context.recall if r["why"] == RecallVerdict.IN_HISTORY.value]
+    assert in_history  # recent=0: recall ranks the window's turns too
+    assert all(r["kept"] and r["id"] in history for r in in_history)
+    kept = [r for r in context.recall if r["why"] == RecallVerdict.KEPT.value]
+    assert all(r["id"] in recalled_ids for r in kept)
