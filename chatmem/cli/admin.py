@@ -211,7 +211,7 @@ def copy(
     from chatmem.app.team import copy_sessions
     from chatmem.errors import UsageError
 
-    if not source or not target:
+    if source is None or target is None:
         raise UsageError("name both histories: --from FILE|URL --to FILE|URL")
     with (open_workspace(settings_from(config, source, db_flag="--from"), create=False) as origin,
           open_workspace(settings_from(config, target, db_flag="--to")) as destination):

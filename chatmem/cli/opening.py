@@ -44,7 +44,7 @@ def settings_from(
 
     chosen = parse_options(options)  # a bad option fails before the config is read
     settings = load_settings(config, registered=registries(), overrides={
-        "db": str(db) if db else None, "provider": provider, "model": model,
+        "db": None if db is None else str(db), "provider": provider, "model": model,
         "helper_model": helper_model,
     }, flags={"db": db_flag})
     return with_options(settings, chosen, OPTION_FLAG)

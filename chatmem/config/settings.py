@@ -144,8 +144,9 @@ class Settings:
     def location(self) -> HistoryLocation:
         """Where the history lives: a file, or a PostgreSQL database (a URL is never a path);
         an error names where `db` came from (--db, CHATMEM_DB, the config file's key)."""
-        if not self.db:
+        if self.db is None or (not self.db and self.named("db") is None):
             return HistoryLocation.file(default_db_path())
+        # An empty `--db "$UNSET"` or `db = ""` is refused: it meant some file, not the default.
         return parse_location(self.db, self.named("db"))
 
     @property

@@ -177,3 +177,20 @@ def test_an_in_memory_history_a_person_names_is_refused_in_one_line(tmp_path: Pa
     assert parse_location(":memory:").kind is LocationKind.SQLITE
     with pytest.raises(StoreError):
         parse_location(":memory:", "--db")
+
+
+def test_an_empty_history_location_a_person_names_is_refused_not_the_default(
+        tmp_path: Path) -> None:
+    """Review: `sessions import x.jsonl s --db "$UNSET"` wrote into the default history with
+    no word; an empty CHATMEM_DB stays "not set", as environment variables go."""
+    (tmp_path / "c.toml").write_text('db = ""\n', encoding="utf-8")
+    for args, origin in ((["sessions", "list", "--db", ""], "--db"),
+                         (["sessions", "copy", "--from", "", "--to", str(tmp_path / "t.db")],
+                          "--from"),
+                         (["sessions", "list", "--config", str(tmp_path / "c.toml")],
+                          "key 'db'")):
+        result = invoke(*args, code=2)
+        assert result.stderr.count("\n") == 1
+        assert f"{origin} is empty" in result.stderr, result.stderr
+    assert not (tmp_path / "t.db").exists()
+    invoke("sessions", "list", env={"CHATMEM_DB": ""}, code=0)
