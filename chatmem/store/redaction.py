@@ -18,7 +18,7 @@ from enum import Enum
 from typing import Any
 
 from chatmem import fts
-from chatmem.store import sharing, steps
+from chatmem.store import rewritten_keys, sharing, steps
 from chatmem.store.connection import Connection, fetch_rows
 from chatmem.store.memory_state import profile_facts, profile_in
 from chatmem.store.records import MessageRecord
@@ -175,6 +175,7 @@ class RedactionTables:
             for column in (*texts, *jsons):
                 self._plan_column(table, place, column, column in jsons, found, rewrite,
                                   f"session_id IN ({sessions})", [], planned)
+        self._plan_state_keys(sessions, found, rewrite, planned)
         self._plan_column("sessions", Place.SYSTEM_PROMPTS, "system", False, found, rewrite,
                           f"id IN ({sessions})", [], planned)
         profile, forms = profile_in('"user"', user)
@@ -208,7 +209,10 @@ class RedactionTables:
                 if table == "facts" and row_key[0] in planned.redaction.deleted_facts:
                     continue
                 updates.setdefault((table, column), []).append([new, *row_key])
-            for (table, column), rows in updates.items():
+            # A row key last (a strategy state's `key`): its other columns are found by the
+            # key they had.
+            for (table, column), rows in sorted(
+                    updates.items(), key=lambda item: item[0][1] in _KEYS.get(item[0][0], ())):
                 match = " AND ".join(f"{k} = ?" for k in _KEYS.get(table, ("id",)))
                 for start in range(0, len(rows), REWRITTEN_TOGETHER):
                     self._db.executemany(f"UPDATE {table} SET {column} = ? WHERE {match}",
@@ -291,6 +295,18 @@ class RedactionTables:
                 done.sessions.add(row_key[0])
             elif session_id is not None:
                 done.sessions.add(session_id)
+
+    def _plan_state_keys(self, sessions: str, found: _Found, rewrite: Rewrite,
+                         planned: RewritePlan) -> None:
+        """The keys strategy-state rows are stored under (a plugin's `env.state.set(name,
+        **values)` names them), but chatmem's own (rewritten_keys.state_keys)."""
+        contains, params = self._containing("key", found.needles, False, found.beyond_ascii)
+        rows = self._db.execute("SELECT session_id, strategy, key FROM strategy_state"
+                                f" WHERE session_id IN ({sessions}) AND {contains}", params)
+        for row, new in rewritten_keys.state_keys(self._db, rows.fetchall(), rewrite).items():
+            planned.updates[("strategy_state", "key", *row)] = new
+            planned.redaction.add(Place.STRATEGY_STATE, ("strategy_state", *row))
+            planned.redaction.sessions.add(row[0])
 
     def _delete_emptied(self, planned: RewritePlan, emptied: Callable[[str], bool]) -> None:
         """Mark the facts whose rewritten value is `emptied` to be deleted, counted apart."""

@@ -5,21 +5,42 @@ Two facts of one owner may then share a key (`zebulon birthday` purged too), and
 keeps one live fact per key and owner (chatmem.store.fact_keys): the next write to that
 key would update one and silently leave or retire the other. So a rewritten key that is
 another live fact's is made distinct (`[forgotten] birthday (2)`), and the purge says so.
-A strategy's state keyed by names ({"Annabel": 2, "Zebulon": 1}) keeps both counts alike.
+A strategy's state keyed by names ({"Annabel": 2, "Zebulon": 1}) keeps both counts alike,
+and so do the keys its rows are stored under (`env.state.set(name, **{"seen Annabel": 1})`),
+but chatmem's own (OWN_STATE_KEYS), which its code reads by name.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Mapping, Set
+from collections.abc import Callable, Iterable, Mapping, Sequence, Set
 from typing import Any
 
 from chatmem.store.backend import Backend
 from chatmem.store.fact_keys import key_identity
+from chatmem.store.state_coverage import COVERS_KEY, FACTS_OWNER
 from chatmem.store.stored_values import json_text
 
 Rewrite = Callable[[str], str]
 """A stored text -> the same text with its mentions erased (unchanged when it has none)."""
+
+_SUMMARY_KEYS = frozenset({"boundary_turn", "behind", "pinned", "unpinned", "released"})
+OWN_STATE_KEYS: Mapping[str, frozenset[str]] = {
+    "summary": _SUMMARY_KEYS,  # chatmem.memory.summary_state and pins, per summary strategy
+    "summary-buffer": _SUMMARY_KEYS,
+    FACTS_OWNER: frozenset({"done_turn", "behind", "last_error"}),  # memory.extraction
+    "pins": frozenset({"last"}),  # memory.pins.COUNTER, the session's last pin id
+    "sensitive": frozenset({"turns"}),  # memory.sensitive_turns.SENSITIVE_KEY
+}
+"""State owner → the row keys chatmem's own code stores and reads by name (besides
+COVERS_KEY, in every owner's state): a purge never rewrites them. Every other row key, and
+every key inside a state's values (chatmem's own values hold no objects), is a strategy's
+data, which may name what the user said."""
+
+
+def is_own_state_key(owner: str, key: str) -> bool:
+    """Whether `key` of `owner`'s strategy state is one chatmem reads by name."""
+    return key == COVERS_KEY or key in OWN_STATE_KEYS.get(owner, ())
 
 
 def distinct_fact_keys(db: Backend, rewritten: Mapping[int, str], gone: Set[int],
@@ -57,9 +78,35 @@ def distinct_fact_keys(db: Backend, rewritten: Mapping[int, str], gone: Set[int]
     return distinct
 
 
+def state_keys(db: Backend, rows: Iterable[Sequence[Any]], rewrite: Rewrite
+               ) -> dict[tuple[int, str, str], str]:
+    """The keys a purge gives strategy-state rows ((session id, owner, key) → new key): each
+    key `rewrite` changes but chatmem's own, made distinct (`key (2)`) when its owner's state
+    holds it already or another row gets it first (by old key). The keys before the rewrite
+    are held too, so no row is updated onto a key another has not left yet."""
+    given: dict[tuple[int, str, str], str] = {}
+    held: dict[tuple[int, str], set[str]] = {}
+    for session_id, owner, key in sorted(tuple(row) for row in rows):
+        row = (int(session_id), str(owner), str(key))
+        new = key if is_own_state_key(owner, key) else rewrite(key)
+        if new == key:
+            continue
+        keys = held.get((session_id, owner))
+        if keys is None:
+            keys = held[session_id, owner] = {COVERS_KEY, *OWN_STATE_KEYS.get(owner, ()), *(
+                stored for (stored,) in db.execute(
+                    "SELECT key FROM strategy_state WHERE session_id = ? AND strategy = ?",
+                    [session_id, owner]).fetchall())}
+        if new in keys:
+            new = _apart(new, keys, str)
+        keys.add(new)
+        given[row] = new
+    return given
+
+
 def rewrite_json(value: str, rewrite: Rewrite, *, keys: bool) -> str:
     """A JSON text with `rewrite` applied to its strings, and with `keys` to its objects'
-    keys too (but chatmem's own, starting "@")."""
+    keys too."""
     try:
         data = json.loads(value)
     except ValueError:
@@ -77,11 +124,11 @@ def _rewrite_in(data: Any, rewrite: Rewrite, keys: bool) -> Any:
         return data
     if not keys:
         return {key: _rewrite_in(item, rewrite, keys) for key, item in data.items()}
-    # Keys only in a strategy's state, which may count by name ({"Zebulon": 2}); chatmem's
-    # own JSON (a turn's context, anchors) keys its fields by name, and purging a value
-    # "Content" renamed every message's "content" there. "@" keys are chatmem's own
-    # (@covers_turn). Two keys the rewrite makes one stay two, the later one numbered.
-    renamed = {key: key if key.startswith("@") else rewrite(key) for key in data}
+    # Keys only in a strategy's state, which may count by name ({"Zebulon": 2}, or a handle
+    # {"@Zebulon": 2}); chatmem's own JSON (a turn's context, anchors) keys its fields by
+    # name, and purging a value "Content" renamed every message's "content" there. Two keys
+    # the rewrite makes one stay two, the later one numbered.
+    renamed = {key: rewrite(key) for key in data}
     held = {key for key, new in renamed.items() if new == key}
     rewritten: dict[str, Any] = {}
     for key, item in data.items():
