@@ -307,6 +307,10 @@ def import_transcript(workspace: Workspace, transcript: Transcript, name: str) -
 class ArchiveImported:
     sessions: list[Imported]
     facts: int
+    summaries_left: int = 0
+    """Summary versions the archive holds (summaries/) and the import does not restore: their
+    covered messages are named by the exporting history's ids, which the transcripts do not
+    carry; a summarising strategy summarises the restored turns again."""
 
 
 def import_archive(workspace: Workspace, archive: Archive,
@@ -339,7 +343,23 @@ def import_archive(workspace: Workspace, archive: Archive,
         for title, restored in zip(titles, imported, strict=True):
             ids.setdefault(title, restored.session.id)
         facts = store.facts.restore(archive.kept_facts(ids))
-    return ArchiveImported(imported, facts)
+        for restored in imported:
+            _mark_facts_read(workspace, restored)
+    return ArchiveImported(imported, facts, archive.summaries)
+
+
+def _mark_facts_read(workspace: Workspace, restored: Imported) -> None:
+    """Record a restored fact-using session's turns as read by the fact extractor: the
+    archive's facts.json holds what it found in them (and what was forgotten or corrected
+    since), which reading them again would at best repeat at a model call per 20 turns."""
+    from chatmem.memory.extraction import STATE_KEY
+
+    if restored.strategy is None or not restored.strategy.sends_facts:
+        return
+    store = workspace.store
+    turns = store.history.turn_count(restored.session.id)
+    store.memory.set_strategy_state(restored.session.id, STATE_KEY, {
+        "done_turn": turns, "behind": 0, "last_error": None}, covers_turn=turns)
 
 
 def _not_installed(workspace: Workspace, strategy: str) -> bool:

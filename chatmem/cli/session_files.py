@@ -231,6 +231,11 @@ def import_all(archive: "Archive", index: bool, config: "Path | None",
         err.print(f"restored {counted(len(imported.sessions), 'session')} and "
                   f"{counted(imported.facts, 'fact')} from {archive.path}",
                   markup=False, soft_wrap=True)
+        if imported.summaries_left:
+            err.print(f"not restored: {counted(imported.summaries_left, 'summary version')}"
+                      " in summaries/ and the details they pinned (kept there to read); a"
+                      " summarising strategy summarises the restored turns again",
+                      markup=False, soft_wrap=True)
         names = [one.session.name for one in imported.sessions]
         for backlog in start_backlogs(ws, config, names, background=index):
             err.print(backlog_line(backlog), markup=False, soft_wrap=True)

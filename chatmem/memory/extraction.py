@@ -27,6 +27,7 @@ from chatmem.errors import ProviderResponseError
 from chatmem.memory.base import MemoryEnv, catching_up
 from chatmem.memory.fact_keys import normalize_key, same_key
 from chatmem.memory.history_view import HistoryTurn
+from chatmem.memory.later_facts import LaterFacts
 from chatmem.memory.sensitive_turns import guard_for, remember
 from chatmem.notices import FactsBehind, FactsFailed, Notice, SensitiveNotRemembered
 from chatmem.privacy import sensitive
@@ -235,7 +236,8 @@ def _extract(env: MemoryEnv, model: Provider,
             return [], str(e)
         extraction, refused = without_sensitive(extraction, guard)
         apply_extraction(state, extraction, sources,
-                         user_scope=bool(env.settings and env.settings.user_facts))
+                         user_scope=bool(env.settings and env.settings.user_facts),
+                         later=LaterFacts(state, turns))
         found = [kind for _, text, shown in said
                  for kind in sensitive.kinds_between(text, shown)]
         if found or refused:
@@ -272,12 +274,13 @@ def _first_user_messages(turns: Sequence[HistoryTurn]) -> dict[int, int | None]:
 
 def apply_extraction(
     state: SessionState, extraction: Extraction, sources: Mapping[int, int | None],
-    *, user_scope: bool = False,
+    *, user_scope: bool = False, later: LaterFacts | None = None,
 ) -> None:
     """Write an extraction turn by turn, so what was said last wins.
 
     Facts stay in the session unless `user_scope` (the user opted in) lets the
-    extractor put lasting personal ones in the user profile.
+    extractor put lasting personal ones in the user profile. `later`: what this
+    session set or forgot after a turn read, which that turn leaves as it is.
     """
     steps: list[tuple[int, int, FactRetraction | FactChange]] = [
         *((r.turn, 0, r) for r in extraction.retract),
@@ -285,16 +288,20 @@ def apply_extraction(
     ]
     for _turn, _order, step in sorted(steps, key=lambda s: (s[0], s[1])):
         if isinstance(step, FactRetraction):
-            _forget(state, step.key)
+            _forget(state, step, later)
         else:
-            _apply_change(state, step, sources, user_scope)
+            _apply_change(state, step, sources, user_scope, later)
 
 
-def _forget(state: SessionState, key: str) -> None:
-    """Forget `key` in the scopes the session sees it in, every form it is stored in: live
+def _forget(state: SessionState, retraction: FactRetraction, later: LaterFacts | None) -> None:
+    """Forget the key in the scopes the session sees it in, every form it is stored in: live
     facts show only the newest form (café composed and not), and the older one left behind
-    would come back as the key's value."""
-    scopes = {f.scope for f in state.live_facts() if same_key(f.key, key)}
+    would come back as the key's value. A value set after the retraction's turn stays."""
+    key = retraction.key
+    live = [f for f in state.live_facts() if same_key(f.key, key)]
+    if later is not None and any(later.set_after(f, retraction.turn) for f in live):
+        return
+    scopes = {f.scope for f in live}
     for fact in state.store.facts.facts(user=state.user, session_id=state.session_id):
         if fact.scope in scopes and same_key(fact.key, key):
             state.store.facts.forget_fact(fact.id)
@@ -302,7 +309,7 @@ def _forget(state: SessionState, key: str) -> None:
 
 def _apply_change(
     state: SessionState, change: FactChange, sources: Mapping[int, int | None],
-    user_scope: bool,
+    user_scope: bool, later: LaterFacts | None = None,
 ) -> None:
     live = state.live_facts()
     existing = next((f for f in live if same_key(f.key, change.key)), None)
@@ -310,6 +317,11 @@ def _apply_change(
         existing = next((f for f in live if same_key(f.key, change.same_as)), None)
     if existing is not None and existing.value == change.value:
         return
+    if later is not None and (
+            later.set_after(existing, change.turn) if existing is not None
+            else later.forgotten_after([change.key, *filter(None, [change.same_as])],
+                                       change.turn)):
+        return  # a catch-up reading an older turn: what was set or forgotten since stands
     # An existing fact keeps its key and scope, so one fact never lives twice.
     scope = existing.scope if existing is not None else (
         change.scope if user_scope else FactScope.SESSION)

@@ -6,7 +6,7 @@ Readable without chatmem; `sessions import ARCHIVE.zip` restores it whole
     README.txt              what is where
     manifest.json           version, time, what was exported
     sessions/NAME.jsonl     each session as a transcript (`sessions import` reads it)
-    summaries/NAME.json     each session's summary versions and pinned details
+    summaries/NAME.json     each session's summary versions and pinned details (to read)
     facts.json              every fact (user profile and session), with earlier values
 
 The archive is plaintext even when the history file is encrypted: it is for
@@ -34,9 +34,10 @@ if TYPE_CHECKING:
 README = """\
 chatmem export — everything one history file held when it was exported.
 
-`chatmem sessions import THIS.zip` restores everything below into a history:
-every session, each in its user profile with its retention, and every fact of
-facts.json (all or nothing; a session name the history has already is refused).
+`chatmem sessions import THIS.zip` restores into a history every session, each
+in its user profile with its retention, and every fact of facts.json (all or
+nothing; a session name the history has already is refused). summaries/ is kept
+to read and is not restored: a summarising strategy summarises again.
 
 sessions/NAME.jsonl   each session as a JSON Lines transcript, its header naming
                       its user profile and retention: `chatmem sessions import

@@ -52,6 +52,8 @@ class Archive:
     sessions: list[ArchivedSession]
     facts: list[dict[str, Any]]
     """facts.json's facts, checked."""
+    summaries: int = 0
+    """Summary versions the manifest counts in summaries/ (kept to read; not restored)."""
 
     def transcripts(self) -> Iterator[tuple[ArchivedSession, Transcript]]:
         """Each session with its transcript, parsed as it is reached: the one before is
@@ -116,7 +118,9 @@ def _read(path: Path, zf: zipfile.ZipFile, most_bytes: int) -> Archive:
         raise TranscriptError(f"{path}: facts.json: expected a list of facts")
     for number, fact in enumerate(facts, 1):
         _check_fact(fact, f"{path}: facts.json: fact {number}")
-    return Archive(path, sessions, facts)
+    summaries = manifest.get("summaries")
+    return Archive(path, sessions, facts,
+                   summaries if isinstance(summaries, int) and summaries > 0 else 0)
 
 
 def _session(entry: Mapping[str, Any]) -> ArchivedSession:

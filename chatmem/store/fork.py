@@ -129,6 +129,8 @@ class ForkTables:
                     # Bookkeeping that covers no turn (an id counter) goes unreported.
                     copied.append(group)
             stated = self._copy_facts(source.id, new_id, ids, stated=True)
+            if any(g.owner == FACTS_OWNER for g in rebuilt):
+                self._copy_forgotten(source.id, new_id, upto)
         return ForkReport(source, self._sessions.session_by_id(new_id), upto, last, len(ids),
                           copied, rebuilt, stated)
 
@@ -254,6 +256,18 @@ class ForkTables:
             )
         if owner == FACTS_OWNER:
             self._copy_facts(source_id, new_id, ids, stated=False)
+
+    def _copy_forgotten(self, source_id: int, new_id: int, upto: int) -> None:
+        """Copy the session facts forgotten (from the copied turns, or stated): the fork's
+        extractor reads its turns again, and what was forgotten since stays forgotten
+        (memory.later_facts goes by when they were)."""
+        self._db.execute(
+            "INSERT INTO facts (scope, \"user\", session_id, key, value, source_turn,"
+            " source_session_id, created_at, updated_at, deleted_at)"
+            " SELECT 'session', NULL, ?, key, value, source_turn, ?, created_at, updated_at,"
+            " deleted_at FROM facts WHERE scope = 'session' AND session_id = ?"
+            " AND deleted_at IS NOT NULL AND (source_turn IS NULL OR source_turn <= ?)"
+            " ORDER BY id", [new_id, new_id, source_id, upto])
 
     def _copy_facts(
         self, source_id: int, new_id: int, ids: dict[int, int], *, stated: bool

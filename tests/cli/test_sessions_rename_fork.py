@@ -195,3 +195,17 @@ def test_a_session_of_one_turn_is_said_in_the_singular(tmp_path: Path) -> None:
     assert result.exit_code == 2
     assert result.stderr == ("error: session '分支' has 1 turn; it can be forked at turns 0–1, "
                              "not at turn 99\n")
+
+
+def test_a_fork_rebuilding_its_facts_keeps_a_later_remember_and_forgetting(tmp_path: Path) -> None:
+    """The fork's extractor reads turns 1-2 again; /remember said Lyon after them and the
+    name was forgotten after them (it turned Lyon back into Paris and brought Ada back)."""
+    db = str(tmp_path / "r.db")
+    run("chat", "f2", "--db", db, "--provider", "scripted", "-s", "entity",
+        input="I live in Paris.\nMy name is Ada.\n/remember city: Lyon\nok\n", code=0)
+    run("facts", "forget", "name", "--db", db, code=0)
+    run("sessions", "fork", "f2", "f2b", "--at-turn", "2", "--db", db, code=0)
+    run("chat", "f2b", "--db", db, "--provider", "scripted", input="hello again\n", code=0)
+    with Store(db) as store:
+        fork = store.sessions.session("f2b").id
+        assert {f.key: f.value for f in store.facts.facts(session_id=fork)} == {"city": "Lyon"}

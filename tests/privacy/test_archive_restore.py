@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 from cli_runner import chat, invoke, run
+from conftest import History
 
 ZOE = "Zoë"
 
@@ -216,3 +217,27 @@ def test_transcripts_are_read_one_at_a_time_and_a_damaged_one_imports_nothing(
     assert result.exit_code != 0 and result.stderr.count("\n") == 1
     assert "b.jsonl" in result.stderr
     assert not b.exists() or rows(b, SESSIONS) == []
+
+
+def test_a_restored_session_keeps_its_corrections_and_forgotten_facts(
+        tmp_path: Path, history: History) -> None:
+    """The extractor does not read the restored turns again: turn 1's Paris stays behind
+    the /remember, the forgotten name stays forgotten (both came back)."""
+    a, zipped = tmp_path / "src.db", tmp_path / "f2.zip"
+    chat(a, "f2", ["I live in Paris.", "My name is Ada.", "/remember city: Lyon", "ok"],
+         "-s", "entity", code=0)
+    run(a, "facts", "forget", "name", code=0)
+    chat(a, "长谈", ["我们五月去杭州旅行", "预算是五千元", "再说说住宿"], "-s", "summary", code=0)
+    run(a, "sessions", "export", "--all", "-o", str(zipped), code=0)
+    b = history.location
+    result = run(b, "sessions", "import", str(zipped), code=0)
+    assert result.stderr.splitlines()[-1] == (
+        "not restored: 3 summary versions in summaries/ and the details they pinned (kept"
+        " there to read); a summarising strategy summarises the restored turns again")
+    chat(b, "f2", ["hello again"], code=0)
+    with history.open() as store:
+        sid = store.sessions.session("f2").id
+        facts = store.facts.facts(session_id=sid)
+        assert [(f.key, f.value) for f in facts] == [("city", "Lyon")]
+        assert [h.value for h in store.facts.fact_history([facts[0].id])[facts[0].id]] == [
+            "Paris"]
