@@ -1,11 +1,13 @@
 """A plugin's recalled messages in a combination with retrieval (dates on): each one goes out
 below the line naming the day it was said, worked out on the times of every recalled message,
-not only retrieval's."""
+not only retrieval's; and a plugin's own `said_on` is checked like the rest of what it returns
+(a day, not a time; its line counted in the tokens)."""
 
 from __future__ import annotations
 
 from datetime import UTC, date
 
+from cli_runner import invoke
 from plugin_site import Install
 
 from chatmem.memory.context import Context
@@ -132,3 +134,29 @@ def test_a_plugins_own_day_stays_where_it_still_opens_a_run(
         (None, "user", date(2026, 5, 2)), (1, "user", date(2026, 5, 1)),
         (4, "user", date(2026, 5, 3)), (4, "assistant", None)]
 
+
+def test_a_plugins_said_on_that_is_a_time_or_left_out_of_its_tokens_is_one_line(
+        installed: Install, tmp_path) -> None:
+    """A datetime was sent with its time and lost from the stored context; a line not
+    counted made the footer say 65 tokens of what the provider counted 78."""
+    installed("chatmem-picks", "chatmem_picks", PICKS, name="picks")
+    db = str(tmp_path / "h.db")
+    invoke("chat", "c", "-s", "window", "--provider", "scripted", "--db", db,
+           input="我妹妹下周五到 my sister arrives next Friday\nok\n", code=0)
+    by = "(plugin picks (chatmem-picks 0.1.0))"
+    wrong = {"picks:at=2026-05-01T10:00:00": "a message said on datetime, not a datetime.date",
+             "picks:day=2026-05-01,recount=false":
+                 "a message said on 2026-05-01 of 20 tokens, fewer than the 33 of its text "
+                 "with the day's line above it"}
+    for spec, returned in wrong.items():
+        for strategy in (spec, spec.replace("picks:", "picks+retrieval:picks.")
+                         .replace(",", ",picks.")):
+            done = invoke("inspect", "c", "--next", "妹妹?", "-s", strategy, "--provider",
+                          "scripted", "--db", db)
+            assert done.exit_code != 0 and "Traceback" not in done.output, strategy
+            assert done.stderr.splitlines() == [
+                f"error: strategy 'picks' failed: its build returned a 'recalled' part "
+                f"holding {returned} {by}"], strategy
+    fine = invoke("inspect", "c", "--next", "妹妹?", "-s", "picks:day=2026-05-01", "--json",
+                  "--provider", "scripted", "--db", db, code=0)
+    assert "(said on 2026-05-01, Friday)" in fine.stdout
