@@ -235,7 +235,7 @@ def wrong_context(context: object, request: ContextRequest) -> str | None:
         if not isinstance(part.messages, tuple):
             return f"a {part.kind!r} part whose messages are {kind_of(part.messages)}"
         for message in part.messages:
-            wrong = _wrong_message(message)
+            wrong = _wrong_message(message, request)
             if wrong is not None:
                 return f"a {part.kind!r} part holding {wrong}"
     last = context.parts[-1] if context.parts else None
@@ -247,7 +247,7 @@ def wrong_context(context: object, request: ContextRequest) -> str | None:
     return None
 
 
-def _wrong_message(message: object) -> str | None:
+def _wrong_message(message: object, request: ContextRequest) -> str | None:
     if not isinstance(message, Message):
         return f"{kind_of(message)}, not a Message"
     if not isinstance(message.role, str) or message.role not in CHAT_ROLES:
@@ -259,8 +259,19 @@ def _wrong_message(message: object) -> str | None:
         return "a message whose text is not UTF-8 (it holds a lone surrogate)"
     if not _is_count(message.tokens):
         return f"a message of {message.tokens!r} tokens, not a count of 0 or more"
-    if message.said_on is not None and not isinstance(message.said_on, date):
+    if message.said_on is None:
+        return None
+    # A datetime is a date, sent with its time, but the stored context keeps only a day.
+    if type(message.said_on) is not date:
         return f"a message said on {kind_of(message.said_on)}, not a datetime.date"
+    # The day's line is sent: counted without it, the context is bigger than its budget says
+    # (the few dated messages are recounted, once per process for a stored one).
+    sent = (request.counter.count_message(message.role, message.sent) if message.id is None
+            else request.state.message_counts(request.counter).sent_tokens(
+                message.id, message.role, message.sent))
+    if message.tokens < sent:
+        return (f"a message said on {message.said_on.isoformat()} of {message.tokens} tokens,"
+                f" fewer than the {sent} of its text with the day's line above it")
     return None
 
 

@@ -33,6 +33,7 @@ from chatmem.memory.reasons import (
     SharedBudgetCut,
     turn_run,
 )
+from chatmem.memory.recall_days import stored_times
 from chatmem.memory.shared_budget import fit_budget, joined, message_key, sent_reason
 from chatmem.notices import Notice
 
@@ -94,7 +95,7 @@ class CombinedStrategy:
         merged = merge_parts(contexts)
         parts, history_cut, recalled_cut = fit_budget(request, merged, budget,
                                                       recalled_in_history(contexts, merged),
-                                                      said_days(contexts))
+                                                      said_days(request, contexts))
         parts = sent_reasons(contexts, merged, parts, budget)
         dropped = merged_dropped(request.history.turn_count(), parts)
         if (history_cut or recalled_cut) and budget is not None:
@@ -133,13 +134,20 @@ def merge_parts(contexts: Sequence[Context]) -> list[Part]:
     return merged
 
 
-def said_days(contexts: Sequence[Context]) -> SaidDays | None:
+def said_days(request: ContextRequest, contexts: Sequence[Context]) -> SaidDays | None:
     """When the messages the members recalled were said, for the lines naming the days
-    (None: no member's recall names them, as with retrieval's dates=false)."""
+    (None: no member's recall names them, as with retrieval's dates=false). Every member's:
+    a message only a plugin recalled, dated by none, is read from the history, else it
+    would be sent under an earlier day's line."""
     found = [p.said for c in contexts for p in c.parts if p.kind == "recalled" and p.said]
     if not found:
         return None
-    return SaidDays(max(s.today for s in found), {i: t for s in found for i, t in s.times.items()})
+    times = {i: t for s in found for i, t in s.times.items()}
+    missing = [m for c in contexts for p in c.parts if p.kind == "recalled"
+               for m in p.messages if m.id is not None and m.id not in times]
+    if missing:
+        times.update(stored_times(request.state, missing, request.zone))
+    return SaidDays(max(s.today for s in found), times)
 
 
 def recalled_in_history(contexts: Sequence[Context], merged: Sequence[Part]) -> Part | None:

@@ -84,7 +84,7 @@ class SaidDays:
     """When recall's messages were said: `times` by message id (those whose time reads)
     and `today`, the day of the conversation's newest message. A combination works the
     days' lines out again with them once merging and its shared budget changed what is
-    recalled (chatmem.memory.recall_days)."""
+    recalled (chatmem.memory.recall_days), the times of what other members recalled added."""
 
     today: date
     times: Mapping[int, datetime]

@@ -18,25 +18,31 @@ an earlier day's in the recalled part: that day's line would read as covering th
 
 from __future__ import annotations
 
-from collections.abc import Callable, Collection, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import replace
-from datetime import date, datetime
+from datetime import date, datetime, tzinfo
+from typing import TYPE_CHECKING
 
 from chatmem.memory.context import Message, SaidDays
 from chatmem.memory.packing import Ranked
 from chatmem.memory.reasons import RecallVerdict
+from chatmem.timestamps import parse_time
+
+if TYPE_CHECKING:
+    from chatmem.memory.state import SessionState
 
 
-def said_days(positions: Sequence[int], times: Mapping[int, datetime],
+def said_days(positions: Sequence[int], times: Mapping[int, date],
               today: date) -> dict[int, date]:
     """Of `positions` (in conversation order), those that open a run said on one day, with
-    that day: a day before `today`, or today after an earlier day's run. A message whose
-    time cannot be read has no day, and ends a run."""
+    that day: a day before `today`, or today after an earlier day's run. `times`: when
+    each was said, a time or only its day. A message whose time cannot be read has no day,
+    and ends a run."""
     days: dict[int, date] = {}
     previous: date | None = None
     for position in positions:
         moment = times.get(position)
-        day = moment.date() if moment is not None else None
+        day = moment.date() if isinstance(moment, datetime) else moment
         if day is not None and day != previous and (day < today or days):
             days[position] = day
         previous = day
@@ -72,9 +78,15 @@ def redated(messages: Sequence[Message], said: SaidDays,
     """Recalled `messages` (in conversation order) with the lines what is left of them
     calls for: a combination merges its members' recall and cuts it to its shared budget
     after each named the days, so a run's first message may be gone (the next one names
-    the day), or the run before today's. `cost(m)`: the tokens of `m` as sent."""
-    times = {i: said.times[m.id] for i, m in enumerate(messages)
-             if m.id is not None and m.id in said.times}
+    the day), or the run before today's. `cost(m)`: the tokens of `m` as sent. A message
+    whose time is not known (not stored, or unreadable) is taken as said on the day its
+    member named, if it named one: that line stays while it still opens a run."""
+    times: dict[int, date] = {}
+    for i, m in enumerate(messages):
+        if m.id is not None and m.id in said.times:
+            times[i] = said.times[m.id]
+        elif m.said_on is not None:
+            times[i] = m.said_on
     days = said_days(range(len(messages)), times, said.today)
     return tuple(m if days.get(i) == m.said_on else with_day(m, days.get(i), cost)
                  for i, m in enumerate(messages))
@@ -84,3 +96,26 @@ def with_day(message: Message, day: date | None, cost: Callable[[Message], int])
     """`message` sent below `day`'s line (None: none), its tokens counted so."""
     dated = replace(message, said_on=day)
     return replace(dated, tokens=cost(dated))
+
+
+def stored_times(state: SessionState, messages: Iterable[Message],
+                 zone: tzinfo) -> dict[int, datetime]:
+    """When the stored `messages` were said (by id; those whose time reads), in `zone`: a
+    combination dates what every member recalled, not only what retrieval did. Read by
+    their turns, one read per run of consecutive turns (a few messages a build)."""
+    wanted = {m.id: m.turn for m in messages if m.id is not None and m.turn is not None}
+    runs: list[list[int]] = []
+    for n in sorted(set(wanted.values())):
+        if runs and runs[-1][-1] == n - 1:
+            runs[-1].append(n)
+        else:
+            runs.append([n])
+    found: dict[int, datetime] = {}
+    for run in runs:
+        for record in state.store.history.messages(state.session_id, run[0], run[-1]):
+            if record.id in wanted:
+                try:
+                    found[record.id] = parse_time(record.created_at).astimezone(zone)
+                except ValueError:
+                    continue
+    return found
