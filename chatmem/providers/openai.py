@@ -41,6 +41,31 @@ CHARS_PER_TOKEN_AT_MOST = 16
 """No tokenizer's tokens average more characters than this over a whole reply."""
 
 
+CAP_FIELDS = ("max_tokens", "max_completion_tokens")
+"""The two names of the reply cap: OpenAI's reasoning models (o1, o3, o4-mini, gpt-5) refuse
+max_tokens; Ollama, llamafile and llama.cpp before 2026 ignore max_completion_tokens, so a
+reply sent to them under that name would run unbounded."""
+
+
+def cap_field_for(base_url: str) -> str:
+    """The field the reply cap is sent in: max_completion_tokens to OpenAI's own API, which
+    takes it for every chat model and deprecates max_tokens; max_tokens to any other
+    server, which every OpenAI-compatible one reads."""
+    from urllib.parse import urlsplit
+
+    host = (urlsplit(base_url).hostname or "").lower()
+    return CAP_FIELDS[1] if host == "api.openai.com" else CAP_FIELDS[0]
+
+
+def _other_cap_field(error: Exception, sent: str) -> str | None:
+    """The cap field a 400 asks for instead of `sent` ("Unsupported parameter: 'max_tokens'
+    ... Use 'max_completion_tokens' instead."), else None: only a refusal that names both."""
+    other = CAP_FIELDS[1] if sent == CAP_FIELDS[0] else CAP_FIELDS[0]
+    text = str(error)
+    named = getattr(error, "param", None) == sent or f"'{sent}'" in text
+    return other if named and other in text else None
+
+
 class OpenAIReply:
     def __init__(
         self, provider: OpenAIProvider, messages: ChatMessages, *,
@@ -161,12 +186,15 @@ class OpenAIProvider:
 
         self.model = model
         self.max_tokens = max_tokens or DEFAULT_MAX_REPLY_TOKENS
-        """Cap on reply length, sent to the server as max_tokens (summaries, facts)."""
+        """Cap on reply length, sent to the server in `cap_field` (summaries, facts)."""
         self.chat_max_tokens = chat_max_tokens or self.max_tokens
         """Cap on a chat reply's length: an option's (`-o max_reply_tokens`, a served
         request's max_tokens) when one is given."""
         self.base_url = base_url or "https://api.openai.com/v1"
         endpoint = parse_endpoint(self.base_url)
+        self.cap_field = cap_field_for(endpoint.base)
+        """The request field the reply cap goes in (`cap_field_for`); a server that refuses it
+        naming the other is asked again with that one, and from then on."""
         self.where = endpoint.shown
         """The base URL as errors show it: credentials in it are never repeated."""
         self.api_key_env = api_key_env
@@ -230,7 +258,7 @@ class OpenAIProvider:
 
         body: dict[str, Any] = {
             "model": self.model, "messages": [dict(m) for m in messages], "stream": True,
-            "stream_options": {"include_usage": True}, "max_tokens": self.cap_for(purpose)}
+            "stream_options": {"include_usage": True}, self.cap_field: self.cap_for(purpose)}
         if purpose is Purpose.FACTS:
             # Servers constrain decoding to JSON (llama.cpp with a grammar), so even a
             # small model answers a fact extraction request parseably.
@@ -241,6 +269,16 @@ class OpenAIProvider:
             # cut or bend what is stored and sent again on every later turn.
             # Any field the endpoint takes (top_k, repeat_penalty) is sent as named.
             body.update(self.sampling)
+        try:
+            return self.client.post("/chat/completions", cast_to=ChatCompletion, body=body,
+                                    stream=True, stream_cls=openai.Stream[ChatCompletionChunk])
+        except openai.BadRequestError as e:
+            other = _other_cap_field(e, self.cap_field)
+            if other is None:
+                raise
+        # Refused before any reply began: asking again with the field it names costs nothing.
+        body[other] = body.pop(self.cap_field)
+        self.cap_field = other
         return self.client.post("/chat/completions", cast_to=ChatCompletion, body=body,
                                 stream=True, stream_cls=openai.Stream[ChatCompletionChunk])
 
