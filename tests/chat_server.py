@@ -190,6 +190,29 @@ class _Handler(BaseHTTPRequestHandler):
             # A steady drip of 3 characters every 10 ms, for as long as the client reads.
             self._stream_head()
             self._until_hung_up(lambda: self._event(self._chunk(body, "abc", None)))
+        elif mode == "refusal":
+            # What OpenAI streams when the model refuses: `delta.refusal`, no content.
+            self._stream_head()
+            for piece in ("I'm sorry, ", "I can't help with that."):
+                self._event({**self._chunk(body, None, None), "choices": [
+                    {"index": 0, "delta": {"refusal": piece}, "finish_reason": None}]})
+            self._event(self._chunk(body, None, "stop"))
+            self._event("[DONE]")
+            self._end()
+        elif mode in ("thought-to-the-cap", "filtered-empty"):
+            # A reasoning model that spent the whole cap thinking (reasoning_content, as
+            # vLLM and llama.cpp stream it), or a content filter that stopped the reply
+            # before any text.
+            self._stream_head()
+            self._event({**self._chunk(body, None, None), "choices": [
+                {"index": 0, "delta": {"reasoning_content": "Let me think."},
+                 "finish_reason": None}]})
+            finish = "length" if mode == "thought-to-the-cap" else "content_filter"
+            self._event(self._chunk(body, None, finish))
+            self._event("[DONE]")
+            self._end()
+        elif mode == "filtered":
+            self._stream(body, finish="content_filter")
         elif mode == "cut":
             self._stream(body, cut=True)
         elif mode == "slow":
@@ -271,10 +294,9 @@ class _Handler(BaseHTTPRequestHandler):
         }
 
     def _stream(self, body: dict[str, Any], cut: bool = False, slow: bool = False,
-                usage: bool = True) -> None:
+                usage: bool = True, finish: str = "stop") -> None:
         self._stream_head()
         words = self.server.reply_words
-        finish = "stop"
         limit = body.get("max_tokens") or body.get("max_completion_tokens")
         if limit and len(words) > limit:
             # As a real server does: stop at the cap and say so.

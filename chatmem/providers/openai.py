@@ -82,8 +82,7 @@ class OpenAIReply:
 
     def __iter__(self) -> Iterator[str]:
         p = self._provider
-        finished = False
-        cut = False
+        finished = cut = filtered = False
         started = False
         deadline = p.begin_reply()
         try:
@@ -99,17 +98,21 @@ class OpenAIReply:
                 if chunk.usage is not None:
                     self.usage = Usage(chunk.usage.prompt_tokens, chunk.usage.completion_tokens)
                 for choice in chunk.choices or ():
-                    if choice.delta is not None and choice.delta.content:
-                        if not isinstance(choice.delta.content, str):
+                    # A refusal (OpenAI's `delta.refusal`) is what the model said instead of
+                    # a reply: it is the reply, shown and stored as any other.
+                    piece = choice.delta and (choice.delta.content or choice.delta.refusal)
+                    if piece:
+                        if not isinstance(piece, str):
                             raise ProviderResponseError(
                                 f"{p.where} sent a piece of the reply that is not text"
                                 " (an OpenAI-compatible server sends strings)")
                         deadline.progress()
-                        received += len(choice.delta.content)
-                        yield choice.delta.content
+                        received += len(piece)
+                        yield piece
                     if choice.finish_reason:
                         finished = True
                         cut = choice.finish_reason == "length"
+                        filtered = choice.finish_reason == "content_filter"
                 if received > self._max_chars:
                     # The server ignored max_tokens (or none was set): stop reading.
                     self.close()
@@ -125,9 +128,11 @@ class OpenAIReply:
             raise ProviderResponseError(
                 f"the reply stream from {p.where} ended before the reply was complete"
             )
-        if not received:
+        self.usage.cut_at_limit, self.usage.filtered = cut, filtered
+        if not received and not (cut or filtered):
+            # At the cap (a reasoning model that spent it thinking) or stopped by a filter,
+            # no text is the reply the model gave; ended otherwise, it is a fault.
             raise ProviderResponseError(f"{p.where} sent an empty reply")
-        self.usage.cut_at_limit = cut
 
     def _whole_answer(self, kind: str) -> Iterator[str]:
         """The reply of a server that answered with one JSON document instead of a stream."""
@@ -145,17 +150,21 @@ class OpenAIReply:
         try:
             data = json.loads(body)
             choice = data["choices"][0]
-            text = choice["message"]["content"] or ""
+            text = choice["message"]["content"] or choice["message"].get("refusal") or ""
             usage = data.get("usage") or {}
-        except (ValueError, KeyError, IndexError, TypeError):
+        except (ValueError, KeyError, IndexError, TypeError, AttributeError):
             raise ProviderResponseError(
                 f"{p.where} answered with JSON that is not a chat completion") from None
-        if not isinstance(text, str) or not text:
-            raise ProviderResponseError(f"{p.where} sent an empty reply")
+        if not isinstance(text, str):
+            raise ProviderResponseError(f"{p.where} sent a reply that is not text")
         self.usage = Usage(usage.get("prompt_tokens"), usage.get("completion_tokens"))
         self.usage.cut_at_limit = choice.get("finish_reason") == "length" or \
             len(text) > self._max_chars
-        yield text[:self._max_chars]
+        self.usage.filtered = choice.get("finish_reason") == "content_filter"
+        if not (text or self.usage.cut_at_limit or self.usage.filtered):
+            raise ProviderResponseError(f"{p.where} sent an empty reply")
+        if text:
+            yield text[:self._max_chars]
 
     def close(self) -> None:
         if self._stream is not None:

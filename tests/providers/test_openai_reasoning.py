@@ -1,14 +1,17 @@
-"""Replies of OpenAI's reasoning models and their kin: the reply cap's field name."""
+"""Replies of OpenAI's reasoning models and their kin: the reply cap's field name, a refusal,
+a reply the cap or a content filter stopped before any text."""
 
 from __future__ import annotations
 
 import pytest
 from chat_server import ChatServer
-from registered import create_provider
+from registered import create_provider, open_session
 
 from chatmem.config.settings import Settings
+from chatmem.notices import CutBy, ReplyCut
 from chatmem.providers.base import innermost
 from chatmem.providers.openai import cap_field_for
+from chatmem.store import Store
 
 
 def settings_for(server: ChatServer, **more: object) -> Settings:
@@ -59,3 +62,63 @@ def test_a_400_about_another_field_is_not_asked_again(chat_server: ChatServer) -
         provider.close()
     assert len(chat_server.requests) == 1
 
+
+def test_a_refusal_is_the_reply_shown_and_stored(chat_server: ChatServer,
+                                                 store: Store) -> None:
+    """OpenAI streams a refusal as `delta.refusal` and no content: the turn failed with
+    "sent an empty reply"."""
+    chat_server.plan = ["refusal"]
+    provider = create_provider(settings_for(chat_server))
+    try:
+        engine = open_session(store, settings_for(chat_server), provider, "refused")
+        result = engine.run_turn("帮我撬锁")
+    finally:
+        provider.close()
+    assert (result.status, result.reply, result.notices) == (
+        "ok", "I'm sorry, I can't help with that.", [])
+    assert [m.content for m in store.history.messages(engine.session.id)] == [
+        "帮我撬锁", "I'm sorry, I can't help with that."]
+
+
+@pytest.mark.parametrize(("mode", "cut"), [("thought-to-the-cap", CutBy.LIMIT),
+                                           ("filtered-empty", CutBy.FILTER)])
+def test_a_reply_stopped_before_any_text_is_an_empty_turn_that_says_why(
+        chat_server: ChatServer, store: Store, mode: str, cut: CutBy) -> None:
+    """A reasoning model that spent the whole cap thinking, or a filter that stopped the
+    reply at once, sent no text: the turn failed as "an empty reply", though the model
+    answered as asked (a served client got a 502 and retried it three times)."""
+    chat_server.plan = [mode]
+    provider = create_provider(settings_for(chat_server))
+    try:
+        engine = open_session(store, settings_for(chat_server), provider, "empty-" + mode)
+        result = engine.run_turn("想一想")
+    finally:
+        provider.close()
+    assert (result.status, result.reply, result.cut) == ("ok", "", cut)
+    assert result.notices == [ReplyCut(cut, empty=True)]
+    assert [m.content for m in store.history.messages(engine.session.id)] == ["想一想", ""]
+
+
+def test_a_filtered_reply_is_stored_as_it_is_and_says_so(chat_server: ChatServer,
+                                                         store: Store) -> None:
+    chat_server.plan = ["filtered"]
+    provider = create_provider(settings_for(chat_server))
+    try:
+        engine = open_session(store, settings_for(chat_server), provider, "filtered")
+        result = engine.run_turn("hi")
+    finally:
+        provider.close()
+    assert (result.reply, result.notices) == ("Hello from the test server.",
+                                              [ReplyCut(CutBy.FILTER)])
+
+
+def test_an_empty_reply_the_model_ended_is_still_a_fault(chat_server: ChatServer) -> None:
+    from chatmem.errors import ProviderResponseError
+
+    chat_server.plan = ["empty-reply"]
+    provider = create_provider(settings_for(chat_server))
+    try:
+        with pytest.raises(ProviderResponseError, match="sent an empty reply"):
+            "".join(provider.stream([{"role": "user", "content": "hi"}]))
+    finally:
+        provider.close()
