@@ -1,5 +1,6 @@
 """Through `chatmem serve`: a reasoning model's request fields and its replies that carry no
-text (a refusal, a cap spent thinking, a content filter)."""
+text (a refusal, a cap spent thinking, a content filter), and the request fields passed on,
+taken without being sent, or refused."""
 
 from __future__ import annotations
 
@@ -79,3 +80,50 @@ def test_a_reply_without_text_or_cut_short_is_answered_with_why_it_ended(
     with Store(db_path) as store:
         stored = store.history.messages(store.sessions.session(f"{mode}-{stream}").id)
     assert [m.content for m in stored] == ["想一想", content]
+
+
+def test_fields_that_only_shape_the_models_work_are_passed_on(
+        proxy: RunningProxy, chat_server: ChatServer) -> None:
+    """reasoning_effort, service_tier, top_k, min_p and repetition_penalty were dropped unsaid;
+    parallel_tool_calls and a text-only modalities ask nothing here (tools are refused)."""
+    passed = {"reasoning_effort": "low", "verbosity": "low", "service_tier": "flex",
+              "top_k": 40, "min_p": 0.05, "repetition_penalty": 1.1}
+    answer = post(proxy, "passed", **passed, parallel_tool_calls=False, modalities=["text"],
+                  logprobs=False, top_logprobs=0)
+    assert answer.status_code == 200, answer.text
+    sent = chat_server.requests[-1]
+    assert {key: sent.get(key) for key in passed} == passed
+    assert not {"parallel_tool_calls", "modalities", "logprobs", "top_logprobs"} & sent.keys()
+
+
+@pytest.mark.parametrize(("fields", "param", "message"), [
+    ({"modalities": ["text", "audio"], "audio": {"voice": "alloy", "format": "wav"}},
+     "audio", "audio is not returned through chatmem; ask the model directly"),
+    ({"modalities": ["text", "audio"]}, "modalities",
+     'only text is returned through chatmem: modalities may be ["text"]; ask the model '
+     "directly for audio"),
+    ({"web_search_options": {}}, "web_search_options",
+     "a web search's citations are not returned through chatmem; ask the model directly"),
+    ({"prediction": {"type": "content", "content": "abc"}}, "prediction",
+     "a predicted output's accepted and rejected tokens are not returned through chatmem; "
+     "ask the model directly"),
+    ({"top_k": -1}, "top_k", "top_k must be between 0 and 1e+06, got -1"),
+    ({"min_p": 1.5}, "min_p", "min_p must be between 0 and 1, got 1.5"),
+    ({"repetition_penalty": "1.1"}, "repetition_penalty",
+     "repetition_penalty must be a finite number"),
+    ({"reasoning_effort": 3}, "reasoning_effort", 'reasoning_effort must be a string, e.g. "low"'),
+    ({"parallel_tool_calls": "no"}, "parallel_tool_calls",
+     "parallel_tool_calls must be true or false"),
+])
+def test_fields_asking_for_what_chatmem_cannot_return_are_refused(
+        proxy: RunningProxy, chat_server: ChatServer, db_path: Path, fields: dict[str, Any],
+        param: str, message: str) -> None:
+    """An audio reply, a web search's citations and a prediction were accepted and dropped
+    unsaid: the client got text it took for what it asked."""
+    answer = post(proxy, "refused", **fields)
+    assert answer.status_code == 400, answer.text
+    assert (answer.json()["error"]["param"], answer.json()["error"]["message"]) == (
+        param, message)
+    assert chat_server.requests == []
+    with Store(db_path) as store:
+        assert store.sessions.find_session("refused") is None
