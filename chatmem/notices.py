@@ -93,9 +93,20 @@ class InputNotUtf8:
     replacement: str
 
 
+class CutBy(Enum):
+    LIMIT = "limit"
+    """The reply-length limit (max_reply_tokens)."""
+    FILTER = "filter"
+    """The model's server's content filter."""
+
+
 @dataclass(frozen=True)
 class ReplyCut:
-    """The reply stopped at the reply-length limit and is stored as it is."""
+    """The reply stopped before the model ended it and is stored as it is."""
+
+    by: CutBy = CutBy.LIMIT
+    empty: bool = False
+    """It stopped before any text (a reasoning model may spend the whole limit thinking)."""
 
 
 @dataclass(frozen=True)

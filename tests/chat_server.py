@@ -37,6 +37,9 @@ class ChatServer(ThreadingHTTPServer):
         self.reply_words = ["Hello", " from", " the", " test", " server."]
         self.models = ["test-small", "test-large"]
         """What GET /v1/models lists."""
+        self.refuses: str | None = None
+        """A reply-cap field every chat request holding it is refused for (a 400 naming
+        the other), as OpenAI refuses max_tokens for its reasoning models."""
 
     def handle_error(self, request: Any, client_address: Any) -> None:
         # A client that hangs up mid-reply (cut, cap, timeout) is what a fault test
@@ -94,6 +97,14 @@ class _Handler(BaseHTTPRequestHandler):
         if not self.route.endswith(("/chat/completions", "/embeddings")):
             # A client that built its URL wrong (a base URL's query glued before the path).
             self._error(404, "not_found", f"no route {self.route}")
+            return
+        if self.server.refuses and self.server.refuses in body:
+            # As OpenAI answers max_tokens for a reasoning model (o1, o3, gpt-5).
+            other = ({"max_tokens", "max_completion_tokens"} - {self.server.refuses}).pop()
+            self._error(400, "unsupported_parameter",
+                        f"Unsupported parameter: '{self.server.refuses}' is not supported "
+                        f"with this model. Use '{other}' instead.",
+                        param=self.server.refuses)
             return
         mode = self.server.plan.pop(0) if self.server.plan else "ok"
         if mode in _ERRORS:
@@ -179,6 +190,29 @@ class _Handler(BaseHTTPRequestHandler):
             # A steady drip of 3 characters every 10 ms, for as long as the client reads.
             self._stream_head()
             self._until_hung_up(lambda: self._event(self._chunk(body, "abc", None)))
+        elif mode == "refusal":
+            # What OpenAI streams when the model refuses: `delta.refusal`, no content.
+            self._stream_head()
+            for piece in ("I'm sorry, ", "I can't help with that."):
+                self._event({**self._chunk(body, None, None), "choices": [
+                    {"index": 0, "delta": {"refusal": piece}, "finish_reason": None}]})
+            self._event(self._chunk(body, None, "stop"))
+            self._event("[DONE]")
+            self._end()
+        elif mode in ("thought-to-the-cap", "filtered-empty"):
+            # A reasoning model that spent the whole cap thinking (reasoning_content, as
+            # vLLM and llama.cpp stream it), or a content filter that stopped the reply
+            # before any text.
+            self._stream_head()
+            self._event({**self._chunk(body, None, None), "choices": [
+                {"index": 0, "delta": {"reasoning_content": "Let me think."},
+                 "finish_reason": None}]})
+            finish = "length" if mode == "thought-to-the-cap" else "content_filter"
+            self._event(self._chunk(body, None, finish))
+            self._event("[DONE]")
+            self._end()
+        elif mode == "filtered":
+            self._stream(body, finish="content_filter")
         elif mode == "cut":
             self._stream(body, cut=True)
         elif mode == "slow":
@@ -217,8 +251,9 @@ class _Handler(BaseHTTPRequestHandler):
         self._body(200, "application/json", payload)
 
     def _error(self, status: int, code: str, message: str,
-               headers: dict[str, str] | None = None) -> None:
-        data = json.dumps({"error": {"message": message, "type": code, "code": code}}).encode()
+               headers: dict[str, str] | None = None, param: str | None = None) -> None:
+        data = json.dumps({"error": {"message": message, "type": code, "code": code,
+                                     "param": param}}).encode()
         self._body(status, "application/json", data, headers)
 
     def _body(self, status: int, kind: str, data: bytes,
@@ -259,11 +294,10 @@ class _Handler(BaseHTTPRequestHandler):
         }
 
     def _stream(self, body: dict[str, Any], cut: bool = False, slow: bool = False,
-                usage: bool = True) -> None:
+                usage: bool = True, finish: str = "stop") -> None:
         self._stream_head()
         words = self.server.reply_words
-        finish = "stop"
-        limit = body.get("max_tokens")
+        limit = body.get("max_tokens") or body.get("max_completion_tokens")
         if limit and len(words) > limit:
             # As a real server does: stop at the cap and say so.
             words, finish = words[:limit], "length"

@@ -35,7 +35,7 @@ from chatmem.history import StoredHistory
 from chatmem.memory.base import Context, ContextRequest, Message, Strategy, build_guarded
 from chatmem.memory.state import SessionState
 from chatmem.memory.vector_backlog import Indexing
-from chatmem.notices import InputNotUtf8, Notice, ReplyCut
+from chatmem.notices import CutBy, InputNotUtf8, Notice, ReplyCut
 from chatmem.providers.base import Provider, ReplyStream
 from chatmem.providers.interruptible import InterruptibleReply
 from chatmem.store import SessionRecord, TurnRecord, TurnStatus
@@ -62,9 +62,9 @@ class TurnResult:
         return self.record.status
 
     @property
-    def cut_at_limit(self) -> bool:
-        """The model stopped at the reply cap (max_reply_tokens), not at its own end."""
-        return any(isinstance(n, ReplyCut) for n in self.notices)
+    def cut(self) -> CutBy | None:
+        """What cut the reply short (the cap, a content filter); None: the model ended it."""
+        return next((n.by for n in self.notices if isinstance(n, ReplyCut)), None)
 
 
 StoreT = TypeVar("StoreT", bound=TurnStore, covariant=True)
@@ -322,8 +322,8 @@ class Engine(SessionChanges, MemoryUpkeep, Generic[StoreT]):
         # Read extends life: a fact this context sent is not idle (fact_idle_days).
         self.store.retention.mark_facts_used(list(context.fact_ids))
         self._note_model()
-        if stream.usage.cut_at_limit:
-            notices.append(ReplyCut())
+        if (usage := stream.usage).cut_at_limit or usage.filtered:
+            notices.append(ReplyCut(CutBy.FILTER if usage.filtered else CutBy.LIMIT, not reply))
         if self.keeps_memory:
             notices += self.update_memory()
         return TurnResult(record, context, reply, notices)

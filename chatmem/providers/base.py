@@ -40,6 +40,8 @@ class Usage:
     completion_tokens: int | None = None
     cut_at_limit: bool = False
     """The reply stopped at the reply-length limit, not where the model ended it."""
+    filtered: bool = False
+    """The server's content filter stopped the reply (OpenAI's `content_filter`)."""
 
 
 class ReplyStream(Protocol):

@@ -41,6 +41,31 @@ CHARS_PER_TOKEN_AT_MOST = 16
 """No tokenizer's tokens average more characters than this over a whole reply."""
 
 
+CAP_FIELDS = ("max_tokens", "max_completion_tokens")
+"""The two names of the reply cap: OpenAI's reasoning models (o1, o3, o4-mini, gpt-5) refuse
+max_tokens; Ollama, llamafile and llama.cpp before 2026 ignore max_completion_tokens, so a
+reply sent to them under that name would run unbounded."""
+
+
+def cap_field_for(base_url: str) -> str:
+    """The field the reply cap is sent in: max_completion_tokens to OpenAI's own API, which
+    takes it for every chat model and deprecates max_tokens; max_tokens to any other
+    server, which every OpenAI-compatible one reads."""
+    from urllib.parse import urlsplit
+
+    host = (urlsplit(base_url).hostname or "").lower()
+    return CAP_FIELDS[1] if host == "api.openai.com" else CAP_FIELDS[0]
+
+
+def _other_cap_field(error: Exception, sent: str) -> str | None:
+    """The cap field a 400 asks for instead of `sent` ("Unsupported parameter: 'max_tokens'
+    ... Use 'max_completion_tokens' instead."), else None: only a refusal that names both."""
+    other = CAP_FIELDS[1] if sent == CAP_FIELDS[0] else CAP_FIELDS[0]
+    text = str(error)
+    named = getattr(error, "param", None) == sent or f"'{sent}'" in text
+    return other if named and other in text else None
+
+
 class OpenAIReply:
     def __init__(
         self, provider: OpenAIProvider, messages: ChatMessages, *,
@@ -57,8 +82,7 @@ class OpenAIReply:
 
     def __iter__(self) -> Iterator[str]:
         p = self._provider
-        finished = False
-        cut = False
+        finished = cut = filtered = False
         started = False
         deadline = p.begin_reply()
         try:
@@ -74,17 +98,21 @@ class OpenAIReply:
                 if chunk.usage is not None:
                     self.usage = Usage(chunk.usage.prompt_tokens, chunk.usage.completion_tokens)
                 for choice in chunk.choices or ():
-                    if choice.delta is not None and choice.delta.content:
-                        if not isinstance(choice.delta.content, str):
+                    # A refusal (OpenAI's `delta.refusal`) is what the model said instead of
+                    # a reply: it is the reply, shown and stored as any other.
+                    piece = choice.delta and (choice.delta.content or choice.delta.refusal)
+                    if piece:
+                        if not isinstance(piece, str):
                             raise ProviderResponseError(
                                 f"{p.where} sent a piece of the reply that is not text"
                                 " (an OpenAI-compatible server sends strings)")
                         deadline.progress()
-                        received += len(choice.delta.content)
-                        yield choice.delta.content
+                        received += len(piece)
+                        yield piece
                     if choice.finish_reason:
                         finished = True
                         cut = choice.finish_reason == "length"
+                        filtered = choice.finish_reason == "content_filter"
                 if received > self._max_chars:
                     # The server ignored max_tokens (or none was set): stop reading.
                     self.close()
@@ -100,9 +128,11 @@ class OpenAIReply:
             raise ProviderResponseError(
                 f"the reply stream from {p.where} ended before the reply was complete"
             )
-        if not received:
+        self.usage.cut_at_limit, self.usage.filtered = cut, filtered
+        if not received and not (cut or filtered):
+            # At the cap (a reasoning model that spent it thinking) or stopped by a filter,
+            # no text is the reply the model gave; ended otherwise, it is a fault.
             raise ProviderResponseError(f"{p.where} sent an empty reply")
-        self.usage.cut_at_limit = cut
 
     def _whole_answer(self, kind: str) -> Iterator[str]:
         """The reply of a server that answered with one JSON document instead of a stream."""
@@ -120,17 +150,21 @@ class OpenAIReply:
         try:
             data = json.loads(body)
             choice = data["choices"][0]
-            text = choice["message"]["content"] or ""
+            text = choice["message"]["content"] or choice["message"].get("refusal") or ""
             usage = data.get("usage") or {}
-        except (ValueError, KeyError, IndexError, TypeError):
+        except (ValueError, KeyError, IndexError, TypeError, AttributeError):
             raise ProviderResponseError(
                 f"{p.where} answered with JSON that is not a chat completion") from None
-        if not isinstance(text, str) or not text:
-            raise ProviderResponseError(f"{p.where} sent an empty reply")
+        if not isinstance(text, str):
+            raise ProviderResponseError(f"{p.where} sent a reply that is not text")
         self.usage = Usage(usage.get("prompt_tokens"), usage.get("completion_tokens"))
         self.usage.cut_at_limit = choice.get("finish_reason") == "length" or \
             len(text) > self._max_chars
-        yield text[:self._max_chars]
+        self.usage.filtered = choice.get("finish_reason") == "content_filter"
+        if not (text or self.usage.cut_at_limit or self.usage.filtered):
+            raise ProviderResponseError(f"{p.where} sent an empty reply")
+        if text:
+            yield text[:self._max_chars]
 
     def close(self) -> None:
         if self._stream is not None:
@@ -161,12 +195,15 @@ class OpenAIProvider:
 
         self.model = model
         self.max_tokens = max_tokens or DEFAULT_MAX_REPLY_TOKENS
-        """Cap on reply length, sent to the server as max_tokens (summaries, facts)."""
+        """Cap on reply length, sent to the server in `cap_field` (summaries, facts)."""
         self.chat_max_tokens = chat_max_tokens or self.max_tokens
         """Cap on a chat reply's length: an option's (`-o max_reply_tokens`, a served
         request's max_tokens) when one is given."""
         self.base_url = base_url or "https://api.openai.com/v1"
         endpoint = parse_endpoint(self.base_url)
+        self.cap_field = cap_field_for(endpoint.base)
+        """The request field the reply cap goes in (`cap_field_for`); a server that refuses it
+        naming the other is asked again with that one, and from then on."""
         self.where = endpoint.shown
         """The base URL as errors show it: credentials in it are never repeated."""
         self.api_key_env = api_key_env
@@ -230,7 +267,7 @@ class OpenAIProvider:
 
         body: dict[str, Any] = {
             "model": self.model, "messages": [dict(m) for m in messages], "stream": True,
-            "stream_options": {"include_usage": True}, "max_tokens": self.cap_for(purpose)}
+            "stream_options": {"include_usage": True}, self.cap_field: self.cap_for(purpose)}
         if purpose is Purpose.FACTS:
             # Servers constrain decoding to JSON (llama.cpp with a grammar), so even a
             # small model answers a fact extraction request parseably.
@@ -241,6 +278,16 @@ class OpenAIProvider:
             # cut or bend what is stored and sent again on every later turn.
             # Any field the endpoint takes (top_k, repeat_penalty) is sent as named.
             body.update(self.sampling)
+        try:
+            return self.client.post("/chat/completions", cast_to=ChatCompletion, body=body,
+                                    stream=True, stream_cls=openai.Stream[ChatCompletionChunk])
+        except openai.BadRequestError as e:
+            other = _other_cap_field(e, self.cap_field)
+            if other is None:
+                raise
+        # Refused before any reply began: asking again with the field it names costs nothing.
+        body[other] = body.pop(self.cap_field)
+        self.cap_field = other
         return self.client.post("/chat/completions", cast_to=ChatCompletion, body=body,
                                 stream=True, stream_cls=openai.Stream[ChatCompletionChunk])
 

@@ -23,6 +23,7 @@ from chatmem.notices import (
     ContextsByWordsAlone,
     ContextsOverBudget,
     ContextsWithoutVectors,
+    CutBy,
     FactsBehind,
     FactsFailed,
     Failure,
@@ -159,8 +160,12 @@ def _(n: InputNotUtf8, repl_hints: bool) -> str:
 
 @_worded.register
 def _(n: ReplyCut, repl_hints: bool) -> str:
-    return ("the reply stopped at the reply-length limit (max_reply_tokens); "
-            "it is stored as it is")
+    by = ("the model's server's content filter" if n.by is CutBy.FILTER
+          else "the reply-length limit (max_reply_tokens)")
+    if n.empty:
+        why = "" if n.by is CutBy.FILTER else " (a reasoning model may spend it all thinking)"
+        return f"the reply stopped at {by} before any text{why}; an empty reply is stored"
+    return f"the reply stopped at {by}; it is stored as it is"
 
 
 @_worded.register

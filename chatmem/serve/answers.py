@@ -44,12 +44,14 @@ def usage_json(result: TurnResult) -> dict[str, int]:
 
 def finish_reason(result: TurnResult) -> str:
     """OpenAI's word for why the reply ended: `length` at the reply cap (a client may offer
-    to continue), `cancelled` when the client went away, else `stop`."""
+    to continue), `content_filter` when the model's server filtered it, `cancelled` when the
+    client went away, else `stop`."""
+    from chatmem.notices import CutBy
     from chatmem.store.records import TurnStatus
 
     if result.status != TurnStatus.OK:
         return "cancelled"
-    return "length" if result.cut_at_limit else "stop"
+    return {None: "stop", CutBy.LIMIT: "length", CutBy.FILTER: "content_filter"}[result.cut]
 
 
 def completion_json(result: TurnResult, model: str, turn_id: str) -> dict[str, Any]:

@@ -64,8 +64,11 @@ class TurnAsked:
 
 
 SAMPLING = {"temperature": float, "top_p": float, "presence_penalty": float,
-            "frequency_penalty": float, "seed": int}
-"""Request fields passed on to the model as options (max_tokens caps the reply)."""
+            "frequency_penalty": float, "seed": int, "top_k": int, "min_p": float,
+            "repetition_penalty": float}
+"""Request fields passed on to the model as options (max_tokens caps the reply); those
+`-o` knows (top_k, min_p) are held to its ranges too (config.options.OPTION_RULES)."""
+CHECKED_AS_OPTIONS = ("top_k", "min_p")
 
 
 def _stop_words(value: Any) -> bool:
@@ -84,11 +87,25 @@ PASSED_ON: dict[str, tuple[Callable[[Any], bool], str]] = {
     "response_format": (lambda v: isinstance(v, dict) and isinstance(v.get("type"), str),
                         'an object with a "type", e.g. {"type": "json_object"}'),
     "logit_bias": (_bias, "an object of token ids to numbers from -100 to 100"),
+    # How hard or how long the model works, or on which tier: the reply is still its text.
+    "reasoning_effort": (lambda v: isinstance(v, str), 'a string, e.g. "low"'),
+    "verbosity": (lambda v: isinstance(v, str), 'a string, e.g. "low"'),
+    "service_tier": (lambda v: isinstance(v, str), 'a string, e.g. "flex"'),
 }
 """Request fields the model is given as they are (checked for their shape): what it says
 is stored as the reply whatever they asked of it."""
-NOT_RETURNED = ("logprobs", "top_logprobs")
-"""Request fields whose answer a stored turn does not keep: refused, not dropped unsaid."""
+NOT_RETURNED = {
+    "logprobs": "logprobs is not returned",
+    "top_logprobs": "top_logprobs is not returned",
+    "audio": "audio is not returned",
+    "web_search_options": "a web search's citations are not returned",
+    "prediction": "a predicted output's accepted and rejected tokens are not returned",
+}
+"""Request fields whose answer a stored turn does not keep: refused, not dropped unsaid
+(false and 0 ask for nothing: `logprobs: false` is taken)."""
+DROPPED = {"parallel_tool_calls": bool}
+"""Request fields taken and not sent, as they ask nothing here: parallel tool calls are
+about tools, which are refused (OpenAI refuses the field in a request without tools)."""
 
 
 MAX_BODY_BYTES = 16 * 2**20
@@ -190,10 +207,18 @@ def read_request(body: Any, headers: Mapping[str, str]) -> TurnAsked:
             if not fits(body[key]):
                 raise RequestError(f"{key} must be {shape}", key)
             options[key] = body[key]
-    for key in NOT_RETURNED:
-        if body.get(key):
-            raise RequestError(f"{key} is not returned through chatmem; ask the model directly",
-                              key)
+    _check_options(options)
+    for key, what in NOT_RETURNED.items():
+        if body.get(key) not in (None, False, 0):
+            raise RequestError(f"{what} through chatmem; ask the model directly", key)
+    for key, kind in DROPPED.items():
+        if body.get(key) is not None and not isinstance(body[key], kind):
+            raise RequestError(f"{key} must be true or false", key)
+    modalities = body.get("modalities")
+    if modalities is not None and (not isinstance(modalities, list) or
+                                   any(m != "text" for m in modalities)):
+        raise RequestError('only text is returned through chatmem: modalities may be ["text"]; '
+                           "ask the model directly for audio", "modalities")
     # The newer name wins when both are given; a null one is not given (the SDK sends it so).
     field = next((f for f in ("max_completion_tokens", "max_tokens")
                   if body.get(f) is not None), None)
@@ -210,6 +235,19 @@ def read_request(body: Any, headers: Mapping[str, str]) -> TurnAsked:
                      named_before=fingerprint_with_system_prompt(read)
                      if fingerprinted else None,
                      include_usage=bool(stream_options and stream_options.get("include_usage")))
+
+
+def _check_options(options: dict[str, Any]) -> None:
+    """The fields `-o` knows held to its ranges (a top_k of -1 is no number of tokens)."""
+    from chatmem.config.options import check_option
+    from chatmem.errors import UsageError
+
+    for key in CHECKED_AS_OPTIONS:
+        if key in options:
+            try:
+                options[key] = check_option(key, options[key], key)
+            except UsageError as e:
+                raise RequestError(str(e), key) from None
 
 
 def header_text(value: str) -> str:

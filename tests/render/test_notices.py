@@ -14,6 +14,7 @@ from chatmem.context_warnings import (
     SummaryBehind,
 )
 from chatmem.notices import (
+    CutBy,
     FactsBehind,
     FactsFailed,
     Failure,
@@ -76,6 +77,13 @@ WORDED: list[tuple[Notice | ContextWarning, str]] = [
      "the input held bytes that are not UTF-8; each was replaced by \ufffd"),
     (ReplyCut(), "the reply stopped at the reply-length limit (max_reply_tokens); "
                  "it is stored as it is"),
+    (ReplyCut(CutBy.LIMIT, empty=True),
+     "the reply stopped at the reply-length limit (max_reply_tokens) before any text (a "
+     "reasoning model may spend it all thinking); an empty reply is stored"),
+    (ReplyCut(CutBy.FILTER), "the reply stopped at the model's server's content filter; it is "
+                             "stored as it is"),
+    (ReplyCut(CutBy.FILTER, empty=True), "the reply stopped at the model's server's content "
+                                         "filter before any text; an empty reply is stored"),
     (MemoryUpdateFailed("no model"), "memory update failed, will retry next turn: no model"),
     (IndexingNotice(IndexingEvent.STOPPED, Failure("truncated", unexpected="RuntimeError")),
      "indexing stopped: RuntimeError: truncated; recall ranks the messages without a vector by"
