@@ -78,21 +78,21 @@ class Replacing(Enum):
 def replaces_last_turn(workspace: Workspace, name: str, prior: Sequence[ClientMessage],
                        text: str, *, asked_with: str | None) -> Replacing:
     """Whether a client's request asks the session's last exchange again: the history it
-    sends (not none) is the session's but for that exchange (compared as `comparable`
-    words), and it either asks that exchange's question again (a regenerate, after a restart
-    too) or this server answered that exchange for a request whose history was this one
-    (`asked_with`, its `history_digest`; None: this server did not answer it): an edit of
-    the last message. A message of another chat that shares the id (one whose history was
-    another when it asked) or of another front end (the REPL, MCP's record_turn) is never
-    taken for an edit: that exchange stays (`UNPROVEN`). The client's history is
-    authoritative: the reply it dropped leaves memory, as /retry's does. Reads no more of
-    the session than the request carries."""
+    sends is the session's but for that exchange (compared as `comparable` words), and it
+    either asks that exchange's question again (a regenerate, after a restart too; the
+    first reply's too, its history then none) or this server answered that exchange for a
+    request whose history was this one (`asked_with`, its `history_digest`; None: this
+    server did not answer it): an edit of the last message. A message of another chat that
+    shares the id (one whose history was another when it asked) or of another front end
+    (the REPL, MCP's record_turn) is never taken for an edit: that exchange stays
+    (`UNPROVEN`); nor is the second message of a client that sends only its new one (its
+    history always none). The client's history is authoritative: the reply it dropped
+    leaves memory, as /retry's does. Reads no more of the session than the request
+    carries."""
 
     store = workspace.store
-    session = store.sessions.find_session(name) if prior else None
+    session = store.sessions.find_session(name)
     if session is None:
-        # A client that sends only its new message leaves the history to chatmem: asking
-        # again is then a turn of its own.
         return Replacing.NO
     if store.history.message_count(session.id, at_most=len(prior) + 3) != len(prior) + 2:
         return Replacing.NO
@@ -102,6 +102,10 @@ def replaces_last_turn(workspace: Workspace, name: str, prior: Sequence[ClientMe
         return Replacing.NO
     if comparable("user", stored[len(prior)].content) == comparable("user", text):
         return Replacing.YES
+    if not prior:
+        # One that sends only its new message leaves the history to chatmem: another
+        # message is its next turn, not an edit of its first.
+        return Replacing.NO
     return Replacing.YES if asked_with == history_digest(prior) else Replacing.UNPROVEN
 
 
