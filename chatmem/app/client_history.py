@@ -55,6 +55,19 @@ def history_digest(messages: Iterable[Said]) -> str:
 
 
 @dataclass(frozen=True)
+class AskedWith:
+    """What a server keeps of the history a request it answered sent: its `history_digest`
+    and how many messages it held."""
+
+    digest: str
+    length: int
+
+    @classmethod
+    def of(cls, prior: Sequence[Said]) -> AskedWith:
+        return cls(history_digest(prior), len(prior))
+
+
+@dataclass(frozen=True)
 class ClientMessage:
     """A message as another program's client sent it (its role and text)."""
 
@@ -76,23 +89,22 @@ class Replacing(Enum):
 
 
 def replaces_last_turn(workspace: Workspace, name: str, prior: Sequence[ClientMessage],
-                       text: str, *, asked_with: str | None) -> Replacing:
+                       text: str, *, asked_with: AskedWith | None) -> Replacing:
     """Whether a client's request asks the session's last exchange again: the history it
-    sends (not none) is the session's but for that exchange (compared as `comparable`
-    words), and it either asks that exchange's question again (a regenerate, after a restart
-    too) or this server answered that exchange for a request whose history was this one
-    (`asked_with`, its `history_digest`; None: this server did not answer it): an edit of
-    the last message. A message of another chat that shares the id (one whose history was
-    another when it asked) or of another front end (the REPL, MCP's record_turn) is never
-    taken for an edit: that exchange stays (`UNPROVEN`). The client's history is
-    authoritative: the reply it dropped leaves memory, as /retry's does. Reads no more of
-    the session than the request carries."""
+    sends is the session's but for that exchange (compared as `comparable` words), and it
+    either asks that exchange's question again (a regenerate, after a restart too; the
+    first reply's too, its history then none) or this server answered that exchange for a
+    request whose history was this one (`asked_with`; None: this server did not answer
+    it): an edit of the last message. A message of another chat that shares the id (one
+    whose history was another when it asked) or of another front end (the REPL, MCP's
+    record_turn) is never taken for an edit: that exchange stays (`UNPROVEN`); nor is the
+    second message of a client that sends only its new one (its history always none). The
+    client's history is authoritative: the reply it dropped leaves memory, as /retry's
+    does. Reads no more of the session than the request carries."""
 
     store = workspace.store
-    session = store.sessions.find_session(name) if prior else None
+    session = store.sessions.find_session(name)
     if session is None:
-        # A client that sends only its new message leaves the history to chatmem: asking
-        # again is then a turn of its own.
         return Replacing.NO
     if store.history.message_count(session.id, at_most=len(prior) + 3) != len(prior) + 2:
         return Replacing.NO
@@ -102,7 +114,12 @@ def replaces_last_turn(workspace: Workspace, name: str, prior: Sequence[ClientMe
         return Replacing.NO
     if comparable("user", stored[len(prior)].content) == comparable("user", text):
         return Replacing.YES
-    return Replacing.YES if asked_with == history_digest(prior) else Replacing.UNPROVEN
+    if not prior:
+        # One that sends only its new message leaves the history to chatmem: another
+        # message is its next turn, not an edit of its first.
+        return Replacing.NO
+    asked_this = asked_with is not None and asked_with.digest == history_digest(prior)
+    return Replacing.YES if asked_this else Replacing.UNPROVEN
 
 
 def session_of_shared_id(workspace: Workspace, address: str, made: str) -> str | None:
@@ -187,7 +204,8 @@ def adopt_history(workspace: Workspace, name: str, prior: Sequence[ClientMessage
     """Make session `name`'s history hold what a client says came before its new message:
     the client's history is authoritative, so the messages it has past the session's
     length (its new suffix) are stored; a client that sends less (its own window) stores
-    nothing, and one that edited what is stored has its new messages stored after the
+    nothing, and one that edited what is stored without showing the session's history is
+    its own (`leaves_history` moves one that does) has its new messages stored after the
     session's, nothing stored changed. The session's length is counted only as far as the
     client's history reaches: a request costs what it carries, whatever the session holds."""
     store = workspace.store
@@ -198,3 +216,61 @@ def adopt_history(workspace: Workspace, name: str, prior: Sequence[ClientMessage
     if new := prior[total:]:
         store.history.import_messages(session.id, [{"role": m.role, "content": m.content}
                                                    for m in new])
+
+
+def leaves_history(workspace: Workspace, name: str, prior: Sequence[ClientMessage], *,
+                   asked_with: AskedWith | None) -> bool:
+    """Whether a client's history leaves the session's before its last exchange: an earlier
+    message edited or its reply asked again (the client then sends its history up to
+    there), the chat begun anew. Only on evidence that the session's history is this
+    client's: this server answered its last exchange (`asked_with`; None: it did not) for
+    a request whose history was all the session held before it. A client that sends what
+    it sent then (only its new message, a regenerate), goes on from there, sends a window
+    of the session's end or more than it holds does not leave it, nor does one whose
+    history is the session's but for its last exchange (`replaces_last_turn` decides).
+    Reads the session only when the history is none of those, and then no more than the
+    request this server answered carried."""
+    if asked_with is None:
+        return False
+    if asked_with.digest == history_digest(prior) or (
+            len(prior) >= 2 and asked_with.digest == history_digest(prior[:-2])):
+        return False
+    store = workspace.store
+    session = store.sessions.find_session(name)
+    if session is None or store.history.message_count(
+            session.id, at_most=asked_with.length + 3) != asked_with.length + 2:
+        return False
+    stored = store.history.messages(session.id)
+    if history_digest(stored[:-2]) != asked_with.digest:
+        return False  # another front end or another chat wrote some of it
+    held, said = comparable_all(stored), comparable_all(prior)
+    if said and any(len(said) <= end and held[end - len(said):end] == said
+                    for end in (len(held), len(held) - 2)):
+        return False  # its window of the session's end (the last exchange asked again)
+    kept = next((i for i, (a, b) in enumerate(zip(held, said, strict=False)) if a != b),
+                min(len(held), len(said)))
+    return kept < len(held) and not kept == len(said) == len(held) - 2
+
+
+def branch_session(workspace: Workspace, name: str, prior: Sequence[ClientMessage]) -> str:
+    """Make `name` a new session holding a client's history `prior` (`leaves_history`),
+    with the strategy, parameters, model and retention the session of that name had: the
+    memory it built (summaries, facts, a strategy's state) is of a history the client left,
+    and is not carried over. That session stays, whole, under `NAME.before-edit-N` (the
+    first N free), which this returns: nothing stored is lost or changed but its name."""
+    from chatmem.store.session_names import suffixed_name
+
+    sessions = workspace.store.sessions
+    old = sessions.session(name)
+    kept = next(n for n in (suffixed_name(name, f".before-edit-{i}") for i in count(1))
+                if sessions.find_session(n) is None)
+    sessions.rename_session(name, kept)
+    new = sessions.create_session(name, old.strategy, old.params, provider=old.provider,
+                                  model=old.model, system=old.system, user=old.user,
+                                  tokenizer=old.tokenizer)
+    if old.retention_days is not None:
+        workspace.store.retention.set_retention(new.id, old.retention_days)
+    if prior:
+        workspace.store.history.import_messages(
+            new.id, [{"role": m.role, "content": m.content} for m in prior])
+    return kept

@@ -12,6 +12,7 @@ from contextlib import contextmanager
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
+    from chatmem.app.client_history import AskedWith
     from chatmem.app.workspace import ModelPool
     from chatmem.config.settings import Settings
     from chatmem.errors import ProviderError
@@ -45,22 +46,31 @@ class ServedConversations:
         self._openings: set[tuple[str, str]] = set()
         """Sessions chosen for chats no id names that have no turn yet (location, name)."""
         self._openings_guard = threading.Lock()
-        self._answered: OrderedDict[tuple[str, str], tuple[int, str]] = OrderedDict()
-        """The stored turn (its row id) this server last answered in a conversation, and the
-        `history_digest` of the history its request sent: a client that sends that history
-        again may edit it (at most ANSWERED_KEPT conversations)."""
+        self._answered: OrderedDict[tuple[str, str], tuple[int, AskedWith]] = OrderedDict()
+        """The stored turn (its row id) this server last answered in a conversation, and
+        what it keeps of the history its request sent: a client that sends that history
+        again may edit it, one that sends less than the session holds then has left it
+        (at most ANSWERED_KEPT conversations)."""
 
-    def answered(self, location: str, conversation: str) -> tuple[int, str] | None:
+    def answered(self, location: str, conversation: str) -> tuple[int, AskedWith] | None:
         with self._turns_guard:
             return self._answered.get((location, conversation))
 
     def note_answered(self, location: str, conversation: str, turn_id: int,
-                      asked_with: str) -> None:
+                      asked_with: AskedWith) -> None:
         with self._turns_guard:
             self._answered[(location, conversation)] = (turn_id, asked_with)
             self._answered.move_to_end((location, conversation))
             while len(self._answered) > ANSWERED_KEPT:
                 self._answered.popitem(last=False)
+
+    def branched(self, conversation: str, kept_as: str) -> None:
+        """Say in the server's log where a conversation whose client left its history is
+        kept: its client hears only that it was (`X-Chatmem-Stored-As: branched`)."""
+        if self.log is not None:
+            self.log(f"{conversation}: the client's history left the stored one (an earlier"
+                     f" message edited or asked again): {conversation} now holds the client's,"
+                     f" and the one it held is kept as {kept_as}")
 
     def model_failed(self, conversation: str, error: ProviderError) -> None:
         """The model's failure in full in the server's log: its client is told only that

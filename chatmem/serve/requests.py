@@ -57,6 +57,10 @@ class TurnAsked:
     shared: SharedId | None = None
     """The id has the form `OWNER/NAME`; `conversation` is then the session a file (one
     user) makes of it, as of any id."""
+    one_chat: bool = False
+    """An id names this one chat (a header, `metadata`; not `user`, which every chat of one
+    person sends): a history that leaves the stored one is this chat's, edited
+    (`leaves_history`)."""
     named_before: str | None = None
     """For a `fingerprinted` one, the name chatmem gave its opening before the fingerprint
     left system messages out (`fingerprint_with_system_prompt`): a chat begun then goes on
@@ -170,7 +174,7 @@ def read_request(body: Any, headers: Mapping[str, str]) -> TurnAsked:
         raise RequestError("the last message must be the user's", "messages")
     if not read[-1].content.strip():
         raise RequestError("the last message is empty: nothing to send", "messages")
-    conversation, fingerprinted, shared = conversation_of(body, headers, read)
+    conversation, fingerprinted, shared, one_chat = conversation_of(body, headers, read)
     # Every system message of the request is the client's instruction for it, sent as its
     # system prompt in its words (a RAG front end's "Relevant docs: …" just before the
     # question too), never stored as history: memory would send a stored one again out of
@@ -231,7 +235,7 @@ def read_request(body: Any, headers: Mapping[str, str]) -> TurnAsked:
                      system="\n\n".join(system_parts)
                      if system_parts else None, prior=prior, text=read[-1].content,
                      stream=bool(body.get("stream")), options=options,
-                     fingerprinted=fingerprinted, shared=shared,
+                     fingerprinted=fingerprinted, shared=shared, one_chat=one_chat,
                      named_before=fingerprint_with_system_prompt(read)
                      if fingerprinted else None,
                      include_usage=bool(stream_options and stream_options.get("include_usage")))
@@ -339,10 +343,11 @@ def _id_text(value: Any, field: str) -> str:
 
 
 def conversation_of(body: Mapping[str, Any], headers: Mapping[str, str],
-                    read: Sequence[_Read]) -> tuple[str, bool, SharedId | None]:
-    """The session a request belongs to, whether no id named it, and the id when it has
-    the form `OWNER/NAME`: the header, the request's `user` or a conversation id in its
-    metadata (the fields Open WebUI and LibreChat send), else a fingerprint of how the
+                    read: Sequence[_Read]) -> tuple[str, bool, SharedId | None, bool]:
+    """The session a request belongs to, whether no id named it, the id when it has the
+    form `OWNER/NAME`, and whether the id names one chat (not `user`): the header, the
+    request's `user` or a conversation id in its metadata (the fields Open WebUI and
+    LibreChat send), else a fingerprint of how the
     conversation began (its first user message, which every later request of it repeats;
     not a system message: a RAG front end sends new documents in one each time). Two ids
     never share a session (`session_name_of`); chats that began alike are told apart by
@@ -364,13 +369,13 @@ def conversation_of(body: Mapping[str, Any], headers: Mapping[str, str],
     if named:
         address = shared_address(named)
         return (session_name_of(named), False,
-                None if address is None else SharedId(address, field))
+                None if address is None else SharedId(address, field), field != "user")
     # Compared as a client's copies are (`comparable`): the same opening, retyped with
     # another space, is the same chat.
     opening = [comparable(m.role, m.content) for m in read if m.role == "user"][:1]
     digest = hashlib.sha256(json.dumps(opening, ensure_ascii=False).encode(
         "utf-8", "surrogatepass")).hexdigest()[:12]
-    return "chat-" + digest, True, None
+    return "chat-" + digest, True, None, False
 
 
 def fingerprint_with_system_prompt(read: Sequence[_Read]) -> str:

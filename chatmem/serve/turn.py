@@ -29,12 +29,24 @@ if TYPE_CHECKING:
 TURN_HEADER = "X-Chatmem-Turn"
 STORED_AS_HEADER = "X-Chatmem-Stored-As"
 """How the request's turn was stored: `new-session` (the conversation held nothing before),
-`next-turn`, `replaced-last-turn` (a regenerate or an edit of the last message), or
+`next-turn`, `replaced-last-turn` (a regenerate or an edit of the last message),
 `next-turn-last-kept` (it looked like an edit of the last message, but nothing showed that
-exchange was this client's: it stays, and the request is a turn of its own)."""
+exchange was this client's: it stays, and the request is a turn of its own), or `branched`
+(the client's history left the stored one earlier: an earlier message edited or asked
+again; the id now names a new session holding the client's history, and the one it named
+is kept under another name, which the server's log says)."""
 DISCONNECT_POLL = 0.2
 """Seconds between looks at whether the client of a reply that is not streamed is there."""
 DONE = object()
+
+
+class _Branched(Exception):
+    """The client's history left the session's (`leaves_history`): the session was kept
+    under another name (`kept_as`) and the conversation's engine must open its new one."""
+
+    def __init__(self, kept_as: str) -> None:
+        super().__init__(kept_as)
+        self.kept_as = kept_as
 
 
 class Turn:
@@ -56,6 +68,8 @@ class Turn:
         self.result: TurnResult | None = None
         self.turn_id = ""
         self.stored_as = "next-turn"
+        self.branched = False
+        """The client's history left the stored one: this turn is its new session's."""
         self.completion_id = f"chatcmpl-{uuid.uuid4().hex[:24]}"
 
     def start(self) -> None:
@@ -113,9 +127,11 @@ class Turn:
 
         from chatmem.app import Workspace
         from chatmem.app.client_history import (
+            AskedWith,
             Replacing,
             adopt_history,
-            history_digest,
+            branch_session,
+            leaves_history,
             replaces_last_turn,
         )
         from chatmem.app.conversations import apply_retention, start_conversation
@@ -163,6 +179,15 @@ class Turn:
                               or None)
             with proxy.one_turn_at_a_time(str(self.settings.location), asked.conversation):
                 engine.settle()  # a new session exists before the client's history goes in
+                where = str(self.settings.location)
+                done = last_completed_turn_id(ws, engine.session)
+                answered = proxy.answered(where, asked.conversation)
+                asked_before = answered[1] if answered and answered[0] == done else None
+                if asked.one_chat and asked.shared is None and leaves_history(
+                        ws, asked.conversation, asked.prior, asked_with=asked_before):
+                    # An edit of an earlier message: the client's history wins, in a
+                    # session of its own (memory built on what it left is not its).
+                    raise _Branched(branch_session(ws, asked.conversation, asked.prior))
                 fresh = ws.store.history.message_count(engine.session.id, at_most=1) == 0
                 adopt_history(ws, asked.conversation, asked.prior)
                 # The conversation's turn this one takes (a regenerate: the one it replaces)
@@ -172,13 +197,10 @@ class Turn:
                 held = turn_count(ws, engine.session)
                 self.turn_id = f"{asked.conversation}@{held + 1}"
                 result = None
-                where = str(self.settings.location)
-                done = last_completed_turn_id(ws, engine.session)
-                answered = proxy.answered(where, asked.conversation)
-                replacing = replaces_last_turn(
-                    ws, asked.conversation, asked.prior, asked.text,
-                    asked_with=answered[1] if answered and answered[0] == done else None)
-                self.stored_as = ("new-session" if fresh else "next-turn-last-kept"
+                replacing = replaces_last_turn(ws, asked.conversation, asked.prior,
+                                               asked.text, asked_with=asked_before)
+                self.stored_as = ("branched" if self.branched else "new-session" if fresh
+                                  else "next-turn-last-kept"
                                   if replacing is Replacing.UNPROVEN else "next-turn")
                 if replacing is Replacing.YES:
                     self.turn_id = f"{asked.conversation}@{held}"
@@ -197,7 +219,7 @@ class Turn:
                 self.turn_id = f"{asked.conversation}@{self._turn_of(ws, engine, result)}"
                 if result.record.id is not None:
                     proxy.note_answered(where, asked.conversation, result.record.id,
-                                        history_digest(asked.prior))
+                                        AskedWith.of(asked.prior))
             engine.between_turns()
             return result
 
@@ -206,9 +228,15 @@ class Turn:
         # one naming none runs on the session's own, one naming the config's on that one.
         key = (self.settings.location, asked.conversation, asked.strategy,
                settings.model if asked.model else None, options_key(settings.options))
-        return proxy.kept.run(
-            key, partial(Workspace, self.settings, models=proxy.pool,
-                         registries=proxy.registries), open_engine, take)
+        opening = partial(Workspace, self.settings, models=proxy.pool,
+                          registries=proxy.registries)
+        try:
+            return proxy.kept.run(key, opening, open_engine, take)
+        except _Branched as branched:
+            # Its engine was closed with the failed job: this opens the new session's.
+            proxy.branched(asked.conversation, branched.kept_as)
+            self.branched = True
+            return proxy.kept.run(key, opening, open_engine, take)
 
     @staticmethod
     def _turn_of(ws: Workspace, engine: Engine[Store], result: TurnResult) -> int:

@@ -90,6 +90,12 @@ def session_name_from(text: str) -> str:
     return name or "session"
 
 
+def suffixed_name(name: str, suffix: str) -> str:
+    """`name` then `suffix` (`.before-edit-2`), the name cut so that both fit a session
+    name's 64 characters, never between a letter and its marks."""
+    return f"{_first_characters(name, 64 - len(suffix)) or 'session'}{suffix}"
+
+
 def _first_characters(name: str, most: int) -> str:
     """The start of `name`, `most` code points at most, never cut between a letter and its
     marks (the name would show another letter: न without its virama), without a trailing

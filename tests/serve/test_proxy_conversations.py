@@ -172,3 +172,17 @@ def test_a_chat_begun_before_the_fingerprint_left_system_messages_out_goes_on(
     # A new chat with that opening is a session of the new kind, never the old one.
     assert ask(opening)[2] == "new-session"
     assert len(turns(db_path)) == 2
+
+
+def test_a_regenerate_of_the_first_reply_replaces_it(
+        proxy: RunningProxy, chat_server: ChatServer, db_path: Path) -> None:
+    """The history of a chat's first message is none: asked again it added a turn, and the
+    model got the question three times."""
+    ask = asker(proxy, extra_headers={"X-OpenWebUI-Chat-Id": "haiku"})
+    first = [{"role": "user", "content": "写一首关于雨的俳句"}]
+    assert [ask(first)[1:] for _ in range(3)] == [
+        ("haiku@1", "new-session"), ("haiku@1", "replaced-last-turn"),
+        ("haiku@1", "replaced-last-turn")]
+    assert [m["content"] for m in chat_server.requests[-1]["messages"]
+            if m["role"] != "system"] == ["写一首关于雨的俳句"]
+    assert [t[2] for t in turns(db_path)["haiku"]] == [True, True, False]
