@@ -19,9 +19,12 @@ from typing import TYPE_CHECKING, Any
 from chatmem import fts
 from chatmem.errors import NotFound, StoreError, UsageError
 from chatmem.store.connection import fetch_rows, fetch_value
+from chatmem.store.records import FactRecord
+from chatmem.store.restored_facts import ProfileValue, is_live, repeated_profile_facts
 from chatmem.store.session_names import is_reserved, is_session_name, normal_name
 from chatmem.store.sharing import Exemption, row_security_exemption
 from chatmem.store.stored_values import json_text
+from chatmem.text import profile_name
 
 if TYPE_CHECKING:
     from chatmem.store import Store
@@ -144,6 +147,7 @@ def copy_sessions(source: Store, target: Store,
                           {table.name: 0 for table in TABLES}, skipped, reader)
     marks = ", ".join("?" for _ in ids)
     origin = _Origin({session.id: session.name for session in chosen.values()})
+    repeated = _repeated_profile_facts(source, target, marks, ids)
     new_ids: dict[str, dict[int, int]] = {}
     counts: dict[str, int] = {}
     with target.write():
@@ -151,10 +155,31 @@ def copy_sessions(source: Store, target: Store,
             where, params = _rows_of(table, marks, ids, new_ids)
             rows = fetch_rows(source.db, f"SELECT * FROM {table.name} WHERE {where} ORDER BY "
                               f"{'id' if table.keyed else '1'}", params)
+            if table.name == "facts":
+                rows = [row for row in rows if int(row["id"]) not in repeated]
             counts[table.name] = len(rows)
             new_ids[table.name] = _insert(target, table, rows, new_ids, origin)
     return CopyReport(source.location, target.location, [s.name for s in chosen.values()],
                       counts, skipped, reader)
+
+
+def _repeated_profile_facts(source: Store, target: Store, marks: str,
+                            ids: list[int]) -> set[int]:
+    """The source's live profile facts the copy brings that the target's profile (or the
+    copy itself) holds already with the same value, by id: left out, as an archive's
+    import leaves them. One it holds with another value is refused before anything is
+    written (repeated_profile_facts), naming the profile and the key."""
+    rows = fetch_rows(source.db, f"SELECT * FROM facts WHERE {_FACTS.format(ids=marks)}"
+                      " AND scope = 'user' AND session_id IS NULL ORDER BY id", [*ids, *ids])
+    now = target.connection.clock()
+    facts = [FactRecord.from_row(row) for row in rows]
+    facts = [f for f in facts if is_live(f.deleted_at, f.expires_at, now)]
+    live = [fact for user in dict.fromkeys(profile_name(f.user or "") for f in facts)
+            for fact in target.facts.facts(user=user)]
+    repeated = repeated_profile_facts(
+        [ProfileValue(f.user or "", f.key, f.value) for f in facts], live,
+        source=source.location, here=f"in {target.location}", copying=True)
+    return {facts[i].id for i in repeated}
 
 
 def _shared(source: Store, session: _Listed) -> bool:
