@@ -2,7 +2,7 @@
 
 Every table of the chosen sessions comes along: settings and prompts, messages with
 their token counts, vectors and full-text entries, turns with their contexts,
-summaries, facts and their history, strategy state and probes. Ids are the target's
+summaries, facts and their history, strategy state, probes and images. Ids are the target's
 own: each id column is remapped through the rows copied before it, and an id that
 points outside the copy (a fact's source session that was not chosen) becomes NULL.
 Contexts name messages by position in their session, so they copy as they are.
@@ -60,6 +60,8 @@ TABLES = (
     _Table("fact_history", "", {"fact_id": "facts", "source_session_id": "sessions"}),
     _Table("strategy_state", _SESSIONS, {"session_id": "sessions"}, keyed=False),
     _Table("probes", _SESSIONS, {"session_id": "sessions"}),
+    # Kept once per session by hash: a copied session's are its own rows, as its turns are.
+    _Table("images", _SESSIONS, {"session_id": "sessions"}, keyed=False),
 )
 _SKIPPED = frozenset({"owner", "erasures"})
 """The PostgreSQL row's owner is whoever copies it in (row-level security checks it).
