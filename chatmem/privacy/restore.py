@@ -52,6 +52,9 @@ class Archive:
     sessions: list[ArchivedSession]
     facts: list[dict[str, Any]]
     """facts.json's facts, checked."""
+    images_left_out: int = 0
+    """Images the exported sessions held, which no archive holds (manifest.json says how
+    many; 0 from one written before it said)."""
 
     def transcripts(self) -> Iterator[tuple[ArchivedSession, Transcript]]:
         """Each session with its transcript, parsed as it is reached: the one before is
@@ -116,7 +119,9 @@ def _read(path: Path, zf: zipfile.ZipFile, most_bytes: int) -> Archive:
         raise TranscriptError(f"{path}: facts.json: expected a list of facts")
     for number, fact in enumerate(facts, 1):
         _check_fact(fact, f"{path}: facts.json: fact {number}")
-    return Archive(path, sessions, facts)
+    images = manifest.get("images_left_out")
+    left_out = images if isinstance(images, int) and not isinstance(images, bool) else 0
+    return Archive(path, sessions, facts, max(left_out, 0))
 
 
 def _session(entry: Mapping[str, Any]) -> ArchivedSession:
