@@ -110,6 +110,10 @@ class ForkTables:
                 model=source.model, system=system, user=source.user, stamp=self._connection.now(),
                 tokenizer=source.tokenizer,
             )
+            if source.retention_days is not None:
+                # Its own retention holds for the fork: the config's could prune it first.
+                self._db.execute("UPDATE sessions SET retention_days = ? WHERE id = ?",
+                                 [source.retention_days, new_id])
             for first, text in prompts:
                 steps.set_prompt(self._db, new_id, first, text)
             ids = self._copy_messages(source.id, new_id, upto, progress)
