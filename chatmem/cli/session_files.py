@@ -105,6 +105,11 @@ def export_all(name: str | None, output: str | None, force: bool, settings: "Set
         f"{counted(report.summaries, 'summary version')} and "
         f"{counted(report.facts, 'fact')} to {output}; "
         "the archive is not encrypted", markup=False, soft_wrap=True)
+    if report.images_left_out:
+        consoles()[1].print(
+            f"not in the archive: {counted(report.images_left_out, 'image')} sent with"
+            " messages (an archive keeps none; chatmem sessions copy --to FILE.db does)",
+            markup=False, soft_wrap=True)
 
 
 @handles_errors
@@ -236,6 +241,10 @@ def import_all(archive: "Archive", index: bool, config: "Path | None",
                       " in summaries/ and the details they pinned (kept there to read); a"
                       " summarising strategy summarises the restored turns again",
                       markup=False, soft_wrap=True)
+        if archive.images_left_out:
+            err.print(f"not restored: {counted(archive.images_left_out, 'image')} sent with"
+                      " these sessions' messages, which the archive does not hold (they stay"
+                      " in the history it was exported from)", markup=False, soft_wrap=True)
         names = [one.session.name for one in imported.sessions]
         for backlog in start_backlogs(ws, config, names, background=index):
             err.print(backlog_line(backlog), markup=False, soft_wrap=True)

@@ -9,6 +9,10 @@ Readable without chatmem; `sessions import ARCHIVE.zip` restores it whole
     summaries/NAME.json     each session's summary versions and pinned details (to read)
     facts.json              every fact (user profile and session), with earlier values
 
+It holds no images (each up to 20 MB, the history keeps them) nor the record of what each
+turn sent, where they are named: the manifest counts the images left out, and import
+says so. `sessions copy` carries both.
+
 The archive is plaintext even when the history file is encrypted: it is for
 the user to keep, move or read, and is written readable by its owner only.
 """
@@ -50,6 +54,10 @@ facts.json            every fact: key, value, scope (user profile or session),
                       where it was stated, its earlier values, its end if any
 manifest.json         chatmem version, export time, counts
 
+Not in it: the images sent with messages (manifest.json's images_left_out counts
+them) and the record of what each turn sent (`chatmem inspect`). `chatmem sessions
+copy --from HISTORY --to backup.db` copies a history with both.
+
 This archive is not encrypted. Keep it as safe as the conversations in it.
 """
 
@@ -61,6 +69,8 @@ class ArchiveReport:
     messages: int
     summaries: int
     facts: int
+    images_left_out: int = 0
+    """Images the sessions hold, which an archive does not (README)."""
 
 
 def _member_names(sessions: list[SessionSummary]) -> dict[int, str]:
@@ -140,7 +150,7 @@ def write_archive(store: PrivacyStore, path: Path, transcript: Callable[[Session
     addresses = {row.id: row.address for row in listed_rows}
     # By id: a session shared with the user may have the name of one of their own.
     sessions = [store.sessions.session_by_id(row.id) for row in listed_rows]
-    messages = summaries = 0
+    messages = summaries = images = 0
     try:
         with (open_private(path, binary=True, replace=force) as raw,
               zipfile.ZipFile(raw, "w", zipfile.ZIP_DEFLATED) as zf):
@@ -154,6 +164,7 @@ def write_archive(store: PrivacyStore, path: Path, transcript: Callable[[Session
                 count = len(store.history.messages(session.id))
                 messages += count
                 summaries += len(kept["summaries"])
+                images += len(store.images.images(session.id))
                 listed.append({"name": session.name, "shared_by": shared_by[session.id],
                                "user": session.user,
                                "transcript": f"sessions/{name}.jsonl",
@@ -163,12 +174,13 @@ def write_archive(store: PrivacyStore, path: Path, transcript: Callable[[Session
             zf.writestr("facts.json", _json(facts))
             zf.writestr("manifest.json", _json({
                 "chatmem": version, "exported_at": stamp_seconds(utc_now()),
-                "sessions": listed, "facts": len(facts), "summaries": summaries}))
+                "sessions": listed, "facts": len(facts), "summaries": summaries,
+                "images_left_out": images}))
     except FileExistsError:
         raise UsageError(f"{path} already exists; add --force to overwrite it") from None
     except OSError as e:
         raise UsageError(f"{path}: cannot write: {e.strerror}") from None
-    return ArchiveReport(path, len(sessions), messages, summaries, len(facts))
+    return ArchiveReport(path, len(sessions), messages, summaries, len(facts), images)
 
 
 def _json(data: Any) -> str:

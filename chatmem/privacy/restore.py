@@ -54,6 +54,9 @@ class Archive:
     """facts.json's facts, checked."""
     summaries: int = 0
     """Summary versions the manifest counts in summaries/ (kept to read; not restored)."""
+    images_left_out: int = 0
+    """Images the exported sessions held, which no archive holds (manifest.json says how
+    many; 0 from one written before it said)."""
 
     def transcripts(self) -> Iterator[tuple[ArchivedSession, Transcript]]:
         """Each session with its transcript, parsed as it is reached: the one before is
@@ -119,8 +122,11 @@ def _read(path: Path, zf: zipfile.ZipFile, most_bytes: int) -> Archive:
     for number, fact in enumerate(facts, 1):
         _check_fact(fact, f"{path}: facts.json: fact {number}")
     summaries = manifest.get("summaries")
+    images = manifest.get("images_left_out")
+    left_out = images if isinstance(images, int) and not isinstance(images, bool) else 0
     return Archive(path, sessions, facts,
-                   summaries if isinstance(summaries, int) and summaries > 0 else 0)
+                   summaries if isinstance(summaries, int) and summaries > 0 else 0,
+                   max(left_out, 0))
 
 
 def _session(entry: Mapping[str, Any]) -> ArchivedSession:

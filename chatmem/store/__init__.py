@@ -67,7 +67,7 @@ class Store:
         self.facts = FactTables(connection)
         self.recall = RecallTables(connection)
         self.vectors = VectorTables(connection)
-        self.forks = ForkTables(connection, self.sessions, self.history, self.memory)
+        self.forks = ForkTables(connection, self.sessions, self.history, self.memory, self.turns)
         self.retention = RetentionTables(connection, self.sessions, self.facts)
         self.redactions = RedactionTables(connection)
         self.logs = LogTables(connection)

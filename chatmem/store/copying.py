@@ -2,7 +2,7 @@
 
 Every table of the chosen sessions comes along: settings and prompts, messages with
 their token counts, vectors and full-text entries, turns with their contexts,
-summaries, facts and their history, strategy state and probes. Ids are the target's
+summaries, facts and their history, strategy state, probes and images. Ids are the target's
 own: each id column is remapped through the rows copied before it, and an id that
 points outside the copy (a fact's source session that was not chosen) becomes NULL.
 Contexts name messages by position in their session, so they copy as they are.
@@ -19,9 +19,12 @@ from typing import TYPE_CHECKING, Any
 from chatmem import fts
 from chatmem.errors import NotFound, StoreError, UsageError
 from chatmem.store.connection import fetch_rows, fetch_value
+from chatmem.store.records import FactRecord
+from chatmem.store.restored_facts import ProfileValue, is_live, repeated_profile_facts
 from chatmem.store.session_names import is_reserved, is_session_name, normal_name
 from chatmem.store.sharing import Exemption, row_security_exemption
 from chatmem.store.stored_values import json_text
+from chatmem.text import profile_name
 
 if TYPE_CHECKING:
     from chatmem.store import Store
@@ -57,6 +60,8 @@ TABLES = (
     _Table("fact_history", "", {"fact_id": "facts", "source_session_id": "sessions"}),
     _Table("strategy_state", _SESSIONS, {"session_id": "sessions"}, keyed=False),
     _Table("probes", _SESSIONS, {"session_id": "sessions"}),
+    # Kept once per session by hash: a copied session's are its own rows, as its turns are.
+    _Table("images", _SESSIONS, {"session_id": "sessions"}, keyed=False),
 )
 _SKIPPED = frozenset({"owner", "erasures"})
 """The PostgreSQL row's owner is whoever copies it in (row-level security checks it).
@@ -144,6 +149,7 @@ def copy_sessions(source: Store, target: Store,
                           {table.name: 0 for table in TABLES}, skipped, reader)
     marks = ", ".join("?" for _ in ids)
     origin = _Origin({session.id: session.name for session in chosen.values()})
+    repeated = _repeated_profile_facts(source, target, marks, ids)
     new_ids: dict[str, dict[int, int]] = {}
     counts: dict[str, int] = {}
     with target.write():
@@ -151,10 +157,31 @@ def copy_sessions(source: Store, target: Store,
             where, params = _rows_of(table, marks, ids, new_ids)
             rows = fetch_rows(source.db, f"SELECT * FROM {table.name} WHERE {where} ORDER BY "
                               f"{'id' if table.keyed else '1'}", params)
+            if table.name == "facts":
+                rows = [row for row in rows if int(row["id"]) not in repeated]
             counts[table.name] = len(rows)
             new_ids[table.name] = _insert(target, table, rows, new_ids, origin)
     return CopyReport(source.location, target.location, [s.name for s in chosen.values()],
                       counts, skipped, reader)
+
+
+def _repeated_profile_facts(source: Store, target: Store, marks: str,
+                            ids: list[int]) -> set[int]:
+    """The source's live profile facts the copy brings that the target's profile (or the
+    copy itself) holds already with the same value, by id: left out, as an archive's
+    import leaves them. One it holds with another value is refused before anything is
+    written (repeated_profile_facts), naming the profile and the key."""
+    rows = fetch_rows(source.db, f"SELECT * FROM facts WHERE {_FACTS.format(ids=marks)}"
+                      " AND scope = 'user' AND session_id IS NULL ORDER BY id", [*ids, *ids])
+    now = target.connection.clock()
+    facts = [FactRecord.from_row(row) for row in rows]
+    facts = [f for f in facts if is_live(f.deleted_at, f.expires_at, now)]
+    live = [fact for user in dict.fromkeys(profile_name(f.user or "") for f in facts)
+            for fact in target.facts.facts(user=user)]
+    repeated = repeated_profile_facts(
+        [ProfileValue(f.user or "", f.key, f.value) for f in facts], live,
+        source=source.location, here=f"in {target.location}", copying=True)
+    return {facts[i].id for i in repeated}
 
 
 def _shared(source: Store, session: _Listed) -> bool:

@@ -6,7 +6,8 @@ extractor, the session's extracted facts. A group is copied whole when nothing
 it covers lies after the fork turn (a state covers the turn chatmem recorded when it
 was stored: chatmem.store.state_coverage); otherwise none of it is copied and the
 strategy rebuilds it from the copied messages on the fork's next turn. Turn
-records (what was sent) stay with the original session.
+records (what was sent) stay with the original session; the images the copied turns
+sent come along.
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ from chatmem.store.records import SessionRecord
 from chatmem.store.sessions import SessionTables
 from chatmem.store.state_coverage import FACTS_OWNER, state_coverage
 from chatmem.store.stored_values import json_text
+from chatmem.store.turns import TurnTables
 
 COPIED_TOGETHER = 500
 """Messages one INSERT copies (8 parameters each: within SQLite's 32,766 and PostgreSQL's
@@ -74,12 +76,13 @@ class ForkTables:
     """Forking a session with the derived state still true at the fork (`store.forks`)."""
 
     def __init__(self, connection: Connection, sessions: SessionTables, history: MessageTables,
-                 memory: MemoryTables) -> None:
+                 memory: MemoryTables, turns: TurnTables) -> None:
         self._connection = connection
         self._db = connection.db
         self._sessions = sessions
         self._history = history
         self._memory = memory
+        self._turns = turns
 
     def fork_session(self, name: str, new_name: str, *, at_turn: int | None = None,
                      progress: Progress | None = None) -> ForkReport:
@@ -107,6 +110,10 @@ class ForkTables:
                 model=source.model, system=system, user=source.user, stamp=self._connection.now(),
                 tokenizer=source.tokenizer,
             )
+            if source.retention_days is not None:
+                # Its own retention holds for the fork: the config's could prune it first.
+                self._db.execute("UPDATE sessions SET retention_days = ? WHERE id = ?",
+                                 [source.retention_days, new_id])
             for first, text in prompts:
                 steps.set_prompt(self._db, new_id, first, text)
             ids = self._copy_messages(source.id, new_id, upto, progress)
@@ -131,6 +138,7 @@ class ForkTables:
             stated = self._copy_facts(source.id, new_id, ids, stated=True)
             if any(g.owner == FACTS_OWNER for g in rebuilt):
                 self._copy_forgotten(source.id, new_id, upto)
+            self._copy_images(source.id, new_id, upto)
         return ForkReport(source, self._sessions.session_by_id(new_id), upto, last, len(ids),
                           copied, rebuilt, stated)
 
@@ -188,6 +196,22 @@ class ForkTables:
                 " ON v.model = ? AND v.message_id = o.id WHERE n.session_id = ?",
                 [source_id, model, new_id])
         return ids
+
+    def _copy_images(self, source_id: int, new_id: int, upto: int) -> None:
+        """The images sent with the turns the fork keeps, each once (their requests name
+        them by hash); one first sent after the fork turn stays with the original."""
+        if fetch_value(self._db, "SELECT 1 FROM images WHERE session_id = ? LIMIT 1",
+                       [source_id]) is None:
+            return  # most sessions have none: their requests are not read
+        digests = {str(message["image"]["sha256"])
+                   for turn in self._turns.turns(source_id) if turn.turn <= upto
+                   for part in turn.context.get("parts", ())
+                   for message in part.get("messages", ()) if message.get("image")}
+        for digest in sorted(digests):
+            self._db.execute(
+                "INSERT INTO images (session_id, digest, mime, width, height, data, created_at)"
+                " SELECT ?, digest, mime, width, height, data, created_at FROM images"
+                " WHERE session_id = ? AND digest = ?", [new_id, source_id, digest])
 
     def _vector_models(self) -> list[str]:
         """The embedding models with vectors in the file, each found by one seek of the

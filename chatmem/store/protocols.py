@@ -17,6 +17,7 @@ from datetime import datetime
 from typing import Any, Protocol
 
 from chatmem.images import ImageData
+from chatmem.store.images import StoredImage
 from chatmem.store.leases import IndexLease, LeaseHolder
 from chatmem.store.recall import CandidateRow, WordMatches
 from chatmem.store.records import (
@@ -255,6 +256,8 @@ class ImageRepository(Protocol):
 
     def keep_images(self, session_id: int, images: Sequence[ImageData]) -> None: ...
 
+    def images(self, session_id: int) -> list[StoredImage]: ...
+
 
 class RetentionRepository(Protocol):
     """What retention and a user's erasure find and erase, and the facts a context used
@@ -357,3 +360,6 @@ class PrivacyStore(SessionStore, Protocol):
 
     @property
     def redactions(self) -> RedactionRepository: ...
+
+    @property
+    def images(self) -> ImageRepository: ...

@@ -187,3 +187,35 @@ def test_a_role_that_is_not_superuser_copies_a_file_in_and_the_sessions_are_its_
     output("ask", "旅行", "我住在哪里?", "--provider", "scripted", "--db", ann)
     asked = json.loads(output("inspect", "旅行", "--db", ann, "--json"))["turn"]
     assert (asked["number"], asked["input"]) == (last["number"] + 1, "我住在哪里?")
+
+
+def test_copy_refuses_a_profile_fact_the_target_holds_otherwise_and_skips_the_same_one(
+        tmp_path: Path, url: str, pg_server: PostgresServer) -> None:
+    """Copied in, a profile fact the target's profile holds with another value would leave
+    two live values of one key (each reaching contexts; `facts forget` refusing to pick):
+    refused before anything is written, naming the profile and the key, as an archive's
+    import refuses it. The same value is not copied again; a superuser's copy of two
+    people's `default` profiles is refused too."""
+    h1, h2, h3 = (str(tmp_path / f"h{n}.db") for n in (1, 2, 3))
+    for db, name, value in ((h1, "s1", "peanuts"), (h2, "s2", "shellfish"),
+                            (h3, "s3", "peanuts")):
+        output("chat", name, "-s", "entity", "--provider", "scripted", "--db", db,
+               input=f"/remember --user allergy: {value}\n")
+    error = output("sessions", "copy", "--from", h2, "--to", h1, code=int(UsageError.exit_code))
+    assert error.count("\n") == 1
+    assert "user default's profile in" in error and "'allergy' already ('peanuts')" in error
+    assert [s["name"] for s in json.loads(output("sessions", "list", "--db", h1, "--json"))] == [
+        "s1"]
+    report = json.loads(output("sessions", "copy", "--from", h3, "--to", h1, "--json"))
+    assert report["sessions"] == ["s3"] and report["rows"]["facts"] == 0
+    output("facts", "forget", "allergy", "--db", h1)  # one fact: forget names it
+    assert json.loads(output("facts", "list", "--db", h1, "--json")) == []
+    database = urlsplit(url).path.lstrip("/")
+    for role, value in (("ann", "peanuts"), ("bob", "shellfish")):
+        output("chat", role, "--provider", "scripted", "--db", pg_server.url(database, role),
+               input=f"/remember --user allergy: {value}\n")
+    target = str(tmp_path / "everyone.db")
+    error = output("sessions", "copy", "--from", url, "--to", target,
+                   code=int(UsageError.exit_code))
+    assert "holds two values of user default's 'allergy'" in error
+    assert json.loads(output("sessions", "list", "--db", target, "--json")) == []

@@ -11,6 +11,10 @@ from pathlib import Path
 import pytest
 from cli_runner import chat, invoke, run
 from conftest import History
+from documents import png
+
+from chatmem.images import read_image
+from chatmem.store import Store
 
 ZOE = "Zoë"
 
@@ -241,3 +245,28 @@ def test_a_restored_session_keeps_its_corrections_and_forgotten_facts(
         assert [(f.key, f.value) for f in facts] == [("city", "Lyon")]
         assert [h.value for h in store.facts.fact_history([facts[0].id])[facts[0].id]] == [
             "Paris"]
+
+
+def test_an_archive_holds_no_images_and_export_and_import_say_how_many_stay_behind(
+        tmp_path: Path) -> None:
+    """Images (up to 20 MB each) stay in the history: README.txt says so, the manifest
+    counts them, and both the export and the import say how many were left out."""
+    a, b = tmp_path / "a.db", tmp_path / "b.db"
+    chat(a, "照片", ["hi"], code=0)
+    with Store(a) as store:
+        images = [read_image(png(30, 20)), read_image(png(20, 30))]
+        store.images.keep_images(store.sessions.session("照片").id,
+                                 [i for i in images if i is not None])
+    zipped = tmp_path / "all.zip"
+    exported = run(a, "sessions", "export", "--all", "-o", str(zipped), code=0).stderr
+    assert exported.splitlines()[-1] == (
+        "not in the archive: 2 images sent with messages (an archive keeps none; chatmem"
+        " sessions copy --to FILE.db does)")
+    with zipfile.ZipFile(zipped) as zf:
+        assert json.loads(zf.read("manifest.json"))["images_left_out"] == 2
+        assert "Not in it: the images sent with messages" in zf.read("README.txt").decode()
+        assert not [n for n in zf.namelist() if not n.endswith((".json", ".jsonl", ".txt"))]
+    imported = run(b, "sessions", "import", str(zipped), code=0).stderr
+    assert imported.splitlines()[-1] == (
+        "not restored: 2 images sent with these sessions' messages, which the archive does"
+        " not hold (they stay in the history it was exported from)")

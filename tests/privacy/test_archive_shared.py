@@ -8,6 +8,7 @@ import warnings
 import zipfile
 from collections.abc import Iterator
 from pathlib import Path
+from urllib.parse import urlsplit
 
 import pytest
 from cli_runner import invoke, output
@@ -86,3 +87,28 @@ def test_facts_json_names_a_shared_session_owner_slash_name_and_restores_into_it
     listed = json.loads(output("facts", "list", "--json", "--db", str(restored)))
     assert sorted((f["owner"], f["value"]) for f in listed if f["key"] == "phone") == [
         ("session bob-旅行", "Pixel9"), ("session 旅行", "Nokia3")]
+
+
+def test_a_superusers_archive_holding_two_peoples_default_allergy_imports_nothing(
+        urls: tuple[str, str], tmp_path: Path, pg_server: PostgresServer) -> None:
+    """A superuser's archive holds ann's and bob's profiles, both named `default`: restored
+    into one history, two live values of `allergy` would each reach contexts. One value
+    held twice is restored once."""
+    ann, bob = urls
+    superuser = pg_server.url(urlsplit(ann).path.lstrip("/"))
+    for url, name, value in ((ann, "a", "peanuts"), (bob, "b", "shellfish")):
+        output("chat", name, "--provider", "scripted", "--db", url,
+               input=f"/remember --user allergy: {value}\n/remember --user 城市: 杭州\n")
+    archive = tmp_path / "all.zip"
+    output("sessions", "export", "--all", "-o", str(archive), "--db", superuser)
+    restored = tmp_path / "restored.db"
+    result = invoke("sessions", "import", str(archive), "--db", str(restored))
+    assert result.exit_code != 0 and result.stderr.count("\n") == 1
+    assert "user default's 'allergy' ('peanuts' and 'shellfish'" in result.stderr
+    assert json.loads(output("sessions", "list", "--json", "--db", str(restored))) == []
+    output("facts", "forget", "allergy", "--db", bob)
+    output("sessions", "export", "--all", "-o", str(archive), "--force", "--db", superuser)
+    output("sessions", "import", str(archive), "--db", str(restored))
+    listed = json.loads(output("facts", "list", "--json", "--db", str(restored)))
+    assert sorted((f["key"], f["value"]) for f in listed) == [
+        ("allergy", "peanuts"), ("城市", "杭州")]

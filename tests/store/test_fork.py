@@ -181,6 +181,19 @@ def test_fork_at_turn_zero_keeps_settings_only(store: Store, make_engine) -> Non
     assert store.history.messages(fork.id) == [] and report.messages == 0
 
 
+@pytest.mark.parametrize("days", [365, 0, None])
+def test_a_fork_keeps_the_sessions_own_retention(store: Store, make_engine,
+                                                 days: int | None) -> None:
+    """`sessions retention trip 1y` (or `forever`) holds for the fork too: it is the same
+    conversation, and a fork falling back to the config's retention could be pruned first."""
+    talk(make_engine("window", k=2, name="旅行"), TURNS[:2])
+    store.retention.set_retention(store.sessions.session("旅行").id, days)
+    store.forks.fork_session("旅行", "全部")
+    store.forks.fork_session("旅行", "开头", at_turn=1)
+    assert [store.sessions.session(name).retention_days for name in ("全部", "开头")] == [
+        days, days]
+
+
 def test_a_fork_is_independent_of_its_source(store: Store, make_engine, scripted) -> None:
     talk(make_engine("buffer", name="trip"), TURNS[:2])
     store.forks.fork_session("trip", "b")
