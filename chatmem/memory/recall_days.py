@@ -3,7 +3,7 @@
 A message recalled days later may say "next Friday" or "the day after tomorrow":
 without the day it was said, the model cannot tell which day that is. So each run of
 recalled messages said on one earlier day opens with a line naming it (`said_line`:
-`(said on 2026-05-04, Monday)`), sent above the first one's text; the stored message
+`[2026-05-04 Monday]`, 9 tokens), sent above the first one's text; the stored message
 is left as it is. The lines are counted in the recalled part's tokens, within its
 budget: when they do not fit, the least relevant messages make room for them.
 

@@ -93,10 +93,10 @@ class RetrievalParams:
                                "names (`last May`, `three weeks ago`, `上个月`) gains, as a "
                                "share of a full word match (0: none)", minimum=0)
     # On: "next Friday" recalled days later names no day without it. Off, the lines' tokens
-    # go to more messages (benchmarks/recall.py --dev, id recall at 2,000 tokens: 0.828 on,
+    # go to more messages (benchmarks/recall.py --dev, id recall at 2,000 tokens: 0.841 on,
     # 0.848 off; its messages carry their dates in their text, as real chats do not).
     dates: bool = param(True, "name the day above recalled messages said on an earlier day "
-                        "(about 13 tokens a day)")
+                        "(about 9 tokens a day)")
     later: int = param(1, "how many of the best recalled user messages bring the user's "
                        "latest later message holding their rarest words, which may correct "
                        "them (0: none)", minimum=0)

@@ -321,7 +321,7 @@ def test_recall_by_words_alone_brings_the_day_a_weekend_or_week_names(
                   {"role": "assistant", "content": "OK.", "ts": at.isoformat()}]
         on += timedelta(days=1)
     engine.store.history.import_messages(engine.session.id, lines)
-    # Room for ten days' notes, each day's below the line naming it (13 tokens a day).
+    # Room for ten days' notes, each day's below the line naming it (9 tokens a day).
     context = context_with(engine, "retrieval", question, mode="bm25", max_tokens=450)
     recalled = [m.content for m in context.part("recalled").messages]
     assert [e for e in EVENTS.values() if e in recalled] == [EVENTS[on] for on in expected]
