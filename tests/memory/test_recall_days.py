@@ -109,10 +109,43 @@ def test_the_day_lines_make_room_by_leaving_out_the_least_relevant(make_engine) 
     recalled = tight.part("recalled")
     assert recalled.messages[0].said_on == date(2026, 5, 4)
     assert recalled.messages[0].role == "user"
-    made_room = [r for r in tight.recall if r["why"] == RecallVerdict.DAY_LINES.value]
-    assert made_room and not any(r["kept"] for r in made_room)
+    # Packing counts the line as it keeps the day's first message, so the least relevant
+    # (but the question a kept reply brings) is left out there, or makes room for that
+    # question, not after.
+    made_room = [r for r in tight.recall if not r["kept"]]
+    least = min((r for r in tight.recall if r["why"] != RecallVerdict.KEPT_AS_QUESTION.value),
+                key=lambda r: r["fused"])
+    assert [r["id"] for r in made_room] == [least["id"]]
     assert not {r["id"] for r in made_room} & {m.id for m in recalled.messages}
     assert len(recalled.messages) == len(roomy.part("recalled").messages) - len(made_room)
+
+
+NOTES = [  # the best (fused 0.45) said alone on the 5th, the next (0.44) and the last on the 4th
+    ("Kenji sends the vendor contract to legal by Friday, he told the whole team at the "
+     "planning meeting this morning.", "2026-05-04T09:00:00+00:00"),
+    ("Kenji will bring lunch.", "2026-05-04T09:10:00+00:00"),
+    ("The vendor contract for legal is ready.", "2026-05-05T09:00:00+00:00"),
+    ("Weather is nice today.", "2026-05-07T09:00:00+00:00"),
+]
+
+
+def test_packing_counts_a_days_line_as_it_keeps_the_days_first_message(make_engine) -> None:
+    # Counted after packing, the two lines did not fit beside the three messages and both
+    # messages after the first made room: the best was left out and 17 tokens unused.
+    engine = make_engine("retrieval", mode="bm25")
+    engine.store.history.import_messages(engine.session.id, [
+        {"role": role, "content": text if role == "user" else "OK.", "ts": at}
+        for text, at in NOTES for role in ("user", "assistant")])
+    context = context_with(engine, "retrieval", "When does Kenji send the vendor contract "
+                           "to legal?", mode="bm25", smooth=0, sitting=0, later=0,
+                           max_tokens=93)
+    recalled = context.part("recalled")
+    assert recalled is not None and context.tokens <= 93
+    best = max(context.recall, key=lambda r: r["fused"])
+    assert best["kept"] and best["id"] in {m.id for m in recalled.messages}
+    assert [m.content for m in recalled.messages] == [NOTES[1][0], NOTES[2][0]]
+    assert [m.said_on for m in recalled.messages] == [date(2026, 5, 4), date(2026, 5, 5)]
+    assert not any(r["why"] == RecallVerdict.DAY_LINES.value for r in context.recall)
 
 
 def at(text: str) -> datetime:
