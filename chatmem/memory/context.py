@@ -35,9 +35,9 @@ these names read one way everywhere."""
 
 
 def said_line(day: date) -> str:
-    """The line sent before a recalled message said on an earlier `day`: `(said on 2026-05-04,
-    Monday)`, so "next Friday" in what follows can be read as of that day."""
-    return f"(said on {day.isoformat()}, {WEEKDAYS[day.weekday()]})"
+    """The line sent before a recalled message said on an earlier `day`: `[2026-05-04 Monday]`,
+    so "next Friday" in what follows can be read as of that day."""
+    return f"[{day.isoformat()} {WEEKDAYS[day.weekday()]}]"
 
 
 @dataclass(frozen=True)

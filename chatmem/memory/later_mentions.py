@@ -46,14 +46,16 @@ class Lookup:
 
 
 def pull_in(kept: list[Ranked], ranked: list[Ranked], lookup: Lookup, room: int,
-            limit: int = 0, *, sources: int) -> list[Ranked]:
+            limit: int = 0, *, sources: int,
+            lines: Callable[[list[Ranked]], int] = lambda kept: 0) -> list[Ranked]:
     """`kept` (in conversation order, the first a user's) with the later mentions of its
     best `sources` user messages (a search of the words index each) that fit in `room`
     (and `limit` messages, if not 0), in conversation order. A pulled message is marked
     kept by RecallRoute.LATER and added to `ranked` if it was not there; those that made
     room for it are marked so. The first kept message, the sources and what was pulled
     are never the ones making room, nor the reply to what was pulled, nor a message more
-    relevant than the source."""
+    relevant than the source. `lines(messages)`: the tokens of the lines naming the days
+    `messages` were said (chatmem.memory.recall_days), counted in `room` too."""
     users = sorted((r for r in kept if r.role == "user"),
                    key=lambda r: (-r.fused, -r.position))[:sources]
     if not users:
@@ -66,7 +68,7 @@ def pull_in(kept: list[Ranked], ranked: list[Ranked], lookup: Lookup, room: int,
         if later is None or later.kept or later.said in said:
             continue
         held.add(later.position + 1)  # its reply, if recalled, stays beside it
-        freed = _room_for(later, source, kept, held, room, limit)
+        freed = _room_for(later, source, kept, held, room, limit, lines)
         if freed is None:
             continue
         for other in freed:
@@ -98,18 +100,20 @@ def _latest_mention(source: Ranked, rare: set[str], scores: Mapping[int, float],
 
 
 def _room_for(later: Ranked, source: Ranked, kept: list[Ranked], held: set[int], room: int,
-              limit: int) -> list[Ranked] | None:
-    """The kept messages to leave out for `later` to fit (the least relevant first, less
-    relevant than `source`), or None when it cannot."""
-    used, count = sum(r.tokens for r in kept), len(kept)
+              limit: int, lines: Callable[[list[Ranked]], int]) -> list[Ranked] | None:
+    """The kept messages to leave out for `later` to fit with the lines of their days (the
+    least relevant first, less relevant than `source`), or None when it cannot."""
+    left = [*kept, later]
+    used, count = sum(r.tokens for r in left) + lines(left), len(kept)
     freed: list[Ranked] = []
     spare = sorted((r for r in kept if r.position not in held and r.fused < source.fused),
                    key=lambda r: (r.fused, r.position))
     for other in spare:
-        if used + later.tokens <= room and not (limit and count >= limit):
+        if used <= room and not (limit and count >= limit):
             break
         freed.append(other)
-        used, count = used - other.tokens, count - 1
-    if used + later.tokens > room or (limit and count >= limit):
+        left = [r for r in left if r is not other]
+        used, count = sum(r.tokens for r in left) + lines(left), count - 1
+    if used > room or (limit and count >= limit):
         return None
     return freed

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from datetime import date
 from functools import cached_property
 from typing import TYPE_CHECKING, Any
 
@@ -87,7 +88,7 @@ def pool(fused: np.ndarray, size: int = POOL) -> list[int]:
 
 def pack(
     ranked: Sequence[Ranked], room: int, *, mmr: float, vectors: np.ndarray | None,
-    limit: int = 0,
+    limit: int = 0, days: Sequence[date | None] = (), line: int = 0,
 ) -> None:
     """Mark which of `ranked` (best first) are kept within `room` tokens, and why not.
 
@@ -97,6 +98,10 @@ def pack(
     an embedder that puts unrelated messages at cosine 0.75–0.84 (e5-small) leaves a
     copy's penalty at 1.0 about 0.07 above theirs at λ 0.6, so five copies of one
     exchange filled a budget.
+
+    `days` (aligned with `ranked`; empty: none): the earlier day a candidate was said on,
+    whose line of `line` tokens (chatmem.memory.recall_days) the first one kept of that
+    day pays for; recall_days works the lines out exactly on what is kept.
     """
     import numpy as np
 
@@ -114,6 +119,7 @@ def pack(
     left = len(ranked)
     said: set[int | None] | None = set() if mmr < 1 else None
     smallest = min((r.tokens for r in ranked), default=0)
+    named: set[date] = set()  # the days whose line a kept message pays
     while left and room - used >= smallest:
         pick = int(score.argmax())
         # Closed for good: -inf in what each new score is computed from, too.
@@ -123,13 +129,17 @@ def pack(
         if said and candidate.said in said:  # keyed only once there is one to compare
             candidate.why = RecallVerdict.TOO_SIMILAR
             continue
-        if used + candidate.tokens > room:
+        day = days[pick] if days else None
+        cost = candidate.tokens + (line if day is not None and day not in named else 0)
+        if used + cost > room:
             candidate.why = RecallVerdict.DOES_NOT_FIT
             continue
         candidate.kept, candidate.why = True, RecallVerdict.KEPT
         if said is not None and candidate.said is not None:
             said.add(candidate.said)
-        used += candidate.tokens
+        if day is not None:
+            named.add(day)
+        used += cost
         kept += 1
         if scaled is not None:
             assert vectors is not None

@@ -3,9 +3,10 @@
 A message recalled days later may say "next Friday" or "the day after tomorrow":
 without the day it was said, the model cannot tell which day that is. So each run of
 recalled messages said on one earlier day opens with a line naming it (`said_line`:
-`(said on 2026-05-04, Monday)`), sent above the first one's text; the stored message
+`[2026-05-04 Monday]`, 9 tokens), sent above the first one's text; the stored message
 is left as it is. The lines are counted in the recalled part's tokens, within its
-budget: when they do not fit, the least relevant messages make room for them.
+budget: packing counts one as it keeps a day's first message (chatmem.memory.packing);
+when they do not fit what was added after or cut since, the least relevant make room.
 
 A day is the user's: the message's time read in the zone the request names
 (`ContextRequest.zone`, the `timezone` setting or the system's; chatmem stamps UTC, and

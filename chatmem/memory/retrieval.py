@@ -33,7 +33,7 @@ from chatmem.memory.assembly import (
     newest_turns,
 )
 from chatmem.memory.base import BaseStrategy, ContextRequest, MemoryEnv
-from chatmem.memory.context import Context, Message, Part, SaidDays
+from chatmem.memory.context import Context, Message, Part, SaidDays, said_line
 from chatmem.memory.packing import POOL, Ranked, as_json, pack, pool, pool_size
 from chatmem.memory.params import param
 from chatmem.memory.ranking import Weights, WordScores, fuse, route_of, words_scores
@@ -93,10 +93,10 @@ class RetrievalParams:
                                "names (`last May`, `three weeks ago`, `上个月`) gains, as a "
                                "share of a full word match (0: none)", minimum=0)
     # On: "next Friday" recalled days later names no day without it. Off, the lines' tokens
-    # go to more messages (benchmarks/recall.py --dev, id recall at 2,000 tokens: 0.828 on,
+    # go to more messages (benchmarks/recall.py --dev, id recall at 2,000 tokens: 0.845 on,
     # 0.848 off; its messages carry their dates in their text, as real chats do not).
     dates: bool = param(True, "name the day above recalled messages said on an earlier day "
-                        "(about 13 tokens a day)")
+                        "(about 9 tokens a day)")
     later: int = param(1, "how many of the best recalled user messages bring the user's "
                        "latest later message holding their rarest words, which may correct "
                        "them (0: none)", minimum=0)
@@ -227,17 +227,24 @@ class RetrievalStrategy(BaseStrategy[RetrievalParams]):
             return outside(position).ranked(words, bm25, dense, present, fused)[0]
 
         ranked = candidates.ranked(words, bm25, dense, present, fused)
+        day_at, line = (self._earlier_days(source, ranked, request)
+                        if self.options.dates else (lambda position: None, 0))
         pack(ranked, room, mmr=weights.mmr,
              vectors=None if rows is None else rows(best),
-             limit=self.options.top_k)
+             limit=self.options.top_k, days=[day_at(r.position) for r in ranked], line=line)
         kept = sorted((r for r in ranked if r.kept), key=lambda r: r.position)
-        kept = self._open_with_user(kept, ranked, ranked_at, room)
+
+        def lines(messages: list[Ranked]) -> int:
+            return line * len({d for r in messages if (d := day_at(r.position)) is not None})
+
+        # A message added after packing pays its day's line too, or the best made room for it.
+        kept = self._open_with_user(kept, ranked, ranked_at, room - lines(kept))
         if self.options.later:
             lookup = later_mentions.Lookup(
                 lambda text: source.rare_matches(text, first_recent, later_mentions.RARE),
                 lambda position: message_at(position).content, ranked_at)
             kept = later_mentions.pull_in(kept, ranked, lookup, room, self.options.top_k,
-                                          sources=self.options.later)
+                                          sources=self.options.later, lines=lines)
         kept, days, said_at = (self._with_days(source, kept, message_at, room, request.zone)
                                if self.options.dates else (kept, {}, None))
         shown = [*kept, *[r for r in ranked if not r.kept][:SHOWN_DROPPED]]
@@ -302,6 +309,25 @@ class RetrievalStrategy(BaseStrategy[RetrievalParams]):
             within.update(range(max(first, end - POOL), end))
         words.raise_by(within, self.options.time_weight)
         return within
+
+    @staticmethod
+    def _earlier_days(source: StoredRecall, ranked: list[Ranked], request: ContextRequest,
+                      ) -> tuple[Callable[[int], date | None], int]:
+        """The day a position's message was said if before the newest's (else None), in the
+        user's zone, and a day's line's tokens: packing counts the lines as they are sent
+        (counted after it, they took the least relevant's room and what it left stayed unused)."""
+        newest = source.newest_time() if ranked else None
+        if newest is None:
+            return lambda position: None, 0
+        today = newest.astimezone(request.zone).date()
+        source.times_at([r.position for r in ranked])  # the pool's, in one read
+
+        def day_at(position: int) -> date | None:
+            moment = source.times_at([position]).get(position)
+            day = None if moment is None else moment.astimezone(request.zone).date()
+            return day if day is not None and day < today else None
+
+        return day_at, request.counter.count_text(f"{said_line(today)}\n")
 
     @staticmethod
     def _with_days(source: StoredRecall, kept: list[Ranked],

@@ -321,7 +321,7 @@ def test_recall_by_words_alone_brings_the_day_a_weekend_or_week_names(
                   {"role": "assistant", "content": "OK.", "ts": at.isoformat()}]
         on += timedelta(days=1)
     engine.store.history.import_messages(engine.session.id, lines)
-    # Room for ten days' notes, each day's below the line naming it (13 tokens a day).
+    # Room for ten days' notes, each day's below the line naming it (9 tokens a day).
     context = context_with(engine, "retrieval", question, mode="bm25", max_tokens=450)
     recalled = [m.content for m in context.part("recalled").messages]
     assert [e for e in EVENTS.values() if e in recalled] == [EVENTS[on] for on in expected]
@@ -361,14 +361,16 @@ def test_recall_of_the_friday_before_last_brings_that_fridays_message_first(
                           encoding="utf-8")
     db = str(tmp_path / "t.db")
     invoke("sessions", "import", str(transcript), "时间", "--no-index", "--db", db, code=0)
-    # Room for one message below the line naming its day (2024-04-12), not for a second.
+    # Room for one message below the line naming its day (2024-04-12) and its reply, not for
+    # another day's message below a line of its own.
     shown = invoke("inspect", "时间", "--next", "上上周五我在哪？", "--strategy",
                    "retrieval:mode=bm25,max_tokens=45,recent=0", "--provider", "scripted",
                    "--json", "--db", db, code=0)
     context = json.loads(shown.stdout)["context"]
     recall = sorted(context["recall"], key=lambda row: -row["fused"])
     assert recall[0]["text"] == "那天我在广州。" and recall[0]["kept"]
-    assert [row["text"] for row in recall if row["kept"]] == ["那天我在广州。"]
+    assert [row["text"] for row in recall if row["kept"]] == ["那天我在广州。", "好的。"]
+    assert context["tokens"] <= 45
     assert any("the input names 12 Apr 2024" in part["reason"] for part in context["parts"])
 
 
