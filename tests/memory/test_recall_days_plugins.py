@@ -146,7 +146,7 @@ def test_a_plugins_said_on_that_is_a_time_or_left_out_of_its_tokens_is_one_line(
     by = "(plugin picks (chatmem-picks 0.1.0))"
     wrong = {"picks:at=2026-05-01T10:00:00": "a message said on datetime, not a datetime.date",
              "picks:day=2026-05-01,recount=false":
-                 "a message said on 2026-05-01 of 20 tokens, fewer than the 33 of its text "
+                 "a message said on 2026-05-01 of 20 tokens, fewer than the 29 of its text "
                  "with the day's line above it"}
     for spec, returned in wrong.items():
         for strategy in (spec, spec.replace("picks:", "picks+retrieval:picks.")
@@ -159,4 +159,4 @@ def test_a_plugins_said_on_that_is_a_time_or_left_out_of_its_tokens_is_one_line(
                 f"holding {returned} {by}"], strategy
     fine = invoke("inspect", "c", "--next", "妹妹?", "-s", "picks:day=2026-05-01", "--json",
                   "--provider", "scripted", "--db", db, code=0)
-    assert "(said on 2026-05-01, Friday)" in fine.stdout
+    assert "[2026-05-01 Friday]" in fine.stdout
