@@ -101,3 +101,11 @@ def test_a_grantees_broken_state_is_named_and_its_owner_resets_it_keeping_the_tu
     shown = run(ann, "sessions", "show", "p1", code=0).stdout
     assert "my sister Alice lives in 杭州" in shown and "again" in shown
 
+
+def test_a_shared_style_name_no_one_shares_is_said_so_not_a_name_rule(team: Team) -> None:
+    bob = team.url("bob")
+    refused = run(bob, "ask", "ann/work", "hi", "--provider", "scripted",
+                  code=int(NotFound.exit_code))
+    assert refused.stderr.splitlines() == [
+        "error: no session 'ann/work' is shared with you (OWNER/NAME names a session another"
+        " role shares with you; a name without a '/' names one of your own)"]
