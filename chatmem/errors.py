@@ -217,7 +217,7 @@ class StoreFailure(Enum):
     (PostgreSQL): the administrator who set it up opens it once with this chatmem."""
     NOT_A_DATABASE = "not-a-database"
     DAMAGED = "damaged"
-    """The file is corrupt, or holds text that is not UTF-8."""
+    """The file is corrupt, holds text that is not UTF-8, or a row a value chatmem cannot read."""
     CONFLICT = "conflict"
     """A row breaks a constraint."""
     ERASED_MEANWHILE = "erased-meanwhile"

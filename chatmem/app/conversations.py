@@ -79,6 +79,7 @@ def start_conversation(
     from chatmem.engine import open_session
     from chatmem.store import check_session_name
     from chatmem.store.session_names import is_reserved
+    from chatmem.store.sharing import shared_address
     from chatmem.text import is_valid
 
     if name is not None and not is_valid(name):
@@ -98,6 +99,11 @@ def start_conversation(
         apply_retention(workspace)
     chosen_name = name if name is not None else last_used_session(store)
     found = store.sessions.find_session(chosen_name)
+    if found is None and store.db.kind == "postgresql" and shared_address(chosen_name):
+        # As serve says it: OWNER/NAME names another's session, never one made here.
+        raise NotFound(f"no session {shared_address(chosen_name)!r} is shared with you"
+                       " (OWNER/NAME names a session another role shares with you; a name"
+                       " without a '/' names one of your own)")
     if found is None or is_reserved(chosen_name):
         # A replay's unfinished session is refused too: a turn in it would be published
         # under the replay's name, or deleted with its leftovers.

@@ -14,9 +14,10 @@ from chatmem.store.records import FactScope
 
 if TYPE_CHECKING:
     from chatmem.app.workspace import Workspace
-    from chatmem.memory.pins import PinnedFact
+    from chatmem.memory.pins import PinnedFact, ReadPins
     from chatmem.privacy.purge import LeftMentions, Mentioned, Purge
     from chatmem.store import FactHistoryRecord, FactRecord, Redaction, SessionRecord
+    from chatmem.store.records import StateRow
 
 
 @dataclass(frozen=True)
@@ -50,6 +51,8 @@ class FactListing:
     pins: list[ListedPin] = field(default_factory=list)
     session_names: dict[int, str] = field(default_factory=dict)
     """Names of the sessions the facts (and their earlier values) came from."""
+    skipped: list[StateRow] = field(default_factory=list)
+    """Pin lists of sessions shared with the user that could not be read (pins.read_pins)."""
 
 
 def select_facts(workspace: Workspace, *, user: str | None = None, session: str | None = None,
@@ -71,21 +74,26 @@ def select_facts(workspace: Workspace, *, user: str | None = None, session: str 
 
 
 def select_pins(workspace: Workspace, *, user: str | None = None,
-                session: str | None = None) -> list[PinnedFact]:
-    """Drift-guard pins belong to sessions: a session's, or every session's unless `user`."""
-    from chatmem.memory.pins import pinned_facts
+                session: str | None = None) -> ReadPins:
+    """Drift-guard pins belong to sessions: a session's, or every session's unless `user`;
+    with the pin lists of sessions shared with the user that could not be read, passed over
+    (each front end names them)."""
+    from chatmem.memory.pins import ReadPins, read_pins
 
     store = workspace.store
     if session is not None:
-        return pinned_facts(store.memory, store.sessions.session(session).id)
-    return [] if user is not None else pinned_facts(store.memory)
+        return read_pins(store.memory, store.sessions.session(session).id)
+    return ReadPins([], []) if user is not None else read_pins(store.memory)
 
 
 def list_facts(workspace: Workspace, *, user: str | None = None,
                session: str | None = None) -> FactListing:
     """Facts and pinned details with their owner, source, earlier values and end."""
-    return _listing(workspace, select_facts(workspace, user=user, session=session),
-                    select_pins(workspace, user=user, session=session))
+    read = select_pins(workspace, user=user, session=session)
+    listing = _listing(workspace, select_facts(workspace, user=user, session=session),
+                       read.pins)
+    listing.skipped = read.skipped
+    return listing
 
 
 def session_facts(workspace: Workspace, session: SessionRecord) -> FactListing:

@@ -64,11 +64,15 @@ def list_(
         facts_table,
         owner_text,
         pinned_row,
+        unread_pins_text,
     )
 
     settings = settings_from(config, db)
     with open_workspace(settings, create=False) as ws:
         listing = list_facts(ws, user=user, session=session)
+    for row in listing.skipped:
+        consoles()[1].print(unread_pins_text(row.address, str(row.shared_by), row.strategy),
+                            markup=False, soft_wrap=True)
     facts = [listed.fact for listed in listing.facts]
     owners = {listed.fact.id: listed.owner for listed in listing.facts}
     ends = {listed.fact.id: listed.expires_at for listed in listing.facts}
@@ -136,12 +140,17 @@ def forget(
         left_text,
         mentions_text,
         redacted_text,
+        unread_pins_text,
     )
 
     with open_workspace(settings_from(config, db), create=False) as ws:
         candidates = remembered.select_facts(ws, user=user, session=session,
                                              include_deleted=purge)
-        pins = remembered.select_pins(ws, user=user, session=session)
+        read = remembered.select_pins(ws, user=user, session=session)
+        pins = read.pins
+        for row in read.skipped:
+            consoles()[1].print(unread_pins_text(row.address, str(row.shared_by), row.strategy),
+                                markup=False, soft_wrap=True)
         try:
             chosen = remembered.one_to_forget(
                 ws, ref, candidates, pins,

@@ -91,6 +91,7 @@ def export_all(name: str | None, output: str | None, force: bool, settings: "Set
 
     from chatmem.app.sessions import export_everything
     from chatmem.errors import UsageError
+    from chatmem.render.facts import unread_pins_text
     from chatmem.render.notices import counted
 
     if name is not None:
@@ -99,6 +100,9 @@ def export_all(name: str | None, output: str | None, force: bool, settings: "Set
         raise UsageError("missing SESSION, or --all with -o FILE.zip")
     with open_workspace(settings, create=False) as ws:
         report = export_everything(ws, Path(output), force=force)
+    for passed in report.passed_over:
+        consoles()[1].print(unread_pins_text(passed.session, passed.owner, passed.strategy),
+                            markup=False, soft_wrap=True)
     consoles()[1].print(
         f"exported {counted(report.sessions, 'session')} "
         f"({counted(report.messages, 'message')}), "

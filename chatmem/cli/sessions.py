@@ -1,5 +1,5 @@
-"""`chatmem sessions list|show|rename|fork|delete|export|import`; export and import are in
-session_files."""
+"""`chatmem sessions list|show|rename|reset-state|fork|delete|export|import`; export and
+import are in session_files."""
 
 from typing import Annotated
 
@@ -166,6 +166,38 @@ def rename(
     with open_workspace(settings_from(config, db), create=False) as ws:
         rename_session(ws, name, new_name)
     consoles()[1].print(f"renamed session {name} → {new_name}", markup=False, soft_wrap=True)
+
+
+@app.command("reset-state")
+@handles_errors
+def reset_state(
+    name: OldNameArgument,
+    strategy: Annotated[str, typer.Argument(
+        metavar="STRATEGY", help="The strategy whose state to drop, as the error names it"
+                                 " (e.g. summary-buffer).")],
+    db: DbOption = None,
+    config: ConfigOption = None,
+) -> None:
+    """Drop a strategy's memory state in one of your sessions; it is built again from the turns.
+
+    The way out when a state row cannot be read (edited by hand, or by someone the session
+    is shared with for writing) and every turn stops on it. Only derived memory goes: that
+    strategy's state and summary versions (its pinned details with them). The turns,
+    messages and facts stay, and so does the list of details you unpinned; a summarising
+    strategy summarises the turns again on the next one (model calls).
+
+    \b
+    Example: chatmem sessions reset-state trip summary-buffer
+    """
+    from chatmem.app.state_reset import reset_state as reset
+    from chatmem.render.notices import counted
+
+    with open_workspace(settings_from(config, db), create=False) as ws:
+        done = reset(ws, name, strategy)
+    consoles()[1].print(
+        f"dropped the {done.strategy} state of session {done.session}"
+        f" ({counted(done.rows, 'value')}, {counted(done.summaries, 'summary version')});"
+        " it is built again from the turns on the next one", markup=False, soft_wrap=True)
 
 
 @app.command("fork")

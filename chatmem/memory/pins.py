@@ -21,6 +21,7 @@ from chatmem.memory.anchors import present
 
 if TYPE_CHECKING:
     from chatmem.store.protocols import MemoryStateRepository, MemoryStore
+    from chatmem.store.records import StateRow
 
 
 PINNED_KEY = "pinned"
@@ -99,14 +100,45 @@ def is_unpinned(unpinned: Iterable[str], text: str) -> bool:
     return any(present(u, text) and present(text, u) for u in unpinned)
 
 
+UNREADABLE = (TypeError, ValueError, IndexError, KeyError, OverflowError)
+"""What reading a stored value of the wrong shape (JSON, but not what chatmem stored) raises."""
+NOT_AS_STORED = "is not in the form chatmem stores it in"
+
+
+@dataclass(frozen=True)
+class ReadPins:
+    pins: list[PinnedFact]
+    skipped: list[StateRow]
+    """Pin lists in sessions others share with the user that cannot be read: passed over (a
+    row a sharer wrote never blocks the user's own listing, erasure or export)."""
+
+
+def read_pins(memory: MemoryStateRepository, session_id: int | None = None) -> ReadPins:
+    """The pins of one session, or of every session, by session, strategy and pin order. A pin
+    list of the user's own session that cannot be read is one line naming it (StateRow.error:
+    its owner can drop that state); one of another's session is passed over, in `skipped`."""
+    pins: list[PinnedFact] = []
+    skipped: list[StateRow] = []
+    for row in memory.strategy_state_values(PINNED_KEY, session_id):
+        try:
+            if not row.readable:
+                raise ValueError(row.key)
+            parsed = parse_pins(row.value)
+        except UNREADABLE:
+            if row.shared_by is None:
+                raise (row.error() if not row.readable
+                       else row.error(NOT_AS_STORED)) from None
+            skipped.append(row)
+            continue
+        pins += [PinnedFact(row.session_id, row.strategy, p.text, p.version, p.pin_id, p.turn,
+                            p.quote) for p in parsed]
+    return ReadPins(pins, skipped)
+
+
 def pinned_facts(memory: MemoryStateRepository, session_id: int | None = None
                  ) -> list[PinnedFact]:
-    """The pins of one session, or of every session, by session, strategy and pin order."""
-    return [
-        PinnedFact(sid, strategy, p.text, p.version, p.pin_id, p.turn, p.quote)
-        for sid, strategy, value in memory.strategy_state_values(PINNED_KEY, session_id)
-        for p in parse_pins(value)
-    ]
+    """The pins of one session, or of every session (read_pins, without what it passed over)."""
+    return read_pins(memory, session_id).pins
 
 
 def find_pins(pins: Sequence[PinnedFact], ref: str) -> list[PinnedFact]:

@@ -3,14 +3,17 @@ folded into it, why an update failed, and its pins (chatmem.memory.pins)."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from chatmem.memory import pins
 
 if TYPE_CHECKING:
     from chatmem.memory.state import SessionState
     from chatmem.store import SummaryRecord
+
+T = TypeVar("T")
 
 
 @dataclass
@@ -37,13 +40,23 @@ class SummaryState:
 def load_state(state: SessionState, strategy: str) -> SummaryState:
     """The strategy's stored state: latest summary, boundary, pins."""
     values = state.get(strategy)
+
+    def read(key: str, how: Callable[[Any], T], default: Any = None) -> T:
+        try:
+            return how(values.get(key, default))
+        except pins.UNREADABLE:
+            # JSON, yet not what chatmem stored (a hand's or a write grantee's SQL): named,
+            # with how its owner drops that state, never a traceback.
+            raise state.store.memory.state_row(state.session_id, strategy, key).error(
+                pins.NOT_AS_STORED) from None
+
     return SummaryState(
         latest=state.store.memory.latest_summary(state.session_id, strategy),
-        boundary=int(values.get("boundary_turn", 0)),
-        behind=values.get("behind") or None,
-        pins=pins.parse_pins(values.get(pins.PINNED_KEY)),
-        unpinned=[str(u) for u in values.get(pins.UNPINNED_KEY, [])],
-        released=int(values.get("released", 0)),
+        boundary=read("boundary_turn", int, 0),
+        behind=read("behind", lambda v: str(v) if v else None),
+        pins=read(pins.PINNED_KEY, pins.parse_pins),
+        unpinned=read(pins.UNPINNED_KEY, lambda v: [str(u) for u in v], []),
+        released=read("released", int, 0),
     )
 
 

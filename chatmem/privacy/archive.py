@@ -63,6 +63,19 @@ This archive is not encrypted. Keep it as safe as the conversations in it.
 
 
 @dataclass(frozen=True)
+class PassedOver:
+    """What of a session another role shares with the user the archive leaves out, because
+    a row of it cannot be read (written outside chatmem): the user's own export never
+    depends on it."""
+
+    session: str
+    """As the user names it (OWNER/NAME)."""
+    owner: str
+    strategy: str | None = None
+    """The strategy whose pins were left out; None: the whole session."""
+
+
+@dataclass(frozen=True)
 class ArchiveReport:
     path: Path
     sessions: int
@@ -71,6 +84,7 @@ class ArchiveReport:
     facts: int
     images_left_out: int = 0
     """Images the sessions hold, which an archive does not (README)."""
+    passed_over: tuple[PassedOver, ...] = ()
 
 
 def _member_names(sessions: list[SessionSummary]) -> dict[int, str]:
@@ -91,9 +105,13 @@ def _member_names(sessions: list[SessionSummary]) -> dict[int, str]:
     return names
 
 
-def _summaries(store: PrivacyStore, session: SessionRecord, address: str) -> dict[str, Any]:
-    from chatmem.memory.pins import pinned_facts
+def _summaries(store: PrivacyStore, session: SessionRecord, address: str,
+               passed_over: list[PassedOver]) -> dict[str, Any]:
+    from chatmem.memory.pins import read_pins
 
+    read = read_pins(store.memory, session.id)
+    passed_over += [PassedOver(row.address, str(row.shared_by), row.strategy)
+                    for row in read.skipped]
     return {
         "session": address,
         "summaries": [
@@ -103,7 +121,7 @@ def _summaries(store: PrivacyStore, session: SessionRecord, address: str) -> dic
             for s in store.memory.summaries(session.id)],
         "pinned": [{"id": p.ref, "text": p.text, "strategy": p.strategy,
                     "summary_version": p.version, "turn": p.turn, "quote": p.quote}
-                   for p in pinned_facts(store.memory, session.id)],
+                   for p in read.pins],
     }
 
 
@@ -147,21 +165,22 @@ def write_archive(store: PrivacyStore, path: Path, transcript: Callable[[Session
     listed_rows = [row for row in store.sessions.list_sessions() if not is_unfinished(row.name)]
     files = _member_names(listed_rows)
     shared_by = {row.id: row.shared_by for row in listed_rows}
-    addresses = {row.id: row.address for row in listed_rows}
-    # By id: a session shared with the user may have the name of one of their own.
-    sessions = [store.sessions.session_by_id(row.id) for row in listed_rows]
-    messages = summaries = images = 0
+    passed_over: list[PassedOver] = []
+    messages = summaries = exported = images = 0
     try:
         with (open_private(path, binary=True, replace=force) as raw,
               zipfile.ZipFile(raw, "w", zipfile.ZIP_DEFLATED) as zf):
             zf.writestr("README.txt", README)
             listed = []
-            for session in sessions:
+            for row in listed_rows:
+                read = _read_session(store, row, transcript, passed_over)
+                if read is None:
+                    continue
+                session, text, kept, count = read
                 name = files[session.id]
-                zf.writestr(f"sessions/{name}.jsonl", transcript(session))
-                kept = _summaries(store, session, addresses[session.id])
+                exported += 1
+                zf.writestr(f"sessions/{name}.jsonl", text)
                 zf.writestr(f"summaries/{name}.json", _json(kept))
-                count = len(store.history.messages(session.id))
                 messages += count
                 summaries += len(kept["summaries"])
                 images += len(store.images.images(session.id))
@@ -180,7 +199,29 @@ def write_archive(store: PrivacyStore, path: Path, transcript: Callable[[Session
         raise UsageError(f"{path} already exists; add --force to overwrite it") from None
     except OSError as e:
         raise UsageError(f"{path}: cannot write: {e.strerror}") from None
-    return ArchiveReport(path, len(sessions), messages, summaries, len(facts), images)
+    return ArchiveReport(path, exported, messages, summaries, len(facts), images,
+                         tuple(passed_over))
+
+
+def _read_session(store: PrivacyStore, row: SessionSummary,
+                  transcript: Callable[[SessionRecord], str], passed_over: list[PassedOver]
+                  ) -> tuple[SessionRecord, str, dict[str, Any], int] | None:
+    """A session's record, transcript, summaries and message count, read before any is
+    written; None, and said in `passed_over`, for one another role shares whose rows cannot
+    be read (a time or JSON written outside chatmem)."""
+    from chatmem.errors import StoreError, StoreFailure
+
+    try:
+        # By id: a session shared with the user may have the name of one of their own.
+        session = store.sessions.session_by_id(row.id)
+        return (session, transcript(session), _summaries(store, session, row.address,
+                                                          passed_over),
+                len(store.history.messages(session.id)))
+    except StoreError as e:
+        if row.shared_by is None or e.kind is not StoreFailure.DAMAGED:
+            raise
+        passed_over.append(PassedOver(row.address, row.shared_by))
+        return None
 
 
 def _json(data: Any) -> str:

@@ -267,3 +267,15 @@ def kept_spellings_text(value: str, pairs: Sequence[tuple[str, str]]) -> str:
     spelled = ", ".join(f"{shown} for {own}" for shown, own in pairs)
     return (f"kept any mention written {spelled} (a search reads them alike, but they may"
             f" name someone else): chatmem logs -q {other} finds them")
+
+
+def unread_pins_text(session: str, owner: str, strategy: str | None) -> str:
+    """What a listing, an erasure or an export passed over in a session another role shares:
+    `strategy`'s pins, or (None) the whole session, a row of it not readable."""
+    if strategy is None:
+        return (f"left out session {session} (shared with you by {owner}): a row of it cannot"
+                " be read (written outside chatmem)")
+    name = session.partition("/")[2] or session
+    return (f"passed over the {strategy} pins of session {session} (shared with you by"
+            f" {owner}): they cannot be read (written outside chatmem); {owner} can drop them"
+            f" with `chatmem sessions reset-state {name} {strategy}`")

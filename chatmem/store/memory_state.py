@@ -16,6 +16,7 @@ from chatmem.store.records import (
     FactHistoryRecord,
     FactRecord,
     FactScope,
+    StateRow,
     SummaryRecord,
 )
 from chatmem.store.restored_facts import KeptFact, restore_facts
@@ -34,14 +35,50 @@ class MemoryTables:
     # -- strategy state -----------------------------------------------------
 
     def strategy_state(self, session_id: int, strategy: str) -> dict[str, Any]:
-        """The strategy's own values, without chatmem's record of what they cover."""
-        return {
-            r["key"]: stored_json(r["value"], f"{strategy} state {r['key']!r}")
-            for r in fetch_rows(self._db,
+        """The strategy's own values, without chatmem's record of what they cover. A value
+        that is not JSON (edited by hand, or by a write grantee's SQL) is one line naming
+        the session and how its owner drops that state (`sessions reset-state`)."""
+        values = {}
+        for r in fetch_rows(self._db,
                 "SELECT key, value FROM strategy_state WHERE session_id = ? AND strategy = ?"
-                " AND key <> ?", [session_id, strategy, COVERS_KEY],
-            )
-        }
+                " AND key <> ?", [session_id, strategy, COVERS_KEY]):
+            try:
+                values[r["key"]] = json.loads(r["value"] or "null")
+            except (ValueError, RecursionError):
+                raise self.state_row(session_id, strategy, r["key"]).error() from None
+        return values
+
+    def state_row(self, session_id: int, strategy: str, key: str) -> StateRow:
+        """The row's session as the user names it (for a line naming a row that cannot be
+        read), its value unread."""
+        names = self._session_names([session_id])
+        name, shared_by = names.get(session_id, (f"#{session_id}", None))
+        return StateRow(session_id, strategy, key, name, shared_by, readable=False)
+
+    def _session_names(self, session_ids: Sequence[int]) -> dict[int, tuple[str, str | None]]:
+        if not session_ids:
+            return {}
+        marks = ", ".join("?" for _ in session_ids)
+        return {r["id"]: (r["name"], r["shared_by"]) for r in fetch_rows(
+            self._db, f"SELECT id, name, {self._db.shared_by} AS shared_by FROM sessions"
+            f" WHERE id IN ({marks})", list(session_ids))}
+
+    def reset_strategy_state(self, session_id: int, strategy: str) -> tuple[int, int]:
+        """Drop the strategy's state and summary versions in the session (the owner's way
+        out of a row that cannot be read): the strategy builds them again from the turns,
+        as after a fork that could not copy them. (state values, summary versions) dropped;
+        the caller checks the session is the user's own."""
+        with self._db.write():
+            rows = int(fetch_value(
+                self._db, "SELECT count(*) FROM strategy_state WHERE session_id = ?"
+                " AND strategy = ? AND key <> ?", [session_id, strategy, COVERS_KEY]))
+            summaries = int(fetch_value(
+                self._db, "SELECT count(*) FROM summaries WHERE session_id = ? AND strategy = ?",
+                [session_id, strategy]))
+            for table in ("strategy_state", "summaries"):
+                self._db.execute(f"DELETE FROM {table} WHERE session_id = ? AND strategy = ?",
+                                 [session_id, strategy])
+        return rows, summaries
 
     def set_strategy_state(self, session_id: int, strategy: str, values: Mapping[str, Any],
                            *, covers_turn: int | None = None) -> None:
@@ -59,17 +96,28 @@ class MemoryTables:
                 " DO UPDATE SET value = excluded.value", rows,
             )
 
-    def strategy_state_values(
-        self, key: str, session_id: int | None = None
-    ) -> list[tuple[int, str, Any]]:
-        """(session id, strategy, value) of every stored `key`, in one session or all of them."""
+    def strategy_state_values(self, key: str, session_id: int | None = None) -> list[StateRow]:
+        """Every stored `key`, in one session or all of them, by session and strategy, each
+        with its session's name and owner. A value that is not JSON comes back unread
+        (`readable` False): the caller passes over another's session's and names the user's
+        own (StateRow.error), so a row a sharer wrote never blocks the user's listing."""
         sql = "SELECT session_id, strategy, value FROM strategy_state WHERE key = ?"
         params: list[Any] = [key]
         if session_id is not None:
             sql += " AND session_id = ?"
             params.append(session_id)
-        return [(r["session_id"], r["strategy"], stored_json(r["value"], f"{r['strategy']} state"))
-                for r in fetch_rows(self._db, sql + " ORDER BY session_id, strategy", params)]
+        rows = fetch_rows(self._db, sql + " ORDER BY session_id, strategy", params)
+        names = self._session_names(sorted({r["session_id"] for r in rows}))
+        read = []
+        for r in rows:
+            name, shared_by = names.get(r["session_id"], (f"#{r['session_id']}", None))
+            try:
+                value, readable = json.loads(r["value"] or "null"), True
+            except (ValueError, RecursionError):
+                value, readable = None, False
+            read.append(StateRow(r["session_id"], r["strategy"], key, name, shared_by, value,
+                                 readable))
+        return read
 
     # -- summaries ------------------------------------------------------------
 
@@ -344,3 +392,4 @@ class FactTables:
                  *rendered.to_columns(self._db, session_id, context, rendered_prompt),
                  turn_id],
             )
+

@@ -28,6 +28,7 @@ from chatmem.store.records import (
     SessionAccess,
     SessionRecord,
     SessionSummary,
+    StateRow,
     SummaryRecord,
     TurnRecord,
 )
@@ -65,8 +66,11 @@ class MemoryStateRepository(Protocol):
     def set_strategy_state(self, session_id: int, strategy: str, values: Mapping[str, Any],
                            *, covers_turn: int | None = None) -> None: ...
 
-    def strategy_state_values(self, key: str,
-                              session_id: int | None = None) -> list[tuple[int, str, Any]]: ...
+    def strategy_state_values(self, key: str, session_id: int | None = None) -> list[StateRow]: ...
+
+    def state_row(self, session_id: int, strategy: str, key: str) -> StateRow: ...
+
+    def reset_strategy_state(self, session_id: int, strategy: str) -> tuple[int, int]: ...
 
     def summaries(self, session_id: int, strategy: str | None = None) -> list[SummaryRecord]: ...
 

@@ -14,6 +14,7 @@ from chatmem.store.stored_values import (
     read_time,
     stored_enum,
     stored_json,
+    unreadable_state,
     unreadable_time,
 )
 
@@ -275,6 +276,31 @@ class TurnRecord:
         row["context"] = json_text(self.context if stored_context is None else stored_context)
         row["params"] = json_text(self.params)
         return row
+
+
+@dataclass(frozen=True)
+class StateRow:
+    """One stored value of a strategy's state, with the session it is in (strategy_state_values):
+    a row another role's session holds that chatmem cannot read is passed over by name."""
+
+    session_id: int
+    strategy: str
+    key: str
+    name: str
+    """The session's own name (its owner's word for it)."""
+    shared_by: str | None
+    """Its owner when another role shares it with the user; None for the user's own."""
+    value: Any = None
+    readable: bool = True
+    """False: the value is not JSON (written outside chatmem); `value` is then None."""
+
+    @property
+    def address(self) -> str:
+        return session_address(self.name, self.shared_by)
+
+    def error(self, why: str = "is not valid JSON in the history") -> Exception:
+        """The one line naming the row and how its owner drops it."""
+        return unreadable_state(self.name, self.shared_by, self.strategy, self.key, why)
 
 
 @dataclass(frozen=True)

@@ -22,10 +22,10 @@ def stored_enum(kind: type[E], value: Any, what: str) -> E:
     try:
         return kind(value)
     except ValueError:
-        from chatmem.errors import StoreError
+        from chatmem.errors import StoreError, StoreFailure
 
         raise StoreError(f"{what} is {value!r} in the history, which this chatmem does not know"
-                         " (was it edited by hand?)") from None
+                         " (was it edited by hand?)", kind=StoreFailure.DAMAGED) from None
 
 
 def json_text(value: Any) -> str:
@@ -34,16 +34,34 @@ def json_text(value: Any) -> str:
     return valid_text(json.dumps(value, ensure_ascii=False))
 
 
-def stored_json(text: str | None, what: str, default: str = "null") -> Any:
-    """A JSON column's value; a row edited outside chatmem is one clear error, not a traceback."""
+def stored_json(text: str | None, what: str, default: str = "null", *,
+                way_on: str = "`chatmem sessions export` still reads the messages") -> Any:
+    """A JSON column's value; a row edited outside chatmem is one clear error, not a traceback
+    (StoreFailure.DAMAGED: a caller may pass over a row of another's session)."""
     try:
         return json.loads(text or default)
     except (ValueError, RecursionError):
-        from chatmem.errors import StoreError
+        from chatmem.errors import StoreError, StoreFailure
 
         # "The history": a file or a PostgreSQL database alike.
         raise StoreError(f"{what} is not valid JSON in the history (was it edited by hand?);"
-                         " `chatmem sessions export` still reads the messages") from None
+                         f" {way_on}", kind=StoreFailure.DAMAGED) from None
+
+
+def unreadable_state(name: str, shared_by: str | None, strategy: str, key: str,
+                     why: str = "is not valid JSON in the history") -> Exception:
+    """A strategy state row chatmem cannot read, named with its session and the way out: its
+    owner drops that strategy's state (`sessions reset-state`), which the strategy builds
+    again from the turns. A grantee is told who can."""
+    from chatmem.errors import StoreError, StoreFailure
+
+    address = f"{shared_by}/{name}" if shared_by else name
+    reset = f"`chatmem sessions reset-state {name} {strategy}`"
+    way_on = (f"{reset} drops that state (never the turns) and the strategy builds it again"
+              if shared_by is None else
+              f"{shared_by}, its owner, can drop that state (never the turns) with {reset}")
+    return StoreError(f"session {address!r}: {strategy} state {key!r} {why}"
+                      f" (was it edited by hand?); {way_on}", kind=StoreFailure.DAMAGED)
 
 
 def checked_time(value: Any, what: str) -> Any:

@@ -104,3 +104,13 @@ def test_a_write_to_a_read_only_share_gives_no_advice_a_client_cannot_take(
         assert "session 'ann/日记' is shared with you read-only by ann: it cannot be changed" \
             " (ask ann to share it for writing)" in refused["error"], refused
         assert "fork" not in refused["error"]
+
+
+def test_a_shared_style_name_no_one_shares_is_said_as_serve_says_it(
+        urls: tuple[str, str]) -> None:
+    _, bob = urls
+    refused, = mcp_calls(["--db", bob], [("start_conversation", {"name": "ann/work"})],
+                         errors=True)
+    assert refused["error"].endswith(
+        ": no session 'ann/work' is shared with you (OWNER/NAME names a session another role"
+        " shares with you; a name without a '/' names one of your own)")

@@ -223,8 +223,18 @@ def test_hand_edited_rows_are_one_line_not_a_traceback(tmp_path: Path) -> None:
                     input="again\n")
     assert result.exit_code == 2
     errors = [x for x in result.stderr.splitlines() if x.startswith("error:")]
-    assert errors == ["error: summary state 'behind' is not valid JSON in the history (was it"
-                      " edited by hand?); `chatmem sessions export` still reads the messages"]
+    assert errors == ["error: session 's': summary state 'behind' is not valid JSON in the"
+                      " history (was it edited by hand?); `chatmem sessions reset-state s"
+                      " summary` drops that state (never the turns) and the strategy builds it"
+                      " again"]
+    with sqlite3.connect(db) as conn:
+        conn.execute("UPDATE strategy_state SET value = '{}' ")
+    result = invoke("chat", "s", "--db", str(db), "--provider", "scripted",
+                    input="again\n")
+    # JSON, but not what chatmem stores: named alike, never a traceback.
+    assert result.exit_code == 2 and "is not in the form chatmem stores it in" in result.stderr
+    invoke("sessions", "reset-state", "s", "summary", "--db", str(db), code=0)
+    invoke("chat", "s", "--db", str(db), "--provider", "scripted", input="again\n", code=0)
 
 
 @pytest.mark.parametrize(("text", "error"), [

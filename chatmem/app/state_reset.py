@@ -1,0 +1,52 @@
+"""`chatmem sessions reset-state`: the owner's way out of a strategy state row chatmem cannot
+read (edited by hand, or by a write grantee's SQL), which otherwise stops every turn of the
+session under that strategy. Only derived memory goes: the turns, messages and facts stay,
+and the strategy builds its state again from the turns, as after a fork that could not copy
+it."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from chatmem.errors import NotFound
+
+if TYPE_CHECKING:
+    from chatmem.app.workspace import Workspace
+
+
+@dataclass(frozen=True)
+class StateReset:
+    session: str
+    strategy: str
+    rows: int
+    """State values dropped."""
+    summaries: int
+    """Summary versions dropped (made again from the turns)."""
+
+
+def reset_state(workspace: Workspace, session: str, strategy: str) -> StateReset:
+    """Drop `strategy`'s state and summary versions in the user's own `session`, in one
+    transaction. What the user decided stays when it can be read (the details they unpinned:
+    the drift guard does not pin them again); the session's pin id counter ("pins") is set
+    past the pins it still holds, never back to 0 (an id is never given out twice)."""
+    from chatmem.memory.pins import COUNTER, UNPINNED_KEY, pinned_facts
+
+    store = workspace.store
+    record = store.sessions.session(session)
+    store.sessions.check_session_owned(record.id, "reset the memory state of")
+    with store.write():
+        unpinned = [row.value for row in store.memory.strategy_state_values(UNPINNED_KEY, record.id)
+                    if row.strategy == strategy and isinstance(row.value, list)]
+        rows, summaries = store.memory.reset_strategy_state(record.id, strategy)
+        if not rows and not summaries:
+            raise NotFound(f"session {session!r} holds no state of strategy {strategy!r} (the"
+                           " error that led here names the strategy)")
+        if unpinned:
+            store.memory.set_strategy_state(record.id, strategy, {
+                UNPINNED_KEY: [u for u in unpinned[0] if isinstance(u, str)]}, covers_turn=0)
+            rows -= 1
+        if strategy == COUNTER:
+            last = max((p.pin_id or 0 for p in pinned_facts(store.memory, record.id)), default=0)
+            store.memory.set_strategy_state(record.id, COUNTER, {"last": last}, covers_turn=0)
+    return StateReset(session, strategy, rows, summaries)
