@@ -39,9 +39,10 @@ def error_text(error: ChatmemError) -> str:
 
 @error_text.register
 def _(error: OverBudget) -> str:
+    # A command's way on is a setting or a flag: /budget is the REPL's (repl_error_text).
     return (f"{_over_budget(error)}; shorten the input or the system prompt, raise the budget "
-            "(/budget N, context_budget, the strategy's max_tokens), or send it anyway with "
-            "--allow-over-budget")
+            "(the config's context_budget, the strategy's max_tokens: -p max_tokens=N), or "
+            "send it anyway with --allow-over-budget")
 
 
 @error_text.register
@@ -163,6 +164,14 @@ def repl_error_text(error: ChatmemError) -> str:
 @repl_error_text.register
 def _(error: StrategyGone) -> str:
     return _for_a_client(error, Client.REPL)
+
+
+@repl_error_text.register
+def _(error: OverBudget) -> str:
+    # --allow-over-budget is the chat's flag: in the REPL it is taken when the chat starts.
+    return (f"{_over_budget(error)}; shorten the input or the system prompt, raise the budget "
+            "(/budget N, context_budget, the strategy's max_tokens), or start the chat with "
+            "--allow-over-budget to send it anyway")
 
 
 @error_text.register
