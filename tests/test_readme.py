@@ -258,3 +258,26 @@ def test_the_report_picture_is_made_by_a_script_from_the_eval_the_readme_names()
     assert alt is not None and f"chatmem eval {alt.group(1)} " in script
     header = (ROOT / "docs" / "report.png").read_bytes()[:24]
     assert header.startswith(b"\x89PNG") and struct.unpack(">II", header[16:24]) == (1000, 1480)
+
+
+def test_the_strategies_table_s_defaults_are_the_code_s() -> None:
+    """Every `key=value` in the strategies table's last column is that parameter's default
+    (`member.key=value` in the A+B row: a member's own); the A+B row said window.k=3."""
+    from chatmem.plugins import load_registries
+
+    strategies = load_registries().strategies
+    text = (ROOT / "README.md").read_text(encoding="utf-8")
+    table = re.search(r"^\| name \| what goes into the context \|.*?\n\n", text, re.S | re.M)
+    assert table, "README has no strategies table"
+    rows = re.findall(r"^\| `([a-zA-Z+-]+)` \|.*\| ([^|]*) \|$", table.group(0), re.M)
+    named = {name for name, _ in rows}
+    assert {"buffer", "window", "retrieval", "A+B"} <= named
+    shown = 0
+    for name, cell in rows:
+        for pair in re.findall(r"`([^`]+)`", cell):
+            for key, value in (p.split("=", 1) for p in pair.split() if "=" in p):
+                member, _, key = key.rpartition(".") if name == "A+B" else ("", "", key)
+                defaults = {p.name: p.default for p in strategies[member or name].PARAMS}
+                assert str(defaults[key]) == value, f"{name}: {pair}"
+                shown += 1
+    assert shown >= 12
