@@ -15,6 +15,7 @@ from chatmem.errors import (
     ChatmemError,
     ExtensionFailed,
     ModelFrom,
+    NoSuchRequest,
     OverBudget,
     ProviderConnectionError,
     ProviderError,
@@ -43,6 +44,14 @@ def _(error: OverBudget) -> str:
     return (f"{_over_budget(error)}; shorten the input or the system prompt, raise the budget "
             "(the config's context_budget, the strategy's max_tokens: -p max_tokens=N), or "
             "send it anyway with --allow-over-budget")
+
+
+@error_text.register
+def _(error: NoSuchRequest) -> str:
+    held = f"{error.count:,} request{'' if error.count == 1 else 's'}"
+    if error.count and error.last != error.count:
+        held += f", the last numbered {error.last:,}"  # numbers a purge or /undo left out
+    return f"session {error.session!r} has no request {error.number:,} ({held})"
 
 
 @error_text.register
