@@ -133,6 +133,13 @@ def test_the_examples_script_splits_a_chat_at_its_replies() -> None:
         "s> one", "…", "s> two", "echo #2: two", "tokens 2"]
 
 
+def test_an_example_shows_the_error_of_every_command_on_its_line(tmp_path: Path) -> None:
+    """`2>&1` bound to the last command only: `chatmem replay bad.jsonl; echo "exit $?"`
+    showed `exit 2` and not the error line docs/compare.md is there to show."""
+    shown = EXAMPLES.run('echo "bad line" >&2; echo "exit 2" | cat >&2 # a comment', tmp_path)
+    assert shown == "bad line\nexit 2\n"
+
+
 # -- the fast path: eval examples checked in the default run (issue 30, finding 9) ----------
 #
 # An eval example runs every strategy over a long conversation; retrieval embeds it first
