@@ -11,6 +11,10 @@ cannot be attached is an error naming it, raised before anything is sent.
 from __future__ import annotations
 
 import codecs
+import logging
+import warnings
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -63,16 +67,33 @@ def pdf_text(name: str, data: bytes) -> str:
     import pypdf  # only a PDF needs it: `chatmem --help` stays fast
 
     try:
-        reader = pypdf.PdfReader(io.BytesIO(data))
-        if reader.is_encrypted:
-            raise UsageError(f"{name}: an encrypted PDF; decrypt it first; nothing was sent")
-        pages = [page.extract_text() or "" for page in reader.pages]
+        with _pypdf_quiet():
+            reader = pypdf.PdfReader(io.BytesIO(data))
+            if reader.is_encrypted:
+                raise UsageError(f"{name}: an encrypted PDF; decrypt it first; nothing was sent")
+            pages = [page.extract_text() or "" for page in reader.pages]
     except pypdf.errors.PyPdfError as e:
         raise UsageError(f"{name}: not a readable PDF ({e}); nothing was sent") from None
     if not any(page.strip() for page in pages):
         raise UsageError(f"{name}: a PDF without text (scanned pages?); only its text can be "
                          "attached; nothing was sent")
     return "\n\n".join(f"[page {n}]\n{text.strip()}" for n, text in enumerate(pages, 1))
+
+
+@contextmanager
+def _pypdf_quiet() -> Iterator[None]:
+    """pypdf's log lines and warnings silenced while it reads: what it repairs ("incorrect
+    startxref pointer") the user cannot act on, and what it cannot read is chatmem's one
+    line; with no handler configured, Python's last resort printed them on stderr."""
+    logger = logging.getLogger("pypdf")
+    level = logger.level
+    logger.setLevel(logging.CRITICAL + 1)
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            yield
+    finally:
+        logger.setLevel(level)
 
 
 def decode(name: str, data: bytes) -> str:

@@ -321,6 +321,18 @@ class TurnNotRecorded(NotFound):
                          " no context was recorded for it")
 
 
+class NoSuchRequest(NotFound):
+    """The session has no request `number` (`inspect --request`, logs' numbering): it has
+    `count`, the last numbered `last`; render/errors.py words it with them."""
+
+    def __init__(self, session: str, number: int, count: int, last: int) -> None:
+        self.session = session
+        self.number = number
+        self.count = count
+        self.last = last
+        super().__init__(f"session {session!r} has no request {number}")
+
+
 class SessionGone(NotFound):
     """The session was deleted (or stopped being shared with this role) while in use:
     `consequence` says what became of the turn. The store, which no longer finds its name,

@@ -65,6 +65,8 @@ class TiktokenCounter:
 
     def __init__(self, model: str | None = None, *, exact: bool = False) -> None:
         name = _encoding_name_for(model) if model else None
+        self.model = model
+        """The model counted for: an approximate count's note names it."""
         self.approximate = not exact and name != "cl100k_base"
         self.priming = REPLY_PRIMING
         self.key = "cl100k_base"

@@ -68,7 +68,10 @@ def environment(home: Path) -> dict[str, str]:
 
 
 def run(command: str, home: Path, stdin: str = "") -> str:
-    done = subprocess.run(["bash", "-c", f"{command} 2>&1"], cwd=ROOT, env=environment(home),
+    # Grouped: a bare `2>&1` binds to the last command of a list (`a; echo "exit $?"`) or
+    # pipeline only, and the first one's error line went missing from the example.
+    done = subprocess.run(["bash", "-c", f"{{ {command}\n}} 2>&1"], cwd=ROOT,
+                          env=environment(home),
                           input=stdin, capture_output=True, text=True, timeout=900, check=False)
     return done.stdout.replace(str(home), "~")
 
@@ -119,7 +122,7 @@ def main() -> int:
     parser.add_argument("files", nargs="*", type=Path, default=list(FILES))
     args = parser.parse_args()
     stale = 0
-    for path in args.files:
+    for path in (p.resolve() for p in args.files):  # a relative one is named from ROOT
         old = path.read_text(encoding="utf-8")
         new = regenerate(old)
         if new == old:

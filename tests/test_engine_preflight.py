@@ -20,7 +20,7 @@ from chatmem.notices import HelperTooSmall, MemoryUpdateCancelled
 from chatmem.providers.base import Purpose
 from chatmem.providers.local import SMOLLM2_FILE
 from chatmem.providers.scripted import ScriptedProvider
-from chatmem.render.errors import error_text
+from chatmem.render.errors import error_text, repl_error_text
 from chatmem.store import Store
 
 
@@ -61,8 +61,12 @@ def test_an_input_that_cannot_fit_is_refused_with_the_numbers_and_nothing_is_sen
     assert error_text(error.value) == (
         "not sent: system 7 + input 105 + chat format 3 = 115 tokens, over the context budget "
         "of 50, before any history; shorten the input or the system prompt, raise the budget "
-        "(/budget N, context_budget, the strategy's max_tokens), or send it anyway with "
-        "--allow-over-budget")
+        "(the config's context_budget, the strategy's max_tokens: -p max_tokens=N), or send it "
+        "anyway with --allow-over-budget")
+    # The REPL has /budget, and takes --allow-over-budget only when the chat starts.
+    assert repl_error_text(error.value).endswith(
+        "raise the budget (/budget N, context_budget, the strategy's max_tokens), or start the "
+        "chat with --allow-over-budget to send it anyway")
     assert scripted.calls_by_purpose == {"chat": 1}  # only the first turn reached the model
     assert len(store.turns.turns(engine.session.id)) == 1  # and the refusal recorded nothing
 

@@ -133,6 +133,13 @@ def test_the_examples_script_splits_a_chat_at_its_replies() -> None:
         "s> one", "…", "s> two", "echo #2: two", "tokens 2"]
 
 
+def test_an_example_shows_the_error_of_every_command_on_its_line(tmp_path: Path) -> None:
+    """`2>&1` bound to the last command only: `chatmem replay bad.jsonl; echo "exit $?"`
+    showed `exit 2` and not the error line docs/compare.md is there to show."""
+    shown = EXAMPLES.run('echo "bad line" >&2; echo "exit 2" | cat >&2 # a comment', tmp_path)
+    assert shown == "bad line\nexit 2\n"
+
+
 # -- the fast path: eval examples checked in the default run (issue 30, finding 9) ----------
 #
 # An eval example runs every strategy over a long conversation; retrieval embeds it first
@@ -258,3 +265,26 @@ def test_the_report_picture_is_made_by_a_script_from_the_eval_the_readme_names()
     assert alt is not None and f"chatmem eval {alt.group(1)} " in script
     header = (ROOT / "docs" / "report.png").read_bytes()[:24]
     assert header.startswith(b"\x89PNG") and struct.unpack(">II", header[16:24]) == (1000, 1480)
+
+
+def test_the_strategies_table_s_defaults_are_the_code_s() -> None:
+    """Every `key=value` in the strategies table's last column is that parameter's default
+    (`member.key=value` in the A+B row: a member's own); the A+B row said window.k=3."""
+    from chatmem.plugins import load_registries
+
+    strategies = load_registries().strategies
+    text = (ROOT / "README.md").read_text(encoding="utf-8")
+    table = re.search(r"^\| name \| what goes into the context \|.*?\n\n", text, re.S | re.M)
+    assert table, "README has no strategies table"
+    rows = re.findall(r"^\| `([a-zA-Z+-]+)` \|.*\| ([^|]*) \|$", table.group(0), re.M)
+    named = {name for name, _ in rows}
+    assert {"buffer", "window", "retrieval", "A+B"} <= named
+    shown = 0
+    for name, cell in rows:
+        for pair in re.findall(r"`([^`]+)`", cell):
+            for key, value in (p.split("=", 1) for p in pair.split() if "=" in p):
+                member, _, key = key.rpartition(".") if name == "A+B" else ("", "", key)
+                defaults = {p.name: p.default for p in strategies[member or name].PARAMS}
+                assert str(defaults[key]) == value, f"{name}: {pair}"
+                shown += 1
+    assert shown >= 12

@@ -88,7 +88,7 @@ def inspect_turn(workspace: Workspace, session: str, number: int | None = None, 
     """Turn `number` of `session` (default: the last) as it was sent; or its `request`-th
     request (TurnRecord.number), which reaches an attempt a later one replaced or retried."""
     from chatmem.errors import TurnNotRecorded
-    from chatmem.evaluation.recording import Tokenizer
+    from chatmem.evaluation.recording import Tokenizer, stand_in_note
     from chatmem.evaluation.whatif import external_ids, left_out_texts
     from chatmem.memory.context import Context
 
@@ -100,9 +100,11 @@ def inspect_turn(workspace: Workspace, session: str, number: int | None = None, 
         raise TurnNotRecorded(record.name, turn.number)
     context = Context.from_json(turn.context)
     approximate = bool(turn.context.get("approximate", False))
+    key = turn.tokenizer or "unknown"
     return Inspection(record, InspectMode.TURN, context, turn.input, turn.strategy,
                       turn.params,
-                      Tokenizer(turn.tokenizer or "unknown", not approximate, turn.tokenizer),
+                      Tokenizer(key, not approximate, turn.tokenizer,
+                                stand_in_note(key, turn.model) if approximate else None),
                       turn=turn, left_out=left_out_texts(store.history, record.id, context),
                       address=store.sessions.address(record.id),
                       external_ids=external_ids(store.history, record.id, context))

@@ -74,6 +74,7 @@ def show(
     chosen = TurnRange.parse(turns) if turns is not None and not all_turns else None
     with open_workspace(settings_from(config, db), create=False) as ws:
         page = show_session(ws, name, chosen, every_turn=all_turns, newest=SHOW_LAST)
+        zone = ws.settings.zone
     session = page.session
     messages = [{"turn": m.turn, "role": m.role, "content": m.content, "id": m.id,
                  "external_id": m.external_id} for m in page.messages]
@@ -89,6 +90,9 @@ def show(
     from chatmem.memory.params import format_params
 
     info["params"] = format_params(session.params) or "—"
+    # As every table shows a time (docs/json.md): the user's zone, no seconds; --json keeps UTC.
+    info["created_at"] = render.when(session.created_at, zone)
+    info["updated_at"] = render.when(session.updated_at, zone)
     own = info.pop("retention_days")
     info["retention"] = ("default (retention_days)" if own is None
                          else "kept for good" if own == 0 else f"{days_text(own)} idle")

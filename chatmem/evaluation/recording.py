@@ -181,4 +181,14 @@ def describe_counter(counter: TokenCounter, recorded: str | None) -> Tokenizer:
     """The Tokenizer record of a counter in use; `recorded` is what the input recorded."""
     if isinstance(counter, Unavailable):
         return Tokenizer(counter.key, False, counter.recorded, counter.note)
-    return Tokenizer(counter.key, not counter.approximate, recorded)
+    if counter.approximate:
+        return Tokenizer(counter.key, False, recorded,
+                         stand_in_note(counter.key, getattr(counter, "model", None)))
+    return Tokenizer(counter.key, True, recorded)
+
+
+def stand_in_note(key: str, model: str | None) -> str:
+    """Why counts with `key` are approximate for `model`: the note of a Tokenizer whose
+    counter is not the model's own (a model tiktoken does not know)."""
+    whose = f"{model}'s" if model else "the model's own"
+    return f"{key} stands in for {whose} tokenizer"

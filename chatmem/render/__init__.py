@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterable, Mapping, Sequence
+from datetime import tzinfo
 from typing import TYPE_CHECKING, Any
 
 from rich import box
@@ -41,13 +42,14 @@ PART_STYLES = {
 }
 
 
-def when(iso: str | None) -> str:
-    """`2026-11-29 23:09`: a stored ISO timestamp (UTC) in the local time zone ($TZ), as a
-    person reads a time with no zone shown; seconds and offset left out. --json keeps UTC."""
+def when(iso: str | None, zone: tzinfo | None = None) -> str:
+    """`2026-11-29 23:09`: a stored ISO timestamp (UTC) in the user's zone (`zone`, the
+    timezone setting's: Settings.zone; None: the process's, $TZ), as a person reads a time
+    with no zone shown; seconds and offset left out. --json keeps UTC."""
     if not iso:
         return ""
     try:
-        moment = parse_time(iso).astimezone()
+        moment = parse_time(iso).astimezone(zone)
     except ValueError:  # not a time chatmem wrote: shown as stored rather than hidden
         return iso[:16].replace("T", " ")
     return moment.strftime("%Y-%m-%d %H:%M")

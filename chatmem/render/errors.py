@@ -15,6 +15,7 @@ from chatmem.errors import (
     ChatmemError,
     ExtensionFailed,
     ModelFrom,
+    NoSuchRequest,
     OverBudget,
     ProviderConnectionError,
     ProviderError,
@@ -39,9 +40,18 @@ def error_text(error: ChatmemError) -> str:
 
 @error_text.register
 def _(error: OverBudget) -> str:
+    # A command's way on is a setting or a flag: /budget is the REPL's (repl_error_text).
     return (f"{_over_budget(error)}; shorten the input or the system prompt, raise the budget "
-            "(/budget N, context_budget, the strategy's max_tokens), or send it anyway with "
-            "--allow-over-budget")
+            "(the config's context_budget, the strategy's max_tokens: -p max_tokens=N), or "
+            "send it anyway with --allow-over-budget")
+
+
+@error_text.register
+def _(error: NoSuchRequest) -> str:
+    held = f"{error.count:,} request{'' if error.count == 1 else 's'}"
+    if error.count and error.last != error.count:
+        held += f", the last numbered {error.last:,}"  # numbers a purge or /undo left out
+    return f"session {error.session!r} has no request {error.number:,} ({held})"
 
 
 @error_text.register
@@ -163,6 +173,14 @@ def repl_error_text(error: ChatmemError) -> str:
 @repl_error_text.register
 def _(error: StrategyGone) -> str:
     return _for_a_client(error, Client.REPL)
+
+
+@repl_error_text.register
+def _(error: OverBudget) -> str:
+    # --allow-over-budget is the chat's flag: in the REPL it is taken when the chat starts.
+    return (f"{_over_budget(error)}; shorten the input or the system prompt, raise the budget "
+            "(/budget N, context_budget, the strategy's max_tokens), or start the chat with "
+            "--allow-over-budget to send it anyway")
 
 
 @error_text.register

@@ -6,6 +6,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from chatmem.errors import (
+    NoSuchRequest,
     NotFound,
     ReplaceRefusal,
     SessionGone,
@@ -270,8 +271,12 @@ class TurnTables:
         else:
             rows = fetch_rows(self._db, select + " AND t.number = ?", [session_id, number])
         if not rows:
-            which = "no turns" if number is None else f"no turn {number}"
-            raise NotFound(f"session {self._sessions.session_by_id(session_id).name!r} has {which}")
+            name = self._sessions.session_by_id(session_id).name
+            if number is None:
+                raise NotFound(f"session {name!r} has no turns")
+            held = fetch_rows(self._db, "SELECT COUNT(*) AS n, MAX(number) AS last FROM turns"
+                              " WHERE session_id = ?", [session_id])[0]
+            raise NoSuchRequest(name, number, held["n"], held["last"] or 0)
         return self._turn_record(rows[0])
 
     def at_turn(self, session_id: int, turn: int) -> TurnRecord:

@@ -97,6 +97,8 @@ def test_a_file_over_the_budget_is_refused_before_it_is_sent(tmp_path: Path) -> 
     result = ask(tmp_path, "summarize", "-f", str(big))
     assert result.exit_code == 2
     assert "files " in result.stderr and "over the context budget" in result.stderr
+    # ask's way on is a setting or a flag: /budget is a chat command, not ask's.
+    assert "/budget" not in result.stderr and "context_budget" in result.stderr
     assert not (tmp_path / "sent.jsonl").exists()
 
 

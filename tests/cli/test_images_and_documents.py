@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import base64
 import json
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -161,6 +163,33 @@ def test_a_pdf_without_text_is_refused_naming_it(tmp_path: Path, data: bytes,
     assert result.exit_code == 2
     assert result.stderr.startswith(f"error: {document}: {named}")
     assert len(result.stderr.splitlines()) == 1
+
+
+def _pointing_wrong(document: bytes) -> bytes:
+    """`document` with its startxref off by a few bytes: pypdf repairs it, and logs so."""
+    head, _, number = document.rstrip().removesuffix(b"%%EOF").rstrip().rpartition(b"\n")
+    return head + b"\n" + str(int(number) - 3).encode() + b"\n%%EOF\n"
+
+
+@pytest.mark.parametrize(("data", "code", "line"), [
+    (b"%PDF-1.4 fake", 2, "error: {name}: not a readable PDF"),
+    (_pointing_wrong(pdf("Notice period starts on 1 March")), 0, "system "),
+])
+def test_pypdf_s_own_log_lines_stay_off_stderr(tmp_path: Path, data: bytes, code: int,
+                                              line: str) -> None:
+    """pypdf logs what it finds wrong ("EOF marker not found", "incorrect startxref
+    pointer") through Python's last-resort handler, onto stderr above chatmem's one line.
+    A real process: pytest's own log capture hides them from CliRunner."""
+    document = tmp_path / "doc.pdf"
+    document.write_bytes(data)
+    done = subprocess.run(
+        [sys.executable, "-m", "chatmem", "ask", "read it", "-f", str(document),
+         "--provider", "scripted", "--db", str(tmp_path / "h.db")],
+        capture_output=True, text=True, stdin=subprocess.DEVNULL, check=False,
+        env={"HOME": str(tmp_path), "PATH": "/usr/bin:/bin", "PYTHONPATH": ":".join(sys.path)})
+    assert done.returncode == code, done.stderr
+    assert done.stderr.splitlines()[0].startswith(line.format(name=document)), done.stderr
+    assert len(done.stderr.splitlines()) == 1, done.stderr
 
 
 def test_a_transcript_starting_with_a_byte_order_mark_imports(tmp_path: Path) -> None:

@@ -59,8 +59,11 @@ def test_a_replay_with_recorded_replies_needs_no_model(tmp_path: Path) -> None:
         {"role": "assistant", "content": "Noted."},
         {"role": "user", "content": "Thanks"}, {"role": "assistant", "content": "Welcome."}])
     data = json.loads(invoke("replay", source, "-s", "window:k=1", "--json").stdout)
-    # gpt-4o-mini's own tokenizer (o200k) is not available offline: labelled approximate
-    assert data["tokenizer"]["name"] == "cl100k_base" and data["tokenizer"]["exact"] is False
+    # gpt-4o-mini's own tokenizer (o200k) is not available offline: labelled approximate,
+    # and the note says so (it was null)
+    assert data["tokenizer"] == {"name": "cl100k_base", "exact": False,
+                                 "recorded": "cl100k_base",
+                                 "note": "cl100k_base stands in for gpt-4o-mini's tokenizer"}
     assert data["strategies"][0]["chat_model_calls"] == 0
     # a strategy that needs a model asks the recorded one, and says why it cannot
     behind = json.loads(invoke("replay", source, "-s", "summary", "--json").stdout)
@@ -233,3 +236,16 @@ def test_remember_user_follows_the_user_into_a_new_session(tmp_path: Path) -> No
     (facts,) = [p for p in sent["context"]["parts"] if p["kind"] == "facts"]
     text = facts["messages"][0]["content"]
     assert '"allergy","peanuts",null,"a"]' in text and "300 EUR" not in text
+
+
+def test_inspect_notes_a_stand_in_tokenizer(chat_server: Any, tmp_path: Path) -> None:
+    """A model tiktoken does not know is counted with cl100k_base: inspect's tokenizer said
+    "exact": false with a null note, at a recorded turn and for the next input alike."""
+    db = str(tmp_path / "x.db")
+    env = {"OPENAI_BASE_URL": chat_server.base_url, "OPENAI_API_KEY": "sk-test-key-1234"}
+    invoke("ask", "旅行", "-m", "test-small", "我们去杭州", "--db", db, env=env)
+    note = "cl100k_base stands in for test-small's tokenizer"
+    for args in ((), ("--next", "几点出发？")):
+        shown = json.loads(invoke("inspect", "旅行", *args, "--json", "--db", db, env=env).stdout)
+        assert shown["tokenizer"] == {"name": "cl100k_base", "exact": False,
+                                      "recorded": "cl100k_base", "note": note}, args

@@ -187,3 +187,20 @@ def test_show_pages_a_long_session(tmp_path: Path) -> None:
     assert bad.exit_code == 2
     assert bad.stderr.strip().endswith(
         "--turns 9-2: turns are numbered from 1, FIRST no more than LAST")
+
+
+def test_show_prints_its_times_in_the_timezone_setting_s_zone_without_seconds(db: Path) -> None:
+    """The table printed created_at and updated_at as stored (UTC, with seconds), while
+    every other table shows a time in the user's zone; --json keeps UTC."""
+    from datetime import datetime
+    from zoneinfo import ZoneInfo
+
+    env = {"CHATMEM_TIMEZONE": "Asia/Kathmandu", "TZ": "UTC"}  # +05:45, never $TZ's
+    stored = json.loads(invoke("sessions", "show", "秘密", "--db", str(db), "--json",
+                               env=env).stdout)
+    assert stored["created_at"].endswith("+00:00")
+    table = invoke("sessions", "show", "秘密", "--db", str(db), env=env, width=120).stdout
+    rows = {line.split()[0]: line.split()[1:] for line in table.splitlines() if line.strip()}
+    for key in ("created_at", "updated_at"):
+        local = datetime.fromisoformat(stored[key]).astimezone(ZoneInfo("Asia/Kathmandu"))
+        assert rows[key] == local.strftime("%Y-%m-%d %H:%M").split(), table

@@ -107,3 +107,15 @@ def test_sessions_list_says_the_access_of_a_shared_session_only_where_one_is() -
 
 def test_an_empty_sessions_list_says_so() -> None:
     assert show(sessions_table([])).strip() == "no sessions yet (chatmem chat NAME starts one)"
+
+
+def test_a_missing_request_is_worded_with_the_requests_there_are() -> None:
+    from chatmem.errors import NoSuchRequest
+    from chatmem.render.errors import error_text
+
+    assert error_text(NoSuchRequest("旅行", 4, 3, 3)) == (
+        "session '旅行' has no request 4 (3 requests)")
+    assert error_text(NoSuchRequest("s", 2, 1, 1)) == "session 's' has no request 2 (1 request)"
+    # Numbers a purge or /undo left out: the count alone would not say which exist.
+    assert error_text(NoSuchRequest("s", 9, 3, 5)) == (
+        "session 's' has no request 9 (3 requests, the last numbered 5)")
