@@ -26,7 +26,7 @@ from chatmem.activity import ActivityStep, Work
 from chatmem.errors import ProviderResponseError
 from chatmem.memory.base import MemoryEnv, catching_up
 from chatmem.memory.fact_keys import normalize_key, same_key
-from chatmem.memory.history_view import HistoryTurn
+from chatmem.memory.history_view import HistoryTurn, HistoryView
 from chatmem.memory.later_facts import LaterFacts
 from chatmem.memory.sensitive_turns import guard_for, remember
 from chatmem.notices import FactsBehind, FactsFailed, Notice, SensitiveNotRemembered
@@ -191,8 +191,7 @@ def _extract_batch(env: MemoryEnv) -> tuple[list[Notice], bool]:
     total = env.history.turn_count()
     if done >= total:
         return [], False
-    last = min(total, done + MAX_BATCH_TURNS)
-    turns = env.history.turns(done + 1, last)
+    last, turns = _next_batch(env.history, done, total)
     asked = [t.number for t in turns if any(m.role == "user" for m in t.messages)]
     # The step is the whole batch: in a long catch-up the secret guard over its messages
     # and writing the facts take about as long as the call itself.
@@ -209,6 +208,24 @@ def _extract_batch(env: MemoryEnv) -> tuple[list[Notice], bool]:
     if last < total and not env.catch_up:
         notices.append(FactsBehind(total - last))
     return notices, last < total
+
+
+def _next_batch(history: HistoryView, done: int, total: int) -> tuple[int, list[HistoryTurn]]:
+    """The turn number the next batch after `done` ends at, and its stored turns: at most
+    MAX_BATCH_TURNS numbers from the first stored one on. Numbers no turn holds (a gap an
+    older chatmem left, a row written by hand far ahead) are passed over in ever wider
+    steps, never batch by batch: one turn stored at 10^12 took 5·10^10 empty batches."""
+    span = MAX_BATCH_TURNS
+    while True:
+        last = min(total, done + span)
+        turns = history.turns(done + 1, last)
+        if turns or last >= total:
+            break
+        span *= 2
+    if span > MAX_BATCH_TURNS and turns:
+        last = min(last, turns[0].number + MAX_BATCH_TURNS - 1)
+        turns = [t for t in turns if t.number <= last]
+    return last, turns
 
 
 def _extract(env: MemoryEnv, model: Provider,

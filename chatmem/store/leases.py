@@ -14,7 +14,7 @@ from __future__ import annotations
 import os
 import socket
 from dataclasses import dataclass
-from datetime import timedelta
+from datetime import datetime, timedelta
 from pathlib import Path
 
 from chatmem.store.connection import Connection, fetch_rows
@@ -70,6 +70,20 @@ class IndexLease:
     expires_at: str
 
 
+def lease_alive(lease: IndexLease, now: datetime) -> bool:
+    """Whether the lease still holds at `now`: not expired, renewed at its last heartbeat
+    for at most LEASE_SECONDS, and that heartbeat no further than LEASE_SECONDS from `now`
+    (clocks of other hosts differ a little). A row no holder of chatmem's writes (on
+    PostgreSQL a write grantee may, by SQL: one ending in 9999, or beating from a clock
+    that far ahead) keeps nobody from embedding the backlog."""
+    try:
+        beat, ends = parse_time(lease.heartbeat_at), parse_time(lease.expires_at)
+    except ValueError:
+        return False  # written outside chatmem: nobody renews it
+    term = timedelta(seconds=LEASE_SECONDS)
+    return ends <= beat + term and now < ends and beat - term <= now
+
+
 class LeaseTables:
     """Who is embedding a session's backlog (`store.leases`)."""
 
@@ -88,7 +102,7 @@ class LeaseTables:
         lease = IndexLease(int(row["session_id"]), str(row["model"]),
                            LeaseHolder(int(row["pid"]), str(row["host"])),
                            str(row["heartbeat_at"]), str(row["expires_at"]))
-        if parse_time(lease.expires_at) <= self._connection.clock() or lease.holder.is_gone():
+        if not lease_alive(lease, self._connection.clock()) or lease.holder.is_gone():
             return None
         return lease
 
@@ -96,7 +110,9 @@ class LeaseTables:
                          seconds: float = LEASE_SECONDS) -> IndexLease | None:
         """Take or renew the lease for `holder`, in one write transaction (two processes
         asking at once: one gets it). Returns the other live holder's lease when it
-        keeps it (nothing written), None when `holder` now holds it."""
+        keeps it (nothing written), None when `holder` now holds it. A lease lasts at
+        most LEASE_SECONDS (`lease_alive`)."""
+        seconds = min(seconds, LEASE_SECONDS)
         with self._db.write():
             current = self.index_lease(session_id, model)
             if current is not None and current.holder != holder:

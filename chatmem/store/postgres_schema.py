@@ -151,6 +151,16 @@ def p017_session_settings_are_the_owners(execute: Execute) -> None:
     postgres_write_shares.seal_settings(execute)
 
 
+def p018_grantee_writes_placed_and_dated(execute: Execute) -> None:
+    """What a write share's grantee adds goes where chatmem's own client puts it, dated by
+    the server: the messages and turns he inserts come next in the session (one at a turn
+    number far ahead stalled the owner's fact catch-up, at the largest bigint broke the
+    session), and when he moves the session's `updated_at` (his turn there does) the
+    server's clock sets it, not his, so neither his clock nor his SQL has retention erase
+    the owner's session or keep it for good (postgres_write_shares)."""
+    postgres_write_shares.place_grantee_writes(execute)
+
+
 MIGRATION_LIST: MigrationList[Migration] = MigrationList()
 for _migration in (
     p001_schema,
@@ -170,6 +180,7 @@ for _migration in (
     p015_write_shares_keep_what_is_written,
     p016_traditional_chinese_folded,
     p017_session_settings_are_the_owners,
+    p018_grantee_writes_placed_and_dated,
 ):
     MIGRATION_LIST.add(_migration)
 MIGRATIONS = MIGRATION_LIST.functions

@@ -22,6 +22,11 @@ system prompt, tokenizer), like its name, retention and profile since p007, are 
 and chatmem no longer saves a grantee's (a grantee's choices hold for his run). A grantee
 changes of a session row only what his ordinary work moves (`SESSION_WORK`), and writes none
 of its prompt history (`session_prompts`), which only changes with the settings.
+
+p018 places and dates what a grantee adds: a message or a turn he inserts must be the one
+chatmem's client would insert next (the next position and request number, the history's
+last turn or the one after it), and a change of `updated_at` by him is the server's now
+(retention reads it; his clock or his SQL erased the owner's session, or kept it for good).
 """
 
 from __future__ import annotations
@@ -117,4 +122,77 @@ def owners_settings(schema: str) -> Iterator[str]:
 def seal_settings(execute: Execute) -> None:
     schema = execute("SELECT quote_ident(current_schema())").fetchone()[0]
     for statement in owners_settings(schema):
+        execute(statement)
+
+
+# p018: what a grantee adds lands where chatmem's own client puts it, dated by the server.
+STAMP = ("to_char(statement_timestamp() AT TIME ZONE 'UTC',"
+         """ 'YYYY-MM-DD"T"HH24:MI:SS.MS"+00:00"')""")
+"""The server's now in chatmem's stored form (timestamps.stamp:
+`2026-01-05T08:00:00.000+00:00`), so retention reads and orders it as any other."""
+
+WORK_STAMPED = f"""
+CREATE FUNCTION chatmem_stamp_session_work() RETURNS trigger LANGUAGE plpgsql
+SET search_path = {{path}} AS $$
+BEGIN
+    -- Retention erases a session by when it was last used: a grantee's clock (or his SQL)
+    -- must not move that back (his owner's session erased) nor forward (kept for good).
+    IF OLD.owner <> current_user AND NOT chatmem_exempt()
+            AND NEW.updated_at IS DISTINCT FROM OLD.updated_at THEN
+        NEW.updated_at := {STAMP};
+    END IF;
+    RETURN NEW;
+END $$
+"""
+
+AT_THE_END = """
+CREATE FUNCTION chatmem_{table}_at_the_end() RETURNS trigger LANGUAGE plpgsql
+SET search_path = {path} AS $$
+DECLARE
+    session_owner text := (SELECT s.owner FROM sessions s WHERE s.id = NEW.session_id);
+    live bigint := coalesce((SELECT m.turn FROM messages m WHERE m.session_id = NEW.session_id
+                             AND m.superseded = 0 ORDER BY m.position DESC LIMIT 1), 0);
+BEGIN
+    -- A session it cannot see: row security refuses the row, saying nothing of the session.
+    IF session_owner IS NULL OR session_owner = current_user OR chatmem_exempt() THEN
+        RETURN NEW;
+    END IF;
+    IF {misplaced} THEN
+        RAISE EXCEPTION '{table}: a row added to another''s session goes at its end'
+            USING ERRCODE = 'insufficient_privilege';
+    END IF;
+    RETURN NEW;
+END $$
+"""
+MISPLACED = {
+    # append_messages: the next position; a user message opens the turn after the last one
+    # in history (a replaced turn's number is taken again), what follows it stays in it.
+    "messages": ("NEW.position IS DISTINCT FROM coalesce((SELECT max(m.position) FROM messages m"
+                 " WHERE m.session_id = NEW.session_id), 0) + 1"
+                 " OR NEW.turn IS NULL OR NEW.turn NOT IN (greatest(live, 1), live + 1)"),
+    # _insert_turn: the next request number; a completed one is at the history's last turn
+    # (its messages went in first), a failed or cancelled one at none.
+    "turns": ("NEW.number IS DISTINCT FROM coalesce((SELECT max(t.number) FROM turns t"
+              " WHERE t.session_id = NEW.session_id), 0) + 1"
+              " OR NEW.history_turn IS NOT NULL AND NEW.history_turn <> live"),
+}
+
+
+def placed_statements(schema: str) -> Iterator[str]:
+    """p018's statements (postgres_schema says what they are for)."""
+    path = f"pg_catalog, {schema}, pg_temp"
+    yield WORK_STAMPED.format(path=path)
+    yield "REVOKE ALL ON FUNCTION chatmem_stamp_session_work() FROM PUBLIC"
+    yield ("CREATE TRIGGER sessions_work_stamped BEFORE UPDATE OF updated_at ON sessions"
+           " FOR EACH ROW EXECUTE FUNCTION chatmem_stamp_session_work()")
+    for table, misplaced in MISPLACED.items():
+        yield AT_THE_END.format(table=table, path=path, misplaced=misplaced)
+        yield f"REVOKE ALL ON FUNCTION chatmem_{table}_at_the_end() FROM PUBLIC"
+        yield (f"CREATE TRIGGER {table}_at_the_end BEFORE INSERT ON {table} FOR EACH ROW"
+               f" EXECUTE FUNCTION chatmem_{table}_at_the_end()")
+
+
+def place_grantee_writes(execute: Execute) -> None:
+    schema = execute("SELECT quote_ident(current_schema())").fetchone()[0]
+    for statement in placed_statements(schema):
         execute(statement)

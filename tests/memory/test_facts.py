@@ -260,3 +260,37 @@ def test_a_context_carries_the_ids_of_the_facts_it_sends(make_engine) -> None:
     assert set(context.fact_ids) == {f.id for f in facts}
     assert Context.from_json(context.to_json()).fact_ids == context.fact_ids
     assert make_engine("window").build_context("what is my order?").fact_ids == ()
+
+
+def test_a_catch_up_passes_over_turn_numbers_no_turn_holds(make_engine, store: Store,
+                                                          monkeypatch) -> None:
+    """A message stored at turn 10^12 (by hand, or on PostgreSQL by a write grantee before
+    p018) is read in the next batch: the numbers between hold no turn and are not walked
+    20 at a time (5·10^10 empty batches: the owner's next turn never came)."""
+    from chatmem.history import StoredHistory
+
+    engine = make_engine("entity", name="旅行")
+    engine.run_turn("My city is Lisbon.")
+    far = 10**12
+    with store.write():
+        store.db.execute(
+            "INSERT INTO messages (session_id, position, turn, role, content, created_at)"
+            " VALUES (?, 3, ?, 'user', '我的预算是900欧元。My budget is 900 euros.', ?)",
+            [engine.session.id, far, store.connection.now()])
+    reads = []
+    read = StoredHistory.turns
+
+    def counted(history: StoredHistory, first: int, last: int) -> list:
+        reads.append((first, last))
+        assert len(reads) < 500, "the catch-up walks numbers that hold no turn"
+        return read(history, first, last)
+
+    monkeypatch.setattr(StoredHistory, "turns", counted)
+    provider = ScriptedProvider()
+    reopened = make_engine("entity", name="旅行", provider=provider)
+    assert reopened.run_turn("What is my budget?").status == "ok"
+    facts = {f.key: (f.value, f.source_turn) for f in reopened.state.live_facts()}
+    assert facts == {"city": ("Lisbon", 1), "预算": ("900 euros", far)}
+    assert provider.calls_by_purpose["facts"] == 2  # the planted turn's batch, then the new one
+    assert reopened.state.get(STATE_KEY) == {"done_turn": far + 1, "behind": 0,
+                                             "last_error": None}

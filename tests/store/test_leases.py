@@ -10,7 +10,8 @@ from datetime import timedelta
 from conftest import History
 
 from chatmem.store import LeaseHolder, Store
-from chatmem.timestamps import parse_time, utc_now
+from chatmem.store.leases import LEASE_SECONDS
+from chatmem.timestamps import parse_time, stamp, utc_now
 
 MODEL = "hash:256"
 ELSEWHERE = LeaseHolder(4242, "another-host.invalid")
@@ -89,3 +90,35 @@ def test_a_deleted_session_takes_its_leases_along(store: Store) -> None:
     assert store.leases.take_index_lease(session, MODEL, ELSEWHERE) is None
     store.sessions.delete_session("s")
     assert store.db.execute("SELECT count(*) FROM index_leases").fetchone()[0] == 0
+
+
+def test_a_lease_nobody_renews_holds_nothing(store: Store) -> None:
+    """A lease row written outside chatmem (on PostgreSQL, a write grantee's SQL) that ends
+    in 9999, beats from a clock that far ahead, or was last renewed long ago, keeps no
+    backlog from being embedded: only a heartbeat within LEASE_SECONDS holds, as long."""
+    session = store.sessions.create_session("旅行", "retrieval").id
+    me = LeaseHolder.this_process()
+    now = utc_now()
+    ages = timedelta(seconds=LEASE_SECONDS)
+    for heartbeat, expires in (
+            (stamp(now), "9999-12-31T23:59:59.000+00:00"),
+            ("9999-12-31T23:58:59.000+00:00", "9999-12-31T23:59:59.000+00:00"),
+            (stamp(now + 3 * ages), stamp(now + 4 * ages)),
+            (stamp(now - 2 * ages), stamp(now + ages)),
+            ("明天", "9999")):
+        with store.write():
+            store.db.execute("DELETE FROM index_leases")
+            store.db.execute("INSERT INTO index_leases (session_id, model, pid, host,"
+                             " heartbeat_at, expires_at) VALUES (?, ?, ?, ?, ?, ?)",
+                             [session, MODEL, ELSEWHERE.pid, ELSEWHERE.host, heartbeat, expires])
+        assert store.leases.index_lease(session, MODEL) is None, (heartbeat, expires)
+        assert store.leases.take_index_lease(session, MODEL, me) is None
+        lease = store.leases.index_lease(session, MODEL)
+        assert lease is not None and lease.holder == me
+    # One renewed as chatmem renews it holds, from another host's clock a little ahead too.
+    with store.write():
+        store.db.execute("UPDATE index_leases SET pid = ?, host = ?, heartbeat_at = ?,"
+                         " expires_at = ?", [ELSEWHERE.pid, ELSEWHERE.host,
+                                             stamp(now + ages / 2), stamp(now + ages * 1.5)])
+    lease = store.leases.index_lease(session, MODEL)
+    assert lease is not None and lease.holder == ELSEWHERE

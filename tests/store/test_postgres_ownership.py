@@ -95,7 +95,7 @@ def test_a_shared_session_is_the_one_exception(
         r[0] for r in ann.execute("SELECT id FROM messages WHERE session_id = ?", [shared])]
     # Read-only: bob can neither add to it nor change it.
     with pytest.raises(StoreError) as e:
-        add_message(bob, shared, 5, "bob was here")
+        add_message(bob, shared, 1, "bob was here")
     assert e.value.kind is StoreFailure.NOT_PERMITTED
     # A change of a read-only row is refused aloud, not skipped as if it were made (p007).
     with pytest.raises(StoreError) as e, bob.write():
@@ -110,7 +110,7 @@ def test_a_shared_session_is_the_one_exception(
     # Shared for writing, bob adds a turn; ann sees it, bob still cannot delete the session.
     with ann.write():
         ann.execute("UPDATE session_shares SET mode = 'write' WHERE session_id = ?", [shared])
-    add_message(bob, shared, 5, "bob was here")
+    add_message(bob, shared, 1, "bob was here")  # at the end (p018)
     assert ann.count_words_matches(["bob"], 10)[0] == 1
     with bob.write():
         assert bob.execute("DELETE FROM sessions").rowcount == 0

@@ -17,10 +17,11 @@ from chatmem.errors import StoreError
 
 
 def bad_rows(run: Callable[[str, list[Any]], list[Any]], session: str) -> tuple[int, int]:
-    """A message and a fact with a created_at no ISO 8601 reader takes; their ids."""
+    """A message and a fact with a created_at no ISO 8601 reader takes; their ids. The
+    message goes after the session's one turn, where a write grantee may put one (p018)."""
     session_id = run("SELECT id FROM sessions WHERE name = ?", [session])[0][0]
     message = run("INSERT INTO messages (session_id, position, turn, role, content, created_at)"
-                  " VALUES (?, 99, 99, 'user', 'planted', 'yesterday-ish') RETURNING id",
+                  " VALUES (?, 3, 2, 'user', 'planted', 'yesterday-ish') RETURNING id",
                   [session_id])[0][0]
     fact = run("INSERT INTO facts (scope, session_id, key, value, created_at, updated_at)"
                " VALUES ('session', ?, 'planted', 'v', '2026-13-45', '2026-13-45') RETURNING id",
