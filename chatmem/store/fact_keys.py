@@ -1,10 +1,14 @@
 """How fact keys compare, for the store that keeps one live fact per key and owner and for
 the memory that looks keys up: one rule, so a key typed `café` with its é composed or not,
-or `STRASSE` for `straße`, is one key everywhere."""
+`STRASSE` for `straße`, `Ｅｍａｉｌ` as an input method types it for `email`, or `車牌號` for
+`车牌号`, is one key everywhere."""
 
 from __future__ import annotations
 
 import unicodedata
+from functools import cache
+
+from chatmem.text import FULL_WIDTH
 
 
 def normalize_key(key: str) -> str:
@@ -15,9 +19,39 @@ def normalize_key(key: str) -> str:
 
 def key_identity(key: str) -> str:
     """What two keys compare by: Unicode's canonical caseless match (case folded, in one
-    normal form), so café/café and Straße/STRASSE are the same key."""
-    folded = unicodedata.normalize("NFD", normalize_key(key)).casefold()
+    normal form), so café/café and Straße/STRASSE are the same key; with full-width ASCII
+    as ASCII and traditional Chinese as simplified (`_variants`)."""
+    folded = unicodedata.normalize("NFD", normalize_key(key).translate(_variants())).casefold()
     return unicodedata.normalize("NFC", folded)
+
+
+@cache
+def _variants() -> dict[int, int]:
+    """Full-width ASCII (text.FULL_WIDTH), and the traditional Chinese characters simplified
+    text never writes as themselves as simplified ones (a purge's fold, not search's wider
+    one): a key names a person at times, and 於先生 is not 于先生, as 車牌號 is 车牌号."""
+    from chatmem.chinese_variants import solely_traditional  # a large table, as fts loads it
+
+    return {**FULL_WIDTH, **solely_traditional()}
+
+
+@cache
+def _variants_of() -> dict[str, str]:
+    """A character of a key identity → the characters `_variants` folds to it."""
+    variants: dict[str, str] = {}
+    for code in _variants():
+        identity = key_identity(chr(code))
+        variants[identity] = variants.get(identity, "") + chr(code)
+    return variants
+
+
+def variant_letters(key: str) -> str:
+    """The characters a key the same as `key` may hold in place of one of its own (ｅ for e,
+    車 for 车), none of them ASCII: a lookup by value reads the owner's keys holding one,
+    as spelling every mix of them out would take 2ⁿ forms."""
+    variants = _variants_of()
+    return "".join(sorted({letter for character in set(key_identity(key))
+                           for letter in variants.get(character, "")}))
 
 
 def same_key(first: str, second: str) -> bool:

@@ -10,7 +10,13 @@ from typing import Any
 from chatmem.errors import NotFound, StoreError
 from chatmem.store import rendered, sharing, steps
 from chatmem.store.connection import Connection, fetch_rows, fetch_value
-from chatmem.store.fact_keys import FOLDING_APART, plain_forms, same_key, stored_forms
+from chatmem.store.fact_keys import (
+    FOLDING_APART,
+    plain_forms,
+    same_key,
+    stored_forms,
+    variant_letters,
+)
 from chatmem.store.records import (
     MOST_INTEGER,
     FactHistoryRecord,
@@ -269,19 +275,21 @@ class FactTables:
         self, key: str, owner_sql: str, owner: list[Any], stamp: str
     ) -> list[FactRecord]:
         """The owner's live facts that may be `key` in another form, looked up by the forms
-        it may be stored in (straße for STRASSE too), so a write reads a handful of rows
-        however many facts the owner holds."""
+        it may be stored in (straße for STRASSE too) and the keys holding a full-width or
+        traditional character of one of its own (fact_keys.variant_letters), so a write
+        reads a handful of rows however many facts the owner holds."""
         forms = stored_forms(key)
-        folding, pattern = "1 = 0", list[str]()
+        letters = variant_letters(key)
         if forms is None:  # too many spellings: read the keys with a letter folding apart
             forms = plain_forms(key)
-            folding, pattern = (("key ~ ?", [f"[{FOLDING_APART}]"])
-                                if self._db.kind == "postgresql"
-                                else ("key GLOB ?", [f"*[{FOLDING_APART}]*"]))
+            letters += FOLDING_APART
+        holding, pattern = ("1 = 0", list[str]()) if not letters else (
+            ("key ~ ?", [f"[{letters}]"]) if self._db.kind == "postgresql"
+            else ("key GLOB ?", [f"*[{letters}]*"]))
         marks = ", ".join("?" for _ in forms)
         rows = fetch_rows(self._db,
             f"SELECT * FROM facts WHERE deleted_at IS NULL AND {owner_sql}"
-            f" AND (expires_at IS NULL OR expires_at > ?) AND (key IN ({marks}) OR {folding})"
+            f" AND (expires_at IS NULL OR expires_at > ?) AND (key IN ({marks}) OR {holding})"
             " ORDER BY id",
             [*owner, stamp, *forms, *pattern],
         )

@@ -56,3 +56,43 @@ def test_a_key_stored_twice_in_two_forms_is_one_fact_again_once_written(
     [fact] = facts_json(db)
     assert (fact["id"], fact["key"], fact["value"]) == (1, "café", "Lipp")
     assert {"Flore", "Procope"} <= {h["value"] for h in fact["history"]}
+
+
+def test_a_full_width_or_traditional_key_is_the_key_in_ascii_or_simplified(
+        tmp_path: Path) -> None:
+    # Chinese-user review, finding 3: four facts, both plates and both emails sent.
+    db = tmp_path / "x.db"
+    repl(db, "k", ["/remember 車牌號：滬A·12345", "/remember 车牌号：沪B·67890",
+                   "/remember Ｅｍａｉｌ：a@b.cn", "/remember email: c@d.cn"],
+         strategy="window+entity")
+    assert [(f["id"], f["key"], f["value"]) for f in facts_json(db)] == [
+        (1, "車牌號", "沪B·67890"), (2, "ｅｍａｉｌ", "c@d.cn")]
+    repl(db, "e", ["我的車牌號是滬A12345", "我的车牌号是沪B67890"])
+    assert [(f["key"], f["value"]) for f in facts_json(db) if f["id"] > 2] == [
+        ("車牌號", "沪B67890")]
+    done = invoke("facts", "forget", "k", "车牌号", "--purge", "--dry-run", "--db", str(db),
+                  code=0)
+    assert done.stderr.startswith("would erase fact 1 (車牌號)")
+    done = invoke("facts", "forget", "k", "EMAIL", "--db", str(db), code=0)
+    assert done.stderr == "forgot fact 2: ｅｍａｉｌ (session)\n"
+
+
+def test_a_traditional_and_a_simplified_key_stored_apart_before_are_one_at_the_next_write(
+        tmp_path: Path) -> None:
+    db = tmp_path / "x.db"
+    repl(db, "k", ["/remember 車牌號: 滬A·12345", "/remember 城市: 北京"])
+    with sqlite3.connect(db) as raw:  # as chatmem stored them before keys folded variants
+        raw.execute("UPDATE facts SET key = ?, value = ? WHERE id = 2", ["车牌号", "沪B·67890"])
+    refused = invoke("facts", "forget", "k", "車牌號", "--purge", "--dry-run", "--db", str(db),
+                     code=2)
+    assert refused.stderr.startswith("error: key '車牌號' names 2 facts (ids 1, 2)")
+    assert {f["key"] for f in facts_json(db)} == {"車牌號", "车牌号"}
+    repl(db, "k", ["what is my plate?"])
+    with Store(db) as store:
+        sent = json.dumps(store.turns.turn(store.sessions.session("k").id).context,
+                          ensure_ascii=False)
+    assert "沪B·67890" in sent and "滬A·12345" not in sent  # the newer value, once
+    repl(db, "k", ["/remember 车牌号: 沪C·13579"])
+    [fact] = facts_json(db)
+    assert (fact["id"], fact["key"], fact["value"]) == (1, "車牌號", "沪C·13579")
+    assert {"滬A·12345", "沪B·67890"} <= {h["value"] for h in fact["history"]}

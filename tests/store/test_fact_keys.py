@@ -16,6 +16,9 @@ from chatmem.store.fact_keys import normalize_key, same_key
     ("Order  ID", "order id"),
     ("ΣΊΣΥΦΟΣ", "σίσυφος"),
     ("预算", "预算"),
+    ("車牌號", "车牌号"),
+    ("Ｅｍａｉｌ", "email"),
+    ("臺北 ＷｉＦｉ 密碼", "台北 wifi 密码"),
 ])
 def test_every_form_and_case_of_a_key_is_the_same_key(typed: str, other: str) -> None:
     assert same_key(typed, other)
@@ -23,6 +26,12 @@ def test_every_form_and_case_of_a_key_is_the_same_key(typed: str, other: str) ->
 
 def test_different_keys_stay_different() -> None:
     assert not same_key("cafe", "café") and not same_key("预算", "预算 2")
+    # 於 and 乾 are simplified characters too (a surname, 乾坤): only a purge's fold applies.
+    assert not same_key("於先生", "于先生") and not same_key("乾", "干")
+
+
+def test_a_key_is_shown_as_typed_not_as_it_compares() -> None:
+    assert normalize_key("Ｅｍａｉｌ") == "ｅｍａｉｌ" and normalize_key("車牌號") == "車牌號"
 
 
 def test_a_key_is_stored_composed_in_lower_case_as_typed() -> None:
