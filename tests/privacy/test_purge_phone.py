@@ -205,3 +205,33 @@ def test_a_purge_erases_the_number_after_another_number_with_a_plus(history: His
     invoke("facts", "forget", "phone", "--purge", "-y", "-s", "pp", "--db", db, code=0)
     assert _said(history, "pp") == [f"my numbers: +1 415 555 0199 {F}",
                                     f"office +44 20 7946 0958 {F}"]
+
+
+def test_what_a_purge_keeps_is_worded_from_the_forms_it_kept(history: History) -> None:
+    """The dry run and the purge said "written in part or after another prefix (555-0134)"
+    for a +86 form of a number the fact gave without a country code."""
+    db = str(history.location)
+    chat(db, "cn", ["/remember 手机：138-0013-8000", "朋友打过+86 138 0013 8000找我。"],
+         "-s", "entity", code=0)
+    dry = invoke("facts", "forget", "手机", "--purge", "--dry-run", "-s", "cn", "--db", db,
+                 code=0)
+    for said in (" ".join(dry.stdout.split()), " ".join(dry.stderr.split())):
+        assert "with a country code the fact does not give" in said
+        assert "555-0134" not in said and "in part" not in said
+    done = " ".join(invoke("facts", "forget", "手机", "--purge", "-y", "-s", "cn", "--db", db,
+                           code=0).stderr.split())
+    assert ("written with a country code the fact does not give: chatmem logs -q 8000 finds"
+            " them") in done
+    assert _said(history, "cn")[0] == "朋友打过+86 138 0013 8000找我。"
+
+
+def test_a_number_after_an_exit_code_is_kept_as_written_after_more_digits(
+        history: History) -> None:
+    db = str(history.location)
+    chat(db, "ex", [f"/remember phone: {US}", "from abroad dial 0014155550134"],
+         "-s", "entity", code=0)
+    dry = invoke("facts", "forget", "phone", "--purge", "--dry-run", "-s", "ex", "--db", db,
+                 code=0)
+    said = " ".join(dry.stderr.split())
+    assert "written after more digits (another country's exit code or number)" in said
+    assert "in part" not in said
