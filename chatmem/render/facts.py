@@ -268,9 +268,13 @@ def owner_text(owner: Owner | None) -> str:
 
 def kept_numbers_text(part: str, forms: Iterable[NumberForm]) -> str:
     """`kept any form of the number that may be another one, written in part ...: chatmem
-    logs -q 0134 finds them`: what a purge of a phone number leaves, uncounted."""
+    logs -q 0134 finds those with 0134 written apart, ...`: what a purge of a phone number
+    leaves, uncounted."""
+    # logs -q matches whole digit groups: a form written in one run (+8613800138000) holds
+    # no group 8000, and no query finds every layout of a number yet.
     return (f"kept any form of the number that may be another one, written"
-            f" {number_forms_text(forms)}: chatmem logs -q {part} finds them")
+            f" {number_forms_text(forms)}: chatmem logs -q {part} finds those with {part}"
+            " written apart, not those written in one run of digits")
 
 
 def kept_spellings_text(value: str, pairs: Sequence[tuple[str, str]]) -> str:
