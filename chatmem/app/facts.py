@@ -15,6 +15,7 @@ from chatmem.store.records import FactScope
 if TYPE_CHECKING:
     from chatmem.app.workspace import Workspace
     from chatmem.memory.pins import PinnedFact, ReadPins
+    from chatmem.privacy.phones import NumberForm
     from chatmem.privacy.purge import LeftMentions, Mentioned, Purge
     from chatmem.store import FactHistoryRecord, FactRecord, Redaction, SessionRecord
     from chatmem.store.records import StateRow
@@ -276,6 +277,8 @@ class Purged:
     number_part: str | None = None
     """For a phone number the purge kept a form of as perhaps another number (555-0134): the
     last digits every form of it holds (0134), by which `logs -q` finds them, uncounted."""
+    number_forms: frozenset[NumberForm] = frozenset()
+    """How those kept forms are written: in part, with a country code, after more digits."""
 
 
 def purge(workspace: Workspace, fact: FactRecord) -> Purged:
@@ -296,7 +299,8 @@ def purge(workspace: Workspace, fact: FactRecord) -> Purged:
     # Counting those mentions would read every message again, which a purge never does.
     return Purged(fact, erased.redaction, tuple(named), tuple(left),
                   tuple(spelled_otherwise(fact.value)),
-                  last_part(fact.value) if erased.kept_numbers else None)
+                  last_part(fact.value) if erased.kept_numbers else None,
+                  erased.kept_numbers)
 
 
 def _purge_plan(workspace: Workspace, fact: FactRecord) -> Purge:

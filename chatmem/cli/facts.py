@@ -19,6 +19,7 @@ from chatmem.cli.options import (
 from chatmem.cli.output import consoles, handles_errors, print_json
 
 if TYPE_CHECKING:
+    from chatmem.privacy.phones import NumberForm
     from chatmem.privacy.purge import LeftMentions, Mentioned
     from chatmem.store import FactRecord, Redaction
 
@@ -176,6 +177,7 @@ def forget(
         left: tuple[LeftMentions, ...] = ()
         spelled: tuple[tuple[str, str], ...] = ()
         number_part: str | None = None
+        number_forms: frozenset[NumberForm] = frozenset()
         if purge:
             if dry_run:
                 mentioned = remembered.purge_mentions(ws, fact)
@@ -195,7 +197,7 @@ def forget(
             purged = remembered.purge(ws, fact)
             named, redacted = purged.still_named, redacted_text(purged.redaction)
             left, spelled = purged.left, purged.spelled_otherwise
-            number_part = purged.number_part
+            number_part, number_forms = purged.number_part, purged.number_forms
         else:
             remembered.forget(ws, fact)
     verb = "erased" if purge else "forgot"
@@ -207,7 +209,8 @@ def forget(
         consoles()[1].print(kept_spellings_text(fact.value, spelled), soft_wrap=True,
                             markup=False)
     if number_part:
-        consoles()[1].print(kept_numbers_text(number_part), soft_wrap=True, markup=False)
+        consoles()[1].print(kept_numbers_text(number_part, number_forms),
+                            soft_wrap=True, markup=False)
     if purge and named:
         consoles()[1].print(
             f"still in the name of {'session' if len(named) == 1 else 'sessions'} "
@@ -217,7 +220,12 @@ def forget(
 
 def _print_mentions(names: dict[int, str], fact: "FactRecord", mentioned: "Sequence[Mentioned]",
                     preview: "Redaction", json_out: bool) -> None:
-    from chatmem.render.facts import mention_line, mentions_text, redacted_text
+    from chatmem.render.facts import (
+        mention_line,
+        mentions_text,
+        number_forms_text,
+        redacted_text,
+    )
 
     out, err = consoles()
     if json_out:
@@ -239,6 +247,7 @@ def _print_mentions(names: dict[int, str], fact: "FactRecord", mentioned: "Seque
             "deleted_facts": list(preview.deleted_facts.values()),
             "distinct_keys": list(preview.distinct_keys.values())})
         return
+    forms = [form for m in mentioned for form in m.number_forms]
     # What is erased; then, apart, what is erased but may be the start of a longer name,
     # and what is kept as part of a longer name the profile has stored.
     for title, pick in (("", lambda m: m.spans),
@@ -247,7 +256,7 @@ def _print_mentions(names: dict[int, str], fact: "FactRecord", mentioned: "Seque
                         ("kept, unsure: spelled otherwise (乾 for 干, 於 for 于), perhaps"
                          " someone else:",
                          lambda m: m.spelled_otherwise),
-                        ("kept, unsure: the number written in part or after another prefix,"
+                        (f"kept, unsure: the number written {number_forms_text(forms)},"
                          " perhaps another number:", lambda m: m.other_numbers)):
         shown = [(m, spans) for m in mentioned if (spans := pick(m))]
         if shown and title:

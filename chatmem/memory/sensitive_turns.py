@@ -38,14 +38,21 @@ def guard_for(
         # label there), and the turn just before the batch.
         wanted_turns = {n for t in _said_in(state) for n in (t - 1, t)} | {first - 1}
         earlier = sorted(n for n in wanted_turns if 0 < n < first)
+        last_read = 0
         for start in range(0, len(earlier), READ_PAGE_TURNS):
             page = earlier[start:start + READ_PAGE_TURNS]
             records = state.store.history.messages(state.session_id, page[0], page[-1])
-            wanted = set(page)
-            texts = [r.content for r in records if r.turn in wanted]
-            guard.read(texts)
-            if page[-1] == first - 1:
-                before = [r.content for r in records if r.turn == first - 1]
+            said: dict[int, list[str]] = {}
+            for r in records:
+                said.setdefault(r.turn, []).append(r.content)
+            for number in page:
+                # Turns far apart are read apart: turn 3 read right after turn 1 looked
+                # like the answer to turn 1's label ("手机号是…" then "车牌号是沪A·12345").
+                texts = said.get(number, [])
+                guard.read(texts, before if number == last_read + 1 else ())
+                before, last_read = texts, number
+        if last_read != first - 1:
+            before = []
     return guard, guard.read([m.content for t in turns for m in t.messages], before)
 
 

@@ -21,12 +21,15 @@ import re
 import unicodedata
 from bisect import bisect_left, bisect_right
 from dataclasses import dataclass
+from enum import Enum
 from functools import lru_cache
 from typing import TYPE_CHECKING
 
 from chatmem import fts
 
 if TYPE_CHECKING:
+    from collections.abc import Iterable
+
     from phonenumbers import PhoneNumber
 
 _GAP = r"[ \u00a0\u3000().\-/\u2010\u2011\u2013\uff08\uff09\uff0d\uff0e]{1,3}"
@@ -100,6 +103,28 @@ def number_of(value: str) -> Number | None:
         except phonenumbers.NumberParseException:
             continue
     return None
+
+
+class NumberForm(Enum):
+    """How a run a purge kept as perhaps the number is written otherwise than the number."""
+
+    PART = "part"
+    """Its end alone (555-0134 of 415 555 0134)."""
+    COUNTRY_CODE = "country code"
+    """With a country code the value does not give (+86 138 0013 8000 for 138-0013-8000)."""
+    MORE_DIGITS = "more digits"
+    """After more digits: another country's exit code or number (0014155550134)."""
+
+
+def form_of(values: Iterable[str], written: str) -> NumberForm:
+    """How `written`, a run `find` found unsure for one of `values`, differs from it."""
+    digits = _ascii_digits(written)
+    numbers = [n for n in map(number_of, values) if n is not None]
+    if any(n.digits.endswith(digits) and digits != n.digits for n in numbers):
+        return NumberForm.PART
+    if written.lstrip().startswith(("+", "\uff0b")) and any(n.parsed is None for n in numbers):
+        return NumberForm.COUNTRY_CODE
+    return NumberForm.MORE_DIGITS
 
 
 def needle(value: str) -> str | None:

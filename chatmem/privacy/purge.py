@@ -33,6 +33,7 @@ from chatmem.privacy.mentions import (
     searchable,
     unsure,
 )
+from chatmem.privacy.phones import NumberForm, form_of, number_of
 from chatmem.store.records import FactScope
 from chatmem.store.redaction import Place
 
@@ -60,6 +61,8 @@ class Mentioned:
     other_numbers: tuple[Span, ...] = ()
     """Digit runs it keeps that may be a purged phone number and may be another one
     (555-0134 for +1 415 555 0134: chatmem.privacy.phones): shown to check, never erased."""
+    number_forms: frozenset[NumberForm] = frozenset()
+    """How they are written otherwise than the number: in part, with a country code..."""
 
 
 @dataclass(frozen=True)
@@ -124,9 +127,11 @@ def mentioned_messages(store: PrivacyStore, purge: Purge) -> list[Mentioned]:
         otherwise = other_spellings(message.content, purge.values, purge.keep)
         numbers = other_numbers(message.content, purge.values)
         if spans or kept or otherwise or numbers:
+            forms = frozenset(form_of(purge.values, message.content[s.start:s.end])
+                              for s in numbers)
             found.append(Mentioned(message, tuple(spans), tuple(kept), tuple(
                 s for s in spans if unsure(message.content, s)), tuple(otherwise),
-                tuple(numbers)))
+                tuple(numbers), forms))
     return found
 
 
@@ -181,10 +186,10 @@ class Erased:
     """What `purge_fact` did."""
 
     redaction: Redaction
-    kept_numbers: bool = False
-    """A text it read keeps a form that may be a purged phone number and may be another one
-    (555-0134 for +1 415 555 0134: mentions.other_numbers), never erased: noted from the
-    rows the purge reads anyway, not counted."""
+    kept_numbers: frozenset[NumberForm] = frozenset()
+    """How the forms a text it read keeps are written that may be a purged phone number and
+    may be another one (555-0134 for +1 415 555 0134: mentions.other_numbers), never
+    erased: noted from the rows the purge reads anyway, not counted."""
 
 
 def purge_fact(store: PrivacyStore, fact_id: int) -> Erased:
@@ -242,16 +247,15 @@ class _Eraser:
     purged phone number: the purge says how to find those only when there are some."""
 
     def __init__(self, purge: Purge) -> None:
-        from chatmem.privacy.phones import number_of
-
         self.purge = purge
         self.erase = _eraser(purge)
         self.numbers = any(number_of(v) for v in purge.values)
-        self.kept_numbers = False
+        self.kept_numbers = frozenset[NumberForm]()
 
     def __call__(self, text: str) -> str:
-        if self.numbers and not self.kept_numbers:
-            self.kept_numbers = bool(other_numbers(text, self.purge.values))
+        if self.numbers and len(self.kept_numbers) < len(NumberForm):
+            self.kept_numbers |= {form_of(self.purge.values, text[s.start:s.end])
+                                  for s in other_numbers(text, self.purge.values)}
         return self.erase(text)
 
 

@@ -93,7 +93,9 @@ _LABELS = (
 _LEAD = re.compile(r"^(?:it'?s|it is|yes|sure|ok(?:ay)?|here|that'?s|是|就是)[\s,:：]*",
                    re.IGNORECASE)
 _TRAIL = re.compile(r"[\s.!。！]+$")
-_CODE_WORD = re.compile(r"(?<![A-Za-z0-9_.,:/-])\d{3,12}#?(?![A-Za-z0-9_.,:/%-])")
+# A number that a full stop or colon follows, "." or "。", "：", ends a statement ("My plate
+# is ABC 12345."), not an answer; "，" and "、" only go on to say more ("可以用9630，不是生日").
+_CODE_WORD = re.compile(r"(?<![A-Za-z0-9_.,:/-])\d{3,12}#?(?![A-Za-z0-9_.,:/%。．：-])")
 _PASSWORD_WORD = re.compile(r"(?<![^\s\"'“‘「(，、：:])(?=\S*[A-Za-z])(?=\S*[\d!@#$%^&*_+=~])"
                             r"[!-~]{6,64}?(?=[\s\"'”’」)，。！？、]|[.,!?]?$|[.,!?]\s)")
 _PASSWORD_TOKEN = re.compile(r"(?=.*[\d!@#$%^&*_+=~-])[!-~]{3,64}")
@@ -217,8 +219,18 @@ def _label_of(text: str) -> str | None:
     lowered, held = lowered_text(text), dict[tuple[str, ...], bool]()
     for pattern, gate, label in _LABELS:
         if gate.admits(lowered, held) and pattern.search(text):
-            return label
+            return None if _gave_own_value(text, label) else label
     return None
+
+
+def _gave_own_value(text: str, label: str) -> bool:
+    """Whether a message naming `label` gave that value itself and asks nothing more: then
+    the next short message is not its answer ("My phone number is 415-555-0134." "OK."
+    "My plate is ABC·12345!" — 12345 is no phone number)."""
+    if label == "harmless" or _asks(text):
+        return False
+    kind = PASSWORD if label == PHRASE else label
+    return any(f.kind == kind for f in sensitive.findings(text))
 
 
 def _is_bare(text: str) -> bool:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
@@ -11,6 +11,7 @@ from rich.padding import Padding
 from rich.table import Table
 from rich.text import Text
 
+from chatmem.privacy.phones import NumberForm
 from chatmem.render.layout import Fitted
 from chatmem.render.notices import counted
 from chatmem.store import Place
@@ -195,9 +196,23 @@ def mentions_text(mentioned: Sequence[Mentioned]) -> str:
         text += (f", keeping {counted(otherwise, 'mention')} spelled otherwise (乾 for 干,"
                  " 於 for 于), perhaps someone else")
     if numbers := sum(len(m.other_numbers) for m in mentioned):
-        text += (f", keeping {counted(numbers, 'number')} written in part or after another"
-                 " prefix (555-0134), perhaps another number")
+        forms = [form for m in mentioned for form in m.number_forms]
+        text += (f", keeping {counted(numbers, 'number')} written {number_forms_text(forms)},"
+                 " perhaps another number")
     return text
+
+
+_FORM_WORDS = {
+    NumberForm.PART: "in part (its last digits alone)",
+    NumberForm.COUNTRY_CODE: "with a country code the fact does not give",
+    NumberForm.MORE_DIGITS: "after more digits (another country's exit code or number)",
+}
+
+
+def number_forms_text(forms: Iterable[NumberForm]) -> str:
+    """`in part (its last digits alone) or with a country code the fact does not give`: how
+    the numbers a purge keeps are written, in a fixed order."""
+    return " or ".join(words for form, words in _FORM_WORDS.items() if form in forms)
 
 
 def left_text(left: LeftMentions, *, done: bool) -> str:
@@ -251,11 +266,15 @@ def owner_text(owner: Owner | None) -> str:
     return f"{owner.scope} {owner.name}" if owner else ""
 
 
-def kept_numbers_text(part: str) -> str:
-    """`kept any form of the number that may be another one ...: chatmem logs -q 0134 finds
-    them`: what a purge of a phone number leaves, uncounted."""
-    return ("kept any form of the number that may be another one (written in part, as"
-            f" 555-0134, or after another prefix): chatmem logs -q {part} finds them")
+def kept_numbers_text(part: str, forms: Iterable[NumberForm]) -> str:
+    """`kept any form of the number that may be another one, written in part ...: chatmem
+    logs -q 0134 finds those with 0134 written apart, ...`: what a purge of a phone number
+    leaves, uncounted."""
+    # logs -q matches whole digit groups: a form written in one run (+8613800138000) holds
+    # no group 8000, and no query finds every layout of a number yet.
+    return (f"kept any form of the number that may be another one, written"
+            f" {number_forms_text(forms)}: chatmem logs -q {part} finds those with {part}"
+            " written apart, not those written in one run of digits")
 
 
 def kept_spellings_text(value: str, pairs: Sequence[tuple[str, str]]) -> str:

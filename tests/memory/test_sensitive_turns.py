@@ -91,3 +91,31 @@ def test_a_value_given_after_its_label_in_the_turn_before_stays_out(
     assert "6172" not in _memory(store, engine)
     assert "6172" not in _helper_requests(log)
     assert "ORD-55190" in _helper_requests(log)
+
+
+def _latest_summary(store: Store, engine: Engine) -> str:
+    return store.memory.summaries(engine.session.id)[-1].text
+
+
+def test_a_plate_number_turns_after_a_phone_number_stays_in_later_summaries(
+        make_engine, store: Store) -> None:
+    engine = make_engine("summary", provider=ScriptedProvider())
+    _play(engine, [("我的手机号是13800138000。", "好的。"), ("我喜欢喝龙井茶。", "好的。"),
+                   ("我的车牌号是沪A·12345。", "好的。"), ("今天天气不错。", "是的。"),
+                   ("周末去杭州。", "好的。")])
+    summary = _latest_summary(store, engine)
+    assert "沪A·12345" in summary
+    assert "13800138000" not in summary
+
+
+def test_turns_far_apart_are_not_read_as_a_label_and_its_answer(
+        make_engine, store: Store) -> None:
+    # Turn 1 ends asking for a card number; turn 3, re-read as the turn before a later
+    # batch, is not the answer to it: turn 2 came in between.
+    engine = make_engine("summary", provider=ScriptedProvider())
+    _play(engine, [("My phone is 415-555-0134.", "Noted. What is your card number?"),
+                   ("I'd rather not say.", "Fine."), ("My plate is ABC·12345!", "Nice."),
+                   ("The weather is fine today.", "It is."), ("We go hiking on Sunday.", "Fun.")])
+    summary = _latest_summary(store, engine)
+    assert "ABC·12345" in summary
+    assert "415-555-0134" not in summary

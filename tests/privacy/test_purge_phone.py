@@ -160,7 +160,8 @@ def test_a_purge_erases_the_number_in_every_layout_on_every_backend(history: His
     assert [len(m["mentions"]) for m in said] == [4, 0]  # /remember is no message
     assert said[1]["other_numbers"] == [[11, 19]]
     done = invoke("facts", "forget", "phone", "--purge", "-y", "-s", "ph", "--db", db, code=0)
-    assert "chatmem logs -q 0134 finds them" in " ".join(done.stderr.split())
+    assert "chatmem logs -q 0134 finds those with 0134 written apart" in " ".join(
+        done.stderr.split())
     assert _said(history, "ph")[0] == f"Call me at {F} or {F} or {F} or {F}"
     assert _said(history, "ph")[1] == "my desk is 555-0134"
     found = invoke("logs", "-q", "415 555 0134", "--db", db, code=None)
@@ -205,3 +206,46 @@ def test_a_purge_erases_the_number_after_another_number_with_a_plus(history: His
     invoke("facts", "forget", "phone", "--purge", "-y", "-s", "pp", "--db", db, code=0)
     assert _said(history, "pp") == [f"my numbers: +1 415 555 0199 {F}",
                                     f"office +44 20 7946 0958 {F}"]
+
+
+def test_what_a_purge_keeps_is_worded_from_the_forms_it_kept(history: History) -> None:
+    """The dry run and the purge said "written in part or after another prefix (555-0134)"
+    for a +86 form of a number the fact gave without a country code."""
+    db = str(history.location)
+    chat(db, "cn", ["/remember 手机：138-0013-8000", "朋友打过+86 138 0013 8000找我。"],
+         "-s", "entity", code=0)
+    dry = invoke("facts", "forget", "手机", "--purge", "--dry-run", "-s", "cn", "--db", db,
+                 code=0)
+    for said in (" ".join(dry.stdout.split()), " ".join(dry.stderr.split())):
+        assert "with a country code the fact does not give" in said
+        assert "555-0134" not in said and "in part" not in said
+    done = " ".join(invoke("facts", "forget", "手机", "--purge", "-y", "-s", "cn", "--db", db,
+                           code=0).stderr.split())
+    assert "written with a country code the fact does not give: chatmem logs -q 8000" in done
+    assert _said(history, "cn")[0] == "朋友打过+86 138 0013 8000找我。"
+
+
+def test_the_purge_notice_promises_logs_q_only_what_it_finds(history: History) -> None:
+    """It said `chatmem logs -q 8000 finds them`, but a kept form written in one run of
+    digits holds no word 8000 in the search index."""
+    db = str(history.location)
+    chat(db, "one", ["/remember 手机：138-0013-8000", "朋友打过+8613800138000找我。"],
+         "-s", "entity", code=0)
+    done = " ".join(invoke("facts", "forget", "手机", "--purge", "-y", "-s", "one", "--db", db,
+                           code=0).stderr.split())
+    assert ("chatmem logs -q 8000 finds those with 8000 written apart, not those written in"
+            " one run of digits") in done
+    assert _said(history, "one") == ["朋友打过+8613800138000找我。"]
+    assert "+8613800138000" not in invoke("logs", "-q", "8000", "--db", db, code=None).stdout
+
+
+def test_a_number_after_an_exit_code_is_kept_as_written_after_more_digits(
+        history: History) -> None:
+    db = str(history.location)
+    chat(db, "ex", [f"/remember phone: {US}", "from abroad dial 0014155550134"],
+         "-s", "entity", code=0)
+    dry = invoke("facts", "forget", "phone", "--purge", "--dry-run", "-s", "ex", "--db", db,
+                 code=0)
+    said = " ".join(dry.stderr.split())
+    assert "written after more digits (another country's exit code or number)" in said
+    assert "in part" not in said

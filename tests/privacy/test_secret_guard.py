@@ -285,3 +285,29 @@ def test_a_bare_value_past_a_message_and_a_sentence_next_to_a_label_answer_it() 
                        "What's the door code?", "Try 7719 then press the bell."])
     assert said[2] == "⟦PIN or security code⟧"
     assert "7719" not in said[4]
+
+
+@pytest.mark.parametrize("messages", [
+    # A label whose message gave its value asks for nothing more.
+    ["我的手机号是13800138000。", "好的。", "我的车牌号是沪A·12345。", "好的。"],
+    ["My phone number is 415-555-0134.", "OK.", "My plate is ABC·12345!", "OK."],
+    ["我的银行卡号是6222 0212 3456 7890 128。", "记下了。", "我家门牌是305号！"],
+    # A number a full stop ends, "." or "。", states something; it answers no label.
+    ["我把手机号发你。", "好的。", "我的车牌号是沪A·12345。", "好的。"],
+    ["I will send you my phone number.", "OK.", "My plate is ABC 12345.", "OK."],
+])
+def test_a_number_after_a_label_already_answered_or_ending_a_statement_stays(
+        messages: list[str]) -> None:
+    said = SecretGuard().read(messages)
+    assert said[2:] == messages[2:]
+
+
+@pytest.mark.parametrize(("messages", "value"), [
+    (["我把手机号发你。", "好的。", "是13800138000。"], "13800138000"),
+    (["验证码刚收到。", "是多少？", "624051。"], "624051"),
+    (["帮我想一个新的取款密码。", "就用9630吧！"], "9630"),
+    (["I'll tell you the door code.", "What is it?", "It's 1847."], "1847"),
+])
+def test_a_value_after_its_label_is_still_found_in_full_width_punctuation(
+        messages: list[str], value: str) -> None:
+    assert all(value not in text for text in SecretGuard().read(messages))
