@@ -305,3 +305,95 @@ def test_inspect_replayed_is_null_outside_a_replay(chatted: str) -> None:
     replayed = output("inspect", "旅行", "--turn", "3", "-s", "entity", "--db", chatted)
     check("inspect", replayed)
     assert replayed["mode"] == "what-if" and replayed["replayed"]["turns"] >= 2
+
+
+def test_sessions_import_of_a_transcript_and_of_an_archive(chatted: str, tmp_path: Path) -> None:
+    """`sessions import --json`: the one session a transcript made (its name chosen from
+    the file), and every session and fact an `export --all` archive restored."""
+    db = str(tmp_path / "i.db")
+    one = output("sessions", "import", str(SESSIONS / "travel-zh.jsonl"), "--db", db,
+                 "--no-index")
+    check("sessions_import", one)
+    assert one["facts"] == 0 and [s["session"] for s in one["sessions"]] == ["travel-zh"]
+    assert one["sessions"][0]["messages"] > 0 and one["sessions"][0]["probes"] == 7
+    archive = tmp_path / "all.zip"
+    exported = invoke("sessions", "export", "--all", "-o", str(archive), "--db", chatted)
+    assert exported.exit_code == 0, exported.stderr
+    restored = output("sessions", "import", str(archive), "--db", str(tmp_path / "r.db"),
+                      "--no-index")
+    check("sessions_import", restored)
+    assert [(s["session"], s["messages"]) for s in restored["sessions"]] == [("旅行", 6)]
+    assert restored["facts"] >= 1
+    assert rejects({**restored, "facts": "1"})
+    assert rejects({"sessions": [{**restored["sessions"][0], "probes": None}], "facts": 0})
+
+
+def test_sessions_retention(chatted: str, tmp_path: Path) -> None:
+    """`sessions retention --json`, shown and set, beside the config's default."""
+    config = tmp_path / "c.toml"
+    config.write_text("retention_days = 30\n", encoding="utf-8")
+    shown = output("sessions", "retention", "旅行", "--db", chatted, "--config", str(config))
+    check("sessions_retention", shown)
+    assert shown == {"session": "旅行", "retention_days": None, "default_retention_days": 30}
+    kept = output("sessions", "retention", "旅行", "forever", "--db", chatted)
+    check("sessions_retention", kept)
+    assert kept["retention_days"] == 0
+    assert rejects({**kept, "retention_days": "forever"})
+
+
+def test_forget_me_prints_the_prune_shape(chatted: str) -> None:
+    """`forget-me --dry-run --json` is `sessions prune --json`'s shape, for one profile."""
+    plan = output("forget-me", "--dry-run", "--db", chatted)
+    check("prune", plan)
+    assert plan["dry_run"] is True and [s["name"] for s in plan["sessions"]] == ["旅行"]
+
+
+def test_admin_remove_user(pg_url: str) -> None:
+    """`admin remove-user --dry-run --json` of a role that never was: nothing to erase."""
+    plan = output("admin", "remove-user", "nobody_here", "--dry-run", "--db", pg_url)
+    check("remove_user", plan)
+    assert (plan["name"], plan["sessions"], plan["role"], plan["dry_run"]) == (
+        "nobody_here", 0, "missing", True)
+    assert rejects({**plan, "role": "gone"})
+
+
+# Every command with a --json option, and the $defs entry its output is (some print one
+# of two shapes: strategies NAME explains, inspect --summaries lists).
+JSON_OUTPUTS = {
+    "ask": ["ask"], "inspect": ["inspect", "summaries"], "replay": ["outcome"],
+    "eval": ["outcome", "corpus"], "logs": ["logs"], "models": ["models"], "index": ["index"],
+    "strategies": ["strategies", "strategy_help"], "config show": ["config_show"],
+    "sessions list": ["sessions_list"], "sessions show": ["session_show"],
+    "sessions prune": ["prune"], "sessions copy": ["sessions_copy"],
+    "sessions fork": ["sessions_fork"], "sessions import": ["sessions_import"],
+    "sessions retention": ["sessions_retention"], "facts list": ["facts_list"],
+    "facts forget": ["purge_plan"], "forget-me": ["prune"], "admin remove-user": ["remove_user"],
+}
+
+
+def test_every_json_option_has_a_documented_shape() -> None:
+    """A command that gains --json gains a $defs entry (and a line in docs/json.md)."""
+    import typer.main
+
+    from chatmem.cli import app
+
+    def commands(group: Any, prefix: str = "") -> dict[str, Any]:
+        """Every command under a Click group (Typer's own Click), by its full name."""
+        found: dict[str, Any] = {}
+        for name, command in group.commands.items():
+            if hasattr(command, "commands"):
+                found |= commands(command, f"{prefix}{name} ")
+            else:
+                found[prefix + name] = command
+        return found
+
+    root = typer.main.get_command(app)
+    with_json = {name for name, command in commands(root).items()
+                 if any("--json" in p.opts for p in command.params)}
+    assert with_json == set(JSON_OUTPUTS)
+    listed = {ref["$ref"].rsplit("/", 1)[1] for ref in SCHEMA["anyOf"]}
+    assert {d for shapes in JSON_OUTPUTS.values() for d in shapes} <= listed
+    opening = (ROOT / "docs" / "json.md").read_text(encoding="utf-8").split("\n\n")[1]
+    for name in with_json:
+        said = opening.replace("\n", " ")
+        assert f"`{name}`" in said or f"`{name} -" in said, name

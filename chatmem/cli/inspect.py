@@ -56,6 +56,8 @@ from chatmem.cli.options import (
 from chatmem.cli.output import consoles, handles_errors, print_json
 
 if TYPE_CHECKING:
+    from datetime import tzinfo
+
     from chatmem.app.inspection import SummaryVersion
     from chatmem.memory.context import Context
 
@@ -133,7 +135,7 @@ def inspect(
     with open_workspace(settings, create=False) as ws:
         if summaries:
             address, versions = summary_versions(ws, session)
-            _summaries(address, versions, json_out)
+            _summaries(address, versions, json_out, ws.settings.zone)
             return
         if spec is not None or params:
             seen = inspect_what_if(
@@ -157,7 +159,8 @@ def inspect(
     _show(data, seen.context, seen.approximate, seen.recall_texts)
 
 
-def _summaries(address: str, versions: "list[SummaryVersion]", json_out: bool) -> None:
+def _summaries(address: str, versions: "list[SummaryVersion]", json_out: bool,
+               zone: "tzinfo") -> None:
     from chatmem.render.inspect import summaries_view
     from chatmem.render.payloads import summaries_json, summary_row
 
@@ -168,7 +171,7 @@ def _summaries(address: str, versions: "list[SummaryVersion]", json_out: bool) -
     if not versions:
         out.print(f"session {address!r} has no summaries yet", markup=False)
         return
-    out.print(summaries_view([summary_row(v) for v in versions]))
+    out.print(summaries_view([summary_row(v) for v in versions], zone))
 
 
 def _show(data: dict[str, Any], context: "Context", approximate: bool,

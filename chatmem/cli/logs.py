@@ -83,7 +83,9 @@ def logs(
         # Said, not listed: `chatmem logs | wc -l` counts turns, and a script reads none.
         consoles()[1].print("no turns found", markup=False)
         return
-    out.print(full_turns(entries, costs) if full else logs_table(entries, costs))
+    zone = settings.zone  # the timezone setting's, else the system's: as every table's times
+    out.print(full_turns(entries, costs, zone=zone) if full
+              else logs_table(entries, costs, zone=zone))
 
 
 def _entry_json(entry: "LogEntry", cost: "Cost | None", *, reply: bool) -> dict[str, Any]:

@@ -61,7 +61,12 @@ def export(
     from chatmem.app.sessions import session_transcript
     from chatmem.errors import UsageError
     from chatmem.render.notices import counted
-    from chatmem.transcripts.writer import EXPORT_FORMATS, export_format, write_transcript
+    from chatmem.transcripts.writer import (
+        EXPORT_FORMATS,
+        export_format,
+        transcript_text,
+        write_transcript,
+    )
 
     if all_ or name is None:
         export_all(name, output, force, settings_from(config, db))
@@ -70,8 +75,9 @@ def export(
         raise UsageError(f"--format must be one of {', '.join(EXPORT_FORMATS)}, got {format_!r}")
     with open_workspace(settings_from(config, db), create=False) as ws:
         transcript = session_transcript(ws, name)
+        zone = ws.settings.zone  # the Markdown's times: the user's, as the tables show them
     if output is None or output == "-":
-        text = EXPORT_FORMATS[format_ or "jsonl"](transcript)
+        text = transcript_text(transcript, format_ or "jsonl", zone)
         if sys.stdout.isatty():
             from chatmem.render import printable
 
@@ -80,7 +86,7 @@ def export(
         return
     path = Path(output)
     fmt = export_format(path, format_)
-    write_transcript(transcript, path, fmt, force=force)
+    write_transcript(transcript, path, fmt, force=force, zone=zone)
     consoles()[1].print(f"exported {counted(len(transcript.messages), 'message')} to {output}"
                         f" ({fmt})",
                         markup=False, soft_wrap=True)

@@ -39,13 +39,15 @@ def list_(db: DbOption = None, config: ConfigOption = None, json_out: JsonOption
 
     with open_workspace(settings_from(config, db), create=False) as ws:
         rows = list_sessions(ws)
+        zone = ws.settings.zone
     if json_out:
         print_json([session_summary_json(row) for row in rows])
         return
     # Defaults are what `chatmem strategies` lists; a row shows what was chosen.
     changed_params = registries().strategies.changed_params
     consoles()[0].print(render.sessions_table(
-        [replace(row, params=changed_params(row.strategy, row.params or {})) for row in rows]))
+        [replace(row, params=changed_params(row.strategy, row.params or {})) for row in rows],
+        zone=zone))
 
 
 @app.command("show")

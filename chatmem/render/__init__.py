@@ -211,26 +211,26 @@ def table(
     return out
 
 
-def sessions_table(rows: Sequence[SessionSummary],
-                   current: int | None = None) -> RenderableType:
+def sessions_table(rows: Sequence[SessionSummary], current: int | None = None, *,
+                   zone: tzinfo | None = None) -> RenderableType:
     """`sessions list`: names and strategies whole, counts right-aligned, times to the minute.
 
     No vertical rules and the parameters under the strategy: that is what lets
     a long name and a combined strategy fit whole in 80 columns; narrower, the time goes,
     then each session takes a name line and a details line. `current`: the id of the
-    session a chat is in (/sessions), marked with `*`.
+    session a chat is in (/sessions), marked with `*`; `zone`: the times', as `when` takes it.
     """
     if not rows:
         return Text("no sessions yet (chatmem chat NAME starts one)", style="dim")
     # Only where something is shared (a team's PostgreSQL history): a file's list is as it was.
     shared = any(shared_cell(row) for row in rows)
-    return Fitted(_sessions_grid(rows, current, updated=True, shared=shared),
-                  _sessions_grid(rows, current, updated=False, shared=shared),
-                  _sessions_stacked(rows, current))
+    return Fitted(_sessions_grid(rows, current, updated=True, shared=shared, zone=zone),
+                  _sessions_grid(rows, current, updated=False, shared=shared, zone=zone),
+                  _sessions_stacked(rows, current, zone))
 
 
 def _sessions_grid(rows: Sequence[SessionSummary], current: int | None, *,
-                   updated: bool, shared: bool) -> Table:
+                   updated: bool, shared: bool, zone: tzinfo | None) -> Table:
     out = Table(header_style="bold", box=box.SIMPLE_HEAD, show_edge=False, pad_edge=False,
                 padding=(0, 1, 0, 0))
     if current is not None:
@@ -252,18 +252,19 @@ def _sessions_grid(rows: Sequence[SessionSummary], current: int | None, *,
         mark = [] if current is None else ["*" if row.id == current else ""]
         out.add_row(*mark, row.address, strategy, f"{row.messages:,}", f"{row.turns:,}",
                     *([shared_cell(row)] if shared else []),
-                    *([when(row.updated_at)] if updated else []))
+                    *([when(row.updated_at, zone)] if updated else []))
     return out
 
 
-def _sessions_stacked(rows: Sequence[SessionSummary], current: int | None) -> Group:
+def _sessions_stacked(rows: Sequence[SessionSummary], current: int | None,
+                      zone: tzinfo | None) -> Group:
     lines: list[Text] = []
     for row in rows:
         mark = "" if current is None else "* " if row.id == current else "  "
         params = format_params(row.params or {})
         details = [f"{row.strategy}{f' {params}' if params else ''}",
                    counted(row.messages, "message"), counted(row.turns, "turn"),
-                   when(row.updated_at), shared_words(row)]
+                   when(row.updated_at, zone), shared_words(row)]
         lines.append(Text.assemble(mark, (row.address, "bold")))
         lines.append(Text(f"{' ' * len(mark)}{' · '.join(d for d in details if d)}",
                           style="dim"))

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from datetime import tzinfo
 from typing import Any
 
 from rich import box
@@ -178,8 +179,8 @@ def recall_table(context: Context, texts: Mapping[int, str]) -> Table:
     return out
 
 
-def summaries_view(rows: Sequence[Mapping[str, Any]]) -> Group:
-    """A table of versions, then each version's text in full."""
+def summaries_view(rows: Sequence[Mapping[str, Any]], zone: tzinfo | None = None) -> Group:
+    """A table of versions, then each version's text in full; times in `zone` (`when`)."""
 
     def build(width: int | None) -> Table:
         table = Table(header_style="bold", title="summary versions")
@@ -193,7 +194,7 @@ def summaries_view(rows: Sequence[Mapping[str, Any]]) -> Group:
             dropped = ", ".join(row["dropped_anchors"])
             # A Label: the strategy wraps between names if it must, never `summary-buffe`/`r`.
             table.add_row(str(row["version"]), Label(row["strategy"], width=width),
-                          when(row["created_at"]),
+                          when(row["created_at"], zone),
                           coverage(row.get("covered_turn")), f"{row['tokens']:,}",
                           Text(dropped or "–", style="red" if dropped else "dim"))
         return table

@@ -5,6 +5,7 @@ from __future__ import annotations
 import itertools
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
+from datetime import tzinfo
 
 from rich import box
 from rich.cells import cell_len
@@ -111,13 +112,15 @@ def status_text(entry: LogEntry) -> str:
     return "" if entry.status == TurnStatus.OK else str(entry.status)
 
 
-def logs_table(entries: Sequence[LogEntry], costs: Sequence[Cost | None]) -> RenderableType:
-    """Turns, newest (or best-matching) first: when, where, which model and strategy, what it
-    cost, and the start of the question, cut to the width the console leaves it."""
+def logs_table(entries: Sequence[LogEntry], costs: Sequence[Cost | None], *,
+               zone: tzinfo | None = None) -> RenderableType:
+    """Turns, newest (or best-matching) first: when (in `zone`, as `when` takes it), where,
+    which model and strategy, what it cost, and the start of the question, cut to the width
+    the console leaves it."""
     if not entries:
         return Text("no turns found", style="dim")
     longest = max(cell_len(f"{entry.address} #{entry.number}") for entry in entries)
-    log = _Log(entries, costs, shared_starts(entry.address for entry in entries))
+    log = _Log(entries, costs, shared_starts(entry.address for entry in entries), zone)
     return _QuestionFit(log, min(max(longest, SESSION_COLUMNS), SESSION_MOST))
 
 
@@ -127,6 +130,7 @@ class _Log:
     costs: Sequence[Cost | None]
     shared: Mapping[str, int] = field(default_factory=dict)
     """shared_starts of the whole log's session names (a few rows of it are measured)."""
+    zone: tzinfo | None = None
 
     @property
     def priced(self) -> bool:
@@ -142,7 +146,7 @@ class _Log:
             # Month, day and time: a log is read for what happened lately.
             cell = session_cell(entry.address, entry.number, session,
                                 self.shared.get(entry.address, 0))
-            row = [when(entry.created_at)[5:], cell, entry.model or "", entry.strategy,
+            row = [when(entry.created_at, self.zone)[5:], cell, entry.model or "", entry.strategy,
                    tokens_text(entry)]
             if priced:
                 row.append(cost_text(cost) if cost is not None else "")
@@ -153,7 +157,7 @@ class _Log:
 
     def only(self, chosen: Sequence[int]) -> _Log:
         return _Log([self.entries[i] for i in chosen], [self.costs[i] for i in chosen],
-                    self.shared)
+                    self.shared, self.zone)
 
 
 def _table(log: _Log, question: int, session: int, priced: bool, marked: bool) -> Table:
@@ -223,7 +227,7 @@ class _Stacked:
         room = max(options.max_width - 2, 1)
         for entry, cost in zip(self.log.entries, self.log.costs, strict=True):
             yield Text(f"{entry.address} #{entry.number}", style="bold")
-            facts = [when(entry.created_at)[5:], entry.model or "", entry.strategy,
+            facts = [when(entry.created_at, self.log.zone)[5:], entry.model or "", entry.strategy,
                      f"{tokens_text(entry)} tokens", cost_text(cost) if cost else "",
                      status_text(entry)]
             details = FittedLine([Field(Text(fact), 0) for fact in facts if fact], flow=True)
@@ -256,13 +260,15 @@ def _widest_rows(console: Console, options: ConsoleOptions, log: _Log, session: 
     return sorted({index for _, index in widest.values()} | set(chosen.values()))
 
 
-def full_turns(entries: Sequence[LogEntry], costs: Sequence[Cost | None]) -> RenderableType:
-    """`logs --full`: each turn whole, a header line then its question and its reply."""
+def full_turns(entries: Sequence[LogEntry], costs: Sequence[Cost | None], *,
+               zone: tzinfo | None = None) -> RenderableType:
+    """`logs --full`: each turn whole, a header line (its time in `zone`) then its question
+    and its reply."""
     if not entries:
         return Text("no turns found", style="dim")
     blocks: list[RenderableType] = []
     for entry, cost in zip(entries, costs, strict=True):
-        facts = [when(entry.created_at), f"{entry.address} #{entry.number}",
+        facts = [when(entry.created_at, zone), f"{entry.address} #{entry.number}",
                  entry.model or "", entry.strategy, f"{tokens_text(entry)} tokens"]
         if cost is not None:
             facts.append(cost_text(cost))

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
+from datetime import tzinfo
 from difflib import SequenceMatcher
 
 from rich.console import Console, ConsoleOptions, Group, RenderableType, RenderResult
@@ -165,14 +166,16 @@ def dropped_list(anchors: Sequence[str], version: int) -> Text:
 
 def summary_panel(
     new: SummaryRecord, old: SummaryRecord | None = None, *, covered_turn: int | None = None,
+    zone: tzinfo | None = None,
 ) -> Panel:
     """One version, diffed against `old` (an earlier version) when given.
 
-    `covered_turn` is the last turn the version covers (it covers turns 1 to it).
+    `covered_turn` is the last turn the version covers (it covers turns 1 to it); `zone`
+    the time's, as `when` takes it.
     """
     blocks: list[RenderableType] = []
     covered = f"covers {coverage(covered_turn)}" if covered_turn else ""
-    meta = " · ".join(x for x in (new.model or "", covered, when(new.created_at)) if x)
+    meta = " · ".join(x for x in (new.model or "", covered, when(new.created_at, zone)) if x)
     if old is None:
         blocks.append(Text(new.text))
         title = f"summary v{new.version} ({new.strategy})"

@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
+from datetime import timedelta, tzinfo
 from pathlib import Path
 from typing import Any
 
 from chatmem.errors import UsageError
 from chatmem.privacy.files import open_private
 from chatmem.text import escaped_controls, json_safe
+from chatmem.timestamps import has_zone, parse_time
 from chatmem.transcripts.format import FORMAT_VERSION, HEADER_KEYS, Probe, SystemPrompt, Transcript
 
 
@@ -33,9 +36,11 @@ def to_json_document(transcript: Transcript) -> str:
     return json_safe(json.dumps(document, ensure_ascii=False, indent=2)) + "\n"
 
 
-def to_markdown(transcript: Transcript) -> str:
-    """A readable export (not read back): one section per message. Control characters
-    are written as `\\u001b`: a file people read (or `cat`) must not drive a terminal."""
+def to_markdown(transcript: Transcript, zone: tzinfo | None = None) -> str:
+    """A readable export (not read back): one section per message, its time in `zone` (the
+    timezone setting's; None: the system's) as the tables show one, with its UTC offset: a
+    document is read where the zone is not known. Control characters are written as
+    `\\u001b`: a file people read (or `cat`) must not drive a terminal."""
     out = [f"# {transcript.title or 'chatmem transcript'}\n"]
     if transcript.system:
         out.append(f"**system prompt:** {transcript.system}\n")
@@ -46,13 +51,33 @@ def to_markdown(transcript: Transcript) -> str:
         if isinstance(item, SystemPrompt):
             out.append(f"**system prompt from here on:** {item.system or '(none)'}\n")
             continue
-        stamp = f" · {item.ts}" if item.ts else ""
+        stamp = f" · {_local_time(item.ts, zone)}" if item.ts else ""
         ident = f" · `{item.id}`" if item.id else ""
         out.append(f"### {item.role}{ident}{stamp}\n\n{item.content}\n")
     return escaped_controls("\n".join(out))
 
 
-EXPORT_FORMATS = {"jsonl": to_jsonl, "json": to_json_document, "markdown": to_markdown}
+def _local_time(ts: str, zone: tzinfo | None) -> str:
+    """`2026-05-04 14:05 +05:45`; a time without a zone (an imported transcript's) or one
+    not ISO 8601 as the transcript gave it: moved into a zone it would be a guess."""
+    if not has_zone(ts):
+        return ts
+    moment = parse_time(ts).astimezone(zone)
+    offset = int((moment.utcoffset() or timedelta()).total_seconds()) // 60
+    sign = "-" if offset < 0 else "+"
+    hours, minutes = divmod(abs(offset), 60)
+    return f"{moment:%Y-%m-%d %H:%M} {sign}{hours:02d}:{minutes:02d}"
+
+
+EXPORT_FORMATS: dict[str, Callable[[Transcript], str]] = {
+    "jsonl": to_jsonl, "json": to_json_document, "markdown": to_markdown}
+
+
+def transcript_text(transcript: Transcript, fmt: str, zone: tzinfo | None = None) -> str:
+    """`transcript` in format `fmt`; `zone` places the Markdown's times (JSON keeps UTC)."""
+    if fmt == "markdown":
+        return to_markdown(transcript, zone)
+    return EXPORT_FORMATS[fmt](transcript)
 EXTENSIONS = {".jsonl": "jsonl", ".json": "json", ".md": "markdown", ".markdown": "markdown"}
 
 
@@ -73,9 +98,10 @@ def export_format(path: Path, chosen: str | None = None) -> str:
     return named
 
 
-def write_transcript(transcript: Transcript, path: Path, fmt: str, *, force: bool = False) -> None:
+def write_transcript(transcript: Transcript, path: Path, fmt: str, *, force: bool = False,
+                     zone: tzinfo | None = None) -> None:
     """Write `transcript` to a new file; an existing one is replaced only with `force`."""
-    text = EXPORT_FORMATS[fmt](transcript)
+    text = transcript_text(transcript, fmt, zone)
     try:
         with open_private(path, replace=force) as out:
             out.write(text)

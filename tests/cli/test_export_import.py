@@ -114,11 +114,12 @@ def test_name_conflicts_and_bad_formats_are_usage_errors(tmp_path: Path) -> None
 def test_markdown_export(tmp_path: Path) -> None:
     db = str(tmp_path / "x.db")
     invoke("sessions", "import", str(SESSIONS / "travel-zh.jsonl"), "--db", db)
+    # Times in the timezone setting's zone, with the offset: a document says its zone.
     result = invoke("sessions", "export", "travel-zh", "--format", "markdown",
-                    "--db", db)
+                    "--db", db, env={"CHATMEM_TIMEZONE": "Asia/Shanghai"})
     assert result.exit_code == 0
     assert result.stdout.startswith("# travel-zh\n")
-    assert "### user · `t3u` · 2026-03-09T09:06:00+00:00\n\n总预算是两万元人民币" in result.stdout
+    assert "### user · `t3u` · 2026-03-09 17:06 +08:00\n\n总预算是两万元人民币" in result.stdout
 
 
 def test_a_markdown_export_given_to_import_is_told_it_is_for_reading(tmp_path: Path) -> None:

@@ -499,3 +499,28 @@ def test_an_imported_sessions_messages_show_their_transcript_ids_beside_their_ro
     assert shown.exit_code == 0, shown.stderr
     assert [(m["turn"], m["external_id"]) for m in json.loads(shown.stdout)["messages"]] == [
         (2, "t2u"), (2, "t2a")]
+
+
+def test_summaries_table_times_are_in_the_timezone_setting_s_zone(tmp_path: Path) -> None:
+    """`inspect --summaries` showed `created` in the process's zone ($TZ) whatever the
+    timezone setting said; --json keeps UTC."""
+    from datetime import datetime
+    from zoneinfo import ZoneInfo
+
+    db = tmp_path / "x.db"
+    with Store(db) as store:
+        session = store.sessions.create_session("行程", "summary", {}, model="scripted")
+        ids = store.history.import_messages(session.id, [
+            {"role": "user", "content": "预算五千元"}, {"role": "assistant", "content": "好的"}])
+        store.memory.add_summary(session.id, "summary", "预算五千元。", covered_ids=ids,
+                                 anchors=[])
+    env = {"CHATMEM_TIMEZONE": "Asia/Kathmandu", "TZ": "UTC"}  # +05:45, never $TZ's
+    stored = json.loads(invoke("inspect", "行程", "--summaries", "--db", str(db), "--json",
+                               env=env).stdout)["summaries"][0]["created_at"]
+    assert stored.endswith("+00:00")
+    local = (datetime.fromisoformat(stored).astimezone(ZoneInfo("Asia/Kathmandu"))
+             .strftime("%Y-%m-%d %H:%M"))
+    table = invoke("inspect", "行程", "--summaries", "--db", str(db), env=env, width=160)
+    assert table.exit_code == 0, table.stderr
+    row = next(line for line in table.stdout.splitlines() if line.startswith("│ "))
+    assert local in row, table.stdout

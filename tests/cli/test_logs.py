@@ -367,3 +367,18 @@ def test_tables_show_local_time_and_json_keeps_utc(db: Path) -> None:
     assert local.strftime("%m-%d %H:%M") in chatmem("logs", "-n", "1")
     assert local.strftime("%Y-%m-%d %H:%M") in chatmem("sessions", "list")
     assert parse_time(newest).strftime("%m-%d %H:%M") not in chatmem("logs", "-n", "1")
+
+
+def test_logs_times_are_in_the_timezone_setting_s_zone(db: Path) -> None:
+    """The table and --full showed each turn's time in the process's zone ($TZ) whatever the
+    timezone setting said; --json keeps UTC."""
+    from datetime import datetime
+    from zoneinfo import ZoneInfo
+
+    env = {"CHATMEM_TIMEZONE": "Asia/Kathmandu", "TZ": "UTC"}  # +05:45, never $TZ's
+    local = [datetime.fromisoformat(e["created_at"]).astimezone(ZoneInfo("Asia/Kathmandu"))
+             .strftime("%Y-%m-%d %H:%M") for e in logs_json(db)]
+    table = run(db, "logs", env=env, width=120, code=0).stdout.splitlines()
+    assert [line.split()[:2] for line in table[2:]] == [t[5:].split() for t in local], table
+    full = run(db, "logs", "--full", env=env, width=120, code=0).stdout.splitlines()
+    assert [line.split(" · ")[0] for line in full if " · " in line] == local, full

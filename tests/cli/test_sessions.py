@@ -204,3 +204,22 @@ def test_show_prints_its_times_in_the_timezone_setting_s_zone_without_seconds(db
     for key in ("created_at", "updated_at"):
         local = datetime.fromisoformat(stored[key]).astimezone(ZoneInfo("Asia/Kathmandu"))
         assert rows[key] == local.strftime("%Y-%m-%d %H:%M").split(), table
+
+
+def test_list_prints_updated_in_the_timezone_setting_s_zone(db: Path) -> None:
+    """`sessions list` showed `updated` in the process's zone ($TZ) whatever the timezone
+    setting said, in the wide table and in the narrow stacked lines alike; --json keeps UTC."""
+    from datetime import datetime
+    from zoneinfo import ZoneInfo
+
+    env = {"CHATMEM_TIMEZONE": "Asia/Kathmandu", "TZ": "UTC"}  # +05:45, never $TZ's
+    stored = {row["name"]: row["updated_at"] for row in json.loads(
+        invoke("sessions", "list", "--db", str(db), "--json", env=env, code=0).stdout)}
+    assert stored["秘密"].endswith("+00:00")
+    local = (datetime.fromisoformat(stored["秘密"]).astimezone(ZoneInfo("Asia/Kathmandu"))
+             .strftime("%Y-%m-%d %H:%M"))
+    wide = invoke("sessions", "list", "--db", str(db), env=env, width=120, code=0).stdout
+    row = next(line for line in wide.splitlines() if line.startswith("秘密 "))
+    assert row.split()[-2:] == local.split(), wide
+    narrow = invoke("sessions", "list", "--db", str(db), env=env, width=30, code=0).stdout
+    assert local in narrow.splitlines(), narrow

@@ -533,3 +533,34 @@ def test_undo_and_edit_last_keep_a_plugin_state_true_to_the_history(
     assert ledger == ["1:111", "3:5555"]
     assert [c for _, r, c in messages(db, "U2") if r == "user"] == [
         "first 111", "what now?", "price 5555"]
+
+
+def test_sessions_summary_and_a_markdown_export_show_times_in_the_timezone_setting_s_zone(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """/sessions, /summary and /export x.md wrote times in the process's zone ($TZ) (the .md
+    in UTC, as stored), whatever the timezone setting said; the .md says its offset."""
+    from datetime import datetime
+    from zoneinfo import ZoneInfo
+
+    monkeypatch.chdir(tmp_path)
+    db = tmp_path / "z.db"
+    env = {"CHATMEM_TIMEZONE": "Asia/Kathmandu", "TZ": "UTC"}  # +05:45, never $TZ's
+    done = chat(db, "行程", ["预算五千元，三月十五日出发。", "/sessions", "/summary",
+                           "/export 行程.md"], "--strategy", "summary", env=env, width=160)
+    assert done.exit_code == 0, done.stderr
+
+    def local(stamp: str, form: str = "%Y-%m-%d %H:%M") -> str:
+        return datetime.fromisoformat(stamp).astimezone(ZoneInfo("Asia/Kathmandu")).strftime(form)
+
+    with Store(db) as store:
+        session = store.sessions.session("行程")
+        said = [m.created_at for m in store.history.messages(session.id)]
+        summarized = store.memory.summaries(session.id)[-1].created_at
+    listed = next(line for line in done.stderr.splitlines() if line.startswith("*  行程"))
+    assert listed.split()[-2:] == local(session.updated_at).split(), done.stderr
+    assert f"· {local(summarized)} " in done.stderr, done.stderr
+    headings = [line for line in (tmp_path / "行程.md").read_text(encoding="utf-8").splitlines()
+                if line.startswith("### ")]
+    assert headings == [f"### {role} · {local(at)} +05:45"
+                        for role, at in zip(("user", "assistant"), said, strict=True)]

@@ -58,7 +58,8 @@ def _sessions(repl: Chat, args: list[str]) -> None:
     changed_params = repl.workspace.registries.strategies.changed_params
     rows = [replace(r, params=changed_params(r.strategy, r.params or {}))
             for r in sessions.list_sessions(repl.workspace)]
-    repl.show(render.sessions_table(rows, current=repl.engine.session.id))
+    repl.show(render.sessions_table(rows, current=repl.engine.session.id,
+                                    zone=repl.workspace.settings.zone))
 
 
 @slash("/switch", "/switch SESSION", "resume another session, with its own strategy",
@@ -220,6 +221,6 @@ def _export(repl: Chat, args: list[str]) -> None:
             else Path(f"{session_name_from(repl.address)}.jsonl"))
     fmt = export_format(path)
     transcript = sessions.session_transcript(repl.workspace, session)
-    write_transcript(transcript, path, fmt, force=force)
+    write_transcript(transcript, path, fmt, force=force, zone=repl.workspace.settings.zone)
     repl.notice(f"exported {counted(len(transcript.messages), 'message')} of session "
                 f"{repl.address} to {path} ({fmt})")

@@ -25,4 +25,5 @@ def _version(word: str) -> int:
 def _summary(repl: Chat, args: list[str]) -> None:
     diff = summary_diff(repl.workspace, repl.engine.session, repl.engine.strategy,
                         tuple(_version(word) for word in args))
-    repl.show(summary_panel(diff.new, diff.old, covered_turn=diff.covered_turn))
+    repl.show(summary_panel(diff.new, diff.old, covered_turn=diff.covered_turn,
+                            zone=repl.workspace.settings.zone))
