@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from datetime import datetime
 from enum import StrEnum
 from typing import TYPE_CHECKING, Any
 
@@ -180,11 +181,14 @@ def inspect_what_if(workspace: Workspace, session: str, strategy: StrategySpec |
         found = _turn_or_history(store, record, number)
         if isinstance(found, _HistoryTurn):
             history_turn, text, history_turns = found.number, found.input, found.number - 1
+            said_at = _time_or_none(found.said_at)
         else:
             turn, text = found, found.input
             history_turns = _history_before(found)
+            said_at = _said_at(store, found)
     else:
         history_turns = store.history.turn_count(record.id)
+        said_at = _time_or_none(store.now())  # as inspect --next: said now
     # The system prompt the turn was sent with (for --next, the one in effect now).
     system = store.sessions.system_for_turn(record.id, history_turns + 1)
     user = record.user if with_user_facts else None
@@ -207,7 +211,7 @@ def inspect_what_if(workspace: Workspace, session: str, strategy: StrategySpec |
                          system=system, chat_provider=llm,
                          budget=workspace.settings.context_budget, user=user,
                          user_facts=facts, embedder=embedder, activity=activity,
-                         zone=workspace.settings.zone)
+                         zone=workspace.settings.zone, said_at=said_at)
         context, left_out, notices = result.context, result.left_out, result.notices
         outside = result.external_ids
         replayed = Replayed(result.replayed, result.model_calls)
@@ -254,6 +258,8 @@ class _HistoryTurn:
 
     number: int
     input: str
+    said_at: str
+    """When its input was stored as said."""
 
 
 def _turn_or_history(store: Store, session: SessionRecord,
@@ -271,11 +277,29 @@ def _turn_or_history(store: Store, session: SessionRecord,
     except NotFound:
         held = store.history.turn_count(session.id)
         at = held if number is None else number
-        said = ([m.content for m in store.history.messages(session.id, at, at)
+        said = ([m for m in store.history.messages(session.id, at, at)
                  if m.role == "user"] if 0 < at <= held else [])
         if not said:
             raise
-        return _HistoryTurn(at, said[0])
+        return _HistoryTurn(at, said[0].content, said[0].created_at)
+
+
+def _said_at(store: Store, turn: TurnRecord) -> datetime | None:
+    """When `turn`'s input was said: its stored user message's time (a replayed turn's is
+    the transcript's), else (failed, cancelled, replaced since) when the turn was recorded."""
+    said = [m.created_at for m in store.history.messages(turn.session_id, turn.turn, turn.turn)
+            if m.id == turn.user_message_id]
+    return _time_or_none(said[0] if said else turn.created_at)
+
+
+def _time_or_none(text: str) -> datetime | None:
+    """A stored time (None: unreadable; the newest message's is read instead)."""
+    from chatmem.timestamps import parse_time
+
+    try:
+        return parse_time(text)
+    except ValueError:
+        return None
 
 
 def _history_before(turn: TurnRecord) -> int:

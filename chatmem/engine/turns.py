@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 from chatmem.activity import QUIET, Activity, SendingOverBudget
 from chatmem.engine.attached import attached_messages, refuse_unseen_images
+from chatmem.engine.said import Said, SaidAt, said_time
 from chatmem.engine.session_changes import SessionChanges
 from chatmem.engine.upkeep import MemoryUpkeep
 from chatmem.errors import (
@@ -41,6 +42,7 @@ from chatmem.providers.interruptible import InterruptibleReply
 from chatmem.store import SessionRecord, TurnRecord, TurnStatus
 from chatmem.store.protocols import TurnStore
 from chatmem.text import REPLACEMENT, is_valid, valid_text
+from chatmem.timestamps import parse_time
 from chatmem.timezones import system_zone
 from chatmem.tokens import TokenCounter
 
@@ -159,7 +161,9 @@ class Engine(SessionChanges, MemoryUpkeep, Generic[StoreT]):
         return StoredHistory(self.store, self.session.id, self.counter,
                              counts=self.state.message_counts(self.counter))
 
-    def request(self, text: str, attachments: Sequence[Attachment] = ()) -> ContextRequest:
+    def request(self, text: str, attachments: Sequence[Attachment] = (),
+                said_at: SaidAt = Said.NOW) -> ContextRequest:
+        """The request for `text`, said at `said_at` (chatmem.engine.said)."""
         user = Message.counted("user", text, self.counter)
         # Its own user message each, before the input: read as data, and out of the input,
         # so history and recall hold what the user typed, not every file ever attached.
@@ -175,13 +179,15 @@ class Engine(SessionChanges, MemoryUpkeep, Generic[StoreT]):
             embedder=self.embedder,
             secrets=self.settings.credentials if self.settings is not None else dict,
             zone=self.zone,
+            said_at=said_time(said_at, self.store),
         )
 
-    def build_context(self, text: str, attachments: Sequence[Attachment] = ()) -> Context:
-        """What would be sent for `text` (and files attached to it) now, without calling
-        the model."""
+    def build_context(self, text: str, attachments: Sequence[Attachment] = (),
+                      said_at: SaidAt = Said.NOW) -> Context:
+        """What would be sent for `text` (and files attached to it), said at `said_at`
+        (default now), without calling the model."""
         self.follow_erasures()
-        return build_guarded(self.strategy, self.request(text, attachments))
+        return build_guarded(self.strategy, self.request(text, attachments, said_at))
 
     def follow_erasures(self) -> None:
         """Forget what this engine derived from text that has left the session's memory
@@ -256,8 +262,10 @@ class Engine(SessionChanges, MemoryUpkeep, Generic[StoreT]):
             notices.append(InputNotUtf8(REPLACEMENT))
         # a build itself never writes
         notices += self.indexing.pause()
+        sent_at = self.store.now()  # stamps the input and the reply; its context reads its day
         try:
-            context = build_guarded(self.strategy, self.request(text, attachments))
+            context = build_guarded(self.strategy,
+                                    self.request(text, attachments, parse_time(sent_at)))
             self.check_budget(context)
         except (OverBudget, StrategyFailed):
             self._refused = True
@@ -266,7 +274,6 @@ class Engine(SessionChanges, MemoryUpkeep, Generic[StoreT]):
         # Kept by content hash, once per session, before it is sent: inspect shows it
         # whatever the reply's fate.
         self.store.images.keep_images(self.session.id, [a.image for a in attachments if a.image])
-        sent_at = self.store.now()  # the store's clock stamps the reply too
         started = time.monotonic()
         stream: ReplyStream | None = None
         chunks: list[str] = []
@@ -386,15 +393,17 @@ class Engine(SessionChanges, MemoryUpkeep, Generic[StoreT]):
 
     def replay_turn(self, text: str, reply: str,
                     times: tuple[str | None, str | None] = (None, None),
-                    ids: tuple[str | None, str | None] = (None, None)) -> TurnResult:
+                    ids: tuple[str | None, str | None] = (None, None),
+                    said_at: SaidAt = Said.NOW) -> TurnResult:
         """Commit `text` with a recorded `reply` as an ok turn, without calling the model.
 
         Replay uses it so strategies are compared on identical conversations;
         `times` are the recorded messages' timestamps (recall's sittings use them), `ids`
-        their transcript ids (a saved replay's probes name messages by them).
+        their transcript ids (a saved replay's probes name messages by them), `said_at`
+        when its context reads the input as said (a transcript's time; default now).
         """
         text, reply = valid_text(text), valid_text(reply)
-        context = self.build_context(text)
+        context = self.build_context(text, said_at=said_at)
         self._keep_changes()
         record = self.store.turns.commit_turn(
             self._record(text, context, TurnStatus.OK, reply=reply),

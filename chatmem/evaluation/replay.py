@@ -26,6 +26,7 @@ from chatmem.context_warnings import EmbeddingFailed
 from chatmem.embeddings.base import Embedder
 from chatmem.engine import Engine
 from chatmem.engine.opening import engine_over
+from chatmem.engine.said import Said, transcript_time
 from chatmem.errors import RepeatedStrategy, StoreError, StrategyError
 from chatmem.evaluation import saving
 from chatmem.evaluation.counting_provider import CountingProvider
@@ -317,7 +318,8 @@ def _turn(engine: Engine[TurnStore], step: Step, run: StrategyRun, stored: _Stor
     if options.keep_replies and step.reply is not None:
         result = engine.replay_turn(step.message.content, step.reply.content,
                                     times=(step.message.ts, step.reply.ts),
-                                    ids=(step.message.id, step.reply.id))
+                                    ids=(step.message.id, step.reply.id),
+                                    said_at=transcript_time(step.message.ts))
     else:
         result = engine.run_turn(step.message.content, external_id=step.message.id)
     if not options.probes_only:
@@ -340,7 +342,8 @@ def _turn_apart(engine: Engine[TurnStore], step: Step, run: StrategyRun,
     message would have been sent with measured as a turn's."""
     assert step.message is not None and step.reply is not None
     if not options.probes_only:
-        context = engine.build_context(step.message.content)
+        context = engine.build_context(step.message.content,
+                                       said_at=transcript_time(step.message.ts))
         run.prompt_tokens.append(context.tokens)
         run.contexts.append((context.tokens, context.budget))
         _note_failed_embedding(run, context)
@@ -359,7 +362,7 @@ def _turn_apart(engine: Engine[TurnStore], step: Step, run: StrategyRun,
 def _probe(engine: Engine[TurnStore], probe: Probe, stored: _Stored,
            options: _Options, run: StrategyRun) -> ProbeResult:
     stored.add_probe(probe)
-    context = engine.build_context(probe.question)
+    context = engine.build_context(probe.question, said_at=Said.AS_NEWEST)
     run.contexts.append((context.tokens, context.budget))
     _note_failed_embedding(run, context)
     result = score_probe(probe, context, stored.ids, engine.history().turn_count())

@@ -15,11 +15,12 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from datetime import tzinfo
+from datetime import datetime, tzinfo
 from typing import TYPE_CHECKING
 
 from chatmem.activity import QUIET, Activity, ActivityStep, Work
 from chatmem.engine.opening import engine_over
+from chatmem.engine.said import Said
 from chatmem.evaluation.counting_provider import CountingProvider
 from chatmem.evaluation.replay import seed_user_facts
 from chatmem.history import StoredHistory
@@ -73,9 +74,11 @@ def what_if(
     embedder: Embedder | None = None,
     activity: Activity = QUIET,
     zone: tzinfo | None = None,
+    said_at: datetime | None = None,
 ) -> WhatIf:
     """The context `strategy` would send for `text` after the session's first
-    `history_turns` turns, with `system` as its system prompt."""
+    `history_turns` turns, with `system` as its system prompt, `text` said at `said_at`
+    (chatmem.engine.said; None: when the newest message stored was)."""
     if not strategy.keeps_state:
         counter = chat_provider.token_counter()
         request = ContextRequest(
@@ -87,6 +90,7 @@ def what_if(
             budget=budget,
             embedder=embedder if strategy.needs_embedder else None,
             zone=zone or system_zone(),
+            said_at=said_at,
         )
         context = build_guarded(strategy, request)
         return WhatIf(context, 0, 0, left_out_texts(store.history, session.id, context),
@@ -107,7 +111,8 @@ def what_if(
                                  activity=activity, zone=zone)
             # Each summary version of the rebuild is progress, which `replayed` counts.
             said = tuple(n for n in engine.catch_up() if not isinstance(n, SummaryUpdated))
-        context = engine.build_context(text)
+        context = engine.build_context(text, said_at=Said.AS_NEWEST if said_at is None
+                                       else said_at)
         # The candidates' ids are the scratch store's: read their texts before it closes.
         return WhatIf(context, history_turns, sum(helper.calls.values()),
                       left_out_texts(scratch.history, copy.id, context), said,

@@ -59,8 +59,8 @@ class ContextMessage(BaseModel):
     tokens: int
     turn: int | None = None
     said_on: str | None = Field(default=None, description=(
-        "A recalled message that opens a run said on another day than the conversation's "
-        "latest: that day (ISO), sent to the model on a line above `content` ('[2026-05-04 "
+        "A recalled message that opens a run said on another day than the input (said when "
+        "it was asked): that day (ISO), sent to the model on a line above `content` ('[2026-05-04 "
         "Monday]'); `tokens` count it."))
 
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from datetime import UTC, date, tzinfo
+from datetime import UTC, date, datetime, tzinfo
 from functools import cached_property
 from typing import TYPE_CHECKING, Any, ClassVar, Generic, Protocol, TypeVar, runtime_checkable
 
@@ -56,11 +56,16 @@ class ContextRequest:
     cap: int | None = None
     """A combination's shared budget: members with a budget of their own stay within it."""
     secrets: Callable[[], Mapping[str, str]] = dict
+    """The settings' credentials (Settings.credentials), masked with the environment's in
+    what a build raises (a plugin's error may quote a key): worked out only then."""
     zone: tzinfo = UTC
     """The zone the user's days are read in (chatmem.timezones): the day a recalled message
     was said on, and the days an input names ("yesterday", "上周五")."""
-    """The settings' credentials (Settings.credentials), masked with the environment's in
-    what a build raises (a plugin's error may quote a key): worked out only then."""
+    said_at: datetime | None = None
+    """When the input is said (aware): its day is the "today" recall's day lines are counted
+    from and the clock the times it names are read on (chatmem.memory.recall_days). A turn
+    passes the store's clock, a replay the transcript's time; None (a transcript's input
+    without one): the newest stored message's time."""
 
     def capped(self, cap: int | None) -> ContextRequest:
         """The same request for a member of a combination sharing `cap` tokens."""

@@ -82,7 +82,7 @@ class Message:
 @dataclass(frozen=True)
 class SaidDays:
     """When recall's messages were said: `times` by message id (those whose time reads)
-    and `today`, the day of the conversation's newest message. A combination works the
+    and `today`, the day the input is said (`ContextRequest.said_at`). A combination works the
     days' lines out again with them once merging and its shared budget changed what is
     recalled (chatmem.memory.recall_days), the times of what other members recalled added."""
 

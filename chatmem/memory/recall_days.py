@@ -1,4 +1,4 @@
-"""The day recalled messages were said, when it is not the day of the conversation's newest.
+"""The day recalled messages were said, when it is not the day the input is said.
 
 A message recalled days later may say "next Friday" or "the day after tomorrow":
 without the day it was said, the model cannot tell which day that is. So each run of
@@ -10,10 +10,11 @@ when they do not fit what was added after or cut since, the least relevant make 
 
 A day is the user's: the message's time read in the zone the request names
 (`ContextRequest.zone`, the `timezone` setting or the system's; chatmem stamps UTC, and
-a transcript's offset is only where the time was), "today" that of the newest message,
-the clock named times are read on (chatmem.memory.time_words): a replayed conversation
-gets the same lines as it got then, told the same zone. The times given here are
-already in that zone. Messages said today get no line, unless they follow
+a transcript's offset is only where the time was), "today" that of the input
+(`ContextRequest.said_at`: a turn's when it is sent, a replayed one's its transcript time,
+else the newest message's), the clock named times are read on (chatmem.memory.time_words):
+a replayed conversation gets the same lines as it got then, told the same zone. The times
+given here are already in that zone. Messages said today get no line, unless they follow
 an earlier day's in the recalled part: that day's line would read as covering them too.
 """
 

@@ -149,8 +149,9 @@ class StoredRecall:
     """Recall over a session in a history file."""
 
     def __init__(self, state: SessionState, counter: TokenCounter, gap_hours: float,
-                 embedder: Embedder | None) -> None:
+                 embedder: Embedder | None, said_at: datetime | None = None) -> None:
         self.state, self.counter, self.embedder = state, counter, embedder
+        self.said_at = said_at
         self.gap_hours = gap_hours
         sittings: dict[float, _SittingCache] = state.caches.setdefault("sittings", {})
         self.sitting_cache = sittings.setdefault(gap_hours, _SittingCache())
@@ -166,9 +167,13 @@ class StoredRecall:
         cache.starts.extend(starts)
         return Sittings(cache.starts)
 
+    def now(self) -> datetime | None:
+        """When the input is said (`ContextRequest.said_at`), else the newest message's time:
+        the day a replayed transcript's untimed input is read on."""
+        return self.said_at if self.said_at is not None else self.newest_time()
+
     def newest_time(self) -> datetime | None:
-        """The time of the session's newest message in memory (None: none, or unreadable):
-        /retry and /edit-last read the day the turn they replace read."""
+        """The time of the session's newest message in memory (None: none, or unreadable)."""
         last = self.state.store.recall.newest_message(self.state.session_id)
         if last is None:
             return None

@@ -127,7 +127,8 @@ class RetrievalStrategy(BaseStrategy[RetrievalParams]):
 
     def source(self, request: ContextRequest) -> StoredRecall:
         embedder = request.embedder if self.needs_embedder else None
-        return StoredRecall(request.state, request.counter, self.options.gap_hours, embedder)
+        return StoredRecall(request.state, request.counter, self.options.gap_hours, embedder,
+                            request.said_at)
 
     def build(self, request: ContextRequest) -> Context:
         budget, recent = self.options.max_tokens, self.options.recent
@@ -291,11 +292,10 @@ class RetrievalStrategy(BaseStrategy[RetrievalParams]):
         """The spans of time the input names (none with `time_weight` 0), and the input
         to search by words: without the words that named them, which the time's own
         preference stands for (searched, the 4 of `May 4` matched every list's item 4).
-        `now` is the newest message's time: a replayed conversation is read on its own
-        clock, its days in the user's `zone`."""
+        Read on the clock of when the input is said (`source.now`), in the user's `zone`."""
         if not self.options.time_weight or not time_words.may_name_time(query):
             return [], query
-        now = source.newest_time()
+        now = source.now()
         return time_words.read(query, now.astimezone(zone)) if now is not None else ([], query)
 
     def _prefer_named_time(self, source: StoredRecall, named: list[TimeSpan], count: int,
@@ -313,13 +313,13 @@ class RetrievalStrategy(BaseStrategy[RetrievalParams]):
     @staticmethod
     def _earlier_days(source: StoredRecall, ranked: list[Ranked], request: ContextRequest,
                       ) -> tuple[Callable[[int], date | None], int]:
-        """The day a position's message was said if before the newest's (else None), in the
+        """The day a position's message was said if before the input's (else None), in the
         user's zone, and a day's line's tokens: packing counts the lines as they are sent
         (counted after it, they took the least relevant's room and what it left stayed unused)."""
-        newest = source.newest_time() if ranked else None
-        if newest is None:
+        said = source.now() if ranked else None
+        if said is None:
             return lambda position: None, 0
-        today = newest.astimezone(request.zone).date()
+        today = said.astimezone(request.zone).date()
         source.times_at([r.position for r in ranked])  # the pool's, in one read
 
         def day_at(position: int) -> date | None:
@@ -337,10 +337,10 @@ class RetrievalStrategy(BaseStrategy[RetrievalParams]):
         were said on (chatmem.memory.recall_days), those days by position, and when each
         kept one was said (for a combination to work the lines out again): days in the
         user's `zone`."""
-        newest = source.newest_time() if kept else None
-        if newest is None:
+        said = source.now() if kept else None
+        if said is None:
             return kept, {}, None
-        now = newest.astimezone(zone)
+        now = said.astimezone(zone)
         times = {p: t.astimezone(zone)
                  for p, t in source.times_at([r.position for r in kept]).items()}
         said_at = SaidDays(now.date(), {r.key: times[r.position] for r in kept

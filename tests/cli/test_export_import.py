@@ -140,8 +140,8 @@ def test_a_markdown_export_given_to_import_is_told_it_is_for_reading(tmp_path: P
 
 def test_an_undated_message_keeps_the_conversations_clock(tmp_path: Path) -> None:
     """A 2024 conversation whose last reply has no `ts`: the reply is dated as the message
-    before it, not when it was imported, so "last May" is May 2024; a transcript that dates
-    nothing is stamped when stored."""
+    before it, not when it was imported, so recall finds May 2024 where it was; a transcript
+    that dates nothing is stamped when stored."""
     lines = [
         {"role": "user", "content": "We had dinner at the Golden Dragon. 金龙餐厅", "ts":
          "2024-05-12T19:00:00Z"},
@@ -158,7 +158,8 @@ def test_an_undated_message_keeps_the_conversations_clock(tmp_path: Path) -> Non
         times = [m.created_at for m in
                  store.history.messages(store.sessions.session("dinners").id)]
     assert times[-1].startswith("2024-09-20T19:00:00")
-    shown = json.loads(invoke("inspect", "dinners", "--next", "Where did we eat last May?",
+    # --next is asked now: "last May" would be this year's.
+    shown = json.loads(invoke("inspect", "dinners", "--next", "Where did we eat in May 2024?",
                               "-s", "retrieval", "--json", "--db", db, code=0).stdout)
     recalled = [m["content"] for p in shown["context"]["parts"] if p["kind"] == "recalled"
                 for m in p["messages"]]

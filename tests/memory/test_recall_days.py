@@ -9,6 +9,7 @@ from pathlib import Path
 from zoneinfo import ZoneInfo
 
 import pytest
+from asked import asked_after
 from cli_runner import invoke
 from fact_conversations import context_with
 
@@ -47,6 +48,7 @@ def meeting(make_engine, lines=MEETING, **params):
         engine.zone = SHANGHAI  # the user's days: 06:00 on the 5th is the 5th
     engine.store.history.import_messages(
         engine.session.id, [{"role": role, "content": text, "ts": at} for role, text, at in lines])
+    asked_after(engine.store, engine.session.id)  # on the newest message's day
     return engine
 
 

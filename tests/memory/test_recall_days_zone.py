@@ -7,6 +7,7 @@ from __future__ import annotations
 from datetime import date
 
 import pytest
+from asked import asked_after
 
 from chatmem.config.loader import load_settings
 from chatmem.errors import ConfigError
@@ -34,6 +35,7 @@ def session(make_engine, monkeypatch, zone: str, texts: list[str], upto: int = 8
     engine.store.history.import_messages(engine.session.id, [
         {"role": ("user", "assistant")[i % 2], "content": texts[i], "ts": TIMES[i]}
         for i in range(upto)])
+    asked_after(engine.store, engine.session.id)
     return engine
 
 

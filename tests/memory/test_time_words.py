@@ -8,6 +8,7 @@ from datetime import UTC, date, datetime, timedelta
 from pathlib import Path
 
 import pytest
+from asked import asked_after
 from cli_runner import invoke
 from fact_conversations import context_with
 from growth import assert_linear
@@ -255,6 +256,7 @@ def dated_dinners(engine, places: list[str], said: str, filler: str) -> None:
         lines += [{"role": "user", "content": filler.format(n=n), "ts": at},
                   {"role": "assistant", "content": "OK.", "ts": at}]
     engine.store.history.import_messages(engine.session.id, lines)
+    asked_after(engine.store, engine.session.id)
 
 
 @pytest.mark.parametrize("said, filler, question, places, expected", [
@@ -321,6 +323,7 @@ def test_recall_by_words_alone_brings_the_day_a_weekend_or_week_names(
                   {"role": "assistant", "content": "OK.", "ts": at.isoformat()}]
         on += timedelta(days=1)
     engine.store.history.import_messages(engine.session.id, lines)
+    asked_after(engine.store, engine.session.id)
     # Room for ten days' notes, each day's below the line naming it (9 tokens a day).
     context = context_with(engine, "retrieval", question, mode="bm25", max_tokens=450)
     recalled = [m.content for m in context.part("recalled").messages]
@@ -347,21 +350,23 @@ def test_a_time_beyond_the_calendar_names_no_span_and_raises_nothing(
 
 def test_recall_of_the_friday_before_last_brings_that_fridays_message_first(
         tmp_path: Path) -> None:
-    """As `chatmem inspect --next` shows it: 广州 was said on the Friday before last (12 April),
-    深圳 last Friday (19 April), asked on Friday 26 April."""
+    """As `chatmem inspect --next` shows it, asked today: 广州 was said on the Friday before
+    last, 深圳 last Friday, 今天在家 early today (the user's zone is UTC here)."""
+    today = datetime.now(UTC).date()
+    monday = today - timedelta(days=today.weekday())
+    before_last, last = monday - timedelta(days=10), monday - timedelta(days=3)
     transcript = tmp_path / "时间.jsonl"
-    said = [("那天我在广州。", "2024-04-12"), ("那天我在深圳。", "2024-04-19"),
-            ("今天在家。", "2024-04-26")]
-    lines = [{"chatmem": 1}]
-    for n, (text, on) in enumerate(said, 1):
-        lines += [{"role": "user", "content": text, "id": f"u{n}", "ts": f"{on}T10:00:00+08:00"},
-                  {"role": "assistant", "content": "好的。", "id": f"a{n}",
-                   "ts": f"{on}T10:00:05+08:00"}]
+    said = [("那天我在广州。", f"{before_last}T10:00:00+08:00"),
+            ("那天我在深圳。", f"{last}T10:00:00+08:00"), ("今天在家。", f"{today}T00:00:00+00:00")]
+    lines: list[dict[str, object]] = [{"chatmem": 1}]
+    for n, (text, at) in enumerate(said, 1):
+        lines += [{"role": "user", "content": text, "id": f"u{n}", "ts": at},
+                  {"role": "assistant", "content": "好的。", "id": f"a{n}", "ts": at}]
     transcript.write_text("".join(json.dumps(line, ensure_ascii=False) + "\n" for line in lines),
                           encoding="utf-8")
     db = str(tmp_path / "t.db")
     invoke("sessions", "import", str(transcript), "时间", "--no-index", "--db", db, code=0)
-    # Room for one message below the line naming its day (2024-04-12) and its reply, not for
+    # Room for one message below the line naming its day and its reply, not for
     # another day's message below a line of its own.
     shown = invoke("inspect", "时间", "--next", "上上周五我在哪？", "--strategy",
                    "retrieval:mode=bm25,max_tokens=45,recent=0", "--provider", "scripted",
@@ -371,7 +376,8 @@ def test_recall_of_the_friday_before_last_brings_that_fridays_message_first(
     assert recall[0]["text"] == "那天我在广州。" and recall[0]["kept"]
     assert [row["text"] for row in recall if row["kept"]] == ["那天我在广州。", "好的。"]
     assert context["tokens"] <= 45
-    assert any("the input names 12 Apr 2024" in part["reason"] for part in context["parts"])
+    named = f"the input names {before_last.day} {before_last:%b %Y}"
+    assert any(named in part["reason"] for part in context["parts"])
 
 
 def test_time_words_are_read_in_time_that_grows_with_the_length_not_its_square() -> None:

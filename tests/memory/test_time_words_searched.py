@@ -7,6 +7,7 @@ from __future__ import annotations
 from datetime import UTC, datetime
 
 import pytest
+from asked import asked_after
 from fact_conversations import context_with
 
 from chatmem import fts
@@ -64,6 +65,7 @@ def _said(engine, decided: dict[str, str], chatter: list[str]) -> None:
         lines.append({"role": "user", "content": chatter[n % len(chatter)],
                       "ts": f"{ASK_DAY}T09:{n:02d}:00+00:00"})
     engine.store.history.import_messages(engine.session.id, lines)
+    asked_after(engine.store, engine.session.id)
 
 
 @pytest.mark.parametrize("question, decided, chatter, expected", [

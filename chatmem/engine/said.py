@@ -1,0 +1,46 @@
+"""When an input is said, as its context reads it (`ContextRequest.said_at`): the day recall's
+day lines count from, and the clock the times it names ("yesterday", "上周五") are read on.
+
+The first message of a new day is read on that day, not on the day of the message before it;
+a replay reads each input on the transcript's clock, so it gives what it gave before.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from enum import Enum
+from typing import TYPE_CHECKING
+
+from chatmem.timestamps import parse_time
+
+if TYPE_CHECKING:
+    from chatmem.store.protocols import TurnStore
+
+
+class Said(Enum):
+    """When an input is said, other than at a time given."""
+
+    NOW = "now"
+    """On the store's clock, which stamps it too: a turn, ask, serve, MCP, inspect --next."""
+    AS_NEWEST = "as newest"
+    """When the newest stored message was: a transcript's input without a time."""
+
+
+SaidAt = datetime | Said
+
+
+def said_time(said: SaidAt, store: TurnStore) -> datetime | None:
+    """`said` as a time (None: the newest stored message's, which recall reads itself)."""
+    if isinstance(said, datetime):
+        return said
+    return parse_time(store.now()) if said is Said.NOW else None
+
+
+def transcript_time(ts: str | None) -> SaidAt:
+    """When a transcript's message was said: its `ts`, else as the newest message stored."""
+    if ts:
+        try:
+            return parse_time(ts)
+        except ValueError:
+            pass  # the reader refuses one; a message built elsewhere is read as untimed
+    return Said.AS_NEWEST

@@ -1,0 +1,115 @@
+"""An input is read on the day it is said: on the first message of a new day, "yesterday" is the
+day before that one (not the day before the previous chat's) and a message recalled from the
+previous chat's day goes out below that day's line (its "tomorrow" is not read as today's)."""
+
+from __future__ import annotations
+
+import json
+from datetime import date
+from pathlib import Path
+from zoneinfo import ZoneInfo
+
+import pytest
+from asked import asked_at
+from cli_runner import invoke
+from registered import parse_spec
+
+from chatmem.engine.resend import resend_last
+from chatmem.evaluation.replay import replay
+from chatmem.memory.context import Context
+from chatmem.providers.scripted import ScriptedProvider
+from chatmem.store import Store
+from chatmem.transcripts.reader import parse_transcript
+
+SHANGHAI = ZoneInfo("Asia/Shanghai")
+LOCKER = "My gym locker is number 42."
+MEETING = {"zh": "明天下午三点我要和李雷见面。", "en": "Tomorrow at three I am meeting Li Lei."}
+YESTERDAY = {"zh": "昨天我说了什么？", "en": "What did I say yesterday?"}
+WHEN = {"zh": "我什么时候和李雷见面？", "en": "When am I meeting Li Lei?"}
+# 15:00 on 3 and 4 March, then 09:00 on the 5th, in Shanghai.
+DAY1, DAY2, DAY3 = "2026-03-03T15:00:00+08:00", "2026-03-04T15:00:00+08:00", \
+    "2026-03-05T09:00:00+08:00"
+
+
+def chatted(make_engine, language: str, *, locker: bool = True):
+    engine = make_engine("retrieval", mode="bm25", recent=0)
+    engine.zone = SHANGHAI
+    for at, text in ([(DAY1, LOCKER)] if locker else []) + [(DAY2, MEETING[language])]:
+        asked_at(engine.store, at)
+        engine.run_turn(text)
+    asked_at(engine.store, DAY3)
+    return engine
+
+
+@pytest.mark.parametrize("language", ["zh", "en"])
+def test_yesterday_on_the_first_message_of_a_day_is_the_day_before_it(
+        make_engine, language: str) -> None:
+    engine = chatted(make_engine, language)
+    recalled = engine.build_context(YESTERDAY[language]).part("recalled")
+    assert recalled is not None
+    assert recalled.reason.times_named == (("2026-03-04", "2026-03-04"),)
+    assert MEETING[language] in [m.content for m in recalled.messages]
+    # The turn sent then reads it so too, and is stamped when it was said.
+    result = engine.run_turn(YESTERDAY[language])
+    reason = result.context.part("recalled").reason
+    assert reason.times_named == (("2026-03-04", "2026-03-04"),)
+    stored = engine.store.history.messages(engine.session.id)[-2]
+    assert stored.content == YESTERDAY[language] and stored.created_at.startswith("2026-03-05T01")
+
+
+@pytest.mark.parametrize("language", ["zh", "en"])
+def test_a_message_from_the_previous_chats_day_names_its_day(make_engine, language: str) -> None:
+    engine = chatted(make_engine, language, locker=False)
+    recalled = engine.build_context(WHEN[language]).part("recalled")
+    assert recalled is not None and recalled.messages[0].content == MEETING[language]
+    assert recalled.messages[0].said_on == date(2026, 3, 4)
+    assert recalled.messages[0].sent.startswith("[2026-03-04 Wednesday]\n")
+
+
+@pytest.mark.parametrize("language", ["zh", "en"])
+def test_a_retried_turn_is_read_on_the_day_it_is_sent_again(make_engine, language: str) -> None:
+    engine = chatted(make_engine, language)
+    engine.run_turn(YESTERDAY[language])
+    asked_at(engine.store, "2026-03-05T09:05:00+08:00")
+    retried = resend_last(engine)
+    # Its own first try left memory: the newest stored message is of the 4th, not "today".
+    assert retried.context.part("recalled").reason.times_named == (("2026-03-04",
+                                                                     "2026-03-04"),)
+
+
+def transcript(language: str, *later: tuple[str, str]) -> str:
+    lines = [{"chatmem": 1}]
+    for n, (at, text) in enumerate([(DAY1, LOCKER), (DAY2, MEETING[language]),
+                                    (DAY3, YESTERDAY[language]), *later], 1):
+        lines += [{"role": "user", "content": text, "id": f"u{n}", "ts": at},
+                  {"role": "assistant", "content": "OK.", "id": f"a{n}", "ts": at}]
+    return "".join(json.dumps(line, ensure_ascii=False) + "\n" for line in lines)
+
+
+@pytest.mark.parametrize("language", ["zh", "en"])
+def test_a_replay_reads_each_input_on_the_transcripts_clock(
+        store: Store, language: str) -> None:
+    replay(parse_transcript(transcript(language), "t.jsonl"),
+           [parse_spec("retrieval:mode=bm25,recent=0")],
+           chat_provider=ScriptedProvider(), store=store, save_as="r", zone=SHANGHAI)
+    session = store.sessions.session("r")
+    last = store.turns.turns(session.id)[-1]
+    reason = Context.from_json(last.context).part("recalled").reason
+    assert reason.times_named == (("2026-03-04", "2026-03-04"),)
+
+
+@pytest.mark.parametrize("language", ["zh", "en"])
+def test_a_what_if_at_a_stored_turn_reads_it_on_that_turns_day(
+        tmp_path: Path, monkeypatch, language: str) -> None:
+    monkeypatch.setenv("CHATMEM_TIMEZONE", "Asia/Shanghai")
+    path = tmp_path / "t.jsonl"
+    # A turn on a later day: the what-if at turn 3 is still read on the 5th.
+    path.write_text(transcript(language, ("2026-03-07T10:00:00+08:00", "OK, thanks.")),
+                    encoding="utf-8")
+    db = str(tmp_path / "t.db")
+    invoke("sessions", "import", str(path), "会话", "--no-index", "--db", db, code=0)
+    shown = invoke("inspect", "会话", "--turn", "3", "--strategy",
+                   "retrieval:mode=bm25,recent=0", "--provider", "scripted", "--json",
+                   "--db", db, code=0)
+    parts = json.loads(shown.stdout)["context"]["parts"]
+    assert any("the input names 4 Mar 2026" in part["reason"] for part in parts)
