@@ -3,12 +3,17 @@ of what a grantee may do to the owner's session start."""
 
 from __future__ import annotations
 
+from typing import Any
+
+import psycopg
 from cli_runner import run
 from pg import Team
 
 from chatmem.errors import StoreError
 
 NOT_PERMITTED = int(StoreError.exit_code)
+INSUFFICIENT_PRIVILEGE = "42501"
+"""The SQLSTATE PostgreSQL refuses a row with that row security or a trigger holds back."""
 PROFILE = {"CHATMEM_USER": "team"}
 
 
@@ -20,3 +25,12 @@ def shared(team: Team, mode: str = "--write") -> tuple[str, str]:
         "--provider", "scripted", code=0)
     run(ann, "sessions", "share", "proj", "--with", "bob", *([mode] if mode else []), code=0)
     return ann, bob
+
+
+def sql_as(url: str, sql: str, params: Any = ()) -> int | str:
+    """The rows `sql` changed as the role of `url`, or the SQLSTATE it failed with."""
+    with psycopg.connect(url, autocommit=True) as conn:
+        try:
+            return conn.execute(sql, params).rowcount
+        except psycopg.Error as e:
+            return str(e.sqlstate)

@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 from cli_runner import run
-from grantees import shared
+from grantees import INSUFFICIENT_PRIVILEGE, shared, sql_as
 from pg import NOW, OldHistory, PostgresServer, Team, migrated_before
 from registered import open_session
 
@@ -28,7 +28,6 @@ from chatmem.timestamps import parse_time, stamp, utc_now
 
 psycopg = pytest.importorskip("psycopg", reason="chatmem[postgres] (psycopg) is not installed")
 
-INSUFFICIENT_PRIVILEGE = "42501"
 LARGEST = 9223372036854775807
 STAMPED = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}\+00:00")
 """How chatmem stores a time (timestamps.stamp)."""
@@ -37,14 +36,6 @@ ADD_MESSAGE = ("INSERT INTO messages (session_id, position, turn, role, content,
 ADD_TURN = ("INSERT INTO turns (session_id, number, history_turn, status, input, context,"
             " strategy, created_at) VALUES (%s, %s, %s, 'failed', 'x', '{}', 'buffer', %s)")
 
-
-def sql_as(url: str, sql: str, params: Any = ()) -> int | str:
-    """The rows `sql` changed as the role of `url`, or the SQLSTATE it failed with."""
-    with psycopg.connect(url, autocommit=True) as conn:
-        try:
-            return conn.execute(sql, params).rowcount
-        except psycopg.Error as e:
-            return str(e.sqlstate)
 
 
 def fresh(stored: str) -> bool:

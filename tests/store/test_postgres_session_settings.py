@@ -10,12 +10,11 @@ from typing import Any
 
 import pytest
 from cli_runner import run
-from grantees import shared
+from grantees import INSUFFICIENT_PRIVILEGE, shared, sql_as
 from pg import NOW, OldHistory, PostgresServer, Team, migrated_before
 
 psycopg = pytest.importorskip("psycopg", reason="chatmem[postgres] (psycopg) is not installed")
 
-INSUFFICIENT_PRIVILEGE = "42501"
 SETTINGS = ("strategy, params, provider, model, system, tokenizer, name, retention_days,"
             ' "user", created_at, updated_at, erasures')
 CHANGES = {  # column → the value the reviewer's grantee set
@@ -25,14 +24,6 @@ CHANGES = {  # column → the value the reviewer's grantee set
     "retention_days": "1", '"user"': "'bob'",
 }
 
-
-def sql_as(url: str, sql: str, params: Any = ()) -> int | str:
-    """The rows `sql` changed as the role of `url`, or the SQLSTATE it failed with."""
-    with psycopg.connect(url, autocommit=True) as conn:
-        try:
-            return conn.execute(sql, params).rowcount
-        except psycopg.Error as e:
-            return str(e.sqlstate)
 
 
 def stored(rows: Any) -> tuple[list[tuple[Any, ...]], list[tuple[Any, ...]]]:

@@ -9,11 +9,10 @@ may no longer rewrite or delete bob's messages and turns; her /retry there still
 
 from __future__ import annotations
 
-from typing import Any
-
 import numpy as np
 import pytest
 from cli_runner import invoke
+from grantees import INSUFFICIENT_PRIVILEGE, sql_as
 from pg import PostgresServer, Team, migrated_before
 from registered import open_session
 
@@ -79,16 +78,7 @@ def test_a_sharer_cannot_give_the_readers_private_messages_his_vectors(team: Tea
         assert embedder.calls == 2 * len(TEXTS)
 
 
-INSUFFICIENT_PRIVILEGE = "42501"
 
-
-def sql_as(url: str, sql: str, params: Any = ()) -> int | str:
-    """The rows `sql` changed as the role of `url`, or the SQLSTATE it failed with."""
-    with psycopg.connect(url, autocommit=True) as conn:
-        try:
-            return conn.execute(sql, params).rowcount
-        except psycopg.Error as e:
-            return str(e.sqlstate)
 
 
 def test_a_write_share_lets_its_grantee_add_turns_not_rewrite_or_delete_them(
