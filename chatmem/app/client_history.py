@@ -260,17 +260,21 @@ def branch_session(workspace: Workspace, name: str, prior: Sequence[ClientMessag
     first N free), which this returns: nothing stored is lost or changed but its name."""
     from chatmem.store.session_names import suffixed_name
 
-    sessions = workspace.store.sessions
-    old = sessions.session(name)
-    kept = next(n for n in (suffixed_name(name, f".before-edit-{i}") for i in count(1))
-                if sessions.find_session(n) is None)
-    sessions.rename_session(name, kept)
-    new = sessions.create_session(name, old.strategy, old.params, provider=old.provider,
-                                  model=old.model, system=old.system, user=old.user,
-                                  tokenizer=old.tokenizer)
-    if old.retention_days is not None:
-        workspace.store.retention.set_retention(new.id, old.retention_days)
-    if prior:
-        workspace.store.history.import_messages(
-            new.id, [{"role": m.role, "content": m.content} for m in prior])
+    store = workspace.store
+    sessions = store.sessions
+    # One transaction: a failure halfway must not leave the chat's id naming an empty
+    # session while its history sits under the kept name.
+    with store.write():
+        old = sessions.session(name)
+        kept = next(n for n in (suffixed_name(name, f".before-edit-{i}") for i in count(1))
+                    if sessions.find_session(n) is None)
+        sessions.rename_session(name, kept)
+        new = sessions.create_session(name, old.strategy, old.params, provider=old.provider,
+                                      model=old.model, system=old.system, user=old.user,
+                                      tokenizer=old.tokenizer)
+        if old.retention_days is not None:
+            store.retention.set_retention(new.id, old.retention_days)
+        if prior:
+            store.history.import_messages(
+                new.id, [{"role": m.role, "content": m.content} for m in prior])
     return kept

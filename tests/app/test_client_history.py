@@ -1,0 +1,38 @@
+"""A chat's id moved to the client's history (`branch_session`): all or nothing."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from chatmem.app.client_history import ClientMessage, branch_session
+from chatmem.app.workspace import Workspace
+from chatmem.config.settings import Settings
+from chatmem.errors import StoreError
+from chatmem.store import Store
+
+
+def test_a_branch_that_fails_halfway_leaves_the_session_as_it_was(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Review: the rename, the new session and its history were three writes; a failure in
+    the last left the id naming an empty session and the history under another name."""
+    db = tmp_path / "h.db"
+    with Store(db) as store:
+        session = store.sessions.create_session("旅行", "window", {})
+        store.history.import_messages(session.id, [
+            {"role": "user", "content": "我们去杭州"}, {"role": "assistant", "content": "好"}])
+    with Workspace(Settings(provider="scripted", db=str(db))) as workspace:
+        def fail(*_: object) -> None:
+            raise StoreError("the disk is full")
+
+        monkeypatch.setattr(workspace.store.history, "import_messages", fail)
+        with pytest.raises(StoreError):
+            branch_session(workspace, "旅行", [ClientMessage("user", "我们去苏州")])
+    with Store(db) as store:
+        assert [s.name for s in store.sessions.list_sessions()] == ["旅行"]
+        kept = store.sessions.session("旅行")
+        assert [m.content for m in store.history.messages(kept.id)] == ["我们去杭州", "好"]
+    with Workspace(Settings(provider="scripted", db=str(db))) as workspace:
+        assert branch_session(workspace, "旅行", [ClientMessage("user", "我们去苏州")]) == \
+            "旅行.before-edit-1"
