@@ -58,7 +58,7 @@ def export(
     import sys
     from pathlib import Path
 
-    from chatmem.app.sessions import session_transcript
+    from chatmem.app.session_files import session_transcript
     from chatmem.errors import UsageError
     from chatmem.render.notices import counted
     from chatmem.transcripts.writer import (
@@ -95,7 +95,7 @@ def export(
 def export_all(name: str | None, output: str | None, force: bool, settings: "Settings") -> None:
     from pathlib import Path
 
-    from chatmem.app.sessions import export_everything
+    from chatmem.app.session_files import export_everything
     from chatmem.errors import UsageError
     from chatmem.render.facts import unread_pins_text
     from chatmem.render.notices import counted
@@ -157,12 +157,8 @@ def import_(
     from pathlib import Path
 
     from chatmem.app.indexing import start_backlogs
-    from chatmem.app.sessions import (
-        check_session_name,
-        import_transcript,
-        normal_name,
-        session_name_from,
-    )
+    from chatmem.app.session_files import import_transcript
+    from chatmem.app.sessions import check_session_name, normal_name, session_name_from
     from chatmem.errors import UsageError
     from chatmem.privacy.restore import is_archive, read_archive
     from chatmem.render.logs import question_start
@@ -229,7 +225,7 @@ def import_all(archive: "Archive", index: bool, config: "Path | None",
                settings: "Settings", json_out: bool = False) -> None:
     """`sessions import ARCHIVE.zip`: every session and fact of an export archive."""
     from chatmem.app.indexing import start_backlogs
-    from chatmem.app.sessions import import_archive
+    from chatmem.app.session_files import import_archive
     from chatmem.render.notices import counted
     from chatmem.render.sessions import backlog_line
 

@@ -17,7 +17,7 @@ if TYPE_CHECKING:
 
 
 def add_resources(server: MCPServer[Any], memory: Memory) -> None:
-    from chatmem.app import inspection, sessions
+    from chatmem.app import inspection, session_files
 
     @server.resource("chatmem://conversations/{conversation_id}/transcript",
                      mime_type="application/jsonl",
@@ -26,7 +26,7 @@ def add_resources(server: MCPServer[Any], memory: Memory) -> None:
         from chatmem.transcripts.writer import to_jsonl
 
         with memory.workspace(ctx, answer="resource") as ws:
-            return to_jsonl(sessions.session_transcript(ws, conversation_id))
+            return to_jsonl(session_files.session_transcript(ws, conversation_id))
 
     # {+strategy}: RFC 6570's reserved expansion, so a spec reads with its commas, colons
     # and equals signs as typed (a plain {strategy} stops at a comma).

@@ -93,7 +93,7 @@ def _version() -> str:
 
 
 def _add_tools(server: MCPServer[Any], memory: Memory) -> None:
-    from chatmem.app import conversations, inspection, search, sessions
+    from chatmem.app import conversations, inspection, search, session_files, sessions
 
     @server.tool()
     def start_conversation(
@@ -268,7 +268,7 @@ def _add_tools(server: MCPServer[Any], memory: Memory) -> None:
         registered = memory.registries.strategies
         with memory.workspace(ctx) as ws:
             specs = [registered.parse(s) for s in strategies or registered.default_eval()]
-            transcript = sessions.session_transcript(ws, conversation_id)
+            transcript = session_files.session_transcript(ws, conversation_id)
             done = compare(ws, transcript, specs, source=conversation_id)
         scores = [StrategyScore(strategy=r.label, turns=r.turns,
                                 mean_tokens=_mean(r.prompt_tokens),

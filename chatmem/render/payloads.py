@@ -11,7 +11,7 @@ if TYPE_CHECKING:
     from collections.abc import Sequence
 
     from chatmem.app.inspection import Inspection, SummaryVersion
-    from chatmem.app.sessions import Imported
+    from chatmem.app.session_files import Imported
     from chatmem.store import SessionSummary, TurnRecord
     from chatmem.store.records import SessionAccess
     from chatmem.store.sharing import Share

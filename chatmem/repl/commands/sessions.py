@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from chatmem import render
-from chatmem.app import sessions
+from chatmem.app import session_files, sessions
 from chatmem.app.sessions import check_session_name, session_name_from
 from chatmem.errors import NotFound, TurnNotReplaceable, UsageError
 from chatmem.memory.spec import StrategySpec
@@ -220,7 +220,7 @@ def _export(repl: Chat, args: list[str]) -> None:
     path = (Path(files[0]).expanduser() if files
             else Path(f"{session_name_from(repl.address)}.jsonl"))
     fmt = export_format(path)
-    transcript = sessions.session_transcript(repl.workspace, session)
+    transcript = session_files.session_transcript(repl.workspace, session)
     write_transcript(transcript, path, fmt, force=force, zone=repl.workspace.settings.zone)
     repl.notice(f"exported {counted(len(transcript.messages), 'message')} of session "
                 f"{repl.address} to {path} ({fmt})")

@@ -1,0 +1,171 @@
+"""Sessions to and from files: a session as a transcript, every session in one archive, and
+a transcript or an archive imported as new sessions. Each use case takes a workspace and
+returns a value; an import is one transaction (the store's)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from chatmem.errors import StrategyError, TranscriptError, UsageError
+
+if TYPE_CHECKING:
+    from chatmem.app.workspace import Workspace
+    from chatmem.memory.base import Strategy
+    from chatmem.privacy.archive import ArchiveReport
+    from chatmem.privacy.restore import Archive
+    from chatmem.store import SessionRecord
+    from chatmem.transcripts.format import Transcript
+
+
+def session_transcript(workspace: Workspace, session: SessionRecord | str) -> Transcript:
+    """A stored session as a transcript (what export writes and replay reads)."""
+    from chatmem.transcripts.format import stored_transcript
+
+    store = workspace.store
+    record = store.sessions.session(session) if isinstance(session, str) else session
+    return stored_transcript(store, record)
+
+
+def export_everything(workspace: Workspace, path: Path, *, force: bool = False) -> ArchiveReport:
+    """Every session with its summaries, and every fact, in one zip archive at `path`."""
+    from chatmem import __version__
+    from chatmem.privacy.archive import write_archive
+    from chatmem.transcripts.format import stored_transcript
+    from chatmem.transcripts.writer import to_jsonl
+
+    if path.suffix.lower() != ".zip":
+        raise UsageError(f"--all writes a zip archive: name it FILE.zip, not {str(path)!r}")
+    store = workspace.store
+    return write_archive(store, path, lambda s: to_jsonl(stored_transcript(store, s)),
+                         version=__version__, force=force)
+
+
+@dataclass(frozen=True)
+class Imported:
+    session: SessionRecord
+    strategy: Strategy | None
+    """None when its plugin is not installed here (the session keeps its name)."""
+    messages: int
+    probes: int
+
+
+def import_transcript(workspace: Workspace, transcript: Transcript, name: str) -> Imported:
+    """A new session `name` from `transcript`: messages, system prompts, probes and what it
+    was recorded with, under its own strategy (else the configured one). One transaction:
+    an import that fails leaves no empty session blocking the next try."""
+    from chatmem.transcripts.format import TranscriptMessage, message_dicts
+
+    settings = workspace.settings
+    chosen: Strategy | None = None
+    if transcript.strategy and _not_installed(workspace, transcript.strategy):
+        # Kept by name, as `sessions copy` keeps it: opening the session says whose it is
+        # and how to go on, and the exchange is not lost for want of a plugin here.
+        strategy, params = transcript.strategy, dict(transcript.params)
+    else:
+        chosen = _transcript_strategy(workspace, transcript)
+        strategy, params = chosen.name, dict(chosen.params)
+    prompts = transcript.system_prompts()
+    store = workspace.store
+    with store.write():
+        session = store.sessions.create_session(
+            name, strategy, params, provider=transcript.provider,
+            model=transcript.model, system=prompts[-1][1],
+            user=transcript.user or settings.user, tokenizer=transcript.tokenizer,
+        )
+        if transcript.retention_days is not None:
+            store.retention.set_retention(session.id, transcript.retention_days)
+            session = store.sessions.session_by_id(session.id)
+        store.sessions.set_system_prompts(session.id, prompts)
+        store.history.import_messages(session.id, message_dicts(
+            [m for m in transcript.on_its_clock() if isinstance(m, TranscriptMessage)]))
+        store.sessions.add_probes(session.id, [
+            {"after_position": position, "question": p.question, "expect_ids": p.expect_ids,
+             "expect_text": p.expect_text, "before_prompt": before_prompt}
+            for position, p, before_prompt in transcript.probe_positions()])
+    return Imported(session, chosen, len(transcript.messages), len(transcript.probes))
+
+
+@dataclass(frozen=True)
+class ArchiveImported:
+    sessions: list[Imported]
+    facts: int
+    summaries_left: int = 0
+    """Summary versions the archive holds (summaries/) and the import does not restore: their
+    covered messages are named by the exporting history's ids, which the transcripts do not
+    carry; a summarising strategy summarises the restored turns again."""
+
+
+def import_archive(workspace: Workspace, archive: Archive,
+                   on_read: Callable[[Transcript], None] | None = None) -> ArchiveImported:
+    """Every session of an export archive, each under its profile with its retention, and
+    its facts; one transaction: a name the history has already (refused as one import
+    refuses it), a transcript that does not parse or a profile fact the history holds
+    otherwise leaves nothing imported. Transcripts are read one at a time, each written
+    before the next is read (`on_read` sees each as it is read)."""
+    store = workspace.store
+    for listed in archive.sessions:
+        if store.sessions.find_session(listed.name) is not None:
+            # As one import refuses a taken name; said before anything is read or written.
+            raise UsageError(f"a session named {listed.name!r} already exists; nothing of"
+                             f" {archive.path} was imported (rename yours: chatmem sessions"
+                             " rename)")
+    with store.write():
+        imported: list[Imported] = []
+        titles: list[str] = []
+        ids: dict[str, int] = {}
+        for listed, transcript in archive.transcripts():
+            if on_read is not None:
+                on_read(transcript)
+            imported.append(import_transcript(workspace, transcript, listed.name))
+            titles.append(transcript.title or listed.name)
+            # As facts.json names it: OWNER/NAME for a shared one, never the user's own.
+            ids[listed.address] = imported[-1].session.id
+        for restored in imported:  # then an older archive's, which named a shared one bare
+            ids.setdefault(restored.session.name, restored.session.id)
+        for title, restored in zip(titles, imported, strict=True):
+            ids.setdefault(title, restored.session.id)
+        facts = store.facts.restore(archive.kept_facts(ids))
+        for restored in imported:
+            _mark_facts_read(workspace, restored)
+    return ArchiveImported(imported, facts, archive.summaries)
+
+
+def _mark_facts_read(workspace: Workspace, restored: Imported) -> None:
+    """Record a restored fact-using session's turns as read by the fact extractor: the
+    archive's facts.json holds what it found in them (and what was forgotten or corrected
+    since), which reading them again would at best repeat at a model call per 20 turns."""
+    from chatmem.memory.extraction import STATE_KEY
+
+    if restored.strategy is None or not restored.strategy.sends_facts:
+        return
+    store = workspace.store
+    turns = store.history.turn_count(restored.session.id)
+    store.memory.set_strategy_state(restored.session.id, STATE_KEY, {
+        "done_turn": turns, "behind": 0, "last_error": None}, covers_turn=turns)
+
+
+def _not_installed(workspace: Workspace, strategy: str) -> bool:
+    """Whether `strategy` (a transcript's) is well formed but names a part no installed
+    plugin provides here."""
+    from chatmem.memory.registry import VALID_NAME
+
+    parts = strategy.split("+")
+    return (all(VALID_NAME.fullmatch(part) for part in parts)
+            and any(part not in workspace.registries.strategies for part in parts))
+
+
+def _transcript_strategy(workspace: Workspace, transcript: Transcript) -> Strategy:
+    settings = workspace.settings
+    try:
+        return workspace.registries.strategies.strategy(
+            transcript.strategy or settings.strategy,
+            transcript.params if transcript.strategy else settings.params_for(settings.strategy))
+    except StrategyError as e:
+        if not transcript.strategy:
+            raise
+        # The user gave no strategy: without the file and line they would look in the config.
+        raise TranscriptError(f"{transcript.header_at or transcript.source}: in the header:"
+                              f" {e}", listed=e.listed) from None
