@@ -19,12 +19,13 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Self
 
 from chatmem.store.connection import Connection
+from chatmem.store.fact_tables import FactTables
 from chatmem.store.fork import DerivedGroup, ForkReport, ForkTables
 from chatmem.store.images import ImageTables, StoredImage
 from chatmem.store.leases import IndexLease, LeaseHolder, LeaseTables
 from chatmem.store.location import HistoryLocation, LocationKind
 from chatmem.store.logs import LogEntry, LogTables, ModelUsage
-from chatmem.store.memory_state import FactTables, MemoryTables
+from chatmem.store.memory_state import MemoryTables
 from chatmem.store.messages import MessageTables
 from chatmem.store.recall import RecallTables, pause
 from chatmem.store.records import (

@@ -20,7 +20,7 @@ from typing import Any
 from chatmem import fts
 from chatmem.store import rewritten_keys, sharing, steps
 from chatmem.store.connection import Connection, fetch_rows
-from chatmem.store.memory_state import profile_facts, profile_in
+from chatmem.store.fact_tables import profile_facts, profile_in
 from chatmem.store.records import MessageRecord
 from chatmem.store.rewritten_keys import Rewrite, distinct_fact_keys, rewrite_json
 from chatmem.store.stored_values import json_text

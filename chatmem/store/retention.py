@@ -15,7 +15,7 @@ from datetime import datetime, timedelta
 from chatmem.errors import StoreError
 from chatmem.store import sharing, steps
 from chatmem.store.connection import Connection, fetch_rows
-from chatmem.store.memory_state import FactTables, profile_in
+from chatmem.store.fact_tables import FactTables, profile_in
 from chatmem.store.records import FactRecord
 from chatmem.store.sessions import SessionTables
 from chatmem.store.stored_values import checked_time
