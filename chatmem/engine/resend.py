@@ -5,21 +5,28 @@ which only leave memory (history, recall, counts), and `inspect` names the
 turn that replaced it. Its messages leave before the new context is built, so
 the model does not read the answer it is asked to replace; if the new attempt
 is not stored (failed, cancelled, refused), they come back as they were.
+
+The files attached to the replaced turn go again (`sent_files`), rebuilt from what its
+stored context sent, never read again from disk: the file may have changed or gone since.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from chatmem.attachments import Attachment
 from chatmem.engine.turns import Engine, TurnResult
+from chatmem.images import read_image
+from chatmem.memory.quoting import attached_from_block
 from chatmem.store.records import TurnStatus
 
 if TYPE_CHECKING:
     import threading
 
-    from chatmem.attachments import Attachment
     from chatmem.store.protocols import TurnStore
+    from chatmem.store.records import TurnRecord
 
 
 def resend_last(engine: Engine[TurnStore], text: str | None = None, *,
@@ -42,3 +49,43 @@ def resend_last(engine: Engine[TurnStore], text: str | None = None, *,
     if result.status != TurnStatus.OK:
         engine.store.turns.show_turn(old)
     return result
+
+
+@dataclass(frozen=True)
+class SentFiles:
+    """The files a stored turn sent, as attachments to send them again."""
+
+    attachments: tuple[Attachment, ...]
+    lost: tuple[str, ...]
+    """Names of images whose bytes the session no longer holds: not sent again (their
+    text says an image goes with it)."""
+    unread: int = 0
+    """Files messages that are not a block this version quotes: nothing to send them as."""
+
+
+def sent_files(store: TurnStore, record: TurnRecord) -> SentFiles:
+    """The attachments `record` sent (its context's `files` part), with each image's bytes
+    from the session's images by hash: quoted again they are the messages it sent."""
+    attachments: list[Attachment] = []
+    lost: list[str] = []
+    unread = 0
+    for part in record.context.get("parts", ()):
+        if part.get("kind") != "files":
+            continue
+        for message in part.get("messages", ()):
+            quoted = attached_from_block(message.get("content", ""))
+            if quoted is None:
+                unread += 1
+                continue
+            name, text = quoted
+            ref = message.get("image")
+            if not ref:
+                attachments.append(Attachment(name, text))
+                continue
+            data = store.images.image_bytes(record.session_id, str(ref.get("sha256")))
+            image = read_image(data) if data is not None else None
+            if image is None:
+                lost.append(name)
+            else:
+                attachments.append(Attachment(name, text, image))
+    return SentFiles(tuple(attachments), tuple(lost), unread)

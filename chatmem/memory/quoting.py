@@ -48,6 +48,26 @@ def attached_block(name: str, text: str) -> str:
                       text.removesuffix("\n"))
 
 
+def attached_from_block(block: str) -> tuple[str, str] | None:
+    """The name and text an `attached_block` quotes, such that quoting them again gives
+    `block` back; None when `block` is not one. `&lt;` in the text is read back as `<`:
+    the text was `&lt;` or `<`, and the model read `&lt;` either way."""
+    heading, _, rest = block.partition("\n")
+    suffix = ATTACHED_HEADING.removeprefix("{name}")
+    if not heading.endswith(suffix) or not rest.startswith("<attached>\n"):
+        return None
+    body = rest.removeprefix("<attached>\n")
+    if not body.endswith("\n</attached>"):
+        return None
+    # The newline the quoting took off the end, so quoting it again takes off that one.
+    text = body.removesuffix("\n</attached>") + "\n"
+    return _unescape(heading.removesuffix(suffix)), _unescape(text)
+
+
+def _unescape(text: str) -> str:
+    return text.replace("&lt;", "<").replace("&gt;", ">")
+
+
 def one_line(text: str) -> str:
     """`text` with its line breaks and other control characters written as escapes."""
     return "".join(c if c.isprintable() or c == " " else c.encode("unicode_escape").decode()

@@ -210,7 +210,8 @@ class Chat:
         again), which stays stored and leaves memory (chatmem.engine.resend)."""
         from chatmem.render.reply import ReplyWriter
 
-        # Attached files go with this message only, sent or not: they are never resent.
+        # Attached files go with this message only, sent or not; /retry and /edit-last pass
+        # the replaced turn's again, rebuilt from what it stored (engine.resend.sent_files).
         attachments = [*self.attached, *attachments]
         self.attached = []
         consoles = [self.out] + ([self.status] if self.mirror_replies else [])

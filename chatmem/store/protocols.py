@@ -262,6 +262,8 @@ class ImageRepository(Protocol):
 
     def images(self, session_id: int) -> list[StoredImage]: ...
 
+    def image_bytes(self, session_id: int, digest: str) -> bytes | None: ...
+
 
 class RetentionRepository(Protocol):
     """What retention and a user's erasure find and erase, and the facts a context used

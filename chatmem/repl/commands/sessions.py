@@ -15,7 +15,7 @@ from chatmem.app import session_files, sessions
 from chatmem.app.sessions import check_session_name, session_name_from
 from chatmem.errors import NotFound, TurnNotReplaceable, UsageError
 from chatmem.memory.spec import StrategySpec
-from chatmem.render.notices import counted
+from chatmem.render.notices import counted, listed
 from chatmem.repl.blocks import trimmed
 from chatmem.repl.chat import Chat, strategy_label
 from chatmem.repl.table import SLASH, slash
@@ -23,6 +23,9 @@ from chatmem.store.records import TurnStatus
 from chatmem.text import whole_number
 
 if TYPE_CHECKING:
+    from collections.abc import Sequence
+
+    from chatmem.attachments import Attachment
     from chatmem.store import TurnRecord
 
 
@@ -162,24 +165,49 @@ def _check_replaceable(repl: Chat) -> None:
                                repl.replacing or repl.seen_last_turn)
 
 
+def _files_again(repl: Chat, record: TurnRecord) -> tuple[Sequence[Attachment], str]:
+    """The files `record` sent, to send with it again, and the words naming them for the
+    notice (" with inv.txt"); a file attached since under the same path goes in its place.
+    An image whose bytes are gone is said in a line of its own."""
+    from chatmem.engine.resend import sent_files
+
+    files = sent_files(repl.engine.store, record)
+    for name in files.lost:
+        repl.notice(f"{name}: its image is no longer stored, so it is not sent again "
+                    "(/attach it, then /retry, to send it)")
+    if files.unread:
+        repl.notice(f"{counted(files.unread, 'attached file')} of turn {record.turn} cannot be "
+                    "read back from what it stored; not sent again (/attach it, then /retry)")
+    pending = {_where(a.name) for a in repl.attached}
+    again = [a for a in files.attachments if _where(a.name) not in pending]
+    return again, (f" with {listed([a.name for a in again])}" if again else "")
+
+
+def _where(name: str) -> Path:
+    return Path(name).expanduser().resolve()
+
+
 @slash("/retry", "/retry",
-       "send the last input again: a failed or cancelled turn is retried, a completed one "
-       "regenerated in its place (the old reply stays stored, out of memory; inspect shows it)"
-       "; not once memory holds it (a summary or a fact from it): /fork asks again on a branch",
+       "send the last input again, with its files: a failed or cancelled turn is retried, a "
+       "completed one regenerated in its place (the old reply stays stored, out of memory; "
+       "inspect shows it); not once memory holds it (a summary or a fact from it): /fork asks "
+       "again on a branch",
        example="/retry")
 def _retry(repl: Chat, args: list[str]) -> None:
     record = _last_turn(repl, "retry")
     if record.status == TurnStatus.OK:
         _check_replaceable(repl)
-        repl.notice(f"regenerating turn {record.turn}; it stays stored, out of memory")
-        repl.turn(None, replace_last=True)
+        files, named = _files_again(repl, record)
+        repl.notice(f"regenerating turn {record.turn}{named}; it stays stored, out of memory")
+        repl.turn(None, files, replace_last=True)
         return
     if repl.replacing is not None:
         _check_replaceable(repl)
     why = f": {record.error}" if record.error else ""
-    repl.notice(f"retrying turn {record.turn} ({record.status}{why})")
+    files, named = _files_again(repl, record)
+    repl.notice(f"retrying turn {record.turn}{named} ({record.status}{why})")
     # A failed regenerate or edit is retried in place of the turn it was to replace.
-    repl.turn(record.input, replace_last=repl.replacing is not None)
+    repl.turn(record.input, files, replace_last=repl.replacing is not None)
 
 
 @slash("/edit-last", "/edit-last [TEXT]",
@@ -198,11 +226,15 @@ def _edit_last(repl: Chat, args: list[str]) -> None:
         # and the last turn stays as it was.
         repl.command(text.lstrip())
         return
+    files, named = _files_again(repl, record)
+    if named:
+        repl.notice(f"sending the edit of turn {record.turn}{named}")
     if record.status != TurnStatus.OK and repl.replacing is None:
-        repl.turn(text)  # a failed or cancelled turn is not in memory: nothing to replace
+        # A failed or cancelled turn is not in memory: nothing to replace.
+        repl.turn(text, files)
         return
     # A completed turn, or the one a failed regenerate or edit was to replace.
-    repl.turn(text, replace_last=True)
+    repl.turn(text, files, replace_last=True)
 
 
 @slash("/export", "/export [FILE] [--force]",
