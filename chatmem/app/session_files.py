@@ -114,12 +114,14 @@ def import_archive(workspace: Workspace, archive: Archive,
                              " rename)")
     with store.write():
         imported: list[Imported] = []
+        read_turns: list[int | None] = []
         titles: list[str] = []
         ids: dict[str, int] = {}
         for listed, transcript in archive.transcripts():
             if on_read is not None:
                 on_read(transcript)
             imported.append(import_transcript(workspace, transcript, listed.name))
+            read_turns.append(listed.facts_read_turns)
             titles.append(transcript.title or listed.name)
             # As facts.json names it: OWNER/NAME for a shared one, never the user's own.
             ids[listed.address] = imported[-1].session.id
@@ -128,23 +130,32 @@ def import_archive(workspace: Workspace, archive: Archive,
         for title, restored in zip(titles, imported, strict=True):
             ids.setdefault(title, restored.session.id)
         facts = store.facts.restore(archive.kept_facts(ids))
-        for restored in imported:
-            _mark_facts_read(workspace, restored)
+        for restored, read in zip(imported, read_turns, strict=True):
+            _mark_facts_read(workspace, restored, read)
     return ArchiveImported(imported, facts, archive.summaries)
 
 
-def _mark_facts_read(workspace: Workspace, restored: Imported) -> None:
-    """Record a restored fact-using session's turns as read by the fact extractor: the
-    archive's facts.json holds what it found in them (and what was forgotten or corrected
-    since), which reading them again would at best repeat at a model call per 20 turns."""
+def _mark_facts_read(workspace: Workspace, restored: Imported, read: int | None) -> None:
+    """Record as read by the fact extractor the turns of a restored fact-using session that
+    the exporting history's extractor had read (`read`, from the manifest): facts.json holds
+    what it found in them (and what was forgotten or corrected since), which reading them
+    again would at best repeat at a model call per 20 turns. The turns it had not read yet
+    (a failed or cancelled extraction, a strategy switched to a fact-using one just before
+    the export) stay unread, and it reads them on the session's next turn.
+
+    `read` None (an archive written before the manifest said): nothing is marked and the
+    extractor reads every restored turn again. That is safe: a catch-up never overrides a
+    value set by a later turn or by the user, nor brings back a forgotten fact
+    (chatmem.memory.later_facts), so it only finds again what facts.json restored."""
     from chatmem.memory.extraction import STATE_KEY
 
-    if restored.strategy is None or not restored.strategy.sends_facts:
+    if not read or restored.strategy is None or not restored.strategy.sends_facts:
         return
     store = workspace.store
     turns = store.history.turn_count(restored.session.id)
+    done = min(read, turns)
     store.memory.set_strategy_state(restored.session.id, STATE_KEY, {
-        "done_turn": turns, "behind": 0, "last_error": None}, covers_turn=turns)
+        "done_turn": done, "behind": turns - done, "last_error": None}, covers_turn=done)
 
 
 def _not_installed(workspace: Workspace, strategy: str) -> bool:

@@ -4,7 +4,8 @@ Readable without chatmem; `sessions import ARCHIVE.zip` restores it whole
 (chatmem.privacy.restore), and each transcript imports back alone:
 
     README.txt              what is where
-    manifest.json           version, time, what was exported
+    manifest.json           version, time, what was exported (with how many of each session's
+                            turns the fact extractor had read: import marks those read)
     sessions/NAME.jsonl     each session as a transcript (`sessions import` reads it)
     summaries/NAME.json     each session's summary versions and pinned details (to read)
     facts.json              every fact (user profile and session), with earlier values
@@ -52,7 +53,10 @@ summaries/NAME.json   each summary version of the session (text, turns covered,
                       details the drift guard pinned)
 facts.json            every fact: key, value, scope (user profile or session),
                       where it was stated, its earlier values, its end if any
-manifest.json         chatmem version, export time, counts
+manifest.json         chatmem version, export time, counts; per session
+                      facts_read_turns, how many of its turns (from the first)
+                      the fact extractor had read: import marks those read, and
+                      the extractor reads the rest
 
 Not in it: the images sent with messages (manifest.json's images_left_out counts
 them) and the record of what each turn sent (`chatmem inspect`). `chatmem sessions
@@ -176,7 +180,7 @@ def write_archive(store: PrivacyStore, path: Path, transcript: Callable[[Session
                 read = _read_session(store, row, transcript, passed_over)
                 if read is None:
                     continue
-                session, text, kept, count = read
+                session, text, kept, count, facts_read = read
                 name = files[session.id]
                 exported += 1
                 zf.writestr(f"sessions/{name}.jsonl", text)
@@ -188,6 +192,7 @@ def write_archive(store: PrivacyStore, path: Path, transcript: Callable[[Session
                                "user": session.user,
                                "transcript": f"sessions/{name}.jsonl",
                                "summaries": f"summaries/{name}.json", "messages": count,
+                               "facts_read_turns": facts_read,
                                "updated_at": session.updated_at})
             facts = _facts(store)
             zf.writestr("facts.json", _json(facts))
@@ -205,23 +210,43 @@ def write_archive(store: PrivacyStore, path: Path, transcript: Callable[[Session
 
 def _read_session(store: PrivacyStore, row: SessionSummary,
                   transcript: Callable[[SessionRecord], str], passed_over: list[PassedOver]
-                  ) -> tuple[SessionRecord, str, dict[str, Any], int] | None:
-    """A session's record, transcript, summaries and message count, read before any is
-    written; None, and said in `passed_over`, for one another role shares whose rows cannot
-    be read (a time or JSON written outside chatmem)."""
+                  ) -> tuple[SessionRecord, str, dict[str, Any], int, int | None] | None:
+    """A session's record, transcript, summaries, message count and how many of its turns
+    the fact extractor had read (_facts_read), read before any is written; None, and said in
+    `passed_over`, for one another role shares whose rows cannot be read (a time or JSON
+    written outside chatmem)."""
     from chatmem.errors import StoreError, StoreFailure
 
     try:
         # By id: a session shared with the user may have the name of one of their own.
         session = store.sessions.session_by_id(row.id)
+        messages = store.history.messages(session.id)
         return (session, transcript(session), _summaries(store, session, row.address,
                                                           passed_over),
-                len(store.history.messages(session.id)))
+                len(messages), _facts_read(store, session.id, [m.turn for m in messages]))
     except StoreError as e:
         if row.shared_by is None or e.kind is not StoreFailure.DAMAGED:
             raise
         passed_over.append(PassedOver(row.address, row.shared_by))
         return None
+
+
+def _facts_read(store: PrivacyStore, session_id: int, turns: list[int]) -> int | None:
+    """How many of the session's turns, from its first, the fact extractor had read: the
+    import marks exactly those as read (its facts are in facts.json), and the extractor reads
+    the rest. Counted, not its turn number: the transcript numbers turns again from 1, and
+    a session stored before turns were renumbered may have gaps. None when its state cannot
+    be read (written outside chatmem): the import then marks nothing."""
+    from chatmem.store.state_coverage import FACTS_OWNER
+
+    rows = [r for r in store.memory.strategy_state_values("done_turn", session_id)
+            if r.strategy == FACTS_OWNER]
+    if not rows:
+        return 0
+    done = rows[0].value
+    if not rows[0].readable or isinstance(done, bool) or not isinstance(done, int):
+        return None
+    return len({turn for turn in turns if turn <= done})
 
 
 def _json(data: Any) -> str:

@@ -44,6 +44,10 @@ class ArchivedSession:
     address: str
     """What facts.json names it by: its name, or OWNER/NAME for one another role shared
     with the user who exported it."""
+    facts_read_turns: int | None = None
+    """How many of its turns, from the first, the exporting history's fact extractor had
+    read (the import marks those read); None: unknown (an archive written before the
+    manifest said, or a state that could not be read)."""
 
 
 @dataclass(frozen=True)
@@ -114,7 +118,7 @@ def _read(path: Path, zf: zipfile.ZipFile, most_bytes: int) -> Archive:
             and isinstance(s.get("name"), str) for s in listed):
         raise TranscriptError(f"{path}: manifest.json: not a chatmem export's manifest (no list"
                               " of sessions with name and transcript)")
-    sessions = [_session(entry) for entry in listed]
+    sessions = [_session(path, entry) for entry in listed]
     _check_listed(path, zf, sessions, most_bytes)
     facts = _json(path, zf, "facts.json") if "facts.json" in zf.namelist() else []
     if not isinstance(facts, list):
@@ -129,15 +133,20 @@ def _read(path: Path, zf: zipfile.ZipFile, most_bytes: int) -> Archive:
                    max(left_out, 0))
 
 
-def _session(entry: Mapping[str, Any]) -> ArchivedSession:
+def _session(path: Path, entry: Mapping[str, Any]) -> ArchivedSession:
     member = entry["transcript"]
     own = entry.get("shared_by") is None and is_session_name(entry["name"])
     name = entry["name"] if own else session_name_from(PurePosixPath(member).stem)
     user = entry.get("user")
     owner = entry.get("shared_by")
+    read = entry.get("facts_read_turns")
+    if read is not None and (isinstance(read, bool) or not isinstance(read, int) or read < 0):
+        raise TranscriptError(f"{path}: manifest.json: session {entry['name']!r}:"
+                              f" 'facts_read_turns' must be a whole number ≥ 0 or null,"
+                              f" not {read!r}")
     return ArchivedSession(name, member, user if isinstance(user, str) and user.strip() else None,
                            session_address(entry["name"], owner if isinstance(owner, str)
-                                           else None))
+                                           else None), read)
 
 
 def _check_listed(path: Path, zf: zipfile.ZipFile, sessions: list[ArchivedSession],

@@ -5,7 +5,8 @@ extractor): its `strategy_state` rows, its summary versions and, for the fact
 extractor, the session's extracted facts. A group is copied whole when nothing
 it covers lies after the fork turn (a state covers the turn chatmem recorded when it
 was stored: chatmem.store.state_coverage); otherwise none of it is copied and the
-strategy rebuilds it from the copied messages on the fork's next turn. Turn
+strategy rebuilds it from the copied messages on the fork's next turn. The facts the
+user forgot and the earlier values of the facts copied always come along. Turn
 records (what was sent) stay with the original session; the images the copied turns
 sent come along.
 """
@@ -125,22 +126,27 @@ class ForkTables:
                 " FROM probes WHERE session_id = ? AND after_position <= ? ORDER BY id",
                 [new_id, source.id, last_position])
             copied, rebuilt = [], []
+            facts: dict[int, int] = {}
+            """Each copied fact's id → its copy's."""
             coverage = state_coverage(self._db, source.id)
             for owner in self._derived_owners(source.id):
                 group = self._derived_group(source.id, owner, coverage.get(owner, 0))
                 if group is None or group.covers_turn > upto:
                     rebuilt.append(group or DerivedGroup(owner, last))
                     continue
-                self._copy_group(source.id, new_id, owner, ids)
+                facts |= self._copy_group(source.id, new_id, owner, ids)
                 if group.covers_turn or group.summaries or group.facts:
                     # Bookkeeping that covers no turn (an id counter) goes unreported.
                     copied.append(group)
             stated = self._copy_facts(source.id, new_id, ids, stated=True)
-            if any(g.owner == FACTS_OWNER for g in rebuilt):
-                self._copy_forgotten(source.id, new_id, upto)
+            facts |= stated
+            # On every fork, not only one whose extractor reads its turns again: a fork of
+            # this fork may (memory.later_facts goes by when they were forgotten).
+            facts |= self._copy_forgotten(source.id, new_id, upto)
+            self._copy_fact_history(facts, source.id, new_id, upto)
             self._copy_images(source.id, new_id, upto)
         return ForkReport(source, self._sessions.session_by_id(new_id), upto, last, len(ids),
-                          copied, rebuilt, stated)
+                          copied, rebuilt, len(stated))
 
     def _copy_messages(self, source_id: int, new_id: int, upto: int,
                        progress: Progress | None = None) -> dict[int, int]:
@@ -262,7 +268,10 @@ class ForkTables:
             facts = int(sources["live"] or 0)
         return DerivedGroup(owner, max(turns, default=0), len(summaries), facts)
 
-    def _copy_group(self, source_id: int, new_id: int, owner: str, ids: dict[int, int]) -> None:
+    def _copy_group(self, source_id: int, new_id: int, owner: str, ids: dict[int, int]
+                    ) -> dict[int, int]:
+        """Copy the owner's state and summaries, and the fact extractor's its facts (their
+        ids → their copies')."""
         self._db.execute(
             "INSERT INTO strategy_state (session_id, strategy, key, value)"
             " SELECT ?, strategy, key, value FROM strategy_state"
@@ -279,36 +288,64 @@ class ForkTables:
                  json_text(s.anchors), json_text(s.dropped_anchors), s.model, s.created_at],
             )
         if owner == FACTS_OWNER:
-            self._copy_facts(source_id, new_id, ids, stated=False)
+            return self._copy_facts(source_id, new_id, ids, stated=False)
+        return {}
 
-    def _copy_forgotten(self, source_id: int, new_id: int, upto: int) -> None:
-        """Copy the session facts forgotten (from the copied turns, or stated): the fork's
-        extractor reads its turns again, and what was forgotten since stays forgotten
-        (memory.later_facts goes by when they were)."""
-        self._db.execute(
+    def _copy_forgotten(self, source_id: int, new_id: int, upto: int) -> dict[int, int]:
+        """Copy the session facts forgotten (from the copied turns, or stated), their ids →
+        their copies': when the fork's extractor, or a fork's of it, reads its turns again,
+        what was forgotten since stays forgotten (memory.later_facts goes by when they were)."""
+        rows = fetch_rows(self._db,
+            "SELECT id, key, value, source_turn, created_at, updated_at, deleted_at FROM facts"
+            " WHERE scope = 'session' AND session_id = ? AND deleted_at IS NOT NULL"
+            " AND (source_turn IS NULL OR source_turn <= ?) ORDER BY id", [source_id, upto])
+        return {int(fact["id"]): steps.insert_id(self._db,
             "INSERT INTO facts (scope, \"user\", session_id, key, value, source_turn,"
             " source_session_id, created_at, updated_at, deleted_at)"
-            " SELECT 'session', NULL, ?, key, value, source_turn, ?, created_at, updated_at,"
-            " deleted_at FROM facts WHERE scope = 'session' AND session_id = ?"
-            " AND deleted_at IS NOT NULL AND (source_turn IS NULL OR source_turn <= ?)"
-            " ORDER BY id", [new_id, new_id, source_id, upto])
+            " VALUES ('session', NULL, ?, ?, ?, ?, ?, ?, ?, ?)",
+            [new_id, fact["key"], fact["value"], fact["source_turn"], new_id,
+             fact["created_at"], fact["updated_at"], fact["deleted_at"]]) for fact in rows}
 
     def _copy_facts(
         self, source_id: int, new_id: int, ids: dict[int, int], *, stated: bool
-    ) -> int:
-        """Copy the live session facts the user stated, or those extracted from messages."""
+    ) -> dict[int, int]:
+        """Copy the live session facts the user stated, or those extracted from messages;
+        their ids → their copies'."""
         which = "IS NULL" if stated else "IS NOT NULL"
         rows = fetch_rows(self._db,
             f"SELECT * FROM facts WHERE scope = 'session' AND session_id = ?"
             f" AND deleted_at IS NULL AND source_turn {which} ORDER BY id", [source_id],
         )
+        copies: dict[int, int] = {}
         for fact in rows:
             source = fact["source_message_id"]
-            self._db.execute(
+            copies[int(fact["id"])] = steps.insert_id(self._db,
                 "INSERT INTO facts (scope, \"user\", session_id, key, value, source_message_id,"
                 " source_turn, source_session_id, created_at, updated_at)"
                 " VALUES ('session', NULL, ?, ?, ?, ?, ?, ?, ?, ?)",
                 [new_id, fact["key"], fact["value"], ids.get(source) if source else None,
                  fact["source_turn"], new_id, fact["created_at"], fact["updated_at"]],
             )
-        return len(rows)
+        return copies
+
+    def _copy_fact_history(self, copies: dict[int, int], source_id: int, new_id: int,
+                           upto: int) -> None:
+        """The earlier values of the copied facts (`copies`: id → its copy's): `facts list`
+        shows them and a purge of the fact searches for them too. One stated at a turn after
+        the fork's last is left out, as that turn is."""
+        if not copies:
+            return
+        marks = ", ".join("?" for _ in copies)
+        rows = fetch_rows(self._db,
+            f"SELECT fact_id, key, value, source_session_id, source_turn, stated_at,"
+            f" replaced_at FROM fact_history WHERE fact_id IN ({marks})"
+            " AND (source_session_id IS NULL OR source_session_id <> ?"
+            " OR source_turn IS NULL OR source_turn <= ?) ORDER BY id",
+            [*copies, source_id, upto])
+        if rows:
+            self._db.executemany(
+                "INSERT INTO fact_history (fact_id, key, value, source_session_id, source_turn,"
+                " stated_at, replaced_at) VALUES (?, ?, ?, ?, ?, ?, ?)",
+                [(copies[int(r["fact_id"])], r["key"], r["value"],
+                  new_id if r["source_session_id"] == source_id else r["source_session_id"],
+                  r["source_turn"], r["stated_at"], r["replaced_at"]) for r in rows])
