@@ -13,7 +13,7 @@ import pytest
 from cli_runner import invoke, output
 from pg import PostgresServer
 
-from chatmem.errors import StoreError, UsageError
+from chatmem.errors import NotFound, StoreError, UsageError
 from chatmem.store.postgres_access import USER_TABLES
 
 
@@ -132,8 +132,10 @@ def test_the_next_role_of_a_removed_name_starts_empty(team: Team) -> None:
     assert "took back" not in said.stderr  # nothing to take back from a role that is gone
     run(team.url(), "admin", "add-user", team.dan)
     assert names(team.url(team.dan)) == []
-    run(team.url(team.dan), "ask", "ann/proj", "still there?", "--provider", "scripted",
-        code=int(StoreError.exit_code))
+    # As a name no one shares with him: said as serve says it (not a name-rule error).
+    gone = run(team.url(team.dan), "ask", "ann/proj", "still there?", "--provider", "scripted",
+               code=int(NotFound.exit_code))
+    assert "no session 'ann/proj' is shared with you" in gone
 
 
 def test_keep_history_gives_a_returning_person_their_sessions(team: Team) -> None:
