@@ -321,10 +321,11 @@ class ForkTables:
             source = fact["source_message_id"]
             copies[int(fact["id"])] = steps.insert_id(self._db,
                 "INSERT INTO facts (scope, \"user\", session_id, key, value, source_message_id,"
-                " source_turn, source_session_id, created_at, updated_at)"
-                " VALUES ('session', NULL, ?, ?, ?, ?, ?, ?, ?, ?)",
+                " source_turn, source_session_id, created_at, updated_at, expires_at, used_at)"
+                " VALUES ('session', NULL, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                 [new_id, fact["key"], fact["value"], ids.get(source) if source else None,
-                 fact["source_turn"], new_id, fact["created_at"], fact["updated_at"]],
+                 fact["source_turn"], new_id, fact["created_at"], fact["updated_at"],
+                 fact["expires_at"], fact["used_at"]],
             )
         return copies
 

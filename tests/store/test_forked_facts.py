@@ -82,3 +82,17 @@ def test_an_earlier_value_from_a_turn_after_the_fork_is_left_out(
     store.forks.fork_session("a", "early", at_turn=2)
     assert facts_of(store, "early") == {"city": "Lyon"}
     assert earlier_values(store, "early") == {}
+
+
+def test_a_fork_keeps_when_a_copied_fact_ends_and_was_last_used(store: Store) -> None:
+    """A fact kept `--for` a while never ended in a fork (its end was not copied), and one
+    unused for fact_idle_days looked fresh there."""
+    source = store.sessions.create_session("a", "entity", {})
+    fact = store.facts.upsert_fact("门牌", "302", scope=FactScope.SESSION, session_id=source.id)
+    store.retention.set_fact_expiry(fact.id, "2099-01-02T00:00:00.000+00:00")
+    store.retention.mark_facts_used([fact.id])
+    used = store.facts.fact(fact.id).used_at
+    store.forks.fork_session("a", "b")
+    copied = store.facts.facts(session_id=store.sessions.session("b").id)
+    assert [(f.key, f.expires_at, f.used_at) for f in copied] == [
+        ("门牌", "2099-01-02T00:00:00.000+00:00", used)]
