@@ -473,6 +473,17 @@ class ProviderResponseError(ProviderError):
     pass
 
 
+class ProviderRefusedRequest(ProviderResponseError):
+    """The model's server refused the request itself (400): a field it does not take, a
+    value out of range. A client of `chatmem serve` who sent that field is told the server's
+    own words (`detail`, credentials masked) and the field it names (`param`)."""
+
+    def __init__(self, message: str, *, detail: str, param: str | None = None) -> None:
+        super().__init__(message, status=400)
+        self.detail = detail
+        self.param = param
+
+
 class ProviderFailed(ExtensionFailed, ProviderError):
     """A provider raised an exception other than a ProviderError: the turn is recorded as
     failed, as for any model error."""

@@ -21,6 +21,7 @@ from chatmem.errors import (
     ProviderError,
     ProviderNotFound,
     ProviderRateLimited,
+    ProviderRefusedRequest,
     ProviderTimeout,
     ReadOnlyShare,
     RepeatedStrategy,
@@ -134,6 +135,9 @@ def _(error: ProviderError, client: Client) -> str:
         return "the upstream model is rate limiting requests (429): wait and try again"
     if isinstance(error, ProviderNotFound):
         return f"the upstream model answered 404: {_not_found_for_a_client(error.model_from)}"
+    if isinstance(error, ProviderRefusedRequest):
+        # Its words are about the request, which is the client's own (a field it passed on).
+        return f"the upstream model refused the request (400): {error.detail}"
     answered = f" (it answered {error.status})" if error.status is not None else ""
     return f"the upstream model failed{answered}; {log}"
 
