@@ -330,7 +330,8 @@ class Engine(SessionChanges, MemoryUpkeep, Generic[StoreT]):
         self.store.retention.mark_facts_used(list(context.fact_ids))
         self._note_model()
         if (usage := stream.usage).cut_at_limit or usage.filtered:
-            notices.append(ReplyCut(CutBy.FILTER if usage.filtered else CutBy.LIMIT, not reply))
+            notices.append(ReplyCut(CutBy.FILTER if usage.filtered else CutBy.LIMIT, not reply,
+                                    stored=self.keeps_memory))
         if self.keeps_memory:
             notices += self.update_memory()
         return TurnResult(record, context, reply, notices)
