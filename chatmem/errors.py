@@ -95,12 +95,17 @@ class UsageError(ChatmemError):
 
 class OverBudget(UsageError):
     """The input's fixed parts (system prompt, files, input) and the chat format alone exceed
-    the budget, so nothing was sent; render/errors.py words it with the numbers."""
+    the budget, so nothing was sent; render/errors.py words it with the numbers, and the way
+    to raise the budget: the strategy's `budget_params` (`max_tokens`), else (none) the
+    context_budget setting."""
 
-    def __init__(self, fixed: tuple[tuple[str, int], ...], priming: int, budget: int) -> None:
+    def __init__(self, fixed: tuple[tuple[str, int], ...], priming: int, budget: int, *,
+                 strategy: str = "", budget_params: tuple[str, ...] = ()) -> None:
         self.fixed = fixed
         self.priming = priming
         self.budget = budget
+        self.strategy = strategy
+        self.budget_params = budget_params
         super().__init__(f"not sent: {self.total:,} tokens before any history, over the "
                          f"context budget of {budget:,}")
 
