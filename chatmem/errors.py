@@ -95,12 +95,17 @@ class UsageError(ChatmemError):
 
 class OverBudget(UsageError):
     """The input's fixed parts (system prompt, files, input) and the chat format alone exceed
-    the budget, so nothing was sent; render/errors.py words it with the numbers."""
+    the budget, so nothing was sent; render/errors.py words it with the numbers, and the way
+    to raise the budget: the strategy's `budget_params` (`max_tokens`), else (none) the
+    context_budget setting."""
 
-    def __init__(self, fixed: tuple[tuple[str, int], ...], priming: int, budget: int) -> None:
+    def __init__(self, fixed: tuple[tuple[str, int], ...], priming: int, budget: int, *,
+                 strategy: str = "", budget_params: tuple[str, ...] = ()) -> None:
         self.fixed = fixed
         self.priming = priming
         self.budget = budget
+        self.strategy = strategy
+        self.budget_params = budget_params
         super().__init__(f"not sent: {self.total:,} tokens before any history, over the "
                          f"context budget of {budget:,}")
 
@@ -471,6 +476,17 @@ class ProviderTimeout(ProviderError):
 
 class ProviderResponseError(ProviderError):
     pass
+
+
+class ProviderRefusedRequest(ProviderResponseError):
+    """The model's server refused the request itself (400): a field it does not take, a
+    value out of range. A client of `chatmem serve` who sent that field is told the server's
+    own words (`detail`, credentials masked) and the field it names (`param`)."""
+
+    def __init__(self, message: str, *, detail: str, param: str | None = None) -> None:
+        super().__init__(message, status=400)
+        self.detail = detail
+        self.param = param
 
 
 class ProviderFailed(ExtensionFailed, ProviderError):

@@ -102,11 +102,13 @@ class CutBy(Enum):
 
 @dataclass(frozen=True)
 class ReplyCut:
-    """The reply stopped before the model ended it and is stored as it is."""
+    """The reply stopped before the model ended it; it is stored as it is, if stored."""
 
     by: CutBy = CutBy.LIMIT
     empty: bool = False
     """It stopped before any text (a reasoning model may spend the whole limit thinking)."""
+    stored: bool = True
+    """False for a one-off question, whose turn is kept nowhere."""
 
 
 @dataclass(frozen=True)

@@ -21,6 +21,8 @@ from urllib.parse import urlsplit
 
 from waiting import HANG
 
+CAP_FIELDS = ("max_tokens", "max_completion_tokens")
+
 
 class ChatServer(ThreadingHTTPServer):
     daemon_threads = True
@@ -38,8 +40,9 @@ class ChatServer(ThreadingHTTPServer):
         self.models = ["test-small", "test-large"]
         """What GET /v1/models lists."""
         self.refuses: str | None = None
-        """A reply-cap field every chat request holding it is refused for (a 400 naming
-        the other), as OpenAI refuses max_tokens for its reasoning models."""
+        """A field every chat request holding it is refused for with a 400 naming it: a
+        reply-cap field's names the other, as OpenAI refuses max_tokens for its reasoning
+        models."""
 
     def handle_error(self, request: Any, client_address: Any) -> None:
         # A client that hangs up mid-reply (cut, cap, timeout) is what a fault test
@@ -98,13 +101,19 @@ class _Handler(BaseHTTPRequestHandler):
             # A client that built its URL wrong (a base URL's query glued before the path).
             self._error(404, "not_found", f"no route {self.route}")
             return
-        if self.server.refuses and self.server.refuses in body:
+        refused = self.server.refuses
+        if refused and refused in body and refused in CAP_FIELDS:
             # As OpenAI answers max_tokens for a reasoning model (o1, o3, gpt-5).
-            other = ({"max_tokens", "max_completion_tokens"} - {self.server.refuses}).pop()
+            other = ({*CAP_FIELDS} - {refused}).pop()
             self._error(400, "unsupported_parameter",
-                        f"Unsupported parameter: '{self.server.refuses}' is not supported "
-                        f"with this model. Use '{other}' instead.",
-                        param=self.server.refuses)
+                        f"Unsupported parameter: '{refused}' is not supported "
+                        f"with this model. Use '{other}' instead.", param=refused)
+            return
+        if refused and refused in body:
+            # As OpenAI answers a field a model does not take (reasoning_effort on gpt-4o).
+            self._error(400, "unsupported_parameter",
+                        f"Unsupported parameter: '{refused}' is not supported with this "
+                        f"model (sent {body[refused]!r}).", param=refused)
             return
         mode = self.server.plan.pop(0) if self.server.plan else "ok"
         if mode in _ERRORS:

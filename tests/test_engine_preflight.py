@@ -61,12 +61,11 @@ def test_an_input_that_cannot_fit_is_refused_with_the_numbers_and_nothing_is_sen
     assert error_text(error.value) == (
         "not sent: system 7 + input 105 + chat format 3 = 115 tokens, over the context budget "
         "of 50, before any history; shorten the input or the system prompt, raise the budget "
-        "(the config's context_budget, the strategy's max_tokens: -p max_tokens=N), or send it "
-        "anyway with --allow-over-budget")
+        "(the config's context_budget), or send it anyway with --allow-over-budget")
     # The REPL has /budget, and takes --allow-over-budget only when the chat starts.
     assert repl_error_text(error.value).endswith(
-        "raise the budget (/budget N, context_budget, the strategy's max_tokens), or start the "
-        "chat with --allow-over-budget to send it anyway")
+        "raise the budget (/budget N, context_budget), or start the chat with "
+        "--allow-over-budget to send it anyway")
     assert scripted.calls_by_purpose == {"chat": 1}  # only the first turn reached the model
     assert len(store.turns.turns(engine.session.id)) == 1  # and the refusal recorded nothing
 
@@ -79,6 +78,28 @@ def test_a_strategy_s_own_budget_is_the_one_checked(store: Store, scripted: Scri
         engine.run_turn("word " * 40)
     assert error.value.budget == 40
     assert scripted.calls_by_purpose == {}
+
+
+@pytest.mark.parametrize(("strategy", "params", "named"), [
+    ("tokens", {"max_tokens": "40"}, "max_tokens"),
+    ("summary-buffer", {"max_tokens": "40"}, "max_tokens"),
+    ("window+retrieval", {"retrieval.max_tokens": "40"}, "retrieval.max_tokens"),
+])
+def test_the_way_to_raise_a_strategy_s_own_budget_is_its_parameter(
+        store: Store, scripted: ScriptedProvider, strategy: str, params: dict[str, str],
+        named: str) -> None:
+    """Every refusal told `-p max_tokens=N`, which window refuses (it has no such parameter),
+    and the REPL's told /budget, which a strategy with its own budget does not read."""
+    engine = open_session(store, Settings(system="Be brief."), scripted, "s",
+                          strategy=strategy, params=params)
+    with pytest.raises(OverBudget) as error:
+        engine.run_turn("词语 " * 40)
+    assert (error.value.strategy, error.value.budget_params) == (strategy, (named,))
+    assert f"raise the budget (the strategy's {named}: -p {named}=N), or send it anyway" in (
+        error_text(error.value))
+    assert f"raise the budget (the strategy's {named}: /strategy {strategy} {named}=N), or " in (
+        repl_error_text(error.value))
+    assert "/budget" not in repl_error_text(error.value)
 
 
 def test_allow_over_budget_warns_before_the_call_and_sends(store: Store) -> None:

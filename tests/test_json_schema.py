@@ -8,6 +8,7 @@ from typing import Any
 
 import jsonschema
 import pytest
+from chat_server import ChatServer
 from cli_runner import invoke
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -133,6 +134,26 @@ def test_ask(db: str) -> None:
     asked = output("ask", "e", "我的城市是哪里？", "--db", db, "--provider", "scripted")
     check("ask", asked)
     assert asked["session"] == "e" and set(asked["tokens"]["parts"]) >= {"facts", "input"}
+
+
+@pytest.mark.parametrize(("plan", "cut", "reply"), [
+    ("filtered-empty", "filter", ""), ("filtered", "filter", "Hello from the test server."),
+    ("ok", None, "Hello from the test server.")])
+def test_ask_says_what_cut_the_reply(chat_server: ChatServer, tmp_path: Path, plan: str,
+                                     cut: str | None, reply: str) -> None:
+    """A filtered reply was `"reply": "", "status": "ok"` with nothing saying it was cut; and
+    a one-off question's notice said the reply "is stored" when nothing is."""
+    chat_server.plan = [plan]
+    db = tmp_path / "h.db"
+    result = invoke("ask", "讲个笑话", "--provider", "openai", "--model", "test-small", "--json",
+                    "--db", str(db), env={"OPENAI_BASE_URL": chat_server.base_url})
+    assert result.exit_code == 0, result.stderr
+    asked = json.loads(result.stdout)
+    check("ask", asked)
+    assert (asked["cut"], asked["reply"], asked["session"]) == (cut, reply, None)
+    assert "stored" not in result.stderr and not db.exists()
+    if cut is not None:
+        assert "content filter" in result.stderr
 
 
 def test_logs_and_models(db: str, tmp_path: Path) -> None:

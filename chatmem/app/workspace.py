@@ -366,6 +366,19 @@ def _provider_key(settings: Settings) -> tuple[Any, ...]:
     return tuple(repr(getattr(settings, name)) for name in PROVIDER_FIELDS)
 
 
+def check_history(settings: Settings, on_notice: Listener | None = None) -> None:
+    """Open the history `settings` name and close it again, so a server refuses a bad one
+    (an empty location, a file that is not chatmem's, a locked or unreachable one) with its
+    error before it says it listens, not at its first request; `on_notice` hears what
+    opening did (an upgrade). A file that does not exist yet is not created here: the first
+    turn creates it, as a chat's does."""
+    where = settings.location  # an empty --db or `db = ""` is refused here
+    if where.kind is LocationKind.SQLITE and not where.path.exists():
+        return
+    with Workspace(settings, create=False, on_notice=on_notice) as opened:
+        _ = opened.store
+
+
 @contextmanager
 def held_open(settings: Settings) -> Iterator[None]:
     """Hold the history file open while a server serves it. Each request opens the file on a

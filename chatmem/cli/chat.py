@@ -281,6 +281,7 @@ def answer_json(result: "TurnResult", engine: "Engine[Store]",
         "session": session,
         "status": record.status,
         "reply": result.reply,
+        "cut": None if result.cut is None else result.cut.value,
         "strategy": strategy_json(engine.strategy.name, engine.strategy.params),
         "tokens": {
             "prompt": record.estimated_tokens,

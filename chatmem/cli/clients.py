@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from chatmem.cli.opening import registries, settings_from
+from chatmem.cli.opening import registries, say_notice, settings_from
 from chatmem.cli.options import ConfigOption, DbOption, ModelOption, ProviderOption
 from chatmem.cli.output import consoles, handles_errors
 
@@ -91,10 +91,12 @@ def mcp(
     Example: chatmem mcp --db ~/chatmem.db   (in a client's MCP server list)
     """
     _needs("serve", "mcp")
+    from chatmem.app.workspace import check_history
     from chatmem.mcp.server import build_server
 
     settings = settings_from(config, db, provider, model)
     people = _tokens(tokens)
+    check_history(settings, say_notice)  # a bad history is said now, not by every tool call
     server = build_server(settings)
     if http is None:
         from chatmem.mcp.stdio import run_stdio
@@ -165,6 +167,7 @@ def serve(
     Example: chatmem serve --port 8765 -s summary-buffer   (base_url http://127.0.0.1:8765/v1)
     """
     _needs("serve", "uvicorn")
+    from chatmem.app.workspace import check_history
     from chatmem.serve.listening import guarded, listening, serve_http
     from chatmem.serve.proxy import build_app
 
@@ -172,6 +175,7 @@ def serve(
     if strategy is not None:
         registries().strategies.parse(strategy)  # a bad name is said now, not at a request
     people = _tokens(tokens)
+    check_history(settings, say_notice)  # said before "listening", not as a traceback
     where = listening(f"{host}:{port}", token, what="--host/--port",
                       tokens_given=people is not None)
     app = guarded(build_app(settings, strategy=strategy, log=_log_line), where, people,

@@ -34,6 +34,7 @@ from chatmem.errors import (
 )
 from chatmem.history import StoredHistory
 from chatmem.memory.base import Context, ContextRequest, Message, Strategy, build_guarded
+from chatmem.memory.params import budget_params
 from chatmem.memory.state import SessionState
 from chatmem.memory.vector_backlog import Indexing
 from chatmem.notices import CutBy, InputNotUtf8, Notice, ReplyCut
@@ -330,7 +331,8 @@ class Engine(SessionChanges, MemoryUpkeep, Generic[StoreT]):
         self.store.retention.mark_facts_used(list(context.fact_ids))
         self._note_model()
         if (usage := stream.usage).cut_at_limit or usage.filtered:
-            notices.append(ReplyCut(CutBy.FILTER if usage.filtered else CutBy.LIMIT, not reply))
+            notices.append(ReplyCut(CutBy.FILTER if usage.filtered else CutBy.LIMIT, not reply,
+                                    stored=self.keeps_memory))
         if self.keeps_memory:
             notices += self.update_memory()
         return TurnResult(record, context, reply, notices)
@@ -379,7 +381,8 @@ class Engine(SessionChanges, MemoryUpkeep, Generic[StoreT]):
         if self.allow_over_budget:
             self.activity.warn(SendingOverBudget(fixed, context.priming, context.budget))
             return
-        raise OverBudget(fixed, context.priming, context.budget)
+        raise OverBudget(fixed, context.priming, context.budget, strategy=self.strategy.name,
+                         budget_params=budget_params(self.strategy.params, context.budget))
 
     def _message_tokens(self, context: Context, text: str, reply: str) -> tuple[int, int]:
         """The new messages' token counts, stored with the turn so no later read writes.

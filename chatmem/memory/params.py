@@ -23,6 +23,14 @@ def format_params(params: Mapping[str, Any]) -> str:
     return " ".join(f"{k}={v}" for k, v in params.items())
 
 
+def budget_params(params: Mapping[str, Any], budget: int) -> tuple[str, ...]:
+    """The parameters that set a context budget of `budget`, the ones to raise it with:
+    `max_tokens` (a combination's `summary-buffer.max_tokens`); none when the budget is the
+    context_budget setting (window, buffer)."""
+    return tuple(name for name, value in params.items()
+                 if name.rpartition(".")[2] == "max_tokens" and value == budget)
+
+
 def strategy_label(name: str, params: Mapping[str, Any]) -> str:
     """`window k=2`: a strategy and its parameters as a user would type them."""
     return f"{name} {format_params(params)}".strip()

@@ -21,6 +21,7 @@ from chatmem.errors import (
     ProviderError,
     ProviderNotFound,
     ProviderRateLimited,
+    ProviderRefusedRequest,
     ProviderResponseError,
     ProviderTimeout,
 )
@@ -343,6 +344,16 @@ class OpenAIProvider:
             )
         if isinstance(error, openai.APIConnectionError):
             return ProviderConnectionError(f"cannot reach {where}: is the server running?")
+        if isinstance(error, openai.BadRequestError):
+            # The request itself refused (a field passed on from a served client): the
+            # server's own words say which field, and what it takes instead.
+            said = error.body.get("message") if isinstance(error.body, Mapping) else None
+            detail = self._masked(said if isinstance(said, str) else str(error), 300)
+            for address in (self.base_url, where):  # a served client is not told where it is
+                detail = detail.replace(address, "[the model's server]")
+            return ProviderRefusedRequest(
+                f"{where} answered 400: {self._short(error)}", detail=detail,
+                param=error.param if isinstance(error.param, str) else None)
         if isinstance(error, openai.APIStatusError):
             return ProviderResponseError(
                 f"{where} answered {error.status_code}: {self._short(error)}",
@@ -356,9 +367,12 @@ class OpenAIProvider:
 
     def _short(self, error: Exception) -> str:
         # The message quotes the server's answer, and a server may echo the key back.
-        text = " ".join(str(error).split())
+        return self._masked(str(error), 160)
+
+    def _masked(self, said: str, limit: int) -> str:
+        text = " ".join(said.split())
         # The key as sent, in the base URL, and base64-encoded as some gateways log it.
         text = SecretMask(credentials_of(self.client.api_key, self.base_url, None)).mask(text)
         # The same credentials as the server may quote them: an Authorization header.
         text = _CREDENTIALS.sub(r"\1 [api key]", text)
-        return text[:160] + ("…" if len(text) > 160 else "")
+        return text[:limit] + ("…" if len(text) > limit else "")

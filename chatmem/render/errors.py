@@ -21,6 +21,7 @@ from chatmem.errors import (
     ProviderError,
     ProviderNotFound,
     ProviderRateLimited,
+    ProviderRefusedRequest,
     ProviderTimeout,
     ReadOnlyShare,
     RepeatedStrategy,
@@ -41,9 +42,10 @@ def error_text(error: ChatmemError) -> str:
 @error_text.register
 def _(error: OverBudget) -> str:
     # A command's way on is a setting or a flag: /budget is the REPL's (repl_error_text).
+    flags = " ".join(f"-p {name}=N" for name in error.budget_params)
+    way = f"{_own_budget(error)}: {flags}" if flags else "the config's context_budget"
     return (f"{_over_budget(error)}; shorten the input or the system prompt, raise the budget "
-            "(the config's context_budget, the strategy's max_tokens: -p max_tokens=N), or "
-            "send it anyway with --allow-over-budget")
+            f"({way}), or send it anyway with --allow-over-budget")
 
 
 @error_text.register
@@ -85,6 +87,12 @@ def _(error: ReplyNotShown) -> str:
             f" (`chatmem sessions show {shlex.quote(error.address)}` shows it)")
 
 
+def _own_budget(error: OverBudget) -> str:
+    """`the strategy's max_tokens`: only a strategy with a budget of its own has one (window's
+    is the context_budget setting, and it refuses -p max_tokens)."""
+    return f"the strategy's {' and '.join(error.budget_params)}"
+
+
 def _over_budget(error: OverBudget) -> str:
     parts = " + ".join(f"{kind} {tokens:,}" for kind, tokens in error.fixed)
     return (f"not sent: {parts} + chat format {error.priming:,} = {error.total:,} tokens, over "
@@ -109,8 +117,9 @@ def _for_a_client(error: ChatmemError, client: Client) -> str:
 
 @_for_a_client.register
 def _(error: OverBudget, client: Client) -> str:
+    way = _own_budget(error) if error.budget_params else "context_budget"
     return (f"{_over_budget(error)}; shorten the input or the system prompt, or raise the "
-            "budget (context_budget, the strategy's max_tokens)")
+            f"budget ({way})")
 
 
 @_for_a_client.register
@@ -134,6 +143,9 @@ def _(error: ProviderError, client: Client) -> str:
         return "the upstream model is rate limiting requests (429): wait and try again"
     if isinstance(error, ProviderNotFound):
         return f"the upstream model answered 404: {_not_found_for_a_client(error.model_from)}"
+    if isinstance(error, ProviderRefusedRequest):
+        # Its words are about the request, which is the client's own (a field it passed on).
+        return f"the upstream model refused the request (400): {error.detail}"
     answered = f" (it answered {error.status})" if error.status is not None else ""
     return f"the upstream model failed{answered}; {log}"
 
@@ -178,9 +190,12 @@ def _(error: StrategyGone) -> str:
 @repl_error_text.register
 def _(error: OverBudget) -> str:
     # --allow-over-budget is the chat's flag: in the REPL it is taken when the chat starts.
+    # /budget sets only the budget of a strategy without one of its own.
+    values = " ".join(f"{name}=N" for name in error.budget_params)
+    way = (f"{_own_budget(error)}: /strategy {error.strategy} {values}" if values
+           else "/budget N, context_budget")
     return (f"{_over_budget(error)}; shorten the input or the system prompt, raise the budget "
-            "(/budget N, context_budget, the strategy's max_tokens), or start the chat with "
-            "--allow-over-budget to send it anyway")
+            f"({way}), or start the chat with --allow-over-budget to send it anyway")
 
 
 @error_text.register

@@ -164,8 +164,10 @@ def _(n: ReplyCut, repl_hints: bool) -> str:
           else "the reply-length limit (max_reply_tokens)")
     if n.empty:
         why = "" if n.by is CutBy.FILTER else " (a reasoning model may spend it all thinking)"
-        return f"the reply stopped at {by} before any text{why}; an empty reply is stored"
-    return f"the reply stopped at {by}; it is stored as it is"
+        kept = "an empty reply is stored" if n.stored else "there is no reply"
+        return f"the reply stopped at {by} before any text{why}; {kept}"
+    kept = "it is stored as it is" if n.stored else "it is incomplete"
+    return f"the reply stopped at {by}; {kept}"
 
 
 @_worded.register

@@ -16,6 +16,7 @@ from chatmem.errors import (
     ProviderError,
     ProviderNotFound,
     ProviderRateLimited,
+    ProviderRefusedRequest,
     ProviderTimeout,
     RequestError,
     StoreError,
@@ -64,7 +65,9 @@ def completion_json(result: TurnResult, model: str, turn_id: str) -> dict[str, A
 
 
 def status_of(error: BaseException) -> int:
-    if isinstance(error, RequestError | OverBudget):
+    if isinstance(error, RequestError | OverBudget | ProviderRefusedRequest):
+        # The model refused a field the client sent: the client's to change, and a 400 is
+        # not retried by an SDK (a 502 was, each attempt a failed turn).
         return 400
     if isinstance(error, StoreError) and error.kind is StoreFailure.NOT_PERMITTED:
         return 403  # a share read-only, or what only its owner may do: the client's to change

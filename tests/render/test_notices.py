@@ -84,6 +84,12 @@ WORDED: list[tuple[Notice | ContextWarning, str]] = [
                              "stored as it is"),
     (ReplyCut(CutBy.FILTER, empty=True), "the reply stopped at the model's server's content "
                                          "filter before any text; an empty reply is stored"),
+    # A one-off question is stored nowhere: its notice does not say it is stored.
+    (ReplyCut(stored=False), "the reply stopped at the reply-length limit (max_reply_tokens); "
+                             "it is incomplete"),
+    (ReplyCut(CutBy.FILTER, empty=True, stored=False),
+     "the reply stopped at the model's server's content filter before any text; there is no "
+     "reply"),
     (MemoryUpdateFailed("no model"), "memory update failed, will retry next turn: no model"),
     (IndexingNotice(IndexingEvent.STOPPED, Failure("truncated", unexpected="RuntimeError")),
      "indexing stopped: RuntimeError: truncated; recall ranks the messages without a vector by"

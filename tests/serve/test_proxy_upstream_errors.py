@@ -15,8 +15,8 @@ from waiting import HANG
 pytest.importorskip("uvicorn", reason="chatmem[serve] is not installed")
 
 import httpx2 as httpx
-from openai import InternalServerError, OpenAI
-from test_proxy import RunningProxy
+from openai import BadRequestError, InternalServerError, OpenAI
+from test_proxy import RunningProxy, statuses
 
 from chatmem.config.settings import Settings
 
@@ -57,3 +57,30 @@ def test_an_upstream_error_is_a_502_without_its_address_or_words(
     assert chat_server.base_url in running.logged[0]
     assert "http://10.0.0.7:9000/internal/llm" in running.logged[0]
     assert "401" in running.logged[1] and "sk-test" not in running.logged[1]
+
+
+@pytest.mark.parametrize("stream", [False, True], ids=["whole", "streamed"])
+def test_a_field_the_model_refuses_is_a_400_naming_it_which_an_sdk_does_not_retry(
+        chat_server: ChatServer, db_path: Path, stream: bool) -> None:
+    """A 502 for it was retried by the openai SDK: three requests, three failed turns, and
+    the client never learned which field the model did not take."""
+    settings = Settings(provider="openai", base_url=chat_server.base_url, model="test-small",
+                        db=str(db_path), api_key_env="CHATMEM_TEST_KEY")
+    chat_server.refuses = "reasoning_effort"
+    with RunningProxy(settings, strategy="window") as running:
+        client = OpenAI(base_url=running.base_url, api_key="the client's own", timeout=HANG)
+        with pytest.raises(BadRequestError) as refused:
+            answer = client.chat.completions.create(
+                model="test-small", stream=stream, reasoning_effort="extreme",
+                messages=[{"role": "user", "content": "证明费马大定理"}],
+                extra_headers={"X-Chatmem-Conversation": quote("推理")})
+            list(answer) if stream else None  # type: ignore[call-overload]
+    assert refused.value.status_code == 400
+    assert refused.value.body == {  # the SDK's view of OpenAI's error shape
+        "message": "the upstream model refused the request (400): Unsupported parameter: "
+                   "'reasoning_effort' is not supported with this model (sent 'extreme').",
+        "type": "invalid_request_error", "param": "reasoning_effort", "code": None}
+    assert chat_server.base_url not in json.dumps(refused.value.body)
+    assert len(chat_server.requests) == 1  # neither the SDK nor chatmem asked again
+    assert statuses(db_path, "推理") == ["failed"]  # stored as any failed upstream call is
+    assert len(running.logged) == 1 and chat_server.base_url in running.logged[0]

@@ -1,0 +1,58 @@
+"""`chatmem serve` and `chatmem mcp` refuse a bad history before they start: one line on
+stderr and the exit code of any other command, not "listening on …" followed by uvicorn's
+startup traceback, nor an MCP server whose every tool call then fails."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from cli_runner import invoke
+
+from chatmem.app.workspace import check_history
+from chatmem.config.settings import Settings
+from chatmem.errors import ExitCode
+
+pytest.importorskip("uvicorn", reason="chatmem[serve] is not installed")
+
+SERVERS = (("serve", "--port", "0"), ("mcp", "--http", "0"), ("mcp",))
+
+
+def refused_at_start(*args: str, said: str) -> None:
+    result = invoke(*args, "--provider", "scripted", input="")
+    assert result.exit_code == ExitCode.USAGE, (args, result.stdout, result.stderr)
+    assert "listening" not in result.stderr and "Traceback" not in result.stderr
+    assert result.stderr.strip().splitlines() == [f"error: {said}"]
+
+
+@pytest.mark.parametrize("server", SERVERS, ids=" ".join)
+def test_an_empty_db_is_refused_before_listening(isolated_home: Path,
+                                                 server: tuple[str, ...]) -> None:
+    refused_at_start(*server, "--db", "",
+                     said="--db is empty: give a file path or a postgresql:// URL")
+
+
+@pytest.mark.parametrize("server", SERVERS, ids=" ".join)
+def test_an_empty_db_in_the_config_is_refused_before_listening(
+        isolated_home: Path, tmp_path: Path, server: tuple[str, ...]) -> None:
+    config = tmp_path / "配置.toml"
+    config.write_text('db = ""\n', encoding="utf-8")
+    refused_at_start(*server, "--config", str(config),
+                     said=f"{config}: key 'db' is empty: give a file path or a "
+                          "postgresql:// URL")
+
+
+@pytest.mark.parametrize("server", SERVERS, ids=" ".join)
+def test_a_file_that_is_not_a_history_is_refused_before_listening(
+        isolated_home: Path, tmp_path: Path, server: tuple[str, ...]) -> None:
+    junk = tmp_path / "笔记.db"
+    junk.write_bytes(b"junk\n")
+    refused_at_start(*server, "--db", str(junk),
+                     said=f"{junk} is not a chatmem database (file is not a database)")
+    assert junk.read_bytes() == b"junk\n"
+
+
+def test_the_check_creates_no_file_a_first_turn_would(tmp_path: Path) -> None:
+    new = tmp_path / "新" / "h.db"
+    check_history(Settings(db=str(new)))
+    assert not new.exists() and not new.parent.exists()
