@@ -96,14 +96,17 @@ def mcp(
 
     settings = settings_from(config, db, provider, model)
     people = _tokens(tokens)
-    check_history(settings, say_notice)  # a bad history is said now, not by every tool call
     server = build_server(settings)
     if http is None:
+        # Over stdio a client app starts it, and shows a tool's error where it shows nothing
+        # of stderr: a bad history is said by each tool call, without its path (test_memory).
         from chatmem.mcp.stdio import run_stdio
 
         run_stdio(server, abandon=_client_gone)
         return
     from chatmem.serve.listening import guarded, listening, serve_http
+
+    check_history(settings, say_notice)  # said before "listening", not by every tool call
 
     where = listening(http, token, tokens_given=people is not None)
     from mcp.server.transport_security import TransportSecuritySettings

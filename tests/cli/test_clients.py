@@ -1,6 +1,7 @@
-"""`chatmem serve` and `chatmem mcp` refuse a bad history before they start: one line on
-stderr and the exit code of any other command, not "listening on …" followed by uvicorn's
-startup traceback, nor an MCP server whose every tool call then fails."""
+"""`chatmem serve` and `chatmem mcp --http` refuse a bad history before they start: one line
+on stderr and the exit code of any other command, not "listening on …" followed by uvicorn's
+startup traceback, nor an MCP server whose every tool call then fails. (Over stdio a client
+app starts `chatmem mcp`, and each tool says what is wrong: tests/mcp/test_memory.py.)"""
 
 from __future__ import annotations
 
@@ -15,7 +16,7 @@ from chatmem.errors import ExitCode
 
 pytest.importorskip("uvicorn", reason="chatmem[serve] is not installed")
 
-SERVERS = (("serve", "--port", "0"), ("mcp", "--http", "0"), ("mcp",))
+SERVERS = (("serve", "--port", "0"), ("mcp", "--http", "0"))
 
 
 def refused_at_start(*args: str, said: str) -> None:
