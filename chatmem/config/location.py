@@ -18,6 +18,7 @@ from enum import StrEnum
 from pathlib import Path
 from urllib.parse import parse_qsl, unquote, urlsplit
 
+from chatmem.config.paths import user_path
 from chatmem.errors import StoreError
 from chatmem.text import CONTROLS, code_point, is_valid
 
@@ -121,7 +122,7 @@ def parse_location(location: str, origin: str | None = None) -> HistoryLocation:
                              "or a postgresql:// URL")
         if origin and text == IN_MEMORY:
             raise StoreError(f"{where}{IN_MEMORY} keeps nothing; name a file")
-        return HistoryLocation.file(Path(location).expanduser())
+        return HistoryLocation.file(user_path(location))
     if not is_url(text):
         raise StoreError(f"{where}{shown}: not a history location: use a file path or a "
                          "postgresql:// URL")

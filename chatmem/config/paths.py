@@ -12,6 +12,17 @@ from chatmem.errors import ConfigError, StoreError, StoreFailure
 APP_NAME = "chatmem"
 
 
+def user_path(text: str | Path) -> Path:
+    """`text` as a path, a leading `~` read as the home folder (`~ann/`: ann's). A `~name`
+    no user has is a file of that name (`chat -a ./~draft.txt` keeps `~draft.txt`): it is
+    not the traceback pathlib's "Could not determine home directory" was."""
+    path = Path(text)
+    try:
+        return path.expanduser()
+    except RuntimeError:
+        return path
+
+
 def config_dir() -> Path:
     """The platform's config directory (~/.config/chatmem on Linux, XDG_CONFIG_HOME honoured)."""
     import platformdirs

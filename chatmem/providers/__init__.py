@@ -12,6 +12,7 @@ from pathlib import Path
 
 from chatmem.config.keys import KEY_ENV
 from chatmem.config.options import chat_reply_cap, sampling
+from chatmem.config.paths import user_path
 from chatmem.config.settings import LOCAL_MAX_REPLY_TOKENS, Settings
 from chatmem.errors import NoModelAtAll, NoModelAvailable, ProviderAuthError
 from chatmem.privacy.secrets import SecretMask, credentials_of, redacted_url
@@ -48,8 +49,8 @@ def scripted_provider(settings: Settings) -> Provider:
     log = settings.scripted.log or os.environ.get("CHATMEM_SCRIPTED_LOG")
     return ScriptedProvider(
         settings.model or "scripted",
-        script=Path(script).expanduser() if script else None,
-        log_path=Path(log).expanduser() if log else None,
+        script=user_path(script) if script else None,
+        log_path=user_path(log) if log else None,
     )
 
 
@@ -151,13 +152,13 @@ def _local_model_path(settings: Settings) -> str | None:
     chosen = settings.model
     if chosen is None:
         return settings.local.model_path
-    if not Path(chosen).expanduser().is_file():
+    if not user_path(chosen).is_file():
         why = (" (the local provider was chosen because neither OPENAI_API_KEY nor "
                "OPENAI_BASE_URL is set)" if settings.provider == "auto" else "")
         raise NoModelAvailable(
             f"model {chosen!r} ({settings.source_of('model')}): the local provider runs a GGUF "
             f"file, and there is none at that path{why}")
-    return str(Path(chosen).expanduser())
+    return str(user_path(chosen))
 
 
 __all__ = ["NO_MODEL_HELP", "Provider", "local_models", "local_provider", "openai_models",

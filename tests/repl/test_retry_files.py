@@ -169,3 +169,17 @@ def test_an_attached_block_reads_back_as_what_quotes_it_again(name: str, text: s
     read = attached_from_block(block)
     assert read is not None
     assert attached_block(*read) == block
+
+
+def test_a_file_named_with_a_leading_tilde_is_attached_and_sent_again(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """`~草稿.txt` is no user's home: /attach and /retry read it as pathlib raised "Could not
+    determine home directory" and the REPL ended in a traceback."""
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "~草稿.txt").write_text("draft: 42 pages\n", encoding="utf-8")
+    db = tmp_path / "h.db"
+    result = chat(db, "tl", ["/attach ./~草稿.txt", "how many pages?", "/retry"])
+    assert result.exit_code == 0, result.stderr
+    assert "Traceback" not in result.stderr
+    first, again = files_parts(db, "tl")
+    assert again == first and "draft: 42 pages" in first[0]["content"]

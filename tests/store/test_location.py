@@ -194,3 +194,14 @@ def test_an_empty_history_location_a_person_names_is_refused_not_the_default(
         assert f"{origin} is empty" in result.stderr, result.stderr
     assert not (tmp_path / "t.db").exists()
     invoke("sessions", "list", env={"CHATMEM_DB": ""}, code=0)
+
+
+def test_a_history_named_with_a_tilde_no_user_has_is_that_file(tmp_path: Path,
+                                                               monkeypatch) -> None:
+    """`--db ~nosuchuser/h.db` ended in pathlib's "Could not determine home directory"
+    traceback; it names a file of that name, here."""
+    monkeypatch.chdir(tmp_path)
+    said = invoke("sessions", "list", "--db", "~nosuchuser_chatmem/h.db", code=1)
+    assert said.stderr == ("error: no history file at ~nosuchuser_chatmem/h.db (chat, ask and"
+                           " sessions import create it)\n")
+    assert parse_location("~/h.db").path == Path.home() / "h.db"

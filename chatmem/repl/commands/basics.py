@@ -191,16 +191,16 @@ def _copy(repl: Chat, args: list[str]) -> None:
        "attach a file to your next message, as /attach does",
        example="/file notes.md", args=(0, 1), completes="path")
 def _file(repl: Chat, args: list[str]) -> None:
-    from pathlib import Path
 
     from chatmem.attachments import STDIN, read_file
+    from chatmem.config.paths import user_path
     from chatmem.engine.attached import attached_messages
 
     if args:
-        path = Path(args[0]).expanduser()
+        path = user_path(args[0])
         # The same file twice would be sent twice (under another spelling of its path too).
         same = next((a for a in repl.attached if a.name != STDIN
-                     and Path(a.name).expanduser().resolve() == path.resolve()), None)
+                     and user_path(a.name).resolve() == path.resolve()), None)
         if same is not None:
             repl.notice(f"{same.name} is attached already; it goes with your next message once")
             return

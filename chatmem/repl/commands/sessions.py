@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING
 from chatmem import render
 from chatmem.app import session_files, sessions
 from chatmem.app.sessions import check_session_name, session_name_from
+from chatmem.config.paths import user_path
 from chatmem.errors import NotFound, TurnNotReplaceable, UsageError
 from chatmem.memory.spec import StrategySpec
 from chatmem.render.notices import counted, listed
@@ -184,7 +185,7 @@ def _files_again(repl: Chat, record: TurnRecord) -> tuple[Sequence[Attachment], 
 
 
 def _where(name: str) -> Path:
-    return Path(name).expanduser().resolve()
+    return user_path(name).resolve()
 
 
 @slash("/retry", "/retry",
@@ -249,7 +250,7 @@ def _export(repl: Chat, args: list[str]) -> None:
     if len(files) > 1 or len(args) - len(files) > 1:
         raise SLASH["/export"].usage_error(f"unexpected argument {' '.join(files[1:])!r}")
     session = repl.engine.session
-    path = (Path(files[0]).expanduser() if files
+    path = (user_path(files[0]) if files
             else Path(f"{session_name_from(repl.address)}.jsonl"))
     fmt = export_format(path)
     transcript = session_files.session_transcript(repl.workspace, session)
