@@ -43,6 +43,9 @@ class ChatServer(ThreadingHTTPServer):
         """A field every chat request holding it is refused for with a 400 naming it: a
         reply-cap field's names the other, as OpenAI refuses max_tokens for its reasoning
         models."""
+        self.refused_as: tuple[str, str] | None = None
+        """What that 400 says instead (its message and `param`); `{key}` in either is the
+        request's Authorization header, as a gateway that quotes it back."""
 
     def handle_error(self, request: Any, client_address: Any) -> None:
         # A client that hangs up mid-reply (cut, cap, timeout) is what a fault test
@@ -108,6 +111,11 @@ class _Handler(BaseHTTPRequestHandler):
             self._error(400, "unsupported_parameter",
                         f"Unsupported parameter: '{refused}' is not supported "
                         f"with this model. Use '{other}' instead.", param=refused)
+            return
+        if refused and refused in body and self.server.refused_as is not None:
+            said, param = (text.replace("{key}", self.headers.get("Authorization", ""))
+                           for text in self.server.refused_as)
+            self._error(400, "unsupported_parameter", said, param=param)
             return
         if refused and refused in body:
             # As OpenAI answers a field a model does not take (reasoning_effort on gpt-4o).

@@ -42,6 +42,9 @@ CHARS_PER_TOKEN_AT_MOST = 16
 """No tokenizer's tokens average more characters than this over a whole reply."""
 
 
+_FIELD = re.compile(r"[A-Za-z_][A-Za-z0-9_.\[\]-]{0,63}")
+"""A request field's name as a server's 400 names it (`reasoning_effort`, `messages[0]`)."""
+
 CAP_FIELDS = ("max_tokens", "max_completion_tokens")
 """The two names of the reply cap: OpenAI's reasoning models (o1, o3, o4-mini, gpt-5) refuse
 max_tokens; Ollama, llamafile and llama.cpp before 2026 ignore max_completion_tokens, so a
@@ -351,9 +354,11 @@ class OpenAIProvider:
             detail = self._masked(said if isinstance(said, str) else str(error), 300)
             for address in (self.base_url, where):  # a served client is not told where it is
                 detail = detail.replace(address, "[the model's server]")
+            # Only a field's name: the server may put anything there (its own echo of a header).
+            param = error.param if isinstance(error.param, str) and _FIELD.fullmatch(
+                error.param) else None
             return ProviderRefusedRequest(
-                f"{where} answered 400: {self._short(error)}", detail=detail,
-                param=error.param if isinstance(error.param, str) else None)
+                f"{where} answered 400: {self._short(error)}", detail=detail, param=param)
         if isinstance(error, openai.APIStatusError):
             return ProviderResponseError(
                 f"{where} answered {error.status_code}: {self._short(error)}",

@@ -144,8 +144,10 @@ def _(error: ProviderError, client: Client) -> str:
     if isinstance(error, ProviderNotFound):
         return f"the upstream model answered 404: {_not_found_for_a_client(error.model_from)}"
     if isinstance(error, ProviderRefusedRequest):
-        # Its words are about the request, which is the client's own (a field it passed on).
-        return f"the upstream model refused the request (400): {error.detail}"
+        # The field is the client's own to change; the server's words stay in the log: they
+        # may name its hosts, paths or settings (a 502's never reach a client either).
+        field = f": it does not take the field {error.param!r}" if error.param else ""
+        return f"the upstream model refused the request (400){field}; {log}"
     answered = f" (it answered {error.status})" if error.status is not None else ""
     return f"the upstream model failed{answered}; {log}"
 

@@ -77,10 +77,37 @@ def test_a_field_the_model_refuses_is_a_400_naming_it_which_an_sdk_does_not_retr
             list(answer) if stream else None  # type: ignore[call-overload]
     assert refused.value.status_code == 400
     assert refused.value.body == {  # the SDK's view of OpenAI's error shape
-        "message": "the upstream model refused the request (400): Unsupported parameter: "
-                   "'reasoning_effort' is not supported with this model (sent 'extreme').",
+        "message": "the upstream model refused the request (400): it does not take the field"
+                   " 'reasoning_effort'; the details are in chatmem serve's log",
         "type": "invalid_request_error", "param": "reasoning_effort", "code": None}
     assert chat_server.base_url not in json.dumps(refused.value.body)
     assert len(chat_server.requests) == 1  # neither the SDK nor chatmem asked again
     assert statuses(db_path, "推理") == ["failed"]  # stored as any failed upstream call is
     assert len(running.logged) == 1 and chat_server.base_url in running.logged[0]
+
+
+def test_a_refusal_tells_a_client_no_more_than_the_field_it_sent(
+        chat_server: ChatServer, db_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Review: the model's own words went to the client (its gateway's hosts, an internal
+    URL, a key file's path), and its `param` as it came, which a gateway had filled with
+    the Authorization header it got."""
+    monkeypatch.setenv("CHATMEM_TEST_KEY", "sk-test-SECRETKEY1234567890abcdef")
+    settings = Settings(provider="openai", base_url=chat_server.base_url, model="test-small",
+                        db=str(db_path), api_key_env="CHATMEM_TEST_KEY")
+    chat_server.refuses = "top_k"
+    chat_server.refused_as = ("vLLM gateway 10.0.0.7:9000 -> http://10.0.0.7:9000/internal/llm:"
+                              " Unsupported parameter 'top_k'; key file /srv/secrets/llm.key",
+                              "top_k {key}")
+    with RunningProxy(settings, strategy="window") as running:
+        client = OpenAI(base_url=running.base_url, api_key="the client's own", timeout=HANG,
+                        max_retries=0)
+        with pytest.raises(BadRequestError) as refused:
+            client.chat.completions.create(
+                model="test-small", extra_body={"top_k": 3},
+                messages=[{"role": "user", "content": "你好"}],
+                extra_headers={"X-Chatmem-Conversation": "gw"})
+    body = json.dumps(refused.value.body, ensure_ascii=False)
+    assert refused.value.body["param"] is None  # type: ignore[index]
+    for hidden in ("10.0.0.7", "internal", "vLLM", "/srv/secrets", "SECRETKEY"):
+        assert hidden not in body, hidden
+    assert "10.0.0.7" in running.logged[0] and "SECRETKEY" not in running.logged[0]
