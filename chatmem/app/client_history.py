@@ -254,9 +254,9 @@ def leaves_history(workspace: Workspace, name: str, prior: Sequence[ClientMessag
 
 def branch_session(workspace: Workspace, name: str, prior: Sequence[ClientMessage]) -> str:
     """Make `name` a new session holding a client's history `prior` (`leaves_history`),
-    with the strategy, parameters, model and retention the session of that name had: the
-    memory it built (summaries, facts, a strategy's state) is of a history the client left,
-    and is not carried over. That session stays, whole, under `NAME.before-edit-N` (the
+    with the strategy, parameters, model, retention and shares the session of that name
+    had: the memory it built (summaries, facts, a strategy's state) is of a history the
+    client left, and is not carried over. That session stays, whole, under `NAME.before-edit-N` (the
     first N free), which this returns: nothing stored is lost or changed but its name."""
     from chatmem.store.session_names import suffixed_name
 
@@ -274,6 +274,9 @@ def branch_session(workspace: Workspace, name: str, prior: Sequence[ClientMessag
                                       tokenizer=old.tokenizer)
         if old.retention_days is not None:
             store.retention.set_retention(new.id, old.retention_days)
+        # The chat is shared as it was under its id; the kept copy keeps its shares too (who
+        # could read or write that history still can).
+        sessions.copy_shares(old.id, new.id)
         if prior:
             store.history.import_messages(
                 new.id, [{"role": m.role, "content": m.content} for m in prior])

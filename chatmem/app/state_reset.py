@@ -13,6 +13,7 @@ from chatmem.errors import NotFound
 
 if TYPE_CHECKING:
     from chatmem.app.workspace import Workspace
+    from chatmem.store import Store
 
 
 @dataclass(frozen=True)
@@ -23,14 +24,21 @@ class StateReset:
     """State values dropped."""
     summaries: int
     """Summary versions dropped (made again from the turns)."""
+    rebuilt: bool = False
+    """The state was built again at once from every turn (chatmem's own notes, which the
+    strategies never build again from the start), not on the next turn."""
 
 
 def reset_state(workspace: Workspace, session: str, strategy: str) -> StateReset:
     """Drop `strategy`'s state and summary versions in the user's own `session`, in one
     transaction. What the user decided stays when it can be read (the details they unpinned:
     the drift guard does not pin them again); the session's pin id counter ("pins") is set
-    past the pins it still holds, never back to 0 (an id is never given out twice)."""
-    from chatmem.memory.pins import COUNTER, UNPINNED_KEY, pinned_facts
+    past every id the session's summary versions can have given out, never back to 0 (an id
+    is never given out twice). The secret guard's note of the turns that said something
+    sensitive ("sensitive") is made again at once from every turn: a fold reads only turns
+    past its summary, so a secret said before would be forgotten and go into summaries."""
+    from chatmem.memory.pins import COUNTER, UNPINNED_KEY
+    from chatmem.memory.sensitive_turns import SENSITIVE_KEY, said_in_history
 
     store = workspace.store
     record = store.sessions.session(session)
@@ -47,6 +55,22 @@ def reset_state(workspace: Workspace, session: str, strategy: str) -> StateReset
                 UNPINNED_KEY: [u for u in unpinned[0] if isinstance(u, str)]}, covers_turn=0)
             rows -= 1
         if strategy == COUNTER:
-            last = max((p.pin_id or 0 for p in pinned_facts(store.memory, record.id)), default=0)
-            store.memory.set_strategy_state(record.id, COUNTER, {"last": last}, covers_turn=0)
-    return StateReset(session, strategy, rows, summaries)
+            store.memory.set_strategy_state(record.id, COUNTER, {
+                "last": _pin_ids_given(store, record.id)}, covers_turn=0)
+        if strategy == SENSITIVE_KEY:
+            # Covering no turn, as `sensitive_turns.remember` writes it.
+            store.memory.set_strategy_state(record.id, SENSITIVE_KEY, {
+                "turns": said_in_history(store.history, record.id)}, covers_turn=0)
+    return StateReset(session, strategy, rows, summaries,
+                      rebuilt=strategy in (COUNTER, SENSITIVE_KEY))
+
+
+def _pin_ids_given(store: Store, session_id: int) -> int:
+    """At least the last pin id the session gave out: its held pins' ids, and the details
+    its summary versions dropped (each fold gives an id to no more pins than it dropped
+    details), so an id unpinned or released is not given to another detail."""
+    from chatmem.memory.pins import pinned_facts
+
+    held = max((p.pin_id or 0 for p in pinned_facts(store.memory, session_id)), default=0)
+    dropped = sum(len(s.dropped_anchors) for s in store.memory.summaries(session_id))
+    return max(held, dropped)

@@ -190,7 +190,8 @@ def reset_state(
     is shared with for writing) and every turn stops on it. Only derived memory goes: that
     strategy's state and summary versions (its pinned details with them). The turns,
     messages and facts stay, and so does the list of details you unpinned; a summarising
-    strategy summarises the turns again on the next one (model calls).
+    strategy summarises the turns again on the next one (model calls). chatmem's own notes
+    (`sensitive`: which turns said a secret; `pins`: the last pin id) are built again at once.
 
     \b
     Example: chatmem sessions reset-state trip summary-buffer
@@ -203,7 +204,8 @@ def reset_state(
     consoles()[1].print(
         f"dropped the {done.strategy} state of session {done.session}"
         f" ({counted(done.rows, 'value')}, {counted(done.summaries, 'summary version')});"
-        " it is built again from the turns on the next one", markup=False, soft_wrap=True)
+        + (" built again from every turn now" if done.rebuilt else
+           " it is built again from the turns on the next one"), markup=False, soft_wrap=True)
 
 
 @app.command("fork")

@@ -19,6 +19,7 @@ from chatmem.privacy.secret_guard import SecretGuard
 
 if TYPE_CHECKING:
     from chatmem.memory.state import SessionState
+    from chatmem.store.protocols import HistoryRepository
 
 SENSITIVE_KEY = "sensitive"
 """Strategy-state namespace shared by every strategy that feeds a helper model."""
@@ -66,6 +67,27 @@ def remember(state: SessionState, guard: SecretGuard, turns: Sequence[HistoryTur
         # Covering no turn: the guard re-reads the listed turns as the history holds them
         # now, so a fork or a replaced turn makes it read one more turn at worst.
         state.set_covering(SENSITIVE_KEY, 0, turns=sorted(known | said))
+
+
+def said_in_history(history: HistoryRepository, session_id: int) -> list[int]:
+    """Every turn of the session that holds something the guard masks, read from the first
+    turn on: what `remember` noted, made again when that note is lost (`sessions
+    reset-state S sensitive`). Folds read only turns past their boundary, so a note built
+    lazily would forget a secret said before it for good. Read a page at a time, twice (a
+    value learnt late is noted in the earlier turns that said it too)."""
+    guard = SecretGuard()
+    last = history.turn_count(session_id)
+    before: list[str] = []
+    for first in range(1, last + 1, READ_PAGE_TURNS):
+        texts = [r.content for r in history.messages(
+            session_id, first, min(last, first + READ_PAGE_TURNS - 1))]
+        guard.read(texts, before)
+        before = texts[-2:]
+    said: set[int] = set()
+    for first in range(1, last + 1, READ_PAGE_TURNS):
+        said |= {r.turn for r in history.messages(
+            session_id, first, min(last, first + READ_PAGE_TURNS - 1)) if guard.holds(r.content)}
+    return sorted(said)
 
 
 def _said_in(state: SessionState) -> set[int]:

@@ -164,6 +164,10 @@ class SessionTables:
         role shared with them (sharing.shares)."""
         return sharing.shares(self._connection, session_id)
 
+    def copy_shares(self, from_id: int, to_id: int) -> int:
+        """Share `to_id` with whom the user's own `from_id` is shared (sharing.copy_shares)."""
+        return sharing.copy_shares(self._connection, from_id, to_id)
+
     def may_write(self, session_id: int) -> bool:
         """Whether this role may add to the session (its own, or shared for writing)."""
         return self.session_access(session_id).level is not AccessLevel.READ

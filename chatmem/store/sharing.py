@@ -248,6 +248,20 @@ def shares(store: Connection, session_id: int) -> list[Share] | None:
     return [Share(row["name"], row["grantee"], ShareMode(row["mode"])) for row in rows]
 
 
+def copy_shares(store: Connection, from_id: int, to_id: int) -> int:
+    """Share session `to_id` as the user's own session `from_id` is shared (its owner's
+    shares only, as `shares` counts them); how many. A file has none."""
+    if store.db.kind != "postgresql":
+        return 0
+    with store.write():
+        return int(store.db.execute(
+            "INSERT INTO session_shares (session_id, grantee, mode) SELECT ?, h.grantee, h.mode"
+            " FROM session_shares h JOIN sessions s ON s.id = h.session_id AND s.owner = h.owner"
+            " WHERE h.session_id = ? AND s.owner = current_user"
+            " ON CONFLICT (session_id, grantee) DO UPDATE SET mode = excluded.mode",
+            [to_id, from_id]).rowcount)
+
+
 def listed_access(kind: str) -> str:
     """SQL for the columns `access` and `shares` (SessionSummary's) of the session `s` a
     listing reads: the rule session_access follows, and the count of its shares when it

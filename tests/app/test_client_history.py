@@ -5,12 +5,15 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from cli_runner import run
+from pg import Team
 
 from chatmem.app.client_history import ClientMessage, branch_session
 from chatmem.app.workspace import Workspace
 from chatmem.config.settings import Settings
 from chatmem.errors import StoreError
 from chatmem.store import Store
+from chatmem.store.sharing import ShareMode
 
 
 def test_a_branch_that_fails_halfway_leaves_the_session_as_it_was(
@@ -36,3 +39,23 @@ def test_a_branch_that_fails_halfway_leaves_the_session_as_it_was(
     with Workspace(Settings(provider="scripted", db=str(db))) as workspace:
         assert branch_session(workspace, "旅行", [ClientMessage("user", "我们去苏州")]) == \
             "旅行.before-edit-1"
+
+
+def test_a_branch_of_a_shared_chat_stays_shared_as_it_was(team: Team) -> None:
+    """Attack: after an edit under a shared session's id, the grantee's `chat ann/proj3`
+    failed and the share sat on `proj3.before-edit-1` only."""
+    ann, bob = team.url("ann"), team.url("bob")
+    run(ann, "ask", "proj3", "我们去杭州", "--provider", "scripted", code=0)
+    run(ann, "sessions", "share", "proj3", "--with", "bob", "--write", code=0)
+    with Workspace(Settings(provider="scripted", db=ann)) as workspace:
+        assert branch_session(workspace, "proj3", [ClientMessage("user", "我们去苏州")]) == \
+            "proj3.before-edit-1"
+    with Store(ann) as store:
+        for name in ("proj3", "proj3.before-edit-1"):
+            shares = store.sessions.shares(store.sessions.session(name).id)
+            assert [(s.session, s.grantee, s.mode) for s in shares or []] == [
+                (name, "bob", ShareMode.WRITE)]
+    run(bob, "ask", "ann/proj3", "还有谁去？", "--provider", "scripted", code=0)
+    with Store(ann) as store:
+        said = store.history.messages(store.sessions.session("proj3").id)
+        assert [m.content for m in said if m.role == "user"] == ["我们去苏州", "还有谁去？"]
