@@ -134,6 +134,11 @@ class _Handler(BaseHTTPRequestHandler):
             key = self.headers["Authorization"].split()[-1]
             self._error(400, "bad_request",
                         f"bad credential {base64.b64encode(key.encode()).decode()}")
+        elif mode == "echo-key-url":
+            # ... or in a URL's query, percent-encoded, as a gateway names where it failed.
+            key = self.headers["Authorization"].split()[-1]
+            every = "".join(c if c.isalnum() else f"%{ord(c):02X}" for c in key)
+            self._error(400, "bad_request", f"upstream http://10.0.0.7/v1?keyurl={every} failed")
         elif mode == "echo-key-reply":
             # A 200 reply quoting the Authorization header, split over several deltas.
             header = self.headers["Authorization"]

@@ -8,7 +8,7 @@ those parts replaced by ***.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from urllib.parse import parse_qsl, urlsplit, urlunsplit
+from urllib.parse import parse_qsl, quote, urlsplit, urlunsplit
 
 
 def url_secrets(url: str) -> list[str]:
@@ -56,8 +56,13 @@ def credentials_of(api_key: str | None, base_url: str | None,
     if api_key:
         found[api_key] = "[api key]"
         if len(api_key) >= MIN_SECRET_CHARACTERS:  # a placeholder's base64 is no secret either
-            # As a server may quote it back in an error: the key's bytes, base64-encoded.
+            # As a server may quote it back in an error: the key's bytes, base64-encoded, or
+            # percent-encoded as a URL's query carries it (`keyurl=sk%2Dtest%2B…`).
             found[base64.b64encode(api_key.encode()).decode()] = "[api key]"
+            every = "".join(c if c.isascii() and c.isalnum() else
+                            "".join(f"%{b:02X}" for b in c.encode()) for c in api_key)
+            for encoded in (quote(api_key, safe=""), every):
+                found[encoded] = "[api key]"
     if history_key:
         found[history_key] = "[history key]"
     return {s: label for s, label in found.items() if len(s) >= MIN_SECRET_CHARACTERS}

@@ -210,6 +210,23 @@ def test_a_key_quoted_back_base64_encoded_or_as_a_model_name_is_masked(
                 assert secret.encode() not in path.read_bytes(), path
 
 
+def test_a_key_quoted_back_percent_encoded_is_masked(tmp_path: Path, chat_server) -> None:
+    """Attack: a gateway's 400 named the URL it called with the key in its query, every
+    character percent-encoded; the turn's stored error kept it."""
+    db = tmp_path / "h.db"
+    env = {"OPENAI_API_KEY": KEY, "OPENAI_BASE_URL": chat_server.base_url,
+           "CHATMEM_KEY": None}
+    chat_server.plan = ["echo-key-url"]
+    failed = invoke("chat", "s", "--db", str(db), "--provider", "openai", "--model", "m",
+                    input="hi\n", env=env)
+    assert "keyurl=[api key]" in failed.stderr
+    encoded = "".join(c if c.isalnum() else f"%{ord(c):02X}" for c in KEY)
+    assert encoded not in failed.output
+    for path in tmp_path.rglob("*"):
+        if path.is_file():
+            assert encoded.encode() not in path.read_bytes(), path
+
+
 @needs_sqlcipher
 def test_a_reply_that_says_chatmem_key_is_masked(tmp_path: Path, chat_server) -> None:
     history_key = "history-key 钥匙 8812-QQ"
