@@ -37,6 +37,7 @@ def test_credentials_cover_the_key_the_url_and_basic_auth_but_not_placeholders()
     assert found == {"YW5hOlVSTEtFWS05OQ==": "[api key]", "URLKEY-99": "[api key]",
                      "Q1W2E3": "[api key]", "sk-abc12345": "[api key]",
                      "c2stYWJjMTIzNDU=": "[api key]",  # the key base64-encoded
+                     "sk%2Dabc12345": "[api key]",  # every character percent-encoded
                      "hist-key-1": "[history key]"}
     assert credentials_of("x", None, None) == {}
 
