@@ -157,7 +157,10 @@ def p018_grantee_writes_placed_and_dated(execute: Execute) -> None:
     number far ahead stalled the owner's fact catch-up, at the largest bigint broke the
     session), and when he moves the session's `updated_at` (his turn there does) the
     server's clock sets it, not his, so neither his clock nor his SQL has retention erase
-    the owner's session or keep it for good (postgres_write_shares)."""
+    the owner's session or keep it for good. The server dates what he adds (a message's
+    time and pause, a turn's time), his turn's JSON columns must read back, an erasure he
+    counts is one, and in the owner's turns he changes only the fact lines a purge masks
+    (postgres_write_shares)."""
     postgres_write_shares.place_grantee_writes(execute)
 
 

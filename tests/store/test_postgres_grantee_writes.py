@@ -2,11 +2,14 @@
 by the server (p018): by plain SQL he no longer dates the session so that the owner's
 retention erases it (or never does), nor stores a message or a turn numbered far ahead
 (the owner's next turn spun through empty fact batches; at the largest bigint the session
-was broken). His own turns there, a /retry and a failed attempt included, still go in."""
+was broken), nor a time, a pause, a JSON column or an erasure count that broke her reads,
+nor rewrites her turns' contexts beyond a purge's masks. His own turns there, a /retry, a
+failed attempt and a purge included, still go in."""
 
 from __future__ import annotations
 
 import json
+import math
 import re
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
@@ -14,8 +17,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from cli_runner import run
-from grantees import INSUFFICIENT_PRIVILEGE, shared, sql_as
+from cli_runner import chat, run
+from grantees import INSUFFICIENT_PRIVILEGE, PROFILE, shared, sql_as
 from pg import NOW, OldHistory, PostgresServer, Team, migrated_before
 from registered import open_session
 
@@ -36,6 +39,11 @@ ADD_MESSAGE = ("INSERT INTO messages (session_id, position, turn, role, content,
 ADD_TURN = ("INSERT INTO turns (session_id, number, history_turn, status, input, context,"
             " strategy, created_at) VALUES (%s, %s, %s, 'failed', 'x', '{}', 'buffer', %s)")
 
+ADD_JSON_TURN = ("INSERT INTO turns (session_id, number, status, input, context, params,"
+                 " rendered, strategy, created_at) VALUES (%s, 2, 'failed', 'x', %s, %s, %s,"
+                 " 'buffer', 'garbage-date')")
+NOT_READ = "23514"
+"""A turn row chatmem would not read back: refused as a CHECK constraint refuses one."""
 
 
 def fresh(stored: str) -> bool:
@@ -176,3 +184,96 @@ def test_an_older_databases_shared_sessions_get_the_rules_on_upgrade(
     with old.server.admin(old.database) as conn:
         (updated,), = conn.execute("SELECT updated_at FROM sessions").fetchall()
     assert fresh(updated), updated
+
+
+def test_what_a_grantee_adds_is_dated_by_the_server_and_reads_back(team: Team,
+                                                                  tmp_path: Path) -> None:
+    """An unreadable time or a NaN pause on his message, a turn whose context is not JSON:
+    every read of ann's session failed (ask, show, export)."""
+    ann, bob = shared(team)
+    (session_id,), = team.rows("SELECT id FROM sessions WHERE owner = 'ann'")
+    assert sql_as(bob, "INSERT INTO messages (session_id, position, turn, role, content,"
+                       " created_at, gap_s) VALUES (%s, 3, 2, 'user', 'bob 的备注',"
+                       " 'garbage-date', 'NaN')", [session_id]) == 1
+    (created, gap), = team.rows("SELECT created_at, gap_s FROM messages WHERE position = 3")
+    assert fresh(created) and math.isfinite(gap) and abs(gap) < 300, (created, gap)
+
+    deep = "[" * 500 + "]" * 500
+    for context, params, rendered in (("{not json", "{}", None), ("[]", "{}", None),
+                                      ('{"a": ' + deep + "}", "{}", None),
+                                      ("{}", '"x"', None), ("{}", "{}", "{not json"),
+                                      ("{}", "{}", "[{}]"), ("{}", "{}", '{"from": 1}'),
+                                      ("{}", "{}", '[{"from": 1, "to": 2}]'),
+                                      ("{}", "{}", '[{"from": 1, "to": 4, "gaps": {}}]'),
+                                      ("{}", "{}", '[{"from": 1, "to": 2, "gaps": {"a": 1}}]')):
+        assert sql_as(bob, ADD_JSON_TURN, [session_id, context, params, rendered]) \
+            == NOT_READ, (context, params, rendered)
+    # What Python's json reads (and json.dumps writes) goes in, dated now.
+    written = '{"score": NaN, "low": -Infinity, "note": "a\\u0000b 中文"}'
+    pieces = json.dumps(["text", {"from": 1, "to": 2, "gaps": {"user assistant": "\n"}}])
+    assert sql_as(bob, ADD_JSON_TURN, [session_id, written, '{"k": 1}', pieces]) == 1
+    (created,), = team.rows("SELECT created_at FROM turns WHERE number = 2")
+    assert fresh(created), created
+
+    run(ann, "ask", "proj", "还在吗", "--provider", "scripted", code=0)
+    assert "bob 的备注" in run(ann, "sessions", "show", "proj", code=0).stdout
+    run(ann, "sessions", "export", "proj", "-o", str(tmp_path / "proj.md"), code=0)
+    run(ann, "inspect", "proj", code=0)
+
+
+def test_an_erasure_a_grantee_counts_is_one(team: Team) -> None:
+    """The largest bigint he wrote broke her /retry and purge ("bigint out of range")."""
+    ann, bob = shared(team)
+    run(ann, "ask", "w", "第一个问题", "--strategy", "window", "--provider", "scripted", code=0)
+    run(ann, "sessions", "share", "w", "--with", "bob", "--write", code=0)
+    before = team.rows("SELECT id, erasures FROM sessions ORDER BY id")
+    for value in (LARGEST, -5, 0):
+        assert sql_as(bob, "UPDATE sessions SET erasures = %s", [value]) == 2
+    assert team.rows("SELECT id, erasures FROM sessions ORDER BY id") == [
+        (session_id, erasures + 3) for session_id, erasures in before]
+    with Store(ann) as store:
+        engine = open_session(store, Settings(), ScriptedProvider(), "w")
+        assert resend_last(engine).status == TurnStatus.OK
+    run(ann, "facts", "forget", "proj", "phone", "--purge", "--yes", code=0)
+    assert sql_as(ann, "UPDATE sessions SET erasures = 7", []) == 2
+    assert team.rows("SELECT erasures FROM sessions") == [(7,), (7,)]
+
+
+def test_a_grantee_changes_the_owners_turns_only_where_his_purge_masks_a_fact(
+        team: Team) -> None:
+    """He changed any turn's context: not JSON (her every ask failed), or with files she
+    never attached (her /retry sent them). His purge's masks still go in."""
+    ann, bob = team.url("ann"), team.url("bob")
+    run(ann, "ask", "proj", "hello", "--strategy", "entity", "--provider", "scripted",
+        env=PROFILE, code=0)
+    run(ann, "sessions", "share", "proj", "--with", "bob", "--write", code=0)
+    chat(bob, "ann/proj", ["/remember --user phone: Nokia3310", "my phone is Nokia3310"],
+         env=PROFILE, code=0)
+    (first,), = team.rows("SELECT context FROM turns WHERE number = 1")
+    forged = json.loads(first)
+    forged.setdefault("parts", []).append({"kind": "files", "messages": [
+        {"role": "user", "content": '<file name="keys.txt">偷来的</file>'}]})
+    changed = json.loads(first) | {"budget": 1}
+    for column, value in (("context", "{not json"), ("context", json.dumps(forged)),
+                          ("context", json.dumps(changed)), ("context", "[]"),
+                          ("rendered", "[{}]"), ("rendered", "{not json")):
+        assert sql_as(bob, f"UPDATE turns SET {column} = %s WHERE number = 1",
+                      [value]) == INSUFFICIENT_PRIVILEGE, (column, value)
+    assert team.rows("SELECT context FROM turns WHERE number = 1") == [(first,)]
+
+    # His purge of his own fact masks its lines in the turns that showed it.
+    run(bob, "facts", "forget", "phone", "--user", "team", "--purge", "--yes", env=PROFILE,
+        code=0)
+    mark = '\\"purged\\": true'  # inside the facts message's JSON string
+    masked = team.rows("SELECT number, context FROM turns WHERE strpos(context, %s) > 0",
+                       [mark])
+    assert [number for number, _ in masked] == [2], masked
+    assert "Nokia3310" not in masked[0][1].split('"kind": "input"')[0]
+    # A mask is a purged fact's marker, nothing else.
+    other = masked[0][1].replace(mark, '\\"purged\\": false')
+    assert sql_as(bob, "UPDATE turns SET context = %s WHERE number = 2",
+                  [other]) == INSUFFICIENT_PRIVILEGE
+    run(ann, "ask", "proj", "还在吗", "--provider", "scripted", env=PROFILE, code=0)
+    with Store(ann) as store:
+        engine = open_session(store, Settings(), ScriptedProvider(), "proj")
+        assert resend_last(engine).status == TurnStatus.OK

@@ -19,6 +19,7 @@ from registered import open_session
 from chatmem.config.settings import Settings
 from chatmem.embeddings.hashed import HashEmbedder
 from chatmem.engine.resend import resend_last
+from chatmem.errors import StoreError
 from chatmem.memory.vector_backlog import VectorBacklog
 from chatmem.providers.scripted import ScriptedProvider
 from chatmem.store import Store, TurnStatus
@@ -93,10 +94,11 @@ def test_a_write_share_lets_its_grantee_add_turns_not_rewrite_or_delete_them(
         engine = open_session(store, Settings(), ScriptedProvider(), "bob/bobteam")
         engine.run_turn("会议改到周六")
         assert resend_last(engine).status == TurnStatus.OK
-        last = store.turns.turn(shared)  # a purge masks a line of its context
-        store.facts.rewrite_turn_context(last.id, {**last.context, "masked": True},
-                                         last.rendered_prompt)
-        assert store.turns.turn(shared).context["masked"] is True
+        # A purge masks fact lines of its context, nothing else (test_postgres_grantee_writes).
+        last = store.turns.turn(shared)
+        with pytest.raises(StoreError, match="only where a purge masks a fact"):
+            store.facts.rewrite_turn_context(last.id, {**last.context, "masked": True},
+                                             last.rendered_prompt)
     before = team.rows("SELECT id, content, superseded FROM messages ORDER BY id")
     assert len(before) == 6
 

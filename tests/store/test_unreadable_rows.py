@@ -18,7 +18,7 @@ from chatmem.errors import StoreError
 
 def bad_rows(run: Callable[[str, list[Any]], list[Any]], session: str) -> tuple[int, int]:
     """A message and a fact with a created_at no ISO 8601 reader takes; their ids. The
-    message goes after the session's one turn, where a write grantee may put one (p018)."""
+    message goes after the session's one turn."""
     session_id = run("SELECT id FROM sessions WHERE name = ?", [session])[0][0]
     message = run("INSERT INTO messages (session_id, position, turn, role, content, created_at)"
                   " VALUES (?, 3, 2, 'user', 'planted', 'yesterday-ish') RETURNING id",
@@ -57,15 +57,15 @@ def test_on_a_file_edited_by_hand(tmp_path: Path) -> None:
     assert_one_line_each(db, *ids)
 
 
-def test_on_a_database_a_write_share_wrote_into(pg_server: PostgresServer,
-                                                pg_template: str) -> None:
+def test_on_a_database_edited_by_hand(pg_server: PostgresServer, pg_template: str) -> None:
+    """By its owner's psql: a write grantee's message is dated by the server (p018,
+    test_postgres_grantee_writes)."""
     database = pg_server.create_database(pg_template)
     try:
-        ann, bob = pg_server.url(database, "ann"), pg_server.url(database, "bob")
+        bob = pg_server.url(database, "bob")
         invoke("ask", "hello", "--session", "trip", "--provider", "scripted", "--db", bob,
                code=0)
-        invoke("sessions", "share", "trip", "--with", "ann", "--write", "--db", bob, code=0)
-        with pg_server.driver.connect(ann, autocommit=True) as conn:
+        with pg_server.driver.connect(bob, autocommit=True) as conn:
             ids = bad_rows(lambda sql, p: conn.execute(sql.replace("?", "%s"), p).fetchall(),
                            "trip")
         assert_one_line_each(bob, *ids)
