@@ -80,10 +80,15 @@ def statements(schema: str) -> Iterator[str]:
                f" EXECUTE FUNCTION chatmem_keep_written_rows({arguments})")
 
 
-def narrow(execute: Execute) -> None:
+def _run_in_schema(execute: Execute, statements_for: Callable[[str], Iterator[str]]) -> None:
+    """Run a migration's statements, made for chatmem's schema (quoted) as they name it."""
     schema = execute("SELECT quote_ident(current_schema())").fetchone()[0]
-    for statement in statements(schema):
+    for statement in statements_for(schema):
         execute(statement)
+
+
+def narrow(execute: Execute) -> None:
+    _run_in_schema(execute, statements)
 
 
 SESSION_WORK = ("updated_at", "erasures")
@@ -126,9 +131,7 @@ def owners_settings(schema: str) -> Iterator[str]:
 
 
 def seal_settings(execute: Execute) -> None:
-    schema = execute("SELECT quote_ident(current_schema())").fetchone()[0]
-    for statement in owners_settings(schema):
-        execute(statement)
+    _run_in_schema(execute, owners_settings)
 
 
 # p018: what a grantee adds lands where chatmem's own client puts it, dated by the server.
@@ -374,6 +377,4 @@ def placed_statements(schema: str) -> Iterator[str]:
 
 
 def place_grantee_writes(execute: Execute) -> None:
-    schema = execute("SELECT quote_ident(current_schema())").fetchone()[0]
-    for statement in placed_statements(schema):
-        execute(statement)
+    _run_in_schema(execute, placed_statements)
