@@ -16,7 +16,7 @@ from chatmem.cli.options import (
     one_session,
     session_first,
 )
-from chatmem.cli.output import consoles, handles_errors, print_json
+from chatmem.cli.output import consoles, handles_errors, print_json, say_passed_over
 
 if TYPE_CHECKING:
     from chatmem.privacy.phones import NumberForm
@@ -65,15 +65,12 @@ def list_(
         facts_table,
         owner_text,
         pinned_row,
-        unread_pins_text,
     )
 
     settings = settings_from(config, db)
     with open_workspace(settings, create=False) as ws:
         listing = list_facts(ws, user=user, session=session)
-    for row in listing.skipped:
-        consoles()[1].print(unread_pins_text(row.address, str(row.shared_by), row.strategy),
-                            markup=False, soft_wrap=True)
+    say_passed_over((row.address, row.shared_by, row.strategy) for row in listing.skipped)
     facts = [listed.fact for listed in listing.facts]
     owners = {listed.fact.id: listed.owner for listed in listing.facts}
     ends = {listed.fact.id: listed.expires_at for listed in listing.facts}
@@ -141,7 +138,6 @@ def forget(
         left_text,
         mentions_text,
         redacted_text,
-        unread_pins_text,
     )
 
     with open_workspace(settings_from(config, db), create=False) as ws:
@@ -149,9 +145,7 @@ def forget(
                                              include_deleted=purge)
         read = remembered.select_pins(ws, user=user, session=session)
         pins = read.pins
-        for row in read.skipped:
-            consoles()[1].print(unread_pins_text(row.address, str(row.shared_by), row.strategy),
-                                markup=False, soft_wrap=True)
+        say_passed_over((row.address, row.shared_by, row.strategy) for row in read.skipped)
         try:
             chosen = remembered.one_to_forget(
                 ws, ref, candidates, pins,

@@ -7,7 +7,7 @@ import functools
 import signal
 import sys
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
@@ -183,3 +183,14 @@ def warn_if_dated_back(transcript: Transcript) -> None:
             f"warning: {where}: a message dated before one above it;"
             " recall by a named time (\"last May\") reads a conversation in time order",
             style="yellow", soft_wrap=True)
+
+
+def say_passed_over(passed: Iterable[tuple[str, str | None, str | None]]) -> None:
+    """One line on stderr for each (session as named, its owner, strategy or None for the
+    whole session) a listing, an erasure or an export passed over: a row another role's
+    shared session holds that cannot be read."""
+    from chatmem.render.facts import unread_pins_text
+
+    for session, owner, strategy in passed:
+        consoles()[1].print(unread_pins_text(session, owner or "its owner", strategy),
+                            markup=False, soft_wrap=True)

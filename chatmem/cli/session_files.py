@@ -13,6 +13,7 @@ from chatmem.cli.output import (
     consoles,
     handles_errors,
     print_json,
+    say_passed_over,
     stdin_transcript,
     warn_if_dated_back,
 )
@@ -97,7 +98,6 @@ def export_all(name: str | None, output: str | None, force: bool, settings: "Set
 
     from chatmem.app.session_files import export_everything
     from chatmem.errors import UsageError
-    from chatmem.render.facts import unread_pins_text
     from chatmem.render.notices import counted
 
     if name is not None:
@@ -106,9 +106,7 @@ def export_all(name: str | None, output: str | None, force: bool, settings: "Set
         raise UsageError("missing SESSION, or --all with -o FILE.zip")
     with open_workspace(settings, create=False) as ws:
         report = export_everything(ws, Path(output), force=force)
-    for passed in report.passed_over:
-        consoles()[1].print(unread_pins_text(passed.session, passed.owner, passed.strategy),
-                            markup=False, soft_wrap=True)
+    say_passed_over((p.session, p.owner, p.strategy) for p in report.passed_over)
     consoles()[1].print(
         f"exported {counted(report.sessions, 'session')} "
         f"({counted(report.messages, 'message')}), "
