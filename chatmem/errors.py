@@ -96,16 +96,18 @@ class UsageError(ChatmemError):
 class OverBudget(UsageError):
     """The input's fixed parts (system prompt, files, input) and the chat format alone exceed
     the budget, so nothing was sent; render/errors.py words it with the numbers, and the way
-    to raise the budget: the strategy's `budget_params` (`max_tokens`), else (none) the
-    context_budget setting."""
+    to raise the budget: the strategy's `budget_params` (`max_tokens`), and the context_budget
+    setting when it limits too (`context_budget_too`) or they are none."""
 
     def __init__(self, fixed: tuple[tuple[str, int], ...], priming: int, budget: int, *,
-                 strategy: str = "", budget_params: tuple[str, ...] = ()) -> None:
+                 strategy: str = "", budget_params: tuple[str, ...] = (),
+                 context_budget_too: bool = False) -> None:
         self.fixed = fixed
         self.priming = priming
         self.budget = budget
         self.strategy = strategy
         self.budget_params = budget_params
+        self.context_budget_too = context_budget_too
         super().__init__(f"not sent: {self.total:,} tokens before any history, over the "
                          f"context budget of {budget:,}")
 

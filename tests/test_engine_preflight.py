@@ -102,6 +102,31 @@ def test_the_way_to_raise_a_strategy_s_own_budget_is_its_parameter(
     assert "/budget" not in repl_error_text(error.value)
 
 
+def test_a_parameter_that_ties_with_context_budget_is_named_with_it(
+        store: Store, scripted: ScriptedProvider) -> None:
+    """Review: window+retrieval with retrieval.max_tokens equal to context_budget named only
+    the parameter; raised as told, the refusal came again, now naming context_budget. A
+    combination's budget is the least of its members', window's being the setting."""
+    tied = open_session(store, Settings(system="Be brief.", context_budget=40), scripted, "t",
+                        strategy="window+retrieval", params={"retrieval.max_tokens": "40"})
+    with pytest.raises(OverBudget) as error:
+        tied.run_turn("词语 " * 40)
+    assert (error.value.budget_params, error.value.context_budget_too) == (
+        ("retrieval.max_tokens",), True)
+    assert ("raise the budget (the strategy's retrieval.max_tokens: -p retrieval.max_tokens=N,"
+            " and the config's context_budget), or send") in error_text(error.value)
+    assert "/strategy window+retrieval retrieval.max_tokens=N, and /budget N)" in (
+        repl_error_text(error.value))
+    # retrieval's own max_tokens does not fall with the setting: only it is named.
+    own = open_session(store, Settings(system="Be brief.", context_budget=40), scripted, "o",
+                       strategy="retrieval", params={"max_tokens": "40"})
+    with pytest.raises(OverBudget) as error:
+        own.run_turn("词语 " * 40)
+    assert (error.value.budget_params, error.value.context_budget_too) == (("max_tokens",),
+                                                                            False)
+    assert "context_budget" not in error_text(error.value)
+
+
 def test_allow_over_budget_warns_before_the_call_and_sends(store: Store) -> None:
     recorder = Recorder()
     seen: list[str] = []

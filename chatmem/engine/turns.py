@@ -33,7 +33,14 @@ from chatmem.errors import (
     UsageError,
 )
 from chatmem.history import StoredHistory
-from chatmem.memory.base import Context, ContextRequest, Message, Strategy, build_guarded
+from chatmem.memory.base import (
+    Context,
+    ContextRequest,
+    Message,
+    Strategy,
+    build_guarded,
+    falls_with_setting,
+)
 from chatmem.memory.params import budget_params
 from chatmem.memory.state import SessionState
 from chatmem.memory.vector_backlog import Indexing
@@ -382,7 +389,9 @@ class Engine(SessionChanges, MemoryUpkeep, Generic[StoreT]):
             self.activity.warn(SendingOverBudget(fixed, context.priming, context.budget))
             return
         raise OverBudget(fixed, context.priming, context.budget, strategy=self.strategy.name,
-                         budget_params=budget_params(self.strategy.params, context.budget))
+                         budget_params=budget_params(self.strategy.params, context.budget),
+                         context_budget_too=self.budget == context.budget and falls_with_setting(
+                             self.strategy, self.request("")))
 
     def _message_tokens(self, context: Context, text: str, reply: str) -> tuple[int, int]:
         """The new messages' token counts, stored with the turn so no later read writes.

@@ -161,6 +161,23 @@ def build_guarded(strategy: Strategy, request: ContextRequest) -> Context:
     return context
 
 
+def falls_with_setting(strategy: Strategy, request: ContextRequest) -> bool:
+    """Whether the context_budget setting (`request.budget`) limits `strategy`'s budget too,
+    whatever its parameters say: its budget falls with the setting's (a combination takes
+    the least of its members', window's being the setting; retrieval's own max_tokens does
+    not). Raising only a parameter that ties with it would be refused again."""
+    own = getattr(strategy, "budget", None)  # (a plugin's may lack BaseStrategy's)
+    if not callable(own):
+        return True  # held to request.budget (build_guarded)
+    if request.budget is None:
+        return False
+    try:
+        lower = request.budget - 1
+        return bool(own(replace(request, budget=lower)) == lower)
+    except Exception:  # a plugin's budget() failing here must not hide the refusal
+        return False
+
+
 def over_budget(context: Context, request: ContextRequest) -> OverBudget:
     """The warning for `context`, over its budget: of its fixed parts alone, or in all."""
     assert context.budget is not None

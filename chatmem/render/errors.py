@@ -44,6 +44,8 @@ def _(error: OverBudget) -> str:
     # A command's way on is a setting or a flag: /budget is the REPL's (repl_error_text).
     flags = " ".join(f"-p {name}=N" for name in error.budget_params)
     way = f"{_own_budget(error)}: {flags}" if flags else "the config's context_budget"
+    if flags and error.context_budget_too:
+        way += ", and the config's context_budget"
     return (f"{_over_budget(error)}; shorten the input or the system prompt, raise the budget "
             f"({way}), or send it anyway with --allow-over-budget")
 
@@ -118,6 +120,8 @@ def _for_a_client(error: ChatmemError, client: Client) -> str:
 @_for_a_client.register
 def _(error: OverBudget, client: Client) -> str:
     way = _own_budget(error) if error.budget_params else "context_budget"
+    if error.budget_params and error.context_budget_too:
+        way += " and context_budget"
     return (f"{_over_budget(error)}; shorten the input or the system prompt, or raise the "
             f"budget ({way})")
 
@@ -196,6 +200,8 @@ def _(error: OverBudget) -> str:
     values = " ".join(f"{name}=N" for name in error.budget_params)
     way = (f"{_own_budget(error)}: /strategy {error.strategy} {values}" if values
            else "/budget N, context_budget")
+    if values and error.context_budget_too:
+        way += ", and /budget N"
     return (f"{_over_budget(error)}; shorten the input or the system prompt, raise the budget "
             f"({way}), or start the chat with --allow-over-budget to send it anyway")
 
