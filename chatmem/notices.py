@@ -316,6 +316,18 @@ class WaitingForUpgrade:
     seconds: int
 
 
+@dataclass(frozen=True)
+class WaitingForWrite:
+    """Another process holds the history's write lock (a long import, say) past the usual
+    wait: a turn waits for it (at most `seconds`) rather than lose a paid reply or refuse
+    to send. Told once, as the wait begins: nothing else is said meanwhile."""
+
+    location: str
+    seconds: int
+    replied: bool
+    """True: the reply came and waits to be stored; False: the input waits to be sent."""
+
+
 OpeningNotice = (HistoryMoved | OldHistoryLeft | RetentionApplied | RetentionSkipped
                  | HistoryUpgrading | WaitingForUpgrade)
 """What opening a workspace did that the user should know."""
@@ -358,7 +370,7 @@ Notice = (IndexingNotice | VectorsResized | SummaryUpdated | SummaryFailed | Fac
           | SavedParamsDropped | SystemPromptReplaced | SettingsNotSaved
           | HelperTooSmall
           | HistoryMoved | OldHistoryLeft | RetentionApplied | RetentionSkipped
-          | HistoryUpgrading | WaitingForUpgrade
+          | HistoryUpgrading | WaitingForUpgrade | WaitingForWrite
           | ContextsOverBudget | ContextsByWordsAlone | ContextsWithoutVectors)
 
 

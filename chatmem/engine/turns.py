@@ -361,7 +361,8 @@ class Engine(SessionChanges, MemoryUpkeep, Generic[StoreT]):
     def check_writable(self) -> None:
         """A reply that cannot be stored is a paid call (or minutes of a local model) wasted."""
         try:
-            self.store.check_writable()
+            # Patient as the commit is: waiting is said, and sending then stores its reply.
+            self.store.check_writable(patient=True)
             self.store.sessions.check_session_writable(self.session.id)
         except ReadOnlyShare as e:
             # Kept typed: each front end words its own way on (a client cannot fork).

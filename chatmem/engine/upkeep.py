@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from chatmem.errors import ChatmemError, ExtensionFailed
+from chatmem.errors import ChatmemError, ExtensionFailed, SessionGone
 from chatmem.memory.base import MemoryEnv, update_guarded
 from chatmem.notices import HelperTooSmall, MemoryUpdateCancelled, MemoryUpdateFailed, Notice
 
@@ -49,6 +49,9 @@ class MemoryUpkeep:
     if TYPE_CHECKING:
         @property
         def embedder(self) -> Embedder | None: ...
+
+        @property
+        def address(self) -> str: ...
 
         @property
         def system_prompt(self) -> str | None: ...
@@ -125,6 +128,11 @@ class MemoryUpkeep:
             said.append(HelperTooSmall(self.strategy.name, helper.model))
         try:
             return said + update_guarded(self.strategy, env)
+        except SessionGone:
+            # Not a failure to retry: there is no next turn. Said as a deletion while the
+            # reply came is, by the name the user knows (the store knows only its id).
+            raise SessionGone(self.address, "nothing was sent" if catch_up
+                              else "the turn was deleted with it") from None
         except ChatmemError as e:
             # The turn stands; the strategy catches up on a later turn.
             culprit = (e.kind, e.name) if isinstance(e, ExtensionFailed) else None

@@ -18,6 +18,7 @@ from chatmem.notices import (
     SensitiveNotRemembered,
     StrategyChanged,
     WaitingForUpgrade,
+    WaitingForWrite,
 )
 from chatmem.render.errors import Client, without_history
 from chatmem.render.notices import (
@@ -91,6 +92,11 @@ def _(n: HistoryUpgrading, client: Client) -> str:
 @_for_a_client.register
 def _(n: WaitingForUpgrade, client: Client) -> str:
     return "waited for another chatmem holding the history alone (an upgrade)"
+
+
+@_for_a_client.register
+def _(n: WaitingForWrite, client: Client) -> str:
+    return "waited for another process's write to the history (a long import)"
 
 
 @_for_a_client.register

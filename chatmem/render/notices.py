@@ -52,6 +52,7 @@ from chatmem.notices import (
     TaughtFacts,
     VectorsResized,
     WaitingForUpgrade,
+    WaitingForWrite,
 )
 from chatmem.privacy.sensitive import describe
 from chatmem.render.errors import by_plugin
@@ -254,6 +255,14 @@ def _(n: HistoryUpgrading, repl_hints: bool) -> str:
 def _(n: WaitingForUpgrade, repl_hints: bool) -> str:
     return (f"waiting for another chatmem holding history {n.location} alone (an upgrade,"
             f" encrypt or rekey; at most {n.seconds} s) …")
+
+
+@_worded.register
+def _(n: WaitingForWrite, repl_hints: bool) -> str:
+    keep = ("the reply waits to be stored; Ctrl-C gives it up" if n.replied
+            else "the input waits to be sent; Ctrl-C gives it up")
+    return (f"waiting for another process's write to history {n.location} to end (at most"
+            f" {n.seconds} s): {keep} …")
 
 
 @_worded.register

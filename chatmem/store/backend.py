@@ -68,12 +68,16 @@ class Backend(Protocol):
     @property
     def in_transaction(self) -> bool: ...
 
-    def write(self) -> AbstractContextManager[None]:
+    def write(self, *, patient: bool = False) -> AbstractContextManager[None]:
         """One all-or-nothing write transaction, exclusive among writers; nested use joins
-        the outer one. Errors become StoreError (busy, read-only, disk, dropped connection)."""
+        the outer one. Errors become StoreError (busy, read-only, disk, dropped connection).
+        `patient`: a turn's paid reply waits for another process's write up to WRITE_WAIT_S,
+        not the busy timeout, telling the listener once that it waits (WaitingForWrite)."""
         ...
 
-    def check_writable(self) -> None: ...
+    def check_writable(self, *, patient: bool = False) -> None:
+        """`patient`: waits for another process's write as a patient write does."""
+        ...
 
     def moved(self) -> bool:
         """Whether what this connection opened is no longer where it was opened (a file

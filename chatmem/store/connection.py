@@ -94,9 +94,10 @@ class Connection:
         """One write transaction, all or nothing, exclusive among writers."""
         return self.db.write()
 
-    def check_writable(self) -> None:
-        """Raise the error a write would meet, without writing: a turn checks before it is sent."""
-        self.db.check_writable()
+    def check_writable(self, *, patient: bool = False) -> None:
+        """Raise the error a write would meet, without writing: a turn checks before it is
+        sent (`patient`: waiting for another process's write as its commit would)."""
+        self.db.check_writable(patient=patient)
 
     def fold_log(self) -> None:
         """Fold the write-ahead log into the file (SQLite) as far as no reader holds it.

@@ -73,10 +73,13 @@ class FactTables:
         """
         stamp = self._connection.now()
         owner_sql, owner = self._fact_owner(scope, user, session_id)
-        if scope == "session" and session_id is not None:
-            sharing.check_writable_session(self._connection, session_id)
         stated_in = source_session_id if source_session_id is not None else session_id
         with self._db.write():
+            if stated_in is not None:
+                steps.check_session_kept(self._db, stated_in)
+            if scope == "session" and session_id is not None:
+                steps.check_session_kept(self._db, session_id)
+                sharing.check_writable_session(self._connection, session_id)
             same = [f for f in self._stored_alike(key, owner_sql, owner, stamp)
                     if same_key(f.key, key)]
             if same:

@@ -8,6 +8,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from chatmem.errors import NotFound
+from chatmem.store import steps
 from chatmem.store.connection import Connection, fetch_rows, fetch_value
 from chatmem.store.records import (
     StateRow,
@@ -82,6 +83,7 @@ class MemoryTables:
         if covers_turn is not None:
             rows.append((session_id, strategy, COVERS_KEY, json_text(int(covers_turn))))
         with self._db.write():
+            steps.check_session_kept(self._db, session_id)
             self._db.executemany(
                 "INSERT INTO strategy_state (session_id, strategy, key, value)"
                 " VALUES (?, ?, ?, ?) ON CONFLICT (session_id, strategy, key)"
@@ -126,6 +128,7 @@ class MemoryTables:
     ) -> SummaryRecord:
         """Store a new summary version; versions count up per session and strategy."""
         with self._db.write():
+            steps.check_session_kept(self._db, session_id)
             version = int(fetch_value(self._db,
                 "SELECT coalesce(max(version), 0) + 1 FROM summaries"
                 " WHERE session_id = ? AND strategy = ?",

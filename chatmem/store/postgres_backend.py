@@ -26,6 +26,7 @@ from chatmem.errors import (
     StoreError,
     StoreFailure,
 )
+from chatmem.notices import WaitingForUpgrade, WaitingForWrite
 from chatmem.store import postgres_schema as schema
 from chatmem.store import postgres_upgrading as upgrading
 from chatmem.store.location import HistoryLocation, LocationKind, as_location, password_of
@@ -36,7 +37,13 @@ from chatmem.store.postgres_text import keep_nul_characters
 from chatmem.store.postgres_vectors import PostgresVectors
 from chatmem.store.postgres_words import PostgresWords
 from chatmem.store.records import AccessLevel, SessionAccess
-from chatmem.store.upgrading import UpgradeListener, back_off, ignore
+from chatmem.store.upgrading import (
+    UPGRADE_WAIT_S,
+    WRITE_WAIT_S,
+    UpgradeListener,
+    back_off,
+    ignore,
+)
 
 BUSY_TIMEOUT_MS = 5000
 CONNECT_TIMEOUT_S = 10
@@ -241,10 +248,11 @@ class PostgresBackend(PostgresFailures, PostgresVectors, PostgresWords):
     # -- writing --------------------------------------------------------------------------
 
     @contextmanager
-    def write(self) -> Iterator[None]:
+    def write(self, *, patient: bool = False) -> Iterator[None]:
         """One write transaction, all or nothing, holding the write lock until it ends.
 
-        Nested use is a savepoint inside the outer transaction.
+        Nested use is a savepoint inside the outer transaction. `patient`: a turn's reply
+        waits for the lock up to WRITE_WAIT_S (Backend.write).
         """
         self._reconnect_if_lost()
         nested = self.in_transaction  # then a savepoint; the outer transaction holds the lock
@@ -252,7 +260,7 @@ class PostgresBackend(PostgresFailures, PostgresVectors, PostgresWords):
         try:
             with self._conn.transaction():
                 if not nested:
-                    self.execute("SELECT pg_advisory_xact_lock(?)", [WRITE_LOCK])
+                    self._lock(patient, replied=True)
                 yield
         except self._errors.Error as e:  # the transaction's own statements (COMMIT)
             raise self.statement_error(e) from None
@@ -262,7 +270,15 @@ class PostgresBackend(PostgresFailures, PostgresVectors, PostgresWords):
     def moved(self) -> bool:
         return False  # a server's database has no path another file could take
 
-    def check_writable(self) -> None:
+    def _lock(self, patient: bool, *, replied: bool) -> None:
+        if not patient:
+            self._conn.execute("SELECT pg_advisory_xact_lock(%s)", (WRITE_LOCK,))
+            return
+        upgrading.take_write_lock(self._conn, WRITE_LOCK, self.busy_timeout_ms,
+                                  self._on_upgrade,
+                                  WaitingForWrite(self.location, WRITE_WAIT_S, replied))
+
+    def check_writable(self, *, patient: bool = False) -> None:
         """Raise the error a write would meet, without writing: a turn checks before it is sent."""
         self._reconnect_if_lost()
         if self.in_transaction:
@@ -270,7 +286,7 @@ class PostgresBackend(PostgresFailures, PostgresVectors, PostgresWords):
         for attempt in (1, 2):
             try:
                 with self._conn.transaction(force_rollback=True):
-                    self._conn.execute("SELECT pg_advisory_xact_lock(%s)", (WRITE_LOCK,))
+                    self._lock(patient, replied=False)
                     self._conn.execute("UPDATE sessions SET name = name WHERE 1 = 0")
                 return
             except self._errors.Error as e:
@@ -363,8 +379,9 @@ class PostgresBackend(PostgresFailures, PostgresVectors, PostgresWords):
                 with self._conn.transaction():
                     if self._own_statement_timeout:  # an index rebuilt over a large history
                         self._conn.execute("SET LOCAL statement_timeout = 0")
-                    upgrading.take_write_lock(self._conn, WRITE_LOCK, self.location,
-                                              self.busy_timeout_ms, self._on_upgrade)
+                    upgrading.take_write_lock(
+                        self._conn, WRITE_LOCK, self.busy_timeout_ms, self._on_upgrade,
+                        WaitingForUpgrade(self.location, UPGRADE_WAIT_S))
                     if upgrading.migrate(self._conn, self._pending_migrations,
                                          location=self.location, upgrade=upgrade,
                                          tell=self._on_upgrade):

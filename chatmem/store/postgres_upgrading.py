@@ -16,12 +16,11 @@ from collections.abc import Callable
 from typing import Any
 
 from chatmem.errors import StoreError
-from chatmem.notices import WaitingForUpgrade
+from chatmem.notices import WaitingForUpgrade, WaitingForWrite
 from chatmem.store import postgres_schema as schema
 from chatmem.store.upgrading import (
     ALONE_WAIT_S,
     FIRST_WAIT_MS,
-    UPGRADE_WAIT_S,
     UpgradeListener,
     in_use,
     upgrading,
@@ -53,16 +52,16 @@ def described(others: list[tuple[int, str | None, str]]) -> str:
             + (f"; role {', '.join(roles)}" if roles else ""))
 
 
-def take_write_lock(conn: Any, lock: int, location: str, busy_timeout_ms: int,
-                    tell: UpgradeListener) -> None:
-    """The write lock, inside the caller's transaction, for migrating: held by another
-    chatmem's upgrade it is waited for up to UPGRADE_WAIT_S (not the busy timeout), and
-    opening says so."""
+def take_write_lock(conn: Any, lock: int, busy_timeout_ms: int, tell: UpgradeListener,
+                    waiting: WaitingForUpgrade | WaitingForWrite) -> None:
+    """The write lock, inside the caller's transaction, for migrating or for a turn's paid
+    reply: held by another chatmem's upgrade (a long import) it is waited for up to
+    `waiting.seconds` (not the busy timeout), and the listener is told `waiting` once."""
     deadline = time.monotonic() + FIRST_WAIT_MS / 1000
     while not conn.execute("SELECT pg_try_advisory_xact_lock(%s)", (lock,)).fetchone()[0]:
         if time.monotonic() > deadline:
-            tell(WaitingForUpgrade(location, UPGRADE_WAIT_S))
-            conn.execute(f"SET LOCAL lock_timeout = {UPGRADE_WAIT_S * 1000}")
+            tell(waiting)
+            conn.execute(f"SET LOCAL lock_timeout = {int(waiting.seconds) * 1000}")
             conn.execute("SELECT pg_advisory_xact_lock(%s)", (lock,))
             conn.execute(f"SET LOCAL lock_timeout = {int(busy_timeout_ms)}")
             return

@@ -7,6 +7,7 @@ SQLite's result code: the rest of chatmem never sees the driver.
 from __future__ import annotations
 
 import sqlite3
+import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
@@ -19,10 +20,11 @@ from chatmem.errors import (
     StoreError,
     StoreFailure,
 )
+from chatmem.notices import WaitingForWrite
 from chatmem.store import open_files, upgrading
 from chatmem.store.permissions import missing_permission
 from chatmem.store.records import OWNED, SessionAccess
-from chatmem.store.result_codes import NOT_A_DATABASE, primary_code
+from chatmem.store.result_codes import BUSY, NOT_A_DATABASE, primary_code
 from chatmem.store.session_runs import SessionRuns
 from chatmem.store.sqlite_failures import (
     DAMAGED_TEXT,
@@ -42,8 +44,11 @@ from chatmem.store.sqlite_files import (
 )
 from chatmem.store.sqlite_opening import SqliteOpening
 from chatmem.store.sqlite_words import SqliteWords
-from chatmem.store.upgrading import UpgradeListener
+from chatmem.store.upgrading import FIRST_WAIT_MS, WRITE_WAIT_S, UpgradeListener
 from chatmem.store.word_counts import WordCounts
+
+WAIT_STEP_MS = 1000
+"""A patient write's wait for the lock, a step at a time (`SqliteBackend._begin`)."""
 
 
 class SqliteBackend(SqliteOpening, SqliteWords):
@@ -190,13 +195,15 @@ class SqliteBackend(SqliteOpening, SqliteWords):
     # -- writing ------------------------------------------------------------------------
 
     @contextmanager
-    def write(self) -> Iterator[None]:
+    def write(self, *, patient: bool = False) -> Iterator[None]:
         """One write transaction, all or nothing, taking the write lock up front.
 
         A deferred BEGIN (sqlite-utils' atomic) that reads first and then writes
         fails at once with "database is locked" when another process committed
         meanwhile: WAL cannot upgrade a stale read. BEGIN IMMEDIATE waits for the
         lock instead (busy timeout), so two chats on one file both keep every turn.
+        `patient`: a turn's reply, paid for, waits for the lock up to WRITE_WAIT_S, not the
+        busy timeout (`_begin`).
         """
         if self.conn.in_transaction:
             try:
@@ -205,12 +212,43 @@ class SqliteBackend(SqliteOpening, SqliteWords):
             except sqlite3.Error as e:  # the savepoint's own statements
                 raise self.statement_error(e) from None
             return
-        try:
-            self.conn.execute("BEGIN IMMEDIATE")
-        except sqlite3.Error as e:
-            raise self.write_error(e) from None
+        self._begin(patient, replied=True)
         with self._committing(after=self._note_log):
             yield
+
+    def _begin(self, patient: bool, *, replied: bool) -> None:
+        """BEGIN IMMEDIATE. `patient`: past a short first wait the listener is told once
+        that it waits for another process's write, then it waits up to WRITE_WAIT_S in
+        steps of a second, so that a Ctrl-C is heard between them (SQLite's own wait
+        does not return to Python until it ends)."""
+        waited_s = BUSY_TIMEOUT_MS // 1000
+        try:
+            if not patient:
+                self.conn.execute("BEGIN IMMEDIATE")
+                return
+            waiting_since: float | None = None
+            self.conn.execute(f"PRAGMA busy_timeout = {min(FIRST_WAIT_MS, self.busy_timeout_ms)}")
+            try:
+                while True:
+                    try:
+                        self.conn.execute("BEGIN IMMEDIATE")
+                        return
+                    except sqlite3.OperationalError as e:
+                        if primary_code(e) not in BUSY:
+                            raise
+                        now = time.monotonic()
+                        if waiting_since is None:
+                            waiting_since = now
+                            self._on_upgrade(WaitingForWrite(self.location, WRITE_WAIT_S,
+                                                             replied))
+                            self.conn.execute(f"PRAGMA busy_timeout = {WAIT_STEP_MS}")
+                        elif now - waiting_since >= WRITE_WAIT_S:
+                            waited_s = WRITE_WAIT_S
+                            raise
+            finally:
+                self.conn.execute(f"PRAGMA busy_timeout = {self.busy_timeout_ms}")
+        except sqlite3.Error as e:
+            raise self.write_error(e, waited_s=waited_s) from None
 
     def session_access(self, session_id: int) -> SessionAccess | None:
         """Every session of a file is its user's own."""
@@ -231,10 +269,11 @@ class SqliteBackend(SqliteOpening, SqliteWords):
     def _note_log(self) -> None:
         self._log = None if self._identity is None else log_identity(self.path)
 
-    def check_writable(self) -> None:
+    def check_writable(self, *, patient: bool = False) -> None:
         """Raise the error a write would meet, without writing: a turn checks before it is sent.
 
         Takes the write lock and attempts a write that changes no row, then rolls back.
+        `patient`: waits for another process's write as a reply's commit does (`_begin`).
         """
         if self._gone:
             raise replaced(self.path, self.location)
@@ -245,8 +284,8 @@ class SqliteBackend(SqliteOpening, SqliteWords):
         if self._full:
             check_room(self.conn, self.path)
             self._full = False
+        self._begin(patient, replied=False)
         try:
-            self.conn.execute("BEGIN IMMEDIATE")
             try:
                 self.conn.execute("UPDATE chatmem_meta SET value = value WHERE 1 = 0")
             finally:
@@ -254,8 +293,10 @@ class SqliteBackend(SqliteOpening, SqliteWords):
         except sqlite3.Error as e:
             raise self.write_error(e) from None
 
-    def write_error(self, error: sqlite3.Error) -> StoreError:
-        """What stopped a write, said by the kind of its error (not its wording)."""
+    def write_error(self, error: sqlite3.Error, *, waited_s: int = BUSY_TIMEOUT_MS // 1000
+                    ) -> StoreError:
+        """What stopped a write, said by the kind of its error (not its wording); `waited_s`:
+        how long it waited for another process's lock."""
         if self._gone:
             return replaced(self.path, self.location)
         kind = failure_of(error)
@@ -273,7 +314,7 @@ class SqliteBackend(SqliteOpening, SqliteWords):
                        " (free some space and try again)")
         elif kind is StoreFailure.BUSY:
             message = (f"{self.path} is busy: another process held it for over "
-                       f"{BUSY_TIMEOUT_MS // 1000} s; try again")
+                       f"{waited_s} s; try again")
         else:
             message = f"{self.path}: {error}"
         return StoreError(message, kind=kind, location=self.location)

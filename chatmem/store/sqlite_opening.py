@@ -70,7 +70,8 @@ class SqliteOpening:
     def write(self) -> AbstractContextManager[None]:
         raise NotImplementedError
 
-    def write_error(self, error: sqlite3.Error) -> StoreError:
+    def write_error(self, error: sqlite3.Error, *, waited_s: int = BUSY_TIMEOUT_MS // 1000
+                    ) -> StoreError:
         raise NotImplementedError
 
     def statement_error(self, error: sqlite3.Error | UnicodeDecodeError) -> StoreError:

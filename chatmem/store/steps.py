@@ -12,7 +12,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
 from chatmem import fts
-from chatmem.errors import StoreConflict, StoreError, UsageError
+from chatmem.errors import SessionGone, StoreConflict, StoreError, UsageError
 from chatmem.store.backend import Backend
 from chatmem.store.recall import pause
 from chatmem.store.session_names import check_session_name, normal_name
@@ -135,3 +135,16 @@ def erase_session_rows(db: Backend, session_id: int) -> None:
     # Earlier values of profile facts stated in this session go with it.
     db.execute("DELETE FROM fact_history WHERE source_session_id = ?", [session_id])
     db.execute("DELETE FROM sessions WHERE id = ?", [session_id])
+
+
+MEMORY_NOT_UPDATED = "its memory was not updated"
+
+
+def check_session_kept(db: Backend, session_id: int,
+                       consequence: str = MEMORY_NOT_UPDATED) -> None:
+    """Under the write lock, before a row of the session is written: a session another
+    process deleted meanwhile (or stopped sharing) is said as SessionGone, not met as the
+    database's refusal (a foreign key on SQLite, row security on PostgreSQL), whose words
+    a memory update passed on as "will retry next turn"."""
+    if db.execute("SELECT 1 FROM sessions WHERE id = ?", [session_id]).fetchone() is None:
+        raise SessionGone(None, consequence)

@@ -79,7 +79,9 @@ class TurnTables:
             raise TurnNotCommittable("only a completed turn with a reply can be committed",
                                      status=turn.status)
         try:
-            with self._db.write():
+            # Patient: the reply is paid for, and another process's long write (an import)
+            # must not cost it.
+            with self._db.write(patient=True):
                 self._check_not_erased(turn.session_id, erasures, "the turn was not stored")
                 user_id, assistant_id = steps.append_messages(
                     self._db, turn.session_id,

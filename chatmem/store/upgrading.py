@@ -21,7 +21,7 @@ import time
 from collections.abc import Callable
 
 from chatmem.errors import StoreError, StoreFailure
-from chatmem.notices import HistoryUpgrading, WaitingForUpgrade
+from chatmem.notices import HistoryUpgrading, WaitingForUpgrade, WaitingForWrite
 from chatmem.store.result_codes import BUSY, primary_code
 
 ALONE_WAIT_S = 3.0
@@ -31,12 +31,16 @@ UPGRADE_WAIT_S = 600
 FIRST_WAIT_MS = 500
 """How long the first read waits before it says it is waiting for an upgrade."""
 
-UpgradeListener = Callable[[HistoryUpgrading | WaitingForUpgrade], None]
-"""Hears that an upgrade starts, or that opening waits for another's (the front end words
-it): a large history takes seconds to upgrade."""
+WRITE_WAIT_S = UPGRADE_WAIT_S
+"""How long a turn waits for another process's write (`Backend.write(patient=True)`): a
+paid reply must outlast a long import, which holds the lock for as long as it writes."""
+
+UpgradeListener = Callable[[HistoryUpgrading | WaitingForUpgrade | WaitingForWrite], None]
+"""Hears that an upgrade starts, or that opening or a turn waits for another's write (the
+front end words it): a large history takes seconds to upgrade, a large import to write."""
 
 
-def ignore(notice: HistoryUpgrading | WaitingForUpgrade) -> None:
+def ignore(notice: HistoryUpgrading | WaitingForUpgrade | WaitingForWrite) -> None:
     """The listener of a caller that did not ask (tests, a scratch history)."""
 
 

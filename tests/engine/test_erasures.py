@@ -210,3 +210,39 @@ def test_a_session_deleted_while_the_reply_comes_is_said_alike_under_row_securit
             delete_while_replying(store, lambda: Store(ann), cancelled=False)
     finally:
         pg_server.drop_database(database)
+
+
+class DeletedWhileSummarizing(ScriptedProvider):
+    """The helper model: another connection deletes the session while it summarizes (or
+    extracts facts), after the turn committed (`sessions delete` during a slow summarizer)."""
+
+    def __init__(self, delete: Callable[[], None]) -> None:
+        super().__init__()
+        self.delete = delete
+
+    def complete(self, messages: Any, **kwargs: Any) -> str:
+        self.delete()
+        return super().complete(messages, **kwargs)
+
+
+@pytest.mark.parametrize("strategy", ["summary", "entity", "summary+entity"])
+def test_a_session_deleted_while_its_memory_updates_is_said_not_retried(
+        store: Store, history: History, strategy: str) -> None:
+    """It said "memory update failed, will retry next turn: database error: FOREIGN KEY
+    constraint failed" (row security's words on PostgreSQL), then "no session with id 9"."""
+    settings = Settings(system="Be brief.", embeddings=EmbeddingsSection(provider="none"))
+
+    def delete() -> None:
+        with history.open() as other:
+            other.sessions.delete_session("s6")
+
+    engine = open_session(store, settings, ScriptedProvider(), "s6", strategy=strategy,
+                          helper=DeletedWhileSummarizing(delete))
+    with pytest.raises(NotFound) as gone:
+        engine.run_turn("My city is Oslo. 我住在奥斯陆。")
+    assert str(gone.value) == ("session 's6' was deleted meanwhile (or is no longer shared"
+                               " with you): the turn was deleted with it")
+    assert gone.value.exit_code is ExitCode.ERROR
+    assert store.sessions.find_session("s6") is None
+    for table in ("summaries", "strategy_state", "facts"):
+        assert store.db.execute(f"SELECT count(*) FROM {table}").fetchone()[0] == 0
