@@ -200,6 +200,50 @@ def _continues(history: HistoryRepository, session_id: int, prior: Sequence[Clie
     return _Match.GOES_ON if held == len(prior) else _Match.ASKED_AGAIN
 
 
+WINDOW_EXCHANGES = 2
+"""The fewest whole exchanges a window must carry to go on a session whose end it is
+(`session_of_window`): one is too little to tell chats apart ("hi", "Hello! How can I
+help?" ends many), two with the same system prompt rarely are."""
+
+
+def window_key(system: str | None, exchange: Sequence[Said]) -> str:
+    """What a server files a session under after answering it: the system prompt its
+    request sent and the exchange it ends with, compared as `comparable` words. A window
+    whose last exchange and system prompt give the same key may be that session's end."""
+    text = json.dumps([system or "", comparable_all(exchange)], ensure_ascii=False)
+    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
+
+
+def session_of_window(workspace: Workspace, candidates: Iterable[str],
+                      prior: Sequence[ClientMessage]) -> str | None:
+    """The session a client that trims its history (it keeps the last N exchanges, as
+    LangChain's trim_messages and many bots do) goes on when its opening no longer names
+    it: the one among `candidates` (sessions this server answered whose last exchange and
+    system prompt are the request's, `window_key`) whose newest messages, its last reply
+    included, are the whole of the client's `prior`, of WINDOW_EXCHANGES exchanges or more.
+    None when no candidate or more than one is that (two chats alike so far cannot be told
+    apart: neither gets the other's messages). Reads no more of each than `prior` holds."""
+    if any(sum(m.role == role for m in prior) < WINDOW_EXCHANGES
+           for role in ("user", "assistant")):
+        return None
+    said = comparable_all(prior)
+    found = [name for name in dict.fromkeys(candidates)
+             if _ends_with(workspace, name, said)]
+    return found[0] if len(found) == 1 else None
+
+
+def _ends_with(workspace: Workspace, name: str, said: list[tuple[str, str]]) -> bool:
+    store = workspace.store
+    session = store.sessions.find_session(name)
+    if session is None:
+        return False
+    # Each turn holds a message or more: as many turns back as `said` has messages reach
+    # far enough (fewer when turn numbers have gaps: then it is not taken).
+    first = max(1, store.history.turn_count(session.id) - len(said))
+    newest = store.history.messages(session.id, first)
+    return len(newest) >= len(said) and comparable_all(newest[-len(said):]) == said
+
+
 def adopt_history(workspace: Workspace, name: str, prior: Sequence[ClientMessage]) -> None:
     """Make session `name`'s history hold what a client says came before its new message:
     the client's history is authoritative, so the messages it has past the session's

@@ -51,6 +51,23 @@ class ServedConversations:
         what it keeps of the history its request sent: a client that sends that history
         again may edit it, one that sends less than the session holds then has left it
         (at most ANSWERED_KEPT conversations)."""
+        self._windows: OrderedDict[tuple[str, str], str] = OrderedDict()
+        """Conversations no id names by the `window_key` of the turn this server last
+        answered in each (at most ANSWERED_KEPT): where a trimmed history may go on."""
+
+    def note_window(self, location: str, conversation: str, key: str) -> None:
+        """File a conversation no id names under the `window_key` of the turn this server
+        just answered in it: a client that trims its history finds it by that."""
+        with self._turns_guard:
+            self._windows[(location, conversation)] = key
+            self._windows.move_to_end((location, conversation))
+            while len(self._windows) > ANSWERED_KEPT:
+                self._windows.popitem(last=False)
+
+    def _filed_under(self, location: str, key: str) -> list[str]:
+        with self._turns_guard:
+            return [name for (at, name), filed in self._windows.items()
+                    if at == location and filed == key]
 
     def answered(self, location: str, conversation: str) -> tuple[int, AskedWith] | None:
         with self._turns_guard:
@@ -134,21 +151,31 @@ class ServedConversations:
 
     @contextmanager
     def session_of_opening(self, asked: TurnAsked, settings: Settings) -> Iterator[str]:
-        """The session of a chat no id names (`client_history.session_of_opening`), kept from
-        other requests until the turn is over: two chats that began alike at once get a
-        session each."""
+        """The session of a chat no id names (`client_history.session_of_opening`), else of
+        a trimmed history the end of one this server answered (`session_of_window`), kept
+        from other requests until the turn is over: two chats that began alike at once get
+        a session each."""
         from chatmem.app import Workspace
-        from chatmem.app.client_history import session_of_opening
+        from chatmem.app.client_history import session_of_opening, session_of_window, window_key
 
         where = str(settings.location)
         with Workspace(settings, models=self.pool, registries=self.registries) as ws:
             # Opened (a key derived) before, not while, other chats wait on the guard.
             _ = ws.store
             with self._openings_guard:
+                taken = {n for at, n in self._openings if at == where}
                 name, new = session_of_opening(
-                    ws, asked.conversation, asked.prior, asked.text,
-                    taken={n for at, n in self._openings if at == where},
+                    ws, asked.conversation, asked.prior, asked.text, taken=taken,
                     named_before=asked.named_before)
+                if new and asked.prior:
+                    # A client that trims its history sends another opening once its
+                    # window slides: it goes on the session whose end its window is.
+                    filed = self._filed_under(where, window_key(asked.system,
+                                                                asked.prior[-2:]))
+                    went_on = session_of_window(ws, [n for n in filed if n not in taken],
+                                                asked.prior)
+                    if went_on is not None:
+                        name, new = went_on, False
                 if new:
                     self._openings.add((where, name))
         try:

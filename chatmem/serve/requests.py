@@ -293,7 +293,26 @@ def _message(message: Any, index: int) -> _Read:
     # Every message, not only the new one the engine cleans: an earlier one is stored as
     # history, a system one sent, and neither can hold a lone surrogate ("\ud83d" from a
     # client that cut an emoji's pair) as UTF-8.
-    return _Read(role, valid_text(_text(message.get("content"), where)))
+    content = valid_text(_text(message.get("content"), where))
+    speaker = _speaker(message.get("name"), where)
+    # A group chat's speaker (Discord bots, AutoGen): a stored message has no field for it,
+    # so it leads the words sent and stored (the model, summaries and facts tell alice's tea
+    # from bob's coffee). Not an assistant's: the stored reply is the model's own words.
+    if speaker and role != "assistant" and content.strip() and not content.startswith(
+            f"{speaker}:"):
+        content = f"{speaker}: {content}"
+    return _Read(role, content)
+
+
+def _speaker(name: Any, where: str) -> str | None:
+    """A message's `name` (its speaker); RequestError naming it when it is not one line."""
+    if name in (None, ""):
+        return None
+    if not isinstance(name, str) or not 0 < len(name.strip()) <= 64 or not all(
+            c.isprintable() for c in name):
+        raise RequestError(f"{where}.name must be one line of 1 to 64 characters, the "
+                           "speaker's name", "messages")
+    return valid_text(name.strip())
 
 
 def _text(content: Any, where: str) -> str:

@@ -128,11 +128,13 @@ class Turn:
         from chatmem.app import Workspace
         from chatmem.app.client_history import (
             AskedWith,
+            ClientMessage,
             Replacing,
             adopt_history,
             branch_session,
             leaves_history,
             replaces_last_turn,
+            window_key,
         )
         from chatmem.app.conversations import apply_retention, start_conversation
         from chatmem.app.kept import options_key
@@ -220,6 +222,10 @@ class Turn:
                 if result.record.id is not None:
                     proxy.note_answered(where, asked.conversation, result.record.id,
                                         AskedWith.of(asked.prior))
+                if asked.fingerprinted and result.record.history_turn is not None:
+                    proxy.note_window(where, asked.conversation, window_key(
+                        asked.system, [ClientMessage("user", asked.text),
+                                       ClientMessage("assistant", result.reply)]))
             engine.between_turns()
             return result
 

@@ -50,3 +50,81 @@ def test_a_chat_that_goes_on_is_not_taken_for_a_regenerate_in_another_alike(
             turns = store.turns.turns(session.id)
             assert [(str(t.status), t.superseded_by) for t in turns] == [("ok", None)] * 3
             assert store.history.turn_count(session.id) == 3
+
+
+def _ask(running: RunningProxy, messages: list[dict[str, str]]) -> tuple[str, str, str]:
+    """The session a request went on, how it was stored, and the reply."""
+    answer = httpx.post(f"{running.base_url}/chat/completions", timeout=HANG,
+                        json={"model": "test-small", "messages": messages})
+    assert answer.status_code == 200, answer.text
+    return (unquote(answer.headers["X-Chatmem-Turn"]), answer.headers["X-Chatmem-Stored-As"],
+            answer.json()["choices"][0]["message"]["content"])
+
+
+def test_a_client_that_trims_its_history_goes_on_in_one_session(
+        chat_server: ChatServer, db_path: Path) -> None:
+    """A client keeping a system prompt and the last two exchanges (LangChain's
+    trim_messages, bots): once its window slid past its first message each request was
+    named by another opening, and began a new session holding a copy of the window."""
+    settings = Settings(provider="openai", base_url=chat_server.base_url, model="test-small",
+                        db=str(db_path))
+    full: list[dict[str, str]] = []
+    seen = []
+    with RunningProxy(settings, strategy="window") as running:
+        for i in range(7):
+            full.append({"role": "user", "content": f"第{i}个问题 q{i}"})
+            turn, stored_as, reply = _ask(running, [{"role": "system", "content": "sys"},
+                                                    *full[-5:]])
+            seen.append((turn, stored_as))
+            full.append({"role": "assistant", "content": reply})
+    name = seen[0][0].rpartition("@")[0]
+    assert seen == [(f"{name}@{i + 1}", "new-session" if i == 0 else "next-turn")
+                    for i in range(7)]
+    with Store(db_path) as store:
+        assert [s.name for s in store.sessions.list_sessions()] == [name]
+        stored = store.history.messages(store.sessions.session(name).id)
+        assert [(m.role, m.content) for m in stored] == [(m["role"], m["content"]) for m in full]
+
+
+def test_a_window_goes_on_only_a_session_it_is_the_whole_end_of(
+        chat_server: ChatServer, db_path: Path) -> None:
+    """Every reply here is the same: chats that share their last exchange ("hi") are told
+    apart by the rest of the window, by the system prompt, and one exchange is too little."""
+    settings = Settings(provider="openai", base_url=chat_server.base_url, model="test-small",
+                        db=str(db_path))
+
+    def whole(*said: str, system: str | None = None) -> str:
+        history: list[dict[str, str]] = []
+        head = [] if system is None else [{"role": "system", "content": system}]
+        for text in said:
+            history.append({"role": "user", "content": text})
+            turn, _, reply = _ask(running, head + history)
+            history.append({"role": "assistant", "content": reply})
+        return turn.rpartition("@")[0]
+
+    def window(*said: str, new: str, system: str | None = None) -> tuple[str, str]:
+        reply = "".join(chat_server.reply_words)
+        messages = [] if system is None else [{"role": "system", "content": system}]
+        for text in said:
+            messages += [{"role": "user", "content": text},
+                         {"role": "assistant", "content": reply}]
+        turn, stored_as, _ = _ask(running, [*messages, {"role": "user", "content": new}])
+        return turn.rpartition("@")[0], stored_as
+
+    with RunningProxy(settings, strategy="window") as running:
+        a = whole("alpha", "hi", "hey")
+        assert window("hi", "hey", new="1") == (a, "next-turn")
+        b = whole("beta", "hi", "hey", system="你是助手")
+        c = whole("delta", "hi", "hey", system="你是助手")
+        # b and c both end so: which one a window is cannot be told, so it is neither's.
+        assert window("hi", "hey", new="2", system="你是助手")[1] == "new-session"
+        d = whole("epsilon", "hi", "hoy", system="你是助手")
+        assert window("hi", "hoy", new="3", system="另一个")[1] == "new-session"
+        assert window("hoy", new="4", system="你是助手")[1] == "new-session"  # one exchange
+        assert window("gamma", "hoy", new="5", system="你是助手")[1] == "new-session"
+        assert window("hi", "hoy", new="6", system="你是助手") == (d, "next-turn")
+    with Store(db_path) as store:
+        held = {s.name: store.history.message_count(s.id, at_most=100)
+                for s in store.sessions.list_sessions()}
+    assert (held[a], held[b], held[c], held[d]) == (8, 6, 6, 8)
+    assert len(held) == 8  # four more, each the window that began it

@@ -1,0 +1,75 @@
+"""Through `chatmem serve`: a group chat's messages that name their speaker (`name`, as
+Discord bots, AutoGen and SillyTavern send): who said what reaches the model and is stored."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+from chat_server import ChatServer
+from waiting import HANG
+
+pytest.importorskip("uvicorn", reason="chatmem[serve] is not installed")
+
+import httpx2 as httpx
+from test_proxy import RunningProxy
+
+from chatmem.config.settings import Settings
+from chatmem.store import Store
+
+
+def _post(running: RunningProxy, messages: list[dict[str, Any]]) -> httpx.Response:
+    return httpx.post(f"{running.base_url}/chat/completions", timeout=HANG,
+                      headers={"X-Chatmem-Conversation": "grp"},
+                      json={"model": "test-small", "messages": messages})
+
+
+def test_each_speaker_is_sent_and_stored_with_what_they_said(
+        chat_server: ChatServer, db_path: Path) -> None:
+    """alice likes tea, bob likes coffee: the model got three plain user messages and the
+    history stored no speaker, so neither could tell who likes what."""
+    settings = Settings(provider="openai", base_url=chat_server.base_url, model="test-small",
+                        db=str(db_path))
+    messages: list[dict[str, Any]] = [{"role": "user", "name": "alice", "content": "I like tea"}]
+    stored_as = []
+    with RunningProxy(settings, strategy="window") as running:
+        for said in ([{"role": "user", "name": "小明", "content": "我喜欢咖啡"},
+                      {"role": "user", "name": "alice", "content": "what do we each like?"}],
+                     [{"role": "user", "name": "bob", "content": "bob: ok"}]):
+            answer = _post(running, messages)
+            assert answer.status_code == 200, answer.text
+            stored_as.append(answer.headers["X-Chatmem-Stored-As"])
+            # The client names the assistant too: its reply is still the one stored.
+            messages += [{"role": "assistant", "name": "bot",
+                          "content": answer.json()["choices"][0]["message"]["content"]},
+                         *said]
+        answer = _post(running, messages)
+        assert answer.status_code == 200, answer.text
+        stored_as.append(answer.headers["X-Chatmem-Stored-As"])
+    assert stored_as == ["new-session", "next-turn", "next-turn"]
+    sent = [(m["role"], m["content"]) for m in chat_server.requests[-1]["messages"]
+            if m["role"] != "system"]
+    expected = [("user", "alice: I like tea"), ("assistant", "Hello from the test server."),
+                ("user", "小明: 我喜欢咖啡"), ("user", "alice: what do we each like?"),
+                ("assistant", "Hello from the test server."), ("user", "bob: ok")]
+    assert sent == expected
+    with Store(db_path) as store:
+        stored = store.history.messages(store.sessions.session("grp").id)
+        assert [(m.role, m.content) for m in stored] == [
+            *expected, ("assistant", "Hello from the test server.")]
+
+
+@pytest.mark.parametrize("name", [7, "al\nice", "x" * 65, " "])
+def test_a_name_that_is_no_speaker_is_refused_naming_it(
+        chat_server: ChatServer, db_path: Path, name: Any) -> None:
+    settings = Settings(provider="openai", base_url=chat_server.base_url, model="test-small",
+                        db=str(db_path))
+    with RunningProxy(settings, strategy="window") as running:
+        answer = _post(running, [{"role": "system", "content": "sys"},
+                                 {"role": "user", "name": name, "content": "hi"}])
+    assert answer.status_code == 400, answer.text
+    assert answer.json()["error"]["message"].startswith("messages[1].name must be one line")
+    assert chat_server.requests == []
+    with Store(db_path) as store:
+        assert store.sessions.find_session("grp") is None
