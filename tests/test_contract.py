@@ -34,7 +34,8 @@ from chatmem.engine import Engine
 from chatmem.engine.opening import engine_over
 from chatmem.errors import ChatmemError
 from chatmem.evaluation.whatif import copy_history
-from chatmem.memory.context import PART_ORDER, Context
+from chatmem.memory.context import PART_ORDER, Context, Part
+from chatmem.memory.reasons import AllTurns, Merged, NewestTurns
 from chatmem.memory.registry import StrategyRegistry
 from chatmem.plugins import load_registries
 from chatmem.providers.scripted import ScriptedProvider
@@ -100,6 +101,18 @@ def test_strategy_contract(name: str, convo: dict[str, Any]) -> None:
 def test_strategy_contract_with_the_local_embedder(name: str, convo: dict[str, Any]) -> None:
     with tempfile.TemporaryDirectory() as folder:
         run_conversation(name, convo, Path(folder), embedder="local")
+
+
+OPENED_BY_THE_ASSISTANT = {"system": "You are Aria.", "k": 3, "max_tokens": 400,
+                           "greeting": "Welcome to the Blue Inn. The password is OWL-7.",
+                           "inputs": ["Bo. what is the password?", "and again?", "再说一遍？"]}
+"""A session that opens with the assistant's greeting, as a character app's chat does: every
+strategy sends it in place (right after the system prompt) while the turns after it are sent."""
+
+
+@pytest.mark.parametrize("name", STRATEGIES.contract_names())
+def test_strategy_contract_opening_with_an_assistant(name: str, tmp_path: Path) -> None:
+    run_conversation(name, OPENED_BY_THE_ASSISTANT, tmp_path, embedder="hash")
 
 
 PLUGIN_COMBINATIONS = [f"{name}+window" for name in STRATEGIES if name not in BUILT_IN]
@@ -186,14 +199,19 @@ def check_context(store: Store, session_id: int, params: Any, context: Context,
     kinds = [p.kind for p in context.parts]
     assert kinds == sorted(kinds, key=PART_ORDER.index)
     assert len(kinds) == len(set(kinds))
-    # The conversation never opens on an assistant message.
-    first = next(m for m in messages if m["role"] != "system")
-    assert first["role"] == "user"
+    # The conversation opens on a user message or on the session's own opening (a greeting
+    # stored before any user message, as a character app or a transcript opens with), never
+    # on a reply cut from its question.
+    in_order = store.history.messages(session_id)
+    opening = {m.id for m in itertools.takewhile(lambda m: m.role != "user", in_order)}
+    first = next(m for p in context.parts for m in p.messages if m.role != "system")
+    assert first.role == "user" or first.id in opening
     history = context.part("history")
     if history is not None:
-        assert history.messages[0].role == "user"
+        assert history.messages[0].role == "user" or history.messages[0].id in opening
+        check_opening_kept(history, bool(opening))
     # No message is split or altered: each remembered message is a stored one, verbatim.
-    stored = {m.id: m for m in store.history.messages(session_id)}
+    stored = {m.id: m for m in in_order}
     for part in context.parts:
         for message in part.messages:
             if part.kind in ("history", "recalled"):
@@ -222,6 +240,25 @@ def check_context(store: Store, session_id: int, params: Any, context: Context,
             assert context.warnings, "a context over budget must say so"
         elif fixed > budget:
             assert context.warnings, "a context over budget must say so"
+
+
+def check_opening_kept(history: Part, opened: bool) -> None:
+    """A greeting the session opens with (turn 1) is sent whenever the turn after it is,
+    unless the strategy names the limit that stopped at turn 2 (its count of turns, or the
+    budget): a history never loses its opening without a reason inspect can give."""
+    turns = sorted({m.turn for m in history.messages})
+    if not opened or 2 not in turns or 1 in turns:
+        return
+    reasons = history.reason.reasons if isinstance(history.reason, Merged) else (history.reason,)
+    for reason in reasons:
+        assert not isinstance(reason, AllTurns), ("the greeting was left out", reason)
+        # A reason that counts turn 1 dropped names its limit; one that does not (a summary
+        # covers it) has nothing to explain.
+        if isinstance(reason, NewestTurns) and reason.turns and reason.turns[0] == 2 and (
+                reason.dropped and reason.dropped[0] == 1):
+            kept = reason.turns[1] - reason.turns[0] + 1
+            assert reason.to_fit or reason.cut or kept >= reason.value, (
+                "the greeting was left out", reason)
 
 
 def check_build_writes_nothing(engine: Engine[Store], text: str, db: Path | None) -> None:

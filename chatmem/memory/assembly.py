@@ -84,7 +84,13 @@ def fixed_tokens(request: ContextRequest) -> int:
 def fit_newest_turns(
     turns: Iterable[HistoryTurn], room: int | None, limit: int | None = None
 ) -> list[HistoryTurn]:
-    """The newest whole turns (oldest first) that fit in `room` tokens, at most `limit`."""
+    """The newest whole turns (oldest first) that fit in `room` tokens, at most `limit`.
+
+    Only turn 1 can open with an assistant message (every later turn starts at a user
+    message): the greeting a character app or a transcript opens with. It is the start
+    of the conversation, not a reply cut from its question, so it is kept like any turn;
+    the model gets the history its client sent (OpenAI and chat templates take an
+    assistant message after the system one, as the local counter already renders it)."""
     kept: list[HistoryTurn] = []
     used = 0
     if limit is not None and limit <= 0:
@@ -98,23 +104,13 @@ def fit_newest_turns(
         if limit is not None and len(kept) >= limit:
             break
     kept.reverse()
-    return drop_leading_assistant(kept)
+    return kept
 
 
 def newest_turns(request: ContextRequest, room: int | None,
                  limit: int | None = None) -> list[HistoryTurn]:
     """`fit_newest_turns` over the request's history, read no further than `limit` asks."""
     return fit_newest_turns(request.history.newest_first(limit), room=room, limit=limit)
-
-
-def drop_leading_assistant(turns: Sequence[HistoryTurn]) -> list[HistoryTurn]:
-    """The turns from the first that opens with a user message."""
-    # Turn 1 of an imported transcript can open with an assistant greeting:
-    # a history must never start on an assistant message.
-    start = 0
-    while start < len(turns) and turns[start].messages[0].role == "assistant":
-        start += 1
-    return list(turns[start:])
 
 
 def newest_turns_part(

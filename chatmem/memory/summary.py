@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from chatmem.context_warnings import ContextWarning, SummaryBehind
-from chatmem.memory.assembly import assemble, drop_leading_assistant, history_part
+from chatmem.memory.assembly import assemble, history_part
 from chatmem.memory.base import ContextRequest, MemoryEnv
 from chatmem.memory.context import Context
 from chatmem.memory.history_view import HistoryTurn
@@ -36,8 +36,7 @@ class SummaryStrategy(SummaryMemory[SummaryParams]):
         st = load_state(request.state, self.name)
         # Turns not yet folded in (a failed or not-yet-run update) are sent raw:
         # the summary strategy never loses a turn, it only delays compressing it.
-        pending = drop_leading_assistant(
-            request.history.turns(st.boundary + 1, request.history.turn_count()))
+        pending = request.history.turns(st.boundary + 1, request.history.turn_count())
         parts, notes = self.memory_parts(st, request.counter)
         warnings: list[ContextWarning] = []
         if pending:

@@ -18,7 +18,6 @@ from itertools import chain, takewhile
 from chatmem.context_warnings import SummaryBehind
 from chatmem.memory.assembly import (
     assemble,
-    drop_leading_assistant,
     fit_newest_turns,
     fixed_tokens,
     history_part,
@@ -70,7 +69,7 @@ class SummaryBufferStrategy(SummaryMemory[SummaryBufferParams]):
         unsummarized = iter(()) if pending else _newest_after(request.history.newest_first(),
                                                               st.boundary)
         first = next(unsummarized, None)
-        newest = drop_leading_assistant([first] if first else [])
+        newest = [first] if first else []
         fixed = fixed_tokens(request)
         # The newest whole turn outranks pinned details: pins never take its room.
         parts, notes = self.memory_parts(st, request.counter, room=max(budget - fixed, 0),
@@ -78,7 +77,7 @@ class SummaryBufferStrategy(SummaryMemory[SummaryBufferParams]):
         room = max(budget - fixed - sum(p.tokens for p in parts), 0)
         # A failed summary never loses turns: all unsummarized turns go raw,
         # over the budget if need be (assemble says so in the warnings).
-        turns = (drop_leading_assistant(pending) if pending
+        turns = (pending if pending
                  else fit_newest_turns(chain([first] if first else [], unsummarized), room))
         first_kept = turns[0].number if turns else last + 1
         if st.boundary:

@@ -201,8 +201,8 @@ def test_stateless_build_sends_every_turn_raw_and_the_input_last() -> None:
     context = create_strategy("summary").build(ContextRequest(history, m("user", "c"), counter,
                                                                 state=scratch_state()))
     assert context.messages() == [
-        {"role": "user", "content": "a"}, {"role": "assistant", "content": "b"},
-        {"role": "user", "content": "c"},
+        {"role": "assistant", "content": "Hi!"}, {"role": "user", "content": "a"},
+        {"role": "assistant", "content": "b"}, {"role": "user", "content": "c"},
     ]
 
 

@@ -211,7 +211,7 @@ def test_a_failed_prune_keeps_turns_raw_and_catches_up_in_one_call(
     assert any("PX-9911" in m["content"] for m in result.context.messages())
 
 
-def test_stateless_build_fits_the_newest_turns_and_never_starts_on_assistant() -> None:
+def test_stateless_build_fits_the_newest_turns_and_starts_on_a_user_message() -> None:
     from chatmem.tokens import counter_for_model
 
     counter = counter_for_model(None, exact=True)

@@ -53,12 +53,21 @@ def test_k_zero_sends_only_system_and_input() -> None:
     assert [p.kind for p in context.parts] == ["system", "input"]
 
 
-def test_never_starts_on_an_assistant_greeting() -> None:
-    # Turn 1 is the greeting plus nothing else, or greeting + first exchange.
+def test_a_greeting_the_session_opens_with_is_sent_in_place() -> None:
+    # Turn 1 is the greeting alone (a character app's or a transcript's opening): it is the
+    # start of the conversation, not a reply cut from its question, so it is not dropped.
     context = create_strategy("window", {"k": "10"}).build(request(history(2, greeting=True)))
+    assert [m["content"] for m in context.messages()] == [
+        "Be brief.", "你好！", "question 1", "answer 1", "question 2", "answer 2", "now?"]
+    assert context.dropped == ()
+
+
+def test_a_window_past_the_greeting_drops_it_and_says_so() -> None:
+    context = create_strategy("window", {"k": "2"}).build(request(history(2, greeting=True)))
+    assert "你好！" not in [m["content"] for m in context.messages()]
     part = context.part("history")
-    assert part is not None and part.messages[0].role == "user"
-    assert "你好！" not in [m.content for m in part.messages]
+    assert part is not None and part.reason == NewestTurns("window", "k", 2, (2, 3), (1, 1))
+    assert context.dropped == (DroppedTurns((1, 1)),)
 
 
 @pytest.mark.parametrize(("raw", "message"), [
