@@ -321,11 +321,14 @@ class RetrievalStrategy(BaseStrategy[RetrievalParams]):
             return lambda position: None, 0
         today = said.astimezone(request.zone).date()
         source.times_at([r.position for r in ranked])  # the pool's, in one read
+        days: dict[int, date | None] = {}  # packing and each count of lines ask ~200 times
 
         def day_at(position: int) -> date | None:
-            moment = source.times_at([position]).get(position)
-            day = None if moment is None else moment.astimezone(request.zone).date()
-            return day if day is not None and day < today else None
+            if position not in days:
+                moment = source.times_at([position]).get(position)
+                day = None if moment is None else moment.astimezone(request.zone).date()
+                days[position] = day if day is not None and day < today else None
+            return days[position]
 
         return day_at, request.counter.count_text(f"{said_line(today)}\n")
 

@@ -63,7 +63,7 @@ class Store:
         self.db = connection.db
         self.history = MessageTables(connection)
         self.sessions = SessionTables(connection, self.history)
-        self.turns = TurnTables(connection, self.sessions, self.history)
+        self.turns = TurnTables(connection, self.sessions)
         self.memory = MemoryTables(connection)
         self.facts = FactTables(connection)
         self.recall = RecallTables(connection)

@@ -19,6 +19,14 @@ the stored row, and its count equal to the cached one (or its day named with
 its own count, as above). Anything else stays
 inline. This is storage format 2 (`"format": 2`); a stored context without
 that key is format 1, the full context, and is read as it is.
+
+Recall's ranking notes (`recall`: a dict per candidate, kept or the best dropped, up to
+hundreds a turn) were most of a stored turn's bytes, each row naming its eleven keys. They
+are stored by column instead, `"recall_columns": {"id": [5, 11], "turn": [3, 6], ...}`,
+when every row has the same keys in the same order; `expand` gives the rows back as they
+were. A key of its own rather than a new `format`: a chatmem that does not know it still
+reads the context (without the notes), and purges rewrite values, never a context's keys,
+so the column names stay as written.
 """
 
 from __future__ import annotations
@@ -64,10 +72,11 @@ def compact(
 
     Runs inside the caller's transaction; caches the counts it relies on.
     """
+    context = _recall_by_column(context)
     parts = context.get("parts", [])
     ids = [m["id"] for p in parts for m in p.get("messages", []) if m.get("id") is not None]
     if tokenizer is None or not ids:
-        return dict(context)
+        return context
     stored = _stored(db, session_id, tokenizer, ids)
     newly_counted: dict[int, int] = {}
     compacted = []
@@ -110,8 +119,9 @@ def expand(
     db: Statements, session_id: int, tokenizer: str | None, stored: Mapping[str, Any]
 ) -> dict[str, Any]:
     """The full context a stored one stands for (a format 1 context is returned as it is)."""
+    stored = _recall_by_row(stored)
     if stored.get("format") != FORMAT:
-        return dict(stored)
+        return stored
     parts = []
     for part in stored["parts"]:
         messages: list[dict[str, Any]] = []
@@ -141,3 +151,35 @@ def expand(
                                  "id": row[0], "turn": row[3]})
         parts.append({**part, "messages": messages})
     return {k: (parts if k == "parts" else v) for k, v in stored.items() if k != "format"}
+
+
+def _recall_by_column(context: Mapping[str, Any]) -> dict[str, Any]:
+    """`context` with its recall rows as columns, in the same place (see the module doc);
+    as it is when they have not all the same keys (nothing is lost either way)."""
+    rows = context.get("recall")
+    if not isinstance(rows, list) or not rows or type(rows[0]) is not dict:
+        return dict(context)
+    # Every row a dict of the same keys in the same order (one set, not a call a row: a
+    # turn has up to hundreds).
+    keys = tuple(rows[0])
+    if not keys or {tuple(r) if type(r) is dict else () for r in rows} != {keys}:
+        return dict(context)
+    columns = {key: [r[key] for r in rows] for key in keys}
+    return {("recall_columns" if k == "recall" else k): (columns if k == "recall" else v)
+            for k, v in context.items()}
+
+
+def _recall_by_row(stored: Mapping[str, Any]) -> dict[str, Any]:
+    """`stored` with recall columns back as rows; columns edited out of shape (not lists of
+    one length) read as no notes, not as a failure to read the turn."""
+    columns = stored.get("recall_columns")
+    if columns is None:
+        return dict(stored)
+    rows: list[dict[str, Any]] = []
+    if (isinstance(columns, dict) and columns
+            and all(isinstance(c, list) for c in columns.values())
+            and len({len(c) for c in columns.values()}) == 1):
+        rows = [dict(zip(columns, values, strict=True))
+                for values in zip(*columns.values(), strict=True)]
+    return {("recall" if k == "recall_columns" else k): (rows if k == "recall_columns" else v)
+            for k, v in stored.items()}

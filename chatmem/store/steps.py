@@ -28,6 +28,13 @@ def insert_id(db: Backend, sql: str, params: Sequence[Any]) -> int:
 def append_messages(db: Backend, session_id: int, messages: Iterable[Mapping[str, Any]],
                     now: Callable[[], str]) -> list[int]:
     """Insert messages after the session's last one, indexed; returns their ids."""
+    return append_numbered(db, session_id, messages, now)[0]
+
+
+def append_numbered(db: Backend, session_id: int, messages: Iterable[Mapping[str, Any]],
+                    now: Callable[[], str]) -> tuple[list[int], int]:
+    """`append_messages`, and the history's last turn after it (the last one's turn: no
+    message in history is past it), which a committed turn records without a read."""
     # Turns never decrease with position: the last message holds both maxima, and
     # the (session_id, position) index finds it without reading the session (a replaced
     # turn's messages hold the same number as its replacement's).
@@ -64,7 +71,7 @@ def append_messages(db: Backend, session_id: int, messages: Iterable[Mapping[str
         ids.append(message_id)
     db.index_words(words)
     db.execute("UPDATE sessions SET updated_at = ? WHERE id = ?", [now(), session_id])
-    return ids
+    return ids, turn
 
 
 def save_token_counts(db: Backend, counts: Mapping[int, int], tokenizer: str) -> None:

@@ -17,7 +17,6 @@ from chatmem.errors import (
 )
 from chatmem.store import contexts, rendered, steps
 from chatmem.store.connection import Connection, fetch_rows, fetch_value
-from chatmem.store.messages import MessageTables
 from chatmem.store.records import MOST_INTEGER, TurnRecord, TurnStatus
 from chatmem.store.sessions import SessionTables
 from chatmem.store.state_coverage import FACTS_OWNER, state_coverage
@@ -44,12 +43,10 @@ session."""
 class TurnTables:
     """Turns as they were sent, from recorded to committed or replaced (`store.turns`)."""
 
-    def __init__(self, connection: Connection, sessions: SessionTables,
-                 history: MessageTables) -> None:
+    def __init__(self, connection: Connection, sessions: SessionTables) -> None:
         self._connection = connection
         self._db = connection.db
         self._sessions = sessions
-        self._history = history
 
     def _next_turn_number(self, session_id: int) -> int:
         return int(
@@ -83,7 +80,7 @@ class TurnTables:
             # must not cost it.
             with self._db.write(patient=True):
                 self._check_not_erased(turn.session_id, erasures, "the turn was not stored")
-                user_id, assistant_id = steps.append_messages(
+                (user_id, assistant_id), turn.history_turn = steps.append_numbered(
                     self._db, turn.session_id,
                     [{"role": "user", "content": turn.input, "ts": sent_at,
                       "id": external_ids[0]},
@@ -91,7 +88,6 @@ class TurnTables:
                       "id": external_ids[1]}],
                     self._connection.now)
                 turn.user_message_id, turn.assistant_message_id = user_id, assistant_id
-                turn.history_turn = self._history.turn_count(turn.session_id)
                 if message_tokens is not None and turn.tokenizer:
                     counts = dict(zip((user_id, assistant_id), message_tokens, strict=True))
                     steps.save_token_counts(self._db, counts, turn.tokenizer)

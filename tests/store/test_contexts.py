@@ -135,3 +135,47 @@ def test_a_message_that_differs_from_the_stored_row_stays_inline(store: Store) -
     assert contexts.expand(store.db, session.id, "cl100k_base", stored) == context
     # Without a tokenizer, counts cannot be looked up later: everything stays inline.
     assert contexts.compact(store.db, session.id, None, context) == context
+
+
+def test_recall_notes_are_stored_by_column_and_inspect_reads_both_forms(tmp_path: Path) -> None:
+    db = tmp_path / "history.db"
+    names = [n for n in replayed(db, "support.jsonl") if "retrieval" in n]
+    assert names
+    by_column = inspect_all(db, names, 1)
+    stored = stored_contexts(db)
+    noted = [c for c in stored if "recall_columns" in c]
+    assert noted and not any("recall" in c for c in stored)
+    columns = noted[-1]["recall_columns"]
+    assert list(columns)[:4] == ["id", "turn", "role", "bm25"]
+    assert len({len(values) for values in columns.values()}) == 1
+    # The same notes a row each, as chatmem stored them before: read the same, bigger.
+    conn = sqlite3.connect(db)
+    with conn:
+        for turn_id, context in conn.execute("SELECT id, context FROM turns").fetchall():
+            data = json.loads(context)
+            if "recall_columns" in data:
+                cols = data.pop("recall_columns")
+                data["recall"] = [dict(zip(cols, row, strict=True))
+                                  for row in zip(*cols.values(), strict=True)]
+                conn.execute("UPDATE turns SET context = ? WHERE id = ?",
+                             [json.dumps(data, ensure_ascii=False), turn_id])
+    conn.close()
+    assert inspect_all(db, names, 1) == by_column
+    assert any(v.get("context", {}).get("recall") for v in by_column.values())
+    assert sum(map(len, map(json.dumps, noted))) < sum(
+        len(json.dumps(c)) for c in stored_contexts(db) if "recall" in c) * 0.7
+
+
+def test_recall_columns_out_of_shape_read_as_no_notes(store: Store) -> None:
+    session = store.sessions.create_session("s", "retrieval")
+    rows = [{"id": 1, "turn": 1, "kept": True}, {"id": 2, "turn": 2, "kept": False}]
+    context = {"tokens": 1, "parts": [], "recall": rows}
+    stored = contexts.compact(store.db, session.id, "cl100k_base", context)
+    assert stored == {"tokens": 1, "parts": [],
+                      "recall_columns": {"id": [1, 2], "turn": [1, 2], "kept": [True, False]}}
+    assert contexts.expand(store.db, session.id, "cl100k_base", stored) == context
+    # Rows whose keys differ stay rows.
+    mixed = {**context, "recall": [rows[0], {"turn": 2, "id": 2, "kept": False}]}
+    assert contexts.compact(store.db, session.id, "cl100k_base", mixed) == mixed
+    damaged = {**stored, "recall_columns": {"id": [1, 2], "turn": [1]}}
+    assert contexts.expand(store.db, session.id, "cl100k_base", damaged)["recall"] == []
