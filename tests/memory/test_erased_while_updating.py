@@ -14,7 +14,9 @@ from typing import Any
 from conftest import History
 
 from chatmem.engine import Engine
+from chatmem.memory import sensitive_turns
 from chatmem.memory.extraction import STATE_KEY
+from chatmem.memory.state import SessionState
 from chatmem.notices import DerivedMemory, ErasedWhileUpdating, MemoryUpdateFailed
 from chatmem.privacy.mentions import MARKER
 from chatmem.privacy.purge import purge_fact
@@ -115,3 +117,40 @@ def test_facts_extracted_across_a_purge_are_dropped_and_read_again_from_the_purg
     facts = [(f.key, f.value) for f in store.facts.facts(session_id=sid)]
     assert facts == [("预算", "五千元")]  # turn 2 read again: "[forgotten]" is no city
     assert "Paris" not in stored_text(store, sid)
+
+
+class ReadOnceThenOther(SessionState):
+    """A session state whose first read of the secret-guard note lets another connection note
+    a turn of its own right after (a chat and a catch-up folding at once)."""
+
+    def __init__(self, store: Store, session_id: int, other: Callable[[], None]) -> None:
+        super().__init__(store, session_id)
+        self.other: Callable[[], None] | None = other
+
+    def get(self, strategy: str) -> dict[str, Any]:
+        values = super().get(strategy)
+        if strategy == sensitive_turns.SENSITIVE_KEY and self.other is not None:
+            (other, self.other) = (self.other, None)
+            other()
+        return values
+
+
+def test_two_connections_noting_secrets_at_once_keep_both_notes(
+        make_engine: Callable[..., Engine[Store]], store: Store, history: History) -> None:
+    engine = make_engine("buffer")
+    for text in ["Hello", "My card is 4111 1111 1111 1111", "ok", "我的密码是 hunter2-龙"]:
+        engine.run_turn(text)
+    sid = engine.session.id
+    turns = engine.history().turns(1, 4)
+
+    def note_turn_two() -> None:
+        with history.open() as other:
+            state = SessionState(other, sid)
+            guard, _ = sensitive_turns.guard_for(state, turns[:2])
+            sensitive_turns.remember(state, guard, turns[:2])
+
+    state = ReadOnceThenOther(store, sid, note_turn_two)
+    guard, _ = sensitive_turns.guard_for(SessionState(store, sid), turns[3:])
+    sensitive_turns.remember(state, guard, turns[3:])
+    assert state.other is None
+    assert store.memory.strategy_state(sid, sensitive_turns.SENSITIVE_KEY)["turns"] == [2, 4]
