@@ -126,6 +126,24 @@ class MemoryUpdateCancelled:
     """Ctrl-C during the strategy's update; the turn stands and the update is retried."""
 
 
+class DerivedMemory(Enum):
+    """What a memory update makes from the session's text."""
+
+    SUMMARY = "summary"
+    FACTS = "facts"
+
+
+@dataclass(frozen=True)
+class ErasedWhileUpdating:
+    """Text left the session's memory (a purge, a turn replaced by another chat) while the
+    update read it: what it made of turns `first`..`last` (`made`) was not stored, as it may
+    hold the erased text, and is made again from the text as it is now next turn."""
+
+    made: DerivedMemory
+    first: int
+    last: int
+
+
 @dataclass(frozen=True)
 class StrategyChanged:
     """Opening session `session` changed its strategy from `before` to `after` (labels);
@@ -366,7 +384,8 @@ class ContextsWithoutVectors:
 
 Notice = (IndexingNotice | VectorsResized | SummaryUpdated | SummaryFailed | FactsFailed
           | FactsBehind | SensitiveNotRemembered | NoEmbedder | InputNotUtf8 | ReplyCut
-          | MemoryUpdateFailed | MemoryUpdateCancelled | StrategyChanged | ModelChanged
+          | MemoryUpdateFailed | MemoryUpdateCancelled | ErasedWhileUpdating
+          | StrategyChanged | ModelChanged
           | SavedParamsDropped | SystemPromptReplaced | SettingsNotSaved
           | HelperTooSmall
           | HistoryMoved | OldHistoryLeft | RetentionApplied | RetentionSkipped

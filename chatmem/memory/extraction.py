@@ -29,8 +29,16 @@ from chatmem.memory.fact_keys import normalize_key, same_key
 from chatmem.memory.history_view import HistoryTurn, HistoryView
 from chatmem.memory.later_facts import LaterFacts
 from chatmem.memory.sensitive_turns import guard_for, remember
-from chatmem.notices import FactsBehind, FactsFailed, Notice, SensitiveNotRemembered
+from chatmem.notices import (
+    DerivedMemory,
+    ErasedWhileUpdating,
+    FactsBehind,
+    FactsFailed,
+    Notice,
+    SensitiveNotRemembered,
+)
 from chatmem.privacy import sensitive
+from chatmem.privacy.mentions import only_markers
 from chatmem.privacy.secret_guard import SecretGuard
 from chatmem.providers.base import Purpose
 from chatmem.store.records import FactScope
@@ -186,6 +194,7 @@ def _extract_batch(env: MemoryEnv) -> tuple[list[Notice], bool]:
     state = env.state
     if env.model is None:
         return [], False
+    seen = state.erasures()  # before the marker, the turns and the facts are read
     marker = state.get(STATE_KEY)
     done = int(marker.get("done_turn", 0))
     total = env.history.turn_count()
@@ -197,14 +206,19 @@ def _extract_batch(env: MemoryEnv) -> tuple[list[Notice], bool]:
     # and writing the facts take about as long as the call itself.
     step = ActivityStep(Work.EXTRACTING_FACTS, asked[0], asked[-1],
                         of=catching_up(env, total)) if asked else None
+
+    def done_through() -> None:
+        state.set_covering(STATE_KEY, last, done_turn=last, behind=total - last,
+                           last_error=None)
+
     with env.activity.doing(step) if step else nullcontext():
-        notices, failed = _extract(env, env.model, turns)
+        notices, failed = _extract(env, env.model, turns, seen, done_through)
     if failed is not None:
         state.set_covering(STATE_KEY, done, done_turn=done, behind=total - done,
                            last_error=failed)
         return [FactsFailed(failed, done + 1, total)], False
-    state.set_covering(STATE_KEY, last, done_turn=last, behind=total - last,
-                       last_error=None)
+    if any(isinstance(n, ErasedWhileUpdating) for n in notices):
+        return notices, False  # the marker stays: these turns are read again next turn
     if last < total and not env.catch_up:
         notices.append(FactsBehind(total - last))
     return notices, last < total
@@ -228,9 +242,12 @@ def _next_batch(history: HistoryView, done: int, total: int) -> tuple[int, list[
     return last, turns
 
 
-def _extract(env: MemoryEnv, model: Provider,
-             turns: Sequence[HistoryTurn]) -> tuple[list[Notice], str | None]:
-    """Extract and store the facts of `turns`: (notices, why the call failed or None)."""
+def _extract(env: MemoryEnv, model: Provider, turns: Sequence[HistoryTurn],
+             seen: int | None, done: Callable[[], None]) -> tuple[list[Notice], str | None]:
+    """Extract and store the facts of `turns`, and call `done` (the marker moves past them)
+    in the same transaction: (notices, why the call failed or None). Nothing is stored when
+    text left the session's memory since the erasure count was `seen` (before `turns` and
+    the facts were read): a value from a purged message would come back as a new fact."""
     state = env.state
     # Every message of the batch is read (a secret the assistant said first, a value
     # answering a label), and values earlier turns found are followed into these.
@@ -242,6 +259,7 @@ def _extract(env: MemoryEnv, model: Provider,
     pending = [(turn, text) for turn, text, _ in said]
     sources = _first_user_messages(turns)
     notices: list[Notice] = []
+    extraction, refused = Extraction(), list[str]()
     if pending:
         try:
             answer = model.complete(
@@ -251,15 +269,30 @@ def _extract(env: MemoryEnv, model: Provider,
             extraction = parse_extraction(answer, [n for n, _ in pending])
         except ProviderResponseError as e:
             return [], str(e)
-        extraction, refused = without_sensitive(extraction, guard)
-        apply_extraction(state, extraction, sources,
-                         user_scope=bool(env.settings and env.settings.user_facts),
-                         later=LaterFacts(state, turns))
-        found = [kind for _, text, shown in said
-                 for kind in sensitive.kinds_between(text, shown)]
-        if found or refused:
-            notices.append(SensitiveNotRemembered(tuple(dict.fromkeys([*found, *refused]))))
+        extraction, refused = without_sensitive(without_erased(extraction), guard)
+    with state.store.write():
+        # Without a user message (or a stored turn, numbers passed over) nothing is read
+        # that a purge could have erased: only the marker moves.
+        if pending and state.erased_since(seen):
+            return [ErasedWhileUpdating(DerivedMemory.FACTS, turns[0].number,
+                                        turns[-1].number)], None
+        if pending:
+            apply_extraction(state, extraction, sources,
+                             user_scope=bool(env.settings and env.settings.user_facts),
+                             later=LaterFacts(state, turns))
+        done()
+    found = [kind for _, text, shown in said for kind in sensitive.kinds_between(text, shown)]
+    if found or refused:
+        notices.append(SensitiveNotRemembered(tuple(dict.fromkeys([*found, *refused]))))
     return notices, None
+
+
+def without_erased(extraction: Extraction) -> Extraction:
+    """The extraction minus values with nothing left but a purge's marker ([forgotten]):
+    read from a purged message, such a value is the erasure, not a fact (a purge deletes a
+    fact left so, `privacy.purge`)."""
+    return Extraction([c for c in extraction.set if not only_markers(c.value)],
+                      extraction.retract)
 
 
 def without_sensitive(

@@ -62,11 +62,16 @@ def remember(state: SessionState, guard: SecretGuard, turns: Sequence[HistoryTur
     if not turns:
         return
     said = {t.number for t in turns if any(guard.holds(m.content) for m in t.messages)}
-    known = _said_in(state)
-    if not said <= known:
-        # Covering no turn: the guard re-reads the listed turns as the history holds them
-        # now, so a fork or a replaced turn makes it read one more turn at worst.
-        state.set_covering(SENSITIVE_KEY, 0, turns=sorted(known | said))
+    if said <= _said_in(state):
+        return
+    # Read again under the write lock and extended there: a note another process wrote
+    # since (a chat and a catch-up folding at once) is kept, not overwritten by this one.
+    with state.store.write():
+        known = _said_in(state)
+        if not said <= known:
+            # Covering no turn: the guard re-reads the listed turns as the history holds
+            # them now, so a fork or a replaced turn makes it read one more turn at worst.
+            state.set_covering(SENSITIVE_KEY, 0, turns=sorted(known | said))
 
 
 def said_in_history(history: HistoryRepository, session_id: int) -> list[int]:

@@ -46,6 +46,19 @@ class SessionState:
         finally:
             self.through = before
 
+    def erasures(self) -> int | None:
+        """`sessions.erasures` now, for an update to read before its input (the turns, the
+        summary, the facts) and to give `erased_since` when it writes what it made."""
+        return self.store.sessions.erasures(self.session_id)
+
+    def erased_since(self, seen: int | None) -> bool:
+        """Under the store's write lock: whether text left the session's memory (a purge,
+        a replaced turn, here or in another process) since the count was `seen`, or the
+        session is gone. What an update made of the text it read then may hold the erased
+        text: stored after the purge, it would bring back what the purge said was gone."""
+        now = self.erasures()
+        return now is None or now != seen
+
     def set(self, strategy: str, /, **values: Any) -> None:
         """Store the strategy's values, recorded as covering every turn the running update
         was given: a fork at an earlier turn (and /undo) rebuilds them rather than copy

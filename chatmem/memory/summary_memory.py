@@ -35,7 +35,14 @@ from chatmem.memory.reasons import (
 )
 from chatmem.memory.replaced_values import mark_replaced
 from chatmem.memory.summary_state import SummaryState, load_state, moved
-from chatmem.notices import Notice, SummaryFailed, SummaryUpdated, after_calls
+from chatmem.notices import (
+    DerivedMemory,
+    ErasedWhileUpdating,
+    Notice,
+    SummaryFailed,
+    SummaryUpdated,
+    after_calls,
+)
 from chatmem.privacy import sensitive
 from chatmem.tokens import TokenCounter
 
@@ -152,6 +159,7 @@ class SummaryMemory(BaseStrategy[Limited]):
         notices: list[Notice] = []
         folds = 0
         while True:
+            seen = env.state.erasures()  # before the summary and the turns it folds are read
             st = load_state(env.state, self.name)
             if folds and st.behind:
                 break
@@ -160,9 +168,9 @@ class SummaryMemory(BaseStrategy[Limited]):
                 if st.behind:
                     env.state.set_covering(self.name, st.boundary, behind="")  # nothing waits
                 break
-            notices = self.fold(env, st, turns)
+            notices = self.fold(env, st, turns, seen=seen)
             folds += 1
-            if not env.catch_up:
+            if not env.catch_up or any(isinstance(n, ErasedWhileUpdating) for n in notices):
                 break
         return after_calls(notices, folds)
 
@@ -184,20 +192,27 @@ class SummaryMemory(BaseStrategy[Limited]):
             "", 10**6, 10**6, counter).tokens
 
     def fold(
-        self, env: MemoryEnv, st: SummaryState, turns: Sequence[HistoryTurn]
+        self, env: MemoryEnv, st: SummaryState, turns: Sequence[HistoryTurn], *,
+        seen: int | None = None,
     ) -> list[Notice]:
-        """Fold `turns` into the summary with one call; on failure, record being behind."""
+        """Fold `turns` into the summary with one call; on failure, record being behind.
+
+        `seen`: the session's erasure count (SessionState.erasures) read before `st` and
+        `turns` were; when text left its memory since, nothing is stored (default: read now).
+        """
         if not turns:
             return []
+        if seen is None:
+            seen = env.state.erasures()
         # The step is the whole fold: in a long catch-up the secret guard, the drift
         # guard's anchors and pins and the diff take as long as the call itself.
         with env.activity.doing(ActivityStep(
                 Work.SUMMARIZING, turns[0].number, turns[-1].number,
                 of=catching_up(env, env.history.turn_count()))):
-            return self._fold(env, st, turns)
+            return self._fold(env, st, turns, seen)
 
     def _fold(
-        self, env: MemoryEnv, st: SummaryState, turns: Sequence[HistoryTurn]
+        self, env: MemoryEnv, st: SummaryState, turns: Sequence[HistoryTurn], seen: int | None,
     ) -> list[Notice]:
         messages = [m for t in turns for m in t.messages]
         # What these turns say that is sensitive, and every value earlier turns found,
@@ -242,8 +257,13 @@ class SummaryMemory(BaseStrategy[Limited]):
         kept = candidates_pins[len(released):]
         # One transaction, taken only if no other process folded these turns while
         # the summarizer was busy: the version and its boundary move together, and
-        # no turn is ever folded into two versions.
+        # no turn is ever folded into two versions. Nor is it taken after a purge since
+        # the summary and the turns were read: the draft may hold what it erased; the
+        # boundary stays, so the next update folds them again as they read now.
         with store.write():
+            if env.state.erased_since(seen):
+                return [ErasedWhileUpdating(DerivedMemory.SUMMARY, turns[0].number,
+                                            turns[-1].number)]
             now = load_state(env.state, self.name)
             if moved(now, st):
                 return []

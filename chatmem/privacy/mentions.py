@@ -69,6 +69,11 @@ class Span:
     end: int
 
 
+def only_markers(value: str) -> bool:
+    """Whether `value` has nothing left but MARKER (and punctuation): all of it was erased."""
+    return not any(ch.isalnum() for ch in value.replace(MARKER, ""))
+
+
 def searchable(value: str) -> bool:
     """Whether a purge looks for `value` at all (see MIN_CHARACTERS)."""
     shown = value.translate(_DRAWN_NOTHING).strip()

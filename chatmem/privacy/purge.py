@@ -21,13 +21,13 @@ from typing import TYPE_CHECKING
 
 from chatmem.errors import StoreError
 from chatmem.privacy.mentions import (
-    MARKER,
     Span,
     all_spans,
     begins_longer_name,
     erase_mentions,
     kept_spans,
     needles,
+    only_markers,
     other_numbers,
     other_spellings,
     searchable,
@@ -235,7 +235,7 @@ def _planned(store: PrivacyStore, fact: FactRecord,
     purge = eraser.purge
     return store.redactions.plan_rewrite(purge.session_ids, purge.user, purge.needles,
                                          eraser, beyond_ascii=True,
-                                         without_fact=fact.id, emptied=_emptied)
+                                         without_fact=fact.id, emptied=only_markers)
 
 
 def _eraser(purge: Purge) -> Callable[[str], str]:
@@ -257,11 +257,6 @@ class _Eraser:
             self.kept_numbers |= {form_of(self.purge.values, text[s.start:s.end])
                                   for s in other_numbers(text, self.purge.values)}
         return self.erase(text)
-
-
-def _emptied(value: str) -> bool:
-    """Whether a fact's rewritten value has nothing left but markers (and punctuation)."""
-    return not any(ch.isalnum() for ch in value.replace(MARKER, ""))
 
 
 def _with_turns(done: Redaction, turn_ids: Sequence[int]) -> Redaction:

@@ -24,6 +24,8 @@ from chatmem.notices import (
     ContextsOverBudget,
     ContextsWithoutVectors,
     CutBy,
+    DerivedMemory,
+    ErasedWhileUpdating,
     FactsBehind,
     FactsFailed,
     Failure,
@@ -180,6 +182,16 @@ def _(n: MemoryUpdateFailed, repl_hints: bool) -> str:
 @_worded.register
 def _(n: MemoryUpdateCancelled, repl_hints: bool) -> str:
     return "memory update cancelled; the turn is stored and the update is retried next turn"
+
+
+@_worded.register
+def _(n: ErasedWhileUpdating, repl_hints: bool) -> str:
+    turns = span(range(n.first, n.last + 1))
+    made = (f"the summary of {turns} was" if n.made is DerivedMemory.SUMMARY
+            else f"the facts found in {turns} were")
+    return (f"{made} not stored: text was erased from this session while the update ran"
+            " (a purge, or a turn replaced in another chat); it runs again on the text as it"
+            " is now next turn")
 
 
 @_worded.register

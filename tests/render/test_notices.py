@@ -15,6 +15,8 @@ from chatmem.context_warnings import (
 )
 from chatmem.notices import (
     CutBy,
+    DerivedMemory,
+    ErasedWhileUpdating,
     FactsBehind,
     FactsFailed,
     Failure,
@@ -100,6 +102,14 @@ WORDED: list[tuple[Notice | ContextWarning, str]] = [
      "indexing: vectors not stored yet, will retry: 磁盘已满"),
     (MemoryUpdateCancelled(),
      "memory update cancelled; the turn is stored and the update is retried next turn"),
+    (ErasedWhileUpdating(DerivedMemory.SUMMARY, 4, 6),
+     "the summary of turns 4–6 was not stored: text was erased from this session while"
+     " the update ran (a purge, or a turn replaced in another chat); it runs again on the"
+     " text as it is now next turn"),
+    (ErasedWhileUpdating(DerivedMemory.FACTS, 7, 7),
+     "the facts found in turn 7 were not stored: text was erased from this session while"
+     " the update ran (a purge, or a turn replaced in another chat); it runs again on the"
+     " text as it is now next turn"),
     (StrategyChanged("旅行", "window k=5", "tokens max_tokens=300"),
      "session 旅行: strategy window k=5 → tokens max_tokens=300"),
     (SystemPromptReplaced("s", 9, 8), "session s: system prompt replaced (9 → 8 characters)"),
