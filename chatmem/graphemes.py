@@ -13,7 +13,20 @@ import unicodedata
 
 _REGIONAL_INDICATORS = range(0x1F1E6, 0x1F200)
 _EXTENDS = (range(0x1F3FB, 0x1F400),  # emoji skin tones
-            range(0xE0020, 0xE0080))  # tags: the flags of England, Scotland and Wales
+            range(0xE0020, 0xE0080),  # tags: the flags of England, Scotland and Wales
+            range(0xFF9E, 0xFFA0))  # half-width kana voicing marks (ｶﾞ), letters by category
+_SPACING_LETTERS = frozenset("\u0e33\u0eb3")
+"""Thai and Lao AM (น้ำ, ຄຳ): letters by category, but written on the character before."""
+_SPACING_EXCEPTIONS = frozenset((0x102B, 0x102C, 0x1038, *range(0x1062, 0x1065),
+                                 *range(0x1067, 0x106E), 0x1083, *range(0x1087, 0x108D), 0x108F,
+                                 *range(0x109A, 0x109D), 0x1A61, 0x1A63, 0x1A64, 0xAA7B, 0xAA7D,
+                                 0x11720, 0x11721))
+"""Spacing marks of Myanmar, Tai Tham, Tai Viet and Ahom that stand as characters of their own."""
+_PREPEND = frozenset((*range(0x0600, 0x0606), 0x06DD, 0x070F, 0x0890, 0x0891, 0x08E2, 0x110BD,
+                      0x110CD, 0x0D4E, 0x111C2, 0x111C3, 0x1193F, 0x11941, 0x11A3A,
+                      *range(0x11A84, 0x11A8A), 0x11D46))
+"""What joins the character after it (Unicode's Prepend): the Arabic number sign before its
+digits (؀١٢), the Malayalam dot reph before its consonant (ൎക)."""
 _HANGUL_SYLLABLE = {("L", "L"), ("L", "V"), ("L", "LV"), ("L", "LVT"), ("LV", "V"), ("LV", "T"),
                    ("V", "V"), ("V", "T"), ("LVT", "T"), ("T", "T")}
 """Hangul parts that continue the syllable before them (leading, vowel, trailing jamo)."""
@@ -35,7 +48,15 @@ def _jamo(char: str) -> str:
 
 def _control(char: str) -> bool:
     category = unicodedata.category(char)
-    return category in ("Cc", "Zl", "Zp") or (category == "Cf" and not _extends(char))
+    return category in ("Cc", "Zl", "Zp") or (
+        category == "Cf" and not _extends(char) and ord(char) not in _PREPEND)
+
+
+def _attaches(char: str) -> bool:
+    """Whether `char` is written on the character before it (Unicode's Extend and SpacingMark)."""
+    if ord(char) in _SPACING_EXCEPTIONS:
+        return False
+    return _extends(char) or char in _SPACING_LETTERS
 
 
 def _extends(char: str) -> bool:
@@ -51,9 +72,10 @@ def _cluster_base(text: str, at: int) -> str:
     return text[at]
 
 
-_LINKERS = "\u094d\u09cd\u0acd\u0b4d\u0c4d\u0d4d"
+_LINKERS = "\u094d\u09cd\u0acd\u0b4d\u0c4d\u0d4d\u1039\u17d2\u1a60\u1b44\u1bab\uaaf6"
 """The viramas that join two consonants into one conjunct (Devanagari, Bengali, Gujarati,
-Oriya, Telugu, Malayalam); Tamil's and others' leave them two characters."""
+Oriya, Telugu, Malayalam; Myanmar's and Khmer's stacked consonants, Tai Tham, Balinese,
+Sundanese, Meetei Mayek: Unicode 16's list); Tamil's and others' leave them two characters."""
 
 
 def _indic_conjunct(text: str, at: int) -> bool:
@@ -86,16 +108,16 @@ def _joined_emoji(text: str, joiner: int) -> bool:
 
 def grapheme_start(text: str, at: int) -> bool:
     """Whether text[at] starts what a reader sees as one character (a grapheme cluster,
-    by Unicode's rules but the rare Prepend one): never a combining mark, a skin tone, the
+    by Unicode's rules): never a combining mark or a spacing vowel sign (ำ), a skin tone, the
     emoji a zero-width joiner joins, the second half of a flag's pair of regional
-    indicators, a Hangul jamo that continues its syllable, nor the consonant a virama
-    joins."""
+    indicators, a Hangul jamo that continues its syllable, the consonant a virama joins,
+    nor what follows a Prepend character (the Arabic number sign's digit)."""
     if at <= 0 or at >= len(text):
         return True
     char, before = text[at], text[at - 1]
     if _control(before) or _control(char):
         return (before, char) != ("\r", "\n")
-    if _extends(char) or _indic_conjunct(text, at):
+    if _attaches(char) or _indic_conjunct(text, at) or ord(before) in _PREPEND:
         return False
     if before == "\u200d" and _pictographic(char) and _joined_emoji(text, at - 1):
         return False

@@ -2,11 +2,13 @@
 
 An anchor is text that a faithful summary repeats verbatim: ids like
 ORD-7731 or blue-otter-88, emails, URLs, dates (2026-05-01, March 15, 2026年5月1日, 三月十五日,
-三月五號), clock times (15:45, 3pm, 下午3点半), licence plates (浙A12345), numbers with units
-(5 kg, $120, EUR 42,500, 30%, 五千元, 兩萬元), names (Alice Chen, Dr. Smith, 我叫王小明,
-我妹妹叫李娜, 王小明先生: see anchor_names_zh) and acronyms (DJI), versions and image tags
-(jobs-worker:1.14.2), ports (port 8443, 端口8443), settings (backoff=2.0) and code
-identifiers (retry_count, DEPLOY_ENV, UndefinedColumn). Full-width ids and amounts count too.
+三月五號, 3월 15일, 15. März 2026, 15 tháng 3), clock times (15:45, 3pm, 下午3点半), licence
+plates (浙A12345), numbers with units (5 kg, $120, EUR 42,500, 30%, 五千元, 兩萬元, 5万円,
+50,000원, ₹5,000, 500 TL; the words of each language are anchor_words' tables), names
+(Alice Chen, Dr. Smith, 我叫王小明, 我妹妹叫李娜, 王小明先生: see anchor_names_zh) and
+acronyms (DJI), versions and image tags (jobs-worker:1.14.2), ports (port 8443, 端口8443),
+settings (backoff=2.0) and code identifiers (retry_count, DEPLOY_ENV, UndefinedColumn).
+Full-width ids and amounts count too.
 Nothing inside a privacy marker (⟦PIN or security code⟧) is one.
 Bare numbers, words capitalised for their place (a sentence's, line's or heading's first
 word, a label such as Subject: or Annex A, a defined term such as the Customer), pieces of
@@ -23,6 +25,20 @@ from collections.abc import Iterable
 from functools import lru_cache
 
 from chatmem.memory.anchor_names_zh import chinese_names
+from chatmem.memory.anchor_words import (
+    CURRENCIES_AFTER,
+    DATE_LINKS,
+    HAN_UNITS,
+    HANGUL_UNITS,
+    KANA_UNITS,
+    LARGE_NUMBERS,
+    LATIN_UNITS,
+    MONTHS_EN,
+    NUMBERED_MONTHS,
+    SIGNS_BEFORE,
+    YEAR_LINKS,
+    foreign_months,
+)
 from chatmem.privacy.findings import MARK_CLOSE, MARK_OPEN
 from chatmem.text import FULL_WIDTH
 
@@ -30,19 +46,13 @@ from chatmem.text import FULL_WIDTH
 _HAN_DIGITS = "零〇一二两兩三四五六七八九十百千万萬亿億"
 _CN_NUM = f"[{_HAN_DIGITS}]+"
 _NUM = r"\d+(?:[.,]\d+)*"
-# Units after a number; longest first so "km" wins over "k".
-_UNITS = (
-    "美元|欧元|歐元|日元|港元|英镑|英鎊|人民币|人民幣|万元|萬元|公里|公斤|千克|小时|小時|分钟|分鐘"
-    "|块钱|塊錢|元|块|塊|岁|歲|天|晚|人|个|個|件|次|张|張|号|號|页|頁|米|克|%|％"
-    "|km/h|mph|kg|km|cm|mm|mb|gb|tb|ms|usd|eur|gbp|rmb|cny|yuan|dollars?|euros?|percent"
-    "|years?|months?|weeks?|days?|nights?|hours?|hrs?|minutes?|mins?|seconds?|secs?"
-    "|people|persons?|guests?|items?|pieces?|tickets?|rooms?|pages?|miles?|meters?|metres?"
-    "|kilometers?|kilograms?|grams?|pounds?|lbs?|ounces?|oz|liters?|litres?|ml|l|m|g|k|x"
-)
-_MONTHS = (
-    "January|February|March|April|May|June|July|August|September|October|November|December"
-    "|Jan|Feb|Mar|Apr|Jun|Jul|Aug|Sep|Sept|Oct|Nov|Dec"
-)
+# Units after a number, each language's a row of anchor_words' tables, longest first so
+# "km" wins over "k"; each row tried only after a character of its script: a number is
+# mostly followed by no unit, and every case-blind alternative tried costs.
+_UNIT_AFTER = (rf"(?=[\u3400-\u9fff])(?:{HAN_UNITS})|(?=[\uac00-\ud7af])(?:{HANGUL_UNITS})"
+               rf"|(?=[\u30a0-\u30ff])(?:{KANA_UNITS})|[%％{SIGNS_BEFORE}]"
+               rf"|(?=[^\W\d_])(?:{LATIN_UNITS}|{CURRENCIES_AFTER})")
+_MONTHS = MONTHS_EN
 # Han, Kana, Hangul: word characters to `\w`, but never part of a Latin-script token.
 _CJK = ("\u1100-\u11ff\u3040-\u30ff\u3130-\u318f\u31f0-\u31ff\u3400-\u4dbf\u4e00-\u9fff"
         "\uac00-\ud7af\uf900-\ufaff\uff66-\uff9f")
@@ -75,28 +85,34 @@ _PATTERNS: tuple[re.Pattern[str], ...] = (
                r"|(?<![A-Za-z0-9_-])\d+(?:-\d+){2,}(?![A-Za-z0-9_-])"
                r"|(?<![A-Za-z0-9_-])(?=[A-Za-z0-9-]*\d)[A-Za-z0-9]+(?:-[A-Za-z0-9]+){2,}"
                r"(?![A-Za-z0-9_-])"),
-    # Dates: ISO, slashes, English month names, Chinese formats.
+    # Dates: ISO, slashes, month names, Chinese, Japanese and Korean formats.
     re.compile(r"(?<!\d)\d{4}[-/.]\d{1,2}[-/.]\d{1,2}(?!\d)"),
     re.compile(r"(?<!\d)\d{1,2}/\d{1,2}(?:/\d{2,4})?(?!\d)"),
     re.compile(rf"{_LATIN_START}(?:{_MONTHS})\.? \d{{1,2}}(?:st|nd|rd|th)?(?:,? \d{{4}})?"
                rf"{_LATIN_END}"),
-    re.compile(rf"{_LATIN_START}\d{{1,2}}(?:st|nd|rd|th)? (?:of )?(?:{_MONTHS})(?:,? \d{{4}})?"
+    # A day before its month: 15th of March, 15. März 2026, 15 de marzo de 2026, 15 tháng 3
+    # năm 2026. English names with their case ("5 may work" is no date), the others without.
+    re.compile(rf"{_LATIN_START}\d{{1,2}}(?:(?:st|nd|rd|th)?[ ](?:of[ ])?(?:{_MONTHS})"
+               rf"|\.?[ \u00a0](?:(?:{DATE_LINKS})[ ])?(?i:{foreign_months()})"
+               rf"|[ ]{NUMBERED_MONTHS})(?:,?[ \u00a0](?:(?:{YEAR_LINKS})[ ])?\d{{4}})?"
                rf"{_LATIN_END}"),
     re.compile(
-        rf"(?:\d{{2,4}}|(?<![{_HAN_DIGITS}]){_CN_NUM})年(?:(?:\d{{1,2}}|{_CN_NUM})月(?:(?:\d{{1,2}}|{_CN_NUM})[日号號])?)?"
-        rf"|(?:\d{{1,2}}|[一二三四五六七八九十]{{1,2}})月(?:(?:\d{{1,2}}|{_CN_NUM})[日号號])?"
+        rf"(?:\d{{2,4}}|(?<![{_HAN_DIGITS}]){_CN_NUM})[年년](?: ?(?:\d{{1,2}}|{_CN_NUM})[月월]"
+        rf"(?: ?(?:\d{{1,2}}|{_CN_NUM})[日号號일])?)?"
+        rf"|(?:\d{{1,2}}|[一二三四五六七八九十]{{1,2}})[月월]"
+        rf"(?: ?(?:\d{{1,2}}|{_CN_NUM})[日号號일])?"
     ),
     # Amounts: a currency sign or code before the number (EUR 42,500, US$1,200), numbers
     # (Arabic or Chinese) with units (42,500 EUR, 300美元, 兩萬元). The patterns below
     # start with the character class they need and look behind it after: a pattern that
     # starts with a look-behind is tried at every position of the text (3-10x slower).
-    re.compile(rf"(?:[$€£¥￥]|[A-Z](?<!{_LATIN_W}[A-Z])(?:[A-Z]{{2}}(?<={_CURRENCY_CODES})"
-               rf"|[A-Z]?\$))\s?{_NUM}(?:\s?(?:k|m|bn|million|billion|[万萬千亿億]))?"),
+    re.compile(rf"(?:[$￥{SIGNS_BEFORE}]|[A-Z](?<!{_LATIN_W}[A-Z])(?:[A-Z]{{2}}(?<={_CURRENCY_CODES})"
+               rf"|[A-Z]?\$|(?<=R)s\.?))\s?{_NUM}(?:\s?(?:k|m|bn|million|billion|[万萬千亿億]))?"),
     # An ordinal is no amount: 第2天 is "day 2", not "2 days". Nor does a number start
     # after a digit and a comma: tried from every group of 1,2,3,… or of a JSON array of
     # floats, each running to the end of the list, 35 KB took 35 s. The list's first
     # number reaches every unit a later one would.
-    re.compile(rf"(?<![A-Za-z0-9_.第])(?<!\d,){_NUM}\s?(?:[万萬千百亿億])?\s?(?:{_UNITS})"
+    re.compile(rf"(?<![A-Za-z0-9_.第])(?<!\d,){_NUM}\s?(?:[{LARGE_NUMBERS}])?\s?(?:{_UNIT_AFTER})"
                r"(?![a-zA-Z])", re.IGNORECASE),
     # Clock times: 15:45, 08:12:44, 6:30 pm, 3pm; 下午3点, 15点45分, 三點半. A bare 3点 is
     # left out: 这3点 is "these three points" as often as a time.
@@ -158,11 +174,12 @@ def _acronyms(text: str) -> list[tuple[int, int]]:
 
 # A Chinese numeral with a unit, never cut out of a longer numeral or an ordinal (第二天).
 _CN_AMOUNT = re.compile(
-    rf"(?<![第{_HAN_DIGITS}])(?P<number>{_CN_NUM})(?P<unit>{_UNITS.split('|%')[0]})"
+    rf"(?<![第{_HAN_DIGITS}])(?P<number>{_CN_NUM})(?P<unit>{HAN_UNITS})"
 )
 _CLASSIFIERS = {"个", "個", "件", "次", "张", "張", "页", "頁"}
 """They count anything (三个 is "three of them"): the noun after them is the detail, if any."""
-_COUNT_UNITS = {"岁", "歲", "天", "晚", "人", "号", "號", "小时", "小時", "分钟", "分鐘"}
+_COUNT_UNITS = {"岁", "歲", "天", "晚", "泊", "人", "名", "号", "號", "小时", "小時", "分钟",
+                "分鐘"}
 _SMALL = {"一", "二", "两", "兩"}
 """一天, 一次, 两人: one or two of a counted thing is everyday phrasing, not a detail."""
 

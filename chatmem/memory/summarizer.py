@@ -12,13 +12,14 @@ diff's size without depending on the renderer.
 from __future__ import annotations
 
 import re
+import unicodedata
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from chatmem.config.schema import LINES_SLOT, SUMMARY_SLOT
 from chatmem.errors import ProviderResponseError
-from chatmem.fts import CJK
+from chatmem.fts import CJK, UNSPACED_SCRIPTS
 from chatmem.graphemes import grapheme_start
 from chatmem.memory.context import Message
 from chatmem.privacy import sensitive
@@ -101,7 +102,12 @@ _LEADING_MARKER = re.compile(r"^\[…[^\]\n]*\]\n…?")
 # The end-of-line form older versions wrote, whole or itself cut by a later clip
 # ("[…clip […clipped to 66 tokens]"): removed so no marker is ever clipped again.
 _TRAILING_MARKER = re.compile(r"[ \t]*\[…[^\]\n]*\]?$", re.MULTILINE)
-_ID_CHAR = re.compile(r"[A-Za-z0-9_\-./@#]")
+_JOINERS = frozenset("_-./@#,:'’")
+"""What holds the pieces of an id, an amount or a time together (ORD-7731, 50,000, 15:45)."""
+# Han, Kana and the scripts that write no spaces between words (Thai, Lao, Myanmar, Khmer):
+# any character boundary may start a line there. Hangul spaces its words: 서울 is one.
+_UNSPACED = re.compile(f"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uff66-\uff9f"
+                       f"\U00020000-\U0002fa1f{UNSPACED_SCRIPTS}]")
 
 
 def clip_marker(max_tokens: int) -> str:
@@ -156,16 +162,26 @@ def _newest_part(text: str, marker: str, max_tokens: int, counter: TokenCounter)
     return "…" + tail if tail else None
 
 
+def _in_word(char: str) -> bool:
+    return ((char.isalnum() or char in _JOINERS or unicodedata.category(char)[0] == "M")
+            and not _UNSPACED.match(char))
+
+
 def _cut_start(line: str, at: int) -> int:
-    """The first place from `at` on where a clipped line may start: never inside a Latin
-    word or id (a cut "D-7731" reads as a different id), nor inside a character a reader
-    sees (half of 🇰🇷 and the next flag's first half read as another country; an accent
-    alone lands on the …)."""
+    """The first place from `at` on where a clipped line may start: never inside a word or
+    id of a script that spaces its words (a cut "D-7731" reads as a different id, "울 강남구"
+    lost the 서 of 서울), nor inside a character a reader sees (half of 🇰🇷 and the next
+    flag's first half read as another country; an accent alone lands on the …). A line of
+    one word too long to keep is cut where a character starts."""
+    start = at
     while 0 < at < len(line) and (
-            not grapheme_start(line, at)
-            or (_ID_CHAR.match(line[at - 1]) and _ID_CHAR.match(line[at]))):
+            not grapheme_start(line, at) or (_in_word(line[at - 1]) and _in_word(line[at]))):
         at += 1
-    return at
+    if line[at:].strip():
+        return at
+    while 0 < start < len(line) and not grapheme_start(line, start):
+        start += 1
+    return start
 
 
 @dataclass(frozen=True)

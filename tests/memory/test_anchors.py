@@ -319,3 +319,34 @@ def test_no_anchor_holds_any_of_a_privacy_marker(parts: list[str], markers: list
         assert "⟦" not in anchor and "⟧" not in anchor
         # Every anchor lies wholly between markers: no word of one is ever pinned.
         assert any(anchor in part for part in parts)
+
+
+@pytest.mark.parametrize(("text", "anchors"), [
+    ("금액은 50,000원", ["50,000원"]),
+    ("예산은 5만 원, 2명이 3박", ["5만 원", "2명", "3박"]),
+    ("5万円の予算で3泊", ["5万円", "3泊"]),
+    ("三万円です", ["三万円"]),
+    ("₹5,000 or Rs. 4,500", ["₹5,000", "Rs. 4,500"]),
+    ("₩50,000 and ₪120", ["₩50,000", "₪120"]),
+    ("15 Mart 2026 tarihinde 500 TL", ["15 Mart 2026", "500 TL"]),
+    ("am 15. März 2026 für 100 €", ["15. März 2026", "100 €"]),
+    ("le 15 mars 2026 à 500 €", ["15 mars 2026", "500 €"]),
+    ("el 15 de marzo de 2026", ["15 de marzo de 2026"]),
+    ("op 3 maart 2026", ["3 maart 2026"]),
+    ("dnia 15 marca 2026 za 50 zł", ["15 marca 2026", "50 zł"]),
+    ("15 марта 2026 года за 300 руб", ["15 марта 2026", "300 руб"]),
+    ("3월 15일 예약", ["3월 15일"]),
+    ("2026년 3월 15일에", ["2026년 3월 15일"]),
+    ("ngày 15 tháng 3 năm 2026 giá 500.000 đồng", ["15 tháng 3 năm 2026", "500.000 đồng"]),
+    ("2026年3月15日に東京", ["2026年3月15日"]),
+])
+def test_amounts_and_dates_in_other_languages(text: str, anchors: list[str]) -> None:
+    assert extract_anchors(text) == anchors
+
+
+@pytest.mark.parametrize("text", [
+    "Option 5 may work", "Step 5. May I ask?", "give it 3 try", "I have 5 mail",
+    "12개월 동안", "一泊でいい",
+])
+def test_words_of_other_languages_alone_or_by_chance_are_not_anchors(text: str) -> None:
+    assert extract_anchors(text) == []

@@ -162,6 +162,44 @@ def test_a_clipped_line_starts_where_a_character_a_reader_sees_starts(text: str,
     assert grapheme_start(text, len(text) - len(tail)), ascii(tail)
 
 
+@pytest.mark.parametrize(("text", "limit", "tail"), [
+    ("- 고객 김민준 님이 주문 ORD-7731 을 서울 강남구 역삼동 지점으로 받기를 원하며 환불 요청", 42,
+     "…강남구 역삼동 지점으로 받기를 원하며 환불 요청"),
+    ("- Kunde Müller aus Zürich möchte die Rückerstattung für Bestellung ORD-7731 bis Freitag", 21,
+     "…Bestellung ORD-7731 bis Freitag"),
+    ("- Клиент Иванов из Москвы просит вернуть деньги за заказ ORD-7731 до пятницы", 30,
+     "…вернуть деньги за заказ ORD-7731 до пятницы"),
+])
+def test_a_clipped_line_never_starts_inside_a_word_of_any_spaced_script(
+        text: str, limit: int, tail: str) -> None:
+    assert clip(text, limit, COUNTER)[0].split("\n")[-1] == tail
+
+
+_SPACED_WORDS = st.text(st.sampled_from("aéüßжы서울강남αλ0-7"), min_size=1, max_size=8)
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(_SPACED_WORDS, min_size=2, max_size=40), st.integers(min_value=12, max_value=40))
+def test_a_clipped_line_of_spaced_words_starts_at_a_word(words: list[str], limit: int) -> None:
+    text = " ".join(words)
+    clipped, was = clip(text, limit, COUNTER)
+    tail = clipped.split("\n")[-1].removeprefix("…")
+    if was and tail and " " in tail:  # one word too long to keep is cut where a character starts
+        assert text[len(text) - len(tail) - 1] == " ", tail
+
+
+def test_chinese_and_thai_lines_may_start_at_any_character() -> None:
+    text = "我们五月去杭州旅行然后去上海看朋友再回北京" * 4
+    tail = clip(text, 20, COUNTER)[0].split("\n")[-1]
+    assert tail.startswith("…") and len(tail) > 5 and text.endswith(tail[1:])
+
+
+def test_a_line_of_one_long_word_keeps_its_newest_characters() -> None:
+    text = "- " + "x" * 400
+    tail = clip(text, 21, COUNTER)[0].split("\n")[-1]
+    assert tail.startswith("…x") and text.endswith(tail[1:])
+
+
 def test_scripted_rule_keeps_user_first_sentences_verbatim_in_any_language() -> None:
     request = summary_request(DEFAULT_PROMPT, "- 我叫王小明", [
         msg("user", "我的订单号是ORD-7731，预算五千元。五月去杭州"),
