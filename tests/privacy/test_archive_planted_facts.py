@@ -91,3 +91,17 @@ def test_forget_me_erases_a_fact_nobody_owns(tmp_path: Path) -> None:
     assert "note (session): no session or profile owns it" in dry
     run(db, "forget-me", "--yes", code=0)
     assert _facts(db) == []
+
+
+def test_import_names_the_profile_facts_it_adds(tmp_path: Path) -> None:
+    """Review: bob's archive added name=Bob to the importer's profile, said only as
+    'restored 1 session and 2 facts'; every fact-using session then sent it."""
+    bob, mine = tmp_path / "bob.db", tmp_path / "mine.db"
+    chat(bob, "b", ["/remember --user name: Bob", "/remember --user 城市: 杭州", "hi"], code=0)
+    chat(mine, "m", ["/remember --user 城市: 杭州", "hi"], code=0)
+    archive = tmp_path / "bob.zip"
+    run(bob, "sessions", "export", "--all", "-o", str(archive), code=0)
+    said = run(mine, "sessions", "import", str(archive), code=0).stderr
+    # 城市 it held already, with that value: not added.
+    assert ("added to user default's profile, sent by every fact-using session of it: 1 fact"
+            " (name); chatmem facts forget KEY --user default takes one out") in said
