@@ -1,6 +1,11 @@
 """Whether a file chatmem takes orders from (the config file, serve's tokens file) could
 have been written by someone else: as ssh's StrictModes, the file and every directory
-above it must belong to this account or root and be writable by no one else."""
+above it must belong to this account or root and be writable by no one else.
+
+Group write counts only for a group someone else is in: with a private group per user
+(Debian's and Ubuntu's USERGROUPS_ENAB, umask 002) every file a user saves is group-
+writable, and refusing those would refuse every config they write (Debian's ssh allows
+them the same way)."""
 
 from __future__ import annotations
 
@@ -9,6 +14,30 @@ import stat
 from pathlib import Path
 
 from chatmem.errors import ConfigError
+
+
+def writable_by_others(st: os.stat_result) -> bool:
+    """Whether someone other than this account (and root) may write what `st` describes."""
+    if st.st_mode & 0o002:
+        return True
+    return bool(st.st_mode & 0o020) and not _private_group(st.st_gid)
+
+
+def _private_group(gid: int) -> bool:
+    """Whether group `gid` is this account's own: its primary group, with no other member
+    and no other account's primary group."""
+    import grp
+    import pwd
+
+    me = os.geteuid()
+    try:
+        mine = pwd.getpwuid(me)
+        members = set(grp.getgrgid(gid).gr_mem)
+    except KeyError:
+        return False
+    if mine.pw_gid != gid or members - {mine.pw_name}:
+        return False
+    return not any(p.pw_gid == gid and p.pw_uid != me for p in pwd.getpwall())
 
 
 def replaceable_by_others(path: Path) -> str | None:
@@ -30,7 +59,7 @@ def replaceable_by_others(path: Path) -> str | None:
             if st.st_uid not in (me, 0):
                 return (f"its directory {directory} belongs to another account (uid "
                         f"{st.st_uid}), who could replace it")
-            if st.st_mode & 0o022 and not st.st_mode & stat.S_ISVTX:
+            if writable_by_others(st) and not st.st_mode & stat.S_ISVTX:
                 return (f"its directory {directory} can be written by other users (mode "
                         f"{st.st_mode & 0o7777:04o}), who could replace it; chmod go-w "
                         f"{directory}")
@@ -49,7 +78,7 @@ def check_config_owner(path: Path, st: os.stat_result) -> None:
         raise ConfigError(f"{path}: this config file belongs to another account (uid"
                           f" {st.st_uid}), and {why}; only your own config file is read"
                           " (copy it to a file of yours)")
-    if st.st_mode & 0o022:
+    if writable_by_others(st):
         raise ConfigError(f"{path}: other users can write this config file (mode"
                           f" {st.st_mode & 0o777:04o}), and {why}; chmod go-w {path}")
     replaceable = replaceable_by_others(path)

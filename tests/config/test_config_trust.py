@@ -27,12 +27,27 @@ def _config(folder: Path, marker: Path, mode: int) -> Path:
     return config
 
 
+def _not_private_group() -> int | None:
+    """A group that is not this account's own (someone else's primary or shared group)."""
+    import grp
+    import pwd
+
+    mine = pwd.getpwuid(os.geteuid()).pw_gid
+    return next((g.gr_gid for g in grp.getgrall() if g.gr_gid != mine), None)
+
+
 @pytest.mark.parametrize("mode", [0o666, 0o620])
 def test_a_config_file_others_can_write_is_refused_unrun(tmp_path: Path, mode: int) -> None:
     shared, marker = tmp_path / "pub", tmp_path / "PWNED"
     shared.mkdir()
     shared.chmod(0o1777)
     config = _config(shared, marker, mode)
+    if mode & 0o020:
+        # Group write is someone else's only in a group that is not this account's own.
+        group = _not_private_group()
+        if group is None or os.geteuid() != 0:
+            pytest.skip("giving a file to another group takes root and a second group")
+        os.chown(config, -1, group)
     result = invoke("ask", "s", "hi", "--provider", "scripted", "--no-stdin", "--config",
                     str(config), "--db", str(tmp_path / "h.db"), code=CODE)
     assert result.stderr == (
@@ -73,3 +88,24 @@ def test_key_command_does_not_run_for_a_plain_history(tmp_path: Path) -> None:
     assert result.exit_code != 0
     assert "is not encrypted, but a key is set" in result.stderr
     assert not marker.exists()
+
+
+def test_a_config_file_writable_by_the_accounts_own_group_is_read(tmp_path: Path) -> None:
+    # umask 002 with a private group per user (Debian's and Ubuntu's USERGROUPS_ENAB):
+    # every file the user saves is group-writable, and no one else is in the group.
+    import grp
+    import pwd
+
+    me = pwd.getpwuid(os.geteuid())
+    own = grp.getgrgid(me.pw_gid)
+    if set(own.gr_mem) - {me.pw_name} or any(
+            p.pw_gid == me.pw_gid and p.pw_uid != me.pw_uid for p in pwd.getpwall()):
+        pytest.skip("this account's primary group is shared")
+    folder = tmp_path / "mine"
+    folder.mkdir()
+    config = folder / "配置.toml"
+    config.write_text('provider = "scripted"\n', encoding="utf-8")
+    os.chown(config, -1, me.pw_gid)
+    config.chmod(0o664)
+    folder.chmod(0o775)
+    invoke("config", "show", "--config", str(config), code=0)
