@@ -16,7 +16,7 @@ if TYPE_CHECKING:
     from chatmem.memory.base import Strategy
     from chatmem.privacy.archive import ArchiveReport
     from chatmem.privacy.restore import Archive
-    from chatmem.store import SessionRecord
+    from chatmem.store import FactRecord, SessionRecord
     from chatmem.transcripts.format import Transcript
 
 
@@ -93,6 +93,9 @@ class ArchiveImported:
     sessions: list[Imported]
     facts: int
     summaries_left: int = 0
+    profile_facts: tuple[FactRecord, ...] = ()
+    """The live profile facts the import added: every fact-using session of that profile
+    sends them from now on, so the user is told which (an archive may be someone else's)."""
     """Summary versions the archive holds (summaries/) and the import does not restore: their
     covered messages are named by the exporting history's ids, which the transcripts do not
     carry; a summarising strategy summarises the restored turns again."""
@@ -129,10 +132,15 @@ def import_archive(workspace: Workspace, archive: Archive,
             ids.setdefault(restored.session.name, restored.session.id)
         for title, restored in zip(titles, imported, strict=True):
             ids.setdefault(title, restored.session.id)
+        from chatmem.store import FactScope
+
+        held = {f.id for f in store.facts.facts() if f.scope == FactScope.USER}
         facts = store.facts.restore(archive.kept_facts(ids))
+        added = tuple(f for f in store.facts.facts()
+                      if f.scope == FactScope.USER and f.id not in held)
         for restored, read in zip(imported, read_turns, strict=True):
             _mark_facts_read(workspace, restored, read)
-    return ArchiveImported(imported, facts, archive.summaries)
+    return ArchiveImported(imported, facts, archive.summaries, added)
 
 
 def _mark_facts_read(workspace: Workspace, restored: Imported, read: int | None) -> None:

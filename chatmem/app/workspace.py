@@ -30,6 +30,7 @@ from chatmem.errors import (
 )
 
 if TYPE_CHECKING:
+    from pathlib import Path
     from types import TracebackType
 
     from chatmem.config.settings import Settings
@@ -231,7 +232,7 @@ class Workspace:
                                "create it)")
             return Store.empty_standing_in(where)  # nothing stored yet, nothing on disk
         try:
-            return Store(where, key=settings.history_key(), on_upgrade=self.tell)
+            return Store(where, key=_history_key(settings, path), on_upgrade=self.tell)
         except HistoryLocked as e:
             if not (e.missing and self.ask_key is not None):
                 raise
@@ -390,3 +391,14 @@ def held_open(settings: Settings) -> Iterator[None]:
     with Workspace(settings) as held:
         _ = held.store
         yield
+
+
+def _history_key(settings: Settings, path: Path) -> str | None:
+    """$CHATMEM_KEY, or key_command's output when the file needs a key (key_command_needed):
+    a plain file with key_command set is refused as with any key set, the command unrun."""
+    from chatmem.store.sqlite_files import check_key, key_command_needed
+
+    if settings.key_source() == "key_command" and not key_command_needed(path):
+        check_key(path, "")  # raises for a plain file, which refuses any key set
+        return None
+    return settings.history_key()

@@ -65,8 +65,10 @@ def _announcer(path: str) -> "Callable[[Listening], None]":
                       f"so any account here could talk to an open server", markup=False,
                       soft_wrap=True)
         if where.generated:
-            err.print(f"bearer token (shown once; give it with --token next time): "
-                      f"{where.token}", markup=False, soft_wrap=True)
+            # Not --token: a command line is shown to every account on the machine (ps).
+            err.print(f"bearer token (shown once; next time give it in the environment,"
+                      f" CHATMEM_TOKEN, not with --token, which `ps` shows to every"
+                      f" account): {where.token}", markup=False, soft_wrap=True)
 
     return announce
 

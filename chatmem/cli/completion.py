@@ -15,6 +15,7 @@ says nothing when it cannot read the history: it offers nothing then.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -227,14 +228,21 @@ def install(shell: str, home: Path) -> Path:
         rc, line = home / ".zshrc", "fpath+=~/.zfunc; autoload -Uz compinit; compinit"
     else:
         path = home / ".bash_completions" / f"{PROG}.sh"
-        rc, line = home / ".bashrc", f"source '{path}'"
+        # Quoted as shlex.quote does an unsafe word, always: a home as /tmp/o'brien gives
+        # a line bash reads, and any other the line earlier versions wrote (found, not
+        # added again).
+        quoted = str(path).replace("'", "'\"'\"'")
+        rc, line = home / ".bashrc", f"source '{quoted}'"
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(SCRIPTS[shell] + "\n", encoding="utf-8")
     if rc is not None:
-        text = rc.read_text(encoding="utf-8") if rc.is_file() else ""
-        if line not in text:
-            rc.write_text(text + ("" if not text or text.endswith("\n") else "\n") + line
-                          + "\n", encoding="utf-8")
+        # As bytes: a shell's rc file may hold any encoding, and is appended to, not rewritten.
+        text = rc.read_bytes() if rc.is_file() else b""
+        added = os.fsencode(line)
+        if added not in text:
+            with rc.open("ab") as f:
+                f.write(b"" if not text or text.endswith(b"\n") else b"\n")
+                f.write(added + b"\n")
     return path
 
 

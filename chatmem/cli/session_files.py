@@ -237,6 +237,14 @@ def import_all(archive: "Archive", index: bool, config: "Path | None",
                       + ("" if kept is None else ", kept for good" if kept == 0
                          else f", erased after {kept} days idle") + ")",
                       markup=False, soft_wrap=True)
+        by_user: dict[str, list[str]] = {}
+        for fact in imported.profile_facts:
+            by_user.setdefault(str(fact.user), []).append(fact.key)
+        for user, keys in by_user.items():
+            # Someone else's archive would speak for the user in every fact-using session.
+            err.print(f"added to user {user}'s profile, sent by every fact-using session of"
+                      f" it: {counted(len(keys), 'fact')} ({', '.join(keys)}); chatmem facts"
+                      f" forget KEY --user {user} takes one out", markup=False, soft_wrap=True)
         err.print(f"restored {counted(len(imported.sessions), 'session')} and "
                   f"{counted(imported.facts, 'fact')} from {archive.path}",
                   markup=False, soft_wrap=True)

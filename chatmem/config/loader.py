@@ -28,6 +28,7 @@ from chatmem.config.settings import (
     flat_keys,
     for_model,
 )
+from chatmem.config.trust import check_config_owner
 from chatmem.errors import ConfigError
 from chatmem.text import is_valid
 from chatmem.text_files import NotUtf8, utf8_text
@@ -66,6 +67,9 @@ def read_toml(path: Path, what: str) -> dict[str, Any]:
     """
     try:
         with path.open("rb") as f:
+            if what == "config":
+                # The file read is the file checked: fstat, not a stat an instant before.
+                check_config_owner(path, os.fstat(f.fileno()))
             text = utf8_text(f.read())
         if isinstance(text, NotUtf8):
             raise ConfigError(text.said(str(path), "file"))

@@ -29,6 +29,7 @@ from typing import TYPE_CHECKING, Any
 
 from chatmem.errors import UsageError
 from chatmem.privacy.files import open_private
+from chatmem.store.records import FactScope
 from chatmem.text import json_safe
 from chatmem.timestamps import stamp_seconds, utc_now
 
@@ -129,15 +130,17 @@ def _summaries(store: PrivacyStore, session: SessionRecord, address: str,
     }
 
 
-def _facts(store: PrivacyStore) -> list[dict[str, Any]]:
-    facts = store.facts.facts(include_deleted=True)
+def _facts(store: PrivacyStore, exported: set[int]) -> list[dict[str, Any]]:
+    """The facts of the profiles and of the `exported` sessions: a session's fact whose
+    session the archive leaves out (passed over, an unfinished replay's, none) is left out
+    with it, and a session it was stated in is named only when the archive holds it: the import
+    refuses a fact of a session it does not hold, which would belong to nobody."""
+    facts = [f for f in store.facts.facts(include_deleted=True)
+             if f.scope == FactScope.USER or f.session_id in exported]
     history = store.facts.fact_history([f.id for f in facts])
     # As a command names them (OWNER/NAME for one shared with the user: their own may have
     # its name), and as the manifest's name and shared_by do.
-    names = store.sessions.session_addresses(
-        {f.session_id for f in facts if f.session_id}
-        | {f.source_session_id for f in facts if f.source_session_id}
-        | {h.source_session_id for hs in history.values() for h in hs if h.source_session_id})
+    names = store.sessions.session_addresses(exported)
     return [
         {"id": f.id, "key": f.key, "value": f.value, "scope": f.scope, "user": f.user,
          "session": names.get(f.session_id) if f.session_id else None,
@@ -170,6 +173,7 @@ def write_archive(store: PrivacyStore, path: Path, transcript: Callable[[Session
     files = _member_names(listed_rows)
     shared_by = {row.id: row.shared_by for row in listed_rows}
     passed_over: list[PassedOver] = []
+    exported_ids: set[int] = set()
     messages = summaries = exported = images = 0
     try:
         with (open_private(path, binary=True, replace=force) as raw,
@@ -183,6 +187,7 @@ def write_archive(store: PrivacyStore, path: Path, transcript: Callable[[Session
                 session, text, kept, count, facts_read = read
                 name = files[session.id]
                 exported += 1
+                exported_ids.add(session.id)
                 zf.writestr(f"sessions/{name}.jsonl", text)
                 zf.writestr(f"summaries/{name}.json", _json(kept))
                 messages += count
@@ -194,7 +199,7 @@ def write_archive(store: PrivacyStore, path: Path, transcript: Callable[[Session
                                "summaries": f"summaries/{name}.json", "messages": count,
                                "facts_read_turns": facts_read,
                                "updated_at": session.updated_at})
-            facts = _facts(store)
+            facts = _facts(store, exported_ids)
             zf.writestr("facts.json", _json(facts))
             zf.writestr("manifest.json", _json({
                 "chatmem": version, "exported_at": stamp_seconds(utc_now()),

@@ -70,14 +70,22 @@ class Archive:
                 yield listed, _transcript(self.path, zf, listed)
 
     def kept_facts(self, ids: Mapping[str, int]) -> list[KeptFact]:
-        """The facts with their sessions' names as the target's ids (`ids`: name → id)."""
+        """The facts with their sessions' names as the target's ids (`ids`: name → id).
+        A session fact whose session the archive does not hold is refused: restored, it
+        would belong to no session and no profile, reach no context, and no erasure
+        (forget-me, a session's delete) would find it."""
         def session(name: str | None) -> int | None:
             return ids.get(name) if name is not None else None
 
+        for number, fact in enumerate(self.facts, 1):
+            if fact["scope"] == "session" and fact["session"] not in ids:
+                raise TranscriptError(
+                    f"{self.path}: facts.json: fact {number}: its session"
+                    f" {fact['session']!r} is not in the archive; nothing was imported")
         return [KeptFact(
             f["key"], f["value"], FactScope(f["scope"]),
             profile_name(f["user"]) if f["scope"] == "user" else None,
-            session(f["session"]) if f["scope"] == "session" else None,
+            ids[f["session"]] if f["scope"] == "session" else None,
             session(f.get("stated_in")), f.get("source_turn"), f["created_at"], f["updated_at"],
             f.get("forgotten_at"), f.get("expires_at"), f.get("used_at"),
             tuple(EarlierValue(h["value"], session(h.get("stated_in")), h.get("source_turn"),

@@ -113,15 +113,21 @@ def _taught(store: PrivacyStore, sessions: list[SessionEntry],
 
 
 def forget_user(store: PrivacyStore, user: str, *, dry_run: bool = False) -> Erasure:
-    """Every session of a user profile and the profile's facts, erased; then vacuum."""
+    """Every session of a user profile and the profile's facts, erased; then vacuum. A fact
+    nobody owns (a session fact without its session, a profile fact without its profile,
+    which an archive imported before its import checked could leave) goes too: no other
+    erasure would reach it."""
     from chatmem.store import ExpiredFact
     from chatmem.text import profile_name
 
     sessions = store.retention.user_sessions(user)
     # Either form of the name: a history may hold it as typed before names were normalized.
-    facts = [ExpiredFact(f, "user profile") for f in store.facts.facts(include_deleted=True)
-             if f.scope == FactScope.USER and f.user is not None
-             and profile_name(f.user) == profile_name(user)]
+    facts = [ExpiredFact(f, "user profile" if f.user is not None
+                         else "no session or profile owns it")
+             for f in store.facts.facts(include_deleted=True)
+             if (f.user is None and f.session_id is None)
+             or (f.scope == FactScope.USER and f.user is not None
+                 and profile_name(f.user) == profile_name(user))]
     result = Erasure(sessions, facts, dry_run)
     if not dry_run and not result.empty:
         _erase(store, result)

@@ -4,10 +4,10 @@ takes their access away at their next request, without a restart."""
 from __future__ import annotations
 
 import os
-import stat
 from collections.abc import Callable, Mapping
 from pathlib import Path
 
+from chatmem.config.trust import replaceable_by_others
 from chatmem.errors import ConfigError
 from chatmem.text_files import NotUtf8, utf8_text
 
@@ -21,33 +21,6 @@ def _signature(path: Path) -> Signature | None:
     except OSError:
         return None
     return (st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_mode)
-
-
-def _replaceable_by_others(path: Path) -> str | None:
-    """Why someone else could put their own tokens file in place of this one, or None.
-
-    As ssh's StrictModes: every directory above the file (both as named and as the links lead)
-    must belong to this account or root and be writable by no one else unless sticky; an
-    attacker who may rename an entry anywhere on the way can swap in a file of their own."""
-    me = os.geteuid()
-    seen: set[str] = set()
-    for start in (os.path.abspath(path), os.path.realpath(path)):
-        directory = os.path.dirname(start)
-        while directory not in seen:
-            seen.add(directory)
-            try:
-                st = os.stat(directory)
-            except OSError:
-                break  # the file's own open says what is wrong
-            if st.st_uid not in (me, 0):
-                return (f"its directory {directory} belongs to another account (uid "
-                        f"{st.st_uid}), who could replace it")
-            if st.st_mode & 0o022 and not st.st_mode & stat.S_ISVTX:
-                return (f"its directory {directory} can be written by other users (mode "
-                        f"{st.st_mode & 0o7777:04o}), who could replace it; chmod go-w "
-                        f"{directory}")
-            directory = os.path.dirname(directory)
-    return None
 
 
 def load_tokens(path: Path) -> dict[str, str]:
@@ -70,7 +43,7 @@ def load_tokens(path: Path) -> dict[str, str]:
                 raise ConfigError(f"{path}: other users can read this tokens file (mode "
                                   f"{st.st_mode & 0o777:04o}); make it yours alone: "
                                   f"chmod 600 {path}")
-            why = _replaceable_by_others(path)
+            why = replaceable_by_others(path)
             if why is not None:
                 raise ConfigError(f"{path}: {why}; keep the tokens file in a directory "
                                   "only you can write")

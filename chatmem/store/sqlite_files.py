@@ -101,6 +101,16 @@ def check_key(path: Path, key: str | None) -> str | None:
     return key
 
 
+def key_command_needed(path: Path) -> bool:
+    """Whether opening `path` uses a key_command's key: an encrypted file, or none yet
+    (created encrypted under it). A plain file refuses any key, and one that is no
+    database is refused by SQLite: key_command is not run for them (it may ask a person,
+    or a password manager, for nothing)."""
+    from chatmem.store import cipher
+
+    return cipher.file_kind(path) in ("encrypted", "missing")
+
+
 def file_identity(path: Path) -> tuple[int, int] | None:
     """Which file is at `path` (device and inode), None when there is none."""
     try:

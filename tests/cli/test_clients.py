@@ -57,3 +57,16 @@ def test_the_check_creates_no_file_a_first_turn_would(tmp_path: Path) -> None:
     new = tmp_path / "新" / "h.db"
     check_history(Settings(db=str(new)))
     assert not new.exists() and not new.parent.exists()
+
+
+def test_a_made_token_is_said_with_the_environment_variable_to_give_it_in(
+        capsys: pytest.CaptureFixture[str]) -> None:
+    """Review: the line said to give it with --token, which `ps` shows every account."""
+    from chatmem.cli.clients import _announcer
+    from chatmem.serve.listening import listening
+
+    where = listening("0.0.0.0:8765", None)
+    _announcer("/v1")(where)
+    said = capsys.readouterr().err
+    assert f"CHATMEM_TOKEN, not with --token, which `ps` shows to every account): {where.token}" \
+        in said.replace("\n", "")

@@ -276,3 +276,26 @@ def test_a_values_help_is_cut_between_the_characters_a_reader_sees() -> None:
     family = "👨\u200d👩\u200d👧\u200d👦"
     assert _menu([("旅行", "a" * 57 + family + " 全家"), ("日记", "b" * 58 + "e\u0301 café")]) == [
         ("旅行", "a" * 57 + "…"), ("日记", "b" * 58 + "…")]
+
+
+def test_install_completion_quotes_a_home_with_a_quote_and_keeps_a_non_utf8_bashrc(
+        tmp_path: Path) -> None:
+    """Review: HOME=/tmp/o'brien wrote `source '/tmp/o'brien/...'`, which broke .bashrc;
+    a .bashrc in Latin-1 was a traceback."""
+    from chatmem.cli.completion import install
+
+    home = tmp_path / "o'brien 家"
+    home.mkdir()
+    rc = home / ".bashrc"
+    rc.write_bytes(b"# caf\xe9\nexport MINE=1")
+    script = install("bash", home)
+    install("bash", home)  # once is enough: the line is not added again
+    written = rc.read_bytes()
+    assert written.startswith(b"# caf\xe9\nexport MINE=1\n")
+    assert written.count(b"source ") == 1
+    done = subprocess.run(["bash", "--rcfile", str(rc), "-i", "-c",
+                           "type -t _chatmem_completion; echo $MINE"],
+                          env={"HOME": str(home), "PATH": os.environ["PATH"]},
+                          capture_output=True, timeout=120, check=False)
+    assert done.stdout.decode().split() == ["function", "1"], done.stderr
+    assert script == home / ".bash_completions" / "chatmem.sh"

@@ -1,0 +1,87 @@
+"""Whether a file chatmem takes orders from (the config file, serve's tokens file) could
+have been written by someone else: as ssh's StrictModes, the file and every directory
+above it must belong to this account or root and be writable by no one else.
+
+Group write counts only for a group someone else is in: with a private group per user
+(Debian's and Ubuntu's USERGROUPS_ENAB, umask 002) every file a user saves is group-
+writable, and refusing those would refuse every config they write (Debian's ssh allows
+them the same way)."""
+
+from __future__ import annotations
+
+import os
+import stat
+from pathlib import Path
+
+from chatmem.errors import ConfigError
+
+
+def writable_by_others(st: os.stat_result) -> bool:
+    """Whether someone other than this account (and root) may write what `st` describes."""
+    if st.st_mode & 0o002:
+        return True
+    return bool(st.st_mode & 0o020) and not _private_group(st.st_gid)
+
+
+def _private_group(gid: int) -> bool:
+    """Whether group `gid` is this account's own: its primary group, with no other member
+    and no other account's primary group."""
+    import grp
+    import pwd
+
+    me = os.geteuid()
+    try:
+        mine = pwd.getpwuid(me)
+        members = set(grp.getgrgid(gid).gr_mem)
+    except KeyError:
+        return False
+    if mine.pw_gid != gid or members - {mine.pw_name}:
+        return False
+    return not any(p.pw_gid == gid and p.pw_uid != me for p in pwd.getpwall())
+
+
+def replaceable_by_others(path: Path) -> str | None:
+    """Why someone else could put their own file in place of this one, or None.
+
+    Every directory above the file (both as named and as the links lead) must belong to
+    this account or root and be writable by no one else unless sticky; an attacker who may
+    rename an entry anywhere on the way can swap in a file of their own."""
+    me = os.geteuid()
+    seen: set[str] = set()
+    for start in (os.path.abspath(path), os.path.realpath(path)):
+        directory = os.path.dirname(start)
+        while directory not in seen:
+            seen.add(directory)
+            try:
+                st = os.stat(directory)
+            except OSError:
+                break  # the file's own open says what is wrong
+            if st.st_uid not in (me, 0):
+                return (f"its directory {directory} belongs to another account (uid "
+                        f"{st.st_uid}), who could replace it")
+            if writable_by_others(st) and not st.st_mode & stat.S_ISVTX:
+                return (f"its directory {directory} can be written by other users (mode "
+                        f"{st.st_mode & 0o7777:04o}), who could replace it; chmod go-w "
+                        f"{directory}")
+            directory = os.path.dirname(directory)
+    return None
+
+
+def check_config_owner(path: Path, st: os.stat_result) -> None:
+    """Refuse a config file (`st`: the open file's status) someone else wrote or could
+    write: it names commands chatmem runs (key_command, clipboard_command), where the API
+    key is sent (base_url) and where the history is kept (db)."""
+    if not hasattr(os, "geteuid") or not stat.S_ISREG(st.st_mode):
+        return  # no owners to compare (Windows), or a pipe given as --config
+    why = "it names commands chatmem runs (key_command) and where your API key goes"
+    if st.st_uid not in (os.geteuid(), 0):
+        raise ConfigError(f"{path}: this config file belongs to another account (uid"
+                          f" {st.st_uid}), and {why}; only your own config file is read"
+                          " (copy it to a file of yours)")
+    if writable_by_others(st):
+        raise ConfigError(f"{path}: other users can write this config file (mode"
+                          f" {st.st_mode & 0o777:04o}), and {why}; chmod go-w {path}")
+    replaceable = replaceable_by_others(path)
+    if replaceable is not None:
+        raise ConfigError(f"{path}: {replaceable}, and {why}; keep the config file in a"
+                          " directory only you can write")

@@ -1,0 +1,111 @@
+"""A config file someone else wrote, or could write, is refused before anything of it is
+used; key_command runs only when the history needs its key.
+
+Review: a world-writable config in a 1777 directory with `key_command = "touch PWNED;
+echo x"` ran its command (through a shell), though the history was not even encrypted;
+base_url in such a file would send the API key elsewhere.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+from cli_runner import invoke, run
+
+from chatmem.errors import ConfigError
+
+CODE = int(ConfigError.exit_code)
+
+
+def _config(folder: Path, marker: Path, mode: int) -> Path:
+    folder.mkdir(exist_ok=True)
+    config = folder / "配置.toml"
+    config.write_text(f'key_command = "touch {marker}; echo x"\n', encoding="utf-8")
+    config.chmod(mode)
+    return config
+
+
+def _not_private_group() -> int | None:
+    """A group that is not this account's own (someone else's primary or shared group)."""
+    import grp
+    import pwd
+
+    mine = pwd.getpwuid(os.geteuid()).pw_gid
+    return next((g.gr_gid for g in grp.getgrall() if g.gr_gid != mine), None)
+
+
+@pytest.mark.parametrize("mode", [0o666, 0o620])
+def test_a_config_file_others_can_write_is_refused_unrun(tmp_path: Path, mode: int) -> None:
+    shared, marker = tmp_path / "pub", tmp_path / "PWNED"
+    shared.mkdir()
+    shared.chmod(0o1777)
+    config = _config(shared, marker, mode)
+    if mode & 0o020:
+        # Group write is someone else's only in a group that is not this account's own.
+        group = _not_private_group()
+        if group is None or os.geteuid() != 0:
+            pytest.skip("giving a file to another group takes root and a second group")
+        os.chown(config, -1, group)
+    result = invoke("ask", "s", "hi", "--provider", "scripted", "--no-stdin", "--config",
+                    str(config), "--db", str(tmp_path / "h.db"), code=CODE)
+    assert result.stderr == (
+        f"error: {config}: other users can write this config file (mode {mode:04o}), and it"
+        " names commands chatmem runs (key_command) and where your API key goes; chmod go-w"
+        f" {config}\n")
+    assert not marker.exists() and not (tmp_path / "h.db").exists()
+    config.chmod(0o644)
+    invoke("config", "show", "--config", str(config), code=0)
+
+
+def test_a_config_file_in_a_folder_others_can_write_is_refused(tmp_path: Path) -> None:
+    open_folder, marker = tmp_path / "open", tmp_path / "PWNED"
+    config = _config(open_folder, marker, 0o600)
+    open_folder.chmod(0o777)  # not sticky: anyone may put their own file in its place
+    result = invoke("sessions", "list", "--config", str(config), code=CODE)
+    assert result.stderr.count("\n") == 1
+    assert f"its directory {open_folder} can be written by other users" in result.stderr
+    assert not marker.exists()
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="giving a file away takes root")
+def test_a_config_file_of_another_account_is_refused(tmp_path: Path) -> None:
+    marker = tmp_path / "PWNED"
+    config = _config(tmp_path / "theirs", marker, 0o644)
+    os.chown(config, 4242, 4242)
+    result = invoke("sessions", "list", "--config", str(config), code=CODE)
+    assert result.stderr.startswith(f"error: {config}: this config file belongs to another"
+                                    " account (uid 4242)")
+    assert result.stderr.count("\n") == 1 and not marker.exists()
+
+
+def test_key_command_does_not_run_for_a_plain_history(tmp_path: Path) -> None:
+    db, marker = tmp_path / "h.db", tmp_path / "RAN"
+    run(db, "ask", "s", "你好", "--provider", "scripted", "--no-stdin", code=0)
+    config = _config(tmp_path / "mine", marker, 0o600)
+    result = run(db, "sessions", "list", "--config", str(config), code=None)
+    assert result.exit_code != 0
+    assert "is not encrypted, but a key is set" in result.stderr
+    assert not marker.exists()
+
+
+def test_a_config_file_writable_by_the_accounts_own_group_is_read(tmp_path: Path) -> None:
+    # umask 002 with a private group per user (Debian's and Ubuntu's USERGROUPS_ENAB):
+    # every file the user saves is group-writable, and no one else is in the group.
+    import grp
+    import pwd
+
+    me = pwd.getpwuid(os.geteuid())
+    own = grp.getgrgid(me.pw_gid)
+    if set(own.gr_mem) - {me.pw_name} or any(
+            p.pw_gid == me.pw_gid and p.pw_uid != me.pw_uid for p in pwd.getpwall()):
+        pytest.skip("this account's primary group is shared")
+    folder = tmp_path / "mine"
+    folder.mkdir()
+    config = folder / "配置.toml"
+    config.write_text('provider = "scripted"\n', encoding="utf-8")
+    os.chown(config, -1, me.pw_gid)
+    config.chmod(0o664)
+    folder.chmod(0o775)
+    invoke("config", "show", "--config", str(config), code=0)
