@@ -34,6 +34,20 @@ TokensOption = Annotated[
 ]
 
 
+AllowOriginOption = Annotated[
+    list[str] | None, typer.Option("--allow-origin", metavar="ORIGIN", show_default=False,
+                                   help="A web page's origin allowed to call this server from "
+                                        "the browser, e.g. http://localhost:3000 (repeatable);"
+                                        " other pages and browser extensions are refused.")
+]
+
+
+def _origins(given: list[str] | None) -> frozenset[str]:
+    from chatmem.serve.origins import allowed_origins
+
+    return allowed_origins(given or ())
+
+
 def _tokens(path: Path | None) -> "TokensFile | None":
     """The tokens file, read now (a bad one is refused before the server starts) and again
     whenever it changes (a line taken out ends that person's access at once)."""
@@ -81,6 +95,7 @@ def mcp(
              "instead of stdio.")] = None,
     token: TokenOption = None,
     tokens: TokensOption = None,
+    allow_origin: AllowOriginOption = None,
     provider: ProviderOption = None,
     model: ModelOption = None,
     db: DbOption = None,
@@ -98,6 +113,7 @@ def mcp(
 
     settings = settings_from(config, db, provider, model)
     people = _tokens(tokens)
+    origins = _origins(allow_origin)
     server = build_server(settings)
     if http is None:
         # Over stdio a client app starts it, and shows a tool's error where it shows nothing
@@ -107,6 +123,7 @@ def mcp(
         run_stdio(server, abandon=_client_gone)
         return
     from chatmem.serve.listening import guarded, listening, serve_http
+    from chatmem.serve.origins import MCP_PAGES
 
     check_history(settings, say_notice)  # said before "listening", not by every tool call
 
@@ -120,7 +137,7 @@ def mcp(
     # passes on (421, and a multi-line warning in the log).
     security = TransportSecuritySettings(enable_dns_rebinding_protection=False)
     app = guarded(server.streamable_http_app(host=where.host, transport_security=security),
-                  where, people, refused=_log_line)
+                  where, people, refused=_log_line, origins=origins, pages=MCP_PAGES)
     serve_http(app, where, _announcer("/mcp"))
 
 
@@ -156,6 +173,7 @@ def serve(
                                       help="Port to listen on.")] = 8765,
     token: TokenOption = None,
     tokens: TokensOption = None,
+    allow_origin: AllowOriginOption = None,
     strategy: Annotated[str | None, typer.Option(
         "--strategy", "-s", metavar="NAME[:K=V,...]", show_default=False,
         help="Strategy for new conversations (default: the configured one; a request's "
@@ -180,9 +198,10 @@ def serve(
     if strategy is not None:
         registries().strategies.parse(strategy)  # a bad name is said now, not at a request
     people = _tokens(tokens)
+    origins = _origins(allow_origin)
     check_history(settings, say_notice)  # said before "listening", not as a traceback
     where = listening(f"{host}:{port}", token, what="--host/--port",
                       tokens_given=people is not None)
     app = guarded(build_app(settings, strategy=strategy, log=_log_line), where, people,
-                  refused=_log_line)
+                  refused=_log_line, origins=origins)
     serve_http(app, where, _announcer("/v1"))

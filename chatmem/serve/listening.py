@@ -6,17 +6,18 @@ from __future__ import annotations
 
 import hmac
 import ipaddress
-import json
 import re
 import secrets
-from collections.abc import Awaitable, Callable, Iterator, Mapping, MutableMapping
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
 from enum import Enum
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from chatmem.errors import UsageError
+from chatmem.serve.asgi import App, Receive, Scope, Send, refuse, refused_line
+from chatmem.serve.origins import SERVE_PAGES, CrossOrigin, PagesAllowed
 from chatmem.serve.peers import PROC_NET, accounts_shown, peer_uids
 from chatmem.serve.tokens_file import TokensFile
 
@@ -24,11 +25,6 @@ if TYPE_CHECKING:
     from types import FrameType
 
     import uvicorn
-
-Scope = MutableMapping[str, Any]
-Receive = Callable[[], Awaitable[MutableMapping[str, Any]]]
-Send = Callable[[MutableMapping[str, Any]], Awaitable[None]]
-App = Callable[[Scope, Receive, Send], Awaitable[None]]
 
 LOOPBACK = "127.0.0.1"
 
@@ -128,16 +124,6 @@ def token_in(headers: Mapping[str, str] | None) -> str | None:
     return token.strip() if kind.lower() == "bearer" and token.strip() else None
 
 
-async def refuse(send: Send, status: int, message: str, code: str,
-                 headers: list[tuple[bytes, bytes]] | None = None) -> None:
-    """An OpenAI-shaped error answered before the app (the guards' refusals)."""
-    body = json.dumps({"error": {"message": message, "type": "invalid_request_error",
-                                 "param": None, "code": code}}).encode()
-    await send({"type": "http.response.start", "status": status,
-                "headers": [(b"content-type", b"application/json"), *(headers or [])]})
-    await send({"type": "http.response.body", "body": body})
-
-
 class BearerGuard:
     """ASGI middleware: a request without `Authorization: Bearer TOKEN` for one of the known
     tokens gets 401, an OpenAI-shaped error, and never reaches the app (tokens compared in
@@ -191,11 +177,10 @@ class ThisMachineOnly:
     programs of the account that started it may talk to it, not the web pages its browser
     shows, nor another account of this machine (anyone logged in may connect to 127.0.0.1).
 
-    A page may send a cross-site POST without asking (a "simple request"), and a page whose
-    name was made to point here (DNS rebinding) may read the answers; the first carries the
-    page's Origin, the second its own name as Host. So a Host that is not a loopback name, or
-    an Origin that is not this machine's, gets 403 and never reaches the app. So does a
-    connection whose socket `accounts` does not show as opened by this process's uid, found
+    A page whose name was made to point here (DNS rebinding) may read the answers: it sends
+    its own name as Host, so a Host that is not a loopback name gets 403 and never reaches
+    the app (a page's Origin is PagesAllowed's, in front of this). So does a connection
+    whose socket `accounts` does not show as opened by this process's uid, found
     again for every request: ASGI names no connection, and a port another account's socket
     takes after this one closed is the same client address. `refused` hears one line each
     time that happens, whichever the reason (the owner's log)."""
@@ -215,14 +200,10 @@ class ThisMachineOnly:
             return
         headers = dict(scope.get("headers") or [])
         host = headers.get(b"host", b"").decode("latin-1")
-        origin = headers.get(b"origin")
         why: str | None
         if not _names_this_machine(host):
             why = f"this server answers this machine only, not the host name {host!r}"
             self._heard(scope, f"its Host {host!r} is not a loopback name")
-        elif origin is not None and not _is_local_origin(origin.decode("latin-1")):
-            why = "this server answers this machine's programs, not web pages of other sites"
-            self._heard(scope, f"its Origin {origin.decode('latin-1')!r} is another site's")
         else:
             why = await self._not_the_owner(scope)
             if why is None:
@@ -231,15 +212,10 @@ class ThisMachineOnly:
         await refuse(send, 403, why, "forbidden")
 
     def _heard(self, scope: Scope, because: str) -> None:
-        """A Host or Origin refusal in the owner's log, as another account's is: a page
-        probing the server is worth knowing about (the values quoted, so a control
-        character a page sent cannot reach the terminal raw)."""
-        if self.refused is None:
-            return
-        client = scope.get("client")
-        came = f"{client[0]}:{client[1]}" if client else "an unknown address"
-        self.refused(f"refused {scope.get('method', '')} {scope.get('path', '')} from {came}: "
-                     f"{because}")
+        """A Host refusal in the owner's log, as another account's is: a page probing the
+        server is worth knowing about."""
+        if self.refused is not None:
+            self.refused(refused_line(scope, because))
 
     async def _not_the_owner(self, scope: Scope) -> str | None:
         """Why the account this request comes from is not the one that started the server."""
@@ -276,26 +252,20 @@ def _names_this_machine(host: str) -> bool:
     return bool(name) and is_loopback(name.lower())
 
 
-def _is_local_origin(origin: str) -> bool:
-    from urllib.parse import urlsplit
-
-    try:
-        parts = urlsplit(origin)
-        return parts.scheme in ("http", "https") and is_loopback(parts.hostname or "")
-    except ValueError:
-        return False  # "null" (a sandboxed page or a file), a malformed port
-
-
 def guarded(app: App, where: Listening, tokens: Mapping[str, str] | TokensFile | None = None,
-            *,
-            refused: Callable[[str], None] | None = None) -> App:
+            *, refused: Callable[[str], None] | None = None,
+            origins: frozenset[str] = frozenset(), pages: CrossOrigin = SERVE_PAGES) -> App:
     """`app` as a server listening at `where` runs it: behind the bearer token when there is
-    one (or a tokens file), else, on this machine's loopback, behind ThisMachineOnly, whose
-    refusals (a Host, an Origin, another account) `refused` hears, one line each. A tokens
-    file, even one empty for now, names who may come: its tokens alone (and the token)."""
+    one (or a tokens file), else, on this machine's loopback, behind ThisMachineOnly; and in
+    front of either, a web page is answered only from the server's own origin or `origins`
+    (PagesAllowed, asking of it what `pages` says). `refused` hears each refusal of a page,
+    a Host or another account, one line each. A tokens file, even one empty for now, names
+    who may come: its tokens alone (and the token)."""
     if where.token is None and not isinstance(tokens, TokensFile) and not tokens:
-        return ThisMachineOnly(app, where.accounts, refused)
-    return BearerGuard(app, where.token, tokens)
+        inner: App = ThisMachineOnly(app, where.accounts, refused)
+    else:
+        inner = BearerGuard(app, where.token, tokens)
+    return PagesAllowed(inner, origins, pages, refused)
 
 
 def server_config(app: App) -> uvicorn.Config:

@@ -30,14 +30,10 @@ from starlette.routing import Route
 
 from chatmem.errors import ChatmemError, RequestError
 from chatmem.serve.answers import completion_json, error_response, status_of
+from chatmem.serve.bodies import BodyRefused, capped_body
 from chatmem.serve.conversations import ServedConversations
 from chatmem.serve.listening import HISTORY_SCOPE_KEY
-from chatmem.serve.requests import (
-    MAX_BODY_BYTES,
-    parsed_body,
-    read_request,
-    refuse_past_budget,
-)
+from chatmem.serve.requests import parsed_body, read_request, refuse_past_budget
 from chatmem.serve.turn import DONE, Turn
 from chatmem.text import valid_text
 
@@ -83,22 +79,6 @@ async def not_served(request: Request, error: Exception) -> Response:
                           status)
 
 
-async def capped_body(request: Request) -> bytes | None:
-    """The request's body, or None as soon as it is over MAX_BODY_BYTES: said by its
-    Content-Length before any of it is read, else found while it streams in (chunked)."""
-    length = request.headers.get("content-length", "")
-    if length.isascii() and length.isdigit() and int(length) > MAX_BODY_BYTES:
-        return None
-    pieces: list[bytes] = []
-    size = 0
-    async for piece in request.stream():
-        size += len(piece)
-        if size > MAX_BODY_BYTES:
-            return None
-        pieces.append(piece)
-    return b"".join(pieces)
-
-
 class Proxy(ServedConversations):
     """The routes of the API, over the conversations it keeps."""
 
@@ -108,10 +88,8 @@ class Proxy(ServedConversations):
         import anyio
 
         raw = await capped_body(request)
-        if raw is None:
-            return error_response(RequestError(
-                f"the body is over {MAX_BODY_BYTES // 2**20} MiB, more than any model's context "
-                "holds: send less of the history", "messages"), 413)
+        if isinstance(raw, BodyRefused):
+            return error_response(raw.error, raw.status)
         settings = self.settings_for(request.scope.get(HISTORY_SCOPE_KEY))
         try:
             # A large body is parsed on a thread: other requests' replies stream meanwhile.

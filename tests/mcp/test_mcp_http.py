@@ -3,6 +3,7 @@ on this machine reaches it."""
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -62,3 +63,34 @@ def test_behind_a_reverse_proxy_a_token_guards_it_whatever_host_the_proxy_passes
                              headers={**ACCEPT, "Host": "chat.example.com"})
         assert refused.status_code == 401
         assert "Invalid Host" not in said.text
+
+
+def test_without_a_token_a_page_is_answered_only_from_an_allowed_origin_and_as_json(
+        tmp_path: Path) -> None:
+    """Any loopback Origin was taken as this machine's; now only `--allow-origin`'s, which
+    get their preflight answered and may read the session id the SDK hands out."""
+    front_end = "http://localhost:5173"
+    with mcp_http("--allow-origin", front_end, "--provider", "scripted", "--db",
+                  str(tmp_path / "h.db")) as (url, said):
+        asked = httpx.options(url, timeout=HANG, headers={
+            "Origin": front_end, "Access-Control-Request-Method": "POST",
+            "Access-Control-Request-Headers": "content-type,mcp-session-id,mcp-protocol-version"})
+        assert asked.status_code == 204, asked.text
+        assert asked.headers["access-control-allow-origin"] == front_end
+        assert {"content-type", "mcp-session-id", "mcp-protocol-version"} <= set(
+            asked.headers["access-control-allow-headers"].split(", "))
+        assert "DELETE" in asked.headers["access-control-allow-methods"]
+        answered = httpx.post(url, json=HELLO, timeout=HANG,
+                              headers={**ACCEPT, "Origin": front_end})
+        assert answered.status_code == 200, answered.text
+        assert answered.headers["access-control-allow-origin"] == front_end
+        assert "mcp-session-id" in answered.headers["access-control-expose-headers"]
+        for origin, kind, status in (("http://127.0.0.1:8080", "application/json", 403),
+                                     ("http://127.0.0.1:8080", "text/plain", 403),
+                                     (front_end, "text/plain", 415)):
+            refused = httpx.post(url, content=json.dumps(HELLO), timeout=HANG, headers={
+                **ACCEPT, "Origin": origin, "Content-Type": kind})
+            assert refused.status_code == status, (origin, kind, refused.text)
+        said.wait_for(lambda t: "sent a body of Content-Type 'text/plain'" in t,
+                      "the refusals logged")
+        assert said.text.count("refused POST /mcp from") == 3

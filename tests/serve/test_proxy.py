@@ -42,7 +42,7 @@ class RunningProxy:
     def __init__(self, settings: Settings, token: str | None = None,
                  strategy: str | None = None,
                  tokens: dict[str, str] | TokensFile | None = None,
-                 accounts: Path = PROC_NET) -> None:
+                 accounts: Path = PROC_NET, origins: frozenset[str] = frozenset()) -> None:
         self.sock = socket.socket()
         self.sock.bind(("127.0.0.1", 0))
         self.port = self.sock.getsockname()[1]
@@ -52,7 +52,7 @@ class RunningProxy:
         # As `chatmem serve` runs it: behind the token, or else this account's only.
         app = guarded(build_app(settings, strategy=strategy, log=self.logged.append),
                       Listening("127.0.0.1", self.port, token, accounts=accounts), tokens,
-                      refused=self.refused.append)
+                      refused=self.refused.append, origins=origins)
         self.server = uvicorn.Server(server_config(app))
         self.thread = threading.Thread(target=self.server.run,
                                        kwargs={"sockets": [self.sock]}, daemon=True)
@@ -794,13 +794,16 @@ def test_without_a_token_only_this_machines_programs_are_answered_not_web_pages(
     # Each refusal is one line in the owner's log, as the README says, the value quoted.
     assert [line.split(" from ")[0] for line in proxy.refused] == [
         "refused POST /v1/chat/completions"] * 4 + ["refused GET /v1/chatmem/turns/trip@1"]
-    assert proxy.refused[0].endswith(": its Origin 'https://evil.example' is another site's")
-    assert proxy.refused[1].endswith(": its Origin 'null' is another site's")
+    assert proxy.refused[0].endswith(": its Origin 'https://evil.example' is another site's "
+                                     "(not allowed with --allow-origin)")
+    assert proxy.refused[1].endswith(": its Origin 'null' is another site's "
+                                     "(not allowed with --allow-origin)")
     assert proxy.refused[2].endswith(
         f": its Host 'rebind.evil.example:{proxy.port}' is not a loopback name")
     proxy.refused.clear()
-    for headers in ({}, {"Origin": f"http://localhost:{proxy.port}"},
-                    {"Host": f"localhost:{proxy.port}"}, {"Origin": "http://[::1]:3000"}):
+    # The server's own origin (no page of its own: nothing else is this address and port).
+    for headers in ({}, {"Origin": f"http://127.0.0.1:{proxy.port}"},
+                    {"Host": f"localhost:{proxy.port}"}):
         answered = httpx.post(url, json=body, headers=headers, timeout=HANG)
         assert answered.status_code == 200, (headers, answered.text)
     assert proxy.refused == []

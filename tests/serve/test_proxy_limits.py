@@ -81,3 +81,65 @@ def test_a_message_too_long_for_the_budget_is_refused_without_waiting_for_the_co
     assert error["param"] == "messages" and "1,000" in error["message"]
     assert len(chat_server.requests) == 1  # only the held one reached the model
     assert statuses(db_path, "长文") == ["ok"]
+
+
+def _gzipped(data: bytes) -> bytes:
+    import gzip
+
+    return gzip.compress(data, compresslevel=1)
+
+
+def test_a_compressed_body_is_inflated_and_its_inflated_size_held_to_the_cap(
+        settings: Settings, chat_server: ChatServer, db_path: Path) -> None:
+    """`Content-Encoding: gzip` got "400 the body is not JSON"; inflated, it is counted
+    against the 16 MiB cap as it inflates, so a zip bomb is a 413 long before it is whole."""
+    import resource
+    import zlib
+
+    def request(content: str) -> bytes:
+        return json.dumps({"model": "test-small", "messages": [
+            {"role": "user", "content": content}]}, ensure_ascii=False).encode()
+
+    first = request("压缩的问题")
+    half = len(first) // 2
+    bodies = {"gzip": _gzipped(first),
+              "deflate": zlib.compress(first),
+              # `cat a.gz b.gz`: two members, one body
+              "x-gzip": _gzipped(first[:half]) + _gzipped(first[half:])}
+    # 256 MiB of one letter is 256 KB of gzip; inflated whole, it would be 256 MiB.
+    squeezed = zlib.compressobj(1, zlib.DEFLATED, 16 + zlib.MAX_WBITS)
+    bomb = [squeezed.compress(b'{"model": "test-small", "messages": [{"role": "user", '
+                              b'"content": "')]
+    bomb += [squeezed.compress(b"a" * 2**20) for _ in range(256)]
+    bomb.append(squeezed.compress(b'"}]}') + squeezed.flush())
+    with RunningProxy(settings) as running:
+        url = f"{running.base_url}/chat/completions"
+        for n, (coding, body) in enumerate(bodies.items()):
+            answer = httpx.post(url, content=body, timeout=HANG, headers={
+                "Content-Encoding": coding, "Content-Type": "application/json",
+                "X-Chatmem-Conversation": f"gz{n}"})
+            assert answer.status_code == 200, (coding, answer.text)
+            assert statuses(db_path, f"gz{n}") == ["ok"]
+        before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+        answer = httpx.post(url, content=b"".join(bomb), timeout=HANG, headers={
+            "Content-Encoding": "gzip", "X-Chatmem-Conversation": "bomb"})
+        assert answer.status_code == 413, answer.text
+        assert "once inflated" in answer.json()["error"]["message"]
+        # kilobytes: the peak rose by no more than about the cap's worth
+        assert resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - before < 100 * 2**10
+        refused = {"br": 415, "gzip, gzip": 415, "compress": 415}
+        for coding, status in refused.items():
+            answer = httpx.post(url, content=bodies["gzip"], timeout=HANG, headers={
+                "Content-Encoding": coding, "X-Chatmem-Conversation": "odd"})
+            assert answer.status_code == status, (coding, answer.text)
+            assert answer.json()["error"]["param"] == "Content-Encoding"
+            assert f"Content-Encoding {coding!r} is not read here" in answer.json()[
+                "error"]["message"]
+        for broken in (bodies["gzip"][:-5], first, bodies["gzip"] + b"junk"):
+            answer = httpx.post(url, content=broken, timeout=HANG, headers={
+                "Content-Encoding": "gzip", "X-Chatmem-Conversation": "odd"})
+            assert answer.status_code == 400, answer.text
+            assert answer.json()["error"]["message"] == (
+                "the body is not whole gzip data, as its Content-Encoding says")
+    assert statuses(db_path, "bomb") is None and statuses(db_path, "odd") is None
+    assert len(chat_server.requests) == 3
