@@ -59,6 +59,7 @@ _NUMBER_GLUE = ".,"
 _APOSTROPHES = dict.fromkeys(map(ord, "\u2018\u2019\u02bc"), "'")
 """Apostrophes a phone or a word processor types for `'`."""
 _DRAWN_NOTHING: dict[int, None] = dict.fromkeys(map(ord, INVISIBLE))
+_HALF_WIDTH_VOICING = "\uff9e\uff9f"
 
 
 @dataclass(frozen=True, order=True)
@@ -219,9 +220,9 @@ def _folded_offsets(text: str, wide: bool) -> tuple[dict[int, int], dict[int, in
 
 
 def _continues_character(text: str, at: int) -> bool:
-    """Whether text[at] is part of the character before it: a mark on it, or a jamo of the
-    same syllable (서 is not mentioned in the jamo of 섰, as it is not in 섰)."""
-    if unicodedata.category(text[at])[0] == "M":
+    """Whether text[at] is part of the character before it: a mark on it, a half-width voicing
+    mark (ｶﾞ is ガ), a jamo of the same syllable (서 is not mentioned in the jamo of 섰)."""
+    if unicodedata.category(text[at])[0] == "M" or text[at] in _HALF_WIDTH_VOICING:
         return True
     return bool(_JAMO.match(text[at])) and not grapheme_start(text, at)
 

@@ -260,3 +260,20 @@ def test_a_text_folds_as_its_characters_do_one_by_one(text: str) -> None:
         pieces.append(fold(text[at:after]))
         at = after
     assert "".join(pieces) == fold(text)
+
+
+@pytest.mark.parametrize(("text", "value", "expected"), [
+    # Half-width katakana is the same word (NFKC): ﾀﾅｶ is タナカ, ｶﾞｯｺｳ is ガッコウ.
+    ("わたしはﾀﾅｶです。ﾀﾅｶ、タナカ", "タナカ", f"わたしは{F}です。{F}、{F}"),
+    ("ｶﾞｯｺｳへ", "ガッコウ", f"{F}へ"),
+    ("ガッコウへ", "ｶﾞｯｺｳ", f"{F}へ"),
+    # ﾀﾅｶﾞ is タナガ: its ｶﾞ is one character, カ is not mentioned in it (nor in ガ).
+    ("ﾀﾅｶﾞさん、タナガさん", "タナカ", "ﾀﾅｶﾞさん、タナガさん"),
+    # Alef with hamza or madda, tatweel, Persian ی and ک: one spelling to search and purge.
+    ("اسمه علي", "علی", f"اسمه {F}"),
+    ("اسمه عـــلی و احمد", "أحمد", f"اسمه عـــلی و {F}"),
+    ("کریم و كريم", "كريم", f"{F} و {F}"),
+])
+def test_japanese_and_arabic_mentions_written_otherwise_are_erased(
+        text: str, value: str, expected: str) -> None:
+    assert erase_mentions(text, [value]) == expected
