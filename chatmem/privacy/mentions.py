@@ -35,6 +35,7 @@ from dataclasses import dataclass
 
 from chatmem import fts
 from chatmem.graphemes import grapheme_start
+from chatmem.privacy.prefixes import is_prefix
 from chatmem.text import INVISIBLE
 
 MARKER = "[forgotten]"
@@ -320,7 +321,9 @@ def _stands_alone(text: str, start: int, end: int) -> bool:
     """The match text[start:end] is not the inside of a longer word or number."""
     before = text[start - 1] if start > 0 else ""
     after = text[end] if end < len(text) else ""
-    if _continues(text[start], before) or _continues(text[end - 1], after):
+    if _continues(text[start], before) and not _after_prefix(text, start):
+        return False
+    if _continues(text[end - 1], after):
         return False
     if not _spaced_apart(text, start, end):
         return False
@@ -337,6 +340,16 @@ def _continues(edge: str, neighbour: str) -> bool:
     if not neighbour:
         return False
     return _word_character(edge) and _word_character(neighbour)
+
+
+def _after_prefix(text: str, start: int) -> bool:
+    """Whether the word glued before text[start] is one of the letters Arabic or Hebrew
+    write onto the next word, as Korean writes its particles after one (`prefixes`): in
+    وأحمد, بأحمد, לדוד the name is mentioned, and erased with the prefix kept."""
+    at = start
+    while at > 0 and _word_character(text[at - 1]):
+        at -= 1
+    return is_prefix(text[at:start], text[start])
 
 
 def _word_character(ch: str) -> bool:
