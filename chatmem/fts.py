@@ -12,11 +12,13 @@ into letters that match any message holding them. So marks left after NFC are
 folded out of terms, as unicode61's remove_diacritics folds Latin accents: a
 word is one term on both backends, and the plain Arabic or Hebrew spelling
 finds the pointed one. Full-width ASCII, what CJK input methods type, is folded
-to ASCII (as NFKC does for that block), so ＯＲＤ７７３１ finds ORD7731. Characters
-that draw nothing (text.INVISIBLE) fold out, as the purge's matcher takes them out:
-李\u200b雷 is the word 李雷, not 李 and 雷. Traditional Chinese characters fold to
-simplified ones (chatmem.chinese_variants), so 臺北 and 台北, 禮金 and 礼金 are one
-word to the index, its queries and recall scoring.
+to ASCII (as NFKC does for that block), so ＯＲＤ７７３１ finds ORD7731, and half-width
+katakana to full-width (ﾀﾅｶ is タナカ). Alef with hamza or madda is bare alef, Persian ی ک
+are Arabic ي ك, the tatweel folds out, Turkish ı is i (people type the spelling their
+keyboard has). Characters that draw nothing (text.INVISIBLE) fold out, as the purge's
+matcher takes them out: 李\u200b雷 is the word 李雷, not 李 and 雷. Traditional Chinese
+characters fold to simplified ones (chatmem.chinese_variants), so 臺北 and 台北, 禮金 and
+礼金 are one word to the index, its queries and recall scoring.
 """
 
 from __future__ import annotations
@@ -25,11 +27,12 @@ import re
 import unicodedata
 from functools import cache
 
-from chatmem.text import FULL_WIDTH, INVISIBLE
+from chatmem.text import FULL_WIDTH, HALF_WIDTH_KANA, INVISIBLE
 
-# Han, Hiragana, Katakana, Hangul and the CJK compatibility blocks, as regex class ranges.
+# Han, Hiragana, Katakana (half-width too), Hangul and the CJK compatibility blocks, as
+# regex class ranges.
 CJK = (
-    "\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff"
+    "\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff\uff66-\uff9f"
     "\U00020000-\U0002fa1f"
 )
 UNSPACED_SCRIPTS = "\u0e00-\u0eff\u1000-\u109f\u1780-\u17ff\u19e0-\u19ff\ua9e0-\ua9ff\uaa60-\uaa7f"
@@ -39,16 +42,27 @@ _TOKEN = re.compile(rf"[{CJK}]+|(?:(?=[{UNSPACED_SCRIPTS}])\w)+|[^\W{RUNS}]+", r
 _RUN = re.compile(rf"[{RUNS}]+")
 _FULL_WIDTH = FULL_WIDTH | {0x3000: 0x20}  # and the ideographic space as a space
 _DRAWN_NOTHING: dict[int, None] = dict.fromkeys(map(ord, INVISIBLE))
+_TATWEEL = "\u0640"
+_SPELLED_ALIKE: dict[int, int | None] = {
+    0x06CC: 0x064A, 0x06A9: 0x0643, 0x0131: ord("i"), ord(_TATWEEL): None}
+"""Letters one word is written with or without, as the keyboard has them: Persian ی and ک
+for Arabic ي and ك (علی is علي), the tatweel that only stretches a word (محـــمد), Turkish
+dotless ı for i (Işık is IŞIK: İ loses its dot as an accent). See _ALEFS too."""
+_ALEFS = {"\u0622": "\u0627", "\u0623": "\u0627", "\u0625": "\u0627", "\u0671": "\u0627"}
+"""Alef with hamza or madda (أحمد, إبراهيم, آمنة) as the bare alef (احمد) most people type
+for it; composed by NFC, so folded after it, with the accented letters."""
 
 
 @cache
 def _compatible(exact: bool = False) -> dict[int, int | None]:
-    """Full-width ASCII, what draws nothing and traditional Chinese in one table: a second
+    """Full-width ASCII and katakana, what draws nothing, letters spelled alike
+    (_SPELLED_ALIKE) and traditional Chinese in one table: a second
     pass over every non-ASCII text would cost as much again. `exact`: only the traditional
     characters simplified text never writes as themselves (a purge's fold)."""
     from chatmem.chinese_variants import simplified, solely_traditional
 
-    return {**_FULL_WIDTH, **_DRAWN_NOTHING, **(solely_traditional() if exact else simplified())}
+    return {**_FULL_WIDTH, **HALF_WIDTH_KANA, **_DRAWN_NOTHING, **_SPELLED_ALIKE,
+            **(solely_traditional() if exact else simplified())}
 
 
 @cache
@@ -87,6 +101,7 @@ def _unaccented() -> tuple[re.Pattern[str], dict[str, str]]:
             bare = _marks().sub("", unicodedata.normalize("NFD", letter))
             if bare and bare != letter:
                 plain[letter] = bare
+    plain.update(_ALEFS)
     return re.compile("[" + "".join(map(re.escape, plain)) + "]"), plain
 
 
@@ -276,6 +291,18 @@ def folded_differently_since_m018(text: str) -> bool:
     from chatmem.chinese_variants import simplified
 
     return text.translate(simplified()) != text
+
+
+_FOLDED_SINCE_M020 = re.compile("[\uff61-\uff9f\u0622\u0623\u0625\u0671\u0640\u06a9\u06cc\u0131]")
+
+
+def folded_differently_since_m020(text: str) -> bool:
+    """Whether `text`'s index entry from before m020/p019 differs from today's: it holds,
+    once composed, half-width katakana (as full-width since), an alef with hamza or madda, a
+    tatweel, Persian ی or ک, or Turkish ı (_SPELLED_ALIKE, _ALEFS)."""
+    if text.isascii():
+        return False
+    return _FOLDED_SINCE_M020.search(unicodedata.normalize("NFC", text)) is not None
 
 
 # Words and bigrams so common they match nearly every turn: a query made of

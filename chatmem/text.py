@@ -24,6 +24,13 @@ FULL_WIDTH = {code: code - 0xFEE0 for code in range(0xFF01, 0xFF5F)}
 """Full-width ASCII (U+FF01–FF5E), what CJK input methods type (ＯＲＤ７７３１, ３月４号), as
 the ASCII it stands for, one character for one (`str.translate`)."""
 
+HALF_WIDTH_KANA = {code: ord(unicodedata.normalize("NFKC", chr(code)))
+                   for code in range(0xFF61, 0xFFA0)}
+"""Half-width katakana and Japanese punctuation (U+FF61–FF9F: ﾀﾅｶ, ｶﾞｯｺｳ, ｡), what old
+systems and some phone keyboards type, as the full-width characters NFKC gives (ﾀﾅｶ is
+タナカ); the voiced marks ﾞ ﾟ become the combining ones, which NFC then joins to the kana
+before them (ｶﾞ is ガ). One character for one, as FULL_WIDTH."""
+
 
 def whole_number(text: str) -> int | None:
     """`text` as a whole number when it is digits only, ASCII or full-width (３ as an input

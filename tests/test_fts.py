@@ -347,3 +347,39 @@ def test_rarer_terms_are_searched_first_within_the_postings_budget(indexed) -> N
     assert store.recall.rare_terms(["杭州", "花生"], 3) == ["花生"]  # 杭州's 3 would exceed half
     assert sorted(found(store, session_id, "杭州 花生")) == [
         "我们五月去杭州旅行，想看西湖。", "我对花生过敏。", "杭州的灵隐寺", "杭州的西湖"]
+
+
+def test_half_width_katakana_is_indexed_as_full_width_with_its_voicing_joined() -> None:
+    assert fts.folded("わたしはﾀﾅｶです｡ｶﾞｯｺｳ") == "わたしはタナカです。ガッコウ"
+    assert fts.index_terms("ﾀﾅｶ") == fts.index_terms("タナカ") == ["タナ", "ナカ"]
+
+
+def test_arabic_and_persian_spellings_of_one_word_are_one_term() -> None:
+    # Alef with hamza or madda, tatweel, Persian ی and ک against Arabic ي and ك.
+    assert fts.index_terms("أحمد إبراهيم آمنة محـــمد علی کتاب") == fts.index_terms(
+        "احمد ابراهيم امنة محمد علي كتاب")
+    assert fts.index_terms(unicodedata.normalize("NFD", "أحمد")) == ["احمد"]
+    assert fts.folded_differently_since_m020(unicodedata.normalize("NFD", "أحمد"))
+    assert not fts.folded_differently_since_m020("احمد") and not fts.folded_differently_since_m020(
+        "タナカ")
+
+
+def test_turkish_dotted_and_dotless_i_are_one_letter_to_the_index() -> None:
+    assert fts.index_terms("IŞIK GELDİ") == fts.index_terms("Işık geldi") == ["isik", "geldi"]
+    assert fts.index_terms("İzmir") == fts.index_terms("izmir") == ["izmir"]
+
+
+@pytest.mark.parametrize(("query", "expected"), [
+    ("タナカ", ["わたしはﾀﾅｶです"]),
+    ("ｶﾞｯｺｳ", ["ガッコウに行く"]),
+    ("احمد", ["اتصل بي يا أحمد"]),
+    ("علی", ["اسمه علي"]),
+    ("Işık", ["IŞIK GELDİ"]),
+])
+def test_other_spellings_of_japanese_arabic_and_turkish_words_are_found_on_both_backends(
+        store: Store, query: str, expected: list[str]) -> None:
+    session = store.sessions.create_session("spellings", "retrieval")
+    store.history.import_messages(session.id, [{"role": "user", "content": text} for text in [
+        "わたしはﾀﾅｶです", "ガッコウに行く", "اتصل بي يا أحمد", "اسمه علي", "IŞIK GELDİ",
+        "今天天气不错"]])
+    assert found(store, session.id, query) == expected

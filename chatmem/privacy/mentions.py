@@ -35,6 +35,7 @@ from dataclasses import dataclass
 
 from chatmem import fts
 from chatmem.graphemes import grapheme_start
+from chatmem.privacy.prefixes import is_prefix
 from chatmem.text import INVISIBLE
 
 MARKER = "[forgotten]"
@@ -59,6 +60,7 @@ _NUMBER_GLUE = ".,"
 _APOSTROPHES = dict.fromkeys(map(ord, "\u2018\u2019\u02bc"), "'")
 """Apostrophes a phone or a word processor types for `'`."""
 _DRAWN_NOTHING: dict[int, None] = dict.fromkeys(map(ord, INVISIBLE))
+_HALF_WIDTH_VOICING = "\uff9e\uff9f"
 
 
 @dataclass(frozen=True, order=True)
@@ -224,9 +226,9 @@ def _folded_offsets(text: str, wide: bool) -> tuple[dict[int, int], dict[int, in
 
 
 def _continues_character(text: str, at: int) -> bool:
-    """Whether text[at] is part of the character before it: a mark on it, or a jamo of the
-    same syllable (서 is not mentioned in the jamo of 섰, as it is not in 섰)."""
-    if unicodedata.category(text[at])[0] == "M":
+    """Whether text[at] is part of the character before it: a mark on it, a half-width voicing
+    mark (ｶﾞ is ガ), a jamo of the same syllable (서 is not mentioned in the jamo of 섰)."""
+    if unicodedata.category(text[at])[0] == "M" or text[at] in _HALF_WIDTH_VOICING:
         return True
     return bool(_JAMO.match(text[at])) and not grapheme_start(text, at)
 
@@ -324,7 +326,9 @@ def _stands_alone(text: str, start: int, end: int) -> bool:
     """The match text[start:end] is not the inside of a longer word or number."""
     before = text[start - 1] if start > 0 else ""
     after = text[end] if end < len(text) else ""
-    if _continues(text[start], before) or _continues(text[end - 1], after):
+    if _continues(text[start], before) and not _after_prefix(text, start):
+        return False
+    if _continues(text[end - 1], after):
         return False
     if not _spaced_apart(text, start, end):
         return False
@@ -341,6 +345,16 @@ def _continues(edge: str, neighbour: str) -> bool:
     if not neighbour:
         return False
     return _word_character(edge) and _word_character(neighbour)
+
+
+def _after_prefix(text: str, start: int) -> bool:
+    """Whether the word glued before text[start] is one of the letters Arabic or Hebrew
+    write onto the next word, as Korean writes its particles after one (`prefixes`): in
+    وأحمد, بأحمد, לדוד the name is mentioned, and erased with the prefix kept."""
+    at = start
+    while at > 0 and _word_character(text[at - 1]):
+        at -= 1
+    return is_prefix(text[at:start], text[start])
 
 
 def _word_character(ch: str) -> bool:

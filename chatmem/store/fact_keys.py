@@ -13,26 +13,30 @@ from chatmem.text import FULL_WIDTH
 
 def normalize_key(key: str) -> str:
     """The form a key is stored and shown in: NFC, its runs of spaces as one, lower case
-    ('Order  ID' is 'order id'; ß stays ß, as the user typed it)."""
-    return " ".join(unicodedata.normalize("NFC", key).split()).lower()
+    ('Order  ID' is 'order id'; ß stays ß, as the user typed it). Turkish İ is i, not the
+    i with a stray dot above (U+0307) that str.lower makes of it (ŞEHİR is şehir)."""
+    return " ".join(unicodedata.normalize("NFC", key).split()).replace("\u0130", "i").lower()
 
 
 def key_identity(key: str) -> str:
     """What two keys compare by: Unicode's canonical caseless match (case folded, in one
     normal form), so café/café and Straße/STRASSE are the same key; with full-width ASCII
-    as ASCII and traditional Chinese as simplified (`_variants`)."""
+    as ASCII and traditional Chinese as simplified (`_variants`), and Turkish dotless ı as
+    i, as a purge reads it (şehir, ŞEHİR and şehır: people type on the keyboard they have;
+    a key stored with U+0307 on its i before normalize_key dropped it too)."""
     folded = unicodedata.normalize("NFD", normalize_key(key).translate(_variants())).casefold()
-    return unicodedata.normalize("NFC", folded)
+    return unicodedata.normalize("NFC", folded.replace("i\u0307", "i"))
 
 
 @cache
 def _variants() -> dict[int, int]:
     """Full-width ASCII (text.FULL_WIDTH), and the traditional Chinese characters simplified
     text never writes as themselves as simplified ones (a purge's fold, not search's wider
-    one): a key names a person at times, and 於先生 is not 于先生, as 車牌號 is 车牌号."""
+    one): a key names a person at times, and 於先生 is not 于先生, as 車牌號 is 车牌号. Turkish
+    dotless ı as i."""
     from chatmem.chinese_variants import solely_traditional  # a large table, as fts loads it
 
-    return {**FULL_WIDTH, **solely_traditional()}
+    return {**FULL_WIDTH, **solely_traditional(), ord("\u0131"): ord("i")}
 
 
 @cache
@@ -50,8 +54,10 @@ def variant_letters(key: str) -> str:
     車 for 车), none of them ASCII: a lookup by value reads the owner's keys holding one,
     as spelling every mix of them out would take 2ⁿ forms."""
     variants = _variants_of()
-    return "".join(sorted({letter for character in set(key_identity(key))
-                           for letter in variants.get(character, "")}))
+    identity = key_identity(key)
+    stray_dot = "\u0307" if "i" in identity else ""  # şehi̇r, as normalize_key once stored it
+    return "".join(sorted({letter for character in set(identity)
+                           for letter in variants.get(character, "")})) + stray_dot
 
 
 def same_key(first: str, second: str) -> bool:

@@ -49,6 +49,7 @@ from chatmem.store.postgres_word_entries import (
     p011_words_folded_again,
     p014_word_tokens_bounded,
     p016_traditional_chinese_folded,
+    p019_kana_arabic_and_dotless_i_folded,
 )
 
 Execute = Callable[..., Any]
@@ -184,6 +185,7 @@ for _migration in (
     p016_traditional_chinese_folded,
     p017_session_settings_are_the_owners,
     p018_grantee_writes_placed_and_dated,
+    p019_kana_arabic_and_dotless_i_folded,
 ):
     MIGRATION_LIST.add(_migration)
 MIGRATIONS = MIGRATION_LIST.functions

@@ -1,5 +1,5 @@
-"""Word entries written again as fts.index_text makes them now (p010, p011) and their token
-counts bounded (p014), run in the order postgres_schema lists."""
+"""Word entries written again as fts.index_text makes them now (p010, p011, p016, p019) and
+their token counts bounded (p014), run in the order postgres_schema lists."""
 
 from __future__ import annotations
 
@@ -47,6 +47,15 @@ def p016_traditional_chinese_folded(execute: Execute) -> None:
     from chatmem import fts
 
     _index_again(execute, fts.folded_differently_since_m018)
+
+
+def p019_kana_arabic_and_dotless_i_folded(execute: Execute) -> None:
+    """SQLite's m020: index entries as fts.index_text makes them now (half-width katakana as
+    full-width, alef forms as bare alef, tatweel out, Persian ی ک as Arabic ي ك, Turkish ı
+    as i), written only for the messages holding one."""
+    from chatmem import fts
+
+    _index_again(execute, fts.folded_differently_since_m020)
 
 
 MOST_TOKENS = 2_147_483_647

@@ -329,3 +329,14 @@ def m019_extracted_profile_facts_in_their_session(db: sqlite_utils.Database) -> 
     m004 was applied. chatmem.store.sqlite_rewrites.extracted_profile_facts_home says which
     stay."""
     rewrites.extracted_profile_facts_home(db)
+
+
+@migration
+def m020_kana_arabic_and_dotless_i_folded(db: sqlite_utils.Database) -> None:
+    """Index entries as fts.index_text makes them now: half-width katakana as full-width
+    (ﾀﾅｶ is found by タナカ), alef with hamza or madda as bare alef, tatweel out, Persian
+    ی and ک as Arabic ي and ك, Turkish ı as i. Only the messages holding one are written
+    again (fts.folded_differently_since_m020)."""
+    from chatmem import fts
+
+    rewrites.index_again(db, fts.folded_differently_since_m020)

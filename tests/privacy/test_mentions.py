@@ -203,7 +203,7 @@ F = MARKER
     ("IĞDIR and ığdır", "Iğdır", f"{F} and {F}"),
     ("Дима, ДИМА и дима; Димас", "Дима", f"{F}, {F} и {F}; Димас"),
     ("Σίσυφος ΣΊΣΥΦΟΣ σίσυφοσ Σίσυφοςα", "Σίσυφος", f"{F} {F} {F} Σίσυφοςα"),
-    ("محمد ومحمد محمد.", "محمد", f"{F} ومحمد {F}."),
+    ("محمد ومحمد محمد.", "محمد", f"{F} و{F} {F}."),  # و (and) glued on: still the name
     ("我叫José，住在ДИМА家", "Дима", f"我叫José，住在{F}家"),
     ("Zoë\n Дима came, zoë дима too", "Zoë Дима", f"{F} came, {F} too"),
     ("ss in Straße is not a word", "ss", f"{F} in Straße is not a word"),
@@ -260,3 +260,29 @@ def test_a_text_folds_as_its_characters_do_one_by_one(text: str) -> None:
         pieces.append(fold(text[at:after]))
         at = after
     assert "".join(pieces) == fold(text)
+
+
+@pytest.mark.parametrize(("text", "value", "expected"), [
+    # Half-width katakana is the same word (NFKC): ﾀﾅｶ is タナカ, ｶﾞｯｺｳ is ガッコウ.
+    ("わたしはﾀﾅｶです。ﾀﾅｶ、タナカ", "タナカ", f"わたしは{F}です。{F}、{F}"),
+    ("ｶﾞｯｺｳへ", "ガッコウ", f"{F}へ"),
+    ("ガッコウへ", "ｶﾞｯｺｳ", f"{F}へ"),
+    # ﾀﾅｶﾞ is タナガ: its ｶﾞ is one character, カ is not mentioned in it (nor in ガ).
+    ("ﾀﾅｶﾞさん、タナガさん", "タナカ", "ﾀﾅｶﾞさん、タナガさん"),
+    # An Arabic or Hebrew prefix glued onto the name is kept, the name erased.
+    ("أنا أحمد. اتصل بأحمد أو لأحمد، وأحمد يعرف.", "أحمد",
+     f"أنا {F}. اتصل ب{F} أو ل{F}، و{F} يعرف."),
+    ("فبِأحمد وبالرياض", "أحمد", f"فبِ{F} وبالرياض"),
+    ("\u0648\u05d3\u05d5\u05d3", "דוד", "\u0648\u05d3\u05d5\u05d3"),  # و is no Hebrew prefix
+    ("ודוד גר בחיפה, שלום לדוד ולכשדוד", "דוד", f"ו{F} גר בחיפה, שלום ל{F} ולכש{F}"),
+    # A longer word is not a prefix and the name: مأحمد, אדוד, דודי stay.
+    ("مأحمد אדוד דודי", "أحمد", "مأحمد אדוד דודי"),
+    ("אדוד דודי", "דוד", "אדוד דודי"),
+    # Alef with hamza or madda, tatweel, Persian ی and ک: one spelling to search and purge.
+    ("اسمه علي", "علی", f"اسمه {F}"),
+    ("اسمه عـــلی واحمد", "أحمد", f"اسمه عـــلی و{F}"),
+    ("کریم و كريم", "كريم", f"{F} و {F}"),
+])
+def test_japanese_arabic_and_hebrew_mentions_written_otherwise_are_erased(
+        text: str, value: str, expected: str) -> None:
+    assert erase_mentions(text, [value]) == expected

@@ -37,6 +37,9 @@ class Script:
     spaced: bool
     unrelated: tuple[str, ...]
     """Words that can never be a mention: each holds a letter no value of the script has."""
+    prefixes: str = ""
+    """Letters the script writes onto the next word (Arabic ب, "with"): the value with one
+    glued before it is a mention, the letter kept."""
 
 
 # Unrelated ASCII words hold no "ss" and no "i": ß folds to ss, and ı and İ to i.
@@ -48,7 +51,7 @@ SCRIPTS = {
     "greek": Script("βγδζθλμνξπρστφχψωο", "άέήίόύώ", True, ("και", "είναι", *ASCII_WORDS)),
     "cyrillic": Script("бвгджзклмнпрстфхцчшщаоуыэюя", "ёйъь", True,
                        ("и", "в", "это", "да", *ASCII_WORDS)),
-    "arabic": Script("ابتثجحخدذرز", "ةىءؤ", True, ("في", "من", "سلام", *ASCII_WORDS)),
+    "arabic": Script("ابتثجحخدذرز", "ةىءؤ", True, ("في", "من", "سلام", *ASCII_WORDS), "ب"),
     "cjk": Script("西湖杭州张伟东京北海道", "", False,
                   ("我们", "去", "了", "很美", "，", *ASCII_WORDS)),
 }
@@ -95,6 +98,8 @@ def forms(value: str) -> list[str]:
 class Token:
     text: str
     mention: bool
+    kept: str = ""
+    """What a mention keeps before the marker: a prefix glued on (Script.prefixes)."""
 
 
 @st.composite
@@ -112,7 +117,9 @@ def messages(draw: st.DrawFn, value: str, scripts: list[Script]) -> list[list[To
         if kind == 1 and last.spaced:  # a longer word: the value is only inside it
             return Token(value + draw(st.sampled_from(last.letters + "2_")), False)
         if kind == 2 and first.spaced:
-            return Token(draw(st.sampled_from(first.letters + "2_")) + value, False)
+            glued = draw(st.sampled_from(first.letters + "2_"))
+            prefix = glued in first.prefixes
+            return Token(glued + value, prefix, glued if prefix else "")
         return Token(draw(st.sampled_from(unrelated)), False)
 
     said = draw(st.lists(st.lists(st.integers(0, 3).map(token), min_size=1, max_size=7),
@@ -132,7 +139,7 @@ def messages(draw: st.DrawFn, value: str, scripts: list[Script]) -> list[list[To
 
 
 def expected(message: list[Token]) -> str:
-    return "".join(MARKER if t.mention else t.text for t in message)
+    return "".join(t.kept + MARKER if t.mention else t.text for t in message)
 
 
 def written(message: list[Token]) -> str:

@@ -164,3 +164,18 @@ def test_after_a_purge_of_a_value_a_search_for_it_finds_no_message(
             said = [m.content for m in store.history.messages(sid)]
         assert left == [], said
         assert said == [erase_mentions(text, [value]) for text in texts]
+
+
+def test_a_purged_arabic_or_hebrew_name_is_erased_with_a_prefix_glued_on(tmp_path: Path) -> None:
+    """Other-scripts review, finding 2: purging أحمد or דוד erased the bare word only; بأحمد
+    لأحمد وأحمد ודוד לדוד stayed in every message, and the dry run listed none of them."""
+    db = tmp_path / "h.db"
+    chat(db, "ar", ["/remember name: أحمد", "أنا أحمد. اتصل بأحمد أو لأحمد، وأحمد يعرف.",
+                    "/remember friend: דוד", "ודוד גר בחיפה, שלום לדוד"], code=0)
+    dry = invoke("facts", "forget", "ar", "name", "--purge", "--dry-run", "--json", "--db",
+                 str(db), code=0)
+    assert [len(m["mentions"]) for m in json.loads(dry.stdout)["messages"]] == [4, 4]
+    for key in ("name", "friend"):
+        invoke("facts", "forget", "ar", key, "--purge", "--yes", "--db", str(db), code=0)
+    assert _said(db, "ar")[::2] == [f"أنا {F}. اتصل ب{F} أو ل{F}، و{F} يعرف.",
+                                    f"ו{F} גר בחיפה, שלום ל{F}"]

@@ -10,6 +10,7 @@ from conftest import History
 from meter import metered
 
 from chatmem.store import Store
+from chatmem.store.fact_keys import normalize_key
 from chatmem.store.records import FactScope
 
 USER = FactScope.USER
@@ -51,3 +52,21 @@ def test_two_live_facts_of_one_key_stored_before_are_kept_until_the_next_write(
         assert [f.id for f in store.facts.facts(user="ann")] == [first]
         history_values = [h.value for h in store.facts.fact_history([first])[first]]
         assert sorted(history_values) == ["沪B·67890", "滬A·12345"]
+
+
+def test_turkish_dotted_and_dotless_i_write_one_key_even_one_stored_with_a_stray_dot(
+        history: History) -> None:
+    """Turkish-user review: `/remember şehir: İzmir` then `ŞEHİR: Ankara` were two live facts,
+    the second shown `şehi̇r` (str.lower gave İ a combining dot above, U+0307)."""
+    with history.open() as store:
+        city = _remember(store, "şehir", "İzmir")
+        # As /remember passes it: normalize_key'd.
+        again = store.facts.upsert_fact(normalize_key("ŞEHİR"), "Ankara", scope=USER, user="ann")
+        assert (again.id, again.key, again.value) == (city, "şehir", "Ankara")
+        name = _remember(store, "isim", "Işık")
+        with store.db.write():  # as chatmem stored ISIM typed on a Turkish keyboard before
+            store.db.execute("UPDATE facts SET key = ? WHERE id = ?", ["i\u0307si\u0307m", name])
+        assert _remember(store, normalize_key("İSİM"), "Ayşe") == name
+        assert _remember(store, "ısım", "Ayşe") == name
+        assert [(f.key, f.value) for f in store.facts.facts(user="ann")] == [
+            ("şehir", "Ankara"), ("ısım", "Ayşe")]  # shown as last written, as 车牌号 is

@@ -36,3 +36,9 @@ def test_a_key_is_shown_as_typed_not_as_it_compares() -> None:
 
 def test_a_key_is_stored_composed_in_lower_case_as_typed() -> None:
     assert normalize_key(unicodedata.normalize("NFD", " Café  Straße ")) == "café straße"
+
+
+def test_turkish_dotted_and_dotless_i_are_one_letter_and_i_keeps_no_stray_dot() -> None:
+    assert normalize_key("ŞEHİR") == "şehir" and normalize_key("IŞIK") == "işik"
+    assert same_key("şehir", "ŞEHİR") and same_key("Işık", "IŞIK") and same_key("ısım", "İSİM")
+    assert same_key("şehi\u0307r", "şehir")  # as str.lower stored İ before

@@ -180,6 +180,33 @@ def test_traditional_chinese_of_an_old_history_is_found_after_the_upgrade(
         assert store.logs.sessions_matching("婚礼", limit=5) == ["舊的"]
 
 
+def test_half_width_kana_arabic_and_dotless_i_of_an_old_history_are_found_after_the_upgrade(
+        history: History) -> None:
+    said = ["わたしはﾀﾅｶです", "اتصل بي يا أحمد", "اسمه علی", "Işık geldi", "今天天气不错"]
+    with history.open() as store:
+        session = store.sessions.create_session("古い", "retrieval")
+        store.history.import_messages(session.id, [{"role": "user", "content": text}
+                                                   for text in said])
+        ids = {text: i for i, text in store.db.execute(
+            "SELECT id, content FROM messages").fetchall()}
+        # The entries as chatmem wrote them before m020/p019: ﾀﾅｶ one word, hamza, ی, ı kept.
+        index_as_before(store, history, [
+            (ids[said[0]], "わた たし しは はで です す ﾀﾅｶ"), (ids[said[1]], "اتصل بي يا أحمد"),
+            (ids[said[2]], "اسمه علی"), (ids[said[3]], "isık geldi")],
+                        "m020_kana_arabic_and_dotless_i_folded",
+                        "p019_kana_arabic_and_dotless_i_folded")
+        assert [m.content for m, _ in matches(store, session.id, "タナカ")] == []
+    with history.open() as store:
+        def found(query: str) -> list[str]:
+            return [m.content for m, _ in matches(store, session.id, query)]
+
+        assert found("タナカ") == found("ﾀﾅｶ") == [said[0]]
+        assert found("احمد") == found("أحمد") == [said[1]]
+        assert found("علي") == [said[2]]
+        assert found("IŞIK") == [said[3]]
+        assert store.logs.sessions_matching("タナカ", limit=5) == ["古い"]
+
+
 def test_an_erased_facts_id_is_never_given_to_another(history: History) -> None:
     """A stale id (MCP's forget, `facts forget ID`) erased another session's fact: SQLite gave
     the next fact the id of the one just erased."""
