@@ -202,3 +202,15 @@ def test_a_switch_that_puts_the_next_context_over_budget_says_so_before_sending(
     assert [line for line in result.stderr.splitlines() if line.startswith("strategy")] == [
         "strategy: buffer", "strategy: window k=5"]
     assert "over the budget" not in result.stderr
+
+
+def test_attach_of_an_endless_device_is_refused_and_the_chat_goes_on(tmp_path: Path) -> None:
+    """`/attach /dev/zero` read until the REPL was killed."""
+    db = tmp_path / "h.db"
+    result = chat(db, "t", ["/attach /dev/zero", "你好"])
+    assert result.exit_code == 2  # a piped script's failed command says so at the end
+    assert ("/dev/zero: more than 1,024,000 bytes of text, more than the context budget of "
+            "4,000 tokens can hold (at most 1,024,000 bytes); nothing was sent") in result.stderr
+    with Store(db) as store:
+        [turn] = store.turns.turns(store.sessions.session("t").id)  # the chat went on
+        assert not [p for p in turn.context["parts"] if p["kind"] == "files"]
