@@ -6,6 +6,10 @@ to the model as an image part where the endpoint sees images (chatmem.images). T
 engine sends each as its own message, quoted as data (memory/quoting.py), in a
 `files` part of the context that `inspect` shows with its tokens. A file that
 cannot be attached is an error naming it, raised before anything is sent.
+
+Nothing is read whole before its size is known: text of more bytes than the context budget
+can hold is refused unread (a pipe or /dev/zero is read one byte past it), and no file is
+read past a fixed size whatever the budget (a 404 MB file aborted inside the tokenizer).
 """
 
 from __future__ import annotations
@@ -17,12 +21,48 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
+from typing import BinaryIO
 
 from chatmem.errors import UsageError
-from chatmem.images import MAX_BYTES, ImageData, read_image
+from chatmem.images import MAX_BYTES, ImageData, image_mime, read_image
+from chatmem.text_files import Oversized, read_stream_within, read_within
+from chatmem.tokens import most_bytes_within
 
 STDIN = "standard input"
 """The name piped text is attached under."""
+MOST_TEXT_BYTES = 16 * 2**20
+"""The most text attached to one input whatever the budget (also with --allow-over-budget):
+more than the largest context windows (about 2 million tokens, 8 MB of English) hold.
+Below MAX_BYTES and MOST_PDF_BYTES, so a limit met tells which it was."""
+MOST_PDF_BYTES = 64 * 2**20
+"""The largest PDF read (its text is held to the text limit once extracted): fonts and
+pictures make a PDF many times the size of its text."""
+
+
+@dataclass(frozen=True)
+class TextLimit:
+    """How much text one input can attach: what `budget` tokens can hold at the most bytes a
+    token has (the rule `serve` refuses a request by), at most MOST_TEXT_BYTES."""
+
+    budget: int | None
+    """None: no budget (an engine built without one)."""
+    over_budget: bool = False
+    """--allow-over-budget: only MOST_TEXT_BYTES limits."""
+
+    @property
+    def most(self) -> int:
+        if self.over_budget or not self.budget:
+            return MOST_TEXT_BYTES
+        return min(most_bytes_within(self.budget), MOST_TEXT_BYTES)
+
+    def refusal(self, name: str, found: Oversized) -> UsageError:
+        """The one line refusing `name` of `found` bytes of text."""
+        if self.budget and self.most < MOST_TEXT_BYTES:
+            return UsageError(f"{name}: {found.amount()} of text, more than the context budget "
+                              f"of {self.budget:,} tokens can hold (at most {self.most:,} "
+                              "bytes); nothing was sent")
+        return UsageError(f"{name}: {found.amount()} of text; at most {self.most:,} bytes can "
+                          "be attached; nothing was sent")
 
 
 @dataclass(frozen=True)
@@ -34,25 +74,60 @@ class Attachment:
     image: ImageData | None = None
 
 
-def read_file(path: Path) -> Attachment:
-    """The file at `path` as an attachment; UsageError naming it when it is not readable text."""
+def read_file(path: Path, limit: TextLimit) -> Attachment:
+    """The file at `path` as an attachment; UsageError naming it when it is not readable text
+    or more than `limit` allows."""
     try:
-        data = path.read_bytes()
+        data = read_within(path, lambda head: _most_read(head, limit))
     except FileNotFoundError:
         raise UsageError(f"{path}: no such file; nothing was sent") from None
     except IsADirectoryError:
         raise UsageError(f"{path}: is a directory, not a file; nothing was sent") from None
     except OSError as e:
         raise UsageError(f"{path}: cannot read it ({e.strerror}); nothing was sent") from None
+    if isinstance(data, Oversized):
+        if data.limit == MAX_BYTES:
+            raise UsageError(f"{path}: an image of {data.amount()}; at most {MAX_BYTES:,} can "
+                             "be attached; nothing was sent")
+        if data.limit == MOST_PDF_BYTES:
+            raise UsageError(f"{path}: a PDF of {data.amount()}; at most {MOST_PDF_BYTES:,} "
+                             "bytes are read; nothing was sent")
+        raise limit.refusal(str(path), data)
     image = read_image(data)
     if image is not None:
-        if len(data) > MAX_BYTES:
-            raise UsageError(f"{path}: an image of {len(data):,} bytes; at most "
-                             f"{MAX_BYTES:,} can be attached; nothing was sent")
         return Attachment(str(path), image_text(image), image)
     if data.startswith(b"%PDF-"):
-        return Attachment(str(path), pdf_text(str(path), data))
-    return Attachment(str(path), decode(str(path), data))
+        return Attachment(str(path), _within(str(path), pdf_text(str(path), data), limit))
+    # Read to an image's limit for its first bytes, yet not an image: text, held to text's.
+    return Attachment(str(path), decode(str(path), _bytes_within(str(path), data, limit)))
+
+
+def read_piped(stream: BinaryIO, limit: TextLimit) -> bytes:
+    """What is piped in, read no further than one byte past `limit`: UsageError past it."""
+    data = read_stream_within(stream, limit.most)
+    if isinstance(data, Oversized):
+        raise limit.refusal(STDIN, data)
+    return data
+
+
+def _most_read(head: bytes, limit: TextLimit) -> int:
+    """How much of a file starting with `head` is read: an image's or a PDF's own limit."""
+    if image_mime(head) is not None:
+        return MAX_BYTES
+    if head.startswith(b"%PDF-"):
+        return MOST_PDF_BYTES
+    return limit.most
+
+
+def _bytes_within(name: str, data: bytes, limit: TextLimit) -> bytes:
+    if len(data) > limit.most:
+        raise limit.refusal(name, Oversized(limit.most, len(data)))
+    return data
+
+
+def _within(name: str, text: str, limit: TextLimit) -> str:
+    _bytes_within(name, text.encode(), limit)
+    return text
 
 
 def image_text(image: ImageData) -> str:

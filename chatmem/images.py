@@ -85,18 +85,31 @@ def image_tokens(width: int, height: int, rule: ImageRule) -> int:
     return 85 + 170 * tiles
 
 
+def image_mime(data: bytes) -> str | None:
+    """The image type `data` starts as (its first 12 bytes tell), or None."""
+    if data.startswith(b"\x89PNG\r\n\x1a\n"):
+        return "image/png"
+    if data[:6] in (b"GIF87a", b"GIF89a"):
+        return "image/gif"
+    if data.startswith(b"\xff\xd8"):
+        return "image/jpeg"
+    if data[:4] == b"RIFF" and data[8:12] == b"WEBP":
+        return "image/webp"
+    return None
+
+
 def read_image(data: bytes) -> ImageData | None:
     """`data` as an image when it is a PNG, JPEG, GIF or WebP whose size can be read."""
     size = None
-    mime = ""
-    if data.startswith(b"\x89PNG\r\n\x1a\n") and len(data) >= 24:
-        mime, size = "image/png", struct.unpack(">II", data[16:24])
-    elif data[:6] in (b"GIF87a", b"GIF89a") and len(data) >= 10:
-        mime, size = "image/gif", struct.unpack("<HH", data[6:10])
-    elif data.startswith(b"\xff\xd8"):
-        mime, size = "image/jpeg", _jpeg_size(data)
-    elif data[:4] == b"RIFF" and data[8:12] == b"WEBP":
-        mime, size = "image/webp", _webp_size(data)
+    mime = image_mime(data) or ""
+    if mime == "image/png" and len(data) >= 24:
+        size = struct.unpack(">II", data[16:24])
+    elif mime == "image/gif" and len(data) >= 10:
+        size = struct.unpack("<HH", data[6:10])
+    elif mime == "image/jpeg":
+        size = _jpeg_size(data)
+    elif mime == "image/webp":
+        size = _webp_size(data)
     if size is None or min(size) <= 0:
         return None
     return ImageData(mime, int(size[0]), int(size[1]), data)

@@ -4,7 +4,15 @@ UTF-8 — in one wording, whichever command reads it."""
 
 from __future__ import annotations
 
+import os
+import stat
+from collections.abc import Callable
 from dataclasses import dataclass
+from pathlib import Path
+from typing import BinaryIO
+
+HEAD_BYTES = 16
+"""What a limit that depends on a file's kind is given of it (enough for every magic number)."""
 
 
 @dataclass(frozen=True)
@@ -33,3 +41,42 @@ def _line_at(data: bytes, offset: int) -> int:
     classic Mac file, which transcripts are read as) each end one."""
     before = data[:offset]
     return before.count(b"\n") + before.count(b"\r") - before.count(b"\r\n") + 1
+
+
+@dataclass(frozen=True)
+class Oversized:
+    """A file or stream of more than `limit` bytes: `size` when its size is known (a regular
+    file), None when reading stopped a byte past the limit (a pipe, /dev/zero)."""
+
+    limit: int
+    size: int | None
+
+    def amount(self) -> str:
+        """Its size in words: "1,234 bytes", or "more than 1,000 bytes"."""
+        if self.size is None:
+            return f"more than {self.limit:,} bytes"
+        return f"{self.size:,} bytes"
+
+
+def read_within(path: Path, limit: int | Callable[[bytes], int]) -> bytes | Oversized:
+    """The bytes of the file at `path`, or Oversized past `limit` (a function of its first
+    HEAD_BYTES when the limit depends on what the file is). A regular file's size is looked
+    at before anything is read; anything else (a FIFO, /dev/zero) is read to one byte past
+    the limit, never whole. OSError as opening or reading it raises them."""
+    with path.open("rb") as file:
+        status = os.fstat(file.fileno())
+        size = status.st_size if stat.S_ISREG(status.st_mode) else None
+        head = file.read(HEAD_BYTES)
+        most = limit(head) if callable(limit) else limit
+        if size is not None and size > most:
+            return Oversized(most, size)
+        data = head + file.read(max(most + 1 - len(head), 0))
+    # A file that grew since its size was looked at is "more than" too.
+    return Oversized(most, None) if len(data) > most else data
+
+
+def read_stream_within(stream: BinaryIO, limit: int) -> bytes | Oversized:
+    """What `stream` (piped standard input) holds, or Oversized when it is more than `limit`
+    bytes: one byte past it is read, never the rest."""
+    data = stream.read(limit + 1)
+    return Oversized(limit, None) if len(data) > limit else data

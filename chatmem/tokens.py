@@ -23,6 +23,12 @@ is more than N tokens, known without counting them (which takes seconds for mega
 Twice cl100k_base's longest token (128 bytes): room for a local model's own tokenizer."""
 
 
+def most_bytes_within(budget: int) -> int:
+    """The most UTF-8 bytes a text within `budget` tokens can have: a longer one (a request,
+    an attached file) is over the budget, refused before it is read whole or counted."""
+    return budget * MOST_BYTES_PER_TOKEN
+
+
 class TokenCounter(Protocol):
     """Counts tokens the way one model's tokenizer does."""
 

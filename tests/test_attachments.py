@@ -5,13 +5,22 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from documents import pdf, png
 from hypothesis import given
 from hypothesis import strategies as st
 from registered import create_strategy
 
-from chatmem.attachments import Attachment, decode, read_file
+from chatmem.attachments import (
+    MOST_PDF_BYTES,
+    MOST_TEXT_BYTES,
+    Attachment,
+    TextLimit,
+    decode,
+    read_file,
+)
 from chatmem.errors import UsageError
 from chatmem.history import StoredHistory
+from chatmem.images import MAX_BYTES
 from chatmem.memory.base import ContextRequest
 from chatmem.memory.context import FIXED_KINDS, Context, Message
 from chatmem.memory.state import SessionState
@@ -19,6 +28,7 @@ from chatmem.store import Store
 from chatmem.tokens import counter_for_model
 
 COUNTER = counter_for_model(None, exact=True)
+LIMIT = TextLimit(4000)
 
 
 def msg(role: str, content: str, id: int | None = None) -> Message:
@@ -28,7 +38,7 @@ def msg(role: str, content: str, id: int | None = None) -> Message:
 def test_a_file_is_read_whole_without_its_byte_order_mark(tmp_path: Path) -> None:
     path = tmp_path / "a.md"
     path.write_bytes("\ufeff# 标题\nline\n".encode())
-    assert read_file(path) == Attachment(str(path), "# 标题\nline\n")
+    assert read_file(path, LIMIT) == Attachment(str(path), "# 标题\nline\n")
 
 
 @pytest.mark.parametrize("encoding", ["utf-16-le", "utf-16-be"])
@@ -37,13 +47,68 @@ def test_a_file_saved_as_utf16_with_its_mark_is_read_as_text(tmp_path: Path,
     # Windows' "Unicode": half its bytes are NUL, and it was refused as a binary file.
     path = tmp_path / "记录.txt"
     path.write_bytes("\ufeff会议记录 notes 😀\r\nline 2\r\n".encode(encoding))
-    assert read_file(path) == Attachment(str(path), "会议记录 notes 😀\r\nline 2\r\n")
+    assert read_file(path, LIMIT) == Attachment(str(path), "会议记录 notes 😀\r\nline 2\r\n")
     path.write_bytes("\ufeff半个".encode(encoding) + b"\x00")
     with pytest.raises(UsageError, match=r"starts as UTF-16 text but is not"):
-        read_file(path)
+        read_file(path, LIMIT)
     path.write_bytes("\ufeffa\x00b".encode(encoding))
     with pytest.raises(UsageError, match=r"a binary file \(it holds NUL bytes\)"):
-        read_file(path)
+        read_file(path, LIMIT)
+
+
+def sparse(path: Path, head: bytes, size: int) -> Path:
+    """A file of `size` bytes starting with `head`, written without writing them all."""
+    with path.open("wb") as f:
+        f.write(head)
+        f.truncate(size)
+    return path
+
+
+def test_text_is_held_to_what_the_budget_can_hold_at_256_bytes_a_token(tmp_path: Path) -> None:
+    """A 404 MB file aborted in the tokenizer; a regular file's size is looked at first."""
+    fits = sparse(tmp_path / "笔记.txt", b"", 0)
+    fits.write_bytes("é".encode() * 1280)  # 2,560 bytes: 10 tokens of 256
+    assert read_file(fits, TextLimit(10)).text == "é" * 1280
+    big = sparse(tmp_path / "大.txt", b"x", 2561)
+    with pytest.raises(UsageError) as refused:
+        read_file(big, TextLimit(10))
+    assert str(refused.value) == (
+        f"{big}: 2,561 bytes of text, more than the context budget of 10 tokens can hold (at "
+        "most 2,560 bytes); nothing was sent")
+    huge = sparse(tmp_path / "huge.txt", b"x", 404 * 2**20)
+    with pytest.raises(UsageError) as refused:
+        read_file(huge, TextLimit(10**9, over_budget=True))
+    assert str(refused.value) == (
+        f"{huge}: 423,624,704 bytes of text; at most {MOST_TEXT_BYTES:,} bytes can be "
+        "attached; nothing was sent")
+    assert TextLimit(10**9).most == TextLimit(None).most == MOST_TEXT_BYTES
+
+
+def test_a_device_or_fifo_is_read_one_byte_past_the_limit_never_whole(tmp_path: Path) -> None:
+    """/dev/zero grew until out of memory (a MemoryError traceback)."""
+    with pytest.raises(UsageError) as refused:
+        read_file(Path("/dev/zero"), LIMIT)
+    assert str(refused.value) == (
+        "/dev/zero: more than 1,024,000 bytes of text, more than the context budget of 4,000 "
+        "tokens can hold (at most 1,024,000 bytes); nothing was sent")
+
+
+def test_images_and_pdfs_have_their_own_limits_and_a_pdf_s_text_the_budget(
+        tmp_path: Path) -> None:
+    photo = sparse(tmp_path / "照片.png", png(2, 2), MAX_BYTES + 1)
+    with pytest.raises(UsageError, match=rf"^{photo}: an image of 20,971,521 bytes; at most "
+                                         r"20,971,520 can be attached; nothing was sent$"):
+        read_file(photo, LIMIT)
+    # Bigger than text may be: a PDF's fonts and pictures are not its text.
+    scan = sparse(tmp_path / "scan.pdf", pdf("a few words"), MOST_PDF_BYTES + 1)
+    with pytest.raises(UsageError, match=r"a PDF of 67,108,865 bytes; at most 67,108,864 "):
+        read_file(scan, LIMIT)
+    report = tmp_path / "report.pdf"
+    report.write_bytes(pdf("quarterly report " * 40))  # 680 bytes of text
+    assert "quarterly report" in read_file(report, LIMIT).text
+    with pytest.raises(UsageError, match=r"^\S+report.pdf: [\d,]+ bytes of text, more than the "
+                                         r"context budget of 2 tokens can hold"):
+        read_file(report, TextLimit(2))
 
 
 @given(st.text())

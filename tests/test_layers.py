@@ -36,7 +36,8 @@ or closes a cycle is caught too.
        (traditional characters and their simplified forms fts folds to, a generated
        table), plugin_output (where
        a plugin's print() goes while chatmem runs its code), plugin_calls (what a
-       plugin's code raises, as chatmem's errors)
+       plugin's code raises, as chatmem's errors), child_processes (the environment
+       chatmem's own Python children start in)
 
 Adjusted from the brief's target where the code shows a better truth: the CLI above the
 REPL (it starts it; the REPL's /export once imported the CLI for stored_transcript, which
@@ -65,7 +66,7 @@ LAYERS: dict[str, int] = {
     "chatmem.graphemes": 0, "chatmem.combining_marks": 0, "chatmem.chinese_variants": 0,
     "chatmem.errors": 0, "chatmem.activity": 0, "chatmem.attachments": 0, "chatmem.privacy": 0,
     "chatmem.notices": 0, "chatmem.context_warnings": 0, "chatmem.text_files": 0,
-    "chatmem.clipboard": 0,
+    "chatmem.clipboard": 0, "chatmem.child_processes": 0,
     "chatmem.timestamps": 0,
     "chatmem.timezones": 0,
     "chatmem.plugin_output": 0, "chatmem.plugin_calls": 0,

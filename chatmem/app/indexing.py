@@ -219,12 +219,16 @@ def _spawn_index(workspace: Workspace, config: Path | None, session: str) -> int
     import subprocess
     import sys
 
-    command = [sys.executable, "-m", "chatmem", "index", session]
+    from chatmem.child_processes import python_child_environment
+
+    # -P: `-m` would put the current directory first on the path (a typer.py there would run).
+    command = [sys.executable, "-P", "-m", "chatmem", "index", session]
     if config is not None:
         command += ["--config", str(config)]
     # The history's location goes in the environment, not the command line: a database URL
     # may hold a password, and every user of the machine can read a process's arguments.
-    environment = {**os.environ, "CHATMEM_DB": workspace.settings.location.target}
+    environment = {**python_child_environment(),
+                   "CHATMEM_DB": workspace.settings.location.target}
     process = subprocess.Popen(command, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
                                stderr=subprocess.DEVNULL, start_new_session=True, env=environment)
     if hasattr(os, "setpriority"):

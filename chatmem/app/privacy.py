@@ -98,6 +98,9 @@ def encrypt_file(path: Path, key: str) -> None:
     from chatmem.store import cipher
 
     cipher.convert(path, None, key)
+    # The cache is never written for an encrypted history: what evals and replays of the
+    # plain one left there (vectors, sha256 digests of short secrets) would outlive it.
+    drop_vector_cache()
 
 
 def decrypt_file(path: Path, key: str) -> None:

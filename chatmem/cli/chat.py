@@ -101,7 +101,7 @@ def chat(
     Example: chatmem chat travel --strategy window --param k=3 --show-prompt
     """
     from chatmem.app.conversations import open_conversation
-    from chatmem.attachments import read_file
+    from chatmem.attachments import TextLimit, read_file
     from chatmem.errors import UsageError
     from chatmem.render.progress import ConsoleActivity
     from chatmem.repl.loop import Repl
@@ -110,10 +110,11 @@ def chat(
     chosen = None if continue_last else named or DEFAULT_SESSION
     if continue_last and named is not None:
         raise UsageError(f"give a session ({named}) or --continue, not both")
-    attachments = [read_file(path) for path in file or ()]  # all readable, or nothing opens
     settings = settings_from(config, db, provider, model, helper_model, option)
     settings, strategy, system = apply_template(settings, template, strategy=strategy,
                                                 system=system)
+    limit = TextLimit(settings.context_budget, allow_over_budget)
+    attachments = [read_file(path, limit) for path in file or ()]  # all, or nothing opens
     spec, params = strategy_choice(strategy, param)
     out, err = consoles()
     with (open_workspace(settings) as ws,
@@ -178,10 +179,11 @@ def ask(
     Example: cat notes.md | chatmem ask "summarize:" -f todo.txt
     """
     from chatmem.app.conversations import open_conversation
-    from chatmem.attachments import STDIN, Attachment, decode, read_file
+    from chatmem.attachments import STDIN, Attachment, TextLimit, decode, read_file, read_piped
     from chatmem.errors import UsageError
     from chatmem.render.progress import ConsoleActivity
     from chatmem.repl.loop import Repl
+    from chatmem.text_files import Oversized
 
     named, text = session_first(words, session_option, "chatmem ask [SESSION] TEXT")
     if continue_last and named is not None:
@@ -189,24 +191,29 @@ def ask(
     one_off = named is None and not continue_last
     if one_off and save:
         raise UsageError("--save needs a session: name one, or --continue the last one")
+    settings = settings_from(config, db, provider, model, helper_model, option)
+    settings, strategy, system = apply_template(settings, template, strategy=strategy,
+                                                system=system)
+    limit = TextLimit(settings.context_budget, allow_over_budget)
     # Every file is read before anything opens: one that cannot be attached sends nothing.
-    attachments = [read_file(path) for path in file or ()]
+    attachments = [read_file(path, limit) for path in file or ()]
     if text == "-":
         if no_stdin:
             raise UsageError("TEXT - reads the question from stdin, which --no-stdin leaves"
                              " unread")
+        # Characters: more of them than the limit's bytes are more bytes too.
+        text = sys.stdin.read(limit.most + 1)
+        if len(text) > limit.most:
+            raise limit.refusal(STDIN, Oversized(limit.most, None))
         # A file saved with a byte-order mark (Notepad) is piped with it: not the question's.
-        text = sys.stdin.read().removeprefix("\ufeff")
+        text = text.removeprefix("\ufeff")
     elif not no_stdin and stdin_is_piped():
-        piped = sys.stdin.buffer.read()
+        piped = read_piped(sys.stdin.buffer, limit)
         if piped.strip():
             attachments.append(Attachment(STDIN, decode(STDIN, piped)))
     if not text.strip():
         # An empty turn would be sent and stored like any other.
         raise UsageError("nothing to ask (empty input)")
-    settings = settings_from(config, db, provider, model, helper_model, option)
-    settings, strategy, system = apply_template(settings, template, strategy=strategy,
-                                                system=system)
     spec, params = strategy_choice(strategy, param)
     out, err = consoles()
     if json_output:

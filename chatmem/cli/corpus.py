@@ -87,14 +87,18 @@ def _results(jobs: Sequence[CorpusJob], evaluate: Evaluate,
         return
     import multiprocessing
 
-    # spawn: a worker starts clean, without the parent's threads or open files.
-    pool = multiprocessing.get_context("spawn").Pool(workers, initializer=_ignore_interrupt)
-    try:
-        yield pool.imap_unordered(evaluate, jobs)
-        pool.close()
-    finally:
-        pool.terminate()
-        pool.join()
+    from chatmem.child_processes import safe_path_children
+
+    # spawn: a worker starts clean, without the parent's threads or open files; a worker
+    # started again while the pool runs inherits the safe path too.
+    with safe_path_children():
+        pool = multiprocessing.get_context("spawn").Pool(workers, initializer=_ignore_interrupt)
+        try:
+            yield pool.imap_unordered(evaluate, jobs)
+            pool.close()
+        finally:
+            pool.terminate()
+            pool.join()
 
 
 @dataclass

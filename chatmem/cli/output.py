@@ -169,9 +169,9 @@ def print_json(data: Any) -> None:
 
 def stdin_transcript() -> Transcript:
     """The transcript piped in, for `-` as FILE (`cat x.jsonl | chatmem sessions import - x`)."""
-    from chatmem.transcripts.reader import STDIN, transcript_from_bytes
+    from chatmem.transcripts.reader import read_piped_transcript
 
-    return transcript_from_bytes(sys.stdin.buffer.read(), STDIN)
+    return read_piped_transcript(sys.stdin.buffer)
 
 
 def warn_if_dated_back(transcript: Transcript) -> None:

@@ -24,9 +24,9 @@ from chatmem.store.session_names import is_session_name, normal_name, session_na
 from chatmem.text import profile_name, valid_text
 from chatmem.timestamps import is_time
 from chatmem.transcripts.format import Transcript
-from chatmem.transcripts.reader import parse_transcript
+from chatmem.transcripts.reader import MOST_TRANSCRIPT_BYTES, parse_transcript
 
-MOST_MEMBER_BYTES = 64 * 1024 * 1024
+MOST_MEMBER_BYTES = MOST_TRANSCRIPT_BYTES
 """A member larger than this unpacked is not read (a zip bomb would fill the memory)."""
 MOST_ARCHIVE_BYTES = 1024 * 1024 * 1024
 """The members an archive's manifest names, unpacked, together: more is not read (members
@@ -94,8 +94,9 @@ class Archive:
 
 
 def is_archive(path: Path) -> bool:
-    """Whether `path` is meant as an archive: named .zip, or a zip whatever its name."""
-    return path.suffix.lower() == ".zip" or zipfile.is_zipfile(path)
+    """Whether `path` is meant as an archive: named .zip, or a zip whatever its name. Only a
+    regular file is looked into: zipfile read /dev/zero until out of memory."""
+    return path.suffix.lower() == ".zip" or (path.is_file() and zipfile.is_zipfile(path))
 
 
 def read_archive(path: Path, most_bytes: int = MOST_ARCHIVE_BYTES) -> Archive:

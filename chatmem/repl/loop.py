@@ -43,6 +43,20 @@ class Repl(Chat):
     leaving = False
     """Ctrl-D was pressed while a turn ran: the loop ends once the line is done."""
 
+    def _piped_lines(self) -> Iterator[str]:
+        """The lines piped in, none read past what the budget can hold (a `< /dev/zero`
+        line grew until out of memory): characters, each at least a byte."""
+        from chatmem.attachments import STDIN, TextLimit
+        from chatmem.text_files import Oversized
+
+        limit = TextLimit(self.engine.budget, self.engine.allow_over_budget)
+        number = 0
+        while line := sys.stdin.readline(limit.most + 1):
+            number += 1
+            if len(line) > limit.most:
+                raise limit.refusal(f"{STDIN}:{number}", Oversized(limit.most, None))
+            yield line
+
     def lines(self) -> Iterator[str]:
         from chatmem.repl.blocks import join_blocks
 
@@ -50,7 +64,7 @@ class Repl(Chat):
             # A file saved with a byte-order mark (Windows' Notepad) is piped with it: it is
             # not part of the first line, as it is not part of an imported or attached file.
             piped = (line.removeprefix("\ufeff") if number == 0 else line
-                     for number, line in enumerate(sys.stdin))
+                     for number, line in enumerate(self._piped_lines()))
             yield from join_blocks(line.rstrip("\n") for line in piped)
             return
         from chatmem.repl.prompt import Prompt

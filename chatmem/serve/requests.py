@@ -125,10 +125,10 @@ def refuse_past_budget(asked: TurnAsked, budget: int) -> None:
     message) is more bytes than `budget` tokens can hold at the most bytes a token has: it
     is refused before anything is tokenized or stored, as the engine would refuse it over
     the budget once every token was counted."""
-    from chatmem.tokens import MOST_BYTES_PER_TOKEN
+    from chatmem.tokens import MOST_BYTES_PER_TOKEN, most_bytes_within
 
     size = len(asked.text.encode()) + len((asked.system or "").encode())
-    if budget and size > budget * MOST_BYTES_PER_TOKEN:
+    if budget and size > most_bytes_within(budget):
         raise RequestError(
             f"not sent: the system messages and the last message are {size:,} bytes, more "
             f"than {size // MOST_BYTES_PER_TOKEN:,} tokens, over the context budget of "

@@ -8,12 +8,12 @@ import json
 import re
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
 from chatmem import fts
 from chatmem.errors import TranscriptError
 from chatmem.text import profile_name, valid_text
-from chatmem.text_files import NotUtf8, utf8_text
+from chatmem.text_files import NotUtf8, Oversized, read_stream_within, read_within, utf8_text
 from chatmem.timestamps import LONGEST_DAYS, is_time
 from chatmem.transcripts.format import (
     FORMAT_VERSION,
@@ -27,6 +27,9 @@ from chatmem.transcripts.format import (
 )
 from chatmem.transcripts.json_positions import element_lines, top_level_value
 
+MOST_TRANSCRIPT_BYTES = 64 * 2**20
+"""A larger transcript is not read (/dev/zero grew until out of memory), as an export
+archive's member is not (privacy.restore.MOST_MEMBER_BYTES is this)."""
 MAX_MESSAGE_CHARACTERS = 1_000_000
 """A longer message (a pasted file) would make every later request huge: refused at import."""
 MAX_LINE_CHARACTERS = 4 * MAX_MESSAGE_CHARACTERS
@@ -42,7 +45,7 @@ STDIN = "standard input"
 def read_transcript(path: Path) -> Transcript:
     """Read a transcript file in any of the three formats."""
     try:
-        data = path.read_bytes()
+        data = read_within(path, MOST_TRANSCRIPT_BYTES)
     except FileNotFoundError:
         raise TranscriptError(f"{path}: no such transcript file") from None
     except OSError as e:
@@ -50,8 +53,16 @@ def read_transcript(path: Path) -> Transcript:
     return transcript_from_bytes(data, str(path))
 
 
-def transcript_from_bytes(data: bytes, source: str) -> Transcript:
+def read_piped_transcript(stream: BinaryIO) -> Transcript:
+    """The transcript piped in (`-` as FILE), read no further than MOST_TRANSCRIPT_BYTES."""
+    return transcript_from_bytes(read_stream_within(stream, MOST_TRANSCRIPT_BYTES), STDIN)
+
+
+def transcript_from_bytes(data: bytes | Oversized, source: str) -> Transcript:
     """A transcript read whole (a file's bytes, or what was piped in), named `source`."""
+    if isinstance(data, Oversized):
+        raise TranscriptError(f"{source}: {data.amount()}; a transcript of at most "
+                              f"{MOST_TRANSCRIPT_BYTES:,} bytes is read")
     text = utf8_text(data)
     if isinstance(text, NotUtf8):
         raise TranscriptError(text.said(source, "transcript"))

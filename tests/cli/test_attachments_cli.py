@@ -181,3 +181,34 @@ def test_chat_attaches_files_to_its_first_message_and_file_to_the_next(tmp_path:
                 for r in requests]
     assert attached == [[quoted(str(first), "first file")], [],
                         [quoted(str(later), "稍后的文件")]]
+
+
+def test_more_than_the_budget_can_hold_is_refused_unread_in_one_line(tmp_path: Path) -> None:
+    """`ask x -f /dev/zero` grew until out of memory; 30 MB took 14.5 s and 677 MB before
+    the over-budget refusal. Refused at 256 bytes a token (serve's rule), before any count."""
+    big = tmp_path / "大文件.txt"
+    with big.open("wb") as f:
+        f.truncate(30 * 2**20)
+    result = ask(tmp_path, "summarize", "-f", str(big))
+    assert (result.exit_code, result.stderr) == (2, (
+        f"error: {big}: 31,457,280 bytes of text, more than the context budget of 4,000 tokens "
+        "can hold (at most 1,024,000 bytes); nothing was sent\n"))
+    result = ask(tmp_path, "x", "-f", "/dev/zero", "--no-stdin")
+    assert (result.exit_code, result.stderr) == (2, (
+        "error: /dev/zero: more than 1,024,000 bytes of text, more than the context budget of "
+        "4,000 tokens can hold (at most 1,024,000 bytes); nothing was sent\n"))
+    assert not (tmp_path / "sent.jsonl").exists()
+    assert not (tmp_path / "h.db").exists()
+
+
+@pytest.mark.parametrize(("question", "piped"), [
+    ("summarize", "长" * 341_334),  # 1,024,002 bytes of UTF-8: attached, counted in bytes
+    ("-", "x" * 1_024_001),  # the question, read as text: counted in characters
+])
+def test_piped_text_past_the_limit_is_refused_a_byte_past_it(tmp_path: Path, question: str,
+                                                             piped: str) -> None:
+    result = ask(tmp_path, question, input=piped)
+    assert (result.exit_code, result.stderr) == (2, (
+        "error: standard input: more than 1,024,000 bytes of text, more than the context "
+        "budget of 4,000 tokens can hold (at most 1,024,000 bytes); nothing was sent\n"))
+    assert not (tmp_path / "sent.jsonl").exists()

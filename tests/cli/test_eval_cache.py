@@ -183,6 +183,24 @@ def test_an_encrypted_history_keeps_no_vector_outside_it(tmp_path: Path) -> None
     assert not vector_cache_path().exists()
 
 
+@needs_sqlcipher
+def test_encrypting_a_history_drops_the_cache_its_plain_replays_filled(tmp_path: Path) -> None:
+    """A replay of the plain history cached a digest of "my door code is 4711"; `encrypt`
+    left it there, though the cache is never written for an encrypted history (which is
+    why decrypt and rekey leave it be)."""
+    db = str(tmp_path / "h.db")
+    chatted = invoke("chat", "diary", "-s", "retrieval", "--provider", "scripted",
+                     "--db", db, input="my door code is 4711\n")
+    assert chatted.exit_code == 0, chatted.stderr
+    replayed = invoke("replay", "diary", "-s", "retrieval", "-s", "window",
+                      "--provider", "scripted", "--db", db)
+    assert replayed.exit_code == 0, replayed.stderr
+    assert VectorCacheFile(vector_cache_path()).count() > 0
+    done = invoke("encrypt", "--db", db, env={"CHATMEM_KEY": "a long enough passphrase 口令"})
+    assert done.exit_code == 0, done.stderr
+    assert not vector_cache_path().exists()
+
+
 def test_a_cache_another_process_erased_meanwhile_is_made_again_private(
         tmp_path: Path) -> None:
     """An erasure in another chatmem deletes the cache while an eval holds it: the eval's

@@ -202,6 +202,25 @@ def test_ctrl_c_keeps_what_was_printed(folder: Path, tmp_path: Path) -> None:
 
 
 
+def test_parallel_workers_never_import_from_the_current_directory(
+        folder: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A spawned worker starts as `python -c`, the cwd first on its path: a socket.py in
+    the folder eval ran from ran as the user in every worker (multiprocessing imports
+    socket before it takes the parent's path). This one runs the real socket after."""
+    ran = tmp_path / "ran"
+    trap = tmp_path / "downloads"
+    trap.mkdir()
+    (trap / "socket.py").write_text(
+        f"import os, sysconfig\nopen({str(ran)!r}, 'a').write(str(os.getpid()))\n"
+        "real = os.path.join(sysconfig.get_paths()['stdlib'], 'socket.py')\n"
+        "exec(compile(open(real).read(), real, 'exec'))\n", encoding="utf-8")
+    monkeypatch.chdir(trap)
+    result = evaluate(str(folder), "-s", "window", "--jobs", "2")
+    assert result["files"] == 3 and result["errors"] == []
+    assert not ran.exists()
+    assert "PYTHONSAFEPATH" not in os.environ  # set for the pool's life only
+
+
 def test_parallel_workers_get_the_largest_transcripts_first(folder: Path) -> None:
     files = transcript_files(folder)
     by_size = largest_first(files)

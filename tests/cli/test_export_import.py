@@ -3,12 +3,16 @@
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 from cli_runner import invoke
 
 from chatmem.store import Store
+from chatmem.transcripts.reader import MOST_TRANSCRIPT_BYTES
 
 SESSIONS = Path(__file__).resolve().parents[2] / "sessions"
 
@@ -362,3 +366,27 @@ def test_a_session_s_export_and_import_count_as_every_other_count(tmp_path: Path
     done = invoke("sessions", "export", "大", "-o", str(tmp_path / "大-out.jsonl"), "--db", db,
                   code=0)
     assert done.stderr.startswith("exported 1,200 messages to ")
+
+
+def test_a_transcript_is_read_no_further_than_an_archive_s_member(tmp_path: Path) -> None:
+    """`sessions import /dev/zero` grew until out of memory (a MemoryError traceback)."""
+    db = tmp_path / "x.db"
+    big = tmp_path / "大.jsonl"
+    with big.open("wb") as f:
+        f.truncate(MOST_TRANSCRIPT_BYTES + 1)
+    result = invoke("sessions", "import", str(big), "x", "--db", str(db))
+    assert (result.exit_code, result.stderr) == (2, (
+        f"error: {big}: 67,108,865 bytes; a transcript of at most 67,108,864 bytes is read\n"))
+    result = invoke("sessions", "import", "/dev/zero", "x", "--db", str(db))
+    assert (result.exit_code, result.stderr) == (2, (
+        "error: /dev/zero: more than 67,108,864 bytes; a transcript of at most 67,108,864 "
+        "bytes is read\n"))
+    root = Path(__file__).resolve().parents[2]
+    with open("/dev/zero", "rb") as endless:
+        piped = subprocess.run([sys.executable, "-m", "chatmem", "sessions", "import", "-", "x",
+                                "--db", str(db)], stdin=endless, capture_output=True, text=True,
+                               env={**os.environ, "PYTHONPATH": str(root)}, timeout=120)
+    assert (piped.returncode, piped.stderr) == (2, (
+        "error: standard input: more than 67,108,864 bytes; a transcript of at most "
+        "67,108,864 bytes is read\n"))
+    assert not db.exists()

@@ -88,3 +88,24 @@ def test_nothing_starts_when_no_strategy_recalls_by_meaning(
     assert result.exit_code == 0, result.stderr
     assert waiting_lines(result.stderr) == []
     assert left_to_embed(db, "s") > 0
+
+
+@pytest.mark.usefixtures("retrieval_config")
+def test_the_background_indexer_never_imports_from_the_current_directory(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """`python -m` puts the cwd first on the path: a typer.py in the folder the user
+    imported from ran as the user in the indexer, which then did nothing."""
+    folder = tmp_path / "downloads"
+    folder.mkdir()
+    ran = tmp_path / "ran"
+    (folder / "typer.py").write_text(f"open({str(ran)!r}, 'w').close()\nraise SystemExit(3)\n",
+                                     encoding="utf-8")
+    monkeypatch.chdir(folder)
+    db = tmp_path / "h.db"
+    result = invoke("sessions", "import", str(SESSIONS / "support.jsonl"), "s", "--db", str(db))
+    assert result.exit_code == 0, result.stderr
+    [(_, _, _, pid)] = waiting_lines(result.stderr)
+    assert pid is not None
+    wait_for(pid)
+    assert not ran.exists()
+    assert left_to_embed(db, "s") == 0

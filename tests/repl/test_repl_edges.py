@@ -202,3 +202,29 @@ def test_a_switch_that_puts_the_next_context_over_budget_says_so_before_sending(
     assert [line for line in result.stderr.splitlines() if line.startswith("strategy")] == [
         "strategy: buffer", "strategy: window k=5"]
     assert "over the budget" not in result.stderr
+
+
+def test_attach_of_an_endless_device_is_refused_and_the_chat_goes_on(tmp_path: Path) -> None:
+    """`/attach /dev/zero` read until the REPL was killed."""
+    db = tmp_path / "h.db"
+    result = chat(db, "t", ["/attach /dev/zero", "你好"])
+    assert result.exit_code == 2  # a piped script's failed command says so at the end
+    assert ("/dev/zero: more than 1,024,000 bytes of text, more than the context budget of "
+            "4,000 tokens can hold (at most 1,024,000 bytes); nothing was sent") in result.stderr
+    with Store(db) as store:
+        [turn] = store.turns.turns(store.sessions.session("t").id)  # the chat went on
+        assert not [p for p in turn.context["parts"] if p["kind"] == "files"]
+
+
+def test_a_piped_line_past_what_the_budget_holds_ends_the_chat_in_one_line(
+        tmp_path: Path) -> None:
+    """`chatmem chat < /dev/zero` read one endless line until out of memory."""
+    db = tmp_path / "h.db"
+    result = invoke("chat", "t", "--db", str(db), "--provider", "scripted",
+                    input="你好\n" + "x" * 1_024_001 + "\nnever read\n")
+    assert result.exit_code == 2
+    assert result.stderr.endswith(
+        "error: standard input:2: more than 1,024,000 bytes of text, more than the context "
+        "budget of 4,000 tokens can hold (at most 1,024,000 bytes); nothing was sent\n")
+    with Store(db) as store:
+        assert len(store.turns.turns(store.sessions.session("t").id)) == 1  # the one before

@@ -192,7 +192,7 @@ def _copy(repl: Chat, args: list[str]) -> None:
        example="/file notes.md", args=(0, 1), completes="path")
 def _file(repl: Chat, args: list[str]) -> None:
 
-    from chatmem.attachments import STDIN, read_file
+    from chatmem.attachments import STDIN, TextLimit, read_file
     from chatmem.config.paths import user_path
     from chatmem.engine.attached import attached_messages
 
@@ -204,7 +204,8 @@ def _file(repl: Chat, args: list[str]) -> None:
         if same is not None:
             repl.notice(f"{same.name} is attached already; it goes with your next message once")
             return
-        attachment = read_file(path)
+        engine = repl.engine
+        attachment = read_file(path, TextLimit(engine.budget, engine.allow_over_budget))
         # An image for a model that cannot see it is refused now, not at the next message.
         [message] = attached_messages([attachment], repl.engine.counter, repl.engine.provider)
         repl.attached.append(attachment)
