@@ -21,9 +21,9 @@ p007 seals writes as p001 sealed reads: every right over a row is its session's
 
 Its first tables are in postgres_tables, the row-level policies in postgres_policies; the
 later migrations are in modules by concern (postgres_embeddings, postgres_additions,
-postgres_word_entries, postgres_access, postgres_write_shares), and MIGRATION_LIST below
-says the order they all run in. A released migration is never edited: a schema change is a
-new function, added at the end of that list.
+postgres_word_entries, postgres_access, postgres_write_shares, postgres_masked_prompts), and
+MIGRATION_LIST below says the order they all run in. A released migration is never edited: a
+schema change is a new function, added at the end of that list.
 """
 
 from __future__ import annotations
@@ -31,7 +31,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from chatmem.store import postgres_access, postgres_write_shares
+from chatmem.store import postgres_access, postgres_masked_prompts, postgres_write_shares
 from chatmem.store.migrations import MigrationList
 from chatmem.store.postgres_additions import (
     p003_superseded_turns,
@@ -165,6 +165,15 @@ def p018_grantee_writes_placed_and_dated(execute: Execute) -> None:
     postgres_write_shares.place_grantee_writes(execute)
 
 
+def p020_grantee_masks_rendered_prompts_and_facts_dated(execute: Execute) -> None:
+    """In the owner's turns a write share's grantee changes the rendered prompt (`rendered`,
+    `rendered_prompt`) only where his purge masks a fact: by plain SQL he rewrote what her
+    `inspect` shows she sent. The times of the facts he writes into her session (an added
+    fact, an update, a forget, a use) are the server's now, not his: a time chatmem cannot
+    read broke every read of her facts (postgres_masked_prompts)."""
+    postgres_masked_prompts.mask_rendered_and_date_facts(execute)
+
+
 MIGRATION_LIST: MigrationList[Migration] = MigrationList()
 for _migration in (
     p001_schema,
@@ -186,6 +195,7 @@ for _migration in (
     p017_session_settings_are_the_owners,
     p018_grantee_writes_placed_and_dated,
     p019_kana_arabic_and_dotless_i_folded,
+    p020_grantee_masks_rendered_prompts_and_facts_dated,
 ):
     MIGRATION_LIST.add(_migration)
 MIGRATIONS = MIGRATION_LIST.functions
