@@ -72,8 +72,9 @@ class Span:
 
 
 def only_markers(value: str) -> bool:
-    """Whether `value` has nothing left but MARKER (and punctuation): all of it was erased."""
-    return not any(ch.isalnum() for ch in value.replace(MARKER, ""))
+    """Whether `value` has nothing left but MARKER (and punctuation): all of it was erased.
+    A value that never held the marker is not erased, whatever it is made of (🍵, ★)."""
+    return MARKER in value and not any(ch.isalnum() for ch in value.replace(MARKER, ""))
 
 
 def searchable(value: str) -> bool:

@@ -294,3 +294,16 @@ def test_a_catch_up_passes_over_turn_numbers_no_turn_holds(make_engine, store: S
     assert provider.calls_by_purpose["facts"] == 2  # the planted turn's batch, then the new one
     assert reopened.state.get(STATE_KEY) == {"done_turn": far + 1, "behind": 0,
                                              "last_error": None}
+
+
+def test_a_value_made_of_symbols_is_a_fact_and_only_an_erased_one_is_dropped() -> None:
+    # The extractor drops what a purge left of a value ([forgotten]), not a value that
+    # never had a letter or digit: a favourite emoji is a fact like any other.
+    from chatmem.memory.extraction import Extraction, FactChange, without_erased
+    from chatmem.privacy.mentions import MARKER
+    from chatmem.store.records import FactScope
+
+    values = ["🍵", "★", "—", "$", MARKER, f"{MARKER}.", f"「{MARKER}」", f"{MARKER} 🍵"]
+    kept = without_erased(Extraction([FactChange("k", v, FactScope.SESSION, 1)
+                                      for v in values]))
+    assert [c.value for c in kept.set] == ["🍵", "★", "—", "$"]
