@@ -107,6 +107,21 @@ def fit_newest_turns(
     return kept
 
 
+def drop_leading_assistant(turns: Sequence[HistoryTurn]) -> list[HistoryTurn]:
+    """`turns` from the first one a context may open with: a turn opening with a user
+    message, or the session's own opening (turn 1, a greeting the assistant said first).
+
+    Every turn after the first starts at a user message, so a strategy's selection opens
+    on an assistant message only where it starts at turn 1's greeting, which is kept as
+    `fit_newest_turns` keeps it. Plugins written for the earlier rule (the README's
+    `anchor` example among them) call this before sending turns they picked."""
+    start = 0
+    while (start < len(turns) and turns[start].messages
+           and turns[start].messages[0].role == "assistant" and turns[start].number != 1):
+        start += 1
+    return list(turns[start:])
+
+
 def newest_turns(request: ContextRequest, room: int | None,
                  limit: int | None = None) -> list[HistoryTurn]:
     """`fit_newest_turns` over the request's history, read no further than `limit` asks."""

@@ -62,6 +62,20 @@ def test_a_greeting_the_session_opens_with_is_sent_in_place() -> None:
     assert context.dropped == ()
 
 
+def test_drop_leading_assistant_keeps_the_sessions_own_greeting() -> None:
+    # Plugins written for the earlier rule call it (the README's anchor example): the
+    # greeting turn 1 opens with stays; a selection that opens on any other assistant
+    # message (a turn cut from its question) still drops it.
+    from dataclasses import replace
+
+    from chatmem.memory.assembly import drop_leading_assistant
+
+    turns = list(history(2, greeting=True).turns(1, 3))
+    assert [t.number for t in drop_leading_assistant(turns)] == [1, 2, 3]
+    cut = replace(turns[2], messages=turns[2].messages[1:])
+    assert [t.number for t in drop_leading_assistant([cut, turns[1]])] == [2]
+
+
 def test_a_window_past_the_greeting_drops_it_and_says_so() -> None:
     context = create_strategy("window", {"k": "2"}).build(request(history(2, greeting=True)))
     assert "你好！" not in [m["content"] for m in context.messages()]
