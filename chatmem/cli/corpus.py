@@ -3,12 +3,15 @@
 Each transcript is replayed in a worker process (its own embedder, its own
 memory), N at a time. A line per transcript is printed as it finishes, so a
 Ctrl-C keeps what was printed and then prints the aggregate of what finished.
+On a terminal the bar also moves within transcripts: each worker sends how much
+of its transcript is done through a queue the parent reads.
 Results do not depend on --jobs: --json lists the transcripts in file order.
 """
 
 from __future__ import annotations
 
 import signal
+import threading
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, replace
@@ -25,10 +28,17 @@ if TYPE_CHECKING:
 
     from chatmem.evaluation.corpus import StrategyTotals
     from chatmem.evaluation.recording import Tokenizer
+    from chatmem.evaluation.replay import Progress
     from chatmem.evaluation.scoring import StrategyRun
+    from chatmem.render.progress import TaskBar
 
 SUFFIXES = (".jsonl", ".json")
 Evaluate = Callable[["CorpusJob"], "TranscriptResult"]
+Within = Callable[[str, float], None]
+"""A transcript's path and how much of it is done (0 to 1)."""
+_within: Within | None = None
+"""Where this process sends its transcript's progress: set in a worker by the pool's
+initializer, in the parent while it evaluates inline; None when nothing shows it."""
 
 
 @dataclass(frozen=True)
@@ -73,32 +83,90 @@ def largest_first(files: Sequence[Path]) -> list[Path]:
     return sorted(files, key=lambda f: f.stat().st_size, reverse=True)
 
 
-def _ignore_interrupt() -> None:
+def _start_worker(queue: Any) -> None:
     # The parent handles Ctrl-C and ends the workers: no traceback from each of them.
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    global _within
+    if queue is not None:
+        def send(path: str, done: float) -> None:
+            queue.put((path, done))
+
+        _within = send
+
+
+def transcript_progress(job: CorpusJob) -> Progress | None:
+    """The replay's progress for `job`'s transcript, sent on as the share of it done (a
+    hundred times at most: each is a message to the parent); None when nothing shows it."""
+    send = _within
+    if send is None:
+        return None
+    labels: list[str] = []
+    sent = -1
+
+    def advance(label: str, done: int, total: int) -> None:
+        nonlocal sent
+        if label not in labels:
+            labels.append(label)  # the strategies run one after the other
+        share = (labels.index(label) + done / max(total, 1)) / max(len(job.strategies),
+                                                                   len(labels))
+        if int(share * 100) != sent:
+            sent = int(share * 100)
+            send(job.path, share)
+
+    return advance
 
 
 @contextmanager
-def _results(jobs: Sequence[CorpusJob], evaluate: Evaluate,
-             workers: int) -> Iterator[Iterator[TranscriptResult]]:
-    """Results as they finish: inline for one worker, else a pool of `workers` processes."""
+def _results(jobs: Sequence[CorpusJob], evaluate: Evaluate, workers: int,
+             within: Within | None = None) -> Iterator[Iterator[TranscriptResult]]:
+    """Results as they finish: inline for one worker, else a pool of `workers` processes;
+    `within` is told how far each transcript has got meanwhile."""
+    global _within
     if workers <= 1:
-        yield (evaluate(job) for job in jobs)
+        _within = within
+        try:
+            yield (evaluate(job) for job in jobs)
+        finally:
+            _within = None
         return
     import multiprocessing
 
     from chatmem.child_processes import safe_path_children
 
+    context = multiprocessing.get_context("spawn")
+    queue = context.Queue() if within is not None else None
+    stop = threading.Event()
+    reader = threading.Thread(target=_read_progress, args=(queue, within, stop), daemon=True)
     # spawn: a worker starts clean, without the parent's threads or open files; a worker
     # started again while the pool runs inherits the safe path too.
     with safe_path_children():
-        pool = multiprocessing.get_context("spawn").Pool(workers, initializer=_ignore_interrupt)
+        pool = context.Pool(workers, initializer=_start_worker, initargs=(queue,))
+        if queue is not None:
+            reader.start()
         try:
             yield pool.imap_unordered(evaluate, jobs)
             pool.close()
         finally:
             pool.terminate()
             pool.join()
+            stop.set()
+            if queue is not None:
+                reader.join()
+                queue.close()
+                queue.cancel_join_thread()
+
+
+def _read_progress(queue: Any, within: Within, stop: threading.Event) -> None:
+    """Pass the workers' progress on until `stop`; polled, not ended by a last message: a
+    worker the pool terminated halfway through sending could leave the queue stuck."""
+    import queue as queues
+
+    while not stop.is_set():
+        try:
+            path, done = queue.get(timeout=0.2)
+        except queues.Empty:
+            continue
+        within(path, done)
 
 
 @dataclass
@@ -110,6 +178,33 @@ class _Shown:
     out: Console
     err: Console
     advance: Callable[[TranscriptResult], None]
+    within: Within | None = None
+    """How far a transcript has got: moves the bar (a pipe gets a line per transcript)."""
+
+
+class _Shares:
+    """The bar at the transcripts finished plus the share done of each one running. Told
+    from the pool's reader thread as well as the main one."""
+
+    def __init__(self, bar: TaskBar) -> None:
+        self._bar, self._lock = bar, threading.Lock()
+        self._finished: set[str] = set()
+        self._running: dict[str, float] = {}
+
+    def finished(self, result: TranscriptResult) -> None:
+        with self._lock:
+            self._finished.add(result.path)
+            self._running.pop(result.path, None)
+            self._show()
+
+    def within(self, path: str, done: float) -> None:
+        with self._lock:
+            if path not in self._finished:  # a late message, read after its result
+                self._running[path] = min(max(done, 0.0), 1.0)
+                self._show()
+
+    def _show(self) -> None:
+        self._bar.update(len(self._finished) + sum(self._running.values()))
 
 
 @contextmanager
@@ -131,8 +226,9 @@ def _progress(total: int) -> Iterator[_Shown]:
     from chatmem.render.progress import task_progress
 
     with task_progress(err, "evaluating transcripts", total) as bar:
-        yield _Shown(bar.console if out.is_terminal else out, bar.console,
-                     lambda result: bar.advance())
+        shares = _Shares(bar)
+        yield _Shown(bar.console if out.is_terminal else out, bar.console, shares.finished,
+                     shares.within)
 
 
 def eval_corpus(directory: Path, job: CorpusJob, evaluate: Evaluate, *, workers: int,
@@ -166,7 +262,8 @@ def eval_corpus(directory: Path, job: CorpusJob, evaluate: Evaluate, *, workers:
                 errors_to.print(caveat, markup=False, soft_wrap=True, style="yellow")
 
     try:
-        with _progress(len(jobs)) as shown_on, _results(jobs, evaluate, workers) as results:
+        with (_progress(len(jobs)) as shown_on,
+              _results(jobs, evaluate, workers, shown_on.within) as results):
             for result in results:
                 finished[result.path] = result
                 show(result, shown_on.out, shown_on.err)

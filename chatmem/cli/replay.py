@@ -97,7 +97,7 @@ def _run(
     source: str, strategy: Sequence[str], param: Sequence[str] | None, settings: "Settings",
     *, keep: bool | None, explicit: bool, with_user_facts: bool, save_as: str | None = None,
     answer: bool = False, transcript: "Transcript | None" = None, show_progress: bool = True,
-    probes_only: bool = False,
+    probes_only: bool = False, progress: "Progress | None" = None,
 ) -> "Comparison":
     from chatmem.app.evaluation import compare_strategies, load_source
 
@@ -109,11 +109,11 @@ def _run(
         transcript = transcript or load_source(ws, source, utf8_argument(source))
         warn_if_dated_back(transcript)
         steps = len(transcript.items) * len(specs) if show_progress else 0
-        with progress_bar(steps) as progress:
+        with progress_bar(steps) as bar:
             compared = compare_strategies(ws, transcript, specs, source=source, keep=keep,
                                           explicit=explicit, with_user_facts=with_user_facts,
                                           save_as=save_as, answer=answer,
-                                          probes_only=probes_only, progress=progress)
+                                          probes_only=probes_only, progress=progress or bar)
         if save_as:
             done_for_good()  # the sessions are saved: what is left is saying so
         return compared
@@ -324,7 +324,7 @@ def evaluate_transcript(job: "CorpusJob") -> "TranscriptResult":
     """A worker's task; a chatmem error is returned as its one line, not raised."""
     import time
 
-    from chatmem.cli.corpus import TranscriptResult
+    from chatmem.cli.corpus import TranscriptResult, transcript_progress
     from chatmem.errors import ChatmemError
     from chatmem.transcripts.reader import read_transcript
 
@@ -338,7 +338,7 @@ def evaluate_transcript(job: "CorpusJob") -> "TranscriptResult":
                        answer=job.answer, transcript=transcript,
                        explicit=job.provider is not None or job.model is not None,
                        with_user_facts=job.with_user_facts, show_progress=False,
-                       probes_only=job.probes_only)
+                       probes_only=job.probes_only, progress=transcript_progress(job))
     except ChatmemError as e:
         return TranscriptResult(job.path, error=str(e), seconds=time.monotonic() - started)
     return TranscriptResult(job.path, outcome_json("eval", job.path, outcome), outcome.runs,

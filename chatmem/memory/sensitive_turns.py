@@ -42,7 +42,9 @@ def guard_for(
         last_read = 0
         for start in range(0, len(earlier), READ_PAGE_TURNS):
             page = earlier[start:start + READ_PAGE_TURNS]
-            records = state.store.history.messages(state.session_id, page[0], page[-1])
+            # The page's turns alone: a range from a secret of turn 3 to the turn before a
+            # batch at turn 3,000 read the whole history again for every batch.
+            records = state.store.history.messages_in_turns(state.session_id, page)
             said: dict[int, list[str]] = {}
             for r in records:
                 said.setdefault(r.turn, []).append(r.content)

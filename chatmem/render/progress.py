@@ -58,7 +58,7 @@ class TaskBar:
         self.console = bar.console
         self._bar, self._task = bar, bar.add_task(label, total=total)
 
-    def update(self, done: int) -> None:
+    def update(self, done: float) -> None:
         self._bar.update(self._task, completed=done)
 
     def advance(self) -> None:

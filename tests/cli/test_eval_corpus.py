@@ -290,3 +290,41 @@ def test_each_progress_line_says_how_long_its_own_transcript_took(tmp_path: Path
     seconds = {line.split(": ")[1].split(" (")[0]: float(line.split(" (")[1].split(" s)")[0])
                for line in result.stderr.splitlines() if line.startswith("evaluated")}
     assert seconds["2-short.jsonl"] < seconds["1-long.jsonl"]
+
+
+@pytest.mark.parametrize("jobs", ["1", "2"])
+def test_on_a_terminal_the_bar_moves_within_a_transcript(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, jobs: str) -> None:
+    """The bar counted finished transcripts only: a folder of a few long ones stayed at 0%
+    for minutes. It moves as each worker replays its transcript."""
+    import io
+
+    from rich.console import Console
+    from rich.progress import Progress
+
+    import chatmem.cli.corpus as corpus
+
+    shutil.copy(SESSIONS / "long-chat.jsonl", tmp_path / "long-chat.jsonl")
+    shutil.copy(SESSIONS / "support.jsonl", tmp_path / "support.jsonl")
+    screen = io.StringIO()
+    terminal = Console(file=screen, force_terminal=True, width=100)
+    monkeypatch.setattr(corpus, "consoles", lambda: (Console(file=io.StringIO()), terminal))
+    shown: list[float] = []
+    update, advance = Progress.update, Progress.advance
+
+    def updated(bar: Progress, task: Any, **fields: Any) -> None:
+        update(bar, task, **fields)
+        shown.append(bar.tasks[0].completed)
+
+    def advanced(bar: Progress, task: Any, by: float = 1) -> None:
+        advance(bar, task, by)
+        shown.append(bar.tasks[0].completed)
+
+    monkeypatch.setattr(Progress, "update", updated)
+    monkeypatch.setattr(Progress, "advance", advanced)
+    invoke("eval", str(tmp_path), "-s", "window", "-s", "retrieval", "-j", jobs,
+           "--provider", "scripted", "--json", code=0)
+    assert shown == sorted(shown) and shown[-1] == 2  # never back, and both in the end
+    # Before either transcript finished, the bar showed parts of one: a few dozen steps.
+    within = [s for s in shown if 0 < s < 1]
+    assert len(within) > 10, shown
