@@ -15,6 +15,7 @@ from collections.abc import Iterator
 import pytest
 from conftest import History
 
+from chatmem.app.search import search_memory
 from chatmem.app.session_files import import_transcript
 from chatmem.app.sessions import list_sessions
 from chatmem.app.workspace import Workspace
@@ -58,6 +59,7 @@ def test_another_connection_writes_between_batches_and_never_sees_the_name(
         def between(done: int, total: int) -> None:
             other.sessions.create_session(f"写-{done}", "buffer")  # commits at once
             seen.append((done, total, _names(other)))
+            assert search_memory(workspace, "第2句 sentence") == []  # nor found across sessions
 
         imported = import_transcript(workspace, TALK, "大", progress=between, batch=3)
         assert [(done, total) for done, total, _ in seen] == [(3, 10), (6, 10), (9, 10),
@@ -71,6 +73,7 @@ def test_another_connection_writes_between_batches_and_never_sees_the_name(
     assert [(m.position, m.turn, m.content, m.external_id) for m in stored] == [
         (i, (i + 1) // 2, f"第{i}句 sentence {i}", f"m{i}") for i in range(1, 11)]
     assert workspace.store.sessions.probes(session.id)[0]["after_position"] == 5
+    assert [hit.session for hit in search_memory(workspace, "第2句 sentence")][:1] == ["大"]
 
 
 def test_a_name_taken_while_it_imports_leaves_nothing_of_the_import(
