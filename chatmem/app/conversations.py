@@ -188,7 +188,7 @@ def model_changed(settings: Settings, session: SessionRecord,
 
 def last_used_session(store: Store) -> str:
     """The name of the session written to last: what --continue continues."""
-    from chatmem.evaluation.saving import is_unfinished
+    from chatmem.store.session_names import is_unfinished
 
     record = store.sessions.last_used_session()
     if record is not None and is_unfinished(record.name):

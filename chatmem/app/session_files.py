@@ -1,6 +1,7 @@
 """Sessions to and from files: a session as a transcript, every session in one archive, and
 a transcript or an archive imported as new sessions. Each use case takes a workspace and
-returns a value; an import is one transaction (the store's)."""
+returns a value; an import is written in batches under an unfinished name and named at
+the end, all or nothing (store.unfinished)."""
 
 from __future__ import annotations
 
@@ -52,10 +53,63 @@ class Imported:
     probes: int
 
 
-def import_transcript(workspace: Workspace, transcript: Transcript, name: str) -> Imported:
+IMPORT_BATCH = 2_000
+"""Messages an import writes per transaction: each holds the history's write lock for a
+fraction of a second (80,000 messages in one held it for 13 s, and every other writer
+waited), and the session stays under an unfinished name until all are written."""
+
+ImportProgress = Callable[[int, int], None]
+"""Told (messages written, messages in the transcript) after each batch commits."""
+
+
+def import_transcript(workspace: Workspace, transcript: Transcript, name: str, *,
+                      progress: ImportProgress | None = None,
+                      batch: int = IMPORT_BATCH) -> Imported:
     """A new session `name` from `transcript`: messages, system prompts, probes and what it
-    was recorded with, under its own strategy (else the configured one). One transaction:
-    an import that fails leaves no empty session blocking the next try."""
+    was recorded with, under its own strategy (else the configured one). Written `batch`
+    messages a transaction under an unfinished name (store.unfinished), and named in one
+    short transaction at the end: an import that fails or is stopped leaves no session,
+    and another process's write waits for one batch, not the whole import."""
+    from chatmem.errors import StoreError
+    from chatmem.store import unfinished
+
+    store = workspace.store
+    _check_free(workspace, name)  # before anything is written
+    unfinished.remove_leftovers(store)
+    made: list[tuple[str, int]] = []
+    try:
+        written = _write_unfinished(workspace, transcript, made, progress, batch)
+        unfinished.publish(store, made, [name],
+                           lambda taken: StoreError(f"a session named {taken!r} already exists"))
+    except BaseException:
+        unfinished.discard(store, made)  # after kill -9: the next import's remove_leftovers
+        raise
+    return _named(workspace, written)
+
+
+def _check_free(workspace: Workspace, name: str) -> None:
+    from chatmem.errors import StoreError
+    from chatmem.store import check_session_name
+
+    check_session_name(name)
+    if workspace.store.sessions.find_session(name) is not None:
+        raise StoreError(f"a session named {name!r} already exists")
+
+
+def _named(workspace: Workspace, written: Imported) -> Imported:
+    """`written` as published: its session under its own name."""
+    import dataclasses
+
+    session = workspace.store.sessions.session_by_id(written.session.id)
+    return dataclasses.replace(written, session=session)
+
+
+def _write_unfinished(workspace: Workspace, transcript: Transcript,
+                      made: list[tuple[str, int]], progress: ImportProgress | None,
+                      batch: int) -> Imported:
+    """`transcript` written as a session under a new unfinished name, noted in `made` once
+    it exists (so that a failure after it deletes it)."""
+    from chatmem.store import unfinished
     from chatmem.transcripts.format import TranscriptMessage, message_dicts
 
     settings = workspace.settings
@@ -69,22 +123,30 @@ def import_transcript(workspace: Workspace, transcript: Transcript, name: str) -
         strategy, params = chosen.name, dict(chosen.params)
     prompts = transcript.system_prompts()
     store = workspace.store
+    hidden = unfinished.unfinished_name("import")
+    session = store.sessions.create_session(
+        hidden, strategy, params, provider=transcript.provider,
+        model=transcript.model, system=prompts[-1][1],
+        user=transcript.user or settings.user, tokenizer=transcript.tokenizer,
+        unfinished=True,
+    )
+    made.append((hidden, session.id))
     with store.write():
-        session = store.sessions.create_session(
-            name, strategy, params, provider=transcript.provider,
-            model=transcript.model, system=prompts[-1][1],
-            user=transcript.user or settings.user, tokenizer=transcript.tokenizer,
-        )
         if transcript.retention_days is not None:
             store.retention.set_retention(session.id, transcript.retention_days)
-            session = store.sessions.session_by_id(session.id)
         store.sessions.set_system_prompts(session.id, prompts)
-        store.history.import_messages(session.id, message_dicts(
-            [m for m in transcript.on_its_clock() if isinstance(m, TranscriptMessage)]))
-        store.sessions.add_probes(session.id, [
-            {"after_position": position, "question": p.question, "expect_ids": p.expect_ids,
-             "expect_text": p.expect_text, "before_prompt": before_prompt}
-            for position, p, before_prompt in transcript.probe_positions()])
+    messages = message_dicts(
+        [m for m in transcript.on_its_clock() if isinstance(m, TranscriptMessage)])
+    batch = max(batch, 1)
+    for start in range(0, len(messages), batch):
+        # Each batch its own transaction: it goes on after the last stored message.
+        store.history.import_messages(session.id, messages[start : start + batch])
+        if progress is not None:
+            progress(min(start + batch, len(messages)), len(messages))
+    store.sessions.add_probes(session.id, [
+        {"after_position": position, "question": p.question, "expect_ids": p.expect_ids,
+         "expect_text": p.expect_text, "before_prompt": before_prompt}
+        for position, p, before_prompt in transcript.probe_positions()])
     return Imported(session, chosen, len(transcript.messages), len(transcript.probes))
 
 
@@ -102,45 +164,66 @@ class ArchiveImported:
 
 
 def import_archive(workspace: Workspace, archive: Archive,
-                   on_read: Callable[[Transcript], None] | None = None) -> ArchiveImported:
+                   on_read: Callable[[Transcript], None] | None = None, *,
+                   batch: int = IMPORT_BATCH) -> ArchiveImported:
     """Every session of an export archive, each under its profile with its retention, and
-    its facts; one transaction: a name the history has already (refused as one import
+    its facts; all or nothing: a name the history has already (refused as one import
     refuses it), a transcript that does not parse or a profile fact the history holds
     otherwise leaves nothing imported. Transcripts are read one at a time, each written
-    before the next is read (`on_read` sees each as it is read)."""
+    (as `import_transcript` writes one, under an unfinished name) before the next is read
+    (`on_read` sees each as it is read); the names and the facts come in one transaction
+    at the end."""
+    from chatmem.store import unfinished
+
     store = workspace.store
+
+    def taken(name: str) -> UsageError:
+        # As one import refuses a taken name.
+        return UsageError(f"a session named {name!r} already exists; nothing of"
+                          f" {archive.path} was imported (rename yours: chatmem sessions"
+                          " rename)")
+
     for listed in archive.sessions:
         if store.sessions.find_session(listed.name) is not None:
-            # As one import refuses a taken name; said before anything is read or written.
-            raise UsageError(f"a session named {listed.name!r} already exists; nothing of"
-                             f" {archive.path} was imported (rename yours: chatmem sessions"
-                             " rename)")
-    with store.write():
-        imported: list[Imported] = []
-        read_turns: list[int | None] = []
-        titles: list[str] = []
-        ids: dict[str, int] = {}
+            raise taken(listed.name)  # before anything is read or written
+    unfinished.remove_leftovers(store)
+    made: list[tuple[str, int]] = []
+    written: list[Imported] = []
+    names: list[str] = []
+    ids: dict[str, int] = {}
+    titles: list[str] = []
+    facts: list[int] = []
+    added: list[FactRecord] = []
+
+    def restore_facts() -> None:
+        from chatmem.store import FactScope
+
+        for name, restored in zip(names, written, strict=True):
+            # Then an older archive's, which named a shared one bare.
+            ids.setdefault(name, restored.session.id)
+        for title, restored in zip(titles, written, strict=True):
+            ids.setdefault(title, restored.session.id)
+        held = {f.id for f in store.facts.facts() if f.scope == FactScope.USER}
+        facts.append(store.facts.restore(archive.kept_facts(ids)))
+        added.extend(f for f in store.facts.facts()
+                     if f.scope == FactScope.USER and f.id not in held)
+
+    try:
         for listed, transcript in archive.transcripts():
             if on_read is not None:
                 on_read(transcript)
-            imported.append(import_transcript(workspace, transcript, listed.name))
-            read_turns.append(listed.facts_read_turns)
+            written.append(_write_unfinished(workspace, transcript, made, None, batch))
+            names.append(listed.name)
             titles.append(transcript.title or listed.name)
             # As facts.json names it: OWNER/NAME for a shared one, never the user's own.
-            ids[listed.address] = imported[-1].session.id
-        for restored in imported:  # then an older archive's, which named a shared one bare
-            ids.setdefault(restored.session.name, restored.session.id)
-        for title, restored in zip(titles, imported, strict=True):
-            ids.setdefault(title, restored.session.id)
-        from chatmem.store import FactScope
-
-        held = {f.id for f in store.facts.facts() if f.scope == FactScope.USER}
-        facts = store.facts.restore(archive.kept_facts(ids))
-        added = tuple(f for f in store.facts.facts()
-                      if f.scope == FactScope.USER and f.id not in held)
-        for restored, read in zip(imported, read_turns, strict=True):
-            _mark_facts_read(workspace, restored, read)
-    return ArchiveImported(imported, facts, archive.summaries, added)
+            ids[listed.address] = written[-1].session.id
+            _mark_facts_read(workspace, written[-1], listed.facts_read_turns)
+        unfinished.publish(store, made, names, taken, then=restore_facts)
+    except BaseException:
+        unfinished.discard(store, made)
+        raise
+    return ArchiveImported([_named(workspace, one) for one in written], facts[0],
+                           archive.summaries, tuple(added))
 
 
 def _mark_facts_read(workspace: Workspace, restored: Imported, read: int | None) -> None:

@@ -32,7 +32,7 @@ if TYPE_CHECKING:
 def list_sessions(workspace: Workspace) -> list[SessionSummary]:
     """Every session, most recent first: name, strategy, params, counts, dates. A replay's
     sessions still being saved (or left by a killed one) are not sessions yet: left out."""
-    from chatmem.evaluation.saving import is_unfinished
+    from chatmem.store.session_names import is_unfinished
 
     return [row for row in workspace.store.sessions.list_sessions()
             if not is_unfinished(row.name)]

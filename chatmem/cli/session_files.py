@@ -15,6 +15,7 @@ from chatmem.cli.output import (
     print_json,
     say_passed_over,
     stdin_transcript,
+    stopped_as_by_ctrl_c,
     warn_if_dated_back,
 )
 
@@ -161,6 +162,7 @@ def import_(
     from chatmem.privacy.restore import is_archive, read_archive
     from chatmem.render.logs import question_start
     from chatmem.render.notices import counted
+    from chatmem.render.progress import counted_progress
     from chatmem.render.sessions import backlog_line
     from chatmem.transcripts.reader import read_transcript
 
@@ -184,8 +186,13 @@ def import_(
         raise UsageError("a transcript piped in (FILE -) has no file name to name the session"
                          " after: give SESSION")
     session_name = chosen_name or session_name_from(origin)
+    err = consoles()[1]
+    # A kill or a closed terminal deletes what was written, as Ctrl-C does (after kill -9:
+    # the next import); the bar shows on a terminal only.
     with open_workspace(settings) as ws:
-        imported = import_transcript(ws, transcript, session_name)
+        with stopped_as_by_ctrl_c(), counted_progress(
+                err, f"importing into {session_name}", disable=not err.is_terminal) as progress:
+            imported = import_transcript(ws, transcript, session_name, progress=progress)
         probes = imported.probes
         note = f" and {counted(probes, 'probe')}" if probes else ""
         named = (f" (named from {origin!r})"
@@ -228,7 +235,8 @@ def import_all(archive: "Archive", index: bool, config: "Path | None",
     from chatmem.render.sessions import backlog_line
 
     with open_workspace(settings) as ws:
-        imported = import_archive(ws, archive, warn_if_dated_back)
+        with stopped_as_by_ctrl_c():  # as one transcript's import
+            imported = import_archive(ws, archive, warn_if_dated_back)
         err = consoles()[1]
         for one in imported.sessions:
             kept = one.session.retention_days

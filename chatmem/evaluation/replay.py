@@ -28,7 +28,6 @@ from chatmem.engine import Engine
 from chatmem.engine.opening import engine_over
 from chatmem.engine.said import Said, transcript_time
 from chatmem.errors import RepeatedStrategy, StoreError, StrategyError
-from chatmem.evaluation import saving
 from chatmem.evaluation.counting_provider import CountingProvider
 from chatmem.evaluation.scoring import ProbeResult, StrategyRun, score_probe
 from chatmem.evaluation.steps import Step, StepKind, plan
@@ -39,7 +38,7 @@ from chatmem.memory.spec import StrategySpec
 from chatmem.notices import IndexingNotice, Notice
 from chatmem.plugins import load_registries
 from chatmem.providers.base import Provider, Purpose
-from chatmem.store import FactScope, Store, check_session_name, session_name_from
+from chatmem.store import FactScope, Store, check_session_name, session_name_from, unfinished
 from chatmem.store.protocols import MemoryStore, TurnStore
 from chatmem.transcripts.format import Probe, Transcript, TranscriptMessage, message_dicts
 
@@ -103,20 +102,20 @@ def replay(
     runs = []
     saved: list[tuple[str, int]] = []
     if save_as and store is not None:
-        saving.remove_leftovers(store)
+        unfinished.remove_leftovers(store)
     for spec, name in zip(specs, names, strict=True):
         if name and store is not None:
             try:
                 # Saved under an unfinished name: a run stopped halfway must not look finished
-                # in a listing, nor keep its name from the next run (evaluation.saving).
-                run = _run_one(transcript, spec, steps, store, saving.unfinished_name(), options,
-                               progress, saved)
+                # in a listing, nor keep its name from the next run (store.unfinished).
+                run = _run_one(transcript, spec, steps, store,
+                               unfinished.unfinished_name("replay"), options, progress, saved)
                 run.session = name
                 runs.append(run)
             except BaseException:
                 # Ctrl-C, SIGTERM or an error: what was saved is what was printed, nothing, so
                 # none of it stays (after kill -9 the next run removes it).
-                saving.discard(store, saved)
+                unfinished.discard(store, saved)
                 raise
         else:
             with Store(":memory:") as scratch:
@@ -124,11 +123,15 @@ def replay(
                 runs.append(_run_one(transcript, spec, steps, scratch, None, options, progress))
     if saved and store is not None:
         try:
-            saving.publish(store, saved, [run.session or "" for run in runs])
+            unfinished.publish(store, saved, [run.session or "" for run in runs], _taken)
         except BaseException:
-            saving.discard(store, saved)
+            unfinished.discard(store, saved)
             raise
     return runs
+
+
+def _taken(name: str) -> StoreError:
+    return StoreError(f"a session named {name!r} already exists; pick another --save-as")
 
 
 def check_distinct(specs: Sequence[StrategySpec], strategies: StrategyRegistry) -> None:
@@ -216,7 +219,7 @@ def _start(
         name or session_name_from(f"replay-{spec.slug}"), strategy.name, dict(strategy.params),
         provider=chat_provider.name, model=chat_provider.model, system=transcript.system,
         user=options.user, tokenizer=chat.token_counter().key,
-        unfinished=name is not None and saving.is_unfinished(name),
+        unfinished=name is not None and unfinished.is_unfinished(name),
     )
     engine = engine_over(store, session, chat, strategy, budget=options.budget, helper=helper,
                          embedder=options.embedder, zone=options.zone)

@@ -14,6 +14,7 @@ from chatmem import fts
 from chatmem.store.connection import Connection, fetch_rows
 from chatmem.store.recall import POSTINGS, rare_terms
 from chatmem.store.records import TurnStatus, session_address
+from chatmem.store.session_names import is_unfinished
 from chatmem.store.stored_values import stored_enum
 from chatmem.store.turns import AT_TURN
 
@@ -172,7 +173,9 @@ class LogTables:
                  for row in fetch_rows(self._db,
             "SELECT m.id, s.name, s.shared_by FROM messages m JOIN"
             f" (SELECT id, name, {self._db.shared_by} AS shared_by FROM sessions) s"
-            f" ON s.id = m.session_id WHERE m.id IN ({marks})", ids)}
+            f" ON s.id = m.session_id WHERE m.id IN ({marks})", ids)
+            # A replay's or an import's session still being written is no session yet.
+            if not is_unfinished(row["name"])}
         return list(dict.fromkeys(names[i] for i in ids if i in names))[:limit]
 
     def usage_by_model(self, session_id: int) -> list[ModelUsage]:

@@ -15,12 +15,16 @@ One rule for every name a session gets (chat, ask, /new, rename, fork, import,
 replay --save-as): a name is typed as a shell word and a REPL word and becomes
 an export's file name, so no spaces, no slashes, no leading dash or dot.
 """
-UNFINISHED_PREFIX = "unfinished-replay."
-"""How the names begin that `replay --save-as` keeps its sessions under while it saves them
-(evaluation/saving.py): listings leave such sessions out and the next replay deletes those
-left over, so a person's session may not take one."""
-UNFINISHED = re.compile(r"unfinished-replay\.(\d{1,10})\.([0-9a-f]{8})\.[0-9a-f]{8}")
-"""A replay's unfinished name: `unfinished-replay.PID.HOST.RANDOM`."""
+UNFINISHED_KINDS = {"replay": "replay --save-as", "import": "sessions import"}
+"""What keeps sessions under unfinished names while it writes them (store/unfinished.py):
+`replay --save-as`, and `sessions import`, which writes a large transcript in short
+transactions (kind → the command, named in a refusal)."""
+UNFINISHED_PREFIXES = tuple(f"unfinished-{kind}." for kind in UNFINISHED_KINDS)
+"""How those names begin: listings leave such sessions out and the next replay or import
+deletes those left over, so a person's session may not take one."""
+UNFINISHED = re.compile(r"unfinished-(?P<kind>replay|import)\.(?P<pid>\d{1,10})"
+                        r"\.(?P<host>[0-9a-f]{8})\.[0-9a-f]{8}")
+"""An unfinished name: `unfinished-KIND.PID.HOST.RANDOM`."""
 
 
 def is_session_name(name: str) -> bool:
@@ -41,18 +45,19 @@ def normal_name(name: str) -> str:
 
 
 def is_unfinished(name: str) -> bool:
-    """Whether `name` is a replay's session still being saved (or left by a killed one)."""
+    """Whether `name` is a session a replay or an import is still writing (or one a killed
+    one left)."""
     return UNFINISHED.fullmatch(name) is not None
 
 
 def is_reserved(name: str) -> bool:
-    """Whether `name` begins as a replay's unfinished names do (UNFINISHED_PREFIX)."""
-    return normal_name(name).startswith(UNFINISHED_PREFIX)
+    """Whether `name` begins as an unfinished name does (UNFINISHED_PREFIXES)."""
+    return normal_name(name).startswith(UNFINISHED_PREFIXES)
 
 
 def check_session_name(name: str, *, unfinished: bool = False) -> None:
-    """Raise unless `name` is a name a session may get; one beginning as a replay's
-    unfinished names do only when `unfinished` (the replay's own)."""
+    """Raise unless `name` is a name a session may get; one beginning as an unfinished name
+    does only when `unfinished` (a replay's or an import's own)."""
     from chatmem.errors import UsageError
 
     if not name.strip():
@@ -62,9 +67,10 @@ def check_session_name(name: str, *, unfinished: bool = False) -> None:
             f"invalid session name {name!r}: use letters, digits, '-', '_', '.' or '+', starting "
             "with a letter or digit, no spaces or '/', up to 64 characters (e.g. trip-b)")
     if not unfinished and is_reserved(name):
+        kind = next(k for k in UNFINISHED_KINDS if normal_name(name).startswith(f"unfinished-{k}."))
         raise UsageError(
-            f"session name {name!r} is reserved: names beginning {UNFINISHED_PREFIX!r} are "
-            "replay --save-as's sessions while it saves them; pick another")
+            f"session name {name!r} is reserved: names beginning 'unfinished-{kind}.' are "
+            f"{UNFINISHED_KINDS[kind]}'s sessions while it saves them; pick another")
 
 
 def session_name_from(text: str) -> str:
@@ -115,7 +121,7 @@ def session_name_of(identifier: str) -> str:
         return identifier
     digest = hashlib.sha256(identifier.encode("utf-8", "surrogatepass")).hexdigest()[:12]
     made = session_name_from(identifier)
-    if is_reserved(made):  # a replay's name: listings would hide it, a replay delete it
+    if is_reserved(made):  # an unfinished name: listings would hide it, a replay delete it
         made = made[len("unfinished-"):]
     stem = _first_characters(made, 64 - len(digest) - 1)
     return f"{stem or 'session'}-{digest}"

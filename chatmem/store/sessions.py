@@ -43,7 +43,7 @@ class SessionTables:
         tokenizer: str | None = None,
         unfinished: bool = False,
     ) -> SessionRecord:
-        """A new session; `unfinished`: under a replay's unfinished name (evaluation/saving.py),
+        """A new session; `unfinished`: under an unfinished name (store/unfinished.py),
         which no other session may take."""
         steps.check_new_name(self._db, name, unfinished=unfinished)
         with self._db.write():

@@ -13,8 +13,8 @@ from pathlib import Path
 import pytest
 from waiting import HANG, Watched, wait_until
 
-from chatmem.evaluation.saving import is_unfinished
 from chatmem.store import Store
+from chatmem.store.session_names import is_unfinished
 
 TURNS = 3
 

@@ -27,7 +27,8 @@ def _names(db: str) -> list[str]:
         return sorted(row.name for row in store.sessions.list_sessions())
 
 
-@pytest.mark.parametrize("name", [TAKEN, "unfinished-replay.mine"])
+@pytest.mark.parametrize("name", [TAKEN, "unfinished-replay.mine",
+                                  "unfinished-import.4242.00000000.0123abcd"])
 @pytest.mark.parametrize("command", [
     ["chat", "{name}", "--provider", "scripted"],
     ["ask", "--session", "{name}", "我的电话", "--provider", "scripted"],

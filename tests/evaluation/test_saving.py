@@ -1,5 +1,5 @@
 """`replay --save-as` saves under unfinished names until every strategy has run
-(chatmem.evaluation.saving); the killed processes are in tests/cli/test_replay_stopped.py."""
+(chatmem.store.unfinished); the killed processes are in tests/cli/test_replay_stopped.py."""
 
 from __future__ import annotations
 
@@ -13,9 +13,9 @@ from conftest import History
 from registered import parse_spec
 
 from chatmem.evaluation.replay import replay
-from chatmem.evaluation.saving import host_mark, is_unfinished, unfinished_name
 from chatmem.providers.scripted import ScriptedProvider
 from chatmem.store import Store
+from chatmem.store.unfinished import host_mark, is_unfinished, unfinished_name
 from chatmem.timestamps import utc_now
 from chatmem.transcripts.format import stored_transcript
 from chatmem.transcripts.reader import parse_transcript
@@ -59,7 +59,7 @@ def test_the_next_save_removes_what_replays_no_longer_running_left(
     gone = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"],
                           capture_output=True, text=True, check=True)
     dead = f"unfinished-replay.{gone.stdout.strip()}.{host_mark()}.0123abcd"
-    running = unfinished_name()  # this process: a replay still under way
+    running = unfinished_name("replay")  # this process: a replay still under way
     elsewhere = "unfinished-replay.4242.00000000.0123abcd"  # another host: cannot be seen
     elsewhere_idle = "unfinished-replay.4343.00000000.89abcdef"
     assert host_mark() != "00000000"

@@ -1,0 +1,80 @@
+"""`chatmem sessions import` of a large transcript stopped by a real signal after its first
+batch committed (chatmem.store.unfinished): SIGTERM deletes what it wrote; after kill -9
+what it wrote is hidden, and the next import removes it."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import sqlite3
+import subprocess
+import sys
+from pathlib import Path
+
+from cli_runner import invoke
+from waiting import HANG, Watched, wait_until
+
+from chatmem.app.session_files import IMPORT_BATCH
+
+MESSAGES = 15 * IMPORT_BATCH  # seconds of batches still to write when the first is seen
+
+
+def _transcript(path: Path) -> Path:
+    path.write_text("".join(
+        json.dumps({"role": "user" if i % 2 else "assistant",
+                    "content": f"第{i}句 about Porto 波尔图"}, ensure_ascii=False) + "\n"
+        for i in range(1, MESSAGES + 1)), encoding="utf-8")
+    return path
+
+
+def _rows(db: Path, sql: str) -> list[tuple[object, ...]]:
+    with sqlite3.connect(db) as con:
+        return con.execute(sql).fetchall()
+
+
+def _stopped_after_a_batch(tmp_path: Path, how: signal.Signals) -> int:
+    db = tmp_path / "x.db"
+    process = subprocess.Popen(
+        [sys.executable, "-m", "chatmem", "sessions", "import",
+         str(_transcript(tmp_path / "big.jsonl")), "大", "--no-index", "--db", str(db)],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+        env={**os.environ, "HOME": str(tmp_path), "NO_COLOR": "1"})
+    assert process.stdout is not None and process.stderr is not None
+    err = Watched(process.stderr)
+    Watched(process.stdout)
+    written = ("SELECT count(*) FROM messages JOIN sessions ON sessions.id = session_id"
+               " WHERE sessions.name LIKE 'unfinished-import.%'")
+
+    def a_batch_is_in() -> bool:
+        if process.poll() is not None:
+            return True
+        try:
+            return db.exists() and int(str(_rows(db, written)[0][0])) > 0
+        except sqlite3.OperationalError:  # the file being made, its tables not yet there
+            return False
+
+    wait_until(a_batch_is_in, "the import's first batch committed")
+    assert process.poll() is None, err.rest()
+    process.send_signal(how)
+    return process.wait(timeout=HANG)
+
+
+def test_sigterm_deletes_what_the_import_wrote(tmp_path: Path) -> None:
+    assert _stopped_after_a_batch(tmp_path, signal.SIGTERM) == 128 + signal.SIGTERM
+    assert _rows(tmp_path / "x.db", "SELECT name FROM sessions") == []
+    assert _rows(tmp_path / "x.db", "SELECT count(*) FROM messages") == [(0,)]
+
+
+def test_after_kill_9_it_is_hidden_and_the_next_import_removes_it(tmp_path: Path) -> None:
+    db = tmp_path / "x.db"
+    assert _stopped_after_a_batch(tmp_path, signal.SIGKILL) == -signal.SIGKILL
+    left, = _rows(db, "SELECT name FROM sessions")
+    assert str(left[0]).startswith("unfinished-import.")
+    listed = invoke("sessions", "list", "--json", "--db", str(db), code=0)
+    assert json.loads(listed.stdout) == []
+    small = tmp_path / "small.jsonl"
+    small.write_text('{"role": "user", "content": "又是我"}\n', encoding="utf-8")
+    invoke("sessions", "import", str(small), "大", "--no-index", "--db", str(db), code=0)
+    assert _rows(db, "SELECT name FROM sessions") == [("大",)]
+    assert _rows(db, "SELECT count(*) FROM messages") == [(1,)]
