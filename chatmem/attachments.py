@@ -56,13 +56,29 @@ class TextLimit:
         return min(most_bytes_within(self.budget), MOST_TEXT_BYTES)
 
     def refusal(self, name: str, found: Oversized) -> UsageError:
-        """The one line refusing `name` of `found` bytes of text."""
+        """The one line refusing `name` of `found` bytes of text. Over the budget's bound it
+        says the budget, not the bound: at 256 bytes a token the bound is only a cheap test
+        before reading (4,000 tokens hold some 16 KB of prose, not the 1 MB it allows)."""
+        size = found.size if found.size is not None else found.limit
+        amount = ("more than " if found.size is None else "") + sized(size)
         if self.budget and self.most < MOST_TEXT_BYTES:
-            return UsageError(f"{name}: {found.amount()} of text, more than the context budget "
-                              f"of {self.budget:,} tokens can hold (at most {self.most:,} "
-                              "bytes); nothing was sent")
-        return UsageError(f"{name}: {found.amount()} of text; at most {self.most:,} bytes can "
-                          "be attached; nothing was sent")
+            over = (f"{name}: {amount} of text, far more than a context budget of "
+                    f"{self.budget:,} tokens can hold")
+            if size > MOST_TEXT_BYTES:
+                return UsageError(f"{over}, and past the {sized(MOST_TEXT_BYTES)} an input may "
+                                  "attach at all; nothing was sent")
+            return UsageError(f"{over}; nothing was sent (--allow-over-budget sends it anyway)")
+        return UsageError(f"{name}: {amount} of text; at most {sized(self.most)} can be "
+                          "attached; nothing was sent")
+
+
+def sized(size: int) -> str:
+    """A size in bytes as people read one: 512 bytes, 2.5 KiB, 2.1 MiB."""
+    if size < 1024:
+        return f"{size:,} bytes"
+    if size < 1024**2:
+        return f"{size / 1024:,.1f} KiB"
+    return f"{size / 1024**2:,.1f} MiB"
 
 
 @dataclass(frozen=True)

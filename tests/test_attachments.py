@@ -73,14 +73,18 @@ def test_text_is_held_to_what_the_budget_can_hold_at_256_bytes_a_token(tmp_path:
     with pytest.raises(UsageError) as refused:
         read_file(big, TextLimit(10))
     assert str(refused.value) == (
-        f"{big}: 2,561 bytes of text, more than the context budget of 10 tokens can hold (at "
-        "most 2,560 bytes); nothing was sent")
+        f"{big}: 2.5 KiB of text, far more than a context budget of 10 tokens can hold; "
+        "nothing was sent (--allow-over-budget sends it anyway)")
     huge = sparse(tmp_path / "huge.txt", b"x", 404 * 2**20)
     with pytest.raises(UsageError) as refused:
         read_file(huge, TextLimit(10**9, over_budget=True))
     assert str(refused.value) == (
-        f"{huge}: 423,624,704 bytes of text; at most {MOST_TEXT_BYTES:,} bytes can be "
-        "attached; nothing was sent")
+        f"{huge}: 404.0 MiB of text; at most 16.0 MiB can be attached; nothing was sent")
+    with pytest.raises(UsageError) as refused:
+        read_file(huge, TextLimit(4000))
+    assert str(refused.value) == (  # --allow-over-budget would not send it either
+        f"{huge}: 404.0 MiB of text, far more than a context budget of 4,000 tokens can hold,"
+        " and past the 16.0 MiB an input may attach at all; nothing was sent")
     assert TextLimit(10**9).most == TextLimit(None).most == MOST_TEXT_BYTES
 
 
@@ -89,8 +93,8 @@ def test_a_device_or_fifo_is_read_one_byte_past_the_limit_never_whole(tmp_path: 
     with pytest.raises(UsageError) as refused:
         read_file(Path("/dev/zero"), LIMIT)
     assert str(refused.value) == (
-        "/dev/zero: more than 1,024,000 bytes of text, more than the context budget of 4,000 "
-        "tokens can hold (at most 1,024,000 bytes); nothing was sent")
+        "/dev/zero: more than 1,000.0 KiB of text, far more than a context budget of 4,000 "
+        "tokens can hold; nothing was sent (--allow-over-budget sends it anyway)")
 
 
 def test_images_and_pdfs_have_their_own_limits_and_a_pdf_s_text_the_budget(
@@ -106,8 +110,8 @@ def test_images_and_pdfs_have_their_own_limits_and_a_pdf_s_text_the_budget(
     report = tmp_path / "report.pdf"
     report.write_bytes(pdf("quarterly report " * 40))  # 680 bytes of text
     assert "quarterly report" in read_file(report, LIMIT).text
-    with pytest.raises(UsageError, match=r"^\S+report.pdf: [\d,]+ bytes of text, more than the "
-                                         r"context budget of 2 tokens can hold"):
+    with pytest.raises(UsageError, match=r"^\S+report.pdf: [\d,]+ bytes of text, far more than "
+                                         r"a context budget of 2 tokens can hold"):
         read_file(report, TextLimit(2))
 
 

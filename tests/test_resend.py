@@ -140,6 +140,39 @@ def test_a_turn_facts_were_extracted_from_cannot_be_replaced(make_engine) -> Non
         "city": "Lisbon", "allergy": "peanuts"}
 
 
+def test_a_fact_typed_by_hand_does_not_hold_the_turn_before_it(make_engine) -> None:
+    """/remember or a forget after a turn made it "already in memory (1 fact from it or
+    since)", even under a strategy that extracts no fact; a fact the extractor took from the
+    turn still holds it."""
+    from chatmem.store.records import FactScope
+
+    engine = make_engine("window", k=3)
+    engine.run_turn("my flight is at 9")
+    sid = engine.session.id
+    store = engine.store
+    # As /remember stores one: no source turn.
+    note = store.facts.upsert_fact("note", "buy milk", scope=FactScope.SESSION,
+                                   session_id=sid, source_session_id=sid)
+    assert resend_last(engine).record.history_turn == 1
+    store.facts.forget_fact(note.id)
+    assert resend_last(engine, "my flight is at 10").record.history_turn == 1
+
+    facts = make_engine("entity")
+    facts.run_turn("I live in Lisbon.")
+    fid = facts.session.id
+    store.facts.upsert_fact("note", "买牛奶", scope=FactScope.SESSION, session_id=fid,
+                            source_session_id=fid)
+    with pytest.raises(TurnNotReplaceable) as refused:
+        resend_last(facts, "I live in Porto.")
+    assert refused.value.why == ReplaceRefusal.FACTS
+    facts.run_turn("Tell me one curious thing about comets.")
+    store.facts.upsert_fact("note", "买面包", scope=FactScope.SESSION, session_id=fid,
+                            source_session_id=fid)
+    assert resend_last(facts, "Tell me about tides.").record.history_turn == 2
+    assert {f.key: f.value for f in facts.state.live_facts()} == {
+        "city": "Lisbon", "note": "买面包"}
+
+
 def test_a_turn_a_summary_covers_cannot_be_replaced(make_engine) -> None:
     engine = make_engine("summary")
     engine.run_turn(FIRST)

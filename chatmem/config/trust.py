@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import os
 import stat
+from dataclasses import dataclass
 from pathlib import Path
 
 from chatmem.errors import ConfigError
@@ -40,8 +41,31 @@ def _private_group(gid: int) -> bool:
     return not any(p.pw_gid == gid and p.pw_uid != me for p in pwd.getpwall())
 
 
-def replaceable_by_others(path: Path) -> str | None:
-    """Why someone else could put their own file in place of this one, or None.
+@dataclass(frozen=True)
+class Replaceable:
+    """A directory above a file through which someone else could put their own file in its
+    place: it belongs to another account (`owner`), or others may write it (`mode`)."""
+
+    directory: str
+    owner: int | None = None
+    mode: int | None = None
+
+    def problem(self) -> str:
+        if self.owner is not None:
+            return (f"its directory {self.directory} belongs to another account (uid "
+                    f"{self.owner}), who could put a file of theirs in its place")
+        return (f"other users can write its directory {self.directory} (mode "
+                f"{self.mode or 0:04o}) and put a file of theirs in its place")
+
+    def fix(self, what: str) -> str:
+        """What the user does about it, for `what` ("the config file")."""
+        if self.owner is not None:
+            return f"keep {what} in a directory only you can write"
+        return f"chmod go-w {self.directory}"
+
+
+def replaceable_by_others(path: Path) -> Replaceable | None:
+    """Where someone else could put their own file in place of this one, or None.
 
     Every directory above the file (both as named and as the links lead) must belong to
     this account or root and be writable by no one else unless sticky; an attacker who may
@@ -57,31 +81,33 @@ def replaceable_by_others(path: Path) -> str | None:
             except OSError:
                 break  # the file's own open says what is wrong
             if st.st_uid not in (me, 0):
-                return (f"its directory {directory} belongs to another account (uid "
-                        f"{st.st_uid}), who could replace it")
+                return Replaceable(directory, owner=st.st_uid)
             if writable_by_others(st) and not st.st_mode & stat.S_ISVTX:
-                return (f"its directory {directory} can be written by other users (mode "
-                        f"{st.st_mode & 0o7777:04o}), who could replace it; chmod go-w "
-                        f"{directory}")
+                return Replaceable(directory, mode=st.st_mode & 0o7777)
             directory = os.path.dirname(directory)
     return None
 
 
+WHY = "a config file can name commands chatmem runs and where your API key is sent"
+"""Why a config file someone else could write is not read: said once in each refusal."""
+
+
 def check_config_owner(path: Path, st: os.stat_result) -> None:
     """Refuse a config file (`st`: the open file's status) someone else wrote or could
-    write: it names commands chatmem runs (key_command, clipboard_command), where the API
-    key is sent (base_url) and where the history is kept (db)."""
+    write: it may name commands chatmem runs (key_command, clipboard_command), where the
+    API key is sent (base_url) and where the history is kept (db). Each refusal is one
+    sentence: what is wrong, why that matters, what to do."""
     if not hasattr(os, "geteuid") or not stat.S_ISREG(st.st_mode):
         return  # no owners to compare (Windows), or a pipe given as --config
-    why = "it names commands chatmem runs (key_command) and where your API key goes"
     if st.st_uid not in (os.geteuid(), 0):
         raise ConfigError(f"{path}: this config file belongs to another account (uid"
-                          f" {st.st_uid}), and {why}; only your own config file is read"
-                          " (copy it to a file of yours)")
+                          f" {st.st_uid}); {WHY}, so only your own is read: copy it to a"
+                          " file of yours")
     if writable_by_others(st):
         raise ConfigError(f"{path}: other users can write this config file (mode"
-                          f" {st.st_mode & 0o777:04o}), and {why}; chmod go-w {path}")
+                          f" {st.st_mode & 0o777:04o}); {WHY}, so it is not read until you"
+                          f" chmod go-w {path}")
     replaceable = replaceable_by_others(path)
     if replaceable is not None:
-        raise ConfigError(f"{path}: {replaceable}, and {why}; keep the config file in a"
-                          " directory only you can write")
+        raise ConfigError(f"{path}: {replaceable.problem()}; {WHY}, so it is not read until"
+                          f" you {replaceable.fix('it')}")

@@ -71,6 +71,10 @@ def status_of(error: BaseException) -> int:
         return 400
     if isinstance(error, StoreError) and error.kind is StoreFailure.NOT_PERMITTED:
         return 403  # a share read-only, or what only its owner may do: the client's to change
+    if isinstance(error, StoreError) and error.kind is StoreFailure.BUSY:
+        # Another process held the write lock past the wait (an import): nothing is wrong
+        # here, and an SDK retries a 503 after Retry-After, where it gave up on a 500.
+        return 503
     if isinstance(error, NotFound | ProviderNotFound):
         return 404
     if isinstance(error, ProviderRateLimited):
@@ -100,6 +104,11 @@ def error_json(error: BaseException, settings: Settings | None = None) -> dict[s
                       "param": getattr(error, "param", None), "code": None}}
 
 
+RETRY_AFTER_S = 5
+"""How long a client is asked to wait before it tries again after a 503 (the store busy)."""
+
+
 def error_response(error: BaseException, status: int,
                    settings: Settings | None = None) -> JSONResponse:
-    return JSONResponse(error_json(error, settings), status_code=status)
+    headers = {"Retry-After": str(RETRY_AFTER_S)} if status == 503 else None
+    return JSONResponse(error_json(error, settings), status_code=status, headers=headers)

@@ -12,6 +12,7 @@ curl) send no Origin and are not concerned."""
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Iterable, MutableMapping
 from dataclasses import dataclass
 from typing import Any
@@ -27,7 +28,8 @@ class CrossOrigin:
 
     methods: tuple[str, ...]
     request_headers: tuple[str, ...]
-    """The headers the page may send beyond those a browser sends unasked."""
+    """The headers the page may send beyond those a browser sends unasked, told even when
+    its preflight asks none; any other header an allowed page asks for is allowed too."""
     exposed: tuple[str, ...]
     """The response headers the page may read beyond the usual ones."""
 
@@ -43,6 +45,8 @@ MCP_PAGES = CrossOrigin(
     ("mcp-session-id", "mcp-protocol-version"))
 
 _DEFAULT_PORTS = {"http": 80, "https": 443}
+_HEADER_NAME = re.compile(rb"[!#$%&'*+\-.^_`|~0-9A-Za-z]+")
+"""A header name as HTTP spells one (RFC 9110's token)."""
 _WITH_BODY = ("POST", "PUT", "PATCH")
 
 
@@ -149,13 +153,25 @@ class PagesAllowed:
         owner too, by its origin."""
         told = [*answer,
                 (b"access-control-allow-methods", ", ".join(self.pages.methods).encode()),
-                (b"access-control-allow-headers",
-                 ", ".join(self.pages.request_headers).encode()),
+                (b"access-control-allow-headers", self._headers_allowed(headers)),
                 (b"access-control-max-age", b"600")]
         if headers.get(b"access-control-request-private-network", b"").lower() == b"true":
             told.append((b"access-control-allow-private-network", b"true"))
         await send({"type": "http.response.start", "status": 204, "headers": told})
         await send({"type": "http.response.body", "body": b""})
+
+    def _headers_allowed(self, headers: dict[bytes, bytes]) -> bytes:
+        """Ours, and every header the page asked to send that is a header's name: the owner
+        allowed the page by its origin, and what it may send was never the guard (a token
+        is). A fixed list refused the OpenAI JS SDK's x-stainless-* (sent on every request,
+        more with each version) and Content-Encoding, so the browser sent nothing at all."""
+        asked = headers.get(b"access-control-request-headers", b"").split(b",")
+        names = dict.fromkeys(name.encode() for name in self.pages.request_headers)
+        for name in asked:
+            name = name.strip().lower()
+            if _HEADER_NAME.fullmatch(name):
+                names[name] = None
+        return b", ".join(names)
 
     def _heard(self, scope: Scope, because: str) -> None:
         """A page probing the server is worth knowing about: one line in the owner's log."""

@@ -45,8 +45,8 @@ def load_tokens(path: Path) -> dict[str, str]:
                                   f"chmod 600 {path}")
             why = replaceable_by_others(path)
             if why is not None:
-                raise ConfigError(f"{path}: {why}; keep the tokens file in a directory "
-                                  "only you can write")
+                raise ConfigError(f"{path}: {why.problem()}, choosing who gets in; "
+                                  f"{why.fix('the tokens file')}")
             text = utf8_text(f.read())
         if isinstance(text, NotUtf8):
             raise ConfigError(text.said(str(path), "tokens file"))

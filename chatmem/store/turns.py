@@ -221,18 +221,26 @@ class TurnTables:
             [turn.session_id, turn.user_message_id])
         if summaries:
             return ReplaceRefusal.SUMMARIZED, "a summary covers it"
-        # A fact changed since the turn was stored may have been extracted from its reply.
+        coverage = state_coverage(self._db, turn.session_id)
+        # A fact stated in the turn is the extractor's reading of it. One changed since may
+        # be too, but only once the extractor has read the turn, and only where it wrote
+        # the value: one typed by hand (/remember: no source turn) is not, nor is anything
+        # changed before it read the turn (a strategy without facts never does). A forget
+        # since it read is counted either way: the store cannot tell whose it was.
+        read = coverage.get(FACTS_OWNER, 0) >= (turn.history_turn or 0)
+        since = (" OR source_turn IS NOT NULL AND updated_at >= ? OR deleted_at >= ?"
+                 if read else "")
         facts = fetch_value(self._db,
             "SELECT count(*) FROM facts WHERE (session_id = ? OR source_session_id = ?)"
-            " AND (source_turn = ? OR updated_at >= ? OR deleted_at >= ?)",
-            [turn.session_id, turn.session_id, turn.history_turn, turn.created_at,
-             turn.created_at])
+            f" AND (source_turn = ?{since})",
+            [turn.session_id, turn.session_id, turn.history_turn,
+             *([turn.created_at] * 2 if read else [])])
         if facts:
             return ReplaceRefusal.FACTS, f"{facts} fact{'' if facts == 1 else 's'} from it or since"
         # The fact extractor's state is judged by the facts it holds (above): a turn it read
         # and found nothing in may be sent again, as before coverage was recorded.
-        holding = sorted(owner for owner, covers in state_coverage(self._db, turn.session_id)
-                         .items() if owner != FACTS_OWNER and covers >= (turn.history_turn or 0))
+        holding = sorted(owner for owner, covers in coverage.items()
+                         if owner != FACTS_OWNER and covers >= (turn.history_turn or 0))
         if holding:
             return ReplaceRefusal.STATE, f"{', '.join(holding)}'s stored state covers it"
         return None

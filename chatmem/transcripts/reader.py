@@ -174,6 +174,7 @@ def _parse_jsonl(text: str, source: str) -> Transcript:
         else:
             transcript.items.append(_read_item(data, where, number, seen_ids))
         first = False
+    _take_leading_system(transcript)
     return transcript
 
 
@@ -213,14 +214,19 @@ def _parse_json_document(text: str, whole: list[Any] | dict[str, Any], source: s
         if not isinstance(element, dict):
             raise TranscriptError(f"{where}: expected a message object")
         transcript.items.append(_read_item(element, where, number, seen_ids))
-    # OpenAI style puts the system prompt first, as a message; chatmem's own export says its
-    # prompt in the header, and a first system message there is a message (quoted as data).
+    _take_leading_system(transcript)
+    return transcript
+
+
+def _take_leading_system(transcript: Transcript) -> None:
+    """OpenAI style puts the system prompt first, as a message, in a JSON list or in JSON
+    Lines alike; chatmem's own export says its prompt in the header, and a first system
+    message there is a message (quoted as data), as it is after a document's own "system"."""
     first = transcript.items[0] if transcript.items else None
-    if (transcript.system is None and isinstance(first, TranscriptMessage)
-            and first.role == "system" and not (isinstance(whole, dict) and "chatmem" in whole)):
+    if (transcript.system is None and transcript.header_at is None
+            and isinstance(first, TranscriptMessage) and first.role == "system"):
         transcript.system = first.content
         transcript.items.pop(0)
-    return transcript
 
 
 def _read_header(transcript: Transcript, data: Mapping[str, Any], where: str) -> None:

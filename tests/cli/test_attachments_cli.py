@@ -191,14 +191,30 @@ def test_more_than_the_budget_can_hold_is_refused_unread_in_one_line(tmp_path: P
         f.truncate(30 * 2**20)
     result = ask(tmp_path, "summarize", "-f", str(big))
     assert (result.exit_code, result.stderr) == (2, (
-        f"error: {big}: 31,457,280 bytes of text, more than the context budget of 4,000 tokens "
-        "can hold (at most 1,024,000 bytes); nothing was sent\n"))
+        f"error: {big}: 30.0 MiB of text, far more than a context budget of 4,000 tokens can "
+        "hold, and past the 16.0 MiB an input may attach at all; nothing was sent\n"))
     result = ask(tmp_path, "x", "-f", "/dev/zero", "--no-stdin")
     assert (result.exit_code, result.stderr) == (2, (
-        "error: /dev/zero: more than 1,024,000 bytes of text, more than the context budget of "
-        "4,000 tokens can hold (at most 1,024,000 bytes); nothing was sent\n"))
+        "error: /dev/zero: more than 1,000.0 KiB of text, far more than a context budget of "
+        "4,000 tokens can hold; nothing was sent (--allow-over-budget sends it anyway)\n"))
     assert not (tmp_path / "sent.jsonl").exists()
     assert not (tmp_path / "h.db").exists()
+
+
+def test_a_file_past_what_the_budget_holds_is_said_in_the_budget_s_words(
+        tmp_path: Path) -> None:
+    """A 2.1 MB file was "more than the context budget of 4,000 tokens can hold (at most
+    1,024,000 bytes)": a budget of 4,000 tokens holds some 16 KB; the byte bound is only
+    the cheap test before reading. The flag the line names sends it."""
+    notes = tmp_path / "笔记.txt"
+    notes.write_text("旅行 plans for May, the hotel by West Lake. " * 48_000, encoding="utf-8")
+    result = ask(tmp_path, "summarize", "-f", str(notes))
+    assert (result.exit_code, result.stderr) == (2, (
+        f"error: {notes}: 2.1 MiB of text, far more than a context budget of 4,000 tokens "
+        "can hold; nothing was sent (--allow-over-budget sends it anyway)\n"))
+    assert not (tmp_path / "h.db").exists()
+    sent = ask(tmp_path, "summarize", "-f", str(notes), "--allow-over-budget")
+    assert sent.exit_code == 0, sent.stderr
 
 
 @pytest.mark.parametrize(("question", "piped"), [
@@ -209,6 +225,7 @@ def test_piped_text_past_the_limit_is_refused_a_byte_past_it(tmp_path: Path, que
                                                              piped: str) -> None:
     result = ask(tmp_path, question, input=piped)
     assert (result.exit_code, result.stderr) == (2, (
-        "error: standard input: more than 1,024,000 bytes of text, more than the context "
-        "budget of 4,000 tokens can hold (at most 1,024,000 bytes); nothing was sent\n"))
+        "error: standard input: more than 1,000.0 KiB of text, far more than a context "
+        "budget of 4,000 tokens can hold; nothing was sent (--allow-over-budget sends it "
+        "anyway)\n"))
     assert not (tmp_path / "sent.jsonl").exists()

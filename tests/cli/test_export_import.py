@@ -88,6 +88,27 @@ def test_import_openai_style_and_plain_list(tmp_path: Path) -> None:
         assert [m.content for m in store.history.messages(listed.id)] == ["hi"]
 
 
+def test_a_leading_system_message_is_the_system_prompt_in_json_lines_as_in_a_json_list(
+        tmp_path: Path) -> None:
+    """The same character chat as JSON Lines (no header) came in with its persona as turn 1,
+    quoted as data, and under window it fell out; as a JSON list it was the system prompt."""
+    db = str(tmp_path / "x.db")
+    chat = [{"role": "system", "content": "你是客栈老板 Luna。"},
+            {"role": "assistant", "content": "Welcome! Stew is venison."},
+            {"role": "user", "content": "A room please."}]
+    (tmp_path / "g.jsonl").write_text(
+        "".join(json.dumps(m, ensure_ascii=False) + "\n" for m in chat), encoding="utf-8")
+    (tmp_path / "g.json").write_text(json.dumps(chat, ensure_ascii=False), encoding="utf-8")
+    invoke("sessions", "import", str(tmp_path / "g.jsonl"), "a", "--db", db, code=0)
+    invoke("sessions", "import", str(tmp_path / "g.json"), "b", "--db", db, code=0)
+    with Store(db) as store:
+        for name in ("a", "b"):
+            session = store.sessions.session(name)
+            assert session.system == "你是客栈老板 Luna。", name
+            assert [m.role for m in store.history.messages(session.id)] == [
+                "assistant", "user"], name
+
+
 def test_bad_file_imports_nothing(tmp_path: Path) -> None:
     db = tmp_path / "x.db"
     bad = tmp_path / "bad.jsonl"

@@ -51,9 +51,9 @@ def test_a_config_file_others_can_write_is_refused_unrun(tmp_path: Path, mode: i
     result = invoke("ask", "s", "hi", "--provider", "scripted", "--no-stdin", "--config",
                     str(config), "--db", str(tmp_path / "h.db"), code=CODE)
     assert result.stderr == (
-        f"error: {config}: other users can write this config file (mode {mode:04o}), and it"
-        " names commands chatmem runs (key_command) and where your API key goes; chmod go-w"
-        f" {config}\n")
+        f"error: {config}: other users can write this config file (mode {mode:04o}); a config"
+        " file can name commands chatmem runs and where your API key is sent, so it is not read"
+        f" until you chmod go-w {config}\n")
     assert not marker.exists() and not (tmp_path / "h.db").exists()
     config.chmod(0o644)
     invoke("config", "show", "--config", str(config), code=0)
@@ -64,8 +64,12 @@ def test_a_config_file_in_a_folder_others_can_write_is_refused(tmp_path: Path) -
     config = _config(open_folder, marker, 0o600)
     open_folder.chmod(0o777)  # not sticky: anyone may put their own file in its place
     result = invoke("sessions", "list", "--config", str(config), code=CODE)
-    assert result.stderr.count("\n") == 1
-    assert f"its directory {open_folder} can be written by other users" in result.stderr
+    # One sentence: what is wrong, why it matters, the fix (clauses ran together, the fix
+    # named twice, and key_command named for a config that may have none).
+    assert result.stderr == (
+        f"error: {config}: other users can write its directory {open_folder} (mode 0777) and"
+        " put a file of theirs in its place; a config file can name commands chatmem runs and"
+        f" where your API key is sent, so it is not read until you chmod go-w {open_folder}\n")
     assert not marker.exists()
 
 
@@ -75,8 +79,10 @@ def test_a_config_file_of_another_account_is_refused(tmp_path: Path) -> None:
     config = _config(tmp_path / "theirs", marker, 0o644)
     os.chown(config, 4242, 4242)
     result = invoke("sessions", "list", "--config", str(config), code=CODE)
-    assert result.stderr.startswith(f"error: {config}: this config file belongs to another"
-                                    " account (uid 4242)")
+    assert result.stderr == (
+        f"error: {config}: this config file belongs to another account (uid 4242); a config"
+        " file can name commands chatmem runs and where your API key is sent, so only your"
+        " own is read: copy it to a file of yours\n")
     assert result.stderr.count("\n") == 1 and not marker.exists()
 
 

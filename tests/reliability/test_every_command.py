@@ -426,8 +426,9 @@ def test_a_tokens_file_another_account_owns_or_could_replace_is_refused_in_one_l
         line = _tokens_refused(work, command, tokens, 0o600)
     finally:
         shared.rmdir()
-    assert line.startswith(f"error: {tokens}: its directory {shared} can be written by other "
-                           "users (mode 0777)"), line
+    assert line == (f"error: {tokens}: other users can write its directory {shared} (mode "
+                    f"0777) and put a file of theirs in its place, choosing who gets in; chmod "
+                    f"go-w {shared}\n")
     assert TOKEN not in line
 
 

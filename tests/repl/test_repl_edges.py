@@ -209,8 +209,9 @@ def test_attach_of_an_endless_device_is_refused_and_the_chat_goes_on(tmp_path: P
     db = tmp_path / "h.db"
     result = chat(db, "t", ["/attach /dev/zero", "你好"])
     assert result.exit_code == 2  # a piped script's failed command says so at the end
-    assert ("/dev/zero: more than 1,024,000 bytes of text, more than the context budget of "
-            "4,000 tokens can hold (at most 1,024,000 bytes); nothing was sent") in result.stderr
+    assert ("/dev/zero: more than 1,000.0 KiB of text, far more than a context budget of "
+            "4,000 tokens can hold; nothing was sent (--allow-over-budget sends it anyway)"
+            ) in result.stderr
     with Store(db) as store:
         [turn] = store.turns.turns(store.sessions.session("t").id)  # the chat went on
         assert not [p for p in turn.context["parts"] if p["kind"] == "files"]
@@ -224,7 +225,8 @@ def test_a_piped_line_past_what_the_budget_holds_ends_the_chat_in_one_line(
                     input="你好\n" + "x" * 1_024_001 + "\nnever read\n")
     assert result.exit_code == 2
     assert result.stderr.endswith(
-        "error: standard input:2: more than 1,024,000 bytes of text, more than the context "
-        "budget of 4,000 tokens can hold (at most 1,024,000 bytes); nothing was sent\n")
+        "error: standard input:2: more than 1,000.0 KiB of text, far more than a context "
+        "budget of 4,000 tokens can hold; nothing was sent (--allow-over-budget sends it "
+        "anyway)\n")
     with Store(db) as store:
         assert len(store.turns.turns(store.sessions.session("t").id)) == 1  # the one before

@@ -511,6 +511,17 @@ def test_retry_and_edit_last_of_a_turn_memory_holds_are_refused_before_anything_
     assert "/fork" in SLASH["/retry"].help and "memory holds it" in SLASH["/edit-last"].help
 
 
+def test_retry_after_remember_or_forget_under_a_strategy_without_facts(tmp_path: Path) -> None:
+    """/retry was refused after any /remember or /forget: "turn 1 is already in memory (1
+    fact from it or since)", though window sends no fact and none came from the turn."""
+    db = tmp_path / "r.db"
+    result = chat(db, "r", ["my flight is at 9", "/remember note: 买牛奶", "/retry",
+                            "/forget note", "/edit-last my flight is at 10"], "-s", "window")
+    assert result.exit_code == 0, result.stderr
+    assert "already in memory" not in result.stderr
+    assert [c for _, r, c in messages(db, "r") if r == "user"] == ["my flight is at 10"]
+
+
 def test_undo_and_edit_last_keep_a_plugin_state_true_to_the_history(
         tmp_path: Path, installed) -> None:
     """A plugin's state (the ledger keeps numbers under its own key, naming no turn) is not

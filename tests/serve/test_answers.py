@@ -49,3 +49,37 @@ def test_a_reply_the_model_gave_no_usage_for_is_counted_not_zero(
     assert counted > 0 and estimated["completion_tokens"] == counted
     assert estimated["total_tokens"] == estimated["prompt_tokens"] + counted
     assert told["completion_tokens"] == len(REPLY)  # the model's number, when it says one
+
+
+def test_a_request_that_gives_up_on_the_write_lock_is_a_503_with_retry_after(
+        chat_server: ChatServer, db_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Another process's long write (an import) held the lock past the wait: the request was
+    a 500 api_error, which an SDK does not retry; a 503 with Retry-After it does."""
+    import sqlite3
+
+    from chatmem.store import sqlite_backend
+
+    # The waits shortened so the test does not sit through them; the lock is a real one.
+    monkeypatch.setattr(sqlite_backend, "WRITE_WAIT_S", 1)
+    monkeypatch.setattr(sqlite_backend.SqliteBackend, "busy_timeout_ms", 200)
+    settings = Settings(provider="openai", base_url=chat_server.base_url, model="test-small",
+                        db=str(db_path))
+    with RunningProxy(settings) as running:
+        url = f"{running.base_url}/chat/completions"
+        asked = {"model": "test-small", "messages": [{"role": "user", "content": "你好"}]}
+        assert httpx.post(url, timeout=HANG, json=asked,
+                          headers={"X-Chatmem-Conversation": "s0"}).status_code == 200
+        holder = sqlite3.connect(db_path, isolation_level=None)
+        try:
+            holder.execute("BEGIN IMMEDIATE")
+            for conversation in ("s0", "新的"):
+                busy = httpx.post(url, timeout=HANG, json=asked,
+                                  headers={"X-Chatmem-Conversation": conversation.encode()})
+                assert busy.status_code == 503, busy.text
+                assert busy.headers["retry-after"].isdigit()
+                assert busy.json()["error"]["type"] == "api_error"
+        finally:
+            holder.execute("ROLLBACK")
+            holder.close()
+        assert httpx.post(url, timeout=HANG, json=asked,
+                          headers={"X-Chatmem-Conversation": "s0"}).status_code == 200

@@ -117,6 +117,38 @@ def test_an_allowed_front_end_is_answered_with_cors_headers_its_token_asked_afte
         assert "access-control-allow-origin" not in sdk.headers
 
 
+def test_an_allowed_page_may_send_the_headers_its_sdk_asks_for(
+        settings: Settings, db_path: Path) -> None:
+    """The OpenAI JS SDK sends x-stainless-* on every request (and a gzip body says
+    Content-Encoding): the preflight allowed only chatmem's own list, so the browser sent
+    nothing at all. A page not allowed is still refused whatever it asks."""
+    sdk = ("content-type, authorization, x-stainless-os, X-Stainless-Timeout, "
+           "x-stainless-retry-count,content-encoding")
+    with RunningProxy(settings, origins=allowed_origins([FRONT_END])) as running:
+        url = f"{running.base_url}/chat/completions"
+        preflight = {"Origin": FRONT_END, "Access-Control-Request-Method": "POST"}
+        asked = httpx.options(url, timeout=HANG, headers={
+            **preflight, "Access-Control-Request-Headers": sdk})
+        assert asked.status_code == 204, asked.text
+        allowed = asked.headers["access-control-allow-headers"].split(", ")
+        assert {"x-stainless-os", "x-stainless-timeout", "x-stainless-retry-count",
+                "content-encoding", "authorization", "x-chatmem-conversation"} <= set(allowed)
+        assert len(allowed) == len(set(allowed))
+        # What is no header's name is not echoed into the answer.
+        odd = httpx.options(url, timeout=HANG, headers={
+            **preflight, "Access-Control-Request-Headers": "x-ok, bad name, (x), xé".encode()})
+        assert odd.status_code == 204
+        assert set(odd.headers["access-control-allow-headers"].split(", ")) == {
+            "authorization", "content-type", "x-chatmem-conversation", "x-openwebui-chat-id",
+            "x-ok"}
+        other = httpx.options(url, timeout=HANG, headers={
+            **preflight, "Origin": "http://127.0.0.1:8080",
+            "Access-Control-Request-Headers": sdk})
+        assert other.status_code == 403
+        assert "access-control-allow-headers" not in other.headers
+    assert statuses(db_path, "s1") is None
+
+
 def test_an_allowed_origin_is_checked_when_given(db_path: Path) -> None:
     assert allowed_origins(["https://Chat.Example:443", "http://[::1]:8080",
                             "chrome-extension://abcdef"]) == {

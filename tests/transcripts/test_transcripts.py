@@ -51,6 +51,27 @@ def test_openai_messages_object_takes_the_leading_system_message_as_system_promp
     assert [(m.role, m.content) for m in t.messages] == [("user", "hello"), ("assistant", "hi")]
 
 
+def test_one_rule_for_a_leading_system_message_in_json_lines_and_json() -> None:
+    """Without a header it is the system prompt, in JSON Lines as in a JSON list (JSON Lines
+    kept it as a message); after a header (chatmem's export, whose own "system" is the
+    prompt) or a document's "system" it stays a message."""
+    persona = {"role": "system", "content": "你是 Luna。"}
+    hello = {"role": "user", "content": "hi"}
+    for t in (parse_transcript(jsonl(persona, hello), "g.jsonl"),
+              parse_transcript(json.dumps([persona, hello]), "g.json")):
+        assert t.system == "你是 Luna。" and [m.role for m in t.messages] == ["user"]
+    for t in (parse_transcript(jsonl({"chatmem": 1, "system": "Be brief."}, persona, hello),
+                               "h.jsonl"),
+              parse_transcript(json.dumps({"chatmem": 1, "system": "Be brief.",
+                                           "messages": [persona, hello]}), "h.json"),
+              parse_transcript(json.dumps({"system": "Be brief.",
+                                           "messages": [persona, hello]}), "o.json")):
+        assert t.system == "Be brief." and [m.role for m in t.messages] == ["system", "user"]
+    bare_header = parse_transcript(jsonl({"chatmem": 1}, persona, hello), "e.jsonl")
+    assert bare_header.system is None
+    assert [m.role for m in bare_header.messages] == ["system", "user"]
+
+
 def test_plain_json_list_and_its_error_lines() -> None:
     good = parse_transcript('[{"role": "user", "content": "a"},\n {"role": "assistant",'
                             ' "content": "b"}]', "l.json")
