@@ -10,10 +10,12 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
+from chatmem.errors import SessionGone
 from chatmem.memory.fact_keys import key_identity
 from chatmem.memory.message_counts import MessageCounts
 from chatmem.store import FactRecord, FactScope
 from chatmem.store.protocols import MemoryStore
+from chatmem.store.steps import MEMORY_NOT_UPDATED
 from chatmem.tokens import TokenCounter
 
 
@@ -53,11 +55,15 @@ class SessionState:
 
     def erased_since(self, seen: int | None) -> bool:
         """Under the store's write lock: whether text left the session's memory (a purge,
-        a replaced turn, here or in another process) since the count was `seen`, or the
-        session is gone. What an update made of the text it read then may hold the erased
-        text: stored after the purge, it would bring back what the purge said was gone."""
+        a replaced turn, here or in another process) since the count was `seen`. What an
+        update made of the text it read then may hold the erased text: stored after the
+        purge, it would bring back what the purge said was gone. A session deleted
+        meanwhile raises SessionGone: it is said as a deletion, not as an erasure."""
         now = self.erasures()
-        return now is None or now != seen
+        if now is None:
+            # A deletion, not an erasure: said as one (the engine names the session).
+            raise SessionGone(None, MEMORY_NOT_UPDATED)
+        return now != seen
 
     def set(self, strategy: str, /, **values: Any) -> None:
         """Store the strategy's values, recorded as covering every turn the running update
