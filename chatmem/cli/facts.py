@@ -239,6 +239,7 @@ def _print_mentions(names: dict[int, str], fact: "FactRecord", mentioned: "Seque
             "changes": {place.value: n for place, n in preview.counts.items()},
             "sessions": len(preview.sessions),
             "deleted_facts": list(preview.deleted_facts.values()),
+            "dropped_pins": preview.dropped_pins,
             "distinct_keys": list(preview.distinct_keys.values())})
         return
     forms = [form for m in mentioned for form in m.number_forms]

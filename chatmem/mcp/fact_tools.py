@@ -107,7 +107,8 @@ def add_fact_tools(server: MCPServer[Any], memory: Memory) -> None:
             distinct = list(redaction.distinct_keys.values()) if redaction else []
             return Forgotten(done=confirm, fact=fact_result(chosen, owner), purge=purge,
                              mentions=mentions, still_named=still_named, changes=changes,
-                             deleted_facts=deleted, distinct_keys=distinct)
+                             deleted_facts=deleted, distinct_keys=distinct,
+                             dropped_pins=redaction.dropped_pins if redaction else [])
 
 
 def _owner_name(ws: Workspace, fact: FactRecord) -> str:

@@ -155,6 +155,9 @@ class Forgotten(BaseModel):
     deleted_facts: list[str] = Field(default_factory=list, description=(
         "With purge: keys of other facts deleted (or to be) because nothing but the erased "
         "value was left in them."))
+    dropped_pins: list[str] = Field(default_factory=list, description=(
+        "With purge: ids of drift-guard pins (p3) dropped (or to be) because nothing but the "
+        "erased value was left in them."))
     distinct_keys: list[str] = Field(default_factory=list, description=(
         "With purge: keys other facts get (or would get) when the rewritten key was another "
         "live fact's ('[forgotten] birthday (2)'): one key holds one fact."))

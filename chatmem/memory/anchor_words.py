@@ -22,6 +22,9 @@ LATIN_UNITS = (
     "|years?|months?|weeks?|days?|nights?|hours?|hrs?|minutes?|mins?|seconds?|secs?"
     "|people|persons?|guests?|items?|pieces?|tickets?|rooms?|pages?|miles?|meters?|metres?"
     "|kilometers?|kilograms?|grams?|pounds?|lbs?|ounces?|oz|liters?|litres?|ml|l|m|g|k|x"
+    # German: a capitalised noun after a number is counted, never a name (2 Tage, 3 Nächte).
+    "|tage?n?|wochen?|monate?n?|jahre?n?|stunden?|minuten|sekunden|nächte|nacht|personen"
+    "|gäste|zimmer|kinder|erwachsene|stück|prozent"
 )
 # A currency written after the amount (100 €, 500 TL, 500.000 đồng, 50 zł, 1.200 kr):
 # signs, codes (not TRY nor PHP, English words) and local names. Matched without regard
@@ -63,6 +66,8 @@ MONTHS_BY_LANGUAGE = {
     "ru": "января февраля марта апреля мая июня июля августа сентября октября ноября декабря",
     "id": "Januari Februari Maret April Mei Juni Juli Agustus September Oktober November"
           " Desember",
+    "lb": "Januar Februar Mäerz Abrëll Mee Juni Juli August September Oktober November"
+          " Dezember",
 }
 MONTHS_EN = (
     "January|February|March|April|May|June|July|August|September|October|November|December"
@@ -76,6 +81,37 @@ YEAR_LINKS = "de|del|năm"
 NUMBERED_MONTHS = r"tháng\s\d{1,2}"
 
 
+# Languages that write every noun, or their weekdays and months, with a capital: there a
+# capital letter does not make a name (anchors.py). Weekdays and months, and the time
+# words of German and Luxembourgish (Montag Abend), are never one; nor the pronouns and
+# greetings that start a German sentence.
+_CAPITALISED_CALENDARS = {
+    "de": "Montag Dienstag Mittwoch Donnerstag Freitag Samstag Sonnabend Sonntag Morgen"
+          " Vormittag Mittag Nachmittag Abend Nacht Wochenende Woche Monat Jahr Tag Heute"
+          " Gestern Uhr",
+    "lb": "Méindeg Dënschdeg Mëttwoch Donneschdeg Freideg Samschdeg Sonndeg",
+    "tr": "Pazartesi Salı Çarşamba Perşembe Cuma Cumartesi Pazar",
+    "id": "Senin Selasa Rabu Kamis Jumat Sabtu Minggu",
+}
+GERMAN_STOP_WORDS = ("Ich Wir Sie Er Es Du Ihr Ihnen Euch Uns Hallo Danke Bitte Ja Nein Und"
+                     " Aber Oder Wie Was Wo Wann Warum Ech")
+# After these a capitalised German or Luxembourgish word is a noun (die Lieferung, beim
+# Zahnarzt, drei Wochen, pro Nacht, eng Rechnung), adjectives between them or not (die
+# neue Wohnung). Not "en" (French "en France") nor "dat" (Dutch "dat Jan komt"); "am"
+# has its own rule in anchors.py ("I am Bob").
+_NOUN_MARKERS = {
+    "de": "der die das den dem des ein eine einen einem einer eines mein meine meinen meinem"
+          " meiner meines dein deine deinen deinem deiner sein seine seinen seinem seiner ihr"
+          " ihre ihren ihrem ihrer unser unsere unseren unserem euer eure kein keine keinen"
+          " keinem keiner diese dieser diesen diesem dieses jede jeder jeden jedem jedes"
+          " welche welcher welchen beim zum zur vom im ins zwei drei vier fünf sechs sieben"
+          " acht neun zehn elf zwölf zwanzig dreißig hundert tausend paar einige einigen"
+          " mehrere viele vielen wenige beide beiden alle allen pro",
+    "lb": "déi dës eng engem enger mäin meng däin deng säin seng",
+}
+NOUN_MARKERS = " ".join(_NOUN_MARKERS.values())
+
+
 def alternation(words: str) -> str:
     """One regex alternation of space-separated words, longest first."""
     return "|".join(sorted(dict.fromkeys(words.split()), key=len, reverse=True))
@@ -83,3 +119,9 @@ def alternation(words: str) -> str:
 
 def foreign_months() -> str:
     return alternation(" ".join(MONTHS_BY_LANGUAGE.values()))
+
+
+CALENDAR_WORDS = frozenset({*" ".join(_CAPITALISED_CALENDARS.values()).split(),
+                            *(word for language in ("de", "lb", "tr", "id")
+                              for word in MONTHS_BY_LANGUAGE[language].split())})
+"""Capitalised weekdays, months and time words (Montag, Mai, Mart): never a name."""

@@ -11,7 +11,8 @@ settings (backoff=2.0) and code identifiers (retry_count, DEPLOY_ENV, UndefinedC
 Full-width ids and amounts count too.
 Nothing inside a privacy marker (⟦PIN or security code⟧) is one.
 Bare numbers, words capitalised for their place (a sentence's, line's or heading's first
-word, a label such as Subject: or Annex A, a defined term such as the Customer), pieces of
+word, a label such as Subject: or Annex A, a defined term such as the Customer, a German
+noun such as die Rechnung, a capitalised weekday or month such as Montag), pieces of
 hyphenated words (Wi of Wi-Fi), everyday Chinese counts (一次, 一个, 两人, 一天; 二天 of
 第二天), shouted phrases and SQL (capitals side by side) and the acronyms everyone writes
 (OK, API) are left out: they are too often noise, and every false anchor becomes a pinned
@@ -24,16 +25,20 @@ import re
 from collections.abc import Iterable
 from functools import lru_cache
 
+from chatmem.memory.anchor_determiners import after_determiner
 from chatmem.memory.anchor_names_zh import chinese_names
 from chatmem.memory.anchor_words import (
+    CALENDAR_WORDS,
     CURRENCIES_AFTER,
     DATE_LINKS,
+    GERMAN_STOP_WORDS,
     HAN_UNITS,
     HANGUL_UNITS,
     KANA_UNITS,
     LARGE_NUMBERS,
     LATIN_UNITS,
     MONTHS_EN,
+    NOUN_MARKERS,
     NUMBERED_MONTHS,
     SIGNS_BEFORE,
     YEAR_LINKS,
@@ -114,11 +119,12 @@ _PATTERNS: tuple[re.Pattern[str], ...] = (
     # number reaches every unit a later one would.
     re.compile(rf"(?<![A-Za-z0-9_.第])(?<!\d,){_NUM}\s?(?:[{LARGE_NUMBERS}])?\s?(?:{_UNIT_AFTER})"
                r"(?![a-zA-Z])", re.IGNORECASE),
-    # Clock times: 15:45, 08:12:44, 6:30 pm, 3pm; 下午3点, 15点45分, 三點半. A bare 3点 is
-    # left out: 这3点 is "these three points" as often as a time.
+    # Clock times: 15:45, 08:12:44, 6:30 pm, 3pm, 10 Uhr, 15.30 Uhr; 下午3点, 15点45分, 三點半.
+    # A bare 3点 is left out: 这3点 is "these three points" as often as a time.
     re.compile(r"\d(?<![A-Za-z0-9:.]\d)(?:(?:(?<=[01])\d|(?<=2)[0-3])?:[0-5]\d(?::[0-5]\d)?"
-               r"(?![\d:])(?:\s?(?i:[ap]\.m\.|[ap]m)(?![A-Za-z]))?"
-               r"|(?:(?<=1)[0-2]|(?<=0)\d)?\s?(?i:[ap]\.m\.|[ap]m)(?![A-Za-z]))"),
+               r"(?![\d:])(?:\s?(?i:[ap]\.m\.|[ap]m)(?![A-Za-z])|[ \u00a0]Uhr(?![A-Za-z]))?"
+               r"|(?:(?<=1)[0-2]|(?<=0)\d)?\s?(?i:[ap]\.m\.|[ap]m)(?![A-Za-z])"
+               r"|(?:(?<=[01])\d|(?<=2)[0-4])?(?:\.[0-5]\d)?[ \u00a0]Uhr(?![A-Za-z]))"),
     re.compile(rf"(?:{_DAY_PART})\s?(?:\d{{1,2}}|{_CN_CLOCK})[点點时時](?:{_CN_MINUTES})?"
                rf"|[\d{_CN_CLOCK_DIGITS}](?<![第\d{_HAN_DIGITS}][\d{_CN_CLOCK_DIGITS}])"
                rf"(?:(?<=\d)\d?|(?<=[{_CN_CLOCK_DIGITS}])[{_CN_CLOCK_DIGITS}]{{0,2}})"
@@ -191,8 +197,9 @@ def _cn_amount_matters(number: str, unit: str) -> bool:
 
 
 _DETERMINERS = {"The", "A", "An", "My", "Our", "Your", "Their", "Its", "This", "That", "These",
-                "Those", "Each", "Every", "Any", "Such"}
-_STOP_NAMES = {
+                "Those", "Each", "Every", "Any", "Such", "Am",
+                *(word.capitalize() for word in NOUN_MARKERS.split())}
+_STOP_NAMES = {*CALENDAR_WORDS, *GERMAN_STOP_WORDS.split(),
     "I", "I'm", "I'd", "I'll", "I've", "We", "You", *_DETERMINERS,
     "He", "She", "It", "They", "Hi", "Hello", "Hey",
     "Thanks", "Thank", "Please", "Yes", "No", "OK", "Ok", "And", "But", "Or", "So", "If",
@@ -217,9 +224,6 @@ _SENTENCE_START = re.compile(
     r"(?:^|(?:[.!?:;](?=\s)|[。！？；：\n\"“(（-]|(?<!\S)(?:#{1,6}|[>*+•]))\s*)"
     r"(?:(?:\d+(?:\.\d+)*[.)]?|\(?[a-z0-9]{1,3}\))\s+)?$"
 )
-# Not "a": "venga a Madrid" is Spanish for "come to Madrid".
-_DETERMINER_BEFORE = re.compile(r"(?<![A-Za-z])(?:the|this|these|those|each|every|any|our"
-                                r"|your|their|its|my|such)\s+$")
 # After a word, what it designates (Annex A, Section 4:, Reminder 2:), but not a number a
 # sentence goes on after: "pay Bob 50 euros" names Bob.
 _DESIGNATOR = re.compile(r"\s[A-Z](?![A-Za-z0-9])"
@@ -250,8 +254,7 @@ def _lone_word_is_name(text: str, start: int, end: int, after_stop: str) -> bool
     """
     if after_stop in _DETERMINERS:
         return False
-    if not after_stop and (_is_start(text, start) or _DETERMINER_BEFORE.search(
-            text, max(0, start - _LOOK), start)):
+    if not after_stop and (_is_start(text, start) or after_determiner(text, start, _LOOK)):
         return False
     # A label's colon: Subject:, Note:.
     return not (text.startswith(":", end) or text.startswith(" :", end))

@@ -254,6 +254,12 @@ def redacted_text(done: Redaction, *, dry_run: bool = False) -> str:
         text += (f"; {counted(len(done.deleted_facts), 'other fact')} ({keys})"
                  f" {was if len(done.deleted_facts) == 1 else were} deleted: nothing but"
                  " the erased value was left in it")
+    if pins := done.dropped_pins:
+        named = [ref for ref in pins if ref]
+        text += (f"; {counted(len(pins), 'pinned detail')}"
+                 f"{' (' + ', '.join(named) + ')' if named else ''}"
+                 f" {was if len(pins) == 1 else were} dropped: nothing but the erased value"
+                 " was left in it")
     if apart := done.distinct_keys:
         text += (f"; {counted(len(apart), 'other fact')} {was if len(apart) == 1 else were}"
                  f" keyed {', '.join(apart.values())}: the rewritten key was another fact's,"

@@ -20,6 +20,7 @@ from typing import Any
 from chatmem import fts
 from chatmem.store import rewritten_keys, sharing, steps
 from chatmem.store.connection import Connection, fetch_rows
+from chatmem.store.emptied_pins import drop_emptied_pins
 from chatmem.store.fact_tables import profile_facts, profile_in
 from chatmem.store.records import MessageRecord
 from chatmem.store.rewritten_keys import Rewrite, distinct_fact_keys, rewrite_json
@@ -59,6 +60,9 @@ class Redaction:
     deleted_facts: dict[int, str] = field(default_factory=dict)
     """Other facts deleted as the rewrite left nothing of their own in their value (a
     marker every context would send): id → key, as rewritten."""
+    dropped_pins: list[str] = field(default_factory=list)
+    """Drift-guard pins dropped as the rewrite left nothing of their own in them (a marker
+    every turn would send): their ids (`p3`), or "" for a pin stored before pins had ids."""
     distinct_keys: dict[int, str] = field(default_factory=dict)
     """Other facts whose rewritten key was another live fact's of their owner: id → the key
     made distinct (`[forgotten] birthday (2)`, chatmem.store.rewritten_keys)."""
@@ -176,6 +180,8 @@ class RedactionTables:
                 self._plan_column(table, place, column, column in jsons, found, rewrite,
                                   f"session_id IN ({sessions})", [], planned)
         self._plan_state_keys(sessions, found, rewrite, planned)
+        if emptied is not None:
+            planned.redaction.dropped_pins += drop_emptied_pins(planned.updates, emptied)
         self._plan_column("sessions", Place.SYSTEM_PROMPTS, "system", False, found, rewrite,
                           f"id IN ({sessions})", [], planned)
         profile, forms = profile_in('"user"', user)

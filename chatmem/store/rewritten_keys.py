@@ -24,7 +24,9 @@ from chatmem.store.stored_values import json_text
 Rewrite = Callable[[str], str]
 """A stored text -> the same text with its mentions erased (unchanged when it has none)."""
 
-_SUMMARY_KEYS = frozenset({"boundary_turn", "behind", "pinned", "unpinned", "released"})
+PINNED_KEY = "pinned"
+"""A summary strategy's pinned details (chatmem.memory.pins.PINNED_KEY)."""
+_SUMMARY_KEYS = frozenset({"boundary_turn", "behind", PINNED_KEY, "unpinned", "released"})
 OWN_STATE_KEYS: Mapping[str, frozenset[str]] = {
     "summary": _SUMMARY_KEYS,  # chatmem.memory.summary_state and pins, per summary strategy
     "summary-buffer": _SUMMARY_KEYS,

@@ -350,3 +350,30 @@ def test_amounts_and_dates_in_other_languages(text: str, anchors: list[str]) -> 
 ])
 def test_words_of_other_languages_alone_or_by_chance_are_not_anchors(text: str) -> None:
     assert extract_anchors(text) == []
+
+
+@pytest.mark.parametrize(("text", "anchors"), [
+    ("Ich habe bestellt. Die Rechnung kommt am Montag, die Lieferung dauert drei Wochen und "
+     "kostet 49,90 €.", ["49,90 €"]),
+    ("Der Termin beim Zahnarzt ist am Dienstag um 10 Uhr.", ["10 Uhr"]),
+    ("Am 15. März 2026 fliege ich nach Zürich, das Hotel kostet 180 € pro Nacht.",
+     ["15. März 2026", "180 €"]),
+    ("Wir ziehen in die neue Wohnung, eine Woche nach dem Umzug.", []),
+    ("Es dauert 3 Wochen, 2 Tage und 5 Minuten, um 15.30 Uhr.",
+     ["3 Wochen", "2 Tage", "5 Minuten", "15.30 Uhr"]),
+    ("Ech hunn d'Rechnung fir eng Garage Freideg kritt.", []),
+    ("Cuma günü Mart ayında", []),
+])
+def test_a_german_noun_weekday_or_month_is_no_name(text: str, anchors: list[str]) -> None:
+    """German capitalises every noun: a day of use pinned "Die Rechnung", "Montag",
+    "Lieferung", "Wochen", and "Hotel" and "Nacht" pushed a date out of the pin budget."""
+    assert extract_anchors(text) == anchors
+
+
+def test_names_in_german_and_english_names_beside_the_german_words_stay() -> None:
+    assert extract_anchors("Ich treffe Anna Schmidt und Peter am Bahnhof in Berlin. "
+                           "Hallo Lisa! Danach mit Frau Weber.") == [
+        "Anna Schmidt", "Peter", "Berlin", "Lisa", "Frau Weber"]
+    # "am", "die" and "den" are English words too: "I am Bob" names Bob.
+    assert extract_anchors("I am Bob and at 9 am Alice called; plants die Monday.") == [
+        "Bob", "9 am", "Alice"]

@@ -122,3 +122,25 @@ def test_on_every_backend_a_purged_value_that_names_a_field_leaves_chatmems_own_
         texts = json.dumps(shown, ensure_ascii=False)
         assert "Content" not in texts and MARKER in texts
         assert shown["messages"] and all("content" in m for m in shown["messages"])
+
+
+def test_on_every_backend_a_pin_the_purge_empties_is_dropped_and_said(history: History) -> None:
+    """A day of use: after the purge the pin of the e-mail stayed as a bare `[forgotten]`,
+    listed (`p1 (pinned) [forgotten]`) and sent in the facts part of every turn."""
+    location = str(history.location)
+    invoke("ask", "p", "I live in Oslo. My email is bo@example.org, order ORD-7731",
+           "--provider", "scripted", "-s", "summary+entity", "--save", "--no-stdin",
+           "--db", location, code=0)
+    listed = invoke("facts", "list", "p", "--json", "--db", location, code=0).stdout
+    assert "bo@example.org" in listed and "ORD-7731" in listed
+    args = ("facts", "forget", "email", "--session", "p", "--purge", "--db", location)
+    dry = json.loads(invoke(*args, "--dry-run", "--json", code=0).stdout)
+    assert dry["dropped_pins"] == ["p1"]
+    said = invoke(*args, "--yes", code=0).stderr
+    assert "1 pinned detail (p1) was dropped" in " ".join(said.split())
+    pins = [f for f in json.loads(invoke("facts", "list", "p", "--json", "--db", location,
+                                         code=0).stdout) if str(f["id"]).startswith("p")]
+    assert [(p["id"], p["value"]) for p in pins] == [("p2", "ORD-7731")]  # its id kept
+    shown = invoke("inspect", "p", "--next", "hi", "--provider", "scripted", "--db", location,
+                   code=0).stdout
+    assert f"- {MARKER}" not in shown and "- ORD-7731" in shown
