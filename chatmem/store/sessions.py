@@ -62,9 +62,11 @@ class SessionTables:
         """The named session, created unless it exists; True when this call created it.
 
         One transaction: two processes opening the same new session join it
-        instead of one failing because the other created it first.
+        instead of one failing because the other created it first. Patient, as the rest of
+        a turn's writes: a new session's first turn waits for another process's long write
+        (an import) as a later turn's does, not failing after the busy timeout.
         """
-        with self._db.write():
+        with self._db.write(patient=True, replied=False):
             found = self.find_session(name)
             if found is None:
                 check_session_name(name)  # the one rule, for a new name only

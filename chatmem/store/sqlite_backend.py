@@ -195,15 +195,15 @@ class SqliteBackend(SqliteOpening, SqliteWords):
     # -- writing ------------------------------------------------------------------------
 
     @contextmanager
-    def write(self, *, patient: bool = False) -> Iterator[None]:
+    def write(self, *, patient: bool = False, replied: bool = True) -> Iterator[None]:
         """One write transaction, all or nothing, taking the write lock up front.
 
         A deferred BEGIN (sqlite-utils' atomic) that reads first and then writes
         fails at once with "database is locked" when another process committed
         meanwhile: WAL cannot upgrade a stale read. BEGIN IMMEDIATE waits for the
         lock instead (busy timeout), so two chats on one file both keep every turn.
-        `patient`: a turn's reply, paid for, waits for the lock up to WRITE_WAIT_S, not the
-        busy timeout (`_begin`).
+        `patient`: a turn's write (its reply, paid for) waits for the lock up to
+        WRITE_WAIT_S, not the busy timeout (`_begin`).
         """
         if self.conn.in_transaction:
             try:
@@ -212,7 +212,7 @@ class SqliteBackend(SqliteOpening, SqliteWords):
             except sqlite3.Error as e:  # the savepoint's own statements
                 raise self.statement_error(e) from None
             return
-        self._begin(patient, replied=True)
+        self._begin(patient, replied=replied)
         with self._committing(after=self._note_log):
             yield
 
@@ -313,8 +313,7 @@ class SqliteBackend(SqliteOpening, SqliteWords):
             message = (f"{self.path}: the disk is full or failing; nothing was changed"
                        " (free some space and try again)")
         elif kind is StoreFailure.BUSY:
-            message = (f"{self.path} is busy: another process held it for over "
-                       f"{waited_s} s; try again")
+            return upgrading.held_too_long(str(self.path), waited_s, self.location)
         else:
             message = f"{self.path}: {error}"
         return StoreError(message, kind=kind, location=self.location)

@@ -58,6 +58,14 @@ def in_use(location: str, others: str | None = None) -> StoreError:
         kind=StoreFailure.BUSY, location=location, reason="open in another chatmem process")
 
 
+def held_too_long(where: str, seconds: float, location: str) -> StoreError:
+    """The write lock not had: another process held it past the `seconds` this one waited
+    (the busy timeout, or a turn's WRITE_WAIT_S), said alike on every backend (`where`: the
+    file's path or the database's masked URL)."""
+    return StoreError(f"{where} is busy: another process held it for over {seconds:g} s;"
+                      " try again", kind=StoreFailure.BUSY, location=location)
+
+
 def back_off() -> None:
     """Between two tries at being alone: two chatmems opening an older history at the same
     moment each see the other, so each lets go for a random while and one gets through."""
