@@ -16,6 +16,7 @@ if TYPE_CHECKING:
     from chatmem.app.workspace import ModelPool
     from chatmem.config.settings import Settings
     from chatmem.errors import ProviderError
+    from chatmem.notices import Notice
     from chatmem.serve.requests import TurnAsked
 
 ANSWERED_KEPT = 4096
@@ -91,6 +92,17 @@ class ServedConversations:
             self.log(f"{conversation}: the client's history left the stored one (an earlier"
                      f" message edited or asked again): {conversation} now holds the client's,"
                      f" and the one it held is kept as {kept_as}")
+
+    def told(self, conversation: str, notices: list[Notice], settings: Settings) -> None:
+        """What the history told while a turn ran (it waited for another process's write)
+        in the server's log: an OpenAI client has no place for it, and no listener hears a
+        server's workspace (its notices were kept, never read)."""
+        from chatmem.render.client_notices import client_notice_text
+        from chatmem.render.errors import Client
+
+        if self.log is not None:
+            for notice in notices:
+                self.log(f"{conversation}: {client_notice_text(notice, Client.API, settings)}")
 
     def model_failed(self, conversation: str, error: ProviderError) -> None:
         """The model's failure in full in the server's log: its client is told only that

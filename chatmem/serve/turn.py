@@ -230,6 +230,7 @@ class Turn:
                                        ClientMessage("assistant", result.reply)]),
                         window_key(asked.system, asked.prior[-2:])))
             engine.between_turns()
+            proxy.told(asked.conversation, ws.take_notices(), self.settings)
             return result
 
         # Whatever chooses the engine is in the key: a request that differs gets its own.
