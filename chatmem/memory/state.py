@@ -53,11 +53,11 @@ class SessionState:
 
     def erased_since(self, seen: int | None) -> bool:
         """Under the store's write lock: whether text left the session's memory (a purge,
-        a replaced turn, here or in another process) since the count was `seen`, or the
-        session is gone. What an update made of the text it read then may hold the erased
-        text: stored after the purge, it would bring back what the purge said was gone."""
-        now = self.erasures()
-        return now is None or now != seen
+        a replaced turn, here or in another process) since the count was `seen`; the
+        session gone is SessionGone (no next turn to make it again). What an update made
+        of the text it read then may hold the erased text: stored after the purge, it
+        would bring back what the purge said was gone."""
+        return self.store.sessions.erased_since(self.session_id, seen)
 
     def set(self, strategy: str, /, **values: Any) -> None:
         """Store the strategy's values, recorded as covering every turn the running update

@@ -157,6 +157,18 @@ class SessionTables:
         value = fetch_value(self._db, "SELECT erasures FROM sessions WHERE id = ?", [session_id])
         return None if value is None else int(value)
 
+    def check_kept(self, session_id: int, consequence: str = steps.MEMORY_NOT_UPDATED) -> None:
+        """Under the write lock: SessionGone saying `consequence` when the session is gone."""
+        steps.check_session_kept(self._db, session_id, consequence)
+
+    def erased_since(self, session_id: int, seen: int | None,
+                     consequence: str = steps.MEMORY_NOT_UPDATED) -> bool:
+        """Under the write lock, before what was made of the session's text read when its
+        `erasures` were `seen` is stored: whether text left its memory since (a purge, a
+        replaced turn, here or in another process); SessionGone saying `consequence` when
+        the session is gone, not a purge."""
+        return steps.check_session_kept(self._db, session_id, consequence) != seen
+
     def session_access(self, session_id: int) -> SessionAccess:
         """Whether the connecting role owns the session, may write it, or only read it."""
         return sharing.session_access(self._connection, session_id)
