@@ -7,10 +7,11 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from typing import Any
 
 import pytest
+from acting_providers import ActsWhile
 from conftest import History
 from registered import open_session
 
@@ -57,20 +58,6 @@ class LongWrite:
         self.thread.join()
 
 
-class WrittenWhileReplying(ScriptedProvider):
-    """The long write starts while the reply streams: it still holds the lock when the
-    finished reply is to be stored."""
-
-    def __init__(self, write: Callable[[], None]) -> None:
-        super().__init__()
-        self.write = write
-
-    def stream(self, messages: Any) -> Any:
-        reply = super().stream(messages)
-        self.write()
-        return reply
-
-
 @pytest.fixture
 def heard(history: History) -> Iterator[tuple[Store, list[Any]]]:
     told: list[Any] = []
@@ -93,7 +80,9 @@ def test_a_reply_finished_during_another_process_long_write_is_stored_after_it(
     engine.run_turn("我住在杭州")
     told.clear()
     write = LongWrite(history)
-    engine.provider = WrittenWhileReplying(write.start)
+    # The long write starts while the reply streams: it still holds the lock when the
+    # finished reply is to be stored.
+    engine.provider = ActsWhile("stream", write.start)
     started = time.monotonic()
     result = engine.run_turn("Where do I live? 我住在哪里？")
     waited = time.monotonic() - started
