@@ -7,7 +7,6 @@ SQLite's result code: the rest of chatmem never sees the driver.
 from __future__ import annotations
 
 import sqlite3
-import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
@@ -222,29 +221,23 @@ class SqliteBackend(SqliteOpening, SqliteWords):
         steps of a second, so that a Ctrl-C is heard between them (SQLite's own wait
         does not return to Python until it ends)."""
         waited_s = BUSY_TIMEOUT_MS // 1000
+
+        def wait() -> None:
+            nonlocal waited_s
+            waited_s = WRITE_WAIT_S  # a busy failure from now on gives up the long wait
+            self._on_upgrade(WaitingForWrite(self.location, WRITE_WAIT_S, replied))
+            self.conn.execute(f"PRAGMA busy_timeout = {WAIT_STEP_MS}")
+
         try:
             if not patient:
                 self.conn.execute("BEGIN IMMEDIATE")
                 return
-            waiting_since: float | None = None
             self.conn.execute(f"PRAGMA busy_timeout = {min(FIRST_WAIT_MS, self.busy_timeout_ms)}")
             try:
-                while True:
-                    try:
-                        self.conn.execute("BEGIN IMMEDIATE")
-                        return
-                    except sqlite3.OperationalError as e:
-                        if primary_code(e) not in BUSY:
-                            raise
-                        now = time.monotonic()
-                        if waiting_since is None:
-                            waiting_since = now
-                            self._on_upgrade(WaitingForWrite(self.location, WRITE_WAIT_S,
-                                                             replied))
-                            self.conn.execute(f"PRAGMA busy_timeout = {WAIT_STEP_MS}")
-                        elif now - waiting_since >= WRITE_WAIT_S:
-                            waited_s = WRITE_WAIT_S
-                            raise
+                upgrading.waiting_while_busy(
+                    lambda waited: self.conn.execute("BEGIN IMMEDIATE"),
+                    lambda e: isinstance(e, sqlite3.OperationalError)
+                    and primary_code(e) in BUSY, wait, WRITE_WAIT_S)
             finally:
                 self.conn.execute(f"PRAGMA busy_timeout = {self.busy_timeout_ms}")
         except sqlite3.Error as e:
