@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import os
 import sys
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -12,11 +13,14 @@ from waiting import HANG
 
 
 def mcp_calls(args: list[str], calls: list[tuple[str, dict[str, Any]]], *,
-              site: Path | None = None, errors: bool = False) -> list[dict[str, Any]]:
+              site: Path | None = None, errors: bool = False,
+              before: Mapping[int, Callable[[], object]] | None = None
+              ) -> list[dict[str, Any]]:
     """Make `calls` in order with a client of `chatmem mcp --provider scripted ARGS` (whose
     Python also finds what is in `site`): each tool call's structured result, or for a
     `chatmem://` resource `{"text": …}`. A call that errs fails the test, unless `errors`:
-    then its answer is `{"error": its text}`."""
+    then its answer is `{"error": its text}`. `before`: what to do before the call of that
+    index (another process's write begun, say)."""
     from mcp import ClientSession, StdioServerParameters
     from mcp.client.stdio import stdio_client
 
@@ -31,7 +35,9 @@ def mcp_calls(args: list[str], calls: list[tuple[str, dict[str, Any]]], *,
         async with stdio_client(params) as (read, write), ClientSession(read, write) as session:
             await session.initialize()
             answers = []
-            for tool, arguments in calls:
+            for i, (tool, arguments) in enumerate(calls):
+                if before and i in before:
+                    before[i]()
                 if tool.startswith("chatmem://"):
                     resource = await session.read_resource(tool)  # type: ignore[arg-type]
                     answers.append({"text": resource.contents[0].text})  # type: ignore[union-attr]

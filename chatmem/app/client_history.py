@@ -106,10 +106,15 @@ def replaces_last_turn(workspace: Workspace, name: str, prior: Sequence[ClientMe
     session = store.sessions.find_session(name)
     if session is None:
         return Replacing.NO
-    if store.history.message_count(session.id, at_most=len(prior) + 3) != len(prior) + 2:
+    held = store.history.message_count(session.id, at_most=len(prior) + 3)
+    if held < len(prior) + 2 or (held > len(prior) + 2 and not prior):
         return Replacing.NO
-    stored = store.history.messages(session.id)
-    if (comparable_all(stored[:len(prior)]) != comparable_all(prior)
+    # More held than the history carries: a client that trims its history (its window of
+    # the session's end) regenerates or edits the last reply as a whole one does.
+    stored = (store.history.messages(session.id) if held == len(prior) + 2
+              else _newest(store.history, session.id, len(prior) + 2))
+    if (len(stored) != len(prior) + 2
+            or comparable_all(stored[:len(prior)]) != comparable_all(prior)
             or [m.role for m in stored[len(prior):]] != ["user", "assistant"]):
         return Replacing.NO
     if comparable("user", stored[len(prior)].content) == comparable("user", text):
@@ -215,33 +220,48 @@ def window_key(system: str | None, exchange: Sequence[Said]) -> str:
 
 
 def session_of_window(workspace: Workspace, candidates: Iterable[str],
-                      prior: Sequence[ClientMessage]) -> str | None:
+                      prior: Sequence[ClientMessage], text: str) -> str | None:
     """The session a client that trims its history (it keeps the last N exchanges, as
     LangChain's trim_messages and many bots do) goes on when its opening no longer names
-    it: the one among `candidates` (sessions this server answered whose last exchange and
-    system prompt are the request's, `window_key`) whose newest messages, its last reply
-    included, are the whole of the client's `prior`, of WINDOW_EXCHANGES exchanges or more.
-    None when no candidate or more than one is that (two chats alike so far cannot be told
-    apart: neither gets the other's messages). Reads no more of each than `prior` holds."""
+    it: the one among `candidates` (sessions this server answered whose last exchange, or
+    the one before it, and system prompt are the request's, `window_key`) whose newest
+    messages, its last reply included, are the whole of the client's `prior`, of
+    WINDOW_EXCHANGES exchanges or more; else the one whose newest are `prior` then `text`
+    asked and answered (a regenerate of its last reply). None when no candidate or more
+    than one is that (two chats alike so far cannot be told apart: neither gets the other's
+    messages). Reads no more of each than `prior` holds and one exchange."""
     if any(sum(m.role == role for m in prior) < WINDOW_EXCHANGES
            for role in ("user", "assistant")):
         return None
     said = comparable_all(prior)
-    found = [name for name in dict.fromkeys(candidates)
-             if _ends_with(workspace, name, said)]
-    return found[0] if len(found) == 1 else None
+    names = list(dict.fromkeys(candidates))
+    # One that goes on wins over one asked again, as for a whole history (session_of_opening).
+    for tail in (said, [*said, comparable("user", text), ("assistant", None)]):
+        found = [name for name in names if _ends_with(workspace, name, tail)]
+        if found:
+            return found[0] if len(found) == 1 else None
+    return None
 
 
-def _ends_with(workspace: Workspace, name: str, said: list[tuple[str, str]]) -> bool:
+def _ends_with(workspace: Workspace, name: str,
+               said: Sequence[tuple[str, str | None]]) -> bool:
+    """Whether session `name`'s newest messages are `said` (a None text: any of that role)."""
     store = workspace.store
     session = store.sessions.find_session(name)
     if session is None:
         return False
-    # Each turn holds a message or more: as many turns back as `said` has messages reach
-    # far enough (fewer when turn numbers have gaps: then it is not taken).
-    first = max(1, store.history.turn_count(session.id) - len(said))
-    newest = store.history.messages(session.id, first)
-    return len(newest) >= len(said) and comparable_all(newest[-len(said):]) == said
+    newest = comparable_all(_newest(store.history, session.id, len(said)))
+    return len(newest) == len(said) and all(
+        role == held[0] and text in (None, held[1])
+        for (role, text), held in zip(said, newest, strict=True))
+
+
+def _newest(history: HistoryRepository, session_id: int, n: int) -> Sequence[Said]:
+    """A session's newest `n` messages (fewer when it holds fewer), read turns back."""
+    # Each turn holds a message or more: as many turns back as `n` reach far enough (fewer
+    # when turn numbers have gaps: then fewer are read, and nothing is taken for a match).
+    first = max(1, history.turn_count(session_id) - n)
+    return history.messages(session_id, first)[-n:] if n else []
 
 
 def adopt_history(workspace: Workspace, name: str, prior: Sequence[ClientMessage]) -> None:

@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 from datetime import timedelta
 from typing import TYPE_CHECKING
 
-from chatmem.errors import NotFound, SessionGone, UsageError
+from chatmem.errors import NotFound, UsageError
 from chatmem.store.records import FactScope
 
 if TYPE_CHECKING:
@@ -174,8 +174,7 @@ def remember(workspace: Workspace, session: SessionRecord, text: str, *,
     with store.write():
         # Under the write lock: a session deleted meanwhile (another shell, retention) is
         # said so, as a turn says it, not as the database's foreign key or row security.
-        if store.sessions.erasures(session.id) is None:
-            raise SessionGone(None, "nothing was remembered")
+        store.sessions.check_kept(session.id, "nothing was remembered")
         live = store.facts.facts(user=session.user, session_id=session.id)
         if not pairs:
             taken = {f.key for f in live}

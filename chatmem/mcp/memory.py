@@ -17,6 +17,7 @@ if TYPE_CHECKING:
     from chatmem.app.workspace import Workspace
     from chatmem.config.settings import Settings
     from chatmem.engine import Engine
+    from chatmem.notices import Notice
     from chatmem.store import Store
 
 T = TypeVar("T")
@@ -61,18 +62,28 @@ class Memory:
 
     def in_conversation(self, ctx: Context | None, conversation_id: str, purpose: str,
                         open_engine: Callable[[Workspace], Engine[Store]],
-                        job: Callable[[Engine[Store]], T]) -> T:
+                        job: Callable[[Engine[Store]], T],
+                        heard: list[Notice] | None = None) -> T:
         """Run `job` on the conversation's engine for `purpose` ("record", "read",
         "search"), kept open between calls (chatmem.app.kept) so a call costs what a chat's
-        turn costs; chatmem errors become one line for the model."""
+        turn costs; chatmem errors become one line for the model. `heard` gets what the
+        history told meanwhile (a turn waited for another process's write): no listener
+        hears a server's workspace, and the call it held up tells its client."""
         from chatmem.app import Workspace
+
+        def run(ws: Workspace, engine: Engine[Store]) -> T:
+            try:
+                return job(engine)
+            finally:
+                if heard is not None:
+                    heard.extend(ws.take_notices())
 
         settings = self.settings_for(ctx)
         with told_to_the_model(settings=settings):
             return self.kept.run(
                 (settings.location, conversation_id, purpose),
                 partial(Workspace, settings, models=self.models, registries=self.registries),
-                lambda ws: opened_in(ws, open_engine(ws)), lambda ws, engine: job(engine))
+                lambda ws: opened_in(ws, open_engine(ws)), run)
 
 
 def opened_in(workspace: Workspace, engine: Engine[Store]) -> Engine[Store]:

@@ -54,6 +54,7 @@ if TYPE_CHECKING:
     from chatmem.app.workspace import Workspace
     from chatmem.config.settings import Settings
     from chatmem.engine import Engine, TurnResult
+    from chatmem.notices import Notice
     from chatmem.store import Store
 
 # -- the server -------------------------------------------------------------------------------
@@ -151,12 +152,13 @@ def _add_tools(server: MCPServer[Any], memory: Memory) -> None:
             engine.between_turns()
             return opened, result
 
+        waited: list[Notice] = []
         opened, result = memory.in_conversation(ctx, conversation_id, "record", open_recording,
-                                                record)
+                                                record, heard=waited)
         return Recorded(conversation_id=conversation_id, turn=result.record.turn,
                         context_tokens=result.context.tokens,
                         notices=[*opened, *(client_notice_text(n, Client.MCP, settings)
-                                            for n in result.notices)])
+                                            for n in [*waited, *result.notices])])
 
     @server.tool()
     def get_context(

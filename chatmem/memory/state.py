@@ -10,12 +10,10 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
-from chatmem.errors import SessionGone
 from chatmem.memory.fact_keys import key_identity
 from chatmem.memory.message_counts import MessageCounts
 from chatmem.store import FactRecord, FactScope
 from chatmem.store.protocols import MemoryStore
-from chatmem.store.steps import MEMORY_NOT_UPDATED
 from chatmem.tokens import TokenCounter
 
 
@@ -55,15 +53,11 @@ class SessionState:
 
     def erased_since(self, seen: int | None) -> bool:
         """Under the store's write lock: whether text left the session's memory (a purge,
-        a replaced turn, here or in another process) since the count was `seen`. What an
-        update made of the text it read then may hold the erased text: stored after the
-        purge, it would bring back what the purge said was gone. A session deleted
-        meanwhile raises SessionGone: it is said as a deletion, not as an erasure."""
-        now = self.erasures()
-        if now is None:
-            # A deletion, not an erasure: said as one (the engine names the session).
-            raise SessionGone(None, MEMORY_NOT_UPDATED)
-        return now != seen
+        a replaced turn, here or in another process) since the count was `seen`; the
+        session gone is SessionGone (no next turn to make it again). What an update made
+        of the text it read then may hold the erased text: stored after the purge, it
+        would bring back what the purge said was gone."""
+        return self.store.sessions.erased_since(self.session_id, seen)
 
     def set(self, strategy: str, /, **values: Any) -> None:
         """Store the strategy's values, recorded as covering every turn the running update

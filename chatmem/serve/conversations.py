@@ -16,6 +16,7 @@ if TYPE_CHECKING:
     from chatmem.app.workspace import ModelPool
     from chatmem.config.settings import Settings
     from chatmem.errors import ProviderError
+    from chatmem.notices import Notice
     from chatmem.serve.requests import TurnAsked
 
 ANSWERED_KEPT = 4096
@@ -51,15 +52,18 @@ class ServedConversations:
         what it keeps of the history its request sent: a client that sends that history
         again may edit it, one that sends less than the session holds then has left it
         (at most ANSWERED_KEPT conversations)."""
-        self._windows: OrderedDict[tuple[str, str], str] = OrderedDict()
-        """Conversations no id names by the `window_key` of the turn this server last
-        answered in each (at most ANSWERED_KEPT): where a trimmed history may go on."""
+        self._windows: OrderedDict[tuple[str, str], tuple[str, ...]] = OrderedDict()
+        """Conversations no id names by the `window_key`s of the turn this server last
+        answered in each and of the exchange before it (at most ANSWERED_KEPT): where a
+        trimmed history may go on, or regenerate that turn."""
 
-    def note_window(self, location: str, conversation: str, key: str) -> None:
-        """File a conversation no id names under the `window_key` of the turn this server
-        just answered in it: a client that trims its history finds it by that."""
+    def note_window(self, location: str, conversation: str, keys: tuple[str, ...]) -> None:
+        """File a conversation no id names under the `window_key`s of the turn this server
+        just answered in it and of the exchange before it: a client that trims its history
+        finds it by the first when it goes on, by the second when it regenerates the turn
+        (its window then ends one exchange before)."""
         with self._turns_guard:
-            self._windows[(location, conversation)] = key
+            self._windows[(location, conversation)] = keys
             self._windows.move_to_end((location, conversation))
             while len(self._windows) > ANSWERED_KEPT:
                 self._windows.popitem(last=False)
@@ -67,7 +71,7 @@ class ServedConversations:
     def _filed_under(self, location: str, key: str) -> list[str]:
         with self._turns_guard:
             return [name for (at, name), filed in self._windows.items()
-                    if at == location and filed == key]
+                    if at == location and key in filed]
 
     def answered(self, location: str, conversation: str) -> tuple[int, AskedWith] | None:
         with self._turns_guard:
@@ -88,6 +92,17 @@ class ServedConversations:
             self.log(f"{conversation}: the client's history left the stored one (an earlier"
                      f" message edited or asked again): {conversation} now holds the client's,"
                      f" and the one it held is kept as {kept_as}")
+
+    def told(self, conversation: str, notices: list[Notice], settings: Settings) -> None:
+        """What the history told while a turn ran (it waited for another process's write)
+        in the server's log: an OpenAI client has no place for it, and no listener hears a
+        server's workspace (its notices were kept, never read)."""
+        from chatmem.render.client_notices import client_notice_text
+        from chatmem.render.errors import Client
+
+        if self.log is not None:
+            for notice in notices:
+                self.log(f"{conversation}: {client_notice_text(notice, Client.API, settings)}")
 
     def model_failed(self, conversation: str, error: ProviderError) -> None:
         """The model's failure in full in the server's log: its client is told only that
@@ -173,7 +188,7 @@ class ServedConversations:
                     filed = self._filed_under(where, window_key(asked.system,
                                                                 asked.prior[-2:]))
                     went_on = session_of_window(ws, [n for n in filed if n not in taken],
-                                                asked.prior)
+                                                asked.prior, asked.text)
                     if went_on is not None:
                         name, new = went_on, False
                 if new:

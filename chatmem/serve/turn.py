@@ -223,10 +223,14 @@ class Turn:
                     proxy.note_answered(where, asked.conversation, result.record.id,
                                         AskedWith.of(asked.prior))
                 if asked.fingerprinted and result.record.history_turn is not None:
-                    proxy.note_window(where, asked.conversation, window_key(
+                    # The exchange before this one too: a trimmed history that regenerates
+                    # this reply ends there.
+                    proxy.note_window(where, asked.conversation, (window_key(
                         asked.system, [ClientMessage("user", asked.text),
-                                       ClientMessage("assistant", result.reply)]))
+                                       ClientMessage("assistant", result.reply)]),
+                        window_key(asked.system, asked.prior[-2:])))
             engine.between_turns()
+            proxy.told(asked.conversation, ws.take_notices(), self.settings)
             return result
 
         # Whatever chooses the engine is in the key: a request that differs gets its own.

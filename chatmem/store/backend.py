@@ -68,11 +68,14 @@ class Backend(Protocol):
     @property
     def in_transaction(self) -> bool: ...
 
-    def write(self, *, patient: bool = False) -> AbstractContextManager[None]:
+    def write(self, *, patient: bool = False,
+              replied: bool = True) -> AbstractContextManager[None]:
         """One all-or-nothing write transaction, exclusive among writers; nested use joins
         the outer one. Errors become StoreError (busy, read-only, disk, dropped connection).
-        `patient`: a turn's paid reply waits for another process's write up to WRITE_WAIT_S,
-        not the busy timeout, telling the listener once that it waits (WaitingForWrite)."""
+        `patient`: a turn's write (its paid reply, its new session) waits for another
+        process's write up to WRITE_WAIT_S, not the busy timeout, telling the listener once
+        that it waits (WaitingForWrite; `replied`: a reply waits to be stored, else the
+        input waits to be sent); given up then, a BUSY StoreError naming that wait."""
         ...
 
     def check_writable(self, *, patient: bool = False) -> None:

@@ -23,10 +23,11 @@ that key is format 1, the full context, and is read as it is.
 Recall's ranking notes (`recall`: a dict per candidate, kept or the best dropped, up to
 hundreds a turn) were most of a stored turn's bytes, each row naming its eleven keys. They
 are stored by column instead, `"recall_columns": {"id": [5, 11], "turn": [3, 6], ...}`,
-when every row has the same keys in the same order; `expand` gives the rows back as they
-were. A key of its own rather than a new `format`: a chatmem that does not know it still
-reads the context (without the notes), and purges rewrite values, never a context's keys,
-so the column names stay as written.
+when the rows' keys come in one order; a key only some rows hold (a TOP_K row's `top_k`)
+is a column naming them, `"top_k": {"at": [1], "values": [3]}`. `expand` gives the rows
+back as they were. A key of its own rather than a new `format`: a chatmem that does not
+know it still reads the context (without the notes), and purges rewrite values, never a
+context's keys, so the column names stay as written.
 """
 
 from __future__ import annotations
@@ -155,31 +156,77 @@ def expand(
 
 def _recall_by_column(context: Mapping[str, Any]) -> dict[str, Any]:
     """`context` with its recall rows as columns, in the same place (see the module doc);
-    as it is when they have not all the same keys (nothing is lost either way)."""
+    as it is when their keys do not come in one order (nothing is lost either way)."""
     rows = context.get("recall")
     if not isinstance(rows, list) or not rows or type(rows[0]) is not dict:
         return dict(context)
-    # Every row a dict of the same keys in the same order (one set, not a call a row: a
-    # turn has up to hundreds).
-    keys = tuple(rows[0])
-    if not keys or {tuple(r) if type(r) is dict else () for r in rows} != {keys}:
-        return dict(context)
-    columns = {key: [r[key] for r in rows] for key in keys}
+    # The rows' shapes, each once (one set, not a call a row: a turn has up to hundreds).
+    shapes = {tuple(r) if type(r) is dict else () for r in rows}
+    if len(shapes) == 1:
+        keys = next(iter(shapes))
+        if not keys:
+            return dict(context)
+        columns: dict[str, Any] = {key: [r[key] for r in rows] for key in keys}
+    else:
+        # A key only some rows hold (a TOP_K row's limit, a routed row's route): a column
+        # of its own naming the rows that hold it, in the one order every row's keys keep.
+        keys = tuple(dict.fromkeys(key for shape in shapes for key in shape))
+        if () in shapes or any([k for k in keys if k in shape] != list(shape)
+                               for shape in shapes):
+            return dict(context)
+        everyone = set.intersection(*map(set, shapes))
+        if not everyone:
+            return dict(context)
+        columns = {}
+        for key in keys:
+            if key in everyone:
+                columns[key] = [r[key] for r in rows]
+            else:
+                held = [i for i, r in enumerate(rows) if key in r]
+                columns[key] = {"at": held, "values": [rows[i][key] for i in held]}
     return {("recall_columns" if k == "recall" else k): (columns if k == "recall" else v)
             for k, v in context.items()}
 
 
 def _recall_by_row(stored: Mapping[str, Any]) -> dict[str, Any]:
     """`stored` with recall columns back as rows; columns edited out of shape (not lists of
-    one length) read as no notes, not as a failure to read the turn."""
+    one length, or a partial column naming rows that are not there) read as no notes, not
+    as a failure to read the turn."""
     columns = stored.get("recall_columns")
     if columns is None:
         return dict(stored)
     rows: list[dict[str, Any]] = []
-    if (isinstance(columns, dict) and columns
-            and all(isinstance(c, list) for c in columns.values())
-            and len({len(c) for c in columns.values()}) == 1):
-        rows = [dict(zip(columns, values, strict=True))
-                for values in zip(*columns.values(), strict=True)]
+    if isinstance(columns, dict) and columns:
+        whole = [c for c in columns.values() if isinstance(c, list)]
+        if len(whole) == len(columns) and len({len(c) for c in whole}) == 1:
+            rows = [dict(zip(columns, values, strict=True))
+                    for values in zip(*columns.values(), strict=True)]
+        elif whole and len({len(c) for c in whole}) == 1:
+            rows = _rows_of_partial_columns(columns, len(whole[0]))
     return {("recall" if k == "recall_columns" else k): (rows if k == "recall_columns" else v)
             for k, v in stored.items()}
+
+
+def _rows_of_partial_columns(columns: Mapping[str, Any], count: int) -> list[dict[str, Any]]:
+    """The rows of columns some of which name the rows holding them (`_recall_by_column`);
+    none when one is out of shape."""
+    held: dict[str, dict[int, Any]] = {}
+    for key, column in columns.items():
+        if isinstance(column, list):
+            continue
+        at = column.get("at") if isinstance(column, dict) else None
+        values = column.get("values") if isinstance(column, dict) else None
+        if (not isinstance(at, list) or not isinstance(values, list)
+                or len(at) != len(values) or len(set(at)) != len(at)
+                or not all(type(i) is int and 0 <= i < count for i in at)):
+            return []
+        held[key] = dict(zip(at, values, strict=True))
+    rows: list[dict[str, Any]] = [{} for _ in range(count)]
+    for key, column in columns.items():
+        if isinstance(column, list):
+            for row, value in zip(rows, column, strict=True):
+                row[key] = value
+        else:
+            for i, value in held[key].items():
+                rows[i][key] = value
+    return rows

@@ -42,6 +42,7 @@ from chatmem.store.upgrading import (
     WRITE_WAIT_S,
     UpgradeListener,
     back_off,
+    held_too_long,
     ignore,
 )
 
@@ -248,10 +249,10 @@ class PostgresBackend(PostgresFailures, PostgresVectors, PostgresWords):
     # -- writing --------------------------------------------------------------------------
 
     @contextmanager
-    def write(self, *, patient: bool = False) -> Iterator[None]:
+    def write(self, *, patient: bool = False, replied: bool = True) -> Iterator[None]:
         """One write transaction, all or nothing, holding the write lock until it ends.
 
-        Nested use is a savepoint inside the outer transaction. `patient`: a turn's reply
+        Nested use is a savepoint inside the outer transaction. `patient`: a turn's write
         waits for the lock up to WRITE_WAIT_S (Backend.write).
         """
         self._reconnect_if_lost()
@@ -260,7 +261,7 @@ class PostgresBackend(PostgresFailures, PostgresVectors, PostgresWords):
         try:
             with self._conn.transaction():
                 if not nested:
-                    self._lock(patient, replied=True)
+                    self._lock(patient, replied=replied)
                 yield
         except self._errors.Error as e:  # the transaction's own statements (COMMIT)
             raise self.statement_error(e) from None
@@ -274,9 +275,13 @@ class PostgresBackend(PostgresFailures, PostgresVectors, PostgresWords):
         if not patient:
             self._conn.execute("SELECT pg_advisory_xact_lock(%s)", (WRITE_LOCK,))
             return
-        upgrading.take_write_lock(self._conn, WRITE_LOCK, self.busy_timeout_ms,
-                                  self._on_upgrade,
-                                  WaitingForWrite(self.location, WRITE_WAIT_S, replied))
+        try:
+            upgrading.take_write_lock(self._conn, WRITE_LOCK, self.busy_timeout_ms,
+                                      self._on_upgrade,
+                                      WaitingForWrite(self.location, WRITE_WAIT_S, replied))
+        except self._errors.errors.LockNotAvailable:
+            # Given up after WRITE_WAIT_S, not the busy timeout the driver's error names.
+            raise held_too_long(self.location, WRITE_WAIT_S, self.location) from None
 
     def check_writable(self, *, patient: bool = False) -> None:
         """Raise the error a write would meet, without writing: a turn checks before it is sent."""

@@ -8,6 +8,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from chatmem.errors import DatabaseError, StoreConflict, StoreError, StoreFailure
+from chatmem.store.upgrading import held_too_long
 
 
 def driver_reason(error: BaseException, secrets: Sequence[str]) -> str:
@@ -66,9 +67,7 @@ class PostgresFailures:
             message = (f"{where}: this role may not change that, nothing was stored "
                        f"({driver_reason(error, self._secret)})")
         elif isinstance(error, errors.LockNotAvailable):
-            kind = StoreFailure.BUSY
-            message = (f"{where} is busy: another process held it for over "
-                       f"{self.busy_timeout_ms / 1000:g} s; try again")
+            return held_too_long(where, self.busy_timeout_ms / 1000, where)
         elif isinstance(error, errors.DiskFull):
             kind = StoreFailure.DISK
             message = f"{where}: the server's disk is full; nothing was stored"

@@ -62,9 +62,11 @@ class SessionTables:
         """The named session, created unless it exists; True when this call created it.
 
         One transaction: two processes opening the same new session join it
-        instead of one failing because the other created it first.
+        instead of one failing because the other created it first. Patient, as the rest of
+        a turn's writes: a new session's first turn waits for another process's long write
+        (an import) as a later turn's does, not failing after the busy timeout.
         """
-        with self._db.write():
+        with self._db.write(patient=True, replied=False):
             found = self.find_session(name)
             if found is None:
                 check_session_name(name)  # the one rule, for a new name only
@@ -154,6 +156,18 @@ class SessionTables:
         session is gone (deleted, erased by retention, or no longer readable)."""
         value = fetch_value(self._db, "SELECT erasures FROM sessions WHERE id = ?", [session_id])
         return None if value is None else int(value)
+
+    def check_kept(self, session_id: int, consequence: str = steps.MEMORY_NOT_UPDATED) -> None:
+        """Under the write lock: SessionGone saying `consequence` when the session is gone."""
+        steps.check_session_kept(self._db, session_id, consequence)
+
+    def erased_since(self, session_id: int, seen: int | None,
+                     consequence: str = steps.MEMORY_NOT_UPDATED) -> bool:
+        """Under the write lock, before what was made of the session's text read when its
+        `erasures` were `seen` is stored: whether text left its memory since (a purge, a
+        replaced turn, here or in another process); SessionGone saying `consequence` when
+        the session is gone, not a purge."""
+        return steps.check_session_kept(self._db, session_id, consequence) != seen
 
     def session_access(self, session_id: int) -> SessionAccess:
         """Whether the connecting role owns the session, may write it, or only read it."""

@@ -7,7 +7,6 @@ SQLite's result code: the rest of chatmem never sees the driver.
 from __future__ import annotations
 
 import sqlite3
-import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
@@ -195,15 +194,15 @@ class SqliteBackend(SqliteOpening, SqliteWords):
     # -- writing ------------------------------------------------------------------------
 
     @contextmanager
-    def write(self, *, patient: bool = False) -> Iterator[None]:
+    def write(self, *, patient: bool = False, replied: bool = True) -> Iterator[None]:
         """One write transaction, all or nothing, taking the write lock up front.
 
         A deferred BEGIN (sqlite-utils' atomic) that reads first and then writes
         fails at once with "database is locked" when another process committed
         meanwhile: WAL cannot upgrade a stale read. BEGIN IMMEDIATE waits for the
         lock instead (busy timeout), so two chats on one file both keep every turn.
-        `patient`: a turn's reply, paid for, waits for the lock up to WRITE_WAIT_S, not the
-        busy timeout (`_begin`).
+        `patient`: a turn's write (its reply, paid for) waits for the lock up to
+        WRITE_WAIT_S, not the busy timeout (`_begin`).
         """
         if self.conn.in_transaction:
             try:
@@ -212,7 +211,7 @@ class SqliteBackend(SqliteOpening, SqliteWords):
             except sqlite3.Error as e:  # the savepoint's own statements
                 raise self.statement_error(e) from None
             return
-        self._begin(patient, replied=True)
+        self._begin(patient, replied=replied)
         with self._committing(after=self._note_log):
             yield
 
@@ -222,29 +221,23 @@ class SqliteBackend(SqliteOpening, SqliteWords):
         steps of a second, so that a Ctrl-C is heard between them (SQLite's own wait
         does not return to Python until it ends)."""
         waited_s = BUSY_TIMEOUT_MS // 1000
+
+        def wait() -> None:
+            nonlocal waited_s
+            waited_s = WRITE_WAIT_S  # a busy failure from now on gives up the long wait
+            self._on_upgrade(WaitingForWrite(self.location, WRITE_WAIT_S, replied))
+            self.conn.execute(f"PRAGMA busy_timeout = {WAIT_STEP_MS}")
+
         try:
             if not patient:
                 self.conn.execute("BEGIN IMMEDIATE")
                 return
-            waiting_since: float | None = None
             self.conn.execute(f"PRAGMA busy_timeout = {min(FIRST_WAIT_MS, self.busy_timeout_ms)}")
             try:
-                while True:
-                    try:
-                        self.conn.execute("BEGIN IMMEDIATE")
-                        return
-                    except sqlite3.OperationalError as e:
-                        if primary_code(e) not in BUSY:
-                            raise
-                        now = time.monotonic()
-                        if waiting_since is None:
-                            waiting_since = now
-                            self._on_upgrade(WaitingForWrite(self.location, WRITE_WAIT_S,
-                                                             replied))
-                            self.conn.execute(f"PRAGMA busy_timeout = {WAIT_STEP_MS}")
-                        elif now - waiting_since >= WRITE_WAIT_S:
-                            waited_s = WRITE_WAIT_S
-                            raise
+                upgrading.waiting_while_busy(
+                    lambda waited: self.conn.execute("BEGIN IMMEDIATE"),
+                    lambda e: isinstance(e, sqlite3.OperationalError)
+                    and primary_code(e) in BUSY, wait, WRITE_WAIT_S)
             finally:
                 self.conn.execute(f"PRAGMA busy_timeout = {self.busy_timeout_ms}")
         except sqlite3.Error as e:
@@ -313,8 +306,7 @@ class SqliteBackend(SqliteOpening, SqliteWords):
             message = (f"{self.path}: the disk is full or failing; nothing was changed"
                        " (free some space and try again)")
         elif kind is StoreFailure.BUSY:
-            message = (f"{self.path} is busy: another process held it for over "
-                       f"{waited_s} s; try again")
+            return upgrading.held_too_long(str(self.path), waited_s, self.location)
         else:
             message = f"{self.path}: {error}"
         return StoreError(message, kind=kind, location=self.location)

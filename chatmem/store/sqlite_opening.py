@@ -107,26 +107,20 @@ class SqliteOpening:
         chatmem holds the file alone to upgrade it (chatmem.store.upgrading): reading
         would say the file is busy once BUSY_TIMEOUT_MS passed, yet an upgrade of a large
         history takes longer. The first try waits briefly, then opening says it waits."""
-        waiting_since: float | None = None
-        while True:
+        def attempt(waited: bool) -> list[str]:
+            self._connect(path, key, BUSY_TIMEOUT_MS if waited else FIRST_WAIT_MS)
             try:
-                self._connect(path, key, FIRST_WAIT_MS if waiting_since is None
-                              else BUSY_TIMEOUT_MS)
-                try:
-                    pending = self._pending_migrations()
-                    self.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
-                except BaseException:
-                    self.conn.close()
-                    raise
-                return pending
-            except StoreError as e:
-                if e.kind is not StoreFailure.BUSY:
-                    raise
-                if waiting_since is None:
-                    waiting_since = time.monotonic()
-                    self._on_upgrade(WaitingForUpgrade(self.location, UPGRADE_WAIT_S))
-                elif time.monotonic() - waiting_since > UPGRADE_WAIT_S:
-                    raise
+                pending = self._pending_migrations()
+                self.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
+            except BaseException:
+                self.conn.close()
+                raise
+            return pending
+
+        return upgrading.waiting_while_busy(
+            attempt, lambda e: isinstance(e, StoreError) and e.kind is StoreFailure.BUSY,
+            lambda: self._on_upgrade(WaitingForUpgrade(self.location, UPGRADE_WAIT_S)),
+            UPGRADE_WAIT_S)
 
     def _pending_migrations(self) -> list[str]:
         """The migrations this file still needs; raises if the file is not ours."""

@@ -148,10 +148,12 @@ MEMORY_NOT_UPDATED = "its memory was not updated"
 
 
 def check_session_kept(db: Backend, session_id: int,
-                       consequence: str = MEMORY_NOT_UPDATED) -> None:
+                       consequence: str = MEMORY_NOT_UPDATED) -> int:
     """Under the write lock, before a row of the session is written: a session another
     process deleted meanwhile (or stopped sharing) is said as SessionGone, not met as the
     database's refusal (a foreign key on SQLite, row security on PostgreSQL), whose words
-    a memory update passed on as "will retry next turn"."""
-    if db.execute("SELECT 1 FROM sessions WHERE id = ?", [session_id]).fetchone() is None:
+    a memory update passed on as "will retry next turn". Its erasures count (`erasures`)."""
+    row = db.execute("SELECT erasures FROM sessions WHERE id = ?", [session_id]).fetchone()
+    if row is None:
         raise SessionGone(None, consequence)
+    return int(row[0])

@@ -9,7 +9,6 @@ from chatmem.errors import (
     NoSuchRequest,
     NotFound,
     ReplaceRefusal,
-    SessionGone,
     StoreError,
     StoreFailure,
     TurnNotCommittable,
@@ -124,12 +123,8 @@ class TurnTables:
         A session deleted meanwhile is refused here too: the insert would otherwise fail
         with the database's own words, a foreign key on SQLite and row security on
         PostgreSQL, neither saying what happened."""
-        if erasures is None:
-            return
-        now = self._sessions.erasures(session_id)
-        if now is None:
-            raise SessionGone(None, consequence)
-        if now != erasures:
+        if erasures is not None and self._sessions.erased_since(session_id, erasures,
+                                                                 consequence):
             raise StoreError("text left this session's memory while the reply came (a purge,"
                              " or a turn replaced by another chat), and what this turn was"
                              " sent may hold it; send it again",

@@ -19,10 +19,13 @@ import random
 import sqlite3
 import time
 from collections.abc import Callable
+from typing import TypeVar
 
 from chatmem.errors import StoreError, StoreFailure
 from chatmem.notices import HistoryUpgrading, WaitingForUpgrade, WaitingForWrite
 from chatmem.store.result_codes import BUSY, primary_code
+
+T = TypeVar("T")
 
 ALONE_WAIT_S = 3.0
 """How long an upgrade waits for the other connections to close before it refuses."""
@@ -56,6 +59,34 @@ def in_use(location: str, others: str | None = None) -> StoreError:
         " chatmem upgrades the history first, alone: an older one writing meanwhile would"
         " store what the upgrade cannot fix); nothing was changed",
         kind=StoreFailure.BUSY, location=location, reason="open in another chatmem process")
+
+
+def held_too_long(where: str, seconds: float, location: str) -> StoreError:
+    """The write lock not had: another process held it past the `seconds` this one waited
+    (the busy timeout, or a turn's WRITE_WAIT_S), said alike on every backend (`where`: the
+    file's path or the database's masked URL)."""
+    return StoreError(f"{where} is busy: another process held it for over {seconds:g} s;"
+                      " try again", kind=StoreFailure.BUSY, location=location)
+
+
+def waiting_while_busy(attempt: Callable[[bool], T], busy: Callable[[Exception], bool],
+                       tell: Callable[[], object], limit_s: float) -> T:
+    """`attempt(waited)` until it is not `busy`: at its first busy failure `tell` (the
+    listener told once that it waits; `waited` True from then on), then tried again until
+    `limit_s` passed since, when the last busy failure is raised."""
+    since: float | None = None
+    while True:
+        try:
+            return attempt(since is not None)
+        except Exception as e:
+            if not busy(e):
+                raise
+            now = time.monotonic()
+            if since is None:
+                since = now
+                tell()
+            elif now - since >= limit_s:
+                raise
 
 
 def back_off() -> None:

@@ -11,6 +11,7 @@ from collections.abc import Callable
 from typing import Any
 
 import pytest
+from acting_providers import ActsWhile
 from conftest import History
 from pg import PostgresServer
 from registered import open_session
@@ -119,20 +120,6 @@ def test_a_session_deleted_meanwhile_is_said_and_nothing_is_written(
     assert store.db.execute("SELECT count(*) FROM messages").fetchone()[0] == 0
 
 
-class PurgedWhileReplying(ScriptedProvider):
-    """Another connection purges José (or deletes the session) while the reply streams (as
-    `facts forget --purge` in a second shell does while a chat's reply comes)."""
-
-    def __init__(self, purge: Callable[[], None]) -> None:
-        super().__init__()
-        self.purge = purge
-
-    def stream(self, messages: Any) -> Any:
-        reply = super().stream(messages)
-        self.purge()
-        return reply
-
-
 @pytest.mark.parametrize("cancelled", [False, True])
 def test_a_turn_answered_across_a_purge_is_not_stored_and_the_purge_holds(
         store: Store, history: History, cancelled: bool) -> None:
@@ -147,7 +134,8 @@ def test_a_turn_answered_across_a_purge_is_not_stored_and_the_purge_holds(
         with history.open() as other:
             other.redactions.rewrite_stored_text([sid], None, ["José"], erase_jose)
 
-    engine.provider = PurgedWhileReplying(purge)
+    # As `facts forget --purge` in a second shell does while a chat's reply comes.
+    engine.provider = ActsWhile("stream", purge)
     if cancelled:
         def interrupt(delta: str) -> None:
             raise KeyboardInterrupt
@@ -164,6 +152,24 @@ def test_a_turn_answered_across_a_purge_is_not_stored_and_the_purge_holds(
     assert again.record.number == len(SAID) + 1
 
 
+def deleting(other: Callable[[], Store], name: str) -> Callable[[], None]:
+    """Session `name` deleted by another connection (`other`), as `sessions delete` in a
+    second shell does."""
+    def delete() -> None:
+        with other() as connection:
+            connection.sessions.delete_session(name)
+    return delete
+
+
+def said_deleted(run: Callable[[], object], name: str, outcome: str) -> None:
+    """`run` fails as a turn whose session was deleted meanwhile: one line, exit 1."""
+    with pytest.raises(NotFound) as gone:
+        run()
+    assert str(gone.value) == (f"session {name!r} was deleted meanwhile (or is no longer"
+                               f" shared with you): {outcome}")
+    assert gone.value.exit_code is ExitCode.ERROR
+
+
 def delete_while_replying(store: Store, other: Callable[[], Store], cancelled: bool) -> None:
     """Another connection (`other`) deletes the session while a turn's reply comes: the
     turn says so in the words a deletion before the turn gets, and stores nothing (the
@@ -171,22 +177,14 @@ def delete_while_replying(store: Store, other: Callable[[], Store], cancelled: b
     engine = kept_engine(store)
     engine.run_turn("我住在杭州")
 
-    def delete() -> None:
-        with other() as connection:
-            connection.sessions.delete_session("kept")
-
-    engine.provider = PurgedWhileReplying(delete)
+    engine.provider = ActsWhile("stream", deleting(other, "kept"))
     if cancelled:
         def interrupt(delta: str) -> None:
             raise KeyboardInterrupt
         result = engine.run_turn("我住在哪里？", on_delta=interrupt)
         assert (result.status, result.record.id) == (TurnStatus.CANCELLED, None)
     else:
-        with pytest.raises(NotFound) as gone:
-            engine.run_turn("我住在哪里？")
-        assert str(gone.value) == ("session 'kept' was deleted meanwhile (or is no longer"
-                                   " shared with you): the turn was not stored")
-        assert gone.value.exit_code is ExitCode.ERROR
+        said_deleted(lambda: engine.run_turn("我住在哪里？"), "kept", "the turn was not stored")
     assert store.sessions.find_session("kept") is None
     for table in ("messages", "turns"):
         assert store.db.execute(f"SELECT count(*) FROM {table}").fetchone()[0] == 0
@@ -212,19 +210,6 @@ def test_a_session_deleted_while_the_reply_comes_is_said_alike_under_row_securit
         pg_server.drop_database(database)
 
 
-class DeletedWhileSummarizing(ScriptedProvider):
-    """The helper model: another connection deletes the session while it summarizes (or
-    extracts facts), after the turn committed (`sessions delete` during a slow summarizer)."""
-
-    def __init__(self, delete: Callable[[], None]) -> None:
-        super().__init__()
-        self.delete = delete
-
-    def complete(self, messages: Any, **kwargs: Any) -> str:
-        self.delete()
-        return super().complete(messages, **kwargs)
-
-
 @pytest.mark.parametrize("strategy", ["summary", "entity", "summary+entity"])
 def test_a_session_deleted_while_its_memory_updates_is_said_not_retried(
         store: Store, history: History, strategy: str) -> None:
@@ -232,17 +217,10 @@ def test_a_session_deleted_while_its_memory_updates_is_said_not_retried(
     constraint failed" (row security's words on PostgreSQL), then "no session with id 9"."""
     settings = Settings(system="Be brief.", embeddings=EmbeddingsSection(provider="none"))
 
-    def delete() -> None:
-        with history.open() as other:
-            other.sessions.delete_session("s6")
-
     engine = open_session(store, settings, ScriptedProvider(), "s6", strategy=strategy,
-                          helper=DeletedWhileSummarizing(delete))
-    with pytest.raises(NotFound) as gone:
-        engine.run_turn("My city is Oslo. 我住在奥斯陆。")
-    assert str(gone.value) == ("session 's6' was deleted meanwhile (or is no longer shared"
-                               " with you): the turn was deleted with it")
-    assert gone.value.exit_code is ExitCode.ERROR
+                          helper=ActsWhile("complete", deleting(history.open, "s6")))
+    said_deleted(lambda: engine.run_turn("My city is Oslo. 我住在奥斯陆。"), "s6",
+                 "the turn was deleted with it")
     assert store.sessions.find_session("s6") is None
     for table in ("summaries", "strategy_state", "facts"):
         assert store.db.execute(f"SELECT count(*) FROM {table}").fetchone()[0] == 0

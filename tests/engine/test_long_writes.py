@@ -7,16 +7,18 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from typing import Any
 
 import pytest
+from acting_providers import ActsWhile
 from conftest import History
 from registered import open_session
 
 from chatmem.config.sections import EmbeddingsSection
 from chatmem.config.settings import Settings
 from chatmem.engine import Engine
+from chatmem.errors import StoreError, StoreFailure
 from chatmem.notices import WaitingForWrite
 from chatmem.providers.scripted import ScriptedProvider
 from chatmem.store import Store
@@ -36,8 +38,9 @@ class LongWrite:
     """Another process's write transaction held for HELD_S, in a thread of its own
     connection; `start` returns once it holds the write lock."""
 
-    def __init__(self, history: History) -> None:
+    def __init__(self, history: History, held_s: float = HELD_S) -> None:
         self.history = history
+        self.held_s = held_s
         self.locked = threading.Event()
         self.thread = threading.Thread(target=self._hold)
 
@@ -45,7 +48,7 @@ class LongWrite:
         with self.history.open() as other, other.write():
             other.sessions.create_session("import", "buffer", {})
             self.locked.set()
-            time.sleep(HELD_S)
+            time.sleep(self.held_s)
 
     def start(self) -> None:
         self.thread.start()
@@ -53,20 +56,6 @@ class LongWrite:
 
     def join(self) -> None:
         self.thread.join()
-
-
-class WrittenWhileReplying(ScriptedProvider):
-    """The long write starts while the reply streams: it still holds the lock when the
-    finished reply is to be stored."""
-
-    def __init__(self, write: Callable[[], None]) -> None:
-        super().__init__()
-        self.write = write
-
-    def stream(self, messages: Any) -> Any:
-        reply = super().stream(messages)
-        self.write()
-        return reply
 
 
 @pytest.fixture
@@ -77,9 +66,9 @@ def heard(history: History) -> Iterator[tuple[Store, list[Any]]]:
         yield store, told
 
 
-def engine_of(store: Store) -> Engine[Store]:
+def engine_of(store: Store, name: str = "waits") -> Engine[Store]:
     settings = Settings(system="Be brief.", embeddings=EmbeddingsSection(provider="none"))
-    return open_session(store, settings, ScriptedProvider(), "waits", strategy="buffer")
+    return open_session(store, settings, ScriptedProvider(), name, strategy="buffer")
 
 
 def test_a_reply_finished_during_another_process_long_write_is_stored_after_it(
@@ -91,7 +80,9 @@ def test_a_reply_finished_during_another_process_long_write_is_stored_after_it(
     engine.run_turn("我住在杭州")
     told.clear()
     write = LongWrite(history)
-    engine.provider = WrittenWhileReplying(write.start)
+    # The long write starts while the reply streams: it still holds the lock when the
+    # finished reply is to be stored.
+    engine.provider = ActsWhile("stream", write.start)
     started = time.monotonic()
     result = engine.run_turn("Where do I live? 我住在哪里？")
     waited = time.monotonic() - started
@@ -124,3 +115,39 @@ def test_a_turn_at_once_after_another_write_says_nothing(
     engine.run_turn("hello")
     engine.run_turn("你好")
     assert told == []
+
+
+def test_a_new_sessions_first_turn_waits_for_another_process_long_write(
+        history: History, heard: tuple[Store, list[Any]]) -> None:
+    """Creating the session was not a patient write: `chatmem ask NEW` failed after the busy
+    timeout, without a word of waiting, where a turn of an existing session waited."""
+    store, told = heard
+    write = LongWrite(history)
+    write.start()
+    engine = engine_of(store, "新的会话")
+    result = engine.run_turn("Is it raining in 杭州?")
+    write.join()
+    assert result.record.number == 1
+    assert store.history.turn_count(engine.session.id) == 1
+    assert [(type(n), n.replied) for n in told] == [(WaitingForWrite, False)]
+
+
+def test_a_turn_that_gives_up_waiting_names_how_long_it_waited(
+        history: History, heard: tuple[Store, list[Any]],
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """PostgreSQL said "held it for over 0.2 s" (its busy timeout) after the long wait."""
+    import chatmem.store.postgres_backend as postgres_backend
+    import chatmem.store.sqlite_backend as sqlite_backend
+
+    for backend in (postgres_backend, sqlite_backend):
+        monkeypatch.setattr(backend, "WRITE_WAIT_S", 1)
+    store, told = heard
+    engine = engine_of(store)
+    write = LongWrite(history, held_s=4)
+    write.start()
+    with pytest.raises(StoreError) as refused:
+        engine.run_turn("Is it raining in 杭州?")
+    write.join()
+    assert refused.value.kind is StoreFailure.BUSY
+    assert "held it for over 1 s" in str(refused.value)
+    assert [(type(n), n.replied) for n in told] == [(WaitingForWrite, False)]

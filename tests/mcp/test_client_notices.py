@@ -5,6 +5,10 @@ its budget warned of by get_context as `inspect --next --json` warns of it."""
 from __future__ import annotations
 
 import json
+import sqlite3
+import threading
+import time
+from contextlib import closing
 from pathlib import Path
 
 import pytest
@@ -26,6 +30,39 @@ def test_released_pins_are_told_without_the_repl_command_that_lists_them(
     [notice] = recorded["notices"]
     assert "released to keep pins within 16 tokens: " in notice, notice
     assert "/summary" not in notice
+
+
+def test_a_turn_that_waited_for_another_process_write_says_so_to_its_client(
+        tmp_path: Path) -> None:
+    """The store told the wait to the server's workspace, which no listener hears: it was
+    read only when a conversation opened, and record_turn's client heard nothing of it."""
+    db = tmp_path / "h.db"
+    holding = threading.Event()
+    held = threading.Thread(target=_hold, args=(db, holding))
+
+    def begin_write() -> None:
+        held.start()
+        assert holding.wait(10)
+
+    _, recorded, again = mcp_calls(["--db", str(db)], [
+        ("start_conversation", {"name": "等待"}),
+        ("record_turn", {"conversation_id": "等待", "user": "一", "assistant": "好"}),
+        ("record_turn", {"conversation_id": "等待", "user": "二", "assistant": "好"})],
+        before={1: begin_write})
+    held.join()
+    assert recorded["turn"] == 1
+    assert recorded["notices"] == [
+        "waited for another process's write to the history (a long import)"]
+    assert again["notices"] == []  # told once, by the call it held up
+
+
+def _hold(db: Path, holding: threading.Event) -> None:
+    """Another process's long write: the file's write lock held for 1.5 s."""
+    with closing(sqlite3.connect(db, isolation_level=None)) as other:
+        other.execute("BEGIN IMMEDIATE")
+        holding.set()
+        time.sleep(1.5)
+        other.execute("COMMIT")
 
 
 LONG = "长" * 3000 + " word" * 3000

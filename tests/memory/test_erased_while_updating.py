@@ -11,6 +11,7 @@ import json
 from collections.abc import Callable
 from typing import Any
 
+from acting_providers import ActsWhile
 from conftest import History
 
 from chatmem.engine import Engine
@@ -20,25 +21,9 @@ from chatmem.memory.state import SessionState
 from chatmem.notices import DerivedMemory, ErasedWhileUpdating, MemoryUpdateFailed
 from chatmem.privacy.mentions import MARKER
 from chatmem.privacy.purge import purge_fact
-from chatmem.providers.base import ChatMessages, Purpose
-from chatmem.providers.scripted import ScriptedProvider
+from chatmem.providers.base import Purpose
 from chatmem.render.notices import notice_text
 from chatmem.store import Store
-
-
-class PurgedWhileUpdating(ScriptedProvider):
-    """Runs `purge` once, on its next call for `purpose`, before it answers: what a second
-    shell's `facts forget --purge` does while the summarizer or the extractor is busy."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.armed: tuple[Purpose, Callable[[], None]] | None = None
-
-    def complete(self, messages: ChatMessages, *, purpose: Purpose = Purpose.CHAT) -> str:
-        if self.armed is not None and self.armed[0] is purpose:
-            (_, purge), self.armed = self.armed, None
-            purge()
-        return super().complete(messages, purpose=purpose)
 
 
 def purging(history: History, sid: int, key: str) -> Callable[[], None]:
@@ -63,12 +48,13 @@ def erasure_notices(notices: list[Any]) -> list[ErasedWhileUpdating]:
 
 def test_a_summary_folded_across_a_purge_is_dropped_and_folded_again_from_the_purged_text(
         make_engine: Callable[..., Engine[Store]], store: Store, history: History) -> None:
-    model = PurgedWhileUpdating()
+    model = ActsWhile("complete")
     engine = make_engine("summary+entity", provider=model)
     sid = engine.session.id
     engine.run_turn("My city is Rome")
     assert "Rome" in stored_text(store, sid)
-    model.armed = (Purpose.SUMMARY, purging(history, sid, "city"))
+    # What a second shell's `facts forget --purge` does while the summarizer is busy.
+    model.arm(purging(history, sid, "city"), Purpose.SUMMARY)
 
     result = engine.run_turn("Reminder: my city is Rome")
 
@@ -95,12 +81,12 @@ def test_a_summary_folded_across_a_purge_is_dropped_and_folded_again_from_the_pu
 
 def test_facts_extracted_across_a_purge_are_dropped_and_read_again_from_the_purged_text(
         make_engine: Callable[..., Engine[Store]], store: Store, history: History) -> None:
-    model = PurgedWhileUpdating()
+    model = ActsWhile("complete")
     engine = make_engine("entity", provider=model)
     sid = engine.session.id
     engine.run_turn("My city is Paris")
     assert [(f.key, f.value) for f in store.facts.facts(session_id=sid)] == [("city", "Paris")]
-    model.armed = (Purpose.FACTS, purging(history, sid, "city"))
+    model.arm(purging(history, sid, "city"), Purpose.FACTS)
 
     result = engine.run_turn("Reminder: my city is Paris")
 

@@ -86,6 +86,37 @@ def test_a_client_that_trims_its_history_goes_on_in_one_session(
         assert [(m.role, m.content) for m in stored] == [(m["role"], m["content"]) for m in full]
 
 
+def test_a_client_that_trims_its_history_regenerates_its_last_reply_in_its_session(
+        chat_server: ChatServer, db_path: Path) -> None:
+    """A regenerate sends the window without the last reply, which ends with the exchange
+    before it: only the last answered one was filed, so it began a new session holding a
+    copy of the window instead of replacing the turn."""
+    settings = Settings(provider="openai", base_url=chat_server.base_url, model="test-small",
+                        db=str(db_path))
+    system = [{"role": "system", "content": "sys"}]
+    full: list[dict[str, str]] = []
+    with RunningProxy(settings, strategy="window") as running:
+        for i in range(5):
+            full.append({"role": "user", "content": f"第{i}个问题 q{i}"})
+            turn, _, reply = _ask(running, [*system, *full[-5:]])
+            full.append({"role": "assistant", "content": reply})
+        name = turn.rpartition("@")[0]
+        for _ in range(2):  # a regenerate of a regenerate too
+            turn, stored_as, reply = _ask(running, [*system, *full[-6:-1]])
+            assert (turn, stored_as) == (f"{name}@5", "replaced-last-turn")
+            full[-1] = {"role": "assistant", "content": reply}
+        full.append({"role": "user", "content": "然后呢 next"})
+        assert _ask(running, [*system, *full[-5:]])[:2] == (f"{name}@6", "next-turn")
+    with Store(db_path) as store:
+        assert [s.name for s in store.sessions.list_sessions()] == [name]
+        session = store.sessions.session(name)
+        stored = store.history.messages(session.id)
+        assert [(m.role, m.content) for m in stored[:-1]] == [
+            (m["role"], m["content"]) for m in full]
+        assert [t.superseded_by is not None for t in store.turns.turns(session.id)] == [
+            False] * 4 + [True, True, False, False]
+
+
 def test_a_window_goes_on_only_a_session_it_is_the_whole_end_of(
         chat_server: ChatServer, db_path: Path) -> None:
     """Every reply here is the same: chats that share their last exchange ("hi") are told

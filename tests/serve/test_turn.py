@@ -96,3 +96,41 @@ def test_streams_waiting_on_a_stalled_model_leave_the_other_endpoints_answering(
         for line in reply.splitlines()
         if line.startswith("data: {") and json.loads(line[6:]).get("choices"))
         for reply in replies.values())
+
+
+def test_a_turn_that_waited_for_another_process_write_is_said_in_the_server_log(
+        tmp_path: Path) -> None:
+    """An OpenAI client has no place for the wait; the store told it to the conversation's
+    kept workspace, which no listener hears, and it was never said anywhere."""
+    import sqlite3
+    import time
+    from contextlib import closing
+
+    db = tmp_path / "h.db"
+    settings = Settings(provider="scripted", db=str(db))
+    header = {"X-Chatmem-Conversation": quote("等待")}
+    holding = threading.Event()
+
+    def hold() -> None:
+        with closing(sqlite3.connect(db, isolation_level=None)) as other:
+            other.execute("BEGIN IMMEDIATE")
+            holding.set()
+            time.sleep(1.5)
+            other.execute("COMMIT")
+
+    with RunningProxy(settings, strategy="window") as running:
+        def ask(text: str) -> None:
+            answer = httpx.post(f"{running.base_url}/chat/completions", headers=header,
+                                timeout=HANG, json={"model": "scripted", "messages": [
+                                    {"role": "user", "content": text}]})
+            assert answer.status_code == 200, answer.text
+
+        ask("一")
+        held = threading.Thread(target=hold)
+        held.start()
+        assert holding.wait(10)
+        ask("二")
+        held.join()
+        ask("三")
+    assert running.logged == [
+        "等待: waited for another process's write to the history (a long import)"]

@@ -23,11 +23,11 @@ M005_INDEXES = ("facts_session", "facts_source_message", "facts_source_session",
                 "turns_assistant_message")
 
 
-def replayed(db: Path, sample: str) -> list[str]:
-    """The sample replayed under STRATEGIES into `db`; the saved session names."""
+def replayed(db: Path, sample: str, strategies: tuple[str, ...] = STRATEGIES) -> list[str]:
+    """The sample replayed under `strategies` into `db`; the saved session names."""
     args = ["replay", str(SESSIONS / sample), "--save-as", "r", "--provider", "scripted",
             "--db", str(db)]
-    for strategy in STRATEGIES:
+    for strategy in strategies:
         args += ["-s", strategy]
     result = runner.invoke(app, args)
     assert result.exit_code == 0, result.stderr
@@ -179,3 +179,66 @@ def test_recall_columns_out_of_shape_read_as_no_notes(store: Store) -> None:
     assert contexts.compact(store.db, session.id, "cl100k_base", mixed) == mixed
     damaged = {**stored, "recall_columns": {"id": [1, 2], "turn": [1]}}
     assert contexts.expand(store.db, session.id, "cl100k_base", damaged)["recall"] == []
+
+
+def _as_rows(columns: dict[str, object]) -> list[dict[str, object]]:
+    """Recall columns as the rows they were, read here by hand."""
+    count = next(len(c) for c in columns.values() if isinstance(c, list))
+    rows: list[dict[str, object]] = [{} for _ in range(count)]
+    for key, column in columns.items():
+        if isinstance(column, list):
+            for row, value in zip(rows, column, strict=True):
+                row[key] = value
+        else:
+            assert isinstance(column, dict)
+            for i, value in zip(column["at"], column["values"], strict=True):
+                rows[i][key] = value
+    return rows
+
+
+def test_recall_notes_limited_by_top_k_are_stored_by_column_too(tmp_path: Path) -> None:
+    """A TOP_K row's limit (and a routed row's route) is a key the others lack: every turn
+    whose top_k left something out stored its notes a row each, each naming its keys."""
+    db = tmp_path / "history.db"
+    names = replayed(db, "support.jsonl", ("retrieval:top_k=3",))
+    by_column = inspect_all(db, names, 1)
+    stored = stored_contexts(db)
+    noted = [c for c in stored if "recall_columns" in c]
+    assert noted and not any("recall" in c for c in stored)
+    partial = [c["recall_columns"]["top_k"] for c in noted  # type: ignore[index]
+               if isinstance(c["recall_columns"].get("top_k"), dict)]  # type: ignore[union-attr]
+    assert partial and all(set(p["values"]) == {3} for p in partial)
+    conn = sqlite3.connect(db)
+    with conn:
+        for turn_id, context in conn.execute("SELECT id, context FROM turns").fetchall():
+            data = json.loads(context)
+            if "recall_columns" in data:
+                data["recall"] = _as_rows(data.pop("recall_columns"))
+                conn.execute("UPDATE turns SET context = ? WHERE id = ?",
+                             [json.dumps(data, ensure_ascii=False), turn_id])
+    conn.close()
+    assert inspect_all(db, names, 1) == by_column
+    assert any("top_k=3 reached" in json.dumps(v, ensure_ascii=False)
+               for v in by_column.values())
+
+
+def test_partial_recall_columns_read_back_or_as_no_notes(store: Store) -> None:
+    session = store.sessions.create_session("s", "retrieval")
+    rows = [{"id": 1, "kept": True, "route": "exact"}, {"id": 2, "kept": False},
+            {"id": 3, "kept": False, "top_k": 3}]
+    context = {"tokens": 1, "parts": [], "recall": rows}
+    stored = contexts.compact(store.db, session.id, "cl100k_base", context)
+    assert stored["recall_columns"] == {
+        "id": [1, 2, 3], "kept": [True, False, False],
+        "route": {"at": [0], "values": ["exact"]}, "top_k": {"at": [2], "values": [3]}}
+    expanded = contexts.expand(store.db, session.id, "cl100k_base", stored)
+    assert expanded == context
+    assert [list(r) for r in expanded["recall"]] == [list(r) for r in rows]
+    # Keys in another order than another row's, or none shared: stay rows.
+    for odd in ({"kept": False, "id": 2}, {"why": "no_room"}):
+        mixed = {**context, "recall": [rows[0], odd]}
+        assert contexts.compact(store.db, session.id, "cl100k_base", mixed) == mixed
+    for at in ([3], [0, 0], ["0"]):
+        damaged = {**stored, "recall_columns": {**stored["recall_columns"],
+                                                "top_k": {"at": at, "values": [3] * len(at)}}}
+        assert contexts.expand(store.db, session.id, "cl100k_base", damaged)["recall"] == []
