@@ -81,6 +81,12 @@ before its LF (a Windows line end moves the cursor over nothing), and the left-t
 right-to-left and Arabic letter marks, zero-width letters without a shape that reorder
 nothing a Hebrew or Arabic letter could not: what RTL keyboards type and a reply in Hebrew
 or Arabic holds, which came out as `\u200f`."""
+NOT_ONE_LINE = re.compile(f"[\\x00-\\x1f{_C1_AND_DEL}\u2028\u2029{_REORDERING}]")
+"""What a one-line field (a speaker's name) cannot hold: every control (NEL, vertical tab
+and form feed end a line too), the line and paragraph separators, and what reorders a run
+of text, which could show a line break or another speaker's label that is not there. Other
+format characters are taken: the zero-width non-joiner (U+200C) is ordinary Persian and
+Hindi spelling, the joiner (U+200D) builds emoji sequences."""
 _JSON_RAW = re.compile(f"[{_C1_AND_DEL}{_BIDI}]")
 """What json.dumps(ensure_ascii=False) leaves raw of CONTROLS (it escapes C0 itself)."""
 

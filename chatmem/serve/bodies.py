@@ -14,7 +14,11 @@ from chatmem.errors import RequestError
 from chatmem.serve.requests import MAX_BODY_BYTES
 
 _WBITS = {"gzip": 16 + zlib.MAX_WBITS, "x-gzip": 16 + zlib.MAX_WBITS, "deflate": zlib.MAX_WBITS}
-"""The encodings inflated, as zlib reads them (HTTP's deflate is the zlib format)."""
+"""The encodings inflated, as zlib reads them (HTTP's deflate is the zlib format; a body
+without zlib's two-byte header is read as raw deflate, as some clients send it)."""
+MAX_MEMBERS = 16
+"""The gzip members (`cat a.gz b.gz`) one body may be: each costs a new inflater, so 200,000
+empty ones in 4 MB held a worker for seconds."""
 
 
 @dataclass(frozen=True)
@@ -32,30 +36,58 @@ def _too_large(inflated: bool) -> BodyRefused:
         "holds: send less of the history", "messages"))
 
 
+def _zlib_header(head: bytes) -> bool:
+    """Whether a deflate body's first two bytes are zlib's header (RFC 1950: method 8, a
+    window of at most 32 KiB, a check that makes them a multiple of 31). Raw deflate cannot
+    start so: those bits would be a stored block with its padding bits set."""
+    return head[0] & 0x0F == 8 and head[0] >> 4 <= 7 and (head[0] << 8 | head[1]) % 31 == 0
+
+
 class _Inflater:
     """One coding's inflation, given the body piece by piece; a gzip body may be several
-    members one after the other (`cat a.gz b.gz`), each inflated in turn."""
+    members one after the other (`cat a.gz b.gz`), each inflated in turn, up to MAX_MEMBERS,
+    and zero bytes after a member are padding, as gunzip and Python's gzip read them."""
 
     def __init__(self, coding: str) -> None:
-        self.wbits = _WBITS[coding]
         self.coding = coding
-        self.inflating = zlib.decompressobj(self.wbits)
+        # deflate: which form is known from the first two bytes (kept here until they come)
+        self.inflating = None if coding == "deflate" else zlib.decompressobj(_WBITS[coding])
+        self.head = b""
+        self.members = 1
         self.size = 0
 
-    def feed(self, piece: bytes) -> bytes | None:
-        """The inflated bytes of `piece`; None once the body inflates past the cap (not
-        inflated further). zlib.error for bytes that are not of the coding."""
+    def feed(self, piece: bytes) -> bytes | BodyRefused:
+        """The inflated bytes of `piece`, or why the body is refused: it inflates past the
+        cap (not inflated further), it is not of the coding, or it has too many members."""
+        if self.inflating is None:
+            self.head += piece
+            if len(self.head) < 2:
+                return b""
+            piece, self.head = self.head, b""
+            self.inflating = zlib.decompressobj(
+                zlib.MAX_WBITS if _zlib_header(piece) else -zlib.MAX_WBITS)
         out: list[bytes] = []
         while piece:
-            room = MAX_BODY_BYTES - self.size
             if self.inflating.eof:
                 if self.coding == "deflate":
-                    raise zlib.error("data after the end of the deflate stream")
-                self.inflating = zlib.decompressobj(self.wbits)
-            made = self.inflating.decompress(piece, room + 1)
+                    return _not_encoded(self.coding)
+                piece = piece.lstrip(b"\0")
+                if not piece:
+                    break
+                self.members += 1
+                if self.members > MAX_MEMBERS:
+                    return BodyRefused(400, RequestError(
+                        f"the body is more than {MAX_MEMBERS} {self.coding} members one after "
+                        "the other: compress it as one", "Content-Encoding"))
+                self.inflating = zlib.decompressobj(_WBITS[self.coding])
+            room = MAX_BODY_BYTES - self.size
+            try:
+                made = self.inflating.decompress(piece, room + 1)
+            except zlib.error:
+                return _not_encoded(self.coding)
             self.size += len(made)
             if self.size > MAX_BODY_BYTES:
-                return None
+                return _too_large(True)
             out.append(made)
             # What was left unread: past the end of a member, the next member's bytes.
             piece = self.inflating.unused_data if self.inflating.eof else b""
@@ -63,13 +95,14 @@ class _Inflater:
 
     @property
     def whole(self) -> bool:
-        return self.inflating.eof
+        return self.inflating is not None and self.inflating.eof
 
 
 async def capped_body(request: Request) -> bytes | BodyRefused:
     """The request's body, or why not: over MAX_BODY_BYTES (413), said by its Content-Length
     before any of it is read, else found while it streams in (chunked) or inflates; in an
-    encoding not inflated here (415); not whole or not of its encoding (400)."""
+    encoding not inflated here (415); not whole or not of its encoding, or more gzip members
+    than MAX_MEMBERS (400)."""
     encoding = request.headers.get("content-encoding", "")
     codings = [c.strip().lower() for c in encoding.split(",")
                if c.strip() and c.strip().lower() != "identity"]
@@ -88,12 +121,9 @@ async def capped_body(request: Request) -> bytes | BodyRefused:
         if size > MAX_BODY_BYTES:
             return _too_large(False)
         if inflater is not None and piece:
-            try:
-                inflated = inflater.feed(piece)
-            except zlib.error:
-                return _not_encoded(codings[0])
-            if inflated is None:
-                return _too_large(True)
+            inflated = inflater.feed(piece)
+            if isinstance(inflated, BodyRefused):
+                return inflated
             piece = inflated
         pieces.append(piece)
     if inflater is not None and not inflater.whole:

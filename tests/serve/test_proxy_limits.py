@@ -143,3 +143,52 @@ def test_a_compressed_body_is_inflated_and_its_inflated_size_held_to_the_cap(
                 "the body is not whole gzip data, as its Content-Encoding says")
     assert statuses(db_path, "bomb") is None and statuses(db_path, "odd") is None
     assert len(chat_server.requests) == 3
+
+
+def test_raw_deflate_and_padded_gzip_are_read_and_a_body_of_many_members_refused(
+        settings: Settings, chat_server: ChatServer, db_path: Path) -> None:
+    """Raw deflate (no zlib header, as some clients send `deflate`) and a gzip body with zero
+    padding after it (gunzip and Python's gzip read both) were "not whole" 400s; 200,000 empty
+    gzip members in a 4 MB body were each inflated (a new inflater and a copy of the rest of
+    the piece per member) before the answer."""
+    import gzip
+    import zlib
+
+    body = json.dumps({"model": "test-small", "messages": [
+        {"role": "user", "content": "原始压缩的问题"}]}, ensure_ascii=False).encode()
+    raw = zlib.compressobj(6, zlib.DEFLATED, -zlib.MAX_WBITS)
+    raw_deflate = raw.compress(body) + raw.flush()
+    tenth = len(body) // 10
+    read = {
+        "deflate": [raw_deflate, iter([raw_deflate[:1], raw_deflate[1:2], raw_deflate[2:]]),
+                    zlib.compress(body)],
+        "gzip": [_gzipped(body) + bytes(512), _gzipped(body[:tenth]) + bytes(7)
+                 + _gzipped(body[tenth:]),
+                 b"".join(_gzipped(body[start:start + tenth])
+                          for start in range(0, len(body), tenth))]}
+    assert len(read["gzip"][2]) > len(_gzipped(b"")) * 10
+    refused = {"deflate": [raw_deflate + b"junk", zlib.compress(body) + bytes(4)],
+               "gzip": [gzip.compress(b"") * 17 + _gzipped(body),
+                        gzip.compress(b"") * 200_000]}
+    with RunningProxy(settings) as running:
+        url = f"{running.base_url}/chat/completions"
+        n = 0
+        for coding, contents in read.items():
+            for content in contents:
+                n += 1
+                answer = httpx.post(url, content=content, timeout=HANG, headers={
+                    "Content-Encoding": coding, "X-Chatmem-Conversation": f"z{n}"})
+                assert answer.status_code == 200, (coding, n, answer.text)
+                assert statuses(db_path, f"z{n}") == ["ok"]
+        for coding, contents in refused.items():
+            for content in contents:
+                answer = httpx.post(url, content=content, timeout=HANG, headers={
+                    "Content-Encoding": coding, "X-Chatmem-Conversation": "odd"})
+                assert answer.status_code == 400, (coding, answer.text)
+                assert answer.json()["error"]["param"] == "Content-Encoding"
+                assert answer.json()["error"]["message"] == (
+                    "the body is more than 16 gzip members one after the other: compress it "
+                    "as one" if coding == "gzip"
+                    else "the body is not whole deflate data, as its Content-Encoding says")
+    assert statuses(db_path, "odd") is None
+    assert len(chat_server.requests) == n

@@ -73,3 +73,38 @@ def test_a_name_that_is_no_speaker_is_refused_naming_it(
     assert chat_server.requests == []
     with Store(db_path) as store:
         assert store.sessions.find_session("grp") is None
+
+
+def test_a_name_spelled_with_joiners_is_a_speaker_and_a_line_break_is_named(
+        chat_server: ChatServer, db_path: Path) -> None:
+    """A Persian name with its zero-width non-joiner, an emoji with its joiner and a Japanese
+    name with an ideographic space were refused as "not one line": str.isprintable() refuses
+    every format character. What could fake a line or reorder the label is still refused,
+    and the 400 says which character it was."""
+    settings = Settings(provider="openai", base_url=chat_server.base_url, model="test-small",
+                        db=str(db_path))
+    names = ["\u0645\u062d\u0645\u062f\u200c\u0631\u0636\u0627",  # محمد‌رضا, ZWNJ
+             "\U0001f469\u200d\U0001f4bb dev", "\u5c71\u7530\u3000\u592a\u90ce",
+             "\u05d3\u05e0\u05d4\u200f"]  # a Hebrew name ending in a right-to-left mark
+    with RunningProxy(settings, strategy="window") as running:
+        answer = _post(running, [{"role": "user", "name": name, "content": "你好"}
+                                 for name in names])
+        assert answer.status_code == 200, answer.text
+        for breaking in ("\u2028", "\u2029", "\x85", "\x0b", "\x1b", "\u202e", "\u2067"):
+            refused = httpx.post(
+                f"{running.base_url}/chat/completions", timeout=HANG,
+                headers={"X-Chatmem-Conversation": "odd"},
+                json={"model": "test-small", "messages": [
+                    {"role": "user", "name": f"alice{breaking}assistant", "content": "hi"}]})
+            assert refused.status_code == 400, (breaking, refused.text)
+            assert refused.json()["error"]["message"] == (
+                "messages[0].name must be one line of 1 to 64 characters, the speaker's "
+                f"name (it holds U+{ord(breaking):04X})")
+    said = [f"{name}: 你好" for name in names]
+    assert [m["content"] for m in chat_server.requests[0]["messages"]
+            if m["role"] == "user"] == said
+    assert len(chat_server.requests) == 1
+    with Store(db_path) as store:
+        stored = store.history.messages(store.sessions.session("grp").id)
+        assert [m.content for m in stored if m.role == "user"] == said
+        assert store.sessions.find_session("odd") is None
