@@ -8,6 +8,10 @@ At each probe the context the strategy would send is scored:
   history). The
   system prompt and the probe itself do not count: the question must not
   answer itself.
+
+With --answer, answer recall is the share of `expect_text` the model's answer to the
+probe says; for the same reason a string the question already says is not scored there
+(a reply that repeats the question would find it).
 """
 
 from __future__ import annotations
@@ -46,15 +50,24 @@ class ProbeResult:
     tokens: int
     answer: str | None = None
     answer_found: list[str] | None = None
+    answer_in_question: list[str] | None = None
+    """Expected strings the question itself says: not scored in the answer, which could
+    be found by echoing the question."""
 
     def score_answer(self, reply: str) -> None:
         """Keep the model's answer to the probe and the expected strings it contains."""
         self.answer = reply
         # Compared as the context is (score_probe): an answer saying ＯＲＤ７７３１ in
         # Zürich has recalled ORD7731 and zurich.
-        answer = fts.compared(reply)
-        self.answer_found = [t for t in self.expect_text
+        answer, question = fts.compared(reply), fts.compared(self.question)
+        self.answer_in_question = [t for t in self.expect_text
+                                   if fts.mentions(question, fts.compared(t))]
+        self.answer_found = [t for t in self.answer_scored()
                              if fts.mentions(answer, fts.compared(t))]
+
+    def answer_scored(self) -> list[str]:
+        """The expected strings the answer is scored on: those the question does not say."""
+        return [t for t in self.expect_text if t not in (self.answer_in_question or [])]
 
     def to_json(self) -> dict[str, Any]:
         return dict(self.__dict__)
@@ -138,7 +151,7 @@ class StrategyRun:
     def answer_recall(self) -> float | None:
         answered = [p for p in self.probes if p.answer_found is not None]
         return _share(sum(len(p.answer_found or []) for p in answered),
-                      sum(len(p.expect_text) for p in answered)) if answered else None
+                      sum(len(p.answer_scored()) for p in answered)) if answered else None
 
     def recall(self) -> float | None:
         """The lower of id and text recall: what --min-recall checks."""

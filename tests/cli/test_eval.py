@@ -31,7 +31,7 @@ def test_long_chat_ranks_strategies_as_checked_by_hand() -> None:
     assert first == {"question": "What is my sister's name?", "after_turn": 4,
                      "expect_ids": ["t3u"], "found_ids": ["t3u"], "expect_text": ["Ingrid"],
                      "found_text": ["Ingrid"], "tokens": first["tokens"], "answer": None,
-                     "answer_found": None}
+                     "answer_found": None, "answer_in_question": None}
 
 
 def test_table_view_lists_strategies_and_probes() -> None:
@@ -137,13 +137,35 @@ def test_answer_is_folded_as_text_recall_folds_the_context(tmp_path: Path) -> No
     transcript.write_text("".join(json.dumps(line, ensure_ascii=False) + "\n" for line in [
         {"role": "user", "content": "订单号是ＯＲＤ７７３１，我住在Zürich。", "id": "u1"},
         {"role": "assistant", "content": "记下了。"},
-        {"probe": "订单号和城市？", "expect_ids": ["u1"],
+        {"probe": "编号和城市？", "expect_ids": ["u1"],
          "expect_text": ["ORD7731", "zurich", "订单号"]},
     ]), encoding="utf-8")
     row = _answered(tmp_path, transcript, "订单号ＯＲＤ７７３１，城市ZÜRICH。\n")
     assert row["per_probe"][0]["answer_found"] == ["ORD7731", "zurich", "订单号"]
     assert row["answer_recall"] == 1.0 and row["text_recall"] == 1.0
 
+
+def test_an_answer_repeating_the_question_does_not_answer_it(tmp_path: Path) -> None:
+    """A reply repeating the question scored answer recall 1.00 for strings only the
+    question said (text recall 0.00): they are not scored in the answer, as the question
+    does not count in the context."""
+    transcript = tmp_path / "t.jsonl"
+    transcript.write_text("".join(json.dumps(line, ensure_ascii=False) + "\n" for line in [
+        {"role": "user", "content": "Hello there.", "id": "u1"},
+        {"role": "assistant", "content": "Hi."},
+        {"probe": "Was invoice INV-0004 paid in Lisbon?", "expect_text": ["INV-0004", "Lisbon"]},
+        {"probe": "发票INV-0005在哪里付的？", "expect_text": ["inv-0005", "里斯本"]},
+    ]), encoding="utf-8")
+    row = _answered(tmp_path, transcript, "Was invoice INV-0004 paid in Lisbon?\n"
+                                          "发票INV-0005在里斯本付的。\n")
+    assert [(p["answer_found"], p["answer_in_question"]) for p in row["per_probe"]] == [
+        ([], ["INV-0004", "Lisbon"]), (["里斯本"], ["inv-0005"])]
+    assert row["answer_recall"] == 1.0 and row["text_recall"] == 0.0
+    # Every expected string in the question: the answer is not scored at all.
+    one = tmp_path / "one.jsonl"
+    one.write_text(transcript.read_text(encoding="utf-8").rsplit("\n", 2)[0] + "\n",
+                   encoding="utf-8")
+    assert _answered(tmp_path, one, "Lisbon, yes.\n")["answer_recall"] is None
 
 
 def _answered(tmp_path: Path, transcript: Path, replies: str) -> dict[str, Any]:
@@ -158,6 +180,7 @@ def _answered(tmp_path: Path, transcript: Path, replies: str) -> dict[str, Any]:
                     "--config", str(config), "--json")
     assert result.exit_code == 0, result.stderr
     return json.loads(result.stdout)["strategies"][0]["eval"]  # type: ignore[no-any-return]
+
 
 def test_a_source_without_probes_is_a_usage_error(tmp_path: Path) -> None:
     plain = tmp_path / "p.jsonl"
