@@ -247,7 +247,7 @@ def _probe_grid(probes: Sequence[ProbeResult], cells: Sequence[Sequence[Text]],
 
 def _probe_cell(result: ProbeResult) -> Text:
     text, grade = probe_cell(len(result.found_ids) + len(result.found_text),
-                             len(result.expect_ids) + len(result.expect_text))
+                             len(result.scored_ids()) + len(result.scored_text()))
     return Text(text, style=PROBE_STYLES[grade])
 
 

@@ -165,7 +165,9 @@ PROBE_TITLES = {Grade.GOOD: "all found", Grade.BAD: "none found"}
 
 def _probe_cell(result: dict[str, Any]) -> str:
     text, grade = probe_cell(len(result["found_ids"]) + len(result["found_text"]),
-                             len(result["expect_ids"]) + len(result["expect_text"]))
+                             len(result["expect_ids"]) + len(result["expect_text"])
+                             - len(result.get("replaced_ids", ()))
+                             - len(result.get("replaced_text", ())))
     title = f' title="{PROBE_TITLES[grade]}"' if grade in PROBE_TITLES else ""
     return f'<span class="{grade.value}"{title}>{text}</span>'
 

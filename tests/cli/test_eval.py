@@ -31,7 +31,8 @@ def test_long_chat_ranks_strategies_as_checked_by_hand() -> None:
     assert first == {"question": "What is my sister's name?", "after_turn": 4,
                      "expect_ids": ["t3u"], "found_ids": ["t3u"], "expect_text": ["Ingrid"],
                      "found_text": ["Ingrid"], "tokens": first["tokens"], "answer": None,
-                     "answer_found": None, "answer_in_question": None}
+                     "answer_found": None, "answer_in_question": None,
+                     "replaced_ids": [], "replaced_text": []}
 
 
 def test_table_view_lists_strategies_and_probes() -> None:
