@@ -136,7 +136,8 @@ def _progress(total: int) -> Iterator[_Shown]:
 
 
 def eval_corpus(directory: Path, job: CorpusJob, evaluate: Evaluate, *, workers: int,
-                json_out: bool, min_recall: float | None, report: Path | None = None) -> None:
+                json_out: bool, min_recall: float | None, report: Path | None = None,
+                zone: str = "UTC") -> None:
     """Evaluate every transcript of `directory` and print per-transcript lines and totals
     (and write the HTML report of them to `report`).
 
@@ -179,7 +180,8 @@ def eval_corpus(directory: Path, job: CorpusJob, evaluate: Evaluate, *, workers:
     ordered = [finished[str(f)] for f in files if str(f) in finished]
     scored = [r for r in ordered if r.runs is not None]
     totals = aggregate([r.runs for r in scored if r.runs is not None])
-    data = corpus_json(str(directory), files, ordered, totals, complete=not interrupted)
+    data = corpus_json(str(directory), files, ordered, totals, complete=not interrupted,
+                       zone=zone)
     if report is not None:
         from chatmem.render.corpus_report import corpus_report
 
@@ -189,7 +191,7 @@ def eval_corpus(directory: Path, job: CorpusJob, evaluate: Evaluate, *, workers:
     elif scored:
         counted = [(Path(r.path).name, t) for r in scored if (t := _tokenizer(r)) is not None]
         out.print(corpus_table(totals, f"eval of {len(scored)} transcripts in {directory}",
-                               counted))
+                               counted, zone))
     if interrupted:
         err.print(f"interrupted: {len(ordered)} of {len(files)} transcripts evaluated",
                   markup=False)
@@ -208,11 +210,14 @@ def _tokenizer(result: TranscriptResult) -> Tokenizer | None:
 
 
 def corpus_json(source: str, files: Sequence[Path], results: Sequence[TranscriptResult],
-                totals: Sequence[StrategyTotals], *, complete: bool) -> dict[str, Any]:
-    """`eval DIR --json` (docs/chatmem.schema.json, $defs/corpus)."""
+                totals: Sequence[StrategyTotals], *, complete: bool,
+                zone: str = "UTC") -> dict[str, Any]:
+    """`eval DIR --json` (docs/chatmem.schema.json, $defs/corpus); `zone`: the time zone
+    every transcript's days were read in."""
     return {
         "command": "eval",
         "source": source,
+        "timezone": zone,
         "files": len(files),
         "complete": complete,
         "transcripts": [r.data for r in results if r.data is not None],

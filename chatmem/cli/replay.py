@@ -171,7 +171,8 @@ def replay_command(
         print_json(data)
         return
     out, err = consoles()
-    out.print(compare.replay_view(outcome.runs, source, outcome.tokenizer.describe()))
+    out.print(compare.replay_view(outcome.runs, source, outcome.tokenizer.describe(),
+                                  zone=outcome.zone))
     for line in compare.replay_notices(outcome.runs, verbose=verbose):
         err.print(line, style="dim", markup=False)
 
@@ -201,6 +202,7 @@ def outcome_json(command: str, source: str, outcome: "Comparison") -> dict[str, 
         "probes": len(transcript.probes),
         "keep_replies": outcome.keep_replies,
         "tokenizer": outcome.tokenizer.to_json(),
+        "timezone": outcome.zone,
         "strategies": [r.to_json(run_notice_text) for r in outcome.runs],
     }
 
@@ -282,7 +284,8 @@ def eval_command(
         print_json(data)
     else:
         out, err = consoles()
-        out.print(compare.eval_view(outcome.runs, source, outcome.tokenizer.describe()))
+        out.print(compare.eval_view(outcome.runs, source, outcome.tokenizer.describe(),
+                                    zone=outcome.zone))
         for line in compare.replay_notices(outcome.runs, verbose=verbose):
             err.print(line, style="dim", markup=False)
     runs = outcome.runs
@@ -310,14 +313,18 @@ def _eval_folder(directory: Path, strategy: Sequence[str], param: Sequence[str] 
 
     # Checked here, once, so a typo or a strategy given twice is one line and not one per
     # transcript.
+    from chatmem.timezones import zone_name
+
     shared = parse_params(param)
     strategies = registries().strategies
-    check_comparable([strategies.parse(spec, shared) for spec in strategy],
-                     settings_from(config, db, provider, model), strategies)
+    settings = settings_from(config, db, provider, model)
+    check_comparable([strategies.parse(spec, shared) for spec in strategy], settings,
+                     strategies)
     job = CorpusJob("", tuple(strategy), tuple(param or ()), config, db, provider, model,
                     answer, with_user_facts, probes_only)
     eval_corpus(directory, job, evaluate_transcript, workers=jobs or os.cpu_count() or 1,
-                json_out=json_out, min_recall=min_recall, report=report)
+                json_out=json_out, min_recall=min_recall, report=report,
+                zone=zone_name(settings.zone))
 
 
 def evaluate_transcript(job: "CorpusJob") -> "TranscriptResult":

@@ -10,7 +10,7 @@ from rich.text import Text
 
 from chatmem.notices import ContextsByWordsAlone, ContextsOverBudget, ContextsWithoutVectors
 from chatmem.render.cells import number
-from chatmem.render.compare import fitted_summary, recall_text, series_style
+from chatmem.render.compare import fitted_summary, recall_text, series_style, zone_text
 from chatmem.render.layout import Fitted
 from chatmem.render.notices import replay_notice_text
 
@@ -62,14 +62,18 @@ def transcript_caveats(name: str, runs: Sequence[StrategyRun]) -> list[str]:
 
 
 def corpus_table(totals: Sequence[StrategyTotals], title: str,
-                 counted: Sequence[tuple[str, Tokenizer]] = ()) -> Fitted:
+                 counted: Sequence[tuple[str, Tokenizer]] = (), zone: str | None = None
+                 ) -> Fitted:
     """One row per strategy over every transcript: micro recall, mean and max context
     (stacked when narrow, as replay's and eval's tables are); `counted` names each
-    transcript's tokenizer, said in the caption."""
+    transcript's tokenizer and `zone` the time zone days were read in, said in the
+    caption."""
     caption = ("recall over every expected id and text of every probe; context tokens at the "
                "probes")
     if counted:
         caption += "\n" + tokenizers_text(counted)
+    if zone:
+        caption += "\n" + zone_text(zone)
     columns = ["files", "probes", "id\nrecall", "text\nrecall", "mean\nrecall", "context\nmean",
                "context\nmax", "turn\nmean"]
     rows: list[list[RenderableType]] = [

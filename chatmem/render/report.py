@@ -44,6 +44,8 @@ def _header(data: dict[str, Any], title: str) -> str:
                f"({'exact' if tokenizer['exact'] else 'approximate'})")
     if tokenizer.get("note"):
         counted += f": {escape(tokenizer['note'])}"
+    if data.get("timezone"):
+        counted += f"; days read in time zone <b>{escape(data['timezone'])}</b>"
     facts = [f"{data['turns']:,} user turns", f"{data['probes']:,} probes",
              "recorded replies reused" if data["keep_replies"] else "replies regenerated"]
     if not _prompts_measured(data["strategies"]):

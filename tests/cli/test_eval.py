@@ -348,3 +348,33 @@ def test_a_session_named_like_a_json_file_is_evaluated_and_replayed_by_name(
     # Neither a file nor a session: the file is what was meant.
     result = invoke("eval", "无此.jsonl", "-s", "buffer", "--db", str(db_path))
     assert result.exit_code == 2 and result.stderr == "error: 无此.jsonl: no such transcript file\n"
+
+
+def test_eval_says_the_time_zone_its_days_were_read_in(tmp_path: Path) -> None:
+    """"On 5 March" is another day in another zone: recall 0.00 in UTC, 1.00 in Shanghai,
+    and neither the table, the JSON nor the report said which zone was used."""
+    transcript = tmp_path / "tz.jsonl"
+    lines: list[dict[str, Any]] = []
+    for day, food in enumerate(("noodles", "dumplings", "porridge", "congee", "rice", "bao",
+                                "tofu", "fish", "soup", "salad"), 1):
+        lines += [{"role": "user", "content": f"For breakfast I had {food} and it was fine.",
+                   "id": f"u{day}", "ts": f"2024-03-{day:02}T07:30:00+08:00"},
+                  {"role": "assistant", "content": "Sounds tasty.",
+                   "ts": f"2024-03-{day:02}T07:31:00+08:00"}]
+    lines.append({"probe": "What did I have for breakfast on 5 March 2024?",
+                  "expect_ids": ["u5"], "expect_text": ["rice"]})
+    transcript.write_text("".join(json.dumps(line) + "\n" for line in lines), encoding="utf-8")
+    args = ("eval", str(transcript), "-s", "retrieval:max_tokens=90,recent=0",
+            "--provider", "scripted")
+    report = tmp_path / "r.html"
+    for zone, recall in (("UTC", 0.0), ("Asia/Shanghai", 1.0)):
+        env = {"CHATMEM_TIMEZONE": zone}
+        data = json.loads(invoke(*args, "--json", "--report", str(report), env=env,
+                                 code=0).stdout)
+        assert (data["timezone"], data["strategies"][0]["eval"]["id_recall"]) == (zone, recall)
+        assert f"days read in time zone <b>{zone}</b>" in report.read_text(encoding="utf-8")
+        table = invoke(*args, env=env, width=200, code=0).stdout
+        assert f"tokenizer cl100k_base (exact); days read in time zone {zone}" in table
+    replayed = invoke("replay", str(transcript), "-s", "buffer", "--provider", "scripted",
+                      "--json", env={"CHATMEM_TIMEZONE": "Europe/Paris"}, code=0)
+    assert json.loads(replayed.stdout)["timezone"] == "Europe/Paris"

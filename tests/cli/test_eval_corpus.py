@@ -127,8 +127,22 @@ def test_the_folder_table_names_each_tokenizer_and_says_when_counts_mix(
     assert "guess.jsonl: tokenizer cl100k_base (approximate)" in page
     (tmp_path / "guess.jsonl").unlink()
     alone = invoke("eval", str(tmp_path), "-s", "buffer", "--jobs", "1",
-                   width=200, code=0)
-    assert alone.stdout.splitlines()[-1].strip() == "tokenizer cl100k_base (exact)"
+                   width=200, code=0, env={"CHATMEM_TIMEZONE": "Asia/Shanghai"})
+    assert [line.strip() for line in alone.stdout.splitlines()[-2:]] == [
+        "tokenizer cl100k_base (exact)", "days read in time zone Asia/Shanghai"]
+
+
+def test_the_folder_json_and_report_say_the_time_zone(tmp_path: Path) -> None:
+    """Which day "on 5 March" names depends on the zone, and no output said which."""
+    shutil.copy(SESSIONS / "support.jsonl", tmp_path / "support.jsonl")
+    report = tmp_path / "r.html"
+    for zone, jobs in (("Asia/Shanghai", "1"), ("UTC", "2")):
+        data = json.loads(invoke("eval", str(tmp_path), "-s", "window", "--jobs", jobs,
+                                 "--provider", "scripted", "--json", "--report", str(report),
+                                 env={"CHATMEM_TIMEZONE": zone}, code=0).stdout)
+        assert data["timezone"] == zone
+        assert [t["timezone"] for t in data["transcripts"]] == [zone]
+        assert f"days read in time zone <b>{zone}</b>" in report.read_text(encoding="utf-8")
 
 
 def test_a_bad_file_is_one_line_and_the_others_are_still_evaluated(
