@@ -28,14 +28,14 @@ from chatmem.cli.output import (
     stopped_as_by_ctrl_c,
     warn_if_dated_back,
 )
-from chatmem.errors import ExitCode, TranscriptError
+from chatmem.errors import TranscriptError
 
 if TYPE_CHECKING:
     from chatmem.app.evaluation import Comparison
     from chatmem.cli.corpus import CorpusJob, TranscriptResult
     from chatmem.config.settings import Settings
     from chatmem.evaluation.replay import Progress
-    from chatmem.evaluation.scoring import StrategyRun
+    from chatmem.evaluation.scoring import RecallGate, StrategyRun
     from chatmem.transcripts.format import Transcript
 
 SourceArgument = Annotated[
@@ -229,9 +229,11 @@ def eval_command(
                                 "no prompt tokens per turn are reported.")
     ] = False,
     min_recall: Annotated[
-        float | None,
-        typer.Option("--min-recall", show_default=False, min=0.0, max=1.0, metavar="X",
-                     help="Exit 1 when any strategy's id or text recall is below this."),
+        list[str] | None,
+        typer.Option("--min-recall", show_default=False, metavar="[id=|text=]X",
+                     help="Exit 1 when any strategy's recall is below X: a plain X gates the "
+                          "lower of id and text recall, id=X or text=X that one alone "
+                          "(repeatable)."),
     ] = None,
     with_user_facts: WithUserFactsOption = False,
     report: ReportOption = None,
@@ -253,12 +255,14 @@ def eval_command(
     \b
     Example: chatmem eval sessions/long-chat.jsonl -s buffer -s window:k=2
     """
+    from chatmem.cli.corpus import recall_gates
     from chatmem.render import compare
 
+    gates = recall_gates(min_recall or ())
     strategy = strategy or registries().strategies.default_eval()
     if Path(source).is_dir():
         _eval_folder(Path(source), strategy, param, answer=answer, probes_only=probes_only,
-                     min_recall=min_recall, with_user_facts=with_user_facts, report=report,
+                     min_recall=gates, with_user_facts=with_user_facts, report=report,
                      jobs=jobs, json_out=json_out, provider=provider, model=model, db=db,
                      config=config)
         return
@@ -288,18 +292,14 @@ def eval_command(
                                     zone=outcome.zone))
         for line in compare.replay_notices(outcome.runs, verbose=verbose):
             err.print(line, style="dim", markup=False)
-    runs = outcome.runs
-    if min_recall is not None:
-        below = [r for r in runs if (r.recall() or 0.0) < min_recall]
-        if below:
-            shown = ", ".join(f"{r.label} ({compare.short_of(r.recall() or 0.0, min_recall)})"
-                          for r in below)
-            consoles()[1].print(f"recall below {min_recall}: {shown}", markup=False)
-            raise typer.Exit(int(ExitCode.BELOW_THRESHOLD))
+    from chatmem.cli.corpus import check_gates
+
+    check_gates(gates, [(r.label, r.id_recall(), r.text_recall()) for r in outcome.runs])
 
 
 def _eval_folder(directory: Path, strategy: Sequence[str], param: Sequence[str] | None, *,
-                 answer: bool, probes_only: bool, min_recall: float | None, with_user_facts: bool,
+                 answer: bool, probes_only: bool, min_recall: "Sequence[RecallGate]",
+                 with_user_facts: bool,
                  report: Path | None, jobs: int | None, json_out: bool, provider: str | None,
                  model: str | None, db: str | None, config: Path | None) -> None:
     import os

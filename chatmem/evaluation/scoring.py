@@ -23,6 +23,7 @@ from __future__ import annotations
 import statistics
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from enum import StrEnum
 from typing import Any
 
 from chatmem import fts
@@ -222,6 +223,31 @@ class StrategyRun:
                 "per_probe": [p.to_json() for p in self.probes],
             },
         }
+
+
+class RecallKind(StrEnum):
+    """Which recall a figure or a --min-recall gate is: the lower of id and text recall (a
+    plain `--min-recall X`), or one of them (`id=X`, `text=X`: on a set whose expected
+    text is paraphrase, text recall stays low whatever the memory keeps)."""
+
+    LOWER = "recall"
+    ID = "id"
+    TEXT = "text"
+
+    def of(self, id_recall: float | None, text_recall: float | None) -> float | None:
+        if self is RecallKind.ID:
+            return id_recall
+        if self is RecallKind.TEXT:
+            return text_recall
+        return lower_recall(id_recall, text_recall)
+
+
+@dataclass(frozen=True)
+class RecallGate:
+    """`--min-recall [id=|text=]X`: the recall `kind` of every strategy must reach `minimum`."""
+
+    kind: RecallKind
+    minimum: float
 
 
 def lower_recall(id_recall: float | None, text_recall: float | None) -> float | None:

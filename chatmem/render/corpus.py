@@ -23,13 +23,16 @@ if TYPE_CHECKING:
 def transcript_lines(name: str, runs: Sequence[StrategyRun],
                      tokenizer: Tokenizer | None = None) -> list[Text]:
     """One line per strategy of a finished transcript: printed at once, so Ctrl-C keeps it.
-    Approximate counts are marked there, beside the figure they qualify."""
+    Approximate counts are marked there, beside the figure they qualify. Id and text recall
+    each by name: the lower of the two alone read as id recall where expected text is
+    paraphrase."""
     lines = []
     for i, run in enumerate(runs):
         mean, _ = run.probe_tokens()
         lines.append(Text.assemble(
             (name, "bold"), "  ", (run.label, series_style(i)),
-            f"  probes {len(run.probes)}  recall ", recall_text(run.recall()),
+            f"  probes {len(run.probes)}  id recall ", recall_text(run.id_recall()),
+            "  text recall ", recall_text(run.text_recall()),
             f"  context mean {number(mean, 1)}",
             ("" if tokenizer is None or tokenizer.exact
              else (f" (approximate, {tokenizer.name})", "yellow")),

@@ -60,6 +60,21 @@ def test_min_recall_fails_below_the_threshold() -> None:
         "buffer: 94 contexts of 215 over the budget of 4,000 (the largest 6,845 tokens)\n")
 
 
+def test_min_recall_can_gate_id_or_text_recall_alone(tmp_path: Path) -> None:
+    transcript = tmp_path / "t.jsonl"
+    transcript.write_text("".join(json.dumps(line, ensure_ascii=False) + "\n" for line in [
+        {"role": "user", "content": "我叫李雷。", "id": "u1"},
+        {"role": "assistant", "content": "好的。"},
+        {"probe": "我是谁？", "expect_ids": ["u1"], "expect_text": ["李雷", "韩梅梅"]},
+    ]), encoding="utf-8")
+    args = ("eval", str(transcript), "-s", "buffer", "--provider", "scripted", "--json")
+    assert invoke(*args, "--min-recall", "0.8", code=1).stderr == (
+        "recall below 0.8: buffer (0.50)\n")
+    invoke(*args, "--min-recall", "id=0.8", code=0)
+    assert invoke(*args, "--min-recall", "id=1", "--min-recall", "text=0.75",
+                  code=1).stderr == "text recall below 0.75: buffer (0.50)\n"
+
+
 def test_min_recall_compares_the_exact_recall_and_shows_it_below(tmp_path: Path) -> None:
     """2 of 3 texts was rounded to 0.6667 before the check, so it passed 0.66667, and a
     failure read `recall below 0.667: buffer (0.67)`, a figure above the bar."""
