@@ -242,7 +242,8 @@ def eval_command(
         int | None,
         typer.Option("--jobs", "-j", min=1, show_default=False, metavar="N",
                      help="For a folder: transcripts evaluated at once, each in its own "
-                          "process (default: the number of cores)."),
+                          "process (default: the number of cores). A single transcript "
+                          "runs in one process whatever N is."),
     ] = None,
     json_out: JsonOption = False,
     provider: ProviderOption = None,
@@ -251,6 +252,14 @@ def eval_command(
     config: ConfigOption = None,
 ) -> None:
     """Score what each strategy remembers at the probes of a transcript or a folder of them.
+
+    A probe is a line of the transcript: {"probe": "What is my order number?",
+    "expect_ids": ["u3"], "expect_text": ["KW-58213"]}, asked at that point (README,
+    Compare strategies: the transcript format; docs/compare.md: how it is scored).
+
+    A strategy that recalls by meaning embeds every message on a first (cold) run;
+    the vectors are cached (~/.cache/chatmem/vectors.sqlite), so a second run of the
+    same transcripts embeds nothing again and is much faster.
 
     \b
     Example: chatmem eval sessions/long-chat.jsonl -s buffer -s window:k=2

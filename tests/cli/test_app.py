@@ -84,6 +84,14 @@ def test_help_uses_plain_metavars() -> None:
         assert odd not in inspect_help + eval_help
 
 
+def test_eval_help_says_what_a_probe_is_what_jobs_apply_to_and_what_makes_a_run_cold() -> None:
+    said = " ".join(invoke("eval", "--help", width=120).stdout.split())
+    assert '{"probe": "What is my order number?", "expect_ids": ["u3"], "expect_text":' in said
+    assert "README, Compare strategies: the transcript format" in said
+    assert "A single transcript runs in one process whatever N is." in said
+    assert "the vectors are cached (~/.cache/chatmem/vectors.sqlite)" in said
+
+
 def test_the_installed_command_formats_usage_errors_the_same_way() -> None:
     done = subprocess.run([sys.executable, "-m", "chatmem", "inspect", "x", "--turn", "0"],
                           capture_output=True, text=True, timeout=60)
