@@ -382,6 +382,17 @@ class ContextsWithoutVectors:
     failure: Failure
 
 
+@dataclass(frozen=True)
+class ExpectedRepliesReplaced:
+    """`replay --regenerate`: the probes' expected `ids` that name recorded assistant
+    messages (replaced by new replies, or dropped), and their expected strings (`text`)
+    only those messages said. Neither is scored: no strategy could find them, and buffer,
+    which keeps everything, showed 0.57."""
+
+    ids: int
+    text: int
+
+
 Notice = (IndexingNotice | VectorsResized | SummaryUpdated | SummaryFailed | FactsFailed
           | FactsBehind | SensitiveNotRemembered | NoEmbedder | InputNotUtf8 | ReplyCut
           | MemoryUpdateFailed | MemoryUpdateCancelled | ErasedWhileUpdating
@@ -390,7 +401,8 @@ Notice = (IndexingNotice | VectorsResized | SummaryUpdated | SummaryFailed | Fac
           | HelperTooSmall
           | HistoryMoved | OldHistoryLeft | RetentionApplied | RetentionSkipped
           | HistoryUpgrading | WaitingForUpgrade | WaitingForWrite
-          | ContextsOverBudget | ContextsByWordsAlone | ContextsWithoutVectors)
+          | ContextsOverBudget | ContextsByWordsAlone | ContextsWithoutVectors
+          | ExpectedRepliesReplaced)
 
 
 def after_calls(notices: list[Notice], calls: int) -> list[Notice]:

@@ -47,3 +47,19 @@ def system_zone() -> tzinfo:
         except (OSError, ValueError):
             pass
     return datetime.now().astimezone().tzinfo or UTC
+
+
+def zone_name(zone: tzinfo) -> str:
+    """What `zone` is called where a result depends on it (eval's output): its IANA name,
+    for the system's /etc/localtime the zone it links to, else its offset now (`UTC+08:00`)."""
+    if zone is UTC:
+        return "UTC"
+    key = getattr(zone, "key", None)
+    if key and key != "localtime":
+        return str(key)
+    if key == "localtime":
+        parts = LOCALTIME.resolve().parts
+        if "zoneinfo" in parts[:-1]:
+            return "/".join(parts[parts.index("zoneinfo") + 1:])
+    offset = datetime.now(zone).strftime("%z") or "+0000"
+    return f"UTC{offset[:3]}:{offset[3:]}"

@@ -63,7 +63,8 @@ def parse(block: str) -> list[Step]:
 def environment(home: Path) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items()
            if not k.startswith(("CHATMEM_", "OPENAI_", "XDG_", "FORCE_COLOR"))}
-    env.update(HOME=str(home), COLUMNS="80", LINES="50", NO_COLOR="1", TERM="dumb")
+    # TZ as the tests set it: eval's caption names the zone days were read in.
+    env.update(HOME=str(home), COLUMNS="80", LINES="50", NO_COLOR="1", TERM="dumb", TZ="UTC")
     return env
 
 

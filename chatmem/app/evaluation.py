@@ -31,6 +31,9 @@ class Comparison:
     runs: list[StrategyRun]
     keep_replies: bool
     tokenizer: Tokenizer
+    zone: str = "UTC"
+    """The time zone the runs read days in (its name): "on 5 March" names another day in
+    another zone, so recall can differ."""
 
     @property
     def turns_replayed(self) -> int:
@@ -116,7 +119,10 @@ def compare_strategies(
             saved = store.sessions.find_session(run.session) if run.session else None
             if saved is not None and saved.user != workspace.settings.user:
                 store.sessions.update_session(saved.id, user=workspace.settings.user)
-    return Comparison(transcript, runs, keep_replies, tokenizer)
+    from chatmem.timezones import zone_name
+
+    return Comparison(transcript, runs, keep_replies, tokenizer,
+                      zone_name(workspace.settings.zone))
 
 
 def as_configured(specs: Sequence[StrategySpec], settings: Settings,

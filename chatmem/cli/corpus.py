@@ -29,7 +29,7 @@ if TYPE_CHECKING:
     from chatmem.evaluation.corpus import StrategyTotals
     from chatmem.evaluation.recording import Tokenizer
     from chatmem.evaluation.replay import Progress
-    from chatmem.evaluation.scoring import StrategyRun
+    from chatmem.evaluation.scoring import RecallGate, StrategyRun
     from chatmem.render.progress import TaskBar
 
 SUFFIXES = (".jsonl", ".json")
@@ -232,7 +232,8 @@ def _progress(total: int) -> Iterator[_Shown]:
 
 
 def eval_corpus(directory: Path, job: CorpusJob, evaluate: Evaluate, *, workers: int,
-                json_out: bool, min_recall: float | None, report: Path | None = None) -> None:
+                json_out: bool, min_recall: Sequence[RecallGate] = (), report: Path | None = None,
+                zone: str = "UTC") -> None:
     """Evaluate every transcript of `directory` and print per-transcript lines and totals
     (and write the HTML report of them to `report`).
 
@@ -276,7 +277,8 @@ def eval_corpus(directory: Path, job: CorpusJob, evaluate: Evaluate, *, workers:
     ordered = [finished[str(f)] for f in files if str(f) in finished]
     scored = [r for r in ordered if r.runs is not None]
     totals = aggregate([r.runs for r in scored if r.runs is not None])
-    data = corpus_json(str(directory), files, ordered, totals, complete=not interrupted)
+    data = corpus_json(str(directory), files, ordered, totals, complete=not interrupted,
+                       zone=zone)
     if report is not None:
         from chatmem.render.corpus_report import corpus_report
 
@@ -286,7 +288,7 @@ def eval_corpus(directory: Path, job: CorpusJob, evaluate: Evaluate, *, workers:
     elif scored:
         counted = [(Path(r.path).name, t) for r in scored if (t := _tokenizer(r)) is not None]
         out.print(corpus_table(totals, f"eval of {len(scored)} transcripts in {directory}",
-                               counted))
+                               counted, zone))
     if interrupted:
         err.print(f"interrupted: {len(ordered)} of {len(files)} transcripts evaluated",
                   markup=False)
@@ -305,11 +307,14 @@ def _tokenizer(result: TranscriptResult) -> Tokenizer | None:
 
 
 def corpus_json(source: str, files: Sequence[Path], results: Sequence[TranscriptResult],
-                totals: Sequence[StrategyTotals], *, complete: bool) -> dict[str, Any]:
-    """`eval DIR --json` (docs/chatmem.schema.json, $defs/corpus)."""
+                totals: Sequence[StrategyTotals], *, complete: bool,
+                zone: str = "UTC") -> dict[str, Any]:
+    """`eval DIR --json` (docs/chatmem.schema.json, $defs/corpus); `zone`: the time zone
+    every transcript's days were read in."""
     return {
         "command": "eval",
         "source": source,
+        "timezone": zone,
         "files": len(files),
         "complete": complete,
         "transcripts": [r.data for r in results if r.data is not None],
@@ -329,15 +334,47 @@ def write_report(path: Path, html: str) -> None:
     consoles()[1].print(f"wrote {path}", style="dim", markup=False)
 
 
-def _check_threshold(totals: Sequence[StrategyTotals], min_recall: float | None) -> None:
-    if min_recall is None:
-        return
-    below = [t for t in totals if (t.recall or 0.0) < min_recall]
-    if below:
-        from chatmem.render.compare import short_of
+def _check_threshold(totals: Sequence[StrategyTotals], gates: Sequence[RecallGate]) -> None:
+    check_gates(gates, [(t.label, t.id_recall, t.text_recall) for t in totals])
 
-        shown = ", ".join(f"{t.label} ({short_of(t.recall or 0.0, min_recall)})"
-                          for t in below)
-        consoles()[1].print(f"recall below {min_recall}: {shown}", markup=False)
+
+def recall_gates(values: Sequence[str]) -> list[RecallGate]:
+    """`--min-recall` values: `X` (the lower of id and text recall), `id=X`, `text=X`."""
+    from chatmem.errors import UsageError
+    from chatmem.evaluation.scoring import RecallGate, RecallKind
+
+    gates = []
+    for value in values:
+        name, _, number = value.rpartition("=")
+        kind = {"": RecallKind.LOWER, "id": RecallKind.ID,
+                "text": RecallKind.TEXT}.get(name.strip().lower())
+        try:
+            minimum = float(number)
+        except ValueError:
+            minimum = float("nan")
+        if kind is None or not 0.0 <= minimum <= 1.0:  # nan too
+            raise UsageError(f"--min-recall must be a recall from 0 to 1 (X, id=X or text=X),"
+                             f" got {value!r}")
+        gates.append(RecallGate(kind, minimum))
+    return gates
+
+
+def check_gates(gates: Sequence[RecallGate],
+                recalls: Sequence[tuple[str, float | None, float | None]]) -> None:
+    """Exit 1, saying which, when a strategy's (label, id recall, text recall) is below a
+    gate: one line per gate missed."""
+    from chatmem.evaluation.scoring import RecallKind
+    from chatmem.render.compare import short_of
+
+    missed = False
+    for gate in gates:
+        below = [(label, gate.kind.of(ids, text) or 0.0) for label, ids, text in recalls
+                 if (gate.kind.of(ids, text) or 0.0) < gate.minimum]
+        if below:
+            missed = True
+            what = "recall" if gate.kind is RecallKind.LOWER else f"{gate.kind.value} recall"
+            shown = ", ".join(f"{label} ({short_of(value, gate.minimum)})"
+                              for label, value in below)
+            consoles()[1].print(f"{what} below {gate.minimum}: {shown}", markup=False)
+    if missed:
         raise typer.Exit(int(ExitCode.BELOW_THRESHOLD))
-

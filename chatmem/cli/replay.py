@@ -28,14 +28,14 @@ from chatmem.cli.output import (
     stopped_as_by_ctrl_c,
     warn_if_dated_back,
 )
-from chatmem.errors import ExitCode, TranscriptError
+from chatmem.errors import TranscriptError
 
 if TYPE_CHECKING:
     from chatmem.app.evaluation import Comparison
     from chatmem.cli.corpus import CorpusJob, TranscriptResult
     from chatmem.config.settings import Settings
     from chatmem.evaluation.replay import Progress
-    from chatmem.evaluation.scoring import StrategyRun
+    from chatmem.evaluation.scoring import RecallGate, StrategyRun
     from chatmem.transcripts.format import Transcript
 
 SourceArgument = Annotated[
@@ -171,7 +171,8 @@ def replay_command(
         print_json(data)
         return
     out, err = consoles()
-    out.print(compare.replay_view(outcome.runs, source, outcome.tokenizer.describe()))
+    out.print(compare.replay_view(outcome.runs, source, outcome.tokenizer.describe(),
+                                  zone=outcome.zone))
     for line in compare.replay_notices(outcome.runs, verbose=verbose):
         err.print(line, style="dim", markup=False)
 
@@ -201,6 +202,7 @@ def outcome_json(command: str, source: str, outcome: "Comparison") -> dict[str, 
         "probes": len(transcript.probes),
         "keep_replies": outcome.keep_replies,
         "tokenizer": outcome.tokenizer.to_json(),
+        "timezone": outcome.zone,
         "strategies": [r.to_json(run_notice_text) for r in outcome.runs],
     }
 
@@ -227,9 +229,11 @@ def eval_command(
                                 "no prompt tokens per turn are reported.")
     ] = False,
     min_recall: Annotated[
-        float | None,
-        typer.Option("--min-recall", show_default=False, min=0.0, max=1.0, metavar="X",
-                     help="Exit 1 when any strategy's id or text recall is below this."),
+        list[str] | None,
+        typer.Option("--min-recall", show_default=False, metavar="[id=|text=]X",
+                     help="Exit 1 when any strategy's recall is below X: a plain X gates the "
+                          "lower of id and text recall, id=X or text=X that one alone "
+                          "(repeatable)."),
     ] = None,
     with_user_facts: WithUserFactsOption = False,
     report: ReportOption = None,
@@ -238,7 +242,8 @@ def eval_command(
         int | None,
         typer.Option("--jobs", "-j", min=1, show_default=False, metavar="N",
                      help="For a folder: transcripts evaluated at once, each in its own "
-                          "process (default: the number of cores)."),
+                          "process (default: the number of cores). A single transcript "
+                          "runs in one process whatever N is."),
     ] = None,
     json_out: JsonOption = False,
     provider: ProviderOption = None,
@@ -248,15 +253,25 @@ def eval_command(
 ) -> None:
     """Score what each strategy remembers at the probes of a transcript or a folder of them.
 
+    A probe is a line of the transcript: {"probe": "What is my order number?",
+    "expect_ids": ["u3"], "expect_text": ["KW-58213"]}, asked at that point (README,
+    Compare strategies: the transcript format; docs/compare.md: how it is scored).
+
+    A strategy that recalls by meaning embeds every message on a first (cold) run;
+    the vectors are cached (~/.cache/chatmem/vectors.sqlite), so a second run of the
+    same transcripts embeds nothing again and is much faster.
+
     \b
     Example: chatmem eval sessions/long-chat.jsonl -s buffer -s window:k=2
     """
+    from chatmem.cli.corpus import recall_gates
     from chatmem.render import compare
 
+    gates = recall_gates(min_recall or ())
     strategy = strategy or registries().strategies.default_eval()
     if Path(source).is_dir():
         _eval_folder(Path(source), strategy, param, answer=answer, probes_only=probes_only,
-                     min_recall=min_recall, with_user_facts=with_user_facts, report=report,
+                     min_recall=gates, with_user_facts=with_user_facts, report=report,
                      jobs=jobs, json_out=json_out, provider=provider, model=model, db=db,
                      config=config)
         return
@@ -282,21 +297,18 @@ def eval_command(
         print_json(data)
     else:
         out, err = consoles()
-        out.print(compare.eval_view(outcome.runs, source, outcome.tokenizer.describe()))
+        out.print(compare.eval_view(outcome.runs, source, outcome.tokenizer.describe(),
+                                    zone=outcome.zone))
         for line in compare.replay_notices(outcome.runs, verbose=verbose):
             err.print(line, style="dim", markup=False)
-    runs = outcome.runs
-    if min_recall is not None:
-        below = [r for r in runs if (r.recall() or 0.0) < min_recall]
-        if below:
-            shown = ", ".join(f"{r.label} ({compare.short_of(r.recall() or 0.0, min_recall)})"
-                          for r in below)
-            consoles()[1].print(f"recall below {min_recall}: {shown}", markup=False)
-            raise typer.Exit(int(ExitCode.BELOW_THRESHOLD))
+    from chatmem.cli.corpus import check_gates
+
+    check_gates(gates, [(r.label, r.id_recall(), r.text_recall()) for r in outcome.runs])
 
 
 def _eval_folder(directory: Path, strategy: Sequence[str], param: Sequence[str] | None, *,
-                 answer: bool, probes_only: bool, min_recall: float | None, with_user_facts: bool,
+                 answer: bool, probes_only: bool, min_recall: "Sequence[RecallGate]",
+                 with_user_facts: bool,
                  report: Path | None, jobs: int | None, json_out: bool, provider: str | None,
                  model: str | None, db: str | None, config: Path | None) -> None:
     import os
@@ -310,14 +322,18 @@ def _eval_folder(directory: Path, strategy: Sequence[str], param: Sequence[str] 
 
     # Checked here, once, so a typo or a strategy given twice is one line and not one per
     # transcript.
+    from chatmem.timezones import zone_name
+
     shared = parse_params(param)
     strategies = registries().strategies
-    check_comparable([strategies.parse(spec, shared) for spec in strategy],
-                     settings_from(config, db, provider, model), strategies)
+    settings = settings_from(config, db, provider, model)
+    check_comparable([strategies.parse(spec, shared) for spec in strategy], settings,
+                     strategies)
     job = CorpusJob("", tuple(strategy), tuple(param or ()), config, db, provider, model,
                     answer, with_user_facts, probes_only)
     eval_corpus(directory, job, evaluate_transcript, workers=jobs or os.cpu_count() or 1,
-                json_out=json_out, min_recall=min_recall, report=report)
+                json_out=json_out, min_recall=min_recall, report=report,
+                zone=zone_name(settings.zone))
 
 
 def evaluate_transcript(job: "CorpusJob") -> "TranscriptResult":

@@ -30,7 +30,7 @@ from chatmem.engine.said import Said, transcript_time
 from chatmem.errors import RepeatedStrategy, StoreError, StrategyError
 from chatmem.evaluation.counting_provider import CountingProvider
 from chatmem.evaluation.scoring import ProbeResult, StrategyRun, score_probe
-from chatmem.evaluation.steps import Step, StepKind, plan
+from chatmem.evaluation.steps import Replaced, Step, StepKind, plan
 from chatmem.memory.context import Context
 from chatmem.memory.reasons import Merged, PartReason, Recalled
 from chatmem.memory.registry import StrategyRegistry
@@ -260,7 +260,7 @@ class _Stored:
 def _play(engine: Engine[TurnStore], step: Step, run: StrategyRun, stored: _Stored,
           options: _Options) -> None:
     if step.kind is StepKind.PROBE and step.probe is not None:
-        run.probes.append(_probe(engine, step.probe, stored, options, run))
+        run.probes.append(_probe(engine, step.probe, stored, options, run, step.replaced))
         return
     if step.kind is StepKind.SYSTEM and step.system is not None:
         engine.session = engine.store.sessions.update_session(engine.session.id,
@@ -289,7 +289,8 @@ def _store(engine: Engine[TurnStore], messages: list[TranscriptMessage], run: St
 
 
 def _finish(engine: Engine[TurnStore], run: StrategyRun, user: str | None) -> None:
-    for folded in (run.over_budget(), run.by_words_alone(), run.without_vectors()):
+    for folded in (run.over_budget(), run.by_words_alone(), run.without_vectors(),
+                   run.replies_replaced()):
         if folded is not None:
             run.notices.append(folded)  # what inspect warns of at each, said once
     store, session_id = engine.store, engine.session.id
@@ -362,13 +363,13 @@ def _turn_apart(engine: Engine[TurnStore], step: Step, run: StrategyRun,
     _store(engine, [*waiting, step.reply], run, stored)
 
 
-def _probe(engine: Engine[TurnStore], probe: Probe, stored: _Stored,
-           options: _Options, run: StrategyRun) -> ProbeResult:
+def _probe(engine: Engine[TurnStore], probe: Probe, stored: _Stored, options: _Options,
+           run: StrategyRun, replaced: Replaced | None = None) -> ProbeResult:
     stored.add_probe(probe)
     context = engine.build_context(probe.question, said_at=Said.AS_NEWEST)
     run.contexts.append((context.tokens, context.budget))
     _note_failed_embedding(run, context)
-    result = score_probe(probe, context, stored.ids, engine.history().turn_count())
+    result = score_probe(probe, context, stored.ids, engine.history().turn_count(), replaced)
     if options.answer:
         # Straight to the run's model, not through the counting proxy: probe answers
         # are part of the measurement, not calls the strategy made.

@@ -8,6 +8,14 @@ At each probe the context the strategy would send is scored:
   history). The
   system prompt and the probe itself do not count: the question must not
   answer itself.
+
+With --answer, answer recall is the share of `expect_text` the model's answer to the
+probe says; for the same reason a string the question already says is not scored there
+(a reply that repeats the question would find it).
+
+`replay --regenerate` drops the recorded assistant messages: the ids a probe expects
+that name them, and the strings only they said, cannot be found by any strategy and are
+left out of every recall (`replaced_ids`, `replaced_text`; one notice says how many).
 """
 
 from __future__ import annotations
@@ -15,14 +23,17 @@ from __future__ import annotations
 import statistics
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from enum import StrEnum
 from typing import Any
 
 from chatmem import fts
+from chatmem.evaluation.steps import Replaced
 from chatmem.memory.context import Context
 from chatmem.notices import (
     ContextsByWordsAlone,
     ContextsOverBudget,
     ContextsWithoutVectors,
+    ExpectedRepliesReplaced,
     IndexingNotice,
     Notice,
 )
@@ -46,15 +57,34 @@ class ProbeResult:
     tokens: int
     answer: str | None = None
     answer_found: list[str] | None = None
+    answer_in_question: list[str] | None = None
+    """Expected strings the question itself says: not scored in the answer, which could
+    be found by echoing the question."""
+    replaced_ids: list[str] = field(default_factory=list)
+    replaced_text: list[str] = field(default_factory=list)
+    """What the probe expects that only recorded replies held, which --regenerate replaced:
+    scored nowhere."""
 
     def score_answer(self, reply: str) -> None:
         """Keep the model's answer to the probe and the expected strings it contains."""
         self.answer = reply
         # Compared as the context is (score_probe): an answer saying ＯＲＤ７７３１ in
         # Zürich has recalled ORD7731 and zurich.
-        answer = fts.compared(reply)
-        self.answer_found = [t for t in self.expect_text
+        answer, question = fts.compared(reply), fts.compared(self.question)
+        self.answer_in_question = [t for t in self.expect_text
+                                   if fts.mentions(question, fts.compared(t))]
+        self.answer_found = [t for t in self.answer_scored()
                              if fts.mentions(answer, fts.compared(t))]
+
+    def answer_scored(self) -> list[str]:
+        """The expected strings the answer is scored on: those the question does not say."""
+        return [t for t in self.scored_text() if t not in (self.answer_in_question or [])]
+
+    def scored_ids(self) -> list[str]:
+        return [i for i in self.expect_ids if i not in self.replaced_ids]
+
+    def scored_text(self) -> list[str]:
+        return [t for t in self.expect_text if t not in self.replaced_text]
 
     def to_json(self) -> dict[str, Any]:
         return dict(self.__dict__)
@@ -115,6 +145,12 @@ class StrategyRun:
             return None
         return ContextsWithoutVectors(self.partly_unembedded, len(self.contexts), failure)
 
+    def replies_replaced(self) -> ExpectedRepliesReplaced | None:
+        """One notice for what the probes expected that --regenerate replaced, if any."""
+        ids = sum(len(p.replaced_ids) for p in self.probes)
+        text = sum(len(p.replaced_text) for p in self.probes)
+        return ExpectedRepliesReplaced(ids, text) if ids or text else None
+
     @property
     def turns(self) -> int:
         return self.turn_count if self.probes_only else len(self.prompt_tokens)
@@ -129,16 +165,16 @@ class StrategyRun:
 
     def id_recall(self) -> float | None:
         return _share(sum(len(p.found_ids) for p in self.probes),
-                      sum(len(p.expect_ids) for p in self.probes))
+                      sum(len(p.scored_ids()) for p in self.probes))
 
     def text_recall(self) -> float | None:
         return _share(sum(len(p.found_text) for p in self.probes),
-                      sum(len(p.expect_text) for p in self.probes))
+                      sum(len(p.scored_text()) for p in self.probes))
 
     def answer_recall(self) -> float | None:
         answered = [p for p in self.probes if p.answer_found is not None]
         return _share(sum(len(p.answer_found or []) for p in answered),
-                      sum(len(p.expect_text) for p in answered)) if answered else None
+                      sum(len(p.answer_scored()) for p in answered)) if answered else None
 
     def recall(self) -> float | None:
         """The lower of id and text recall: what --min-recall checks."""
@@ -189,6 +225,31 @@ class StrategyRun:
         }
 
 
+class RecallKind(StrEnum):
+    """Which recall a figure or a --min-recall gate is: the lower of id and text recall (a
+    plain `--min-recall X`), or one of them (`id=X`, `text=X`: on a set whose expected
+    text is paraphrase, text recall stays low whatever the memory keeps)."""
+
+    LOWER = "recall"
+    ID = "id"
+    TEXT = "text"
+
+    def of(self, id_recall: float | None, text_recall: float | None) -> float | None:
+        if self is RecallKind.ID:
+            return id_recall
+        if self is RecallKind.TEXT:
+            return text_recall
+        return lower_recall(id_recall, text_recall)
+
+
+@dataclass(frozen=True)
+class RecallGate:
+    """`--min-recall [id=|text=]X`: the recall `kind` of every strategy must reach `minimum`."""
+
+    kind: RecallKind
+    minimum: float
+
+
 def lower_recall(id_recall: float | None, text_recall: float | None) -> float | None:
     """The lower of id and text recall, either may be missing: a run's one recall figure."""
     values = [v for v in (id_recall, text_recall) if v is not None]
@@ -209,13 +270,16 @@ def shown_share(value: float | None) -> float | None:
 
 
 def score_probe(
-    probe: Probe, context: Context, stored_ids: dict[str, int], after_turn: int
+    probe: Probe, context: Context, stored_ids: dict[str, int], after_turn: int,
+    replaced: Replaced | None = None,
 ) -> ProbeResult:
     in_context = {
         m.id: m.content for p in context.parts if p.kind in MEMORY_PARTS for m in p.messages
         if m.id is not None
     }
-    found_ids = [i for i in probe.expect_ids if stored_ids.get(i) in in_context]
+    replaced = replaced or Replaced()
+    found_ids = [i for i in probe.expect_ids
+                 if stored_ids.get(i) in in_context and i not in replaced.ids]
     # Compared as the word index compares (full-width forms as ASCII, accents and marks
     # folded, any case): ＯＲＤ７７３１ in the context is ORD7731 expected. Each message
     # on its own: joined, "ABC\nDEF" would be found across the end of one and the start
@@ -223,7 +287,8 @@ def score_probe(
     # not recalled by Tomorrow, nor 950 by 9500.
     memory_texts = [fts.compared(m.content)
                     for p in context.parts if p.kind in MEMORY_PARTS for m in p.messages]
-    found_text = [t for t in probe.expect_text
-                  if any(fts.mentions(text, fts.compared(t)) for text in memory_texts)]
+    found_text = [t for t in probe.expect_text if t not in replaced.text
+                  and any(fts.mentions(text, fts.compared(t)) for text in memory_texts)]
     return ProbeResult(probe.question, after_turn, list(probe.expect_ids), found_ids,
-                       list(probe.expect_text), found_text, context.tokens)
+                       list(probe.expect_text), found_text, context.tokens,
+                       replaced_ids=list(replaced.ids), replaced_text=list(replaced.text))

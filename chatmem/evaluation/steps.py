@@ -6,6 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from enum import StrEnum
 
+from chatmem import fts
 from chatmem.transcripts.format import Item, Probe, SystemPrompt, Transcript, TranscriptMessage
 
 
@@ -21,6 +22,16 @@ class StepKind(StrEnum):
     """The session's system prompt changes from here on."""
 
 
+@dataclass(frozen=True)
+class Replaced:
+    """What a probe expects that --regenerate leaves nowhere to find: the `ids` of recorded
+    assistant messages (replaced by new replies, a greeting dropped) and the `text` that
+    only they said. Scored, they would lower every strategy's recall alike, buffer's too."""
+
+    ids: tuple[str, ...] = ()
+    text: tuple[str, ...] = ()
+
+
 @dataclass
 class Step:
     """One unit of replay work: a user turn (with its recorded reply), extra messages, a probe."""
@@ -33,6 +44,8 @@ class Step:
     system: SystemPrompt | None = None
     between: list[Item] = field(default_factory=list)
     """What the transcript holds between a user message and its recorded reply."""
+    replaced: Replaced | None = None
+    """A probe's, when replies are regenerated: what it expects only they held."""
 
 
 def plan(transcript: Transcript, keep_replies: bool) -> list[Step]:
@@ -45,20 +58,27 @@ def plan(transcript: Transcript, keep_replies: bool) -> list[Step]:
     of its own and is stored as it is, as are messages that are not part of a turn (an
     opening greeting, a second assistant message), so every strategy sees the recorded
     history and no reply is invented for it. Regenerating ignores recorded assistant
-    messages.
+    messages: each probe's step says what it expects that only they held (`Replaced`).
     """
     items = transcript.on_its_clock()
     steps: list[Step] = []
     taken: set[int] = set()
+    dropped: list[tuple[str | None, str]] = []  # (id, as compared) of each reply ignored
+    kept: list[str] = []
     for index, item in enumerate(items):
         if index in taken:
             continue
+        if not keep_replies and isinstance(item, TranscriptMessage):
+            compared = fts.compared(item.content)
+            if item.role == "assistant":
+                dropped.append((item.id, compared))
+                continue
+            kept.append(compared)
         if isinstance(item, Probe):
-            steps.append(Step(StepKind.PROBE, probe=item))
+            steps.append(Step(StepKind.PROBE, probe=item,
+                              replaced=None if keep_replies else _replaced(item, dropped, kept)))
         elif isinstance(item, SystemPrompt):
             steps.append(Step(StepKind.SYSTEM, system=item))
-        elif item.role == "assistant" and not keep_replies:
-            continue
         elif item.role == "user" and not keep_replies:
             steps.append(Step(StepKind.TURN, message=item))
         elif item.role == "user":
@@ -95,3 +115,13 @@ def _plan_turn(items: list[Item], index: int, steps: list[Step], taken: set[int]
         steps[-1].extra.append(question)
     else:
         steps.append(Step(StepKind.IMPORT, extra=[question]))
+
+
+def _replaced(probe: Probe, dropped: list[tuple[str | None, str]], kept: list[str]) -> Replaced:
+    """What `probe` expects only the `dropped` assistant messages before it held (`kept`:
+    every other message before it; both as the word index compares)."""
+    ids = {i for i, _ in dropped if i}
+    text = [t for t in probe.expect_text
+            if any(fts.mentions(g, fts.compared(t)) for _, g in dropped)
+            and not any(fts.mentions(k, fts.compared(t)) for k in kept)]
+    return Replaced(tuple(i for i in probe.expect_ids if i in ids), tuple(text))

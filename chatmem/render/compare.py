@@ -247,7 +247,7 @@ def _probe_grid(probes: Sequence[ProbeResult], cells: Sequence[Sequence[Text]],
 
 def _probe_cell(result: ProbeResult) -> Text:
     text, grade = probe_cell(len(result.found_ids) + len(result.found_text),
-                             len(result.expect_ids) + len(result.expect_text))
+                             len(result.scored_ids()) + len(result.scored_text()))
     return Text(text, style=PROBE_STYLES[grade])
 
 
@@ -320,9 +320,19 @@ class FittedChart:
         yield token_chart(self.series, width=max(min(self.width, room), 10))
 
 
-def replay_view(runs: Sequence[StrategyRun], source: str, counted: str | None = None) -> Group:
+def zone_text(zone: str) -> str:
+    """The caption's word on the zone days were read in ("on 5 March" depends on it)."""
+    return f"days read in time zone {zone}"
+
+
+def _with_zone(counted: str | None, zone: str | None) -> str | None:
+    return "; ".join(t for t in (counted, zone and zone_text(zone)) if t) or None
+
+
+def replay_view(runs: Sequence[StrategyRun], source: str, counted: str | None = None,
+                *, zone: str | None = None) -> Group:
     blocks: list[RenderableType] = [
-        replay_table(runs, title=f"replay of {source}", counted=counted),
+        replay_table(runs, title=f"replay of {source}", counted=_with_zone(counted, zone)),
         FittedChart({r.label: r.prompt_tokens for r in runs}),
     ]
     for run in runs:
@@ -332,8 +342,9 @@ def replay_view(runs: Sequence[StrategyRun], source: str, counted: str | None = 
     return Group(*blocks)
 
 
-def eval_view(runs: Sequence[StrategyRun], source: str, counted: str | None = None) -> Group:
-    return Group(eval_table(runs, title=f"eval of {source}", counted=counted),
+def eval_view(runs: Sequence[StrategyRun], source: str, counted: str | None = None,
+              *, zone: str | None = None) -> Group:
+    return Group(eval_table(runs, title=f"eval of {source}", counted=_with_zone(counted, zone)),
                  probe_table(runs))
 
 

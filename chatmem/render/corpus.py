@@ -10,7 +10,7 @@ from rich.text import Text
 
 from chatmem.notices import ContextsByWordsAlone, ContextsOverBudget, ContextsWithoutVectors
 from chatmem.render.cells import number
-from chatmem.render.compare import fitted_summary, recall_text, series_style
+from chatmem.render.compare import fitted_summary, recall_text, series_style, zone_text
 from chatmem.render.layout import Fitted
 from chatmem.render.notices import replay_notice_text
 
@@ -23,13 +23,16 @@ if TYPE_CHECKING:
 def transcript_lines(name: str, runs: Sequence[StrategyRun],
                      tokenizer: Tokenizer | None = None) -> list[Text]:
     """One line per strategy of a finished transcript: printed at once, so Ctrl-C keeps it.
-    Approximate counts are marked there, beside the figure they qualify."""
+    Approximate counts are marked there, beside the figure they qualify. Id and text recall
+    each by name: the lower of the two alone read as id recall where expected text is
+    paraphrase."""
     lines = []
     for i, run in enumerate(runs):
         mean, _ = run.probe_tokens()
         lines.append(Text.assemble(
             (name, "bold"), "  ", (run.label, series_style(i)),
-            f"  probes {len(run.probes)}  recall ", recall_text(run.recall()),
+            f"  probes {len(run.probes)}  id recall ", recall_text(run.id_recall()),
+            "  text recall ", recall_text(run.text_recall()),
             f"  context mean {number(mean, 1)}",
             ("" if tokenizer is None or tokenizer.exact
              else (f" (approximate, {tokenizer.name})", "yellow")),
@@ -62,14 +65,18 @@ def transcript_caveats(name: str, runs: Sequence[StrategyRun]) -> list[str]:
 
 
 def corpus_table(totals: Sequence[StrategyTotals], title: str,
-                 counted: Sequence[tuple[str, Tokenizer]] = ()) -> Fitted:
+                 counted: Sequence[tuple[str, Tokenizer]] = (), zone: str | None = None
+                 ) -> Fitted:
     """One row per strategy over every transcript: micro recall, mean and max context
     (stacked when narrow, as replay's and eval's tables are); `counted` names each
-    transcript's tokenizer, said in the caption."""
+    transcript's tokenizer and `zone` the time zone days were read in, said in the
+    caption."""
     caption = ("recall over every expected id and text of every probe; context tokens at the "
                "probes")
     if counted:
         caption += "\n" + tokenizers_text(counted)
+    if zone:
+        caption += "\n" + zone_text(zone)
     columns = ["files", "probes", "id\nrecall", "text\nrecall", "mean\nrecall", "context\nmean",
                "context\nmax", "turn\nmean"]
     rows: list[list[RenderableType]] = [

@@ -53,8 +53,11 @@ def _header(data: dict[str, Any], title: str) -> str:
         facts.append("<b>stopped before the end</b>: what finished is shown")
     counted = [(PurePath(t["source"]).name, Tokenizer(**t["tokenizer"])) for t in transcripts
                if t.get("tokenizer")]
-    note = (f'<p class="note">Counted with {escape(tokenizers_text(counted))}. Recall over the'
-            " folder is micro recall: every expected id and text of every probe counts once.</p>"
+    zone = (f"; days read in time zone <b>{escape(data['timezone'])}</b>"
+            if data.get("timezone") else "")
+    note = (f'<p class="note">Counted with {escape(tokenizers_text(counted))}{zone}. Recall'
+            " over the folder is micro recall: every expected id and text of every probe counts"
+            " once.</p>"
             if counted else "")
     return (f"<header><h1>{escape(title)}</h1><p class=\"muted\">{' · '.join(facts)}</p>"
             f"{note}</header>")

@@ -26,6 +26,7 @@ from chatmem.notices import (
     CutBy,
     DerivedMemory,
     ErasedWhileUpdating,
+    ExpectedRepliesReplaced,
     FactsBehind,
     FactsFailed,
     Failure,
@@ -320,6 +321,18 @@ def _(n: ContextsOverBudget, repl_hints: bool) -> str:
 def _(n: ContextsByWordsAlone, repl_hints: bool) -> str:
     return (f"{counted(n.failed, 'context')} of {n.built:,} ranked by words alone: embedding "
             f"the input failed ({n.error})")
+
+
+@_worded.register
+def _(n: ExpectedRepliesReplaced, repl_hints: bool) -> str:
+    # One figure or both, never "0 expected ids".
+    said = [f"{counted(n.ids, 'expected id')} name recorded replies that --regenerate"
+            " replaced"] if n.ids else []
+    if n.text:
+        only = "only they said" if n.ids else "only recorded replies said, which --regenerate" \
+                                              " replaced,"
+        said.append(f"{counted(n.text, 'expected text')} {only}")
+    return "; ".join(said) + ": not scored"
 
 
 @_worded.register

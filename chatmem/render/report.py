@@ -44,6 +44,8 @@ def _header(data: dict[str, Any], title: str) -> str:
                f"({'exact' if tokenizer['exact'] else 'approximate'})")
     if tokenizer.get("note"):
         counted += f": {escape(tokenizer['note'])}"
+    if data.get("timezone"):
+        counted += f"; days read in time zone <b>{escape(data['timezone'])}</b>"
     facts = [f"{data['turns']:,} user turns", f"{data['probes']:,} probes",
              "recorded replies reused" if data["keep_replies"] else "replies regenerated"]
     if not _prompts_measured(data["strategies"]):
@@ -165,7 +167,9 @@ PROBE_TITLES = {Grade.GOOD: "all found", Grade.BAD: "none found"}
 
 def _probe_cell(result: dict[str, Any]) -> str:
     text, grade = probe_cell(len(result["found_ids"]) + len(result["found_text"]),
-                             len(result["expect_ids"]) + len(result["expect_text"]))
+                             len(result["expect_ids"]) + len(result["expect_text"])
+                             - len(result.get("replaced_ids", ()))
+                             - len(result.get("replaced_text", ())))
     title = f' title="{PROBE_TITLES[grade]}"' if grade in PROBE_TITLES else ""
     return f'<span class="{grade.value}"{title}>{text}</span>'
 

@@ -137,14 +137,16 @@ def _recall_chart(runs: Sequence[dict[str, Any]], width: int) -> str:
         label = escape(runs[index]["strategy"]["label"])
         leader = (f'<line x1="{x:.1f}" y1="{y:.1f}" x2="{cx:.1f}" y2="{cy:.1f}" '
                   f'stroke="{colour}" stroke-width="1.5"/>' if cy != y else "")
-        marks.append(f'<g><title>{label}: recall {recall:.2f}, {cost:,.1f} tokens</title>'
-                     f'{leader}<circle cx="{cx:.1f}" cy="{cy:.1f}" r="9" fill="{colour}" '
+        marks.append(f'<g><title>{label}: lower of id and text recall {recall:.2f}, '
+                     f'{cost:,.1f} tokens</title>{leader}<circle cx="{cx:.1f}" cy="{cy:.1f}" '
+                     f'r="9" fill="{colour}" '
                      f'fill-opacity="0.9"/><text x="{cx:.1f}" y="{cy + 4:.1f}" '
                      f'text-anchor="middle" style="fill: var(--bg); font-weight: 700">'
                      f"{index + 1}</text></g>")
     x_ticks = [(i * step / top, f"{i * step:,.0f}") for i in range(round(top / step) + 1)]
     y_ticks = [(v / 4, f"{v / 4:.2f}") for v in range(5)]
-    return _frame(width, "mean context tokens at the probes", "recall", x_ticks, y_ticks,
+    return _frame(width, "mean context tokens at the probes", "lower of id and text recall",
+                  x_ticks, y_ticks,
                   "".join(marks), "recall against context tokens for each strategy")
 
 

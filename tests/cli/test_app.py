@@ -18,7 +18,13 @@ from chatmem import __version__
         (["inspect", "loc", "--turn", "0"], "--turn must be 1 or more"),
         (["inspect", "loc", "--turn", "abc"], "--turn must be a whole number"),
         (["eval", "x.jsonl", "-s", "buffer", "--min-recall", "2"],
-         "--min-recall must be 1 or less"),
+         "--min-recall must be a recall from 0 to 1 (X, id=X or text=X), got '2'"),
+        (["eval", "x.jsonl", "-s", "buffer", "--min-recall", "ids=0.8"],
+         "--min-recall must be a recall from 0 to 1 (X, id=X or text=X), got 'ids=0.8'"),
+        (["eval", "x.jsonl", "-s", "buffer", "--min-recall", "text=高"],
+         "--min-recall must be a recall from 0 to 1 (X, id=X or text=X), got 'text=高'"),
+        (["eval", "x.jsonl", "-s", "buffer", "--min-recall", "id=nan"],
+         "--min-recall must be a recall from 0 to 1 (X, id=X or text=X), got 'id=nan'"),
         # (`replay FILE` alone was the example here; it now compares eval's default set.)
         (["sessions", "share", "trip"], "missing option --with"),
         (["inspect"], "missing argument SESSION (or --session SESSION)"),
@@ -73,9 +79,17 @@ def test_help_uses_plain_metavars() -> None:
     assert "-s, --strategy NAME[:K=V,...]" in inspect_help
     assert "--provider NAME" in inspect_help
     eval_help = invoke("eval", "--help", width=120).stdout
-    assert "--min-recall X" in eval_help
+    assert "--min-recall [id=|text=]X" in eval_help
     for odd in ("<list[str]>", "<int range>", "<float range>", "window:k=2,"):
         assert odd not in inspect_help + eval_help
+
+
+def test_eval_help_says_what_a_probe_is_what_jobs_apply_to_and_what_makes_a_run_cold() -> None:
+    said = " ".join(invoke("eval", "--help", width=120).stdout.split())
+    assert '{"probe": "What is my order number?", "expect_ids": ["u3"], "expect_text":' in said
+    assert "README, Compare strategies: the transcript format" in said
+    assert "A single transcript runs in one process whatever N is." in said
+    assert "the vectors are cached (~/.cache/chatmem/vectors.sqlite)" in said
 
 
 def test_the_installed_command_formats_usage_errors_the_same_way() -> None:

@@ -31,7 +31,8 @@ def test_long_chat_ranks_strategies_as_checked_by_hand() -> None:
     assert first == {"question": "What is my sister's name?", "after_turn": 4,
                      "expect_ids": ["t3u"], "found_ids": ["t3u"], "expect_text": ["Ingrid"],
                      "found_text": ["Ingrid"], "tokens": first["tokens"], "answer": None,
-                     "answer_found": None}
+                     "answer_found": None, "answer_in_question": None,
+                     "replaced_ids": [], "replaced_text": []}
 
 
 def test_table_view_lists_strategies_and_probes() -> None:
@@ -57,6 +58,21 @@ def test_min_recall_fails_below_the_threshold() -> None:
     # buffer has no budget of its own: the context budget's warning, said once.
     assert ok.exit_code == 0 and ok.stderr == (
         "buffer: 94 contexts of 215 over the budget of 4,000 (the largest 6,845 tokens)\n")
+
+
+def test_min_recall_can_gate_id_or_text_recall_alone(tmp_path: Path) -> None:
+    transcript = tmp_path / "t.jsonl"
+    transcript.write_text("".join(json.dumps(line, ensure_ascii=False) + "\n" for line in [
+        {"role": "user", "content": "我叫李雷。", "id": "u1"},
+        {"role": "assistant", "content": "好的。"},
+        {"probe": "我是谁？", "expect_ids": ["u1"], "expect_text": ["李雷", "韩梅梅"]},
+    ]), encoding="utf-8")
+    args = ("eval", str(transcript), "-s", "buffer", "--provider", "scripted", "--json")
+    assert invoke(*args, "--min-recall", "0.8", code=1).stderr == (
+        "recall below 0.8: buffer (0.50)\n")
+    invoke(*args, "--min-recall", "id=0.8", code=0)
+    assert invoke(*args, "--min-recall", "id=1", "--min-recall", "text=0.75",
+                  code=1).stderr == "text recall below 0.75: buffer (0.50)\n"
 
 
 def test_min_recall_compares_the_exact_recall_and_shows_it_below(tmp_path: Path) -> None:
@@ -137,13 +153,35 @@ def test_answer_is_folded_as_text_recall_folds_the_context(tmp_path: Path) -> No
     transcript.write_text("".join(json.dumps(line, ensure_ascii=False) + "\n" for line in [
         {"role": "user", "content": "订单号是ＯＲＤ７７３１，我住在Zürich。", "id": "u1"},
         {"role": "assistant", "content": "记下了。"},
-        {"probe": "订单号和城市？", "expect_ids": ["u1"],
+        {"probe": "编号和城市？", "expect_ids": ["u1"],
          "expect_text": ["ORD7731", "zurich", "订单号"]},
     ]), encoding="utf-8")
     row = _answered(tmp_path, transcript, "订单号ＯＲＤ７７３１，城市ZÜRICH。\n")
     assert row["per_probe"][0]["answer_found"] == ["ORD7731", "zurich", "订单号"]
     assert row["answer_recall"] == 1.0 and row["text_recall"] == 1.0
 
+
+def test_an_answer_repeating_the_question_does_not_answer_it(tmp_path: Path) -> None:
+    """A reply repeating the question scored answer recall 1.00 for strings only the
+    question said (text recall 0.00): they are not scored in the answer, as the question
+    does not count in the context."""
+    transcript = tmp_path / "t.jsonl"
+    transcript.write_text("".join(json.dumps(line, ensure_ascii=False) + "\n" for line in [
+        {"role": "user", "content": "Hello there.", "id": "u1"},
+        {"role": "assistant", "content": "Hi."},
+        {"probe": "Was invoice INV-0004 paid in Lisbon?", "expect_text": ["INV-0004", "Lisbon"]},
+        {"probe": "发票INV-0005在哪里付的？", "expect_text": ["inv-0005", "里斯本"]},
+    ]), encoding="utf-8")
+    row = _answered(tmp_path, transcript, "Was invoice INV-0004 paid in Lisbon?\n"
+                                          "发票INV-0005在里斯本付的。\n")
+    assert [(p["answer_found"], p["answer_in_question"]) for p in row["per_probe"]] == [
+        ([], ["INV-0004", "Lisbon"]), (["里斯本"], ["inv-0005"])]
+    assert row["answer_recall"] == 1.0 and row["text_recall"] == 0.0
+    # Every expected string in the question: the answer is not scored at all.
+    one = tmp_path / "one.jsonl"
+    one.write_text(transcript.read_text(encoding="utf-8").rsplit("\n", 2)[0] + "\n",
+                   encoding="utf-8")
+    assert _answered(tmp_path, one, "Lisbon, yes.\n")["answer_recall"] is None
 
 
 def _answered(tmp_path: Path, transcript: Path, replies: str) -> dict[str, Any]:
@@ -158,6 +196,7 @@ def _answered(tmp_path: Path, transcript: Path, replies: str) -> dict[str, Any]:
                     "--config", str(config), "--json")
     assert result.exit_code == 0, result.stderr
     return json.loads(result.stdout)["strategies"][0]["eval"]  # type: ignore[no-any-return]
+
 
 def test_a_source_without_probes_is_a_usage_error(tmp_path: Path) -> None:
     plain = tmp_path / "p.jsonl"
@@ -324,3 +363,33 @@ def test_a_session_named_like_a_json_file_is_evaluated_and_replayed_by_name(
     # Neither a file nor a session: the file is what was meant.
     result = invoke("eval", "无此.jsonl", "-s", "buffer", "--db", str(db_path))
     assert result.exit_code == 2 and result.stderr == "error: 无此.jsonl: no such transcript file\n"
+
+
+def test_eval_says_the_time_zone_its_days_were_read_in(tmp_path: Path) -> None:
+    """"On 5 March" is another day in another zone: recall 0.00 in UTC, 1.00 in Shanghai,
+    and neither the table, the JSON nor the report said which zone was used."""
+    transcript = tmp_path / "tz.jsonl"
+    lines: list[dict[str, Any]] = []
+    for day, food in enumerate(("noodles", "dumplings", "porridge", "congee", "rice", "bao",
+                                "tofu", "fish", "soup", "salad"), 1):
+        lines += [{"role": "user", "content": f"For breakfast I had {food} and it was fine.",
+                   "id": f"u{day}", "ts": f"2024-03-{day:02}T07:30:00+08:00"},
+                  {"role": "assistant", "content": "Sounds tasty.",
+                   "ts": f"2024-03-{day:02}T07:31:00+08:00"}]
+    lines.append({"probe": "What did I have for breakfast on 5 March 2024?",
+                  "expect_ids": ["u5"], "expect_text": ["rice"]})
+    transcript.write_text("".join(json.dumps(line) + "\n" for line in lines), encoding="utf-8")
+    args = ("eval", str(transcript), "-s", "retrieval:max_tokens=90,recent=0",
+            "--provider", "scripted")
+    report = tmp_path / "r.html"
+    for zone, recall in (("UTC", 0.0), ("Asia/Shanghai", 1.0)):
+        env = {"CHATMEM_TIMEZONE": zone}
+        data = json.loads(invoke(*args, "--json", "--report", str(report), env=env,
+                                 code=0).stdout)
+        assert (data["timezone"], data["strategies"][0]["eval"]["id_recall"]) == (zone, recall)
+        assert f"days read in time zone <b>{zone}</b>" in report.read_text(encoding="utf-8")
+        table = invoke(*args, env=env, width=200, code=0).stdout
+        assert f"tokenizer cl100k_base (exact); days read in time zone {zone}" in table
+    replayed = invoke("replay", str(transcript), "-s", "buffer", "--provider", "scripted",
+                      "--json", env={"CHATMEM_TIMEZONE": "Europe/Paris"}, code=0)
+    assert json.loads(replayed.stdout)["timezone"] == "Europe/Paris"

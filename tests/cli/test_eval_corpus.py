@@ -100,6 +100,25 @@ def test_min_recall_on_a_corpus_compares_exactly(tmp_path: Path) -> None:
     assert "recall below 0.66667: buffer (0.666667)" in result.stderr
 
 
+def test_min_recall_gates_the_recall_it_names_on_a_corpus(tmp_path: Path) -> None:
+    """A plain --min-recall gates the lower of id and text recall: on a set whose expected
+    text is paraphrase it failed at 0.27 while id recall was 1.00, with nothing to gate id
+    recall alone. The lines per transcript name each recall."""
+    (tmp_path / "a.jsonl").write_text("".join(json.dumps(line, ensure_ascii=False) + "\n"
+                                              for line in [
+        {"role": "user", "content": "我叫李雷，住在杭州。", "id": "u1"},
+        {"role": "assistant", "content": "好的。", "id": "a1"},
+        {"probe": "我是谁？", "expect_ids": ["u1"], "expect_text": ["李雷", "西湖边"]}]),
+        encoding="utf-8")
+    args = ("eval", str(tmp_path), "-s", "buffer", "--jobs", "1", "--provider", "scripted")
+    plain = invoke(*args, "--min-recall", "0.8", code=1)
+    assert plain.stderr.splitlines()[-1] == "recall below 0.8: buffer (0.50)"
+    assert "a.jsonl  buffer  probes 1  id recall 1.00  text recall 0.50" in plain.stdout
+    invoke(*args, "--min-recall", "id=0.8", code=0)
+    both = invoke(*args, "--min-recall", "ID=0.8", "--min-recall", "text=0.6", code=1)
+    assert both.stderr.splitlines()[-1] == "text recall below 0.6: buffer (0.50)"
+
+
 def test_the_folder_table_names_each_tokenizer_and_says_when_counts_mix(
         tmp_path: Path) -> None:
     """The table's caption named no tokenizer, and averaged an exact count with an
@@ -127,8 +146,22 @@ def test_the_folder_table_names_each_tokenizer_and_says_when_counts_mix(
     assert "guess.jsonl: tokenizer cl100k_base (approximate)" in page
     (tmp_path / "guess.jsonl").unlink()
     alone = invoke("eval", str(tmp_path), "-s", "buffer", "--jobs", "1",
-                   width=200, code=0)
-    assert alone.stdout.splitlines()[-1].strip() == "tokenizer cl100k_base (exact)"
+                   width=200, code=0, env={"CHATMEM_TIMEZONE": "Asia/Shanghai"})
+    assert [line.strip() for line in alone.stdout.splitlines()[-2:]] == [
+        "tokenizer cl100k_base (exact)", "days read in time zone Asia/Shanghai"]
+
+
+def test_the_folder_json_and_report_say_the_time_zone(tmp_path: Path) -> None:
+    """Which day "on 5 March" names depends on the zone, and no output said which."""
+    shutil.copy(SESSIONS / "support.jsonl", tmp_path / "support.jsonl")
+    report = tmp_path / "r.html"
+    for zone, jobs in (("Asia/Shanghai", "1"), ("UTC", "2")):
+        data = json.loads(invoke("eval", str(tmp_path), "-s", "window", "--jobs", jobs,
+                                 "--provider", "scripted", "--json", "--report", str(report),
+                                 env={"CHATMEM_TIMEZONE": zone}, code=0).stdout)
+        assert data["timezone"] == zone
+        assert [t["timezone"] for t in data["transcripts"]] == [zone]
+        assert f"days read in time zone <b>{zone}</b>" in report.read_text(encoding="utf-8")
 
 
 def test_a_bad_file_is_one_line_and_the_others_are_still_evaluated(

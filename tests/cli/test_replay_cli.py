@@ -348,3 +348,41 @@ def test_a_scripted_reply_file_gives_every_strategy_the_same_replies_in_either_o
     first = figures("window:k=2", "buffer")
     assert first == figures("buffer", "window:k=2")
     assert first == {**figures("window:k=2"), **figures("buffer")}
+
+
+def test_regenerate_leaves_out_what_only_the_recorded_replies_held(tmp_path: Path) -> None:
+    """With --regenerate, buffer (which keeps everything) showed id recall 0.57 and text
+    recall 0.80: the probes' expected ids naming recorded assistant messages, and a
+    string only one of them said, can be found by no strategy. They are left out of the
+    score and one line says so; a string a kept message also says is still scored."""
+    transcript = tmp_path / "edge.jsonl"
+    transcript.write_text("".join(json.dumps(line, ensure_ascii=False) + "\n" for line in [
+        {"role": "assistant", "content": "欢迎！我是礼宾Gretchen。", "id": "g0"},
+        {"role": "user", "content": "Hi, my locker code is 4471.", "id": "u1"},
+        {"role": "system", "content": "Note: the tier is Platinum.", "id": "s1"},
+        {"role": "assistant", "content": "Noted, locker 4471.", "id": "r1"},
+        {"role": "user", "content": "And my dog is Biscuit.", "id": "u3"},
+        {"role": "assistant", "content": "Biscuit, lovely.", "id": "r3"},
+        {"probe": "礼宾叫什么？", "expect_ids": ["g0"], "expect_text": ["gretchen"]},
+        {"probe": "Tier?", "expect_ids": ["s1"], "expect_text": ["Platinum"]},
+        {"probe": "Dog?", "expect_ids": ["u3", "r3"], "expect_text": ["Biscuit"]},
+        {"probe": "Locker?", "expect_ids": ["u1", "r1"], "expect_text": ["4471"]},
+    ]), encoding="utf-8")
+    regenerated = invoke("replay", str(transcript), "-s", "buffer", "-s", "window:k=1",
+                         "--regenerate", "--provider", "scripted", "--json", code=0)
+    buffer, window = json.loads(regenerated.stdout)["strategies"]
+    assert (buffer["eval"]["id_recall"], buffer["eval"]["text_recall"]) == (1.0, 1.0)
+    assert (window["eval"]["id_recall"], window["eval"]["text_recall"]) == (0.3333, 0.3333)
+    said = ("3 expected ids name recorded replies that --regenerate replaced; "
+            "1 expected text only they said: not scored")
+    assert buffer["notices"] == window["notices"] == [said]
+    assert [(p["replaced_ids"], p["replaced_text"]) for p in buffer["eval"]["per_probe"]] == [
+        (["g0"], ["gretchen"]), ([], []), (["r3"], []), (["r1"], [])]
+    shown = invoke("replay", str(transcript), "-s", "buffer", "-s", "window:k=1",
+                   "--regenerate", "--provider", "scripted", code=0)
+    assert " ".join(shown.stderr.split()) == f"buffer, window k=1: {said}"
+    # Kept replies: everything is scored, nothing said.
+    kept = json.loads(invoke("replay", str(transcript), "-s", "buffer", "--provider",
+                             "scripted", "--json", code=0).stdout)["strategies"][0]
+    assert (kept["eval"]["id_recall"], kept["eval"]["text_recall"], kept["notices"]) == (
+        1.0, 1.0, [])
