@@ -131,17 +131,21 @@ class DerivedMemory(Enum):
 
     SUMMARY = "summary"
     FACTS = "facts"
+    STATE = "state"
+    """A strategy's own state (a plugin's, stored through SessionState.set)."""
 
 
 @dataclass(frozen=True)
 class ErasedWhileUpdating:
     """Text left the session's memory (a purge, a turn replaced by another chat) while the
     update read it: what it made of turns `first`..`last` (`made`) was not stored, as it may
-    hold the erased text, and is made again from the text as it is now next turn."""
+    hold the erased text, and is made again from the text as it is now next turn. For STATE,
+    `strategy` names whose, and `first` = `last` is the last turn its update was given."""
 
     made: DerivedMemory
     first: int
     last: int
+    strategy: str | None = None
 
 
 @dataclass(frozen=True)

@@ -19,11 +19,11 @@ from typing import TYPE_CHECKING, Any, ClassVar, Generic, Protocol, TypeVar, run
 
 from chatmem.activity import QUIET, Activity
 from chatmem.context_warnings import OverBudget
-from chatmem.errors import StrategyError, StrategyFailed
+from chatmem.errors import ChatmemError, SessionGone, StrategyError, StrategyFailed
 from chatmem.memory.context import FIXED_KINDS, PART_ORDER, Context, Message, Part
 from chatmem.memory.history_view import HistoryView
 from chatmem.memory.params import NoParams, Param, declared_params, format_params
-from chatmem.notices import Notice
+from chatmem.notices import DerivedMemory, ErasedWhileUpdating, Notice
 from chatmem.plugin_calls import guarded, kind_of
 from chatmem.plugin_output import plugin_prints_to_stderr
 from chatmem.privacy.secrets import plugin_mask
@@ -211,11 +211,23 @@ def update_guarded(strategy: Strategy, env: MemoryEnv) -> list[Notice]:
     """`strategy.update(env)`, guarded as `build_guarded` is: a value other than a list of
     Notices fails as an exception would (the turn stands; the front end says one line)."""
     doing = "could not update its memory"
-    # What the update stores is recorded as covering the history it was given.
-    with env.state.updating(env.history.turn_count()):
-        notices = guarded(lambda e: StrategyFailed(strategy.name, e, doing),
-                          lambda: _printing_to_stderr(lambda: strategy.update(env)),
-                          masking(lambda: _credentials(env.settings)))
+    # What the update stores is recorded as covering the history it was given, and is
+    # dropped after a purge since it began (SessionState.updating): said so, whether the
+    # update let the refusal through or caught it; the next turn's update reads it again.
+    with env.state.updating(env.history.turn_count()) as run:
+        try:
+            notices = guarded(lambda e: StrategyFailed(strategy.name, e, doing),
+                              lambda: _printing_to_stderr(lambda: strategy.update(env)),
+                              masking(lambda: _credentials(env.settings)))
+        except SessionGone:
+            raise
+        except ChatmemError:
+            if not run.dropped:
+                raise
+            notices = []
+    if run.dropped:
+        return [ErasedWhileUpdating(DerivedMemory.STATE, run.through, run.through,
+                                    strategy.name)]
     if not isinstance(notices, list):
         raise StrategyFailed(strategy.name, f"its update returned {kind_of(notices)}, not a "
                              "list of chatmem.notices Notice values", doing)

@@ -182,11 +182,13 @@ def update_facts(env: MemoryEnv) -> list[Notice]:
     until every turn is processed (or one fails), each call shown by env.activity.
     """
     notices: list[Notice] = []
-    while True:
-        step, more = _extract_batch(env)
-        notices += step
-        if not (env.catch_up and more):
-            return notices
+    # Each batch reads the erasure count before its input and checks it as it stores.
+    with env.state.checking_itself():
+        while True:
+            step, more = _extract_batch(env)
+            notices += step
+            if not (env.catch_up and more):
+                return notices
 
 
 def _extract_batch(env: MemoryEnv) -> tuple[list[Notice], bool]:

@@ -8,13 +8,34 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass
 from typing import Any
 
+from chatmem.errors import StoreError, StoreFailure
 from chatmem.memory.fact_keys import key_identity
 from chatmem.memory.message_counts import MessageCounts
 from chatmem.store import FactRecord, FactScope
 from chatmem.store.protocols import MemoryStore
 from chatmem.tokens import TokenCounter
+
+
+@dataclass
+class UpdateRun:
+    """One strategy's update under way (`SessionState.updating`)."""
+
+    through: int
+    """The history's last turn it was given."""
+    seen: int | None
+    """`sessions.erasures` when it began, before it read anything."""
+    checked: bool = True
+    """Whether its writes are checked against `seen` (a built-in checks its own)."""
+    dropped: bool = False
+    """Whether a write was dropped: text left the session's memory since `seen`."""
+
+
+ERASED_WHILE_UPDATING = ("text left this session's memory while the update ran (a purge, or a"
+                         " turn replaced by another chat): what it made was not stored; it"
+                         " runs again on the text as it is now next turn")
 
 
 class SessionState:
@@ -24,8 +45,13 @@ class SessionState:
         self.user = user
         self.caches: dict[str, Any] = {}
         """What strategies read once and extend as turns commit (recall's timeline, vectors)."""
-        self.through: int | None = None
-        """The history's last turn while an update runs (`updating`); None otherwise."""
+        self.run: UpdateRun | None = None
+        """The update under way (`updating`); None otherwise."""
+
+    @property
+    def through(self) -> int | None:
+        """The history's last turn while an update runs; None otherwise."""
+        return None if self.run is None else self.run.through
 
     def message_counts(self, counter: TokenCounter) -> MessageCounts:
         """Token counts of this session's messages under `counter`, kept for the process."""
@@ -37,14 +63,34 @@ class SessionState:
         return self.store.memory.strategy_state(self.session_id, strategy)
 
     @contextmanager
-    def updating(self, through: int) -> Iterator[None]:
+    def updating(self, through: int) -> Iterator[UpdateRun]:
         """Around a strategy's update over a history of `through` turns (memory.base.
-        update_guarded): what it stores meanwhile is recorded as covering those turns."""
-        before, self.through = self.through, through
+        update_guarded): what it stores meanwhile is recorded as covering those turns, and
+        is stored only if no text left the session's memory since it began: a plugin's
+        update that read a message before a purge in another shell would otherwise bring
+        the purged value back with its state (the run says it was `dropped`)."""
+        before = self.run
+        self.run = run = UpdateRun(through, self.erasures())
+        try:
+            yield run
+        finally:
+            self.run = before
+
+    @contextmanager
+    def checking_itself(self) -> Iterator[None]:
+        """Around a built-in update that reads `erasures` before its input and checks
+        `erased_since` under the write lock itself: its writes are not checked again
+        against the update's start, which a purge after it began but before its own
+        reading would fail (and a marker-only write, holding no text, would too)."""
+        run = self.run
+        if run is None:
+            yield
+            return
+        before, run.checked = run.checked, False
         try:
             yield
         finally:
-            self.through = before
+            run.checked = before
 
     def erasures(self) -> int | None:
         """`sessions.erasures` now, for an update to read before its input (the turns, the
@@ -62,15 +108,27 @@ class SessionState:
     def set(self, strategy: str, /, **values: Any) -> None:
         """Store the strategy's values, recorded as covering every turn the running update
         was given: a fork at an earlier turn (and /undo) rebuilds them rather than copy
-        them, and the last turn they cover is not replaced (/retry, /edit-last)."""
-        self.store.memory.set_strategy_state(self.session_id, strategy, values,
-                                             covers_turn=self.through)
+        them, and the last turn they cover is not replaced (/retry, /edit-last). During an
+        update, nothing is stored once text left the session's memory since it began
+        (StoreError ERASED_MEANWHILE; `updating`)."""
+        self._store(strategy, values, self.through)
 
     def set_covering(self, strategy: str, turn: int, /, **values: Any) -> None:
         """Store values derived from turns 1–`turn` alone, whatever the history holds beyond
-        (a summary's boundary; 0 for bookkeeping that holds nothing a later turn made)."""
-        self.store.memory.set_strategy_state(self.session_id, strategy, values,
-                                             covers_turn=turn)
+        (a summary's boundary; 0 for bookkeeping that holds nothing a later turn made);
+        checked as `set` is."""
+        self._store(strategy, values, turn)
+
+    def _store(self, strategy: str, values: dict[str, Any], covers_turn: int | None) -> None:
+        run = self.run
+        since = run.seen if run is not None and run.checked else None
+        if self.store.memory.set_strategy_state(self.session_id, strategy, values,
+                                                covers_turn=covers_turn,
+                                                unless_erased_since=since):
+            return
+        assert run is not None  # (only a checked write is dropped)
+        run.dropped = True
+        raise StoreError(ERASED_WHILE_UPDATING, kind=StoreFailure.ERASED_MEANWHILE)
 
     # -- facts (entity) -------------------------------------------------------------
 

@@ -158,20 +158,21 @@ class SummaryMemory(BaseStrategy[Limited]):
             return []  # nothing can summarize: turns stay unsummarized, none lost
         notices: list[Notice] = []
         folds = 0
-        while True:
-            seen = env.state.erasures()  # before the summary and the turns it folds are read
-            st = load_state(env.state, self.name)
-            if folds and st.behind:
-                break
-            turns = self.next_fold(env, st)
-            if not turns:
-                if st.behind:
-                    env.state.set_covering(self.name, st.boundary, behind="")  # nothing waits
-                break
-            notices = self.fold(env, st, turns, seen=seen)
-            folds += 1
-            if not env.catch_up or any(isinstance(n, ErasedWhileUpdating) for n in notices):
-                break
+        with env.state.checking_itself():  # each fold checks the erasures it read (_fold)
+            while True:
+                seen = env.state.erasures()  # before the summary and the turns it folds are read
+                st = load_state(env.state, self.name)
+                if folds and st.behind:
+                    break
+                turns = self.next_fold(env, st)
+                if not turns:
+                    if st.behind:
+                        env.state.set_covering(self.name, st.boundary, behind="")  # none waits
+                    break
+                notices = self.fold(env, st, turns, seen=seen)
+                folds += 1
+                if not env.catch_up or any(isinstance(n, ErasedWhileUpdating) for n in notices):
+                    break
         return after_calls(notices, folds)
 
     def summary_limit(self) -> int:
@@ -208,7 +209,7 @@ class SummaryMemory(BaseStrategy[Limited]):
         # guard's anchors and pins and the diff take as long as the call itself.
         with env.activity.doing(ActivityStep(
                 Work.SUMMARIZING, turns[0].number, turns[-1].number,
-                of=catching_up(env, env.history.turn_count()))):
+                of=catching_up(env, env.history.turn_count()))), env.state.checking_itself():
             return self._fold(env, st, turns, seen)
 
     def _fold(

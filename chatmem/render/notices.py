@@ -189,7 +189,8 @@ def _(n: MemoryUpdateCancelled, repl_hints: bool) -> str:
 def _(n: ErasedWhileUpdating, repl_hints: bool) -> str:
     turns = span(range(n.first, n.last + 1))
     made = (f"the summary of {turns} was" if n.made is DerivedMemory.SUMMARY
-            else f"the facts found in {turns} were")
+            else f"the facts found in {turns} were" if n.made is DerivedMemory.FACTS
+            else f"the memory strategy {n.strategy} made after turn {n.last} was")
     return (f"{made} not stored: text was erased from this session while the update ran"
             " (a purge, or a turn replaced in another chat); it runs again on the text as it"
             " is now next turn")

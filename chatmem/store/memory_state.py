@@ -74,21 +74,30 @@ class MemoryTables:
         return rows, summaries
 
     def set_strategy_state(self, session_id: int, strategy: str, values: Mapping[str, Any],
-                           *, covers_turn: int | None = None) -> None:
+                           *, covers_turn: int | None = None,
+                           unless_erased_since: int | None = None) -> bool:
         """Store `values`; with `covers_turn`, also the last turn they were derived from
         (state_coverage.COVERS_KEY), which fork and replacing a turn go by. Without it the
         turn recorded before stays: a write that derives nothing from turns (an unpin)
-        covers what the state covered."""
+        covers what the state covered.
+
+        `unless_erased_since`: the session's `erasures` when the update that made `values`
+        began reading; if text left its memory since (a purge, a replaced turn), nothing is
+        stored and False is returned, checked under the write lock the purge takes too."""
         rows = [(session_id, strategy, k, json_text(v)) for k, v in values.items()]
         if covers_turn is not None:
             rows.append((session_id, strategy, COVERS_KEY, json_text(int(covers_turn))))
         with self._db.write():
             steps.check_session_kept(self._db, session_id)
+            if unless_erased_since is not None and unless_erased_since != fetch_value(
+                    self._db, "SELECT erasures FROM sessions WHERE id = ?", [session_id]):
+                return False
             self._db.executemany(
                 "INSERT INTO strategy_state (session_id, strategy, key, value)"
                 " VALUES (?, ?, ?, ?) ON CONFLICT (session_id, strategy, key)"
                 " DO UPDATE SET value = excluded.value", rows,
             )
+        return True
 
     def strategy_state_values(self, key: str, session_id: int | None = None) -> list[StateRow]:
         """Every stored `key`, in one session or all of them, by session and strategy, each
