@@ -139,3 +139,37 @@ def test_an_embedder_whose_size_or_key_is_wrong_is_refused_in_one_line_before_a_
     assert turns_stored(db, "e") == 0
     indexed = invoke("index", "--db", db, "--config", letters, env={"ODD": odd}, code=1)
     assert indexed.stderr == line
+
+
+@pytest.mark.usefixtures("values")
+@pytest.mark.parametrize(("usage", "shown"), [
+    ("text", "'9'"), ("float", "9.0"), ("negative", "-1"), ("bool", "True")])
+def test_a_providers_usage_that_is_no_count_is_ignored_in_one_line_and_the_chat_goes_on(
+        tmp_path: Path, usage: str, shown: str) -> None:
+    """Text counts broke the running total after the turn was stored (a traceback, the REPL
+    ended, its next line lost); float and negative ones were shown and stored."""
+    db = str(tmp_path / "h.db")
+    chatted = invoke("chat", "u", "--provider", "counted", "--db", db,
+                     input="hi 你好\nhello again\n", env={"USAGE": usage}, code=0)
+    assert "Traceback" not in chatted.output
+    line = (f"token counts of provider 'counted' ignored: its usage's prompt_tokens is {shown},"
+            f" not a count of 0 or more; the turn is stored without them {BY}")
+    assert chatted.stderr.count(line) == 2
+    assert "provider reported" not in chatted.stderr
+    assert turns_stored(db, "u") == 2
+    asked = invoke("ask", "u", "and again", "--provider", "counted", "--db", db, "--json",
+                   env={"USAGE": usage}, code=0)
+    assert line in asked.stderr
+    turn = json.loads(invoke("inspect", "u", "--json", "--db", db, code=0).stdout)["turn"]
+    assert (turn["prompt_tokens"], turn["completion_tokens"]) == (None, None)
+
+
+@pytest.mark.usefixtures("values")
+def test_a_providers_numpy_counts_are_counts(tmp_path: Path) -> None:
+    db = str(tmp_path / "h.db")
+    asked = invoke("ask", "u", "hi 你好", "--provider", "counted", "--db", db,
+                   env={"USAGE": "numpy"}, code=0)
+    assert "ignored" not in asked.stderr and "(provider reported 9)" in asked.stderr
+    turn = json.loads(invoke("inspect", "u", "--json", "--db", db, code=0).stdout)["turn"]
+    # (the scripted provider it builds on counts its reply itself once it ends)
+    assert turn["prompt_tokens"] == 9 and type(turn["completion_tokens"]) is int
