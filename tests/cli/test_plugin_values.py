@@ -173,3 +173,48 @@ def test_a_providers_numpy_counts_are_counts(tmp_path: Path) -> None:
     turn = json.loads(invoke("inspect", "u", "--json", "--db", db, code=0).stdout)["turn"]
     # (the scripted provider it builds on counts its reply itself once it ends)
     assert turn["prompt_tokens"] == 9 and type(turn["completion_tokens"]) is int
+
+
+@pytest.mark.usefixtures("values")
+@pytest.mark.parametrize(("rows", "wrong"), [
+    ("set", "a recall row without role, bm25, words, dense, fused, tokens, kept"),
+    ("own", "a recall row without role, bm25, words, dense, fused, tokens, kept"),
+])
+def test_recall_rows_a_plugin_strategy_makes_up_are_refused_before_the_model_is_asked(
+        tmp_path: Path, rows: str, wrong: str) -> None:
+    """`set`: the reply was shown, then a TypeError (a set is not JSON) and the paid turn
+    was not stored; `own`: stored, then `inspect` crashed on a missing key."""
+    db = str(tmp_path / "h.db")
+    invoke("ask", "pk", "-s", "picker", "Miso likes milk 米索", "--provider", "scripted",
+           "--db", db, code=0)
+    asked = invoke("ask", "pk", "-s", "picker", "Does Miso like milk?", "--provider",
+                   "scripted", "--db", db, env={"ROWS": rows}, code=1)
+    assert asked.stdout == ""
+    assert asked.stderr.startswith(f"error: strategy 'picker' failed: its build returned {wrong}")
+    assert asked.stderr.endswith(f" {BY}\n") and asked.stderr.count("\n") == 1
+    assert turns_stored(db, "pk") == 1
+
+
+def test_recall_rows_stored_without_the_usual_keys_are_shown_by_inspect(
+        tmp_path: Path) -> None:
+    """A plugin's rows an earlier chatmem stored unchecked (id, turn, why only; an id that
+    is a list): inspect shows the table, with dashes where a score is missing."""
+    import sqlite3
+
+    db = str(tmp_path / "h.db")
+    invoke("chat", "r", "-s", "retrieval", "--provider", "scripted", "--db", db,
+           input="my cat Miso likes milk\n我们五月去杭州旅行\n", code=0)
+    with sqlite3.connect(db) as connection:
+        stored, = connection.execute("SELECT context FROM turns WHERE number = 2").fetchone()
+        context = json.loads(stored)
+        context["recall"] = [{"id": 1, "turn": 1, "why": "shares a word"},
+                             {"id": [1], "why": "top_k"}]
+        connection.execute("UPDATE turns SET context = ? WHERE number = 2",
+                           [json.dumps(context)])
+    connection.close()
+    shown = invoke("inspect", "r", "--db", db, env={"COLUMNS": "100"}, code=0)
+    assert "recall: candidates ranked" in shown.stdout and "shares a word" in shown.stdout
+    assert "top_k=? reached" in shown.stdout
+    as_json = json.loads(invoke("inspect", "r", "--json", "--db", db, code=0).stdout)
+    assert [r.get("text") for r in as_json["context"]["recall"]] == [
+        "my cat Miso likes milk", None]
