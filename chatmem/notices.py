@@ -87,6 +87,15 @@ class NoEmbedder:
 
 
 @dataclass(frozen=True)
+class UsageIgnored:
+    """Provider `provider` (a plugin's, as registered) reported token counts that are no
+    counts (`wrong`, what was wrong): the turn is stored without them."""
+
+    provider: str
+    wrong: str
+
+
+@dataclass(frozen=True)
 class InputNotUtf8:
     """The input held bytes that are not UTF-8; each was replaced by `replacement`."""
 
@@ -399,6 +408,7 @@ class ExpectedRepliesReplaced:
 
 Notice = (IndexingNotice | VectorsResized | SummaryUpdated | SummaryFailed | FactsFailed
           | FactsBehind | SensitiveNotRemembered | NoEmbedder | InputNotUtf8 | ReplyCut
+          | UsageIgnored
           | MemoryUpdateFailed | MemoryUpdateCancelled | ErasedWhileUpdating
           | StrategyChanged | ModelChanged
           | SavedParamsDropped | SystemPromptReplaced | SettingsNotSaved

@@ -331,7 +331,14 @@ class Registries:
         with plugin_prints_to_stderr():
             embedder = guarded(lambda e: EmbedderFailed(name, e, "could not start"),
                                lambda: entry.create(settings), mask.mask)
-        return GuardedEmbedder(embedder, name, mask.mask)
+        checked = GuardedEmbedder(embedder, name, mask.mask)
+        try:
+            # Read once now, so a wrong key or size is refused before a turn, not found
+            # when a stored turn's vectors are counted (ask then ended with an error).
+            checked.key, checked.dimensions  # noqa: B018
+        except EmbedderFailed as e:
+            raise EmbedderFailed(name, e.cause, "could not start") from None
+        return checked
 
     def resolve_embedder(self, settings: Settings) -> Embedder | None:
         """The configured embedder; None for `none`, or for `auto` when the local one is not

@@ -106,15 +106,20 @@ def index_sessions(workspace: Workspace, pending: Pending, *,
     holder = LeaseHolder.this_process()
     size = embedder.dimensions
     for session_id in pending.session_ids:
+        past = 0
         try:
             # Renewed between batches; another live holder keeps the backlog (a chat never
             # takes one, so that is another `chatmem index`).
             while (held := store.leases.take_index_lease(session_id, embedder.key,
                                                          holder)) is None:
-                batch = store.vectors.texts_without_vectors(embedder.key, session_id,
-                                                            limit=BATCH, dimensions=size)
+                # Past the batch before: vectors stored that still do not count (an
+                # embedder's size that no stored one matches) cannot bring a batch back
+                # forever.
+                batch = store.vectors.texts_without_vectors(
+                    embedder.key, session_id, limit=BATCH, after_id=past, dimensions=size)
                 if not batch:
                     break
+                past = batch[-1].message_id
                 save_rows(store, embedder.key, _embedded(embedder, batch, known_vectors(
                     store, embedder.key, batch, size)))
                 report.embedded += len(batch)

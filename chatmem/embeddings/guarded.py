@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import operator
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -30,11 +31,32 @@ class GuardedEmbedder:
 
     @property
     def key(self) -> str:
-        return self.inner.key
+        key = self._read("key")
+        if not isinstance(key, str) or ":" not in key:
+            # Vectors are stored and looked up under it, and its provider is read off it.
+            raise self._refused(f"its key is {_shown(key)}, not text of the form "
+                                "provider:model")
+        return key
 
     @property
     def dimensions(self) -> int:
-        return self.inner.dimensions
+        dimensions = self._read("dimensions")
+        # A numpy integer will do, as an int (operator.index): kept as it was, sqlite3
+        # binds it as a BLOB no stored size equals, and `index` embedded the same
+        # messages again forever. 0 is an endpoint's "not known before its first answer".
+        whole = None if isinstance(dimensions, bool) else _whole(dimensions)
+        if whole is None or whole < 0:
+            raise self._refused(f"its dimensions is {_shown(dimensions)}, not a whole "
+                                "number of 0 or more")
+        return whole
+
+    def _refused(self, wrong: str) -> EmbedderFailed:
+        # What it is may quote a secret (a key built from its settings).
+        return EmbedderFailed(self._name, wrong if self._mask is None else self._mask(wrong))
+
+    def _read(self, attribute: str) -> object:
+        return guarded(lambda e: EmbedderFailed(self._name, e),
+                       lambda: getattr(self.inner, attribute), self._mask)
 
     def embed(self, texts: Sequence[str], *, query: bool = False) -> np.ndarray:
         with plugin_prints_to_stderr():  # not into a command's --json (plugin_output)
@@ -56,8 +78,7 @@ class GuardedEmbedder:
             rows = np.asarray(returned, dtype=np.float32)
         except (TypeError, ValueError):
             return np.empty(0), f"{kind_of(returned)}, not an array of numbers"
-        width = guarded(lambda e: EmbedderFailed(self._name, e), lambda: self.inner.dimensions,
-                        self._mask)
+        width = self.dimensions
         if count == 0 and rows.size == 0:
             return np.zeros((0, width), dtype=np.float32), None
         if rows.shape != (count, width):
@@ -71,3 +92,17 @@ class GuardedEmbedder:
 
     def __getattr__(self, attribute: str) -> Any:
         return getattr(self.inner, attribute)
+
+
+def _whole(value: object) -> int | None:
+    try:
+        return operator.index(value)  # type: ignore[arg-type]
+    except TypeError:
+        return None
+
+
+def _shown(value: object) -> str:
+    """A plugin's wrong value in one line: a number or short text as itself, else its kind."""
+    if isinstance(value, int | float | str) and len(repr(value)) <= 40:
+        return repr(value)
+    return kind_of(value)

@@ -324,11 +324,12 @@ class Engine(SessionChanges, MemoryUpkeep, Generic[StoreT]):
                 e.model_from, e.session = self.model_from, self.address
             raise
         reply = "".join(chunks)
+        usage = stream.usage
         try:
             record = self.store.turns.commit_turn(self._record(
                 text, context, TurnStatus.OK, reply=reply, latency_ms=elapsed(),
-                prompt_tokens=stream.usage.prompt_tokens,
-                completion_tokens=stream.usage.completion_tokens,
+                prompt_tokens=usage.prompt_tokens,
+                completion_tokens=usage.completion_tokens,
                 rendered_prompt=stream.rendered_prompt,
             ), sent_at=sent_at, message_tokens=self._message_tokens(context, text, reply),
                 supersedes=supersedes, erasures=self._erasures, external_ids=(external_id, None))
@@ -337,7 +338,9 @@ class Engine(SessionChanges, MemoryUpkeep, Generic[StoreT]):
         # Read extends life: a fact this context sent is not idle (fact_idle_days).
         self.store.retention.mark_facts_used(list(context.fact_ids))
         self._note_model()
-        if (usage := stream.usage).cut_at_limit or usage.filtered:
+        if usage.ignored is not None:
+            notices.append(usage.ignored)
+        if usage.cut_at_limit or usage.filtered:
             notices.append(ReplyCut(CutBy.FILTER if usage.filtered else CutBy.LIMIT, not reply,
                                     stored=self.keeps_memory))
         if self.keeps_memory:

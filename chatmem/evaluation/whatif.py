@@ -124,7 +124,9 @@ def left_out_texts(history: HistoryRepository, session_id: int,
     """What the recall candidates `context` did not send said (id → text), read from the
     history the context was built from: `inspect` shows them beside their scores."""
     sent = {m.id for p in context.parts for m in p.messages if m.id is not None}
-    wanted = [row["id"] for row in context.recall if row["id"] not in sent]
+    # A plugin's rows stored before they were checked may lack an id, or hold another kind.
+    wanted = [found for row in context.recall
+              if isinstance(found := row.get("id"), int) and found not in sent]
     return history.contents(session_id, wanted) if wanted else {}
 
 

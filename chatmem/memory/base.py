@@ -22,6 +22,7 @@ from chatmem.context_warnings import OverBudget
 from chatmem.errors import ChatmemError, SessionGone, StrategyError, StrategyFailed
 from chatmem.memory.context import FIXED_KINDS, PART_ORDER, Context, Message, Part
 from chatmem.memory.history_view import HistoryView
+from chatmem.memory.packing import wrong_recall
 from chatmem.memory.params import NoParams, Param, declared_params, format_params
 from chatmem.notices import DerivedMemory, ErasedWhileUpdating, Notice
 from chatmem.plugin_calls import guarded, kind_of
@@ -278,7 +279,7 @@ def wrong_context(context: object, request: ContextRequest) -> str | None:
     if len(last.messages) != 1 or not (last.messages[0] is request.input
                                        or last.messages[0] == request.input):
         return "an input part that is not this request's input"
-    return None
+    return wrong_recall(context.recall)
 
 
 def _wrong_message(message: object, request: ContextRequest) -> str | None:

@@ -14,6 +14,7 @@ from functools import cached_property
 from typing import TYPE_CHECKING, Any
 
 from chatmem.memory.reasons import RecallRoute, RecallVerdict
+from chatmem.plugin_calls import kind_of
 
 if TYPE_CHECKING:
     import numpy as np
@@ -171,3 +172,56 @@ def as_json(ranked: Sequence[Ranked], top_k: int = 0) -> list[dict[str, Any]]:
          **({"top_k": top_k} if r.why is RecallVerdict.TOP_K else {})}
         for r in ranked
     ]
+
+
+_NUMBER = (int, float)
+RECALL_ROW_KEYS: dict[str, tuple[tuple[type, ...], bool]] = {
+    "id": ((int,), True), "turn": ((int,), True), "role": ((str,), False),
+    "bm25": (_NUMBER, False), "words": (_NUMBER, False), "dense": (_NUMBER, True),
+    "fused": (_NUMBER, False), "tokens": ((int,), False), "kept": ((bool,), False),
+    "why": ((str,), True)}
+"""Each key `as_json` gives a recall row: the types its value may have, and whether it may
+be None (a combination's row may lack an id)."""
+
+
+def wrong_recall(rows: object) -> str | None:
+    """What makes `rows` (a context's recall, a plugin's given to assemble) no recall rows
+    as `as_json` makes them, or None: they are stored as JSON with the turn (a set there
+    lost the paid turn) and `inspect` reads each key (a missing one crashed it)."""
+    if not isinstance(rows, tuple | list):
+        return f"recall rows that are {kind_of(rows)}, not a list"
+    for row in rows:
+        if not isinstance(row, dict):
+            return f"a recall row that is {kind_of(row)}, not a dict"
+        missing = [key for key in RECALL_ROW_KEYS if key not in row]
+        if missing:
+            return (f"a recall row without {', '.join(missing)} (as "
+                    "chatmem.memory.packing.as_json makes them)")
+        for key, (types, none_ok) in RECALL_ROW_KEYS.items():
+            value = row[key]
+            if value is None and none_ok:
+                continue
+            if not isinstance(value, types) or (isinstance(value, bool) and bool not in types):
+                return f"a recall row whose {key} is {kind_of(value)}"
+        wrong = _not_json(row)
+        if wrong is not None:
+            return f"a recall row holding {wrong}, which JSON cannot store"
+    return None
+
+
+def _not_json(value: object, depth: int = 0) -> str | None:
+    """The first part of `value` that json.dumps cannot write (a set, a date, a tuple key)."""
+    if value is None or isinstance(value, str | bool | int):
+        return None
+    if isinstance(value, float):
+        return None  # NaN too: as json.dumps writes it, and as chatmem's own rows may hold
+    if depth > 20:
+        return "values nested too deep"
+    if isinstance(value, list | tuple):
+        return next((w for v in value if (w := _not_json(v, depth + 1)) is not None), None)
+    if isinstance(value, dict):
+        if not all(k is None or isinstance(k, str | int | float) for k in value):
+            return "a key that is not text or a number"
+        return next((w for v in value.values() if (w := _not_json(v, depth + 1)) is not None),
+                    None)
+    return kind_of(value)

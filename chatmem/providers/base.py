@@ -8,6 +8,7 @@ from enum import StrEnum
 from typing import Any, Protocol, runtime_checkable
 
 from chatmem.images import ImageRule
+from chatmem.notices import UsageIgnored
 from chatmem.tokens import TokenCounter
 
 ChatMessages = Sequence[Mapping[str, Any]]
@@ -42,6 +43,9 @@ class Usage:
     """The reply stopped at the reply-length limit, not where the model ended it."""
     filtered: bool = False
     """The server's content filter stopped the reply (OpenAI's `content_filter`)."""
+    ignored: UsageIgnored | None = None
+    """Set by chatmem, not by a provider: a plugin's provider reported counts that are no
+    counts (text, a float, a negative number), dropped here (both counts None)."""
 
 
 class ReplyStream(Protocol):

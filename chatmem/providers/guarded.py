@@ -11,11 +11,13 @@ goes to stderr (chatmem.plugin_output), as while it loads.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import operator
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import TYPE_CHECKING, Any
 
 from chatmem.errors import ChatmemError, ProviderFailed, one_line
+from chatmem.notices import UsageIgnored
 from chatmem.plugin_calls import guarded, kind_of, masked
 from chatmem.plugin_output import plugin_prints_to_stderr, printing_to_stderr
 from chatmem.providers.base import ChatMessages, Provider, Purpose, ReplyStream, Usage
@@ -68,7 +70,7 @@ class GuardedProvider:
     def stream(self, messages: ChatMessages) -> ReplyStream:
         with plugin_prints_to_stderr():
             stream = guarded(self._failed, lambda: self.inner.stream(messages), self._masking)
-        return GuardedStream(stream, self._failed, self._masking)
+        return GuardedStream(stream, self._failed, self._masking, self.registered)
 
     def complete(self, messages: ChatMessages, *, purpose: Purpose = Purpose.CHAT) -> str:
         with plugin_prints_to_stderr():
@@ -180,6 +182,24 @@ def _whole(value: object) -> int | None:
         return None
 
 
+def _counts(usage: Usage) -> tuple[Usage, str | None]:
+    """`usage` with its counts as ints (a numpy integer will do), or what is wrong with
+    one of them: a count is an int of 0 or more, or None (not reported); a bool is none."""
+    found: list[int | None] = []
+    for field in ("prompt_tokens", "completion_tokens"):
+        value = getattr(usage, field)
+        whole = None if value is None or isinstance(value, bool) else _whole(value)
+        if value is not None and (whole is None or whole < 0):
+            shown = repr(value) if isinstance(value, int | float | str) and \
+                len(repr(value)) <= 40 else kind_of(value)
+            return usage, f"its usage's {field} is {shown}, not a count of 0 or more"
+        found.append(whole)
+    prompt, completion = found
+    if prompt is usage.prompt_tokens and completion is usage.completion_tokens:
+        return usage, None
+    return dataclasses.replace(usage, prompt_tokens=prompt, completion_tokens=completion), None
+
+
 PROVIDER_METHODS = ("stream", "complete", "token_counter", "close")
 """What a provider does (README, Writing a plugin); chatmem calls each of them."""
 
@@ -231,10 +251,11 @@ class GuardedStream:
     """A reply stream whose iteration and close raise only chatmem's errors."""
 
     def __init__(self, inner: ReplyStream, failed: Callable[[BaseException | str], ChatmemError],
-                 mask: Callable[[str], str] | None = None):
+                 mask: Callable[[str], str] | None = None, provider: str = "") -> None:
         self.inner = inner
         self._failed = failed
         self._mask = mask
+        self._provider = provider
         self._usage = Usage()
 
     @property
@@ -245,7 +266,16 @@ class GuardedStream:
             usage = self.inner.usage
         except Exception:  # a plugin's attribute may raise anything
             return self._usage
-        return usage if isinstance(usage, Usage) else self._usage
+        if not isinstance(usage, Usage):
+            return self._usage
+        counts, wrong = _counts(usage)
+        if wrong is None:
+            return counts
+        # Else a text count broke the running total after the turn was stored (the chat
+        # ended, its next line lost), and a float or a negative one was shown and stored.
+        said = wrong if self._mask is None else self._mask(wrong)
+        return Usage(cut_at_limit=usage.cut_at_limit, filtered=usage.filtered,
+                     ignored=UsageIgnored(self._provider, said))
 
     @usage.setter
     def usage(self, value: Usage) -> None:

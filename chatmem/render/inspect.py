@@ -168,15 +168,27 @@ def recall_table(context: Context, texts: Mapping[int, str]) -> Table:
     out.add_column("kept / why", overflow="fold", min_width=14)
     out.add_column("message", min_width=12)
     for row in context.recall:
-        dense = "–" if row.get("dense") is None else f"{row['dense']:.2f}"
         # A recalled row says what brought it up: `kept, meaning`.
-        why = Text(kept_text(row), style="green" if row["kept"] else "dim")
-        message = Text(f"{row['role']}: {printable(texts.get(row['id'], ''))}", no_wrap=True,
-                       overflow="ellipsis")
-        message.stylize("dim", 0, len(row["role"]) + 1)
-        out.add_row(str(row["turn"]), f"{row['bm25']:.2f}", f"{row['words']:.2f}",
-                    dense, f"{row['fused']:.2f}", f"{row['tokens']:,}", why, message)
+        why = Text(kept_text(row), style="green" if row.get("kept") is True else "dim")
+        # Read as stored: a plugin's rows, stored before they were checked, may lack a key.
+        found = row.get("id")
+        said = texts.get(found, "") if isinstance(found, int) else ""
+        role = row.get("role")
+        role = role if isinstance(role, str) else "?"
+        message = Text(f"{role}: {printable(said)}", no_wrap=True, overflow="ellipsis")
+        message.stylize("dim", 0, len(role) + 1)
+        turn = row.get("turn")
+        out.add_row("–" if turn is None else str(turn), _number(row, "bm25"),
+                    _number(row, "words"), _number(row, "dense"), _number(row, "fused"),
+                    _number(row, "tokens", "{:,}"), why, message)
     return out
+
+
+def _number(row: Mapping[str, Any], key: str, shape: str = "{:.2f}") -> str:
+    value = row.get(key)
+    if isinstance(value, int | float) and not isinstance(value, bool):
+        return shape.format(value)
+    return "–"
 
 
 def summaries_view(rows: Sequence[Mapping[str, Any]], zone: tzinfo | None = None) -> Group:

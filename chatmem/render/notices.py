@@ -53,6 +53,7 @@ from chatmem.notices import (
     SummaryUpdated,
     SystemPromptReplaced,
     TaughtFacts,
+    UsageIgnored,
     VectorsResized,
     WaitingForUpgrade,
     WaitingForWrite,
@@ -172,6 +173,12 @@ def _(n: ReplyCut, repl_hints: bool) -> str:
         return f"the reply stopped at {by} before any text{why}; {kept}"
     kept = "it is stored as it is" if n.stored else "it is incomplete"
     return f"the reply stopped at {by}; {kept}"
+
+
+@_worded.register
+def _(n: UsageIgnored, repl_hints: bool) -> str:
+    return (f"token counts of provider {n.provider!r} ignored: {n.wrong}; the turn is stored"
+            f" without them{by_plugin('provider', n.provider)}")
 
 
 @_worded.register

@@ -92,7 +92,7 @@ def inspection_json(inspection: Inspection) -> dict[str, Any]:
                                "messages": [{**m, "external_id": outside.get(m["id"])}
                                             for m in part["messages"]]}
                               for part, p in zip(stored["parts"], context.parts, strict=True)],
-                    **({"recall": [{**row, "why": verdict_text(row), "text": texts.get(row["id"])}
+                    **({"recall": [{**row, "why": verdict_text(row), "text": _text_of(row, texts)}
                                    for row in context.recall]}
                        if context.recall else {})},
         "messages": context.messages(),
@@ -102,6 +102,12 @@ def inspection_json(inspection: Inspection) -> dict[str, Any]:
         if replayed else None,
         "notices": [notice_text(n) for n in inspection.notices],
     }
+
+
+def _text_of(row: Mapping[str, Any], texts: Mapping[int, str]) -> str | None:
+    # A plugin's row stored before rows were checked may lack an id or hold a list there.
+    found = row.get("id")
+    return texts.get(found) if isinstance(found, int) else None
 
 
 def summaries_json(address: str, versions: list[SummaryVersion]) -> dict[str, Any]:

@@ -322,5 +322,6 @@ def verdict_text(row: Mapping[str, Any]) -> str:
     except ValueError:
         return str(why or "")
     if verdict is RecallVerdict.TOP_K:
-        return f"top_k={row['top_k']} reached"  # a TOP_K row holds the limit (as_json)
+        # A TOP_K row holds the limit (as_json); a plugin's row may not.
+        return f"top_k={row.get('top_k', '?')} reached"
     return _VERDICTS[verdict]

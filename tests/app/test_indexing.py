@@ -71,3 +71,27 @@ def test_an_embedder_failing_while_indexing_is_one_error_naming_it(
                        r"RuntimeError: the runtime could not allocate 2 GB$"):
         index_sessions(ws, pending)
     assert ws.store.leases.index_lease(pending.session_ids[0], "hash:256") is None
+
+
+def test_a_batch_whose_vectors_never_count_is_not_embedded_again_forever(
+        ws: Workspace, monkeypatch: pytest.MonkeyPatch) -> None:
+    """An unguarded embedder whose size is a numpy integer (sqlite3 binds it as a BLOB, which
+    no stored size equals): the vectors it saves never count as there, and index went back
+    to the same batch at full CPU forever. Each batch starts past the one before."""
+    import numpy as np
+
+    embedder = ws.embedder
+    assert isinstance(embedder, HashEmbedder)
+    embedder.dimensions = np.int64(256)  # type: ignore[assignment]
+    reads = []
+    reading = ws.store.vectors.texts_without_vectors
+
+    def read(*args: object, **options: object) -> object:
+        reads.append(options.get("after_id"))
+        if len(reads) > 10:
+            raise AssertionError("the same batch was read again and again")
+        return reading(*args, **options)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(ws.store.vectors, "texts_without_vectors", read)
+    assert index_sessions(ws, pending_vectors(ws, "trip")).embedded == 2
+    assert len(reads) == 2
