@@ -58,13 +58,23 @@ class Oversized:
         return f"{self.size:,} bytes"
 
 
-def read_within(path: Path, limit: int | Callable[[bytes], int]) -> bytes | Oversized:
+def read_within(path: Path, limit: int | Callable[[bytes], int],
+                check: Callable[[os.stat_result], None] | None = None) -> bytes | Oversized:
     """The bytes of the file at `path`, or Oversized past `limit` (a function of its first
     HEAD_BYTES when the limit depends on what the file is). A regular file's size is looked
     at before anything is read; anything else (a FIFO, /dev/zero) is read to one byte past
-    the limit, never whole. OSError as opening or reading it raises them."""
-    with path.open("rb") as file:
+    the limit, never whole. OSError as opening or reading it raises them.
+
+    `check` is given the status of what was opened (a refusal raises) before a byte is read
+    or any writer waited for: a FIFO is opened without waiting for one, so another account's
+    is refused at once rather than when (or if ever) they write to it."""
+    nonblocking = getattr(os, "O_NONBLOCK", 0) if check is not None else 0
+    with open(path, "rb", opener=lambda name, flags: os.open(name, flags | nonblocking)) as file:
         status = os.fstat(file.fileno())
+        if check is not None:
+            check(status)
+            if nonblocking:
+                _wait_for_a_writer(file.fileno(), status)
         size = status.st_size if stat.S_ISREG(status.st_mode) else None
         head = file.read(HEAD_BYTES)
         most = limit(head) if callable(limit) else limit
@@ -73,6 +83,19 @@ def read_within(path: Path, limit: int | Callable[[bytes], int]) -> bytes | Over
         data = head + file.read(max(most + 1 - len(head), 0))
     # A file that grew since its size was looked at is "more than" too.
     return Oversized(most, None) if len(data) > most else data
+
+
+def _wait_for_a_writer(fd: int, status: os.stat_result) -> None:
+    """Blocking reads again on `fd`, opened non-blocking; on a FIFO, after a writer came.
+
+    A FIFO opened non-blocking reads as empty while no one has it open for writing; poll
+    (Linux's) says it readable only once someone wrote or a writer came and went, as the
+    blocking open would have waited for."""
+    if stat.S_ISFIFO(status.st_mode):
+        import select
+
+        select.select([fd], [], [])
+    os.set_blocking(fd, True)
 
 
 def read_stream_within(stream: BinaryIO, limit: int) -> bytes | Oversized:

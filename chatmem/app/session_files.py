@@ -173,7 +173,7 @@ def import_archive(workspace: Workspace, archive: Archive,
     (as `import_transcript` writes one, under an unfinished name) before the next is read
     (`on_read` sees each as it is read); the names and the facts come in one transaction
     at the end."""
-    from chatmem.store import unfinished
+    from chatmem.store import check_session_name, unfinished
 
     store = workspace.store
 
@@ -184,6 +184,7 @@ def import_archive(workspace: Workspace, archive: Archive,
                           " rename)")
 
     for listed in archive.sessions:
+        check_session_name(listed.name)  # as one import checks its name (read_archive did)
         if store.sessions.find_session(listed.name) is not None:
             raise taken(listed.name)  # before anything is read or written
     unfinished.remove_leftovers(store)

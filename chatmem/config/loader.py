@@ -31,7 +31,7 @@ from chatmem.config.settings import (
 from chatmem.config.trust import check_config_owner
 from chatmem.errors import ConfigError
 from chatmem.text import is_valid
-from chatmem.text_files import NotUtf8, utf8_text
+from chatmem.text_files import NotUtf8, Oversized, read_within, utf8_text
 
 ENV_KEYS = {
     "OPENAI_BASE_URL": "base_url",  # first, so CHATMEM_BASE_URL overrides it
@@ -46,6 +46,8 @@ ENV_KEYS = {
     "CHATMEM_HELPER_PROVIDER": "helper_provider",
     "CHATMEM_HELPER_MODEL": "helper_model",
 }
+MOST_TOML_BYTES = 1 << 20
+"""The most of a config or template file read: the example config is some 7 KB."""
 HELPER_ALIASES = {"summary.provider": "helper_provider", "summary.model": "helper_model"}
 """Old spellings: [summary] provider/model chose the summarizer before helper_* chose the
 model for every strategy call (summaries and fact extraction)."""
@@ -66,11 +68,14 @@ def read_toml(path: Path, what: str) -> dict[str, Any]:
     which says nothing to a person.
     """
     try:
-        with path.open("rb") as f:
-            if what == "config":
-                # The file read is the file checked: fstat, not a stat an instant before.
-                check_config_owner(path, os.fstat(f.fileno()))
-            text = utf8_text(f.read())
+        # The file read is the file checked: fstat, not a stat an instant before.
+        data = read_within(path, MOST_TOML_BYTES, check=(
+            (lambda st: check_config_owner(path, st)) if what == "config" else None))
+        if isinstance(data, Oversized):
+            # /dev/zero would be read until memory ran out, the size of a config never.
+            raise ConfigError(f"{path}: {data.amount()}; a {what} file of at most "
+                              f"{MOST_TOML_BYTES:,} bytes is read")
+        text = utf8_text(data)
         if isinstance(text, NotUtf8):
             raise ConfigError(text.said(str(path), "file"))
         return tomllib.loads(text)

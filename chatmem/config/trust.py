@@ -67,13 +67,14 @@ class Replaceable:
 def replaceable_by_others(path: Path) -> Replaceable | None:
     """Where someone else could put their own file in place of this one, or None.
 
-    Every directory above the file (both as named and as the links lead) must belong to
-    this account or root and be writable by no one else unless sticky; an attacker who may
-    rename an entry anywhere on the way can swap in a file of their own."""
+    Every directory the name is looked up through (as named, and each link's own directory
+    as the links lead, one after another) must belong to this account or root and be
+    writable by no one else unless sticky; an attacker who may rename an entry anywhere on
+    the way can swap in a file of their own."""
     me = os.geteuid()
     seen: set[str] = set()
-    for start in (os.path.abspath(path), os.path.realpath(path)):
-        directory = os.path.dirname(start)
+    for start in (os.path.dirname(os.path.abspath(path)), *_lookup_directories(path)):
+        directory = start
         while directory not in seen:
             seen.add(directory)
             try:
@@ -88,6 +89,38 @@ def replaceable_by_others(path: Path) -> Replaceable | None:
     return None
 
 
+def _lookup_directories(path: Path) -> list[str]:
+    """The directories the kernel looks a name up in to open `path`, in order, following
+    every link on the way as it does: a link in the middle of a chain (~/cfg ->
+    /theirs/link -> ~/real.toml) is looked up in a directory that is neither the path's
+    nor the real file's. Resolution stops where a name is missing (its open says so)."""
+    pending = list(reversed(os.fspath(path).split("/")))
+    resolved = "/" if os.fspath(path).startswith("/") else os.getcwd()
+    found: list[str] = []
+    links = 0
+    while pending:
+        name = pending.pop()
+        if name in ("", "."):
+            continue
+        if name == "..":
+            resolved = os.path.dirname(resolved)
+            continue
+        found.append(resolved)
+        here = os.path.join(resolved, name)
+        try:
+            target = os.readlink(here)
+        except OSError:  # not a link (or not there)
+            resolved = here
+            continue
+        links += 1
+        if links > 40:  # a loop: the open fails with ELOOP and says so
+            break
+        if target.startswith("/"):
+            resolved = "/"
+        pending.extend(reversed(target.split("/")))
+    return found
+
+
 WHY = "a config file can name commands chatmem runs and where your API key is sent"
 """Why a config file someone else could write is not read: said once in each refusal."""
 
@@ -97,13 +130,17 @@ def check_config_owner(path: Path, st: os.stat_result) -> None:
     write: it may name commands chatmem runs (key_command, clipboard_command), where the
     API key is sent (base_url) and where the history is kept (db). Each refusal is one
     sentence: what is wrong, why that matters, what to do."""
-    if not hasattr(os, "geteuid") or not stat.S_ISREG(st.st_mode):
-        return  # no owners to compare (Windows), or a pipe given as --config
+    if not hasattr(os, "geteuid"):
+        return  # no owners to compare (Windows)
+    # Whatever was opened is checked, a FIFO or a device as a file: another account's FIFO
+    # says what they write to it. A pipe of the user's own (--config /dev/stdin, <(...)) is
+    # theirs (a pipe belongs to the account that made it, mode 0600).
     if st.st_uid not in (os.geteuid(), 0):
         raise ConfigError(f"{path}: this config file belongs to another account (uid"
                           f" {st.st_uid}); {WHY}, so only your own is read: copy it to a"
                           " file of yours")
-    if writable_by_others(st):
+    if writable_by_others(st) and not stat.S_ISCHR(st.st_mode):
+        # Not a terminal's 0620 (group tty): what others write to it is shown, not read.
         raise ConfigError(f"{path}: other users can write this config file (mode"
                           f" {st.st_mode & 0o777:04o}); {WHY}, so it is not read until you"
                           f" chmod go-w {path}")

@@ -20,7 +20,12 @@ from typing import Any
 from chatmem.errors import TranscriptError
 from chatmem.store.records import FactScope, session_address
 from chatmem.store.restored_facts import EarlierValue, KeptFact
-from chatmem.store.session_names import is_session_name, normal_name, session_name_from
+from chatmem.store.session_names import (
+    is_session_name,
+    normal_name,
+    reserved_for,
+    session_name_from,
+)
 from chatmem.text import profile_name, valid_text
 from chatmem.timestamps import is_time
 from chatmem.transcripts.format import Transcript
@@ -146,6 +151,12 @@ def _session(path: Path, entry: Mapping[str, Any]) -> ArchivedSession:
     member = entry["transcript"]
     own = entry.get("shared_by") is None and is_session_name(entry["name"])
     name = entry["name"] if own else session_name_from(PurePosixPath(member).stem)
+    reserved = reserved_for(name)
+    if reserved is not None:
+        # Restored under it, the session would be hidden from every listing and deleted by
+        # the next import or replay once that process id is gone.
+        raise TranscriptError(f"{path}: {'manifest.json' if own else member}: session name"
+                              f" {name!r} is reserved: {reserved}; nothing was imported")
     user = entry.get("user")
     owner = entry.get("shared_by")
     read = entry.get("facts_read_turns")

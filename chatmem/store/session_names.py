@@ -66,11 +66,21 @@ def check_session_name(name: str, *, unfinished: bool = False) -> None:
         raise UsageError(
             f"invalid session name {name!r}: use letters, digits, '-', '_', '.' or '+', starting "
             "with a letter or digit, no spaces or '/', up to 64 characters (e.g. trip-b)")
-    if not unfinished and is_reserved(name):
-        kind = next(k for k in UNFINISHED_KINDS if normal_name(name).startswith(f"unfinished-{k}."))
-        raise UsageError(
-            f"session name {name!r} is reserved: names beginning 'unfinished-{kind}.' are "
-            f"{UNFINISHED_KINDS[kind]}'s sessions while it saves them; pick another")
+    reserved = None if unfinished else reserved_for(name)
+    if reserved is not None:
+        raise UsageError(f"session name {name!r} is reserved: {reserved}; pick another")
+
+
+def reserved_for(name: str) -> str | None:
+    """Why `name` is no name for a finished session (it begins as an unfinished name does:
+    listings would hide it, the next replay or import delete it), or None. Every way a
+    session gets a name asks this, an archive's manifest too."""
+    kind = next((k for k in UNFINISHED_KINDS if normal_name(name).startswith(f"unfinished-{k}.")),
+                None)
+    if kind is None:
+        return None
+    return (f"names beginning 'unfinished-{kind}.' are {UNFINISHED_KINDS[kind]}'s sessions "
+            "while it saves them")
 
 
 def session_name_from(text: str) -> str:

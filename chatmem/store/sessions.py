@@ -206,6 +206,11 @@ class SessionTables:
         self.check_session_writable(session_id, owners_only="rename" if "name" in fields
                                     else "change the user profile of" if "user" in fields
                                     else "change the settings of")
+        if "name" in fields:
+            # Every new name by the one rule: an unfinished import's publish too, whose names
+            # an archive chose (a reserved one would hide the session, then lose it).
+            check_session_name(fields["name"])
+            fields["name"] = normal_name(fields["name"])
         if "params" in fields:
             fields["params"] = json_text(fields["params"])
         if fields.get("user") is not None:

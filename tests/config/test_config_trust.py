@@ -9,6 +9,8 @@ base_url in such a file would send the API key elsewhere.
 from __future__ import annotations
 
 import os
+import threading
+import time
 from pathlib import Path
 
 import pytest
@@ -115,3 +117,107 @@ def test_a_config_file_writable_by_the_accounts_own_group_is_read(tmp_path: Path
     config.chmod(0o664)
     folder.chmod(0o775)
     invoke("config", "show", "--config", str(config), code=0)
+
+
+def _release(fifo: Path, writer: threading.Thread) -> None:
+    """Let a writer still waiting in its open of `fifo` finish (a reader comes and goes)."""
+    os.close(os.open(fifo, os.O_RDONLY | os.O_NONBLOCK))
+    writer.join(5)
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="giving a FIFO away takes root")
+def test_a_fifo_of_another_account_is_refused_as_a_file_of_theirs(tmp_path: Path) -> None:
+    # Review: a FIFO another account made in a 1777 folder, where CHATMEM_CONFIG named a
+    # file not yet there, was read as the config (not a regular file, so never checked):
+    # whatever they wrote to it chose base_url, system, db and key_command.
+    shared, marker = tmp_path / "pub", tmp_path / "PWNED"
+    shared.mkdir()
+    shared.chmod(0o1777)
+    fifo = shared / "配置.toml"
+    os.mkfifo(fifo, 0o644)
+    os.chown(fifo, 4242, 4242)
+    writer = threading.Thread(target=fifo.write_text, args=(
+        f'system = "ATTACKER"\nkey_command = "touch {marker}; echo x"\n',), daemon=True)
+    writer.start()
+    try:
+        result = invoke("config", "show", "--config", str(fifo), code=CODE)
+    finally:
+        _release(fifo, writer)
+    assert result.stderr == (
+        f"error: {fifo}: this config file belongs to another account (uid 4242); a config"
+        " file can name commands chatmem runs and where your API key is sent, so only your"
+        " own is read: copy it to a file of yours\n")
+    assert "ATTACKER" not in result.stdout and not marker.exists()
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="giving a FIFO away takes root")
+def test_a_fifo_of_another_account_no_one_writes_is_refused_at_once(tmp_path: Path) -> None:
+    # Opening it waited for a writer that never came: chatmem hung before checking anything.
+    fifo = tmp_path / "config.toml"
+    os.mkfifo(fifo, 0o644)
+    os.chown(fifo, 4242, 4242)
+    result = invoke("config", "show", "--config", str(fifo), code=CODE)
+    assert "belongs to another account (uid 4242)" in result.stderr
+
+
+def test_a_fifo_of_ones_own_waits_for_its_writer(tmp_path: Path) -> None:
+    # Opened without waiting (to check it first), it must still wait for what is written.
+    fifo = tmp_path / "配置.toml"
+    os.mkfifo(fifo, 0o600)
+
+    def write_later() -> None:
+        time.sleep(0.3)
+        fifo.write_text('system = "来自管道"\n', encoding="utf-8")
+
+    writer = threading.Thread(target=write_later, daemon=True)
+    writer.start()
+    try:
+        result = invoke("config", "show", "--config", str(fifo), code=0)
+    finally:
+        _release(fifo, writer)
+    assert "来自管道" in result.stdout
+
+
+def test_a_pipe_of_ones_own_is_read_as_the_config(tmp_path: Path) -> None:
+    # --config /dev/stdin and <(...): a pipe this account made, /dev/fd/N leading to it.
+    read, write = os.pipe()
+    try:
+        os.write(write, 'system = "管道里的"\n'.encode())
+        os.close(write)
+        result = invoke("config", "show", "--config", f"/dev/fd/{read}", code=0)
+    finally:
+        os.close(read)
+    assert "管道里的" in result.stdout
+
+
+def test_a_config_read_is_capped(tmp_path: Path) -> None:
+    # /dev/zero (or a FIFO fed without end) was read until memory ran out: a MemoryError.
+    result = invoke("config", "show", "--config", "/dev/zero", code=CODE)
+    assert result.stderr == ("error: /dev/zero: more than 1,048,576 bytes; a config file of"
+                             " at most 1,048,576 bytes is read\n")
+    big = tmp_path / "big.toml"
+    big.write_bytes(b"# " + b"x" * (1 << 20) + b"\n")
+    result = invoke("config", "show", "--config", str(big), code=CODE)
+    assert result.stderr == (f"error: {big}: 1,048,579 bytes; a config file of at most"
+                             " 1,048,576 bytes is read\n")
+
+
+def test_a_link_in_the_middle_of_a_chain_is_checked_where_it_lies(tmp_path: Path) -> None:
+    # ~/cfg -> /open/link -> ~/real.toml: the path's folder and the real file's are both
+    # the user's, but anyone may replace `link` in the folder the chain passes through.
+    home, open_folder = tmp_path / "home", tmp_path / "open"
+    home.mkdir()
+    open_folder.mkdir()
+    real = home / "real.toml"
+    real.write_text('system = "mine"\n', encoding="utf-8")
+    (open_folder / "link").symlink_to(real)
+    (home / "cfg").symlink_to(open_folder / "link")
+    open_folder.chmod(0o777)
+    result = invoke("config", "show", "--config", str(home / "cfg"), code=CODE)
+    assert result.stderr == (
+        f"error: {home / 'cfg'}: other users can write its directory {open_folder} (mode"
+        " 0777) and put a file of theirs in its place; a config file can name commands"
+        " chatmem runs and where your API key is sent, so it is not read until you chmod"
+        f" go-w {open_folder}\n")
+    open_folder.chmod(0o755)
+    invoke("config", "show", "--config", str(home / "cfg"), code=0)
