@@ -12,10 +12,10 @@ import json
 from collections.abc import Callable
 
 import pytest
+from acting_providers import ActsWhile
 from conftest import History
 from plugin_site import Install
 from test_erased_while_updating import (
-    PurgedWhileUpdating,
     erasure_notices,
     purging,
     stored_text,
@@ -98,12 +98,12 @@ def kept_turns(store: Store, sid: int) -> list[int]:
 def test_a_plugin_state_made_across_a_purge_is_dropped_and_made_again_from_the_purged_text(
         make_engine: Callable[..., Engine[Store]], store: Store, history: History,
         swallow: bool) -> None:
-    model = PurgedWhileUpdating()
+    model = ActsWhile("complete")
     engine = make_engine("entity+keeps", provider=model, **{"keeps.swallow": swallow})
     sid = engine.session.id
     engine.run_turn("My city is Zanzibar")
     assert "Zanzibar" in json.dumps(store.memory.strategy_state(sid, "keeps"))
-    model.armed = (Purpose.SUMMARY, purging(history, sid, "city"))
+    model.arm(purging(history, sid, "city"), Purpose.SUMMARY)
 
     result = engine.run_turn("Tell me about Zanzibar beaches, 桑给巴尔 Zanzibar")
 
@@ -131,13 +131,13 @@ def test_a_plugin_state_made_across_a_purge_is_dropped_and_made_again_from_the_p
 @pytest.mark.usefixtures("keeps")
 def test_a_plugin_catching_up_across_a_purge_stores_nothing_and_the_turn_reads_it_again(
         make_engine: Callable[..., Engine[Store]], store: Store, history: History) -> None:
-    model = PurgedWhileUpdating()
+    model = ActsWhile("complete")
     first = make_engine("entity", name="p", provider=model)
     sid = first.session.id
     first.run_turn("I live in Zanzibar")
     assert [f.key for f in store.facts.facts(session_id=sid)] == ["city"]
     engine = make_engine("keeps", name="p", provider=model)
-    model.armed = (Purpose.SUMMARY, purging(history, sid, "city"))
+    model.arm(purging(history, sid, "city"), Purpose.SUMMARY)
 
     caught_up = engine.catch_up()
 
@@ -149,8 +149,11 @@ def test_a_plugin_catching_up_across_a_purge_stores_nothing_and_the_turn_reads_i
     assert "Zanzibar" not in stored_text(store, sid)
 
 
-class FailsAfterPurge(PurgedWhileUpdating):
+class FailsAfterPurge(ActsWhile):
     """The purge runs inside the summarizer's call, which then fails."""
+
+    def __init__(self) -> None:
+        super().__init__("complete")
 
     def complete(self, messages: ChatMessages, *, purpose: Purpose = Purpose.CHAT) -> str:
         reply = super().complete(messages, purpose=purpose)
@@ -168,7 +171,7 @@ def test_a_built_in_checking_its_own_writes_is_not_checked_again(
     engine = make_engine("summary+entity", provider=model)
     sid = engine.session.id
     engine.run_turn("My city is Rome")
-    model.armed = (Purpose.SUMMARY, purging(history, sid, "city"))
+    model.arm(purging(history, sid, "city"), Purpose.SUMMARY)
 
     result = engine.run_turn("Reminder: my city is Rome")
 
