@@ -107,3 +107,38 @@ def json_safe(document: str) -> str:
     too (`\\u009b`): the same JSON value, but no raw control reaches a terminal or a pager.
     Such characters can only be inside JSON strings, where the escape means the same."""
     return _JSON_RAW.sub(lambda m: code_point(m.group()), document)
+
+
+_SPELLING_FORMATS = frozenset("\u200c\u200d\u200e\u200f\u061c")
+"""The format characters a name is spelled with: the joiners (Persian, Hindi, emoji
+sequences) and the direction marks a Hebrew or Arabic name may hold."""
+_FLAG, _TAGS, _CANCEL_TAG = "\U0001f3f4", ("\U000e0020", "\U000e007e"), "\U000e007f"
+
+
+def hidden_character(text: str) -> str | None:
+    """The first character of `text` that shows nothing and spells nothing (a zero-width
+    space, a word joiner, a BOM, a tag outside an emoji flag's sequence), or None. In a
+    one-line label (a speaker's name) "Ana" and "Ana\u200b" would be two speakers who look
+    the same, and tags can spell hidden text."""
+    import unicodedata
+
+    in_flag = False
+    for c in text:
+        if c == _FLAG:
+            in_flag = True  # 🏴 + tag letters + CANCEL TAG: a subdivision's flag
+            continue
+        if in_flag and (_TAGS[0] <= c <= _TAGS[1] or c == _CANCEL_TAG):
+            in_flag = c != _CANCEL_TAG
+            continue
+        in_flag = False
+        if unicodedata.category(c) == "Cf" and c not in _SPELLING_FORMATS:
+            return c
+    return None
+
+
+def shows_something(text: str) -> bool:
+    """Whether `text` holds a letter, digit, symbol or punctuation mark: not only marks,
+    joiners and spaces."""
+    import unicodedata
+
+    return any(unicodedata.category(c)[0] in "LNSP" for c in text)

@@ -362,19 +362,31 @@ def recall_gates(values: Sequence[str]) -> list[RecallGate]:
 def check_gates(gates: Sequence[RecallGate],
                 recalls: Sequence[tuple[str, float | None, float | None]]) -> None:
     """Exit 1, saying which, when a strategy's (label, id recall, text recall) is below a
-    gate: one line per gate missed."""
+    gate: one line per gate missed. A gate on a recall no probe measured (no probe expects
+    an id, or a text) is a mistake in the command, not a score of 0: exit 2, saying so."""
     from chatmem.evaluation.scoring import RecallKind
     from chatmem.render.compare import short_of
 
-    missed = False
+    missed = unmeasured = False
     for gate in gates:
-        below = [(label, gate.kind.of(ids, text) or 0.0) for label, ids, text in recalls
-                 if (gate.kind.of(ids, text) or 0.0) < gate.minimum]
+        what = "recall" if gate.kind is RecallKind.LOWER else f"{gate.kind.value} recall"
+        scored = [(label, gate.kind.of(ids, text)) for label, ids, text in recalls]
+        absent = [label for label, value in scored if value is None]
+        if absent:
+            unmeasured = True
+            option = (f"{gate.minimum}" if gate.kind is RecallKind.LOWER
+                      else f"{gate.kind.value}={gate.minimum}")
+            consoles()[1].print(f"--min-recall {option}: no {what} was measured (no probe"
+                                f" expects what it counts): {', '.join(absent)}", markup=False,
+                                soft_wrap=True)
+        below = [(label, value) for label, value in scored
+                 if value is not None and value < gate.minimum]
         if below:
             missed = True
-            what = "recall" if gate.kind is RecallKind.LOWER else f"{gate.kind.value} recall"
             shown = ", ".join(f"{label} ({short_of(value, gate.minimum)})"
                               for label, value in below)
             consoles()[1].print(f"{what} below {gate.minimum}: {shown}", markup=False)
+    if unmeasured:
+        raise typer.Exit(int(ExitCode.USAGE))
     if missed:
         raise typer.Exit(int(ExitCode.BELOW_THRESHOLD))

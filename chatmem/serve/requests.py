@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from chatmem.errors import RequestError
-from chatmem.text import NOT_ONE_LINE, valid_text
+from chatmem.text import NOT_ONE_LINE, hidden_character, shows_something, valid_text
 
 CONVERSATION_HEADERS = ("x-chatmem-conversation", "x-openwebui-chat-id")
 """Headers that name the conversation: chatmem's own, and Open WebUI's (sent with
@@ -310,9 +310,12 @@ def _speaker(name: Any, where: str) -> str | None:
         return None
     # Not str.isprintable(): it refuses every format character, among them the joiners of
     # Persian names (U+200C) and emoji sequences (U+200D).
-    breaking = NOT_ONE_LINE.search(name) if isinstance(name, str) else None
-    if not isinstance(name, str) or not 0 < len(name.strip()) <= 64 or breaking:
-        held = f" (it holds U+{ord(breaking.group()):04X})" if breaking else ""
+    found = NOT_ONE_LINE.search(name) if isinstance(name, str) else None
+    breaking = found.group() if found else hidden_character(name) if isinstance(
+        name, str) else None
+    if (not isinstance(name, str) or not 0 < len(name.strip()) <= 64 or breaking
+            or not shows_something(name)):
+        held = f" (it holds U+{ord(breaking):04X})" if breaking else ""
         raise RequestError(f"{where}.name must be one line of 1 to 64 characters, the "
                            f"speaker's name{held}", "messages")
     return valid_text(name.strip())

@@ -393,3 +393,20 @@ def test_eval_says_the_time_zone_its_days_were_read_in(tmp_path: Path) -> None:
     replayed = invoke("replay", str(transcript), "-s", "buffer", "--provider", "scripted",
                       "--json", env={"CHATMEM_TIMEZONE": "Europe/Paris"}, code=0)
     assert json.loads(replayed.stdout)["timezone"] == "Europe/Paris"
+
+
+def test_a_gate_on_a_recall_no_probe_measures_is_said_not_scored_zero(tmp_path: Path) -> None:
+    # The table shows id recall as "–" when no probe expects an id: a gate on it failed as
+    # "id recall below 0.5: buffer (0.00)", a figure the table says is not there.
+    transcript = tmp_path / "t.jsonl"
+    transcript.write_text("".join(json.dumps(line, ensure_ascii=False) + "\n" for line in [
+        {"role": "user", "content": "我的订单号是 KW-1234。", "id": "u1"},
+        {"role": "assistant", "content": "好的。", "id": "a1"},
+        {"probe": "我的订单号是什么？", "expect_text": ["KW-1234"]},
+    ]), encoding="utf-8")
+    args = ("eval", str(transcript), "-s", "buffer", "--provider", "scripted", "--json")
+    assert invoke(*args, "--min-recall", "id=0.5", code=2).stderr == (
+        "--min-recall id=0.5: no id recall was measured (no probe expects what it counts):"
+        " buffer\n")
+    invoke(*args, "--min-recall", "text=0.5", code=0)
+    invoke(*args, "--min-recall", "0.5", code=0)

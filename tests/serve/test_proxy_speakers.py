@@ -85,12 +85,17 @@ def test_a_name_spelled_with_joiners_is_a_speaker_and_a_line_break_is_named(
                         db=str(db_path))
     names = ["\u0645\u062d\u0645\u062f\u200c\u0631\u0636\u0627",  # محمد‌رضا, ZWNJ
              "\U0001f469\u200d\U0001f4bb dev", "\u5c71\u7530\u3000\u592a\u90ce",
-             "\u05d3\u05e0\u05d4\u200f"]  # a Hebrew name ending in a right-to-left mark
+             "\u05d3\u05e0\u05d4\u200f",  # a Hebrew name ending in a right-to-left mark
+             # a flag of a region: black flag, tag letters, cancel tag
+             "\U0001f3f4\U000e0067\U000e0062\U000e0073\U000e0063\U000e0074\U000e007f Scot"]
     with RunningProxy(settings, strategy="window") as running:
         answer = _post(running, [{"role": "user", "name": name, "content": "你好"}
                                  for name in names])
         assert answer.status_code == 200, answer.text
-        for breaking in ("\u2028", "\u2029", "\x85", "\x0b", "\x1b", "\u202e", "\u2067"):
+        # Also what shows nothing: "Ana" and "Ana\u200b" would be two speakers who look
+        # the same, and tag characters spell hidden text.
+        for breaking in ("\u2028", "\u2029", "\x85", "\x0b", "\x1b", "\u202e", "\u2067",
+                         "\u200b", "\u2060", "\ufeff", "\U000e0069"):
             refused = httpx.post(
                 f"{running.base_url}/chat/completions", timeout=HANG,
                 headers={"X-Chatmem-Conversation": "odd"},
@@ -100,6 +105,11 @@ def test_a_name_spelled_with_joiners_is_a_speaker_and_a_line_break_is_named(
             assert refused.json()["error"]["message"] == (
                 "messages[0].name must be one line of 1 to 64 characters, the speaker's "
                 f"name (it holds U+{ord(breaking):04X})")
+        for blank in ("\u200d", "\u0301\u0301", "\u200c\u200d"):
+            refused = _post(running, [{"role": "user", "name": blank, "content": "hi"}])
+            assert refused.status_code == 400, (blank, refused.text)
+            assert refused.json()["error"]["message"] == (
+                "messages[0].name must be one line of 1 to 64 characters, the speaker's name")
     said = [f"{name}: 你好" for name in names]
     assert [m["content"] for m in chat_server.requests[0]["messages"]
             if m["role"] == "user"] == said
