@@ -27,7 +27,8 @@ SQLITE_ONLY = {
     "messages_fts": r"\bmessages_fts\b",
     "bm25(": r"(?<!\.)\bbm25\((?!self|query)",  # FTS5's function, not a method called
     "MATCH": r"\bMATCH\b",
-    "INSERT OR": r"\bINSERT\s+OR\b",
+    # SQLite's conflict clause, not a PostgreSQL trigger's BEFORE INSERT OR UPDATE.
+    "INSERT OR": r"\bINSERT\s+OR\s+(?:REPLACE|IGNORE|ABORT|FAIL|ROLLBACK)\b",
     "rowid": r"\browid\b",
     "lastrowid": r"\blastrowid\b",
     ".conn": r"\bdb\.conn\b",
@@ -53,5 +54,6 @@ def test_the_check_sees_what_it_looks_for() -> None:
                   "cursor.lastrowid", "store.db.conn.execute"]
     assert [w for w, p in SQLITE_ONLY.items() if any(re.search(p, s) for s in statements)] \
         == list(SQLITE_ONLY)
+    assert not re.search(SQLITE_ONLY["INSERT OR"], "BEFORE INSERT OR UPDATE ON facts")
     assert not re.search(SQLITE_ONLY["bm25("], "source.bm25(query, first)")
     assert not re.search(SQLITE_ONLY["bm25("], "source.bm25(searched, first)")
