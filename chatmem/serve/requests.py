@@ -12,7 +12,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from chatmem.errors import RequestError
-from chatmem.text import NOT_ONE_LINE, hidden_character, shows_something, valid_text
+from chatmem.serve.speakers import speaker_of, with_speaker
+from chatmem.text import valid_text
 
 CONVERSATION_HEADERS = ("x-chatmem-conversation", "x-openwebui-chat-id")
 """Headers that name the conversation: chatmem's own, and Open WebUI's (sent with
@@ -294,31 +295,7 @@ def _message(message: Any, index: int) -> _Read:
     # history, a system one sent, and neither can hold a lone surrogate ("\ud83d" from a
     # client that cut an emoji's pair) as UTF-8.
     content = valid_text(_text(message.get("content"), where))
-    speaker = _speaker(message.get("name"), where)
-    # A group chat's speaker (Discord bots, AutoGen): a stored message has no field for it,
-    # so it leads the words sent and stored (the model, summaries and facts tell alice's tea
-    # from bob's coffee). Not an assistant's: the stored reply is the model's own words.
-    if speaker and role != "assistant" and content.strip() and not content.startswith(
-            f"{speaker}:"):
-        content = f"{speaker}: {content}"
-    return _Read(role, content)
-
-
-def _speaker(name: Any, where: str) -> str | None:
-    """A message's `name` (its speaker); RequestError naming it when it is not one line."""
-    if name in (None, ""):
-        return None
-    # Not str.isprintable(): it refuses every format character, among them the joiners of
-    # Persian names (U+200C) and emoji sequences (U+200D).
-    found = NOT_ONE_LINE.search(name) if isinstance(name, str) else None
-    breaking = found.group() if found else hidden_character(name) if isinstance(
-        name, str) else None
-    if (not isinstance(name, str) or not 0 < len(name.strip()) <= 64 or breaking
-            or not shows_something(name)):
-        held = f" (it holds U+{ord(breaking):04X})" if breaking else ""
-        raise RequestError(f"{where}.name must be one line of 1 to 64 characters, the "
-                           f"speaker's name{held}", "messages")
-    return valid_text(name.strip())
+    return _Read(role, with_speaker(role, content, speaker_of(message.get("name"), where)))
 
 
 def _text(content: Any, where: str) -> str:

@@ -118,3 +118,28 @@ def test_a_name_spelled_with_joiners_is_a_speaker_and_a_line_break_is_named(
         stored = store.history.messages(store.sessions.session("grp").id)
         assert [m.content for m in stored if m.role == "user"] == said
         assert store.sessions.find_session("odd") is None
+
+
+def test_a_speaker_chinese_group_chats_already_wrote_is_not_written_twice(
+        chat_server: ChatServer, db_path: Path) -> None:
+    """Chinese group-chat bots write the speaker as `小明：…` (a full-width colon), or give
+    the name as the label itself (`小红：`): stored and sent as `小明: 小明：我喜欢喝茶` and
+    `小红：: 我喜欢喝咖啡`, the doubled name reached the model, summaries and facts."""
+    settings = Settings(provider="openai", base_url=chat_server.base_url, model="test-small",
+                        db=str(db_path))
+    sent = [{"role": "user", "name": "小明", "content": "小明：我喜欢喝茶"},
+            {"role": "user", "name": "小红：", "content": "我喜欢喝咖啡"},
+            {"role": "user", "name": "bob", "content": "bob : I like water"},
+            {"role": "user", "name": "alice", "content": "alice likes milk"}]
+    with RunningProxy(settings, strategy="window") as running:
+        answer = _post(running, sent)
+        assert answer.status_code == 200, answer.text
+        refused = _post(running, [{"role": "user", "name": "：", "content": "hi"}])
+        assert refused.status_code == 400
+    said = ["小明：我喜欢喝茶", "小红: 我喜欢喝咖啡", "bob : I like water",
+            "alice: alice likes milk"]
+    assert [m["content"] for m in chat_server.requests[0]["messages"]
+            if m["role"] == "user"] == said
+    with Store(db_path) as store:
+        stored = store.history.messages(store.sessions.session("grp").id)
+        assert [m.content for m in stored if m.role == "user"] == said

@@ -1,0 +1,49 @@
+"""A group chat's speakers in serve's requests: a message's `name` (Discord bots, AutoGen,
+SillyTavern) checked as one visible line and put in front of the words it said."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from chatmem.errors import RequestError
+from chatmem.text import NOT_ONE_LINE, hidden_character, shows_something, valid_text
+
+
+def with_speaker(role: str, content: str, speaker: str | None) -> str:
+    """`content` as sent and stored: a stored message has no field for its speaker, so it
+    leads the words (the model, summaries and facts tell alice's tea from bob's coffee).
+    Not an assistant's: the stored reply is the model's own words."""
+    if speaker and role != "assistant" and content.strip() and not said_by(content, speaker):
+        return f"{speaker}: {content}"
+    return content
+
+
+def said_by(content: str, speaker: str) -> bool:
+    """Whether `content` already opens with its speaker's label: `alice:`, or as Chinese
+    group chats write it, `小明：` (a full-width colon, spaces around it or not)."""
+    label = content.lstrip()
+    if not label.startswith(speaker):
+        return False
+    return label[len(speaker):].lstrip()[:1] in (":", "\uff1a")
+
+
+def speaker_of(name: Any, where: str) -> str | None:
+    """A message's `name` (its speaker); RequestError naming it when it is not one line."""
+    if name in (None, ""):
+        return None
+    # Not str.isprintable(): it refuses every format character, among them the joiners of
+    # Persian names (U+200C) and emoji sequences (U+200D).
+    found = NOT_ONE_LINE.search(name) if isinstance(name, str) else None
+    breaking = found.group() if found else hidden_character(name) if isinstance(
+        name, str) else None
+    if (not isinstance(name, str) or not 0 < len(name.strip()) <= 64 or breaking
+            or not shows_something(name)):
+        held = f" (it holds U+{ord(breaking):04X})" if breaking else ""
+        raise RequestError(f"{where}.name must be one line of 1 to 64 characters, the "
+                           f"speaker's name{held}", "messages")
+    # A name written as a label ("小红：", "bob:") is the name: the colon is the prefix's.
+    bare = name.strip().rstrip(":\uff1a").rstrip()
+    if not bare:
+        raise RequestError(f"{where}.name must be one line of 1 to 64 characters, the "
+                           "speaker's name", "messages")
+    return valid_text(bare)
