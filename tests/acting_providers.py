@@ -3,8 +3,8 @@ deletion or long write, run at the moment a test needs it."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import Literal
+from collections.abc import Callable, Sequence
+from typing import Any, Literal
 
 from chatmem.providers.base import ChatMessages, Purpose
 from chatmem.providers.scripted import ScriptedProvider, ScriptedReply
@@ -40,3 +40,18 @@ class ActsWhile(ScriptedProvider):
     def complete(self, messages: ChatMessages, *, purpose: Purpose = Purpose.CHAT) -> str:
         self._act("complete", purpose)
         return super().complete(messages, purpose=purpose)
+
+
+def chatml(messages: Sequence[dict[str, str]]) -> str:
+    """A ChatML template, as SmolLM2's: markup around each message, a reply opened last."""
+    return "".join(f"<|im_start|>{m['role']}\n{m['content']}<|im_end|>\n"
+                   for m in messages) + "<|im_start|>assistant\n"
+
+
+class RenderingProvider(ScriptedProvider):
+    """The scripted model, rendering its prompt as a local model's chat template does."""
+
+    def stream(self, messages: Any) -> ScriptedReply:
+        reply = super().stream(messages)
+        reply.rendered_prompt = chatml(messages)
+        return reply

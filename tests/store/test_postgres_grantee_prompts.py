@@ -11,9 +11,9 @@ import json
 import re
 from collections.abc import Iterator
 from datetime import timedelta
-from typing import Any
 
 import pytest
+from acting_providers import RenderingProvider
 from cli_runner import chat, run
 from grantees import INSUFFICIENT_PRIVILEGE, PROFILE, sql_as
 from pg import NOW, OldHistory, PostgresServer, Team, migrated_before
@@ -22,7 +22,7 @@ from registered import open_session
 from chatmem.config.settings import Settings
 from chatmem.memory.facts import purged_line
 from chatmem.privacy.mentions import MARKER
-from chatmem.providers.scripted import ScriptedProvider, ScriptedReply
+from chatmem.providers.scripted import ScriptedProvider
 from chatmem.store import FactScope, Store, TurnStatus
 from chatmem.store.postgres_masked_prompts import MARKS
 from chatmem.timestamps import parse_time, utc_now
@@ -38,20 +38,6 @@ def fresh(stored: str) -> bool:
     """`stored` is the server's now in chatmem's form (not a time a client gave)."""
     return bool(STAMPED.fullmatch(stored)) and abs(parse_time(stored) - utc_now()) < timedelta(
         minutes=5)
-
-
-def chatml(messages: Any) -> str:
-    return "".join(f"<|im_start|>{m['role']}\n{m['content']}<|im_end|>\n"
-                   for m in messages) + "<|im_start|>assistant\n"
-
-
-class RenderingProvider(ScriptedProvider):
-    """The scripted model, rendering its prompt as a local model's chat template does."""
-
-    def stream(self, messages: Any) -> ScriptedReply:
-        reply = super().stream(messages)
-        reply.rendered_prompt = chatml(messages)
-        return reply
 
 
 def rendered_turn(team: Team) -> tuple[str, str]:

@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from acting_providers import RenderingProvider, chatml
 from cli_runner import RUNNER
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -17,27 +17,11 @@ from chatmem.config.sections import EmbeddingsSection
 from chatmem.config.settings import Settings
 from chatmem.engine import Engine
 from chatmem.privacy.mentions import erase_mentions
-from chatmem.providers.scripted import ScriptedProvider, ScriptedReply
 from chatmem.store import Store, rendered
 from chatmem.store.rendered import Sent
 
 runner = RUNNER
 M008 = "m008_rendered_prompts_by_reference"
-
-
-def chatml(messages: Sequence[dict[str, str]]) -> str:
-    """A ChatML template, as SmolLM2's: markup around each message, a reply opened last."""
-    return "".join(f"<|im_start|>{m['role']}\n{m['content']}<|im_end|>\n"
-                   for m in messages) + "<|im_start|>assistant\n"
-
-
-class RenderingProvider(ScriptedProvider):
-    """The scripted model, rendering its prompt like a local model's chat template."""
-
-    def stream(self, messages: Any) -> ScriptedReply:
-        reply = super().stream(messages)
-        reply.rendered_prompt = chatml(messages)
-        return reply
 
 
 _CONTENT = st.one_of(st.text(max_size=12), st.sampled_from(
