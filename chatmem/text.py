@@ -24,6 +24,14 @@ FULL_WIDTH = {code: code - 0xFEE0 for code in range(0xFF01, 0xFF5F)}
 """Full-width ASCII (U+FF01–FF5E), what CJK input methods type (ＯＲＤ７７３１, ３月４号), as
 the ASCII it stands for, one character for one (`str.translate`)."""
 
+FULL_WIDTH_SIGNS = {code: ord(unicodedata.normalize("NFKC", chr(code)))
+                    for code in range(0xFFE0, 0xFFE7)
+                    if len(unicodedata.normalize("NFKC", chr(code))) == 1}
+"""The full-width signs past FULL_WIDTH (￥ ￡ ￠ ￦ ￢ ￤; not ￣, which NFKC makes two
+characters) as the ones they stand for, one for one: ￥5,000 is ¥5,000. Only where values
+are compared (anchors): search drops the signs between words either way, and folding
+them in FULL_WIDTH would change what older indexes hold."""
+
 HALF_WIDTH_KANA = {code: ord(unicodedata.normalize("NFKC", chr(code)))
                    for code in range(0xFF61, 0xFFA0)}
 """Half-width katakana and Japanese punctuation (U+FF61–FF9F: ﾀﾅｶ, ｶﾞｯｺｳ, ｡), what old

@@ -45,7 +45,7 @@ from chatmem.memory.anchor_words import (
     foreign_months,
 )
 from chatmem.privacy.findings import MARK_CLOSE, MARK_OPEN
-from chatmem.text import FULL_WIDTH
+from chatmem.text import FULL_WIDTH, FULL_WIDTH_SIGNS
 
 # Simplified and traditional forms alike: 两/兩, 万/萬, 亿/億.
 _HAN_DIGITS = "零〇一二两兩三四五六七八九十百千万萬亿億"
@@ -360,7 +360,11 @@ def extract_anchors(text: str) -> list[str]:
     return list(dict.fromkeys(value for _, value in kept))
 
 
-_SPACES = re.compile(r"\s+")
+_SPACES, _WIDTH = re.compile(r"\s+"), FULL_WIDTH | FULL_WIDTH_SIGNS
+# CJK typesetting spaces Han (Kana, Hangul) from digits: "5 万元" keeps 5万元. The space
+# first (looking behind every character costs four times as much).
+_CJK = "\u1100-\u11ff\u3040-\u30ff\u3130-\u318f\u31f0-\u31ff\u3400-\u9fff\uac00-\ud7af\uf900-\ufaff"
+_CJK_DIGIT_SPACE = re.compile(rf" (?:(?<=[{_CJK}] )(?=\d)|(?<=\d )(?=[{_CJK}]))")
 
 
 def anchors_of(texts: Iterable[str]) -> list[str]:
@@ -374,12 +378,13 @@ def anchors_of(texts: Iterable[str]) -> list[str]:
 @lru_cache(maxsize=4096)
 def _normal(text: str) -> str:
     # Cached: the drift guard asks about the same summary and messages for every anchor.
-    return _SPACES.sub(" ", text.translate(FULL_WIDTH)).casefold()
+    spaced = _SPACES.sub(" ", text.translate(_WIDTH)).casefold()
+    return spaced if spaced.isascii() else _CJK_DIGIT_SPACE.sub("", spaced)
 
 
 def width_folded(text: str) -> str:
     """`text` with full-width letters, digits and marks as ASCII ones, one for one."""
-    return text.translate(FULL_WIDTH)
+    return text.translate(_WIDTH)
 
 
 def normal(text: str) -> str:
@@ -388,7 +393,7 @@ def normal(text: str) -> str:
 
 
 def present(anchor: str, text: str) -> bool:
-    """Whether `text` repeats the anchor (case and spacing aside)."""
+    """Whether `text` repeats the anchor (width, case, spacing aside: ￥5万 is in "¥5 万")."""
     return _normal(anchor) in _normal(text)
 
 

@@ -62,13 +62,19 @@ _ALONE = r"(?:(?<![\u3400-\u9fff])|(?<=[到在等于至从是就再快了说和�
 # 前两周 the term's first two weeks, 旅行的这几天 the days of the trip.
 _PAST = (r"(?:(?<![\u3400-\u9fff])|(?<=[在是就了说和也都还我你他她它们])|(?<=的)(?=最近|近|过去))"
          r"(?P<past_said>最近|近|过去的?|前|这)")
+# 下周三, 下个星期五, 下下周一, 下周的周三: a weekday to come. Not the 下 ending a word
+# (看一下周三的安排 is a look at Wednesday's plans, 楼下, 私下, 剩下).
+_NEXT = r"(?<![一以楼地私底乡天陛阁殿眼当手部属剩坐躺])下"
 PATTERN = re.compile(
     # 上周末, 上上个周末, 这个周末; 周末 alone, but not 每个周末 (every weekend) or 下周末
     rf"(?P<wkend_last>(?<!上)上+个?)周末|(?P<wkend_this>这个?|本)周末"
     rf"|(?<![每下个这本上周])(?P<wkend>周末)"
     rf"|{_PAST}(?P<past_n>{_NUM}|几)\s*个?(?P<past_unit>天|日|周|星期|礼拜|月)"
-    # 星期五, 上周五, 上上周五; 周一 only where it is not 周 + 一起/一直 (all week, together)
-    rf"|(?P<wd_last>(?<!上)上+个?)?(?:星期|礼拜|周(?!一[起直样下些点切定般共]))"
+    # 星期五, 上周五, 上上周五, 这周五, 下(个)周五; 周一 only where it is not 周 + 一起/一直
+    # (all week, together)
+    rf"|(?:(?P<wd_last>(?<!上)上+个?)|(?P<wd_this>这个?|(?<![日课书剧账资成样原基根])本)"
+    rf"|(?P<wd_next>{_NEXT}下*(?:一?个)?(?:(?:周|星期|礼拜)的)?))?"
+    rf"(?:星期|礼拜|周(?!一[起直样下些点切定般共]))"
     rf"(?P<wd>[一二三四五六日天])"
     rf"|(?P<ago_n>{_NUM}|几)\s*(?:个)?(?P<ago_unit>天|日|周|星期|礼拜|月)(?:之)?前"
     rf"|(?P<rel_year>去年|今年|(?<!大)大*前年)(?:(?P<rel_year_month>{_NUM})月"
@@ -144,8 +150,15 @@ def read(m: re.Match[str], now: datetime) -> TimeSpan | None:
         day = zh_number(g["day_only"])
         return None if day is None else day_of_month(day, now, around=bool(g["day_only_around"]))
     if g["wd"]:
+        weekday = ZH_WEEKDAYS[g["wd"]]
+        if g["wd_next"]:
+            return None  # a day to come: nothing said of it yet (as of "next Wednesday")
+        if g["wd_this"]:
+            # This week's: said of it only once it has come.
+            return weekday_span(weekday, now, weeks_before=0) \
+                if weekday <= now.weekday() else None
         weeks = _repeats(m, "wd_last", "上", _WORDS_ENDING_IN_SHANG, 1) if g["wd_last"] else None
-        return weekday_span(ZH_WEEKDAYS[g["wd"]], now, weeks_before=weeks)
+        return weekday_span(weekday, now, weeks_before=weeks)
     if g["ago_n"]:
         count = 3 if g["ago_n"] == "几" else zh_number(g["ago_n"])
         if count is None:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from itertools import pairwise
+
 import pytest
 from growth import assert_linear
 from hypothesis import given
@@ -53,6 +55,35 @@ def test_present_ignores_case_and_spacing_but_not_content() -> None:
     assert present("Alice Chen", "met alice  chen today")
     assert not present("五千元", "预算是一笔钱")
     assert missing_anchors(["ORD-7731", "五千元", "ORD-7731"], "ORD-7731 预算") == ["五千元"]
+
+
+@pytest.mark.parametrize("anchor, summary", [
+    # CJK typesetting puts a space between Han (Kana, Hangul) and digits: the summary kept
+    # the value, and the drift guard pinned it as lost.
+    ("5万元", "借款 5 万元"), ("500元", "一共 500 元"), ("3月15日", "3 月 15 日开会"),
+    ("下午3点", "下午 3 点见"), ("5万円", "5 万円を払った"), ("50,000원", "50,000 원"),
+    ("5 万元", "借了5万元"),
+    # Full-width signs as the ones they stand for, as full-width digits are.
+    ("￥5,000", "价格 ¥5,000"), ("¥5,000", "价格￥5,000"), ("￡20", "£20"),
+])
+def test_present_ignores_a_space_between_cjk_and_digits_and_sign_widths(
+        anchor: str, summary: str) -> None:
+    assert present(anchor, summary)
+    assert missing_anchors([anchor], summary) == []
+
+
+def test_present_still_needs_the_digits_and_latin_spacing() -> None:
+    assert not present("5万元", "6 万元")
+    assert not present("ORD7731", "ORD 7731")  # a space between Latin and digits still counts
+    assert not present("5kg", "5 kg")
+
+
+@given(st.lists(st.sampled_from(["5", "12", "万", "元", "月", "日", "円", "원", "点", "下午"]),
+                min_size=1, max_size=8))
+def test_only_a_space_between_cjk_and_digits_is_set_aside(pieces: list[str]) -> None:
+    # 5 万 is 5万, but 5 12 is not 512, nor 下午 万 下午万.
+    set_aside = all(a.isdigit() != b.isdigit() for a, b in pairwise(pieces))
+    assert present("".join(pieces), " ".join(pieces)) == set_aside
 
 
 def test_anchors_of_several_texts_keeps_first_appearance_order() -> None:

@@ -3,9 +3,11 @@ of this month, and the look-alikes that name no such span."""
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from chatmem.memory.time_words import spans
 
@@ -95,3 +97,43 @@ def test_traditional_time_words_name_the_span_their_simplified_form_names(
 
 def test_words_that_only_look_like_time_words_in_traditional_name_no_span() -> None:
     assert named("3號線怎麼走？") == named("5號樓在哪？") == named("每個週末都去爬山嗎？") == []
+
+
+NEXT_WEEKDAYS = ["下周三的安排是什么？", "下礼拜三开会吗", "下个星期五我们做什么？", "下星期天",
+                 "下一个周五", "下下周一", "看一下下周三的安排", "下周的周三", "下個星期五呢"]
+WEEKDAY_NAMES = "一二三四五六日"
+
+
+@given(st.sampled_from(NEXT_WEEKDAYS),
+       st.datetimes(min_value=datetime(2001, 1, 1), max_value=datetime(2090, 1, 1)))
+def test_a_weekday_to_come_names_no_day(question: str, now: datetime) -> None:
+    # 下周三 is next Wednesday: nothing said of it yet, as of "next Wednesday"; it was read
+    # as last Wednesday.
+    assert spans(question, now.replace(tzinfo=UTC)) == []
+
+
+@given(st.sampled_from(["这周{}", "本周{}", "这个星期{}", "这礼拜{}"]),
+       st.sampled_from(range(7)),
+       st.datetimes(min_value=datetime(2001, 1, 1), max_value=datetime(2090, 1, 1)))
+def test_this_weeks_weekday_is_that_day_once_it_has_come(form: str, weekday: int,
+                                                         now: datetime) -> None:
+    now = now.replace(tzinfo=UTC)
+    found = spans(form.format(WEEKDAY_NAMES[weekday]) + "我做了什么？", now)
+    monday = now.date() - timedelta(days=now.weekday())
+    if weekday > now.weekday():
+        assert found == []
+    else:
+        [day] = found
+        assert day.days == ((monday + timedelta(days=weekday)).isoformat(),) * 2
+
+
+@pytest.mark.parametrize("question, day", [
+    ("这周三我做了什么？", "2026-12-02"),  # asked on a Saturday
+    ("本周五吃了什么？", "2026-12-04"),
+    # 一下 (a look) + 周三, 楼下 (downstairs) + 周三: Wednesday just gone, not next Wednesday.
+    ("看一下周三的安排", "2026-12-02"),
+    ("楼下周三有人搬家吗？", "2026-12-02"),
+])
+def test_weekday_after_zhe_or_a_word_ending_in_xia(question: str, day: str) -> None:
+    assert [span.days for span in spans(question, datetime(2026, 12, 5, 10, tzinfo=UTC))] \
+        == [(day, day)]
