@@ -144,7 +144,7 @@ def build_guarded(strategy: Strategy, request: ContextRequest) -> Context:
     mask = masking(request.secrets)
     context = guarded(lambda e: StrategyFailed(strategy.name, e),
                       lambda: _printing_to_stderr(lambda: strategy.build(request)), mask)
-    wrong = wrong_context(context, request)
+    wrong = wrong_context(context, request, recall_checked=_ships_with_chatmem(strategy))
     if wrong is not None:
         raise StrategyFailed(strategy.name, f"its build returned {wrong}")
     if context.budget is None:
@@ -243,12 +243,20 @@ CHAT_ROLES = frozenset({"system", "user", "assistant"})
 """The roles every chat model takes (and docs/chatmem.schema.json allows)."""
 
 
-def wrong_context(context: object, request: ContextRequest) -> str | None:
+def _ships_with_chatmem(strategy: Strategy) -> bool:
+    """Whether `strategy` is one of chatmem's own: its recall rows come from `as_json`, which
+    its tests hold to, so a build need not walk them again (0.3-0.4 ms a retrieval build)."""
+    return type(strategy).__module__.startswith("chatmem.")
+
+
+def wrong_context(context: object, request: ContextRequest, *,
+                  recall_checked: bool = False) -> str | None:
     """What makes `context` one chatmem must not send or record for `request`, or None.
 
     A plugin's build runs code the contract test never saw; what it returns reaches the
     model, the stored record and `inspect --json`. One pass over the messages sent: the
     tokens are the strategy's counts, checked for their type and sign, never recounted.
+    `recall_checked`: the recall rows are chatmem's own (`as_json`'s), not walked again.
     """
     if not isinstance(context, Context):
         return f"{kind_of(context)}, not a Context"
@@ -279,7 +287,7 @@ def wrong_context(context: object, request: ContextRequest) -> str | None:
     if len(last.messages) != 1 or not (last.messages[0] is request.input
                                        or last.messages[0] == request.input):
         return "an input part that is not this request's input"
-    return wrong_recall(context.recall)
+    return None if recall_checked else wrong_recall(context.recall)
 
 
 def _wrong_message(message: object, request: ContextRequest) -> str | None:
