@@ -11,7 +11,7 @@ result is capped in tokens and pages.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import asynccontextmanager
 from functools import partial
 from typing import TYPE_CHECKING, Annotated, Any
@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 from mcp.server.mcpserver import Context
 from pydantic import Field
 
+from chatmem.mcp.calls import CallSteps
 from chatmem.mcp.fact_tools import add_fact_tools
 from chatmem.mcp.memory import Memory, opened_in, told_to_the_model
 from chatmem.mcp.resources import add_resources
@@ -268,10 +269,13 @@ def _add_tools(server: MCPServer[Any], memory: Memory) -> None:
         from chatmem.evaluation.scoring import shown_share
 
         registered = memory.registries.strategies
+        steps = CallSteps(ctx)
         with memory.workspace(ctx) as ws:
             specs = [registered.parse(s) for s in strategies or registered.default_eval()]
             transcript = session_files.session_transcript(ws, conversation_id)
-            done = compare(ws, transcript, specs, source=conversation_id)
+            steps.check()
+            done = compare(ws, transcript, specs, source=conversation_id,
+                           progress=_replay_progress(steps, len(specs)))
         scores = [StrategyScore(strategy=r.label, turns=r.turns,
                                 mean_tokens=_mean(r.prompt_tokens),
                                 max_tokens=max(r.prompt_tokens, default=None),
@@ -332,6 +336,19 @@ def _opening_notices(engine: Engine[Store], settings: Settings) -> list[str]:
     from chatmem.render.errors import Client
 
     return [client_notice_text(n, Client.MCP, settings) for n in engine.take_opening_notices()]
+
+
+def _replay_progress(steps: CallSteps, runs: int) -> Callable[[str, int, int], None]:
+    """A replay's progress (each strategy's steps counted from 1) as one count over every
+    strategy's, which the client sees rise from 0 to the whole."""
+    begun: list[str] = []
+
+    def progress(label: str, done: int, total: int) -> None:
+        if done == 1 or not begun:
+            begun.append(label)
+        steps.step((len(begun) - 1) * total + done, runs * total, label)
+
+    return progress
 
 
 def _mean(values: Sequence[int]) -> float | None:

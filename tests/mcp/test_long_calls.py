@@ -1,0 +1,121 @@
+"""A long tool call (compare_strategies' replay) through the real stdio server and the mcp
+SDK's ClientSession: progress for a client that asked for it, and a call the client
+cancels stops at the next step instead of replaying to the end."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import sys
+from pathlib import Path
+from typing import Any
+
+import anyio
+import pytest
+from waiting import HANG
+
+pytest.importorskip("mcp", reason="chatmem[serve] (the mcp SDK) is not installed")
+
+from mcp import ClientSession, StdioServerParameters
+from mcp.client.stdio import stdio_client
+from test_mcp_server import call
+
+from chatmem.app import Workspace
+from chatmem.app.conversations import record_on, recording_engine
+from chatmem.config.settings import Settings
+
+TURNS = 150
+STRATEGIES = ["window", "summary-buffer", "retrieval"]
+
+
+def seeded(tmp_path: Path) -> Path:
+    db = tmp_path / "h.db"
+    with Workspace(Settings(db=str(db), provider="scripted"), create=True) as ws:
+        engine = recording_engine(ws, "旅行")
+        try:
+            for n in range(TURNS):
+                record_on(engine, f"第{n}天我们去了杭州的景点{n}号", f"好的，记下了第{n}天。")
+        finally:
+            engine.finish()
+    return db
+
+
+def server(db: Path) -> StdioServerParameters:
+    return StdioServerParameters(
+        command=sys.executable,
+        args=["-m", "chatmem", "mcp", "--db", str(db), "--provider", "scripted"],
+        env=dict(os.environ))
+
+
+def test_progress_rises_to_the_whole_for_a_client_that_asked(tmp_path: Path) -> None:
+    db = seeded(tmp_path)
+    seen: list[tuple[float, float | None]] = []
+
+    async def progressed(progress: float, total: float | None, message: str | None) -> None:
+        seen.append((progress, total))
+
+    async def run() -> dict[str, Any]:
+        async with stdio_client(server(db)) as (read, write), \
+                ClientSession(read, write) as session:
+            await session.initialize()
+            result = await session.call_tool(
+                "compare_strategies", {"conversation_id": "旅行",
+                                       "strategies": STRATEGIES[:2]},
+                progress_callback=progressed)
+            assert result.structured_content is not None
+            return result.structured_content
+
+    compared = asyncio.run(asyncio.wait_for(run(), HANG))
+    assert [s["turns"] for s in compared["strategies"]] == [TURNS, TURNS]
+    assert seen, "no progress came back"
+    whole = seen[-1][1]
+    assert whole is not None and seen[-1][0] == whole
+    assert [p for p, _ in seen] == sorted(p for p, _ in seen)  # only ever rising
+    assert {t for _, t in seen} == {whole}
+
+
+EXITS_BY_ITSELF = (
+    "import atexit, runpy, sys\n"
+    "marker = sys.argv.pop(1)\n"
+    "atexit.register(lambda: open(marker, 'w').write('by itself'))\n"
+    "sys.argv[0] = 'chatmem'\n"
+    "runpy.run_module('chatmem', run_name='__main__')\n")
+"""`chatmem mcp` that leaves a mark when it ends by itself: not when the client, whose
+stdin closed and who waited PROCESS_TERMINATION_TIMEOUT for it, kills it."""
+
+
+def test_a_cancelled_comparison_stops_at_the_next_step(tmp_path: Path) -> None:
+    db = seeded(tmp_path)
+    marker = tmp_path / "ended"
+    params = server(db)
+    params.args = ["-c", EXITS_BY_ITSELF, str(marker), *params.args[2:]]
+    seen: list[float] = []
+    first = anyio.Event()
+
+    async def progressed(progress: float, total: float | None, message: str | None) -> None:
+        seen.append(progress)
+        first.set()
+
+    async def run() -> dict[str, Any]:
+        async with stdio_client(params) as (read, write), \
+                ClientSession(read, write) as session:
+            await session.initialize()
+            async with anyio.create_task_group() as tg:
+                async def compare() -> None:
+                    await session.call_tool(
+                        "compare_strategies", {"conversation_id": "旅行",
+                                               "strategies": STRATEGIES},
+                        progress_callback=progressed)
+                tg.start_soon(compare)
+                await first.wait()
+                tg.cancel_scope.cancel()  # the SDK sends notifications/cancelled
+            # The server still answers, its history open.
+            return await call(session, "list_conversations")
+
+    listed = asyncio.run(asyncio.wait_for(run(), HANG))
+    assert [c["turns"] for c in listed["conversations"]] == [TURNS]
+    assert seen and max(seen) < len(STRATEGIES) * TURNS
+    # Its stdin closed, the server waits for the calls in flight: the cancelled replay had
+    # stopped, so it ended by itself within the client's grace rather than being killed
+    # while it replayed the other 3×150 steps for nobody.
+    assert marker.read_text() == "by itself"
