@@ -11,32 +11,70 @@ there, and whatever the steps built in memory (a replay's scratch history) is dr
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Mapping
+from contextlib import suppress
 from typing import Any
 
 import anyio.from_thread
 from mcp.server.mcpserver import Context
 
+QUEUED = "waiting for another call on this conversation to finish"
+
 
 class CallSteps:
-    """Made on the tool call's own worker thread (the one the SDK runs it on); `step` is
-    called there, between steps of its work."""
+    """Made on the tool call's own worker thread (the one the SDK runs it on). `step` and
+    `check` are called there between steps of its work; a conversation's job runs on the
+    thread that keeps the conversation open (chatmem.app.kept), where `check` sees what
+    the waiting worker thread saw (`watch`)."""
 
     def __init__(self, ctx: Context | None) -> None:
         self._ctx = ctx
         self._wants_progress = ctx is not None and _progress_token(ctx) is not None
+        self._worker = threading.current_thread()
+        self._cancelled = threading.Event()
+        self._told_queued = False
 
     def check(self) -> None:
-        """Raise the cancellation (a BaseException, as Ctrl-C, so nothing catches it as a
-        failure to report) when the client has cancelled the call or the server stops."""
-        if self._ctx is not None:
+        """End the work here when the client has cancelled the call (or the server stops):
+        on the call's own thread with the SDK's cancellation (a BaseException, as Ctrl-C,
+        so nothing reports it as a failure), on a kept conversation's with Stopped."""
+        if self._ctx is None:
+            return
+        if threading.current_thread() is not self._worker:
+            if self._cancelled.is_set():
+                raise Stopped
+            return
+        try:
             anyio.from_thread.check_cancelled()
+        except BaseException:
+            self._cancelled.set()
+            raise
+
+    def watch(self, queued: bool) -> None:
+        """While the call's thread waits for a conversation's job: note a cancellation
+        for the job's next `check`; a job `queued` behind another call's on the same
+        conversation is told the client once (as progress 0), which can then tell a call
+        that waits from one that works."""
+        with suppress(BaseException):
+            self.check()
+        if queued and not self._told_queued and not self._cancelled.is_set():
+            self._told_queued = True
+            self.step(0, None, QUEUED)
+
+    def ended(self) -> None:
+        """A job that ended with Stopped: the call ends with the SDK's cancellation."""
+        anyio.from_thread.check_cancelled()
 
     def step(self, done: float, total: float | None = None, message: str | None = None) -> None:
         """One step done: the client told (when it asked), then the cancellation checked."""
         self.check()
         if self._wants_progress and self._ctx is not None:
             anyio.from_thread.run(self._ctx.report_progress, done, total, message)
+
+
+class Stopped(Exception):
+    """A conversation's job ended at a step because its call was cancelled."""
 
 
 def _progress_token(ctx: Context) -> Any:

@@ -155,7 +155,7 @@ def _add_tools(server: MCPServer[Any], memory: Memory) -> None:
 
         waited: list[Notice] = []
         opened, result = memory.in_conversation(ctx, conversation_id, "record", open_recording,
-                                                record, heard=waited)
+                                                record, heard=waited, steps=CallSteps(ctx))
         return Recorded(conversation_id=conversation_id, turn=result.record.turn,
                         context_tokens=result.context.tokens,
                         notices=[*opened, *(client_notice_text(n, Client.MCP, settings)
@@ -221,6 +221,7 @@ def _add_tools(server: MCPServer[Any], memory: Memory) -> None:
     ) -> SearchResult:
         """Find what was said: stored messages ranked by words and by meaning, each with its
         score parts, best first."""
+        steps = CallSteps(ctx)
         if conversation_id is None:
             with memory.workspace(ctx) as ws:
                 names = search.sessions_to_search(ws, query, None)
@@ -228,10 +229,14 @@ def _add_tools(server: MCPServer[Any], memory: Memory) -> None:
             with told_to_the_model():
                 search.check_query(query)
             names = [conversation_id]
-        found = search.best_found([
-            hit for name in names for hit in memory.in_conversation(
+        each: list[search.Found] = []
+        for searched, name in enumerate(names, 1):
+            each.extend(memory.in_conversation(
                 ctx, name, "search", partial(search.search_engine, session=name),
-                partial(search.found_in, query=query))], search.SEARCH_HITS)
+                partial(search.found_in, query=query), steps=steps))
+            if len(names) > 1:
+                steps.step(searched, len(names))
+        found = search.best_found(each, search.SEARCH_HITS)
         hits = [with_text(partial(hit, f), f.content, transcript_of(f.session, f.turn))
                 for f in found]
         chosen, next_page = paged_priced(hits, page)

@@ -119,3 +119,66 @@ def test_a_cancelled_comparison_stops_at_the_next_step(tmp_path: Path) -> None:
     # stopped, so it ended by itself within the client's grace rather than being killed
     # while it replayed the other 3×150 steps for nobody.
     assert marker.read_text() == "by itself"
+
+
+def test_a_record_turn_cancelled_while_it_waits_for_the_conversation_stores_nothing(
+        tmp_path: Path) -> None:
+    # The model's request log is a FIFO that nobody drains: the first turn's summary call
+    # blocks writing its (larger than a pipe) log entry until the test reads it all.
+    log = tmp_path / "model.log"
+    os.mkfifo(log)
+    config = tmp_path / "config.toml"
+    config.write_text(f'provider = "scripted"\n\n[scripted]\nlog = "{log}"\n',
+                      encoding="utf-8")
+    params = StdioServerParameters(
+        command=sys.executable,
+        args=["-m", "chatmem", "mcp", "--db", str(tmp_path / "h.db"), "--config", str(config)],
+        env=dict(os.environ))
+    reader = os.open(log, os.O_RDONLY | os.O_NONBLOCK)
+    keeper = os.open(log, os.O_WRONLY)  # no EOF before the server writes
+    os.set_blocking(reader, True)
+    long = "我们五月去杭州，住在西湖边。" * 8000
+    queued = anyio.Event()
+
+    async def progressed(progress: float, total: float | None, message: str | None) -> None:
+        queued.set()
+
+    async def run() -> tuple[dict[str, Any], dict[str, Any]]:
+        async with stdio_client(params) as (read, write), \
+                ClientSession(read, write) as session:
+            await session.initialize()
+            await call(session, "start_conversation", name="旅行", strategy="summary")
+            async with anyio.create_task_group() as tg:
+                first: dict[str, Any] = {}
+
+                async def record_first() -> None:
+                    first.update(await call(session, "record_turn", conversation_id="旅行",
+                                            user=long, assistant="好的。"))
+                tg.start_soon(record_first)
+                await anyio.to_thread.run_sync(os.read, reader, 1)  # the model is called
+
+                async with anyio.create_task_group() as second:
+                    async def record_second() -> None:
+                        await session.call_tool(
+                            "record_turn", {"conversation_id": "旅行", "user": "预算三千元",
+                                            "assistant": "记下了。"},
+                            progress_callback=progressed)
+                    second.start_soon(record_second)
+                    await queued.wait()  # the server says it waits behind the first
+                    second.cancel_scope.cancel()
+
+                def drain() -> None:
+                    os.close(keeper)
+                    while os.read(reader, 65536):
+                        pass
+                tg.start_soon(anyio.to_thread.run_sync, drain)
+            listed = await call(session, "list_conversations")
+            return first, listed
+
+    try:
+        first, listed = asyncio.run(asyncio.wait_for(run(), HANG))
+    finally:
+        os.close(reader)
+    assert first["turn"] == 1
+    # The cancelled second turn was never stored: a retry records it once.
+    assert [c["turns"] for c in listed["conversations"]] == [1]
