@@ -12,12 +12,15 @@ there, and whatever the steps built in memory (a replay's scratch history) is dr
 from __future__ import annotations
 
 import threading
-from collections.abc import Mapping
-from contextlib import suppress
-from typing import Any
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager, suppress
+from typing import TYPE_CHECKING, Any
 
 import anyio.from_thread
 from mcp.server.mcpserver import Context
+
+if TYPE_CHECKING:
+    from chatmem.activity import ActivityStep, ActivityWarning
 
 QUEUED = "waiting for another call on this conversation to finish"
 
@@ -85,3 +88,29 @@ def _progress_token(ctx: Context) -> Any:
     if isinstance(meta, Mapping):
         return meta.get("progress_token", meta.get("progressToken"))
     return getattr(meta, "progress_token", None)
+
+
+class CallActivity:
+    """An Activity (chatmem.activity) for a call's slow steps (a what-if's copy and
+    rebuild): each step ended is progress, and the work ends before the next step when the
+    client has cancelled. What it built is a scratch history, dropped with it."""
+
+    def __init__(self, steps: CallSteps) -> None:
+        self._steps = steps
+        self._done = 0
+
+    @contextmanager
+    def doing(self, step: ActivityStep) -> Iterator[None]:
+        from chatmem.render.progress import step_text
+
+        self._steps.check()
+        yield
+        self._done += 1  # the steps of a series count anew for each kind of work
+        self._steps.step(self._done, None, step_text(step))
+
+    @contextmanager
+    def series(self) -> Iterator[None]:
+        yield
+
+    def warn(self, warning: ActivityWarning, *, once: bool = False) -> None:
+        """A what-if sends nothing: there is nothing to warn of before sending."""

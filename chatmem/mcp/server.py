@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 from mcp.server.mcpserver import Context
 from pydantic import Field
 
-from chatmem.mcp.calls import CallSteps
+from chatmem.mcp.calls import CallActivity, CallSteps
 from chatmem.mcp.fact_tools import add_fact_tools
 from chatmem.mcp.memory import Memory, opened_in, told_to_the_model
 from chatmem.mcp.resources import add_resources
@@ -182,7 +182,8 @@ def _add_tools(server: MCPServer[Any], memory: Memory) -> None:
         if strategy:
             with memory.workspace(ctx) as ws:
                 seen = inspection.inspect_what_if(
-                    ws, conversation_id, ws.registries.strategies.parse(strategy), text=input)
+                    ws, conversation_id, ws.registries.strategies.parse(strategy), text=input,
+                    activity=CallActivity(CallSteps(ctx)))
             # A what-if rebuilds the strategy's memory: an update failing there leaves the
             # context resting on state never written, which the client is told.
             opened = [client_notice_text(n, Client.MCP, settings)

@@ -25,15 +25,16 @@ from chatmem.app.conversations import record_on, recording_engine
 from chatmem.config.settings import Settings
 
 TURNS = 150
+LONG = 1000
 STRATEGIES = ["window", "summary-buffer", "retrieval"]
 
 
-def seeded(tmp_path: Path) -> Path:
+def seeded(tmp_path: Path, turns: int = TURNS) -> Path:
     db = tmp_path / "h.db"
     with Workspace(Settings(db=str(db), provider="scripted"), create=True) as ws:
         engine = recording_engine(ws, "旅行")
         try:
-            for n in range(TURNS):
+            for n in range(turns):
                 record_on(engine, f"第{n}天我们去了杭州的景点{n}号", f"好的，记下了第{n}天。")
         finally:
             engine.finish()
@@ -84,8 +85,33 @@ EXITS_BY_ITSELF = (
 stdin closed and who waited PROCESS_TERMINATION_TIMEOUT for it, kills it."""
 
 
-def test_a_cancelled_comparison_stops_at_the_next_step(tmp_path: Path) -> None:
+def test_a_what_if_tells_its_copy_and_rebuild_as_progress(tmp_path: Path) -> None:
     db = seeded(tmp_path)
+    seen: list[tuple[float, str | None]] = []
+
+    async def progressed(progress: float, total: float | None, message: str | None) -> None:
+        seen.append((progress, message))
+
+    async def run() -> dict[str, Any]:
+        async with stdio_client(server(db)) as (read, write), \
+                ClientSession(read, write) as session:
+            await session.initialize()
+            result = await session.call_tool(
+                "get_context", {"conversation_id": "旅行", "strategy": "summary"},
+                progress_callback=progressed)
+            assert result.structured_content is not None
+            return result.structured_content
+
+    seen_context = asyncio.run(asyncio.wait_for(run(), HANG))
+    assert seen_context["strategy"].startswith("summary")
+    assert [p for p, _ in seen] == list(range(1, len(seen) + 1))
+    assert any((m or "").startswith("copying turns") for _, m in seen)
+    assert any((m or "").startswith("summarizing") for _, m in seen)
+
+
+def test_a_cancelled_comparison_stops_at_the_next_step(tmp_path: Path) -> None:
+    # Long enough that the whole call outlasts the client's grace many times over.
+    db = seeded(tmp_path, LONG)
     marker = tmp_path / "ended"
     params = server(db)
     params.args = ["-c", EXITS_BY_ITSELF, str(marker), *params.args[2:]]
@@ -113,8 +139,8 @@ def test_a_cancelled_comparison_stops_at_the_next_step(tmp_path: Path) -> None:
             return await call(session, "list_conversations")
 
     listed = asyncio.run(asyncio.wait_for(run(), HANG))
-    assert [c["turns"] for c in listed["conversations"]] == [TURNS]
-    assert seen and max(seen) < len(STRATEGIES) * TURNS
+    assert [c["turns"] for c in listed["conversations"]] == [LONG]
+    assert seen and max(seen) < len(STRATEGIES) * LONG
     # Its stdin closed, the server waits for the calls in flight: the cancelled replay had
     # stopped, so it ended by itself within the client's grace rather than being killed
     # while it replayed the other 3×150 steps for nobody.
