@@ -138,10 +138,12 @@ class KeptConversations:
         self._lock = threading.Lock()
 
     def run(self, key: Hashable, open_workspace: Callable[[], Workspace],
-            open_engine: Callable[[Workspace], Engine[Store]], job: Job[T]) -> T:
+            open_engine: Callable[[Workspace], Engine[Store]], job: Job[T],
+            waiting: Callable[[], None] | None = None) -> T:
         """Run `job` on the kept conversation `key` (when it is not open: `open_workspace`,
         then `open_engine` in it), after any job of that conversation running now; returns
-        what it returns."""
+        what it returns. `waiting` is called every WATCHED seconds until it is done (a
+        server's call looks there whether its client has cancelled it)."""
         while True:
             evicted: list[KeptConversation] = []
             with self._lock:
@@ -157,7 +159,7 @@ class KeptConversations:
             except _Closed:
                 continue  # closed by another request between the two steps: open anew
             try:
-                return future.result()
+                return _result(future, waiting)
             except BaseException:
                 if not kept.is_open:
                     self._forget(key, kept)  # a conversation that could not open keeps no place
@@ -185,3 +187,17 @@ def options_key(options: dict[str, Any]) -> str:
     import json
 
     return json.dumps(options, sort_keys=True, default=str)
+
+
+WATCHED = 0.05
+"""Seconds between two looks of a waiting caller (`KeptConversations.run`)."""
+
+
+def _result(future: Future[T], waiting: Callable[[], None] | None) -> T:
+    if waiting is None:
+        return future.result()
+    while True:
+        try:
+            return future.result(timeout=WATCHED)
+        except TimeoutError:
+            waiting()

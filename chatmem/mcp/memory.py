@@ -17,6 +17,7 @@ if TYPE_CHECKING:
     from chatmem.app.workspace import Workspace
     from chatmem.config.settings import Settings
     from chatmem.engine import Engine
+    from chatmem.mcp.calls import CallSteps
     from chatmem.notices import Notice
     from chatmem.store import Store
 
@@ -63,16 +64,25 @@ class Memory:
     def in_conversation(self, ctx: Context | None, conversation_id: str, purpose: str,
                         open_engine: Callable[[Workspace], Engine[Store]],
                         job: Callable[[Engine[Store]], T],
-                        heard: list[Notice] | None = None) -> T:
+                        heard: list[Notice] | None = None,
+                        steps: CallSteps | None = None) -> T:
         """Run `job` on the conversation's engine for `purpose` ("record", "read",
         "search"), kept open between calls (chatmem.app.kept) so a call costs what a chat's
         turn costs; chatmem errors become one line for the model. `heard` gets what the
         history told meanwhile (a turn waited for another process's write): no listener
-        hears a server's workspace, and the call it held up tells its client."""
+        hears a server's workspace, and the call it held up tells its client. With `steps`,
+        a call its client cancelled while it waited for the conversation (behind another
+        call's job) ends before its job starts: nothing of it is stored."""
         from chatmem.app import Workspace
+        from chatmem.mcp.calls import Stopped
+
+        started = threading.Event()
 
         def run(ws: Workspace, engine: Engine[Store]) -> T:
+            started.set()
             try:
+                if steps is not None:
+                    steps.check()
                 return job(engine)
             finally:
                 if heard is not None:
@@ -80,10 +90,17 @@ class Memory:
 
         settings = self.settings_for(ctx)
         with told_to_the_model(settings=settings):
-            return self.kept.run(
-                (settings.location, conversation_id, purpose),
-                partial(Workspace, settings, models=self.models, registries=self.registries),
-                lambda ws: opened_in(ws, open_engine(ws)), run)
+            try:
+                return self.kept.run(
+                    (settings.location, conversation_id, purpose),
+                    partial(Workspace, settings, models=self.models, registries=self.registries),
+                    lambda ws: opened_in(ws, open_engine(ws)), run,
+                    waiting=None if steps is None else
+                    lambda: steps.watch(queued=not started.is_set()))
+            except Stopped:
+                assert steps is not None
+                steps.ended()
+                raise
 
 
 def opened_in(workspace: Workspace, engine: Engine[Store]) -> Engine[Store]:

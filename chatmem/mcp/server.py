@@ -11,7 +11,7 @@ result is capped in tokens and pages.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import asynccontextmanager
 from functools import partial
 from typing import TYPE_CHECKING, Annotated, Any
@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 from mcp.server.mcpserver import Context
 from pydantic import Field
 
+from chatmem.mcp.calls import CallActivity, CallSteps
 from chatmem.mcp.fact_tools import add_fact_tools
 from chatmem.mcp.memory import Memory, opened_in, told_to_the_model
 from chatmem.mcp.resources import add_resources
@@ -154,7 +155,7 @@ def _add_tools(server: MCPServer[Any], memory: Memory) -> None:
 
         waited: list[Notice] = []
         opened, result = memory.in_conversation(ctx, conversation_id, "record", open_recording,
-                                                record, heard=waited)
+                                                record, heard=waited, steps=CallSteps(ctx))
         return Recorded(conversation_id=conversation_id, turn=result.record.turn,
                         context_tokens=result.context.tokens,
                         notices=[*opened, *(client_notice_text(n, Client.MCP, settings)
@@ -181,7 +182,8 @@ def _add_tools(server: MCPServer[Any], memory: Memory) -> None:
         if strategy:
             with memory.workspace(ctx) as ws:
                 seen = inspection.inspect_what_if(
-                    ws, conversation_id, ws.registries.strategies.parse(strategy), text=input)
+                    ws, conversation_id, ws.registries.strategies.parse(strategy), text=input,
+                    activity=CallActivity(CallSteps(ctx)))
             # A what-if rebuilds the strategy's memory: an update failing there leaves the
             # context resting on state never written, which the client is told.
             opened = [client_notice_text(n, Client.MCP, settings)
@@ -220,6 +222,7 @@ def _add_tools(server: MCPServer[Any], memory: Memory) -> None:
     ) -> SearchResult:
         """Find what was said: stored messages ranked by words and by meaning, each with its
         score parts, best first."""
+        steps = CallSteps(ctx)
         if conversation_id is None:
             with memory.workspace(ctx) as ws:
                 names = search.sessions_to_search(ws, query, None)
@@ -227,10 +230,14 @@ def _add_tools(server: MCPServer[Any], memory: Memory) -> None:
             with told_to_the_model():
                 search.check_query(query)
             names = [conversation_id]
-        found = search.best_found([
-            hit for name in names for hit in memory.in_conversation(
+        each: list[search.Found] = []
+        for searched, name in enumerate(names, 1):
+            each.extend(memory.in_conversation(
                 ctx, name, "search", partial(search.search_engine, session=name),
-                partial(search.found_in, query=query))], search.SEARCH_HITS)
+                partial(search.found_in, query=query), steps=steps))
+            if len(names) > 1:
+                steps.step(searched, len(names))
+        found = search.best_found(each, search.SEARCH_HITS)
         hits = [with_text(partial(hit, f), f.content, transcript_of(f.session, f.turn))
                 for f in found]
         chosen, next_page = paged_priced(hits, page)
@@ -268,10 +275,13 @@ def _add_tools(server: MCPServer[Any], memory: Memory) -> None:
         from chatmem.evaluation.scoring import shown_share
 
         registered = memory.registries.strategies
+        steps = CallSteps(ctx)
         with memory.workspace(ctx) as ws:
             specs = [registered.parse(s) for s in strategies or registered.default_eval()]
             transcript = session_files.session_transcript(ws, conversation_id)
-            done = compare(ws, transcript, specs, source=conversation_id)
+            steps.check()
+            done = compare(ws, transcript, specs, source=conversation_id,
+                           progress=_replay_progress(steps, len(specs)))
         scores = [StrategyScore(strategy=r.label, turns=r.turns,
                                 mean_tokens=_mean(r.prompt_tokens),
                                 max_tokens=max(r.prompt_tokens, default=None),
@@ -332,6 +342,19 @@ def _opening_notices(engine: Engine[Store], settings: Settings) -> list[str]:
     from chatmem.render.errors import Client
 
     return [client_notice_text(n, Client.MCP, settings) for n in engine.take_opening_notices()]
+
+
+def _replay_progress(steps: CallSteps, runs: int) -> Callable[[str, int, int], None]:
+    """A replay's progress (each strategy's steps counted from 1) as one count over every
+    strategy's, which the client sees rise from 0 to the whole."""
+    begun: list[str] = []
+
+    def progress(label: str, done: int, total: int) -> None:
+        if done == 1 or not begun:
+            begun.append(label)
+        steps.step((len(begun) - 1) * total + done, runs * total, label)
+
+    return progress
 
 
 def _mean(values: Sequence[int]) -> float | None:
