@@ -114,7 +114,9 @@ def test_a_person_chats_completes_and_recalls_with_stdout_redirected(
     terminal.wait_for("t> /strategy")
     terminal.keys(" window k=2", "Enter")
     terminal.wait_for("strategy: window k=2")
-    terminal.keys("first line", "Escape", "Enter", "second line", "Enter")
+    # Meta+Enter as one key: tmux writes "Escape" and "Enter" given apart as two writes,
+    # and a loaded machine let the REPL read the Escape alone (a CI run sent two turns).
+    terminal.keys("first line", "M-Enter", "second line", "Enter")
     terminal.wait_for("echo #2: first line")
     terminal.wait_for("tokens of 4,000", times=2)  # the turn is over: Ctrl-D would cancel it
     terminal.keys("C-d")
