@@ -88,9 +88,8 @@ class MemoryTables:
         if covers_turn is not None:
             rows.append((session_id, strategy, COVERS_KEY, json_text(int(covers_turn))))
         with self._db.write():
-            steps.check_session_kept(self._db, session_id)
-            if unless_erased_since is not None and unless_erased_since != fetch_value(
-                    self._db, "SELECT erasures FROM sessions WHERE id = ?", [session_id]):
+            erasures = steps.check_session_kept(self._db, session_id)
+            if unless_erased_since is not None and unless_erased_since != erasures:
                 return False
             self._db.executemany(
                 "INSERT INTO strategy_state (session_id, strategy, key, value)"
