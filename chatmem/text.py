@@ -128,8 +128,6 @@ def hidden_character(text: str) -> str | None:
     space, a word joiner, a BOM, a tag outside an emoji flag's sequence), or None. In a
     one-line label (a speaker's name) "Ana" and "Ana\u200b" would be two speakers who look
     the same, and tags can spell hidden text."""
-    import unicodedata
-
     in_flag = False
     for c in text:
         if c == _FLAG:
@@ -147,6 +145,4 @@ def hidden_character(text: str) -> str | None:
 def shows_something(text: str) -> bool:
     """Whether `text` holds a letter, digit, symbol or punctuation mark: not only marks,
     joiners and spaces."""
-    import unicodedata
-
     return any(unicodedata.category(c)[0] in "LNSP" for c in text)
