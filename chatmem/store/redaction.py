@@ -226,6 +226,9 @@ class RedactionTables:
             if planned.redaction.deleted_facts:
                 self._db.execute(
                     f"DELETE FROM facts WHERE id IN ({_ids(planned.redaction.deleted_facts)})")
+            # Text left each session whose rows changed, messages or not: a summary fold
+            # begun before a purge of its summary alone would store the name again.
+            steps.count_erasure(self._db, planned.redaction.sessions)
         return planned.redaction
 
     def _plan_messages(self, sessions: str, found: _Found, rewrite: Rewrite,
@@ -266,7 +269,6 @@ class RedactionTables:
                              f" ({_ids(message_id for message_id, _ in batch)})")
         if not planned.changed_sessions:
             return
-        steps.count_erasure(self._db, set(planned.changed_sessions))
         if self._table_exists("message_vectors"):
             changed = _ids(planned.changed_sessions)
             if self._db.has_column("vector_cache", "digest"):

@@ -75,6 +75,22 @@ def test_the_counter_counts_what_left_a_sessions_memory(store: Store, history: H
     assert store.sessions.erasures(sid) is None
 
 
+def test_a_purge_of_a_sessions_derived_memory_alone_counts_an_erasure(
+        store: Store, history: History) -> None:
+    # The name is in no message any more, only in what memory derived from them: a memory
+    # update begun before the purge would otherwise write it back unnoticed.
+    engine = kept_engine(store)
+    engine.run_turn("We sailed to the islands in May.")
+    sid = engine.session.id
+    store.memory.set_strategy_state(sid, "summary", {"summary": "José lives in Porto."})
+    with history.open() as other:
+        done = other.redactions.rewrite_stored_text([sid], None, ["José"], erase_jose)
+        assert done.sessions == {sid}
+        assert other.sessions.erasures(sid) == 1
+    assert store.memory.strategy_state(sid, "summary") == {
+        "summary": "[erased] lives in Porto."}
+
+
 def test_after_another_connections_purge_a_kept_engine_ranks_as_a_fresh_one(
         store: Store, history: History) -> None:
     engine = kept_engine(store)
