@@ -13,6 +13,8 @@ class Grade(Enum):
     GOOD = "good"
     MID = "mid"
     BAD = "bad"
+    NONE = "muted"
+    """Nothing to grade: a probe whose every expectation was left out (--regenerate)."""
 
 
 MISSING = "–"
@@ -31,7 +33,11 @@ def recall_cell(value: float) -> tuple[str, Grade]:
 
 
 def probe_cell(found: int, expected: int) -> tuple[str, Grade]:
-    """✓ when a probe found everything it expected, ✗ when nothing, else `found/expected`."""
+    """✓ when a probe found everything it expected, ✗ when nothing, else `found/expected`;
+    MISSING when it expected nothing (its expectations were replies --regenerate replaced):
+    ✓ would say it passed where nothing was measured."""
+    if expected == 0:
+        return MISSING, Grade.NONE
     if found == expected:
         return "✓", Grade.GOOD
     if found == 0:

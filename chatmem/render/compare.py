@@ -40,7 +40,8 @@ def series_style(index: int) -> str:
 
 
 RECALL_STYLES = {Grade.GOOD: "green", Grade.MID: "yellow", Grade.BAD: "red"}
-PROBE_STYLES = {Grade.GOOD: "bold green", Grade.MID: "yellow", Grade.BAD: "bold red"}
+PROBE_STYLES = {Grade.GOOD: "bold green", Grade.MID: "yellow", Grade.BAD: "bold red",
+                Grade.NONE: "dim"}
 
 
 def short_of(value: float, threshold: float) -> str:

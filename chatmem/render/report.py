@@ -162,7 +162,8 @@ def _probe_table(runs: Sequence[dict[str, Any]]) -> str:
             f"<tbody>{''.join(rows)}</tbody></table>")
 
 
-PROBE_TITLES = {Grade.GOOD: "all found", Grade.BAD: "none found"}
+PROBE_TITLES = {Grade.GOOD: "all found", Grade.BAD: "none found",
+                Grade.NONE: "nothing left to measure"}
 
 
 def _probe_cell(result: dict[str, Any]) -> str:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from itertools import accumulate
 from pathlib import Path
 
@@ -381,6 +382,13 @@ def test_regenerate_leaves_out_what_only_the_recorded_replies_held(tmp_path: Pat
     shown = invoke("replay", str(transcript), "-s", "buffer", "-s", "window:k=1",
                    "--regenerate", "--provider", "scripted", code=0)
     assert " ".join(shown.stderr.split()) == f"buffer, window k=1: {said}"
+    # The probe left with nothing to measure is no pass in the report (it showed ✓, 0 of 0).
+    report = tmp_path / "report.html"
+    invoke("replay", str(transcript), "-s", "buffer", "--regenerate", "--provider", "scripted",
+           "--report", str(report), code=0)
+    cells = re.findall(r'<span class="(\w+)"[^>]*>([^<]*)</span>', report.read_text("utf-8"))
+    assert [cell for cell in cells if cell[1] in ("✓", "✗", "–") or "/" in cell[1]][-4:] == [
+        ("muted", "–"), ("good", "✓"), ("good", "✓"), ("good", "✓")]
     # Kept replies: everything is scored, nothing said.
     kept = json.loads(invoke("replay", str(transcript), "-s", "buffer", "--provider",
                              "scripted", "--json", code=0).stdout)["strategies"][0]

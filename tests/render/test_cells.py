@@ -26,6 +26,11 @@ def test_a_probe_cell_counts_what_was_found() -> None:
     assert probe_cell(2, 3) == ("2/3", Grade.MID)
 
 
+def test_a_probe_that_expected_nothing_is_not_a_pass() -> None:
+    # --regenerate leaves out expectations that were replies it replaced: 0 of 0 measured.
+    assert probe_cell(0, 0) == (MISSING, Grade.NONE)
+
+
 def test_the_lower_recall_ignores_a_missing_one() -> None:
     assert lower_recall(0.5, 0.75) == 0.5
     assert lower_recall(None, 0.75) == 0.75
