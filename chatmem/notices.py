@@ -348,6 +348,16 @@ class WaitingForUpgrade:
 
 
 @dataclass(frozen=True)
+class LockHolder:
+    """The connection holding a PostgreSQL history's write lock, as pg_stat_activity shows
+    it to any role: what a person needs to ask its owner, or an administrator to end it."""
+
+    pid: int
+    role: str | None
+    application: str | None
+
+
+@dataclass(frozen=True)
 class WaitingForWrite:
     """Another process holds the history's write lock (a long import, say) past the usual
     wait: a turn waits for it (at most `seconds`) rather than lose a paid reply or refuse
@@ -357,6 +367,8 @@ class WaitingForWrite:
     seconds: int
     replied: bool
     """True: the reply came and waits to be stored; False: the input waits to be sent."""
+    holder: LockHolder | None = None
+    """Who holds the lock, where the backend can tell (PostgreSQL; a SQLite file cannot)."""
 
 
 OpeningNotice = (HistoryMoved | OldHistoryLeft | RetentionApplied | RetentionSkipped

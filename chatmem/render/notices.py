@@ -282,8 +282,20 @@ def _(n: WaitingForUpgrade, repl_hints: bool) -> str:
 def _(n: WaitingForWrite, repl_hints: bool) -> str:
     keep = ("the reply waits to be stored; Ctrl-C gives it up" if n.replied
             else "the input waits to be sent; Ctrl-C gives it up")
-    return (f"waiting for another process's write to history {n.location} to end (at most"
-            f" {n.seconds} s): {keep} …")
+    return (f"waiting for another process's write to history {n.location} to end"
+            f" ({_held_by(n)}at most {n.seconds} s): {keep} …")
+
+
+def _held_by(n: WaitingForWrite) -> str:
+    """`held by pid 4242, role eve, psql; `: whom to ask, or what an administrator ends."""
+    if n.holder is None:
+        return ""
+    about = [f"pid {n.holder.pid}"]
+    if n.holder.role:
+        about.append(f"role {n.holder.role}")
+    if n.holder.application:
+        about.append(n.holder.application)
+    return f"held by {', '.join(about)}; "
 
 
 @_worded.register

@@ -13,10 +13,11 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
+from dataclasses import replace
 from typing import Any
 
 from chatmem.errors import StoreError
-from chatmem.notices import WaitingForUpgrade, WaitingForWrite
+from chatmem.notices import LockHolder, WaitingForUpgrade, WaitingForWrite
 from chatmem.store import postgres_schema as schema
 from chatmem.store.upgrading import (
     ALONE_WAIT_S,
@@ -52,6 +53,19 @@ def described(others: list[tuple[int, str | None, str]]) -> str:
             + (f"; role {', '.join(roles)}" if roles else ""))
 
 
+def lock_holder(conn: Any, lock: int) -> LockHolder | None:
+    """The connection holding advisory `lock` (any role may take one, so this may be no
+    chatmem at all): its pid, role and application, which every role may read."""
+    row = conn.execute(
+        "SELECT a.pid, a.usename, a.application_name FROM pg_locks l"
+        " JOIN pg_stat_activity a ON a.pid = l.pid"
+        " WHERE l.locktype = 'advisory' AND l.granted AND l.database ="
+        " (SELECT oid FROM pg_database WHERE datname = current_database())"
+        " AND l.classid::bigint = %s AND l.objid::bigint = %s AND l.objsubid = 1 LIMIT 1",
+        ((lock >> 32) & 0xFFFFFFFF, lock & 0xFFFFFFFF)).fetchone()
+    return None if row is None else LockHolder(int(row[0]), row[1], row[2] or None)
+
+
 def take_write_lock(conn: Any, lock: int, busy_timeout_ms: int, tell: UpgradeListener,
                     waiting: WaitingForUpgrade | WaitingForWrite) -> None:
     """The write lock, inside the caller's transaction, for migrating or for a turn's paid
@@ -60,6 +74,8 @@ def take_write_lock(conn: Any, lock: int, busy_timeout_ms: int, tell: UpgradeLis
     deadline = time.monotonic() + FIRST_WAIT_MS / 1000
     while not conn.execute("SELECT pg_try_advisory_xact_lock(%s)", (lock,)).fetchone()[0]:
         if time.monotonic() > deadline:
+            if isinstance(waiting, WaitingForWrite):
+                waiting = replace(waiting, holder=lock_holder(conn, lock))
             tell(waiting)
             conn.execute(f"SET LOCAL lock_timeout = {int(waiting.seconds) * 1000}")
             conn.execute("SELECT pg_advisory_xact_lock(%s)", (lock,))

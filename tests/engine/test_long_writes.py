@@ -108,6 +108,26 @@ def test_a_turn_waiting_to_be_sent_says_so_and_is_sent_after_the_write(
     assert [(type(n), n.replied) for n in told] == [(WaitingForWrite, False)]
 
 
+def test_the_wait_names_who_holds_the_lock_where_the_backend_can_tell(
+        history: History, heard: tuple[Store, list[Any]]) -> None:
+    """On PostgreSQL any role may take the advisory lock writers queue on: the wait named
+    nobody, so a person could not tell a colleague's import from a stray connection."""
+    store, told = heard
+    engine = engine_of(store)
+    write = LongWrite(history)
+    write.start()
+    engine.run_turn("Is it raining in 杭州?")
+    write.join()
+    [notice] = told
+    if history.kind != "postgres":
+        assert notice.holder is None  # a SQLite file cannot say which process holds it
+        return
+    assert notice.holder is not None
+    assert notice.holder.pid not in (0, store.db.execute("SELECT pg_backend_pid()").fetchone()[0])
+    assert notice.holder.role == store.db.execute("SELECT current_user").fetchone()[0]
+    assert (notice.holder.application or "").startswith("chatmem schema ")
+
+
 def test_a_turn_at_once_after_another_write_says_nothing(
         heard: tuple[Store, list[Any]]) -> None:
     store, told = heard

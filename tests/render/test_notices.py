@@ -25,6 +25,7 @@ from chatmem.notices import (
     IndexingEvent,
     IndexingNotice,
     InputNotUtf8,
+    LockHolder,
     MemoryUpdateCancelled,
     MemoryUpdateFailed,
     ModelChanged,
@@ -37,6 +38,7 @@ from chatmem.notices import (
     SummaryUpdated,
     SystemPromptReplaced,
     WaitingForUpgrade,
+    WaitingForWrite,
     after_calls,
 )
 from chatmem.render.notices import counted, notice_text, replay_notice_text
@@ -137,6 +139,13 @@ WORDED: list[tuple[Notice | ContextWarning, str]] = [
     (WaitingForUpgrade("/h/c.db", 600),
      "waiting for another chatmem holding history /h/c.db alone (an upgrade, encrypt or"
      " rekey; at most 600 s) …"),
+    (WaitingForWrite("postgresql://ann@/team", 600, True, LockHolder(4242, "eve", "psql")),
+     "waiting for another process's write to history postgresql://ann@/team to end (held by"
+     " pid 4242, role eve, psql; at most 600 s): the reply waits to be stored; Ctrl-C gives"
+     " it up …"),
+    (WaitingForWrite("/h/c.db", 600, False),
+     "waiting for another process's write to history /h/c.db to end (at most 600 s): the"
+     " input waits to be sent; Ctrl-C gives it up …"),
 ]
 
 
