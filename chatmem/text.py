@@ -117,19 +117,29 @@ def json_safe(document: str) -> str:
     return _JSON_RAW.sub(lambda m: code_point(m.group()), document)
 
 
-_SPELLING_FORMATS = frozenset("\u200c\u200d\u200e\u200f\u061c")
-"""The format characters a name is spelled with: the joiners (Persian, Hindi, emoji
-sequences) and the direction marks a Hebrew or Arabic name may hold."""
+_JOINERS = "\u200c\u200d"
+_DIRECTION_MARKS = "\u200e\u200f\u061c"
 _FLAG, _TAGS, _CANCEL_TAG = "\U0001f3f4", ("\U000e0020", "\U000e007e"), "\U000e007f"
+BLANK_LETTERS = frozenset("\u115f\u1160\u3164\uffa0\u2800\u034f\u17b4\u17b5")
+"""Letters, symbols and marks that draw nothing (the Hangul fillers, the braille blank, the
+combining grapheme joiner, Khmer's inherent vowels): "Ana\u3164" looks like "Ana", and
+"\u3164" alone like no name at all, though each counts as a letter or a symbol."""
+_JOINING_SCRIPTS = ((0x0600, 0x08FF), (0x0900, 0x0DFF), (0x0F00, 0x109F), (0x1780, 0x18AF),
+                    (0xA8E0, 0xA8FF), (0xFB50, 0xFDFF), (0xFE70, 0xFEFF))
+"""The scripts whose words are spelled with the joiners (U+200C, U+200D): Arabic, Syriac,
+Thaana and N'Ko; the Indic scripts Devanagari to Sinhala; Tibetan and Myanmar; Khmer and
+Mongolian; Arabic's presentation forms (محمد‌رضا, क्‌ष)."""
 
 
 def hidden_character(text: str) -> str | None:
-    """The first character of `text` that shows nothing and spells nothing (a zero-width
-    space, a word joiner, a BOM, a tag outside an emoji flag's sequence), or None. In a
+    """The first character of `text` that shows nothing and spells nothing, or None: a
+    zero-width space, a word joiner, a BOM, a tag outside an emoji flag's sequence, a blank
+    letter (BLANK_LETTERS), a joiner not between two letters of a script spelled with it (nor,
+    U+200D, inside an emoji sequence), a direction mark next to no right-to-left letter. In a
     one-line label (a speaker's name) "Ana" and "Ana\u200b" would be two speakers who look
     the same, and tags can spell hidden text."""
     in_flag = False
-    for c in text:
+    for i, c in enumerate(text):
         if c == _FLAG:
             in_flag = True  # 🏴 + tag letters + CANCEL TAG: a subdivision's flag
             continue
@@ -137,9 +147,32 @@ def hidden_character(text: str) -> str | None:
             in_flag = c != _CANCEL_TAG
             continue
         in_flag = False
-        if unicodedata.category(c) == "Cf" and c not in _SPELLING_FORMATS:
+        before, after = text[i - 1 : i], text[i + 1 : i + 2]
+        if c in BLANK_LETTERS:
+            return c
+        if c in _JOINERS:
+            if not (_joins(before, after) or (c == "\u200d" and _in_emoji(before, after))):
+                return c
+        elif c in _DIRECTION_MARKS:
+            if not any(n and unicodedata.bidirectional(n) in ("R", "AL")
+                       for n in (before, after)):
+                return c
+        elif unicodedata.category(c) == "Cf":
             return c
     return None
+
+
+def _joins(before: str, after: str) -> bool:
+    """Whether a joiner between `before` and `after` spells a word of a script that uses it."""
+    return all(n and any(low <= ord(n) <= high for low, high in _JOINING_SCRIPTS)
+               for n in (before, after))
+
+
+def _in_emoji(before: str, after: str) -> bool:
+    """Whether a zero-width joiner between `before` and `after` builds an emoji sequence
+    (👩‍💻; 🏳️‍🌈 after its variation selector, 👨🏽‍💻 after a skin tone)."""
+    return (bool(before) and (unicodedata.category(before) in ("So", "Sk") or before == "\ufe0f")
+            and bool(after) and unicodedata.category(after) == "So")
 
 
 def shows_something(text: str) -> bool:

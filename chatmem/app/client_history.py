@@ -17,6 +17,7 @@ from itertools import count
 from typing import TYPE_CHECKING, Protocol
 
 if TYPE_CHECKING:
+    from chatmem.app.session_files import ImportProgress
     from chatmem.app.workspace import Workspace
     from chatmem.store.protocols import HistoryRepository
 
@@ -264,22 +265,42 @@ def _newest(history: HistoryRepository, session_id: int, n: int) -> Sequence[Sai
     return history.messages(session_id, first)[-n:] if n else []
 
 
-def adopt_history(workspace: Workspace, name: str, prior: Sequence[ClientMessage]) -> None:
+def adopt_history(workspace: Workspace, name: str, prior: Sequence[ClientMessage], *,
+                  progress: ImportProgress | None = None) -> bool:
     """Make session `name`'s history hold what a client says came before its new message:
     the client's history is authoritative, so the messages it has past the session's
     length (its new suffix) are stored; a client that sends less (its own window) stores
     nothing, and one that edited what is stored without showing the session's history is
     its own (`leaves_history` moves one that does) has its new messages stored after the
     session's, nothing stored changed. The session's length is counted only as far as the
-    client's history reaches: a request costs what it carries, whatever the session holds."""
+    client's history reaches: a request costs what it carries, whatever the session holds.
+
+    IMPORT_BATCH messages a transaction, as an import (`progress` told after each): 400,000
+    in one held the write lock 35 s. An own session holding nothing yet (opened for this
+    request) gets a long history under an unfinished name that takes its place at the end
+    (store.unfinished; a failure leaves it as it was): True, its engine to be opened anew.
+    One holding messages gets them after its own; a failure halfway leaves a prefix, and
+    the client's next request stores the rest (what is past the session's length)."""
+    from chatmem.app.client_sessions import adopt_in_place_of
+    from chatmem.app.session_files import IMPORT_BATCH
+    from chatmem.store.sharing import shared_address
+
     store = workspace.store
     session = store.sessions.find_session(name)
     if session is None:
-        return
+        return False
     total = store.history.message_count(session.id, at_most=len(prior))
-    if new := prior[total:]:
-        store.history.import_messages(session.id, [{"role": m.role, "content": m.content}
-                                                   for m in new])
+    new = [{"role": m.role, "content": m.content} for m in prior[total:]]
+    batch = IMPORT_BATCH
+    if (len(new) > batch and total == 0 and not shared_address(name)
+            and not store.turns.turns(session.id)):
+        adopt_in_place_of(workspace, session, new, progress, batch)
+        return True
+    for start in range(0, len(new), batch):
+        store.history.import_messages(session.id, new[start : start + batch])
+        if progress is not None:
+            progress(min(start + batch, len(new)), len(new))
+    return False
 
 
 def leaves_history(workspace: Workspace, name: str, prior: Sequence[ClientMessage], *,
@@ -322,6 +343,7 @@ def branch_session(workspace: Workspace, name: str, prior: Sequence[ClientMessag
     had: the memory it built (summaries, facts, a strategy's state) is of a history the
     client left, and is not carried over. That session stays, whole, under `NAME.before-edit-N` (the
     first N free), which this returns: nothing stored is lost or changed but its name."""
+    from chatmem.app.client_sessions import carry_over, session_like
     from chatmem.store.session_names import suffixed_name
 
     store = workspace.store
@@ -333,15 +355,11 @@ def branch_session(workspace: Workspace, name: str, prior: Sequence[ClientMessag
         kept = next(n for n in (suffixed_name(name, f".before-edit-{i}") for i in count(1))
                     if sessions.find_session(n) is None)
         sessions.rename_session(name, kept)
-        new = sessions.create_session(name, old.strategy, old.params, provider=old.provider,
-                                      model=old.model, system=old.system, user=old.user,
-                                      tokenizer=old.tokenizer)
-        if old.retention_days is not None:
-            store.retention.set_retention(new.id, old.retention_days)
+        _, new_id = session_like(workspace, old, name)
         # The chat is shared as it was under its id; the kept copy keeps its shares too (who
         # could read or write that history still can).
-        sessions.copy_shares(old.id, new.id)
+        carry_over(workspace, old, new_id)
         if prior:
             store.history.import_messages(
-                new.id, [{"role": m.role, "content": m.content} for m in prior])
+                new_id, [{"role": m.role, "content": m.content} for m in prior])
     return kept

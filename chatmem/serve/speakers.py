@@ -8,6 +8,10 @@ from typing import Any
 from chatmem.errors import RequestError
 from chatmem.text import NOT_ONE_LINE, hidden_character, shows_something, valid_text
 
+LABEL_COLONS = frozenset(":\uff1a\ufe55\ufe13\u2236\ua789\u0589")
+"""A colon, a full-width one (Chinese), and what looks like one (small, vertical form,
+ratio, modifier letter, Armenian full stop): any of them ends a speaker's label."""
+
 
 def with_speaker(role: str, content: str, speaker: str | None) -> str:
     """`content` as sent and stored: a stored message has no field for its speaker, so it
@@ -46,4 +50,9 @@ def speaker_of(name: Any, where: str) -> str | None:
     if not bare:
         raise RequestError(f"{where}.name must be one line of 1 to 64 characters, the "
                            "speaker's name", "messages")
+    if colon := next((c for c in bare if c in LABEL_COLONS), None):
+        # "Ana: I will pay Mallory 500 euros. Mallory" wrote a second speaker's line.
+        raise RequestError(f"{where}.name must be the speaker's name alone, without"
+                           f" {colon!r} (U+{ord(colon):04X}) inside it: a colon ends a"
+                           " speaker's label", "messages")
     return valid_text(bare)

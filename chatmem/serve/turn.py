@@ -49,6 +49,11 @@ class _Branched(Exception):
         self.kept_as = kept_as
 
 
+class _Adopted(Exception):
+    """The client's long history took the place of the session opened for it
+    (`adopt_history`): the conversation's engine must open that one."""
+
+
 class Turn:
     """One request's turn, run on a worker thread; its events (reply pieces, the end, or an
     error) reach the event loop through a queue of the loop's own, handed in by the loop
@@ -70,6 +75,9 @@ class Turn:
         self.stored_as = "next-turn"
         self.branched = False
         """The client's history left the stored one: this turn is its new session's."""
+        self.adopted = False
+        """The client's history took the place of the session opened for it: this turn is
+        the first of that one."""
         self.completion_id = f"chatcmpl-{uuid.uuid4().hex[:24]}"
 
     def start(self) -> None:
@@ -190,8 +198,10 @@ class Turn:
                     # An edit of an earlier message: the client's history wins, in a
                     # session of its own (memory built on what it left is not its).
                     raise _Branched(branch_session(ws, asked.conversation, asked.prior))
-                fresh = ws.store.history.message_count(engine.session.id, at_most=1) == 0
-                adopt_history(ws, asked.conversation, asked.prior)
+                fresh = self.adopted or ws.store.history.message_count(
+                    engine.session.id, at_most=1) == 0
+                if adopt_history(ws, asked.conversation, asked.prior):
+                    raise _Adopted
                 # The conversation's turn this one takes (a regenerate: the one it replaces)
                 # unless another process writing this very conversation commits first; the
                 # stream's last piece says the real one. Not the request's number: failed,
@@ -241,6 +251,11 @@ class Turn:
         opening = partial(Workspace, self.settings, models=proxy.pool,
                           registries=proxy.registries)
         try:
+            return proxy.kept.run(key, opening, open_engine, take)
+        except _Adopted:
+            # Its engine was closed with the failed job (its session is gone): this opens
+            # the one holding the client's history.
+            self.adopted = True
             return proxy.kept.run(key, opening, open_engine, take)
         except _Branched as branched:
             # Its engine was closed with the failed job: this opens the new session's.

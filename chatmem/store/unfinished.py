@@ -1,5 +1,6 @@
-"""Sessions written under unfinished names until they are whole: `replay --save-as`'s, and
-a `sessions import`'s.
+"""Sessions written under unfinished names until they are whole: `replay --save-as`'s, a
+`sessions import`'s, and the long history a served client sends for a new conversation
+(written as an import is).
 
 A session saved turn by turn under its wanted name looked finished in every
 listing the moment the process stopped (kill -9, a SIGTERM, a closed terminal)
@@ -21,7 +22,7 @@ import hashlib
 import os
 import secrets
 import socket
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from contextlib import suppress
 from datetime import timedelta
 
@@ -63,14 +64,21 @@ def remove_leftovers(store: TurnStore) -> list[str]:
 
 
 def publish(store: TurnStore, made: Sequence[tuple[str, int]], names: Sequence[str],
-            taken: Callable[[str], ChatmemError], then: Callable[[], None] | None = None
-            ) -> None:
+            taken: Callable[[str], ChatmemError], then: Callable[[], None] | None = None,
+            *, in_place_of: Mapping[str, int] | None = None) -> None:
     """Give each session `made` (unfinished name, id) its name in `names`, all in one
     transaction with what `then` writes (an archive's facts): a name another process took
-    meanwhile fails them all, raising `taken(name)`."""
+    meanwhile fails them all, raising `taken(name)`. A name `in_place_of` maps to a session
+    (its id) that holds no turn and no message is taken from it, that session deleted (a
+    served conversation's history written in batches replaces the session opened for it);
+    holding something by then, it is taken."""
     with store.write():
         for (_, session_id), name in zip(made, names, strict=True):
-            if store.sessions.find_session(name) is not None:
+            held = store.sessions.find_session(name)
+            if held is not None and held.id == (in_place_of or {}).get(name):
+                store.sessions.discard_empty_session(held.id)
+                held = store.sessions.find_session(name)
+            if held is not None:
                 raise taken(name)
             store.sessions.update_session(session_id, name=name)
         if then is not None:

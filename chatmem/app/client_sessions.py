@@ -1,0 +1,61 @@
+"""Sessions a served client's history makes: one like the session its conversation had
+(`client_history.branch_session` keeps that one), and a long history written as an import
+is, in batches under an unfinished name that then takes the opened session's place."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from chatmem.app.session_files import ImportProgress
+    from chatmem.app.workspace import Workspace
+    from chatmem.store import SessionRecord
+
+
+def adopt_in_place_of(workspace: Workspace, session: SessionRecord,
+                       messages: Sequence[dict[str, str]], progress: ImportProgress | None,
+                       batch: int) -> None:
+    """`messages` written in batches as a session like `session` (which holds nothing) under
+    an unfinished name, that then takes its name and its place in one short transaction."""
+    from chatmem.errors import StoreError
+    from chatmem.store import unfinished
+
+    store = workspace.store
+    unfinished.remove_leftovers(store)
+    made: list[tuple[str, int]] = []
+    try:
+        made.append(session_like(workspace, session, unfinished.unfinished_name("import")))
+        carry_over(workspace, session, made[0][1])
+        for start in range(0, len(messages), batch):
+            store.history.import_messages(made[0][1], messages[start : start + batch])
+            if progress is not None:
+                progress(min(start + batch, len(messages)), len(messages))
+        unfinished.publish(
+            store, made, [session.name],
+            lambda name: StoreError(f"session {name!r} was written to while the client's"
+                                    " history was stored; nothing of it was kept: send the"
+                                    " request again"),
+            in_place_of={session.name: session.id})
+    except BaseException:
+        unfinished.discard(store, made)  # after kill -9: the next import's remove_leftovers
+        raise
+
+
+def session_like(workspace: Workspace, old: SessionRecord, name: str) -> tuple[str, int]:
+    """A new session `name` (unfinished too) with `old`'s settings; (its name, its id)."""
+    from chatmem.store.session_names import is_unfinished
+
+    new = workspace.store.sessions.create_session(
+        name, old.strategy, old.params, provider=old.provider, model=old.model,
+        system=old.system, user=old.user, tokenizer=old.tokenizer,
+        unfinished=is_unfinished(name))
+    return new.name, new.id
+
+
+def carry_over(workspace: Workspace, old: SessionRecord, new_id: int) -> None:
+    """`old`'s own retention and shares given to session `new_id` too."""
+    store = workspace.store
+    if old.retention_days is not None:
+        store.retention.set_retention(new_id, old.retention_days)
+    store.sessions.copy_shares(old.id, new_id)

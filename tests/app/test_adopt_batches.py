@@ -1,0 +1,92 @@
+"""A served client's long history is written as an import is (chatmem.store.unfinished):
+batches, each its own transaction, under an unfinished name that takes the place of the
+session opened for it in one short transaction at the end.
+
+Review: a gzip body of 49 KB (200,000 user/assistant pairs) was stored in one write of 35 s,
+and a concurrent `chatmem ask` on the same file waited 26.8 s for it."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pytest
+from conftest import History
+from test_import_batches import impatient
+
+from chatmem.app.client_history import ClientMessage, adopt_history
+from chatmem.app.workspace import Workspace
+from chatmem.config.settings import Settings
+from chatmem.errors import StoreError
+from chatmem.store import Store
+
+BATCH = 3
+
+
+@pytest.fixture
+def workspace(history: History, monkeypatch: pytest.MonkeyPatch) -> Iterator[Workspace]:
+    monkeypatch.setattr("chatmem.app.session_files.IMPORT_BATCH", BATCH)
+    with Workspace(Settings(provider="scripted", db=str(history.location))) as ws:
+        yield ws
+
+
+SAID = [ClientMessage("user" if i % 2 else "assistant", f"第{i}句 line {i}")
+        for i in range(1, 11)]
+
+
+def _names(store: Store) -> list[str]:
+    return sorted(row.name for row in store.sessions.list_sessions())
+
+
+def test_another_connection_writes_between_batches_and_the_history_is_stored_whole(
+        history: History, workspace: Workspace) -> None:
+    opened = workspace.store.sessions.create_session("会话", "window", {"turns": 3},
+                                                     system="简短")
+    seen: list[tuple[int, int, list[str], int]] = []
+    with impatient(history.open()) as other:
+
+        def between(done: int, total: int) -> None:
+            other.sessions.create_session(f"写-{done}", "buffer")  # commits at once
+            # The opened session holds nothing meanwhile: no one reads half a history.
+            seen.append((done, total, _names(other),
+                         other.history.message_count(opened.id, at_most=99)))
+
+        assert adopt_history(workspace, "会话", SAID, progress=between) is True
+        assert [(done, total, held) for done, total, _, held in seen] == [
+            (3, 10, 0), (6, 10, 0), (9, 10, 0), (10, 10, 0)]
+        assert _names(other) == sorted(["写-3", "写-6", "写-9", "写-10", "会话"])
+        session = other.sessions.session("会话")
+        stored = other.history.messages(session.id)
+    assert session.id != opened.id  # the engine opens it anew
+    assert (session.strategy, session.params, session.system) == ("window", {"turns": 3},
+                                                                   "简短")
+    assert [(m.position, m.role, m.content) for m in stored] == [
+        (i, m.role, m.content) for i, m in enumerate(SAID, 1)]
+    assert adopt_history(workspace, "会话", SAID) is False  # nothing twice
+
+
+def test_a_session_written_meanwhile_keeps_its_own_and_gets_nothing_of_the_adoption(
+        history: History, workspace: Workspace) -> None:
+    opened = workspace.store.sessions.create_session("会话", "window")
+    with history.open() as other:
+
+        def chat(done: int, total: int) -> None:
+            if done == BATCH:  # another process's turn in it, after the first batch
+                other.history.import_messages(opened.id, [{"role": "user", "content": "你好"}])
+
+        with pytest.raises(StoreError, match="'会话' was written to while"):
+            adopt_history(workspace, "会话", SAID, progress=chat)
+        assert _names(other) == ["会话"]  # no unfinished session left behind
+        assert [m.content for m in other.history.messages(opened.id)] == ["你好"]
+
+
+def test_a_session_that_holds_messages_gets_the_rest_a_batch_at_a_time(
+        workspace: Workspace) -> None:
+    opened = workspace.store.sessions.create_session("会话", "window")
+    workspace.store.history.import_messages(opened.id, [{"role": "user",
+                                                         "content": SAID[0].content}])
+    batches: list[int] = []
+    assert adopt_history(workspace, "会话", SAID,
+                         progress=lambda done, total: batches.append(done)) is False
+    assert batches == [3, 6, 9]
+    assert [m.content for m in workspace.store.history.messages(opened.id)] == [
+        m.content for m in SAID]

@@ -1,0 +1,62 @@
+"""Through `chatmem serve`: a long history a client sends for a new conversation is stored
+as an import is, in batches under an unfinished name that takes the conversation's name at
+the end (tests/app/test_adopt_batches.py shows another process writing between them).
+
+Review: 400,000 messages (a 49 KB gzip body) went in one 35 s write, and a concurrent
+`chatmem ask` on the same file waited 26.8 s."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+from chat_server import ChatServer
+from waiting import HANG
+
+pytest.importorskip("uvicorn", reason="chatmem[serve] is not installed")
+
+import httpx2 as httpx
+from test_proxy import RunningProxy
+
+from chatmem.config.settings import Settings
+from chatmem.store import Store
+
+REPLY = "Hello from the test server."
+
+
+def _post(running: RunningProxy, messages: list[dict[str, Any]]) -> httpx.Response:
+    return httpx.post(f"{running.base_url}/chat/completions", timeout=HANG,
+                      headers={"X-Chatmem-Conversation": "gz3"},
+                      json={"model": "test-small", "messages": messages})
+
+
+def test_a_long_history_is_stored_whole_in_batches_and_the_chat_goes_on(
+        chat_server: ChatServer, db_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr("chatmem.app.session_files.IMPORT_BATCH", 4)
+    settings = Settings(provider="openai", base_url=chat_server.base_url, model="test-small",
+                        db=str(db_path))
+    said: list[dict[str, Any]] = [
+        {"role": "user" if i % 2 else "assistant", "content": f"第{i}句 line {i}"}
+        for i in range(1, 12)]
+    with RunningProxy(settings, strategy="buffer") as running:
+        first = _post(running, said)
+        assert first.status_code == 200, first.text
+        said += [{"role": "assistant", "content": REPLY}, {"role": "user", "content": "再见"}]
+        second = _post(running, said)
+        assert second.status_code == 200, second.text
+    assert [a.headers["X-Chatmem-Stored-As"] for a in (first, second)] == ["new-session",
+                                                                          "next-turn"]
+    assert [a.headers["X-Chatmem-Turn"] for a in (first, second)] == ["gz3@6", "gz3@7"]
+    # The model was asked with the whole history, both times.
+    assert [[m["content"] for m in r["messages"] if m["role"] != "system"]
+            for r in chat_server.requests] == [[m["content"] for m in said[:11]],
+                                               [m["content"] for m in said]]
+    with Store(db_path) as store:
+        assert [row.name for row in store.sessions.list_sessions()] == ["gz3"]
+        session = store.sessions.session("gz3")
+        assert session.strategy == "buffer"
+        stored = [(m.role, m.content) for m in store.history.messages(session.id)]
+        turns = store.turns.turns(session.id)
+    assert stored == [(m["role"], m["content"]) for m in said] + [("assistant", REPLY)]
+    assert [t.turn for t in turns] == [6, 7]
