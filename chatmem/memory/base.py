@@ -300,7 +300,8 @@ def _wrong_message(message: object, request: ContextRequest) -> str | None:
         return f"a message whose content is {kind_of(message.content)}, not text"
     if not is_valid(message.content):
         return "a message whose text is not UTF-8 (it holds a lone surrogate)"
-    if not _is_count(message.tokens):
+    # A plain int first, without a call: ~75 messages a build.
+    if not ((type(message.tokens) is int and message.tokens >= 0) or _is_count(message.tokens)):
         return f"a message of {message.tokens!r} tokens, not a count of 0 or more"
     if message.said_on is None:
         return None

@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import date, datetime
+from functools import cached_property
 from typing import Any, Literal
 
 from chatmem.context_warnings import ContextWarning, warning_from_json, warning_json
@@ -104,8 +105,10 @@ class Part:
     """For a recalled part whose lines name the days its messages were said (dates on):
     when each was said. Not recorded with the context."""
 
-    @property
+    @cached_property
     def tokens(self) -> int:
+        # Once: a turn asks a context's total six times (estimate, budget checks, record),
+        # and its messages (a frozen tuple of frozen messages) never change.
         return sum(m.tokens for m in self.messages)
 
 
@@ -124,9 +127,10 @@ class Context:
     """How recall ranked the candidates it kept and the best it dropped: id, turn, role,
     bm25, words, dense, fused, tokens, kept, why (see chatmem.memory.ranking)."""
 
-    @property
+    @cached_property
     def tokens(self) -> int:
-        """Total counted tokens, chat-format overhead and reply priming included."""
+        """Total counted tokens, chat-format overhead and reply priming included (worked
+        out once, as `Part.tokens`)."""
         return self.priming + sum(p.tokens for p in self.parts)
 
     @property

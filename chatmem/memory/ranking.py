@@ -199,8 +199,9 @@ def words_scores(
         # Sitting numbers as Sittings.of gives them; positions are sorted, so each
         # sitting's positions are a run of them.
         number = np.searchsorted(starts, positions, side="right")
-        runs = np.flatnonzero(np.r_[True, number[1:] != number[:-1]])
-        sizes = np.diff(np.r_[runs, len(positions)])
+        # np.concatenate, not np.r_ (Python indexing code): 2 against 5-9 µs a use.
+        runs = np.flatnonzero(np.concatenate(([True], number[1:] != number[:-1])))
+        sizes = np.diff(np.concatenate((runs, [len(positions)])))
         member = np.repeat(np.arange(len(runs)), sizes)
         best = np.maximum.reduceat(smoothed, runs)
         # The best message of a sitting: the best score, the earliest of equals; it
@@ -218,7 +219,7 @@ def words_scores(
         # The rest of each sitting scores its prior, as one span.
         numbers = number[runs]
         # np.where reads both sides: with no sitting start at all, neither can index.
-        ends = np.r_[starts, count + 1] if len(starts) else np.asarray([count + 1])
+        ends = np.concatenate((starts, [count + 1]))
         firsts = np.where(numbers > 0, ends[np.maximum(numbers - 1, 0)], 1)
         lasts = np.where(numbers < len(starts), ends[numbers] - 1, count)
         lasts = np.minimum(lasts, count)

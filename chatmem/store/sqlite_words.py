@@ -253,8 +253,9 @@ class SqliteWords:
             "SELECT m.id, m.position, bm25(messages_fts) AS score FROM messages_fts"
             " JOIN messages m ON m.id = messages_fts.rowid"
             f" WHERE messages_fts MATCH ? AND {where} ORDER BY score LIMIT ?",
-            [expression, *params, limit])
-        # bm25() is lower for better matches.
+            [expression, *params, limit]).fetchall()
+        # bm25() is lower for better matches. All at once (at most `limit`): read one by
+        # one, each row cost a step of the cursor's error-wrapping generator.
         return [(message_id, position, -score) for message_id, position, score in rows]
 
     def newest_word_matches(self, terms: Sequence[str], limit: int,
