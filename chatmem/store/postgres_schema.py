@@ -21,9 +21,10 @@ p007 seals writes as p001 sealed reads: every right over a row is its session's
 
 Its first tables are in postgres_tables, the row-level policies in postgres_policies; the
 later migrations are in modules by concern (postgres_embeddings, postgres_additions,
-postgres_word_entries, postgres_access, postgres_write_shares, postgres_masked_prompts), and
-MIGRATION_LIST below says the order they all run in. A released migration is never edited: a
-schema change is a new function, added at the end of that list.
+postgres_word_entries, postgres_access, postgres_write_shares, postgres_masked_prompts,
+postgres_rendered_pieces), and MIGRATION_LIST below says the order they all run in. A
+released migration is never edited: a schema change is a new function, added at the end of
+that list.
 """
 
 from __future__ import annotations
@@ -31,7 +32,12 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from chatmem.store import postgres_access, postgres_masked_prompts, postgres_write_shares
+from chatmem.store import (
+    postgres_access,
+    postgres_masked_prompts,
+    postgres_rendered_pieces,
+    postgres_write_shares,
+)
 from chatmem.store.migrations import MigrationList
 from chatmem.store.postgres_additions import (
     p003_superseded_turns,
@@ -174,6 +180,15 @@ def p020_grantee_masks_rendered_prompts_and_facts_dated(execute: Execute) -> Non
     postgres_masked_prompts.mask_rendered_and_date_facts(execute)
 
 
+def p021_rendered_pieces_read_as_chatmem_reads_them(execute: Execute) -> None:
+    """The checks of p018 and p020 read a turn's rendered pieces as chatmem reads them: a
+    grantee's pieces holding a NaN or a \\u0000 passed p018's check while p020 read them as
+    no prompt at all, so he wrote any "exact model input" into the owner's `inspect`; a
+    run's positions written as strings (`"from": "1"`) broke her `inspect --request`
+    (postgres_rendered_pieces)."""
+    postgres_rendered_pieces.read_rendered_pieces_as_chatmem(execute)
+
+
 MIGRATION_LIST: MigrationList[Migration] = MigrationList()
 for _migration in (
     p001_schema,
@@ -196,6 +211,7 @@ for _migration in (
     p018_grantee_writes_placed_and_dated,
     p019_kana_arabic_and_dotless_i_folded,
     p020_grantee_masks_rendered_prompts_and_facts_dated,
+    p021_rendered_pieces_read_as_chatmem_reads_them,
 ):
     MIGRATION_LIST.add(_migration)
 MIGRATIONS = MIGRATION_LIST.functions

@@ -21,6 +21,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from chatmem.errors import StoreError, StoreFailure
 from chatmem.store.backend import Statements
 from chatmem.store.stored_values import json_text, stored_json
 
@@ -153,4 +154,26 @@ def from_columns(db: Statements, session_id: int, text: str | None,
     """The rendered prompt a turn's (rendered_prompt, rendered) columns hold."""
     if not pieces:
         return text
-    return expand_stored(db, session_id, stored_json(pieces, f"{what}: rendered prompt"))
+    return expand_stored(db, session_id, readable_pieces(
+        stored_json(pieces, f"{what}: rendered prompt"), f"{what}: rendered prompt"))
+
+
+def readable_pieces(value: Any, what: str) -> list[Piece]:
+    """`value` when it is pieces as `compact` makes them (strings, and runs of whole positions
+    with string gaps); a row another role or a hand wrote otherwise (`"from": "1"`, `1.0`)
+    is one clear error naming it, never a traceback in `expand`."""
+    if isinstance(value, list) and all(isinstance(p, str) or _is_run(p) for p in value):
+        return value
+    raise StoreError(f"{what} is not stored as chatmem stores it (was it edited by hand?);"
+                     " `chatmem sessions export` still reads the messages",
+                     kind=StoreFailure.DAMAGED)
+
+
+def _is_run(piece: Any) -> bool:
+    if not isinstance(piece, dict):
+        return False
+    first, last, gaps = piece.get("from"), piece.get("to"), piece.get("gaps")
+    # bool is an int to Python, never a position chatmem wrote.
+    return (type(first) is int and type(last) is int and 1 <= first <= last
+            and isinstance(gaps, dict)
+            and all(isinstance(k, str) and isinstance(v, str) for k, v in gaps.items()))

@@ -16,6 +16,7 @@ from chatmem.cli import app
 from chatmem.config.sections import EmbeddingsSection
 from chatmem.config.settings import Settings
 from chatmem.engine import Engine
+from chatmem.errors import StoreError
 from chatmem.privacy.mentions import erase_mentions
 from chatmem.store import Store, rendered
 from chatmem.store.rendered import Sent
@@ -129,3 +130,25 @@ def test_a_purge_reaches_the_rendered_prompt_through_its_references(store: Store
     assert not any("ORD-1" in p for p in prompts)
     assert "message 1 about [forgotten], 第1天" in prompts[2]  # a referenced message
     assert "message 1 about [forgotten], 第1天<|im_end|>\n<|im_start|>assistant\n" in prompts[1]
+
+
+def test_pieces_written_by_hand_are_one_line_naming_the_turn_not_a_traceback(
+        tmp_path: Path) -> None:
+    db = str(tmp_path / "x.db")
+    with Store(db) as store:
+        chatted(store, 3)
+        (good,), = store.db.execute("SELECT rendered FROM turns WHERE number = 2").fetchall()
+    run = json.loads(good)[1]
+    for forged in ({**run, "from": str(run["from"]), "to": str(run["to"])},
+                   {**run, "from": float(run["from"])}, {**run, "to": True},
+                   {**run, "from": run["to"] + 1}, {**run, "from": 0},
+                   {**run, "gaps": {"user assistant": 5}}, {"from": 1, "to": 1},
+                   [run], 7):
+        with Store(db) as store, store.write():
+            store.db.execute("UPDATE turns SET rendered = ? WHERE number = 2",
+                             [json.dumps(["<|im_start|>", forged])])
+        result = runner.invoke(app, ["inspect", "loc", "--request", "2", "--db", db])
+        assert result.exit_code == StoreError.exit_code, (forged, result.output)
+        assert result.exception is None or isinstance(result.exception, SystemExit), forged
+        assert "turn 2: rendered prompt is not stored as chatmem stores it" in result.output
+        assert "Traceback" not in result.output
