@@ -159,7 +159,7 @@ def _erasure_lines(erased: "Erasure", now: datetime) -> list[str]:
 def prune(
     older_than: Annotated[
         str | None, typer.Option("--older-than", metavar="DURATION", show_default=False,
-                                 help="Erase sessions idle longer than this (30d, 12h, 2w); "
+                                 help="Erase sessions idle longer than this (30d, 12h, 2w, 6mo); "
                                       "default: retention_days from the config.")
     ] = None,
     dry_run: Annotated[bool, typer.Option("--dry-run", help="List what would be erased; "
@@ -216,7 +216,7 @@ def retention(
                                         autocompletion=session_names)],
     keep: Annotated[
         str | None, typer.Argument(metavar="DURATION", show_default=False,
-                                   help="How long the session is kept idle: 90d, 1y, "
+                                   help="How long the session is kept idle: 90d, 6mo, 1y, "
                                         "forever, or default (retention_days).")
     ] = None,
     db: DbOption = None,

@@ -32,15 +32,23 @@ _UNITS = {
     "": 86400, "d": 86400, "day": 86400, "days": 86400,
     "w": 7 * 86400, "week": 7 * 86400, "weeks": 7 * 86400,
     "h": 3600, "hour": 3600, "hours": 3600,
-    "m": 60, "min": 60, "mins": 60, "minute": 60, "minutes": 60,
+    "min": 60, "mins": 60, "minute": 60, "minutes": 60,
+    # A month is 30 days, as a year is 365: lengths, not calendar steps.
+    "mo": 30 * 86400, "month": 30 * 86400, "months": 30 * 86400,
     "y": 365 * 86400, "year": 365 * 86400, "years": 365 * 86400,
 }
 
 
 def parse_duration(text: str, what: str = "a duration") -> timedelta:
-    """'30d', '12h', '2w', '1y', '45min' or a bare number of days; UsageError otherwise."""
+    """'30d', '12h', '2w', '6mo', '1y', '45min' or a bare number of days; UsageError otherwise."""
     match = _DURATION.match(text)
     unit = match.group(2).lower() if match else ""
+    if match is not None and unit == "m":
+        # 6M reads as six months and 6m as six minutes to different people: a prune
+        # taken the short way erases nearly everything, so neither is guessed.
+        number = match.group(1)
+        raise UsageError(f"{what} {text.strip()!r} is ambiguous: write {number}min for minutes"
+                         f" or {number}mo for months")
     if match is None or unit not in _UNITS or float(match.group(1)) <= 0:
         raise UsageError(f"{what} must be a length of time like 30d, 12h, 2w or 1y, "
                          f"got {text!r}")

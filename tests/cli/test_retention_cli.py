@@ -91,6 +91,26 @@ def test_a_bad_older_than_is_one_line(aged: Path) -> None:
         2, "error: --older-than must be a length of time like 30d, 12h, 2w or 1y, got 'soon'\n")
 
 
+def test_months_are_mo_and_a_bare_m_is_refused_everywhere(aged: Path) -> None:
+    # `--older-than 6M` once meant six minutes and erased every session but the newest.
+    before = raw(aged)
+    for text in ("6m", "6M"):
+        result = invoke("sessions", "prune", "--older-than", text, "--db", str(aged))
+        assert (result.exit_code, result.stderr) == (
+            2, f"error: --older-than '{text}' is ambiguous: write 6min for minutes or 6mo for"
+               " months\n")
+    assert raw(aged) == before
+    kept = invoke("sessions", "prune", "--older-than", "1mo", "--json", "--db", str(aged))
+    assert [s["name"] for s in json.loads(kept.stdout)["sessions"]] == ["old"]
+    bad = invoke("sessions", "retention", "recent", "6m", "--db", str(aged))
+    assert (bad.exit_code, bad.stderr) == (
+        2, "error: DURATION '6m' is ambiguous: write 6min for minutes or 6mo for months\n")
+    assert invoke("sessions", "retention", "recent", "6mo", "--db", str(aged)).stderr == (
+        "session recent is erased after 180 days idle\n")
+    said = chat(aged, "recent", ["/remember --for 3M door code: blue 7"])
+    assert "error: --for '3M' is ambiguous: write 3min for minutes or 3mo for months" in said
+
+
 def test_retention_days_is_applied_when_a_chat_starts(aged: Path, tmp_path: Path) -> None:
     config = tmp_path / "config.toml"
     config.write_text("retention_days = 30\n")

@@ -64,6 +64,7 @@ def raw(db: Path) -> bytes:
 @pytest.mark.parametrize(("text", "seconds"), [
     ("30d", 30 * 86400), ("30", 30 * 86400), ("12h", 12 * 3600), ("2w", 14 * 86400),
     ("1y", 365 * 86400), ("45min", 45 * 60), ("1.5 days", 1.5 * 86400), (" 7D ", 7 * 86400),
+    ("6mo", 6 * 30 * 86400), ("1 month", 30 * 86400), ("3MONTHS", 90 * 86400),
 ])
 def test_durations(text: str, seconds: float) -> None:
     assert parse_duration(text).total_seconds() == seconds
@@ -73,6 +74,14 @@ def test_durations(text: str, seconds: float) -> None:
 def test_a_bad_duration_is_one_clear_error(text: str) -> None:
     with pytest.raises(UsageError, match=rf"^--older-than must be a length of time like 30d, "
                                          rf"12h, 2w or 1y, got {text!r}$"):
+        parse_duration(text, "--older-than")
+
+
+@pytest.mark.parametrize(("text", "number"), [("6m", "6"), ("6M", "6"), (" 1.5 m ", "1.5")])
+def test_a_bare_m_is_refused_as_minutes_or_months(text: str, number: str) -> None:
+    # `prune --older-than 6M` meant six minutes and erased nearly everything.
+    with pytest.raises(UsageError, match=rf"^--older-than {text.strip()!r} is ambiguous: write "
+                                         rf"{number}min for minutes or {number}mo for months$"):
         parse_duration(text, "--older-than")
 
 
