@@ -17,6 +17,11 @@ LONGEST_DURATION = timedelta(days=365_000)
 """A thousand years: any time chatmem stores, plus this, stays within the calendar."""
 LONGEST_DAYS = LONGEST_DURATION.days
 """The longest retention, fact life or other length of time chatmem keeps, in days."""
+EARLIEST = datetime(2, 1, 1, tzinfo=UTC)
+LATEST = datetime(9998, 12, 31, 23, 59, 59, 999999, tzinfo=UTC)
+"""The times chatmem dates things by: within them, a time moves into any zone (a day either
+way at most) and stays in the calendar's years 1–9999. Year 1 and 9999 (an exporter's zero
+time, a "never" sentinel) do not: in New York 0001-01-01T00:00Z is before the calendar."""
 
 
 def utc_now() -> datetime:
@@ -45,6 +50,25 @@ def parse_time(text: str) -> datetime:
     """
     moment = datetime.fromisoformat(text)
     return moment if moment.tzinfo is not None else moment.replace(tzinfo=UTC)
+
+
+def in_every_zone(moment: datetime) -> bool:
+    """Whether `moment` (aware) can be shown in any zone: between EARLIEST and LATEST."""
+    return EARLIEST <= moment <= LATEST
+
+
+def dated_time(text: str | None) -> datetime | None:
+    """A stored time as chatmem dates things by (`parse_time`); None, undated, for one that
+    does not read or lies outside EARLIEST–LATEST: an import refuses those, but rows written
+    before it did, or by another writer, may hold one, and every conversion of it into the
+    user's zone would overflow."""
+    if not text:
+        return None
+    try:
+        moment = parse_time(text)
+    except ValueError:
+        return None
+    return moment if in_every_zone(moment) else None
 
 
 def has_zone(text: str) -> bool:
