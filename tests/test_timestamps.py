@@ -4,11 +4,13 @@ three parsers it replaced read (the store's pause, retention's and the fact tabl
 from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta, timezone
+from zoneinfo import ZoneInfo
 
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from chatmem.render import when
 from chatmem.store.recall import UNKNOWN_PAUSE, pause
 from chatmem.timestamps import dated_time, has_zone, is_time, parse_time, stamp, stamp_seconds
 
@@ -115,3 +117,12 @@ def test_a_dated_time_moves_into_any_zone(moment: datetime) -> None:
                                   "9999-12-31T23:59:59-05:00", "0001-01-01", "", None, "不是"])
 def test_a_time_at_the_calendars_edge_or_unread_is_undated(text: str | None) -> None:
     assert dated_time(text) is None
+
+
+@pytest.mark.parametrize("text", ["2026-03-07", "20260307"])
+def test_a_date_alone_is_its_noon_in_utc(text: str) -> None:
+    # That date from UTC-12 to UTC+11:59; at midnight UTC it was the day before in America.
+    assert parse_time(text) == datetime(2026, 3, 7, 12, tzinfo=UTC)
+    assert not has_zone(text)
+    assert when(text, ZoneInfo("America/Los_Angeles")) == text[:16]
+    assert when("2026-03-07T20:00:00Z", ZoneInfo("Asia/Tokyo")) == "2026-03-08 05:00"
