@@ -83,18 +83,6 @@ class Erasure:
         return [TaughtFacts(s.name, s.user, tuple(self.taught[s.id]))
                 for s in self.sessions if s.id in self.taught]
 
-    def to_json(self, now: datetime) -> dict[str, Any]:
-        return {
-            "dry_run": self.dry_run,
-            "sessions": [{"name": s.name, "user": s.user, "updated_at": s.updated_at,
-                          "idle_days": round(s.idle_days(now), 1), "keep_days": s.keep_days,
-                          "own_retention": s.own, "messages": s.messages, "turns": s.turns,
-                          "profile_facts": self.taught.get(s.id, [])}
-                         for s in self.sessions],
-            "facts": [{"id": e.fact.id, "key": e.fact.key, "scope": e.fact.scope,
-                       "why": e.why} for e in self.facts],
-        }
-
 
 def prune(store: PrivacyStore, now: datetime, *, retention_days: float | None,
           fact_idle_days: float | None, dry_run: bool = False) -> Erasure:
@@ -125,13 +113,13 @@ def forget_user(store: PrivacyStore, user: str, *, dry_run: bool = False) -> Era
     nobody owns (a session fact without its session, a profile fact without its profile,
     which an archive imported before its import checked could leave) goes too: no other
     erasure would reach it."""
-    from chatmem.store import ExpiredFact
+    from chatmem.store import ExpiredFact, ExpiryCause
     from chatmem.text import profile_name
 
     sessions = store.retention.user_sessions(user)
     # Either form of the name: a history may hold it as typed before names were normalized.
-    facts = [ExpiredFact(f, "user profile" if f.user is not None
-                         else "no session or profile owns it")
+    facts = [ExpiredFact(f, ExpiryCause.USER_PROFILE if f.user is not None
+                         else ExpiryCause.NO_OWNER)
              for f in store.facts.facts(include_deleted=True)
              if (f.user is None and f.session_id is None)
              or (f.scope == FactScope.USER and f.user is not None

@@ -203,6 +203,26 @@ def test_remember_for_a_while_then_it_expires(tmp_path: Path) -> None:
     assert "error: /remember: --for needs a value, e.g. --for 7d" in bad
 
 
+@pytest.mark.parametrize(("zone", "day"), [("Asia/Tokyo", "2026-03-02"),
+                                           ("America/Los_Angeles", "2026-03-01")])
+def test_a_facts_end_is_said_as_its_day_in_the_users_zone(
+        tmp_path: Path, zone: str, day: str) -> None:
+    # 22:00 UTC on the 1st is 07:00 on the 2nd in Tokyo: the end was said as the UTC date.
+    db, config = tmp_path / "h.db", tmp_path / "config.toml"
+    chat(db, "s", ["/remember 门禁密码: 蓝色 7"])
+    with history(db) as store:
+        [fact] = store.facts.facts()
+        store.retention.set_fact_expiry(fact.id, "2026-03-01T22:00:00.000+00:00")
+    config.write_text(f'timezone = "{zone}"\n', encoding="utf-8")
+    dry = invoke("sessions", "prune", "--dry-run", "--older-than", "1000y", "--db", str(db),
+                 "--config", str(config))
+    assert dry.exit_code == 0, dry.stderr
+    assert f"fact {fact.id} 门禁密码 (session): its end was {day}\n" in dry.stderr
+    listed = invoke("sessions", "prune", "--dry-run", "--json", "--db", str(db), "--config",
+                    str(config), "--older-than", "1000y")
+    assert [f["why"] for f in json.loads(listed.stdout)["facts"]] == [f"its end was {day}"]
+
+
 def test_facts_list_shows_when_an_unused_fact_expires(tmp_path: Path) -> None:
     db, config = tmp_path / "h.db", tmp_path / "config.toml"
     chat(db, "s", ["My order number is ORD-7731."], days_ago=20)

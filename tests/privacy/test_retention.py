@@ -16,7 +16,7 @@ from chatmem.errors import UsageError
 from chatmem.privacy.retention import expiry_of, forget_user, parse_duration, prune
 from chatmem.providers.scripted import ScriptedProvider
 from chatmem.render.sessions import erasure_text
-from chatmem.store import Store, VectorRow
+from chatmem.store import ExpiryCause, Store, VectorRow
 from chatmem.store.connection import fetch_value
 from chatmem.timestamps import stamp
 
@@ -150,7 +150,8 @@ def test_a_fact_with_its_own_end_is_gone_at_that_end(timed: Store, clock: Clock)
     assert engine.state.live_facts() == []
     assert "blue 7" not in str(engine.build_context("the code?").to_json())
     erased = prune(timed, clock.now, retention_days=None, fact_idle_days=None)
-    assert [(e.fact.key, e.why) for e in erased.facts] == [("door code", "its end was 2026-01-08")]
+    assert [(e.fact.key, e.cause, e.ended_at) for e in erased.facts] == [
+        ("door code", ExpiryCause.ENDED, T0 + timedelta(days=7))]
     assert timed.facts.facts(include_deleted=True) == []
     # The turn that sent it keeps a marker where its value was.
     assert "blue 7" not in str(timed.turns.turn(engine.session.id, 2).context)
@@ -173,7 +174,7 @@ def test_reading_a_fact_extends_its_life(timed: Store, clock: Clock) -> None:
     clock.days(51)
     erased = prune(timed, clock.now, retention_days=None, fact_idle_days=30)
     assert sorted(e.fact.key for e in erased.facts) == ["city", "order number"]
-    assert erased.facts[0].why == "unused for 31 days"
+    assert (erased.facts[0].cause, erased.facts[0].unused_days) == (ExpiryCause.UNUSED, 31)
     # /remember facts have no idle end: the user gave them none.
     assert [f.id for f in timed.facts.facts(include_deleted=True)] == [remembered.id]
     assert expiry_of(timed.facts.fact(remembered.id), 30) is None
