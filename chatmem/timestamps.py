@@ -7,16 +7,30 @@ trailing `Z` included), by `parse_time`.
 The rule for a time without a zone (only an imported transcript's `ts` can be one; chatmem
 never writes one): `parse_time` reads it as UTC. Where a guessed zone would mislead, a caller
 asks `has_zone` first (a sitting's pause is not drawn from a guess).
+
+A date without a time (`2026-03-07`) names a day, not an instant: it is read as noon UTC of
+that day, which is that date in every zone from UTC-12 to UTC+11:59 (the Americas, Europe,
+Africa, Asia, Australia). Read as midnight UTC it was the day before everywhere west of UTC,
+and "what did I do on March 8?" found nothing said on the 8th. Noon rather than the importing
+machine's zone: the stored `ts` stays as the transcript gave it (an export gives it back),
+means the same on every machine and after a move, and a replay reads it alike.
 """
 
 from __future__ import annotations
 
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, date, datetime, time, timedelta
 
 LONGEST_DURATION = timedelta(days=365_000)
 """A thousand years: any time chatmem stores, plus this, stays within the calendar."""
 LONGEST_DAYS = LONGEST_DURATION.days
 """The longest retention, fact life or other length of time chatmem keeps, in days."""
+MIDDAY = time(12, tzinfo=UTC)
+"""The time a date alone (`2026-03-07`) is read at: see the module's docstring."""
+EARLIEST = datetime(2, 1, 1, tzinfo=UTC)
+LATEST = datetime(9998, 12, 31, 23, 59, 59, 999999, tzinfo=UTC)
+"""The times chatmem dates things by: within them, a time moves into any zone (a day either
+way at most) and stays in the calendar's years 1–9999. Year 1 and 9999 (an exporter's zero
+time, a "never" sentinel) do not: in New York 0001-01-01T00:00Z is before the calendar."""
 
 
 def utc_now() -> datetime:
@@ -39,12 +53,43 @@ def now() -> str:
 
 
 def parse_time(text: str) -> datetime:
-    """An ISO 8601 time as an aware datetime; one without a zone is UTC.
+    """An ISO 8601 time as an aware datetime; one without a zone is UTC, a date alone its
+    noon UTC.
 
     Raises ValueError when `text` is not an ISO 8601 date (and time).
     """
+    if is_date(text):
+        return datetime.combine(date.fromisoformat(text), MIDDAY)
     moment = datetime.fromisoformat(text)
     return moment if moment.tzinfo is not None else moment.replace(tzinfo=UTC)
+
+
+def in_every_zone(moment: datetime) -> bool:
+    """Whether `moment` (aware) can be shown in any zone: between EARLIEST and LATEST."""
+    return EARLIEST <= moment <= LATEST
+
+
+def dated_time(text: str | None) -> datetime | None:
+    """A stored time as chatmem dates things by (`parse_time`); None, undated, for one that
+    does not read or lies outside EARLIEST–LATEST: an import refuses those, but rows written
+    before it did, or by another writer, may hold one, and every conversion of it into the
+    user's zone would overflow."""
+    if not text:
+        return None
+    try:
+        moment = parse_time(text)
+    except ValueError:
+        return None
+    return moment if in_every_zone(moment) else None
+
+
+def is_date(text: str) -> bool:
+    """Whether `text` is an ISO 8601 date alone (`2026-03-07`), with no time of day."""
+    try:
+        date.fromisoformat(text)
+    except ValueError:
+        return False
+    return True
 
 
 def has_zone(text: str) -> bool:

@@ -20,16 +20,29 @@ LOCALTIME = Path("/etc/localtime")
 
 
 def zone_named(name: str) -> tzinfo:
-    """The zone an IANA name (`Europe/Paris`, `UTC`) stands for.
+    """The zone an IANA name (`Europe/Paris`, `UTC`) or a zone file's path
+    (`/usr/share/zoneinfo/Europe/Paris`, as TZ=:PATH gives it) stands for.
 
     Raises ValueError naming what it takes when `name` is none this machine knows."""
     if name.strip().upper() in ("UTC", "Z", "ETC/UTC"):
         return UTC
     try:
+        if name.strip().startswith("/"):
+            return _zone_file(Path(name.strip()))
         return ZoneInfo(name.strip())
     except (ZoneInfoNotFoundError, ValueError, OSError):
         raise ValueError(f"{name!r} is not a time zone this machine knows (an IANA name, "
                          "e.g. Asia/Shanghai, Europe/Paris or UTC)") from None
+
+
+def _zone_file(path: Path) -> tzinfo:
+    """The zone a TZif file holds, keyed by its IANA name when it lies under a zoneinfo
+    folder (zone_name names it so), else by its path. Read as a fixed offset instead, a
+    TZ=:/usr/share/zoneinfo/America/New_York put July an hour early."""
+    parts = path.parts
+    key = "/".join(parts[parts.index("zoneinfo") + 1:]) if "zoneinfo" in parts[:-1] else str(path)
+    with path.open("rb") as file:
+        return ZoneInfo.from_file(file, key=key)
 
 
 def system_zone() -> tzinfo:

@@ -4,13 +4,15 @@ three parsers it replaced read (the store's pause, retention's and the fact tabl
 from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta, timezone
+from zoneinfo import ZoneInfo
 
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from chatmem.render import when
 from chatmem.store.recall import UNKNOWN_PAUSE, pause
-from chatmem.timestamps import has_zone, is_time, parse_time, stamp, stamp_seconds
+from chatmem.timestamps import dated_time, has_zone, is_time, parse_time, stamp, stamp_seconds
 
 moments = st.datetimes(min_value=datetime(1, 1, 2), max_value=datetime(9999, 12, 30),
                        timezones=st.sampled_from([UTC, timezone(timedelta(hours=8)),
@@ -95,3 +97,32 @@ def test_a_shown_time_is_the_stored_one_cut_to_the_second(moment: datetime) -> N
     assert shown == moment.astimezone(UTC).isoformat(timespec="seconds")
     assert stamp(moment).startswith(shown[:19]) and shown.endswith("+00:00")
     assert parse_time(shown) == parse_time(stamp(moment)).replace(microsecond=0)
+
+
+@given(moments)
+def test_a_dated_time_moves_into_any_zone(moment: datetime) -> None:
+    """Within years 2–9998 a stored time is dated, and a day either way stays in the calendar;
+    at the edges (an exporter's zero time) it is undated, never an OverflowError later."""
+    text = moment.isoformat()
+    found = dated_time(text)
+    if found is None:
+        assert moment.astimezone(UTC).year in (1, 9999)
+    else:
+        assert found == moment
+        for hours in (-24, 24):
+            found.astimezone(timezone(timedelta(hours=hours * 23 / 24)))
+
+
+@pytest.mark.parametrize("text", ["0001-01-01T00:00:00Z", "0001-01-01T00:00:00+05:45",
+                                  "9999-12-31T23:59:59-05:00", "0001-01-01", "", None, "不是"])
+def test_a_time_at_the_calendars_edge_or_unread_is_undated(text: str | None) -> None:
+    assert dated_time(text) is None
+
+
+@pytest.mark.parametrize("text", ["2026-03-07", "20260307"])
+def test_a_date_alone_is_its_noon_in_utc(text: str) -> None:
+    # That date from UTC-12 to UTC+11:59; at midnight UTC it was the day before in America.
+    assert parse_time(text) == datetime(2026, 3, 7, 12, tzinfo=UTC)
+    assert not has_zone(text)
+    assert when(text, ZoneInfo("America/Los_Angeles")) == text[:16]
+    assert when("2026-03-07T20:00:00Z", ZoneInfo("Asia/Tokyo")) == "2026-03-08 05:00"

@@ -293,13 +293,11 @@ def _said_at(store: Store, turn: TurnRecord) -> datetime | None:
 
 
 def _time_or_none(text: str) -> datetime | None:
-    """A stored time (None: unreadable; the newest message's is read instead)."""
-    from chatmem.timestamps import parse_time
+    """A stored time (None: unreadable or outside the calendar's zones; the newest
+    message's is read instead)."""
+    from chatmem.timestamps import dated_time
 
-    try:
-        return parse_time(text)
-    except ValueError:
-        return None
+    return dated_time(text)
 
 
 def _history_before(turn: TurnRecord) -> int:

@@ -1,7 +1,7 @@
 """Privacy commands: `chatmem encrypt|decrypt|rekey|forget-me`, `sessions prune|retention`."""
 
 import sys
-from datetime import datetime, timedelta
+from datetime import datetime, timedelta, tzinfo
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
@@ -136,9 +136,9 @@ def rekey(db: DbOption = None, config: ConfigOption = None) -> None:
 # -- retention and erasure -------------------------------------------------------------------
 
 
-def _erasure_lines(erased: "Erasure", now: datetime) -> list[str]:
+def _erasure_lines(erased: "Erasure", now: datetime, zone: tzinfo | None) -> list[str]:
     from chatmem.render.notices import counted
-    from chatmem.render.sessions import days_text
+    from chatmem.render.sessions import days_text, expiry_why
 
     lines = []
     for s in erased.sessions:
@@ -151,7 +151,7 @@ def _erasure_lines(erased: "Erasure", now: datetime) -> list[str]:
         lines.append(f"session {s.name}: idle {days_text(s.idle_days(now))}, {keep}"
                      f" ({counted(s.turns, 'turn')}, {counted(s.messages, 'message')})")
     for e in erased.facts:
-        lines.append(f"fact {e.fact.id} {e.fact.key} ({e.fact.scope}): {e.why}")
+        lines.append(f"fact {e.fact.id} {e.fact.key} ({e.fact.scope}): {expiry_why(e, zone)}")
     return lines
 
 
@@ -159,7 +159,7 @@ def _erasure_lines(erased: "Erasure", now: datetime) -> list[str]:
 def prune(
     older_than: Annotated[
         str | None, typer.Option("--older-than", metavar="DURATION", show_default=False,
-                                 help="Erase sessions idle longer than this (30d, 12h, 2w); "
+                                 help="Erase sessions idle longer than this (30d, 12h, 2w, 6mo); "
                                       "default: retention_days from the config.")
     ] = None,
     dry_run: Annotated[bool, typer.Option("--dry-run", help="List what would be erased; "
@@ -180,7 +180,7 @@ def prune(
     from chatmem.app.privacy import prune_history, vacuums
     from chatmem.privacy.retention import parse_duration
     from chatmem.render.notices import taught_text
-    from chatmem.render.sessions import erasure_text
+    from chatmem.render.sessions import erasure_json, erasure_text
     from chatmem.timestamps import utc_now
 
     settings = settings_from(config, db)
@@ -193,10 +193,10 @@ def prune(
         done_for_good()
         done = erasure_done(vacuums(ws))
     if json_out:
-        print_json(erased.to_json(now))
+        print_json(erasure_json(erased, now, settings.zone))
         return
     err = consoles()[1]
-    for line in _erasure_lines(erased, now):
+    for line in _erasure_lines(erased, now, settings.zone):
         err.print(line, markup=False, soft_wrap=True)
     if erased.empty and days is None:
         # Sessions may keep a retention of their own: none of them is past it.
@@ -216,7 +216,7 @@ def retention(
                                         autocompletion=session_names)],
     keep: Annotated[
         str | None, typer.Argument(metavar="DURATION", show_default=False,
-                                   help="How long the session is kept idle: 90d, 1y, "
+                                   help="How long the session is kept idle: 90d, 6mo, 1y, "
                                         "forever, or default (retention_days).")
     ] = None,
     db: DbOption = None,
@@ -288,7 +288,7 @@ def forget_me(
     """
     from chatmem.app.privacy import forget_profile, vacuums
     from chatmem.errors import UsageError
-    from chatmem.render.sessions import erased_what, erasure_text
+    from chatmem.render.sessions import erased_what, erasure_json, erasure_text
     from chatmem.timestamps import utc_now
 
     if json_out and not (yes or dry_run):
@@ -302,13 +302,13 @@ def forget_me(
         err = consoles()[1]
         if json_out and (dry_run or planned.empty):
             # the shape of `sessions prune --json`: what would go, or nothing
-            print_json(planned.to_json(now))
+            print_json(erasure_json(planned, now, settings.zone))
             return
         if planned.empty:
             err.print(f"user {profile} has no sessions or facts here", markup=False)
             return
         if dry_run:
-            for line in _erasure_lines(planned, now):
+            for line in _erasure_lines(planned, now, settings.zone):
                 err.print(line, markup=False, soft_wrap=True)
             err.print(f"{erasure_text(planned)} of user {profile}", markup=False, soft_wrap=True)
             return
@@ -320,6 +320,6 @@ def forget_me(
         done_for_good()
         done = erasure_done(vacuums(ws))
     if json_out:
-        print_json(erased.to_json(now))
+        print_json(erasure_json(erased, now, settings.zone))
         return
     err.print(f"{erasure_text(erased)} of user {profile}; {done}", markup=False, soft_wrap=True)

@@ -11,7 +11,7 @@ from datetime import datetime
 from enum import Enum
 from typing import TYPE_CHECKING
 
-from chatmem.timestamps import parse_time
+from chatmem.timestamps import dated_time, parse_time
 
 if TYPE_CHECKING:
     from chatmem.store.protocols import TurnStore
@@ -38,9 +38,7 @@ def said_time(said: SaidAt, store: TurnStore) -> datetime | None:
 
 def transcript_time(ts: str | None) -> SaidAt:
     """When a transcript's message was said: its `ts`, else as the newest message stored."""
-    if ts:
-        try:
-            return parse_time(ts)
-        except ValueError:
-            pass  # the reader refuses one; a message built elsewhere is read as untimed
-    return Said.AS_NEWEST
+    # The reader refuses a ts that does not read or lies at the calendar's edge; a message
+    # built elsewhere with one is read as untimed.
+    moment = dated_time(ts)
+    return Said.AS_NEWEST if moment is None else moment

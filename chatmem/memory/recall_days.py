@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING
 from chatmem.memory.context import Message, SaidDays
 from chatmem.memory.packing import Ranked
 from chatmem.memory.reasons import RecallVerdict
-from chatmem.timestamps import parse_time
+from chatmem.timestamps import dated_time
 
 if TYPE_CHECKING:
     from chatmem.memory.state import SessionState
@@ -115,9 +115,7 @@ def stored_times(state: SessionState, messages: Iterable[Message],
     found: dict[int, datetime] = {}
     for run in runs:
         for record in state.store.history.messages(state.session_id, run[0], run[-1]):
-            if record.id in wanted:
-                try:
-                    found[record.id] = parse_time(record.created_at).astimezone(zone)
-                except ValueError:
-                    continue
+            moment = dated_time(record.created_at) if record.id in wanted else None
+            if moment is not None:
+                found[record.id] = moment.astimezone(zone)
     return found

@@ -30,7 +30,7 @@ from chatmem.memory.ranking import (
     scaled,
     similarities,
 )
-from chatmem.timestamps import parse_time
+from chatmem.timestamps import dated_time
 
 DATABASE_RANKING_FROM = 20_000
 """Messages from which pgvector picks the dense candidates. Below it numpy ranks every
@@ -386,8 +386,5 @@ class StoredRecall:
 
 
 def _time_of(record: MessageRecord) -> datetime | None:
-    """When `record` was said; None when its time cannot be read."""
-    try:
-        return parse_time(record.created_at)
-    except ValueError:
-        return None
+    """When `record` was said; None when its time cannot be read or shown in every zone."""
+    return dated_time(record.created_at)

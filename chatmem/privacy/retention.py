@@ -32,15 +32,23 @@ _UNITS = {
     "": 86400, "d": 86400, "day": 86400, "days": 86400,
     "w": 7 * 86400, "week": 7 * 86400, "weeks": 7 * 86400,
     "h": 3600, "hour": 3600, "hours": 3600,
-    "m": 60, "min": 60, "mins": 60, "minute": 60, "minutes": 60,
+    "min": 60, "mins": 60, "minute": 60, "minutes": 60,
+    # A month is 30 days, as a year is 365: lengths, not calendar steps.
+    "mo": 30 * 86400, "month": 30 * 86400, "months": 30 * 86400,
     "y": 365 * 86400, "year": 365 * 86400, "years": 365 * 86400,
 }
 
 
 def parse_duration(text: str, what: str = "a duration") -> timedelta:
-    """'30d', '12h', '2w', '1y', '45min' or a bare number of days; UsageError otherwise."""
+    """'30d', '12h', '2w', '6mo', '1y', '45min' or a bare number of days; UsageError otherwise."""
     match = _DURATION.match(text)
     unit = match.group(2).lower() if match else ""
+    if match is not None and unit == "m":
+        # 6M reads as six months and 6m as six minutes to different people: a prune
+        # taken the short way erases nearly everything, so neither is guessed.
+        number = match.group(1)
+        raise UsageError(f"{what} {text.strip()!r} is ambiguous: write {number}min for minutes"
+                         f" or {number}mo for months")
     if match is None or unit not in _UNITS or float(match.group(1)) <= 0:
         raise UsageError(f"{what} must be a length of time like 30d, 12h, 2w or 1y, "
                          f"got {text!r}")
@@ -75,18 +83,6 @@ class Erasure:
         return [TaughtFacts(s.name, s.user, tuple(self.taught[s.id]))
                 for s in self.sessions if s.id in self.taught]
 
-    def to_json(self, now: datetime) -> dict[str, Any]:
-        return {
-            "dry_run": self.dry_run,
-            "sessions": [{"name": s.name, "user": s.user, "updated_at": s.updated_at,
-                          "idle_days": round(s.idle_days(now), 1), "keep_days": s.keep_days,
-                          "own_retention": s.own, "messages": s.messages, "turns": s.turns,
-                          "profile_facts": self.taught.get(s.id, [])}
-                         for s in self.sessions],
-            "facts": [{"id": e.fact.id, "key": e.fact.key, "scope": e.fact.scope,
-                       "why": e.why} for e in self.facts],
-        }
-
 
 def prune(store: PrivacyStore, now: datetime, *, retention_days: float | None,
           fact_idle_days: float | None, dry_run: bool = False) -> Erasure:
@@ -117,13 +113,13 @@ def forget_user(store: PrivacyStore, user: str, *, dry_run: bool = False) -> Era
     nobody owns (a session fact without its session, a profile fact without its profile,
     which an archive imported before its import checked could leave) goes too: no other
     erasure would reach it."""
-    from chatmem.store import ExpiredFact
+    from chatmem.store import ExpiredFact, ExpiryCause
     from chatmem.text import profile_name
 
     sessions = store.retention.user_sessions(user)
     # Either form of the name: a history may hold it as typed before names were normalized.
-    facts = [ExpiredFact(f, "user profile" if f.user is not None
-                         else "no session or profile owns it")
+    facts = [ExpiredFact(f, ExpiryCause.USER_PROFILE if f.user is not None
+                         else ExpiryCause.NO_OWNER)
              for f in store.facts.facts(include_deleted=True)
              if (f.user is None and f.session_id is None)
              or (f.scope == FactScope.USER and f.user is not None

@@ -25,7 +25,7 @@ from chatmem.render.reasons import dropped_line, reason_text
 from chatmem.render.sessions import shared_cell, shared_words
 from chatmem.render.terminal import SafeConsole
 from chatmem.render.terminal import printable as printable
-from chatmem.timestamps import parse_time
+from chatmem.timestamps import dated_time, is_date
 from chatmem.tokens import format_count
 
 if TYPE_CHECKING:
@@ -48,11 +48,12 @@ def when(iso: str | None, zone: tzinfo | None = None) -> str:
     with no zone shown; seconds and offset left out. --json keeps UTC."""
     if not iso:
         return ""
-    try:
-        moment = parse_time(iso).astimezone(zone)
-    except ValueError:  # not a time chatmem wrote: shown as stored rather than hidden
+    moment = dated_time(iso)
+    if moment is None or is_date(iso):
+        # Not a time chatmem wrote, one at the calendar's edge no zone can move, or a day
+        # with no time (an imported transcript's): shown as stored, not hidden or made up.
         return iso[:16].replace("T", " ")
-    return moment.strftime("%Y-%m-%d %H:%M")
+    return moment.astimezone(zone).strftime("%Y-%m-%d %H:%M")
 
 
 def cost_text(cost: Cost) -> str:

@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from datetime import datetime, tzinfo
+from typing import TYPE_CHECKING, Any
 
 from chatmem.render.notices import counted
-from chatmem.store import DerivedGroup, ForkReport
+from chatmem.store import DerivedGroup, ExpiredFact, ExpiryCause, ForkReport
 from chatmem.store.records import AccessLevel
 
 if TYPE_CHECKING:
@@ -78,6 +79,36 @@ def erased_what(erasure: Erasure) -> str:
     if erasure.facts:
         parts.append(counted(len(erasure.facts), "fact"))
     return " and ".join(parts) or "nothing"
+
+
+def expiry_why(expired: ExpiredFact, zone: tzinfo | None) -> str:
+    """Why a prune or forget-me erases a fact: `its end was 2026-03-02`, the end's day in the
+    user's `zone` (a fact kept until 07:00 in Tokyo ended on the 2nd, not the UTC 1st)."""
+    if expired.cause is ExpiryCause.ENDED and expired.ended_at is not None:
+        try:
+            ended = expired.ended_at.astimezone(zone)
+        except OverflowError:  # year 1 west of UTC (a hand-edited row): its own date
+            ended = expired.ended_at
+        return f"its end was {ended:%Y-%m-%d}"
+    if expired.cause is ExpiryCause.UNUSED:
+        return f"unused for {expired.unused_days} days"
+    if expired.cause is ExpiryCause.NO_OWNER:
+        return "no session or profile owns it"
+    return "user profile"
+
+
+def erasure_json(erasure: Erasure, now: datetime, zone: tzinfo | None) -> dict[str, Any]:
+    """`sessions prune --json` and `forget-me --json`: what went (or, dry, would go)."""
+    return {
+        "dry_run": erasure.dry_run,
+        "sessions": [{"name": s.name, "user": s.user, "updated_at": s.updated_at,
+                      "idle_days": round(s.idle_days(now), 1), "keep_days": s.keep_days,
+                      "own_retention": s.own, "messages": s.messages, "turns": s.turns,
+                      "profile_facts": erasure.taught.get(s.id, [])}
+                     for s in erasure.sessions],
+        "facts": [{"id": e.fact.id, "key": e.fact.key, "scope": e.fact.scope,
+                   "why": expiry_why(e, zone)} for e in erasure.facts],
+    }
 
 
 def erasure_text(erasure: Erasure) -> str:

@@ -40,7 +40,7 @@ from chatmem.store.records import (
     TurnStatus,
 )
 from chatmem.store.redaction import Place, Redaction, RedactionTables, RewritePlan
-from chatmem.store.retention import ExpiredFact, RetentionTables, SessionEntry
+from chatmem.store.retention import ExpiredFact, ExpiryCause, RetentionTables, SessionEntry
 from chatmem.store.session_names import check_session_name, session_name_from, session_name_of
 from chatmem.store.sessions import SessionTables
 from chatmem.store.turns import TurnTables
@@ -170,6 +170,7 @@ if TYPE_CHECKING:
 __all__ = [
     "DerivedGroup",
     "ExpiredFact",
+    "ExpiryCause",
     "FactHistoryRecord",
     "FactRecord",
     "FactScope",

@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import datetime, timedelta
+from enum import StrEnum
 
 from chatmem.errors import StoreError
 from chatmem.store import sharing, steps
@@ -40,11 +41,25 @@ class SessionEntry:
         return (now - parse_time(self.updated_at)) / timedelta(days=1)
 
 
+class ExpiryCause(StrEnum):
+    """Why a fact is erased by a prune or a forget-me."""
+
+    ENDED = "ended"
+    """Past its own end (/remember --for): `ended_at`."""
+    UNUSED = "unused"
+    """No context sent it for fact_idle_days: `unused_days`."""
+    USER_PROFILE = "user profile"
+    NO_OWNER = "no owner"
+    """No session or profile owns it (left by an archive imported before import checked)."""
+
+
 @dataclass(frozen=True)
 class ExpiredFact:
     fact: FactRecord
-    why: str
-    """'its end was 2026-03-01' or 'unused for 90 days'."""
+    cause: ExpiryCause
+    ended_at: datetime | None = None
+    """A time, not its UTC date: the user reads the day in their zone (render.sessions)."""
+    unused_days: int = 0
 
 
 class RetentionTables:
@@ -117,14 +132,15 @@ class RetentionTables:
         for fact in facts:
             if fact.session_id is not None and fact.session_id not in mine:
                 continue  # a shared session's facts are its owner's to expire
-            if fact.expires_at is not None and parse_time(fact.expires_at) <= now:
-                found.append(ExpiredFact(fact, f"its end was {fact.expires_at[:10]}"))
+            ended = None if fact.expires_at is None else parse_time(fact.expires_at)
+            if ended is not None and ended <= now:
+                found.append(ExpiredFact(fact, ExpiryCause.ENDED, ended_at=ended))
                 continue
             if idle_days is None or fact.source_turn is None:
                 continue
             unused = now - parse_time(fact.used_at or fact.updated_at)
             if unused / timedelta(days=1) > idle_days:
-                found.append(ExpiredFact(fact, f"unused for {unused.days} days"))
+                found.append(ExpiredFact(fact, ExpiryCause.UNUSED, unused_days=unused.days))
         return found
 
     def set_fact_expiry(self, fact_id: int, expires_at: str | None) -> FactRecord:

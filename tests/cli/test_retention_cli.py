@@ -91,6 +91,26 @@ def test_a_bad_older_than_is_one_line(aged: Path) -> None:
         2, "error: --older-than must be a length of time like 30d, 12h, 2w or 1y, got 'soon'\n")
 
 
+def test_months_are_mo_and_a_bare_m_is_refused_everywhere(aged: Path) -> None:
+    # `--older-than 6M` once meant six minutes and erased every session but the newest.
+    before = raw(aged)
+    for text in ("6m", "6M"):
+        result = invoke("sessions", "prune", "--older-than", text, "--db", str(aged))
+        assert (result.exit_code, result.stderr) == (
+            2, f"error: --older-than '{text}' is ambiguous: write 6min for minutes or 6mo for"
+               " months\n")
+    assert raw(aged) == before
+    kept = invoke("sessions", "prune", "--older-than", "1mo", "--json", "--db", str(aged))
+    assert [s["name"] for s in json.loads(kept.stdout)["sessions"]] == ["old"]
+    bad = invoke("sessions", "retention", "recent", "6m", "--db", str(aged))
+    assert (bad.exit_code, bad.stderr) == (
+        2, "error: DURATION '6m' is ambiguous: write 6min for minutes or 6mo for months\n")
+    assert invoke("sessions", "retention", "recent", "6mo", "--db", str(aged)).stderr == (
+        "session recent is erased after 180 days idle\n")
+    said = chat(aged, "recent", ["/remember --for 3M door code: blue 7"])
+    assert "error: --for '3M' is ambiguous: write 3min for minutes or 3mo for months" in said
+
+
 def test_retention_days_is_applied_when_a_chat_starts(aged: Path, tmp_path: Path) -> None:
     config = tmp_path / "config.toml"
     config.write_text("retention_days = 30\n")
@@ -181,6 +201,26 @@ def test_remember_for_a_while_then_it_expires(tmp_path: Path) -> None:
     bad = chat(db, "s", ["/remember --for soon x: y", "/remember --for"])
     assert "error: --for must be a length of time like 30d, 12h, 2w or 1y, got 'soon'" in bad
     assert "error: /remember: --for needs a value, e.g. --for 7d" in bad
+
+
+@pytest.mark.parametrize(("zone", "day"), [("Asia/Tokyo", "2026-03-02"),
+                                           ("America/Los_Angeles", "2026-03-01")])
+def test_a_facts_end_is_said_as_its_day_in_the_users_zone(
+        tmp_path: Path, zone: str, day: str) -> None:
+    # 22:00 UTC on the 1st is 07:00 on the 2nd in Tokyo: the end was said as the UTC date.
+    db, config = tmp_path / "h.db", tmp_path / "config.toml"
+    chat(db, "s", ["/remember 门禁密码: 蓝色 7"])
+    with history(db) as store:
+        [fact] = store.facts.facts()
+        store.retention.set_fact_expiry(fact.id, "2026-03-01T22:00:00.000+00:00")
+    config.write_text(f'timezone = "{zone}"\n', encoding="utf-8")
+    dry = invoke("sessions", "prune", "--dry-run", "--older-than", "1000y", "--db", str(db),
+                 "--config", str(config))
+    assert dry.exit_code == 0, dry.stderr
+    assert f"fact {fact.id} 门禁密码 (session): its end was {day}\n" in dry.stderr
+    listed = invoke("sessions", "prune", "--dry-run", "--json", "--db", str(db), "--config",
+                    str(config), "--older-than", "1000y")
+    assert [f["why"] for f in json.loads(listed.stdout)["facts"]] == [f"its end was {day}"]
 
 
 def test_facts_list_shows_when_an_unused_fact_expires(tmp_path: Path) -> None:

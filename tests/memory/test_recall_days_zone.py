@@ -89,3 +89,38 @@ def test_the_timezone_setting_names_the_zone_and_a_wrong_one_is_refused(
     config.write_text('timezone = "上海"\n', encoding="utf-8")
     with pytest.raises(ConfigError, match=r"config\.toml: key 'timezone'.*上海"):
         load_settings(config)
+
+
+DAYS = [("2026-03-07", "I repainted the garden fence blue.", "我把花园的篱笆漆成了蓝色。"),
+        ("2026-03-07", "Blue suits the garden.", "蓝色很配花园。"),
+        ("2026-03-08", "I baked a lemon cake for Mira.", "我给米拉烤了一个柠檬蛋糕。"),
+        ("2026-03-08", "Mira will love the cake.", "米拉会喜欢蛋糕的。"),
+        ("2026-03-10", "The printer jammed again.", "打印机又卡纸了。"),
+        ("2026-03-10", "Try a fresh ream of paper.", "换一包新纸试试。")]
+ON_THE_8TH = {"en": "What did I do on March 8?", "zh": "我3月8日做了什么？"}
+
+
+@pytest.mark.parametrize("language", ["en", "zh"])
+@pytest.mark.parametrize("zone", ["America/Los_Angeles", "UTC", "Asia/Tokyo", "Pacific/Honolulu"])
+def test_a_date_alone_names_that_day_in_the_users_zone(
+        make_engine, monkeypatch, language: str, zone: str) -> None:
+    # A transcript dated by day: read as midnight UTC, west of UTC every message was said the
+    # day before, and asked about March 8 recall found what was said on the 7th.
+    monkeypatch.setenv("TZ", zone)
+    engine = make_engine("retrieval", mode="bm25", max_tokens=400)
+    column = 1 if language == "en" else 2
+    engine.store.history.import_messages(engine.session.id, [
+        {"role": ("user", "assistant")[i % 2], "content": day[column], "ts": day[0]}
+        for i, day in enumerate(DAYS)])
+    asked_after(engine.store, engine.session.id)
+    recalled = engine.build_context(ON_THE_8TH[language]).part("recalled")
+    assert recalled is not None
+    assert recalled.reason.times_named == (("2026-03-08", "2026-03-08"),)
+    read_as: dict[str, date | None] = {}
+    day = None
+    for m in recalled.messages:
+        day = m.said_on or day
+        read_as[m.content] = day
+    assert read_as[DAYS[2][column]] == date(2026, 3, 8)
+    assert all(read_as[d[column]] == date.fromisoformat(d[0]) for d in DAYS[:4]
+               if d[column] in read_as)

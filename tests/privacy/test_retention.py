@@ -16,7 +16,7 @@ from chatmem.errors import UsageError
 from chatmem.privacy.retention import expiry_of, forget_user, parse_duration, prune
 from chatmem.providers.scripted import ScriptedProvider
 from chatmem.render.sessions import erasure_text
-from chatmem.store import Store, VectorRow
+from chatmem.store import ExpiryCause, Store, VectorRow
 from chatmem.store.connection import fetch_value
 from chatmem.timestamps import stamp
 
@@ -64,6 +64,7 @@ def raw(db: Path) -> bytes:
 @pytest.mark.parametrize(("text", "seconds"), [
     ("30d", 30 * 86400), ("30", 30 * 86400), ("12h", 12 * 3600), ("2w", 14 * 86400),
     ("1y", 365 * 86400), ("45min", 45 * 60), ("1.5 days", 1.5 * 86400), (" 7D ", 7 * 86400),
+    ("6mo", 6 * 30 * 86400), ("1 month", 30 * 86400), ("3MONTHS", 90 * 86400),
 ])
 def test_durations(text: str, seconds: float) -> None:
     assert parse_duration(text).total_seconds() == seconds
@@ -73,6 +74,14 @@ def test_durations(text: str, seconds: float) -> None:
 def test_a_bad_duration_is_one_clear_error(text: str) -> None:
     with pytest.raises(UsageError, match=rf"^--older-than must be a length of time like 30d, "
                                          rf"12h, 2w or 1y, got {text!r}$"):
+        parse_duration(text, "--older-than")
+
+
+@pytest.mark.parametrize(("text", "number"), [("6m", "6"), ("6M", "6"), (" 1.5 m ", "1.5")])
+def test_a_bare_m_is_refused_as_minutes_or_months(text: str, number: str) -> None:
+    # `prune --older-than 6M` meant six minutes and erased nearly everything.
+    with pytest.raises(UsageError, match=rf"^--older-than {text.strip()!r} is ambiguous: write "
+                                         rf"{number}min for minutes or {number}mo for months$"):
         parse_duration(text, "--older-than")
 
 
@@ -141,7 +150,8 @@ def test_a_fact_with_its_own_end_is_gone_at_that_end(timed: Store, clock: Clock)
     assert engine.state.live_facts() == []
     assert "blue 7" not in str(engine.build_context("the code?").to_json())
     erased = prune(timed, clock.now, retention_days=None, fact_idle_days=None)
-    assert [(e.fact.key, e.why) for e in erased.facts] == [("door code", "its end was 2026-01-08")]
+    assert [(e.fact.key, e.cause, e.ended_at) for e in erased.facts] == [
+        ("door code", ExpiryCause.ENDED, T0 + timedelta(days=7))]
     assert timed.facts.facts(include_deleted=True) == []
     # The turn that sent it keeps a marker where its value was.
     assert "blue 7" not in str(timed.turns.turn(engine.session.id, 2).context)
@@ -164,7 +174,7 @@ def test_reading_a_fact_extends_its_life(timed: Store, clock: Clock) -> None:
     clock.days(51)
     erased = prune(timed, clock.now, retention_days=None, fact_idle_days=30)
     assert sorted(e.fact.key for e in erased.facts) == ["city", "order number"]
-    assert erased.facts[0].why == "unused for 31 days"
+    assert (erased.facts[0].cause, erased.facts[0].unused_days) == (ExpiryCause.UNUSED, 31)
     # /remember facts have no idle end: the user gave them none.
     assert [f.id for f in timed.facts.facts(include_deleted=True)] == [remembered.id]
     assert expiry_of(timed.facts.fact(remembered.id), 30) is None

@@ -249,6 +249,13 @@ def test_hand_edited_rows_are_one_line_not_a_traceback(tmp_path: Path) -> None:
     ('{"role": "user", "content": "你好", "ts": "2024-13-45T99:99:99"}\n',
      "t.jsonl:1: ts '2024-13-45T99:99:99' is not an ISO-8601 date and time"
      " (e.g. 2024-05-01T09:30:00Z)"),
+    # Read, but moved into New York (or out of +05:45 into UTC) past the calendar.
+    *[(f'{{"role": "user", "content": "hi", "ts": "2024-05-01T09:30:00Z"}}\n'
+       f'{{"role": "assistant", "content": "你好", "ts": "{ts}"}}\n',
+       f"t.jsonl:2: ts '{ts}' is at the calendar's edge (year 1 or 9999), where not every"
+       " time zone can show it")
+      for ts in ("0001-01-01T00:00:00Z", "0001-01-01T00:00:00+05:45",
+                 "9999-12-31T23:59:59-05:00", "0001-01-01T00:00:00")],
 ])
 def test_an_empty_transcript_or_an_unreadable_timestamp_is_refused_naming_the_file(
     tmp_path: Path, text: str, error: str
@@ -262,6 +269,37 @@ def test_an_empty_transcript_or_an_unreadable_timestamp_is_refused_naming_the_fi
     if db.exists():
         with Store(db) as store:
             assert store.sessions.find_session("t") is None
+
+
+def test_a_stored_time_at_the_calendars_edge_is_undated_not_a_traceback(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Imported before the edge was refused (or written by another tool): west of UTC, year 1
+    # moved into the user's zone is before the calendar, and recall and export overflowed.
+    monkeypatch.setenv("TZ", "America/New_York")
+    path, db = tmp_path / "t.jsonl", tmp_path / "h.db"
+    path.write_text("".join(json.dumps({"role": role, "content": text,
+                                        "ts": "2024-05-01T09:30:00Z"}) + "\n"
+                            for role, text in [("user", "I visited the aquarium with Lena"),
+                                               ("assistant", "Nice aquarium trip."),
+                                               ("user", "我和丽娜去了水族馆"),
+                                               ("assistant", "真好。")]), encoding="utf-8")
+    invoke("sessions", "import", str(path), "--name", "z", "--db", str(db), code=0)
+    with sqlite3.connect(db) as conn:
+        for message_id, ts in enumerate(("0001-01-01T00:00:00Z", "0001-01-01T00:00:00+05:45",
+                                         "9999-12-31T23:59:59-05:00", "0001-01-01"), 1):
+            conn.execute("UPDATE messages SET created_at = ? WHERE id = ?", (ts, message_id))
+    for asked in ("Where did I go with Lena last year?", "我和丽娜去了哪里？"):
+        chat = invoke("chat", "z", "-s", "retrieval", "--provider", "scripted", "--db",
+                      str(db), input=f"{asked}\n")
+        assert chat.exit_code == 0, chat.stderr
+        assert "error" not in chat.stderr
+    out = tmp_path / "z.md"
+    exported = invoke("sessions", "export", "z", "-o", str(out), "--db", str(db))
+    assert exported.exit_code == 0, exported.stderr
+    text = out.read_text(encoding="utf-8")
+    # Shown as stored: no zone can move them.
+    assert "· 0001-01-01T00:00:00Z" in text and "· 9999-12-31T23:59:59-05:00" in text
 
 
 def test_an_iso_timestamp_is_imported_as_it_was(tmp_path: Path) -> None:
