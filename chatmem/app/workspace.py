@@ -326,7 +326,9 @@ class Workspace:
                 return self.registries.resolve_embedder(settings)
 
             if self._pool is not None:
-                key = (repr(settings.embeddings), settings.base_url, settings.api_key_env)
+                # The section itself, not its repr: that masks a key in its base_url, so two
+                # keys for one server would share one embedder.
+                key = (settings.embeddings, settings.base_url, settings.api_key_env)
                 self._embedder = self._pool.embedder(key, open_embedder)
             else:
                 self._embedder = open_embedder()

@@ -131,3 +131,21 @@ def test_a_pool_runs_retention_once_on_each_history_its_workspaces_open(
             assert ws.retention_checked is done_before
             apply_retention(ws)
             assert ws.retention_checked and ws.store.sessions.find_session("old") is None
+
+
+def test_a_pool_keeps_one_embedder_per_key_in_the_embedders_url(tmp_path: Path) -> None:
+    # The section's repr masks the key: two keys for one server are two embedders.
+    from dataclasses import replace
+
+    from chatmem.config.sections import EmbeddingsSection
+
+    pool = ModelPool()
+    opened = []
+    for key in ("sk-one1111", "sk-two2222", "sk-one1111"):
+        section = EmbeddingsSection(provider="hash", base_url=f"http://k:{key}@127.0.0.1:9/v1")
+        settings = replace(Settings(provider="scripted", db=str(tmp_path / "h.db")),
+                           embeddings=section)
+        with Workspace(settings, models=pool) as ws:
+            opened.append(ws.embedder)
+    assert opened[0] is not opened[1] and opened[0] is opened[2]
+    pool.close()
