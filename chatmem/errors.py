@@ -120,6 +120,19 @@ class ConfigError(UsageError):
     pass
 
 
+class WrongThread(UsageError):
+    """A history used on a thread other than the one that opened it: a program embedding
+    chatmem broke the rule its Workspace states (SQLite's connection refuses another thread;
+    PostgreSQL's would interleave two threads' transactions)."""
+
+    def __init__(self, location: str) -> None:
+        super().__init__(
+            f"{location}: used on a thread other than the one that opened it: a Workspace, "
+            "its history and the conversations opened from it belong to one thread (open "
+            "a Workspace on each thread; a ModelPool shares the models between them)")
+        self.location = location
+
+
 class RequestError(UsageError):
     """A request to `chatmem serve` chatmem cannot take as a turn; `param` names the field
     (OpenAI's error shape has one)."""

@@ -105,6 +105,12 @@ class Workspace:
     `models`, a pool its owner shares between workspaces, supplies the chat models;
     `registries`, the strategies, providers and embedders to build from (the process's,
     chatmem.plugins.load_registries(), when none is handed in; they load on first use).
+
+    One thread: a workspace, its store and the conversations (engines) opened from it are
+    used on the thread that opened its history (its first `store`), as a SQLite connection
+    is; a program with several threads (asyncio.to_thread, a thread pool, one per chat)
+    opens a workspace on each, sharing one ModelPool. Use from another thread is refused
+    (WrongThread, nothing stored); close() may be called from any.
     """
 
     def __init__(self, settings: Settings, *, create: bool = True, one_off: bool = False,
@@ -326,7 +332,9 @@ class Workspace:
                 return self.registries.resolve_embedder(settings)
 
             if self._pool is not None:
-                key = (repr(settings.embeddings), settings.base_url, settings.api_key_env)
+                # The section itself, not its repr: that masks a key in its base_url, so two
+                # keys for one server would share one embedder.
+                key = (settings.embeddings, settings.base_url, settings.api_key_env)
                 self._embedder = self._pool.embedder(key, open_embedder)
             else:
                 self._embedder = open_embedder()

@@ -25,9 +25,10 @@ parser has taken its brackets off and checked it)."""
 
 @dataclass(frozen=True)
 class Endpoint:
-    base: str
+    # base and query may hold a key (user:KEY@host, ?api-key=KEY): a repr shows only `shown`.
+    base: str = field(repr=False)
     """scheme://host[:port]/path, without the query: what the client appends paths to."""
-    query: dict[str, str] = field(default_factory=dict)
+    query: dict[str, str] = field(default_factory=dict, repr=False)
     """The base URL's query, sent with every request."""
     shown: str = ""
     """The URL as messages show it: a key in it masked."""

@@ -13,7 +13,7 @@ process list): libpq reads PGPASSWORD, ~/.pgpass (PGPASSFILE) and a service file
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from enum import StrEnum
 from pathlib import Path
 from urllib.parse import parse_qsl, unquote, urlsplit
@@ -40,7 +40,7 @@ class LocationKind(StrEnum):
 @dataclass(frozen=True)
 class HistoryLocation:
     kind: LocationKind
-    target: str
+    target: str = field(repr=False)  # a URL's password: a repr (a traceback's locals) shows `shown`
     """The file path, or the URL to connect with (scheme in lower case, sslmode added where
     the TLS rule asks)."""
     shown: str

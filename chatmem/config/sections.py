@@ -42,7 +42,7 @@ class SummarySection:
     """Pin details a new summary dropped, so they are still sent."""
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, repr=False)
 class EmbeddingsSection:
     """[embeddings]: which embedder `retrieval` uses."""
 
@@ -53,6 +53,10 @@ class EmbeddingsSection:
     """Where the embedder's key is; unset: the chat's api_key_env."""
     threads: int = 1
 
+    def __repr__(self) -> str:
+        """The fields, base_url masked (it may carry a key)."""
+        return shown_repr(self)
+
 
 Section = LocalSection | ScriptedSection | SummarySection | EmbeddingsSection
 SECTIONS: dict[str, type[Any]] = {
@@ -62,6 +66,26 @@ SECTIONS: dict[str, type[Any]] = {
     "embeddings": EmbeddingsSection,
 }
 """Table name → its dataclass, in the order the schema lists them."""
+
+
+def shown_repr(value: Any) -> str:
+    """A dataclass's repr as the generated one writes it, with each URL that may carry a key
+    or a password masked: a base URL's password and query values (any may be a key), a
+    history location's password. A settings object logged, or printed among a traceback's
+    locals, shows no secret."""
+    from chatmem.config.location import masked
+    from chatmem.privacy.secrets import redacted_url
+
+    parts = []
+    for f in dataclasses.fields(value):
+        item = getattr(value, f.name)
+        if isinstance(item, str) and f.name == "base_url":
+            item = redacted_url(item)
+        elif isinstance(item, str) and f.name == "db":
+            item = masked(item)
+        if f.repr:
+            parts.append(f"{f.name}={item!r}")
+    return f"{type(value).__qualname__}({', '.join(parts)})"
 
 
 def section_keys(section: type[Any]) -> dict[str, type | tuple[type, ...]]:

@@ -23,6 +23,7 @@ from chatmem.config.sections import (
     ScriptedSection,
     SummarySection,
     section_table,
+    shown_repr,
 )
 from chatmem.text import profile_name
 
@@ -69,7 +70,7 @@ OPTION_FLAG = Source(SourceKind.FLAG, "-o")
 """Model options given with `-o KEY=VALUE`."""
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, repr=False)
 class Settings:
     """Every setting, read once (load_settings) and never changed after: a command that
     wants other values makes new settings (dataclasses.replace), so what a strategy or a
@@ -133,6 +134,11 @@ class Settings:
     """The config file these settings were read from, if any."""
     sources: dict[str, Source] = field(default_factory=dict)
     """Where each key that is not a default came from: the file, `env VAR` or `flag --x`."""
+
+    def __repr__(self) -> str:
+        """The fields, base_url and db masked (a key or a password in them is never shown; an
+        API key is in no field, only the name of the variable holding it)."""
+        return shown_repr(self)
 
     def __post_init__(self) -> None:
         # One profile however its name was composed (config file, CHATMEM_USER, --user of

@@ -83,7 +83,8 @@ the store it passed in (`Engine[Store]`); any engine is an `Engine[TurnStore]`."
 
 
 class Engine(SessionChanges, MemoryUpkeep, Generic[StoreT]):
-    """Runs turns of one session with one strategy and one provider."""
+    """Runs turns of one session with one strategy and one provider, on the thread that
+    opened its store (chatmem.app.Workspace says why; another thread is refused, WrongThread)."""
 
     store: StoreT
 

@@ -10,7 +10,7 @@ import re
 import secrets
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from enum import Enum
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -42,7 +42,7 @@ class TokenMade(Enum):
 class Listening:
     host: str
     port: int
-    token: str | None
+    token: str | None = field(repr=False)  # a repr (a log, a traceback's locals) never shows it
     """Every request must carry `Authorization: Bearer TOKEN`; None: no token asked, and only
     the account that started the server is answered (ThisMachineOnly)."""
     made: TokenMade | None = None

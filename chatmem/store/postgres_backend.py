@@ -15,6 +15,7 @@ from __future__ import annotations
 import logging
 import os
 import re
+import threading
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
@@ -25,6 +26,7 @@ from chatmem.errors import (
     NotChatmemDatabase,
     StoreError,
     StoreFailure,
+    WrongThread,
 )
 from chatmem.notices import WaitingForUpgrade, WaitingForWrite
 from chatmem.store import postgres_schema as schema
@@ -128,6 +130,7 @@ class PostgresBackend(PostgresFailures, PostgresVectors, PostgresWords):
         """Called after each statement with its SQL, parameters and cursor (store/meter.py
         counts the work with it)."""
         self._target = where.target
+        self._thread = threading.get_ident()  # the only one to use it (`_reconnect_if_lost`)
         self._statement_timeout = "0"
         self._own_statement_timeout = False
         self._conn = self._connect()
@@ -182,7 +185,11 @@ class PostgresBackend(PostgresFailures, PostgresVectors, PostgresWords):
         """A connection the server dropped (a restart) is opened anew before the next
         statement outside a write: the statement that met the loss failed and said so (its
         transaction rolled back with it), and is never run twice. A chat or a server then
-        goes on once the database is back, as its error said it would."""
+        goes on once the database is back, as its error said it would. Before each
+        statement: on another thread than the one that opened it, WrongThread (two threads'
+        transactions would interleave on the one connection, as SQLite's refuses)."""
+        if threading.get_ident() != self._thread:
+            raise WrongThread(self.location)
         if self._conn.closed and not self._writing:
             self._conn = self._connect()
             if self.ranks_vectors:

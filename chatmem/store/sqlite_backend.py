@@ -6,7 +6,9 @@ SQLite's result code: the rest of chatmem never sees the driver.
 
 from __future__ import annotations
 
+import gc
 import sqlite3
+import threading
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
@@ -18,6 +20,7 @@ from chatmem.errors import (
     StoreConflict,
     StoreError,
     StoreFailure,
+    WrongThread,
 )
 from chatmem.notices import WaitingForWrite
 from chatmem.store import open_files, upgrading
@@ -75,6 +78,8 @@ class SqliteBackend(SqliteOpening, SqliteWords):
         in_memory = str(path) == ":memory:"
         self._release: Callable[[], None] = lambda: None
         """Uncounts this connection from the files the process holds (open_files)."""
+        self._thread = threading.get_ident()
+        """The thread that opened it, the only one sqlite3 lets use it (`_on_its_thread`)."""
         if in_memory:
             key = None
         else:
@@ -148,8 +153,28 @@ class SqliteBackend(SqliteOpening, SqliteWords):
         return self.conn.in_transaction
 
     def close(self) -> None:
-        self.conn.close()
-        self._release()
+        """Close the connection, from any thread, and let go of the file."""
+        try:
+            if threading.get_ident() == self._thread:
+                self.conn.close()
+            else:
+                # sqlite3 closes a connection only on its own thread, but frees (and closes)
+                # one no longer referenced on any: a program closing its Workspace from
+                # another thread is not left with a raw error and the file held open. Its
+                # statement cache refers back to it, so only a collection frees it.
+                self.conn = sqlite3.connect(":memory:")
+                self.conn.close()
+                self.sqlite.conn = self.conn
+                gc.collect()
+        finally:
+            self._release()
+
+    def _on_its_thread(self, error: sqlite3.Error | UnicodeDecodeError) -> None:
+        """Raise WrongThread when `error` is sqlite3 refusing the thread it was used on: the
+        check is the connection's own, so a statement on the right thread costs nothing."""
+        if (isinstance(error, sqlite3.ProgrammingError)
+                and threading.get_ident() != self._thread):
+            raise WrongThread(self.location) from None
 
     def _value(self, sql: str, params: Sequence[Any] = ()) -> Any:
         row = self.execute(sql, params).fetchone()
@@ -177,7 +202,9 @@ class SqliteBackend(SqliteOpening, SqliteWords):
 
     def statement_error(self, error: sqlite3.Error | UnicodeDecodeError) -> StoreError:
         """A statement's driver error as the store's: what opening or a write makes of it,
-        else (a statement refused, a damaged row) a DatabaseError of its kind."""
+        else (a statement refused, a damaged row) a DatabaseError of its kind; WrongThread
+        raised when it was run on a thread other than the connection's."""
+        self._on_its_thread(error)
         if self._gone:
             return replaced(self.path, self.location)
         if self._opening and isinstance(error, sqlite3.DatabaseError):
@@ -290,6 +317,7 @@ class SqliteBackend(SqliteOpening, SqliteWords):
                     ) -> StoreError:
         """What stopped a write, said by the kind of its error (not its wording); `waited_s`:
         how long it waited for another process's lock."""
+        self._on_its_thread(error)
         if self._gone:
             return replaced(self.path, self.location)
         kind = failure_of(error)

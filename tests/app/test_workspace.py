@@ -3,19 +3,24 @@ workspace never creates a history; an engine is built with everything in its con
 
 from __future__ import annotations
 
+import os
+import threading
+from collections.abc import Callable
 from importlib.metadata import EntryPoint
 from pathlib import Path
 
 import pytest
+from conftest import History
 
 from chatmem.app import Workspace
 from chatmem.app.conversations import open_conversation, start_conversation
 from chatmem.app.workspace import ModelPool
 from chatmem.config.settings import Settings
-from chatmem.errors import NotFound
+from chatmem.errors import ExitCode, NotFound, WrongThread
 from chatmem.plugin_entries import Plugins
 from chatmem.plugins import ENTRY_POINT_GROUP, Registries
 from chatmem.providers.scripted import ScriptedProvider
+from chatmem.store import open_files
 
 
 class Counted(ScriptedProvider):
@@ -131,3 +136,71 @@ def test_a_pool_runs_retention_once_on_each_history_its_workspaces_open(
             assert ws.retention_checked is done_before
             apply_retention(ws)
             assert ws.retention_checked and ws.store.sessions.find_session("old") is None
+
+
+def test_a_pool_keeps_one_embedder_per_key_in_the_embedders_url(tmp_path: Path) -> None:
+    # The section's repr masks the key: two keys for one server are two embedders.
+    from dataclasses import replace
+
+    from chatmem.config.sections import EmbeddingsSection
+
+    pool = ModelPool()
+    opened = []
+    for key in ("sk-one1111", "sk-two2222", "sk-one1111"):
+        section = EmbeddingsSection(provider="hash", base_url=f"http://k:{key}@127.0.0.1:9/v1")
+        settings = replace(Settings(provider="scripted", db=str(tmp_path / "h.db")),
+                           embeddings=section)
+        with Workspace(settings, models=pool) as ws:
+            opened.append(ws.embedder)
+    assert opened[0] is not opened[1] and opened[0] is opened[2]
+    pool.close()
+
+
+def on_another_thread(work: Callable[[], object]) -> BaseException | None:
+    """What `work` raised on a thread of its own (None: nothing)."""
+    raised: list[BaseException] = []
+
+    def run() -> None:
+        try:
+            work()
+        except BaseException as e:
+            raised.append(e)
+
+    thread = threading.Thread(target=run)
+    thread.start()
+    thread.join()
+    return raised[0] if raised else None
+
+
+def test_a_workspace_used_on_another_thread_says_so_and_stores_nothing(
+        history: History) -> None:
+    # A program that hands its engine to a worker (asyncio.to_thread, a thread pool) is
+    # told the rule, not SQLite's words; PostgreSQL's connection would interleave the
+    # threads' transactions ("commit at the wrong nesting level") and store nothing.
+    settings = Settings(provider="scripted", db=str(history.location))
+    with Workspace(settings) as ws, open_conversation(ws, "bot") as engine:
+        engine.run_turn("hello")
+        for work in (lambda: engine.run_turn("from a worker"),
+                     lambda: ws.store.sessions.list_sessions()):
+            error = on_another_thread(work)
+            assert isinstance(error, WrongThread), repr(error)
+            assert error.exit_code == ExitCode.USAGE and error.location == ws.location
+            assert "thread" in str(error) and "Workspace" in str(error)
+        engine.run_turn("back on its thread")
+        assert [t.input for t in ws.store.turns.turns(engine.session.id)] == [
+            "hello", "back on its thread"]
+
+
+def test_a_workspace_closes_from_another_thread_than_its_history_opened_on(
+        history: History) -> None:
+    settings = Settings(provider="scripted", db=str(history.location))
+    ws = Workspace(settings)
+    assert on_another_thread(lambda: ws.store.sessions.create_session("s", "window")) is None
+    ws.close()  # once raised sqlite3's ProgrammingError, and kept the file counted open
+    if history.is_file:
+        path = Path(history.location)
+        assert open_files.held_kind(path) is None
+        assert not [fd for fd in Path("/proc/self/fd").iterdir()
+                    if os.path.realpath(fd) == str(path.resolve())]
+    with Workspace(settings) as again:  # as it was left
+        assert [s.name for s in again.store.sessions.list_sessions()] == ["s"]

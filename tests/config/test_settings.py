@@ -253,3 +253,27 @@ def test_a_table_sets_its_keys_and_keeps_the_defaults_of_the_others(tmp_path: Pa
     assert settings.local == LocalSection(model_path="m.gguf", threads=2, n_ctx=4096)
     assert settings.embeddings == EmbeddingsSection(provider="auto", threads=3)
     assert settings.public()["local"] == {"model_path": "m.gguf", "threads": 2, "n_ctx": 4096}
+
+
+def test_a_repr_shows_no_password_nor_key(tmp_path: Path) -> None:
+    # A settings object logged, or among a traceback's locals, is printed by its repr.
+    from chatmem.config.endpoint import parse_endpoint
+
+    settings = Settings(db="postgresql://ann:pgpass777@db.example/x",
+                        base_url="http://u:sk-ui123@h.example/v1?api-key=sk-query456",
+                        embeddings=EmbeddingsSection(base_url="http://k:sk-emb789@h.example/v1"))
+    from_env = load_settings(env={"CHATMEM_DB": "postgresql://ann:pgpass777@db.example/x"})
+    shown = [repr(settings), repr(from_env), repr(settings.location),
+             repr(parse_endpoint(settings.base_url or "")), str(settings)]
+    for text in shown:
+        for secret in ("pgpass777", "sk-ui123", "sk-query456", "sk-emb789"):
+            assert secret not in text
+    assert "db='postgresql://ann:***@db.example/x'" in shown[0]
+    assert "base_url='http://u:***@h.example/v1?api-key=***'" in shown[0]
+    assert "base_url='http://k:***@h.example/v1'" in shown[0]
+    assert "shown='postgresql://ann:***@db.example/x?sslmode=require'" in shown[2]
+    # What is no secret is shown as the generated repr would, and values are untouched.
+    assert "context_budget=4000" in shown[0] and "api_key_env='OPENAI_API_KEY'" in shown[0]
+    assert settings.location.target.startswith("postgresql://ann:pgpass777@")
+    path = str(tmp_path / "历史.db")
+    assert f"db={path!r}" in repr(Settings(db=path))

@@ -847,6 +847,7 @@ def test_listening_beyond_this_machine_makes_a_token() -> None:
     open_to_all = listening("0.0.0.0:8765", None)
     assert open_to_all.generated and open_to_all.token and len(open_to_all.token) >= 32
     assert listening("0.0.0.0:1", "mine").token == "mine"
+    assert open_to_all.token not in repr(open_to_all)  # a log or a traceback's locals
     from chatmem.errors import UsageError
 
     for bad in ("eighty", "1:70000", "[::1"):
