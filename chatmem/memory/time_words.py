@@ -193,8 +193,13 @@ def _english(m: re.Match[str], now: datetime) -> TimeSpan | None:
     if groups["edge"]:
         return part_of_month(_month(groups, "edge", now), EDGES[groups["edge"]])
     if groups["weekday"]:
-        return weekday_span(WEEKDAYS[groups["weekday"]], now,
-                            before_today=groups["wd_when"] == "last")
+        weekday = WEEKDAYS[groups["weekday"]]
+        if groups["wd_when"] == "this":
+            # This week's, as 这周五: said of only once it has come (asked on a Wednesday,
+            # "this Friday" is two days on, not the Friday gone).
+            return weekday_span(weekday, now, weeks_before=0) \
+                if weekday <= now.weekday() else None
+        return weekday_span(weekday, now, before_today=groups["wd_when"] == "last")
     if groups["last"]:
         this, what = groups["last"] == "this", groups["what"]
         if what == "year":

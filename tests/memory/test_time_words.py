@@ -176,6 +176,42 @@ def test_last_weekday_is_that_day_in_the_week_before_today(name: str, now: datet
     assert now.date() - timedelta(days=7) <= span.start.date() < now.date()
 
 
+@given(st.sampled_from(range(7)),
+       st.datetimes(min_value=datetime(2001, 1, 1), max_value=datetime(2090, 1, 1)))
+def test_this_weekday_is_this_weeks_once_it_has_come_as_in_chinese(weekday: int,
+                                                                   now: datetime) -> None:
+    # Asked on Wednesday 11 March, "this Friday" named Friday 6 March (last week's) and
+    # boosted what was said then; 这周五 names no day until Friday has come.
+    now = now.replace(tzinfo=UTC)
+    name = calendar.day_name[weekday]
+    found = spans(f"What is happening this {name}?", now)
+    assert found == spans(f"这周{'一二三四五六日'[weekday]}有什么安排？", now)
+    monday = now.date() - timedelta(days=now.weekday())
+    if weekday > now.weekday():
+        assert found == []
+    else:
+        assert [span.days for span in found] == [
+            ((monday + timedelta(days=weekday)).isoformat(),) * 2]
+    # "on Friday" is still the latest Friday not after today, "next Friday" none.
+    [on] = spans(f"What did I do on {name}?", now)
+    assert f"{on.start:%A}" == name and now.date() - timedelta(days=6) <= on.start.date() \
+        <= now.date()
+    assert spans(f"What is planned for next {name}?", now) == []
+
+
+@pytest.mark.parametrize("question, day", [
+    ("What is happening this Friday?", None),  # asked on Wednesday 11 March 2026
+    ("What did we settle this Monday?", "2026-03-09"),
+    ("Who came by this Wednesday?", "2026-03-11"),
+    ("What did I eat last Friday?", "2026-03-06"),
+    ("Who called on Friday?", "2026-03-06"),
+    ("What is on next Friday?", None),
+])
+def test_weekday_words_asked_midweek(question: str, day: str | None) -> None:
+    assert [span.days for span in spans(question, datetime(2026, 3, 11, 10, tzinfo=UTC))] \
+        == ([(day, day)] if day else [])
+
+
 @pytest.mark.parametrize("time_word, span, look_alike, look_alike_span", [
     ("上上周五", ("2026-05-22", "2026-05-23"), "上上下下都找遍了", None),
     # 楼上 (upstairs) + 上个月; 爱上 (fell for) + 上个月.
