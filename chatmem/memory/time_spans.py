@@ -138,12 +138,20 @@ def this_week(now: datetime) -> TimeSpan:
 def dated(month: int, day: int, now: datetime, *, around: bool,
           year: int | None = None) -> TimeSpan | None:
     """A day (`around`: give or take three days); without a `year`, the latest such day
-    not after now."""
+    not after now (a 29 February asked in 2026, 2024's)."""
+    written = year is not None
     if year is None:
         year = now.year if (month, day) <= (now.month, now.day) else now.year - 1
-    try:
-        moment = now.replace(year=year, month=month, day=day)
-    except ValueError:
+    moment = None
+    # A 29 February comes back within eight years (2096, then 2104); a day no year has
+    # (30 February) is tried as often and names none.
+    for back in range(1 if written else 9):
+        try:
+            moment = now.replace(year=year - back, month=month, day=day)
+            break
+        except ValueError:
+            continue
+    if moment is None:
         return None
     if around:
         return TimeSpan(day_start(moment) - timedelta(days=3),
