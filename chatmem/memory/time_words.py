@@ -1,6 +1,7 @@
 """Time words in a question, as the spans of time they name: `last May`, `三周前`, `去年`,
 `8 May 2023`, `May 8, 2023`, `2023-05-08`, `early June`, `2023年5月`, `last Friday`, `上周五`,
-`the day before yesterday`, `上上周五`, `大前天`, `二〇二二年五月`, `三月下旬`, `月底`.
+`the day before yesterday`, `上上周五`, `大前天`, `二〇二二年五月`, `三月下旬`, `月底`,
+`today`, `last night`, `昨晚`, `今早`.
 
 A question that names a time ("Where did we eat last month?", "去年我看了哪个展？")
 asks about what was said then; retrieval prefers messages dated within the
@@ -61,6 +62,8 @@ NTH = {"first": 1, "second": 2, "third": 3, "fourth": 4, "1st": 1, "2nd": 2, "3r
        "last": None}
 
 _MONTH_NAMES = "|".join(sorted(MONTHS, key=len, reverse=True))
+DAY_PARTS = ("morning", "afternoon", "evening", "night")
+_DAY_PARTS = "|".join(DAY_PARTS)
 _EN_COUNT = "|".join(sorted(EN_NUMBERS, key=len, reverse=True))
 _YEAR = r"(?:19|20)\d\d"
 _WEEKDAY_NAMES = "|".join(WEEKDAYS)
@@ -79,9 +82,11 @@ _EN = re.compile(
     rf"|(?:the\s+)?(?P<edge>start|beginning|middle|end)\s+of\s+"
     rf"(?:{_MONTH_NAMED.format('edge_month')}|(?P<edge_rel>last|this|the)\s+month\b)"
     rf"|(?P<wd_when>last|this|past|on)\s+(?P<weekday>{_WEEKDAY_NAMES})\b"
-    rf"|(?P<last>last|this)\s+(?P<what>year|month|week|{_MONTH_NAMES})\b"
-    rf"|(?P<day_before>day\s+before\s+yesterday)"
+    # last year, this May, last night, this morning
+    rf"|(?P<last>last|this)\s+(?P<what>year|month|week|{_MONTH_NAMES}|{_DAY_PARTS})\b"
+    rf"|(?P<day_before>day\s+before\s+yesterday|night\s+before\s+last)"
     rf"|(?P<yesterday>yesterday)"
+    rf"|(?P<today>to(?:day|night))"
     # 8 May 2023, on the 1st of February, 2023 (a day first, as most of the world writes it)
     rf"|(?:(?P<d_around>around|about|on)\s+)?(?:the\s+)?(?P<d_day>\d{{1,2}})(?:st|nd|rd|th)?"
     rf"\s+(?:of\s+)?(?P<d_month>{_MONTH_NAMES})\b\.?(?:,?\s+(?P<d_year>{_YEAR})\b)?"
@@ -208,11 +213,15 @@ def _english(m: re.Match[str], now: datetime) -> TimeSpan | None:
             return months_back(0 if this else 1, now)
         if what == "week":
             return this_week(now) if this else weeks_back(1, now)
+        if what in DAY_PARTS:
+            return days_back(0 if this else 1, now)
         return last_month_named(MONTHS[what], now, before=not this)
     if groups["day_before"]:
         return days_back(2, now)
     if groups["yesterday"]:
         return days_back(1, now)
+    if groups["today"]:
+        return days_back(0, now)
     if groups["d_month"]:
         return dated(MONTHS[groups["d_month"]], int(groups["d_day"]), now,
                      around=groups["d_around"] in ("around", "about"),

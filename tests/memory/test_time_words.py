@@ -110,6 +110,15 @@ def day(text: str) -> datetime:
     ("What happened on the 4th?", "2026-05-04", "2026-05-05"),
     ("Who called around the 20th?", "2026-05-17", "2026-05-24"),
     ("What did I do on the 1st of this month?", "2026-06-01", "2026-06-02"),
+    # The day's words for a part of it are that day (they named none).
+    ("昨晚吃了什么？", "2026-05-31", "2026-06-01"),
+    ("昨日说过什么？", "2026-05-31", "2026-06-01"),
+    ("前晚我在哪？", "2026-05-30", "2026-05-31"),
+    ("今早我说了什么？", "2026-06-01", "2026-06-02"),
+    ("今天我做了什么？", "2026-06-01", "2026-06-02"),
+    ("What did I do today?", "2026-06-01", "2026-06-02"),
+    ("Where did we eat last night?", "2026-05-31", "2026-06-01"),
+    ("What did I say this morning?", "2026-06-01", "2026-06-02"),
 ])
 def test_time_words_name_the_span_they_mean(question: str, start: str, end: str) -> None:
     [span] = spans(question, NOW)
@@ -231,6 +240,11 @@ def test_weekday_words_asked_midweek(question: str, day: str | None) -> None:
     ("月底", ("2026-06-21", "2026-07-01"), "下个月底有什么安排？", None),
     ("月底", ("2026-06-21", "2026-07-01"), "每月底要交房租", None),
     ("月初", ("2026-06-01", "2026-06-11"), "正月初一去哪拜年？", None),
+    # 如今 (nowadays) + 天气, 至今 + 早已; 之前 + 晚了 (later than before), 提前 + 晚点.
+    ("今天", ("2026-06-01", "2026-06-02"), "如今天气变暖了", None),
+    ("今早", ("2026-06-01", "2026-06-02"), "至今早已忘了", None),
+    ("前晚", ("2026-05-30", "2026-05-31"), "比之前晚了半小时", None),
+    ("前晚", ("2026-05-30", "2026-05-31"), "提前晚点出发", None),
 ])
 def test_words_that_only_look_like_time_words_name_their_own_span_or_none(
         time_word: str, span: tuple[str, str], look_alike: str,
@@ -260,6 +274,18 @@ def test_full_width_digits_name_the_day_ascii_ones_do(day_named: date, now: date
     written = f"{day_named.year}年{day_named.month}月{day_named.day}号我做了什么？"
     full_width = written.translate({ord(d): ord(d) + 0xFEE0 for d in "0123456789"})
     assert full_width != written and spans(full_width, now) == spans(written, now) != []
+
+
+@given(st.datetimes(min_value=datetime(2001, 1, 1), max_value=datetime(2090, 1, 1)))
+def test_a_part_of_a_day_is_that_day_in_either_language(now: datetime) -> None:
+    now = now.replace(tzinfo=UTC)
+    [today] = spans("today", now)
+    assert today.start <= now < today.end and today.end - today.start == timedelta(days=1)
+    for words in ("今天", "今日", "今早", "今晚", "tonight", "this evening"):
+        assert spans(words, now) == [today], words
+    for words in ("昨晚", "昨日", "昨夜", "last night"):
+        assert spans(words, now) == spans("yesterday", now), words
+    assert spans("前晚", now) == spans("前天", now) == spans("the night before last", now)
 
 
 def test_zhou_yi_qi_is_a_week_not_a_monday() -> None:
