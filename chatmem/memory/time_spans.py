@@ -72,6 +72,17 @@ def part_of_month(span: TimeSpan, part: str) -> TimeSpan:
     return TimeSpan(span.start + 2 * tenth, span.end)
 
 
+def part_of_year(year: int, part: str, now: datetime) -> TimeSpan | None:
+    """The start (early: January) or end (late: December) of a year, or the whole year
+    (mid). 年底 and "the end of the year" are said of the weeks before New Year, seldom of
+    autumn: its last month, not its last third as a month's end is; none while it is to
+    come (asked in March, 今年底 is months away: nothing said of it yet)."""
+    if part == "mid":
+        return year_span(year, now)
+    span = month_span(year, 1 if part == "early" else 12, now)
+    return span if span.start <= now else None
+
+
 def ago(count: int, unit_days: int, now: datetime) -> TimeSpan:
     """`count` units before now, give or take half a unit (a day at least)."""
     centre = now - timedelta(days=count * unit_days)

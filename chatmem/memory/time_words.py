@@ -1,7 +1,7 @@
 """Time words in a question, as the spans of time they name: `last May`, `三周前`, `去年`,
 `8 May 2023`, `May 8, 2023`, `2023-05-08`, `early June`, `2023年5月`, `last Friday`, `上周五`,
 `the day before yesterday`, `上上周五`, `大前天`, `二〇二二年五月`, `三月下旬`, `月底`,
-`today`, `last night`, `昨晚`, `今早`.
+`today`, `last night`, `昨晚`, `今早`, `去年底`, `the end of last year`.
 
 A question that names a time ("Where did we eat last month?", "去年我看了哪个展？")
 asks about what was said then; retrieval prefers messages dated within the
@@ -33,6 +33,7 @@ from chatmem.memory.time_spans import (
     months_back,
     named_month,
     part_of_month,
+    part_of_year,
     past,
     this_week,
     this_weekend,
@@ -80,7 +81,8 @@ _EN = re.compile(
     rf"|(?:the\s+)?(?P<nth_week>first|second|third|fourth|last|1st|2nd|3rd|4th)\s+week\s+"
     rf"(?:of|in)\s+(?:{_MONTH_NAMED.format('nth_month')}|(?P<nth_rel>last|this|the)\s+month\b)"
     rf"|(?:the\s+)?(?P<edge>start|beginning|middle|end)\s+of\s+"
-    rf"(?:{_MONTH_NAMED.format('edge_month')}|(?P<edge_rel>last|this|the)\s+month\b)"
+    rf"(?:{_MONTH_NAMED.format('edge_month')}|(?P<edge_rel>last|this|the)\s+month\b"
+    rf"|(?P<edge_year>last|this)\s+year\b)"
     rf"|(?P<wd_when>last|this|past|on)\s+(?P<weekday>{_WEEKDAY_NAMES})\b"
     # last year, this May, last night, this morning
     rf"|(?P<last>last|this)\s+(?P<what>year|month|week|{_MONTH_NAMES}|{_DAY_PARTS})\b"
@@ -195,6 +197,9 @@ def _english(m: re.Match[str], now: datetime) -> TimeSpan | None:
         return weeks_back(2, now)
     if groups["nth_week"]:
         return week_of_month(_month(groups, "nth", now), NTH[groups["nth_week"]])
+    if groups["edge_year"]:
+        return part_of_year(now.year - (groups["edge_year"] == "last"), EDGES[groups["edge"]],
+                            now)
     if groups["edge"]:
         return part_of_month(_month(groups, "edge", now), EDGES[groups["edge"]])
     if groups["weekday"]:

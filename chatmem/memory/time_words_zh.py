@@ -18,6 +18,7 @@ from chatmem.memory.time_spans import (
     months_back,
     named_month,
     part_of_month,
+    part_of_year,
     past,
     this_week,
     this_weekend,
@@ -82,8 +83,9 @@ PATTERN = re.compile(
     rf"(?:星期|礼拜|周(?!一[起直样下些点切定般共]))"
     rf"(?P<wd>[一二三四五六日天])"
     rf"|(?P<ago_n>{_NUM}|几)\s*(?:个)?(?P<ago_unit>天|日|周|星期|礼拜|月)(?:之)?前"
+    # 去年五月底, 去年底, 去年年初
     rf"|(?P<rel_year>去年|今年|(?<!大)大*前年)(?:(?P<rel_year_month>{_NUM})月"
-    rf"(?P<rel_year_part>{_PART})?)?"
+    rf"(?P<rel_year_part>{_PART})?|年?(?P<rel_year_edge>{_EARLY}|{_LATE}))?"
     rf"|(?P<rel_month>(?<!上)上+个?月|这个月|本月)(?P<rel_month_part>{_PART})?"
     rf"|(?P<rel_week>(?<!上)上+个?(?:周|星期|礼拜)|这周|本周)"
     rf"|(?P<rel_day>昨[天日晚夜]|{_TODAY}今[天日早晚]|(?<!大)大*前天|{_NIGHT_BEFORE_LAST})"
@@ -95,8 +97,9 @@ PATTERN = re.compile(
     # 4号 alone: this month's 4th, or the latest before it; not 3号线 (Line 3), 5号楼, 第4号
     # or 选手4号 (contestant 4)
     rf"|(?<![月第])(?<!选手)(?P<day_only>{_NUM})号(?![线楼房门位院机桌床口库码球]|选手)(?P<day_only_around>左右|前后)?"
-    rf"|(?P<only_year>{_YEAR})\s*年"
-    rf"|{_ALONE}月(?P<this_month_part>{_EARLY}|{_LATE})")
+    rf"|(?P<only_year>{_YEAR})\s*年(?:年?(?P<only_year_edge>{_EARLY}|{_LATE}))?"
+    rf"|{_ALONE}(?:月(?P<this_month_part>{_EARLY}|{_LATE})"
+    rf"|年(?P<this_year_edge>{_EARLY}|{_LATE}))")
 
 
 def zh_number(text: str) -> int | None:
@@ -132,6 +135,10 @@ def _repeats(m: re.Match[str], group: str, char: str, word_endings: set[str],
 
 def _part(span: TimeSpan, part: str | None) -> TimeSpan:
     return part_of_month(span, MONTH_PARTS[part]) if part else span
+
+
+def _year_part(year: int, part: str | None, now: datetime) -> TimeSpan | None:
+    return part_of_year(year, MONTH_PARTS[part], now) if part else year_span(year, now)
 
 
 def read(m: re.Match[str], now: datetime) -> TimeSpan | None:
@@ -181,7 +188,7 @@ def read(m: re.Match[str], now: datetime) -> TimeSpan | None:
             if not month or not 1 <= month <= 12:
                 return None
             return _part(month_span(year, month, now), g["rel_year_part"])
-        return year_span(year, now)
+        return _year_part(year, g["rel_year_edge"], now)
     if g["rel_month"]:
         back = _repeats(m, "rel_month", "上", _WORDS_ENDING_IN_SHANG, 1)
         return _part(months_back(back, now), g["rel_month_part"])
@@ -214,7 +221,9 @@ def read(m: re.Match[str], now: datetime) -> TimeSpan | None:
             return week_of_month(span, None)
         return _part(span, g["month_part"])
     if g["only_year"]:
-        return year_span(zh_year(g["only_year"]), now)
+        return _year_part(zh_year(g["only_year"]), g["only_year_edge"], now)
     if g["this_month_part"]:
         return _part(months_back(0, now), g["this_month_part"])
+    if g["this_year_edge"]:
+        return _year_part(now.year, g["this_year_edge"], now)
     return None

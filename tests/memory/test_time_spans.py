@@ -102,6 +102,21 @@ def test_a_day_no_year_has_names_none_and_a_leap_day_of_a_written_year_only_that
     assert [span.days for span in spans("February 29, 2024", now)] == [("2024-02-29",) * 2]
 
 
+@given(MOMENTS)
+def test_a_years_end_is_its_december_once_it_has_come_and_its_start_january(
+        now: datetime) -> None:
+    for words in ("今年底", "今年年末", "年底", "the end of this year"):
+        found = spans(words, now)
+        assert [span.days for span in found] == (
+            [(f"{now.year}-12-01", f"{now.year}-12-31")] if now.month == 12 else []), words
+    for words in ("去年底", "去年年末", f"{now.year - 1}年底", "the end of last year"):
+        assert [span.days for span in spans(words, now)] == [
+            (f"{now.year - 1}-12-01", f"{now.year - 1}-12-31")], words
+    for words in ("今年初", "年初", "the start of this year", "the beginning of this year"):
+        assert [span.days for span in spans(words, now)] == [
+            (f"{now.year}-01-01", f"{now.year}-01-31")], words
+
+
 def test_weeks_of_a_month_are_its_days_seven_at_a_time_and_its_last_seven() -> None:
     february = month_span(2024, 2, datetime(2024, 6, 1, tzinfo=UTC))
     assert week_of_month(february, 1).days == ("2024-02-01", "2024-02-07")

@@ -119,6 +119,13 @@ def day(text: str) -> datetime:
     ("What did I do today?", "2026-06-01", "2026-06-02"),
     ("Where did we eat last night?", "2026-05-31", "2026-06-01"),
     ("What did I say this morning?", "2026-06-01", "2026-06-02"),
+    # A year's end is its last month (it was all of the year), its start its first.
+    ("去年底我们去了哪？", "2025-12-01", "2026-01-01"),
+    ("去年年底买了什么？", "2025-12-01", "2026-01-01"),
+    ("前年年初我在哪？", "2024-01-01", "2024-02-01"),
+    ("2024年底发生了什么？", "2024-12-01", "2025-01-01"),
+    ("年初我定了什么目标？", "2026-01-01", "2026-02-01"),
+    ("What did we do at the end of last year?", "2025-12-01", "2026-01-01"),
 ])
 def test_time_words_name_the_span_they_mean(question: str, start: str, end: str) -> None:
     [span] = spans(question, NOW)
@@ -245,6 +252,9 @@ def test_weekday_words_asked_midweek(question: str, day: str | None) -> None:
     ("今早", ("2026-06-01", "2026-06-02"), "至今早已忘了", None),
     ("前晚", ("2026-05-30", "2026-05-31"), "比之前晚了半小时", None),
     ("前晚", ("2026-05-30", "2026-05-31"), "提前晚点出发", None),
+    # 底薪 (base pay) and 初中 (junior high) after 去年: last year, not its end or start.
+    ("去年底", ("2025-12-01", "2026-01-01"), "去年底薪涨了吗？", ("2025-01-01", "2026-01-01")),
+    ("去年初", ("2025-01-01", "2025-02-01"), "去年初中同学聚会了", ("2025-01-01", "2026-01-01")),
 ])
 def test_words_that_only_look_like_time_words_name_their_own_span_or_none(
         time_word: str, span: tuple[str, str], look_alike: str,
