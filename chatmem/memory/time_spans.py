@@ -72,6 +72,17 @@ def part_of_month(span: TimeSpan, part: str) -> TimeSpan:
     return TimeSpan(span.start + 2 * tenth, span.end)
 
 
+def part_of_year(year: int, part: str, now: datetime) -> TimeSpan | None:
+    """The start (early: January) or end (late: December) of a year, or the whole year
+    (mid). 年底 and "the end of the year" are said of the weeks before New Year, seldom of
+    autumn: its last month, not its last third as a month's end is; none while it is to
+    come (asked in March, 今年底 is months away: nothing said of it yet)."""
+    if part == "mid":
+        return year_span(year, now)
+    span = month_span(year, 1 if part == "early" else 12, now)
+    return span if span.start <= now else None
+
+
 def ago(count: int, unit_days: int, now: datetime) -> TimeSpan:
     """`count` units before now, give or take half a unit (a day at least)."""
     centre = now - timedelta(days=count * unit_days)
@@ -138,12 +149,20 @@ def this_week(now: datetime) -> TimeSpan:
 def dated(month: int, day: int, now: datetime, *, around: bool,
           year: int | None = None) -> TimeSpan | None:
     """A day (`around`: give or take three days); without a `year`, the latest such day
-    not after now."""
+    not after now (a 29 February asked in 2026, 2024's)."""
+    written = year is not None
     if year is None:
         year = now.year if (month, day) <= (now.month, now.day) else now.year - 1
-    try:
-        moment = now.replace(year=year, month=month, day=day)
-    except ValueError:
+    moment = None
+    # A 29 February comes back within eight years (2096, then 2104); a day no year has
+    # (30 February) is tried as often and names none.
+    for back in range(1 if written else 9):
+        try:
+            moment = now.replace(year=year - back, month=month, day=day)
+            break
+        except ValueError:
+            continue
+    if moment is None:
         return None
     if around:
         return TimeSpan(day_start(moment) - timedelta(days=3),

@@ -1,6 +1,7 @@
 """Time words in a question, as the spans of time they name: `last May`, `三周前`, `去年`,
 `8 May 2023`, `May 8, 2023`, `2023-05-08`, `early June`, `2023年5月`, `last Friday`, `上周五`,
-`the day before yesterday`, `上上周五`, `大前天`, `二〇二二年五月`, `三月下旬`, `月底`.
+`the day before yesterday`, `上上周五`, `大前天`, `二〇二二年五月`, `三月下旬`, `月底`,
+`today`, `last night`, `昨晚`, `今早`, `去年底`, `the end of last year`.
 
 A question that names a time ("Where did we eat last month?", "去年我看了哪个展？")
 asks about what was said then; retrieval prefers messages dated within the
@@ -32,6 +33,7 @@ from chatmem.memory.time_spans import (
     months_back,
     named_month,
     part_of_month,
+    part_of_year,
     past,
     this_week,
     this_weekend,
@@ -61,6 +63,8 @@ NTH = {"first": 1, "second": 2, "third": 3, "fourth": 4, "1st": 1, "2nd": 2, "3r
        "last": None}
 
 _MONTH_NAMES = "|".join(sorted(MONTHS, key=len, reverse=True))
+DAY_PARTS = ("morning", "afternoon", "evening", "night")
+_DAY_PARTS = "|".join(DAY_PARTS)
 _EN_COUNT = "|".join(sorted(EN_NUMBERS, key=len, reverse=True))
 _YEAR = r"(?:19|20)\d\d"
 _WEEKDAY_NAMES = "|".join(WEEKDAYS)
@@ -77,11 +81,14 @@ _EN = re.compile(
     rf"|(?:the\s+)?(?P<nth_week>first|second|third|fourth|last|1st|2nd|3rd|4th)\s+week\s+"
     rf"(?:of|in)\s+(?:{_MONTH_NAMED.format('nth_month')}|(?P<nth_rel>last|this|the)\s+month\b)"
     rf"|(?:the\s+)?(?P<edge>start|beginning|middle|end)\s+of\s+"
-    rf"(?:{_MONTH_NAMED.format('edge_month')}|(?P<edge_rel>last|this|the)\s+month\b)"
+    rf"(?:{_MONTH_NAMED.format('edge_month')}|(?P<edge_rel>last|this|the)\s+month\b"
+    rf"|(?P<edge_year>last|this)\s+year\b)"
     rf"|(?P<wd_when>last|this|past|on)\s+(?P<weekday>{_WEEKDAY_NAMES})\b"
-    rf"|(?P<last>last|this)\s+(?P<what>year|month|week|{_MONTH_NAMES})\b"
-    rf"|(?P<day_before>day\s+before\s+yesterday)"
+    # last year, this May, last night, this morning
+    rf"|(?P<last>last|this)\s+(?P<what>year|month|week|{_MONTH_NAMES}|{_DAY_PARTS})\b"
+    rf"|(?P<day_before>day\s+before\s+yesterday|night\s+before\s+last)"
     rf"|(?P<yesterday>yesterday)"
+    rf"|(?P<today>to(?:day|night))"
     # 8 May 2023, on the 1st of February, 2023 (a day first, as most of the world writes it)
     rf"|(?:(?P<d_around>around|about|on)\s+)?(?:the\s+)?(?P<d_day>\d{{1,2}})(?:st|nd|rd|th)?"
     rf"\s+(?:of\s+)?(?P<d_month>{_MONTH_NAMES})\b\.?(?:,?\s+(?P<d_year>{_YEAR})\b)?"
@@ -190,11 +197,19 @@ def _english(m: re.Match[str], now: datetime) -> TimeSpan | None:
         return weeks_back(2, now)
     if groups["nth_week"]:
         return week_of_month(_month(groups, "nth", now), NTH[groups["nth_week"]])
+    if groups["edge_year"]:
+        return part_of_year(now.year - (groups["edge_year"] == "last"), EDGES[groups["edge"]],
+                            now)
     if groups["edge"]:
         return part_of_month(_month(groups, "edge", now), EDGES[groups["edge"]])
     if groups["weekday"]:
-        return weekday_span(WEEKDAYS[groups["weekday"]], now,
-                            before_today=groups["wd_when"] == "last")
+        weekday = WEEKDAYS[groups["weekday"]]
+        if groups["wd_when"] == "this":
+            # This week's, as 这周五: said of only once it has come (asked on a Wednesday,
+            # "this Friday" is two days on, not the Friday gone).
+            return weekday_span(weekday, now, weeks_before=0) \
+                if weekday <= now.weekday() else None
+        return weekday_span(weekday, now, before_today=groups["wd_when"] == "last")
     if groups["last"]:
         this, what = groups["last"] == "this", groups["what"]
         if what == "year":
@@ -203,11 +218,15 @@ def _english(m: re.Match[str], now: datetime) -> TimeSpan | None:
             return months_back(0 if this else 1, now)
         if what == "week":
             return this_week(now) if this else weeks_back(1, now)
+        if what in DAY_PARTS:
+            return days_back(0 if this else 1, now)
         return last_month_named(MONTHS[what], now, before=not this)
     if groups["day_before"]:
         return days_back(2, now)
     if groups["yesterday"]:
         return days_back(1, now)
+    if groups["today"]:
+        return days_back(0, now)
     if groups["d_month"]:
         return dated(MONTHS[groups["d_month"]], int(groups["d_day"]), now,
                      around=groups["d_around"] in ("around", "about"),

@@ -1,6 +1,6 @@
 """Chinese time words (`上上周五`, `大前天`, `二〇二二年五月`, `三月下旬`, `月底`, `上个周末`,
-`前两周`, `四月第一周`, `4号`) as the spans of time they name; `time_words` reads them
-alongside the English ones. Written in simplified characters only: `time_words` folds
+`前两周`, `四月第一周`, `4号`, `昨晚`, `今天`) as the spans of time they name; `time_words`
+reads them alongside the English ones. Written in simplified characters only: `time_words` folds
 traditional ones (上個月, 上週五, 三月五號) to them first."""
 
 from __future__ import annotations
@@ -18,6 +18,7 @@ from chatmem.memory.time_spans import (
     months_back,
     named_month,
     part_of_month,
+    part_of_year,
     past,
     this_week,
     this_weekend,
@@ -65,6 +66,11 @@ _PAST = (r"(?:(?<![\u3400-\u9fff])|(?<=[在是就了说和也都还我你他她�
 # 下周三, 下个星期五, 下下周一, 下周的周三: a weekday to come. Not the 下 ending a word
 # (看一下周三的安排 is a look at Wednesday's plans, 楼下, 私下, 剩下).
 _NEXT = r"(?<![一以楼地私底乡天陛阁殿眼当手部属剩坐躺])下"
+# 今天, 今早 (this morning), but not 如今 + 天气 (the weather nowadays), 至今 + 早已.
+_TODAY = r"(?<![如至迄现当而古于])"
+# 前晚 is the night before last, but not 之前 + 晚 (比之前晚了, later than before), 睡前,
+# 三天前 + 晚上, or 前 + 晚点 (提前晚点).
+_NIGHT_BEFORE_LAST = r"(?<![之以提饭睡会先面眼目当事空从午早年月天周日课战婚节考行])前晚(?![点些])"
 PATTERN = re.compile(
     # 上周末, 上上个周末, 这个周末; 周末 alone, but not 每个周末 (every weekend) or 下周末
     rf"(?P<wkend_last>(?<!上)上+个?)周末|(?P<wkend_this>这个?|本)周末"
@@ -77,11 +83,12 @@ PATTERN = re.compile(
     rf"(?:星期|礼拜|周(?!一[起直样下些点切定般共]))"
     rf"(?P<wd>[一二三四五六日天])"
     rf"|(?P<ago_n>{_NUM}|几)\s*(?:个)?(?P<ago_unit>天|日|周|星期|礼拜|月)(?:之)?前"
+    # 去年五月底, 去年底, 去年年初
     rf"|(?P<rel_year>去年|今年|(?<!大)大*前年)(?:(?P<rel_year_month>{_NUM})月"
-    rf"(?P<rel_year_part>{_PART})?)?"
+    rf"(?P<rel_year_part>{_PART})?|年?(?P<rel_year_edge>{_EARLY}|{_LATE}))?"
     rf"|(?P<rel_month>(?<!上)上+个?月|这个月|本月)(?P<rel_month_part>{_PART})?"
     rf"|(?P<rel_week>(?<!上)上+个?(?:周|星期|礼拜)|这周|本周)"
-    rf"|(?P<rel_day>昨天|(?<!大)大*前天)"
+    rf"|(?P<rel_day>昨[天日晚夜]|{_TODAY}今[天日早晚]|(?<!大)大*前天|{_NIGHT_BEFORE_LAST})"
     rf"|(?:(?P<year>{_YEAR})\s*年\s*)?(?P<month>{_NUM})月(?:份)?"
     rf"(?:(?P<day>{_NUM})[日号]|(?P<lunar_day>初[一二三四五六七八九十])|(?P<month_part>{_PART})"
     rf"|的?第(?P<month_week>[一二三四1-4])个?(?:周|星期|礼拜)"
@@ -90,8 +97,9 @@ PATTERN = re.compile(
     # 4号 alone: this month's 4th, or the latest before it; not 3号线 (Line 3), 5号楼, 第4号
     # or 选手4号 (contestant 4)
     rf"|(?<![月第])(?<!选手)(?P<day_only>{_NUM})号(?![线楼房门位院机桌床口库码球]|选手)(?P<day_only_around>左右|前后)?"
-    rf"|(?P<only_year>{_YEAR})\s*年"
-    rf"|{_ALONE}月(?P<this_month_part>{_EARLY}|{_LATE})")
+    rf"|(?P<only_year>{_YEAR})\s*年(?:年?(?P<only_year_edge>{_EARLY}|{_LATE}))?"
+    rf"|{_ALONE}(?:月(?P<this_month_part>{_EARLY}|{_LATE})"
+    rf"|年(?P<this_year_edge>{_EARLY}|{_LATE}))")
 
 
 def zh_number(text: str) -> int | None:
@@ -127,6 +135,10 @@ def _repeats(m: re.Match[str], group: str, char: str, word_endings: set[str],
 
 def _part(span: TimeSpan, part: str | None) -> TimeSpan:
     return part_of_month(span, MONTH_PARTS[part]) if part else span
+
+
+def _year_part(year: int, part: str | None, now: datetime) -> TimeSpan | None:
+    return part_of_year(year, MONTH_PARTS[part], now) if part else year_span(year, now)
 
 
 def read(m: re.Match[str], now: datetime) -> TimeSpan | None:
@@ -176,7 +188,7 @@ def read(m: re.Match[str], now: datetime) -> TimeSpan | None:
             if not month or not 1 <= month <= 12:
                 return None
             return _part(month_span(year, month, now), g["rel_year_part"])
-        return year_span(year, now)
+        return _year_part(year, g["rel_year_edge"], now)
     if g["rel_month"]:
         back = _repeats(m, "rel_month", "上", _WORDS_ENDING_IN_SHANG, 1)
         return _part(months_back(back, now), g["rel_month_part"])
@@ -185,7 +197,9 @@ def read(m: re.Match[str], now: datetime) -> TimeSpan | None:
             return weeks_back(_repeats(m, "rel_week", "上", _WORDS_ENDING_IN_SHANG, 1), now)
         return this_week(now)
     if g["rel_day"]:
-        back = 1 if g["rel_day"] == "昨天" else \
+        said = g["rel_day"]
+        # 昨晚 and 前晚 are the nights of those days: a day's messages, as 昨天's are.
+        back = 1 if said[0] == "昨" else 0 if said[0] == "今" else \
             2 + _repeats(m, "rel_day", "大", _WORDS_ENDING_IN_DA, 0)
         return days_back(back, now)
     if g["month"]:
@@ -207,7 +221,9 @@ def read(m: re.Match[str], now: datetime) -> TimeSpan | None:
             return week_of_month(span, None)
         return _part(span, g["month_part"])
     if g["only_year"]:
-        return year_span(zh_year(g["only_year"]), now)
+        return _year_part(zh_year(g["only_year"]), g["only_year_edge"], now)
     if g["this_month_part"]:
         return _part(months_back(0, now), g["this_month_part"])
+    if g["this_year_edge"]:
+        return _year_part(now.year, g["this_year_edge"], now)
     return None

@@ -380,7 +380,7 @@ def test_an_eval_whose_embedder_is_down_throughout_says_which_figures_are_of_wor
     for name, said in (("猫.jsonl", "我的猫叫小黑"), ("dog.jsonl", "my dog is called Rex")):
         (folder / name).write_text("\n".join(json.dumps(line, ensure_ascii=False) for line in [
             {"role": "user", "content": said}, {"role": "assistant", "content": "好的 ok"},
-            {"role": "user", "content": "weather today"}, {"role": "assistant", "content": "晴"},
+            {"role": "user", "content": "weather forecast"}, {"role": "assistant", "content": "晴"},
             {"probe": "猫叫什么? what is the dog called?", "expect_text": ["小黑"]}]) + "\n",
             encoding="utf-8")
     # The probe's context recalled by words alone; the second turn's recalled nothing.

@@ -3,6 +3,7 @@ the time words that name them keep at any time of any day."""
 
 from __future__ import annotations
 
+import calendar
 from datetime import UTC, datetime, timedelta
 
 from hypothesis import given
@@ -80,6 +81,40 @@ def test_a_day_of_the_month_is_the_latest_such_day_not_after_today(now: datetime
     # No later day of that number has begun: every day from it to today has another.
     assert all((span.start + n * DAY).day != day
                for n in range(1, (day_start(now) - span.start).days + 1))
+
+
+@given(MOMENTS, st.sampled_from(["What did I do on Feb 29?", "on 29 February", "2月29日我在哪？",
+                                  "2月29号左右", "around the 29th of February"]))
+def test_a_leap_day_without_a_year_is_the_latest_29_february_not_after_now(
+        now: datetime, words: str) -> None:
+    # Asked in a year without one, it named nothing (this year's or last year's was tried).
+    [span] = spans(words, now)
+    leap_day = span.start + 3 * DAY if span.end - span.start > DAY else span.start
+    assert (leap_day.month, leap_day.day) == (2, 29) and leap_day <= now
+    assert not any(calendar.isleap(year) and datetime(year, 2, 29, tzinfo=UTC) <= now
+                   for year in range(leap_day.year + 1, now.year + 1))
+
+
+def test_a_day_no_year_has_names_none_and_a_leap_day_of_a_written_year_only_that_one() -> None:
+    now = datetime(2026, 3, 11, 10, tzinfo=UTC)
+    assert spans("Feb 30", now) == spans("2月30日", now) == []
+    assert spans("February 29, 2023", now) == []
+    assert [span.days for span in spans("February 29, 2024", now)] == [("2024-02-29",) * 2]
+
+
+@given(MOMENTS)
+def test_a_years_end_is_its_december_once_it_has_come_and_its_start_january(
+        now: datetime) -> None:
+    for words in ("今年底", "今年年末", "年底", "the end of this year"):
+        found = spans(words, now)
+        assert [span.days for span in found] == (
+            [(f"{now.year}-12-01", f"{now.year}-12-31")] if now.month == 12 else []), words
+    for words in ("去年底", "去年年末", f"{now.year - 1}年底", "the end of last year"):
+        assert [span.days for span in spans(words, now)] == [
+            (f"{now.year - 1}-12-01", f"{now.year - 1}-12-31")], words
+    for words in ("今年初", "年初", "the start of this year", "the beginning of this year"):
+        assert [span.days for span in spans(words, now)] == [
+            (f"{now.year}-01-01", f"{now.year}-01-31")], words
 
 
 def test_weeks_of_a_month_are_its_days_seven_at_a_time_and_its_last_seven() -> None:

@@ -110,6 +110,22 @@ def day(text: str) -> datetime:
     ("What happened on the 4th?", "2026-05-04", "2026-05-05"),
     ("Who called around the 20th?", "2026-05-17", "2026-05-24"),
     ("What did I do on the 1st of this month?", "2026-06-01", "2026-06-02"),
+    # The day's words for a part of it are that day (they named none).
+    ("昨晚吃了什么？", "2026-05-31", "2026-06-01"),
+    ("昨日说过什么？", "2026-05-31", "2026-06-01"),
+    ("前晚我在哪？", "2026-05-30", "2026-05-31"),
+    ("今早我说了什么？", "2026-06-01", "2026-06-02"),
+    ("今天我做了什么？", "2026-06-01", "2026-06-02"),
+    ("What did I do today?", "2026-06-01", "2026-06-02"),
+    ("Where did we eat last night?", "2026-05-31", "2026-06-01"),
+    ("What did I say this morning?", "2026-06-01", "2026-06-02"),
+    # A year's end is its last month (it was all of the year), its start its first.
+    ("去年底我们去了哪？", "2025-12-01", "2026-01-01"),
+    ("去年年底买了什么？", "2025-12-01", "2026-01-01"),
+    ("前年年初我在哪？", "2024-01-01", "2024-02-01"),
+    ("2024年底发生了什么？", "2024-12-01", "2025-01-01"),
+    ("年初我定了什么目标？", "2026-01-01", "2026-02-01"),
+    ("What did we do at the end of last year?", "2025-12-01", "2026-01-01"),
 ])
 def test_time_words_name_the_span_they_mean(question: str, start: str, end: str) -> None:
     [span] = spans(question, NOW)
@@ -176,6 +192,42 @@ def test_last_weekday_is_that_day_in_the_week_before_today(name: str, now: datet
     assert now.date() - timedelta(days=7) <= span.start.date() < now.date()
 
 
+@given(st.sampled_from(range(7)),
+       st.datetimes(min_value=datetime(2001, 1, 1), max_value=datetime(2090, 1, 1)))
+def test_this_weekday_is_this_weeks_once_it_has_come_as_in_chinese(weekday: int,
+                                                                   now: datetime) -> None:
+    # Asked on Wednesday 11 March, "this Friday" named Friday 6 March (last week's) and
+    # boosted what was said then; 这周五 names no day until Friday has come.
+    now = now.replace(tzinfo=UTC)
+    name = calendar.day_name[weekday]
+    found = spans(f"What is happening this {name}?", now)
+    assert found == spans(f"这周{'一二三四五六日'[weekday]}有什么安排？", now)
+    monday = now.date() - timedelta(days=now.weekday())
+    if weekday > now.weekday():
+        assert found == []
+    else:
+        assert [span.days for span in found] == [
+            ((monday + timedelta(days=weekday)).isoformat(),) * 2]
+    # "on Friday" is still the latest Friday not after today, "next Friday" none.
+    [on] = spans(f"What did I do on {name}?", now)
+    assert f"{on.start:%A}" == name and now.date() - timedelta(days=6) <= on.start.date() \
+        <= now.date()
+    assert spans(f"What is planned for next {name}?", now) == []
+
+
+@pytest.mark.parametrize("question, day", [
+    ("What is happening this Friday?", None),  # asked on Wednesday 11 March 2026
+    ("What did we settle this Monday?", "2026-03-09"),
+    ("Who came by this Wednesday?", "2026-03-11"),
+    ("What did I eat last Friday?", "2026-03-06"),
+    ("Who called on Friday?", "2026-03-06"),
+    ("What is on next Friday?", None),
+])
+def test_weekday_words_asked_midweek(question: str, day: str | None) -> None:
+    assert [span.days for span in spans(question, datetime(2026, 3, 11, 10, tzinfo=UTC))] \
+        == ([(day, day)] if day else [])
+
+
 @pytest.mark.parametrize("time_word, span, look_alike, look_alike_span", [
     ("上上周五", ("2026-05-22", "2026-05-23"), "上上下下都找遍了", None),
     # 楼上 (upstairs) + 上个月; 爱上 (fell for) + 上个月.
@@ -195,6 +247,14 @@ def test_last_weekday_is_that_day_in_the_week_before_today(name: str, now: datet
     ("月底", ("2026-06-21", "2026-07-01"), "下个月底有什么安排？", None),
     ("月底", ("2026-06-21", "2026-07-01"), "每月底要交房租", None),
     ("月初", ("2026-06-01", "2026-06-11"), "正月初一去哪拜年？", None),
+    # 如今 (nowadays) + 天气, 至今 + 早已; 之前 + 晚了 (later than before), 提前 + 晚点.
+    ("今天", ("2026-06-01", "2026-06-02"), "如今天气变暖了", None),
+    ("今早", ("2026-06-01", "2026-06-02"), "至今早已忘了", None),
+    ("前晚", ("2026-05-30", "2026-05-31"), "比之前晚了半小时", None),
+    ("前晚", ("2026-05-30", "2026-05-31"), "提前晚点出发", None),
+    # 底薪 (base pay) and 初中 (junior high) after 去年: last year, not its end or start.
+    ("去年底", ("2025-12-01", "2026-01-01"), "去年底薪涨了吗？", ("2025-01-01", "2026-01-01")),
+    ("去年初", ("2025-01-01", "2025-02-01"), "去年初中同学聚会了", ("2025-01-01", "2026-01-01")),
 ])
 def test_words_that_only_look_like_time_words_name_their_own_span_or_none(
         time_word: str, span: tuple[str, str], look_alike: str,
@@ -224,6 +284,18 @@ def test_full_width_digits_name_the_day_ascii_ones_do(day_named: date, now: date
     written = f"{day_named.year}年{day_named.month}月{day_named.day}号我做了什么？"
     full_width = written.translate({ord(d): ord(d) + 0xFEE0 for d in "0123456789"})
     assert full_width != written and spans(full_width, now) == spans(written, now) != []
+
+
+@given(st.datetimes(min_value=datetime(2001, 1, 1), max_value=datetime(2090, 1, 1)))
+def test_a_part_of_a_day_is_that_day_in_either_language(now: datetime) -> None:
+    now = now.replace(tzinfo=UTC)
+    [today] = spans("today", now)
+    assert today.start <= now < today.end and today.end - today.start == timedelta(days=1)
+    for words in ("今天", "今日", "今早", "今晚", "tonight", "this evening"):
+        assert spans(words, now) == [today], words
+    for words in ("昨晚", "昨日", "昨夜", "last night"):
+        assert spans(words, now) == spans("yesterday", now), words
+    assert spans("前晚", now) == spans("前天", now) == spans("the night before last", now)
 
 
 def test_zhou_yi_qi_is_a_week_not_a_monday() -> None:
