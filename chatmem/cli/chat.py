@@ -180,7 +180,7 @@ def ask(
     """
     from chatmem.app.conversations import open_conversation
     from chatmem.attachments import STDIN, Attachment, TextLimit, decode, read_file, read_piped
-    from chatmem.errors import UsageError
+    from chatmem.errors import EmptyInput, UsageError
     from chatmem.render.progress import ConsoleActivity
     from chatmem.repl.loop import Repl
     from chatmem.text_files import Oversized
@@ -212,8 +212,8 @@ def ask(
         if piped.strip():
             attachments.append(Attachment(STDIN, decode(STDIN, piped)))
     if not text.strip():
-        # An empty turn would be sent and stored like any other.
-        raise UsageError("nothing to ask (empty input)")
+        # As the engine refuses it, before the history (a file, a session) is opened.
+        raise EmptyInput
     spec, params = strategy_choice(strategy, param)
     out, err = consoles()
     if json_output:

@@ -24,6 +24,7 @@ from chatmem.engine.streaming import ProviderCalls, caller_failure, close_quietl
 from chatmem.engine.upkeep import MemoryUpkeep
 from chatmem.errors import (
     ChatmemError,
+    EmptyInput,
     NotFound,
     OverBudget,
     ProviderError,
@@ -262,6 +263,8 @@ class Engine(SessionChanges, MemoryUpkeep, Generic[StoreT]):
         """
         # Pre-flight, before any model call (catching up may call the helper model).
         try:
+            if not text.strip():
+                raise EmptyInput  # an empty turn would be sent and stored like any other
             # Before the backlogs store what they computed: it may be of text gone since.
             self.follow_erasures()
             self.check_writable()
