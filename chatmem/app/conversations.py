@@ -87,6 +87,9 @@ def start_conversation(
     if name is not None and not is_valid(name):
         # Said as such (the name rule would only call it invalid), before anything opens.
         raise UsageError(f"session name {name!r} is not valid UTF-8")
+    # Settings made in code are not checked as a config file's are: a timezone no zone has
+    # is refused before anything is stored (the file, retention's erasures, the session).
+    _ = (settings or workspace.settings).zone
     if not workspace.one_off and not workspace.has_history:
         # A command that refuses creates no history file: what can refuse (the session to
         # continue, the name, the model) is checked before the file is created.
