@@ -93,6 +93,13 @@ class UsageError(ChatmemError):
     exit_code = ExitCode.USAGE
 
 
+class EmptyInput(UsageError):
+    """A turn's input holds no text (empty, or spaces only): nothing is sent or stored."""
+
+    def __init__(self) -> None:
+        super().__init__("nothing to ask (empty input)")
+
+
 class OverBudget(UsageError):
     """The input's fixed parts (system prompt, files, input) and the chat format alone exceed
     the budget, so nothing was sent; render/errors.py words it with the numbers, and the way

@@ -36,6 +36,8 @@ class ChatServer(ThreadingHTTPServer):
         self.headers_seen: list[dict[str, str]] = []
         self.first_delta_sent = threading.Event()
         self.release = threading.Event()
+        self.hung_up = threading.Event()
+        """A client hung up on a reply streamed until it does (`drip`, `keepalive`)."""
         self.reply_words = ["Hello", " from", " the", " test", " server."]
         self.models = ["test-small", "test-large"]
         """What GET /v1/models lists."""
@@ -256,6 +258,7 @@ class _Handler(BaseHTTPRequestHandler):
             try:
                 send()
             except OSError:  # the client stopped reading: that is the point
+                self.server.hung_up.set()
                 return
 
     def _embeddings(self, body: dict[str, Any]) -> None:

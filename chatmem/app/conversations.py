@@ -70,7 +70,9 @@ def start_conversation(
     budget: int | None = None,
     chat: Provider | None = None,
 ) -> Engine[Store]:
-    """The named session's engine, for a caller that finishes it (`Engine.finish`) itself.
+    """The named session's engine, for a caller that finishes it (`Engine.finish`) itself:
+    a backlog of messages to embed is stored then, and stopped unstored if the workspace
+    closes first.
 
     `settings` other than the workspace's (another model or other options: /model,
     /template) choose the chat model; `budget` overrides their context budget; `chat`, a
@@ -85,6 +87,9 @@ def start_conversation(
     if name is not None and not is_valid(name):
         # Said as such (the name rule would only call it invalid), before anything opens.
         raise UsageError(f"session name {name!r} is not valid UTF-8")
+    # Settings made in code are not checked as a config file's are: a timezone no zone has
+    # is refused before anything is stored (the file, retention's erasures, the session).
+    _ = (settings or workspace.settings).zone
     if not workspace.one_off and not workspace.has_history:
         # A command that refuses creates no history file: what can refuse (the session to
         # continue, the name, the model) is checked before the file is created.
@@ -134,6 +139,9 @@ def start_conversation(
                           allow_over_budget=allow_over_budget, save=save,
                           keeps_memory=not workspace.one_off, budget=budget,
                           strategies=workspace.registries.strategies)
+    # A caller that never finishes the engine (`Engine.finish` stores what its backlog
+    # embedded) still has its embedding thread stopped when the workspace closes.
+    workspace.owns(engine.indexing.abandon)
     if changed is not None:
         # On another's session (named OWNER/NAME) it is this run's model: the owner's is kept.
         engine.notices.insert(0, dataclasses.replace(changed, session=engine.address,

@@ -116,14 +116,7 @@ class KeptConversation:
                 # the conversation can be stored any more.
                 engine.indexing.abandon()
                 return
-            try:
-                # What a purge meanwhile made stale is dropped before anything is stored.
-                engine.follow_erasures()
-            except NotFound:
-                engine.indexing.abandon()  # its session is gone: nothing of it to store
-                return
-            engine.indexing.close()
-            engine.finish()
+            engine.finish()  # a session gone meanwhile: nothing of it is stored
         finally:
             workspace.close()
 

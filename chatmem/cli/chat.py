@@ -134,7 +134,7 @@ def chat(
         try:
             repl.run()
         finally:
-            _close_indexing(repl.engine, err)
+            _finish(repl.engine, err)
     if repl.exit_code and not interactive:
         # Lines piped in are a script: a failed turn must fail the script.
         raise typer.Exit(repl.exit_code)
@@ -180,7 +180,7 @@ def ask(
     """
     from chatmem.app.conversations import open_conversation
     from chatmem.attachments import STDIN, Attachment, TextLimit, decode, read_file, read_piped
-    from chatmem.errors import UsageError
+    from chatmem.errors import EmptyInput, UsageError
     from chatmem.render.progress import ConsoleActivity
     from chatmem.repl.loop import Repl
     from chatmem.text_files import Oversized
@@ -212,8 +212,8 @@ def ask(
         if piped.strip():
             attachments.append(Attachment(STDIN, decode(STDIN, piped)))
     if not text.strip():
-        # An empty turn would be sent and stored like any other.
-        raise UsageError("nothing to ask (empty input)")
+        # As the engine refuses it, before the history (a file, a session) is opened.
+        raise EmptyInput
     spec, params = strategy_choice(strategy, param)
     out, err = consoles()
     if json_output:
@@ -235,7 +235,7 @@ def ask(
             try:
                 repl.turn(text.strip(), attachments)
             finally:
-                _close_indexing(repl.engine, err)
+                _finish(repl.engine, err)
             address = None if one_off or repl.last is None else repl.address
     finally:
         if json_output:
@@ -329,12 +329,13 @@ def stdin_is_piped() -> bool:
     return stat.S_ISFIFO(mode) or stat.S_ISREG(mode)
 
 
-def _close_indexing(engine: "Engine[Store]", err: "Console") -> None:
-    """Stop embedding earlier messages (after the batch at hand) and say what is left."""
+def _finish(engine: "Engine[Store]", err: "Console") -> None:
+    """Finish the engine the chat ended on (it stops embedding earlier messages after the
+    batch at hand) and say what is left."""
     from chatmem.render import notice_line
     from chatmem.render.notices import failure_text
 
-    for left in engine.indexing.close():
+    for left in engine.finish():
         name = engine.session.name
         why = f" after an error ({failure_text(left.error)})" if left.error else ""
         if left.elsewhere is not None and left.error is None:

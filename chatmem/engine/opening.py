@@ -148,6 +148,7 @@ def open_session(
     context budget (the REPL's /budget). `strategies`: the registry `strategy` names
     parts of, and the session's strategy is built from.
     """
+    zone = settings.zone  # a timezone no zone has is refused before a session is created
     session = store.sessions.find_session(name)
     notices: list[Notice] = []
     chosen = resolve_strategy(settings, strategy, params or {}, session, strategies,
@@ -189,7 +190,8 @@ def open_session(
                     budget=settings.context_budget if budget is None else budget,
                     helper=helper, settings=settings, embedder=embedder, activity=activity,
                     allow_over_budget=allow_over_budget, keeps_memory=keeps_memory,
-                    notices=notices, pending=changes if keep else {}, created=created)
+                    notices=notices, pending=changes if keep else {}, created=created,
+                    zone=zone)
     engine.settings_owner = owner
     engine.chosen_here = frozenset(
         [*(["strategy", "params"] if strategy is not None or params else []),

@@ -8,8 +8,10 @@ grantee's strategy, system prompt and model hold for the grantee's engine alone.
 from __future__ import annotations
 
 import dataclasses
+from contextlib import suppress
 from typing import TYPE_CHECKING, Any
 
+from chatmem.errors import ChatmemError, SessionGone
 from chatmem.notices import SettingsNotSaved
 from chatmem.store.records import session_address
 
@@ -18,6 +20,7 @@ if TYPE_CHECKING:
 
     from chatmem.errors import ModelFrom
     from chatmem.memory.base import Strategy
+    from chatmem.memory.vector_backlog import IndexingStatus
     from chatmem.notices import Notice
     from chatmem.providers.base import Provider
     from chatmem.store import SessionRecord
@@ -39,6 +42,7 @@ class SessionChanges:
     _refused: bool
     _stored: bool
     notices: list[Notice]
+    _finished = False
     chosen_here: frozenset[str] = frozenset()
     """What whoever opened this engine chose (strategy and params, system, provider and
     model): a change another process makes to those is not followed (a server's request
@@ -56,6 +60,9 @@ class SessionChanges:
 
     own_system: tuple[str | None] | None = None
     """A system prompt for this engine's turns only, never the session's (`use_system`)."""
+
+    if TYPE_CHECKING:
+        def close_indexing(self) -> list[IndexingStatus]: ...
 
     @property
     def system_prompt(self) -> str | None:
@@ -140,10 +147,28 @@ class SessionChanges:
         elif self.pending:
             self._keep_changes()
 
-    def finish(self) -> None:
-        """The command is done with the session: `settle`, and when the only turns tried
-        were refused, remove a session this command created if it holds nothing (another
-        process may have chatted in it meanwhile)."""
+    def finish(self) -> list[IndexingStatus]:
+        """The command is done with the session (once: again is a no-op). The backlog stops
+        and stores what it embedded (`close_indexing`), then `settle`, and when the only
+        turns tried were refused, a session this command created is removed if it holds
+        nothing (another process may have chatted in it meanwhile). Returns the backlogs
+        left unfinished, for a front end to say. A session gone meanwhile (deleted by
+        another process) has nothing left to store or remove."""
+        if self._finished:
+            return []
+        self._finished = True
+        try:
+            left = self.close_indexing()
+        except SessionGone:
+            return []
+        except BaseException:
+            with suppress(ChatmemError):  # the error on its way out says more
+                self._settle_or_discard()
+            raise
+        self._settle_or_discard()
+        return left
+
+    def _settle_or_discard(self) -> None:
         self.settle()
         if self._refused and not self._stored and self.created:
             self.store.sessions.discard_empty_session(self.session.id)

@@ -11,6 +11,7 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Callable, Sequence
+from contextlib import suppress
 from dataclasses import dataclass, field
 from datetime import tzinfo
 from typing import TYPE_CHECKING, Any, Generic, TypeVar
@@ -19,8 +20,11 @@ from chatmem.activity import QUIET, Activity, SendingOverBudget
 from chatmem.engine.attached import attached_messages, refuse_unseen_images
 from chatmem.engine.said import Said, SaidAt, said_time
 from chatmem.engine.session_changes import SessionChanges
+from chatmem.engine.streaming import ProviderCalls, caller_failure, close_quietly
 from chatmem.engine.upkeep import MemoryUpkeep
 from chatmem.errors import (
+    ChatmemError,
+    EmptyInput,
     NotFound,
     OverBudget,
     ProviderError,
@@ -252,12 +256,16 @@ class Engine(SessionChanges, MemoryUpkeep, Generic[StoreT]):
 
         `on_delta` gets the reply as it streams, `on_reply_end` is called when it
         is complete, before the strategy's own model calls. Provider errors are
-        recorded as a failed turn and raised again. `supersedes`: the number of the
+        recorded as a failed turn and raised again (a provider's exception that is not
+        chatmem's as ProviderFailed); so is what `on_delta` or `on_reply_end` raises, as
+        it is. The reply's stream is closed on any early end. `supersedes`: the number of the
         turn this one replaces once stored (chatmem.engine.resend); `external_id`: the
         input's id in the transcript a replay plays.
         """
         # Pre-flight, before any model call (catching up may call the helper model).
         try:
+            if not text.strip():
+                raise EmptyInput  # an empty turn would be sent and stored like any other
             # Before the backlogs store what they computed: it may be of text gone since.
             self.follow_erasures()
             self.check_writable()
@@ -290,14 +298,13 @@ class Engine(SessionChanges, MemoryUpkeep, Generic[StoreT]):
         def elapsed() -> int:
             return int((time.monotonic() - started) * 1000)
 
+        calls = ProviderCalls(self.provider, self.settings)
         try:
             # Inside the net: a provider may send its request (and fail) as it is asked.
-            stream = self.provider.stream(context.messages())
+            stream = calls.stream(context.messages())
             if cancel is not None:
                 stream = InterruptibleReply(stream, cancel)
-            for delta in stream:
-                # A lone surrogate (a provider's broken pair) cannot be drawn or stored.
-                delta = valid_text(delta)
+            for delta in calls.deltas(stream):
                 chunks.append(delta)
                 if on_delta:
                     on_delta(delta)
@@ -306,8 +313,7 @@ class Engine(SessionChanges, MemoryUpkeep, Generic[StoreT]):
             if on_reply_end:
                 on_reply_end()
         except KeyboardInterrupt:
-            if stream is not None:
-                stream.close()
+            close_quietly(stream)
             if self.interrupt_ends:
                 raise
             record = self._record_unless_erased(self._record(
@@ -317,12 +323,24 @@ class Engine(SessionChanges, MemoryUpkeep, Generic[StoreT]):
             ))
             return TurnResult(record, context, "".join(chunks))
         except ProviderError as e:
+            close_quietly(stream)
             self._record_unless_erased(self._record(
                 text, context, TurnStatus.FAILED, latency_ms=elapsed(), error=str(e),
                 rendered_prompt=None if stream is None else stream.rendered_prompt,
             ))
             if isinstance(e, ProviderNotFound) and self.model_from is not None:
                 e.model_from, e.session = self.model_from, self.address
+            raise
+        except BaseException as e:
+            # The caller's own code (on_delta, on_reply_end) raised: the reply is not read
+            # on (nor paid for), the turn is recorded failed, and the caller hears its own
+            # exception as it raised it.
+            close_quietly(stream)
+            with suppress(ChatmemError):
+                self._record_unless_erased(self._record(
+                    text, context, TurnStatus.FAILED, latency_ms=elapsed(),
+                    error=caller_failure(e, calls.mask),
+                    rendered_prompt=None if stream is None else stream.rendered_prompt))
             raise
         reply = "".join(chunks)
         usage = stream.usage

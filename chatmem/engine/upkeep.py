@@ -17,7 +17,7 @@ if TYPE_CHECKING:
     from chatmem.history import StoredHistory
     from chatmem.memory.base import Strategy
     from chatmem.memory.state import SessionState
-    from chatmem.memory.vector_backlog import Indexing
+    from chatmem.memory.vector_backlog import Indexing, IndexingStatus
     from chatmem.providers.base import Provider
     from chatmem.store import SessionRecord
     from chatmem.store.protocols import TurnStore
@@ -70,6 +70,21 @@ class MemoryUpkeep:
         if fold_log:
             self._turns_unfolded = 0
         self.store.tidy(fold_log=fold_log)
+
+    def close_indexing(self) -> list[IndexingStatus]:
+        """Stop the backlog's threads after their batch and store what they embedded; the
+        backlogs left unfinished (messages still without a vector, a failure, another
+        process embedding them). What a purge meanwhile made stale is dropped first, not
+        stored. A program that opened engines one after another and never stopped their
+        threads piled them up, and no vector they computed was ever stored.
+
+        Raises SessionGone when the session is gone (nothing of it is stored)."""
+        try:
+            self.follow_erasures()
+        except SessionGone:
+            self.indexing.abandon()
+            raise
+        return self.indexing.close()
 
     @property
     def memory_behind(self) -> bool:
