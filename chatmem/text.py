@@ -119,6 +119,10 @@ def json_safe(document: str) -> str:
 
 _JOINERS = "\u200c\u200d"
 _DIRECTION_MARKS = "\u200e\u200f\u061c"
+_EMOJI_NOT_SYMBOLS = frozenset("\u203c\u2049\u2139\u2194\u25fb\u25fc\u25fd\u25fe\u2934\u2935"
+                               "\u3030\u303d")
+"""The emoji that are not "other symbols" (‼ ⁉ ℹ ↔ ◻ ◼ ◽ ◾ ⤴ ⤵ 〰 〽): with U+FE0F after them
+they end a joiner's emoji sequence (🙂‍↔️, Emoji 15.1); "+" and U+FE0F is still a plus."""
 _FLAG, _TAGS, _CANCEL_TAG = "\U0001f3f4", ("\U000e0020", "\U000e007e"), "\U000e007f"
 BLANK_LETTERS = frozenset("\u115f\u1160\u3164\uffa0\u2800\u034f\u17b4\u17b5")
 """Letters, symbols and marks that draw nothing (the Hangul fillers, the braille blank, the
@@ -134,10 +138,12 @@ Mongolian; Arabic's presentation forms (محمد‌رضا, क्‌ष)."""
 def hidden_character(text: str) -> str | None:
     """The first character of `text` that shows nothing and spells nothing, or None: a
     zero-width space, a word joiner, a BOM, a tag outside an emoji flag's sequence, a blank
-    letter (BLANK_LETTERS), a joiner not between two letters of a script spelled with it (nor,
-    U+200D, inside an emoji sequence), a direction mark next to no right-to-left letter. In a
-    one-line label (a speaker's name) "Ana" and "Ana\u200b" would be two speakers who look
-    the same, and tags can spell hidden text."""
+    letter (BLANK_LETTERS), a joiner after no letter of a script spelled with it (a non-joiner
+    also before none) and outside an emoji sequence, a direction mark in a text with no
+    right-to-left letter. In a one-line label (a speaker's name) "Ana" and "Ana\u200b" would
+    be two speakers who look the same, and tags can spell hidden text."""
+    right_to_left = any(unicodedata.bidirectional(c) in ("R", "AL")
+                        for c in text if c not in _DIRECTION_MARKS)  # RLM and ALM are R, AL
     in_flag = False
     for i, c in enumerate(text):
         if c == _FLAG:
@@ -147,32 +153,43 @@ def hidden_character(text: str) -> str | None:
             in_flag = c != _CANCEL_TAG
             continue
         in_flag = False
-        before, after = text[i - 1 : i], text[i + 1 : i + 2]
+        before, after = text[i - 1 : i], text[i + 1 : i + 3]
         if c in BLANK_LETTERS:
             return c
         if c in _JOINERS:
-            if not (_joins(before, after) or (c == "\u200d" and _in_emoji(before, after))):
+            if not (_joins(c, before, after[:1])
+                    or (c == "\u200d" and _in_emoji(before, after))):
                 return c
         elif c in _DIRECTION_MARKS:
-            if not any(n and unicodedata.bidirectional(n) in ("R", "AL")
-                       for n in (before, after)):
+            # A mark sets where neutrals go ("(דוד)\u200f" after its parenthesis): beside
+            # punctuation too, but only in a text that has right-to-left letters to order.
+            if not right_to_left:
                 return c
         elif unicodedata.category(c) == "Cf":
             return c
     return None
 
 
-def _joins(before: str, after: str) -> bool:
-    """Whether a joiner between `before` and `after` spells a word of a script that uses it."""
-    return all(n and any(low <= ord(n) <= high for low, high in _JOINING_SCRIPTS)
-               for n in (before, after))
+def _joins(joiner: str, before: str, after: str) -> bool:
+    """Whether `joiner` between `before` and `after` spells a word of a script that uses it.
+    A zero-width joiner shapes the letter before it even where nothing follows (Malayalam's
+    chillu in its old encoding, അര്‍ജുന്‍; an Arabic letter's joining form); a non-joiner
+    only parts two letters, and after a word's last one it would change nothing."""
+    return _joining(before) and (joiner == "\u200d" or _joining(after))
+
+
+def _joining(char: str) -> bool:
+    return bool(char) and any(low <= ord(char) <= high for low, high in _JOINING_SCRIPTS)
 
 
 def _in_emoji(before: str, after: str) -> bool:
-    """Whether a zero-width joiner between `before` and `after` builds an emoji sequence
-    (👩‍💻; 🏳️‍🌈 after its variation selector, 👨🏽‍💻 after a skin tone)."""
-    return (bool(before) and (unicodedata.category(before) in ("So", "Sk") or before == "\ufe0f")
-            and bool(after) and unicodedata.category(after) == "So")
+    """Whether a zero-width joiner between `before` and the one or two characters `after`
+    builds an emoji sequence (👩‍💻; 🏳️‍🌈 after its variation selector, 👨🏽‍💻 after a skin
+    tone; 🙂‍↔️ before an arrow its variation selector makes an emoji)."""
+    if not before or not (unicodedata.category(before) in ("So", "Sk") or before == "\ufe0f"):
+        return False
+    return bool(after) and (unicodedata.category(after[0]) == "So"
+                            or (after[0] in _EMOJI_NOT_SYMBOLS and after[1:] == "\ufe0f"))
 
 
 def shows_something(text: str) -> bool:

@@ -38,16 +38,18 @@ def speaker_of(name: Any, where: str) -> str | None:
     # Not str.isprintable(): it refuses every format character, among them the joiners of
     # Persian names (U+200C) and emoji sequences (U+200D).
     found = NOT_ONE_LINE.search(name) if isinstance(name, str) else None
-    breaking = found.group() if found else hidden_character(name) if isinstance(
-        name, str) else None
-    if (not isinstance(name, str) or not 0 < len(name.strip()) <= 64 or breaking
-            or not shows_something(name)):
-        held = f" (it holds U+{ord(breaking):04X})" if breaking else ""
+    if not isinstance(name, str) or not 0 < len(name.strip()) <= 64 or found:
+        held = f" (it holds U+{ord(found.group()):04X})" if found else ""
         raise RequestError(f"{where}.name must be one line of 1 to 64 characters, the "
                            f"speaker's name{held}", "messages")
+    if hidden := hidden_character(name):
+        # Not "one line of 1 to 64 characters": it is one, and that would not say what to fix.
+        raise RequestError(f"{where}.name holds U+{ord(hidden):04X}, which shows nothing"
+                           " in a speaker's name: the name would look like another one, or"
+                           " like none", "messages")
     # A name written as a label ("小红：", "bob:") is the name: the colon is the prefix's.
     bare = name.strip().rstrip(":\uff1a").rstrip()
-    if not bare:
+    if not shows_something(bare):
         raise RequestError(f"{where}.name must be one line of 1 to 64 characters, the "
                            "speaker's name", "messages")
     if colon := next((c for c in bare if c in LABEL_COLONS), None):
