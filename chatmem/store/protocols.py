@@ -112,8 +112,10 @@ class VectorRepository(Protocol):
     """Message vectors per embedding model, and the messages still without them
     (`store.vectors`)."""
 
+    def last_message_id(self, session_id: int) -> int: ...
+
     def count_without_vectors(self, model: str, session_id: int | None = None, *,
-                              dimensions: int = 0) -> int: ...
+                              dimensions: int = 0, after_id: int = 0) -> int: ...
 
     def texts_without_vectors(self, model: str, session_id: int | None = None, *,
                               limit: int | None = None, after_id: int = 0,

@@ -82,6 +82,14 @@ def _without(model: str, dimensions: int) -> tuple[str, list[object]]:
             [model, *([dimensions] if dimensions else [])])
 
 
+_IN_SESSION = " AND m.session_id = ? AND m.position > 0"
+"""A whole session's messages, for a look for those without a vector. The position bound
+leads SQLite to the (session_id, position) index: the vectors are then looked up in about
+their key's order, pages read once each. Through another index of the session (by gap,
+as it chose), the lookups jump around the vectors (1 KB a row): 1.9 s of CPU at 100,000
+messages, against 0.4 s."""
+
+
 class VectorTables:
     """Message vectors per embedding model, and the messages still without them
     (`store.vectors`)."""
@@ -172,7 +180,7 @@ class VectorTables:
         )
         params.append(after_id)
         if session_id is not None:
-            sql += " AND +m.session_id = ?" if after_id else " AND m.session_id = ?"
+            sql += " AND +m.session_id = ?" if after_id else _IN_SESSION
             params.append(session_id)
         sql += " ORDER BY m.id"
         if limit is not None:
@@ -188,12 +196,23 @@ class VectorTables:
             f"SELECT DISTINCT m.session_id FROM messages m WHERE {without}"
             " AND m.superseded = 0 ORDER BY m.session_id", params)]
 
+    def last_message_id(self, session_id: int) -> int:
+        """The id of the session's last message (0 when it has none): a look for messages
+        without vectors that found fewer than it asked for checked every one up to it."""
+        return int(fetch_value(self._db, "SELECT id FROM messages WHERE session_id = ?"
+                               " ORDER BY position DESC LIMIT 1", [session_id]) or 0)
+
     def count_without_vectors(self, model: str, session_id: int | None = None, *,
-                              dimensions: int = 0) -> int:
+                              dimensions: int = 0, after_id: int = 0) -> int:
+        """How many messages (of one session, or all) `texts_without_vectors` would hand
+        out; `after_id` counts only those past a message id (the ones before were checked)."""
         without, params = _without(model, dimensions)
         sql = f"SELECT count(*) FROM messages m WHERE {without} AND m.superseded = 0"
+        if after_id:
+            sql += " AND m.id > ?"
+            params.append(after_id)
         if session_id is not None:
-            sql += " AND m.session_id = ?"
+            sql += " AND +m.session_id = ?" if after_id else _IN_SESSION
             params.append(session_id)
         return int(fetch_value(self._db, sql, params) or 0)
 

@@ -405,9 +405,10 @@ def test_the_first_look_counts_the_backlog_from_its_read_when_that_held_all_of_i
         counted: list[int] = []
         count = store.vectors.count_without_vectors
 
-        def counting(model: str, session_id: int | None = None, *, dimensions: int = 0) -> int:
+        def counting(model: str, session_id: int | None = None, *, dimensions: int = 0,
+                     after_id: int = 0) -> int:
             counted.append(session_id or 0)
-            return count(model, session_id, dimensions=dimensions)
+            return count(model, session_id, dimensions=dimensions, after_id=after_id)
 
         monkeypatch.setattr(store.vectors, "count_without_vectors", counting)
         engine = chat_engine(store, gate)
