@@ -99,6 +99,11 @@ class Backend(Protocol):
 
     def unindex_words(self, message_ids: Sequence[int]) -> None: ...
 
+    def unindex_session_words(self, session_ids: Sequence[int]) -> None:
+        """Drop the full-text entries of every message of these sessions (before the
+        sessions are deleted): in one statement per batch of sessions, in message order."""
+        ...
+
     def forget_erased_words(self) -> None:
         """Make erased terms unrecoverable from the index."""
         ...

@@ -75,6 +75,10 @@ class PostgresWords:
     def unindex_words(self, message_ids: Sequence[int]) -> None:
         self.execute("DELETE FROM message_words WHERE message_id = ANY(?)", [list(message_ids)])
 
+    def unindex_session_words(self, session_ids: Sequence[int]) -> None:
+        # Through the session's index, not a list of its message ids sent over the wire.
+        self.execute("DELETE FROM message_words WHERE session_id = ANY(?)", [list(session_ids)])
+
     def forget_erased_words(self) -> None:
         """Reclaim erased entries' space, so their terms leave the table's pages.
 

@@ -137,8 +137,7 @@ def count_erasure(db: Backend, session_ids: Iterable[int]) -> None:
 def erase_session_rows(db: Backend, session_id: int) -> None:
     """Delete a session; its rows cascade (messages, turns, summaries, session facts,
     vectors, probes, state), its index entries and earlier fact values do not."""
-    db.unindex_words([message_id for (message_id,) in db.execute(
-        "SELECT id FROM messages WHERE session_id = ?", [session_id])])
+    db.unindex_session_words([session_id])
     # Earlier values of profile facts stated in this session go with it.
     db.execute("DELETE FROM fact_history WHERE source_session_id = ?", [session_id])
     db.execute("DELETE FROM sessions WHERE id = ?", [session_id])

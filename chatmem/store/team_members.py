@@ -187,8 +187,7 @@ def remove_user(store: Connection, name: str, *, drop_role: bool = False,
         if ids:
             # As `sessions delete` erases one (steps.erase_session_rows): index entries and
             # the earlier values stated there first, then the session and what cascades.
-            db.unindex_words([int(r[0]) for r in db.execute(
-                "SELECT id FROM messages WHERE session_id = ANY(?)", [ids])])
+            db.unindex_session_words(ids)
             db.execute("DELETE FROM fact_history WHERE source_session_id = ANY(?)", [ids])
             db.execute("DELETE FROM sessions WHERE id = ANY(?)", [ids])
         # What is the writer's own rather than a session's (postgres_access): a profile's
