@@ -58,11 +58,23 @@ class SummaryFailed:
 
 @dataclass(frozen=True)
 class FactsFailed:
-    """Fact extraction failed; turns `first`..`last` are retried on the next turn."""
+    """Fact extraction failed; turns `first`..`last` are retried on the next turn, or, when
+    `passed_over` (the number of answers rejected for them), never read for facts."""
 
     error: str
     first: int
     last: int
+    passed_over: int | None = None
+
+
+@dataclass(frozen=True)
+class FactsTooLong:
+    """Facts the extractor found, by key, with a key over `key_limit` or a value over
+    `value_limit` characters: not kept (the rest of its answer is)."""
+
+    keys: tuple[str, ...]
+    key_limit: int
+    value_limit: int
 
 
 @dataclass(frozen=True)
@@ -419,8 +431,8 @@ class ExpectedRepliesReplaced:
 
 
 Notice = (IndexingNotice | VectorsResized | SummaryUpdated | SummaryFailed | FactsFailed
-          | FactsBehind | SensitiveNotRemembered | NoEmbedder | InputNotUtf8 | ReplyCut
-          | UsageIgnored
+          | FactsTooLong | FactsBehind | SensitiveNotRemembered | NoEmbedder | InputNotUtf8
+          | ReplyCut | UsageIgnored
           | MemoryUpdateFailed | MemoryUpdateCancelled | ErasedWhileUpdating
           | StrategyChanged | ModelChanged
           | SavedParamsDropped | SystemPromptReplaced | SettingsNotSaved

@@ -266,8 +266,8 @@ class Engine(SessionChanges, MemoryUpkeep, Generic[StoreT]):
         try:
             if not text.strip():
                 raise EmptyInput  # an empty turn would be sent and stored like any other
-            # Before the backlogs store what they computed: it may be of text gone since.
-            self.follow_erasures()
+            # Follows erasures too, before the backlogs store what they computed: it may be
+            # of text gone since.
             self.check_writable()
             refuse_unseen_images(attachments, self.provider)
         except (StoreError, UsageError, NotFound):
@@ -381,10 +381,15 @@ class Engine(SessionChanges, MemoryUpkeep, Generic[StoreT]):
             return record
 
     def check_writable(self) -> None:
-        """A reply that cannot be stored is a paid call (or minutes of a local model) wasted."""
+        """A reply that cannot be stored is a paid call (or minutes of a local model) wasted.
+
+        Follows erasures (follow_erasures) once any wait is over: the count the commit
+        compares with is read after a purge this waited for, as the context is built after
+        it; read before, that purge would refuse the turn once its reply was paid for."""
         try:
             # Patient as the commit is: waiting is said, and sending then stores its reply.
             self.store.check_writable(patient=True)
+            self.follow_erasures()
             self.store.sessions.check_session_writable(self.session.id)
         except ReadOnlyShare as e:
             # Kept typed: each front end words its own way on (a client cannot fork).

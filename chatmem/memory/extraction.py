@@ -3,7 +3,9 @@
 The model gets the current facts and only the user's messages of the turns not
 yet processed (as JSON data) and answers with JSON that sets or retracts facts.
 Output that is not valid is rejected whole: the turn stands, nothing is written,
-and the same turns are sent again (batched with newer ones) after the next turn.
+and the same turns are sent again (batched with newer ones) after the next turn;
+after MAX_REJECTIONS rejected answers the turns of the first are passed over. A fact
+too long to keep is dropped from a valid answer, not the answer with it.
 
 Facts belong to the session they were stated in; only a user who opts in
 (`user_facts = true` in the config, or `/remember --user`) puts them in the
@@ -16,16 +18,23 @@ the fact's history.
 from __future__ import annotations
 
 import json
-import re
 from collections.abc import Callable, Mapping, Sequence
 from contextlib import nullcontext
-from dataclasses import dataclass, field
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
 from chatmem.activity import ActivityStep, Work
 from chatmem.errors import ProviderResponseError
 from chatmem.memory.base import MemoryEnv, catching_up
-from chatmem.memory.fact_keys import normalize_key, same_key
+from chatmem.memory.extraction_answer import (
+    MAX_KEY_CHARS,
+    MAX_VALUE_CHARS,
+    Extraction,
+    FactChange,
+    FactRetraction,
+    parse_extraction,
+)
+from chatmem.memory.fact_keys import same_key
 from chatmem.memory.history_view import HistoryTurn, HistoryView
 from chatmem.memory.later_facts import LaterFacts
 from chatmem.memory.sensitive_turns import guard_for, remember
@@ -34,6 +43,7 @@ from chatmem.notices import (
     ErasedWhileUpdating,
     FactsBehind,
     FactsFailed,
+    FactsTooLong,
     Notice,
     SensitiveNotRemembered,
 )
@@ -51,9 +61,11 @@ if TYPE_CHECKING:
 STATE_KEY = "facts"
 """Strategy-state namespace of the extraction marker, shared by every fact-using strategy."""
 MAX_BATCH_TURNS = 20
-MAX_KEY_CHARS = 80
-MAX_VALUE_CHARS = 1000
-SCOPES = tuple(FactScope)
+MAX_REJECTIONS = 3
+"""Answers rejected for the same turns before they are passed over. As a provider's request
+is tried three times (max_retries 2): a sampled model's malformed answer seldom comes three
+times running, one it always gives (a local model at temperature 0, an answer shape it
+keeps) came every turn, each a helper call, and no later turn's fact was ever read."""
 
 EXTRACTION_PROMPT = """\
 You maintain a small table of facts the user has stated about themselves and their task.
@@ -78,25 +90,12 @@ Answer with ONE JSON object and nothing else:
 
 
 @dataclass(frozen=True)
-class FactChange:
-    key: str
-    value: str
-    scope: FactScope
-    turn: int
-    same_as: str | None = None
-    """The existing key the extractor says names this same fact (another language)."""
+class Failed:
+    """Why a batch's extraction failed; `rejected`: the model answered, and the answer was
+    not valid (the same turns may well get the same answer again)."""
 
-
-@dataclass(frozen=True)
-class FactRetraction:
-    key: str
-    turn: int
-
-
-@dataclass
-class Extraction:
-    set: list[FactChange] = field(default_factory=list)
-    retract: list[FactRetraction] = field(default_factory=list)
+    error: str
+    rejected: bool = False
 
 
 def extraction_messages(
@@ -113,66 +112,6 @@ def extraction_messages(
         {"role": "system", "content": EXTRACTION_PROMPT},
         {"role": "user", "content": json.dumps(data, ensure_ascii=False)},
     ]
-
-
-_FENCE = re.compile(r"^\s*```(?:json)?\s*\n?(.*?)\n?```\s*$", re.DOTALL)
-
-
-def parse_extraction(text: str, turns: Sequence[int]) -> Extraction:
-    """Validate the model's answer; raises ProviderResponseError naming what is wrong."""
-    fenced = _FENCE.match(text)
-    raw = fenced.group(1) if fenced else text
-    try:
-        data = json.loads(raw)
-    except json.JSONDecodeError as e:
-        raise _bad(f"not JSON ({e.msg} at char {e.pos})") from None
-    if not isinstance(data, dict):
-        raise _bad("expected a JSON object with 'set' and 'retract'")
-    unknown = set(data) - {"set", "retract"}
-    if unknown:
-        raise _bad(f"unknown field {sorted(unknown)[0]!r} (valid: set, retract)")
-    sets, retracts = data.get("set", []), data.get("retract", [])
-    if not isinstance(sets, list) or not isinstance(retracts, list):
-        raise _bad("'set' and 'retract' must be lists")
-    latest = max(turns) if turns else 0
-    result = Extraction()
-    for i, item in enumerate(sets):
-        if not isinstance(item, dict):
-            raise _bad(f"set[{i}] must be an object")
-        key, value = item.get("key"), item.get("value")
-        if not isinstance(key, str) or not normalize_key(key):
-            raise _bad(f"set[{i}].key must be a non-empty string")
-        if not isinstance(value, str) or not value.strip():
-            raise _bad(f"set[{i}].value must be a non-empty string")
-        if len(key) > MAX_KEY_CHARS or len(value) > MAX_VALUE_CHARS:
-            raise _bad(f"set[{i}] is too long (key ≤ {MAX_KEY_CHARS}, value ≤ {MAX_VALUE_CHARS})")
-        scope = item.get("scope", "session")
-        if scope not in SCOPES:
-            raise _bad(f"set[{i}].scope must be 'user' or 'session', got {scope!r}")
-        turn = item.get("turn", latest)
-        if not isinstance(turn, int) or isinstance(turn, bool) or turn not in turns:
-            raise _bad(f"set[{i}].turn must be one of the given turns, got {turn!r}")
-        same_as = item.get("same_as")
-        if same_as is not None and not isinstance(same_as, str):
-            raise _bad(f"set[{i}].same_as must be a key or null, got {same_as!r}")
-        result.set.append(FactChange(normalize_key(key), value.strip(), FactScope(scope), turn,
-                                     normalize_key(same_as) if same_as else None))
-    for i, item in enumerate(retracts):
-        # A bare key is accepted too; it then counts as said in the latest turn.
-        if isinstance(item, dict):
-            key, turn = item.get("key"), item.get("turn", latest)
-        else:
-            key, turn = item, latest
-        if not isinstance(key, str) or not normalize_key(key):
-            raise _bad(f"retract[{i}] must be a key or an object with a non-empty key")
-        if not isinstance(turn, int) or isinstance(turn, bool) or turn not in turns:
-            raise _bad(f"retract[{i}].turn must be one of the given turns, got {turn!r}")
-        result.retract.append(FactRetraction(normalize_key(key), turn))
-    return result
-
-
-def _bad(why: str) -> ProviderResponseError:
-    return ProviderResponseError(f"fact extraction answer rejected: {why}")
 
 
 def update_facts(env: MemoryEnv) -> list[Notice]:
@@ -199,6 +138,9 @@ def _extract_batch(env: MemoryEnv) -> tuple[list[Notice], bool]:
     seen = state.erasures()  # before the marker, the turns and the facts are read
     marker = state.get(STATE_KEY)
     done = int(marker.get("done_turn", 0))
+    # A batch read at last forgets the rejections before it (written only after one).
+    cleared = dict.fromkeys(("rejections", "rejected_through")) if marker.get("rejections") \
+        else {}
     total = env.history.turn_count()
     if done >= total:
         return [], False
@@ -211,19 +153,54 @@ def _extract_batch(env: MemoryEnv) -> tuple[list[Notice], bool]:
 
     def done_through() -> None:
         state.set_covering(STATE_KEY, last, done_turn=last, behind=total - last,
-                           last_error=None)
+                           last_error=None, **cleared)
 
     with env.activity.doing(step) if step else nullcontext():
         notices, failed = _extract(env, env.model, turns, seen, done_through)
+    if failed is not None and failed.rejected:
+        return _rejected(env, marker, (done, last, total), failed.error)
     if failed is not None:
         state.set_covering(STATE_KEY, done, done_turn=done, behind=total - done,
-                           last_error=failed)
-        return [FactsFailed(failed, done + 1, total)], False
+                           last_error=failed.error)
+        return [FactsFailed(failed.error, done + 1, total)], False
     if any(isinstance(n, ErasedWhileUpdating) for n in notices):
         return notices, False  # the marker stays: these turns are read again next turn
+    return _behind(env, notices, last, total)
+
+
+def _behind(env: MemoryEnv, notices: list[Notice], last: int, total: int
+            ) -> tuple[list[Notice], bool]:
     if last < total and not env.catch_up:
         notices.append(FactsBehind(total - last))
     return notices, last < total
+
+
+def _rejected(env: MemoryEnv, marker: Mapping[str, object], batch: tuple[int, int, int],
+              error: str) -> tuple[list[Notice], bool]:
+    """The answer for the batch after `done` (through `last`, of `total` turns) was rejected:
+    the batch is sent again next turn, or at the MAX_REJECTIONS-th answer rejected since the
+    marker last moved, the turns the first rejected batch held are passed over. Only they
+    were in every rejected batch: a newer turn's facts are read in the next one.
+
+    Only a rejected answer counts: a refused request or a server that does not answer says
+    nothing of these turns (a setting, a server down), and is tried again every turn."""
+    done, last, total = batch
+    times = _int(marker.get("rejections")) + 1
+    through = _int(marker.get("rejected_through"))
+    if not done < through <= last:  # the first rejection, or a marker moved meanwhile
+        times, through = 1, last
+    if times < MAX_REJECTIONS:
+        env.state.set_covering(STATE_KEY, done, done_turn=done, behind=total - done,
+                               last_error=error, rejections=times, rejected_through=through)
+        return [FactsFailed(error, done + 1, total)], False
+    env.state.set_covering(STATE_KEY, through, done_turn=through, behind=total - through,
+                           last_error=error, rejections=None, rejected_through=None)
+    return _behind(env, [FactsFailed(error, done + 1, through, passed_over=times)], through,
+                   total)
+
+
+def _int(value: object) -> int:
+    return value if isinstance(value, int) and not isinstance(value, bool) else 0
 
 
 def _next_batch(history: HistoryView, done: int, total: int) -> tuple[int, list[HistoryTurn]]:
@@ -245,7 +222,7 @@ def _next_batch(history: HistoryView, done: int, total: int) -> tuple[int, list[
 
 
 def _extract(env: MemoryEnv, model: Provider, turns: Sequence[HistoryTurn],
-             seen: int | None, done: Callable[[], None]) -> tuple[list[Notice], str | None]:
+             seen: int | None, done: Callable[[], None]) -> tuple[list[Notice], Failed | None]:
     """Extract and store the facts of `turns`, and call `done` (the marker moves past them)
     in the same transaction: (notices, why the call failed or None). Nothing is stored when
     text left the session's memory since the erasure count was `seen` (before `turns` and
@@ -268,9 +245,12 @@ def _extract(env: MemoryEnv, model: Provider, turns: Sequence[HistoryTurn],
                 extraction_messages(state.live_facts(), pending, guard.mask),
                 purpose=Purpose.FACTS
             )
+        except ProviderResponseError as e:
+            return [], Failed(str(e))
+        try:
             extraction = parse_extraction(answer, [n for n, _ in pending])
         except ProviderResponseError as e:
-            return [], str(e)
+            return [], Failed(str(e), rejected=True)
         extraction, refused = without_sensitive(without_erased(extraction), guard)
     with state.store.write():
         # Without a user message (or a stored turn, numbers passed over) nothing is read
@@ -286,6 +266,8 @@ def _extract(env: MemoryEnv, model: Provider, turns: Sequence[HistoryTurn],
     found = [kind for _, text, shown in said for kind in sensitive.kinds_between(text, shown)]
     if found or refused:
         notices.append(SensitiveNotRemembered(tuple(dict.fromkeys([*found, *refused]))))
+    if extraction.too_long:
+        notices.append(FactsTooLong(tuple(extraction.too_long), MAX_KEY_CHARS, MAX_VALUE_CHARS))
     return notices, None
 
 
@@ -293,8 +275,7 @@ def without_erased(extraction: Extraction) -> Extraction:
     """The extraction minus values with nothing left but a purge's marker ([forgotten]):
     read from a purged message, such a value is the erasure, not a fact (a purge deletes a
     fact left so, `privacy.purge`)."""
-    return Extraction([c for c in extraction.set if not only_markers(c.value)],
-                      extraction.retract)
+    return replace(extraction, set=[c for c in extraction.set if not only_markers(c.value)])
 
 
 def without_sensitive(
@@ -315,7 +296,7 @@ def without_sensitive(
             kept.append(change)
         elif kind != sensitive.REDACTED:
             refused.append(kind)
-    return Extraction(kept, extraction.retract), refused
+    return replace(extraction, set=kept), refused
 
 
 def _first_user_messages(turns: Sequence[HistoryTurn]) -> dict[int, int | None]:

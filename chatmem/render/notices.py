@@ -29,6 +29,7 @@ from chatmem.notices import (
     ExpectedRepliesReplaced,
     FactsBehind,
     FactsFailed,
+    FactsTooLong,
     Failure,
     HelperTooSmall,
     HistoryMoved,
@@ -121,7 +122,20 @@ def _(n: SummaryFailed, repl_hints: bool) -> str:
 
 @_worded.register
 def _(n: FactsFailed, repl_hints: bool) -> str:
-    return f"facts not updated ({n.error}); {span(range(n.first, n.last + 1))} will be retried"
+    turns = span(range(n.first, n.last + 1))
+    if n.passed_over is None:
+        return f"facts not updated ({n.error}); {turns} will be retried"
+    remember = "; /remember KEY: VALUE keeps one" if repl_hints else ""
+    return (f"facts not updated ({n.error}); {turns} passed over, their answer rejected"
+            f" {n.passed_over} times: no fact is read from them{remember}")
+
+
+@_worded.register
+def _(n: FactsTooLong, repl_hints: bool) -> str:
+    keys = [k if len(k) <= 40 else f"{k[:40]}…" for k in n.keys]
+    remember = "; /remember KEY: VALUE keeps one" if repl_hints else ""
+    return (f"not remembered, longer than a fact holds (key ≤ {n.key_limit:,}, value ≤"
+            f" {n.value_limit:,} characters): {listed(keys)}{remember}")
 
 
 @_worded.register

@@ -30,7 +30,8 @@ _SUMMARY_KEYS = frozenset({"boundary_turn", "behind", PINNED_KEY, "unpinned", "r
 OWN_STATE_KEYS: Mapping[str, frozenset[str]] = {
     "summary": _SUMMARY_KEYS,  # chatmem.memory.summary_state and pins, per summary strategy
     "summary-buffer": _SUMMARY_KEYS,
-    FACTS_OWNER: frozenset({"done_turn", "behind", "last_error"}),  # memory.extraction
+    FACTS_OWNER: frozenset({"done_turn", "behind", "last_error", "rejections",  # memory.
+                            "rejected_through"}),  # extraction
     "pins": frozenset({"last"}),  # memory.pins.COUNTER, the session's last pin id
     "sensitive": frozenset({"turns"}),  # memory.sensitive_turns.SENSITIVE_KEY
 }

@@ -7,6 +7,8 @@ is said, not written into."""
 from __future__ import annotations
 
 import json
+import threading
+import time
 from collections.abc import Callable
 from typing import Any
 
@@ -166,6 +168,35 @@ def test_a_turn_answered_across_a_purge_is_not_stored_and_the_purge_holds(
     again = engine.run_turn("Who cooks on Sundays? 谁在周日做饭？")
     assert "José" not in json.dumps(again.record.context, ensure_ascii=False)
     assert again.record.number == len(SAID) + 1
+
+
+def test_a_turn_that_waited_for_a_purge_is_sent_after_it_and_stored(
+        store: Store, history: History) -> None:
+    """The turn read the erasure count before it waited for another process's purge (`facts
+    forget --purge` in a second shell), built its context after the purge, and its commit
+    then refused the paid reply: "text left this session's memory while the reply came …
+    send it again"."""
+    engine = kept_engine(store)
+    chat(engine)
+    sid = engine.session.id
+    locked = threading.Event()
+
+    def purge() -> None:
+        with history.open() as other, other.write():
+            other.redactions.rewrite_stored_text([sid], None, ["José"], erase_jose)
+            locked.set()
+            time.sleep(1.0)  # still writing when the turn checks it can store its reply
+
+    thread = threading.Thread(target=purge)
+    thread.start()
+    assert locked.wait(10)
+    try:
+        result = engine.run_turn("Who cooks on Sundays? 谁在周日做饭？")
+    finally:
+        thread.join()
+    assert result.record.number == len(SAID) + 1
+    assert [t.number for t in store.turns.turns(sid)] == list(range(1, len(SAID) + 2))
+    assert "José" not in json.dumps(result.record.context, ensure_ascii=False)
 
 
 def deleting(other: Callable[[], Store], name: str) -> Callable[[], None]:

@@ -1,4 +1,5 @@
-"""Fact extraction: one validated JSON call per turn, retried whole when the answer is bad."""
+"""Fact extraction: one validated JSON call per turn, retried whole when the answer is bad
+(test_extraction_answer: until it is rejected MAX_REJECTIONS times)."""
 
 from __future__ import annotations
 
@@ -111,7 +112,9 @@ def test_a_rejected_answer_keeps_the_turn_and_is_retried_with_the_next(make_engi
     facts = {f.key: (f.value, f.source_turn) for f in engine.state.live_facts()}
     assert facts == {"order id": ("ORD-7731", 1), "city": ("Lisbon", 2)}
     assert provider.calls_by_purpose["facts"] == 2
-    assert engine.state.get(STATE_KEY) == {"done_turn": 2, "behind": 0, "last_error": None}
+    # The rejection counted (extraction.MAX_REJECTIONS) is forgotten once the turns are read.
+    assert engine.state.get(STATE_KEY) == {"done_turn": 2, "behind": 0, "last_error": None,
+                                           "rejections": None, "rejected_through": None}
 
 
 def test_facts_are_updated_and_retracted(make_engine) -> None:

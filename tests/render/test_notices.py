@@ -19,6 +19,7 @@ from chatmem.notices import (
     ErasedWhileUpdating,
     FactsBehind,
     FactsFailed,
+    FactsTooLong,
     Failure,
     HelperTooSmall,
     HistoryUpgrading,
@@ -70,6 +71,13 @@ WORDED: list[tuple[Notice | ContextWarning, str]] = [
     (FactsFailed("fact extraction answer rejected: not JSON", 1, 1),
      "facts not updated (fact extraction answer rejected: not JSON); turn 1 will be retried"),
     (FactsFailed("timed out", 3, 9), "facts not updated (timed out); turns 3–9 will be retried"),
+    (FactsFailed("fact extraction answer rejected: not JSON", 2, 4, passed_over=3),
+     "facts not updated (fact extraction answer rejected: not JSON); turns 2–4 passed over,"
+     " their answer rejected 3 times: no fact is read from them; /remember KEY: VALUE keeps"
+     " one"),
+    (FactsTooLong(("预算", "k" * 81), 80, 1000),
+     "not remembered, longer than a fact holds (key ≤ 80, value ≤ 1,000 characters): 预算,"
+     f" {'k' * 40}…; /remember KEY: VALUE keeps one"),
     (FactsBehind(12), "facts are 12 turns behind; catching up next turn"),
     (SensitiveNotRemembered(("card number", "password")),
      "not remembered: card number, password (sensitive details stay out of memory;"

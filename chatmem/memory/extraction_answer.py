@@ -1,0 +1,106 @@
+"""The fact extractor's answer (chatmem.memory.extraction): the changes it may make, and
+the check its JSON passes before any is stored. An answer not valid is rejected whole; a
+fact too long to keep is dropped from a valid one (`Extraction.too_long`), not the answer.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+from chatmem.errors import ProviderResponseError
+from chatmem.memory.fact_keys import normalize_key
+from chatmem.store.records import FactScope
+
+MAX_KEY_CHARS = 80
+MAX_VALUE_CHARS = 1000
+SCOPES = tuple(FactScope)
+
+
+@dataclass(frozen=True)
+class FactChange:
+    key: str
+    value: str
+    scope: FactScope
+    turn: int
+    same_as: str | None = None
+    """The existing key the extractor says names this same fact (another language)."""
+
+
+@dataclass(frozen=True)
+class FactRetraction:
+    key: str
+    turn: int
+
+
+@dataclass
+class Extraction:
+    set: list[FactChange] = field(default_factory=list)
+    retract: list[FactRetraction] = field(default_factory=list)
+    too_long: list[str] = field(default_factory=list)
+    """The keys of facts dropped for a key or value over MAX_KEY_CHARS, MAX_VALUE_CHARS."""
+
+
+_FENCE = re.compile(r"^\s*```(?:json)?\s*\n?(.*?)\n?```\s*$", re.DOTALL)
+
+
+def parse_extraction(text: str, turns: Sequence[int]) -> Extraction:
+    """Validate the model's answer; raises ProviderResponseError naming what is wrong."""
+    fenced = _FENCE.match(text)
+    raw = fenced.group(1) if fenced else text
+    try:
+        data = json.loads(raw)
+    except json.JSONDecodeError as e:
+        raise _bad(f"not JSON ({e.msg} at char {e.pos})") from None
+    if not isinstance(data, dict):
+        raise _bad("expected a JSON object with 'set' and 'retract'")
+    unknown = set(data) - {"set", "retract"}
+    if unknown:
+        raise _bad(f"unknown field {sorted(unknown)[0]!r} (valid: set, retract)")
+    sets, retracts = data.get("set", []), data.get("retract", [])
+    if not isinstance(sets, list) or not isinstance(retracts, list):
+        raise _bad("'set' and 'retract' must be lists")
+    latest = max(turns) if turns else 0
+    result = Extraction()
+    for i, item in enumerate(sets):
+        if not isinstance(item, dict):
+            raise _bad(f"set[{i}] must be an object")
+        key, value = item.get("key"), item.get("value")
+        if not isinstance(key, str) or not normalize_key(key):
+            raise _bad(f"set[{i}].key must be a non-empty string")
+        if not isinstance(value, str) or not value.strip():
+            raise _bad(f"set[{i}].value must be a non-empty string")
+        if len(key) > MAX_KEY_CHARS or len(value) > MAX_VALUE_CHARS:
+            # A statement too long to be a fact; the answer's other facts stand (rejecting
+            # it whole, the same answer came every turn and none was kept).
+            result.too_long.append(normalize_key(key))
+            continue
+        scope = item.get("scope", "session")
+        if scope not in SCOPES:
+            raise _bad(f"set[{i}].scope must be 'user' or 'session', got {scope!r}")
+        turn = item.get("turn", latest)
+        if not isinstance(turn, int) or isinstance(turn, bool) or turn not in turns:
+            raise _bad(f"set[{i}].turn must be one of the given turns, got {turn!r}")
+        same_as = item.get("same_as")
+        if same_as is not None and not isinstance(same_as, str):
+            raise _bad(f"set[{i}].same_as must be a key or null, got {same_as!r}")
+        result.set.append(FactChange(normalize_key(key), value.strip(), FactScope(scope), turn,
+                                     normalize_key(same_as) if same_as else None))
+    for i, item in enumerate(retracts):
+        # A bare key is accepted too; it then counts as said in the latest turn.
+        if isinstance(item, dict):
+            key, turn = item.get("key"), item.get("turn", latest)
+        else:
+            key, turn = item, latest
+        if not isinstance(key, str) or not normalize_key(key):
+            raise _bad(f"retract[{i}] must be a key or an object with a non-empty key")
+        if not isinstance(turn, int) or isinstance(turn, bool) or turn not in turns:
+            raise _bad(f"retract[{i}].turn must be one of the given turns, got {turn!r}")
+        result.retract.append(FactRetraction(normalize_key(key), turn))
+    return result
+
+
+def _bad(why: str) -> ProviderResponseError:
+    return ProviderResponseError(f"fact extraction answer rejected: {why}")

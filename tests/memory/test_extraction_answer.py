@@ -1,0 +1,110 @@
+"""What the fact extractor's answer may hold (chatmem.memory.extraction_answer), and what a
+rejected answer costs: a fact too long to keep is dropped, not the answer with it, and turns
+whose answer is rejected MAX_REJECTIONS times are passed over, not sent every turn."""
+
+from __future__ import annotations
+
+import json
+
+from chatmem.errors import ProviderResponseError
+from chatmem.memory.extraction import MAX_REJECTIONS, STATE_KEY
+from chatmem.memory.extraction_answer import MAX_KEY_CHARS, MAX_VALUE_CHARS, parse_extraction
+from chatmem.notices import FactsBehind, FactsFailed, FactsTooLong
+from chatmem.providers.base import Purpose
+from chatmem.providers.scripted import ScriptedProvider
+
+LONG_BUDGET = "预算" + "很多" * 600  # the scripted extractor's value: 1,200 characters
+
+
+def test_a_fact_too_long_is_dropped_and_the_rest_of_the_answer_kept() -> None:
+    answer = json.dumps({"set": [
+        {"key": "预算", "value": "很多" * 600, "turn": 1},
+        {"key": "名字", "value": "李雷", "turn": 1},
+        {"key": "k" * (MAX_KEY_CHARS + 1), "value": "v", "turn": 1},
+        {"key": "city", "value": "x" * MAX_VALUE_CHARS, "turn": 1},
+    ], "retract": ["order id"]}, ensure_ascii=False)
+    parsed = parse_extraction(answer, [1])
+    assert [(c.key, c.value) for c in parsed.set] == [("名字", "李雷"),
+                                                       ("city", "x" * MAX_VALUE_CHARS)]
+    assert parsed.too_long == ["预算", "k" * (MAX_KEY_CHARS + 1)]
+    assert [r.key for r in parsed.retract] == ["order id"]
+
+
+def test_a_turn_stating_a_fact_too_long_keeps_its_other_facts_and_the_next_turns(
+        make_engine) -> None:
+    """The whole answer was rejected ("set[0] is too long"), the same one came every turn,
+    and no fact of that turn or any later one was ever kept."""
+    provider = ScriptedProvider()
+    engine = make_engine("entity", provider=provider)
+    first = engine.run_turn(f"{LONG_BUDGET}。我叫李雷。")
+    assert first.notices == [FactsTooLong(("预算",), MAX_KEY_CHARS, MAX_VALUE_CHARS)]
+    second = engine.run_turn("I live in Lisbon.")
+    assert second.notices == []
+    facts = {f.key: (f.value, f.source_turn) for f in engine.state.live_facts()}
+    assert facts == {"名字": ("李雷", 1), "city": ("Lisbon", 2)}
+    assert provider.calls_by_purpose[Purpose.FACTS] == 2
+    assert engine.state.get(STATE_KEY)["done_turn"] == 2
+
+
+class PoisonedExtractor(ScriptedProvider):
+    """The scripted model, except that it answers prose to every fact request holding
+    POISON: an answer it always gives for those turns."""
+
+    def complete(self, messages, *, purpose: Purpose = Purpose.CHAT) -> str:
+        if purpose == Purpose.FACTS and "POISON" in messages[-1]["content"]:
+            self._log(purpose, messages)
+            return "Sure, the entities are: John"
+        return super().complete(messages, purpose=purpose)
+
+
+REJECTED = "fact extraction answer rejected: not JSON (Expecting value at char 0)"
+
+
+def test_turns_whose_answer_is_rejected_again_and_again_are_passed_over(make_engine) -> None:
+    """Every later turn said "turns 2–N will be retried", N growing, one helper call each on
+    the same batch, and no fact was kept again."""
+    provider = PoisonedExtractor()
+    engine = make_engine("entity", provider=provider)
+    engine.run_turn("My name is Ada.")
+    assert engine.run_turn("POISON 毒").notices == [FactsFailed(REJECTED, 2, 2)]
+    said = ["I live in Lisbon.", "我的订单号是ORD-7731。"]
+    assert MAX_REJECTIONS == 3
+    assert engine.run_turn(said[0]).notices == [FactsFailed(REJECTED, 2, 3)]
+    # The third answer rejected: only the turn every rejected batch held is passed over.
+    assert engine.run_turn(said[1]).notices == [
+        FactsFailed(REJECTED, 2, 2, passed_over=MAX_REJECTIONS), FactsBehind(2)]
+    assert engine.run_turn("My budget is 900 euros.").notices == []
+    facts = {f.key: (f.value, f.source_turn) for f in engine.state.live_facts()}
+    assert facts == {"name": ("Ada", 1), "city": ("Lisbon", 3), "订单号": ("ORD-7731", 4),
+                     "budget": ("900 euros", 5)}
+    assert provider.calls_by_purpose[Purpose.FACTS] == 5  # one a turn
+    state = engine.state.get(STATE_KEY)
+    assert (state["done_turn"], state["rejections"], state["rejected_through"]) == (5, None, None)
+    # A later rejection counts from one again.
+    assert engine.run_turn("POISON again").notices == [FactsFailed(REJECTED, 6, 6)]
+    assert engine.state.get(STATE_KEY)["rejections"] == 1
+
+
+class DownExtractor(ScriptedProvider):
+    """The scripted model, except that its fact requests get no usable reply while `down`."""
+
+    down = True
+
+    def complete(self, messages, *, purpose: Purpose = Purpose.CHAT) -> str:
+        if purpose == Purpose.FACTS and self.down:
+            raise ProviderResponseError("the helper model sent an empty reply")
+        return super().complete(messages, purpose=purpose)
+
+
+def test_a_request_that_gets_no_answer_is_never_passed_over(make_engine) -> None:
+    """A server that does not answer says nothing of the turns: their facts wait for it."""
+    provider = DownExtractor()
+    engine = make_engine("entity", provider=provider)
+    said = ["My name is Ada.", "I live in Lisbon.", "我叫李雷。", "My budget is 900 euros."]
+    for n, text in enumerate(said, 1):
+        assert engine.run_turn(text).notices == [
+            FactsFailed("the helper model sent an empty reply", 1, n)]
+    provider.down = False
+    assert engine.run_turn("What's new?").notices == []
+    facts = {f.key: (f.value, f.source_turn) for f in engine.state.live_facts()}
+    assert facts == {"name": ("李雷", 3), "city": ("Lisbon", 2), "budget": ("900 euros", 4)}
