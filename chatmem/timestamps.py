@@ -8,24 +8,28 @@ The rule for a time without a zone (only an imported transcript's `ts` can be on
 never writes one): `parse_time` reads it as UTC. Where a guessed zone would mislead, a caller
 asks `has_zone` first (a sitting's pause is not drawn from a guess).
 
-A date without a time (`2026-03-07`) names a day, not an instant: it is read as noon UTC of
-that day, which is that date in every zone from UTC-12 to UTC+11:59 (the Americas, Europe,
-Africa, Asia, Australia). Read as midnight UTC it was the day before everywhere west of UTC,
-and "what did I do on March 8?" found nothing said on the 8th. Noon rather than the importing
-machine's zone: the stored `ts` stays as the transcript gave it (an export gives it back),
-means the same on every machine and after a move, and a replay reads it alike.
+A date without a time (`2026-03-07`) names a day, not an instant, in no zone: the stored `ts`
+stays as the transcript gave it (an export gives it back) and means that date on every machine,
+after a move and in a replay. Two readings of it:
+- `local_moment` (the user's days: the lines naming the day a recalled message was said, the
+  times an input names, inspect's said-at): noon of that date in the user's zone, so it is that
+  date in every zone. Any fixed instant is the day before or after somewhere: midnight UTC
+  west of UTC ("what did I do on March 8?" found nothing said on the 8th), noon UTC from
+  UTC+12 on (New Zealand's summer, Fiji, Tonga, Kiritimati).
+- `parse_time` / `dated_time` (an instant, for ordering and lengths of time that no zone
+  enters: a transcript's order, retention, a sitting's pause): noon UTC of that date.
 """
 
 from __future__ import annotations
 
-from datetime import UTC, date, datetime, time, timedelta
+from datetime import UTC, date, datetime, time, timedelta, tzinfo
 
 LONGEST_DURATION = timedelta(days=365_000)
 """A thousand years: any time chatmem stores, plus this, stays within the calendar."""
 LONGEST_DAYS = LONGEST_DURATION.days
 """The longest retention, fact life or other length of time chatmem keeps, in days."""
 MIDDAY = time(12, tzinfo=UTC)
-"""The time a date alone (`2026-03-07`) is read at: see the module's docstring."""
+"""The instant a date alone (`2026-03-07`) is read at: see the module's docstring."""
 EARLIEST = datetime(2, 1, 1, tzinfo=UTC)
 LATEST = datetime(9998, 12, 31, 23, 59, 59, 999999, tzinfo=UTC)
 """The times chatmem dates things by: within them, a time moves into any zone (a day either
@@ -81,6 +85,17 @@ def dated_time(text: str | None) -> datetime | None:
     except ValueError:
         return None
     return moment if in_every_zone(moment) else None
+
+
+def local_moment(text: str | None, zone: tzinfo) -> datetime | None:
+    """A stored time in the user's `zone` (None: undated, as `dated_time`); a date alone
+    is noon of that date in `zone`, that date whatever the zone (see the module's docstring)."""
+    moment = dated_time(text)
+    if moment is None or text is None:
+        return None
+    if is_date(text):
+        return datetime.combine(moment.date(), time(12), tzinfo=zone)
+    return moment.astimezone(zone)
 
 
 def is_date(text: str) -> bool:

@@ -3,7 +3,7 @@ three parsers it replaced read (the store's pause, retention's and the fact tabl
 
 from __future__ import annotations
 
-from datetime import UTC, datetime, timedelta, timezone
+from datetime import UTC, date, datetime, timedelta, timezone
 from zoneinfo import ZoneInfo
 
 import pytest
@@ -12,7 +12,15 @@ from hypothesis import strategies as st
 
 from chatmem.render import when
 from chatmem.store.recall import UNKNOWN_PAUSE, pause
-from chatmem.timestamps import dated_time, has_zone, is_time, parse_time, stamp, stamp_seconds
+from chatmem.timestamps import (
+    dated_time,
+    has_zone,
+    is_time,
+    local_moment,
+    parse_time,
+    stamp,
+    stamp_seconds,
+)
 
 moments = st.datetimes(min_value=datetime(1, 1, 2), max_value=datetime(9999, 12, 30),
                        timezones=st.sampled_from([UTC, timezone(timedelta(hours=8)),
@@ -121,8 +129,35 @@ def test_a_time_at_the_calendars_edge_or_unread_is_undated(text: str | None) -> 
 
 @pytest.mark.parametrize("text", ["2026-03-07", "20260307"])
 def test_a_date_alone_is_its_noon_in_utc(text: str) -> None:
-    # That date from UTC-12 to UTC+11:59; at midnight UTC it was the day before in America.
+    # As an instant (ordering, lengths of time); the user's day is local_moment's.
     assert parse_time(text) == datetime(2026, 3, 7, 12, tzinfo=UTC)
     assert not has_zone(text)
     assert when(text, ZoneInfo("America/Los_Angeles")) == text[:16]
     assert when("2026-03-07T20:00:00Z", ZoneInfo("Asia/Tokyo")) == "2026-03-08 05:00"
+
+
+@pytest.mark.parametrize("zone", ["Pacific/Kiritimati", "Pacific/Auckland", "Pacific/Tongatapu",
+                                  "Asia/Shanghai", "UTC", "America/Los_Angeles",
+                                  "Pacific/Pago_Pago", "Etc/GMT+12"])
+@pytest.mark.parametrize("text", ["2026-01-10", "20260110"])
+def test_a_date_alone_is_that_day_in_every_zone(zone: str, text: str) -> None:
+    # Any one instant is the day before or after somewhere: noon UTC is the 11th from UTC+12.
+    moment = local_moment(text, ZoneInfo(zone))
+    assert moment is not None and moment.date() == date(2026, 1, 10)
+    assert moment.astimezone(ZoneInfo(zone)).date() == date(2026, 1, 10)
+
+
+@pytest.mark.parametrize("text, zone, local", [
+    ("2026-01-10T11:30:00Z", "Pacific/Auckland", datetime(2026, 1, 11, 0, 30)),
+    ("2026-01-10T11:30:00", "Pacific/Kiritimati", datetime(2026, 1, 11, 1, 30)),
+    ("2026-01-10T03:00:00+08:00", "America/Los_Angeles", datetime(2026, 1, 9, 11, 0))])
+def test_a_time_of_day_is_moved_into_the_users_zone(text: str, zone: str,
+                                                     local: datetime) -> None:
+    moment = local_moment(text, ZoneInfo(zone))
+    assert moment is not None and moment.replace(tzinfo=None) == local
+    assert moment == parse_time(text)
+
+
+@pytest.mark.parametrize("text", ["0001-01-01", "9999-12-31", "", None, "不是"])
+def test_an_undated_time_has_no_local_moment(text: str | None) -> None:
+    assert local_moment(text, ZoneInfo("Pacific/Kiritimati")) is None

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import datetime, tzinfo
 from enum import StrEnum
 from typing import TYPE_CHECKING, Any
 
@@ -181,14 +181,14 @@ def inspect_what_if(workspace: Workspace, session: str, strategy: StrategySpec |
         found = _turn_or_history(store, record, number)
         if isinstance(found, _HistoryTurn):
             history_turn, text, history_turns = found.number, found.input, found.number - 1
-            said_at = _time_or_none(found.said_at)
+            said_at = _time_or_none(found.said_at, workspace.settings.zone)
         else:
             turn, text = found, found.input
             history_turns = _history_before(found)
-            said_at = _said_at(store, found)
+            said_at = _said_at(store, found, workspace.settings.zone)
     else:
         history_turns = store.history.turn_count(record.id)
-        said_at = _time_or_none(store.now())  # as inspect --next: said now
+        said_at = _time_or_none(store.now(), workspace.settings.zone)  # said now
     # The system prompt the turn was sent with (for --next, the one in effect now).
     system = store.sessions.system_for_turn(record.id, history_turns + 1)
     user = record.user if with_user_facts else None
@@ -284,20 +284,20 @@ def _turn_or_history(store: Store, session: SessionRecord,
         return _HistoryTurn(at, said[0].content, said[0].created_at)
 
 
-def _said_at(store: Store, turn: TurnRecord) -> datetime | None:
+def _said_at(store: Store, turn: TurnRecord, zone: tzinfo) -> datetime | None:
     """When `turn`'s input was said: its stored user message's time (a replayed turn's is
     the transcript's), else (failed, cancelled, replaced since) when the turn was recorded."""
     said = [m.created_at for m in store.history.messages(turn.session_id, turn.turn, turn.turn)
             if m.id == turn.user_message_id]
-    return _time_or_none(said[0] if said else turn.created_at)
+    return _time_or_none(said[0] if said else turn.created_at, zone)
 
 
-def _time_or_none(text: str) -> datetime | None:
-    """A stored time (None: unreadable or outside the calendar's zones; the newest
-    message's is read instead)."""
-    from chatmem.timestamps import dated_time
+def _time_or_none(text: str, zone: tzinfo) -> datetime | None:
+    """A stored time in the user's `zone`, a date alone that date there (None: unreadable
+    or outside the calendar's zones; the newest message's is read instead)."""
+    from chatmem.timestamps import local_moment
 
-    return dated_time(text)
+    return local_moment(text, zone)
 
 
 def _history_before(turn: TurnRecord) -> int:

@@ -7,11 +7,11 @@ a replay reads each input on the transcript's clock, so it gives what it gave be
 
 from __future__ import annotations
 
-from datetime import datetime
+from datetime import datetime, tzinfo
 from enum import Enum
 from typing import TYPE_CHECKING
 
-from chatmem.timestamps import dated_time, parse_time
+from chatmem.timestamps import local_moment, parse_time
 
 if TYPE_CHECKING:
     from chatmem.store.protocols import TurnStore
@@ -36,9 +36,10 @@ def said_time(said: SaidAt, store: TurnStore) -> datetime | None:
     return parse_time(store.now()) if said is Said.NOW else None
 
 
-def transcript_time(ts: str | None) -> SaidAt:
-    """When a transcript's message was said: its `ts`, else as the newest message stored."""
+def transcript_time(ts: str | None, zone: tzinfo) -> SaidAt:
+    """When a transcript's message was said: its `ts` in the user's `zone` (a date alone is
+    that date there), else as the newest message stored."""
     # The reader refuses a ts that does not read or lies at the calendar's edge; a message
     # built elsewhere with one is read as untimed.
-    moment = dated_time(ts)
+    moment = local_moment(ts, zone)
     return Said.AS_NEWEST if moment is None else moment

@@ -323,7 +323,7 @@ def _turn(engine: Engine[TurnStore], step: Step, run: StrategyRun, stored: _Stor
         result = engine.replay_turn(step.message.content, step.reply.content,
                                     times=(step.message.ts, step.reply.ts),
                                     ids=(step.message.id, step.reply.id),
-                                    said_at=transcript_time(step.message.ts))
+                                    said_at=transcript_time(step.message.ts, engine.zone))
     else:
         result = engine.run_turn(step.message.content, external_id=step.message.id)
     if not options.probes_only:
@@ -347,7 +347,7 @@ def _turn_apart(engine: Engine[TurnStore], step: Step, run: StrategyRun,
     assert step.message is not None and step.reply is not None
     if not options.probes_only:
         context = engine.build_context(step.message.content,
-                                       said_at=transcript_time(step.message.ts))
+                                       said_at=transcript_time(step.message.ts, engine.zone))
         run.prompt_tokens.append(context.tokens)
         run.contexts.append((context.tokens, context.budget))
         _note_failed_embedding(run, context)

@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING
 from chatmem.memory.context import Message, SaidDays
 from chatmem.memory.packing import Ranked
 from chatmem.memory.reasons import RecallVerdict
-from chatmem.timestamps import dated_time
+from chatmem.timestamps import local_moment
 
 if TYPE_CHECKING:
     from chatmem.memory.state import SessionState
@@ -115,7 +115,7 @@ def stored_times(state: SessionState, messages: Iterable[Message],
     found: dict[int, datetime] = {}
     for run in runs:
         for record in state.store.history.messages(state.session_id, run[0], run[-1]):
-            moment = dated_time(record.created_at) if record.id in wanted else None
+            moment = local_moment(record.created_at, zone) if record.id in wanted else None
             if moment is not None:
-                found[record.id] = moment.astimezone(zone)
+                found[record.id] = moment
     return found

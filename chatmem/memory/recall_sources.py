@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import UTC, datetime, tzinfo
 from typing import TYPE_CHECKING, Any
 
 from chatmem.memory.context import Message
@@ -30,7 +30,7 @@ from chatmem.memory.ranking import (
     scaled,
     similarities,
 )
-from chatmem.timestamps import dated_time
+from chatmem.timestamps import local_moment
 
 DATABASE_RANKING_FROM = 20_000
 """Messages from which pgvector picks the dense candidates. Below it numpy ranks every
@@ -43,7 +43,6 @@ if TYPE_CHECKING:
 
     from chatmem.embeddings import Embedder
     from chatmem.memory.state import SessionState
-    from chatmem.store import MessageRecord
     from chatmem.store.recall import CandidateRow, WordMatches
     from chatmem.tokens import TokenCounter
 
@@ -149,9 +148,12 @@ class StoredRecall:
     """Recall over a session in a history file."""
 
     def __init__(self, state: SessionState, counter: TokenCounter, gap_hours: float,
-                 embedder: Embedder | None, said_at: datetime | None = None) -> None:
+                 embedder: Embedder | None, said_at: datetime | None = None,
+                 zone: tzinfo = UTC) -> None:
         self.state, self.counter, self.embedder = state, counter, embedder
         self.said_at = said_at
+        self.zone = zone
+        """The user's zone: a message's time is read in it (a date alone is that date)."""
         self.gap_hours = gap_hours
         sittings: dict[float, _SittingCache] = state.caches.setdefault("sittings", {})
         self.sitting_cache = sittings.setdefault(gap_hours, _SittingCache())
@@ -173,13 +175,14 @@ class StoredRecall:
         return self.said_at if self.said_at is not None else self.newest_time()
 
     def newest_time(self) -> datetime | None:
-        """The time of the session's newest message in memory (None: none, or unreadable)."""
+        """The time of the session's newest message in memory, in the user's zone (None:
+        none, or unreadable)."""
         last = self.state.store.recall.newest_message(self.state.session_id)
         if last is None:
             return None
-        cache: dict[int, datetime | None] = self.state.caches.setdefault("times", {})
+        cache = self._times()
         if last.position not in cache:
-            cache[last.position] = _time_of(last)
+            cache[last.position] = local_moment(last.created_at, self.zone)
         return cache[last.position]
 
     def first_at_or_after(self, moment: datetime, count: int) -> int:
@@ -207,16 +210,23 @@ class StoredRecall:
         return lo
 
     def times_at(self, positions: Sequence[int]) -> dict[int, datetime]:
-        """When the messages at `positions` were said (those whose time can be read), each
-        read once per process."""
-        cache: dict[int, datetime | None] = self.state.caches.setdefault("times", {})
+        """When the messages at `positions` were said (those whose time can be read), in the
+        user's zone, each read once per process."""
+        cache = self._times()
         missing = [p for p in positions if p not in cache]
         if missing:
             records = self.state.store.recall.messages_at(self.state.session_id, missing)
             for p in missing:
                 record = records.get(p)
-                cache[p] = _time_of(record) if record else None
+                cache[p] = local_moment(record.created_at, self.zone) if record else None
         return {p: t for p in positions if (t := cache.get(p)) is not None}
+
+    def _times(self) -> dict[int, datetime | None]:
+        """The times read so far, by position, in this zone: a date alone is noon in the
+        zone it is read in, so each zone keeps its own."""
+        by_zone: dict[tzinfo, dict[int, datetime | None]] = self.state.caches.setdefault(
+            "times", {})
+        return by_zone.setdefault(self.zone, {})
 
     def bm25(self, query: str, before_turn: int) -> WordMatches:
         return self.state.store.recall.word_matches(self.state.session_id, query,
@@ -383,8 +393,3 @@ class StoredRecall:
             return picked
 
         return Dense(scores, present, embedded, rows_at)
-
-
-def _time_of(record: MessageRecord) -> datetime | None:
-    """When `record` was said; None when its time cannot be read or shown in every zone."""
-    return dated_time(record.created_at)

@@ -128,7 +128,7 @@ class RetrievalStrategy(BaseStrategy[RetrievalParams]):
     def source(self, request: ContextRequest) -> StoredRecall:
         embedder = request.embedder if self.needs_embedder else None
         return StoredRecall(request.state, request.counter, self.options.gap_hours, embedder,
-                            request.said_at)
+                            request.said_at, request.zone)
 
     def build(self, request: ContextRequest) -> Context:
         budget, recent = self.options.max_tokens, self.options.recent

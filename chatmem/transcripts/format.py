@@ -19,6 +19,7 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from datetime import date, datetime
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
@@ -100,20 +101,33 @@ class Transcript:
     def dated_back(self) -> TranscriptMessage | None:
         """The first message dated before one above it (a file of chats pasted one after
         another, not in time order), or None. Recall by a named time ("last May") reads a
-        conversation as told in time order, so such a file is worth a warning."""
-        from chatmem.timestamps import parse_time
+        conversation as told in time order, so such a file is worth a warning.
 
-        latest = None
+        A date alone (`2026-03-07`) names a day, not a time of it: against it only the days
+        are compared (its day as written in a time's own offset), so `2026-03-07` then
+        `2026-03-07T09:00:00Z` is in order, and `2026-03-08` then `2026-03-07T23:00Z` not."""
+        from chatmem.timestamps import is_date, parse_time
+
+        latest = None  # the latest time of day above: times are compared as instants
+        latest_day = latest_dated_day = None  # of any message above; of a date alone
         for message in self.messages:
             try:
                 moment = parse_time(message.ts) if message.ts else None
+                day = _written_day(message.ts) if message.ts else None
             except ValueError:
                 continue
-            if moment is None:
+            if moment is None or day is None or message.ts is None:
                 continue
-            if latest is not None and moment < latest:
+            if is_date(message.ts):
+                if latest_day is not None and day < latest_day:
+                    return message
+                latest_dated_day = max(day, latest_dated_day or day)
+            elif ((latest is not None and moment < latest)
+                  or (latest_dated_day is not None and day < latest_dated_day)):
                 return message
-            latest = moment
+            else:
+                latest = moment
+            latest_day = max(day, latest_day or day)
         return None
 
     def on_its_clock(self) -> list[Item]:
@@ -250,3 +264,8 @@ def stored_transcript(store: Store, session: SessionRecord,
 def message_dicts(messages: Sequence[TranscriptMessage]) -> list[dict[str, Any]]:
     """Messages as the store's import_messages takes them."""
     return [m.to_json() for m in messages]
+
+
+def _written_day(ts: str) -> date:
+    """The day `ts` names as written (a time's in its own offset, as its writer said it)."""
+    return datetime.fromisoformat(ts).date()

@@ -216,6 +216,14 @@ def test_a_transcript_whose_times_go_back_is_imported_with_a_warning_naming_the_
                                   for m in [lines[2], lines[0]]) + "\n", encoding="utf-8")
     quiet = invoke("sessions", "import", str(in_order), "in-order", "--db", db, code=0)
     assert "warning" not in quiet.stderr
+    # A day, then a time on that day: in order (a date alone is not its noon).
+    by_day = tmp_path / "by-day.jsonl"
+    by_day.write_text("\n".join(json.dumps(m, ensure_ascii=False) for m in [
+        {"role": "user", "content": "三月七日的日记", "ts": "2026-03-07"},
+        {"role": "assistant", "content": "好", "ts": "2026-03-07T09:00:00Z"}]) + "\n",
+        encoding="utf-8")
+    quiet = invoke("sessions", "import", str(by_day), "by-day", "--db", db, code=0)
+    assert "warning" not in quiet.stderr
 
 
 def test_an_archive_restores_names_whose_letters_carry_combining_marks(tmp_path: Path) -> None:

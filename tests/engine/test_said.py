@@ -77,10 +77,12 @@ def test_a_retried_turn_is_read_on_the_day_it_is_sent_again(make_engine, languag
                                                                      "2026-03-04"),)
 
 
-def transcript(language: str, *later: tuple[str, str]) -> str:
+def transcript(language: str, *later: tuple[str, str], dates: bool = False) -> str:
+    """Three days' chat; `dates`: dated by day alone (`2026-03-03`), as some exporters do."""
     lines = [{"chatmem": 1}]
     for n, (at, text) in enumerate([(DAY1, LOCKER), (DAY2, MEETING[language]),
                                     (DAY3, YESTERDAY[language]), *later], 1):
+        at = at[:10] if dates else at
         lines += [{"role": "user", "content": text, "id": f"u{n}", "ts": at},
                   {"role": "assistant", "content": "OK.", "id": f"a{n}", "ts": at}]
     return "".join(json.dumps(line, ensure_ascii=False) + "\n" for line in lines)
@@ -113,3 +115,41 @@ def test_a_what_if_at_a_stored_turn_reads_it_on_that_turns_day(
                    "--db", db, code=0)
     parts = json.loads(shown.stdout)["context"]["parts"]
     assert any("the input names 4 Mar 2026" in part["reason"] for part in parts)
+
+
+DAY_ZONES = ["Pacific/Auckland", "Pacific/Kiritimati", "America/Los_Angeles", "Asia/Shanghai"]
+
+
+@pytest.mark.parametrize("language", ["zh", "en"])
+@pytest.mark.parametrize("zone", DAY_ZONES)
+def test_a_replay_reads_a_date_alone_as_that_day_in_the_users_zone(
+        store: Store, language: str, zone: str) -> None:
+    # Read as noon UTC, the 5th was the 6th from UTC+12 on, and its "yesterday" the 5th.
+    replay(parse_transcript(transcript(language, dates=True), "t.jsonl"),
+           [parse_spec("retrieval:mode=bm25,recent=0")],
+           chat_provider=ScriptedProvider(), store=store, save_as="r", zone=ZoneInfo(zone))
+    session = store.sessions.session("r")
+    last = store.turns.turns(session.id)[-1]
+    recalled = Context.from_json(last.context).part("recalled")
+    assert recalled.reason.times_named == (("2026-03-04", "2026-03-04"),)
+    assert MEETING[language] in [m.content for m in recalled.messages]
+    assert {m.said_on for m in recalled.messages} <= {date(2026, 3, 3), date(2026, 3, 4), None}
+
+
+@pytest.mark.parametrize("language", ["zh", "en"])
+@pytest.mark.parametrize("zone", DAY_ZONES)
+def test_a_what_if_reads_a_turn_dated_by_day_on_that_day_in_the_users_zone(
+        tmp_path: Path, monkeypatch, language: str, zone: str) -> None:
+    monkeypatch.setenv("CHATMEM_TIMEZONE", zone)
+    path = tmp_path / "t.jsonl"
+    path.write_text(transcript(language, ("2026-03-07", "OK, thanks."), dates=True),
+                    encoding="utf-8")
+    db = str(tmp_path / "t.db")
+    invoke("sessions", "import", str(path), "会话", "--no-index", "--db", db, code=0)
+    shown = invoke("inspect", "会话", "--turn", "3", "--strategy",
+                   "retrieval:mode=bm25,recent=0", "--provider", "scripted", "--json",
+                   "--db", db, code=0)
+    parts = json.loads(shown.stdout)["context"]["parts"]
+    assert any("the input names 4 Mar 2026" in part["reason"] for part in parts)
+    said_on = {m["content"]: m.get("said_on") for part in parts for m in part["messages"]}
+    assert said_on[MEETING[language]] == "2026-03-04"

@@ -5,12 +5,15 @@ system's zone: $TZ here)."""
 from __future__ import annotations
 
 from datetime import date
+from zoneinfo import ZoneInfo
 
 import pytest
 from asked import asked_after
 
 from chatmem.config.loader import load_settings
 from chatmem.errors import ConfigError
+from chatmem.memory.context import Message
+from chatmem.memory.recall_days import stored_times
 
 EN = ["I booked the dentist for next Friday at three.", "Noted: dentist next Friday.",
       "I bought a new umbrella.", "A good buy.",
@@ -101,11 +104,13 @@ ON_THE_8TH = {"en": "What did I do on March 8?", "zh": "我3月8日做了什么�
 
 
 @pytest.mark.parametrize("language", ["en", "zh"])
-@pytest.mark.parametrize("zone", ["America/Los_Angeles", "UTC", "Asia/Tokyo", "Pacific/Honolulu"])
+@pytest.mark.parametrize("zone", ["America/Los_Angeles", "UTC", "Asia/Tokyo", "Pacific/Honolulu",
+                                  "Asia/Shanghai", "Pacific/Auckland", "Pacific/Kiritimati"])
 def test_a_date_alone_names_that_day_in_the_users_zone(
         make_engine, monkeypatch, language: str, zone: str) -> None:
     # A transcript dated by day: read as midnight UTC, west of UTC every message was said the
-    # day before, and asked about March 8 recall found what was said on the 7th.
+    # day before, and asked about March 8 recall found what was said on the 7th; read as noon
+    # UTC, from UTC+12 on (Auckland's summer, Kiritimati) it was the day after.
     monkeypatch.setenv("TZ", zone)
     engine = make_engine("retrieval", mode="bm25", max_tokens=400)
     column = 1 if language == "en" else 2
@@ -124,3 +129,19 @@ def test_a_date_alone_names_that_day_in_the_users_zone(
     assert read_as[DAYS[2][column]] == date(2026, 3, 8)
     assert all(read_as[d[column]] == date.fromisoformat(d[0]) for d in DAYS[:4]
                if d[column] in read_as)
+
+
+@pytest.mark.parametrize("zone", ["Pacific/Kiritimati", "Pacific/Auckland", "Asia/Shanghai",
+                                  "America/Los_Angeles", "Pacific/Pago_Pago"])
+def test_a_combination_reads_a_date_alone_as_that_day_in_the_users_zone(
+        make_engine, zone: str) -> None:
+    # What a combination's members recalled without dating it is read from the history.
+    engine = make_engine("retrieval", mode="bm25")
+    engine.store.history.import_messages(engine.session.id, [
+        {"role": ("user", "assistant")[i % 2], "content": day[2], "ts": day[0]}
+        for i, day in enumerate(DAYS)])
+    stored = engine.store.history.messages(engine.session.id)
+    messages = [Message(r.role, r.content, 1, r.id, r.turn) for r in stored]
+    times = stored_times(engine.state, messages, ZoneInfo(zone))
+    assert {r.id: times[r.id].date() for r in stored} == {
+        r.id: date.fromisoformat(day[0]) for r, day in zip(stored, DAYS, strict=True)}

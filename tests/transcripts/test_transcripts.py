@@ -384,3 +384,25 @@ def test_fine_tuning_json_lines_say_what_they_are_and_what_is_read() -> None:
         ' single {"messages": [...]} document')
     # One such line alone is one document, and read.
     assert len(parse_transcript(text.split("\n")[0], "ft1.jsonl").messages) == 2
+
+
+@pytest.mark.parametrize("times, back", [
+    (["2026-03-07", "2026-03-07T09:00:00Z"], None),
+    (["2026-03-07T09:00:00Z", "2026-03-07"], None),
+    (["2026-03-07T23:30:00+13:00", "2026-03-07"], None),  # 10:30 UTC on the 7th: its day
+    (["2026-03-07", "2026-03-07T09:00:00+13:00", "2026-03-07T10:00:00+13:00"], None),
+    (["2026-03-07", "20260308", "2026-03-08T00:00:00-10:00"], None),
+    (["2026-03-08", "2026-03-07T23:00:00Z"], 1),
+    (["2026-03-08T01:00:00+13:00", "2026-03-07"], 1),
+    (["2026-03-08", "2026-03-07"], 1),
+    (["2026-03-07T20:00:00Z", "2026-03-07", "2026-03-07T09:00:00Z"], 2),
+    (["2026-03-07", "2026-03-09T10:00:00Z", "2026-03-08"], 2),
+])
+def test_a_date_alone_goes_back_only_to_an_earlier_day(times: list[str],
+                                                         back: int | None) -> None:
+    # A date names a day, not its noon: 2026-03-07 then 09:00 on the 7th is in order.
+    transcript = parse_transcript(jsonl(
+        *({"role": ("user", "assistant")[i % 2], "content": f"第{i}条", "ts": ts}
+          for i, ts in enumerate(times))), "t.jsonl")
+    found = transcript.dated_back()
+    assert (found and found.content) == (None if back is None else f"第{back}条")
