@@ -111,6 +111,29 @@ _NAMES = re.compile(
     rf"\b(?:{'|'.join(sorted((m for m in MONTHS if m != 'may'), key=len, reverse=True))}"
     rf"|{_WEEKDAY_NAMES})\b|(?:周|星期|礼拜)[一二三四五六日天]|(?<![0-9一二三四五六七八九十])"
     r"(?:十[一二]?|[一二三四五六七八九])月", re.IGNORECASE)
+# `last night`, `this morning` name a day only as an adverb ("what did I eat last night?",
+# "this morning, I …"), not in a noun phrase: after a determiner or `at` (the last night of
+# the trip, our last evening, at last night fell), before `of` or before a word that does
+# not go on a clause (the last night bus, this morning routine). Not `that` or `her`: "what
+# did I tell her about that last night?" is yesterday. A capitalised word may be a name.
+_NOUN_PHRASE_BEFORE = frozenset(
+    {"the", "a", "an", "my", "our", "your", "his", "their", "its", "one", "every", "each", "at"})
+_CLAUSE_AFTER = frozenset({
+    "i", "we", "you", "he", "she", "they", "it", "there", "me", "us", "him", "her", "them", "my",
+    "our", "your", "his", "their", "this", "that", "these", "those", "at", "in", "on", "with",
+    "about", "for", "from", "to", "by", "around", "near", "after", "before", "during", "until",
+    "till", "over", "into", "through", "without", "like", "between", "since", "under", "outside",
+    "inside", "downtown", "here", "home", "upstairs", "and", "or", "but", "so", "because", "when",
+    "while", "as", "if", "though", "although", "than", "then", "once", "where", "who", "what",
+    "which", "why", "how", "whom", "whose", "was", "were", "is", "are", "did", "do", "does", "had",
+    "has", "have", "will", "would", "could", "should", "can", "might", "must", "not", "again",
+    "too", "also", "already", "really", "just", "only", "still", "even", "ever", "actually",
+    "exactly", "anyway", "alone", "together", "late", "early", "instead", "all", "both", "right",
+    "please", "regarding", "concerning", "apart", "yet", "either", "specifically"})
+# Up to or from that day: "before today", "until yesterday", 今天之前 name no single day.
+_BOUND_BEFORE = frozenset({"before", "until", "till", "to", "after"})
+_WORD_BEFORE = re.compile(r"([a-z]+)\s+\Z", re.IGNORECASE)
+_WORD_AFTER = re.compile(r"(?P<possessive>['’]s\b)|\s+(?P<word>[a-z]+)\b", re.IGNORECASE)
 # 2023-05-08, 2023/5/8: no word boundary before it, as Chinese runs into digits.
 _ISO = re.compile(rf"(?<!\d)(?P<year>{_YEAR})([-/])(?P<month>\d{{1,2}})\2(?P<day>\d{{1,2}})(?!\d)")
 
@@ -219,14 +242,14 @@ def _english(m: re.Match[str], now: datetime) -> TimeSpan | None:
         if what == "week":
             return this_week(now) if this else weeks_back(1, now)
         if what in DAY_PARTS:
-            return days_back(0 if this else 1, now)
+            return days_back(0 if this else 1, now) if _as_adverb(m) else None
         return last_month_named(MONTHS[what], now, before=not this)
     if groups["day_before"]:
         return days_back(2, now)
-    if groups["yesterday"]:
-        return days_back(1, now)
-    if groups["today"]:
-        return days_back(0, now)
+    if groups["yesterday"] or groups["today"]:
+        if _word_before(m) in _BOUND_BEFORE:
+            return None
+        return days_back(1 if groups["yesterday"] else 0, now)
     if groups["d_month"]:
         return dated(MONTHS[groups["d_month"]], int(groups["d_day"]), now,
                      around=groups["d_around"] in ("around", "about"),
@@ -249,6 +272,24 @@ def _english(m: re.Match[str], now: datetime) -> TimeSpan | None:
     if groups["in_year"]:
         return year_span(int(groups["in_year"]), now)
     return None
+
+
+def _word_before(m: re.Match[str]) -> str | None:
+    before = _WORD_BEFORE.search(m.string, max(0, m.start() - 16), m.start())
+    return before[1].lower() if before else None
+
+
+def _as_adverb(m: re.Match[str]) -> bool:
+    """Whether `last night`, `this morning` (`m`) says when, not which night (see
+    `_NOUN_PHRASE_BEFORE`)."""
+    after = _WORD_AFTER.match(m.string, m.end(), m.end() + 24)
+    if after is not None and after["possessive"]:
+        return True  # last night's dinner, at this morning's meeting
+    before = _word_before(m)
+    if before in _NOUN_PHRASE_BEFORE or before in _BOUND_BEFORE:
+        return False
+    word = after["word"] if after else None
+    return word is None or word[0].isupper() or word.lower() in _CLAUSE_AFTER
 
 
 def _weekend(said: str, before_last: bool, now: datetime) -> TimeSpan | None:

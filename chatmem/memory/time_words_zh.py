@@ -71,6 +71,8 @@ _TODAY = r"(?<![如至迄现当而古于])"
 # 前晚 is the night before last, but not 之前 + 晚 (比之前晚了, later than before), 睡前,
 # 三天前 + 晚上, or 前 + 晚点 (提前晚点).
 _NIGHT_BEFORE_LAST = r"(?<![之以提饭睡会先面眼目当事空从午早年月天周日课战婚节考行])前晚(?![点些])"
+# 今天之前, 昨天以前, 到今天为止, 今天以后: up to or from that day, no single day.
+_NOT_BOUND = r"(?!之前|以前|为止|之后|以后)"
 PATTERN = re.compile(
     # 上周末, 上上个周末, 这个周末; 周末 alone, but not 每个周末 (every weekend) or 下周末
     rf"(?P<wkend_last>(?<!上)上+个?)周末|(?P<wkend_this>这个?|本)周末"
@@ -89,6 +91,7 @@ PATTERN = re.compile(
     rf"|(?P<rel_month>(?<!上)上+个?月|这个月|本月)(?P<rel_month_part>{_PART})?"
     rf"|(?P<rel_week>(?<!上)上+个?(?:周|星期|礼拜)|这周|本周)"
     rf"|(?P<rel_day>昨[天日晚夜]|{_TODAY}今[天日早晚]|(?<!大)大*前天|{_NIGHT_BEFORE_LAST})"
+    rf"{_NOT_BOUND}"
     rf"|(?:(?P<year>{_YEAR})\s*年\s*)?(?P<month>{_NUM})月(?:份)?"
     rf"(?:(?P<day>{_NUM})[日号]|(?P<lunar_day>初[一二三四五六七八九十])|(?P<month_part>{_PART})"
     rf"|的?第(?P<month_week>[一二三四1-4])个?(?:周|星期|礼拜)"
