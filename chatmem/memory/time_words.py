@@ -33,6 +33,7 @@ from chatmem.memory.time_spans import (
     months_back,
     named_month,
     part_of_month,
+    part_of_named_month,
     part_of_year,
     past,
     this_week,
@@ -82,10 +83,12 @@ _EN = re.compile(
     rf"(?:of|in)\s+(?:{_MONTH_NAMED.format('nth_month')}|(?P<nth_rel>last|this|the)\s+month\b)"
     rf"|(?:the\s+)?(?P<edge>start|beginning|middle|end)\s+of\s+"
     rf"(?:{_MONTH_NAMED.format('edge_month')}|(?P<edge_rel>last|this|the)\s+month\b"
-    rf"|(?P<edge_year>last|this)\s+year\b)"
+    rf"|(?P<edge_year>last|this)\s+year\b|(?P<edge_year_n>{_YEAR})\b)"
     rf"|(?P<wd_when>last|this|past|on)\s+(?P<weekday>{_WEEKDAY_NAMES})\b"
     # last year, this May, last night, this morning
-    rf"|(?P<last>last|this)\s+(?P<what>year|month|week|{_MONTH_NAMES}|{_DAY_PARTS})\b"
+    # (last Feb 29 is the latest 29 February, not all of last February)
+    rf"|(?P<last>last|this)\s+(?P<what>year|month|week|{_DAY_PARTS}"
+    rf"|(?:{_MONTH_NAMES})\b(?!\.?\s+\d{{1,2}}(?:st|nd|rd|th)?\b))\b"
     rf"|(?P<day_before>day\s+before\s+yesterday|night\s+before\s+last)"
     rf"|(?P<yesterday>yesterday)"
     rf"|(?P<today>to(?:day|night))"
@@ -97,8 +100,8 @@ _EN = re.compile(
     rf"(?P<nth_this>\s+of\s+th(?:is|e)\s+month\b)?(?!\s*[a-z0-9])"
     rf"|(?P<around>around|about|on)?\s*(?P<m_day_month>{_MONTH_NAMES})\.?\s+(?P<m_day>\d{{1,2}})"
     rf"(?:st|nd|rd|th)?\b(?:,?\s+(?P<m_year>{_YEAR})\b)?"
-    rf"|(?:(?:in|during|back\s+in)\s+)?(?P<part>early|mid|late)[-\s]+(?P<part_month>{_MONTH_NAMES})"
-    rf"\b\.?(?:,?\s+(?P<part_year>{_YEAR})\b)?"
+    rf"|(?:(?:in|during|back\s+in)\s+)?(?P<part>early|mid|late)[-\s]+(?:(?P<part_month>"
+    rf"{_MONTH_NAMES})\b\.?(?:,?\s+(?P<part_year>{_YEAR})\b)?|(?P<part_only_year>{_YEAR})\b)"
     rf"|(?:(?:in|during|back\s+in)\s+)?(?P<y_month>{_MONTH_NAMES})\.?,?\s+(?P<y_year>{_YEAR})\b"
     rf"|(?:in|during|back\s+in)\s+(?P<in_month>{_MONTH_NAMES})\b"
     rf"|(?:in|during)\s+(?P<in_year>{_YEAR})\b)",
@@ -223,8 +226,14 @@ def _english(m: re.Match[str], now: datetime) -> TimeSpan | None:
     if groups["edge_year"]:
         return part_of_year(now.year - (groups["edge_year"] == "last"), EDGES[groups["edge"]],
                             now)
+    if groups["edge_year_n"]:
+        return part_of_year(int(groups["edge_year_n"]), EDGES[groups["edge"]], now)
     if groups["edge"]:
-        return part_of_month(_month(groups, "edge", now), EDGES[groups["edge"]])
+        if groups["edge_month"]:
+            return part_of_named_month(MONTHS[groups["edge_month"]],
+                                       _year_of(groups["edge_month_year"]),
+                                       EDGES[groups["edge"]], now)
+        return part_of_month(_month(groups, "edge", now), EDGES[groups["edge"]], now)
     if groups["weekday"]:
         weekday = WEEKDAYS[groups["weekday"]]
         if groups["wd_when"] == "this":
@@ -262,9 +271,11 @@ def _english(m: re.Match[str], now: datetime) -> TimeSpan | None:
         return dated(MONTHS[groups["m_day_month"]], int(groups["m_day"]), now,
                      around=groups["around"] in ("around", "about"),
                      year=_year_of(groups["m_year"]))
+    if groups["part_only_year"]:
+        return part_of_year(int(groups["part_only_year"]), groups["part"], now)
     if groups["part"]:
-        month = named_month(MONTHS[groups["part_month"]], _year_of(groups["part_year"]), now)
-        return part_of_month(month, groups["part"])
+        return part_of_named_month(MONTHS[groups["part_month"]], _year_of(groups["part_year"]),
+                                   groups["part"], now)
     if groups["y_month"]:
         return named_month(MONTHS[groups["y_month"]], int(groups["y_year"]), now)
     if groups["in_month"]:

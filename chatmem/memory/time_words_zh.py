@@ -18,6 +18,7 @@ from chatmem.memory.time_spans import (
     months_back,
     named_month,
     part_of_month,
+    part_of_named_month,
     part_of_year,
     past,
     this_week,
@@ -136,8 +137,8 @@ def _repeats(m: re.Match[str], group: str, char: str, word_endings: set[str],
     return count
 
 
-def _part(span: TimeSpan, part: str | None) -> TimeSpan:
-    return part_of_month(span, MONTH_PARTS[part]) if part else span
+def _part(span: TimeSpan, part: str | None, now: datetime) -> TimeSpan | None:
+    return part_of_month(span, MONTH_PARTS[part], now) if part else span
 
 
 def _year_part(year: int, part: str | None, now: datetime) -> TimeSpan | None:
@@ -190,11 +191,11 @@ def read(m: re.Match[str], now: datetime) -> TimeSpan | None:
             month = zh_number(g["rel_year_month"])
             if not month or not 1 <= month <= 12:
                 return None
-            return _part(month_span(year, month, now), g["rel_year_part"])
+            return _part(month_span(year, month, now), g["rel_year_part"], now)
         return _year_part(year, g["rel_year_edge"], now)
     if g["rel_month"]:
         back = _repeats(m, "rel_month", "上", _WORDS_ENDING_IN_SHANG, 1)
-        return _part(months_back(back, now), g["rel_month_part"])
+        return _part(months_back(back, now), g["rel_month_part"], now)
     if g["rel_week"]:
         if g["rel_week"].startswith("上"):
             return weeks_back(_repeats(m, "rel_week", "上", _WORDS_ENDING_IN_SHANG, 1), now)
@@ -222,11 +223,13 @@ def read(m: re.Match[str], now: datetime) -> TimeSpan | None:
             return week_of_month(span, zh_number(g["month_week"]))
         if g["month_last_week"]:
             return week_of_month(span, None)
-        return _part(span, g["month_part"])
+        if g["month_part"]:
+            return part_of_named_month(month, written_year, MONTH_PARTS[g["month_part"]], now)
+        return span
     if g["only_year"]:
         return _year_part(zh_year(g["only_year"]), g["only_year_edge"], now)
     if g["this_month_part"]:
-        return _part(months_back(0, now), g["this_month_part"])
+        return _part(months_back(0, now), g["this_month_part"], now)
     if g["this_year_edge"]:
         return _year_part(now.year, g["this_year_edge"], now)
     return None

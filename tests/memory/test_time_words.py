@@ -86,7 +86,14 @@ def day(text: str) -> datetime:
     ("上个月底我们去了哪？", "2026-05-21", "2026-06-01"),
     ("去年五月初我在哪？", "2025-05-01", "2025-05-11"),
     ("月初我说过什么？", "2026-06-01", "2026-06-11"),
-    ("到月底还要交什么？", "2026-06-21", "2026-07-01"),
+    # A leap day after `last` is the latest 29 February (it was all of last February); a
+    # year's end or start written with its number is its December or January.
+    ("What did we do last Feb 29?", "2024-02-29", "2024-03-01"),
+    ("What did we ship at the end of 2024?", "2024-12-01", "2025-01-01"),
+    ("What broke in late 2024?", "2024-12-01", "2025-01-01"),
+    ("Who did I meet in early 2025?", "2025-01-01", "2025-02-01"),
+    ("Where were we at the end of December?", "2025-12-21", "2026-01-01"),
+    ("What did we do at the end of May?", "2026-05-21", "2026-06-01"),
     # Full-width digits and letters, as input methods type them.
     ("３月４号我去了哪？", "2026-03-04", "2026-03-05"),
     ("２０２３年我去了哪里？", "2023-01-01", "2024-01-01"),
@@ -243,9 +250,10 @@ def test_weekday_words_asked_midweek(question: str, day: str | None) -> None:
     ("五月初", ("2026-05-01", "2026-05-11"), "五月初五吃粽子", None),
     # 底薪 is base pay, not the end of a month.
     ("上个月底", ("2026-05-21", "2026-06-01"), "上个月底薪涨了", ("2026-05-01", "2026-06-01")),
-    # 月底 alone is this month's; next month's, every month's or a lunar month's is not.
-    ("月底", ("2026-06-21", "2026-07-01"), "下个月底有什么安排？", None),
-    ("月底", ("2026-06-21", "2026-07-01"), "每月底要交房租", None),
+    # 月底 alone is this month's (none until it has come); next month's, every month's or
+    # a lunar month's is not.
+    ("上个月底", ("2026-05-21", "2026-06-01"), "下个月底有什么安排？", None),
+    ("上个月底", ("2026-05-21", "2026-06-01"), "每月底要交房租", None),
     ("月初", ("2026-06-01", "2026-06-11"), "正月初一去哪拜年？", None),
     # 如今 (nowadays) + 天气, 至今 + 早已; 之前 + 晚了 (later than before), 提前 + 晚点.
     ("今天", ("2026-06-01", "2026-06-02"), "如今天气变暖了", None),
