@@ -62,14 +62,29 @@ def named_month(month: int, year: int | None, now: datetime) -> TimeSpan:
     return month_span(year, month, now) if year else last_month_named(month, now, before=False)
 
 
-def part_of_month(span: TimeSpan, part: str) -> TimeSpan:
-    """The early (1st–10th), mid (11th–20th) or late (21st–end) days of a month."""
+def part_of_month(span: TimeSpan, part: str, now: datetime) -> TimeSpan | None:
+    """The early (1st–10th), mid (11th–20th) or late (21st–end) days of a month; none while
+    they are to come (asked on the 3rd, 月底 or "the end of this month" is weeks away: nothing
+    said then yet, and its words are better searched, as a year's end still to come)."""
     tenth = timedelta(days=10)
     if part == "early":
-        return TimeSpan(span.start, span.start + tenth)
-    if part == "mid":
-        return TimeSpan(span.start + tenth, span.start + 2 * tenth)
-    return TimeSpan(span.start + 2 * tenth, span.end)
+        found = TimeSpan(span.start, span.start + tenth)
+    elif part == "mid":
+        found = TimeSpan(span.start + tenth, span.start + 2 * tenth)
+    else:
+        found = TimeSpan(span.start + 2 * tenth, span.end)
+    return found if found.start <= now else None
+
+
+def part_of_named_month(month: int, year: int | None, part: str,
+                        now: datetime) -> TimeSpan | None:
+    """`late December`, `十二月底`: of `year`, or without one the latest that has begun, as
+    a day without a year is the latest not after now (asked on 3 December, last year's
+    21st–31st: this year's are days to come)."""
+    found = part_of_month(named_month(month, year, now), part, now)
+    if found is None and year is None:
+        found = part_of_month(month_span(now.year - 1, month, now), part, now)
+    return found
 
 
 def part_of_year(year: int, part: str, now: datetime) -> TimeSpan | None:

@@ -33,6 +33,7 @@ from chatmem.memory.time_spans import (
     months_back,
     named_month,
     part_of_month,
+    part_of_named_month,
     part_of_year,
     past,
     this_week,
@@ -82,10 +83,12 @@ _EN = re.compile(
     rf"(?:of|in)\s+(?:{_MONTH_NAMED.format('nth_month')}|(?P<nth_rel>last|this|the)\s+month\b)"
     rf"|(?:the\s+)?(?P<edge>start|beginning|middle|end)\s+of\s+"
     rf"(?:{_MONTH_NAMED.format('edge_month')}|(?P<edge_rel>last|this|the)\s+month\b"
-    rf"|(?P<edge_year>last|this)\s+year\b)"
+    rf"|(?P<edge_year>last|this)\s+year\b|(?P<edge_year_n>{_YEAR})\b)"
     rf"|(?P<wd_when>last|this|past|on)\s+(?P<weekday>{_WEEKDAY_NAMES})\b"
     # last year, this May, last night, this morning
-    rf"|(?P<last>last|this)\s+(?P<what>year|month|week|{_MONTH_NAMES}|{_DAY_PARTS})\b"
+    # (last Feb 29 is the latest 29 February, not all of last February)
+    rf"|(?P<last>last|this)\s+(?P<what>year|month|week|{_DAY_PARTS}"
+    rf"|(?:{_MONTH_NAMES})\b(?!\.?\s+\d{{1,2}}(?:st|nd|rd|th)?\b))\b"
     rf"|(?P<day_before>day\s+before\s+yesterday|night\s+before\s+last)"
     rf"|(?P<yesterday>yesterday)"
     rf"|(?P<today>to(?:day|night))"
@@ -97,8 +100,8 @@ _EN = re.compile(
     rf"(?P<nth_this>\s+of\s+th(?:is|e)\s+month\b)?(?!\s*[a-z0-9])"
     rf"|(?P<around>around|about|on)?\s*(?P<m_day_month>{_MONTH_NAMES})\.?\s+(?P<m_day>\d{{1,2}})"
     rf"(?:st|nd|rd|th)?\b(?:,?\s+(?P<m_year>{_YEAR})\b)?"
-    rf"|(?:(?:in|during|back\s+in)\s+)?(?P<part>early|mid|late)[-\s]+(?P<part_month>{_MONTH_NAMES})"
-    rf"\b\.?(?:,?\s+(?P<part_year>{_YEAR})\b)?"
+    rf"|(?:(?:in|during|back\s+in)\s+)?(?P<part>early|mid|late)[-\s]+(?:(?P<part_month>"
+    rf"{_MONTH_NAMES})\b\.?(?:,?\s+(?P<part_year>{_YEAR})\b)?|(?P<part_only_year>{_YEAR})\b)"
     rf"|(?:(?:in|during|back\s+in)\s+)?(?P<y_month>{_MONTH_NAMES})\.?,?\s+(?P<y_year>{_YEAR})\b"
     rf"|(?:in|during|back\s+in)\s+(?P<in_month>{_MONTH_NAMES})\b"
     rf"|(?:in|during)\s+(?P<in_year>{_YEAR})\b)",
@@ -111,6 +114,29 @@ _NAMES = re.compile(
     rf"\b(?:{'|'.join(sorted((m for m in MONTHS if m != 'may'), key=len, reverse=True))}"
     rf"|{_WEEKDAY_NAMES})\b|(?:周|星期|礼拜)[一二三四五六日天]|(?<![0-9一二三四五六七八九十])"
     r"(?:十[一二]?|[一二三四五六七八九])月", re.IGNORECASE)
+# `last night`, `this morning` name a day only as an adverb ("what did I eat last night?",
+# "this morning, I …"), not in a noun phrase: after a determiner or `at` (the last night of
+# the trip, our last evening, at last night fell), before `of` or before a word that does
+# not go on a clause (the last night bus, this morning routine). Not `that` or `her`: "what
+# did I tell her about that last night?" is yesterday. A capitalised word may be a name.
+_NOUN_PHRASE_BEFORE = frozenset(
+    {"the", "a", "an", "my", "our", "your", "his", "their", "its", "one", "every", "each", "at"})
+_CLAUSE_AFTER = frozenset({
+    "i", "we", "you", "he", "she", "they", "it", "there", "me", "us", "him", "her", "them", "my",
+    "our", "your", "his", "their", "this", "that", "these", "those", "at", "in", "on", "with",
+    "about", "for", "from", "to", "by", "around", "near", "after", "before", "during", "until",
+    "till", "over", "into", "through", "without", "like", "between", "since", "under", "outside",
+    "inside", "downtown", "here", "home", "upstairs", "and", "or", "but", "so", "because", "when",
+    "while", "as", "if", "though", "although", "than", "then", "once", "where", "who", "what",
+    "which", "why", "how", "whom", "whose", "was", "were", "is", "are", "did", "do", "does", "had",
+    "has", "have", "will", "would", "could", "should", "can", "might", "must", "not", "again",
+    "too", "also", "already", "really", "just", "only", "still", "even", "ever", "actually",
+    "exactly", "anyway", "alone", "together", "late", "early", "instead", "all", "both", "right",
+    "please", "regarding", "concerning", "apart", "yet", "either", "specifically"})
+# Up to or from that day: "before today", "until yesterday", 今天之前 name no single day.
+_BOUND_BEFORE = frozenset({"before", "until", "till", "to", "after"})
+_WORD_BEFORE = re.compile(r"([a-z]+)\s+\Z", re.IGNORECASE)
+_WORD_AFTER = re.compile(r"(?P<possessive>['’]s\b)|\s+(?P<word>[a-z]+)\b", re.IGNORECASE)
 # 2023-05-08, 2023/5/8: no word boundary before it, as Chinese runs into digits.
 _ISO = re.compile(rf"(?<!\d)(?P<year>{_YEAR})([-/])(?P<month>\d{{1,2}})\2(?P<day>\d{{1,2}})(?!\d)")
 
@@ -200,8 +226,14 @@ def _english(m: re.Match[str], now: datetime) -> TimeSpan | None:
     if groups["edge_year"]:
         return part_of_year(now.year - (groups["edge_year"] == "last"), EDGES[groups["edge"]],
                             now)
+    if groups["edge_year_n"]:
+        return part_of_year(int(groups["edge_year_n"]), EDGES[groups["edge"]], now)
     if groups["edge"]:
-        return part_of_month(_month(groups, "edge", now), EDGES[groups["edge"]])
+        if groups["edge_month"]:
+            return part_of_named_month(MONTHS[groups["edge_month"]],
+                                       _year_of(groups["edge_month_year"]),
+                                       EDGES[groups["edge"]], now)
+        return part_of_month(_month(groups, "edge", now), EDGES[groups["edge"]], now)
     if groups["weekday"]:
         weekday = WEEKDAYS[groups["weekday"]]
         if groups["wd_when"] == "this":
@@ -219,14 +251,14 @@ def _english(m: re.Match[str], now: datetime) -> TimeSpan | None:
         if what == "week":
             return this_week(now) if this else weeks_back(1, now)
         if what in DAY_PARTS:
-            return days_back(0 if this else 1, now)
+            return days_back(0 if this else 1, now) if _as_adverb(m) else None
         return last_month_named(MONTHS[what], now, before=not this)
     if groups["day_before"]:
         return days_back(2, now)
-    if groups["yesterday"]:
-        return days_back(1, now)
-    if groups["today"]:
-        return days_back(0, now)
+    if groups["yesterday"] or groups["today"]:
+        if _word_before(m) in _BOUND_BEFORE:
+            return None
+        return days_back(1 if groups["yesterday"] else 0, now)
     if groups["d_month"]:
         return dated(MONTHS[groups["d_month"]], int(groups["d_day"]), now,
                      around=groups["d_around"] in ("around", "about"),
@@ -239,9 +271,11 @@ def _english(m: re.Match[str], now: datetime) -> TimeSpan | None:
         return dated(MONTHS[groups["m_day_month"]], int(groups["m_day"]), now,
                      around=groups["around"] in ("around", "about"),
                      year=_year_of(groups["m_year"]))
+    if groups["part_only_year"]:
+        return part_of_year(int(groups["part_only_year"]), groups["part"], now)
     if groups["part"]:
-        month = named_month(MONTHS[groups["part_month"]], _year_of(groups["part_year"]), now)
-        return part_of_month(month, groups["part"])
+        return part_of_named_month(MONTHS[groups["part_month"]], _year_of(groups["part_year"]),
+                                   groups["part"], now)
     if groups["y_month"]:
         return named_month(MONTHS[groups["y_month"]], int(groups["y_year"]), now)
     if groups["in_month"]:
@@ -249,6 +283,24 @@ def _english(m: re.Match[str], now: datetime) -> TimeSpan | None:
     if groups["in_year"]:
         return year_span(int(groups["in_year"]), now)
     return None
+
+
+def _word_before(m: re.Match[str]) -> str | None:
+    before = _WORD_BEFORE.search(m.string, max(0, m.start() - 16), m.start())
+    return before[1].lower() if before else None
+
+
+def _as_adverb(m: re.Match[str]) -> bool:
+    """Whether `last night`, `this morning` (`m`) says when, not which night (see
+    `_NOUN_PHRASE_BEFORE`)."""
+    after = _WORD_AFTER.match(m.string, m.end(), m.end() + 24)
+    if after is not None and after["possessive"]:
+        return True  # last night's dinner, at this morning's meeting
+    before = _word_before(m)
+    if before in _NOUN_PHRASE_BEFORE or before in _BOUND_BEFORE:
+        return False
+    word = after["word"] if after else None
+    return word is None or word[0].isupper() or word.lower() in _CLAUSE_AFTER
 
 
 def _weekend(said: str, before_last: bool, now: datetime) -> TimeSpan | None:

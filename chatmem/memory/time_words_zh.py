@@ -18,6 +18,7 @@ from chatmem.memory.time_spans import (
     months_back,
     named_month,
     part_of_month,
+    part_of_named_month,
     part_of_year,
     past,
     this_week,
@@ -71,6 +72,8 @@ _TODAY = r"(?<![如至迄现当而古于])"
 # 前晚 is the night before last, but not 之前 + 晚 (比之前晚了, later than before), 睡前,
 # 三天前 + 晚上, or 前 + 晚点 (提前晚点).
 _NIGHT_BEFORE_LAST = r"(?<![之以提饭睡会先面眼目当事空从午早年月天周日课战婚节考行])前晚(?![点些])"
+# 今天之前, 昨天以前, 到今天为止, 今天以后: up to or from that day, no single day.
+_NOT_BOUND = r"(?!之前|以前|为止|之后|以后)"
 PATTERN = re.compile(
     # 上周末, 上上个周末, 这个周末; 周末 alone, but not 每个周末 (every weekend) or 下周末
     rf"(?P<wkend_last>(?<!上)上+个?)周末|(?P<wkend_this>这个?|本)周末"
@@ -89,6 +92,7 @@ PATTERN = re.compile(
     rf"|(?P<rel_month>(?<!上)上+个?月|这个月|本月)(?P<rel_month_part>{_PART})?"
     rf"|(?P<rel_week>(?<!上)上+个?(?:周|星期|礼拜)|这周|本周)"
     rf"|(?P<rel_day>昨[天日晚夜]|{_TODAY}今[天日早晚]|(?<!大)大*前天|{_NIGHT_BEFORE_LAST})"
+    rf"{_NOT_BOUND}"
     rf"|(?:(?P<year>{_YEAR})\s*年\s*)?(?P<month>{_NUM})月(?:份)?"
     rf"(?:(?P<day>{_NUM})[日号]|(?P<lunar_day>初[一二三四五六七八九十])|(?P<month_part>{_PART})"
     rf"|的?第(?P<month_week>[一二三四1-4])个?(?:周|星期|礼拜)"
@@ -133,8 +137,8 @@ def _repeats(m: re.Match[str], group: str, char: str, word_endings: set[str],
     return count
 
 
-def _part(span: TimeSpan, part: str | None) -> TimeSpan:
-    return part_of_month(span, MONTH_PARTS[part]) if part else span
+def _part(span: TimeSpan, part: str | None, now: datetime) -> TimeSpan | None:
+    return part_of_month(span, MONTH_PARTS[part], now) if part else span
 
 
 def _year_part(year: int, part: str | None, now: datetime) -> TimeSpan | None:
@@ -187,11 +191,11 @@ def read(m: re.Match[str], now: datetime) -> TimeSpan | None:
             month = zh_number(g["rel_year_month"])
             if not month or not 1 <= month <= 12:
                 return None
-            return _part(month_span(year, month, now), g["rel_year_part"])
+            return _part(month_span(year, month, now), g["rel_year_part"], now)
         return _year_part(year, g["rel_year_edge"], now)
     if g["rel_month"]:
         back = _repeats(m, "rel_month", "上", _WORDS_ENDING_IN_SHANG, 1)
-        return _part(months_back(back, now), g["rel_month_part"])
+        return _part(months_back(back, now), g["rel_month_part"], now)
     if g["rel_week"]:
         if g["rel_week"].startswith("上"):
             return weeks_back(_repeats(m, "rel_week", "上", _WORDS_ENDING_IN_SHANG, 1), now)
@@ -219,11 +223,13 @@ def read(m: re.Match[str], now: datetime) -> TimeSpan | None:
             return week_of_month(span, zh_number(g["month_week"]))
         if g["month_last_week"]:
             return week_of_month(span, None)
-        return _part(span, g["month_part"])
+        if g["month_part"]:
+            return part_of_named_month(month, written_year, MONTH_PARTS[g["month_part"]], now)
+        return span
     if g["only_year"]:
         return _year_part(zh_year(g["only_year"]), g["only_year_edge"], now)
     if g["this_month_part"]:
-        return _part(months_back(0, now), g["this_month_part"])
+        return _part(months_back(0, now), g["this_month_part"], now)
     if g["this_year_edge"]:
         return _year_part(now.year, g["this_year_edge"], now)
     return None

@@ -84,10 +84,12 @@ def test_a_day_of_the_month_is_the_latest_such_day_not_after_today(now: datetime
 
 
 @given(MOMENTS, st.sampled_from(["What did I do on Feb 29?", "on 29 February", "2月29日我在哪？",
-                                  "2月29号左右", "around the 29th of February"]))
+                                  "2月29号左右", "around the 29th of February",
+                                  "What did we do last Feb 29?", "last February 29th"]))
 def test_a_leap_day_without_a_year_is_the_latest_29_february_not_after_now(
         now: datetime, words: str) -> None:
-    # Asked in a year without one, it named nothing (this year's or last year's was tried).
+    # Asked in a year without one, it named nothing (this year's or last year's was tried);
+    # "last Feb 29" named all of the last February.
     [span] = spans(words, now)
     leap_day = span.start + 3 * DAY if span.end - span.start > DAY else span.start
     assert (leap_day.month, leap_day.day) == (2, 29) and leap_day <= now
@@ -115,6 +117,52 @@ def test_a_years_end_is_its_december_once_it_has_come_and_its_start_january(
     for words in ("今年初", "年初", "the start of this year", "the beginning of this year"):
         assert [span.days for span in spans(words, now)] == [
             (f"{now.year}-01-01", f"{now.year}-01-31")], words
+
+
+@given(MOMENTS)
+def test_a_written_years_end_and_start_are_its_december_and_january(now: datetime) -> None:
+    # "the end of 2024", "late 2024" named nothing where 2024年底 named its December.
+    year = now.year - 2
+    for words in (f"the end of {year}", f"end of {year}", f"late {year}", f"in late {year}",
+                  f"{year}年底"):
+        assert [span.days for span in spans(words, now)] == [
+            (f"{year}-12-01", f"{year}-12-31")], words
+    for words in (f"the start of {year}", f"early {year}", f"{year}年初"):
+        assert [span.days for span in spans(words, now)] == [
+            (f"{year}-01-01", f"{year}-01-31")], words
+    assert spans(f"late {now.year + 1}", now) == spans(f"{now.year + 1}年底", now) == []
+
+
+PARTS = {"early": ("the start of {month}", "{n}月初", "{n}月上旬"),
+         "mid": ("mid-{month}", "{n}月中旬"),
+         "late": ("the end of {month}", "late {month}", "{n}月底", "{n}月下旬")}
+FIRST_DAY = {"early": 1, "mid": 11, "late": 21}
+
+
+@given(MOMENTS, st.integers(1, 12), st.sampled_from(sorted(PARTS)))
+def test_a_part_of_a_month_without_a_year_is_the_latest_that_has_begun(
+        now: datetime, month: int, part: str) -> None:
+    # Asked on 3 December, "the end of December" named the 21st to the 31st, days to come.
+    first = now.replace(month=month, day=FIRST_DAY[part], hour=0, minute=0, second=0,
+                        microsecond=0)
+    if first > now:
+        first = first.replace(year=now.year - 1)
+    for words in PARTS[part]:
+        [span] = spans(words.format(month=calendar.month_name[month], n=month), now)
+        assert span.start == first <= now, words
+        assert span.end == (first + 10 * DAY if part != "late" else
+                            month_span(first.year, month, now).end), words
+
+
+@given(MOMENTS)
+def test_this_months_part_names_none_until_it_has_begun(now: datetime) -> None:
+    this_month = month_span(now.year, now.month, now)
+    late = TimeSpan(this_month.start + 20 * DAY, this_month.end)
+    for words in ("月底", "到月底还要交什么？", "这个月底", "本月下旬", "the end of this month",
+                  "the end of the month"):
+        assert spans(words, now) == ([late] if now.day >= 21 else []), words
+    assert spans("月初", now) == spans("the start of this month", now) == [
+        TimeSpan(this_month.start, this_month.start + 10 * DAY)]
 
 
 def test_weeks_of_a_month_are_its_days_seven_at_a_time_and_its_last_seven() -> None:

@@ -15,7 +15,7 @@ from growth import assert_linear
 from hypothesis import given
 from hypothesis import strategies as st
 
-from chatmem.memory.time_words import may_name_time, spans, zh_number
+from chatmem.memory.time_words import may_name_time, read, spans, zh_number
 
 NOW = datetime(2026, 6, 1, 9, 44, tzinfo=UTC)
 
@@ -86,7 +86,14 @@ def day(text: str) -> datetime:
     ("上个月底我们去了哪？", "2026-05-21", "2026-06-01"),
     ("去年五月初我在哪？", "2025-05-01", "2025-05-11"),
     ("月初我说过什么？", "2026-06-01", "2026-06-11"),
-    ("到月底还要交什么？", "2026-06-21", "2026-07-01"),
+    # A leap day after `last` is the latest 29 February (it was all of last February); a
+    # year's end or start written with its number is its December or January.
+    ("What did we do last Feb 29?", "2024-02-29", "2024-03-01"),
+    ("What did we ship at the end of 2024?", "2024-12-01", "2025-01-01"),
+    ("What broke in late 2024?", "2024-12-01", "2025-01-01"),
+    ("Who did I meet in early 2025?", "2025-01-01", "2025-02-01"),
+    ("Where were we at the end of December?", "2025-12-21", "2026-01-01"),
+    ("What did we do at the end of May?", "2026-05-21", "2026-06-01"),
     # Full-width digits and letters, as input methods type them.
     ("３月４号我去了哪？", "2026-03-04", "2026-03-05"),
     ("２０２３年我去了哪里？", "2023-01-01", "2024-01-01"),
@@ -243,9 +250,10 @@ def test_weekday_words_asked_midweek(question: str, day: str | None) -> None:
     ("五月初", ("2026-05-01", "2026-05-11"), "五月初五吃粽子", None),
     # 底薪 is base pay, not the end of a month.
     ("上个月底", ("2026-05-21", "2026-06-01"), "上个月底薪涨了", ("2026-05-01", "2026-06-01")),
-    # 月底 alone is this month's; next month's, every month's or a lunar month's is not.
-    ("月底", ("2026-06-21", "2026-07-01"), "下个月底有什么安排？", None),
-    ("月底", ("2026-06-21", "2026-07-01"), "每月底要交房租", None),
+    # 月底 alone is this month's (none until it has come); next month's, every month's or
+    # a lunar month's is not.
+    ("上个月底", ("2026-05-21", "2026-06-01"), "下个月底有什么安排？", None),
+    ("上个月底", ("2026-05-21", "2026-06-01"), "每月底要交房租", None),
     ("月初", ("2026-06-01", "2026-06-11"), "正月初一去哪拜年？", None),
     # 如今 (nowadays) + 天气, 至今 + 早已; 之前 + 晚了 (later than before), 提前 + 晚点.
     ("今天", ("2026-06-01", "2026-06-02"), "如今天气变暖了", None),
@@ -255,6 +263,25 @@ def test_weekday_words_asked_midweek(question: str, day: str | None) -> None:
     # 底薪 (base pay) and 初中 (junior high) after 去年: last year, not its end or start.
     ("去年底", ("2025-12-01", "2026-01-01"), "去年底薪涨了吗？", ("2025-01-01", "2026-01-01")),
     ("去年初", ("2025-01-01", "2025-02-01"), "去年初中同学聚会了", ("2025-01-01", "2026-01-01")),
+    # A day part in a noun phrase names no day: after a determiner or `at`, before `of`
+    # or a noun (they named yesterday or today and took the words out of the search).
+    ("last night", ("2026-05-31", "2026-06-01"),
+     "What did we plan for the last night of our Kyoto trip?", None),
+    ("last night", ("2026-05-31", "2026-06-01"), "When was the last night bus?", None),
+    ("last night", ("2026-05-31", "2026-06-01"), "At last night fell", None),
+    ("last night", ("2026-05-31", "2026-06-01"), "Our last night in Rome?", None),
+    ("last evening", ("2026-05-31", "2026-06-01"), "the last evening of the conference", None),
+    ("this morning", ("2026-06-01", "2026-06-02"), "What is my this morning routine?", None),
+    ("this morning", ("2026-06-01", "2026-06-02"), "this morning shift starts late", None),
+    # Up to or from a day is no single day.
+    ("today", ("2026-06-01", "2026-06-02"), "What did I say before today?", None),
+    ("today", ("2026-06-01", "2026-06-02"), "What did we do the day before today?", None),
+    ("yesterday", ("2026-05-31", "2026-06-01"), "Until yesterday I thought so", None),
+    ("last night", ("2026-05-31", "2026-06-01"), "What did I say before last night?", None),
+    ("今天", ("2026-06-01", "2026-06-02"), "我今天之前说过什么？", None),
+    ("今天", ("2026-06-01", "2026-06-02"), "到今天为止我说了什么？", None),
+    ("昨天", ("2026-05-31", "2026-06-01"), "昨天以前的事还记得吗？", None),
+    ("前天", ("2026-05-30", "2026-05-31"), "前天之后发生了什么？", None),
 ])
 def test_words_that_only_look_like_time_words_name_their_own_span_or_none(
         time_word: str, span: tuple[str, str], look_alike: str,
@@ -296,6 +323,43 @@ def test_a_part_of_a_day_is_that_day_in_either_language(now: datetime) -> None:
     for words in ("昨晚", "昨日", "昨夜", "last night"):
         assert spans(words, now) == spans("yesterday", now), words
     assert spans("前晚", now) == spans("前天", now) == spans("the night before last", now)
+
+
+@pytest.mark.parametrize("question, day", [
+    ("what did I eat last night?", "2026-05-31"),
+    ("Last night I cooked what?", "2026-05-31"),
+    ("This morning, what did I say?", "2026-06-01"),
+    ("Anything this evening?", "2026-06-01"),
+    ("What did I tell her about that last night?", "2026-05-31"),
+    ("What did we settle at last night's dinner?", "2026-05-31"),
+    ("Who spoke at this morning’s meeting?", "2026-06-01"),
+    ("Last night Anna called about what?", "2026-05-31"),
+    ("What did we eat last night at the station?", "2026-05-31"),
+    ("last night 我们吃了什么", "2026-05-31"),
+])
+def test_a_day_part_said_as_when_names_its_day(question: str, day: str) -> None:
+    assert [span.days for span in spans(question, NOW)] == [(day, day)]
+
+
+@given(st.sampled_from(["the", "our", "my", "a", "at"]),
+       st.sampled_from(["last", "this"]),
+       st.sampled_from(["morning", "afternoon", "evening", "night"]),
+       st.sampled_from(["bus", "train", "flight", "shift", "routine", "of the trip", "was long",
+                        "", "?"]),
+       st.datetimes(min_value=datetime(2001, 1, 1), max_value=datetime(2090, 1, 1)))
+def test_a_day_part_in_a_noun_phrase_names_no_day_and_stays_searched(
+        before: str, which: str, part: str, after: str, now: datetime) -> None:
+    question = f"What did we plan for {before} {which} {part} {after}".rstrip()
+    found, words = read(question, now.replace(tzinfo=UTC))
+    assert found == [] and words == question
+    # Said as when, the same words name that day (and leave the search).
+    as_when = f"What did we plan {which} {part} {after}".rstrip()
+    if after in ("", "?", "was long"):
+        [span] = spans(as_when, now.replace(tzinfo=UTC))
+        assert span == spans("yesterday" if which == "last" else "today",
+                             now.replace(tzinfo=UTC))[0]
+    else:
+        assert spans(as_when, now.replace(tzinfo=UTC)) == []
 
 
 def test_zhou_yi_qi_is_a_week_not_a_monday() -> None:
