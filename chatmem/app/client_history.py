@@ -372,29 +372,33 @@ def leaves_history(workspace: Workspace, name: str, prior: Sequence[ClientMessag
     return kept < len(held) and not kept == len(said) == len(held) - 2
 
 
-def branch_session(workspace: Workspace, name: str, prior: Sequence[ClientMessage]) -> str:
+def branch_session(workspace: Workspace, name: str, prior: Sequence[ClientMessage], *,
+                   progress: ImportProgress | None = None) -> str:
     """Make `name` a new session holding a client's history `prior` (`leaves_history`),
     with the strategy, parameters, model, retention and shares the session of that name
     had: the memory it built (summaries, facts, a strategy's state) is of a history the
-    client left, and is not carried over. That session stays, whole, under `NAME.before-edit-N` (the
-    first N free), which this returns: nothing stored is lost or changed but its name."""
-    from chatmem.app.client_sessions import carry_over, session_like
-    from chatmem.store.session_names import suffixed_name
+    client left, and is not carried over. That session stays, whole, under its `kept_name`,
+    returned: nothing stored is lost or changed but its name. A long history is written as
+    `adopt_history` writes one (`branch_in_batches`)."""
+    from chatmem.app import client_sessions as made
+    from chatmem.app.session_files import IMPORT_BATCH
 
     store = workspace.store
     sessions = store.sessions
+    said = [{"role": m.role, "content": m.content} for m in prior]
+    if len(said) > IMPORT_BATCH:
+        return made.branch_in_batches(workspace, sessions.session(name), said, progress,
+                                      IMPORT_BATCH)
     # One transaction: a failure halfway must not leave the chat's id naming an empty
     # session while its history sits under the kept name.
     with store.write():
         old = sessions.session(name)
-        kept = next(n for n in (suffixed_name(name, f".before-edit-{i}") for i in count(1))
-                    if sessions.find_session(n) is None)
+        kept = made.kept_name(workspace, name)
         sessions.rename_session(name, kept)
-        _, new_id = session_like(workspace, old, name)
+        _, new_id = made.session_like(workspace, old, name)
         # The chat is shared as it was under its id; the kept copy keeps its shares too (who
         # could read or write that history still can).
-        carry_over(workspace, old, new_id)
-        if prior:
-            store.history.import_messages(
-                new_id, [{"role": m.role, "content": m.content} for m in prior])
+        made.carry_over(workspace, old, new_id)
+        if said:
+            store.history.import_messages(new_id, said)
     return kept
