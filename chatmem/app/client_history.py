@@ -267,20 +267,21 @@ def _newest(history: HistoryRepository, session_id: int, n: int) -> Sequence[Sai
 
 def adopt_history(workspace: Workspace, name: str, prior: Sequence[ClientMessage], *,
                   progress: ImportProgress | None = None) -> bool:
-    """Make session `name`'s history hold what a client says came before its new message:
-    the client's history is authoritative, so the messages it has past the session's
-    length (its new suffix) are stored; a client that sends less (its own window) stores
-    nothing, and one that edited what is stored without showing the session's history is
-    its own (`leaves_history` moves one that does) has its new messages stored after the
-    session's, nothing stored changed. The session's length is counted only as far as the
-    client's history reaches: a request costs what it carries, whatever the session holds.
+    """Make session `name`'s history hold what a client says came before its new message
+    (the client's is authoritative): what of it the session does not end with is stored
+    after the session's (`stored_up_to`). Its new suffix when the session holds its start,
+    or began as it does and was edited since without evidence the client may change it
+    (`leaves_history`): nothing stored changed; all of it when the session holds others'
+    (another front end's turn stored while the request that was to store it failed). One
+    that sends less (its window) stores nothing. The session is read only when the client's
+    history is longer: a request costs what it carries, whatever the session holds.
 
     IMPORT_BATCH messages a transaction, as an import (`progress` told after each): 400,000
     in one held the write lock 35 s. An own session holding nothing yet (opened for this
     request) gets a long history under an unfinished name that takes its place at the end
     (store.unfinished; a failure leaves it as it was): True, its engine to be opened anew.
-    One holding messages gets them after its own; a failure halfway leaves a prefix, and
-    the client's next request stores the rest (what is past the session's length)."""
+    One holding messages gets them after its own; a failure halfway leaves a start of them,
+    and the client's next request stores the rest (what the session does not end with)."""
     from chatmem.app.client_sessions import adopt_in_place_of
     from chatmem.app.session_files import IMPORT_BATCH
     from chatmem.store.sharing import shared_address
@@ -289,10 +290,17 @@ def adopt_history(workspace: Workspace, name: str, prior: Sequence[ClientMessage
     session = store.sessions.find_session(name)
     if session is None:
         return False
-    total = store.history.message_count(session.id, at_most=len(prior))
+    total = held = store.history.message_count(session.id, at_most=len(prior))
+    if 0 < held < len(prior):
+        # Past what the session holds only if the session is the client's: another front
+        # end's turn stored while a new conversation's history was written (and refused,
+        # "send the request again") is not, and counting it dropped as many of the client's
+        # first messages on the retry. One that begins as the client's is, edited since.
+        stored, said = comparable_all(store.history.messages(session.id)), comparable_all(prior)
+        total = stored_up_to(stored, said) or (held if stored[0] == said[0] else 0)
     new = [{"role": m.role, "content": m.content} for m in prior[total:]]
     batch = IMPORT_BATCH
-    if (len(new) > batch and total == 0 and not shared_address(name)
+    if (len(new) > batch and held == 0 and not shared_address(name)
             and not store.turns.turns(session.id)):
         adopt_in_place_of(workspace, session, new, progress, batch)
         return True
@@ -301,6 +309,33 @@ def adopt_history(workspace: Workspace, name: str, prior: Sequence[ClientMessage
         if progress is not None:
             progress(min(start + batch, len(new)), len(new))
     return False
+
+
+def stored_up_to(held: Sequence[tuple[str, str]], said: Sequence[tuple[str, str]]) -> int:
+    """How many of a client's messages `said` a session holding `held` already ends with:
+    the longest start of `said` that is the end of `held` (all of `held` when it is the
+    client's start; a start written after another front end's turn by a request that then
+    failed halfway, so the next stores no message twice; 0: the client's whole history goes
+    after the session's, nothing of either lost). Knuth-Morris-Pratt: linear, a session of
+    a repeated "hi" too."""
+    said = said[:len(held)]
+    if not said:
+        return 0
+    back = [0] * len(said)  # for each start of `said`, its longest proper start-end
+    k = 0
+    for i in range(1, len(said)):
+        while k and said[i] != said[k]:
+            k = back[k - 1]
+        if said[i] == said[k]:
+            k += 1
+        back[i] = k
+    k = 0
+    for message in held:
+        while k and (k == len(said) or message != said[k]):
+            k = back[k - 1]
+        if message == said[k]:
+            k += 1
+    return k
 
 
 def leaves_history(workspace: Workspace, name: str, prior: Sequence[ClientMessage], *,
@@ -337,29 +372,33 @@ def leaves_history(workspace: Workspace, name: str, prior: Sequence[ClientMessag
     return kept < len(held) and not kept == len(said) == len(held) - 2
 
 
-def branch_session(workspace: Workspace, name: str, prior: Sequence[ClientMessage]) -> str:
+def branch_session(workspace: Workspace, name: str, prior: Sequence[ClientMessage], *,
+                   progress: ImportProgress | None = None) -> str:
     """Make `name` a new session holding a client's history `prior` (`leaves_history`),
     with the strategy, parameters, model, retention and shares the session of that name
     had: the memory it built (summaries, facts, a strategy's state) is of a history the
-    client left, and is not carried over. That session stays, whole, under `NAME.before-edit-N` (the
-    first N free), which this returns: nothing stored is lost or changed but its name."""
-    from chatmem.app.client_sessions import carry_over, session_like
-    from chatmem.store.session_names import suffixed_name
+    client left, and is not carried over. That session stays, whole, under its `kept_name`,
+    returned: nothing stored is lost or changed but its name. A long history is written as
+    `adopt_history` writes one (`branch_in_batches`)."""
+    from chatmem.app import client_sessions as made
+    from chatmem.app.session_files import IMPORT_BATCH
 
     store = workspace.store
     sessions = store.sessions
+    said = [{"role": m.role, "content": m.content} for m in prior]
+    if len(said) > IMPORT_BATCH:
+        return made.branch_in_batches(workspace, sessions.session(name), said, progress,
+                                      IMPORT_BATCH)
     # One transaction: a failure halfway must not leave the chat's id naming an empty
     # session while its history sits under the kept name.
     with store.write():
         old = sessions.session(name)
-        kept = next(n for n in (suffixed_name(name, f".before-edit-{i}") for i in count(1))
-                    if sessions.find_session(n) is None)
+        kept = made.kept_name(workspace, name)
         sessions.rename_session(name, kept)
-        _, new_id = session_like(workspace, old, name)
+        _, new_id = made.session_like(workspace, old, name)
         # The chat is shared as it was under its id; the kept copy keeps its shares too (who
         # could read or write that history still can).
-        carry_over(workspace, old, new_id)
-        if prior:
-            store.history.import_messages(
-                new_id, [{"role": m.role, "content": m.content} for m in prior])
+        made.carry_over(workspace, old, new_id)
+        if said:
+            store.history.import_messages(new_id, said)
     return kept

@@ -1,10 +1,12 @@
 """Sessions a served client's history makes: one like the session its conversation had
 (`client_history.branch_session` keeps that one), and a long history written as an import
-is, in batches under an unfinished name that then takes the opened session's place."""
+is, in batches under an unfinished name that then takes the opened session's place, or the
+name of the session it branches from (that one kept under another)."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from itertools import count
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
@@ -40,6 +42,52 @@ def adopt_in_place_of(workspace: Workspace, session: SessionRecord,
     except BaseException:
         unfinished.discard(store, made)  # after kill -9: the next import's remove_leftovers
         raise
+
+
+def branch_in_batches(workspace: Workspace, old: SessionRecord,
+                      messages: Sequence[dict[str, str]], progress: ImportProgress | None,
+                      batch: int) -> str:
+    """`client_history.branch_session` of a long history: `messages` written in batches as
+    a session like `old` under an unfinished name; then, in one short transaction, `old`
+    renamed `NAME.before-edit-N` (returned) and that session given its name. 60,000
+    exchanges in one transaction made a concurrent ask wait 21.6 s; a failure, or `old`
+    renamed or removed meanwhile, leaves it as it was (a turn stored in it meanwhile is
+    kept with it)."""
+    from chatmem.errors import StoreError
+    from chatmem.store import unfinished
+
+    store = workspace.store
+    unfinished.remove_leftovers(store)
+    made: list[tuple[str, int]] = []
+    try:
+        made.append(session_like(workspace, old, unfinished.unfinished_name("import")))
+        carry_over(workspace, old, made[0][1])
+        for start in range(0, len(messages), batch):
+            store.history.import_messages(made[0][1], messages[start : start + batch])
+            if progress is not None:
+                progress(min(start + batch, len(messages)), len(messages))
+        with store.write():
+            held = store.sessions.find_session(old.name)
+            if held is None or held.id != old.id:
+                raise StoreError(f"session {old.name!r} was renamed or removed while the"
+                                 " client's edited history was stored; nothing of it was kept")
+            kept = kept_name(workspace, old.name)
+            store.sessions.rename_session(old.name, kept)
+            unfinished.publish(store, made, [old.name], lambda name: StoreError(
+                f"session {name!r} was taken while the client's edited history was stored;"
+                " nothing of it was kept"))
+        return kept
+    except BaseException:
+        unfinished.discard(store, made)  # after kill -9: the next import's remove_leftovers
+        raise
+
+
+def kept_name(workspace: Workspace, name: str) -> str:
+    """`NAME.before-edit-N`, the first N free: the name a branched session is kept under."""
+    from chatmem.store.session_names import suffixed_name
+
+    return next(kept for kept in (suffixed_name(name, f".before-edit-{i}") for i in count(1))
+                if workspace.store.sessions.find_session(kept) is None)
 
 
 def session_like(workspace: Workspace, old: SessionRecord, name: str) -> tuple[str, int]:

@@ -90,3 +90,53 @@ def test_a_session_that_holds_messages_gets_the_rest_a_batch_at_a_time(
     assert batches == [3, 6, 9]
     assert [m.content for m in workspace.store.history.messages(opened.id)] == [
         m.content for m in SAID]
+
+
+TERMINAL = [{"role": "user", "content": "我在终端里打的 typed in the terminal"},
+            {"role": "assistant", "content": "好的 OK"}]
+
+
+def test_the_request_sent_again_stores_the_clients_whole_history_after_the_turn_written_meanwhile(
+        history: History, workspace: Workspace) -> None:
+    """Review: serve said "send the request again"; the retry counted the terminal's turn as
+    the client's first two messages and stored from its third on ("message 0" never stored)."""
+    opened = workspace.store.sessions.create_session("会话", "window")
+    with history.open() as other:
+
+        def chat(done: int, total: int) -> None:
+            if done == BATCH:
+                other.history.import_messages(opened.id, TERMINAL)
+
+        with pytest.raises(StoreError, match="send the request again"):
+            adopt_history(workspace, "会话", SAID, progress=chat)
+    batches: list[int] = []
+    assert adopt_history(workspace, "会话", SAID,
+                         progress=lambda done, total: batches.append(done)) is False
+    assert batches == [3, 6, 9, 10]
+    stored = [m.content for m in workspace.store.history.messages(opened.id)]
+    assert stored == [m["content"] for m in TERMINAL] + [m.content for m in SAID]
+    assert adopt_history(workspace, "会话", SAID) is False  # nothing twice
+    assert workspace.store.history.message_count(opened.id, at_most=99) == 12
+
+
+def test_a_retry_that_failed_halfway_is_finished_by_the_next_without_a_message_twice(
+        workspace: Workspace) -> None:
+    opened = workspace.store.sessions.create_session("会话", "window")
+    half = [{"role": m.role, "content": m.content} for m in SAID[:4]]
+    workspace.store.history.import_messages(opened.id, [*TERMINAL, *half])
+    assert adopt_history(workspace, "会话", SAID) is False
+    assert [m.content for m in workspace.store.history.messages(opened.id)] == [
+        m["content"] for m in TERMINAL] + [m.content for m in SAID]
+
+
+@pytest.mark.parametrize(("held", "said", "expected"), [
+    ("abc", "abcdef", 3), ("xyab", "abcd", 2), ("xy", "abcd", 0), ("aaab", "aab", 3),
+    ("aaa", "aaaaaa", 3), ("hihi", "hihihx", 4), ("abab", "abx", 2), ("", "ab", 0)])
+def test_stored_up_to_is_the_longest_start_of_the_clients_the_session_ends_with(
+        held: str, said: str, expected: int) -> None:
+    from chatmem.app.client_history import stored_up_to
+
+    def as_messages(text: str) -> list[tuple[str, str]]:
+        return [("user", c) for c in text]
+
+    assert stored_up_to(as_messages(held), as_messages(said)) == expected

@@ -119,8 +119,9 @@ def test_a_clients_history_is_adopted_past_what_is_stored(ws: Workspace) -> None
     assert stored() == ["one", "uno", "two", "dos"]  # nothing twice
     adopt_history(ws, "c", said[:2])
     assert stored() == ["one", "uno", "two", "dos"]  # a client's shorter window
-    # Only the stored length is compared (reading the whole history every request would
-    # make a request's cost grow with it): an edited history adds its new suffix.
+    # The stored history is read only when the client's is longer (reading it every request
+    # would make a request's cost grow with it): an edited one, begun as the stored one
+    # is, adds its new suffix.
     edited = [*said[:3], ClientMessage("assistant", "EDITED"), ClientMessage("user", "three")]
     adopt_history(ws, "c", edited)
     assert stored() == ["one", "uno", "two", "dos", "three"]  # nothing stored was changed

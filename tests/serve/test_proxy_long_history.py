@@ -60,3 +60,36 @@ def test_a_long_history_is_stored_whole_in_batches_and_the_chat_goes_on(
         turns = store.turns.turns(session.id)
     assert stored == [(m["role"], m["content"]) for m in said] + [("assistant", REPLY)]
     assert [t.turn for t in turns] == [6, 7]
+
+
+def test_a_history_sent_to_a_conversation_another_front_end_wrote_is_stored_whole_after_it(
+        chat_server: ChatServer, db_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Review: a 500 said "send the request again" (a terminal's `ask` wrote the session while
+    the client's history was stored); the request sent again got a 200, but the session held
+    the terminal's turn and then the client's history from its third message on."""
+    from cli_runner import invoke
+
+    monkeypatch.setattr("chatmem.app.session_files.IMPORT_BATCH", 4)
+    invoke("ask", "gz3", "终端里插一句 typed in the terminal", "--provider", "scripted",
+           "--db", str(db_path), code=0)
+    with Store(db_path) as store:
+        terminal = [(m.role, m.content)
+                    for m in store.history.messages(store.sessions.session("gz3").id)]
+    settings = Settings(provider="openai", base_url=chat_server.base_url, model="test-small",
+                        db=str(db_path))
+    said: list[dict[str, Any]] = [
+        {"role": "user" if i % 2 else "assistant", "content": f"第{i}句 line {i}"}
+        for i in range(1, 12)]
+    with RunningProxy(settings, strategy="buffer") as running:
+        again = _post(running, said)
+        assert again.status_code == 200, again.text
+        said += [{"role": "assistant", "content": REPLY}, {"role": "user", "content": "再见"}]
+        after = _post(running, said)
+        assert after.status_code == 200, after.text
+    assert [a.headers["X-Chatmem-Turn"] for a in (again, after)] == ["gz3@7", "gz3@8"]
+    with Store(db_path) as store:
+        session = store.sessions.session("gz3")
+        stored = [(m.role, m.content) for m in store.history.messages(session.id)]
+    assert len(terminal) == 2
+    assert stored == terminal + [(m["role"], m["content"]) for m in said] + [
+        ("assistant", REPLY)]
