@@ -6,64 +6,28 @@ from __future__ import annotations
 
 import sqlite3
 import threading
-from collections.abc import Sequence
 from importlib.metadata import EntryPoint
 from pathlib import Path
+
+from gated_embedder import GatedEmbedder
 
 from chatmem.app import Workspace
 from chatmem.app.conversations import open_conversation, start_conversation
 from chatmem.config.sections import EmbeddingsSection
 from chatmem.config.settings import Settings
-from chatmem.embeddings.hashed import HashEmbedder
 from chatmem.plugin_entries import Plugins
 from chatmem.plugins import ENTRY_POINT_GROUP, Registries
 
-WAIT = 5.0
-"""Seconds a gated call waits for the test before it fails (only against a hang)."""
-
-
-class Gated(HashEmbedder):
-    """The hash embedder, whose stored-text calls wait until the test lets one through."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.allowed = 0
-        self.finished = 0
-        self._cond = threading.Condition()
-
-    def allow(self, calls: int) -> None:
-        with self._cond:
-            self.allowed += calls
-            self._cond.notify_all()
-
-    def embed(self, texts: Sequence[str], *, query: bool = False):  # type: ignore[no-untyped-def]
-        if not query:
-            with self._cond:
-                if not self._cond.wait_for(lambda: self.allowed > 0, timeout=WAIT):
-                    raise TimeoutError("the test never let this batch through")
-                self.allowed -= 1
-        rows = super().embed(texts, query=query)
-        if not query:
-            with self._cond:
-                self.finished += 1
-                self._cond.notify_all()
-        return rows
-
-    def wait_finished(self, calls: int) -> None:
-        with self._cond:
-            assert self._cond.wait_for(lambda: self.finished >= calls, timeout=WAIT)
-
-
-GATE: list[Gated] = []
+GATE: list[GatedEmbedder] = []
 
 
 def register(plugins: Plugins) -> None:
-    """A plugin's embedder `gated`: the test's Gated."""
+    """A plugin's embedder `gated`: the test's GatedEmbedder."""
     plugins.add_embedder("gated", lambda settings: GATE[-1])
 
 
-def gated(tmp_path: Path) -> tuple[Settings, Registries, Gated]:
-    GATE.append(Gated())
+def gated(tmp_path: Path) -> tuple[Settings, Registries, GatedEmbedder]:
+    GATE.append(GatedEmbedder())
     point = EntryPoint("gated", f"{__name__}:register", ENTRY_POINT_GROUP)
     settings = Settings(provider="scripted", db=str(tmp_path / "h.db"), strategy="retrieval",
                         embeddings=EmbeddingsSection(provider="gated"))

@@ -10,8 +10,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from gated_embedder import GatedEmbedder
 from registered import create_strategy, open_session
-from waiting import HANG, wait_until
+from waiting import wait_until
 
 from chatmem.config.sections import EmbeddingsSection
 from chatmem.config.settings import Settings
@@ -29,42 +30,6 @@ TURNS = 200
 MESSAGES = 2 * TURNS
 EARLIER = MESSAGES - 2
 """The messages recall ranks after the import: all but the recent turn's."""
-WAIT = HANG
-"""Seconds the gated embedder waits for the test before it fails (only against a hang)."""
-
-
-class GatedEmbedder(HashEmbedder):
-    """The hash embedder, whose stored-text calls wait until the test lets `allowed` more
-    of them through: the test decides how far the backlog gets."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.allowed = 0
-        self.finished = 0
-        self._cond = threading.Condition()
-
-    def allow(self, calls: int) -> None:
-        with self._cond:
-            self.allowed += calls
-            self._cond.notify_all()
-
-    def embed(self, texts: Sequence[str], *, query: bool = False):  # type: ignore[no-untyped-def]
-        if not query:
-            with self._cond:
-                if not self._cond.wait_for(lambda: self.allowed > 0, timeout=WAIT):
-                    raise TimeoutError("the test never let this batch through")
-                self.allowed -= 1
-        rows = super().embed(texts, query=query)
-        if not query:
-            with self._cond:
-                self.finished += 1
-                self._cond.notify_all()
-        return rows
-
-    def wait_finished(self, calls: int) -> None:
-        with self._cond:
-            assert self._cond.wait_for(lambda: self.finished >= calls, timeout=WAIT)
-
 
 class FailingEmbedder(HashEmbedder):
     """Embeds queries, fails on stored texts with an error that is not chatmem's."""
