@@ -194,5 +194,5 @@ def _in_emoji(before: str, after: str) -> bool:
 
 def shows_something(text: str) -> bool:
     """Whether `text` holds a letter, digit, symbol or punctuation mark: not only marks,
-    joiners and spaces."""
-    return any(unicodedata.category(c)[0] in "LNSP" for c in text)
+    joiners, spaces and letters that draw nothing (BLANK_LETTERS)."""
+    return any(unicodedata.category(c)[0] in "LNSP" and c not in BLANK_LETTERS for c in text)

@@ -53,7 +53,7 @@ from chatmem.providers.base import Provider, ReplyStream
 from chatmem.providers.interruptible import InterruptibleReply
 from chatmem.store import SessionRecord, TurnRecord, TurnStatus
 from chatmem.store.protocols import TurnStore
-from chatmem.text import REPLACEMENT, is_valid, valid_text
+from chatmem.text import REPLACEMENT, is_valid, shows_something, valid_text
 from chatmem.timestamps import parse_time
 from chatmem.timezones import system_zone
 from chatmem.tokens import TokenCounter
@@ -264,8 +264,9 @@ class Engine(SessionChanges, MemoryUpkeep, Generic[StoreT]):
         """
         # Pre-flight, before any model call (catching up may call the helper model).
         try:
-            if not text.strip():
-                raise EmptyInput  # an empty turn would be sent and stored like any other
+            if not shows_something(text):
+                # An empty turn (spaces, a zero-width space) would be sent and stored.
+                raise EmptyInput
             # Follows erasures too, before the backlogs store what they computed: it may be
             # of text gone since.
             self.check_writable()
@@ -324,8 +325,11 @@ class Engine(SessionChanges, MemoryUpkeep, Generic[StoreT]):
             return TurnResult(record, context, "".join(chunks))
         except ProviderError as e:
             close_quietly(stream)
+            # What streamed was shown (and paid for): kept with the failed turn, as a
+            # cancelled one keeps it.
             self._record_unless_erased(self._record(
-                text, context, TurnStatus.FAILED, latency_ms=elapsed(), error=str(e),
+                text, context, TurnStatus.FAILED, reply="".join(chunks) or None,
+                latency_ms=elapsed(), error=str(e),
                 rendered_prompt=None if stream is None else stream.rendered_prompt,
             ))
             if isinstance(e, ProviderNotFound) and self.model_from is not None:
@@ -343,13 +347,14 @@ class Engine(SessionChanges, MemoryUpkeep, Generic[StoreT]):
                     rendered_prompt=None if stream is None else stream.rendered_prompt))
             raise
         reply = "".join(chunks)
-        usage = stream.usage
+        usage, rendered_prompt = stream.usage, stream.rendered_prompt
+        close_quietly(stream)  # read to its end, it may still hold a connection
         try:
             record = self.store.turns.commit_turn(self._record(
                 text, context, TurnStatus.OK, reply=reply, latency_ms=elapsed(),
                 prompt_tokens=usage.prompt_tokens,
                 completion_tokens=usage.completion_tokens,
-                rendered_prompt=stream.rendered_prompt,
+                rendered_prompt=rendered_prompt,
             ), sent_at=sent_at, message_tokens=self._message_tokens(context, text, reply),
                 supersedes=supersedes, erasures=self._erasures, external_ids=(external_id, None))
         except SessionGone as gone:

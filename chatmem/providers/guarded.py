@@ -285,7 +285,12 @@ class GuardedStream:
 
     @property
     def rendered_prompt(self) -> str | None:
-        rendered = getattr(self.inner, "rendered_prompt", None)
+        # Read as the reply is stored: a plugin's property that raises lost the paid reply
+        # to a traceback (with its message unmasked); the exact input is then not known.
+        try:
+            rendered = getattr(self.inner, "rendered_prompt", None)
+        except Exception:
+            return None
         return rendered if isinstance(rendered, str) else None
 
     @rendered_prompt.setter

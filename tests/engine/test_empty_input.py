@@ -26,7 +26,7 @@ class Counting(ScriptedProvider):
         return super().stream(messages)
 
 
-@pytest.mark.parametrize("text", ["", "   ", "\n\t", "\u3000"])
+@pytest.mark.parametrize("text", ["", "   ", "\n\t", "\u3000", "\u200b", "\u3164 \u2060", "\ufeff"])
 def test_an_empty_input_is_refused_before_anything_is_sent_or_stored(
         tmp_path: Path, text: str) -> None:
     model = Counting()

@@ -18,6 +18,7 @@ from chatmem.app.conversations import open_conversation
 from chatmem.config.settings import Settings
 from chatmem.errors import ProviderFailed
 from chatmem.providers.base import ChatMessages, Usage
+from chatmem.providers.guarded import GuardedProvider
 from chatmem.providers.openai import OpenAIProvider
 from chatmem.store import Store
 from chatmem.tokens import TokenCounter, counter_for_model
@@ -121,3 +122,61 @@ def test_a_handed_in_providers_own_error_is_provider_failed_masked_and_recorded(
         assert caught.value.__cause__ is None and caught.value.__suppress_context__
         assert model.replies[0].closed
         assert stored(store, "own") == ([], [("failed", str(caught.value))])
+
+
+class Finished:
+    """A reply a plugin streams whole, whose `rendered_prompt` property raises (its message
+    holding the key), and which counts its closes."""
+
+    def __init__(self, secret: str) -> None:
+        self.usage, self.secret, self.closed = Usage(), secret, 0
+
+    @property
+    def rendered_prompt(self) -> str | None:
+        raise RuntimeError(f"rendered prompt unavailable, key={self.secret}")
+
+    def __iter__(self) -> Iterator[str]:
+        yield "piece-one "
+        yield "piece-two 你好"
+
+    def close(self) -> None:
+        self.closed += 1
+
+
+class PluginModel(OwnModel):
+    def stream(self, messages: ChatMessages) -> Finished:  # type: ignore[override]
+        self.replies.append(Finished(self.secret))  # type: ignore[arg-type]
+        return self.replies[-1]  # type: ignore[return-value]
+
+
+def test_a_plugins_rendered_prompt_that_raises_costs_no_reply_and_a_finished_one_is_closed(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The paid reply was shown, then lost to a traceback that printed the key; and a reply
+    read to its end was never closed (a plugin holding a connection until close leaked one
+    a turn in serve and mcp)."""
+    secret = "sk-plugin-secret-0123456789"
+    monkeypatch.setenv("MY_KEY", secret)
+    settings = Settings(provider="scripted", db=str(tmp_path / "h.db"), api_key_env="MY_KEY")
+    model = PluginModel(secret)
+    with Store(tmp_path / "h.db") as store:
+        ws = Workspace.around(settings, store, GuardedProvider(model))  # type: ignore[arg-type]
+        with ws, open_conversation(ws, "plug") as engine:
+            result = engine.run_turn("hello 你好")
+        assert (result.status, result.reply) == ("ok", "piece-one piece-two 你好")
+        assert result.record.rendered_prompt is None
+        assert [r.closed for r in model.replies] == [1]  # type: ignore[attr-defined]
+        assert stored(store, "plug") == (["hello 你好", "piece-one piece-two 你好"],
+                                         [("ok", None)])
+
+
+def test_a_failed_reply_keeps_what_streamed_as_a_cancelled_one_does(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    secret = "sk-library-user-secret-0123456789"
+    monkeypatch.setenv("MY_KEY", secret)
+    settings = Settings(provider="scripted", db=str(tmp_path / "h.db"), api_key_env="MY_KEY")
+    with Store(tmp_path / "h.db") as store:
+        ws = Workspace.around(settings, store, OwnModel(secret))  # type: ignore[arg-type]
+        with ws, open_conversation(ws, "own") as engine, pytest.raises(ProviderFailed):
+            engine.run_turn("hello")
+        [turn] = store.turns.turns(store.sessions.session("own").id)
+        assert (turn.status, turn.reply) == ("failed", "partial ")
