@@ -266,7 +266,7 @@ def _newest(history: HistoryRepository, session_id: int, n: int) -> Sequence[Sai
 
 
 def adopt_history(workspace: Workspace, name: str, prior: Sequence[ClientMessage], *,
-                  progress: ImportProgress | None = None) -> bool:
+                  progress: ImportProgress | None = None, opened: bool = False) -> bool:
     """Make session `name`'s history hold what a client says came before its new message
     (the client's is authoritative): what of it the session does not end with is stored
     after the session's (`stored_up_to`). Its new suffix when the session holds its start,
@@ -277,11 +277,13 @@ def adopt_history(workspace: Workspace, name: str, prior: Sequence[ClientMessage
     history is longer: a request costs what it carries, whatever the session holds.
 
     IMPORT_BATCH messages a transaction, as an import (`progress` told after each): 400,000
-    in one held the write lock 35 s. An own session holding nothing yet (opened for this
-    request) gets a long history under an unfinished name that takes its place at the end
-    (store.unfinished; a failure leaves it as it was): True, its engine to be opened anew.
-    One holding messages gets them after its own; a failure halfway leaves a start of them,
-    and the client's next request stores the rest (what the session does not end with)."""
+    in one held the write lock 35 s. A session the caller `opened` (created) for this very
+    request, holding nothing yet, gets a long history under an unfinished name that takes
+    its place at the end (store.unfinished; a failure, or anything stored in it meanwhile,
+    leaves it as it was): True, its engine to be opened anew. Any other gets them after its
+    own (an empty one that holds facts, a prompt, a strategy's state keeps them: only its
+    settings would go with a copy); a failure halfway leaves a start of them, and the
+    client's next request stores the rest (what the session does not end with)."""
     from chatmem.app.client_sessions import adopt_in_place_of
     from chatmem.app.session_files import IMPORT_BATCH
     from chatmem.store.sharing import shared_address
@@ -300,7 +302,7 @@ def adopt_history(workspace: Workspace, name: str, prior: Sequence[ClientMessage
         total = stored_up_to(stored, said) or (held if stored[0] == said[0] else 0)
     new = [{"role": m.role, "content": m.content} for m in prior[total:]]
     batch = IMPORT_BATCH
-    if (len(new) > batch and held == 0 and not shared_address(name)
+    if (opened and len(new) > batch and held == 0 and not shared_address(name)
             and not store.turns.turns(session.id)):
         adopt_in_place_of(workspace, session, new, progress, batch)
         return True

@@ -161,6 +161,7 @@ class Turn:
             settings = with_options(settings, asked.options, by_request)
         proxy = self.proxy
         opened: list[Workspace] = []
+        created_here: list[bool] = []
 
         def open_engine(ws: Workspace) -> Engine[Store]:
             # `serve -s` is the strategy of conversations it starts: one another front end
@@ -172,6 +173,9 @@ class Turn:
             opened.append(ws)  # opening applies retention (start_conversation)
             engine = start_conversation(ws, asked.conversation, strategy=spec,
                                         settings=settings)
+            # Only a session this request created may be replaced by its history's copy
+            # (adopt_history): one that was there holds what a copy would not carry.
+            created_here.append(engine.created)
             if not asked.strategy:
                 engine.follow_strategy_changes()  # the server's default started it
             return engine
@@ -200,7 +204,8 @@ class Turn:
                     raise _Branched(branch_session(ws, asked.conversation, asked.prior))
                 fresh = self.adopted or ws.store.history.message_count(
                     engine.session.id, at_most=1) == 0
-                if adopt_history(ws, asked.conversation, asked.prior):
+                if adopt_history(ws, asked.conversation, asked.prior,
+                                 opened=created_here[-1:] == [True]):
                     raise _Adopted
                 # The conversation's turn this one takes (a regenerate: the one it replaces)
                 # unless another process writing this very conversation commits first; the

@@ -21,6 +21,22 @@ from chatmem.store.session_names import check_session_name, normal_name
 from chatmem.store.stored_values import json_text, stored_json
 from chatmem.text import is_valid, profile_name
 
+HOLDING = (
+    ("messages", "session_id = ?"), ("turns", "session_id = ?"),
+    ("summaries", "session_id = ?"), ("strategy_state", "session_id = ?"),
+    ("probes", "session_id = ?"), ("images", "session_id = ?"),
+    ("facts", "session_id = ? OR source_session_id = ?"),
+    ("fact_history", "source_session_id = ?"),
+    # A session is created with its first prompt: a prompt for a later turn is its own.
+    ("session_prompts", "session_id = ? AND from_turn > 1"),
+)
+"""What a session holds that `discard_empty_session` must not delete with it (table,
+condition on the session's id): every table that names a session but index_leases (who
+embeds its backlog; an empty session has none to lose) and PostgreSQL's word index, which
+only its messages fill."""
+POSTGRESQL_HOLDING = (("session_shares", "session_id = ?"),)
+"""PostgreSQL's table of that kind too: whom it is shared with."""
+
 
 class SessionTables:
     """Sessions by name, their settings and prompts over time, probes (`store.sessions`)."""
@@ -286,14 +302,19 @@ class SessionTables:
             steps.erase_session_rows(self._db, record.id)
             self._db.forget_erased_words()
 
-    def discard_empty_session(self, session_id: int) -> None:
-        """Remove a session that holds no turn and no message (one that was only opened)."""
+    def discard_empty_session(self, session_id: int) -> bool:
+        """Remove a session that holds nothing (one that was only opened): no row of any
+        table keyed by it (`HOLDING`), its first prompt aside. Whether it was removed: one
+        that holds anything (a fact /remember'd in it, a strategy's state, a pin, a probe,
+        an image, a prompt for a later turn, a share) stays, as it was."""
+        tables = [*HOLDING, *(POSTGRESQL_HOLDING if self._db.kind == "postgresql" else ())]
+        held = " AND ".join(f"NOT EXISTS (SELECT 1 FROM {table} WHERE {where})"
+                            for table, where in tables)
+        ids = [session_id] * sum(where.count("?") for _, where in tables)
         with self._db.write():
-            self._db.execute(
-                "DELETE FROM sessions WHERE id = ?"
-                " AND NOT EXISTS (SELECT 1 FROM turns WHERE session_id = ?)"
-                " AND NOT EXISTS (SELECT 1 FROM messages WHERE session_id = ?)",
-                [session_id, session_id, session_id])
+            self._db.execute(f"DELETE FROM sessions WHERE id = ? AND {held}", [session_id, *ids])
+            return fetch_value(self._db, "SELECT 1 FROM sessions WHERE id = ?",
+                               [session_id]) is None
 
     # -- probes -------------------------------------------------------------
 

@@ -69,15 +69,16 @@ def publish(store: TurnStore, made: Sequence[tuple[str, int]], names: Sequence[s
     """Give each session `made` (unfinished name, id) its name in `names`, all in one
     transaction with what `then` writes (an archive's facts): a name another process took
     meanwhile fails them all, raising `taken(name)`. A name `in_place_of` maps to a session
-    (its id) that holds no turn and no message is taken from it, that session deleted (a
-    served conversation's history written in batches replaces the session opened for it);
-    holding something by then, it is taken."""
+    (its id) that holds nothing (`discard_empty_session`: no message, turn, fact, state,
+    pin, probe, image…) is taken from it, that session deleted (a served conversation's
+    history written in batches replaces the session opened for it); holding anything by
+    then (a /remember in a REPL open on it), it is taken: nothing of it is lost."""
     with store.write():
         for (_, session_id), name in zip(made, names, strict=True):
             held = store.sessions.find_session(name)
-            if held is not None and held.id == (in_place_of or {}).get(name):
-                store.sessions.discard_empty_session(held.id)
-                held = store.sessions.find_session(name)
+            if (held is not None and held.id == (in_place_of or {}).get(name)
+                    and store.sessions.discard_empty_session(held.id)):
+                held = None
             if held is not None:
                 raise taken(name)
             store.sessions.update_session(session_id, name=name)

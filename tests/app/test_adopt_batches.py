@@ -50,7 +50,7 @@ def test_another_connection_writes_between_batches_and_the_history_is_stored_who
             seen.append((done, total, _names(other),
                          other.history.message_count(opened.id, at_most=99)))
 
-        assert adopt_history(workspace, "会话", SAID, progress=between) is True
+        assert adopt_history(workspace, "会话", SAID, progress=between, opened=True) is True
         assert [(done, total, held) for done, total, _, held in seen] == [
             (3, 10, 0), (6, 10, 0), (9, 10, 0), (10, 10, 0)]
         assert _names(other) == sorted(["写-3", "写-6", "写-9", "写-10", "会话"])
@@ -74,7 +74,7 @@ def test_a_session_written_meanwhile_keeps_its_own_and_gets_nothing_of_the_adopt
                 other.history.import_messages(opened.id, [{"role": "user", "content": "你好"}])
 
         with pytest.raises(StoreError, match="'会话' was written to while"):
-            adopt_history(workspace, "会话", SAID, progress=chat)
+            adopt_history(workspace, "会话", SAID, progress=chat, opened=True)
         assert _names(other) == ["会话"]  # no unfinished session left behind
         assert [m.content for m in other.history.messages(opened.id)] == ["你好"]
 
@@ -108,7 +108,7 @@ def test_the_request_sent_again_stores_the_clients_whole_history_after_the_turn_
                 other.history.import_messages(opened.id, TERMINAL)
 
         with pytest.raises(StoreError, match="send the request again"):
-            adopt_history(workspace, "会话", SAID, progress=chat)
+            adopt_history(workspace, "会话", SAID, progress=chat, opened=True)
     batches: list[int] = []
     assert adopt_history(workspace, "会话", SAID,
                          progress=lambda done, total: batches.append(done)) is False
@@ -140,3 +140,47 @@ def test_stored_up_to_is_the_longest_start_of_the_clients_the_session_ends_with(
         return [("user", c) for c in text]
 
     assert stored_up_to(as_messages(held), as_messages(said)) == expected
+
+
+def _remember(store: Store, session_id: int) -> None:
+    store.facts.upsert_fact("储物柜密码 locker code", "4417", scope="session",
+                            session_id=session_id)
+
+
+def test_an_empty_session_that_was_there_keeps_its_facts_and_gets_the_history_in_batches(
+        workspace: Workspace) -> None:
+    """Review: a served client's long history for `keepme`, which held only a /remember'd
+    fact and a /system prompt, deleted that session for a copy: the fact was gone."""
+    there = workspace.store.sessions.create_session("会话", "window", system="你是海盗 a pirate")
+    _remember(workspace.store, there.id)
+    batches: list[int] = []
+    assert adopt_history(workspace, "会话", SAID,
+                         progress=lambda done, total: batches.append(done)) is False
+    assert batches == [3, 6, 9, 10]
+    session = workspace.store.sessions.session("会话")
+    assert (session.id, session.system) == (there.id, "你是海盗 a pirate")
+    assert [f.value for f in workspace.store.facts.facts(session_id=there.id)] == ["4417"]
+    assert [m.content for m in workspace.store.history.messages(there.id)] == [
+        m.content for m in SAID]
+    assert _names(workspace.store) == ["会话"]
+
+
+def test_a_fact_remembered_while_the_history_is_stored_is_kept_and_the_retry_stores_it(
+        history: History, workspace: Workspace) -> None:
+    opened = workspace.store.sessions.create_session("会话", "window")
+    with history.open() as other:
+
+        def remember(done: int, total: int) -> None:
+            if done == BATCH:  # a REPL open on the session: /remember
+                _remember(other, opened.id)
+
+        with pytest.raises(StoreError, match="send the request again"):
+            adopt_history(workspace, "会话", SAID, progress=remember, opened=True)
+        assert _names(other) == ["会话"]  # no unfinished session left behind
+        assert other.sessions.session("会话").id == opened.id
+        assert [f.value for f in other.facts.facts(session_id=opened.id)] == ["4417"]
+    # The request sent again did not open the session: the history goes into it.
+    assert adopt_history(workspace, "会话", SAID) is False
+    assert [m.content for m in workspace.store.history.messages(opened.id)] == [
+        m.content for m in SAID]
+    assert [f.value for f in workspace.store.facts.facts(session_id=opened.id)] == ["4417"]

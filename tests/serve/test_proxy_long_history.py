@@ -93,3 +93,35 @@ def test_a_history_sent_to_a_conversation_another_front_end_wrote_is_stored_whol
     assert len(terminal) == 2
     assert stored == terminal + [(m["role"], m["content"]) for m in said] + [
         ("assistant", REPLY)]
+
+
+def test_a_long_history_sent_to_an_empty_session_that_was_there_keeps_its_fact(
+        chat_server: ChatServer, db_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Review: `keepme` held only a /remember'd fact and a /system prompt; a client's 2,201
+    messages under its id replaced it with a copy, and `facts list keepme` said "No facts
+    yet"."""
+    from cli_runner import invoke
+
+    monkeypatch.setattr("chatmem.app.session_files.IMPORT_BATCH", 4)
+    invoke("chat", "gz3", "--provider", "scripted", "--db", str(db_path), code=0,
+           input="/remember 储物柜密码 my locker code is 4417\n/system 你是海盗 a pirate\n/quit\n")
+    with Store(db_path) as store:
+        there = store.sessions.session("gz3")
+        remembered = [(f.key, f.value) for f in store.facts.facts(session_id=there.id)]
+    assert remembered and there.system == "你是海盗 a pirate"
+    settings = Settings(provider="openai", base_url=chat_server.base_url, model="test-small",
+                        db=str(db_path))
+    said: list[dict[str, Any]] = [
+        {"role": "user" if i % 2 else "assistant", "content": f"第{i}句 line {i}"}
+        for i in range(1, 12)]
+    with RunningProxy(settings, strategy="buffer") as running:
+        answer = _post(running, said)
+        assert answer.status_code == 200, answer.text
+    with Store(db_path) as store:
+        assert [row.name for row in store.sessions.list_sessions()] == ["gz3"]
+        session = store.sessions.session("gz3")
+        kept = [(f.key, f.value) for f in store.facts.facts(session_id=session.id)]
+        stored = [(m.role, m.content) for m in store.history.messages(session.id)]
+    assert session.id == there.id
+    assert kept == remembered
+    assert stored == [(m["role"], m["content"]) for m in said] + [("assistant", REPLY)]
