@@ -175,7 +175,15 @@ def stdin_transcript() -> Transcript:
 
 
 def warn_if_dated_back(transcript: Transcript) -> None:
-    """One warning line when a transcript's times go back (Transcript.dated_back)."""
+    """One warning line when a transcript's times go back (Transcript.dated_back), and one
+    when a time is at the calendar's edge (Transcript.undated)."""
+    undated = transcript.undated()
+    if undated is not None:
+        where = f"{transcript.source}:{undated.line}" if undated.line else transcript.source
+        consoles()[1].print(
+            f"warning: {where}: ts {undated.ts!r} is at the calendar's edge (year 1 or 9999),"
+            " where not every time zone can show it: read as undated",
+            style="yellow", soft_wrap=True)
     message = transcript.dated_back()
     if message is not None:
         where = f"{transcript.source}:{message.line}" if message.line else transcript.source

@@ -98,6 +98,16 @@ class Transcript:
     def messages(self) -> list[TranscriptMessage]:
         return [i for i in self.items if isinstance(i, TranscriptMessage)]
 
+    def undated(self) -> TranscriptMessage | None:
+        """The first message whose time is at the calendar's edge (year 1 or 9999: an
+        exporter's zero time, a "never"), or None. Such a time is kept as written, so a
+        history's export imports again, and read as undated (timestamps.dated_time): moved
+        into a zone west or east of it, it would leave the calendar."""
+        from chatmem.timestamps import dated_time, is_time
+
+        return next((m for m in self.messages
+                     if m.ts and is_time(m.ts) and dated_time(m.ts) is None), None)
+
     def dated_back(self) -> TranscriptMessage | None:
         """The first message dated before one above it (a file of chats pasted one after
         another, not in time order), or None. Recall by a named time ("last May") reads a
@@ -106,7 +116,7 @@ class Transcript:
         A date alone (`2026-03-07`) names a day, not a time of it: against it only the days
         are compared (its day as written in a time's own offset), so `2026-03-07` then
         `2026-03-07T09:00:00Z` is in order, and `2026-03-08` then `2026-03-07T23:00Z` not."""
-        from chatmem.timestamps import is_date, parse_time
+        from chatmem.timestamps import dated_time, is_date, parse_time
 
         latest = None  # the latest time of day above: times are compared as instants
         latest_day = latest_dated_day = None  # of any message above; of a date alone
@@ -116,8 +126,8 @@ class Transcript:
                 day = _written_day(message.ts) if message.ts else None
             except ValueError:
                 continue
-            if moment is None or day is None or message.ts is None:
-                continue
+            if moment is None or day is None or message.ts is None or not dated_time(message.ts):
+                continue  # undated (Transcript.undated): no order to keep
             if is_date(message.ts):
                 if latest_day is not None and day < latest_day:
                     return message

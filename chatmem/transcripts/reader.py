@@ -14,7 +14,7 @@ from chatmem import fts
 from chatmem.errors import TranscriptError
 from chatmem.text import profile_name, valid_text
 from chatmem.text_files import NotUtf8, Oversized, read_stream_within, read_within, utf8_text
-from chatmem.timestamps import LONGEST_DAYS, dated_time, is_time
+from chatmem.timestamps import LONGEST_DAYS, is_time
 from chatmem.transcripts.format import (
     FORMAT_VERSION,
     HEADER_KEYS,
@@ -297,9 +297,6 @@ def _read_message(data: Mapping[str, Any], where: str, number: int) -> Transcrip
     if ts is not None and not is_time(ts):
         raise TranscriptError(f"{where}: ts {valid_text(ts)!r} is not an ISO-8601 date and time"
                               " (e.g. 2024-05-01T09:30:00Z)")
-    if ts is not None and dated_time(ts) is None:  # an exporter's zero time, a "never"
-        raise TranscriptError(f"{where}: ts {valid_text(ts)!r} is at the calendar's edge (year 1"
-                              " or 9999), where not every time zone can show it")
     return TranscriptMessage(role, content,
                              None if message_id is None else valid_text(str(message_id)),
                              None if ts is None else valid_text(ts), number)
