@@ -19,7 +19,13 @@ from typing import TYPE_CHECKING, Any, ClassVar, Generic, Protocol, TypeVar, run
 
 from chatmem.activity import QUIET, Activity
 from chatmem.context_warnings import OverBudget
-from chatmem.errors import ChatmemError, SessionGone, StrategyError, StrategyFailed
+from chatmem.errors import (
+    ChatmemError,
+    SessionGone,
+    StrategyError,
+    StrategyFailed,
+    WrongThread,
+)
 from chatmem.memory.context import FIXED_KINDS, PART_ORDER, Context, Message, Part
 from chatmem.memory.history_view import HistoryView
 from chatmem.memory.packing import wrong_recall
@@ -136,14 +142,25 @@ class Strategy(Protocol):
         ...
 
 
+OWN_THREAD = ("it used the history from a thread of its own: a strategy reads and writes it"
+              " (request.history, env.state) only as chatmem calls build and update")
+"""Why a plugin strategy's WrongThread is its own doing: its caller is on the store's thread
+(run_turn checks before the build), a thread the plugin started is not."""
+
+
 def build_guarded(strategy: Strategy, request: ContextRequest) -> Context:
     """`strategy.build(request)`: an exception other than chatmem's (a plugin's strategy may
     raise anything), or a context chatmem must not send (see `wrong_context`), is
     StrategyFailed naming the strategy, one line for the front end; nothing is sent.
     Whatever it raises is masked of secrets (`request.secrets()`, the environment's)."""
     mask = masking(request.secrets)
-    context = guarded(lambda e: StrategyFailed(strategy.name, e),
-                      lambda: _printing_to_stderr(lambda: strategy.build(request)), mask)
+    try:
+        context = guarded(lambda e: StrategyFailed(strategy.name, e),
+                          lambda: _printing_to_stderr(lambda: strategy.build(request)), mask)
+    except WrongThread:
+        if _ships_with_chatmem(strategy):
+            raise  # the caller's thread, not the strategy's
+        raise StrategyFailed(strategy.name, OWN_THREAD) from None
     wrong = wrong_context(context, request, recall_checked=_ships_with_chatmem(strategy))
     if wrong is not None:
         raise StrategyFailed(strategy.name, f"its build returned {wrong}")
@@ -222,6 +239,10 @@ def update_guarded(strategy: Strategy, env: MemoryEnv) -> list[Notice]:
                               masking(lambda: _credentials(env.settings)))
         except SessionGone:
             raise
+        except WrongThread:
+            if _ships_with_chatmem(strategy):
+                raise
+            raise StrategyFailed(strategy.name, OWN_THREAD, doing) from None
         except ChatmemError:
             if not run.dropped:
                 raise

@@ -395,3 +395,40 @@ def test_an_eval_whose_embedder_is_down_throughout_says_which_figures_are_of_wor
     for transcript in json.loads(as_json.stdout)["transcripts"]:
         notices = transcript["strategies"][0]["notices"]
         assert failure in notices, notices
+
+
+THREADER = '''
+from concurrent.futures import ThreadPoolExecutor
+
+from chatmem.memory.window import WindowStrategy
+
+
+class Threader(WindowStrategy):
+    name = "threader"
+    description = "reads the history on a thread of its own"
+
+    def build(self, request):
+        with ThreadPoolExecutor(1) as pool:
+            pool.submit(lambda: request.history.turns(1, 1)).result()
+        return super().build(request)
+
+
+def register(plugins):
+    plugins.add_strategy(Threader)
+'''
+
+
+def test_a_strategy_using_the_history_from_its_own_thread_is_named_not_the_caller(
+        installed: Install, tmp_path: Path) -> None:
+    """The WrongThread line told a chat's user to open a Workspace per thread, and named
+    neither the strategy nor its plugin."""
+    installed("chatmem-threader", "chatmem_threader", THREADER, name="threader")
+    db = str(tmp_path / "h.db")
+    invoke("ask", "第一个问题", "--session", "t", "--provider", "scripted", "--db", db, code=0)
+    asked = invoke("ask", "second", "--session", "t", "-s", "threader", "--provider",
+                   "scripted", "--db", db)
+    assert asked.exit_code != 0 and "Traceback" not in asked.output
+    assert [line for line in asked.stderr.splitlines() if line.startswith("error:")] == [
+        "error: strategy 'threader' failed: it used the history from a thread of its own: a"
+        " strategy reads and writes it (request.history, env.state) only as chatmem calls"
+        " build and update (plugin threader (chatmem-threader 0.1.0))"]
