@@ -3,6 +3,7 @@ edited by hand): one line naming the turn and a non-zero exit, never a traceback
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -54,3 +55,15 @@ def test_a_context_without_its_parts_is_one_line_naming_the_turn(db: str, contex
             f"error: turn {number}: context is not stored as chatmem stores it (was it edited"
             " by hand?); `chatmem sessions export` still reads the messages")
     assert invoke("inspect", "rs", "2", "--db", db).exit_code == 0
+
+
+def test_a_run_sent_once_read_20000_times_is_one_line_naming_the_turn(db: str) -> None:
+    with Store(db) as store:  # the last turn's context: it sent the window's messages
+        (context,), = store.db.execute(
+            "SELECT context FROM turns ORDER BY number DESC LIMIT 1").fetchall()
+        (last,), = store.db.execute("SELECT max(position) FROM messages").fetchall()
+    forged = json.dumps(["x", *[{"from": 1, "to": last, "gaps": {}}] * 20_000])
+    number = added_turn(db, context, forged)
+    assert refused(db, "inspect", "rs", "--request", str(number)) == (
+        f"error: turn {number}: rendered prompt is not stored as chatmem stores it (was it"
+        " edited by hand?); `chatmem sessions export` still reads the messages")
