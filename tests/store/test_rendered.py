@@ -152,3 +152,68 @@ def test_pieces_written_by_hand_are_one_line_naming_the_turn_not_a_traceback(
         assert result.exception is None or isinstance(result.exception, SystemExit), forged
         assert "turn 2: rendered prompt is not stored as chatmem stores it" in result.output
         assert "Traceback" not in result.output
+
+
+def _stored_context(sent: list[Sent]) -> dict[str, Any]:
+    """A stored context that sent `sent`: each stored message a run of its own."""
+    return {"format": 2, "parts": [{"kind": "history", "reason": "r", "messages": [
+        {"from": m.position, "to": m.position} if m.position is not None
+        else {"role": m.role, "content": m.content, "tokens": 1} for m in sent]}]}
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.tuples(st.sampled_from(["user", "assistant"]), _CONTENT), min_size=1,
+                max_size=6),
+       st.lists(st.tuples(st.integers(0, 7), _CONTENT), max_size=14))
+def test_compacts_own_pieces_are_in_the_order_its_context_sent_them(
+        history: list[tuple[str, str]], order: list[tuple[int, str]]) -> None:
+    # In any order, the same message more than once (a plugin's context may send either).
+    rows = {i + 1: row for i, row in enumerate(history)}
+    sent = [Sent(*rows[p], p) if p in rows else Sent("system", content, None)
+            for p, content in order]
+    text = chatml([{"role": m.role, "content": m.content} for m in sent])
+    pieces = rendered.compact(text, sent, rows.get)
+    if pieces is not None:
+        assert rendered.in_order_sent(pieces, _stored_context(sent))
+        assert rendered.readable_pieces(pieces, "turn") == pieces
+
+
+def test_runs_the_context_did_not_send_in_that_order_are_refused() -> None:
+    context = {"parts": [{"messages": [{"from": 4, "to": 9}, {"role": "user"},
+                                       {"from": 2, "to": 2, "said_on": "2026-01-02"},
+                                       {"from": 5, "to": 6}]}]}
+    run = {"gaps": {}}
+    for runs, sent in (([(4, 9), (2, 2), (5, 6)], True), ([(4, 5), (7, 7), (6, 6)], True),
+                       ([(5, 9), (2, 2), (5, 5)], True), ([(4, 9), (4, 9)], False),
+                       ([(2, 2), (4, 4)], False), ([(4, 10)], False), ([(1, 1)], False),
+                       ([(5, 6), (5, 6)], True), ([(5, 6), (5, 6), (5, 6)], False)):
+        pieces = ["<s>", *({**run, "from": a, "to": b} for a, b in runs)]
+        assert rendered.in_order_sent(pieces, context) is sent, runs
+    assert not rendered.in_order_sent(["<s>", {**run, "from": 1, "to": 1}], {})
+
+
+def test_a_run_repeated_past_what_the_context_sent_is_one_line_not_a_flood(
+        tmp_path: Path) -> None:
+    db = str(tmp_path / "x.db")
+    with Store(db) as store:
+        chatted(store, 3)
+        (good,), = store.db.execute("SELECT rendered FROM turns WHERE number = 3").fetchall()
+        (last,), = store.db.execute("SELECT max(position) FROM messages").fetchall()
+    shown = runner.invoke(app, ["inspect", "loc", "--request", "3", "--db", db])
+    assert shown.exit_code == 0, shown.output
+    # What a write-share grantee's SQL can put there: every message, 20,000 times over.
+    for forged in (["x", *[{"from": 1, "to": last, "gaps": {}}] * 20_000],
+                   [*json.loads(good), *json.loads(good)[1:2]]):
+        with Store(db) as store, store.write():
+            store.db.execute("UPDATE turns SET rendered = ? WHERE number = 3",
+                             [json.dumps(forged)])
+        result = runner.invoke(app, ["inspect", "loc", "--request", "3", "--db", db])
+        assert result.exit_code == StoreError.exit_code, result.output
+        assert result.exception is None or isinstance(result.exception, SystemExit)
+        assert result.stderr.strip() == (
+            "error: turn 3: rendered prompt is not stored as chatmem stores it (was it edited by"
+            " hand?); `chatmem sessions export` still reads the messages")
+    with Store(db) as store, store.write():
+        store.db.execute("UPDATE turns SET rendered = ? WHERE number = 3", [good])
+    assert runner.invoke(app, ["inspect", "loc", "--request", "3", "--db", db]).output == (
+        shown.output)
