@@ -189,6 +189,14 @@ def p021_rendered_pieces_read_as_chatmem_reads_them(execute: Execute) -> None:
     postgres_rendered_pieces.read_rendered_pieces_as_chatmem(execute)
 
 
+def p022_fact_history_found_by_its_session(execute: Execute) -> None:
+    """SQLite's m021 for the reference PostgreSQL's schema followed without an index:
+    deleting a session sets the earlier fact values it stated to no session, a scan of
+    every earlier value per session deleted."""
+    execute("CREATE INDEX IF NOT EXISTS fact_history_source_session"
+            " ON fact_history (source_session_id)")
+
+
 MIGRATION_LIST: MigrationList[Migration] = MigrationList()
 for _migration in (
     p001_schema,
@@ -212,6 +220,7 @@ for _migration in (
     p019_kana_arabic_and_dotless_i_folded,
     p020_grantee_masks_rendered_prompts_and_facts_dated,
     p021_rendered_pieces_read_as_chatmem_reads_them,
+    p022_fact_history_found_by_its_session,
 ):
     MIGRATION_LIST.add(_migration)
 MIGRATIONS = MIGRATION_LIST.functions

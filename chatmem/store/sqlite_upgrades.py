@@ -348,8 +348,8 @@ def m021_vectors_and_fact_history_found_by_what_they_name(db: sqlite_utils.Datab
     (message_vectors is keyed model first) and the earlier fact values a session stated.
     Deleting a session's messages scanned every stored vector once per message, so deleting
     10,000 messages with vectors took 18 s of CPU, and more by the square of the size.
-    PostgreSQL's schema has had the vectors' index from its first table; its earlier fact
-    values are few per session."""
+    PostgreSQL's schema has had the vectors' index from its first table; p022 adds the
+    other."""
     db.conn.execute("CREATE INDEX IF NOT EXISTS message_vectors_message"
                     " ON message_vectors (message_id)")
     db.conn.execute("CREATE INDEX IF NOT EXISTS fact_history_source_session"

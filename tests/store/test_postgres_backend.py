@@ -8,8 +8,9 @@ import sys
 import threading
 from pathlib import Path
 
+import psycopg
 import pytest
-from pg import NOW, PostgresServer, add_message, add_session, count
+from pg import NOW, PostgresServer, add_message, add_session, count, migrated_before
 from waiting import at_once, wait_until
 
 from chatmem.errors import NotChatmemDatabase, StoreError, StoreFailure
@@ -303,3 +304,19 @@ def test_without_psycopg_the_message_says_how_to_install_it(
         PostgresBackend(pg_url)
     assert e.value.message == (f"{pg_url}: a PostgreSQL history needs psycopg: pip install -e"
                                " '.[postgres]' in the chatmem checkout")
+
+
+def test_an_older_database_gets_the_earlier_facts_index_on_upgrade(
+        pg_server: PostgresServer) -> None:
+    """Deleting a session sets the earlier fact values it stated to no session: without an
+    index on source_session_id, a scan of every earlier value per session (SQLite's m021)."""
+    def indexes(url: str) -> set[str]:
+        with PostgresBackend(url) as db:
+            return {r[0] for r in db.execute(
+                "SELECT indexname FROM pg_indexes WHERE tablename = 'fact_history'")}
+
+    with migrated_before(pg_server, "p022_fact_history_found_by_its_session") as old:
+        with psycopg.connect(old.url(old.keeper), autocommit=True) as conn:
+            assert "fact_history_source_session" not in {r[0] for r in conn.execute(
+                "SELECT indexname FROM pg_indexes WHERE tablename = 'fact_history'")}
+        assert "fact_history_source_session" in indexes(old.url(old.keeper))
