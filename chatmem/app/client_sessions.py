@@ -24,15 +24,9 @@ def adopt_in_place_of(workspace: Workspace, session: SessionRecord,
     from chatmem.store import unfinished
 
     store = workspace.store
-    unfinished.remove_leftovers(store)
     made: list[tuple[str, int]] = []
     try:
-        made.append(session_like(workspace, session, unfinished.unfinished_name("import")))
-        carry_over(workspace, session, made[0][1])
-        for start in range(0, len(messages), batch):
-            store.history.import_messages(made[0][1], messages[start : start + batch])
-            if progress is not None:
-                progress(min(start + batch, len(messages)), len(messages))
+        _write_aside(workspace, session, messages, progress, batch, made)
         unfinished.publish(
             store, made, [session.name],
             lambda name: StoreError(f"session {name!r} was written to while the client's"
@@ -57,15 +51,9 @@ def branch_in_batches(workspace: Workspace, old: SessionRecord,
     from chatmem.store import unfinished
 
     store = workspace.store
-    unfinished.remove_leftovers(store)
     made: list[tuple[str, int]] = []
     try:
-        made.append(session_like(workspace, old, unfinished.unfinished_name("import")))
-        carry_over(workspace, old, made[0][1])
-        for start in range(0, len(messages), batch):
-            store.history.import_messages(made[0][1], messages[start : start + batch])
-            if progress is not None:
-                progress(min(start + batch, len(messages)), len(messages))
+        _write_aside(workspace, old, messages, progress, batch, made)
         with store.write():
             held = store.sessions.find_session(old.name)
             if held is None or held.id != old.id:
@@ -80,6 +68,23 @@ def branch_in_batches(workspace: Workspace, old: SessionRecord,
     except BaseException:
         unfinished.discard(store, made)  # after kill -9: the next import's remove_leftovers
         raise
+
+
+def _write_aside(workspace: Workspace, like: SessionRecord, messages: Sequence[dict[str, str]],
+                 progress: ImportProgress | None, batch: int,
+                 made: list[tuple[str, int]]) -> None:
+    """`messages` written `batch` at a time into a new session like `like` under an unfinished
+    name, appended to `made` first, so the caller discards it whatever happens after."""
+    from chatmem.store import unfinished
+
+    store = workspace.store
+    unfinished.remove_leftovers(store)
+    made.append(session_like(workspace, like, unfinished.unfinished_name("import")))
+    carry_over(workspace, like, made[0][1])
+    for start in range(0, len(messages), batch):
+        store.history.import_messages(made[0][1], messages[start : start + batch])
+        if progress is not None:
+            progress(min(start + batch, len(messages)), len(messages))
 
 
 def kept_name(workspace: Workspace, name: str) -> str:

@@ -177,20 +177,16 @@ def stdin_transcript() -> Transcript:
 def warn_if_dated_back(transcript: Transcript) -> None:
     """One warning line when a transcript's times go back (Transcript.dated_back), and one
     when a time is at the calendar's edge (Transcript.undated)."""
-    undated = transcript.undated()
-    if undated is not None:
-        where = f"{transcript.source}:{undated.line}" if undated.line else transcript.source
-        consoles()[1].print(
-            f"warning: {where}: ts {undated.ts!r} is at the calendar's edge (year 1 or 9999),"
-            " where not every time zone can show it: read as undated",
-            style="yellow", soft_wrap=True)
-    message = transcript.dated_back()
-    if message is not None:
+    warnings = []
+    if (undated := transcript.undated()) is not None:
+        warnings.append((undated, f"ts {undated.ts!r} is at the calendar's edge (year 1 or"
+                                  " 9999), where not every time zone can show it: read as undated"))
+    if (back := transcript.dated_back()) is not None:
+        warnings.append((back, "a message dated before one above it; recall by a named time"
+                               " (\"last May\") reads a conversation in time order"))
+    for message, said in warnings:
         where = f"{transcript.source}:{message.line}" if message.line else transcript.source
-        consoles()[1].print(
-            f"warning: {where}: a message dated before one above it;"
-            " recall by a named time (\"last May\") reads a conversation in time order",
-            style="yellow", soft_wrap=True)
+        consoles()[1].print(f"warning: {where}: {said}", style="yellow", soft_wrap=True)
 
 
 def say_passed_over(passed: Iterable[tuple[str, str | None, str | None]]) -> None:
