@@ -325,11 +325,8 @@ class Engine(SessionChanges, MemoryUpkeep, Generic[StoreT]):
             return TurnResult(record, context, "".join(chunks))
         except ProviderError as e:
             close_quietly(stream)
-            # What streamed was shown (and paid for): kept with the failed turn, as a
-            # cancelled one keeps it.
             self._record_unless_erased(self._record(
-                text, context, TurnStatus.FAILED, reply="".join(chunks) or None,
-                latency_ms=elapsed(), error=str(e),
+                text, context, TurnStatus.FAILED, latency_ms=elapsed(), error=str(e),
                 rendered_prompt=None if stream is None else stream.rendered_prompt,
             ))
             if isinstance(e, ProviderNotFound) and self.model_from is not None:

@@ -167,16 +167,3 @@ def test_a_plugins_rendered_prompt_that_raises_costs_no_reply_and_a_finished_one
         assert [r.closed for r in model.replies] == [1]  # type: ignore[attr-defined]
         assert stored(store, "plug") == (["hello 你好", "piece-one piece-two 你好"],
                                          [("ok", None)])
-
-
-def test_a_failed_reply_keeps_what_streamed_as_a_cancelled_one_does(
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    secret = "sk-library-user-secret-0123456789"
-    monkeypatch.setenv("MY_KEY", secret)
-    settings = Settings(provider="scripted", db=str(tmp_path / "h.db"), api_key_env="MY_KEY")
-    with Store(tmp_path / "h.db") as store:
-        ws = Workspace.around(settings, store, OwnModel(secret))  # type: ignore[arg-type]
-        with ws, open_conversation(ws, "own") as engine, pytest.raises(ProviderFailed):
-            engine.run_turn("hello")
-        [turn] = store.turns.turns(store.sessions.session("own").id)
-        assert (turn.status, turn.reply) == ("failed", "partial ")
