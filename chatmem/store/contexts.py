@@ -35,7 +35,6 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from chatmem.errors import StoreError, StoreFailure
 from chatmem.store.backend import Statements
 
 FORMAT = 2
@@ -153,76 +152,6 @@ def expand(
                                  "id": row[0], "turn": row[3]})
         parts.append({**part, "messages": messages})
     return {k: (parts if k == "parts" else v) for k, v in stored.items() if k != "format"}
-
-
-def readable(stored: Any, what: str) -> dict[str, Any]:
-    """`stored` when it is a context as `compact` stores it (`Context.to_json`, its stored
-    messages as runs of whole positions when `"format": 2`); a row another role or a hand
-    wrote otherwise (no parts, a count as text) is one clear error naming it, never a
-    KeyError in `expand` or in reading the context back. Recall notes are not checked:
-    `_recall_by_row` reads notes out of shape as none."""
-    if not (isinstance(stored, dict) and isinstance(stored.get("parts"), list)
-            and stored.get("format", FORMAT) == FORMAT
-            and _optional(stored, "budget", _whole_or_none) and _optional(stored, "priming", _whole)
-            and _optional(stored, "tokens", _whole)
-            and _optional(stored, "warnings", _notes) and _optional(stored, "dropped", _dropped)
-            and all(_is_part(p, runs="format" in stored) for p in stored["parts"])):
-        raise StoreError(f"{what} is not stored as chatmem stores it (was it edited by hand?);"
-                         " `chatmem sessions export` still reads the messages",
-                         kind=StoreFailure.DAMAGED)
-    return stored
-
-
-def _is_part(part: Any, *, runs: bool) -> bool:
-    return (isinstance(part, dict) and isinstance(part.get("kind"), str)
-            and isinstance(part.get("reason"), str | dict)
-            and isinstance(part.get("messages"), list) and _optional(part, "tokens", _whole)
-            and _optional(part, "fact_ids", lambda v: isinstance(v, list)
-                          and all(_whole(i) for i in v))
-            and all(_is_message(m) or (runs and _is_run(m)) for m in part["messages"]))
-
-
-def _is_message(item: Any) -> bool:
-    return (isinstance(item, dict) and isinstance(item.get("role"), str)
-            and isinstance(item.get("content"), str) and _whole(item.get("tokens"))
-            and _optional(item, "id", _whole_or_none) and _optional(item, "turn", _whole_or_none)
-            and _optional(item, "image", _image))
-
-
-def _is_run(item: Any) -> bool:
-    if not isinstance(item, dict) or "role" in item:
-        return False
-    first: Any = item.get("from")
-    last: Any = item.get("to")
-    return (_whole(first) and _whole(last) and 1 <= first <= last
-            and ("said_on" not in item or (first == last and isinstance(item["said_on"], str)
-                 and _whole(item.get("tokens")))))
-
-
-def _image(value: Any) -> bool:
-    return (isinstance(value, dict)
-            and all(isinstance(value.get(k), str) for k in ("sha256", "mime", "rule"))
-            and all(_whole(value.get(k)) for k in ("width", "height", "tokens")))
-
-
-def _optional(values: Mapping[str, Any], key: str, check: Any) -> bool:
-    return key not in values or bool(check(values[key]))
-
-
-def _whole(value: Any) -> bool:
-    return type(value) is int  # bool is an int to Python, never a count chatmem wrote
-
-
-def _whole_or_none(value: Any) -> bool:
-    return value is None or _whole(value)
-
-
-def _notes(value: Any) -> bool:
-    return isinstance(value, list) and all(isinstance(n, str | dict) for n in value)
-
-
-def _dropped(value: Any) -> bool:
-    return value is None or isinstance(value, str) or _notes(value)
 
 
 def _recall_by_column(context: Mapping[str, Any]) -> dict[str, Any]:

@@ -220,11 +220,10 @@ class FactTables:
             ["%" + json.dumps({"kind": kind})[1:-1].replace("!", "!!").replace("%", "!%")
              .replace("_", "!_") + "%"],
         )
-        read = [(r, stored_json(r["context"], f"turn row {r['id']}: context")) for r in rows]
-        return [(r["id"], context,
+        return [(r["id"], stored_json(r["context"], f"turn row {r['id']}: context"),
                  rendered.from_columns(self._db, r["session_id"], r["rendered_prompt"],
-                                       r["rendered"], f"turn row {r['id']}", context))
-                for r, context in read]
+                                       r["rendered"], f"turn row {r['id']}"))
+                for r in rows]
 
     def rewrite_turn_context(
         self, turn_id: int, context: Mapping[str, Any], rendered_prompt: str | None

@@ -17,7 +17,7 @@ it before anything is stored, and keeps the text whole otherwise.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -26,7 +26,6 @@ from chatmem.store.backend import Statements
 from chatmem.store.stored_values import json_text, stored_json
 
 Piece = str | dict[str, Any]
-_CHUNK = 400  # ranges a query: two numbers each, under SQLite's 999 bound parameters
 
 
 @dataclass(frozen=True)
@@ -120,21 +119,12 @@ def sent_messages(db: Statements, session_id: int,
 
 def read_positions(db: Statements, session_id: int,
                    runs: Sequence[tuple[int, int]]) -> dict[int, tuple[str, str]]:
-    """Position → (role, content) of the session's messages in `runs` (first, last): each
-    read once, however many runs name it, in a query per _CHUNK ranges they cover."""
-    spans: list[list[int]] = []
-    for first, last in sorted(runs):
-        if spans and first <= spans[-1][1] + 1:
-            spans[-1][1] = max(spans[-1][1], last)
-        else:
-            spans.append([first, last])
+    """Position → (role, content) of the session's messages in `runs` (first, last)."""
     rows: dict[int, tuple[str, str]] = {}
-    for start in range(0, len(spans), _CHUNK):
-        chunk = spans[start:start + _CHUNK]
-        ranges = " OR ".join("position BETWEEN ? AND ?" for _ in chunk)
+    for first, last in runs:
         for position, role, content in db.execute(
-                f"SELECT position, role, content FROM messages WHERE session_id = ?"
-                f" AND ({ranges})", [session_id, *(n for span in chunk for n in span)]):
+                "SELECT position, role, content FROM messages WHERE session_id = ?"
+                " AND position BETWEEN ? AND ?", [session_id, first, last]):
             rows[position] = (role, content)
     return rows
 
@@ -160,16 +150,12 @@ def to_columns(db: Statements, session_id: int, context: Mapping[str, Any],
 
 
 def from_columns(db: Statements, session_id: int, text: str | None,
-                 pieces: str | None, what: str, context: Mapping[str, Any]) -> str | None:
-    """The rendered prompt a turn's (rendered_prompt, rendered) columns hold; `context` is
-    the turn's context as stored, whose stored messages the pieces reference."""
+                 pieces: str | None, what: str) -> str | None:
+    """The rendered prompt a turn's (rendered_prompt, rendered) columns hold."""
     if not pieces:
         return text
-    what = f"{what}: rendered prompt"
-    read = readable_pieces(stored_json(pieces, what), what)
-    if not in_order_sent(read, context):
-        raise _not_as_stored(what)
-    return expand_stored(db, session_id, read)
+    return expand_stored(db, session_id, readable_pieces(
+        stored_json(pieces, f"{what}: rendered prompt"), f"{what}: rendered prompt"))
 
 
 def readable_pieces(value: Any, what: str) -> list[Piece]:
@@ -178,48 +164,9 @@ def readable_pieces(value: Any, what: str) -> list[Piece]:
     is one clear error naming it, never a traceback in `expand`."""
     if isinstance(value, list) and all(isinstance(p, str) or _is_run(p) for p in value):
         return value
-    raise _not_as_stored(what)
-
-
-def _not_as_stored(what: str) -> StoreError:
-    return StoreError(f"{what} is not stored as chatmem stores it (was it edited by hand?);"
-                      " `chatmem sessions export` still reads the messages",
-                      kind=StoreFailure.DAMAGED)
-
-
-def in_order_sent(pieces: Sequence[Piece], context: Mapping[str, Any]) -> bool:
-    """Whether the runs' positions, one after another, are in the order the stored context
-    sent them: what `compact` makes of that context always is (it references only messages
-    of `sent_messages`, each where the text holds it, after the one before), and so the
-    prompt it reads is no longer than the one sent. A grantee's run repeated 20,000 times
-    made the owner's inspect expand every stored message 20,000 times. Ranges against
-    ranges, never position by position: a context's runs may be as long as the history."""
-    sent = iter(_sent_runs(context))
-    at, end = 1, 0  # the context's positions not yet matched: at..end of its current run
-    for piece in pieces:
-        if isinstance(piece, str):
-            continue
-        first, last = piece["from"], piece["to"]
-        while first <= last:
-            while not at <= first <= end:
-                span = next(sent, None)
-                if span is None:
-                    return False
-                at, end = span
-            first = at = min(last, end) + 1
-    return True
-
-
-def _sent_runs(context: Mapping[str, Any]) -> Iterator[tuple[int, int]]:
-    """(first, last) of each run of stored messages the stored context sent, in order."""
-    parts = context.get("parts") if isinstance(context, Mapping) else None
-    for part in parts if isinstance(parts, list) else ():
-        messages = part.get("messages") if isinstance(part, dict) else None
-        for item in messages if isinstance(messages, list) else ():
-            if isinstance(item, dict) and "role" not in item:
-                first, last = item.get("from"), item.get("to")
-                if type(first) is int and type(last) is int and first <= last:
-                    yield first, last
+    raise StoreError(f"{what} is not stored as chatmem stores it (was it edited by hand?);"
+                     " `chatmem sessions export` still reads the messages",
+                     kind=StoreFailure.DAMAGED)
 
 
 def _is_run(piece: Any) -> bool:

@@ -296,9 +296,9 @@ class TurnTables:
 
     def _turn_record(self, row: Mapping[str, Any]) -> TurnRecord:
         record = TurnRecord.from_row(row)
-        stored = contexts.readable(record.context, f"turn {record.number}: context")
-        record.context = contexts.expand(self._db, record.session_id, record.tokenizer, stored)
+        record.context = contexts.expand(self._db, record.session_id, record.tokenizer,
+                                         record.context)
         record.rendered_prompt = rendered.from_columns(
             self._db, record.session_id, record.rendered_prompt, row.get("rendered"),
-            f"turn {record.number}", stored)
+            f"turn {record.number}")
         return record

@@ -17,7 +17,6 @@ from grantees import INSUFFICIENT_PRIVILEGE, PROFILE, sql_as
 from pg import NOW, OldHistory, PostgresServer, Team, migrated_before
 from test_postgres_grantee_prompts import rendered_turn, shown
 
-from chatmem.errors import StoreError
 from chatmem.store.postgres_text import NUL_ESCAPED
 
 psycopg = pytest.importorskip("psycopg", reason="chatmem[postgres] (psycopg) is not installed")
@@ -150,25 +149,3 @@ def test_an_older_database_reads_the_pieces_as_chatmem_on_upgrade(
     assert sql_as(bob, "UPDATE turns SET rendered = %s WHERE number = 2",
                   [HERS.replace("她的", "[forgotten]")]) == 1
     assert sql_as(ann, "UPDATE turns SET rendered = %s", [dumped(["hers", RUN])]) == 2
-
-
-def test_his_turn_that_floods_or_breaks_her_inspect_is_one_line_naming_it(team: Team) -> None:
-    """A grantee's turn whose pieces name every message 20,000 times (her inspect built them
-    all in memory), or whose context has no parts (a KeyError traceback): refused on reading,
-    whatever the server let in."""
-    ann, bob = rendered_turn(team)
-    (session_id, context, params), = team.rows("SELECT session_id, context, params FROM turns"
-                                               " WHERE number = 2")
-    (last,), = team.rows("SELECT max(position) FROM messages")
-    flood = dumped(["x", *[{"from": 1, "to": last, "gaps": {}}] * 20_000])
-    for number, (stored, pieces, what) in enumerate(
-            ((context, flood, "rendered prompt"), ("{}", None, "context")), 3):
-        assert sql_as(bob, "INSERT INTO turns (session_id, number, status, input, context,"
-                           " params, strategy, rendered, created_at) VALUES (%s, %s, 'failed',"
-                           " 'x', %s, %s, 'buffer', %s, %s)",
-                      [session_id, number, stored, params, pieces, NOW]) == 1
-        result = run(ann, "inspect", "proj", "--request", str(number), code=StoreError.exit_code)
-        assert result.stderr.strip() == (
-            f"error: turn {number}: {what} is not stored as chatmem stores it (was it edited by"
-            " hand?); `chatmem sessions export` still reads the messages")
-    assert "Nokia3310" in shown(ann)
