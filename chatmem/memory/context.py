@@ -208,7 +208,7 @@ class Context:
                 ),
                 fact_ids=tuple(p.get("fact_ids", ())),
             )
-            for p in data["parts"]
+            for p in data.get("parts", ())  # a turn recorded with no context: `{}`
         )
         warnings = tuple(warning_from_json(w) for w in data.get("warnings", ()))
         return cls(parts, data.get("budget"), dropped_from_json(data.get("dropped")),

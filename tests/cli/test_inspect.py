@@ -524,3 +524,17 @@ def test_summaries_table_times_are_in_the_timezone_setting_s_zone(tmp_path: Path
     assert table.exit_code == 0, table.stderr
     row = next(line for line in table.stdout.splitlines() if line.startswith("│ "))
     assert local in row, table.stdout
+
+
+def test_a_turn_recorded_with_an_empty_context_inspects_as_sending_nothing(
+        tmp_path: Path) -> None:
+    """`{}`, which a write-share grantee may store as a turn's context, made the owner's
+    inspect a KeyError traceback."""
+    db = str(tmp_path / "h.db")
+    invoke("ask", "你好", "--session", "s", "--provider", "scripted", "--db", db, code=0)
+    with Store(tmp_path / "h.db") as store, store.write():
+        store.db.execute("UPDATE turns SET context = '{}'")
+    for args in (("inspect", "s", "1"), ("inspect", "s", "--request", "1")):
+        result = invoke(*args, "--db", db)
+        assert result.exit_code == 0 and "Traceback" not in result.output, result.output
+        assert "0 tokens" in result.stdout or "(no budget)" in result.stdout
