@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 from datetime import date
 from pathlib import Path
+from typing import Any
 from zoneinfo import ZoneInfo
 
 import pytest
@@ -100,6 +101,18 @@ def test_a_replay_reads_each_input_on_the_transcripts_clock(
     assert reason.times_named == (("2026-03-04", "2026-03-04"),)
 
 
+def what_if_at_turn_3(tmp_path: Path, path: Path) -> list[dict[str, Any]]:
+    """The parts `inspect --turn 3` would send under words-only recall, the transcript at
+    `path` imported first."""
+    db = str(tmp_path / "t.db")
+    invoke("sessions", "import", str(path), "会话", "--no-index", "--db", db, code=0)
+    shown = invoke("inspect", "会话", "--turn", "3", "--strategy",
+                   "retrieval:mode=bm25,recent=0", "--provider", "scripted", "--json",
+                   "--db", db, code=0)
+    parts: list[dict[str, Any]] = json.loads(shown.stdout)["context"]["parts"]
+    return parts
+
+
 @pytest.mark.parametrize("language", ["zh", "en"])
 def test_a_what_if_at_a_stored_turn_reads_it_on_that_turns_day(
         tmp_path: Path, monkeypatch, language: str) -> None:
@@ -108,12 +121,7 @@ def test_a_what_if_at_a_stored_turn_reads_it_on_that_turns_day(
     # A turn on a later day: the what-if at turn 3 is still read on the 5th.
     path.write_text(transcript(language, ("2026-03-07T10:00:00+08:00", "OK, thanks.")),
                     encoding="utf-8")
-    db = str(tmp_path / "t.db")
-    invoke("sessions", "import", str(path), "会话", "--no-index", "--db", db, code=0)
-    shown = invoke("inspect", "会话", "--turn", "3", "--strategy",
-                   "retrieval:mode=bm25,recent=0", "--provider", "scripted", "--json",
-                   "--db", db, code=0)
-    parts = json.loads(shown.stdout)["context"]["parts"]
+    parts = what_if_at_turn_3(tmp_path, path)
     assert any("the input names 4 Mar 2026" in part["reason"] for part in parts)
 
 
@@ -144,12 +152,7 @@ def test_a_what_if_reads_a_turn_dated_by_day_on_that_day_in_the_users_zone(
     path = tmp_path / "t.jsonl"
     path.write_text(transcript(language, ("2026-03-07", "OK, thanks."), dates=True),
                     encoding="utf-8")
-    db = str(tmp_path / "t.db")
-    invoke("sessions", "import", str(path), "会话", "--no-index", "--db", db, code=0)
-    shown = invoke("inspect", "会话", "--turn", "3", "--strategy",
-                   "retrieval:mode=bm25,recent=0", "--provider", "scripted", "--json",
-                   "--db", db, code=0)
-    parts = json.loads(shown.stdout)["context"]["parts"]
+    parts = what_if_at_turn_3(tmp_path, path)
     assert any("the input names 4 Mar 2026" in part["reason"] for part in parts)
     said_on = {m["content"]: m.get("said_on") for part in parts for m in part["messages"]}
     assert said_on[MEETING[language]] == "2026-03-04"

@@ -31,14 +31,23 @@ def _post(running: RunningProxy, messages: list[dict[str, Any]]) -> httpx.Respon
                       json={"model": "test-small", "messages": messages})
 
 
+def served(chat_server: ChatServer, db_path: Path) -> Settings:
+    """serve's settings: the test's model server, the test's history file."""
+    return Settings(provider="openai", base_url=chat_server.base_url, model="test-small",
+                    db=str(db_path))
+
+
+def history(count: int) -> list[dict[str, Any]]:
+    """A client's history of `count` messages, an assistant's first, in two languages."""
+    return [{"role": "user" if i % 2 else "assistant", "content": f"第{i}句 line {i}"}
+            for i in range(1, count + 1)]
+
+
 def test_a_long_history_is_stored_whole_in_batches_and_the_chat_goes_on(
         chat_server: ChatServer, db_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr("chatmem.app.session_files.IMPORT_BATCH", 4)
-    settings = Settings(provider="openai", base_url=chat_server.base_url, model="test-small",
-                        db=str(db_path))
-    said: list[dict[str, Any]] = [
-        {"role": "user" if i % 2 else "assistant", "content": f"第{i}句 line {i}"}
-        for i in range(1, 12)]
+    settings = served(chat_server, db_path)
+    said = history(11)
     with RunningProxy(settings, strategy="buffer") as running:
         first = _post(running, said)
         assert first.status_code == 200, first.text
@@ -75,11 +84,8 @@ def test_a_history_sent_to_a_conversation_another_front_end_wrote_is_stored_whol
     with Store(db_path) as store:
         terminal = [(m.role, m.content)
                     for m in store.history.messages(store.sessions.session("gz3").id)]
-    settings = Settings(provider="openai", base_url=chat_server.base_url, model="test-small",
-                        db=str(db_path))
-    said: list[dict[str, Any]] = [
-        {"role": "user" if i % 2 else "assistant", "content": f"第{i}句 line {i}"}
-        for i in range(1, 12)]
+    settings = served(chat_server, db_path)
+    said = history(11)
     with RunningProxy(settings, strategy="buffer") as running:
         again = _post(running, said)
         assert again.status_code == 200, again.text
@@ -109,11 +115,8 @@ def test_a_long_history_sent_to_an_empty_session_that_was_there_keeps_its_fact(
         there = store.sessions.session("gz3")
         remembered = [(f.key, f.value) for f in store.facts.facts(session_id=there.id)]
     assert remembered and there.system == "你是海盗 a pirate"
-    settings = Settings(provider="openai", base_url=chat_server.base_url, model="test-small",
-                        db=str(db_path))
-    said: list[dict[str, Any]] = [
-        {"role": "user" if i % 2 else "assistant", "content": f"第{i}句 line {i}"}
-        for i in range(1, 12)]
+    settings = served(chat_server, db_path)
+    said = history(11)
     with RunningProxy(settings, strategy="buffer") as running:
         answer = _post(running, said)
         assert answer.status_code == 200, answer.text
