@@ -75,9 +75,9 @@ def in_every_zone(moment: datetime) -> bool:
 
 def dated_time(text: str | None) -> datetime | None:
     """A stored time as chatmem dates things by (`parse_time`); None, undated, for one that
-    does not read or lies outside EARLIEST–LATEST: an import refuses those, but rows written
-    before it did, or by another writer, may hold one, and every conversion of it into the
-    user's zone would overflow."""
+    does not read or lies outside EARLIEST–LATEST (an exporter's zero time, which an import
+    keeps as written, warning once): every conversion of it into the user's zone would
+    overflow."""
     if not text:
         return None
     try:
