@@ -57,16 +57,24 @@ def backlog_line(started: BacklogStart) -> str:
 
 
 def days_text(days: float) -> str:
-    """A length of time given in days, in the unit that says it: '1 day', '1.5 days',
-    '12 hours', '2 minutes' (a retention of 2min is not '0 hours')."""
-    if days >= 1:
-        text = f"{days:.1f}".removesuffix(".0")
-        return f"{text} day{'' if text == '1' else 's'}"
-    for unit, per_day in (("hour", 24), ("minute", 24 * 60)):
-        count = round(days * per_day)
-        if count >= 1:
-            return counted(count, unit)
+    """A length of time given in days, in the largest unit that says it exactly: '1 day',
+    '1.5 days', '30 hours' (not '1.2 days'), '1.5 hours' (90min is not '2 hours'),
+    '2 minutes' (a retention of 2min is not '0 hours')."""
+    units = (("day", 1), ("hour", 24), ("minute", 24 * 60))
+    for unit, per_day in units:
+        count = days * per_day
+        # Whole or half units read exactly; anything finer is said in the next unit down.
+        if count >= 1 and abs(count * 2 - round(count * 2)) < 1e-6:
+            return _amount(count, unit)
+    for unit, per_day in units:
+        if days * per_day >= 1:
+            return _amount(days * per_day, unit)
     return "under a minute"
+
+
+def _amount(count: float, unit: str) -> str:
+    text = f"{count:.1f}".removesuffix(".0")
+    return f"{text} {unit}{'' if text == '1' else 's'}"
 
 
 def erased_what(erasure: Erasure) -> str:
