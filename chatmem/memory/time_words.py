@@ -89,6 +89,8 @@ _EN = re.compile(
     # (last Feb 29 is the latest 29 February, not all of last February)
     rf"|(?P<last>last|this)\s+(?P<what>year|month|week|{_DAY_PARTS}"
     rf"|(?:{_MONTH_NAMES})\b(?!\.?\s+\d{{1,2}}(?:st|nd|rd|th)?\b))\b"
+    # last May 2023, last March of 2024: the month of the year said, not this year's
+    rf"(?:\.?,?\s+(?:of\s+)?(?P<last_year>{_YEAR})\b)?"
     rf"|(?P<day_before>day\s+before\s+yesterday|night\s+before\s+last)"
     rf"|(?P<yesterday>yesterday)"
     rf"|(?P<today>to(?:day|night))"
@@ -252,6 +254,8 @@ def _english(m: re.Match[str], now: datetime) -> TimeSpan | None:
             return this_week(now) if this else weeks_back(1, now)
         if what in DAY_PARTS:
             return days_back(0 if this else 1, now) if _as_adverb(m) else None
+        if groups["last_year"] and what.lower() in MONTHS:
+            return named_month(MONTHS[what.lower()], int(groups["last_year"]), now)
         return last_month_named(MONTHS[what], now, before=not this)
     if groups["day_before"]:
         return days_back(2, now)

@@ -89,6 +89,9 @@ def day(text: str) -> datetime:
     # A leap day after `last` is the latest 29 February (it was all of last February); a
     # year's end or start written with its number is its December or January.
     ("What did we do last Feb 29?", "2024-02-29", "2024-03-01"),
+    # A year said after `last <month>` is that month's year (it was this year's month).
+    ("What did we do last May 2023?", "2023-05-01", "2023-06-01"),
+    ("Where were we last March, 2024?", "2024-03-01", "2024-04-01"),
     ("What did we ship at the end of 2024?", "2024-12-01", "2025-01-01"),
     ("What broke in late 2024?", "2024-12-01", "2025-01-01"),
     ("Who did I meet in early 2025?", "2025-01-01", "2025-02-01"),
