@@ -87,6 +87,16 @@ def part_of_named_month(month: int, year: int | None, part: str,
     return found
 
 
+def week_of_named_month(month: int, year: int | None, nth: int | None,
+                        now: datetime) -> TimeSpan | None:
+    """`the last week of December`: of `year`, or without one the latest that has begun
+    (asked on 6 December, last year's: this year's is weeks away); none while it is to come."""
+    found = week_of_month(named_month(month, year, now), nth)
+    if found.start > now and year is None:
+        found = week_of_month(month_span(now.year - 1, month, now), nth)
+    return found if found.start <= now else None
+
+
 def part_of_year(year: int, part: str, now: datetime) -> TimeSpan | None:
     """The start (early: January) or end (late: December) of a year, or the whole year
     (mid). 年底 and "the end of the year" are said of the weeks before New Year, seldom of

@@ -39,6 +39,7 @@ from chatmem.memory.time_spans import (
     this_week,
     this_weekend,
     week_of_month,
+    week_of_named_month,
     weekday_span,
     weekend,
     weeks_back,
@@ -224,7 +225,12 @@ def _english(m: re.Match[str], now: datetime) -> TimeSpan | None:
     if groups["week_before_last"]:
         return weeks_back(2, now)
     if groups["nth_week"]:
-        return week_of_month(_month(groups, "nth", now), NTH[groups["nth_week"]])
+        nth = NTH[groups["nth_week"]]
+        if groups["nth_month"]:
+            return week_of_named_month(MONTHS[groups["nth_month"]],
+                                       _year_of(groups["nth_month_year"]), nth, now)
+        week = week_of_month(_month(groups, "nth", now), nth)
+        return week if week.start <= now else None  # this month's, still to come
     if groups["edge_year"]:
         return part_of_year(now.year - (groups["edge_year"] == "last"), EDGES[groups["edge"]],
                             now)
@@ -246,6 +252,8 @@ def _english(m: re.Match[str], now: datetime) -> TimeSpan | None:
         return weekday_span(weekday, now, before_today=groups["wd_when"] == "last")
     if groups["last"]:
         this, what = groups["last"] == "this", groups["what"]
+        if what in ("year", "month", "week") and _word_after(m) == "of":
+            return None  # the last week of the trip, the last year of school: not a date
         if what == "year":
             return year_span(now.year if this else now.year - 1, now)
         if what == "month":
@@ -292,6 +300,11 @@ def _english(m: re.Match[str], now: datetime) -> TimeSpan | None:
 def _word_before(m: re.Match[str]) -> str | None:
     before = _WORD_BEFORE.search(m.string, max(0, m.start() - 16), m.start())
     return before[1].lower() if before else None
+
+
+def _word_after(m: re.Match[str]) -> str | None:
+    after = _WORD_AFTER.match(m.string, m.end(), m.end() + 24)
+    return after["word"].lower() if after is not None and after["word"] else None
 
 
 def _as_adverb(m: re.Match[str]) -> bool:

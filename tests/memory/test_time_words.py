@@ -365,6 +365,36 @@ def test_a_day_part_in_a_noun_phrase_names_no_day_and_stays_searched(
         assert spans(as_when, now.replace(tzinfo=UTC)) == []
 
 
+@given(st.sampled_from(["first", "second", "third", "fourth", "last"]),
+       st.sampled_from(["December", "January", "June", "this month", "the month", "last month"]),
+       st.datetimes(min_value=datetime(2001, 1, 1), max_value=datetime(2090, 1, 1)))
+def test_a_week_of_a_month_is_one_that_has_begun(nth: str, month: str, now: datetime) -> None:
+    # Asked on 6 December, "the last week of December" is last year's: nothing was said
+    # in this year's yet (it named 25 December to 1 January to come).
+    now = now.replace(tzinfo=UTC)
+    for span in spans(f"What did we do the {nth} week of {month}?", now):
+        assert span.start <= now
+        assert (span.end - span.start).days <= 7
+
+
+def test_the_last_week_of_december_asked_early_in_december_is_last_years() -> None:
+    asked = datetime(2026, 12, 6, 12, tzinfo=UTC)
+    [span] = spans("What did we do the last week of December?", asked)
+    assert span.days == ("2025-12-25", "2025-12-31")
+    assert spans("What did we do the last week of December 2026?", asked) == []
+
+
+@pytest.mark.parametrize("question", [
+    "How was the last week of the trip?",
+    "What did we see in the last week of our holiday?",
+    "What did I study in the last year of school?",
+    "Which song played in the last month of the tour?",
+])
+def test_last_week_of_something_names_no_date(question: str) -> None:
+    # "last week of the trip" is the trip's, not the week before this one.
+    assert spans(question, NOW) == []
+
+
 def test_zhou_yi_qi_is_a_week_not_a_monday() -> None:
     # 上周一起 is "last week, together": the week, not last week's Monday.
     assert spans("上周一起吃饭了吗？", NOW) == spans("上周", NOW)
