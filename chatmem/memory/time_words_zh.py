@@ -23,7 +23,7 @@ from chatmem.memory.time_spans import (
     past,
     this_week,
     this_weekend,
-    week_of_month,
+    week_of_named_month,
     weekday_span,
     weekend,
     weeks_back,
@@ -220,9 +220,9 @@ def read(m: re.Match[str], now: datetime) -> TimeSpan | None:
                                                   year=written_year)
         span = named_month(month, written_year, now)
         if g["month_week"]:
-            return week_of_month(span, zh_number(g["month_week"]))
+            return week_of_named_month(month, written_year, zh_number(g["month_week"]), now)
         if g["month_last_week"]:
-            return week_of_month(span, None)
+            return week_of_named_month(month, written_year, None, now)
         if g["month_part"]:
             return part_of_named_month(month, written_year, MONTH_PARTS[g["month_part"]], now)
         return span

@@ -382,6 +382,11 @@ def test_the_last_week_of_december_asked_early_in_december_is_last_years() -> No
     [span] = spans("What did we do the last week of December?", asked)
     assert span.days == ("2025-12-25", "2025-12-31")
     assert spans("What did we do the last week of December 2026?", asked) == []
+    assert [span.days for span in spans("十二月最后一周我们做了什么？", asked)] == \
+        [("2025-12-25", "2025-12-31")]
+    assert [span.days for span in spans("十二月第二周我在哪？", asked)] == \
+        [("2025-12-08", "2025-12-14")]
+    assert spans("2026年12月最后一周我们做了什么？", asked) == []
 
 
 @pytest.mark.parametrize("question", [
