@@ -37,14 +37,8 @@ from chatmem.errors import (
     UsageError,
 )
 from chatmem.history import StoredHistory
-from chatmem.memory.base import (
-    Context,
-    ContextRequest,
-    Message,
-    Strategy,
-    build_guarded,
-    falls_with_setting,
-)
+from chatmem.memory.base import Context, ContextRequest, Message, Strategy
+from chatmem.memory.guards import build_guarded, falls_with_setting
 from chatmem.memory.params import budget_params
 from chatmem.memory.state import SessionState
 from chatmem.memory.vector_backlog import Indexing
