@@ -246,7 +246,7 @@ class Workspace:
 
     def _move_legacy_file(self) -> None:
         from chatmem.config.paths import legacy_db_left, move_legacy_db
-        from chatmem.notices import HistoryMoved, OldHistoryLeft
+        from chatmem.history_notices import HistoryMoved, OldHistoryLeft
         from chatmem.store.sqlite_files import fold_wal
 
         moved = move_legacy_db(fold_wal)

@@ -136,7 +136,7 @@ def delete(
     err = consoles()[1]
     err.print(f"deleted session {name}", markup=False, soft_wrap=True)
     if learned:
-        from chatmem.notices import TaughtFacts
+        from chatmem.history_notices import TaughtFacts
         from chatmem.render.notices import taught_text
 
         # Worded as a prune and retention word it (one wording of one fact).

@@ -7,18 +7,20 @@ from functools import singledispatch
 from typing import TYPE_CHECKING
 
 from chatmem.context_warnings import ContextWarning
-from chatmem.notices import (
+from chatmem.history_notices import (
     HistoryMoved,
     HistoryUpgrading,
-    ModelChanged,
-    Notice,
     OldHistoryLeft,
     RetentionApplied,
+    WaitingForUpgrade,
+    WaitingForWrite,
+)
+from chatmem.notices import (
+    ModelChanged,
+    Notice,
     SavedParamsDropped,
     SensitiveNotRemembered,
     StrategyChanged,
-    WaitingForUpgrade,
-    WaitingForWrite,
 )
 from chatmem.render.errors import Client, without_history
 from chatmem.render.notices import (

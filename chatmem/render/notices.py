@@ -18,6 +18,16 @@ from chatmem.context_warnings import (
     StoredWarning,
     SummaryBehind,
 )
+from chatmem.history_notices import (
+    HistoryMoved,
+    HistoryUpgrading,
+    OldHistoryLeft,
+    RetentionApplied,
+    RetentionSkipped,
+    TaughtFacts,
+    WaitingForUpgrade,
+    WaitingForWrite,
+)
 from chatmem.memory.assembly import span
 from chatmem.notices import (
     ContextsByWordsAlone,
@@ -32,8 +42,6 @@ from chatmem.notices import (
     FactsTooLong,
     Failure,
     HelperTooSmall,
-    HistoryMoved,
-    HistoryUpgrading,
     IndexingEvent,
     IndexingNotice,
     InputNotUtf8,
@@ -42,10 +50,7 @@ from chatmem.notices import (
     ModelChanged,
     NoEmbedder,
     Notice,
-    OldHistoryLeft,
     ReplyCut,
-    RetentionApplied,
-    RetentionSkipped,
     SavedParamsDropped,
     SensitiveNotRemembered,
     SettingsNotSaved,
@@ -53,11 +58,8 @@ from chatmem.notices import (
     SummaryFailed,
     SummaryUpdated,
     SystemPromptReplaced,
-    TaughtFacts,
     UsageIgnored,
     VectorsResized,
-    WaitingForUpgrade,
-    WaitingForWrite,
 )
 from chatmem.privacy.sensitive import describe
 from chatmem.render.errors import by_plugin

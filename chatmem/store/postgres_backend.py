@@ -28,7 +28,7 @@ from chatmem.errors import (
     StoreFailure,
     WrongThread,
 )
-from chatmem.notices import WaitingForUpgrade, WaitingForWrite
+from chatmem.history_notices import WaitingForUpgrade, WaitingForWrite
 from chatmem.store import postgres_schema as schema
 from chatmem.store import postgres_upgrading as upgrading
 from chatmem.store.location import HistoryLocation, LocationKind, as_location, password_of

@@ -17,7 +17,7 @@ from dataclasses import replace
 from typing import Any
 
 from chatmem.errors import StoreError
-from chatmem.notices import LockHolder, WaitingForUpgrade, WaitingForWrite
+from chatmem.history_notices import LockHolder, WaitingForUpgrade, WaitingForWrite
 from chatmem.store import postgres_schema as schema
 from chatmem.store.upgrading import (
     ALONE_WAIT_S,
