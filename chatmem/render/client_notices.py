@@ -23,13 +23,12 @@ from chatmem.notices import (
     StrategyChanged,
 )
 from chatmem.render.errors import Client, without_history
+from chatmem.render.history_notices import migrations_text, retention_applied_text
 from chatmem.render.notices import (
     for_this_call,
-    migrations_text,
     model_changed_text,
     not_remembered_text,
     notice_text,
-    retention_applied_text,
     saved_params_dropped_text,
 )
 

@@ -39,7 +39,8 @@ from chatmem.notices import (
     SystemPromptReplaced,
     after_calls,
 )
-from chatmem.render.notices import counted, notice_text, replay_notice_text
+from chatmem.render.counts import counted
+from chatmem.render.notices import notice_text, replay_notice_text
 from chatmem.render.progress import activity_warning_text, step_text
 
 WORDED: list[tuple[Notice | ContextWarning, str]] = [
