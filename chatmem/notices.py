@@ -4,7 +4,9 @@ Memory and the engine return these; only chatmem.render.notices words them (for 
 REPL, the CLI, replay and the HTML report alike), so no layer ever parses a sentence
 back. Each notice carries the numbers, ids and names its wording needs.
 
-A context's own warnings, stored with its turn, are in chatmem.context_warnings.
+A context's own warnings, stored with its turn, are in chatmem.context_warnings; what the
+history itself has to tell (moved, upgraded, retention, a write lock held) is in
+chatmem.history_notices. `Notice` is every one of them.
 """
 
 from __future__ import annotations
@@ -12,7 +14,16 @@ from __future__ import annotations
 import dataclasses
 from dataclasses import dataclass
 from enum import Enum
-from pathlib import Path
+
+from chatmem.history_notices import (
+    HistoryMoved,
+    HistoryUpgrading,
+    OldHistoryLeft,
+    RetentionApplied,
+    RetentionSkipped,
+    WaitingForUpgrade,
+    WaitingForWrite,
+)
 
 
 @dataclass(frozen=True)
@@ -291,101 +302,6 @@ class HelperTooSmall:
     strategy: str
     model: str
 
-
-@dataclass(frozen=True)
-class HistoryMoved:
-    """An older chatmem's history file moved from the config directory to the data one."""
-
-    old: Path
-    new: Path
-
-
-@dataclass(frozen=True)
-class OldHistoryLeft:
-    """An older chatmem's history file is still in the config directory, not moved since
-    one is in the data directory already: its sessions are not read."""
-
-    old: Path
-    new: Path
-
-
-@dataclass(frozen=True)
-class TaughtFacts:
-    """The profile facts an erased session taught its user, which stay (theirs, not the
-    session's): `sessions delete`, a prune and retention say so alike."""
-
-    session: str
-    user: str | None
-    keys: tuple[str, ...]
-
-
-@dataclass(frozen=True)
-class RetentionApplied:
-    """Retention erased idle sessions and expired facts when the history opened."""
-
-    sessions: tuple[str, ...]
-    messages: int
-    facts: int
-    vacuumed: bool
-    """True: the file was rewritten; False: a PostgreSQL server frees the space itself."""
-    taught: tuple[TaughtFacts, ...] = ()
-
-
-@dataclass(frozen=True)
-class RetentionSkipped:
-    """Retention could not run this time (a busy or read-only history); the next start tries."""
-
-    reason: str
-
-
-@dataclass(frozen=True)
-class HistoryUpgrading:
-    """The history, written by an older chatmem, is being upgraded: migrations `first` to
-    `last` (`count` in all) run now, before anything else can use it. Told before they
-    run: on a large history they take seconds, and nothing else is said meanwhile."""
-
-    location: str
-    first: str
-    last: str
-    count: int
-
-
-@dataclass(frozen=True)
-class WaitingForUpgrade:
-    """Another chatmem holds the history while it upgrades it: this one waits for it to
-    finish (at most `seconds`) rather than say the history is busy."""
-
-    location: str
-    seconds: int
-
-
-@dataclass(frozen=True)
-class LockHolder:
-    """The connection holding a PostgreSQL history's write lock, as pg_stat_activity shows
-    it to any role: what a person needs to ask its owner, or an administrator to end it."""
-
-    pid: int
-    role: str | None
-    application: str | None
-
-
-@dataclass(frozen=True)
-class WaitingForWrite:
-    """Another process holds the history's write lock (a long import, say) past the usual
-    wait: a turn waits for it (at most `seconds`) rather than lose a paid reply or refuse
-    to send. Told once, as the wait begins: nothing else is said meanwhile."""
-
-    location: str
-    seconds: int
-    replied: bool
-    """True: the reply came and waits to be stored; False: the input waits to be sent."""
-    holder: LockHolder | None = None
-    """Who holds the lock, where the backend can tell (PostgreSQL; a SQLite file cannot)."""
-
-
-OpeningNotice = (HistoryMoved | OldHistoryLeft | RetentionApplied | RetentionSkipped
-                 | HistoryUpgrading | WaitingForUpgrade)
-"""What opening a workspace did that the user should know."""
 
 @dataclass(frozen=True)
 class ContextsOverBudget:

@@ -12,7 +12,8 @@ from typing import TYPE_CHECKING, Any
 from chatmem.activity import QUIET, Activity
 from chatmem.config.settings import SourceKind
 from chatmem.errors import ChatmemError, ModelFrom, NotFound, StoreError, UsageError
-from chatmem.notices import ModelChanged, RetentionApplied, RetentionSkipped
+from chatmem.history_notices import RetentionApplied, RetentionSkipped
+from chatmem.notices import ModelChanged
 
 if TYPE_CHECKING:
     from chatmem.app.workspace import Workspace

@@ -14,12 +14,12 @@ for the front end to word.
 from __future__ import annotations
 
 import dataclasses
-import threading
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import ExitStack, contextmanager
 from typing import TYPE_CHECKING, Any
 
-from chatmem.config.location import HistoryLocation, LocationKind
+from chatmem.app.model_pool import ModelPool as ModelPool  # front ends imported it from here
+from chatmem.config.location import LocationKind
 from chatmem.errors import (
     ConfigError,
     HistoryLocked,
@@ -47,51 +47,6 @@ KeyPrompt = Callable[[str], str]
 """Asks the person at the terminal for a history key (the front end's business)."""
 Listener = Callable[["Notice"], None]
 """Tells the user a notice as it happens (the front end's business)."""
-
-
-class ModelPool:
-    """Chat models and embedders shared by many workspaces (a server's requests, each on
-    its own thread): each opened once, on first use, and closed by the pool's owner."""
-
-    def __init__(self) -> None:
-        self._models: dict[tuple[Any, ...], Provider] = {}
-        self._embedders: dict[tuple[Any, ...], Embedder | None] = {}
-        self._retained: set[HistoryLocation] = set()
-        self._lock = threading.Lock()
-
-    def retained(self, history: HistoryLocation) -> bool:
-        """Whether retention has run on `history` for this pool's owner: once per server
-        and history, however many requests open it."""
-        with self._lock:
-            return history in self._retained
-
-    def mark_retained(self, history: HistoryLocation) -> None:
-        """Retention ran on `history` (marked after it succeeded: a busy file is tried again
-        by a later request)."""
-        with self._lock:
-            self._retained.add(history)
-
-    def embedder(self, key: tuple[Any, ...],
-                 open_embedder: Callable[[], Embedder | None]) -> Embedder | None:
-        """The embedder `key` names (None: none configured), opened on first use: a local
-        model loads once per server, not once per request."""
-        with self._lock:
-            if key not in self._embedders:
-                self._embedders[key] = open_embedder()
-            return self._embedders[key]
-
-    def get(self, key: tuple[Any, ...], open_model: Callable[[], Provider]) -> Provider:
-        with self._lock:
-            model = self._models.get(key)
-            if model is None:
-                model = self._models[key] = open_model()
-            return model
-
-    def close(self) -> None:
-        with self._lock:
-            models, self._models = list(self._models.values()), {}
-        for model in reversed(models):
-            model.close()
 
 
 class Workspace:
@@ -246,7 +201,7 @@ class Workspace:
 
     def _move_legacy_file(self) -> None:
         from chatmem.config.paths import legacy_db_left, move_legacy_db
-        from chatmem.notices import HistoryMoved, OldHistoryLeft
+        from chatmem.history_notices import HistoryMoved, OldHistoryLeft
         from chatmem.store.sqlite_files import fold_wal
 
         moved = move_legacy_db(fold_wal)

@@ -131,7 +131,7 @@ def remove_user(
 
 def _removal_text(removal: "Removal", *, asking: bool = False) -> str:
     """What remove-user erases and does to the role: done, to do (--dry-run), or asked."""
-    from chatmem.render.notices import counted
+    from chatmem.render.counts import counted
 
     rows = removal.removed
     held = [counted(rows.sessions, "session") + f" ({counted(rows.messages, 'message')})",

@@ -268,7 +268,7 @@ def _say_stdin_attached(attachments: "list[Attachment]", err: "Console") -> None
     loop (whose next lines would go too): say what goes, and how not to. Said once the
     session is open, so a refusal before it stays the one line it is."""
     from chatmem.attachments import STDIN
-    from chatmem.render.notices import counted
+    from chatmem.render.counts import counted
 
     piped = next((a for a in attachments if a.name == STDIN), None)
     if piped is not None:

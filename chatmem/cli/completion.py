@@ -124,7 +124,7 @@ def session_names(ctx: typer.Context, incomplete: str) -> list[tuple[str, str]]:
     from chatmem.app.sessions import list_sessions
     from chatmem.app.workspace import Workspace
     from chatmem.errors import ChatmemError
-    from chatmem.render.notices import counted
+    from chatmem.render.counts import counted
 
     try:
         # create=False: never a new file; no ask_key: an encrypted history without

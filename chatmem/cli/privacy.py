@@ -137,7 +137,7 @@ def rekey(db: DbOption = None, config: ConfigOption = None) -> None:
 
 
 def _erasure_lines(erased: "Erasure", now: datetime, zone: tzinfo | None) -> list[str]:
-    from chatmem.render.notices import counted
+    from chatmem.render.counts import counted
     from chatmem.render.sessions import days_text, expiry_why
 
     lines = []
@@ -179,7 +179,7 @@ def prune(
     """
     from chatmem.app.privacy import prune_history, vacuums
     from chatmem.privacy.retention import parse_duration
-    from chatmem.render.notices import taught_text
+    from chatmem.render.history_notices import taught_text
     from chatmem.render.sessions import erasure_json, erasure_text
     from chatmem.timestamps import utc_now
 

@@ -62,7 +62,7 @@ def export(
 
     from chatmem.app.session_files import session_transcript
     from chatmem.errors import UsageError
-    from chatmem.render.notices import counted
+    from chatmem.render.counts import counted
     from chatmem.transcripts.writer import (
         EXPORT_FORMATS,
         export_format,
@@ -99,7 +99,7 @@ def export_all(name: str | None, output: str | None, force: bool, settings: "Set
 
     from chatmem.app.session_files import export_everything
     from chatmem.errors import UsageError
-    from chatmem.render.notices import counted
+    from chatmem.render.counts import counted
 
     if name is not None:
         raise UsageError("give a SESSION or --all, not both")
@@ -160,8 +160,8 @@ def import_(
     from chatmem.app.sessions import check_session_name, normal_name, session_name_from
     from chatmem.errors import UsageError
     from chatmem.privacy.restore import is_archive, read_archive
+    from chatmem.render.counts import counted
     from chatmem.render.logs import question_start
-    from chatmem.render.notices import counted
     from chatmem.render.progress import counted_progress
     from chatmem.render.sessions import backlog_line
     from chatmem.transcripts.reader import read_transcript
@@ -231,7 +231,7 @@ def import_all(archive: "Archive", index: bool, config: "Path | None",
     """`sessions import ARCHIVE.zip`: every session and fact of an export archive."""
     from chatmem.app.indexing import start_backlogs
     from chatmem.app.session_files import import_archive
-    from chatmem.render.notices import counted
+    from chatmem.render.counts import counted
     from chatmem.render.sessions import backlog_line
 
     with open_workspace(settings) as ws:

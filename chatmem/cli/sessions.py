@@ -136,8 +136,8 @@ def delete(
     err = consoles()[1]
     err.print(f"deleted session {name}", markup=False, soft_wrap=True)
     if learned:
-        from chatmem.notices import TaughtFacts
-        from chatmem.render.notices import taught_text
+        from chatmem.history_notices import TaughtFacts
+        from chatmem.render.history_notices import taught_text
 
         # Worded as a prune and retention word it (one wording of one fact).
         err.print(taught_text(TaughtFacts(name, session.user, tuple(learned))), markup=False,
@@ -197,7 +197,7 @@ def reset_state(
     Example: chatmem sessions reset-state trip summary-buffer
     """
     from chatmem.app.state_reset import reset_state as reset
-    from chatmem.render.notices import counted
+    from chatmem.render.counts import counted
 
     with open_workspace(settings_from(config, db), create=False) as ws:
         done = reset(ws, name, strategy)

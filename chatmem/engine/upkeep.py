@@ -7,7 +7,8 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from chatmem.errors import ChatmemError, ExtensionFailed, SessionGone
-from chatmem.memory.base import MemoryEnv, update_guarded
+from chatmem.memory.base import MemoryEnv
+from chatmem.memory.guards import update_guarded
 from chatmem.notices import HelperTooSmall, MemoryUpdateCancelled, MemoryUpdateFailed, Notice
 
 if TYPE_CHECKING:

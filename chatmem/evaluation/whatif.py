@@ -24,8 +24,9 @@ from chatmem.engine.said import Said
 from chatmem.evaluation.counting_provider import CountingProvider
 from chatmem.evaluation.replay import seed_user_facts
 from chatmem.history import StoredHistory
-from chatmem.memory.base import ContextRequest, Strategy, build_guarded
+from chatmem.memory.base import ContextRequest, Strategy
 from chatmem.memory.context import Context, Message
+from chatmem.memory.guards import build_guarded
 from chatmem.memory.state import SessionState
 from chatmem.notices import Notice, SummaryUpdated
 from chatmem.store import SessionRecord, Store

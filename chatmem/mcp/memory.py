@@ -32,7 +32,7 @@ class Memory:
 
     def __init__(self, settings: Settings) -> None:
         from chatmem.app.kept import KeptConversations
-        from chatmem.app.workspace import ModelPool
+        from chatmem.app.model_pool import ModelPool
         from chatmem.plugins import load_registries
 
         self.settings = settings

@@ -7,8 +7,9 @@ from collections.abc import Iterable, Sequence
 from typing import Any
 
 from chatmem.context_warnings import ContextWarning
-from chatmem.memory.base import ContextRequest, over_budget
+from chatmem.memory.base import ContextRequest
 from chatmem.memory.context import PART_ORDER, Context, Part
+from chatmem.memory.guards import over_budget
 from chatmem.memory.history_view import HistoryTurn
 from chatmem.memory.reasons import (
     AttachedFiles,

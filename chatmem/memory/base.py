@@ -5,36 +5,26 @@ state, the new input, a budget and a token counter, it returns a `Context`
 (chatmem.memory.context), an ordered list of `Part`s, each with the messages it
 contributes, their token count and why it is sent (a value, chatmem.memory.reasons).
 Same inputs, same context: that is what makes `inspect` and `replay` trustworthy.
-The helpers every build shares are in chatmem.memory.assembly.
+The helpers every build shares are in chatmem.memory.assembly; how chatmem calls a
+strategy's build and update, and checks what they return, is chatmem.memory.guards.
 """
 
 from __future__ import annotations
 
 import dataclasses
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field, replace
-from datetime import UTC, date, datetime, tzinfo
+from dataclasses import dataclass, field
+from datetime import UTC, datetime, tzinfo
 from functools import cached_property
 from typing import TYPE_CHECKING, Any, ClassVar, Generic, Protocol, TypeVar, runtime_checkable
 
 from chatmem.activity import QUIET, Activity
-from chatmem.context_warnings import OverBudget
-from chatmem.errors import (
-    ChatmemError,
-    SessionGone,
-    StrategyError,
-    StrategyFailed,
-    WrongThread,
-)
-from chatmem.memory.context import FIXED_KINDS, PART_ORDER, Context, Message, Part
+from chatmem.errors import StrategyError
+from chatmem.memory.context import Context, Message
+from chatmem.memory.context import Part as Part  # strategies imported it from here
 from chatmem.memory.history_view import HistoryView
-from chatmem.memory.packing import wrong_recall
 from chatmem.memory.params import NoParams, Param, declared_params, format_params
-from chatmem.notices import DerivedMemory, ErasedWhileUpdating, Notice
-from chatmem.plugin_calls import guarded, kind_of
-from chatmem.plugin_output import plugin_prints_to_stderr
-from chatmem.privacy.secrets import plugin_mask
-from chatmem.text import is_valid
+from chatmem.notices import Notice
 from chatmem.tokens import TokenCounter
 
 if TYPE_CHECKING:
@@ -140,208 +130,6 @@ class Strategy(Protocol):
     def changed_params(self) -> dict[str, Any]:
         """The parameters that differ from their defaults."""
         ...
-
-
-OWN_THREAD = ("it used the history from a thread of its own: a strategy reads and writes it"
-              " (request.history, env.state) only as chatmem calls build and update")
-"""Why a plugin strategy's WrongThread is its own doing: its caller is on the store's thread
-(run_turn checks before the build), a thread the plugin started is not."""
-
-
-def build_guarded(strategy: Strategy, request: ContextRequest) -> Context:
-    """`strategy.build(request)`: an exception other than chatmem's (a plugin's strategy may
-    raise anything), or a context chatmem must not send (see `wrong_context`), is
-    StrategyFailed naming the strategy, one line for the front end; nothing is sent.
-    Whatever it raises is masked of secrets (`request.secrets()`, the environment's)."""
-    mask = masking(request.secrets)
-    try:
-        context = guarded(lambda e: StrategyFailed(strategy.name, e),
-                          lambda: _printing_to_stderr(lambda: strategy.build(request)), mask)
-    except WrongThread:
-        if _ships_with_chatmem(strategy):
-            raise  # the caller's thread, not the strategy's
-        raise StrategyFailed(strategy.name, OWN_THREAD) from None
-    wrong = wrong_context(context, request, recall_checked=_ships_with_chatmem(strategy))
-    if wrong is not None:
-        raise StrategyFailed(strategy.name, f"its build returned {wrong}")
-    if context.budget is None:
-        # A strategy that left the budget out of its context is still held to its own: the
-        # refusal before sending and the over-budget warnings read it from the context.
-        own = getattr(strategy, "budget", None)  # (a plugin's may lack BaseStrategy's)
-        budget = guarded(lambda e: StrategyFailed(strategy.name, e),
-                         lambda: own(request), mask) if callable(own) else request.budget
-        if isinstance(budget, int) and not isinstance(budget, bool):
-            context = replace(context, budget=budget)
-    if context.over_budget and not any(isinstance(w, OverBudget) for w in context.warnings):
-        # A build that put its context together without assemble() (a plugin's) was sent
-        # over its budget with no warning.
-        context = replace(context, warnings=(*context.warnings, over_budget(context, request)))
-    return context
-
-
-def falls_with_setting(strategy: Strategy, request: ContextRequest) -> bool:
-    """Whether the context_budget setting (`request.budget`) limits `strategy`'s budget too,
-    whatever its parameters say: its budget falls with the setting's (a combination takes
-    the least of its members', window's being the setting; retrieval's own max_tokens does
-    not). Raising only a parameter that ties with it would be refused again."""
-    own = getattr(strategy, "budget", None)  # (a plugin's may lack BaseStrategy's)
-    if not callable(own):
-        return True  # held to request.budget (build_guarded)
-    if request.budget is None:
-        return False
-    try:
-        lower = request.budget - 1
-        return bool(own(replace(request, budget=lower)) == lower)
-    except Exception:  # a plugin's budget() failing here must not hide the refusal
-        return False
-
-
-def over_budget(context: Context, request: ContextRequest) -> OverBudget:
-    """The warning for `context`, over its budget: of its fixed parts alone, or in all."""
-    assert context.budget is not None
-    fixed = sum(p.tokens for p in context.parts if p.kind in FIXED_KINDS) + context.priming
-    if fixed > context.budget:
-        return OverBudget(fixed, context.budget, fixed=True, attached=bool(request.attached))
-    return OverBudget(context.tokens, context.budget)
-
-
-Result = TypeVar("Result")
-
-
-def masking(secrets: Callable[[], Mapping[str, str]]) -> Callable[[str], str]:
-    """What masks `secrets()` and the environment's (privacy.secrets) in a text: read only
-    when there is an error to mask, not on every build."""
-    return lambda text: plugin_mask(secrets()).mask(text)
-
-
-def _credentials(settings: Settings | None) -> Mapping[str, str]:
-    return {} if settings is None else settings.credentials()
-
-
-def _printing_to_stderr(call: Callable[[], Result]) -> Result:
-    """`call()`, what it prints on stderr: a plugin strategy's debug line on stdout broke
-    `ask`'s reply-only output and every --json."""
-    with plugin_prints_to_stderr():
-        return call()
-
-
-def update_guarded(strategy: Strategy, env: MemoryEnv) -> list[Notice]:
-    """`strategy.update(env)`, guarded as `build_guarded` is: a value other than a list of
-    Notices fails as an exception would (the turn stands; the front end says one line)."""
-    doing = "could not update its memory"
-    # What the update stores is recorded as covering the history it was given, and is
-    # dropped after a purge since it began (SessionState.updating): said so, whether the
-    # update let the refusal through or caught it; the next turn's update reads it again.
-    with env.state.updating(env.history.turn_count()) as run:
-        try:
-            notices = guarded(lambda e: StrategyFailed(strategy.name, e, doing),
-                              lambda: _printing_to_stderr(lambda: strategy.update(env)),
-                              masking(lambda: _credentials(env.settings)))
-        except SessionGone:
-            raise
-        except WrongThread:
-            if _ships_with_chatmem(strategy):
-                raise
-            raise StrategyFailed(strategy.name, OWN_THREAD, doing) from None
-        except ChatmemError:
-            if not run.dropped:
-                raise
-            notices = []
-    if run.dropped:
-        return [ErasedWhileUpdating(DerivedMemory.STATE, run.through, run.through,
-                                    strategy.name)]
-    if not isinstance(notices, list):
-        raise StrategyFailed(strategy.name, f"its update returned {kind_of(notices)}, not a "
-                             "list of chatmem.notices Notice values", doing)
-    for notice in notices:
-        if not isinstance(notice, Notice):
-            raise StrategyFailed(strategy.name, f"its update returned a list holding "
-                                 f"{kind_of(notice)}, not a chatmem.notices Notice", doing)
-    return notices
-
-
-CHAT_ROLES = frozenset({"system", "user", "assistant"})
-"""The roles every chat model takes (and docs/chatmem.schema.json allows)."""
-
-
-def _ships_with_chatmem(strategy: Strategy) -> bool:
-    """Whether `strategy` is one of chatmem's own: its recall rows come from `as_json`, which
-    its tests hold to, so a build need not walk them again (0.3-0.4 ms a retrieval build)."""
-    return type(strategy).__module__.startswith("chatmem.")
-
-
-def wrong_context(context: object, request: ContextRequest, *,
-                  recall_checked: bool = False) -> str | None:
-    """What makes `context` one chatmem must not send or record for `request`, or None.
-
-    A plugin's build runs code the contract test never saw; what it returns reaches the
-    model, the stored record and `inspect --json`. One pass over the messages sent: the
-    tokens are the strategy's counts, checked for their type and sign, never recounted.
-    `recall_checked`: the recall rows are chatmem's own (`as_json`'s), not walked again.
-    """
-    if not isinstance(context, Context):
-        return f"{kind_of(context)}, not a Context"
-    if not isinstance(context.parts, tuple):
-        return f"a Context whose parts are {kind_of(context.parts)}, not a tuple"
-    if not _is_count(context.priming):
-        return f"a Context whose priming is {context.priming!r}, not a token count"
-    order = -1
-    for part in context.parts:
-        if not isinstance(part, Part):
-            return f"a Context holding {kind_of(part)}, not a Part"
-        if part.kind not in PART_ORDER:
-            return f"a part of kind {part.kind!r} (kinds: {', '.join(PART_ORDER)})"
-        place = PART_ORDER.index(part.kind)
-        if place <= order:
-            return (f"a {part.kind!r} part out of place (at most one part of a kind, in the "
-                    f"order {', '.join(PART_ORDER)})")
-        order = place
-        if not isinstance(part.messages, tuple):
-            return f"a {part.kind!r} part whose messages are {kind_of(part.messages)}"
-        for message in part.messages:
-            wrong = _wrong_message(message, request)
-            if wrong is not None:
-                return f"a {part.kind!r} part holding {wrong}"
-    last = context.parts[-1] if context.parts else None
-    if last is None or last.kind != "input":
-        return "a Context without the input as its last part (assemble() adds it)"
-    if len(last.messages) != 1 or not (last.messages[0] is request.input
-                                       or last.messages[0] == request.input):
-        return "an input part that is not this request's input"
-    return None if recall_checked else wrong_recall(context.recall)
-
-
-def _wrong_message(message: object, request: ContextRequest) -> str | None:
-    if not isinstance(message, Message):
-        return f"{kind_of(message)}, not a Message"
-    if not isinstance(message.role, str) or message.role not in CHAT_ROLES:
-        return (f"a message of role {message.role!r} (roles: "
-                f"{', '.join(sorted(CHAT_ROLES))})")
-    if not isinstance(message.content, str):
-        return f"a message whose content is {kind_of(message.content)}, not text"
-    if not is_valid(message.content):
-        return "a message whose text is not UTF-8 (it holds a lone surrogate)"
-    # A plain int first, without a call: ~75 messages a build.
-    if not ((type(message.tokens) is int and message.tokens >= 0) or _is_count(message.tokens)):
-        return f"a message of {message.tokens!r} tokens, not a count of 0 or more"
-    if message.said_on is None:
-        return None
-    # A datetime is a date, sent with its time, but the stored context keeps only a day.
-    if type(message.said_on) is not date:
-        return f"a message said on {kind_of(message.said_on)}, not a datetime.date"
-    # The day's line is sent: counted without it, the context is bigger than its budget says
-    # (the few dated messages are recounted, once per process for a stored one).
-    sent = (request.counter.count_message(message.role, message.sent) if message.id is None
-            else request.state.message_counts(request.counter).sent_tokens(
-                message.id, message.role, message.sent))
-    if message.tokens < sent:
-        return (f"a message said on {message.said_on.isoformat()} of {message.tokens} tokens,"
-                f" fewer than the {sent} of its text with the day's line above it")
-    return None
-
-
-def _is_count(value: object) -> bool:
-    return isinstance(value, int) and not isinstance(value, bool) and value >= 0
 
 
 @dataclass

@@ -18,14 +18,9 @@ from typing import Any
 
 from chatmem.context_warnings import OverBudget
 from chatmem.memory.assembly import assemble
-from chatmem.memory.base import (
-    BaseStrategy,
-    ContextRequest,
-    MemoryEnv,
-    build_guarded,
-    update_guarded,
-)
+from chatmem.memory.base import BaseStrategy, ContextRequest, MemoryEnv
 from chatmem.memory.context import PART_ORDER, Context, Message, Part, PartKind, SaidDays
+from chatmem.memory.guards import build_guarded, update_guarded
 from chatmem.memory.reasons import (
     DroppedNote,
     DroppedTurns,

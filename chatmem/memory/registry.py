@@ -11,8 +11,9 @@ from collections.abc import Iterator, Mapping
 from typing import Any
 
 from chatmem.errors import Listed, StrategyError, StrategyFailed
-from chatmem.memory.base import BaseStrategy, Strategy, masking
+from chatmem.memory.base import BaseStrategy, Strategy
 from chatmem.memory.combined import CombinedStrategy
+from chatmem.memory.guards import masking
 from chatmem.memory.params import format_params
 from chatmem.memory.spec import SpecPart, StrategySpec, split_text
 from chatmem.names import did_you_mean

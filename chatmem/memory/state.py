@@ -64,7 +64,7 @@ class SessionState:
 
     @contextmanager
     def updating(self, through: int) -> Iterator[UpdateRun]:
-        """Around a strategy's update over a history of `through` turns (memory.base.
+        """Around a strategy's update over a history of `through` turns (memory.guards.
         update_guarded): what it stores meanwhile is recorded as covering those turns, and
         is stored only if no text left the session's memory since it began: a plugin's
         update that read a message before a purge in another shell would otherwise bring

@@ -23,7 +23,7 @@ from chatmem.store.records import FactScope
 from chatmem.timestamps import LONGEST_DURATION
 
 if TYPE_CHECKING:
-    from chatmem.notices import TaughtFacts
+    from chatmem.history_notices import TaughtFacts
     from chatmem.store import ExpiredFact, SessionEntry
     from chatmem.store.protocols import PrivacyStore
 
@@ -78,7 +78,7 @@ class Erasure:
 
     def taught_facts(self) -> list[TaughtFacts]:
         """What `taught` holds, by session name, in the order the sessions are listed."""
-        from chatmem.notices import TaughtFacts
+        from chatmem.history_notices import TaughtFacts
 
         return [TaughtFacts(s.name, s.user, tuple(self.taught[s.id]))
                 for s in self.sessions if s.id in self.taught]

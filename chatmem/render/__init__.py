@@ -18,9 +18,10 @@ from rich.text import Text
 from chatmem.config.options import Cost
 from chatmem.memory.context import Context, said_line
 from chatmem.memory.params import format_params
+from chatmem.render.counts import counted
 from chatmem.render.fields import Field, FittedLine
 from chatmem.render.layout import Fitted
-from chatmem.render.notices import counted, notice_text
+from chatmem.render.notices import notice_text
 from chatmem.render.reasons import dropped_line, reason_text
 from chatmem.render.sessions import shared_cell, shared_words
 from chatmem.render.terminal import SafeConsole

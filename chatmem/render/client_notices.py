@@ -7,27 +7,28 @@ from functools import singledispatch
 from typing import TYPE_CHECKING
 
 from chatmem.context_warnings import ContextWarning
-from chatmem.notices import (
+from chatmem.history_notices import (
     HistoryMoved,
     HistoryUpgrading,
-    ModelChanged,
-    Notice,
     OldHistoryLeft,
     RetentionApplied,
-    SavedParamsDropped,
-    SensitiveNotRemembered,
-    StrategyChanged,
     WaitingForUpgrade,
     WaitingForWrite,
 )
+from chatmem.notices import (
+    ModelChanged,
+    Notice,
+    SavedParamsDropped,
+    SensitiveNotRemembered,
+    StrategyChanged,
+)
 from chatmem.render.errors import Client, without_history
+from chatmem.render.history_notices import migrations_text, retention_applied_text
 from chatmem.render.notices import (
     for_this_call,
-    migrations_text,
     model_changed_text,
     not_remembered_text,
     notice_text,
-    retention_applied_text,
     saved_params_dropped_text,
 )
 

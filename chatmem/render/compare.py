@@ -16,8 +16,9 @@ from rich.text import Text
 from chatmem.memory.assembly import span
 from chatmem.notices import NoEmbedder, Notice, SummaryUpdated
 from chatmem.render.cells import MISSING, Grade, number, probe_cell, recall_cell
+from chatmem.render.counts import counted
 from chatmem.render.layout import Fitted, Flow, Label, Narrowing
-from chatmem.render.notices import NO_EMBEDDER, counted, replay_notice_text
+from chatmem.render.notices import NO_EMBEDDER, replay_notice_text
 
 if TYPE_CHECKING:
     from chatmem.evaluation.scoring import ProbeResult, StrategyRun

@@ -12,8 +12,8 @@ from rich.table import Table
 from rich.text import Text
 
 from chatmem.privacy.phones import NumberForm
+from chatmem.render.counts import counted
 from chatmem.render.layout import Fitted
-from chatmem.render.notices import counted
 from chatmem.store import Place
 from chatmem.timestamps import parse_time, utc_now
 

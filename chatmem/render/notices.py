@@ -7,7 +7,6 @@ the diff"); a replay or a report words the same notice without it.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from functools import singledispatch
 
 from chatmem import install_hint
@@ -17,6 +16,15 @@ from chatmem.context_warnings import (
     OverBudget,
     StoredWarning,
     SummaryBehind,
+)
+from chatmem.history_notices import (
+    HistoryMoved,
+    HistoryUpgrading,
+    OldHistoryLeft,
+    RetentionApplied,
+    RetentionSkipped,
+    WaitingForUpgrade,
+    WaitingForWrite,
 )
 from chatmem.memory.assembly import span
 from chatmem.notices import (
@@ -32,8 +40,6 @@ from chatmem.notices import (
     FactsTooLong,
     Failure,
     HelperTooSmall,
-    HistoryMoved,
-    HistoryUpgrading,
     IndexingEvent,
     IndexingNotice,
     InputNotUtf8,
@@ -42,10 +48,7 @@ from chatmem.notices import (
     ModelChanged,
     NoEmbedder,
     Notice,
-    OldHistoryLeft,
     ReplyCut,
-    RetentionApplied,
-    RetentionSkipped,
     SavedParamsDropped,
     SensitiveNotRemembered,
     SettingsNotSaved,
@@ -53,14 +56,13 @@ from chatmem.notices import (
     SummaryFailed,
     SummaryUpdated,
     SystemPromptReplaced,
-    TaughtFacts,
     UsageIgnored,
     VectorsResized,
-    WaitingForUpgrade,
-    WaitingForWrite,
 )
 from chatmem.privacy.sensitive import describe
+from chatmem.render.counts import counted, listed
 from chatmem.render.errors import by_plugin
+from chatmem.render.history_notices import history_notice_text
 
 NO_EMBEDDER = ("no embedder, so recall ranks by words only (mode=bm25); "
                f"{install_hint('embed')}, or set [embeddings], to recall by meaning")
@@ -74,11 +76,6 @@ def notice_text(notice: Notice | ContextWarning, *, repl_hints: bool = True) -> 
 def replay_notice_text(notice: Notice) -> str:
     """`notice` as a replay, an eval or their report words it: without REPL advice."""
     return notice_text(notice, repl_hints=False)
-
-
-def listed(items: Sequence[str], most: int = 3) -> str:
-    """'a, b, c …': the first `most` items, and an ellipsis when there are more."""
-    return ", ".join(items[:most]) + (" …" if len(items) > most else "")
 
 
 def _caught_up(calls: int) -> str:
@@ -266,83 +263,9 @@ def _(n: SystemPromptReplaced, repl_hints: bool) -> str:
 
 
 @_worded.register
-def _(n: HistoryMoved, repl_hints: bool) -> str:
-    return f"moved the history file from {n.old} to {n.new} (the platform's data directory)"
-
-
-@_worded.register
-def _(n: OldHistoryLeft, repl_hints: bool) -> str:
-    return (f"an older chatmem's history is still at {n.old} and is not read (this one is "
-            f"{n.new}): `chatmem sessions copy --from {n.old} --to {n.new}` brings its "
-            "sessions here; then remove it")
-
-
-def migrations_text(n: HistoryUpgrading) -> str:
-    return n.first if n.count == 1 else f"{n.first}–{n.last}, {n.count} steps"
-
-
-@_worded.register
-def _(n: HistoryUpgrading, repl_hints: bool) -> str:
-    return f"upgrading history {n.location} ({migrations_text(n)}) …"
-
-
-@_worded.register
-def _(n: WaitingForUpgrade, repl_hints: bool) -> str:
-    return (f"waiting for another chatmem holding history {n.location} alone (an upgrade,"
-            f" encrypt or rekey; at most {n.seconds} s) …")
-
-
-@_worded.register
-def _(n: WaitingForWrite, repl_hints: bool) -> str:
-    keep = ("the reply waits to be stored; Ctrl-C gives it up" if n.replied
-            else "the input waits to be sent; Ctrl-C gives it up")
-    return (f"waiting for another process's write to history {n.location} to end"
-            f" ({_held_by(n)}at most {n.seconds} s): {keep} …")
-
-
-def _held_by(n: WaitingForWrite) -> str:
-    """`held by pid 4242, role eve, psql; `: whom to ask, or what an administrator ends."""
-    if n.holder is None:
-        return ""
-    about = [f"pid {n.holder.pid}"]
-    if n.holder.role:
-        about.append(f"role {n.holder.role}")
-    if n.holder.application:
-        about.append(n.holder.application)
-    return f"held by {', '.join(about)}; "
-
-
-@_worded.register
-def _(n: RetentionApplied, repl_hints: bool) -> str:
-    return retention_applied_text(n, "session")
-
-
-def retention_applied_text(n: RetentionApplied, noun: str) -> str:
-    parts = []
-    if n.sessions:
-        parts.append(f"{counted(len(n.sessions), noun)} ({counted(n.messages, 'message')})")
-    if n.facts:
-        parts.append(counted(n.facts, "fact"))
-    names = f" ({listed(n.sessions)})" if n.sessions else ""
-    done = ("the file was vacuumed" if n.vacuumed
-            else "the server frees their space at its next vacuum")
-    taught = "".join(f"; {taught_text(t)}" for t in n.taught)
-    return (f"retention: erased {' and '.join(parts)} past their retention{names}; {done}"
-            f"{taught}")
-
-
-def taught_text(taught: TaughtFacts, *, dry_run: bool = False) -> str:
-    """`2 facts session old taught the profile of user default stay (name, city): …`."""
-    keys = taught.keys
-    stay = "would stay" if dry_run else "stay" if len(keys) > 1 else "stays"
-    return (f"{counted(len(keys), 'fact')} session {taught.session} taught the profile of user"
-            f" {taught.user} {stay} ({', '.join(keys)}): `chatmem facts forget KEY --purge`"
-            " erases one")
-
-
-@_worded.register
-def _(n: RetentionSkipped, repl_hints: bool) -> str:
-    return f"retention not applied this time: {n.reason}"
+def _(n: HistoryMoved | OldHistoryLeft | HistoryUpgrading | WaitingForUpgrade | WaitingForWrite
+      | RetentionApplied | RetentionSkipped, repl_hints: bool) -> str:
+    return history_notice_text(n)
 
 
 @_worded.register
@@ -373,12 +296,6 @@ def _(n: ExpectedRepliesReplaced, repl_hints: bool) -> str:
 def _(n: ContextsWithoutVectors, repl_hints: bool) -> str:
     return (f"{counted(n.partly, 'context')} of {n.built:,} ranked messages without a vector by"
             f" words alone: indexing them failed ({failure_text(n.failure)})")
-
-
-def counted(n: int, noun: str, plural: str | None = None) -> str:
-    """`1 turn`, `2 turns`, `1,200 turns`, `2 summaries` (`plural` where it is not the noun
-    and an s): every count with its noun that render, the REPL and the CLI print."""
-    return f"{n:,} {noun if n == 1 else plural or noun + 's'}"
 
 
 def for_this_call(kept: bool, owner: str | None = None) -> str:

@@ -41,7 +41,7 @@ from chatmem.memory.reasons import (
     TurnRun,
     Unsummarized,
 )
-from chatmem.render.notices import counted
+from chatmem.render.counts import counted
 
 
 def reason_text(reason: PartReason) -> str:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from datetime import datetime, tzinfo
 from typing import TYPE_CHECKING, Any
 
-from chatmem.render.notices import counted
+from chatmem.render.counts import counted
 from chatmem.store import DerivedGroup, ExpiredFact, ExpiryCause, ForkReport
 from chatmem.store.records import AccessLevel
 

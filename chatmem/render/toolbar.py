@@ -7,9 +7,9 @@ from typing import TYPE_CHECKING
 
 from rich.text import Text
 
+from chatmem.render.counts import counted
 from chatmem.render.fields import Field, fitted, joined
 from chatmem.render.logs import spent_parts
-from chatmem.render.notices import counted
 from chatmem.tokens import format_count
 
 if TYPE_CHECKING:

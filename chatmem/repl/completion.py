@@ -24,7 +24,7 @@ from chatmem.app.inspection import latest_summary, summarizing, summary_version
 from chatmem.errors import NotFound
 from chatmem.memory.spec import StrategySpec
 from chatmem.memory.spec_candidates import parameters, spec_candidates, value_candidates
-from chatmem.render.notices import counted
+from chatmem.render.counts import counted
 from chatmem.repl.table import SLASH, SPACES, split_command, split_words
 
 if TYPE_CHECKING:

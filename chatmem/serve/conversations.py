@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from chatmem.app.client_history import AskedWith
-    from chatmem.app.workspace import ModelPool
+    from chatmem.app.model_pool import ModelPool
     from chatmem.config.settings import Settings
     from chatmem.errors import ProviderError
     from chatmem.notices import Notice

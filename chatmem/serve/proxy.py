@@ -45,7 +45,8 @@ def build_app(settings: Settings, *, strategy: str | None = None,
               log: Callable[[str], None] | None = None) -> Starlette:
     """The HTTP application over the history and the model `settings` name; `log` hears
     each failure of the model in full, one line each (a client is told less)."""
-    from chatmem.app.workspace import ModelPool, held_open
+    from chatmem.app.model_pool import ModelPool
+    from chatmem.app.workspace import held_open
 
     proxy = Proxy(settings, ModelPool(), strategy, log)
 

@@ -17,7 +17,7 @@ from dataclasses import replace
 from typing import Any
 
 from chatmem.errors import StoreError
-from chatmem.notices import LockHolder, WaitingForUpgrade, WaitingForWrite
+from chatmem.history_notices import LockHolder, WaitingForUpgrade, WaitingForWrite
 from chatmem.store import postgres_schema as schema
 from chatmem.store.upgrading import (
     ALONE_WAIT_S,
@@ -30,6 +30,8 @@ from chatmem.timestamps import utc_now
 
 MARK = f"chatmem schema {len(schema.MIGRATIONS)}"
 """The application_name of this chatmem's connections (what it knows of the schema)."""
+WRITE_LOCK = int.from_bytes(b"chatmem", "big")
+"""The advisory lock every writer takes (pg_advisory_xact_lock): one writer at a time."""
 
 
 def others_connected(conn: Any) -> list[tuple[int, str | None, str]]:

@@ -22,7 +22,7 @@ from chatmem.errors import (
     StoreFailure,
     WrongThread,
 )
-from chatmem.notices import WaitingForWrite
+from chatmem.history_notices import WaitingForWrite
 from chatmem.store import open_files, upgrading
 from chatmem.store.permissions import missing_permission
 from chatmem.store.records import OWNED, SessionAccess

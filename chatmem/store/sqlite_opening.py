@@ -14,7 +14,7 @@ from typing import Any
 import sqlite_utils
 
 from chatmem.errors import NotChatmemDatabase, StoreError, StoreFailure
-from chatmem.notices import WaitingForUpgrade
+from chatmem.history_notices import WaitingForUpgrade
 from chatmem.store import upgrading
 from chatmem.store.permissions import missing_permission
 from chatmem.store.schema import apply_migrations, migration_names, pending_migrations

@@ -22,7 +22,7 @@ from collections.abc import Callable
 from typing import TypeVar
 
 from chatmem.errors import StoreError, StoreFailure
-from chatmem.notices import HistoryUpgrading, WaitingForUpgrade, WaitingForWrite
+from chatmem.history_notices import HistoryUpgrading, WaitingForUpgrade, WaitingForWrite
 from chatmem.store.result_codes import BUSY, primary_code
 
 T = TypeVar("T")

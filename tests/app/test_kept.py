@@ -16,7 +16,7 @@ from waiting import HANG, wait_until
 from chatmem.app import Workspace
 from chatmem.app.conversations import start_conversation
 from chatmem.app.kept import KeptConversations
-from chatmem.app.workspace import ModelPool
+from chatmem.app.model_pool import ModelPool
 from chatmem.config.settings import Settings
 from chatmem.engine import Engine
 from chatmem.store import Store

@@ -14,7 +14,7 @@ from conftest import History
 
 from chatmem.app import Workspace
 from chatmem.app.conversations import open_conversation, start_conversation
-from chatmem.app.workspace import ModelPool
+from chatmem.app.model_pool import ModelPool
 from chatmem.config.settings import Settings
 from chatmem.errors import ExitCode, NotFound, WrongThread
 from chatmem.plugin_entries import Plugins

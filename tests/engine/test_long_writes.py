@@ -19,7 +19,7 @@ from chatmem.config.sections import EmbeddingsSection
 from chatmem.config.settings import Settings
 from chatmem.engine import Engine
 from chatmem.errors import StoreError, StoreFailure
-from chatmem.notices import WaitingForWrite
+from chatmem.history_notices import WaitingForWrite
 from chatmem.providers.scripted import ScriptedProvider
 from chatmem.store import Store
 

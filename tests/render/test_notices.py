@@ -13,6 +13,7 @@ from chatmem.context_warnings import (
     StoredWarning,
     SummaryBehind,
 )
+from chatmem.history_notices import HistoryUpgrading, LockHolder, WaitingForUpgrade, WaitingForWrite
 from chatmem.notices import (
     CutBy,
     DerivedMemory,
@@ -22,11 +23,9 @@ from chatmem.notices import (
     FactsTooLong,
     Failure,
     HelperTooSmall,
-    HistoryUpgrading,
     IndexingEvent,
     IndexingNotice,
     InputNotUtf8,
-    LockHolder,
     MemoryUpdateCancelled,
     MemoryUpdateFailed,
     ModelChanged,
@@ -38,11 +37,10 @@ from chatmem.notices import (
     SummaryFailed,
     SummaryUpdated,
     SystemPromptReplaced,
-    WaitingForUpgrade,
-    WaitingForWrite,
     after_calls,
 )
-from chatmem.render.notices import counted, notice_text, replay_notice_text
+from chatmem.render.counts import counted
+from chatmem.render.notices import notice_text, replay_notice_text
 from chatmem.render.progress import activity_warning_text, step_text
 
 WORDED: list[tuple[Notice | ContextWarning, str]] = [

@@ -29,7 +29,7 @@ import httpx2 as httpx
 import uvicorn
 from openai import OpenAI
 
-from chatmem.app.workspace import ModelPool
+from chatmem.app.model_pool import ModelPool
 from chatmem.config.settings import Settings
 from chatmem.serve.listening import Listening, TokenMade, guarded, listening, server_config
 from chatmem.serve.peers import PROC_NET

@@ -19,7 +19,7 @@ from matches import matches
 from waiting import at_once
 
 from chatmem.errors import StoreError, StoreFailure
-from chatmem.notices import HistoryUpgrading, WaitingForUpgrade
+from chatmem.history_notices import HistoryUpgrading, WaitingForUpgrade
 from chatmem.store import Store
 from chatmem.store.upgrading import UPGRADE_WAIT_S, share_again, take_alone
 

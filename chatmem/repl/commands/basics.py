@@ -8,7 +8,7 @@ from typing import Any
 from chatmem import render
 from chatmem.app import sessions
 from chatmem.errors import UsageError
-from chatmem.render.notices import counted
+from chatmem.render.counts import counted
 from chatmem.repl.blocks import trimmed
 from chatmem.repl.chat import Chat, strategy_label
 from chatmem.repl.table import SLASH, QuitRepl, slash

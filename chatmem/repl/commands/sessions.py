@@ -16,7 +16,7 @@ from chatmem.app.sessions import check_session_name, session_name_from
 from chatmem.config.paths import user_path
 from chatmem.errors import NotFound, TurnNotReplaceable, UsageError
 from chatmem.memory.spec import StrategySpec
-from chatmem.render.notices import counted, listed
+from chatmem.render.counts import counted, listed
 from chatmem.repl.blocks import trimmed
 from chatmem.repl.chat import Chat, strategy_label
 from chatmem.repl.table import SLASH, slash

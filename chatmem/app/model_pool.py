@@ -1,0 +1,59 @@
+"""Chat models and embedders opened once and shared by many workspaces: a server answers
+each request on a thread of its own with a Workspace of its own (one thread each,
+chatmem.app.workspace says why), and a local model loads once, not once per request."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from chatmem.config.location import HistoryLocation
+    from chatmem.embeddings import Embedder
+    from chatmem.providers.base import Provider
+
+
+class ModelPool:
+    """Chat models and embedders shared by many workspaces (a server's requests, each on
+    its own thread): each opened once, on first use, and closed by the pool's owner."""
+
+    def __init__(self) -> None:
+        self._models: dict[tuple[Any, ...], Provider] = {}
+        self._embedders: dict[tuple[Any, ...], Embedder | None] = {}
+        self._retained: set[HistoryLocation] = set()
+        self._lock = threading.Lock()
+
+    def retained(self, history: HistoryLocation) -> bool:
+        """Whether retention has run on `history` for this pool's owner: once per server
+        and history, however many requests open it."""
+        with self._lock:
+            return history in self._retained
+
+    def mark_retained(self, history: HistoryLocation) -> None:
+        """Retention ran on `history` (marked after it succeeded: a busy file is tried again
+        by a later request)."""
+        with self._lock:
+            self._retained.add(history)
+
+    def embedder(self, key: tuple[Any, ...],
+                 open_embedder: Callable[[], Embedder | None]) -> Embedder | None:
+        """The embedder `key` names (None: none configured), opened on first use: a local
+        model loads once per server, not once per request."""
+        with self._lock:
+            if key not in self._embedders:
+                self._embedders[key] = open_embedder()
+            return self._embedders[key]
+
+    def get(self, key: tuple[Any, ...], open_model: Callable[[], Provider]) -> Provider:
+        with self._lock:
+            model = self._models.get(key)
+            if model is None:
+                model = self._models[key] = open_model()
+            return model
+
+    def close(self) -> None:
+        with self._lock:
+            models, self._models = list(self._models.values()), {}
+        for model in reversed(models):
+            model.close()

@@ -1,0 +1,110 @@
+"""An engine's checks before a turn is sent: the history writable and the session not gone,
+what derived memory follows erasures made since it last looked, and the input within its
+budget with the system prompt. A refusal here costs nothing: no model was called. A base
+of `chatmem.engine.turns.Engine`."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from chatmem.activity import SendingOverBudget
+from chatmem.errors import OverBudget, ReadOnlyShare, SessionGone, StoreError
+from chatmem.memory.guards import falls_with_setting
+from chatmem.memory.params import budget_params
+
+if TYPE_CHECKING:
+    from chatmem.activity import Activity
+    from chatmem.memory.base import ContextRequest, Strategy
+    from chatmem.memory.context import Context
+    from chatmem.memory.state import SessionState
+    from chatmem.memory.vector_backlog import Indexing
+    from chatmem.store import SessionRecord
+    from chatmem.store.protocols import TurnStore
+    from chatmem.tokens import TokenCounter
+
+
+class TurnChecks:
+    """The checks half of an engine (the attributes are set by `Engine.__init__`)."""
+
+    store: TurnStore
+    session: SessionRecord
+    strategy: Strategy
+    budget: int | None
+    activity: Activity
+    allow_over_budget: bool
+    counter: TokenCounter
+    state: SessionState
+    indexing: Indexing
+    _erasures: int | None
+
+    if TYPE_CHECKING:
+        @property
+        def address(self) -> str: ...
+
+        def request(self, text: str) -> ContextRequest: ...
+
+    def follow_erasures(self) -> None:
+        """Forget what this engine derived from text that has left the session's memory
+        since it last looked (a purge, a replaced turn; here or by another process): recall's
+        caches, and the vectors its backlogs computed and have not stored. An engine kept
+        open across turns (a chat, a server's) would otherwise go on ranking by them.
+
+        Raises SessionGone (a NotFound) when the session itself is gone (deleted, erased by
+        retention)."""
+        erasures = self.store.sessions.erasures(self.session.id)
+        if erasures is None:
+            raise SessionGone(self.address, "nothing was sent")
+        if erasures != self._erasures:
+            self._erasures = erasures
+            self.state.caches.clear()
+            self.indexing.abandon()
+
+    def estimate(self, context: Context) -> int:
+        """chatmem's count of the whole request, compared with what the provider reports."""
+        if self.counter.additive:
+            # The parts already hold each message's cached count; recounting the
+            # whole context every turn would make a turn's cost grow with it.
+            return context.tokens
+        # A chat template (local) can add text between messages: count what it renders.
+        return self.counter.count_messages(context.messages())
+
+    def check_writable(self) -> None:
+        """A reply that cannot be stored is a paid call (or minutes of a local model) wasted.
+
+        Follows erasures (follow_erasures) once any wait is over: the count the commit
+        compares with is read after a purge this waited for, as the context is built after
+        it; read before, that purge would refuse the turn once its reply was paid for."""
+        try:
+            # Patient as the commit is: waiting is said, and sending then stores its reply.
+            self.store.check_writable(patient=True)
+            self.follow_erasures()
+            self.store.sessions.check_session_writable(self.session.id)
+        except ReadOnlyShare as e:
+            # Kept typed: each front end words its own way on (a client cannot fork).
+            raise ReadOnlyShare(e.address, e.owner, location=e.location,
+                                nothing_sent=True) from None
+        except StoreError as e:
+            raise StoreError(f"nothing was sent: {e}", kind=e.kind,
+                             location=e.location) from None
+
+    def check_budget(self, context: Context) -> None:
+        """Refuse an input that cannot fit the budget with the system prompt: no strategy can help.
+
+        With allow_over_budget it is sent, after a warning the user sees first.
+        """
+        if not context.budget:
+            return
+        fixed: tuple[tuple[str, int], ...] = tuple(context.fixed.items())
+        # A local model's chat template adds tokens no strategy can drop (its default system
+        # prompt when the session has none): counted as /tokens and the turn's line count them.
+        if (template := self.estimate(context) - context.tokens) > 0:
+            fixed += (("chat template", template),)
+        if sum(tokens for _, tokens in fixed) + context.priming <= context.budget:
+            return
+        if self.allow_over_budget:
+            self.activity.warn(SendingOverBudget(fixed, context.priming, context.budget))
+            return
+        raise OverBudget(fixed, context.priming, context.budget, strategy=self.strategy.name,
+                         budget_params=budget_params(self.strategy.params, context.budget),
+                         context_budget_too=self.budget == context.budget and falls_with_setting(
+                             self.strategy, self.request("")))

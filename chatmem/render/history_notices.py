@@ -1,0 +1,113 @@
+"""How the history's own notices are worded (chatmem.history_notices): a file moved, an
+upgrade run or awaited, a write lock held, retention applied. chatmem.render.notices words
+every notice and hands these here; none of them has REPL-only advice.
+"""
+
+from __future__ import annotations
+
+from functools import singledispatch
+
+from chatmem.history_notices import (
+    HistoryMoved,
+    HistoryUpgrading,
+    OldHistoryLeft,
+    RetentionApplied,
+    RetentionSkipped,
+    TaughtFacts,
+    WaitingForUpgrade,
+    WaitingForWrite,
+)
+from chatmem.render.counts import counted, listed
+
+HistoryNotice = (HistoryMoved | OldHistoryLeft | HistoryUpgrading | WaitingForUpgrade
+                 | WaitingForWrite | RetentionApplied | RetentionSkipped)
+
+
+def history_notice_text(notice: HistoryNotice) -> str:
+    """One line for `notice`, as the user reads it."""
+    return _said(notice)
+
+
+@singledispatch
+def _said(notice: object) -> str:
+    raise TypeError(f"no wording for {type(notice).__name__}")
+
+
+@_said.register
+def _(n: HistoryMoved) -> str:
+    return f"moved the history file from {n.old} to {n.new} (the platform's data directory)"
+
+
+@_said.register
+def _(n: OldHistoryLeft) -> str:
+    return (f"an older chatmem's history is still at {n.old} and is not read (this one is "
+            f"{n.new}): `chatmem sessions copy --from {n.old} --to {n.new}` brings its "
+            "sessions here; then remove it")
+
+
+def migrations_text(n: HistoryUpgrading) -> str:
+    return n.first if n.count == 1 else f"{n.first}–{n.last}, {n.count} steps"
+
+
+@_said.register
+def _(n: HistoryUpgrading) -> str:
+    return f"upgrading history {n.location} ({migrations_text(n)}) …"
+
+
+@_said.register
+def _(n: WaitingForUpgrade) -> str:
+    return (f"waiting for another chatmem holding history {n.location} alone (an upgrade,"
+            f" encrypt or rekey; at most {n.seconds} s) …")
+
+
+@_said.register
+def _(n: WaitingForWrite) -> str:
+    keep = ("the reply waits to be stored; Ctrl-C gives it up" if n.replied
+            else "the input waits to be sent; Ctrl-C gives it up")
+    return (f"waiting for another process's write to history {n.location} to end"
+            f" ({_held_by(n)}at most {n.seconds} s): {keep} …")
+
+
+def _held_by(n: WaitingForWrite) -> str:
+    """`held by pid 4242, role eve, psql; `: whom to ask, or what an administrator ends."""
+    if n.holder is None:
+        return ""
+    about = [f"pid {n.holder.pid}"]
+    if n.holder.role:
+        about.append(f"role {n.holder.role}")
+    if n.holder.application:
+        about.append(n.holder.application)
+    return f"held by {', '.join(about)}; "
+
+
+@_said.register
+def _(n: RetentionApplied) -> str:
+    return retention_applied_text(n, "session")
+
+
+def retention_applied_text(n: RetentionApplied, noun: str) -> str:
+    parts = []
+    if n.sessions:
+        parts.append(f"{counted(len(n.sessions), noun)} ({counted(n.messages, 'message')})")
+    if n.facts:
+        parts.append(counted(n.facts, "fact"))
+    names = f" ({listed(n.sessions)})" if n.sessions else ""
+    done = ("the file was vacuumed" if n.vacuumed
+            else "the server frees their space at its next vacuum")
+    taught = "".join(f"; {taught_text(t)}" for t in n.taught)
+    return (f"retention: erased {' and '.join(parts)} past their retention{names}; {done}"
+            f"{taught}")
+
+
+def taught_text(taught: TaughtFacts, *, dry_run: bool = False) -> str:
+    """`2 facts session old taught the profile of user default stay (name, city): …`."""
+    keys = taught.keys
+    stay = "would stay" if dry_run else "stay" if len(keys) > 1 else "stays"
+    return (f"{counted(len(keys), 'fact')} session {taught.session} taught the profile of user"
+            f" {taught.user} {stay} ({', '.join(keys)}): `chatmem facts forget KEY --purge`"
+            " erases one")
+
+
+@_said.register
+def _(n: RetentionSkipped) -> str:
+    return f"retention not applied this time: {n.reason}"
