@@ -268,6 +268,35 @@ class StoreError(ChatmemError):
         """What the database said, without the location: what a wrapping message quotes."""
 
 
+class TurnPart(Enum):
+    """What of a recorded turn is stored by reference to the session's messages."""
+
+    CONTEXT = "context"
+    RENDERED_PROMPT = "rendered prompt"
+
+
+class StoredTurnNotShown(StoreError):
+    """A recorded turn whose `part` showing it would not expand (store.shown_turns): not as
+    chatmem stores it, or (`oversized`) naming more of the history than chatmem ever sends.
+    Only showing a turn checks; running, replay and export read it as stored."""
+
+    default_kind = StoreFailure.DAMAGED
+
+    def __init__(self, session: str, request: int, turn: int, part: TurnPart, *,
+                 oversized: bool = False) -> None:
+        self.session = session
+        self.request = request
+        self.turn = turn
+        self.part = part
+        self.oversized = oversized
+        why = ("names more of the history than chatmem ever sends" if oversized
+               else "is not stored as chatmem stores it")
+        super().__init__(f"session {session!r}, request {request:,} (turn {turn:,}): its"
+                         f" {part.value} {why} (edited by hand, or by another role's SQL?),"
+                         " so it is not shown; `chatmem sessions export` still reads the"
+                         " messages")
+
+
 class DatabaseError(StoreError):
     """A driver error the backend did not expect, as its first line: exit 1 (a bug or a
     damaged database), unlike the expected ones (busy, read-only) that exit 2."""

@@ -95,7 +95,7 @@ def inspect_turn(workspace: Workspace, session: str, number: int | None = None, 
 
     store = workspace.store
     record = store.sessions.session(session)
-    turn = (store.turns.turn(record.id, request) if request is not None
+    turn = (store.turns.turn(record.id, request, shown=True) if request is not None
             else _turn_or_history(store, record, number))
     if isinstance(turn, _HistoryTurn):
         raise TurnNotRecorded(record.name, turn.number)
@@ -272,8 +272,8 @@ def _turn_or_history(store: Store, session: SessionRecord,
 
     try:
         if number is None:
-            return store.turns.turn(session.id)
-        return store.turns.at_turn(session.id, number)
+            return store.turns.turn(session.id, shown=True)
+        return store.turns.at_turn(session.id, number, shown=True)
     except NotFound:
         held = store.history.turn_count(session.id)
         at = held if number is None else number

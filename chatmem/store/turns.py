@@ -14,7 +14,7 @@ from chatmem.errors import (
     TurnNotCommittable,
     TurnNotReplaceable,
 )
-from chatmem.store import contexts, rendered, steps
+from chatmem.store import contexts, rendered, shown_turns, steps
 from chatmem.store.connection import Connection, fetch_rows, fetch_value
 from chatmem.store.records import MOST_INTEGER, TurnRecord, TurnStatus
 from chatmem.store.sessions import SessionTables
@@ -261,8 +261,10 @@ class TurnTables:
         return [self._turn_record(r)
                 for r in fetch_rows(self._db, sql + " ORDER BY t.number", params)]
 
-    def turn(self, session_id: int, number: int | None = None) -> TurnRecord:
-        """Request `number` of a session (TurnRecord.number), or its last one."""
+    def turn(self, session_id: int, number: int | None = None, *,
+             shown: bool = False) -> TurnRecord:
+        """Request `number` of a session (TurnRecord.number), or its last one; `shown`: read
+        to be shown, its context and rendered prompt checked first (store.shown_turns)."""
         select = f"SELECT t.*, {AT_TURN} AS at_turn FROM turns t WHERE t.session_id = ?"
         if number is None:
             rows = fetch_rows(self._db, select + " ORDER BY t.number DESC LIMIT 1",
@@ -278,12 +280,13 @@ class TurnTables:
             held = fetch_rows(self._db, "SELECT COUNT(*) AS n, MAX(number) AS last FROM turns"
                               " WHERE session_id = ?", [session_id])[0]
             raise NoSuchRequest(name, number, held["n"], held["last"] or 0)
-        return self._turn_record(rows[0])
+        return self._turn_record(rows[0], shown=shown)
 
-    def at_turn(self, session_id: int, turn: int) -> TurnRecord:
+    def at_turn(self, session_id: int, turn: int, *, shown: bool = False) -> TurnRecord:
         """The request recorded at the conversation's turn `turn` (TurnRecord.at_turn): the
         one in the history when there is one, else the last attempt at it; NotFound when
-        none was recorded (an imported or forked turn, or past the last)."""
+        none was recorded (an imported or forked turn, or past the last). `shown`: as
+        `turn`'s."""
         rows = [] if not 0 < turn <= MOST_INTEGER else fetch_rows(self._db,
             f"SELECT t.*, {AT_TURN} AS at_turn FROM turns t WHERE t.session_id = ?"
             f" AND (t.history_turn = ? OR t.history_turn IS NULL AND {AT_TURN} = ?)"
@@ -292,10 +295,14 @@ class TurnTables:
         if not rows:
             name = self._sessions.session_by_id(session_id).name
             raise NotFound(f"session {name!r} has no turn {turn}")
-        return self._turn_record(rows[0])
+        return self._turn_record(rows[0], shown=shown)
 
-    def _turn_record(self, row: Mapping[str, Any]) -> TurnRecord:
+    def _turn_record(self, row: Mapping[str, Any], *, shown: bool = False) -> TurnRecord:
         record = TurnRecord.from_row(row)
+        if shown:
+            shown_turns.checked(self._db, record.session_id,
+                                self._sessions.address(record.session_id), record.number,
+                                record.turn, record.context, row.get("rendered"))
         record.context = contexts.expand(self._db, record.session_id, record.tokenizer,
                                          record.context)
         record.rendered_prompt = rendered.from_columns(

@@ -17,6 +17,7 @@ from grantees import INSUFFICIENT_PRIVILEGE, PROFILE, sql_as
 from pg import NOW, OldHistory, PostgresServer, Team, migrated_before
 from test_postgres_grantee_prompts import rendered_turn, shown
 
+from chatmem.errors import StoredTurnNotShown
 from chatmem.store.postgres_text import NUL_ESCAPED
 
 psycopg = pytest.importorskip("psycopg", reason="chatmem[postgres] (psycopg) is not installed")
@@ -149,3 +150,41 @@ def test_an_older_database_reads_the_pieces_as_chatmem_on_upgrade(
     assert sql_as(bob, "UPDATE turns SET rendered = %s WHERE number = 2",
                   [HERS.replace("她的", "[forgotten]")]) == 1
     assert sql_as(ann, "UPDATE turns SET rendered = %s", [dumped(["hers", RUN])]) == 2
+
+
+def test_his_turn_that_floods_or_breaks_her_inspect_is_one_line_her_ask_still_runs(
+        team: Team) -> None:
+    """A grantee's turn whose pieces name every message 20,000 times (her inspect expanded
+    them all: 8 s, 3 GB with one long message), whose context names a run to 10**18 (it
+    expanded for ever), or whose context has parts that are not (a traceback): one line
+    naming the turn where it is shown. His turn with a context of his own (p018 lets him
+    write one) does not stop her next ask."""
+    ann, bob = rendered_turn(team)
+    (session_id, context, params), = team.rows("SELECT session_id, context, params FROM turns"
+                                               " WHERE number = 2")
+    (last,), = team.rows("SELECT max(position) FROM messages")
+    flood = dumped(["x", *[{"from": 1, "to": last, "gaps": {}}] * 20_000])
+    far = {"format": 2, "parts": [{"kind": "history", "reason": "r",
+                                   "messages": [{"from": 1, "to": 10**18}]}]}
+    insert = ("INSERT INTO turns (session_id, number, status, input, context, params,"
+              " strategy, rendered, created_at) VALUES (%s, %s, 'failed', 'x', %s, %s,"
+              " 'buffer', %s, %s)")
+    for number, (stored, pieces, part, why) in enumerate((
+            (context, flood, "rendered prompt", "names more of the history than chatmem ever"
+             " sends"),
+            (json.dumps(far), None, "context", "is not stored as chatmem stores it"),
+            ('{"format": 2, "parts": "3"}', None, "context",
+             "is not stored as chatmem stores it")), 3):
+        assert sql_as(bob, insert, [session_id, number, stored, params, pieces, NOW]) == 1
+        result = run(ann, "inspect", "proj", "--request", str(number),
+                     code=StoredTurnNotShown.exit_code)
+        assert result.stderr.strip() == (
+            f"error: session 'proj', request {number} (turn 3): its {part} {why} (edited by"
+            " hand, or by another role's SQL?), so it is not shown; `chatmem sessions export`"
+            " still reads the messages")
+    assert "Nokia3310" in shown(ann)
+    # His turn with a context of his own, the session's last: her next ask runs on.
+    assert sql_as(bob, insert, [session_id, 6, '{"score": 1, "note": "中文"}', params, None,
+                                NOW]) == 1
+    run(ann, "ask", "proj", "还在吗", "--provider", "scripted", code=0)
+    assert "还在吗" in run(ann, "inspect", "proj", "--request", "7", code=0).stdout

@@ -150,5 +150,6 @@ def test_pieces_written_by_hand_are_one_line_naming_the_turn_not_a_traceback(
         result = runner.invoke(app, ["inspect", "loc", "--request", "2", "--db", db])
         assert result.exit_code == StoreError.exit_code, (forged, result.output)
         assert result.exception is None or isinstance(result.exception, SystemExit), forged
-        assert "turn 2: rendered prompt is not stored as chatmem stores it" in result.output
+        assert ("request 2 (turn 2): its rendered prompt is not stored as chatmem stores it"
+                in result.output)
         assert "Traceback" not in result.output
