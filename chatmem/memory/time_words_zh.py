@@ -49,6 +49,9 @@ _WORDS_ENDING_IN_DA = set("老伟强远重长广巨最很好太放扩胆高庞")
 # Runs (of numerals, 上, 大) are matched only from where they start: tried from every
 # position of a long run (40,000 digits) the pattern took a minute, growing with its square.
 _NUM = r"(?<![0-9一二两三四五六七八九十])[0-9一二两三四五六七八九十]+"
+# One space (or NBSP, or an ideographic one) may stand between a number and 年, 月, 日 or
+# 号, as many type it: 2025 年 12 月 31 日, 3 月初, 去年 3 月.
+_S = "[ \u00a0\u3000]?"
 _YEAR = r"(?:19|20)\d\d|(?:一九|二[〇○零])[〇○零一二三四五六七八九]{2}"
 # 初, 底 and 末 also begin words (初中 junior high, 初次 first time, 初五 a lunar day,
 # 底薪 base pay, 末班 last bus): there they say nothing of a part of the month.
@@ -56,8 +59,9 @@ _EARLY = r"初(?![中次恋步学期心见衷稿始级赛审试夏春秋冬雪�
 _LATE = r"底(?![下线层气子薪价部盘牌稿色片])|末(?![班尾日期梢端位])"
 _PART = rf"{_EARLY}|上旬|中旬|下旬|{_LATE}"
 # 月底 alone is this month's end, unless another word names the month (下个月底, 正月初,
-# 每月底): read only after a word that cannot.
-_ALONE = r"(?:(?<![\u3400-\u9fff])|(?<=[到在等于至从是就再快了说和也都还要这]))"
+# 每月底, 3 月初): read only after a word that cannot.
+_ALONE = (r"(?:(?<![\u3400-\u9fff])(?<![0-9一二两三四五六七八九十][ \u00a0\u3000])"
+          r"|(?<=[到在等于至从是就再快了说和也都还要这]))")
 # 前两周 (the past two weeks), but not 提前两天 (two days ahead) or 之前三个月: after a word
 # that cannot end in 前 or 近 (接近三个月 is a length of time, not when). After 的 only
 # 最近, 近 and 过去 count back from now: 旅行的前三天 are the trip's first three days, 开学的
@@ -87,20 +91,22 @@ PATTERN = re.compile(
     rf"(?P<wd>[一二三四五六日天])"
     rf"|(?P<ago_n>{_NUM}|几)\s*(?:个)?(?P<ago_unit>天|日|周|星期|礼拜|月)(?:之)?前"
     # 去年五月底, 去年底, 去年年初
-    rf"|(?P<rel_year>去年|今年|(?<!大)大*前年)(?:(?P<rel_year_month>{_NUM})月"
+    rf"|(?P<rel_year>去年|今年|(?<!大)大*前年)(?:{_S}(?P<rel_year_month>{_NUM}){_S}月"
     rf"(?P<rel_year_part>{_PART})?|年?(?P<rel_year_edge>{_EARLY}|{_LATE}))?"
     rf"|(?P<rel_month>(?<!上)上+个?月|这个月|本月)(?P<rel_month_part>{_PART})?"
     rf"|(?P<rel_week>(?<!上)上+个?(?:周|星期|礼拜)|这周|本周)"
     rf"|(?P<rel_day>昨[天日晚夜]|{_TODAY}今[天日早晚]|(?<!大)大*前天|{_NIGHT_BEFORE_LAST})"
     rf"{_NOT_BOUND}"
-    rf"|(?:(?P<year>{_YEAR})\s*年\s*)?(?P<month>{_NUM})月(?:份)?"
-    rf"(?:(?P<day>{_NUM})[日号]|(?P<lunar_day>初[一二三四五六七八九十])|(?P<month_part>{_PART})"
-    rf"|的?第(?P<month_week>[一二三四1-4])个?(?:周|星期|礼拜)"
-    rf"|的?(?P<month_last_week>最后一个?(?:周|星期|礼拜)))?"
+    rf"|(?:(?P<year>{_YEAR})\s*年\s*)?(?P<month>{_NUM}){_S}月(?:份)?"
+    rf"(?:{_S}(?:(?P<day>{_NUM}){_S}[日号]|(?P<lunar_day>初[一二三四五六七八九十])"
+    rf"|(?P<month_part>{_PART})|的?第(?P<month_week>[一二三四1-4])个?(?:周|星期|礼拜)"
+    rf"|的?(?P<month_last_week>最后一个?(?:周|星期|礼拜))))?"
     rf"(?P<around>左右|前后)?"
     # 4号 alone: this month's 4th, or the latest before it; not 3号线 (Line 3), 5号楼, 第4号
     # or 选手4号 (contestant 4)
-    rf"|(?<![月第])(?<!选手)(?P<day_only>{_NUM})号(?![线楼房门位院机桌床口库码球]|选手)(?P<day_only_around>左右|前后)?"
+    rf"|(?<![月第])(?<![月第][ \u00a0\u3000])(?<!选手)(?<!选手[ \u00a0\u3000])"
+    rf"(?P<day_only>{_NUM}){_S}号(?!{_S}(?:[线楼房门位院机桌床口库码球]|选手))"
+    rf"(?P<day_only_around>左右|前后)?"
     rf"|(?P<only_year>{_YEAR})\s*年(?:年?(?P<only_year_edge>{_EARLY}|{_LATE}))?"
     rf"|{_ALONE}(?:月(?P<this_month_part>{_EARLY}|{_LATE})"
     rf"|年(?P<this_year_edge>{_EARLY}|{_LATE}))")
