@@ -35,7 +35,8 @@ ZH_DIGITS = {"一": 1, "二": 2, "两": 2, "三": 3, "四": 4, "五": 5, "六": 
 # A year is read digit by digit (二〇二二), not as a number (两千零二十二).
 ZH_YEAR_DIGITS = {"〇": 0, "○": 0, "零": 0, "一": 1, "二": 2, "三": 3, "四": 4, "五": 5,
                   "六": 6, "七": 7, "八": 8, "九": 9}
-ZH_WEEKDAYS = {"一": 0, "二": 1, "三": 2, "四": 3, "五": 4, "六": 5, "日": 6, "天": 6}
+ZH_WEEKDAYS = {"一": 0, "二": 1, "三": 2, "四": 3, "五": 4, "六": 5, "日": 6, "天": 6,
+               "1": 0, "2": 1, "3": 2, "4": 3, "5": 4, "6": 5, "7": 6}
 UNIT_DAYS = {"天": 1, "日": 1, "周": 7, "星期": 7, "礼拜": 7}
 MONTH_PARTS = {"初": "early", "上旬": "early", "中旬": "mid", "下旬": "late", "底": "late",
                "末": "late"}
@@ -84,11 +85,14 @@ PATTERN = re.compile(
     rf"|(?<![每下个这本上周])(?P<wkend>周末)"
     rf"|{_PAST}(?P<past_n>{_NUM}|几)\s*个?(?P<past_unit>天|日|周|星期|礼拜|月)"
     # 星期五, 上周五, 上上周五, 这周五, 下(个)周五; 周一 only where it is not 周 + 一起/一直
-    # (all week, together)
-    rf"|(?:(?P<wd_last>(?<!上)上+个?)|(?P<wd_this>这个?|(?<![日课书剧账资成样原基根])本)"
+    # (all week, together). Not 每周五, 每个星期五, 每逢周五 (every Friday), which name no one
+    # day, as "every Friday" does not. 周5 and 星期5 are Friday too, but not 一周5次 (five
+    # times a week), 每周5天 or 周12.
+    rf"|(?<!每)(?<!每个)(?<!每一个)(?<!每逢)(?<!每到)(?<!逢)"
+    rf"(?:(?P<wd_last>(?<!上)上+个?)|(?P<wd_this>这个?|(?<![日课书剧账资成样原基根])本)"
     rf"|(?P<wd_next>{_NEXT}下*(?:一?个)?(?:(?:周|星期|礼拜)的)?))?"
     rf"(?:星期|礼拜|周(?!一[起直样下些点切定般共]))"
-    rf"(?P<wd>[一二三四五六日天])"
+    rf"(?:(?P<wd>[一二三四五六日天])|(?P<wd_digit>[1-7])(?![0-9.:%]|{_S}[次天日个小晚节门篇页分元块人名条场回遍趟号点]))"
     rf"|(?P<ago_n>{_NUM}|几)\s*(?:个)?(?P<ago_unit>天|日|周|星期|礼拜|月)(?:之)?前"
     # 去年五月底, 去年底, 去年年初
     rf"|(?P<rel_year>去年|今年|(?<!大)大*前年)(?:{_S}(?P<rel_year_month>{_NUM}){_S}月"
@@ -171,8 +175,8 @@ def read(m: re.Match[str], now: datetime) -> TimeSpan | None:
     if g["day_only"]:
         day = zh_number(g["day_only"])
         return None if day is None else day_of_month(day, now, around=bool(g["day_only_around"]))
-    if g["wd"]:
-        weekday = ZH_WEEKDAYS[g["wd"]]
+    if g["wd"] or g["wd_digit"]:
+        weekday = ZH_WEEKDAYS[g["wd"] or g["wd_digit"]]
         if g["wd_next"]:
             return None  # a day to come: nothing said of it yet (as of "next Wednesday")
         if g["wd_this"]:

@@ -159,3 +159,24 @@ def test_spaced_dates_name_their_day(question: str, first: str,
 ])
 def test_spaced_look_alikes_name_no_span(text: str) -> None:
     assert named(text) == []
+
+
+@pytest.mark.parametrize("question, first, last", [
+    # 周5 and 星期5 are Friday, 上周5 last week's Friday, not the whole week.
+    ("周5我们去哪了？", "2026-05-29", "2026-05-29"),
+    ("上周5吃了什么？", "2026-05-29", "2026-05-29"),
+    ("上上个星期5见了谁？", "2026-05-22", "2026-05-22"),
+])
+def test_a_weekday_written_with_a_digit_is_that_day(question: str, first: str,
+                                                    last: str) -> None:
+    assert named(question) == [(first, last)]
+
+
+@pytest.mark.parametrize("text", [
+    # Every Friday names no one Friday, as "every Friday" does not.
+    "每周五都去游泳", "每个星期五开例会", "每逢周五吃鱼", "每星期5健身",
+    # A count after 周 is no weekday.
+    "一周5次健身", "每周5天上班", "周12",
+])
+def test_every_weekday_and_counts_after_zhou_name_no_day(text: str) -> None:
+    assert named(text) == []
