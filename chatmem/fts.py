@@ -132,7 +132,24 @@ def compared(text: str) -> str:
     starting a number, then three) it is ",", so 1，950 says 1,950 and not 950. Three
     digits before it stay a list (305，306): rooms and flights are said that way far more
     often than an amount over 100,000 with a Chinese comma. The index drops both commas,
-    so it finds the same words either way."""
+    so it finds the same words either way.
+
+    A space between a CJK character and a letter, a digit or another CJK character is none
+    (12 楼 says 12楼, 2025 年 12 月 31 日 says 2025年12月31日): Chinese and Japanese put
+    no spaces between words, so one there is how it was typed, not a word's end. Hangul
+    words are spaced, so between two of them it stays. Spaces between Latin words count."""
+    said = _commas_compared(text)
+    return said if said.isascii() else _CJK_SPACE.sub("", said)
+
+
+_HAN_KANA = "\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uff66-\uff9f\U00020000-\U0002fa1f"
+_HANGUL = "\uac00-\ud7af"
+_CJK_SPACE = re.compile(
+    rf"(?<=[{_HAN_KANA}])[^\S\n]+(?=[^\W_])|(?<=[^\W_])[^\S\n]+(?=[{_HAN_KANA}])"
+    rf"|(?<=\d)[^\S\n]+(?=[{_HANGUL}])|(?<=[{_HANGUL}])[^\S\n]+(?=\d)")
+
+
+def _commas_compared(text: str) -> str:
     if _CHINESE_COMMA not in text:
         return folded(text).casefold()
     first, *rest = (folded(part).casefold() for part in text.split(_CHINESE_COMMA))

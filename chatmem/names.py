@@ -59,10 +59,17 @@ def nearest(name: str, known: Iterable[str]) -> str | None:
 
 
 def folded_name(name: str) -> str:
-    """`name` as a person reads it: NFKC (ｔｒｉｐ as a Chinese input method types it is trip)
-    and casefolded. For telling look-alike names, never for storing or finding them: names
-    are stored and looked up as typed."""
-    return unicodedata.normalize("NFKC", name).casefold()
+    """`name` as a person reads it: NFKC (ｔｒｉｐ as a Chinese input method types it is trip),
+    casefolded, traditional Chinese as simplified (雜記 is 杂记; only the characters
+    simplified text never writes as themselves, as fact keys fold them: 於 stays). For
+    telling look-alike names, never for storing or finding them: names are stored and
+    looked up as typed."""
+    said = unicodedata.normalize("NFKC", name).casefold()
+    if said.isascii():
+        return said
+    from chatmem.chinese_variants import solely_traditional  # a large table, read once
+
+    return said.translate(solely_traditional())
 
 
 def did_you_mean(name: str, known: Iterable[str]) -> str:

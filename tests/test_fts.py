@@ -383,3 +383,18 @@ def test_other_spellings_of_japanese_arabic_and_turkish_words_are_found_on_both_
         "わたしはﾀﾅｶです", "ガッコウに行く", "اتصل بي يا أحمد", "اسمه علي", "IŞIK GELDİ",
         "今天天气不错"]])
     assert found(store, session.id, query) == expected
+
+
+@pytest.mark.parametrize(("text", "expected", "said"), [
+    # A space beside a CJK character is how it was typed, not a word's end: 12 楼 is 12楼.
+    ("王丽的工位在 12 楼，靠窗。", "12楼", True), ("工位在12楼", "12 楼", True),
+    ("生日是 2025 年 12 月 31 日。", "2025年12月31日", True),
+    ("生日是2025年12月31日", "2025 年 12 月 31 日", True), ("在12　楼", "12楼", True),
+    ("我叫王 丽", "王丽", True), ("买了 iPhone 15 手机", "iPhone 15手机", True),
+    ("2025년 12월", "2025년12월", True), ("12 楼", "2楼", False),
+    # Spaces between Latin words and between Hangul words still count.
+    ("a cat", "acat", False), ("acat", "a cat", False), ("서울 여행", "서울여행", False),
+])
+def test_a_space_beside_a_cjk_character_is_none_when_compared(
+        text: str, expected: str, said: bool) -> None:
+    assert fts.mentions(fts.compared(text), fts.compared(expected)) is said

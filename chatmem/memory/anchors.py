@@ -47,6 +47,8 @@ from chatmem.memory.anchor_words import (
 from chatmem.privacy.findings import MARK_CLOSE, MARK_OPEN
 from chatmem.text import FULL_WIDTH, FULL_WIDTH_SIGNS
 
+# A space one may type between a number and the word after it (3 月 15 日, 下午 3 点).
+_SP = "[ \u00a0\u3000]?"
 # Simplified and traditional forms alike: 两/兩, 万/萬, 亿/億.
 _HAN_DIGITS = "零〇一二两兩三四五六七八九十百千万萬亿億"
 _CN_NUM = f"[{_HAN_DIGITS}]+"
@@ -70,7 +72,7 @@ _CURRENCY_CODES = ("USD|EUR|GBP|CNY|RMB|JPY|HKD|CHF|AUD|CAD|SGD|NZD|INR|KRW|TWD|
 _DAY_PART = "上午|下午|晚上|早上|凌晨|中午|傍晚|清晨|夜里|夜裡|今晚|明早"
 _CN_CLOCK_DIGITS = "零〇一二两兩三四五六七八九十"
 _CN_CLOCK = f"[{_CN_CLOCK_DIGITS}]{{1,3}}"
-_CN_MINUTES = f"(?:\\d{{1,2}}|{_CN_CLOCK})分|半|[一三]刻"
+_CN_MINUTES = f"(?:\\d{{1,2}}|{_CN_CLOCK}){_SP}分|半|[一三]刻"
 _PROVINCES = ("京津沪滬渝冀豫云雲辽遼黑湘皖鲁魯新苏蘇浙赣贛鄂桂甘晋晉蒙陕陝吉闽閩贵貴粤粵"
               "青藏川宁寧琼瓊")
 _CJK_STOP = "，。！？；：、,.!?;:（）()「」『』《》“”\"' \n\t"
@@ -101,11 +103,13 @@ _PATTERNS: tuple[re.Pattern[str], ...] = (
                rf"|\.?[ \u00a0](?:(?:{DATE_LINKS})[ ])?(?i:{foreign_months()})"
                rf"|[ ]{NUMBERED_MONTHS})(?:,?[ \u00a0](?:(?:{YEAR_LINKS})[ ])?\d{{4}})?"
                rf"{_LATIN_END}"),
+    # One space may stand on either side of a number: 2025 年 12 月 31 日 as 2025年12月31日.
     re.compile(
-        rf"(?:\d{{2,4}}|(?<![{_HAN_DIGITS}]){_CN_NUM})[年년](?: ?(?:\d{{1,2}}|{_CN_NUM})[月월]"
-        rf"(?: ?(?:\d{{1,2}}|{_CN_NUM})[日号號일])?)?"
-        rf"|(?:\d{{1,2}}|[一二三四五六七八九十]{{1,2}})[月월]"
-        rf"(?: ?(?:\d{{1,2}}|{_CN_NUM})[日号號일])?"
+        rf"(?:\d{{2,4}}|(?<![{_HAN_DIGITS}]){_CN_NUM}){_SP}[年년]"
+        rf"(?:{_SP}(?:\d{{1,2}}|{_CN_NUM}){_SP}[月월]"
+        rf"(?:{_SP}(?:\d{{1,2}}|{_CN_NUM}){_SP}[日号號일])?)?"
+        rf"|(?:\d{{1,2}}|[一二三四五六七八九十]{{1,2}}){_SP}[月월]"
+        rf"(?:{_SP}(?:\d{{1,2}}|{_CN_NUM}){_SP}[日号號일])?"
     ),
     # Amounts: a currency sign or code before the number (EUR 42,500, US$1,200), numbers
     # (Arabic or Chinese) with units (42,500 EUR, 300美元, 兩萬元). The patterns below
@@ -125,10 +129,10 @@ _PATTERNS: tuple[re.Pattern[str], ...] = (
                r"(?![\d:])(?:\s?(?i:[ap]\.m\.|[ap]m)(?![A-Za-z])|[ \u00a0]Uhr(?![A-Za-z]))?"
                r"|(?:(?<=1)[0-2]|(?<=0)\d)?\s?(?i:[ap]\.m\.|[ap]m)(?![A-Za-z])"
                r"|(?:(?<=[01])\d|(?<=2)[0-4])?(?:\.[0-5]\d)?[ \u00a0]Uhr(?![A-Za-z]))"),
-    re.compile(rf"(?:{_DAY_PART})\s?(?:\d{{1,2}}|{_CN_CLOCK})[点點时時](?:{_CN_MINUTES})?"
+    re.compile(rf"(?:{_DAY_PART})\s?(?:\d{{1,2}}|{_CN_CLOCK}){_SP}[点點时時](?:{_SP}(?:{_CN_MINUTES}))?"
                rf"|[\d{_CN_CLOCK_DIGITS}](?<![第\d{_HAN_DIGITS}][\d{_CN_CLOCK_DIGITS}])"
                rf"(?:(?<=\d)\d?|(?<=[{_CN_CLOCK_DIGITS}])[{_CN_CLOCK_DIGITS}]{{0,2}})"
-               rf"[点點时時](?:{_CN_MINUTES})"),
+               rf"{_SP}[点點时時]{_SP}(?:{_CN_MINUTES})"),
     # Chinese licence plates: the province is part of the number (浙A12345, 粤B·D12345).
     re.compile(rf"[{_PROVINCES}][A-HJ-NP-Z]\s?[·・•.]?\s?(?=[A-Z]*\d)[A-HJ-NP-Z0-9]{{5,6}}"
                r"(?![A-Za-z0-9])"),

@@ -35,7 +35,8 @@ ZH_DIGITS = {"一": 1, "二": 2, "两": 2, "三": 3, "四": 4, "五": 5, "六": 
 # A year is read digit by digit (二〇二二), not as a number (两千零二十二).
 ZH_YEAR_DIGITS = {"〇": 0, "○": 0, "零": 0, "一": 1, "二": 2, "三": 3, "四": 4, "五": 5,
                   "六": 6, "七": 7, "八": 8, "九": 9}
-ZH_WEEKDAYS = {"一": 0, "二": 1, "三": 2, "四": 3, "五": 4, "六": 5, "日": 6, "天": 6}
+ZH_WEEKDAYS = {"一": 0, "二": 1, "三": 2, "四": 3, "五": 4, "六": 5, "日": 6, "天": 6,
+               "1": 0, "2": 1, "3": 2, "4": 3, "5": 4, "6": 5, "7": 6}
 UNIT_DAYS = {"天": 1, "日": 1, "周": 7, "星期": 7, "礼拜": 7}
 MONTH_PARTS = {"初": "early", "上旬": "early", "中旬": "mid", "下旬": "late", "底": "late",
                "末": "late"}
@@ -49,6 +50,9 @@ _WORDS_ENDING_IN_DA = set("老伟强远重长广巨最很好太放扩胆高庞")
 # Runs (of numerals, 上, 大) are matched only from where they start: tried from every
 # position of a long run (40,000 digits) the pattern took a minute, growing with its square.
 _NUM = r"(?<![0-9一二两三四五六七八九十])[0-9一二两三四五六七八九十]+"
+# One space (or NBSP, or an ideographic one) may stand between a number and 年, 月, 日 or
+# 号, as many type it: 2025 年 12 月 31 日, 3 月初, 去年 3 月.
+_S = "[ \u00a0\u3000]?"
 _YEAR = r"(?:19|20)\d\d|(?:一九|二[〇○零])[〇○零一二三四五六七八九]{2}"
 # 初, 底 and 末 also begin words (初中 junior high, 初次 first time, 初五 a lunar day,
 # 底薪 base pay, 末班 last bus): there they say nothing of a part of the month.
@@ -56,8 +60,9 @@ _EARLY = r"初(?![中次恋步学期心见衷稿始级赛审试夏春秋冬雪�
 _LATE = r"底(?![下线层气子薪价部盘牌稿色片])|末(?![班尾日期梢端位])"
 _PART = rf"{_EARLY}|上旬|中旬|下旬|{_LATE}"
 # 月底 alone is this month's end, unless another word names the month (下个月底, 正月初,
-# 每月底): read only after a word that cannot.
-_ALONE = r"(?:(?<![\u3400-\u9fff])|(?<=[到在等于至从是就再快了说和也都还要这]))"
+# 每月底, 3 月初): read only after a word that cannot.
+_ALONE = (r"(?:(?<![\u3400-\u9fff])(?<![0-9一二两三四五六七八九十][ \u00a0\u3000])"
+          r"|(?<=[到在等于至从是就再快了说和也都还要这]))")
 # 前两周 (the past two weeks), but not 提前两天 (two days ahead) or 之前三个月: after a word
 # that cannot end in 前 or 近 (接近三个月 is a length of time, not when). After 的 only
 # 最近, 近 and 过去 count back from now: 旅行的前三天 are the trip's first three days, 开学的
@@ -80,27 +85,32 @@ PATTERN = re.compile(
     rf"|(?<![每下个这本上周])(?P<wkend>周末)"
     rf"|{_PAST}(?P<past_n>{_NUM}|几)\s*个?(?P<past_unit>天|日|周|星期|礼拜|月)"
     # 星期五, 上周五, 上上周五, 这周五, 下(个)周五; 周一 only where it is not 周 + 一起/一直
-    # (all week, together)
-    rf"|(?:(?P<wd_last>(?<!上)上+个?)|(?P<wd_this>这个?|(?<![日课书剧账资成样原基根])本)"
+    # (all week, together). Not 每周五, 每个星期五, 每逢周五 (every Friday), which name no one
+    # day, as "every Friday" does not. 周5 and 星期5 are Friday too, but not 一周5次 (five
+    # times a week), 每周5天 or 周12.
+    rf"|(?<!每)(?<!每个)(?<!每一个)(?<!每逢)(?<!每到)(?<!逢)"
+    rf"(?:(?P<wd_last>(?<!上)上+个?)|(?P<wd_this>这个?|(?<![日课书剧账资成样原基根])本)"
     rf"|(?P<wd_next>{_NEXT}下*(?:一?个)?(?:(?:周|星期|礼拜)的)?))?"
     rf"(?:星期|礼拜|周(?!一[起直样下些点切定般共]))"
-    rf"(?P<wd>[一二三四五六日天])"
+    rf"(?:(?P<wd>[一二三四五六日天])|(?P<wd_digit>[1-7])(?![0-9.:%]|{_S}[次天日个小晚节门篇页分元块人名条场回遍趟号点]))"
     rf"|(?P<ago_n>{_NUM}|几)\s*(?:个)?(?P<ago_unit>天|日|周|星期|礼拜|月)(?:之)?前"
     # 去年五月底, 去年底, 去年年初
-    rf"|(?P<rel_year>去年|今年|(?<!大)大*前年)(?:(?P<rel_year_month>{_NUM})月"
+    rf"|(?P<rel_year>去年|今年|(?<!大)大*前年)(?:{_S}(?P<rel_year_month>{_NUM}){_S}月"
     rf"(?P<rel_year_part>{_PART})?|年?(?P<rel_year_edge>{_EARLY}|{_LATE}))?"
     rf"|(?P<rel_month>(?<!上)上+个?月|这个月|本月)(?P<rel_month_part>{_PART})?"
     rf"|(?P<rel_week>(?<!上)上+个?(?:周|星期|礼拜)|这周|本周)"
     rf"|(?P<rel_day>昨[天日晚夜]|{_TODAY}今[天日早晚]|(?<!大)大*前天|{_NIGHT_BEFORE_LAST})"
     rf"{_NOT_BOUND}"
-    rf"|(?:(?P<year>{_YEAR})\s*年\s*)?(?P<month>{_NUM})月(?:份)?"
-    rf"(?:(?P<day>{_NUM})[日号]|(?P<lunar_day>初[一二三四五六七八九十])|(?P<month_part>{_PART})"
-    rf"|的?第(?P<month_week>[一二三四1-4])个?(?:周|星期|礼拜)"
-    rf"|的?(?P<month_last_week>最后一个?(?:周|星期|礼拜)))?"
+    rf"|(?:(?P<year>{_YEAR})\s*年\s*)?(?P<month>{_NUM}){_S}月(?:份)?"
+    rf"(?:{_S}(?:(?P<day>{_NUM}){_S}[日号]|(?P<lunar_day>初[一二三四五六七八九十])"
+    rf"|(?P<month_part>{_PART})|的?第(?P<month_week>[一二三四1-4])个?(?:周|星期|礼拜)"
+    rf"|的?(?P<month_last_week>最后一个?(?:周|星期|礼拜))))?"
     rf"(?P<around>左右|前后)?"
     # 4号 alone: this month's 4th, or the latest before it; not 3号线 (Line 3), 5号楼, 第4号
     # or 选手4号 (contestant 4)
-    rf"|(?<![月第])(?<!选手)(?P<day_only>{_NUM})号(?![线楼房门位院机桌床口库码球]|选手)(?P<day_only_around>左右|前后)?"
+    rf"|(?<![月第])(?<![月第][ \u00a0\u3000])(?<!选手)(?<!选手[ \u00a0\u3000])"
+    rf"(?P<day_only>{_NUM}){_S}号(?!{_S}(?:[线楼房门位院机桌床口库码球]|选手))"
+    rf"(?P<day_only_around>左右|前后)?"
     rf"|(?P<only_year>{_YEAR})\s*年(?:年?(?P<only_year_edge>{_EARLY}|{_LATE}))?"
     rf"|{_ALONE}(?:月(?P<this_month_part>{_EARLY}|{_LATE})"
     rf"|年(?P<this_year_edge>{_EARLY}|{_LATE}))")
@@ -165,8 +175,8 @@ def read(m: re.Match[str], now: datetime) -> TimeSpan | None:
     if g["day_only"]:
         day = zh_number(g["day_only"])
         return None if day is None else day_of_month(day, now, around=bool(g["day_only_around"]))
-    if g["wd"]:
-        weekday = ZH_WEEKDAYS[g["wd"]]
+    if g["wd"] or g["wd_digit"]:
+        weekday = ZH_WEEKDAYS[g["wd"] or g["wd_digit"]]
         if g["wd_next"]:
             return None  # a day to come: nothing said of it yet (as of "next Wednesday")
         if g["wd_this"]:

@@ -22,6 +22,7 @@ from chatmem.app import facts as remembered
 from chatmem.app import sessions
 from chatmem.app.inspection import latest_summary, summarizing, summary_version
 from chatmem.errors import NotFound
+from chatmem.memory.fact_keys import key_identity
 from chatmem.memory.spec import StrategySpec
 from chatmem.memory.spec_candidates import parameters, spec_candidates, value_candidates
 from chatmem.render.counts import counted
@@ -88,8 +89,10 @@ class SlashCompleter(Completer):
             return
         else:
             candidates = self._candidates(command.completes, word)
+        # A fact key completes as /forget finds it: 預 (traditional) offers 预约时间, 過敏 过敏.
+        starts = _same_key_start if command.completes == "fact" else str.startswith
         for value, meta in candidates:
-            if value.startswith(word) and value != word:
+            if starts(value, word) and value != word:
                 yield Completion(value, start_position=-len(word), display_meta=one_line(meta))
 
     def _commands(self, typed: str) -> Iterator[Completion]:
@@ -170,6 +173,10 @@ class SlashCompleter(Completer):
         rows = [row(r) for r in records]
         self._recent[str(key[0])] = (marker, rows)
         return rows
+
+
+def _same_key_start(value: str, word: str) -> bool:
+    return value.startswith(word) or key_identity(value).startswith(key_identity(word))
 
 
 def _templates(settings: Settings | None) -> list[tuple[str, str]]:

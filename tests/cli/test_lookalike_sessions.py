@@ -50,3 +50,26 @@ def test_ordinary_new_names_get_no_note(tmp_path: Path) -> None:
     assert ask(db, "tr1p", "hello") == []
     one_off = invoke("ask", "a one-off question", "--provider", "scripted", "--db", db)
     assert one_off.exit_code == 0 and NOTE not in one_off.stderr
+
+
+def test_a_name_in_traditional_characters_reads_as_its_simplified_form(tmp_path: Path) -> None:
+    # 杂记 beside 雜記 is one name typed with another input method, as ｔｒｉｐ beside trip;
+    # each stays its own session, found by the name typed.
+    db = str(tmp_path / "z.db")
+    assert chat(db, "雜記", "去杭州") == []
+    assert ask(db, "杂记", "去成都") == ["note: session '雜記' exists; this creates '杂记'"]
+    assert chat(db, "雜記", "住哪里") == [] and chat(db, "杂记", "吃什么") == []
+    with Store(db) as store:
+        inputs = {s.name: [t.input for t in store.turns.turns(s.id)]
+                  for s in store.sessions.list_sessions()}
+    assert inputs == {"雜記": ["去杭州", "住哪里"], "杂记": ["去成都", "吃什么"]}
+
+
+def test_a_missing_name_in_the_other_chinese_script_suggests_the_existing_one(
+        tmp_path: Path) -> None:
+    db = str(tmp_path / "s.db")
+    assert chat(db, "周记", "去杭州") == [] and chat(db, "雜記", "去成都") == []
+    for typed, meant in [("周記", "周记"), ("杂记", "雜記")]:
+        result = invoke("inspect", typed, "--db", db)
+        assert result.exit_code != 0
+        assert f"did you mean '{meant}'?" in result.stderr, result.stderr

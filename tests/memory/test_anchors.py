@@ -408,3 +408,12 @@ def test_names_in_german_and_english_names_beside_the_german_words_stay() -> Non
     # "am", "die" and "den" are English words too: "I am Bob" names Bob.
     assert extract_anchors("I am Bob and at 9 am Alice called; plants die Monday.") == [
         "Bob", "9 am", "Alice"]
+
+
+def test_chinese_dates_and_clock_times_typed_with_spaces_are_anchors() -> None:
+    # The drift guard pinned 3月15日 but not 3 月 15 日, nor 下午 3 点.
+    assert extract_anchors("我 3 月 15 日到，2025 年 12 月 31 日截止") == [
+        "3 月 15 日", "2025 年 12 月 31 日"]
+    assert extract_anchors("下午 3 点 30 分开会，15 点 45 分结束") == [
+        "下午 3 点 30 分", "15 点 45 分"]
+    assert present("2025 年 12 月 31 日", "截止日是2025年12月31日")

@@ -137,3 +137,46 @@ def test_this_weeks_weekday_is_that_day_once_it_has_come(form: str, weekday: int
 def test_weekday_after_zhe_or_a_word_ending_in_xia(question: str, day: str) -> None:
     assert [span.days for span in spans(question, datetime(2026, 12, 5, 10, tzinfo=UTC))] \
         == [(day, day)]
+
+
+@pytest.mark.parametrize("question, first, last", [
+    # One space (or an ideographic one) between a number and 年/月/日/号, as many type it:
+    # 3 月初 was read as this month's start (月初 alone), 2025 年 12 月 31 日 as all of 2025.
+    ("3 月初我在哪？", "2026-03-01", "2026-03-10"),
+    ("3　月上旬去了哪？", "2026-03-01", "2026-03-10"),
+    ("2025 年 12 月 31 日吃了什么？", "2025-12-31", "2025-12-31"),
+    ("12 月 31 日见了谁？", "2025-12-31", "2025-12-31"),
+    ("去年 3 月去了哪？", "2025-03-01", "2025-03-31"),
+    ("4 号我们去了哪？", "2026-05-04", "2026-05-04"),
+])
+def test_spaced_dates_name_their_day(question: str, first: str,
+                                                        last: str) -> None:
+    assert named(question) == [(first, last)]
+
+
+@pytest.mark.parametrize("text", [
+    "3 号线怎么走？", "5 号楼在哪？", "第 4 号选手是谁？", "选手 4 号是谁？",
+])
+def test_spaced_look_alikes_name_no_span(text: str) -> None:
+    assert named(text) == []
+
+
+@pytest.mark.parametrize("question, first, last", [
+    # 周5 and 星期5 are Friday, 上周5 last week's Friday, not the whole week.
+    ("周5我们去哪了？", "2026-05-29", "2026-05-29"),
+    ("上周5吃了什么？", "2026-05-29", "2026-05-29"),
+    ("上上个星期5见了谁？", "2026-05-22", "2026-05-22"),
+])
+def test_a_weekday_written_with_a_digit_is_that_day(question: str, first: str,
+                                                    last: str) -> None:
+    assert named(question) == [(first, last)]
+
+
+@pytest.mark.parametrize("text", [
+    # Every Friday names no one Friday, as "every Friday" does not.
+    "每周五都去游泳", "每个星期五开例会", "每逢周五吃鱼", "每星期5健身",
+    # A count after 周 is no weekday.
+    "一周5次健身", "每周5天上班", "周12",
+])
+def test_every_weekday_and_counts_after_zhou_name_no_day(text: str) -> None:
+    assert named(text) == []

@@ -85,3 +85,17 @@ def test_tab_completes_a_value_at_the_prompt(tmp_path: Path, tty: None) -> None:
                        shows("/template translate"), "\r") as lines:
         assert next(lines) == "/strategy retrieval:mode=bm25"
         assert next(lines) == "/template translate"
+
+
+def test_a_fact_key_completes_from_its_traditional_or_full_width_form(tmp_path: Path) -> None:
+    # /forget 過敏 forgets 过敏, so /forget 預<Tab> offers 预约时间 (it offered nothing).
+    store, repl = repl_with_templates(tmp_path)
+    with store:
+        repl.command("/remember 预约时间：周五下午")
+        repl.command("/remember 过敏：花生")
+        repl.command("/remember city: Oslo")
+        assert [t for t, _ in offered(repl, "/forget 預")] == ["预约时间"]
+        assert [t for t, _ in offered(repl, "/forget 過敏")] == ["过敏"]
+        assert [t for t, _ in offered(repl, "/forget 过")] == ["过敏"]
+        assert [t for t, _ in offered(repl, "/forget ＣＩ")] == ["city"]
+        assert offered(repl, "/forget 周") == []

@@ -9,6 +9,7 @@ from chatmem.errors import NotFound, SessionGone
 from chatmem.memory import pins
 from chatmem.memory.facts import unused_facts_note
 from chatmem.privacy.retention import parse_duration
+from chatmem.render import when
 from chatmem.render.facts import (
     RECENT_VALUES,
     fact_rows,
@@ -62,7 +63,8 @@ def _remember(repl: Chat, args: list[str]) -> None:
     note = unused_facts_note(repl.engine.strategy)
     for fact in stored:
         ends = fact.expires_at
-        until = f", until {ends[:16].replace('T', ' ')} UTC" if ends else ""
+        # In the user's zone, as every other time chatmem shows (it said UTC here alone).
+        until = f", until {when(ends, repl.workspace.settings.zone)}" if ends else ""
         repl.notice(f"remembered fact {fact.id}: {fact.key} = {fact.value} ({fact.scope}"
                     f"{until})" + (f"; {note}" if note else ""))
 

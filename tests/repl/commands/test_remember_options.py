@@ -3,9 +3,13 @@
 from __future__ import annotations
 
 import json
+from datetime import datetime
 from pathlib import Path
+from zoneinfo import ZoneInfo
 
-from cli_runner import invoke, repl
+from cli_runner import chat, invoke, repl
+
+from chatmem.store import Store
 
 
 def errors(err: str) -> list[str]:
@@ -59,3 +63,16 @@ def test_the_fact_keeps_its_quotes_and_spacing(tmp_path: Path) -> None:
     assert stored(db) == [("引用", '他说 "你好  世界" 然后走了', "session"),
                           ("名字", "O'Brien  双空格", "session"),
                           ("门牌", "'三号'  楼", "session")]
+
+
+def test_the_end_of_a_fact_kept_for_a_while_is_said_in_the_users_zone(tmp_path: Path) -> None:
+    # It said "until 2026-12-13 01:42 UTC" where every other time is the timezone setting's.
+    db = tmp_path / "z.db"
+    env = {"CHATMEM_TIMEZONE": "Asia/Kathmandu", "TZ": "UTC"}  # +05:45, never $TZ's
+    done = chat(db, "行程", ["/remember --for 7d 酒店: 西湖边"], env=env, width=160)
+    assert done.exit_code == 0, done.stderr
+    with Store(db) as store:
+        [fact] = store.facts.facts(session_id=store.sessions.session("行程").id)
+    assert fact.expires_at is not None
+    local = datetime.fromisoformat(fact.expires_at).astimezone(ZoneInfo("Asia/Kathmandu"))
+    assert f"(session, until {local:%Y-%m-%d %H:%M})" in done.stderr, done.stderr
