@@ -148,7 +148,7 @@ def _erasure_lines(erased: "Erasure", now: datetime, zone: tzinfo | None) -> lis
         else:
             # forget-me lists sessions whatever their retention; most have none.
             keep = f"retention {days_text(s.keep_days)}" if s.keep_days else "no retention"
-        lines.append(f"session {s.name}: idle {days_text(s.idle_days(now))}, {keep}"
+        lines.append(f"session {s.name}: idle {days_text(s.idle_days(now), measured=True)}, {keep}"
                      f" ({counted(s.turns, 'turn')}, {counted(s.messages, 'message')})")
     for e in erased.facts:
         lines.append(f"fact {e.fact.id} {e.fact.key} ({e.fact.scope}): {expiry_why(e, zone)}")

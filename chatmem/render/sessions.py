@@ -56,19 +56,21 @@ def backlog_line(started: BacklogStart) -> str:
             f" chat embeds them between turns, or `chatmem index {started.session}` now")
 
 
-def days_text(days: float) -> str:
-    """A length of time given in days, in the largest unit that says it exactly: '1 day',
-    '1.5 days', '30 hours' (not '1.2 days'), '1.5 hours' (90min is not '2 hours'),
-    '2 minutes' (a retention of 2min is not '0 hours')."""
-    units = (("day", 1), ("hour", 24), ("minute", 24 * 60))
-    for unit, per_day in units:
-        count = days * per_day
-        # Whole or half units read exactly; anything finer is said in the next unit down.
-        if count >= 1 and abs(count * 2 - round(count * 2)) < 1e-6:
-            return _amount(count, unit)
-    for unit, per_day in units:
-        if days * per_day >= 1:
-            return _amount(days * per_day, unit)
+def days_text(days: float, *, measured: bool = False) -> str:
+    """A length of time given in days. A length set (a retention, --older-than) is said
+    exactly in the largest unit that says it: '1.5 days', '30 hours' (not '1.2 days'), '1.5
+    hours' (90min is not '2 hours'); a `measured` one (how long a session sat idle) is
+    rounded: '1.3 days', '12 hours', '2 minutes' (never '0 hours')."""
+    if not measured:
+        for unit, per_day in (("day", 1), ("hour", 24), ("minute", 24 * 60)):
+            count = days * per_day
+            if count >= 1 and abs(count * 2 - round(count * 2)) < 1e-6:
+                return _amount(count, unit)
+    if days >= 1:
+        return _amount(days, "day")
+    for unit, per_day in (("hour", 24), ("minute", 24 * 60)):
+        if round(days * per_day) >= 1:
+            return _amount(round(days * per_day), unit)
     return "under a minute"
 
 

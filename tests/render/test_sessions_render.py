@@ -21,3 +21,14 @@ def test_a_length_of_time_is_said_exactly(days: float, said: str) -> None:
 
 def test_a_length_no_unit_says_exactly_is_rounded_in_the_largest() -> None:
     assert days_text(1.2345) == "1.2 days"
+
+
+@pytest.mark.parametrize(("days", "said"), [
+    (12.1 / 24, "12 hours"),
+    (90 / (24 * 60), "2 hours"),
+    (30 / 24, "1.2 days"),
+    (1.5 / (24 * 60), "2 minutes"),
+])
+def test_a_measured_length_is_rounded_in_the_largest_unit(days: float, said: str) -> None:
+    # How long a session sat idle is measured to the second: '12 hours', not '726 minutes'.
+    assert days_text(days, measured=True) == said
