@@ -303,7 +303,7 @@ def adopt_history(workspace: Workspace, name: str, prior: Sequence[ClientMessage
     new = [{"role": m.role, "content": m.content} for m in prior[total:]]
     batch = IMPORT_BATCH
     if (opened and len(new) > batch and held == 0 and not shared_address(name)
-            and not store.turns.turns(session.id)):
+            and not store.turns.turns(session.id, expanded=False)):
         adopt_in_place_of(workspace, session, new, progress, batch)
         return True
     for start in range(0, len(new), batch):

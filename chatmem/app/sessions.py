@@ -78,20 +78,24 @@ def turn_count(workspace: Workspace, session: SessionRecord) -> int:
 
 def recorded_turn(workspace: Workspace, session: SessionRecord,
                   number: int | None = None) -> TurnRecord:
-    """Turn `number` of `session` as it was stored (default: the last); NotFound if none."""
-    return workspace.store.turns.turn(session.id, number)
+    """Turn `number` of `session` as running a chat reads it (default: the last); NotFound
+    if none. Its context's runs and rendered prompt are not read (store.turns.turn)."""
+    return workspace.store.turns.turn(session.id, number, expanded=False)
 
 
 def turn_at(workspace: Workspace, session: SessionRecord, turn: int) -> TurnRecord:
     """The request recorded at the conversation's turn `turn`, the one `inspect S TURN`
-    shows (store.turns.at_turn); NotFound for an imported or forked turn."""
-    return workspace.store.turns.at_turn(session.id, turn)
+    shows (store.turns.at_turn), as `recorded_turn` reads it; NotFound for an imported or
+    forked turn."""
+    return workspace.store.turns.at_turn(session.id, turn, expanded=False)
 
 
 def last_turn(workspace: Workspace, session: SessionRecord) -> TurnRecord | None:
-    """The session's last stored turn (any status), None before the first."""
+    """The session's last stored turn (any status), None before the first; as
+    `recorded_turn` reads it: a chat reads it as it starts, and another role's context
+    there (a write-share grantee's) must neither stop nor slow it."""
     try:
-        return workspace.store.turns.turn(session.id)
+        return workspace.store.turns.turn(session.id, expanded=False)
     except NotFound:
         return None
 

@@ -154,6 +154,33 @@ def expand(
     return {k: (parts if k == "parts" else v) for k, v in stored.items() if k != "format"}
 
 
+def inline(stored: Any) -> dict[str, Any]:
+    """What running a chat reads of an earlier turn's stored context, without reading one
+    message: its budget and tokenizer flag (`approximate`) as chatmem writes them, and per
+    part the messages it holds inline (the files a turn attached, its synthesized text).
+    Runs of stored messages are left out, whatever their number: a write-share grantee may
+    store a context of his own (PostgreSQL's p018 checks only that it is an object), and
+    20,000 runs of the whole history were expanded each time a chat started. A part or a
+    message out of shape (no parts, a count as text) reads as sending nothing."""
+    if not isinstance(stored, Mapping):
+        return {"parts": []}
+    lean: dict[str, Any] = {}
+    budget = stored.get("budget")
+    if budget is None or type(budget) is int:
+        lean["budget"] = budget
+    if type(stored.get("approximate")) is bool:
+        lean["approximate"] = stored["approximate"]
+    parts = stored.get("parts")
+    lean["parts"] = [
+        {**part, "messages": [m for m in part["messages"]
+                              if isinstance(m, Mapping) and isinstance(m.get("role"), str)
+                              and isinstance(m.get("content"), str)
+                              and isinstance(m.get("image", {}), Mapping)]}
+        for part in (parts if isinstance(parts, list) else ())
+        if isinstance(part, Mapping) and isinstance(part.get("messages"), list)]
+    return lean
+
+
 def _recall_by_column(context: Mapping[str, Any]) -> dict[str, Any]:
     """`context` with its recall rows as columns, in the same place (see the module doc);
     as it is when their keys do not come in one order (nothing is lost either way)."""

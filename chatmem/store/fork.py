@@ -209,10 +209,12 @@ class ForkTables:
         if fetch_value(self._db, "SELECT 1 FROM images WHERE session_id = ? LIMIT 1",
                        [source_id]) is None:
             return  # most sessions have none: their requests are not read
-        digests = {str(message["image"]["sha256"])
-                   for turn in self._turns.turns(source_id) if turn.turn <= upto
-                   for part in turn.context.get("parts", ())
-                   for message in part.get("messages", ()) if message.get("image")}
+        # An image goes inline (a files part): runs of history need not be expanded.
+        digests = {str(message["image"].get("sha256"))
+                   for turn in self._turns.turns(source_id, expanded=False)
+                   if turn.turn <= upto
+                   for part in turn.context["parts"]
+                   for message in part["messages"] if isinstance(message.get("image"), dict)}
         for digest in sorted(digests):
             self._db.execute(
                 "INSERT INTO images (session_id, digest, mime, width, height, data, created_at)"

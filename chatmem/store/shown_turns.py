@@ -2,8 +2,9 @@
 context and rendered pieces checked, and their expansion bounded, before they are expanded.
 
 Only showing checks. Running a turn, /retry, replay, export and eval read a turn as it is
-stored: a write-share grantee may store a turn with a context of his own (p018 lets him),
-and refusing it on every read refused the owner's next `ask`. What is shown is what a
+stored (running and /retry without expanding its runs: `contexts.inline`): a write-share
+grantee may store a turn with a context of his own (p018 lets him), and refusing it on
+every read refused the owner's next `ask`. What is shown is what a
 hand-edited file or another role's SQL can blow up: a run to position 10**18 expanded for
 ever, 20,000 runs of the whole history took 8 s (3 GB with one long message), a context
 without its parts was a traceback. Each is one StoredTurnNotShown naming the turn.

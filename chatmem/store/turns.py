@@ -151,14 +151,17 @@ class TurnTables:
         fact was derived from it: memory built on a reply must not outlive the reply.
         `expected`: the id of the turn the caller means (its own last completed one); a
         turn another chat added since is refused, failed or cancelled attempts after it are
-        passed over. Asked alone (a chat before it says it regenerates), it reads only."""
-        turn = self.turn(session_id)
+        passed over. Asked alone (a chat before it says it regenerates), it reads only.
+        Read as running reads a turn (`turn(expanded=False)`): its context's runs are not
+        expanded."""
+        turn = self.turn(session_id, expanded=False)
         if expected is not None and turn.id != expected:
             if self.last_completed_id(session_id) == expected:
                 # Only failed or cancelled attempts after it (a regenerate whose model
                 # call failed): they never entered memory, and asking again replaces it.
                 turn = self._turn_record(fetch_rows(
-                    self._db, "SELECT * FROM turns WHERE id = ?", [expected])[0])
+                    self._db, "SELECT * FROM turns WHERE id = ?", [expected])[0],
+                    expanded=False)
             else:
                 raise TurnNotReplaceable.not_yours(turn.number)
         if turn.status != "ok" or turn.user_message_id is None \
@@ -252,19 +255,25 @@ class TurnTables:
         turn.id = steps.insert_id(self._db, f"INSERT INTO turns ({columns}) VALUES ({marks})",
                                  list(row.values()))
 
-    def turns(self, session_id: int, status: TurnStatus | None = None) -> list[TurnRecord]:
+    def turns(self, session_id: int, status: TurnStatus | None = None, *,
+              expanded: bool = True) -> list[TurnRecord]:
+        """The session's requests in order; `expanded`: as `turn`'s."""
         sql = f"SELECT t.*, {AT_TURN} AS at_turn FROM turns t WHERE t.session_id = ?"
         params: list[Any] = [session_id]
         if status:
             sql += " AND t.status = ?"
             params.append(status)
-        return [self._turn_record(r)
+        return [self._turn_record(r, expanded=expanded)
                 for r in fetch_rows(self._db, sql + " ORDER BY t.number", params)]
 
     def turn(self, session_id: int, number: int | None = None, *,
-             shown: bool = False) -> TurnRecord:
+             shown: bool = False, expanded: bool = True) -> TurnRecord:
         """Request `number` of a session (TurnRecord.number), or its last one; `shown`: read
-        to be shown, its context and rendered prompt checked first (store.shown_turns)."""
+        to be shown, its context and rendered prompt checked first (store.shown_turns).
+        `expanded=False`: read as running a chat reads an earlier turn, its context only as
+        `contexts.inline` gives it and its rendered prompt not read (None), so that no
+        stored run is expanded: what another role stored there neither stops nor slows
+        the next turn."""
         select = f"SELECT t.*, {AT_TURN} AS at_turn FROM turns t WHERE t.session_id = ?"
         if number is None:
             rows = fetch_rows(self._db, select + " ORDER BY t.number DESC LIMIT 1",
@@ -280,13 +289,14 @@ class TurnTables:
             held = fetch_rows(self._db, "SELECT COUNT(*) AS n, MAX(number) AS last FROM turns"
                               " WHERE session_id = ?", [session_id])[0]
             raise NoSuchRequest(name, number, held["n"], held["last"] or 0)
-        return self._turn_record(rows[0], shown=shown)
+        return self._turn_record(rows[0], shown=shown, expanded=expanded)
 
-    def at_turn(self, session_id: int, turn: int, *, shown: bool = False) -> TurnRecord:
+    def at_turn(self, session_id: int, turn: int, *, shown: bool = False,
+                expanded: bool = True) -> TurnRecord:
         """The request recorded at the conversation's turn `turn` (TurnRecord.at_turn): the
         one in the history when there is one, else the last attempt at it; NotFound when
-        none was recorded (an imported or forked turn, or past the last). `shown`: as
-        `turn`'s."""
+        none was recorded (an imported or forked turn, or past the last). `shown` and
+        `expanded`: as `turn`'s."""
         rows = [] if not 0 < turn <= MOST_INTEGER else fetch_rows(self._db,
             f"SELECT t.*, {AT_TURN} AS at_turn FROM turns t WHERE t.session_id = ?"
             f" AND (t.history_turn = ? OR t.history_turn IS NULL AND {AT_TURN} = ?)"
@@ -295,10 +305,15 @@ class TurnTables:
         if not rows:
             name = self._sessions.session_by_id(session_id).name
             raise NotFound(f"session {name!r} has no turn {turn}")
-        return self._turn_record(rows[0], shown=shown)
+        return self._turn_record(rows[0], shown=shown, expanded=expanded)
 
-    def _turn_record(self, row: Mapping[str, Any], *, shown: bool = False) -> TurnRecord:
+    def _turn_record(self, row: Mapping[str, Any], *, shown: bool = False,
+                     expanded: bool = True) -> TurnRecord:
         record = TurnRecord.from_row(row)
+        if not expanded:
+            record.context = contexts.inline(record.context)
+            record.rendered_prompt = None
+            return record
         if shown:
             shown_turns.checked(self._db, record.session_id,
                                 self._sessions.address(record.session_id), record.number,
