@@ -8,12 +8,14 @@ from the store (a turn's commit writes them) or are computed in memory
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
+from datetime import datetime, tzinfo
 
 from chatmem.memory.context import Message
 from chatmem.memory.history_view import HistoryTurn
 from chatmem.memory.message_counts import MessageCounts
 from chatmem.store.protocols import MemoryStore
+from chatmem.timestamps import local_moment
 from chatmem.tokens import TokenCounter
 
 PAGE_TURNS = 16
@@ -56,3 +58,9 @@ class StoredHistory:
         for message in messages:
             turns.setdefault(message.turn or 0, []).append(message)
         return [HistoryTurn(n, tuple(ms)) for n, ms in sorted(turns.items())]
+
+    def said_at(self, messages: Iterable[Message], zone: tzinfo) -> dict[int, datetime]:
+        ids = [m.id for m in messages if m.id is not None]
+        times = self.store.history.created_times(self.session_id, ids)
+        return {i: moment for i, text in times.items()
+                if (moment := local_moment(text, zone)) is not None}

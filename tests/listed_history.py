@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Sequence
+from datetime import datetime, tzinfo
 
 from chatmem.memory.context import Message
 from chatmem.memory.history_view import HistoryTurn
@@ -28,6 +29,9 @@ class ListHistory:
 
     def turns(self, first: int, last: int) -> list[HistoryTurn]:
         return self._turns[max(first, 1) - 1 : max(last, 0)]
+
+    def said_at(self, messages: Iterable[Message], zone: tzinfo) -> dict[int, datetime]:
+        return {}  # messages held in memory were said at no stored time
 
 
 def group_turns(messages: Iterable[Message], first_number: int = 1) -> list[HistoryTurn]:

@@ -128,3 +128,27 @@ def test_a_leading_greeting_is_its_own_turn(store: Store) -> None:
     first = history.turns(1, 1)[0]
     assert [m.role for m in first.messages] == ["assistant"]
     assert history.turn_count() == 3
+
+
+def test_said_at_gives_each_stored_message_its_time_in_the_zone_asked(store: Store) -> None:
+    from datetime import date, datetime
+    from zoneinfo import ZoneInfo
+
+    session = store.sessions.create_session("timed", "window")
+    store.history.import_messages(session.id, [
+        {"role": "user", "content": "去了杭州", "ts": "2026-03-07T23:30:00+00:00"},
+        {"role": "assistant", "content": "好", "ts": "2026-03-07"},
+        {"role": "user", "content": "undated", "ts": "0001-01-01T00:00:00+00:00"}])
+    history = StoredHistory(store, session.id, COUNTER)
+    [turn_1, turn_2] = history.turns(1, 2)
+    shanghai, new_york = ZoneInfo("Asia/Shanghai"), ZoneInfo("America/New_York")
+    said = history.said_at(turn_1.messages + turn_2.messages, shanghai)
+    question, answer, undated = (m.id for m in turn_1.messages + turn_2.messages)
+    # 23:30 UTC is the next morning in Shanghai; a date alone is that date in any zone;
+    # a time beyond the calendar's edge reads as undated and is left out.
+    assert said[question] == datetime(2026, 3, 8, 7, 30, tzinfo=shanghai)
+    assert said[answer].date() == date(2026, 3, 7)
+    assert history.said_at([turn_2.messages[0]], new_york) == {} and undated not in said
+    assert history.said_at(turn_1.messages, new_york)[answer].date() == date(2026, 3, 7)
+    # Text not (yet) stored has no time.
+    assert history.said_at([Message("user", "new", 3)], shanghai) == {}

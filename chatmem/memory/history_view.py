@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
+from datetime import datetime, tzinfo
 from typing import Protocol
 
 from chatmem.memory.context import Message
@@ -34,4 +35,10 @@ class HistoryView(Protocol):
 
     def turns(self, first: int, last: int) -> list[HistoryTurn]:
         """Turns numbered first..last inclusive, in order."""
+        ...
+
+    def said_at(self, messages: Iterable[Message], zone: tzinfo) -> dict[int, datetime]:
+        """When the stored `messages` were said, in `zone` (`request.zone`), by message id;
+        a message whose time does not read (imported undated) is left out. A date given
+        without a time of day (an import's `2026-03-07`) is noon of that date in `zone`."""
         ...

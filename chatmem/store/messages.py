@@ -69,6 +69,11 @@ class MessageTables:
         id), for those that have one: what a probe's expect_ids and eval's found_ids name."""
         return self._column(session_id, message_ids, "external_id")
 
+    def created_times(self, session_id: int, message_ids: Iterable[int]) -> dict[int, str]:
+        """When the session's messages with `message_ids` were said, as stored (id → time
+        text): what a strategy reads through its history's `said_at`."""
+        return self._column(session_id, message_ids, "created_at")
+
     def _column(self, session_id: int, message_ids: Iterable[int],
                 column: str) -> dict[int, str]:
         ids = sorted(set(message_ids))

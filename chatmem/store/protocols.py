@@ -59,6 +59,8 @@ class HistoryRepository(Protocol):
 
     def external_ids(self, session_id: int, message_ids: Iterable[int]) -> dict[int, str]: ...
 
+    def created_times(self, session_id: int, message_ids: Iterable[int]) -> dict[int, str]: ...
+
 
 class MemoryStateRepository(Protocol):
     """A strategy's own state and summaries (`store.memory`)."""
