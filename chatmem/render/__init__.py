@@ -20,7 +20,7 @@ from chatmem.memory.context import Context, said_line
 from chatmem.memory.params import format_params
 from chatmem.render.counts import counted
 from chatmem.render.fields import Field, FittedLine
-from chatmem.render.layout import Fitted
+from chatmem.render.layout import Fitted, Hanging
 from chatmem.render.notices import notice_text
 from chatmem.render.reasons import dropped_line, reason_text
 from chatmem.render.sessions import shared_cell, shared_words
@@ -178,12 +178,13 @@ def context_panel(
             # Indented as a block, so every line of a multi-line message sits under its part.
             # The day a recalled message was said, on the line the model gets above it.
             said = (f"{said_line(message.said_on)}\n", "italic") if message.said_on else ""
-            blocks.append(Padding(Text.assemble(
+            # Its later lines further in, so none passes for a message line of its own.
+            blocks.append(Padding(Hanging(Text.assemble(
                 (f"{label}{message.role}: ", style),
                 said,
                 (printable(message.content), ""),
                 (f"  [{format_count(message.tokens, approximate)}]", "dim"),
-            ), (0, 0, 0, 2)))
+            )), (0, 0, 0, 2)))
     blocks.append(Text.assemble(("reply priming", "bold dim"),
                                 (f"  {format_count(context.priming, approximate)} tokens",
                                  "dim"),
@@ -301,11 +302,13 @@ def key_values(data: Mapping[str, Any], title: str | None = None) -> Table:
 
 
 def transcript(messages: Iterable[Mapping[str, Any]]) -> Group:
-    lines = []
+    """`[3] user: …` lines; a message's later lines start further in, so a message that
+    writes `\n[4] assistant: …` cannot pass for a message of its own."""
+    lines: list[RenderableType] = []
     for m in messages:
         style = {"user": "bold green", "assistant": "cyan", "system": "magenta"}.get(m["role"], "")
-        lines.append(Text.assemble((f"[{m['turn']}] {m['role']}: ", style),
-                                   printable(m["content"])))
+        lines.append(Hanging(Text.assemble((f"[{m['turn']}] {m['role']}: ", style),
+                                           printable(m["content"]))))
     return Group(*lines)
 
 
