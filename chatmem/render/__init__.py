@@ -280,16 +280,23 @@ def named_lines(named: Mapping[str, str]) -> list[Text]:
     return [Text.assemble((f"{name:<{width}}  ", "bold"), value) for name, value in named.items()]
 
 
-def config_table(rows: Sequence[Mapping[str, Any]]) -> Table:
-    """`config show`: key · value · source (empty for a default), under the files' lines."""
+def config_table(rows: Sequence[Mapping[str, Any]]) -> RenderableType:
+    """`config show`: key · value · source (empty for a default), under the files' lines;
+    narrower than the table's least, each key over its value and source (Rich would
+    squeeze the value and source to nothing)."""
     out = Table(header_style="bold", box=box.SIMPLE_HEAD, show_edge=False, pad_edge=False,
                 padding=(0, 2, 0, 0))
     out.add_column("key", no_wrap=True)
-    out.add_column("value", overflow="fold")
-    out.add_column("source", style="dim")
+    out.add_column("value", overflow="fold", min_width=8)
+    out.add_column("source", style="dim", overflow="fold", min_width=6)
+    stacked: list[RenderableType] = []
     for row in rows:
-        out.add_row(str(row["key"]), str(row["value"]), str(row["source"]))
-    return out
+        key, value, source = str(row["key"]), str(row["value"]), str(row["source"])
+        out.add_row(key, value, source)
+        stacked += [Text(key, style="bold", overflow="fold"),
+                    Padding(Text.assemble(value, (f"  ({source})" if source else "", "dim"),
+                                          overflow="fold"), (0, 0, 0, 2))]
+    return Fitted(out, Group(*stacked))
 
 
 def key_values(data: Mapping[str, Any], title: str | None = None) -> Table:
