@@ -186,8 +186,12 @@ def show_session(workspace: Workspace, name: str, turns: TurnRange | None = None
     elif turns is None:
         first, last = max(1, total - newest + 1), total
     else:
-        first, last = turns.first, turns.last if turns.last is not None else total
-    return SessionPage(session, first, min(last, total), total,
+        first, last = turns.first, min(turns.last or total, total)
+        if first > total:
+            # As inspect --turn: past the last turn is an error naming it, not an empty
+            # page "turns 5–3 of 3" (nor a 2**63 reaching SQLite as an OverflowError).
+            raise NotFound(f"session {name!r} has no turn {first}: it has {total}")
+    return SessionPage(session, first, last, total,
                        store.history.messages(session.id, first, last),
                        store.sessions.session_access(session.id),
                        store.sessions.shares(session.id))

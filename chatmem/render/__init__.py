@@ -20,7 +20,7 @@ from chatmem.memory.context import Context, said_line
 from chatmem.memory.params import format_params
 from chatmem.render.counts import counted
 from chatmem.render.fields import Field, FittedLine
-from chatmem.render.layout import Fitted
+from chatmem.render.layout import Fitted, Hanging
 from chatmem.render.notices import notice_text
 from chatmem.render.reasons import dropped_line, reason_text
 from chatmem.render.sessions import shared_cell, shared_words
@@ -178,12 +178,13 @@ def context_panel(
             # Indented as a block, so every line of a multi-line message sits under its part.
             # The day a recalled message was said, on the line the model gets above it.
             said = (f"{said_line(message.said_on)}\n", "italic") if message.said_on else ""
-            blocks.append(Padding(Text.assemble(
+            # Its later lines further in, so none passes for a message line of its own.
+            blocks.append(Padding(Hanging(Text.assemble(
                 (f"{label}{message.role}: ", style),
                 said,
                 (printable(message.content), ""),
                 (f"  [{format_count(message.tokens, approximate)}]", "dim"),
-            ), (0, 0, 0, 2)))
+            )), (0, 0, 0, 2)))
     blocks.append(Text.assemble(("reply priming", "bold dim"),
                                 (f"  {format_count(context.priming, approximate)} tokens",
                                  "dim"),
@@ -279,16 +280,23 @@ def named_lines(named: Mapping[str, str]) -> list[Text]:
     return [Text.assemble((f"{name:<{width}}  ", "bold"), value) for name, value in named.items()]
 
 
-def config_table(rows: Sequence[Mapping[str, Any]]) -> Table:
-    """`config show`: key · value · source (empty for a default), under the files' lines."""
+def config_table(rows: Sequence[Mapping[str, Any]]) -> RenderableType:
+    """`config show`: key · value · source (empty for a default), under the files' lines;
+    narrower than the table's least, each key over its value and source (Rich would
+    squeeze the value and source to nothing)."""
     out = Table(header_style="bold", box=box.SIMPLE_HEAD, show_edge=False, pad_edge=False,
                 padding=(0, 2, 0, 0))
     out.add_column("key", no_wrap=True)
-    out.add_column("value", overflow="fold")
-    out.add_column("source", style="dim")
+    out.add_column("value", overflow="fold", min_width=8)
+    out.add_column("source", style="dim", overflow="fold", min_width=6)
+    stacked: list[RenderableType] = []
     for row in rows:
-        out.add_row(str(row["key"]), str(row["value"]), str(row["source"]))
-    return out
+        key, value, source = str(row["key"]), str(row["value"]), str(row["source"])
+        out.add_row(key, value, source)
+        stacked += [Text(key, style="bold", overflow="fold"),
+                    Padding(Text.assemble(value, (f"  ({source})" if source else "", "dim"),
+                                          overflow="fold"), (0, 0, 0, 2))]
+    return Fitted(out, Group(*stacked))
 
 
 def key_values(data: Mapping[str, Any], title: str | None = None) -> Table:
@@ -301,11 +309,13 @@ def key_values(data: Mapping[str, Any], title: str | None = None) -> Table:
 
 
 def transcript(messages: Iterable[Mapping[str, Any]]) -> Group:
-    lines = []
+    """`[3] user: …` lines; a message's later lines start further in, so a message that
+    writes `\n[4] assistant: …` cannot pass for a message of its own."""
+    lines: list[RenderableType] = []
     for m in messages:
         style = {"user": "bold green", "assistant": "cyan", "system": "magenta"}.get(m["role"], "")
-        lines.append(Text.assemble((f"[{m['turn']}] {m['role']}: ", style),
-                                   printable(m["content"])))
+        lines.append(Hanging(Text.assemble((f"[{m['turn']}] {m['role']}: ", style),
+                                           printable(m["content"]))))
     return Group(*lines)
 
 

@@ -8,6 +8,8 @@ from typing import Any
 
 from rich import box
 from rich.console import Console, ConsoleOptions, Group, RenderableType, RenderResult
+from rich.measure import Measurement
+from rich.padding import Padding
 from rich.panel import Panel
 from rich.table import Table
 from rich.text import Text
@@ -23,7 +25,7 @@ from chatmem.render import (
     template_extra,
     when,
 )
-from chatmem.render.layout import Label, Narrowing
+from chatmem.render.layout import Fitted, Flow, Label, Narrowing
 from chatmem.render.notices import notice_text
 from chatmem.render.reasons import dropped_line, kept_text, reason_text
 from chatmem.render.summary import coverage
@@ -154,19 +156,26 @@ def inspect_view(
     return Group(*blocks)
 
 
-def recall_table(context: Context, texts: Mapping[int, str]) -> Table:
+RECALL_TITLE = "recall: candidates ranked (scores 0–1, bm25 raw)"
+SCORES = ("bm25", "words", "dense", "fused")
+
+
+def recall_table(context: Context, texts: Mapping[int, str]) -> RenderableType:
     """How recall ranked what it kept and the best of what it left out, and why (`texts`:
     what each candidate said, by id).
 
     Made to fit 80 columns: no vertical rules, the role inside the message cell, numbers
     never cut, and the message (one line, cut with …) giving way first when room is short.
+    Narrower than the table's least (about 62 columns), a card per candidate: Rich would
+    squeeze "kept / why" and the message to nothing.
     """
-    out = Table(header_style="bold", title="recall: candidates ranked (scores 0–1, bm25 raw)",
+    out = Table(header_style="bold", title=RECALL_TITLE,
                 box=box.SIMPLE_HEAD, padding=(0, 1), pad_edge=False, collapse_padding=True)
-    for column in ("turn", "bm25", "words", "dense", "fused", "tokens"):
+    for column in ("turn", *SCORES, "tokens"):
         out.add_column(column, justify="right", no_wrap=True, min_width=len(column))
     out.add_column("kept / why", overflow="fold", min_width=14)
     out.add_column("message", min_width=12)
+    cards: list[RenderableType] = [Text(RECALL_TITLE, style="bold")]
     for row in context.recall:
         # A recalled row says what brought it up: `kept, meaning`.
         why = Text(kept_text(row), style="green" if row.get("kept") is True else "dim")
@@ -178,10 +187,34 @@ def recall_table(context: Context, texts: Mapping[int, str]) -> Table:
         message = Text(f"{role}: {printable(said)}", no_wrap=True, overflow="ellipsis")
         message.stylize("dim", 0, len(role) + 1)
         turn = row.get("turn")
-        out.add_row("–" if turn is None else str(turn), _number(row, "bm25"),
-                    _number(row, "words"), _number(row, "dense"), _number(row, "fused"),
-                    _number(row, "tokens", "{:,}"), why, message)
-    return out
+        turn_text = "–" if turn is None else str(turn)
+        scores = [_number(row, key) for key in SCORES]
+        tokens = _number(row, "tokens", "{:,}")
+        out.add_row(turn_text, *scores, tokens, why, _Cut(message))
+        cards += [Text.assemble((f"turn {turn_text}  ", "bold"), why),
+                  Padding(_details([*(f"{k} {v}" for k, v in zip(SCORES, scores, strict=True)),
+                                    f"{tokens} tokens"]), (0, 0, 0, 2)),
+                  Padding(message, (0, 0, 0, 2))]
+    return Fitted(out, Group(*cards))
+
+
+class _Cut:
+    """A one-line cell cut with … to any width: Rich measures a Text's narrowest by its
+    longest word (a Chinese sentence is one), which no cut needs."""
+
+    def __init__(self, text: Text) -> None:
+        self.text = text
+
+    def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
+        yield self.text
+
+    def __rich_measure__(self, console: Console, options: ConsoleOptions) -> Measurement:
+        return Measurement(1, self.text.cell_len).clamp(max_width=options.max_width)
+
+
+def _details(fields: Sequence[str]) -> Flow:
+    """A card's details, dim, wrapped between fields, never inside one."""
+    return Flow([Text(field, style="dim") for field in fields], gap=3)
 
 
 def _number(row: Mapping[str, Any], key: str, shape: str = "{:.2f}") -> str:
@@ -192,7 +225,9 @@ def _number(row: Mapping[str, Any], key: str, shape: str = "{:.2f}") -> str:
 
 
 def summaries_view(rows: Sequence[Mapping[str, Any]], zone: tzinfo | None = None) -> Group:
-    """A table of versions, then each version's text in full; times in `zone` (`when`)."""
+    """A table of versions, then each version's text in full; times in `zone` (`when`).
+    Narrower than the table's least, a card per version: Rich would squeeze the time,
+    the turns covered and the dropped anchors to nothing."""
 
     def build(width: int | None) -> Table:
         table = Table(header_style="bold", title="summary versions")
@@ -200,7 +235,7 @@ def summaries_view(rows: Sequence[Mapping[str, Any]], zone: tzinfo | None = None
                        "dropped anchors"):
             table.add_column(column, justify="right" if column in ("version", "covers",
                                                                    "tokens") else "left",
-                             overflow="fold",
+                             overflow="fold", min_width=min(len(column), 10),
                              no_wrap=column in ("version", "strategy", "tokens"))
         for row in rows:
             dropped = ", ".join(row["dropped_anchors"])
@@ -211,7 +246,18 @@ def summaries_view(rows: Sequence[Mapping[str, Any]], zone: tzinfo | None = None
                           Text(dropped or "–", style="red" if dropped else "dim"))
         return table
 
+    cards: list[RenderableType] = [Text("summary versions", style="bold")]
+    for row in rows:
+        dropped = ", ".join(row["dropped_anchors"])
+        cards += [Text.assemble((f"v{row['version']} ", "bold"), row["strategy"]),
+                  Padding(_details([when(row["created_at"], zone),
+                                    coverage(row.get("covered_turn")),
+                                    f"{row['tokens']:,} tokens"]), (0, 0, 0, 2))]
+        if dropped:
+            cards.append(Padding(Text(f"dropped anchors: {dropped}", style="red"),
+                                 (0, 0, 0, 2)))
     panels: list[RenderableType] = [
         Panel(Text(row["text"]), title=f"{row['strategy']} v{row['version']}",
               title_align="left", border_style=PART_STYLES["summary"]) for row in rows]
-    return Group(Narrowing(build, [row["strategy"] for row in rows]), *panels)
+    return Group(Fitted(Narrowing(build, [row["strategy"] for row in rows]), Group(*cards)),
+                 *panels)

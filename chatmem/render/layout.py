@@ -135,3 +135,28 @@ class Flow:
     def __rich_measure__(self, console: Console, options: ConsoleOptions) -> Measurement:
         widths = [e.cell_len for e in self.entries] or [0]
         return Measurement(max(widths), sum(widths) + self.gap * (len(widths) - 1))
+
+
+class Hanging:
+    """`text` with every line after its first `indent` columns in, a message's own newlines
+    and the console's wraps alike: where lines start `[2] user:` (a transcript) or
+    `reply:`, a message's later lines could otherwise pass for other messages."""
+
+    def __init__(self, text: Text, indent: int = 2) -> None:
+        self.text, self.indent = text, indent
+
+    def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
+        width = max(options.max_width - self.indent, 1)
+        out = Text(end=self.text.end)
+        for i, line in enumerate(self.text.wrap(console, width, overflow="fold")):
+            if i:
+                out.append("\n" + " " * self.indent)
+            out.append_text(line)
+        # Each line now fits: wrapped again, a line of spaces would move.
+        out.no_wrap, out.overflow = True, "crop"
+        yield out
+
+    def __rich_measure__(self, console: Console, options: ConsoleOptions) -> Measurement:
+        text = Measurement.get(console, options, self.text)
+        return Measurement(text.minimum + self.indent, text.maximum + self.indent
+                           ).clamp(max_width=options.max_width)

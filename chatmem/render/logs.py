@@ -19,6 +19,7 @@ from chatmem.config.options import Cost, Spent
 from chatmem.graphemes import grapheme_start, one_line
 from chatmem.render import cost_text, when
 from chatmem.render.fields import Field, FittedLine
+from chatmem.render.layout import Hanging
 from chatmem.render.terminal import cells_prefix
 from chatmem.store import LogEntry, TurnStatus
 
@@ -275,13 +276,10 @@ def full_turns(entries: Sequence[LogEntry], costs: Sequence[Cost | None], *,
         if status_text(entry):
             facts.append(status_text(entry))
         header = Text(" · ".join(fact for fact in facts if fact), style="bold")
-        body = Text()
-        body.append("question: ", style="cyan")
-        body.append(entry.input)
-        body.append("\nreply: ", style="green")
-        if entry.reply is None:
-            body.append(f"(none: the turn {entry.status})", style="dim")
-        else:
-            body.append(entry.reply)
-        blocks.extend([header, body, Text("")])
+        # Later lines of the question and reply further in: at the margin, a line the user
+        # or model wrote could pass for a `reply:` or another turn's header.
+        question = Text.assemble(("question: ", "cyan"), entry.input)
+        reply = Text.assemble(("reply: ", "green"), (f"(none: the turn {entry.status})", "dim")
+                              if entry.reply is None else entry.reply)
+        blocks.extend([header, Hanging(question), Hanging(reply), Text("")])
     return Group(*blocks[:-1])

@@ -1,8 +1,9 @@
 """Summary versions as Rich panels: the text, a diff, and what the summarizer dropped.
 
-Removed text is red (struck through), added text green; where there is no
-colour (NO_COLOR, a pipe, a file) they read `[-removed-]` and `[+added+]`, so
-the diff means the same in every mode. Latin text is diffed
+Removed text reads `[-removed-]`, added text `[+added+]`, in every mode: colour
+(red struck through, green) goes on top where there is colour, but never carries
+the meaning alone (a monochrome terminal Rich still colours, a screen reader, a
+red-green colour-blind reader). Latin text is diffed
 word by word. CJK text is diffed sentence by sentence: a sentence that
 changed a little (五千元 → 六千元) marks the changed characters inline, but a
 rewritten sentence is shown whole, old then new, because characters
@@ -47,11 +48,6 @@ def coverage(last_turn: int | None) -> str:
 def sentences(text: str) -> list[str]:
     """Sentences and clauses ending in CJK or Latin stops or newlines; they join back to `text`."""
     return [s for s in _SENTENCE.findall(text) if s]
-
-
-def plain(console: Console) -> bool:
-    """True where colour cannot carry meaning: NO_COLOR, or no colour system (pipes, files)."""
-    return console.no_color or console.color_system is None
 
 
 def _marked(op: str, run: str) -> str:
@@ -132,26 +128,23 @@ def diff_text(old: str, new: str, *, markers: bool = False) -> Text:
 
 
 class WordDiff:
-    """A diff that picks colour or markers for the console it is printed on."""
+    """A diff marked [-…-]/[+…+] on every console, coloured where it has colour."""
 
     def __init__(self, old: str, new: str) -> None:
         self.old, self.new = old, new
 
     def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
-        yield diff_text(self.old, self.new, markers=plain(console))
+        yield diff_text(self.old, self.new, markers=True)
 
 
 class DiffLegend:
-    """`removed red · added green · +6 −0 words`, or the markers where there is no colour."""
+    """`removed [-…-] · added [+…+] · +6 −0 words`, the markers in their colours."""
 
     def __init__(self, added: int, removed: int, unit: str) -> None:
         self.added, self.removed, self.unit = added, removed, unit
 
     def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
-        if plain(console):
-            removed, added = Text("[-…-]", style=REMOVED), Text("[+…+]", style=ADDED)
-        else:
-            removed, added = Text("red", style=REMOVED), Text("green", style=ADDED)
+        removed, added = Text("[-…-]", style=REMOVED), Text("[+…+]", style=ADDED)
         yield Text.assemble(("removed ", "dim"), removed, (" · added ", "dim"), added,
                             (f" · +{self.added} −{self.removed} {self.unit}", "dim"))
 

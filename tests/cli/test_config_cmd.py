@@ -191,3 +191,21 @@ def test_show_says_the_reply_cap_each_provider_applies(chat_server) -> None:  # 
     assert cap.split()[1] == str(sent) == "4096"
     scripted = invoke("config", "show", env={"CHATMEM_PROVIDER": "scripted"}, code=0).stdout
     assert "none (no cap)" in scripted
+
+
+@pytest.mark.parametrize("columns", [20, 30])
+def test_show_on_a_narrow_terminal_puts_each_value_and_source_under_its_key(
+    tmp_path: Path, columns: int
+) -> None:
+    """At 20 columns the table kept the keys and squeezed value and source to nothing."""
+    config = tmp_path / "c.toml"
+    config.write_text('model = "m"\n', encoding="utf-8")
+    result = invoke("config", "show", "--config", str(config),
+                    env={"CHATMEM_STRATEGY": "tokens", "COLUMNS": str(columns)})
+    assert result.exit_code == 0, result.stderr
+    lines = [line.rstrip() for line in result.stdout.splitlines()]
+    model = lines.index("model")
+    assert lines[model + 1] == "  m  (file)"
+    strategy = lines.index("strategy")
+    assert " ".join(lines[strategy + 1:strategy + 3]).split() == [
+        "tokens", "(env", "CHATMEM_STRATEGY)"]

@@ -189,6 +189,27 @@ def test_show_pages_a_long_session(tmp_path: Path) -> None:
         "--turns 9-2: turns are numbered from 1, FIRST no more than LAST")
 
 
+@pytest.mark.parametrize("spec", ["5", "5-", "9223372036854775808", "4-9223372036854775808"])
+def test_show_turns_past_the_last_is_one_line_naming_the_turn(tmp_path: Path, spec: str) -> None:
+    """`--turns 5` of 3 turns printed "turns 5–3 of 3 shown" and exited 0; 2**63 reached
+    SQLite as an OverflowError traceback."""
+    db, transcript = tmp_path / "three.db", tmp_path / "three.jsonl"
+    transcript.write_text("".join(
+        json.dumps({"role": role, "content": f"{role} {n}"}) + "\n"
+        for n in range(1, 4) for role in ("user", "assistant")), encoding="utf-8")
+    assert invoke("sessions", "import", str(transcript), "--name", "three",
+                  "--db", str(db)).exit_code == 0
+    shown = invoke("sessions", "show", "three", "--turns", spec, "--db", str(db))
+    first = spec.partition("-")[0]
+    assert shown.exit_code != 0
+    assert shown.stderr.strip().splitlines() == [
+        f"error: session 'three' has no turn {first}: it has 3"]
+    tail = invoke("sessions", "show", "three", "--turns", "2-9223372036854775808", "--json",
+                  "--db", str(db))
+    assert tail.exit_code == 0, tail.stderr
+    assert json.loads(tail.stdout)["turns"] == {"first": 2, "last": 3, "total": 3}
+
+
 def test_show_prints_its_times_in_the_timezone_setting_s_zone_without_seconds(db: Path) -> None:
     """The table printed created_at and updated_at as stored (UTC, with seconds), while
     every other table shows a time in the user's zone; --json keeps UTC."""

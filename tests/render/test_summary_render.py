@@ -12,6 +12,7 @@ from rich.text import Text
 from chatmem.render.summary import (
     ADDED,
     REMOVED,
+    DiffLegend,
     WordDiff,
     coverage,
     diff_text,
@@ -134,17 +135,20 @@ def test_a_diff_keeps_both_versions_recoverable(old: str, new: str) -> None:
     assert "".join(sentences(old)) == old
 
 
-def test_without_colour_the_diff_is_marked_and_with_colour_it_is_not() -> None:
+def test_the_diff_is_marked_in_every_mode_and_coloured_on_top() -> None:
+    # Colour alone cannot carry the diff: Rich colours TERM=xterm-mono, and screen
+    # readers and red-green colour-blind readers cannot tell red from green.
     old, new = "- My order ships Monday.", "- My order ships Friday.\n- Refund approved."
+    marked = "- My order ships [-Monday-]→[+Friday+].\n[+- Refund approved.+]\n"
     colour = Console(width=80, record=True, force_terminal=True, color_system="truecolor",
                      no_color=False)
-    colour.print(WordDiff(old, new))
-    assert colour.export_text() == "- My order ships Monday→Friday.\n- Refund approved.\n"
+    colour.print(DiffLegend(2, 1, "words"), WordDiff(old, new))
+    assert colour.export_text(clear=False) == "removed [-…-] · added [+…+] · +2 −1 words\n" + marked
+    assert "\x1b[" in colour.export_text(styles=True)  # colour as well
     for plain in (Console(width=80, record=True, color_system=None),  # a pipe, a file
                   Console(width=80, record=True, force_terminal=True, no_color=True)):
         plain.print(WordDiff(old, new))
-        assert plain.export_text() == (
-            "- My order ships [-Monday-]→[+Friday+].\n[+- Refund approved.+]\n")
+        assert plain.export_text() == marked
 
 
 def test_no_color_in_the_environment_marks_the_diff(monkeypatch) -> None:
