@@ -12,6 +12,7 @@ from typing import Any, BinaryIO
 
 from chatmem import fts
 from chatmem.errors import TranscriptError
+from chatmem.speakers import speaker_of, with_speaker
 from chatmem.text import profile_name, valid_text
 from chatmem.text_files import NotUtf8, Oversized, read_stream_within, read_within, utf8_text
 from chatmem.timestamps import LONGEST_DAYS, is_time
@@ -282,12 +283,19 @@ def _read_item(data: Mapping[str, Any], where: str, number: int, seen_ids: set[s
 
 def _read_message(data: Mapping[str, Any], where: str, number: int) -> TranscriptMessage:
     role = data.get("role")
+    if role in ("tool", "function") or data.get("tool_calls"):
+        # As serve refuses them: a call and its result are no exchange with the user.
+        raise TranscriptError(f"{where}: tool calls are not taken as chatmem turns; leave"
+                              " the tool messages and tool_calls out to import the rest")
+    if role == "developer":
+        role = "system"  # OpenAI's newer name for it, as serve takes it
     if role not in ROLES:
         shown = "missing" if role is None else repr(role)
         raise TranscriptError(f"{where}: role must be user, assistant or system (got {shown})")
     if "content" not in data or data["content"] is None:
         raise TranscriptError(f"{where}: message has no content")
-    content = _content_text(data["content"], where)
+    speaker = speaker_of(data.get("name"), f"{where}: name", TranscriptError)
+    content = with_speaker(role, _content_text(data["content"], where), speaker)
     message_id = data.get("id")
     if message_id is not None and not isinstance(message_id, str | int):
         raise TranscriptError(f"{where}: id must be a string")
