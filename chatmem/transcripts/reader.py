@@ -16,6 +16,7 @@ from chatmem.speakers import speaker_of, with_speaker
 from chatmem.text import profile_name, valid_text
 from chatmem.text_files import NotUtf8, Oversized, read_stream_within, read_within, utf8_text
 from chatmem.timestamps import LONGEST_DAYS, is_time
+from chatmem.transcripts.foreign import READ, foreign_export
 from chatmem.transcripts.format import (
     FORMAT_VERSION,
     HEADER_KEYS,
@@ -98,9 +99,15 @@ def parse_transcript(text: str, source: str = "<transcript>") -> Transcript:
             if stripped.startswith("["):
                 raise TranscriptError(f"{source}: not readable JSON ({_why(e)})") from None
             whole = None  # JSON Lines: the line-by-line reading names the line
+        _refuse_foreign(whole, source)
         if isinstance(whole, list) or (isinstance(whole, dict) and "messages" in whole):
             return _parse_json_document(text, whole, source)
     return _parse_jsonl(text, source)
+
+
+def _refuse_foreign(data: Any, where: str) -> None:
+    if (what := foreign_export(data)) is not None:
+        raise TranscriptError(f"{where}: {what}, which chatmem does not read; {READ}")
 
 
 def _first_line_is_an_object(text: str) -> bool:
@@ -161,6 +168,7 @@ def _parse_jsonl(text: str, source: str) -> Transcript:
             raise TranscriptError(f"{where}: not readable JSON ({_why(e)})") from None
         if not isinstance(data, dict):
             raise TranscriptError(f"{where}: expected a JSON object")
+        _refuse_foreign(data, where)
         if "messages" in data and "role" not in data:
             # OpenAI fine-tuning files hold one conversation per line; only a file that is
             # one such object is read, so this is said, not "role missing".
