@@ -4,6 +4,7 @@ session in its user profile with its retention, and every fact, all or nothing."
 from __future__ import annotations
 
 import json
+import shlex
 import sqlite3
 import zipfile
 from pathlib import Path
@@ -345,3 +346,23 @@ def test_an_archive_that_does_not_date_its_sessions_restores_them_as_before(
             out.writestr(item.filename, data)
     run(b, "sessions", "import", str(older), code=0)
     assert len(rows(b, SESSIONS)) == 3
+
+
+@pytest.mark.parametrize(("user", "key", "theirs", "mine", "shown"), [
+    (ZOE, "home city", "Paris", "Lyon", "chatmem facts forget 'home city' --user Zoë"),
+    ("李雷", "家乡 城市", "杭州", "北京", "chatmem facts forget '家乡 城市' --user 李雷"),
+])
+def test_a_profile_fact_clash_names_a_command_that_works_pasted(
+        tmp_path: Path, user: str, key: str, theirs: str, mine: str, shown: str) -> None:
+    a, b, zipped = tmp_path / "a.db", tmp_path / "b.db", tmp_path / "all.zip"
+    chat(a, "theirs", [f"/remember --user {key}: {theirs}"], env={"CHATMEM_USER": user}, code=0)
+    run(a, "sessions", "export", "--all", "-o", str(zipped), code=0)
+    chat(b, "mine", [f"/remember --user {key}: {mine}"], env={"CHATMEM_USER": user}, code=0)
+    refused = run(b, "sessions", "import", str(zipped), code=None).stderr
+    assert shown in refused, refused
+    command = refused.split("forget one (", 1)[1].split(") and import again", 1)[0]
+    # Pasted as the configured default user: --user reaches the profile that clashed.
+    run(b, *shlex.split(command)[1:], code=0)
+    run(b, "sessions", "import", str(zipped), code=0)
+    live = rows(b, 'SELECT "user", key, value FROM facts WHERE deleted_at IS NULL')
+    assert live == [(user, key, theirs)]
