@@ -268,6 +268,12 @@ def _not_installed(workspace: Workspace, strategy: str) -> bool:
 
 def _transcript_strategy(workspace: Workspace, transcript: Transcript) -> Strategy:
     settings = workspace.settings
+    if transcript.params and not transcript.strategy:
+        # The header's params are its strategy's settings (an export writes them together):
+        # alone they name no strategy to fit, and dropped the session ran on other ones.
+        raise TranscriptError(f"{transcript.header_at or transcript.source}: in the header:"
+                              " 'params' without 'strategy': name the strategy they are for"
+                              " (\"strategy\": \"window\") or leave params out")
     try:
         return workspace.registries.strategies.strategy(
             transcript.strategy or settings.strategy,
