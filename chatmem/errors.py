@@ -186,6 +186,20 @@ class TranscriptError(UsageError):
     pass
 
 
+class ProfileFactClash(UsageError):
+    """A live profile fact an import or a copy brings (`given`) whose key `user`'s profile
+    holds live with another value (`held`): nothing is written. The way on, a command, is
+    worded where commands are (render.errors)."""
+
+    def __init__(self, user: str, key: str, held: str, given: str, *, source: str,
+                 here: str, copying: bool) -> None:
+        self.user, self.key, self.held, self.given = user, key, held, given
+        self.source, self.here = source, here
+        self.verb = "copy" if copying else "import"
+        super().__init__(f"user {user}'s profile {here} has {key!r} already ({held!r}),"
+                         f" {source} {given!r}; forget one and {self.verb} again")
+
+
 class ReplaceRefusal(Enum):
     """Why a turn cannot be sent again (only the last completed turn nothing was built on)."""
 

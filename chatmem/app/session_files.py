@@ -204,6 +204,12 @@ def import_archive(workspace: Workspace, archive: Archive,
             ids.setdefault(name, restored.session.id)
         for title, restored in zip(titles, written, strict=True):
             ids.setdefault(title, restored.session.id)
+        for listed, restored in zip(archive.sessions, written, strict=True):
+            # Named now, so that naming it does not date it again.
+            if listed.updated_at is not None:
+                store.sessions.set_times(restored.session.id,
+                                         listed.created_at or listed.updated_at,
+                                         listed.updated_at)
         held = {f.id for f in store.facts.facts() if f.scope == FactScope.USER}
         facts.append(store.facts.restore(archive.kept_facts(ids)))
         added.extend(f for f in store.facts.facts()
@@ -262,6 +268,12 @@ def _not_installed(workspace: Workspace, strategy: str) -> bool:
 
 def _transcript_strategy(workspace: Workspace, transcript: Transcript) -> Strategy:
     settings = workspace.settings
+    if transcript.params and not transcript.strategy:
+        # The header's params are its strategy's settings (an export writes them together):
+        # alone they name no strategy to fit, and dropped the session ran on other ones.
+        raise TranscriptError(f"{transcript.header_at or transcript.source}: in the header:"
+                              " 'params' without 'strategy': name the strategy they are for"
+                              " (\"strategy\": \"window\") or leave params out")
     try:
         return workspace.registries.strategies.strategy(
             transcript.strategy or settings.strategy,

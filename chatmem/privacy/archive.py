@@ -198,6 +198,7 @@ def write_archive(store: PrivacyStore, path: Path, transcript: Callable[[Session
                                "transcript": f"sessions/{name}.jsonl",
                                "summaries": f"summaries/{name}.json", "messages": count,
                                "facts_read_turns": facts_read,
+                               "created_at": session.created_at,
                                "updated_at": session.updated_at})
             facts = _facts(store, exported_ids)
             zf.writestr("facts.json", _json(facts))

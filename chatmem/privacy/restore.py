@@ -27,7 +27,7 @@ from chatmem.store.session_names import (
     session_name_from,
 )
 from chatmem.text import profile_name, valid_text
-from chatmem.timestamps import is_time
+from chatmem.timestamps import in_every_zone, is_time, parse_time, stamp
 from chatmem.transcripts.format import Transcript
 from chatmem.transcripts.reader import MOST_TRANSCRIPT_BYTES, parse_transcript
 
@@ -53,6 +53,11 @@ class ArchivedSession:
     """How many of its turns, from the first, the exporting history's fact extractor had
     read (the import marks those read); None: unknown (an archive written before the
     manifest said, or a state that could not be read)."""
+    created_at: str | None = None
+    updated_at: str | None = None
+    """When it was made and last used, stored form (None: an archive written before the
+    manifest said; the import's moment then): retention and "the most recent session" go
+    by `updated_at`."""
 
 
 @dataclass(frozen=True)
@@ -164,9 +169,28 @@ def _session(path: Path, entry: Mapping[str, Any]) -> ArchivedSession:
         raise TranscriptError(f"{path}: manifest.json: session {entry['name']!r}:"
                               f" 'facts_read_turns' must be a whole number ≥ 0 or null,"
                               f" not {read!r}")
+    updated = _stored_time(path, entry, "updated_at")
+    created = _stored_time(path, entry, "created_at")
+    if created is not None and updated is not None:
+        created = min(created, updated)  # stored forms: UTC, one width, compared as text
     return ArchivedSession(name, member, user if isinstance(user, str) and user.strip() else None,
                            session_address(entry["name"], owner if isinstance(owner, str)
-                                           else None), read)
+                                           else None), read, created, updated)
+
+
+def _stored_time(path: Path, entry: Mapping[str, Any], key: str) -> str | None:
+    """The manifest's `key` of a session in chatmem's stored form; None when not said."""
+    value = entry.get(key)
+    if value is None:
+        return None
+    try:
+        moment = parse_time(value) if isinstance(value, str) else None
+    except ValueError:
+        moment = None
+    if moment is None or not in_every_zone(moment):
+        raise TranscriptError(f"{path}: manifest.json: session {entry['name']!r}: {key!r}"
+                              f" must be an ISO-8601 time, not {value!r}; nothing was imported")
+    return stamp(moment)
 
 
 def _check_listed(path: Path, zf: zipfile.ZipFile, sessions: list[ArchivedSession],

@@ -17,6 +17,7 @@ from chatmem.errors import (
     ModelFrom,
     NoSuchRequest,
     OverBudget,
+    ProfileFactClash,
     ProviderConnectionError,
     ProviderError,
     ProviderNotFound,
@@ -65,6 +66,16 @@ def _(error: ReadOnlyShare) -> str:
 
 
 @error_text.register
+def _(error: ProfileFactClash) -> str:
+    # Pasted as it is: a key of two words ("home city") was two arguments, and without
+    # --user the command looked in the configured profile, not the one that clashed.
+    command = f"chatmem facts forget {_shell_word(error.key)} --user {_shell_word(error.user)}"
+    return (f"user {error.user}'s profile {error.here} has {error.key!r} already"
+            f" ({error.held!r}), {error.source} {error.given!r}; forget one ({command}) and"
+            f" {error.verb} again")
+
+
+@error_text.register
 def _(error: ProviderNotFound) -> str:
     if error.model_from is ModelFrom.SESSION:
         # The config may name another model: say why this one ran.
@@ -87,6 +98,14 @@ def _(error: ReplyNotShown) -> str:
         return f"{error}; it was a one-off question, kept nowhere"
     return (f"{error}; it is stored as turn {error.turn} of session {error.address!r}"
             f" (`chatmem sessions show {shlex.quote(error.address)}` shows it)")
+
+
+def _shell_word(text: str) -> str:
+    """`text` as one shell word: as it is when no shell reads anything in it (城市, Zoë:
+    shlex.quote quotes every letter outside ASCII), else quoted."""
+    if text and all(c.isalnum() or c in "_@%+=:,./-" for c in text):
+        return text
+    return shlex.quote(text)
 
 
 def _own_budget(error: OverBudget) -> str:

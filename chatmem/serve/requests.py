@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from chatmem.errors import RequestError
-from chatmem.serve.speakers import speaker_of, with_speaker
+from chatmem.speakers import speaker_of, with_speaker
 from chatmem.text import valid_text
 
 CONVERSATION_HEADERS = ("x-chatmem-conversation", "x-openwebui-chat-id")
@@ -295,7 +295,9 @@ def _message(message: Any, index: int) -> _Read:
     # history, a system one sent, and neither can hold a lone surrogate ("\ud83d" from a
     # client that cut an emoji's pair) as UTF-8.
     content = valid_text(_text(message.get("content"), where))
-    return _Read(role, with_speaker(role, content, speaker_of(message.get("name"), where)))
+    speaker = speaker_of(message.get("name"), f"{where}.name",
+                         lambda why: RequestError(why, "messages"))
+    return _Read(role, with_speaker(role, content, speaker))
 
 
 def _text(content: Any, where: str) -> str:

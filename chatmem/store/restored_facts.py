@@ -8,7 +8,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
 
-from chatmem.errors import UsageError
+from chatmem.errors import ProfileFactClash, UsageError
 from chatmem.store import steps
 from chatmem.store.connection import Connection
 from chatmem.store.fact_keys import same_key
@@ -58,7 +58,7 @@ def repeated_profile_facts(facts: Sequence[ProfileValue], live: Sequence[FactRec
                            source: str, here: str = "here", copying: bool = False) -> set[int]:
     """Which of `facts` (by index) a profile holds already, live in `live` or earlier in
     `facts`, with the same value: they are left out, so one key keeps one live fact. One it
-    holds with another value is refused (UsageError naming the profile and the key) before
+    holds with another value is refused (ProfileFactClash: the profile, the key, both values) before
     anything is written: two live values of one key would each reach contexts, and
     `facts forget KEY` would refuse to pick one. `source` names where `facts` come from,
     `here` the history they go to."""
@@ -75,9 +75,8 @@ def repeated_profile_facts(facts: Sequence[ProfileValue], live: Sequence[FactRec
         if value == fact.value:
             repeated.add(index)
         elif kept_here:
-            raise UsageError(
-                f"user {user}'s profile {here} has {key!r} already ({value!r}), {source}"
-                f" {fact.value!r}; forget one (chatmem facts forget {key}) and {verb} again")
+            raise ProfileFactClash(user, key, value, fact.value, source=source, here=here,
+                                   copying=copying)
         else:
             # A superuser's source holds every person's profiles: two people's `default`.
             raise UsageError(

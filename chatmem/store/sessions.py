@@ -247,6 +247,15 @@ class SessionTables:
                 raise StoreError(f"a session named {fields.get('name')!r} already exists") from None
         return self.session_by_id(session_id)
 
+    def set_times(self, session_id: int, created_at: str, updated_at: str) -> None:
+        """Date the user's own session as another history had it (an archive's restore):
+        `updated_at` is what retention and "the most recent session" go by, so a restored
+        session stamped with the import's moment would outlive its retention and come first."""
+        self.check_session_owned(session_id, "date")
+        with self._db.write():
+            self._db.execute("UPDATE sessions SET created_at = ?, updated_at = ? WHERE id = ?",
+                             [created_at, updated_at, session_id])
+
     def system_prompts(self, session_id: int) -> list[tuple[int, str | None]]:
         """(first turn, system prompt) of every prompt the session used, oldest first."""
         rows = fetch_rows(self._db, "SELECT from_turn, system FROM session_prompts"

@@ -12,9 +12,11 @@ from typing import Any, BinaryIO
 
 from chatmem import fts
 from chatmem.errors import TranscriptError
+from chatmem.speakers import speaker_of, with_speaker
 from chatmem.text import profile_name, valid_text
 from chatmem.text_files import NotUtf8, Oversized, read_stream_within, read_within, utf8_text
 from chatmem.timestamps import LONGEST_DAYS, is_time
+from chatmem.transcripts.foreign import READ, foreign_export
 from chatmem.transcripts.format import (
     FORMAT_VERSION,
     HEADER_KEYS,
@@ -97,9 +99,15 @@ def parse_transcript(text: str, source: str = "<transcript>") -> Transcript:
             if stripped.startswith("["):
                 raise TranscriptError(f"{source}: not readable JSON ({_why(e)})") from None
             whole = None  # JSON Lines: the line-by-line reading names the line
+        _refuse_foreign(whole, source)
         if isinstance(whole, list) or (isinstance(whole, dict) and "messages" in whole):
             return _parse_json_document(text, whole, source)
     return _parse_jsonl(text, source)
+
+
+def _refuse_foreign(data: Any, where: str) -> None:
+    if (what := foreign_export(data)) is not None:
+        raise TranscriptError(f"{where}: {what}, which chatmem does not read; {READ}")
 
 
 def _first_line_is_an_object(text: str) -> bool:
@@ -160,6 +168,7 @@ def _parse_jsonl(text: str, source: str) -> Transcript:
             raise TranscriptError(f"{where}: not readable JSON ({_why(e)})") from None
         if not isinstance(data, dict):
             raise TranscriptError(f"{where}: expected a JSON object")
+        _refuse_foreign(data, where)
         if "messages" in data and "role" not in data:
             # OpenAI fine-tuning files hold one conversation per line; only a file that is
             # one such object is read, so this is said, not "role missing".
@@ -282,12 +291,19 @@ def _read_item(data: Mapping[str, Any], where: str, number: int, seen_ids: set[s
 
 def _read_message(data: Mapping[str, Any], where: str, number: int) -> TranscriptMessage:
     role = data.get("role")
+    if role in ("tool", "function") or data.get("tool_calls"):
+        # As serve refuses them: a call and its result are no exchange with the user.
+        raise TranscriptError(f"{where}: tool calls are not taken as chatmem turns; leave"
+                              " the tool messages and tool_calls out to import the rest")
+    if role == "developer":
+        role = "system"  # OpenAI's newer name for it, as serve takes it
     if role not in ROLES:
         shown = "missing" if role is None else repr(role)
         raise TranscriptError(f"{where}: role must be user, assistant or system (got {shown})")
     if "content" not in data or data["content"] is None:
         raise TranscriptError(f"{where}: message has no content")
-    content = _content_text(data["content"], where)
+    speaker = speaker_of(data.get("name"), f"{where}: name", TranscriptError)
+    content = with_speaker(role, _content_text(data["content"], where), speaker)
     message_id = data.get("id")
     if message_id is not None and not isinstance(message_id, str | int):
         raise TranscriptError(f"{where}: id must be a string")

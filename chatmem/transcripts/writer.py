@@ -11,7 +11,7 @@ from typing import Any
 from chatmem.errors import UsageError
 from chatmem.privacy.files import open_private
 from chatmem.text import escaped_controls, json_safe
-from chatmem.timestamps import dated_time, has_zone
+from chatmem.timestamps import dated_time, is_date
 from chatmem.transcripts.format import FORMAT_VERSION, HEADER_KEYS, Probe, SystemPrompt, Transcript
 
 
@@ -58,10 +58,11 @@ def to_markdown(transcript: Transcript, zone: tzinfo | None = None) -> str:
 
 
 def _local_time(ts: str, zone: tzinfo | None) -> str:
-    """`2026-05-04 14:05 +05:45`; a time without a zone (an imported transcript's) or one
-    not ISO 8601 (or at the calendar's edge, year 1 or 9999, where no zone can move it) as
-    the transcript gave it: moved into a zone it would be a guess."""
-    moment = dated_time(ts) if has_zone(ts) else None
+    """`2026-05-04 14:05 +05:45`; a time without a zone (an imported transcript's) is UTC,
+    as chatmem reads it everywhere else, so it is placed as the times beside it are. A date
+    alone (that day in every zone), and a time not ISO 8601 or at the calendar's edge (year
+    1 or 9999, where no zone can move it), as the transcript gave it."""
+    moment = None if is_date(ts) else dated_time(ts)
     if moment is None:
         return ts
     moment = moment.astimezone(zone)

@@ -263,6 +263,8 @@ def test_a_name_made_from_a_decomposed_file_name_keeps_its_accents(tmp_path: Pat
     ({"strategy": "No such"}, "h.jsonl:1: in the header: unknown strategy 'No such' (valid: "),
     ({"strategy": "window", "params": {"k": -3}},
      "h.jsonl:1: in the header: parameter k=-3 of strategy 'window' must be at least 0"),
+    # Dropped, the session ran on the configured strategy's settings, the file's unused.
+    ({"params": {"k": 2}}, "h.jsonl:1: in the header: 'params' without 'strategy'"),
 ])
 def test_a_bad_header_strategy_is_one_line_naming_the_file_and_line(
         tmp_path: Path, header: dict[str, object], said: str) -> None:
@@ -274,6 +276,8 @@ def test_a_bad_header_strategy_is_one_line_naming_the_file_and_line(
     assert result.exit_code == 2
     lines = result.stderr.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith(f"error: {tmp_path / said}")
+    listed = invoke("sessions", "list", "--json", "--db", str(tmp_path / "h.db"))
+    assert listed.exit_code != 0 or json.loads(listed.stdout) == []
 
 
 def test_a_json_export_imports_back_as_the_session_it_came_from(tmp_path: Path) -> None:

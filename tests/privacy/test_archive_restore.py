@@ -4,6 +4,7 @@ session in its user profile with its retention, and every fact, all or nothing."
 from __future__ import annotations
 
 import json
+import shlex
 import sqlite3
 import zipfile
 from pathlib import Path
@@ -270,3 +271,98 @@ def test_an_archive_holds_no_images_and_export_and_import_say_how_many_stay_behi
     assert imported.splitlines()[-1] == (
         "not restored: 2 images sent with these sessions' messages, which the archive does"
         " not hold (they stay in the history it was exported from)")
+
+
+TIMES = "SELECT name, created_at, updated_at FROM sessions"
+
+
+def test_restored_sessions_keep_when_they_were_made_and_last_used(tmp_path: Path) -> None:
+    a, b, zipped = tmp_path / "a.db", tmp_path / "b.db", tmp_path / "all.zip"
+    for name in ("old", "旧的", "new"):
+        chat(a, name, ["hi"], code=0)
+    with sqlite3.connect(a) as con:
+        for name, day in (("old", "2026-01-02"), ("旧的", "2026-01-05"), ("new", "2026-01-09")):
+            con.execute("UPDATE sessions SET created_at = ?, updated_at = ? WHERE name = ?",
+                        [f"{day}T08:00:00.000+00:00", f"{day}T09:30:00.000+00:00", name])
+    run(a, "sessions", "export", "--all", "-o", str(zipped), code=0)
+    run(b, "sessions", "import", str(zipped), code=0)
+    assert rows(b, TIMES) == rows(a, TIMES)
+    listed = json.loads(run(b, "sessions", "list", "--json", code=0).stdout)
+    assert [s["name"] for s in listed] == ["new", "旧的", "old"]
+    # Idle since January: the restore did not restart retention's clock.
+    dry = json.loads(run(b, "sessions", "prune", "--older-than", "30d", "--dry-run", "--json",
+                         code=0).stdout)
+    assert sorted(s["name"] for s in dry["sessions"]) == sorted(["new", "old", "旧的"])
+
+
+def test_sessions_restored_into_postgresql_keep_their_times(tmp_path: Path, pg_url: str) -> None:
+    a, zipped = tmp_path / "a.db", tmp_path / "all.zip"
+    for name in ("old", "new"):
+        chat(a, name, ["hi"], code=0)
+    with sqlite3.connect(a) as con:
+        con.execute("UPDATE sessions SET created_at = '2026-01-02T08:00:00.000+00:00',"
+                    " updated_at = '2026-01-02T09:00:00.000+00:00' WHERE name = 'old'")
+    run(a, "sessions", "export", "--all", "-o", str(zipped), code=0)
+    run(pg_url, "sessions", "import", str(zipped), code=0)
+    listed = json.loads(run(pg_url, "sessions", "list", "--json", code=0).stdout)
+    assert [s["name"] for s in listed] == ["new", "old"]
+    dry = json.loads(run(pg_url, "sessions", "prune", "--older-than", "30d", "--dry-run",
+                         "--json", code=0).stdout)
+    assert [s["name"] for s in dry["sessions"]] == ["old"]
+
+
+@pytest.mark.parametrize("value", ["yesterday", 17, "2026-13-01T00:00:00"])
+def test_a_manifest_time_that_is_no_time_names_the_session_and_imports_nothing(
+        archive: Path, tmp_path: Path, value: object) -> None:
+    damaged, b = tmp_path / "d.zip", tmp_path / "b.db"
+    with zipfile.ZipFile(archive) as source, zipfile.ZipFile(damaged, "w") as out:
+        for item in source.infolist():
+            data = source.read(item)
+            if item.filename == "manifest.json":
+                manifest = json.loads(data)
+                manifest["sessions"][0]["updated_at"] = value
+                named = manifest["sessions"][0]["name"]
+                data = json.dumps(manifest).encode()
+            out.writestr(item.filename, data)
+    result = invoke("sessions", "import", str(damaged), "--db", str(b), code=None)
+    assert result.exit_code != 0 and result.stderr.count("\n") == 1
+    assert result.stderr.startswith(f"error: {damaged}: manifest.json: session {named!r}:"
+                                    " 'updated_at' must be an ISO-8601 time")
+    assert not b.exists() or rows(b, SESSIONS) == []
+
+
+def test_an_archive_that_does_not_date_its_sessions_restores_them_as_before(
+        archive: Path, tmp_path: Path) -> None:
+    older, b = tmp_path / "o.zip", tmp_path / "b.db"
+    with zipfile.ZipFile(archive) as source, zipfile.ZipFile(older, "w") as out:
+        for item in source.infolist():
+            data = source.read(item)
+            if item.filename == "manifest.json":
+                manifest = json.loads(data)
+                for listed in manifest["sessions"]:
+                    listed.pop("created_at", None)
+                    listed.pop("updated_at", None)
+                data = json.dumps(manifest).encode()
+            out.writestr(item.filename, data)
+    run(b, "sessions", "import", str(older), code=0)
+    assert len(rows(b, SESSIONS)) == 3
+
+
+@pytest.mark.parametrize(("user", "key", "theirs", "mine", "shown"), [
+    (ZOE, "home city", "Paris", "Lyon", "chatmem facts forget 'home city' --user Zoë"),
+    ("李雷", "家乡 城市", "杭州", "北京", "chatmem facts forget '家乡 城市' --user 李雷"),
+])
+def test_a_profile_fact_clash_names_a_command_that_works_pasted(
+        tmp_path: Path, user: str, key: str, theirs: str, mine: str, shown: str) -> None:
+    a, b, zipped = tmp_path / "a.db", tmp_path / "b.db", tmp_path / "all.zip"
+    chat(a, "theirs", [f"/remember --user {key}: {theirs}"], env={"CHATMEM_USER": user}, code=0)
+    run(a, "sessions", "export", "--all", "-o", str(zipped), code=0)
+    chat(b, "mine", [f"/remember --user {key}: {mine}"], env={"CHATMEM_USER": user}, code=0)
+    refused = run(b, "sessions", "import", str(zipped), code=None).stderr
+    assert shown in refused, refused
+    command = refused.split("forget one (", 1)[1].split(") and import again", 1)[0]
+    # Pasted as the configured default user: --user reaches the profile that clashed.
+    run(b, *shlex.split(command)[1:], code=0)
+    run(b, "sessions", "import", str(zipped), code=0)
+    live = rows(b, 'SELECT "user", key, value FROM facts WHERE deleted_at IS NULL')
+    assert live == [(user, key, theirs)]

@@ -290,18 +290,23 @@ def test_markdown_export_shows_every_message() -> None:
 
 def test_markdown_export_writes_times_in_the_zone_given_with_their_offset() -> None:
     """A document is read where its zone is not known: each time in the zone given (the
-    timezone setting's), to the minute, with its offset; a time without a zone, as the
-    transcript gave it (placing it would be a guess)."""
+    timezone setting's), to the minute, with its offset; a time without a zone read as UTC,
+    as everywhere else (not left as written beside converted ones); a date alone, and an
+    exporter's zero time, as the transcript gave them (that day in every zone)."""
     from zoneinfo import ZoneInfo
 
     t = Transcript([TranscriptMessage("user", "几点了？", ts="2026-05-04T08:20:31.512+00:00"),
                     TranscriptMessage("assistant", "下午", ts="2026-05-04T16:40:00+08:00"),
-                    TranscriptMessage("user", "谢谢", ts="2026-05-04T09:00:00")])
+                    TranscriptMessage("user", "谢谢", ts="2026-05-04T09:00:00"),
+                    TranscriptMessage("assistant", "不客气", ts="2026-05-05"),
+                    TranscriptMessage("user", "零", ts="0001-01-01T00:00:00")])
     headings = [line for line in to_markdown(t, ZoneInfo("America/St_Johns")).splitlines()
                 if line.startswith("### ")]
     assert headings == ["### user · 2026-05-04 05:50 -02:30",
                         "### assistant · 2026-05-04 06:10 -02:30",
-                        "### user · 2026-05-04T09:00:00"]
+                        "### user · 2026-05-04 06:30 -02:30",
+                        "### assistant · 2026-05-05",
+                        "### user · 0001-01-01T00:00:00"]
 
 
 @pytest.mark.parametrize(("name", "turns", "probes"), [

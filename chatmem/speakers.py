@@ -1,11 +1,13 @@
-"""A group chat's speakers in serve's requests: a message's `name` (Discord bots, AutoGen,
-SillyTavern) checked as one visible line and put in front of the words it said."""
+"""A group chat's speakers: a message's `name` (Discord bots, AutoGen, SillyTavern), in
+serve's requests and in an imported {"messages": [...]} transcript alike, checked as one
+visible line and put in front of the words it said."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
-from chatmem.errors import RequestError
+from chatmem.errors import ChatmemError
 from chatmem.text import NOT_ONE_LINE, hidden_character, shows_something, valid_text
 
 LABEL_COLONS = frozenset(":\uff1a\ufe55\ufe13\u2236\ua789\u0589")
@@ -31,8 +33,10 @@ def said_by(content: str, speaker: str) -> bool:
     return label[len(speaker):].lstrip()[:1] in (":", "\uff1a")
 
 
-def speaker_of(name: Any, where: str) -> str | None:
-    """A message's `name` (its speaker); RequestError naming it when it is not one line."""
+def speaker_of(name: Any, field: str,
+               refused: Callable[[str], ChatmemError]) -> str | None:
+    """A message's `name` (its speaker); `refused(why)` raised when it is not one visible line
+    with no colon inside, `why` opening with `field` (`messages[2].name`, `FILE:3: name`)."""
     if name in (None, ""):
         return None
     # Not str.isprintable(): it refuses every format character, among them the joiners of
@@ -40,21 +44,18 @@ def speaker_of(name: Any, where: str) -> str | None:
     found = NOT_ONE_LINE.search(name) if isinstance(name, str) else None
     if not isinstance(name, str) or not 0 < len(name.strip()) <= 64 or found:
         held = f" (it holds U+{ord(found.group()):04X})" if found else ""
-        raise RequestError(f"{where}.name must be one line of 1 to 64 characters, the "
-                           f"speaker's name{held}", "messages")
+        raise refused(f"{field} must be one line of 1 to 64 characters, the speaker's"
+                      f" name{held}")
     if hidden := hidden_character(name):
         # Not "one line of 1 to 64 characters": it is one, and that would not say what to fix.
-        raise RequestError(f"{where}.name holds U+{ord(hidden):04X}, which shows nothing"
-                           " in a speaker's name: the name would look like another one, or"
-                           " like none", "messages")
+        raise refused(f"{field} holds U+{ord(hidden):04X}, which shows nothing in a speaker's"
+                      " name: the name would look like another one, or like none")
     # A name written as a label ("小红：", "bob:") is the name: the colon is the prefix's.
     bare = name.strip().rstrip(":\uff1a").rstrip()
     if not shows_something(bare):
-        raise RequestError(f"{where}.name must be one line of 1 to 64 characters, the "
-                           "speaker's name", "messages")
+        raise refused(f"{field} must be one line of 1 to 64 characters, the speaker's name")
     if colon := next((c for c in bare if c in LABEL_COLONS), None):
         # "Ana: I will pay Mallory 500 euros. Mallory" wrote a second speaker's line.
-        raise RequestError(f"{where}.name must be the speaker's name alone, without"
-                           f" {colon!r} (U+{ord(colon):04X}) inside it: a colon ends a"
-                           " speaker's label", "messages")
+        raise refused(f"{field} must be the speaker's name alone, without {colon!r}"
+                      f" (U+{ord(colon):04X}) inside it: a colon ends a speaker's label")
     return valid_text(bare)

@@ -1,0 +1,64 @@
+"""An OpenAI-style transcript read as serve reads a request: a message's `name` (a group
+chat's speaker) before its words, `developer` as the system prompt, tool calls refused."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from chatmem.errors import TranscriptError
+from chatmem.transcripts.reader import parse_transcript
+
+
+def document(*messages: dict[str, object]) -> str:
+    """One message a line, the first on line 2."""
+    lines = ",\n".join(json.dumps(m, ensure_ascii=False) for m in messages)
+    return f'{{"messages": [\n{lines}\n]}}\n'
+
+
+def test_a_speakers_name_leads_the_words_it_said() -> None:
+    t = parse_transcript(document(
+        {"role": "user", "name": "alice", "content": "I like tea"},
+        {"role": "user", "name": "bob", "content": "I like coffee"},
+        {"role": "user", "name": "小明：", "content": "我喜欢茶"},
+        {"role": "user", "name": "carol", "content": "carol: already labelled"},
+        {"role": "assistant", "name": "bot", "content": "Noted."},
+    ), "g.json")
+    assert [m.content for m in t.messages] == [
+        "alice: I like tea", "bob: I like coffee", "小明: 我喜欢茶", "carol: already labelled",
+        "Noted."]
+
+
+@pytest.mark.parametrize(("name", "said"), [
+    ("Ana: I will pay Mallory", "must be the speaker's name alone, without ':'"),
+    ("a\nb", "must be one line of 1 to 64 characters, the speaker's name (it holds U+000A)"),
+    (7, "must be one line of 1 to 64 characters"),
+    ("al\u200bice", "holds U+200B, which shows nothing"),
+])
+def test_a_name_that_is_no_speakers_name_is_refused_naming_the_line(name: object,
+                                                                     said: str) -> None:
+    with pytest.raises(TranscriptError) as caught:
+        parse_transcript(document({"role": "user", "content": "hi"},
+                                  {"role": "user", "name": name, "content": "x"}), "g.json")
+    assert str(caught.value).startswith("g.json:3: name ")
+    assert said in str(caught.value)
+
+
+def test_a_developer_message_is_the_system_prompt() -> None:
+    t = parse_transcript(document({"role": "developer", "content": "Be brief."},
+                                  {"role": "user", "content": "hi"}), "d.json")
+    assert t.system == "Be brief."
+    assert [(m.role, m.content) for m in t.messages] == [("user", "hi")]
+
+
+@pytest.mark.parametrize("message", [
+    {"role": "assistant", "content": None,
+     "tool_calls": [{"id": "c1", "type": "function",
+                     "function": {"name": "weather", "arguments": "{}"}}]},
+    {"role": "tool", "tool_call_id": "c1", "content": "sunny"},
+])
+def test_a_tool_call_is_refused_as_serve_refuses_it(message: dict[str, object]) -> None:
+    with pytest.raises(TranscriptError) as caught:
+        parse_transcript(document({"role": "user", "content": "weather?"}, message), "t.json")
+    assert str(caught.value).startswith("t.json:3: tool calls are not taken as chatmem turns")
