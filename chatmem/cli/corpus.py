@@ -209,10 +209,14 @@ class _Shares:
 
 @contextmanager
 def _progress(total: int) -> Iterator[_Shown]:
-    """A bar on a terminal's stderr, else a line per finished transcript."""
+    """A bar on a terminal's stderr, else a line per finished transcript. A screen, not
+    Rich's terminal: FORCE_COLOR makes a file one, and its bar's frames went into the file,
+    the per-file lines to stderr and the "evaluated 1/2" lines nowhere."""
+    from chatmem.render.terminal import on_screen
+
     out, err = consoles()
     done = 0
-    if not err.is_terminal:
+    if not on_screen(err):
         def line(result: TranscriptResult) -> None:
             nonlocal done
             done += 1
@@ -227,7 +231,7 @@ def _progress(total: int) -> Iterator[_Shown]:
 
     with task_progress(err, "evaluating transcripts", total) as bar:
         shares = _Shares(bar)
-        yield _Shown(bar.console if out.is_terminal else out, bar.console, shares.finished,
+        yield _Shown(bar.console if on_screen(out) else out, bar.console, shares.finished,
                      shares.within)
 
 

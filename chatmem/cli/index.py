@@ -37,8 +37,7 @@ def index(
         model = pending.model
         if pending.resized is not None:
             err.print(notice_line(notice_text(pending.resized)), soft_wrap=True)
-        with task_progress(err, f"embedding with {model}", pending.total,
-                           disable=not err.is_terminal) as bar:
+        with task_progress(err, f"embedding with {model}", pending.total) as bar:
             report = index_sessions(ws, pending, progress=bar.update)
     done, seconds, rate, held_elsewhere = (report.embedded, report.seconds, report.per_second,
                                            report.elsewhere)

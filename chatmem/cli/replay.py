@@ -82,9 +82,12 @@ VerboseOption = Annotated[
 
 @contextmanager
 def progress_bar(steps: int) -> "Iterator[Progress | None]":
-    """A Rich progress bar on stderr for long replays; nothing when stderr is not a terminal."""
+    """A Rich progress bar on stderr for long replays; nothing when stderr is not a screen
+    (a file or pipe, FORCE_COLOR or not)."""
+    from chatmem.render.terminal import on_screen
+
     err = consoles()[1]
-    if steps < PROGRESS_AFTER_STEPS or not err.is_terminal:
+    if steps < PROGRESS_AFTER_STEPS or not on_screen(err):
         yield None
         return
     from chatmem.render.progress import replay_progress

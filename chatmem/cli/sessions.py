@@ -231,7 +231,7 @@ def fork(
 
     err = consoles()[1]
     with open_workspace(settings_from(config, db), create=False) as ws, counted_progress(
-            err, f"forking {name}", disable=not err.is_terminal) as progress:
+            err, f"forking {name}") as progress:
         report = fork_session(ws, name, new_name, at_turn=at_turn, progress=progress)
     if json_out:
         print_json(report.to_json())
