@@ -295,7 +295,7 @@ def eval_corpus(directory: Path, job: CorpusJob, evaluate: Evaluate, *, workers:
                                counted, zone))
     if interrupted:
         err.print(f"interrupted: {len(ordered)} of {len(files)} transcripts evaluated",
-                  markup=False)
+                  markup=False, soft_wrap=True)
         raise typer.Exit(int(ExitCode.INTERRUPTED))
     if any(r.error is not None for r in ordered):
         raise typer.Exit(int(ExitCode.USAGE))
@@ -335,7 +335,7 @@ def write_report(path: Path, html: str) -> None:
         write_private(path, html)
     except OSError as e:
         raise TranscriptError(f"{path}: cannot write the report: {e.strerror}") from None
-    consoles()[1].print(f"wrote {path}", style="dim", markup=False)
+    consoles()[1].print(f"wrote {path}", style="dim", markup=False, soft_wrap=True)
 
 
 def _check_threshold(totals: Sequence[StrategyTotals], gates: Sequence[RecallGate]) -> None:
@@ -389,7 +389,8 @@ def check_gates(gates: Sequence[RecallGate],
             missed = True
             shown = ", ".join(f"{label} ({short_of(value, gate.minimum)})"
                               for label, value in below)
-            consoles()[1].print(f"{what} below {gate.minimum}: {shown}", markup=False)
+            consoles()[1].print(f"{what} below {gate.minimum}: {shown}", markup=False,
+                                soft_wrap=True)
     if unmeasured:
         raise typer.Exit(int(ExitCode.USAGE))
     if missed:

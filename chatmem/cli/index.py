@@ -55,7 +55,7 @@ def index(
     if held_elsewhere and not done:
         return
     if not done:
-        out.print(f"{where}: every message already has a vector for {model}")
+        out.print(f"{where}: every message already has a vector for {model}", soft_wrap=True)
     else:
         out.print(f"{where}: embedded {done:,} messages with {model} in {seconds:.1f} s"
-                  f" ({rate:.1f}/s)")
+                  f" ({rate:.1f}/s)", soft_wrap=True)

@@ -177,7 +177,7 @@ def replay_command(
     out.print(compare.replay_view(outcome.runs, source, outcome.tokenizer.describe(),
                                   zone=outcome.zone))
     for line in compare.replay_notices(outcome.runs, verbose=verbose):
-        err.print(line, style="dim", markup=False)
+        err.print(line, style="dim", markup=False, soft_wrap=True)
 
 
 def _start_backlogs(settings: "Settings", config: Path | None,
@@ -303,7 +303,7 @@ def eval_command(
         out.print(compare.eval_view(outcome.runs, source, outcome.tokenizer.describe(),
                                     zone=outcome.zone))
         for line in compare.replay_notices(outcome.runs, verbose=verbose):
-            err.print(line, style="dim", markup=False)
+            err.print(line, style="dim", markup=False, soft_wrap=True)
     from chatmem.cli.corpus import check_gates
 
     check_gates(gates, [(r.label, r.id_recall(), r.text_recall()) for r in outcome.runs])
