@@ -82,6 +82,10 @@ def list_(
     if json_out:
         print_json(rows)
         return
+    if not rows:
+        # Said, not listed (as `logs` does): `chatmem facts list | wc -l` counts facts.
+        consoles()[1].print(facts_table(rows), soft_wrap=True)
+        return
     consoles()[0].print(facts_table(rows, recent=None if all_history else RECENT_VALUES))
 
 

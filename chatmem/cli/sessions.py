@@ -43,6 +43,10 @@ def list_(db: DbOption = None, config: ConfigOption = None, json_out: JsonOption
     if json_out:
         print_json([session_summary_json(row) for row in rows])
         return
+    if not rows:
+        # Said, not listed (as `logs` does): `chatmem sessions list | wc -l` counts sessions.
+        consoles()[1].print(render.sessions_table(rows), soft_wrap=True)
+        return
     # Defaults are what `chatmem strategies` lists; a row shows what was chosen.
     changed_params = registries().strategies.changed_params
     consoles()[0].print(render.sessions_table(
