@@ -209,10 +209,14 @@ class _Shares:
 
 @contextmanager
 def _progress(total: int) -> Iterator[_Shown]:
-    """A bar on a terminal's stderr, else a line per finished transcript."""
+    """A bar on a terminal's stderr, else a line per finished transcript. A screen, not
+    Rich's terminal: FORCE_COLOR makes a file one, and its bar's frames went into the file,
+    the per-file lines to stderr and the "evaluated 1/2" lines nowhere."""
+    from chatmem.render.terminal import on_screen
+
     out, err = consoles()
     done = 0
-    if not err.is_terminal:
+    if not on_screen(err):
         def line(result: TranscriptResult) -> None:
             nonlocal done
             done += 1
@@ -227,7 +231,7 @@ def _progress(total: int) -> Iterator[_Shown]:
 
     with task_progress(err, "evaluating transcripts", total) as bar:
         shares = _Shares(bar)
-        yield _Shown(bar.console if out.is_terminal else out, bar.console, shares.finished,
+        yield _Shown(bar.console if on_screen(out) else out, bar.console, shares.finished,
                      shares.within)
 
 
@@ -291,7 +295,7 @@ def eval_corpus(directory: Path, job: CorpusJob, evaluate: Evaluate, *, workers:
                                counted, zone))
     if interrupted:
         err.print(f"interrupted: {len(ordered)} of {len(files)} transcripts evaluated",
-                  markup=False)
+                  markup=False, soft_wrap=True)
         raise typer.Exit(int(ExitCode.INTERRUPTED))
     if any(r.error is not None for r in ordered):
         raise typer.Exit(int(ExitCode.USAGE))
@@ -331,7 +335,7 @@ def write_report(path: Path, html: str) -> None:
         write_private(path, html)
     except OSError as e:
         raise TranscriptError(f"{path}: cannot write the report: {e.strerror}") from None
-    consoles()[1].print(f"wrote {path}", style="dim", markup=False)
+    consoles()[1].print(f"wrote {path}", style="dim", markup=False, soft_wrap=True)
 
 
 def _check_threshold(totals: Sequence[StrategyTotals], gates: Sequence[RecallGate]) -> None:
@@ -385,7 +389,8 @@ def check_gates(gates: Sequence[RecallGate],
             missed = True
             shown = ", ".join(f"{label} ({short_of(value, gate.minimum)})"
                               for label, value in below)
-            consoles()[1].print(f"{what} below {gate.minimum}: {shown}", markup=False)
+            consoles()[1].print(f"{what} below {gate.minimum}: {shown}", markup=False,
+                                soft_wrap=True)
     if unmeasured:
         raise typer.Exit(int(ExitCode.USAGE))
     if missed:

@@ -82,6 +82,10 @@ def list_(
     if json_out:
         print_json(rows)
         return
+    if not rows:
+        # Said, not listed (as `logs` does): `chatmem facts list | wc -l` counts facts.
+        consoles()[1].print(facts_table(rows), soft_wrap=True)
+        return
     consoles()[0].print(facts_table(rows, recent=None if all_history else RECENT_VALUES))
 
 
@@ -186,7 +190,7 @@ def forget(
             if not yes and sys.stdin.isatty() and not typer.confirm(
                     f"Erase fact {fact.id} ({fact.key}) and "
                     f"{mentions_text(remembered.purge_mentions(ws, fact))} for good?"):
-                consoles()[1].print("nothing was changed", markup=False)
+                consoles()[1].print("nothing was changed", markup=False, soft_wrap=True)
                 raise typer.Exit(1)
             purged = remembered.purge(ws, fact)
             named, redacted = purged.still_named, redacted_text(purged.redaction)
@@ -255,7 +259,7 @@ def _print_mentions(names: dict[int, str], fact: "FactRecord", mentioned: "Seque
                          " perhaps another number:", lambda m: m.other_numbers)):
         shown = [(m, spans) for m in mentioned if (spans := pick(m))]
         if shown and title:
-            out.print(title, markup=False)
+            out.print(title, markup=False, soft_wrap=True)
         for m, spans in shown:
             where = f"session {names[m.message.session_id]}, turn {m.message.turn}"
             out.print(mention_line(where, m.message.role, m.message.content,

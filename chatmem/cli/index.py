@@ -37,8 +37,7 @@ def index(
         model = pending.model
         if pending.resized is not None:
             err.print(notice_line(notice_text(pending.resized)), soft_wrap=True)
-        with task_progress(err, f"embedding with {model}", pending.total,
-                           disable=not err.is_terminal) as bar:
+        with task_progress(err, f"embedding with {model}", pending.total) as bar:
             report = index_sessions(ws, pending, progress=bar.update)
     done, seconds, rate, held_elsewhere = (report.embedded, report.seconds, report.per_second,
                                            report.elsewhere)
@@ -56,7 +55,7 @@ def index(
     if held_elsewhere and not done:
         return
     if not done:
-        out.print(f"{where}: every message already has a vector for {model}")
+        out.print(f"{where}: every message already has a vector for {model}", soft_wrap=True)
     else:
         out.print(f"{where}: embedded {done:,} messages with {model} in {seconds:.1f} s"
-                  f" ({rate:.1f}/s)")
+                  f" ({rate:.1f}/s)", soft_wrap=True)

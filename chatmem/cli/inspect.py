@@ -169,7 +169,7 @@ def _summaries(address: str, versions: "list[SummaryVersion]", json_out: bool,
         return
     out = consoles()[0]
     if not versions:
-        out.print(f"session {address!r} has no summaries yet", markup=False)
+        out.print(f"session {address!r} has no summaries yet", markup=False, soft_wrap=True)
         return
     out.print(summaries_view([summary_row(v) for v in versions], zone))
 

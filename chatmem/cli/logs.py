@@ -46,6 +46,7 @@ def logs(
     from chatmem.errors import NotFound, UsageError
     from chatmem.render import printable
     from chatmem.render.logs import full_turns, logs_table
+    from chatmem.render.terminal import on_screen
 
     if query is not None and not query.strip():
         raise UsageError("-q needs words to search for")
@@ -81,11 +82,14 @@ def logs(
         return
     if not entries:
         # Said, not listed: `chatmem logs | wc -l` counts turns, and a script reads none.
-        consoles()[1].print("no turns found", markup=False)
+        consoles()[1].print("no turns found", markup=False, soft_wrap=True)
         return
     zone = settings.zone  # the timezone setting's, else the system's: as every table's times
-    out.print(full_turns(entries, costs, zone=zone) if full
-              else logs_table(entries, costs, zone=zone))
+    if full:
+        # In a pipe or a file each message stays as written: no newline added at 80 columns.
+        out.print(full_turns(entries, costs, zone=zone), soft_wrap=not on_screen(out))
+    else:
+        out.print(logs_table(entries, costs, zone=zone))
 
 
 def _entry_json(entry: "LogEntry", cost: "Cost | None", *, reply: bool) -> dict[str, Any]:

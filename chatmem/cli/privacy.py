@@ -305,7 +305,8 @@ def forget_me(
             print_json(erasure_json(planned, now, settings.zone))
             return
         if planned.empty:
-            err.print(f"user {profile} has no sessions or facts here", markup=False)
+            err.print(f"user {profile} has no sessions or facts here", markup=False,
+                      soft_wrap=True)
             return
         if dry_run:
             for line in _erasure_lines(planned, now, settings.zone):

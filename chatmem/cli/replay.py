@@ -82,9 +82,12 @@ VerboseOption = Annotated[
 
 @contextmanager
 def progress_bar(steps: int) -> "Iterator[Progress | None]":
-    """A Rich progress bar on stderr for long replays; nothing when stderr is not a terminal."""
+    """A Rich progress bar on stderr for long replays; nothing when stderr is not a screen
+    (a file or pipe, FORCE_COLOR or not)."""
+    from chatmem.render.terminal import on_screen
+
     err = consoles()[1]
-    if steps < PROGRESS_AFTER_STEPS or not err.is_terminal:
+    if steps < PROGRESS_AFTER_STEPS or not on_screen(err):
         yield None
         return
     from chatmem.render.progress import replay_progress
@@ -174,7 +177,7 @@ def replay_command(
     out.print(compare.replay_view(outcome.runs, source, outcome.tokenizer.describe(),
                                   zone=outcome.zone))
     for line in compare.replay_notices(outcome.runs, verbose=verbose):
-        err.print(line, style="dim", markup=False)
+        err.print(line, style="dim", markup=False, soft_wrap=True)
 
 
 def _start_backlogs(settings: "Settings", config: Path | None,
@@ -300,7 +303,7 @@ def eval_command(
         out.print(compare.eval_view(outcome.runs, source, outcome.tokenizer.describe(),
                                     zone=outcome.zone))
         for line in compare.replay_notices(outcome.runs, verbose=verbose):
-            err.print(line, style="dim", markup=False)
+            err.print(line, style="dim", markup=False, soft_wrap=True)
     from chatmem.cli.corpus import check_gates
 
     check_gates(gates, [(r.label, r.id_recall(), r.text_recall()) for r in outcome.runs])

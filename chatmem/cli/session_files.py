@@ -191,7 +191,7 @@ def import_(
     # the next import); the bar shows on a terminal only.
     with open_workspace(settings) as ws:
         with stopped_as_by_ctrl_c(), counted_progress(
-                err, f"importing into {session_name}", disable=not err.is_terminal) as progress:
+                err, f"importing into {session_name}") as progress:
             imported = import_transcript(ws, transcript, session_name, progress=progress)
         probes = imported.probes
         note = f" and {counted(probes, 'probe')}" if probes else ""

@@ -43,6 +43,10 @@ def list_(db: DbOption = None, config: ConfigOption = None, json_out: JsonOption
     if json_out:
         print_json([session_summary_json(row) for row in rows])
         return
+    if not rows:
+        # Said, not listed (as `logs` does): `chatmem sessions list | wc -l` counts sessions.
+        consoles()[1].print(render.sessions_table(rows), soft_wrap=True)
+        return
     # Defaults are what `chatmem strategies` lists; a row shows what was chosen.
     changed_params = registries().strategies.changed_params
     consoles()[0].print(render.sessions_table(
@@ -72,6 +76,7 @@ def show(
     from chatmem.app.sessions import TurnRange, show_session
     from chatmem.render.payloads import sharing_json, strategy_json
     from chatmem.render.sessions import days_text, sharing_rows
+    from chatmem.render.terminal import on_screen
 
     chosen = TurnRange.parse(turns) if turns is not None and not all_turns else None
     with open_workspace(settings_from(config, db), create=False) as ws:
@@ -103,7 +108,9 @@ def show(
     # A few hundred messages at a time: Rich lays out what one print is given at once, and
     # `--all` of 50,000 messages held them all laid out (197 MB).
     for start in range(0, max(len(messages), 1), PRINTED_AT_ONCE):
-        out.print(render.transcript(messages[start:start + PRINTED_AT_ONCE]))
+        # In a pipe or a file a message stays as written: a long URL was cut over three lines.
+        out.print(render.transcript(messages[start:start + PRINTED_AT_ONCE]),
+                  soft_wrap=not on_screen(out))
     if page.partial:
         consoles()[1].print(
             f"turns {page.first}–{page.last} of {page.total} shown; --turns FIRST-LAST or --all "
@@ -231,7 +238,7 @@ def fork(
 
     err = consoles()[1]
     with open_workspace(settings_from(config, db), create=False) as ws, counted_progress(
-            err, f"forking {name}", disable=not err.is_terminal) as progress:
+            err, f"forking {name}") as progress:
         report = fork_session(ws, name, new_name, at_turn=at_turn, progress=progress)
     if json_out:
         print_json(report.to_json())

@@ -53,7 +53,8 @@ def strategies(
     if any(r["plugin"] for r in rows):
         columns.append("plugin")
     consoles()[0].print(render.table(shown, columns))
-    consoles()[0].print(render.notice_line("Combine two with A+B, e.g. window+entity."))
+    consoles()[0].print(render.notice_line("Combine two with A+B, e.g. window+entity."),
+                        soft_wrap=True)
 
 
 def capabilities(cls: "type[BaseStrategy]") -> dict[str, bool]:

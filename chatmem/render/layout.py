@@ -148,12 +148,16 @@ class Hanging:
     def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
         width = max(options.max_width - self.indent, 1)
         out = Text(end=self.text.end)
-        for i, line in enumerate(self.text.wrap(console, width, overflow="fold")):
+        # Printed with soft_wrap (a pipe, a file), lines are not wrapped at the width: only
+        # the message's own newlines start lines, a long URL stays whole.
+        lines = self.text.split("\n", allow_blank=True) if options.no_wrap else \
+            self.text.wrap(console, width, overflow="fold")
+        for i, line in enumerate(lines):
             if i:
                 out.append("\n" + " " * self.indent)
             out.append_text(line)
         # Each line now fits: wrapped again, a line of spaces would move.
-        out.no_wrap, out.overflow = True, "crop"
+        out.no_wrap, out.overflow = True, "ignore" if options.no_wrap else "crop"
         yield out
 
     def __rich_measure__(self, console: Console, options: ConsoleOptions) -> Measurement:

@@ -19,12 +19,14 @@ from rich.text import Text
 
 from chatmem.activity import ActivityStep, ActivityWarning, Work
 from chatmem.memory.assembly import span
+from chatmem.render.terminal import on_screen
 
 
 @contextmanager
 def replay_progress(console: Console) -> Iterator[Callable[[str, int, int], None]]:
-    """Yields advance(label, done, total); the bar disappears when the replay ends."""
-    with Progress(console=console, transient=True) as bar:
+    """Yields advance(label, done, total); the bar disappears when the replay ends, and
+    shows on a screen only."""
+    with Progress(console=console, transient=True, disable=not on_screen(console)) as bar:
         tasks: dict[str, Any] = {}
 
         def advance(label: str, done: int, total: int) -> None:
@@ -36,11 +38,10 @@ def replay_progress(console: Console) -> Iterator[Callable[[str, int, int], None
 
 
 @contextmanager
-def counted_progress(console: Console, label: str, *,
-                     disable: bool = False) -> Iterator[Callable[[int, int], None]]:
+def counted_progress(console: Console, label: str) -> Iterator[Callable[[int, int], None]]:
     """Yields advance(done, total) for a task whose total its first step tells (a fork's
-    messages); the bar disappears when it ends."""
-    with Progress(console=console, transient=True, disable=disable) as bar:
+    messages); the bar disappears when it ends, and shows on a screen only."""
+    with Progress(console=console, transient=True, disable=not on_screen(console)) as bar:
         tasks: list[Any] = []
 
         def advance(done: int, total: int) -> None:
@@ -66,10 +67,10 @@ class TaskBar:
 
 
 @contextmanager
-def task_progress(console: Console, label: str, total: int, *,
-                  disable: bool = False) -> Iterator[TaskBar]:
-    """A bar for one long task (embedding, evaluating a folder); gone when it ends."""
-    with Progress(console=console, transient=True, disable=disable) as bar:
+def task_progress(console: Console, label: str, total: int) -> Iterator[TaskBar]:
+    """A bar for one long task (embedding, evaluating a folder); gone when it ends, and
+    shown on a screen only (FORCE_COLOR makes a file Rich's terminal: it got the frames)."""
+    with Progress(console=console, transient=True, disable=not on_screen(console)) as bar:
         yield TaskBar(bar, label, total)
 
 
@@ -114,7 +115,7 @@ class ConsoleActivity:
 
     @contextmanager
     def series(self) -> Iterator[None]:
-        if not self.console.is_terminal or self._bar is not None:
+        if not on_screen(self.console) or self._bar is not None:
             yield  # a series inside one is part of it
             return
         # The description says how far ("turns 225–280 of 2,000"): with a short bar and the
@@ -131,7 +132,7 @@ class ConsoleActivity:
 
     @contextmanager
     def doing(self, step: ActivityStep) -> Iterator[None]:
-        if not self.console.is_terminal:
+        if not on_screen(self.console):
             yield
             return
         if self._bar is not None:
@@ -155,4 +156,4 @@ class ConsoleActivity:
             return
         self.shown.add(warning)
         self.console.print(Text(f"⚠ {activity_warning_text(warning)}", style="bold yellow"),
-                           soft_wrap=not self.console.is_terminal)
+                           soft_wrap=not on_screen(self.console))

@@ -16,6 +16,7 @@ from typing import Any
 from rich.cells import cell_len
 from rich.console import (
     Console,
+    ConsoleDimensions,
     ConsoleOptions,
     ConsoleRenderable,
     RenderableType,
@@ -62,14 +63,20 @@ def on_screen(console: Console) -> bool:
     redrawn in place. Not `Console.is_terminal` alone: FORCE_COLOR (colour in a CI log)
     makes that true of a pipe or a file too, which then got the reply reflowed to the
     terminal's width with styles and cursor moves, where `--help` promises the text as sent.
-    Colour stays Rich's to decide; TTY_COMPATIBLE=0 still says no."""
-    if not console.is_terminal:
+    Colour stays Rich's to decide; TTY_COMPATIBLE=0 still says no. A dumb terminal (TERM=dumb:
+    Emacs's shell, an IDE's console) is not one either: it cannot style or redraw, and Rich's
+    Markdown there lost the reply's heading marks, `**bold**` and `code`."""
+    if not console.is_terminal or console.is_dumb_terminal:
         return False
     isatty = getattr(console.file, "isatty", None)
     try:
         return bool(isatty is not None and isatty())
     except ValueError:  # a closed file
         return False
+
+
+def _number(value: str | None) -> int | None:
+    return int(value) if value is not None and value.isdigit() and int(value) > 0 else None
 
 
 class _Guard(RenderHook):
@@ -87,6 +94,28 @@ class SafeConsole(Console):
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self.push_render_hook(_Guard())
+
+    @property
+    def size(self) -> ConsoleDimensions:
+        """Rich lays a dumb terminal out at 80×25 whatever COLUMNS or the tty say: a wide Emacs
+        window got its tables cut at 80 columns, a narrow one lines broken by the terminal.
+        There: COLUMNS/LINES, else the tty's own size, else 80×25."""
+        if not self.is_dumb_terminal:
+            return Console.size.fget(self)  # type: ignore[attr-defined]
+        width = _number(self._environ.get("COLUMNS"))
+        height = _number(self._environ.get("LINES"))
+        if width is None or height is None:
+            try:
+                found = os.get_terminal_size(self.file.fileno())
+            except (AttributeError, ValueError, OSError):  # not a tty (a test's screen)
+                pass
+            else:
+                width, height = width or found.columns or None, height or found.lines or None
+        return ConsoleDimensions(self._width or width or 80, self._height or height or 25)
+
+    @size.setter
+    def size(self, new_size: tuple[int, int]) -> None:
+        Console.size.fset(self, new_size)  # type: ignore[attr-defined]
 
     def on_broken_pipe(self) -> None:
         # Rich exits 1 here (1 says "not found"); the command line ends a closed stdout

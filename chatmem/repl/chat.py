@@ -31,6 +31,7 @@ from chatmem.memory.context import Context
 from chatmem.memory.params import strategy_label as label_of
 from chatmem.notices import ModelChanged
 from chatmem.render.notices import notice_text
+from chatmem.render.terminal import on_screen
 from chatmem.render.toolbar import ContextUsage
 from chatmem.store.records import TurnStatus
 
@@ -100,17 +101,21 @@ class Chat:
 
     # -- output ------------------------------------------------------------------
 
+    @property
+    def one_line(self) -> bool:
+        """Whether a status line stays one line, whatever the width: off a screen (a pipe, a
+        file, FORCE_COLOR or not), so scripts can read it; on a screen it wraps between words."""
+        return not on_screen(self.status)
+
     def show(self, renderable: RenderableType) -> None:
         """A slash command's output: a table, a panel, a line."""
-        self.status.print(renderable, soft_wrap=not self.status.is_terminal)
+        self.status.print(renderable, soft_wrap=self.one_line)
 
     def notice(self, text: str) -> None:
-        # In a pipe a status line stays one line, whatever the width, so scripts can read it;
-        # on a terminal it wraps between words.
-        self.status.print(render.notice_line(text), soft_wrap=not self.status.is_terminal)
+        self.status.print(render.notice_line(text), soft_wrap=self.one_line)
 
     def error(self, text: str) -> None:
-        self.status.print(render.error_line(text), soft_wrap=not self.status.is_terminal)
+        self.status.print(render.error_line(text), soft_wrap=self.one_line)
 
     # -- the session -----------------------------------------------------------------
 
@@ -258,7 +263,7 @@ class Chat:
             if self.show_prompt:
                 self.status.print(self.prompt_panel(result.context,
                                                     result.record.estimated_tokens))
-            self.status.print(self.token_line(result), soft_wrap=not self.status.is_terminal)
+            self.status.print(self.token_line(result), soft_wrap=self.one_line)
             for notice in result.notices:
                 self.notice(notice_text(notice))
         self.engine.between_turns()

@@ -126,7 +126,7 @@ class Repl(Chat):
         self.status.print(render.notice_line(
             f"session {self.address} · {strategy_label(self.engine)} · "
             f"{self.engine.provider.name}:{self.engine.provider.model} · /help for commands"
-        ), soft_wrap=not self.status.is_terminal)
+        ), soft_wrap=self.one_line)
         try:
             if lines is None and sys.stdin.isatty():
                 with QuietTerminal(sys.stdin.fileno()) as self.quiet:

@@ -101,6 +101,19 @@ def test_piped_chat_with_cli_runner_and_config_log(tmp_path: Path) -> None:
     assert result.stdout == "echo #1: my order is ORD-7731\necho #2: what is my order?\n"
 
 
+def test_forced_colour_leaves_a_piped_chat_s_status_lines_whole(tmp_path: Path) -> None:
+    """FORCE_COLOR=1 made Rich call the pipe a terminal: the banner, token lines and notices
+    were wrapped at the width, one line cut in three where scripts read one."""
+    result = chat(tmp_path / "x.db", "demo", ["my order is ORD-7731", "/strategy buffer"],
+                  "--strategy", "window", "--param", "k=1", env={"FORCE_COLOR": "1"},
+                  width=30, code=0)
+    said = re.sub(r"\x1b\[[0-9;]*m", "", result.stderr).splitlines()
+    assert said[0] == "session demo · window k=1 · scripted:scripted · /help for commands"
+    assert said[1].startswith("system 10 · input 11 · priming 3 = 24 tokens of 4,000")
+    assert said[1].endswith(" · window k=1")
+    assert len(said) == 3 and said[2].startswith("strategy: buffer")
+
+
 def test_show_prompt_labels_every_message_with_its_part(tmp_path: Path) -> None:
     result = invoke("chat", "p", "--db", str(tmp_path / "x.db"), "--provider", "scripted",
                  "--strategy", "window", "--param", "k=1", "--show-prompt", input=DEMO)

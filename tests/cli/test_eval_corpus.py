@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -339,7 +340,11 @@ def test_on_a_terminal_the_bar_moves_within_a_transcript(
 
     shutil.copy(SESSIONS / "long-chat.jsonl", tmp_path / "long-chat.jsonl")
     shutil.copy(SESSIONS / "support.jsonl", tmp_path / "support.jsonl")
-    screen = io.StringIO()
+    class Screen(io.StringIO):
+        def isatty(self) -> bool:  # a terminal the test can read
+            return True
+
+    screen = Screen()
     terminal = Console(file=screen, force_terminal=True, width=100)
     monkeypatch.setattr(corpus, "consoles", lambda: (Console(file=io.StringIO()), terminal))
     shown: list[float] = []
@@ -361,3 +366,18 @@ def test_on_a_terminal_the_bar_moves_within_a_transcript(
     # Before either transcript finished, the bar showed parts of one: a few dozen steps.
     within = [s for s in shown if 0 < s < 1]
     assert len(within) > 10, shown
+
+
+def test_forced_colour_keeps_a_pipe_s_lines_where_they_go(folder: Path) -> None:
+    """FORCE_COLOR=1 (colour in a CI log) made Rich call stderr a terminal: the bar's frames
+    (cursor hidden, lines erased) went into the log, the per-file lines moved from stdout to
+    stderr and "evaluated 1/3" was dropped."""
+    result = invoke("eval", str(folder), "-s", "window", "--jobs", "1",
+                    "--provider", "scripted", env={"FORCE_COLOR": "1"}, code=0)
+    plain = re.sub(r"\x1b\[[0-9;]*m", "", result.stdout)
+    assert [line.split()[0] for line in plain.splitlines()[:3]] == [
+        f"{n}.jsonl" for n in SAMPLES]
+    assert "\x1b[?25l" not in result.stderr and "\r" not in result.stderr
+    said = re.sub(r"\x1b\[[0-9;]*m", "", result.stderr).splitlines()
+    assert [line.split(":")[0] for line in said] == [
+        "evaluated 1/3", "evaluated 2/3", "evaluated 3/3"]

@@ -36,6 +36,17 @@ def test_index_embeds_each_message_once(tmp_path) -> None:
         assert vector_models(store) == {"hash:256": 3}
 
 
+def test_index_result_lines_stay_one_line_in_a_pipe(tmp_path) -> None:
+    """They were cut at the width: "… in 14.1" on one line, "s" on the next."""
+    db, config = history(tmp_path)
+    args = ["index", "--db", str(db), "--config", str(config)]
+    first = invoke(*args, width=30, code=0)
+    assert first.stdout.startswith("every session: embedded 3 messages with hash:256 in ")
+    assert first.stdout.count("\n") == 1
+    again = invoke(*args, width=30, code=0)
+    assert again.stdout == "every session: every message already has a vector for hash:256\n"
+
+
 def test_index_without_an_embedder_says_how_to_get_one(tmp_path) -> None:
     db, config = history(tmp_path, "none")
     done = invoke("index", "--db", str(db), "--config", str(config))

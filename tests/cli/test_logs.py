@@ -249,6 +249,15 @@ def test_logs_full_puts_later_lines_of_a_question_and_reply_further_in(tmp_path:
     assert "  reply: Refund of $5,000 approved." in result.stdout.splitlines()
 
 
+def test_logs_full_in_a_pipe_adds_no_newline_inside_a_message(db: Path) -> None:
+    """In a pipe a message was hard-wrapped at the width: a long URL cut over three lines."""
+    url = "https://example.com/" + "a" * 100 + "/杭州/" + "b" * 30
+    ask(db, "trip", f"see {url}")
+    result = run(db, "logs", "--full", "-n", "1", width=60, code=0)
+    lines = result.stdout.splitlines()
+    assert f"question: see {url}" in lines and f"reply: echo #1: see {url}" in lines
+
+
 @pytest.mark.parametrize(("args", "named", "code"), [
     (["-r", "--full"], "give one of them", 2),
     (["-r", "--session", "nowhere"], "no session 'nowhere'", 1),

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import io
 import json
 import re
 from itertools import accumulate
@@ -181,13 +182,11 @@ def test_unknown_source_names_it(tmp_path: Path) -> None:
 def test_long_replays_show_a_progress_bar_on_a_terminal(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    import io
-
     from rich.console import Console
 
     import chatmem.cli.replay as command
 
-    screen = io.StringIO()
+    screen = Screen()
     terminal = Console(file=screen, force_terminal=True, width=100)
     monkeypatch.setattr(command, "consoles", lambda: (Console(file=io.StringIO()), terminal))
     with command.progress_bar(100) as advance:
@@ -196,6 +195,22 @@ def test_long_replays_show_a_progress_bar_on_a_terminal(
     assert "replaying with window" in screen.getvalue()
     with command.progress_bar(10) as short:
         assert short is None  # short replays stay quiet
+
+
+def test_forced_colour_draws_no_bar_into_a_file() -> None:
+    """FORCE_COLOR=1 made Rich call stderr a terminal: a long replay's bar went into the
+    file, frame after frame (cursor hidden, each line erased and redrawn)."""
+    result = invoke("replay", str(SESSIONS / "long-chat.jsonl"), "-s", "window",
+                    "--provider", "scripted", env={"FORCE_COLOR": "1"}, code=0)
+    assert "\x1b[?25l" not in result.stderr and "\x1b[2K" not in result.stderr
+    assert "\r" not in result.stderr
+
+
+class Screen(io.StringIO):
+    """A terminal the test can read: what isatty() says of one."""
+
+    def isatty(self) -> bool:
+        return True
 
 
 def test_summary_progress_is_one_line_per_strategy_unless_verbose(tmp_path: Path) -> None:

@@ -113,6 +113,17 @@ def test_show(db: Path) -> None:
     assert text.exit_code == 0 and f"remember {SECRET}" in text.stdout
 
 
+def test_show_in_a_pipe_adds_no_newline_inside_a_message(db: Path) -> None:
+    """A 150-character URL came out over three lines: the transcript was laid out at 80
+    columns, as on a terminal."""
+    url = "https://example.com/" + "a" * 100 + "/杭州/" + "b" * 30
+    assert invoke("ask", "alpha", url, "--db", str(db), "--provider", "scripted").exit_code == 0
+    text = invoke("sessions", "show", "alpha", "--db", str(db), env={"COLUMNS": "60"})
+    assert text.exit_code == 0, text.stderr
+    lines = text.stdout.splitlines()
+    assert f"[3] user: {url}" in lines and f"[3] assistant: echo #1: {url}" in lines
+
+
 def test_show_unknown_session(db: Path) -> None:
     result = invoke("sessions", "show", "nope", "--db", str(db))
     assert result.exit_code == 1

@@ -107,11 +107,20 @@ def test_a_facts_catch_up_is_one_series_of_steps_each_covering_its_whole_batch(
     assert isinstance(first_end, int) and first_end > 0
 
 
+class Screen(io.StringIO):
+    """A terminal the test can read: what isatty() says of one."""
+
+    def isatty(self) -> bool:
+        return True
+
+
+@pytest.mark.parametrize("forced", [False, True], ids=["pipe", "FORCE_COLOR"])
 @pytest.mark.parametrize("strategy", ["summary-buffer", "entity"])
 def test_a_catch_up_prints_nothing_when_stderr_is_not_a_terminal(
-        tmp_path: Path, strategy: str) -> None:
+        tmp_path: Path, strategy: str, forced: bool) -> None:
+    """FORCE_COLOR (a forced terminal) drew the spinner's frames into a file too."""
     err = io.StringIO()
-    console = ConsoleActivity(Console(file=err, force_terminal=False))
+    console = ConsoleActivity(Console(file=err, force_terminal=forced))
     with imported(tmp_path / "h.db") as store:
         engine = open_session(store, SETTINGS, ScriptedProvider(), "big",
                               strategy=strategy, activity=console)
@@ -120,7 +129,7 @@ def test_a_catch_up_prints_nothing_when_stderr_is_not_a_terminal(
 
 
 def test_on_a_terminal_a_catch_up_shows_one_bar_over_all_its_steps(tmp_path: Path) -> None:
-    err = io.StringIO()
+    err = Screen()
     activity = ConsoleActivity(Console(file=err, force_terminal=True, width=120))
     tasks: list[tuple[int, float, float | None]] = []
     doing = activity.doing

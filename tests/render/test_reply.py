@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+import fcntl
 import io
 import os
+import pty
 import re
 import signal
+import struct
+import termios
 import threading
 import time
 
@@ -56,6 +60,32 @@ def test_a_file_gets_the_reply_as_sent_when_colour_is_forced(environ: dict[str, 
     assert out.is_terminal  # colour is still Rich's to give
     stream(ReplyWriter([out], markdown=True))
     assert file.getvalue() == "".join(REPLY).replace("\x1b", "␛") + "\n"
+
+
+def test_a_dumb_terminal_gets_the_reply_as_sent_at_its_own_width() -> None:
+    """TERM=dumb (Emacs's shell, an IDE's console) got the reply as Markdown it cannot style:
+    heading marks, `**bold**` and code fences gone, laid out at 80 columns whatever the
+    terminal's width (Rich's fixed size for a dumb terminal)."""
+    screen = Screen()
+    out = SafeConsole(file=screen, highlight=False, soft_wrap=False,
+                      _environ={"TERM": "dumb", "COLUMNS": "132"})
+    assert out.is_terminal and out.width == 132
+    stream(ReplyWriter([out], markdown=True))
+    assert screen.getvalue() == "".join(REPLY).replace("\x1b", "␛") + "\n"
+
+
+def test_a_dumb_terminal_s_width_is_its_tty_s_without_columns() -> None:
+    leader, follower = pty.openpty()
+    try:
+        fcntl.ioctl(follower, termios.TIOCSWINSZ, struct.pack("HHHH", 33, 117, 0, 0))
+        with os.fdopen(follower, "w", encoding="utf-8", closefd=False) as tty:
+            dumb = SafeConsole(file=tty, _environ={"TERM": "dumb"})
+            assert (dumb.is_dumb_terminal, dumb.size) == (True, (117, 33))
+            wide = SafeConsole(file=tty, _environ={"TERM": "dumb", "COLUMNS": "150"})
+            assert wide.width == 150
+    finally:
+        os.close(leader)
+        os.close(follower)
 
 
 def test_plain_on_a_terminal_is_the_text_as_sent() -> None:

@@ -85,3 +85,17 @@ def test_a_reply_stays_plain_in_a_pipe_and_with_plain(
         # The next command's screen must not be read from this one's.
         terminal.keys("clear", "Enter")
         wait_until(lambda: "EXITED 0" not in terminal.screen(), "the screen cleared")
+
+
+def test_a_dumb_terminal_gets_the_reply_as_sent(
+    terminal: Terminal, tmp_path: Path  # noqa: F811
+) -> None:
+    """TERM=dumb (Emacs's shell, an IDE's console): Rich's Markdown there lost the bold
+    marks, the list's dashes and the code fence, with no style to show them by."""
+    env, chatmem = scripted(tmp_path)
+    terminal.start({**env, "TERM": "dumb"})
+    terminal.run(chatmem("ask hi"))
+    screen = terminal.wait_for("EXITED 0")
+    assert "Here is **bold** text." in screen
+    assert "- first item" in screen and "```python" in screen
+    assert "Done ␛]2;PWNED␇ 中文也行。" in screen

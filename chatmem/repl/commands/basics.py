@@ -9,6 +9,7 @@ from chatmem import render
 from chatmem.app import sessions
 from chatmem.errors import UsageError
 from chatmem.render.counts import counted
+from chatmem.render.terminal import on_screen
 from chatmem.repl.blocks import trimmed
 from chatmem.repl.chat import Chat, strategy_label
 from chatmem.repl.table import SLASH, QuitRepl, slash
@@ -172,7 +173,7 @@ def _copy(repl: Chat, args: list[str]) -> None:
         repl.notice(f"copied {what} ({len(text):,} characters) with clipboard_command"
                     f"{left_out}")
         return
-    console = next((c for c in (repl.status, repl.out) if c.is_terminal), None)
+    console = next((c for c in (repl.status, repl.out) if on_screen(c)), None)
     if console is None:
         raise UsageError("/copy needs a terminal (it asks the terminal to set the clipboard) "
                          "or the config key clipboard_command, e.g. clipboard_command = "
