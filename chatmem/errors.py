@@ -376,6 +376,10 @@ class KeyUnavailable(HistoryLocked):
         super().__init__(message, missing=False)
 
 
+class ConversationBusy(ChatmemError):
+    """Too many calls already wait for this conversation (a server's; call again later)."""
+
+
 class NotFound(ChatmemError):
     pass
 

@@ -12,13 +12,13 @@ reconfigured meanwhile is opened anew, as a fresh request would.
 from __future__ import annotations
 
 import threading
-from collections import OrderedDict
+from collections import Counter, OrderedDict
 from collections.abc import Callable, Hashable
 from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import suppress
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from chatmem.errors import ChatmemError, NotFound
+from chatmem.errors import ChatmemError, ConversationBusy, NotFound
 
 if TYPE_CHECKING:
     from chatmem.app.workspace import Workspace
@@ -125,10 +125,17 @@ class KeptConversations:
     """The conversations a server keeps open, by key (the history, the conversation, and
     whatever else chooses its engine), at most `size` of them."""
 
-    def __init__(self, size: int = KEPT) -> None:
+    def __init__(self, size: int = KEPT, queued: int | None = None,
+                 queued_in_all: int | None = None) -> None:
         self.size = size
+        self.queued = queued
+        """Calls that may wait for one conversation's call under way; one more is refused
+        (ConversationBusy). None: any number (a server whose calls each have a thread)."""
+        self.queued_in_all = queued_in_all
+        """The same, over all conversations together."""
         self._kept: OrderedDict[Hashable, KeptConversation] = OrderedDict()
         self._lock = threading.Lock()
+        self._waiting: Counter[Hashable] = Counter()
 
     def run(self, key: Hashable, open_workspace: Callable[[], Workspace],
             open_engine: Callable[[Workspace], Engine[Store]], job: Job[T],
@@ -137,6 +144,39 @@ class KeptConversations:
         then `open_engine` in it), after any job of that conversation running now; returns
         what it returns. `waiting` is called every WATCHED seconds until it is done (a
         server's call looks there whether its client has cancelled it)."""
+        if self.queued is None and self.queued_in_all is None:
+            return self._run(key, open_workspace, open_engine, job, waiting)
+        with self._lock:
+            if self.queued is not None and self._waiting[key] >= self.queued:
+                raise ConversationBusy(
+                    f"this conversation is busy: {self._waiting[key]} calls already wait for "
+                    "the one under way; call again once they are answered")
+            if self.queued_in_all is not None and self._waiting.total() >= self.queued_in_all:
+                raise ConversationBusy(
+                    f"the server is busy: {self._waiting.total()} calls already wait for their "
+                    "conversations; call again once they are answered")
+            self._waiting[key] += 1
+        place = threading.Lock()  # held while this call still counts as waiting
+
+        def leave() -> None:
+            if place.acquire(blocking=False):
+                with self._lock:
+                    self._waiting[key] -= 1
+                    if not self._waiting[key]:
+                        del self._waiting[key]
+
+        def started(ws: Workspace, engine: Engine[Store]) -> T:
+            leave()
+            return job(ws, engine)
+
+        try:
+            return self._run(key, open_workspace, open_engine, started, waiting)
+        finally:
+            leave()
+
+    def _run(self, key: Hashable, open_workspace: Callable[[], Workspace],
+             open_engine: Callable[[Workspace], Engine[Store]], job: Job[T],
+             waiting: Callable[[], None] | None) -> T:
         while True:
             evicted: list[KeptConversation] = []
             with self._lock:

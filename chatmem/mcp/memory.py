@@ -26,6 +26,18 @@ Answer = Literal["tool", "resource", "prompt"]
 """What a chatmem error is answered as: the SDK passes each kind of failure on its own way."""
 
 
+QUEUED = 4
+"""Calls that may wait for a conversation's call under way before one more is answered busy.
+The SDK runs each tool call on one of anyio's 40 worker threads, held while the call waits
+its turn on the conversation: 45 record_turn calls on one conversation of a slow model kept
+every other client's calls waiting (list_conversations 127.7 s). A client records its turns
+one after another, so more than a few waiting on one conversation is a flood or a stuck
+model, and its client hears so at once."""
+QUEUED_IN_ALL = 16
+"""The same over all conversations: with one call under way in each of the KEPT (8) kept
+conversations, 16 of the 40 threads stay free for the calls that need no conversation."""
+
+
 class Memory:
     """What the tools share: the settings, the registries, and the models and embedder
     (a ModelPool: each opened once, on first use)."""
@@ -38,7 +50,7 @@ class Memory:
         self.settings = settings
         self.registries = load_registries()
         self.models = ModelPool()
-        self.kept = KeptConversations()
+        self.kept = KeptConversations(queued=QUEUED, queued_in_all=QUEUED_IN_ALL)
         """The engines of the conversations recorded and read, open between calls."""
 
     def settings_for(self, ctx: Context | None) -> Settings:

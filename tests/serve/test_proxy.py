@@ -31,6 +31,7 @@ from openai import OpenAI
 
 from chatmem.app.model_pool import ModelPool
 from chatmem.config.settings import Settings
+from chatmem.serve.connections import Limits
 from chatmem.serve.listening import Listening, TokenMade, guarded, listening, server_config
 from chatmem.serve.peers import PROC_NET
 from chatmem.serve.proxy import Proxy, build_app
@@ -42,7 +43,8 @@ class RunningProxy:
     def __init__(self, settings: Settings, token: str | None = None,
                  strategy: str | None = None,
                  tokens: dict[str, str] | TokensFile | None = None,
-                 accounts: Path = PROC_NET, origins: frozenset[str] = frozenset()) -> None:
+                 accounts: Path = PROC_NET, origins: frozenset[str] = frozenset(),
+                 limits: Limits | None = None) -> None:
         self.sock = socket.socket()
         self.sock.bind(("127.0.0.1", 0))
         self.port = self.sock.getsockname()[1]
@@ -53,7 +55,7 @@ class RunningProxy:
         app = guarded(build_app(settings, strategy=strategy, log=self.logged.append),
                       Listening("127.0.0.1", self.port, token, accounts=accounts), tokens,
                       refused=self.refused.append, origins=origins)
-        self.server = uvicorn.Server(server_config(app))
+        self.server = uvicorn.Server(server_config(app, limits))
         self.thread = threading.Thread(target=self.server.run,
                                        kwargs={"sockets": [self.sock]}, daemon=True)
 
