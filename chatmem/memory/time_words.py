@@ -30,6 +30,7 @@ from chatmem.memory.time_spans import (
     day_of_month,
     days_back,
     last_month_named,
+    month_span,
     months_back,
     named_month,
     part_of_month,
@@ -88,10 +89,10 @@ _EN = re.compile(
     rf"|(?P<wd_when>last|this|past|on)\s+(?P<weekday>{_WEEKDAY_NAMES})\b"
     # last year, this May, last night, this morning
     # (last Feb 29 is the latest 29 February, not all of last February)
+    # (last May 2023, last March of 2024: the month of the year said, not this year's)
     rf"|(?P<last>last|this)\s+(?P<what>year|month|week|{_DAY_PARTS}"
-    rf"|(?:{_MONTH_NAMES})\b(?!\.?\s+\d{{1,2}}(?:st|nd|rd|th)?\b))\b"
-    # last May 2023, last March of 2024: the month of the year said, not this year's
-    rf"(?:\.?,?\s+(?:of\s+)?(?P<last_year>{_YEAR})\b)?"
+    rf"|(?P<last_month>{_MONTH_NAMES})\b(?!\.?\s+\d{{1,2}}(?:st|nd|rd|th)?\b)"
+    rf"(?:\.?,?\s+(?:of\s+)?(?P<last_year>{_YEAR})\b)?)\b"
     rf"|(?P<day_before>day\s+before\s+yesterday|night\s+before\s+last)"
     rf"|(?P<yesterday>yesterday)"
     rf"|(?P<today>to(?:day|night))"
@@ -139,6 +140,7 @@ _CLAUSE_AFTER = frozenset({
 # Up to or from that day: "before today", "until yesterday", 今天之前 name no single day.
 _BOUND_BEFORE = frozenset({"before", "until", "till", "to", "after"})
 _WORD_BEFORE = re.compile(r"([a-z]+)\s+\Z", re.IGNORECASE)
+_OF = re.compile(rf"\s+of\s+(?:(?P<year>{_YEAR})\b|(?P<course>course)\b|\w)", re.IGNORECASE)
 _WORD_AFTER = re.compile(r"(?P<possessive>['’]s\b)|\s+(?P<word>[a-z]+)\b", re.IGNORECASE)
 # 2023-05-08, 2023/5/8: no word boundary before it, as Chinese runs into digits.
 _ISO = re.compile(rf"(?<!\d)(?P<year>{_YEAR})([-/])(?P<month>\d{{1,2}})\2(?P<day>\d{{1,2}})(?!\d)")
@@ -252,8 +254,15 @@ def _english(m: re.Match[str], now: datetime) -> TimeSpan | None:
         return weekday_span(weekday, now, before_today=groups["wd_when"] == "last")
     if groups["last"]:
         this, what = groups["last"] == "this", groups["what"]
-        if what in ("year", "month", "week") and _word_after(m) == "of":
-            return None  # the last week of the trip, the last year of school: not a date
+        if what in ("year", "month", "week") and (of := _OF.match(m.string, m.end())):
+            # "the last week of the trip", "the last year of school" name no date (but
+            # "last month of course" is last month); "the last month of 2025" is its December.
+            if of["year"] and not this and what != "year":
+                december = month_span(int(of["year"]), 12, now)
+                found = december if what == "month" else week_of_month(december, None)
+                return found if found.start <= now else None
+            if not of["course"]:
+                return None
         if what == "year":
             return year_span(now.year if this else now.year - 1, now)
         if what == "month":
@@ -262,9 +271,10 @@ def _english(m: re.Match[str], now: datetime) -> TimeSpan | None:
             return this_week(now) if this else weeks_back(1, now)
         if what in DAY_PARTS:
             return days_back(0 if this else 1, now) if _as_adverb(m) else None
-        if groups["last_year"] and what.lower() in MONTHS:
-            return named_month(MONTHS[what.lower()], int(groups["last_year"]), now)
-        return last_month_named(MONTHS[what], now, before=not this)
+        month = MONTHS[groups["last_month"]]
+        if groups["last_year"]:
+            return named_month(month, int(groups["last_year"]), now)
+        return last_month_named(month, now, before=not this)
     if groups["day_before"]:
         return days_back(2, now)
     if groups["yesterday"] or groups["today"]:
@@ -300,11 +310,6 @@ def _english(m: re.Match[str], now: datetime) -> TimeSpan | None:
 def _word_before(m: re.Match[str]) -> str | None:
     before = _WORD_BEFORE.search(m.string, max(0, m.start() - 16), m.start())
     return before[1].lower() if before else None
-
-
-def _word_after(m: re.Match[str]) -> str | None:
-    after = _WORD_AFTER.match(m.string, m.end(), m.end() + 24)
-    return after["word"].lower() if after is not None and after["word"] else None
 
 
 def _as_adverb(m: re.Match[str]) -> bool:

@@ -400,6 +400,19 @@ def test_last_week_of_something_names_no_date(question: str) -> None:
     assert spans(question, NOW) == []
 
 
+def test_last_month_of_course_is_last_month_and_of_a_year_is_its_end() -> None:
+    asked = datetime(2026, 12, 6, 12, tzinfo=UTC)
+    assert [s.days for s in spans("I paid the rent last month of course", asked)] == \
+        [("2026-11-01", "2026-11-30")]
+    assert [s.days for s in spans("We went last year of course", asked)] == \
+        [("2025-01-01", "2025-12-31")]
+    assert [s.days for s in spans("What broke in the last month of 2025?", asked)] == \
+        [("2025-12-01", "2025-12-31")]
+    assert [s.days for s in spans("What did I do the last week of 2025?", asked)] == \
+        [("2025-12-25", "2025-12-31")]
+    assert spans("What did I do the last week of 2026?", asked) == []  # still to come
+
+
 def test_zhou_yi_qi_is_a_week_not_a_monday() -> None:
     # 上周一起 is "last week, together": the week, not last week's Monday.
     assert spans("上周一起吃饭了吗？", NOW) == spans("上周", NOW)
