@@ -58,14 +58,17 @@ def backlog_line(started: BacklogStart) -> str:
 
 def days_text(days: float, *, measured: bool = False) -> str:
     """A length of time given in days. A length set (a retention, --older-than) is said
-    exactly in the largest unit that says it: '1.5 days', '30 hours' (not '1.2 days'), '1.5
-    hours' (90min is not '2 hours'); a `measured` one (how long a session sat idle) is
-    rounded: '1.3 days', '12 hours', '2 minutes' (never '0 hours')."""
+    exactly where a short number does: '1.3 days', '30 hours' (not '1.2 days'), '1.5 hours'
+    (90min is not '2 hours'), '100 minutes'; a `measured` one (how long a session sat idle),
+    and a set one no short number says exactly, is rounded: '1.3 days', '12 hours',
+    '2 minutes' (never '0 hours')."""
     if not measured:
-        for unit, per_day in (("day", 1), ("hour", 24), ("minute", 24 * 60)):
-            count = days * per_day
-            if count >= 1 and abs(count * 2 - round(count * 2)) < 1e-6:
-                return _amount(count, unit)
+        if days >= 1 and _whole(days * 10):
+            return _amount(days, "day")
+        if 1 <= days * 24 < 100 and _whole(days * 48):
+            return _amount(days * 24, "hour")
+        if 1 <= days * 24 * 60 < 600 and _whole(days * 24 * 60):
+            return _amount(days * 24 * 60, "minute")
     if days >= 1:
         return _amount(days, "day")
     for unit, per_day in (("hour", 24), ("minute", 24 * 60)):
@@ -74,8 +77,12 @@ def days_text(days: float, *, measured: bool = False) -> str:
     return "under a minute"
 
 
+def _whole(number: float) -> bool:
+    return abs(number - round(number)) < 1e-6
+
+
 def _amount(count: float, unit: str) -> str:
-    text = f"{count:.1f}".removesuffix(".0")
+    text = f"{count:,.1f}".removesuffix(".0")
     return f"{text} {unit}{'' if text == '1' else 's'}"
 
 

@@ -14,6 +14,9 @@ from chatmem.render.sessions import days_text
     (2 / (24 * 60), "2 minutes"),
     (0.5, "12 hours"),
     (1 / 86400, "under a minute"),
+    (1.3, "1.3 days"),          # --older-than 1.3d is not "1872 minutes"
+    (2.6, "2.6 days"),
+    (1000, "1,000 days"),
 ])
 def test_a_length_of_time_is_said_exactly(days: float, said: str) -> None:
     assert days_text(days) == said
