@@ -178,13 +178,13 @@ def _(r: Recalled) -> str:
     if routes:
         text += "; " + ", ".join(routes)
     if r.times_named:
-        text += "; the input names " + ", ".join(days_text(*days) for days in r.times_named)
+        text += "; the input names " + ", ".join(span_text(*days) for days in r.times_named)
     if r.dated:
         text += f"; the day said named above {counted(r.dated, 'run')} of messages"
     return text
 
 
-def days_text(first: str, last: str) -> str:
+def span_text(first: str, last: str) -> str:
     """`8 May 2023`, `1–10 Jun 2023`, `29 May–4 Jun 2023`, `1 Dec 2025–31 Jan 2026`."""
     a, b = date.fromisoformat(first), date.fromisoformat(last)
     if a == b:

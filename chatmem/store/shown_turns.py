@@ -13,7 +13,7 @@ The bounds are what chatmem itself writes. Messages are never deleted one by one
 goes whole), and `contexts.compact` makes a run only of stored rows: every run of a context
 or of a rendered prompt ends at or before the session's last position (PostgreSQL's p020
 holds a grantee's rendered runs to that too). A context holds at most one part of each kind
-(`memory.base.wrong_context`), and chatmem's strategies send a stored message at most once
+(`memory.guards.wrong_context`), and chatmem's strategies send a stored message at most once
 in a part: its runs name at most len(PART_ORDER) times the session's positions. And
 `rendered.compact` references each message the context sent at most once, in the order
 sent: a rendered prompt's runs name no more positions than its context's runs do.
