@@ -39,6 +39,8 @@ class ChatServer(ThreadingHTTPServer):
         self.hung_up = threading.Event()
         """A client hung up on a reply streamed until it does (`drip`, `keepalive`)."""
         self.reply_words = ["Hello", " from", " the", " test", " server."]
+        self.usage: Any = None
+        """What a reply reports as its `usage` instead of its counts (a broken server's)."""
         self.models = ["test-small", "test-large"]
         """What GET /v1/models lists."""
         self.refuses: str | None = None
@@ -167,7 +169,8 @@ class _Handler(BaseHTTPRequestHandler):
                 "id": "chatcmpl-test", "object": "chat.completion", "model": body["model"],
                 "choices": [{"index": 0, "finish_reason": "stop",
                              "message": {"role": "assistant", "content": "".join(words)}}],
-                "usage": {"prompt_tokens": 3, "completion_tokens": len(words)},
+                "usage": {"prompt_tokens": 3, "completion_tokens": len(words)}
+                if self.server.usage is None else self.server.usage,
             }).encode())
         elif mode == "invalid-json":
             self._stream_head()
@@ -346,7 +349,8 @@ class _Handler(BaseHTTPRequestHandler):
         if usage:
             self._event({**self._chunk(body, None, None), "choices": [],
                          "usage": {"prompt_tokens": prompt, "completion_tokens": len(words),
-                                   "total_tokens": prompt + len(words)}})
+                                   "total_tokens": prompt + len(words)}
+                         if self.server.usage is None else self.server.usage})
         self._event("[DONE]")
         self.wfile.write(b"0\r\n\r\n")
         self.wfile.flush()

@@ -26,8 +26,9 @@ from chatmem.errors import (
     ProviderTimeout,
 )
 from chatmem.images import ImageRule
+from chatmem.notices import UsageIgnored
 from chatmem.privacy.secrets import SecretMask, credentials_of
-from chatmem.providers.base import ChatMessages, Purpose, Usage
+from chatmem.providers.base import ChatMessages, Purpose, Usage, checked_counts
 from chatmem.tokens import TokenCounter, counter_for_model
 
 if TYPE_CHECKING:
@@ -100,7 +101,7 @@ class OpenAIReply:
             received = 0
             for chunk in self._stream:
                 if chunk.usage is not None:
-                    self.usage = Usage(chunk.usage.prompt_tokens, chunk.usage.completion_tokens)
+                    self.usage = self._reported(chunk.usage)
                 for choice in chunk.choices or ():
                     # A refusal (OpenAI's `delta.refusal`) is what the model said instead of
                     # a reply: it is the reply, shown and stored as any other.
@@ -161,7 +162,7 @@ class OpenAIReply:
                 f"{p.where} answered with JSON that is not a chat completion") from None
         if not isinstance(text, str):
             raise ProviderResponseError(f"{p.where} sent a reply that is not text")
-        self.usage = Usage(usage.get("prompt_tokens"), usage.get("completion_tokens"))
+        self.usage = self._reported(usage)
         self.usage.cut_at_limit = choice.get("finish_reason") == "length" or \
             len(text) > self._max_chars
         self.usage.filtered = choice.get("finish_reason") == "content_filter"
@@ -169,6 +170,21 @@ class OpenAIReply:
             raise ProviderResponseError(f"{p.where} sent an empty reply")
         if text:
             yield text[:self._max_chars]
+
+    def _reported(self, raw: Any) -> Usage:
+        """The server's token counts; none, with a notice saying why, when they are no counts
+        (text broke the running total after the turn was stored, and every later `logs`;
+        10**23 overflowed the store's integer, losing the paid reply)."""
+        p = self._provider
+        fields = raw if isinstance(raw, Mapping) else getattr(raw, "__dict__", None)
+        if not isinstance(fields, Mapping):
+            return Usage(ignored=UsageIgnored(
+                p.name, f"its usage is {type(raw).__name__}, not token counts"))
+        usage, wrong = checked_counts(Usage(fields.get("prompt_tokens"),
+                                            fields.get("completion_tokens")))
+        # The server wrote it: a key it echoes back is masked as in its errors.
+        return usage if wrong is None else Usage(ignored=UsageIgnored(p.name,
+                                                                      p._masked(wrong, 300)))
 
     def close(self) -> None:
         if self._stream is not None:
