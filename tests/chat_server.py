@@ -41,6 +41,10 @@ class ChatServer(ThreadingHTTPServer):
         self.reply_words = ["Hello", " from", " the", " test", " server."]
         self.usage: Any = None
         """What a reply reports as its `usage` instead of its counts (a broken server's)."""
+        self.piece = "x" * (1 << 20)
+        """The one piece `big-piece` streams, whatever max_tokens says."""
+        self.bytes_sent = 0
+        """Body bytes `endless-line` sent before the client hung up (or it gave up)."""
         self.models = ["test-small", "test-large"]
         """What GET /v1/models lists."""
         self.refuses: str | None = None
@@ -208,6 +212,34 @@ class _Handler(BaseHTTPRequestHandler):
             self._event(self._chunk(body, None, "stop"))
             self._event("[DONE]")
             self._end()
+        elif mode == "big-piece":
+            # A server that ignores max_tokens and sends its whole reply in one piece.
+            self._stream_head()
+            self._event(self._chunk(body, self.server.piece, None))
+            self._event(self._chunk(body, None, "stop"))
+            self._event("[DONE]")
+            self._end()
+        elif mode in ("endless-line", "endless-json"):
+            # A `data:` line (or a JSON answer) that never ends, 64 KB at a time; 64 MB at
+            # most, so a client that never stops reading fails (and does not fill the test
+            # machine's memory).
+            if mode == "endless-line":
+                self._stream_head()
+                self._raw(b'data: {"choices": [{"index": 0, "delta": {"content": "')
+            else:
+                self.send_response(200)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Transfer-Encoding", "chunked")
+                self.end_headers()
+                self._raw(b'{"choices": [{"index": 0, "message": {"content": "')
+            self.close_connection = True
+            while self.server.bytes_sent < 64 << 20:
+                try:
+                    self._raw(b"x" * 65536)
+                except OSError:  # the client stopped reading: that is the point
+                    self.server.hung_up.set()
+                    return
+                self.server.bytes_sent += 65536
         elif mode == "keepalive":
             # 200 and the stream's head, then only SSE comments: no piece of a reply, ever.
             self._stream_head()

@@ -41,6 +41,13 @@ DEFAULT_MAX_REPLY_TOKENS = OPENAI_MAX_REPLY_TOKENS
 """The reply cap when max_reply_tokens is unset (config.settings says why)."""
 CHARS_PER_TOKEN_AT_MOST = 16
 """No tokenizer's tokens average more characters than this over a whole reply."""
+BYTES_PER_TOKEN_AT_MOST = 4096
+"""Body bytes one token of a reply may take: a server streams each token in its own event
+(an envelope of ~200 bytes; with `-o logprobs`/`top_logprobs` 20 alternatives, ~2 KB), its
+16 characters JSON-escaped at up to 12 bytes each. A reasoning model's thinking is capped
+with the reply, so it counts too."""
+BYTES_BESIDE_REPLY = 1 << 20
+"""Body bytes allowed beside the tokens: the usage event, keep-alive comments, [DONE]."""
 
 
 _FIELD = re.compile(r"[A-Za-z_][A-Za-z0-9_.\[\]-]{0,63}")
@@ -79,8 +86,12 @@ class OpenAIReply:
         self._provider = provider
         self._messages = messages
         self._purpose = purpose
-        self._max_chars = provider.cap_for(purpose) * CHARS_PER_TOKEN_AT_MOST
+        cap = provider.cap_for(purpose)
+        self._max_chars = cap * CHARS_PER_TOKEN_AT_MOST
         """Past this many characters the server ignored the cap: reading stops there."""
+        self._most_bytes = cap * BYTES_PER_TOKEN_AT_MOST + BYTES_BESIDE_REPLY
+        """Past this many bytes of body the server ignored the cap (a piece that never ends
+        is no character yet): reading stops there, before memory fills."""
         self._stream: Any = None
         self.usage = Usage()
         self.rendered_prompt: str | None = None
@@ -89,7 +100,7 @@ class OpenAIReply:
         p = self._provider
         finished = cut = filtered = False
         started = False
-        deadline = p.begin_reply()
+        deadline = p.begin_reply(self._most_bytes)
         try:
             self._stream = p.request_stream(self._messages, purpose=self._purpose)
             started = True
@@ -112,17 +123,25 @@ class OpenAIReply:
                                 f"{p.where} sent a piece of the reply that is not text"
                                 " (an OpenAI-compatible server sends strings)")
                         deadline.progress()
+                        # Cut before it is shown, stored or passed on: one piece of a
+                        # server that ignores max_tokens was a whole megabyte reply.
+                        over = len(piece) > self._max_chars - received
+                        piece = piece[:self._max_chars - received]
                         received += len(piece)
-                        yield piece
+                        if piece:
+                            yield piece
+                        if over:
+                            break
                     if choice.finish_reason:
                         finished = True
                         cut = choice.finish_reason == "length"
                         filtered = choice.finish_reason == "content_filter"
-                if received > self._max_chars:
-                    # The server ignored max_tokens (or none was set): stop reading.
-                    self.close()
-                    finished = cut = True
-                    break
+                else:
+                    continue
+                # The server ignored max_tokens (or none was set): stop reading.
+                self.close()
+                finished = cut = True
+                break
         except ProviderError:
             raise
         except Exception as e:
@@ -148,10 +167,19 @@ class OpenAIReply:
             raise ProviderResponseError(
                 f"{p.where} answered with {what}, not an OpenAI-compatible reply:"
                 " check base_url (it usually ends in /v1)")
-        body = response.read()
-        if len(body) > self._max_chars * 4:
-            raise ProviderResponseError(f"{p.where} sent a reply of {len(body):,} bytes;"
-                                        f" at most {self._max_chars * 4:,} are read")
+        # Read no further than the most a reply within the cap can be: a body without end
+        # (or of gigabytes) must not fill memory first.
+        most = self._max_chars * 4
+        parts: list[bytes] = []
+        size = 0
+        for part in response.iter_bytes():
+            parts.append(part)
+            size += len(part)
+            if size > most:
+                self.close()
+                raise ProviderResponseError(f"{p.where} sent a reply of more than {most:,}"
+                                            " bytes; no more are read")
+        body = b"".join(parts)
         try:
             data = json.loads(body)
             choice = data["choices"][0]
@@ -247,12 +275,13 @@ class OpenAIProvider:
                 event_hooks={"response": [self._watch_body]}),
         )
 
-    def begin_reply(self) -> ReplyDeadline:
-        """The deadline of the reply this thread is about to request."""
+    def begin_reply(self, most_bytes: float = float("inf")) -> ReplyDeadline:
+        """The deadline of the reply this thread is about to request; `most_bytes`: the body
+        bytes it may take."""
         from chatmem.providers.deadline import ReplyDeadline
 
         deadline = ReplyDeadline(self.where, self.reply_timeout or float("inf"),
-                                 self.idle_timeout or float("inf"))
+                                 self.idle_timeout or float("inf"), most_bytes)
         self._replying.deadline = deadline
         return deadline
 
@@ -264,7 +293,7 @@ class OpenAIProvider:
         from chatmem.providers.deadline import watch_body
 
         deadline: ReplyDeadline | None = getattr(self._replying, "deadline", None)
-        if deadline is not None and (self.reply_timeout or self.idle_timeout):
+        if deadline is not None:
             watch_body(response, deadline)
 
     def stream(self, messages: ChatMessages) -> OpenAIReply:
