@@ -41,6 +41,9 @@ class ChatServer(ThreadingHTTPServer):
         self.reply_words = ["Hello", " from", " the", " test", " server."]
         self.usage: Any = None
         """What a reply reports as its `usage` instead of its counts (a broken server's)."""
+        self.vectors: list[Any] | None = None
+        """What /v1/embeddings answers instead of its vectors, one per input (a broken
+        endpoint's: NaN, rows of different lengths)."""
         self.piece = "x" * (1 << 20)
         """The one piece `big-piece` streams, whatever max_tokens says."""
         self.bytes_sent = 0
@@ -305,6 +308,8 @@ class _Handler(BaseHTTPRequestHandler):
             vector = [0.0] * 8
             for byte in text.encode():
                 vector[byte % 8] += 1.0
+            if self.server.vectors is not None:
+                vector = self.server.vectors[index % len(self.server.vectors)]
             data.append({"object": "embedding", "index": index, "embedding": vector})
         payload = json.dumps({"object": "list", "data": data[::-1], "model": body["model"],
                               "usage": {"prompt_tokens": 1, "total_tokens": 1}}).encode()
