@@ -215,6 +215,16 @@ class _Handler(BaseHTTPRequestHandler):
             self._event(self._chunk(body, None, "stop"))
             self._event("[DONE]")
             self._end()
+        elif mode == "tool-calls":
+            # A model (or a server's chat template) that calls a tool nobody offered.
+            self._stream_head()
+            call = {"index": 0, "id": "call_1", "type": "function",
+                    "function": {"name": "rm", "arguments": "{}"}}
+            self._event({**self._chunk(body, None, None), "choices": [
+                {"index": 0, "delta": {"tool_calls": [call]}, "finish_reason": None}]})
+            self._event(self._chunk(body, None, "tool_calls"))
+            self._event("[DONE]")
+            self._end()
         elif mode == "big-piece":
             # A server that ignores max_tokens and sends its whole reply in one piece.
             self._stream_head()

@@ -78,6 +78,16 @@ def _other_cap_field(error: Exception, sent: str) -> str | None:
     return other if named and other in text else None
 
 
+def _no_text(where: str, finish_reason: object) -> ProviderResponseError:
+    """The error of a reply that ended with no text: tool calls (a model or a server's chat
+    template that calls tools chatmem never offered) are named, not called empty."""
+    if finish_reason in ("tool_calls", "function_call"):
+        return ProviderResponseError(
+            f"{where} answered with tool calls (finish_reason {finish_reason}), not text:"
+            " chatmem offers no tools; check the model's or the server's chat template")
+    return ProviderResponseError(f"{where} sent an empty reply")
+
+
 class OpenAIReply:
     def __init__(
         self, provider: OpenAIProvider, messages: ChatMessages, *,
@@ -100,6 +110,7 @@ class OpenAIReply:
         p = self._provider
         finished = cut = filtered = False
         started = False
+        reason: object = None
         deadline = p.begin_reply(self._most_bytes)
         try:
             self._stream = p.request_stream(self._messages, purpose=self._purpose)
@@ -133,7 +144,7 @@ class OpenAIReply:
                         if over:
                             break
                     if choice.finish_reason:
-                        finished = True
+                        finished, reason = True, choice.finish_reason
                         cut = choice.finish_reason == "length"
                         filtered = choice.finish_reason == "content_filter"
                 else:
@@ -156,7 +167,7 @@ class OpenAIReply:
         if not received and not (cut or filtered):
             # At the cap (a reasoning model that spent it thinking) or stopped by a filter,
             # no text is the reply the model gave; ended otherwise, it is a fault.
-            raise ProviderResponseError(f"{p.where} sent an empty reply")
+            raise _no_text(p.where, reason)
 
     def _whole_answer(self, kind: str) -> Iterator[str]:
         """The reply of a server that answered with one JSON document instead of a stream."""
@@ -195,7 +206,7 @@ class OpenAIReply:
             len(text) > self._max_chars
         self.usage.filtered = choice.get("finish_reason") == "content_filter"
         if not (text or self.usage.cut_at_limit or self.usage.filtered):
-            raise ProviderResponseError(f"{p.where} sent an empty reply")
+            raise _no_text(p.where, choice.get("finish_reason"))
         if text:
             yield text[:self._max_chars]
 
