@@ -29,6 +29,14 @@ from chatmem.images import ImageRule
 from chatmem.notices import UsageIgnored
 from chatmem.privacy.secrets import SecretMask, credentials_of
 from chatmem.providers.base import ChatMessages, Purpose, Usage, checked_counts
+from chatmem.providers.openai_limits import (
+    BYTES_BESIDE_REPLY,
+    BYTES_PER_TOKEN_AT_MOST,
+    CHARS_PER_TOKEN_AT_MOST,
+    cap_field_for,
+    no_text_error,
+    other_cap_field,
+)
 from chatmem.tokens import TokenCounter, counter_for_model
 
 if TYPE_CHECKING:
@@ -39,54 +47,8 @@ if TYPE_CHECKING:
 _CREDENTIALS = re.compile(r"(?i)\b(bearer|basic)\s+[A-Za-z0-9+/=._~-]{8,}")
 DEFAULT_MAX_REPLY_TOKENS = OPENAI_MAX_REPLY_TOKENS
 """The reply cap when max_reply_tokens is unset (config.settings says why)."""
-CHARS_PER_TOKEN_AT_MOST = 16
-"""No tokenizer's tokens average more characters than this over a whole reply."""
-BYTES_PER_TOKEN_AT_MOST = 4096
-"""Body bytes one token of a reply may take: a server streams each token in its own event
-(an envelope of ~200 bytes; with `-o logprobs`/`top_logprobs` 20 alternatives, ~2 KB), its
-16 characters JSON-escaped at up to 12 bytes each. A reasoning model's thinking is capped
-with the reply, so it counts too."""
-BYTES_BESIDE_REPLY = 1 << 20
-"""Body bytes allowed beside the tokens: the usage event, keep-alive comments, [DONE]."""
-
-
 _FIELD = re.compile(r"[A-Za-z_][A-Za-z0-9_.\[\]-]{0,63}")
 """A request field's name as a server's 400 names it (`reasoning_effort`, `messages[0]`)."""
-
-CAP_FIELDS = ("max_tokens", "max_completion_tokens")
-"""The two names of the reply cap: OpenAI's reasoning models (o1, o3, o4-mini, gpt-5) refuse
-max_tokens; Ollama, llamafile and llama.cpp before 2026 ignore max_completion_tokens, so a
-reply sent to them under that name would run unbounded."""
-
-
-def cap_field_for(base_url: str) -> str:
-    """The field the reply cap is sent in: max_completion_tokens to OpenAI's own API, which
-    takes it for every chat model and deprecates max_tokens; max_tokens to any other
-    server, which every OpenAI-compatible one reads."""
-    from urllib.parse import urlsplit
-
-    host = (urlsplit(base_url).hostname or "").lower()
-    return CAP_FIELDS[1] if host == "api.openai.com" else CAP_FIELDS[0]
-
-
-def _other_cap_field(error: Exception, sent: str) -> str | None:
-    """The cap field a 400 asks for instead of `sent` ("Unsupported parameter: 'max_tokens'
-    ... Use 'max_completion_tokens' instead."), else None: only a refusal that names both."""
-    other = CAP_FIELDS[1] if sent == CAP_FIELDS[0] else CAP_FIELDS[0]
-    text = str(error)
-    named = getattr(error, "param", None) == sent or f"'{sent}'" in text
-    return other if named and other in text else None
-
-
-def _no_text(where: str, finish_reason: object) -> ProviderResponseError:
-    """The error of a reply that ended with no text: tool calls (a model or a server's chat
-    template that calls tools chatmem never offered) are named, not called empty."""
-    if finish_reason in ("tool_calls", "function_call"):
-        return ProviderResponseError(
-            f"{where} answered with tool calls (finish_reason {finish_reason}), not text:"
-            " chatmem offers no tools; check the model's or the server's chat template")
-    return ProviderResponseError(f"{where} sent an empty reply")
-
 
 class OpenAIReply:
     def __init__(
@@ -167,7 +129,7 @@ class OpenAIReply:
         if not received and not (cut or filtered):
             # At the cap (a reasoning model that spent it thinking) or stopped by a filter,
             # no text is the reply the model gave; ended otherwise, it is a fault.
-            raise _no_text(p.where, reason)
+            raise no_text_error(p.where, reason)
 
     def _whole_answer(self, kind: str) -> Iterator[str]:
         """The reply of a server that answered with one JSON document instead of a stream."""
@@ -206,7 +168,7 @@ class OpenAIReply:
             len(text) > self._max_chars
         self.usage.filtered = choice.get("finish_reason") == "content_filter"
         if not (text or self.usage.cut_at_limit or self.usage.filtered):
-            raise _no_text(p.where, choice.get("finish_reason"))
+            raise no_text_error(p.where, choice.get("finish_reason"))
         if text:
             yield text[:self._max_chars]
 
@@ -342,7 +304,7 @@ class OpenAIProvider:
             return self.client.post("/chat/completions", cast_to=ChatCompletion, body=body,
                                     stream=True, stream_cls=openai.Stream[ChatCompletionChunk])
         except openai.BadRequestError as e:
-            other = _other_cap_field(e, self.cap_field)
+            other = other_cap_field(e, self.cap_field)
             if other is None:
                 raise
         # Refused before any reply began: asking again with the field it names costs nothing.
