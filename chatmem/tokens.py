@@ -23,6 +23,26 @@ is more than N tokens, known without counting them (which takes seconds for mega
 Twice cl100k_base's longest token (128 bytes): room for a local model's own tokenizer."""
 
 
+MOST_TOKENS_COUNTED = 10**9
+"""No request or reply is a billion tokens (the largest context windows are a few million): a
+count past it is a server's fault, not a count, and sums of counts this size over any history
+stay far inside the store's 64-bit integers (10**23 overflowed SQLite's, losing the reply)."""
+
+
+def token_count(value: object) -> int | None:
+    """`value` as a token count (an int, or numpy's: operator.index takes them) from 0 to
+    MOST_TOKENS_COUNTED; None for anything else (text, a float, a bool, a negative count)."""
+    import operator
+
+    if isinstance(value, bool):
+        return None
+    try:
+        whole = operator.index(value)  # type: ignore[arg-type]
+    except TypeError:
+        return None
+    return whole if 0 <= whole <= MOST_TOKENS_COUNTED else None
+
+
 def most_bytes_within(budget: int) -> int:
     """The most UTF-8 bytes a text within `budget` tokens can have: a longer one (a request,
     an attached file) is over the budget, refused before it is read whole or counted."""

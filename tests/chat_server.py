@@ -39,6 +39,15 @@ class ChatServer(ThreadingHTTPServer):
         self.hung_up = threading.Event()
         """A client hung up on a reply streamed until it does (`drip`, `keepalive`)."""
         self.reply_words = ["Hello", " from", " the", " test", " server."]
+        self.usage: Any = None
+        """What a reply reports as its `usage` instead of its counts (a broken server's)."""
+        self.vectors: list[Any] | None = None
+        """What /v1/embeddings answers instead of its vectors, one per input (a broken
+        endpoint's: NaN, rows of different lengths)."""
+        self.piece = "x" * (1 << 20)
+        """The one piece `big-piece` streams, whatever max_tokens says."""
+        self.bytes_sent = 0
+        """Body bytes `endless-line` sent before the client hung up (or it gave up)."""
         self.models = ["test-small", "test-large"]
         """What GET /v1/models lists."""
         self.refuses: str | None = None
@@ -167,7 +176,8 @@ class _Handler(BaseHTTPRequestHandler):
                 "id": "chatcmpl-test", "object": "chat.completion", "model": body["model"],
                 "choices": [{"index": 0, "finish_reason": "stop",
                              "message": {"role": "assistant", "content": "".join(words)}}],
-                "usage": {"prompt_tokens": 3, "completion_tokens": len(words)},
+                "usage": {"prompt_tokens": 3, "completion_tokens": len(words)}
+                if self.server.usage is None else self.server.usage,
             }).encode())
         elif mode == "invalid-json":
             self._stream_head()
@@ -205,6 +215,44 @@ class _Handler(BaseHTTPRequestHandler):
             self._event(self._chunk(body, None, "stop"))
             self._event("[DONE]")
             self._end()
+        elif mode == "tool-calls":
+            # A model (or a server's chat template) that calls a tool nobody offered.
+            self._stream_head()
+            call = {"index": 0, "id": "call_1", "type": "function",
+                    "function": {"name": "rm", "arguments": "{}"}}
+            self._event({**self._chunk(body, None, None), "choices": [
+                {"index": 0, "delta": {"tool_calls": [call]}, "finish_reason": None}]})
+            self._event(self._chunk(body, None, "tool_calls"))
+            self._event("[DONE]")
+            self._end()
+        elif mode == "big-piece":
+            # A server that ignores max_tokens and sends its whole reply in one piece.
+            self._stream_head()
+            self._event(self._chunk(body, self.server.piece, None))
+            self._event(self._chunk(body, None, "stop"))
+            self._event("[DONE]")
+            self._end()
+        elif mode in ("endless-line", "endless-json"):
+            # A `data:` line (or a JSON answer) that never ends, 64 KB at a time; 64 MB at
+            # most, so a client that never stops reading fails (and does not fill the test
+            # machine's memory).
+            if mode == "endless-line":
+                self._stream_head()
+                self._raw(b'data: {"choices": [{"index": 0, "delta": {"content": "')
+            else:
+                self.send_response(200)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Transfer-Encoding", "chunked")
+                self.end_headers()
+                self._raw(b'{"choices": [{"index": 0, "message": {"content": "')
+            self.close_connection = True
+            while self.server.bytes_sent < 64 << 20:
+                try:
+                    self._raw(b"x" * 65536)
+                except OSError:  # the client stopped reading: that is the point
+                    self.server.hung_up.set()
+                    return
+                self.server.bytes_sent += 65536
         elif mode == "keepalive":
             # 200 and the stream's head, then only SSE comments: no piece of a reply, ever.
             self._stream_head()
@@ -270,6 +318,8 @@ class _Handler(BaseHTTPRequestHandler):
             vector = [0.0] * 8
             for byte in text.encode():
                 vector[byte % 8] += 1.0
+            if self.server.vectors is not None:
+                vector = self.server.vectors[index % len(self.server.vectors)]
             data.append({"object": "embedding", "index": index, "embedding": vector})
         payload = json.dumps({"object": "list", "data": data[::-1], "model": body["model"],
                               "usage": {"prompt_tokens": 1, "total_tokens": 1}}).encode()
@@ -346,7 +396,8 @@ class _Handler(BaseHTTPRequestHandler):
         if usage:
             self._event({**self._chunk(body, None, None), "choices": [],
                          "usage": {"prompt_tokens": prompt, "completion_tokens": len(words),
-                                   "total_tokens": prompt + len(words)}})
+                                   "total_tokens": prompt + len(words)}
+                         if self.server.usage is None else self.server.usage})
         self._event("[DONE]")
         self.wfile.write(b"0\r\n\r\n")
         self.wfile.flush()

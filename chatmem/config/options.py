@@ -52,6 +52,9 @@ RESERVED = {
     "n": "chatmem reads one reply",
 }
 """Request fields chatmem sets itself: an option may not override them."""
+TOOL_FIELDS = ("tools", "tool_choice", "functions", "function_call", "parallel_tool_calls")
+"""Request fields asking for tool calls: a reply of tool calls is no text to show, store or
+send again, and chatmem runs no tool (serve refuses them in a request too)."""
 SETTINGS = ("max_reply_tokens",)
 """Options that are chatmem settings, not request fields."""
 _FIELD = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
@@ -91,6 +94,9 @@ def check_option(key: str, value: Any, label: str | None = None) -> OptionValue:
 def _pass_through(key: str, value: Any, where: str) -> OptionValue:
     if key in RESERVED:
         raise UsageError(f"{where}: chatmem sets {key} itself ({RESERVED[key]})")
+    if key in TOOL_FIELDS:
+        raise UsageError(f"{where}: tool calls are not taken as chatmem turns; send them to "
+                         "the model directly")
     if not _FIELD.fullmatch(key):
         raise UsageError(f"{where}: not an option name (letters, digits and _; known: "
                          f"{', '.join(OPTION_RULES)}; any other is sent to the endpoint)")

@@ -38,6 +38,44 @@ def normalised(rows: np.ndarray) -> np.ndarray:
     return rows / np.where(norms == 0, 1, norms)
 
 
+def checked_rows(returned: object, count: int,
+                 width: int | None) -> tuple[np.ndarray, str | None]:
+    """`returned` (an embedder's or an endpoint's answer) as a float32 array of `count` rows
+    of `width` finite numbers (any one width when None; a list or float64 will do), or what
+    is wrong with it: a NaN row is stored and ranks every message as NaN, turning recall by
+    meaning off without a word; a wrong shape fails later in recall or index, blamed on them."""
+    import numpy as np
+
+    try:
+        rows = np.asarray(returned, dtype=np.float32)
+    except (TypeError, ValueError):
+        lengths = _lengths(returned)
+        return np.empty(0), (f"vectors of different lengths ({lengths})" if lengths else
+                             f"{type(returned).__name__ if returned is not None else 'None'},"
+                             " not an array of numbers")
+    if count == 0 and rows.size == 0:
+        return np.zeros((0, width or 0), dtype=np.float32), None
+    if rows.ndim != 2 or rows.shape[0] != count or (
+            rows.shape[1] != width if width is not None else rows.shape[1] == 0):
+        shown = f"({count}, {width})" if width is not None else f"({count}, its width)"
+        return rows, (f"an array of shape {rows.shape} for {count} texts; it should be "
+                      f"{shown}: one row per text, as wide as its dimensions")
+    with np.errstate(all="ignore"):
+        finite = bool(np.isfinite(rows).all())
+    if not finite:
+        return rows, "a vector holding NaN or infinity"
+    return rows, None
+
+
+def _lengths(returned: object) -> str:
+    """The lengths of `returned`'s rows, when it is rows of numbers of different lengths."""
+    try:
+        lengths = sorted({len(row) for row in returned})  # type: ignore[attr-defined]
+    except TypeError:
+        return ""
+    return " and ".join(map(str, lengths[:4])) if len(lengths) > 1 else ""
+
+
 def text_digest(text: str) -> str:
     """What a vector is cached by: the sha256 of the exact text it embeds."""
     return hashlib.sha256(text.encode("utf-8")).hexdigest()

@@ -7,7 +7,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from chatmem.config.endpoint import parse_endpoint
-from chatmem.embeddings.base import normalised
+from chatmem.embeddings.base import checked_rows, normalised
 from chatmem.errors import ProviderError
 from chatmem.privacy.secrets import SecretMask, credentials_of
 
@@ -58,7 +58,14 @@ class OpenAIEmbedder:
         if len(data) != len(texts):
             raise ProviderError(f"embeddings at {self._where}: asked for {len(texts)} vectors,"
                                 f" got {len(data)}")
-        rows = normalised(np.array([d.embedding for d in data], dtype=np.float32))
+        # Checked as a plugin's are (embeddings.base.checked_rows): after its first answer
+        # the endpoint's vectors keep its width, or stored ones stop being comparable.
+        rows, wrong = checked_rows([d.embedding for d in data], len(texts),
+                                   self.dimensions or None)
+        if wrong is not None:
+            raise ProviderError(f"embeddings at {self._where} answered {wrong};"
+                                " no vector of it is kept")
+        rows = normalised(rows)
         with self._learnt:
             self._dimensions = rows.shape[1]
         return rows

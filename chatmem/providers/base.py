@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
@@ -9,7 +10,7 @@ from typing import Any, Protocol, runtime_checkable
 
 from chatmem.images import ImageRule
 from chatmem.notices import UsageIgnored
-from chatmem.tokens import TokenCounter
+from chatmem.tokens import MOST_TOKENS_COUNTED, TokenCounter, token_count
 
 ChatMessages = Sequence[Mapping[str, Any]]
 """Chat messages as sent: `content` is text, or for a message with an image OpenAI's
@@ -44,8 +45,36 @@ class Usage:
     filtered: bool = False
     """The server's content filter stopped the reply (OpenAI's `content_filter`)."""
     ignored: UsageIgnored | None = None
-    """Set by chatmem, not by a provider: a plugin's provider reported counts that are no
-    counts (text, a float, a negative number), dropped here (both counts None)."""
+    """Set by chatmem, not by a provider: the provider (a plugin's, or the server behind
+    `openai`) reported counts that are no counts (text, a float, a negative number, 10**23),
+    dropped here (both counts None)."""
+
+
+def checked_counts(usage: Usage) -> tuple[Usage, str | None]:
+    """`usage` with its counts as ints (a numpy integer will do), or what is wrong with
+    one of them: a count is an int from 0 to MOST_TOKENS_COUNTED, or None (not reported);
+    a bool is none."""
+    found: list[int | None] = []
+    for field in ("prompt_tokens", "completion_tokens"):
+        value = getattr(usage, field)
+        whole = None if value is None else token_count(value)
+        if value is not None and whole is None:
+            return usage, f"its usage's {field} is {_shown(value)}, " + (
+                f"more than any request or reply holds ({MOST_TOKENS_COUNTED:,})"
+                if isinstance(value, int) and not isinstance(value, bool) and value > 0
+                else "not a count of 0 or more")
+        found.append(whole)
+    prompt, completion = found
+    if prompt is usage.prompt_tokens and completion is usage.completion_tokens:
+        return usage, None
+    return dataclasses.replace(usage, prompt_tokens=prompt, completion_tokens=completion), None
+
+
+def _shown(value: object) -> str:
+    """A count as a notice shows it: its repr when short, else what kind of value it is."""
+    if isinstance(value, int | float | str) and len(shown := repr(value)) <= 40:
+        return shown
+    return type(value).__name__
 
 
 class ReplyStream(Protocol):

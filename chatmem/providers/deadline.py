@@ -6,6 +6,8 @@ characters at a time, is never timed out by it. The reply marks each piece it
 receives (`progress`); the response body is read through `WatchedBody`, which
 checks both deadlines on every chunk of bytes that arrives, keep-alive comments
 included, so a server that keeps the connection busy without replying is stopped.
+It also counts the bytes: a server that ignores the reply cap in one endless `data:` line
+never completes a piece, so only the bytes read show it is past the cap.
 """
 
 from __future__ import annotations
@@ -15,16 +17,20 @@ from collections.abc import Iterator
 
 import httpx2
 
-from chatmem.errors import ProviderTimeout
+from chatmem.errors import ProviderResponseError, ProviderTimeout
 
 
 class ReplyDeadline:
-    """When one reply must be complete by, and how long it may go without a new piece."""
+    """When one reply must be complete by, how long it may go without a new piece, and how
+    many bytes of body it may take (`most_bytes`)."""
 
-    def __init__(self, where: str, total: float, idle: float) -> None:
+    def __init__(self, where: str, total: float, idle: float,
+                 most_bytes: float = float("inf")) -> None:
         self.where = where
         self.total = total
         self.idle = idle
+        self.most_bytes = most_bytes
+        self.bytes_read = 0
         self.started = time.monotonic()
         self.last_piece = self.started
 
@@ -35,6 +41,16 @@ class ReplyDeadline:
     def progress(self) -> None:
         """A piece of the reply arrived."""
         self.last_piece = time.monotonic()
+
+    def read(self, size: int) -> None:
+        """`size` more bytes of the body arrived: past `most_bytes` the server is sending
+        more than any reply within the cap holds, and reading stops."""
+        self.bytes_read += size
+        if self.bytes_read > self.most_bytes:
+            raise ProviderResponseError(
+                f"{self.where} sent more than {self.most_bytes:,.0f} bytes for one reply,"
+                " more than the reply-length limit (max_reply_tokens) allows: it ignores the"
+                " limit; nothing was kept")
 
     def check(self) -> None:
         now = time.monotonic()
@@ -57,6 +73,7 @@ class WatchedBody(httpx2.SyncByteStream):
 
     def __iter__(self) -> Iterator[bytes]:
         for chunk in self._stream:
+            self._deadline.read(len(chunk))
             self._deadline.check()
             yield chunk
 

@@ -11,7 +11,6 @@ goes to stderr (chatmem.plugin_output), as while it loads.
 from __future__ import annotations
 
 import contextlib
-import dataclasses
 import operator
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import TYPE_CHECKING, Any
@@ -20,7 +19,14 @@ from chatmem.errors import ChatmemError, ProviderFailed, one_line
 from chatmem.notices import UsageIgnored
 from chatmem.plugin_calls import guarded, kind_of, masked
 from chatmem.plugin_output import plugin_prints_to_stderr, printing_to_stderr
-from chatmem.providers.base import ChatMessages, Provider, Purpose, ReplyStream, Usage
+from chatmem.providers.base import (
+    ChatMessages,
+    Provider,
+    Purpose,
+    ReplyStream,
+    Usage,
+    checked_counts,
+)
 
 if TYPE_CHECKING:
     from chatmem.privacy.secrets import SecretMask
@@ -182,24 +188,6 @@ def _whole(value: object) -> int | None:
         return None
 
 
-def _counts(usage: Usage) -> tuple[Usage, str | None]:
-    """`usage` with its counts as ints (a numpy integer will do), or what is wrong with
-    one of them: a count is an int of 0 or more, or None (not reported); a bool is none."""
-    found: list[int | None] = []
-    for field in ("prompt_tokens", "completion_tokens"):
-        value = getattr(usage, field)
-        whole = None if value is None or isinstance(value, bool) else _whole(value)
-        if value is not None and (whole is None or whole < 0):
-            shown = repr(value) if isinstance(value, int | float | str) and \
-                len(repr(value)) <= 40 else kind_of(value)
-            return usage, f"its usage's {field} is {shown}, not a count of 0 or more"
-        found.append(whole)
-    prompt, completion = found
-    if prompt is usage.prompt_tokens and completion is usage.completion_tokens:
-        return usage, None
-    return dataclasses.replace(usage, prompt_tokens=prompt, completion_tokens=completion), None
-
-
 PROVIDER_METHODS = ("stream", "complete", "token_counter", "close")
 """What a provider does (README, Writing a plugin); chatmem calls each of them."""
 
@@ -268,7 +256,7 @@ class GuardedStream:
             return self._usage
         if not isinstance(usage, Usage):
             return self._usage
-        counts, wrong = _counts(usage)
+        counts, wrong = checked_counts(usage)
         if wrong is None:
             return counts
         # Else a text count broke the running total after the turn was stored (the chat

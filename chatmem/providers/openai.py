@@ -26,8 +26,17 @@ from chatmem.errors import (
     ProviderTimeout,
 )
 from chatmem.images import ImageRule
+from chatmem.notices import UsageIgnored
 from chatmem.privacy.secrets import SecretMask, credentials_of
-from chatmem.providers.base import ChatMessages, Purpose, Usage
+from chatmem.providers.base import ChatMessages, Purpose, Usage, checked_counts
+from chatmem.providers.openai_limits import (
+    BYTES_BESIDE_REPLY,
+    BYTES_PER_TOKEN_AT_MOST,
+    CHARS_PER_TOKEN_AT_MOST,
+    cap_field_for,
+    no_text_error,
+    other_cap_field,
+)
 from chatmem.tokens import TokenCounter, counter_for_model
 
 if TYPE_CHECKING:
@@ -38,37 +47,8 @@ if TYPE_CHECKING:
 _CREDENTIALS = re.compile(r"(?i)\b(bearer|basic)\s+[A-Za-z0-9+/=._~-]{8,}")
 DEFAULT_MAX_REPLY_TOKENS = OPENAI_MAX_REPLY_TOKENS
 """The reply cap when max_reply_tokens is unset (config.settings says why)."""
-CHARS_PER_TOKEN_AT_MOST = 16
-"""No tokenizer's tokens average more characters than this over a whole reply."""
-
-
 _FIELD = re.compile(r"[A-Za-z_][A-Za-z0-9_.\[\]-]{0,63}")
 """A request field's name as a server's 400 names it (`reasoning_effort`, `messages[0]`)."""
-
-CAP_FIELDS = ("max_tokens", "max_completion_tokens")
-"""The two names of the reply cap: OpenAI's reasoning models (o1, o3, o4-mini, gpt-5) refuse
-max_tokens; Ollama, llamafile and llama.cpp before 2026 ignore max_completion_tokens, so a
-reply sent to them under that name would run unbounded."""
-
-
-def cap_field_for(base_url: str) -> str:
-    """The field the reply cap is sent in: max_completion_tokens to OpenAI's own API, which
-    takes it for every chat model and deprecates max_tokens; max_tokens to any other
-    server, which every OpenAI-compatible one reads."""
-    from urllib.parse import urlsplit
-
-    host = (urlsplit(base_url).hostname or "").lower()
-    return CAP_FIELDS[1] if host == "api.openai.com" else CAP_FIELDS[0]
-
-
-def _other_cap_field(error: Exception, sent: str) -> str | None:
-    """The cap field a 400 asks for instead of `sent` ("Unsupported parameter: 'max_tokens'
-    ... Use 'max_completion_tokens' instead."), else None: only a refusal that names both."""
-    other = CAP_FIELDS[1] if sent == CAP_FIELDS[0] else CAP_FIELDS[0]
-    text = str(error)
-    named = getattr(error, "param", None) == sent or f"'{sent}'" in text
-    return other if named and other in text else None
-
 
 class OpenAIReply:
     def __init__(
@@ -78,8 +58,12 @@ class OpenAIReply:
         self._provider = provider
         self._messages = messages
         self._purpose = purpose
-        self._max_chars = provider.cap_for(purpose) * CHARS_PER_TOKEN_AT_MOST
+        cap = provider.cap_for(purpose)
+        self._max_chars = cap * CHARS_PER_TOKEN_AT_MOST
         """Past this many characters the server ignored the cap: reading stops there."""
+        self._most_bytes = cap * BYTES_PER_TOKEN_AT_MOST + BYTES_BESIDE_REPLY
+        """Past this many bytes of body the server ignored the cap (a piece that never ends
+        is no character yet): reading stops there, before memory fills."""
         self._stream: Any = None
         self.usage = Usage()
         self.rendered_prompt: str | None = None
@@ -88,7 +72,8 @@ class OpenAIReply:
         p = self._provider
         finished = cut = filtered = False
         started = False
-        deadline = p.begin_reply()
+        reason: object = None
+        deadline = p.begin_reply(self._most_bytes)
         try:
             self._stream = p.request_stream(self._messages, purpose=self._purpose)
             started = True
@@ -100,7 +85,7 @@ class OpenAIReply:
             received = 0
             for chunk in self._stream:
                 if chunk.usage is not None:
-                    self.usage = Usage(chunk.usage.prompt_tokens, chunk.usage.completion_tokens)
+                    self.usage = self._reported(chunk.usage)
                 for choice in chunk.choices or ():
                     # A refusal (OpenAI's `delta.refusal`) is what the model said instead of
                     # a reply: it is the reply, shown and stored as any other.
@@ -111,17 +96,25 @@ class OpenAIReply:
                                 f"{p.where} sent a piece of the reply that is not text"
                                 " (an OpenAI-compatible server sends strings)")
                         deadline.progress()
+                        # Cut before it is shown, stored or passed on: one piece of a
+                        # server that ignores max_tokens was a whole megabyte reply.
+                        over = len(piece) > self._max_chars - received
+                        piece = piece[:self._max_chars - received]
                         received += len(piece)
-                        yield piece
+                        if piece:
+                            yield piece
+                        if over:
+                            break
                     if choice.finish_reason:
-                        finished = True
+                        finished, reason = True, choice.finish_reason
                         cut = choice.finish_reason == "length"
                         filtered = choice.finish_reason == "content_filter"
-                if received > self._max_chars:
-                    # The server ignored max_tokens (or none was set): stop reading.
-                    self.close()
-                    finished = cut = True
-                    break
+                else:
+                    continue
+                # The server ignored max_tokens (or none was set): stop reading.
+                self.close()
+                finished = cut = True
+                break
         except ProviderError:
             raise
         except Exception as e:
@@ -136,7 +129,7 @@ class OpenAIReply:
         if not received and not (cut or filtered):
             # At the cap (a reasoning model that spent it thinking) or stopped by a filter,
             # no text is the reply the model gave; ended otherwise, it is a fault.
-            raise ProviderResponseError(f"{p.where} sent an empty reply")
+            raise no_text_error(p.where, reason)
 
     def _whole_answer(self, kind: str) -> Iterator[str]:
         """The reply of a server that answered with one JSON document instead of a stream."""
@@ -147,10 +140,19 @@ class OpenAIReply:
             raise ProviderResponseError(
                 f"{p.where} answered with {what}, not an OpenAI-compatible reply:"
                 " check base_url (it usually ends in /v1)")
-        body = response.read()
-        if len(body) > self._max_chars * 4:
-            raise ProviderResponseError(f"{p.where} sent a reply of {len(body):,} bytes;"
-                                        f" at most {self._max_chars * 4:,} are read")
+        # Read no further than the most a reply within the cap can be: a body without end
+        # (or of gigabytes) must not fill memory first.
+        most = self._max_chars * 4
+        parts: list[bytes] = []
+        size = 0
+        for part in response.iter_bytes():
+            parts.append(part)
+            size += len(part)
+            if size > most:
+                self.close()
+                raise ProviderResponseError(f"{p.where} sent a reply of more than {most:,}"
+                                            " bytes; no more are read")
+        body = b"".join(parts)
         try:
             data = json.loads(body)
             choice = data["choices"][0]
@@ -161,14 +163,29 @@ class OpenAIReply:
                 f"{p.where} answered with JSON that is not a chat completion") from None
         if not isinstance(text, str):
             raise ProviderResponseError(f"{p.where} sent a reply that is not text")
-        self.usage = Usage(usage.get("prompt_tokens"), usage.get("completion_tokens"))
+        self.usage = self._reported(usage)
         self.usage.cut_at_limit = choice.get("finish_reason") == "length" or \
             len(text) > self._max_chars
         self.usage.filtered = choice.get("finish_reason") == "content_filter"
         if not (text or self.usage.cut_at_limit or self.usage.filtered):
-            raise ProviderResponseError(f"{p.where} sent an empty reply")
+            raise no_text_error(p.where, choice.get("finish_reason"))
         if text:
             yield text[:self._max_chars]
+
+    def _reported(self, raw: Any) -> Usage:
+        """The server's token counts; none, with a notice saying why, when they are no counts
+        (text broke the running total after the turn was stored, and every later `logs`;
+        10**23 overflowed the store's integer, losing the paid reply)."""
+        p = self._provider
+        fields = raw if isinstance(raw, Mapping) else getattr(raw, "__dict__", None)
+        if not isinstance(fields, Mapping):
+            return Usage(ignored=UsageIgnored(
+                p.name, f"its usage is {type(raw).__name__}, not token counts"))
+        usage, wrong = checked_counts(Usage(fields.get("prompt_tokens"),
+                                            fields.get("completion_tokens")))
+        # The server wrote it: a key it echoes back is masked as in its errors.
+        return usage if wrong is None else Usage(ignored=UsageIgnored(p.name,
+                                                                      p._masked(wrong, 300)))
 
     def close(self) -> None:
         if self._stream is not None:
@@ -231,12 +248,13 @@ class OpenAIProvider:
                 event_hooks={"response": [self._watch_body]}),
         )
 
-    def begin_reply(self) -> ReplyDeadline:
-        """The deadline of the reply this thread is about to request."""
+    def begin_reply(self, most_bytes: float = float("inf")) -> ReplyDeadline:
+        """The deadline of the reply this thread is about to request; `most_bytes`: the body
+        bytes it may take."""
         from chatmem.providers.deadline import ReplyDeadline
 
         deadline = ReplyDeadline(self.where, self.reply_timeout or float("inf"),
-                                 self.idle_timeout or float("inf"))
+                                 self.idle_timeout or float("inf"), most_bytes)
         self._replying.deadline = deadline
         return deadline
 
@@ -248,7 +266,7 @@ class OpenAIProvider:
         from chatmem.providers.deadline import watch_body
 
         deadline: ReplyDeadline | None = getattr(self._replying, "deadline", None)
-        if deadline is not None and (self.reply_timeout or self.idle_timeout):
+        if deadline is not None:
             watch_body(response, deadline)
 
     def stream(self, messages: ChatMessages) -> OpenAIReply:
@@ -286,7 +304,7 @@ class OpenAIProvider:
             return self.client.post("/chat/completions", cast_to=ChatCompletion, body=body,
                                     stream=True, stream_cls=openai.Stream[ChatCompletionChunk])
         except openai.BadRequestError as e:
-            other = _other_cap_field(e, self.cap_field)
+            other = other_cap_field(e, self.cap_field)
             if other is None:
                 raise
         # Refused before any reply began: asking again with the field it names costs nothing.

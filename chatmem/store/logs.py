@@ -17,6 +17,7 @@ from chatmem.store.records import TurnStatus, session_address
 from chatmem.store.session_names import is_unfinished
 from chatmem.store.stored_values import stored_enum
 from chatmem.store.turns import AT_TURN
+from chatmem.tokens import MOST_TOKENS_COUNTED, token_count
 
 _COLUMNS = (
     "t.id, t.session_id, s.name AS session, t.number, t.status, t.input, t.strategy,"
@@ -24,6 +25,10 @@ _COLUMNS = (
     " t.completion_tokens, t.created_at, t.superseded_by, t.reply,"
     f" {AT_TURN} AS at_turn"
 )
+
+
+_COUNT = f"CASE WHEN {{0}} BETWEEN 0 AND {MOST_TOKENS_COUNTED} THEN {{0}} END"
+"""A stored token count, NULL when it is no count (text sorts above every number)."""
 
 
 def _columns(shared_by: str) -> str:
@@ -72,12 +77,13 @@ class LogEntry:
 
     @classmethod
     def from_row(cls, row: dict[str, Any]) -> LogEntry:
-        reported = row["prompt_tokens"]
+        # Counts stored before the provider's were checked may be no counts: not known.
+        reported = token_count(row["prompt_tokens"])
         status = stored_enum(TurnStatus, row["status"], f"turn {row['number']}: status")
         return cls(row["session"], row["at_turn"], row["created_at"], status,
                    row["input"], row["strategy"], row["params"], row["provider"], row["model"],
                    reported if reported is not None else row["estimated_tokens"],
-                   row["completion_tokens"], row["superseded_by"], row["reply"],
+                   token_count(row["completion_tokens"]), row["superseded_by"], row["reply"],
                    row.get("shared_by"), row["estimated_tokens"], reported, row["number"])
 
 
@@ -181,7 +187,9 @@ class LogTables:
     def usage_by_model(self, session_id: int) -> list[ModelUsage]:
         """Tokens the session's sent turns used, per model (a failed request is not billed)."""
         rows = fetch_rows(self._db,
-            "SELECT model, sum(coalesce(prompt_tokens, estimated_tokens, 0)) AS prompt,"
-            " sum(coalesce(completion_tokens, 0)) AS reply FROM turns"
+            # A count stored before the provider's were checked ('lots', -1000) is not known.
+            f"SELECT model, sum(coalesce({_COUNT.format('prompt_tokens')}, estimated_tokens,"
+            f" 0)) AS prompt, sum(coalesce({_COUNT.format('completion_tokens')}, 0)) AS reply"
+            " FROM turns"
             " WHERE session_id = ? AND status <> 'failed' GROUP BY model", [session_id])
         return [ModelUsage(row["model"], int(row["prompt"]), int(row["reply"])) for row in rows]

@@ -17,6 +17,7 @@ from chatmem.store.stored_values import (
     unreadable_state,
     unreadable_time,
 )
+from chatmem.tokens import token_count
 
 
 class TurnStatus(StrEnum):
@@ -268,6 +269,10 @@ class TurnRecord:
         data["status"] = stored_enum(TurnStatus, data["status"], f"{what}: status")
         data["context"] = stored_json(data["context"], f"{what}: context")
         data["params"] = stored_json(data["params"], f"{what}: params", "{}")
+        for name in ("prompt_tokens", "completion_tokens"):
+            # Written before the provider's counts were checked (a server's 'lots', 1.5e300,
+            # -1000): not known, rather than a traceback in every `logs` and `inspect`.
+            data[name] = token_count(data.get(name))
         return cls(**data)
 
     def to_row(self, stored_context: Mapping[str, Any] | None = None) -> dict[str, Any]:

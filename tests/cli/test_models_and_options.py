@@ -129,6 +129,12 @@ def test_without_options_the_server_chooses(chat_server) -> None:
     ("max_tokens=9", "-o max_tokens: chatmem sets max_tokens itself (use -o max_reply_tokens)"),
     ("a b=1", "-o a b: not an option name"),
     ("temperature", "-o 'temperature' must be KEY=VALUE"),
+    # A tool-calls answer was reported as "sent an empty reply" (serve refuses them too).
+    ('tools=[{"type": "function", "function": {"name": "rm"}}]',
+     "-o tools: tool calls are not taken as chatmem turns"),
+    ("tool_choice=required", "-o tool_choice: tool calls are not taken as chatmem turns"),
+    ('functions=[{"name": "rm"}]', "-o functions: tool calls are not taken"),
+    ("function_call=auto", "-o function_call: tool calls are not taken"),
 ])
 def test_a_bad_option_is_one_line_naming_it_and_exit_2(chat_server, option: str,
                                                        named: str) -> None:

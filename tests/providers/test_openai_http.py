@@ -249,3 +249,14 @@ def test_a_request_costs_the_client_library_no_work_per_message(chat_server) -> 
         provider.close()
     assert many - few < 20, (few, many)
     assert chat_server.requests[-1]["messages"] == context(96)
+
+
+def test_a_reply_of_tool_calls_is_named_not_called_empty(store, chat_server) -> None:
+    chat_server.plan = ["tool-calls"]
+    engine = engine_for(store, chat_server)
+    with pytest.raises(ProviderResponseError) as caught:
+        engine.run_turn("hello")
+    assert str(caught.value) == (f"{chat_server.base_url} answered with tool calls"
+                                 " (finish_reason tool_calls), not text: chatmem offers no"
+                                 " tools; check the model's or the server's chat template")
+    assert_failed_turn_only(store, engine, str(caught.value))

@@ -6,9 +6,11 @@ import pytest
 from local_model import local_model_missing
 from plugin_site import CAPPED, Install
 from registered import create_provider
+from waiting import HANG
 
 from chatmem.config.settings import LOCAL_MAX_REPLY_TOKENS, Settings
 from chatmem.notices import ReplyCut
+from chatmem.providers.openai import OpenAIProvider
 
 
 # Unset, the cap is openai.DEFAULT_MAX_REPLY_TOKENS (issue 13: a 5 MB reply was stored).
@@ -120,3 +122,47 @@ def test_a_plugin_provider_is_made_with_the_chats_reply_cap(installed: Install) 
             assert "".join(provider.stream([{"role": "user", "content": "你好"}])) == said
         finally:
             provider.close()
+
+
+def capped_at_ten(server) -> OpenAIProvider:  # type: ignore[no-untyped-def]
+    # No reply_timeout or idle_timeout: only the cap may stop a reply here.
+    return OpenAIProvider("m", base_url=server.base_url, api_key="sk-x", max_retries=0,
+                          timeout=HANG, max_tokens=10)
+
+
+def test_one_piece_past_the_cap_is_cut_before_it_is_shown_or_stored(
+        chat_server, store) -> None:
+    """A server that ignores max_tokens sent a megabyte in one piece: all of it was shown
+    and stored under max_reply_tokens 10 (the cap was checked only after each piece)."""
+    from registered import open_session
+
+    chat_server.plan = ["big-piece"]
+    provider = capped_at_ten(chat_server)
+    shown: list[str] = []
+    try:
+        engine = open_session(store, Settings(), provider, "capped", strategy="buffer")
+        result = engine.run_turn("hi", on_delta=shown.append)
+    finally:
+        provider.close()
+    assert result.status == "ok" and result.notices == [ReplyCut()]
+    assert result.reply == "x" * 160 == "".join(shown)  # 10 tokens × 16 characters
+    assert [m.content for m in store.history.messages(engine.session.id)] == ["hi", "x" * 160]
+
+
+@pytest.mark.parametrize("mode", ["endless-line", "endless-json"])
+def test_a_body_that_never_ends_is_read_no_further_than_the_cap_allows(
+        chat_server, mode: str) -> None:
+    """A `data:` line without end grew memory until idle_timeout (none here: forever); a
+    JSON answer was read whole before its size was checked."""
+    from chatmem.errors import ProviderResponseError
+
+    chat_server.plan = [mode]
+    provider = capped_at_ten(chat_server)
+    try:
+        with pytest.raises(ProviderResponseError) as error:
+            "".join(provider.stream([{"role": "user", "content": "hi"}]))
+    finally:
+        provider.close()
+    assert "bytes" in str(error.value) and chat_server.base_url in str(error.value)
+    # 10 tokens × 4 KB + 1 MB beside them, and what the sockets held by then.
+    assert chat_server.hung_up.wait(HANG) and chat_server.bytes_sent < 8 << 20
