@@ -9,7 +9,9 @@ import json
 import sqlite3
 import zipfile
 from pathlib import Path
+from typing import Any
 
+from archive_edits import with_member_changed
 from chat_server import ChatServer
 from cli_runner import chat, run
 
@@ -35,16 +37,11 @@ def listed(archive: Path) -> list[dict[str, object]]:
 
 def without_field(archive: Path, to: Path) -> Path:
     """`archive` as an export written before the manifest said what the extractor read."""
-    with zipfile.ZipFile(archive) as old, zipfile.ZipFile(to, "w") as new:
-        for info in old.infolist():
-            data = old.read(info)
-            if info.filename == "manifest.json":
-                manifest = json.loads(data)
-                for entry in manifest["sessions"]:
-                    del entry["facts_read_turns"]
-                data = json.dumps(manifest, ensure_ascii=False).encode()
-            new.writestr(info, data)
-    return to
+    def unread(manifest: dict[str, Any]) -> None:
+        for entry in manifest["sessions"]:
+            del entry["facts_read_turns"]
+
+    return with_member_changed(archive, to, "manifest.json", unread)
 
 
 def test_turns_the_source_extractor_had_not_read_are_read_after_the_import(

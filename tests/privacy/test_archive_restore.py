@@ -8,8 +8,10 @@ import shlex
 import sqlite3
 import zipfile
 from pathlib import Path
+from typing import Any
 
 import pytest
+from archive_edits import with_member_changed
 from cli_runner import chat, invoke, run
 from conftest import History
 from documents import png
@@ -126,15 +128,9 @@ def test_a_corrupt_or_foreign_zip_is_one_line(tmp_path: Path, members: dict[str,
 
 
 def test_a_damaged_fact_names_it_and_imports_nothing(archive: Path, tmp_path: Path) -> None:
-    damaged, b = tmp_path / "d.zip", tmp_path / "b.db"
-    with zipfile.ZipFile(archive) as source, zipfile.ZipFile(damaged, "w") as out:
-        for item in source.infolist():
-            data = source.read(item)
-            if item.filename == "facts.json":
-                facts = json.loads(data)
-                facts[1]["created_at"] = "yesterday"
-                data = json.dumps(facts).encode()
-            out.writestr(item.filename, data)
+    b = tmp_path / "b.db"
+    damaged = with_member_changed(archive, tmp_path / "d.zip", "facts.json",
+                                  lambda facts: facts[1].update(created_at="yesterday"))
     result = invoke("sessions", "import", str(damaged), "--db", str(b), code=None)
     assert result.exit_code != 0
     assert result.stderr == (f"error: {damaged}: facts.json: fact 2: 'created_at' must be an"
@@ -314,16 +310,15 @@ def test_sessions_restored_into_postgresql_keep_their_times(tmp_path: Path, pg_u
 @pytest.mark.parametrize("value", ["yesterday", 17, "2026-13-01T00:00:00"])
 def test_a_manifest_time_that_is_no_time_names_the_session_and_imports_nothing(
         archive: Path, tmp_path: Path, value: object) -> None:
-    damaged, b = tmp_path / "d.zip", tmp_path / "b.db"
-    with zipfile.ZipFile(archive) as source, zipfile.ZipFile(damaged, "w") as out:
-        for item in source.infolist():
-            data = source.read(item)
-            if item.filename == "manifest.json":
-                manifest = json.loads(data)
-                manifest["sessions"][0]["updated_at"] = value
-                named = manifest["sessions"][0]["name"]
-                data = json.dumps(manifest).encode()
-            out.writestr(item.filename, data)
+    b = tmp_path / "b.db"
+    named = ""
+
+    def misdate(manifest: dict[str, Any]) -> None:
+        nonlocal named
+        manifest["sessions"][0]["updated_at"] = value
+        named = manifest["sessions"][0]["name"]
+
+    damaged = with_member_changed(archive, tmp_path / "d.zip", "manifest.json", misdate)
     result = invoke("sessions", "import", str(damaged), "--db", str(b), code=None)
     assert result.exit_code != 0 and result.stderr.count("\n") == 1
     assert result.stderr.startswith(f"error: {damaged}: manifest.json: session {named!r}:"
@@ -333,17 +328,14 @@ def test_a_manifest_time_that_is_no_time_names_the_session_and_imports_nothing(
 
 def test_an_archive_that_does_not_date_its_sessions_restores_them_as_before(
         archive: Path, tmp_path: Path) -> None:
-    older, b = tmp_path / "o.zip", tmp_path / "b.db"
-    with zipfile.ZipFile(archive) as source, zipfile.ZipFile(older, "w") as out:
-        for item in source.infolist():
-            data = source.read(item)
-            if item.filename == "manifest.json":
-                manifest = json.loads(data)
-                for listed in manifest["sessions"]:
-                    listed.pop("created_at", None)
-                    listed.pop("updated_at", None)
-                data = json.dumps(manifest).encode()
-            out.writestr(item.filename, data)
+    b = tmp_path / "b.db"
+
+    def undate(manifest: dict[str, Any]) -> None:
+        for listed in manifest["sessions"]:
+            listed.pop("created_at", None)
+            listed.pop("updated_at", None)
+
+    older = with_member_changed(archive, tmp_path / "o.zip", "manifest.json", undate)
     run(b, "sessions", "import", str(older), code=0)
     assert len(rows(b, SESSIONS)) == 3
 
