@@ -75,6 +75,8 @@ _CN_CLOCK = f"[{_CN_CLOCK_DIGITS}]{{1,3}}"
 _CN_MINUTES = f"(?:\\d{{1,2}}|{_CN_CLOCK}){_SP}分|半|[一三]刻"
 _PROVINCES = ("京津沪滬渝冀豫云雲辽遼黑湘皖鲁魯新苏蘇浙赣贛鄂桂甘晋晉蒙陕陝吉闽閩贵貴粤粵"
               "青藏川宁寧琼瓊")
+# What 晚 begins after a weekday's digit: 周5晚上, 周5晚饭, 周5晚8点 are Friday evening.
+_EVENING = "[上饭飯餐间間会會宴点點0-9一二三四五六七八九十]"
 _CJK_STOP = "，。！？；：、,.!?;:（）()「」『』《》“”\"' \n\t"
 
 _PATTERNS: tuple[re.Pattern[str], ...] = (
@@ -120,8 +122,9 @@ _PATTERNS: tuple[re.Pattern[str], ...] = (
     # An ordinal is no amount: 第2天 is "day 2", not "2 days". Nor does a number start
     # after a digit and a comma: tried from every group of 1,2,3,… or of a JSON array of
     # floats, each running to the end of the list, 35 KB took 35 s. The list's first
-    # number reaches every unit a later one would.
-    re.compile(rf"(?<![A-Za-z0-9_.第])(?<!\d,){_NUM}\s?(?:[{LARGE_NUMBERS}])?\s?(?:{_UNIT_AFTER})"
+    # number reaches every unit a later one would. 住5晚 is five nights, but 周5晚上 (星期5
+    # 晚饭) Friday evening.
+    re.compile(rf"(?<![A-Za-z0-9_.第])(?<!\d,)(?!(?<=[周週期拜])[1-7]\s?晚{_EVENING}){_NUM}\s?(?:[{LARGE_NUMBERS}])?\s?(?:{_UNIT_AFTER})"
                r"(?![a-zA-Z])", re.IGNORECASE),
     # Clock times: 15:45, 08:12:44, 6:30 pm, 3pm, 10 Uhr, 15.30 Uhr; 下午3点, 15点45分, 三點半.
     # A bare 3点 is left out: 这3点 is "these three points" as often as a time.

@@ -417,3 +417,18 @@ def test_chinese_dates_and_clock_times_typed_with_spaces_are_anchors() -> None:
     assert extract_anchors("下午 3 点 30 分开会，15 点 45 分结束") == [
         "下午 3 点 30 分", "15 点 45 分"]
     assert present("2025 年 12 月 31 日", "截止日是2025年12月31日")
+
+
+@pytest.mark.parametrize("text, anchors", [
+    # 周5晚上 is Friday evening, not five nights: it pinned "5晚".
+    ("我们周5晚上见", []),
+    ("上周5晚上吃了火锅", []),
+    ("星期5晚饭在哪吃", []),
+    ("周5 晚上见", []),
+    # Nights they stay.
+    ("住5晚", ["5晚"]),
+    ("一周5晚", ["5晚"]),
+])
+def test_a_digit_weekday_before_evening_is_no_count_of_nights(text: str,
+                                                              anchors: list[str]) -> None:
+    assert extract_anchors(text) == anchors

@@ -180,3 +180,29 @@ def test_a_weekday_written_with_a_digit_is_that_day(question: str, first: str,
 ])
 def test_every_weekday_and_counts_after_zhou_name_no_day(text: str) -> None:
     assert named(text) == []
+
+
+SUNDAY = datetime(2026, 12, 6, 9, tzinfo=UTC)
+
+
+def named_on_sunday(text: str) -> list[tuple[str, str]]:
+    return [span.days for span in spans(text, SUNDAY)]
+
+
+@pytest.mark.parametrize("question, day", [
+    # 周5晚上 is Friday evening: the lookahead kept for 住5晚 (five nights) refused 晚, so
+    # 周5晚上 named nothing and 上周5晚上 the whole of last week.
+    ("周5晚上我们去哪了？", "2026-12-04"),
+    ("星期5晚上吃了什么？", "2026-12-04"),
+    ("上周5晚上见了谁？", "2026-11-27"),
+    ("上周五晚上见了谁？", "2026-11-27"),
+    ("周5晚饭吃了什么？", "2026-12-04"),
+    ("周5晚8点在哪？", "2026-12-04"),
+])
+def test_a_digit_weekday_before_evening_is_that_day(question: str, day: str) -> None:
+    assert named_on_sunday(question) == [(day, day)]
+
+
+@pytest.mark.parametrize("text", ["一周5晚", "每周5晚上都加班"])
+def test_nights_counted_after_zhou_name_no_day(text: str) -> None:
+    assert named_on_sunday(text) == []
