@@ -79,6 +79,15 @@ _TODAY = r"(?<![如至迄现当而古于])"
 _NIGHT_BEFORE_LAST = r"(?<![之以提饭睡会先面眼目当事空从午早年月天周日课战婚节考行])前晚(?![点些])"
 # 今天之前, 昨天以前, 到今天为止, 今天以后: up to or from that day, no single day.
 _NOT_BOUND = r"(?!之前|以前|为止|之后|以后)"
+# What makes a weekday or a weekend no one day: 每 before it (每 周五, pangu-spaced; 每逢周末,
+# 每到周末), or a list or a range of weekdays 每 opened (每周一、周三、周五, 每周二和周四,
+# 每周一到周五), as "every Monday, Wednesday and Friday" names none. Matched back from the
+# word, within _EVERY_REACH characters.
+_LISTED = r"(?:以及|或者|还有|[、,，和与及跟或到至~～-])"
+_DAY = "[一二三四五六日天1-7]"
+_EVERY = re.compile(rf"每(?:一?个|逢|到)?{_S}(?:(?:周|星期|礼拜){_DAY}"
+                    rf"(?:{_S}{_LISTED}{_S}(?:周|星期|礼拜)?{_DAY})*{_S}{_LISTED}{_S})?\Z")
+_EVERY_REACH = 64
 PATTERN = re.compile(
     # 上周末, 上上个周末, 这个周末; 周末 alone, but not 每个周末 (every weekend) or 下周末
     rf"(?P<wkend_last>(?<!上)上+个?)周末|(?P<wkend_this>这个?|本)周末"
@@ -157,8 +166,16 @@ def _year_part(year: int, part: str | None, now: datetime) -> TimeSpan | None:
     return part_of_year(year, MONTH_PARTS[part], now) if part else year_span(year, now)
 
 
+def _every(m: re.Match[str]) -> bool:
+    """Whether 每 (every) says the weekday or weekend `m` matched (see _EVERY)."""
+    return _EVERY.search(m.string, max(0, m.start() - _EVERY_REACH), m.start()) is not None
+
+
 def read(m: re.Match[str], now: datetime) -> TimeSpan | None:
     g = m.groupdict()
+    if (g["wkend"] or g["wd"] or g["wd_digit"]) and not (
+            g["wd_last"] or g["wd_this"] or g["wd_next"]) and _every(m):
+        return None
     if g["wkend_last"]:
         back = _repeats(m, "wkend_last", "上", _WORDS_ENDING_IN_SHANG, 1) - 1
         return weekend(now, over=True, back=back)

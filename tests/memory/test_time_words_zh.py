@@ -206,3 +206,26 @@ def test_a_digit_weekday_before_evening_is_that_day(question: str, day: str) -> 
 @pytest.mark.parametrize("text", ["一周5晚", "每周5晚上都加班"])
 def test_nights_counted_after_zhou_name_no_day(text: str) -> None:
     assert named_on_sunday(text) == []
+
+
+@pytest.mark.parametrize("text", [
+    # Weekdays listed after 每 are every one of them, as "every Monday, Wednesday and
+    # Friday" names none: the lookbehinds covered only the first (12-02 and 12-04 named).
+    "我每周一、周三、周五去健身房", "每周二和周四", "每个星期一与星期三开会", "每周一、三、周五",
+    "每周六，周日休息", "每周一到周五上班", "every Monday, Wednesday and Friday",
+    # 每逢周末, 每到周末 are every weekend (last weekend was named), as 每周末 is.
+    "每逢周末去爬山", "每到周末就加班", "每周末",
+    # Pangu spacing puts a space after 每.
+    "每 周五都去游泳", "每 周末",
+])
+def test_weekdays_and_weekends_every_names_name_no_day(text: str) -> None:
+    assert named_on_sunday(text) == []
+
+
+@pytest.mark.parametrize("text, day", [
+    # A weekday of its own after the list, or one 上 names, is that day.
+    ("每周一和上周三", "2026-11-25"),
+    ("每周一。周三我去了哪？", "2026-12-02"),
+])
+def test_a_weekday_outside_every_list_is_that_day(text: str, day: str) -> None:
+    assert named_on_sunday(text) == [(day, day)]
