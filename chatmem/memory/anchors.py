@@ -45,7 +45,7 @@ from chatmem.memory.anchor_words import (
     foreign_months,
 )
 from chatmem.privacy.findings import MARK_CLOSE, MARK_OPEN
-from chatmem.text import FULL_WIDTH, FULL_WIDTH_SIGNS
+from chatmem.text import CJK_LETTERS, FULL_WIDTH, FULL_WIDTH_SIGNS
 
 # A space one may type between a number and the word after it (3 月 15 日, 下午 3 点).
 _SP = "[ \u00a0\u3000]?"
@@ -61,9 +61,7 @@ _UNIT_AFTER = (rf"(?=[\u3400-\u9fff])(?:{HAN_UNITS})|(?=[\uac00-\ud7af])(?:{HANG
                rf"|(?=[^\W\d_])(?:{LATIN_UNITS}|{CURRENCIES_AFTER})")
 _MONTHS = MONTHS_EN
 # Han, Kana, Hangul: word characters to `\w`, but never part of a Latin-script token.
-_CJK = ("\u1100-\u11ff\u3040-\u30ff\u3130-\u318f\u31f0-\u31ff\u3400-\u4dbf\u4e00-\u9fff"
-        "\uac00-\ud7af\uf900-\ufaff\uff66-\uff9f")
-_LATIN_W = rf"[^\W{_CJK}]"
+_LATIN_W = rf"[^\W{CJK_LETTERS}]"
 """A word character that is not CJK: a letter, digit or _ of a Latin-script (or other) word."""
 _LATIN_START = rf"(?<!{_LATIN_W})"
 _LATIN_END = rf"(?!{_LATIN_W})"
@@ -370,8 +368,7 @@ def extract_anchors(text: str) -> list[str]:
 _SPACES, _WIDTH = re.compile(r"\s+"), FULL_WIDTH | FULL_WIDTH_SIGNS
 # CJK typesetting spaces Han (Kana, Hangul) from digits: "5 万元" keeps 5万元. The space
 # first (looking behind every character costs four times as much).
-_CJK = "\u1100-\u11ff\u3040-\u30ff\u3130-\u318f\u31f0-\u31ff\u3400-\u9fff\uac00-\ud7af\uf900-\ufaff"
-_CJK_DIGIT_SPACE = re.compile(rf" (?:(?<=[{_CJK}] )(?=\d)|(?<=\d )(?=[{_CJK}]))")
+_CJK_DIGIT_SPACE = re.compile(rf" (?:(?<=[{CJK_LETTERS}] )(?=\d)|(?<=\d )(?=[{CJK_LETTERS}]))")
 
 
 def anchors_of(texts: Iterable[str]) -> list[str]:

@@ -432,3 +432,12 @@ def test_chinese_dates_and_clock_times_typed_with_spaces_are_anchors() -> None:
 def test_a_digit_weekday_before_evening_is_no_count_of_nights(text: str,
                                                               anchors: list[str]) -> None:
     assert extract_anchors(text) == anchors
+
+
+def test_han_of_the_extensions_and_half_width_kana_are_cjk_to_anchors() -> None:
+    # One definition of CJK (chatmem.text): anchors' two lacked extensions B–F (𠮷 of 𠮷田
+    # took the address into a Latin word) and one half-width kana (a space beside them
+    # was not spacing aside).
+    assert extract_anchors("请联系𠮷ada@example.com") == ["ada@example.com"]
+    assert present("𠮷5", "𠮷 5")
+    assert present("ｶ5", "ｶ 5")
