@@ -64,6 +64,12 @@ _MONTHS = MONTHS_EN
 _LATIN_W = rf"[^\W{CJK_LETTERS}]"
 """A word character that is not CJK: a letter, digit or _ of a Latin-script (or other) word."""
 _LATIN_START = rf"(?<!{_LATIN_W})"
+_LATIN_LETTER = rf"[^\W\d_{CJK_LETTERS}]"
+# A number ending a Latin token (Q3 月报, the third quarter's report) or after one (Top 3
+# 月度榜单, iOS 18 月活: the month's 月 begins a word) is no month; after a word and a space
+# with a day after it (deadline 3 月 15 日), a date still.
+_NOT_AFTER_LATIN = (rf"(?<!{_LATIN_W})(?:(?<!{_LATIN_LETTER}[ \u00a0\u3000])"
+                    rf"|(?=\d{{1,2}}{_SP}[月월]{_SP}(?:\d{{1,2}}|[{_HAN_DIGITS}]+){_SP}[日号號일]))")
 _LATIN_END = rf"(?!{_LATIN_W})"
 _CURRENCY_CODES = ("USD|EUR|GBP|CNY|RMB|JPY|HKD|CHF|AUD|CAD|SGD|NZD|INR|KRW|TWD|SEK|NOK|DKK"
                    "|PLN|CZK|HUF|RUB|BRL|MXN|ZAR|TRY|THB|MYR|IDR|PHP|VND|AED|SAR|ILS")
@@ -108,7 +114,7 @@ _PATTERNS: tuple[re.Pattern[str], ...] = (
         rf"(?:\d{{2,4}}|(?<![{_HAN_DIGITS}]){_CN_NUM}){_SP}[年년]"
         rf"(?:{_SP}(?:\d{{1,2}}|{_CN_NUM}){_SP}[月월]"
         rf"(?:{_SP}(?:\d{{1,2}}|{_CN_NUM}){_SP}[日号號일])?)?"
-        rf"|(?:\d{{1,2}}|[一二三四五六七八九十]{{1,2}}){_SP}[月월]"
+        rf"|(?:{_NOT_AFTER_LATIN}\d{{1,2}}|[一二三四五六七八九十]{{1,2}}){_SP}[月월]"
         rf"(?:{_SP}(?:\d{{1,2}}|{_CN_NUM}){_SP}[日号號일])?"
     ),
     # Amounts: a currency sign or code before the number (EUR 42,500, US$1,200), numbers
@@ -132,6 +138,7 @@ _PATTERNS: tuple[re.Pattern[str], ...] = (
                r"|(?:(?<=[01])\d|(?<=2)[0-4])?(?:\.[0-5]\d)?[ \u00a0]Uhr(?![A-Za-z]))"),
     re.compile(rf"(?:{_DAY_PART})\s?(?:\d{{1,2}}|{_CN_CLOCK}){_SP}[点點时時](?:{_SP}(?:{_CN_MINUTES}))?"
                rf"|[\d{_CN_CLOCK_DIGITS}](?<![第\d{_HAN_DIGITS}][\d{_CN_CLOCK_DIGITS}])"
+               rf"(?<!第[ \u00a0\u3000][\d{_CN_CLOCK_DIGITS}])"
                rf"(?:(?<=\d)\d?|(?<=[{_CN_CLOCK_DIGITS}])[{_CN_CLOCK_DIGITS}]{{0,2}})"
                rf"{_SP}[点點时時]{_SP}(?:{_CN_MINUTES})"),
     # Chinese licence plates: the province is part of the number (浙A12345, 粤B·D12345).

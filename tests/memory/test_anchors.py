@@ -441,3 +441,18 @@ def test_han_of_the_extensions_and_half_width_kana_are_cjk_to_anchors() -> None:
     assert extract_anchors("请联系𠮷ada@example.com") == ["ada@example.com"]
     assert present("𠮷5", "𠮷 5")
     assert present("ｶ5", "ｶ 5")
+
+
+@pytest.mark.parametrize("text, anchors", [
+    # A number ending or after a Latin token is no month (Q3 was lost to "3 月"), and 第
+    # spaced from its number is an ordinal still.
+    ("Q3 月报", ["Q3"]),
+    ("Top 3 月度榜单", []),
+    ("iOS 18 月活", []),
+    ("第 3 点 15 分", []),
+    ("deadline 3 月 15 日", ["3 月 15 日"]),
+    ("去年 3 月", ["3 月"]),
+])
+def test_a_number_of_a_latin_token_is_no_month_nor_an_ordinal_a_time(
+        text: str, anchors: list[str]) -> None:
+    assert extract_anchors(text) == anchors

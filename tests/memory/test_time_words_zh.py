@@ -229,3 +229,16 @@ def test_weekdays_and_weekends_every_names_name_no_day(text: str) -> None:
 ])
 def test_a_weekday_outside_every_list_is_that_day(text: str, day: str) -> None:
     assert named_on_sunday(text) == [(day, day)]
+
+
+@pytest.mark.parametrize("text", [
+    # A number ending or after a Latin token is no month: read as March since a space
+    # before 月 was allowed.
+    "Q3 月报怎么样", "Top 3 月度榜单", "iOS 18 月活多少",
+])
+def test_a_number_of_a_latin_token_is_no_month(text: str) -> None:
+    assert named_on_sunday(text) == []
+
+
+def test_a_full_date_after_a_latin_word_is_that_day() -> None:
+    assert named_on_sunday("deadline 3 月 15 日是哪天说的？") == [("2026-03-15", "2026-03-15")]
