@@ -27,14 +27,8 @@ import re
 import unicodedata
 from functools import cache
 
-from chatmem.text import FULL_WIDTH, HALF_WIDTH_KANA, INVISIBLE
+from chatmem.text import CJK, FULL_WIDTH, HALF_WIDTH_KANA, HAN, HANGUL, INVISIBLE, KANA
 
-# Han, Hiragana, Katakana (half-width too), Hangul and the CJK compatibility blocks, as
-# regex class ranges.
-CJK = (
-    "\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff\uff66-\uff9f"
-    "\U00020000-\U0002fa1f"
-)
 UNSPACED_SCRIPTS = "\u0e00-\u0eff\u1000-\u109f\u1780-\u17ff\u19e0-\u19ff\ua9e0-\ua9ff\uaa60-\uaa7f"
 """Thai, Lao, Myanmar and Khmer (with their extensions): words are not spaced apart."""
 RUNS = CJK + UNSPACED_SCRIPTS
@@ -142,11 +136,10 @@ def compared(text: str) -> str:
     return said if said.isascii() else _CJK_SPACE.sub("", said)
 
 
-_HAN_KANA = "\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uff66-\uff9f\U00020000-\U0002fa1f"
-_HANGUL = "\uac00-\ud7af"
+_HAN_KANA = HAN + KANA
 _CJK_SPACE = re.compile(
     rf"(?<=[{_HAN_KANA}])[^\S\n]+(?=[^\W_])|(?<=[^\W_])[^\S\n]+(?=[{_HAN_KANA}])"
-    rf"|(?<=\d)[^\S\n]+(?=[{_HANGUL}])|(?<=[{_HANGUL}])[^\S\n]+(?=\d)")
+    rf"|(?<=\d)[^\S\n]+(?=[{HANGUL}])|(?<=[{HANGUL}])[^\S\n]+(?=\d)")
 
 
 def _commas_compared(text: str) -> str:

@@ -32,6 +32,21 @@ characters) as the ones they stand for, one for one: ￥5,000 is ¥5,000. Only w
 are compared (anchors): search drops the signs between words either way, and folding
 them in FULL_WIDTH would change what older indexes hold."""
 
+HAN = "\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\U00020000-\U0002fa1f"
+"""Han characters as regex class ranges: extension A, the unified block, the compatibility
+block and extensions B–F (𠀀, 𪚥: names are written with them)."""
+KANA = "\u3040-\u30ff\uff66-\uff9f"
+"""Hiragana, katakana and half-width katakana."""
+HANGUL = "\uac00-\ud7af"
+"""Hangul syllables."""
+CJK = HAN + KANA + HANGUL
+"""Han, kana and Hangul syllables: the characters the search index reads in runs of
+bigrams (chatmem.fts). Widening it changes the terms indexes hold (see CJK_LETTERS)."""
+CJK_LETTERS = CJK + "\u31f0-\u31ff\u1100-\u11ff\u3130-\u318f"
+"""CJK and the rest of its letters (katakana phonetic extensions, Hangul jamo, ㅋ as typed
+alone): where a word character is told from a Latin-script one. Not in CJK: the index
+holds a run of jamo (ㅋㅋㅋ) as one word, and reading it in bigrams would need a reindex."""
+
 HALF_WIDTH_KANA = {code: ord(unicodedata.normalize("NFKC", chr(code)))
                    for code in range(0xFF61, 0xFFA0)}
 """Half-width katakana and Japanese punctuation (U+FF61–FF9F: ﾀﾅｶ, ｶﾞｯｺｳ, ｡), what old

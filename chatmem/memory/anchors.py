@@ -45,7 +45,7 @@ from chatmem.memory.anchor_words import (
     foreign_months,
 )
 from chatmem.privacy.findings import MARK_CLOSE, MARK_OPEN
-from chatmem.text import FULL_WIDTH, FULL_WIDTH_SIGNS
+from chatmem.text import CJK_LETTERS, FULL_WIDTH, FULL_WIDTH_SIGNS
 
 # A space one may type between a number and the word after it (3 月 15 日, 下午 3 点).
 _SP = "[ \u00a0\u3000]?"
@@ -61,11 +61,15 @@ _UNIT_AFTER = (rf"(?=[\u3400-\u9fff])(?:{HAN_UNITS})|(?=[\uac00-\ud7af])(?:{HANG
                rf"|(?=[^\W\d_])(?:{LATIN_UNITS}|{CURRENCIES_AFTER})")
 _MONTHS = MONTHS_EN
 # Han, Kana, Hangul: word characters to `\w`, but never part of a Latin-script token.
-_CJK = ("\u1100-\u11ff\u3040-\u30ff\u3130-\u318f\u31f0-\u31ff\u3400-\u4dbf\u4e00-\u9fff"
-        "\uac00-\ud7af\uf900-\ufaff\uff66-\uff9f")
-_LATIN_W = rf"[^\W{_CJK}]"
+_LATIN_W = rf"[^\W{CJK_LETTERS}]"
 """A word character that is not CJK: a letter, digit or _ of a Latin-script (or other) word."""
 _LATIN_START = rf"(?<!{_LATIN_W})"
+_LATIN_LETTER = rf"[^\W\d_{CJK_LETTERS}]"
+# A number ending a Latin token (Q3 月报, the third quarter's report) or after one (Top 3
+# 月度榜单, iOS 18 月活: the month's 月 begins a word) is no month; after a word and a space
+# with a day after it (deadline 3 月 15 日), a date still.
+_NOT_AFTER_LATIN = (rf"(?<!{_LATIN_W})(?:(?<!{_LATIN_LETTER}[ \u00a0\u3000])"
+                    rf"|(?=\d{{1,2}}{_SP}[月월]{_SP}(?:\d{{1,2}}|[{_HAN_DIGITS}]+){_SP}[日号號일]))")
 _LATIN_END = rf"(?!{_LATIN_W})"
 _CURRENCY_CODES = ("USD|EUR|GBP|CNY|RMB|JPY|HKD|CHF|AUD|CAD|SGD|NZD|INR|KRW|TWD|SEK|NOK|DKK"
                    "|PLN|CZK|HUF|RUB|BRL|MXN|ZAR|TRY|THB|MYR|IDR|PHP|VND|AED|SAR|ILS")
@@ -75,6 +79,8 @@ _CN_CLOCK = f"[{_CN_CLOCK_DIGITS}]{{1,3}}"
 _CN_MINUTES = f"(?:\\d{{1,2}}|{_CN_CLOCK}){_SP}分|半|[一三]刻"
 _PROVINCES = ("京津沪滬渝冀豫云雲辽遼黑湘皖鲁魯新苏蘇浙赣贛鄂桂甘晋晉蒙陕陝吉闽閩贵貴粤粵"
               "青藏川宁寧琼瓊")
+# What 晚 begins after a weekday's digit: 周5晚上, 周5晚饭, 周5晚8点 are Friday evening.
+_EVENING = "[上饭飯餐间間会會宴点點0-9一二三四五六七八九十]"
 _CJK_STOP = "，。！？；：、,.!?;:（）()「」『』《》“”\"' \n\t"
 
 _PATTERNS: tuple[re.Pattern[str], ...] = (
@@ -108,7 +114,7 @@ _PATTERNS: tuple[re.Pattern[str], ...] = (
         rf"(?:\d{{2,4}}|(?<![{_HAN_DIGITS}]){_CN_NUM}){_SP}[年년]"
         rf"(?:{_SP}(?:\d{{1,2}}|{_CN_NUM}){_SP}[月월]"
         rf"(?:{_SP}(?:\d{{1,2}}|{_CN_NUM}){_SP}[日号號일])?)?"
-        rf"|(?:\d{{1,2}}|[一二三四五六七八九十]{{1,2}}){_SP}[月월]"
+        rf"|(?:{_NOT_AFTER_LATIN}\d{{1,2}}|[一二三四五六七八九十]{{1,2}}){_SP}[月월]"
         rf"(?:{_SP}(?:\d{{1,2}}|{_CN_NUM}){_SP}[日号號일])?"
     ),
     # Amounts: a currency sign or code before the number (EUR 42,500, US$1,200), numbers
@@ -120,8 +126,9 @@ _PATTERNS: tuple[re.Pattern[str], ...] = (
     # An ordinal is no amount: 第2天 is "day 2", not "2 days". Nor does a number start
     # after a digit and a comma: tried from every group of 1,2,3,… or of a JSON array of
     # floats, each running to the end of the list, 35 KB took 35 s. The list's first
-    # number reaches every unit a later one would.
-    re.compile(rf"(?<![A-Za-z0-9_.第])(?<!\d,){_NUM}\s?(?:[{LARGE_NUMBERS}])?\s?(?:{_UNIT_AFTER})"
+    # number reaches every unit a later one would. 住5晚 is five nights, but 周5晚上 (星期5
+    # 晚饭) Friday evening.
+    re.compile(rf"(?<![A-Za-z0-9_.第])(?<!\d,)(?!(?<=[周週期拜])[1-7]\s?晚{_EVENING}){_NUM}\s?(?:[{LARGE_NUMBERS}])?\s?(?:{_UNIT_AFTER})"
                r"(?![a-zA-Z])", re.IGNORECASE),
     # Clock times: 15:45, 08:12:44, 6:30 pm, 3pm, 10 Uhr, 15.30 Uhr; 下午3点, 15点45分, 三點半.
     # A bare 3点 is left out: 这3点 is "these three points" as often as a time.
@@ -131,6 +138,7 @@ _PATTERNS: tuple[re.Pattern[str], ...] = (
                r"|(?:(?<=[01])\d|(?<=2)[0-4])?(?:\.[0-5]\d)?[ \u00a0]Uhr(?![A-Za-z]))"),
     re.compile(rf"(?:{_DAY_PART})\s?(?:\d{{1,2}}|{_CN_CLOCK}){_SP}[点點时時](?:{_SP}(?:{_CN_MINUTES}))?"
                rf"|[\d{_CN_CLOCK_DIGITS}](?<![第\d{_HAN_DIGITS}][\d{_CN_CLOCK_DIGITS}])"
+               rf"(?<!第[ \u00a0\u3000][\d{_CN_CLOCK_DIGITS}])"
                rf"(?:(?<=\d)\d?|(?<=[{_CN_CLOCK_DIGITS}])[{_CN_CLOCK_DIGITS}]{{0,2}})"
                rf"{_SP}[点點时時]{_SP}(?:{_CN_MINUTES})"),
     # Chinese licence plates: the province is part of the number (浙A12345, 粤B·D12345).
@@ -367,8 +375,7 @@ def extract_anchors(text: str) -> list[str]:
 _SPACES, _WIDTH = re.compile(r"\s+"), FULL_WIDTH | FULL_WIDTH_SIGNS
 # CJK typesetting spaces Han (Kana, Hangul) from digits: "5 万元" keeps 5万元. The space
 # first (looking behind every character costs four times as much).
-_CJK = "\u1100-\u11ff\u3040-\u30ff\u3130-\u318f\u31f0-\u31ff\u3400-\u9fff\uac00-\ud7af\uf900-\ufaff"
-_CJK_DIGIT_SPACE = re.compile(rf" (?:(?<=[{_CJK}] )(?=\d)|(?<=\d )(?=[{_CJK}]))")
+_CJK_DIGIT_SPACE = re.compile(rf" (?:(?<=[{CJK_LETTERS}] )(?=\d)|(?<=\d )(?=[{CJK_LETTERS}]))")
 
 
 def anchors_of(texts: Iterable[str]) -> list[str]:

@@ -29,6 +29,7 @@ from chatmem.memory.time_spans import (
     weeks_back,
     year_span,
 )
+from chatmem.text import CJK_LETTERS
 
 ZH_DIGITS = {"一": 1, "二": 2, "两": 2, "三": 3, "四": 4, "五": 5, "六": 6, "七": 7, "八": 8,
              "九": 9, "十": 10}
@@ -49,7 +50,8 @@ _WORDS_ENDING_IN_DA = set("老伟强远重长广巨最很好太放扩胆高庞")
 
 # Runs (of numerals, 上, 大) are matched only from where they start: tried from every
 # position of a long run (40,000 digits) the pattern took a minute, growing with its square.
-_NUM = r"(?<![0-9一二两三四五六七八九十])[0-9一二两三四五六七八九十]+"
+# Nor from the end of a Latin token: Q3 月报 is the third quarter's report.
+_NUM = rf"(?<![0-9一二两三四五六七八九十])(?<![^\W\d_{CJK_LETTERS}])[0-9一二两三四五六七八九十]+"
 # One space (or NBSP, or an ideographic one) may stand between a number and 年, 月, 日 or
 # 号, as many type it: 2025 年 12 月 31 日, 3 月初, 去年 3 月.
 _S = "[ \u00a0\u3000]?"
@@ -79,6 +81,15 @@ _TODAY = r"(?<![如至迄现当而古于])"
 _NIGHT_BEFORE_LAST = r"(?<![之以提饭睡会先面眼目当事空从午早年月天周日课战婚节考行])前晚(?![点些])"
 # 今天之前, 昨天以前, 到今天为止, 今天以后: up to or from that day, no single day.
 _NOT_BOUND = r"(?!之前|以前|为止|之后|以后)"
+# What makes a weekday or a weekend no one day: 每 before it (每 周五, pangu-spaced; 每逢周末,
+# 每到周末), or a list or a range of weekdays 每 opened (每周一、周三、周五, 每周二和周四,
+# 每周一到周五), as "every Monday, Wednesday and Friday" names none. Matched back from the
+# word, within _EVERY_REACH characters.
+_LISTED = r"(?:以及|或者|还有|[、,，和与及跟或到至~～-])"
+_DAY = "[一二三四五六日天1-7]"
+_EVERY = re.compile(rf"每(?:一?个|逢|到)?{_S}(?:(?:周|星期|礼拜){_DAY}"
+                    rf"(?:{_S}{_LISTED}{_S}(?:周|星期|礼拜)?{_DAY})*{_S}{_LISTED}{_S})?\Z")
+_EVERY_REACH = 64
 PATTERN = re.compile(
     # 上周末, 上上个周末, 这个周末; 周末 alone, but not 每个周末 (every weekend) or 下周末
     rf"(?P<wkend_last>(?<!上)上+个?)周末|(?P<wkend_this>这个?|本)周末"
@@ -87,12 +98,14 @@ PATTERN = re.compile(
     # 星期五, 上周五, 上上周五, 这周五, 下(个)周五; 周一 only where it is not 周 + 一起/一直
     # (all week, together). Not 每周五, 每个星期五, 每逢周五 (every Friday), which name no one
     # day, as "every Friday" does not. 周5 and 星期5 are Friday too, but not 一周5次 (five
-    # times a week), 每周5天 or 周12.
+    # times a week), 每周5天 or 周12; 周5晚 is five nights but 周5晚上 (周5晚饭, 周5晚8点)
+    # Friday evening.
     rf"|(?<!每)(?<!每个)(?<!每一个)(?<!每逢)(?<!每到)(?<!逢)"
     rf"(?:(?P<wd_last>(?<!上)上+个?)|(?P<wd_this>这个?|(?<![日课书剧账资成样原基根])本)"
     rf"|(?P<wd_next>{_NEXT}下*(?:一?个)?(?:(?:周|星期|礼拜)的)?))?"
     rf"(?:星期|礼拜|周(?!一[起直样下些点切定般共]))"
-    rf"(?:(?P<wd>[一二三四五六日天])|(?P<wd_digit>[1-7])(?![0-9.:%]|{_S}[次天日个小晚节门篇页分元块人名条场回遍趟号点]))"
+    rf"(?:(?P<wd>[一二三四五六日天])|(?P<wd_digit>[1-7])(?![0-9.:%]|{_S}[次天日个小节门篇页分元块人名条场回遍趟号点]"
+    rf"|{_S}晚(?![上饭餐间会宴点0-9一二三四五六七八九十])))"
     rf"|(?P<ago_n>{_NUM}|几)\s*(?:个)?(?P<ago_unit>天|日|周|星期|礼拜|月)(?:之)?前"
     # 去年五月底, 去年底, 去年年初
     rf"|(?P<rel_year>去年|今年|(?<!大)大*前年)(?:{_S}(?P<rel_year_month>{_NUM}){_S}月"
@@ -101,7 +114,11 @@ PATTERN = re.compile(
     rf"|(?P<rel_week>(?<!上)上+个?(?:周|星期|礼拜)|这周|本周)"
     rf"|(?P<rel_day>昨[天日晚夜]|{_TODAY}今[天日早晚]|(?<!大)大*前天|{_NIGHT_BEFORE_LAST})"
     rf"{_NOT_BOUND}"
-    rf"|(?:(?P<year>{_YEAR})\s*年\s*)?(?P<month>{_NUM}){_S}月(?:份)?"
+    # A month, but not a number after a Latin word (Top 3 月度榜单, iOS 18 月活: 月度 and 月活
+    # are words) unless a day follows (deadline 3 月 15 日).
+    rf"|(?:(?P<year>{_YEAR})\s*年\s*)?"
+    rf"(?:(?<![^\W\d_{CJK_LETTERS}][ \u00a0\u3000])|(?={_NUM}{_S}月{_S}{_NUM}{_S}[日号]))"
+    rf"(?P<month>{_NUM}){_S}月(?:份)?"
     rf"(?:{_S}(?:(?P<day>{_NUM}){_S}[日号]|(?P<lunar_day>初[一二三四五六七八九十])"
     rf"|(?P<month_part>{_PART})|的?第(?P<month_week>[一二三四1-4])个?(?:周|星期|礼拜)"
     rf"|的?(?P<month_last_week>最后一个?(?:周|星期|礼拜))))?"
@@ -155,8 +172,16 @@ def _year_part(year: int, part: str | None, now: datetime) -> TimeSpan | None:
     return part_of_year(year, MONTH_PARTS[part], now) if part else year_span(year, now)
 
 
+def _every(m: re.Match[str]) -> bool:
+    """Whether 每 (every) says the weekday or weekend `m` matched (see _EVERY)."""
+    return _EVERY.search(m.string, max(0, m.start() - _EVERY_REACH), m.start()) is not None
+
+
 def read(m: re.Match[str], now: datetime) -> TimeSpan | None:
     g = m.groupdict()
+    if (g["wkend"] or g["wd"] or g["wd_digit"]) and not (
+            g["wd_last"] or g["wd_this"] or g["wd_next"]) and _every(m):
+        return None
     if g["wkend_last"]:
         back = _repeats(m, "wkend_last", "上", _WORDS_ENDING_IN_SHANG, 1) - 1
         return weekend(now, over=True, back=back)

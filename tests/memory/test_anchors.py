@@ -417,3 +417,42 @@ def test_chinese_dates_and_clock_times_typed_with_spaces_are_anchors() -> None:
     assert extract_anchors("下午 3 点 30 分开会，15 点 45 分结束") == [
         "下午 3 点 30 分", "15 点 45 分"]
     assert present("2025 年 12 月 31 日", "截止日是2025年12月31日")
+
+
+@pytest.mark.parametrize("text, anchors", [
+    # 周5晚上 is Friday evening, not five nights: it pinned "5晚".
+    ("我们周5晚上见", []),
+    ("上周5晚上吃了火锅", []),
+    ("星期5晚饭在哪吃", []),
+    ("周5 晚上见", []),
+    # Nights they stay.
+    ("住5晚", ["5晚"]),
+    ("一周5晚", ["5晚"]),
+])
+def test_a_digit_weekday_before_evening_is_no_count_of_nights(text: str,
+                                                              anchors: list[str]) -> None:
+    assert extract_anchors(text) == anchors
+
+
+def test_han_of_the_extensions_and_half_width_kana_are_cjk_to_anchors() -> None:
+    # One definition of CJK (chatmem.text): anchors' two lacked extensions B–F (𠮷 of 𠮷田
+    # took the address into a Latin word) and one half-width kana (a space beside them
+    # was not spacing aside).
+    assert extract_anchors("请联系𠮷ada@example.com") == ["ada@example.com"]
+    assert present("𠮷5", "𠮷 5")
+    assert present("ｶ5", "ｶ 5")
+
+
+@pytest.mark.parametrize("text, anchors", [
+    # A number ending or after a Latin token is no month (Q3 was lost to "3 月"), and 第
+    # spaced from its number is an ordinal still.
+    ("Q3 月报", ["Q3"]),
+    ("Top 3 月度榜单", []),
+    ("iOS 18 月活", []),
+    ("第 3 点 15 分", []),
+    ("deadline 3 月 15 日", ["3 月 15 日"]),
+    ("去年 3 月", ["3 月"]),
+])
+def test_a_number_of_a_latin_token_is_no_month_nor_an_ordinal_a_time(
+        text: str, anchors: list[str]) -> None:
+    assert extract_anchors(text) == anchors

@@ -180,3 +180,65 @@ def test_a_weekday_written_with_a_digit_is_that_day(question: str, first: str,
 ])
 def test_every_weekday_and_counts_after_zhou_name_no_day(text: str) -> None:
     assert named(text) == []
+
+
+SUNDAY = datetime(2026, 12, 6, 9, tzinfo=UTC)
+
+
+def named_on_sunday(text: str) -> list[tuple[str, str]]:
+    return [span.days for span in spans(text, SUNDAY)]
+
+
+@pytest.mark.parametrize("question, day", [
+    # 周5晚上 is Friday evening: the lookahead kept for 住5晚 (five nights) refused 晚, so
+    # 周5晚上 named nothing and 上周5晚上 the whole of last week.
+    ("周5晚上我们去哪了？", "2026-12-04"),
+    ("星期5晚上吃了什么？", "2026-12-04"),
+    ("上周5晚上见了谁？", "2026-11-27"),
+    ("上周五晚上见了谁？", "2026-11-27"),
+    ("周5晚饭吃了什么？", "2026-12-04"),
+    ("周5晚8点在哪？", "2026-12-04"),
+])
+def test_a_digit_weekday_before_evening_is_that_day(question: str, day: str) -> None:
+    assert named_on_sunday(question) == [(day, day)]
+
+
+@pytest.mark.parametrize("text", ["一周5晚", "每周5晚上都加班"])
+def test_nights_counted_after_zhou_name_no_day(text: str) -> None:
+    assert named_on_sunday(text) == []
+
+
+@pytest.mark.parametrize("text", [
+    # Weekdays listed after 每 are every one of them, as "every Monday, Wednesday and
+    # Friday" names none: the lookbehinds covered only the first (12-02 and 12-04 named).
+    "我每周一、周三、周五去健身房", "每周二和周四", "每个星期一与星期三开会", "每周一、三、周五",
+    "每周六，周日休息", "每周一到周五上班", "every Monday, Wednesday and Friday",
+    # 每逢周末, 每到周末 are every weekend (last weekend was named), as 每周末 is.
+    "每逢周末去爬山", "每到周末就加班", "每周末",
+    # Pangu spacing puts a space after 每.
+    "每 周五都去游泳", "每 周末",
+])
+def test_weekdays_and_weekends_every_names_name_no_day(text: str) -> None:
+    assert named_on_sunday(text) == []
+
+
+@pytest.mark.parametrize("text, day", [
+    # A weekday of its own after the list, or one 上 names, is that day.
+    ("每周一和上周三", "2026-11-25"),
+    ("每周一。周三我去了哪？", "2026-12-02"),
+])
+def test_a_weekday_outside_every_list_is_that_day(text: str, day: str) -> None:
+    assert named_on_sunday(text) == [(day, day)]
+
+
+@pytest.mark.parametrize("text", [
+    # A number ending or after a Latin token is no month: read as March since a space
+    # before 月 was allowed.
+    "Q3 月报怎么样", "Top 3 月度榜单", "iOS 18 月活多少",
+])
+def test_a_number_of_a_latin_token_is_no_month(text: str) -> None:
+    assert named_on_sunday(text) == []
+
+
+def test_a_full_date_after_a_latin_word_is_that_day() -> None:
+    assert named_on_sunday("deadline 3 月 15 日是哪天说的？") == [("2026-03-15", "2026-03-15")]
