@@ -75,6 +75,14 @@ def on_screen(console: Console) -> bool:
         return False
 
 
+def is_line(renderable: object) -> bool:
+    """Whether `renderable` is a line of text (kept whole off a screen), not a panel or a
+    table (laid out at the width wherever it is printed, or its borders cut its text)."""
+    from rich.text import Text
+
+    return isinstance(renderable, (str, Text))
+
+
 def _number(value: str | None) -> int | None:
     return int(value) if value is not None and value.isdigit() and int(value) > 0 else None
 

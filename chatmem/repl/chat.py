@@ -31,7 +31,7 @@ from chatmem.memory.context import Context
 from chatmem.memory.params import strategy_label as label_of
 from chatmem.notices import ModelChanged
 from chatmem.render.notices import notice_text
-from chatmem.render.terminal import on_screen
+from chatmem.render.terminal import is_line, on_screen
 from chatmem.render.toolbar import ContextUsage
 from chatmem.store.records import TurnStatus
 
@@ -108,8 +108,10 @@ class Chat:
         return not on_screen(self.status)
 
     def show(self, renderable: RenderableType) -> None:
-        """A slash command's output: a table, a panel, a line."""
-        self.status.print(renderable, soft_wrap=self.one_line)
+        """A slash command's output: a table, a panel, a line. A line keeps the one-line rule;
+        a panel or table is laid out at the width wherever it goes (printed as one line, its
+        borders cut a URL, a reason or a summary diff's closing marker off)."""
+        self.status.print(renderable, soft_wrap=self.one_line and is_line(renderable))
 
     def notice(self, text: str) -> None:
         self.status.print(render.notice_line(text), soft_wrap=self.one_line)

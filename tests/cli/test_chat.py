@@ -114,6 +114,19 @@ def test_forced_colour_leaves_a_piped_chat_s_status_lines_whole(tmp_path: Path) 
     assert len(said) == 3 and said[2].startswith("strategy: buffer")
 
 
+@pytest.mark.parametrize("env", [{}, {"FORCE_COLOR": "1"}, {"TERM": "dumb"}])
+def test_a_piped_chat_s_panels_wrap_inside_their_borders(tmp_path: Path,
+                                                         env: dict[str, str]) -> None:
+    """Off a screen a panel was printed as one line: its borders cut a long URL off at the
+    width (/inspect showed `https://staging.example.com/payments/v` and no more)."""
+    url = "https://staging.example.com/payments/v2/checkout?session=" + "ab" * 30 + "&debug=true"
+    result = chat(tmp_path / "x.db", "demo", [f"the staging URL is {url}", "/inspect"],
+                  env=env, width=60, code=0)
+    shown = re.sub(r"\x1b\[[0-9;]*m", "", result.stderr)
+    inside = "".join(line.strip("│ ").strip() for line in shown.splitlines() if "│" in line)
+    assert url in inside
+
+
 def test_show_prompt_labels_every_message_with_its_part(tmp_path: Path) -> None:
     result = invoke("chat", "p", "--db", str(tmp_path / "x.db"), "--provider", "scripted",
                  "--strategy", "window", "--param", "k=1", "--show-prompt", input=DEMO)
