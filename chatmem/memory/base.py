@@ -61,8 +61,9 @@ class ContextRequest:
     said_at: datetime | None = None
     """When the input is said (aware): its day is the "today" recall's day lines are counted
     from and the clock the times it names are read on (chatmem.memory.recall_days). A turn
-    passes the store's clock, a replay the transcript's time; None (a transcript's input
-    without one): the newest stored message's time."""
+    passes the store's clock, a replay the transcript's time, a probe or a transcript's
+    input without one the newest stored message's (chatmem.engine.said): chatmem always
+    sets it. None only in a request built by hand (tests): recall then reads the newest."""
 
     def capped(self, cap: int | None) -> ContextRequest:
         """The same request for a member of a combination sharing `cap` tokens."""
