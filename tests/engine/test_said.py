@@ -13,8 +13,10 @@ from zoneinfo import ZoneInfo
 import pytest
 from asked import asked_at
 from cli_runner import invoke
-from registered import parse_spec
+from registered import open_session, parse_spec
 
+from chatmem.config.sections import EmbeddingsSection
+from chatmem.config.settings import Settings
 from chatmem.engine.resend import resend_last
 from chatmem.evaluation.replay import replay
 from chatmem.memory.assembly import assemble
@@ -201,3 +203,19 @@ def test_a_strategy_gets_a_time_for_a_probe_and_an_untimed_input(
     # Both read as when the newest message stored was: the 4th's reply, 15:00 there.
     assert said[WHEN[language]] == datetime(2026, 3, 4, 15, tzinfo=SHANGHAI)
     assert said[YESTERDAY[language]] == datetime(2026, 3, 4, 15, tzinfo=SHANGHAI)
+
+
+@pytest.mark.parametrize("language", ["zh", "en"])
+def test_a_turns_said_at_is_in_the_users_zone(store: Store, language: str) -> None:
+    settings = Settings(embeddings=EmbeddingsSection(provider="none"))
+    engine = open_session(store, settings, ScriptedProvider(), "钟", strategy="clock",
+                          strategies=clock_registry())
+    engine.zone = SHANGHAI
+    asked_at(store, "2026-03-05T07:00:00+08:00")  # still the 4th in UTC
+    engine.run_turn(MEETING[language])
+    engine.build_context(WHEN[language])
+    for _, _, said in Clock.seen:
+        assert said == datetime(2026, 3, 5, 7, tzinfo=SHANGHAI)
+        # The day history.said_at dates this turn's messages by, as a plugin compares them.
+        assert said.utcoffset() == SHANGHAI.utcoffset(said) and said.date() == date(2026, 3, 5)
+    assert len(Clock.seen) == 2
