@@ -151,6 +151,10 @@ class MemoryEnv:
     """For recall: messages are embedded after the turn commits."""
     activity: Activity = QUIET
     """Where a model call says what it is doing (`with env.activity.doing(...)`)."""
+    zone: tzinfo = UTC
+    """The zone the user's days are read in, as `ContextRequest.zone` (the engine's: the
+    `timezone` setting's, else the system's), on every path (`settings` is None in a
+    replay, an eval and a what-if)."""
     catch_up: bool = False
     """Bring the state fully up to date in bounded batches (an imported or long-unseen
     history), each call shown by `activity`; otherwise one bounded step, as after a turn."""

@@ -20,10 +20,11 @@ from chatmem.config.settings import Settings
 from chatmem.engine.resend import resend_last
 from chatmem.evaluation.replay import replay
 from chatmem.memory.assembly import assemble
-from chatmem.memory.base import BaseStrategy, ContextRequest
+from chatmem.memory.base import BaseStrategy, ContextRequest, MemoryEnv
 from chatmem.memory.context import Context
 from chatmem.memory.params import NoParams
 from chatmem.memory.registry import StrategyRegistry
+from chatmem.notices import Notice
 from chatmem.plugins import Registries
 from chatmem.providers.scripted import ScriptedProvider
 from chatmem.store import Store
@@ -172,6 +173,7 @@ class Clock(BaseStrategy[NoParams]):
     description = "Sends nothing; notes each request's said_at and zone."
     OPTIONS = NoParams
     seen: ClassVar[list[tuple[str, datetime, tzinfo]]] = []
+    updated_in: ClassVar[list[tzinfo]] = []
 
     def build(self, request: ContextRequest) -> Context:
         # As a plugin does: no check for None (the README promises a time).
@@ -179,11 +181,16 @@ class Clock(BaseStrategy[NoParams]):
                            request.said_at))
         return assemble(request, [], budget=self.budget(request))
 
+    def update(self, env: MemoryEnv) -> list[Notice]:
+        Clock.updated_in.append(env.zone)
+        return []
+
 
 def clock_registry() -> StrategyRegistry:
     strategies = Registries(entry_points=list).strategies
     strategies.add(Clock)
     Clock.seen.clear()
+    Clock.updated_in.clear()
     return strategies
 
 
@@ -219,3 +226,16 @@ def test_a_turns_said_at_is_in_the_users_zone(store: Store, language: str) -> No
         # The day history.said_at dates this turn's messages by, as a plugin compares them.
         assert said.utcoffset() == SHANGHAI.utcoffset(said) and said.date() == date(2026, 3, 5)
     assert len(Clock.seen) == 2
+
+
+@pytest.mark.parametrize("language", ["zh", "en"])
+def test_an_update_is_told_the_users_zone_in_a_replay_as_in_a_chat(
+        store: Store, language: str) -> None:
+    strategies = clock_registry()
+    replay(parse_transcript(transcript(language), "t.jsonl"), [strategies.parse("clock")],
+           chat_provider=ScriptedProvider(), store=store, zone=SHANGHAI, strategies=strategies)
+    settings = Settings(embeddings=EmbeddingsSection(provider="none"), timezone="Asia/Shanghai")
+    open_session(store, settings, ScriptedProvider(), "钟", strategy="clock",
+                 strategies=strategies).run_turn(MEETING[language])
+    # Three replayed turns (no settings there), then the chat's.
+    assert Clock.updated_in == [SHANGHAI] * 4
