@@ -252,6 +252,9 @@ class Failure:
 
     message: str
     unexpected: str | None = None
+    culprit: tuple[str, str] | None = None
+    """(kind, name) of the code that failed when chatmem does not own it (ExtensionFailed):
+    the wording names the plugin that registered it, as the error's own line does."""
 
     @classmethod
     def of(cls, error: BaseException, expected: type[BaseException]) -> Failure:

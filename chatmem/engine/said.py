@@ -23,17 +23,26 @@ class Said(Enum):
     NOW = "now"
     """On the store's clock, which stamps it too: a turn, ask, serve, MCP, inspect --next."""
     AS_NEWEST = "as newest"
-    """When the newest stored message was: a transcript's input without a time."""
+    """When the newest stored message was (none dated: now): a transcript's input without a
+    time, an eval probe."""
 
 
 SaidAt = datetime | Said
 
 
-def said_time(said: SaidAt, store: TurnStore) -> datetime | None:
-    """`said` as a time (None: the newest stored message's, which recall reads itself)."""
+def said_time(said: SaidAt, store: TurnStore, session_id: int, zone: tzinfo) -> datetime:
+    """`said` as a time in the user's `zone`, always one (a strategy reads
+    `request.said_at` without checking, and its `.date()` is the day `history.said_at`
+    dates messages by): as newest, the session's newest stored message's time (as recall
+    reads it), else, with none dated, the store's clock."""
     if isinstance(said, datetime):
-        return said
-    return parse_time(store.now()) if said is Said.NOW else None
+        return said.astimezone(zone)
+    if said is Said.AS_NEWEST:
+        last = store.recall.newest_message(session_id)
+        moment = None if last is None else local_moment(last.created_at, zone)
+        if moment is not None:
+            return moment
+    return parse_time(store.now()).astimezone(zone)
 
 
 def transcript_time(ts: str | None, zone: tzinfo) -> SaidAt:

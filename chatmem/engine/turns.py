@@ -185,7 +185,7 @@ class Engine(SessionChanges, MemoryUpkeep, TurnChecks, Generic[StoreT]):
             embedder=self.embedder,
             secrets=self.settings.credentials if self.settings is not None else dict,
             zone=self.zone,
-            said_at=said_time(said_at, self.store),
+            said_at=said_time(said_at, self.store, self.session.id, self.zone),
         )
 
     def build_context(self, text: str, attachments: Sequence[Attachment] = (),

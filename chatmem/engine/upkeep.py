@@ -12,6 +12,8 @@ from chatmem.memory.guards import update_guarded
 from chatmem.notices import HelperTooSmall, MemoryUpdateCancelled, MemoryUpdateFailed, Notice
 
 if TYPE_CHECKING:
+    from datetime import tzinfo
+
     from chatmem.activity import Activity
     from chatmem.config.settings import Settings
     from chatmem.embeddings import Embedder
@@ -37,6 +39,7 @@ class MemoryUpkeep:
     strategy: Strategy
     helper: Provider
     settings: Settings | None
+    zone: tzinfo
     activity: Activity
     counter: TokenCounter
     state: SessionState
@@ -137,7 +140,8 @@ class MemoryUpkeep:
                      and is_embedded_model(helper))
         env = MemoryEnv(self.history(), self.counter, self.state, None if too_small else helper,
                         settings=self.settings, system=self.system_prompt,
-                        embedder=self.embedder, activity=self.activity, catch_up=catch_up)
+                        embedder=self.embedder, activity=self.activity, zone=self.zone,
+                        catch_up=catch_up)
         said: list[Notice] = []
         if too_small and not self._said_helper_too_small:
             self._said_helper_too_small = True

@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING
 
 from chatmem.activity import QUIET, Activity, ActivityStep, Work
 from chatmem.engine.opening import engine_over
-from chatmem.engine.said import Said
+from chatmem.engine.said import Said, said_time
 from chatmem.evaluation.counting_provider import CountingProvider
 from chatmem.evaluation.replay import seed_user_facts
 from chatmem.history import StoredHistory
@@ -30,7 +30,7 @@ from chatmem.memory.guards import build_guarded
 from chatmem.memory.state import SessionState
 from chatmem.notices import Notice, SummaryUpdated
 from chatmem.store import SessionRecord, Store
-from chatmem.store.protocols import HistoryRepository, MemoryStore
+from chatmem.store.protocols import HistoryRepository, TurnStore
 from chatmem.timezones import system_zone
 
 if TYPE_CHECKING:
@@ -61,7 +61,7 @@ class WhatIf:
 
 
 def what_if(
-    store: MemoryStore,
+    store: TurnStore,
     session: SessionRecord,
     strategy: Strategy,
     text: str,
@@ -82,6 +82,7 @@ def what_if(
     (chatmem.engine.said; None: when the newest message stored was)."""
     if not strategy.keeps_state:
         counter = chat_provider.token_counter()
+        zone = zone or system_zone()
         request = ContextRequest(
             history=StoredHistory(store, session.id, counter, upto=history_turns),
             input=Message.counted("user", text, counter),
@@ -90,8 +91,9 @@ def what_if(
             state=SessionState(store, session.id, session.user),
             budget=budget,
             embedder=embedder if strategy.needs_embedder else None,
-            zone=zone or system_zone(),
-            said_at=said_at,
+            zone=zone,
+            said_at=said_time(Said.AS_NEWEST if said_at is None else said_at, store,
+                              session.id, zone),
         )
         context = build_guarded(strategy, request)
         return WhatIf(context, 0, 0, left_out_texts(store.history, session.id, context),

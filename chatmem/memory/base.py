@@ -61,8 +61,9 @@ class ContextRequest:
     said_at: datetime | None = None
     """When the input is said (aware): its day is the "today" recall's day lines are counted
     from and the clock the times it names are read on (chatmem.memory.recall_days). A turn
-    passes the store's clock, a replay the transcript's time; None (a transcript's input
-    without one): the newest stored message's time."""
+    passes the store's clock, a replay the transcript's time, a probe or a transcript's
+    input without one the newest stored message's (chatmem.engine.said): chatmem always
+    sets it. None only in a request built by hand (tests): recall then reads the newest."""
 
     def capped(self, cap: int | None) -> ContextRequest:
         """The same request for a member of a combination sharing `cap` tokens."""
@@ -150,6 +151,10 @@ class MemoryEnv:
     """For recall: messages are embedded after the turn commits."""
     activity: Activity = QUIET
     """Where a model call says what it is doing (`with env.activity.doing(...)`)."""
+    zone: tzinfo = UTC
+    """The zone the user's days are read in, as `ContextRequest.zone` (the engine's: the
+    `timezone` setting's, else the system's), on every path (`settings` is None in a
+    replay, an eval and a what-if)."""
     catch_up: bool = False
     """Bring the state fully up to date in bounded batches (an imported or long-unseen
     history), each call shown by `activity`; otherwise one bounded step, as after a turn."""

@@ -22,10 +22,10 @@ depend on timing.
 from __future__ import annotations
 
 import threading
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
-from chatmem.errors import ChatmemError
+from chatmem.errors import ChatmemError, ExtensionFailed
 from chatmem.memory.vector_rows import embed_pending, known_vectors, resized, save_rows
 from chatmem.notices import Failure, IndexingEvent, IndexingNotice, VectorsResized
 
@@ -326,7 +326,10 @@ class VectorBacklog:
 
 
 def describe(error: BaseException) -> Failure:
-    return Failure.of(error, ChatmemError)
+    failure = Failure.of(error, ChatmemError)
+    if isinstance(error, ExtensionFailed):
+        return replace(failure, culprit=(error.kind, error.name))
+    return failure
 
 
 class Indexing:

@@ -357,7 +357,8 @@ def _(n: VectorsResized, repl_hints: bool) -> str:
 
 
 def failure_text(failure: Failure) -> str:
-    """`the server said no`, or `RuntimeError: boom` for an error chatmem did not expect."""
-    if failure.unexpected is None:
-        return failure.message
-    return f"{failure.unexpected}: {failure.message}"
+    """`the server said no`, or `RuntimeError: boom` for an error chatmem did not expect;
+    a plugin's code's failure names the plugin, as `chatmem index` does."""
+    said = (failure.message if failure.unexpected is None
+            else f"{failure.unexpected}: {failure.message}")
+    return said + (by_plugin(*failure.culprit) if failure.culprit else "")

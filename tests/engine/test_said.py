@@ -5,19 +5,27 @@ previous chat's day goes out below that day's line (its "tomorrow" is not read a
 from __future__ import annotations
 
 import json
-from datetime import date
+from datetime import date, datetime, tzinfo
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 from zoneinfo import ZoneInfo
 
 import pytest
 from asked import asked_at
 from cli_runner import invoke
-from registered import parse_spec
+from registered import open_session, parse_spec
 
+from chatmem.config.sections import EmbeddingsSection
+from chatmem.config.settings import Settings
 from chatmem.engine.resend import resend_last
 from chatmem.evaluation.replay import replay
+from chatmem.memory.assembly import assemble
+from chatmem.memory.base import BaseStrategy, ContextRequest, MemoryEnv
 from chatmem.memory.context import Context
+from chatmem.memory.params import NoParams
+from chatmem.memory.registry import StrategyRegistry
+from chatmem.notices import Notice
+from chatmem.plugins import Registries
 from chatmem.providers.scripted import ScriptedProvider
 from chatmem.store import Store
 from chatmem.transcripts.reader import parse_transcript
@@ -156,3 +164,78 @@ def test_a_what_if_reads_a_turn_dated_by_day_on_that_day_in_the_users_zone(
     assert any("the input names 4 Mar 2026" in part["reason"] for part in parts)
     said_on = {m["content"]: m.get("said_on") for part in parts for m in part["messages"]}
     assert said_on[MEETING[language]] == "2026-03-04"
+
+
+class Clock(BaseStrategy[NoParams]):
+    """A plugin's strategy reading when each input is said, as the README says it may."""
+
+    name = "clock"
+    description = "Sends nothing; notes each request's said_at and zone."
+    OPTIONS = NoParams
+    seen: ClassVar[list[tuple[str, datetime, tzinfo]]] = []
+    updated_in: ClassVar[list[tzinfo]] = []
+
+    def build(self, request: ContextRequest) -> Context:
+        # As a plugin does: no check for None (the README promises a time).
+        Clock.seen.append((request.input.content, request.said_at.astimezone(request.zone),
+                           request.said_at))
+        return assemble(request, [], budget=self.budget(request))
+
+    def update(self, env: MemoryEnv) -> list[Notice]:
+        Clock.updated_in.append(env.zone)
+        return []
+
+
+def clock_registry() -> StrategyRegistry:
+    strategies = Registries(entry_points=list).strategies
+    strategies.add(Clock)
+    Clock.seen.clear()
+    Clock.updated_in.clear()
+    return strategies
+
+
+@pytest.mark.parametrize("language", ["zh", "en"])
+def test_a_strategy_gets_a_time_for_a_probe_and_an_untimed_input(
+        store: Store, language: str) -> None:
+    lines = [json.loads(line) for line in transcript(language).splitlines()]
+    # A probe after the 4th's chat, and an input of the 5th exported without its time.
+    lines.insert(5, {"probe": WHEN[language], "expect_text": ["Li Lei" if language == "en"
+                                                              else "李雷"]})
+    del lines[-2]["ts"]
+    text = "".join(json.dumps(line, ensure_ascii=False) + "\n" for line in lines)
+    strategies = clock_registry()
+    replay(parse_transcript(text, "t.jsonl"), [strategies.parse("clock")],
+           chat_provider=ScriptedProvider(), store=store, zone=SHANGHAI, strategies=strategies)
+    said = {question: at for question, _, at in Clock.seen}
+    # Both read as when the newest message stored was: the 4th's reply, 15:00 there.
+    assert said[WHEN[language]] == datetime(2026, 3, 4, 15, tzinfo=SHANGHAI)
+    assert said[YESTERDAY[language]] == datetime(2026, 3, 4, 15, tzinfo=SHANGHAI)
+
+
+@pytest.mark.parametrize("language", ["zh", "en"])
+def test_a_turns_said_at_is_in_the_users_zone(store: Store, language: str) -> None:
+    settings = Settings(embeddings=EmbeddingsSection(provider="none"))
+    engine = open_session(store, settings, ScriptedProvider(), "钟", strategy="clock",
+                          strategies=clock_registry())
+    engine.zone = SHANGHAI
+    asked_at(store, "2026-03-05T07:00:00+08:00")  # still the 4th in UTC
+    engine.run_turn(MEETING[language])
+    engine.build_context(WHEN[language])
+    for _, _, said in Clock.seen:
+        assert said == datetime(2026, 3, 5, 7, tzinfo=SHANGHAI)
+        # The day history.said_at dates this turn's messages by, as a plugin compares them.
+        assert said.utcoffset() == SHANGHAI.utcoffset(said) and said.date() == date(2026, 3, 5)
+    assert len(Clock.seen) == 2
+
+
+@pytest.mark.parametrize("language", ["zh", "en"])
+def test_an_update_is_told_the_users_zone_in_a_replay_as_in_a_chat(
+        store: Store, language: str) -> None:
+    strategies = clock_registry()
+    replay(parse_transcript(transcript(language), "t.jsonl"), [strategies.parse("clock")],
+           chat_provider=ScriptedProvider(), store=store, zone=SHANGHAI, strategies=strategies)
+    settings = Settings(embeddings=EmbeddingsSection(provider="none"), timezone="Asia/Shanghai")
+    open_session(store, settings, ScriptedProvider(), "钟", strategy="clock",
+                 strategies=strategies).run_turn(MEETING[language])
+    # Three replayed turns (no settings there), then the chat's.
+    assert Clock.updated_in == [SHANGHAI] * 4
