@@ -52,6 +52,23 @@ class RetentionApplied:
 
 
 @dataclass(frozen=True)
+class IdleSession:
+    """A session idle past its retention: `idle_days` since its last use, kept `keep_days`."""
+
+    name: str
+    idle_days: float
+    keep_days: float
+
+
+@dataclass(frozen=True)
+class RestoredPastRetention:
+    """Sessions an archive restored already idle past their retention (an archive keeps when
+    each was last used): a chat started in another session, or a prune, erases them."""
+
+    sessions: tuple[IdleSession, ...]
+
+
+@dataclass(frozen=True)
 class RetentionSkipped:
     """Retention could not run this time (a busy or read-only history); the next start tries."""
 

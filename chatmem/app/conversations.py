@@ -101,10 +101,12 @@ def start_conversation(
         if chat is None:  # a chat model handed in (lazy_chat_model) is not opened here
             workspace.provider_for(settings or workspace.settings)
     store = workspace.store
-    if not workspace.one_off:
-        apply_retention(workspace)
     chosen_name = name if name is not None else last_used_session(store)
     found = store.sessions.find_session(chosen_name)
+    if not workspace.one_off:
+        # Not the session this command goes on in: a restored archive's, idle for a year,
+        # was erased by the very `ask` that named it, which then started an empty one.
+        apply_retention(workspace, in_use=None if found is None else found.id)
     if found is None and store.db.kind == "postgresql" and shared_address(chosen_name):
         # As serve says it: OWNER/NAME names another's session, never one made here.
         raise NotFound(f"no session {shared_address(chosen_name)!r} is shared with you"
@@ -212,10 +214,14 @@ def last_used_session(store: Store) -> str:
     return record.name
 
 
-def apply_retention(workspace: Workspace) -> None:
+def apply_retention(workspace: Workspace, *, in_use: int | None = None) -> None:
     """At start-up: erase idle sessions and expired facts, once per workspace (and once per
     server: its workspaces share a ModelPool); what was erased (or why nothing could be)
-    becomes a notice of the workspace. Marked done only once it succeeded."""
+    becomes a notice of the workspace. Marked done only once it succeeded.
+
+    `in_use`: the id of the session the command opens (or a server's kept engine holds):
+    never erased, since it is used now, and renewed when it was past its retention, so
+    that a turn failing before it is stored does not leave it for the next start."""
     if workspace.retention_checked:
         return
     from chatmem.privacy.retention import prune
@@ -224,13 +230,17 @@ def apply_retention(workspace: Workspace) -> None:
     store, settings = workspace.store, workspace.settings
     try:
         erased = prune(store, utc_now(), retention_days=settings.retention_days,
-                       fact_idle_days=settings.fact_idle_days)
+                       fact_idle_days=settings.fact_idle_days,
+                       spare=() if in_use is None else (in_use,))
     except StoreError as e:
         # A busy or read-only file must not stop the chat; the next start (or a server's
         # next request) tries again.
         workspace.tell(RetentionSkipped(str(e)))
         return
     workspace.mark_retention_checked()
+    for spared in erased.spared:
+        with suppress(StoreError):  # this command has it still; its first turn renews it
+            store.sessions.update_session(spared.id)  # its updated_at: used now
     if erased.empty:
         return
     from chatmem.app.privacy import drop_vector_cache

@@ -14,6 +14,7 @@ from chatmem.errors import StrategyError, TranscriptError, UsageError
 
 if TYPE_CHECKING:
     from chatmem.app.workspace import Workspace
+    from chatmem.history_notices import RestoredPastRetention
     from chatmem.memory.base import Strategy
     from chatmem.privacy.archive import ArchiveReport
     from chatmem.privacy.restore import Archive
@@ -158,6 +159,9 @@ class ArchiveImported:
     profile_facts: tuple[FactRecord, ...] = ()
     """The live profile facts the import added: every fact-using session of that profile
     sends them from now on, so the user is told which (an archive may be someone else's)."""
+    past_retention: RestoredPastRetention | None = None
+    """The restored sessions idle past their retention already (they keep when they were
+    last used), which the next start or prune would erase unless the user keeps them."""
     """Summary versions the archive holds (summaries/) and the import does not restore: their
     covered messages are named by the exporting history's ids, which the transcripts do not
     carry; a summarising strategy summarises the restored turns again."""
@@ -230,7 +234,19 @@ def import_archive(workspace: Workspace, archive: Archive,
         unfinished.discard(store, made)
         raise
     return ArchiveImported([_named(workspace, one) for one in written], facts[0],
-                           archive.summaries, tuple(added))
+                           archive.summaries, tuple(added),
+                           _past_retention(workspace, {one.session.id for one in written}))
+
+
+def _past_retention(workspace: Workspace, restored: set[int]) -> RestoredPastRetention | None:
+    from chatmem.history_notices import IdleSession, RestoredPastRetention
+    from chatmem.timestamps import utc_now
+
+    now = utc_now()
+    idle = [IdleSession(s.name, s.idle_days(now), s.keep_days)
+            for s in workspace.store.retention.idle_sessions(now, workspace.settings.retention_days)
+            if s.id in restored]
+    return RestoredPastRetention(tuple(idle)) if idle else None
 
 
 def _mark_facts_read(workspace: Workspace, restored: Imported, read: int | None) -> None:

@@ -232,6 +232,7 @@ def import_all(archive: "Archive", index: bool, config: "Path | None",
     from chatmem.app.indexing import start_backlogs
     from chatmem.app.session_files import import_archive
     from chatmem.render.counts import counted
+    from chatmem.render.history_notices import restored_past_retention_text
     from chatmem.render.sessions import backlog_line
 
     with open_workspace(settings) as ws:
@@ -256,6 +257,9 @@ def import_all(archive: "Archive", index: bool, config: "Path | None",
         err.print(f"restored {counted(len(imported.sessions), 'session')} and "
                   f"{counted(imported.facts, 'fact')} from {archive.path}",
                   markup=False, soft_wrap=True)
+        if imported.past_retention is not None:
+            err.print(restored_past_retention_text(imported.past_retention),
+                      markup=False, soft_wrap=True)
         if imported.summaries_left:
             err.print(f"not restored: {counted(imported.summaries_left, 'summary version')}"
                       " in summaries/ and the details they pinned (kept there to read); a"

@@ -14,6 +14,7 @@ import zipfile
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
+from datetime import datetime
 from pathlib import Path, PurePosixPath
 from typing import Any
 
@@ -27,7 +28,7 @@ from chatmem.store.session_names import (
     session_name_from,
 )
 from chatmem.text import profile_name, valid_text
-from chatmem.timestamps import in_every_zone, is_time, parse_time, stamp
+from chatmem.timestamps import in_every_zone, is_time, parse_time, stamp, utc_now
 from chatmem.transcripts.format import Transcript
 from chatmem.transcripts.reader import MOST_TRANSCRIPT_BYTES, parse_transcript
 
@@ -137,7 +138,8 @@ def _read(path: Path, zf: zipfile.ZipFile, most_bytes: int) -> Archive:
             and isinstance(s.get("name"), str) for s in listed):
         raise TranscriptError(f"{path}: manifest.json: not a chatmem export's manifest (no list"
                               " of sessions with name and transcript)")
-    sessions = [_session(path, entry) for entry in listed]
+    latest = _latest(manifest)
+    sessions = [_session(path, entry, latest) for entry in listed]
     _check_listed(path, zf, sessions, most_bytes)
     facts = _json(path, zf, "facts.json") if "facts.json" in zf.namelist() else []
     if not isinstance(facts, list):
@@ -152,7 +154,19 @@ def _read(path: Path, zf: zipfile.ZipFile, most_bytes: int) -> Archive:
                    max(left_out, 0))
 
 
-def _session(path: Path, entry: Mapping[str, Any]) -> ArchivedSession:
+def _latest(manifest: Mapping[str, Any]) -> datetime:
+    """The latest a session of the archive was used: when it was exported, or now when the
+    manifest says no time (or one to come, a clock ahead of this one)."""
+    now = utc_now()
+    exported = manifest.get("exported_at")
+    try:
+        moment = parse_time(exported) if isinstance(exported, str) else None
+    except ValueError:
+        moment = None
+    return now if moment is None or moment > now else moment
+
+
+def _session(path: Path, entry: Mapping[str, Any], latest: datetime) -> ArchivedSession:
     member = entry["transcript"]
     own = entry.get("shared_by") is None and is_session_name(entry["name"])
     name = entry["name"] if own else session_name_from(PurePosixPath(member).stem)
@@ -169,8 +183,8 @@ def _session(path: Path, entry: Mapping[str, Any]) -> ArchivedSession:
         raise TranscriptError(f"{path}: manifest.json: session {entry['name']!r}:"
                               f" 'facts_read_turns' must be a whole number ≥ 0 or null,"
                               f" not {read!r}")
-    updated = _stored_time(path, entry, "updated_at")
-    created = _stored_time(path, entry, "created_at")
+    updated = _stored_time(path, entry, "updated_at", latest)
+    created = _stored_time(path, entry, "created_at", latest)
     if created is not None and updated is not None:
         created = min(created, updated)  # stored forms: UTC, one width, compared as text
     return ArchivedSession(name, member, user if isinstance(user, str) and user.strip() else None,
@@ -178,8 +192,12 @@ def _session(path: Path, entry: Mapping[str, Any]) -> ArchivedSession:
                                            else None), read, created, updated)
 
 
-def _stored_time(path: Path, entry: Mapping[str, Any], key: str) -> str | None:
-    """The manifest's `key` of a session in chatmem's stored form; None when not said."""
+def _stored_time(path: Path, entry: Mapping[str, Any], key: str,
+                 latest: datetime) -> str | None:
+    """The manifest's `key` of a session in chatmem's stored form, no later than `latest`;
+    None when not said. A time to come is not refused (another machine's clock may be
+    minutes ahead): taken as it is, a session dated 9000 was listed first, continued by -c
+    and never erased by retention."""
     value = entry.get(key)
     if value is None:
         return None
@@ -190,7 +208,7 @@ def _stored_time(path: Path, entry: Mapping[str, Any], key: str) -> str | None:
     if moment is None or not in_every_zone(moment):
         raise TranscriptError(f"{path}: manifest.json: session {entry['name']!r}: {key!r}"
                               f" must be an ISO-8601 time, not {value!r}; nothing was imported")
-    return stamp(moment)
+    return stamp(min(moment, latest))
 
 
 def _check_listed(path: Path, zf: zipfile.ZipFile, sessions: list[ArchivedSession],

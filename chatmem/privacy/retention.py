@@ -13,6 +13,7 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Collection
 from contextlib import suppress
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
@@ -71,6 +72,9 @@ class Erasure:
     """Session id → keys of the live profile facts the erased session taught its user: they
     are the user's and stay (`facts forget KEY --purge` erases one), as after `sessions
     delete`."""
+    spared: list[SessionEntry] = field(default_factory=list)
+    """Sessions idle past their retention but not erased: the command pruning is about to
+    use them (prune's `spare`)."""
 
     @property
     def empty(self) -> bool:
@@ -85,14 +89,19 @@ class Erasure:
 
 
 def prune(store: PrivacyStore, now: datetime, *, retention_days: float | None,
-          fact_idle_days: float | None, dry_run: bool = False) -> Erasure:
-    """Erase idle sessions and expired facts as of `now`, then vacuum (unless dry)."""
-    sessions = store.retention.idle_sessions(now, retention_days)
+          fact_idle_days: float | None, dry_run: bool = False,
+          spare: Collection[int] = ()) -> Erasure:
+    """Erase idle sessions and expired facts as of `now`, then vacuum (unless dry).
+    `spare`: ids of sessions kept whatever their idle time (`Erasure.spared` says which of
+    them were past it)."""
+    idle = store.retention.idle_sessions(now, retention_days)
+    sessions = [s for s in idle if s.id not in spare]
     going = {s.id for s in sessions}
     # A session's own facts go with it; they need no report of their own.
     facts = [e for e in store.retention.expired_facts(now, fact_idle_days)
              if e.fact.session_id not in going]
-    result = Erasure(sessions, facts, dry_run, _taught(store, sessions, facts))
+    result = Erasure(sessions, facts, dry_run, _taught(store, sessions, facts),
+                     [s for s in idle if s.id in spare])
     if not dry_run and not result.empty:
         _erase(store, result)
     return result

@@ -11,6 +11,7 @@ from chatmem.history_notices import (
     HistoryMoved,
     HistoryUpgrading,
     OldHistoryLeft,
+    RestoredPastRetention,
     RetentionApplied,
     RetentionSkipped,
     TaughtFacts,
@@ -106,6 +107,23 @@ def taught_text(taught: TaughtFacts, *, dry_run: bool = False) -> str:
     return (f"{counted(len(keys), 'fact')} session {taught.session} taught the profile of user"
             f" {taught.user} {stay} ({', '.join(keys)}): `chatmem facts forget KEY --purge`"
             " erases one")
+
+
+def restored_past_retention_text(n: RestoredPastRetention) -> str:
+    """What an import says of the sessions it restored already past their retention, and how
+    to keep them before the next chat (in another session) or prune erases them."""
+    from chatmem.render.sessions import days_text
+
+    each = [f"{s.name} (idle {days_text(s.idle_days, measured=True)}, retention"
+            f" {days_text(s.keep_days)})" for s in n.sessions]
+    if len(n.sessions) == 1:
+        return (f"session {each[0]} is past its retention already: a chat started in another"
+                " session, or `chatmem sessions prune`, erases it; `chatmem sessions retention"
+                f" {n.sessions[0].name} forever` keeps it")
+    return (f"{counted(len(n.sessions), 'session')} are past their retention already:"
+            f" {', '.join(each)}; a chat started in another session, or `chatmem sessions"
+            " prune`, erases them; `chatmem sessions retention NAME forever` keeps one"
+            " (`chatmem sessions prune --dry-run` lists what a prune erases)")
 
 
 @_said.register

@@ -183,7 +183,7 @@ class Turn:
         def take(ws: Workspace, engine: Engine[Store]) -> TurnResult:
             if not opened:
                 # Once per server: a conversation kept open tries again until it ran.
-                apply_retention(ws)
+                apply_retention(ws, in_use=engine.session.id)
             # The request's system messages are its own instructions, never the session's:
             # one without any runs with the configured prompt, not an earlier request's (a
             # RAG front end's documents) nor one stored by another front end. Set for each
