@@ -142,8 +142,8 @@ class TurnRange:
 
     @classmethod
     def parse(cls, spec: str) -> TurnRange:
-        """`1-40`, `120-` or `7`."""
-        start, dash, end = spec.partition("-")
+        """`1-40`, `120-` or `7`; `1–40` too, as chatmem prints a range (an en dash)."""
+        start, dash, end = spec.replace("–", "-").partition("-")
         try:
             first = int(start) if start.strip() else 1
             last = int(end) if end.strip() else None if dash else first

@@ -192,6 +192,11 @@ def test_show_pages_a_long_session(tmp_path: Path) -> None:
     assert "user 2" in picked.stdout and "assistant 3" in picked.stdout
     assert "user 4" not in picked.stdout
     assert f"turns 2–3 of {total} shown" in picked.stderr
+    # The range as chatmem prints it (an en dash) is taken back; one turn is "turn 5".
+    pasted = invoke("sessions", "show", "long", "--turns", "2–3", "--db", str(db))
+    assert pasted.exit_code == 0 and pasted.stdout == picked.stdout
+    one = invoke("sessions", "show", "long", "--turns", "5", "--db", str(db))
+    assert one.exit_code == 0 and f"turn 5 of {total} shown;" in one.stderr
     every = invoke("sessions", "show", "long", "--all", "--json", "--db", str(db))
     assert len(json.loads(every.stdout)["messages"]) == 2 * total
     bad = invoke("sessions", "show", "long", "--turns", "9-2", "--db", str(db))
