@@ -126,44 +126,43 @@ class KeptConversations:
     whatever else chooses its engine), at most `size` of them."""
 
     def __init__(self, size: int = KEPT, queued: int | None = None,
+                 queued_by_owner: int | None = None,
                  queued_in_all: int | None = None) -> None:
         self.size = size
         self.queued = queued
         """Calls that may wait for one conversation's call under way; one more is refused
         (ConversationBusy). None: any number (a server whose calls each have a thread)."""
+        self.queued_by_owner = queued_by_owner
+        """The same, over all conversations of one owner (`run`'s `owner`: a history)."""
         self.queued_in_all = queued_in_all
         """The same, over all conversations together."""
         self._kept: OrderedDict[Hashable, KeptConversation] = OrderedDict()
         self._lock = threading.Lock()
         self._waiting: Counter[Hashable] = Counter()
+        self._owners_waiting: Counter[Hashable] = Counter()
 
     def run(self, key: Hashable, open_workspace: Callable[[], Workspace],
             open_engine: Callable[[Workspace], Engine[Store]], job: Job[T],
-            waiting: Callable[[], None] | None = None) -> T:
+            waiting: Callable[[], None] | None = None, owner: Hashable = None) -> T:
         """Run `job` on the kept conversation `key` (when it is not open: `open_workspace`,
         then `open_engine` in it), after any job of that conversation running now; returns
         what it returns. `waiting` is called every WATCHED seconds until it is done (a
-        server's call looks there whether its client has cancelled it)."""
-        if self.queued is None and self.queued_in_all is None:
+        server's call looks there whether its client has cancelled it). `owner` (the
+        history the conversation is in) counts towards `queued_by_owner`."""
+        if self.queued is None and self.queued_by_owner is None and self.queued_in_all is None:
             return self._run(key, open_workspace, open_engine, job, waiting)
         with self._lock:
-            if self.queued is not None and self._waiting[key] >= self.queued:
-                raise ConversationBusy(
-                    f"this conversation is busy: {self._waiting[key]} calls already wait for "
-                    "the one under way; call again once they are answered")
-            if self.queued_in_all is not None and self._waiting.total() >= self.queued_in_all:
-                raise ConversationBusy(
-                    f"the server is busy: {self._waiting.total()} calls already wait for their "
-                    "conversations; call again once they are answered")
-            self._waiting[key] += 1
+            self._take_place(key, owner)
         place = threading.Lock()  # held while this call still counts as waiting
 
         def leave() -> None:
             if place.acquire(blocking=False):
                 with self._lock:
-                    self._waiting[key] -= 1
-                    if not self._waiting[key]:
-                        del self._waiting[key]
+                    for counter, counted in ((self._waiting, key),
+                                             (self._owners_waiting, owner)):
+                        counter[counted] -= 1
+                        if not counter[counted]:
+                            del counter[counted]
 
         def started(ws: Workspace, engine: Engine[Store]) -> T:
             leave()
@@ -173,6 +172,26 @@ class KeptConversations:
             return self._run(key, open_workspace, open_engine, started, waiting)
         finally:
             leave()
+
+    def _take_place(self, key: Hashable, owner: Hashable) -> None:
+        """Count one more call waiting for `key`, or refuse it (under the lock)."""
+        if self.queued is not None and self._waiting[key] >= self.queued:
+            raise ConversationBusy(
+                f"this conversation is busy: {self._waiting[key]} calls already wait for "
+                "the one under way; call again once they are answered")
+        if (self.queued_by_owner is not None
+                and self._owners_waiting[owner] >= self.queued_by_owner):
+            # Before the server's count: whoever fills their share hears it is theirs,
+            # and the rest of the server's places stay for everyone else.
+            raise ConversationBusy(
+                f"your conversations are busy: {self._owners_waiting[owner]} calls already "
+                "wait for the ones under way; call again once they are answered")
+        if self.queued_in_all is not None and self._waiting.total() >= self.queued_in_all:
+            raise ConversationBusy(
+                f"the server is busy: {self._waiting.total()} calls already wait for their "
+                "conversations; call again once they are answered")
+        self._waiting[key] += 1
+        self._owners_waiting[owner] += 1
 
     def _run(self, key: Hashable, open_workspace: Callable[[], Workspace],
              open_engine: Callable[[Workspace], Engine[Store]], job: Job[T],

@@ -33,9 +33,18 @@ its turn on the conversation: 45 record_turn calls on one conversation of a slow
 every other client's calls waiting (list_conversations 127.7 s). A client records its turns
 one after another, so more than a few waiting on one conversation is a flood or a stuck
 model, and its client hears so at once."""
+QUEUED_BY_HISTORY = 8
+"""The same over all conversations of one history (a token of `--tokens`; the server's one
+history otherwise): half of QUEUED_IN_ALL. One person's calls waiting on a slow model made
+everyone's "busy" while the whole server's count was theirs alone; now they fill at most
+8 of its 16 places, and another history's call finds 8 still free. Two conversations of
+one history each with QUEUED waiting fill it: a client records its turns one after another,
+so more is a flood, told as this history's, not the server's."""
 QUEUED_IN_ALL = 16
 """The same over all conversations: with one call under way in each of the KEPT (8) kept
-conversations, 16 of the 40 threads stay free for the calls that need no conversation."""
+conversations, 16 of the 40 threads stay free for the calls that need no conversation
+(40 - 8 under way - 16 waiting). Two histories at their QUEUED_BY_HISTORY take it all: the
+total, not the share, is what protects the threads."""
 
 
 class Memory:
@@ -50,7 +59,8 @@ class Memory:
         self.settings = settings
         self.registries = load_registries()
         self.models = ModelPool()
-        self.kept = KeptConversations(queued=QUEUED, queued_in_all=QUEUED_IN_ALL)
+        self.kept = KeptConversations(queued=QUEUED, queued_by_owner=QUEUED_BY_HISTORY,
+                                      queued_in_all=QUEUED_IN_ALL)
         """The engines of the conversations recorded and read, open between calls."""
 
     def settings_for(self, ctx: Context | None) -> Settings:
@@ -108,7 +118,8 @@ class Memory:
                     partial(Workspace, settings, models=self.models, registries=self.registries),
                     lambda ws: opened_in(ws, open_engine(ws)), run,
                     waiting=None if steps is None else
-                    lambda: steps.watch(queued=not started.is_set()))
+                    lambda: steps.watch(queued=not started.is_set()),
+                    owner=settings.location)
             except Stopped:
                 assert steps is not None
                 steps.ended()
