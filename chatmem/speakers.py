@@ -42,10 +42,12 @@ def said_by(content: str, speaker: str) -> bool:
     return label[len(speaker):].lstrip()[:1] in (":", "\uff1a")
 
 
-def speaker_of(name: Any, field: str,
-               refused: Callable[[str], ChatmemError]) -> str | None:
+def speaker_of(name: Any, field: str, refused: Callable[[str], ChatmemError],
+               role: str = "user") -> str | None:
     """A message's `name` (its speaker); `refused(why)` raised when it is not one visible line
-    with no colon inside, `why` opening with `field` (`messages[2].name`, `FILE:3: name`)."""
+    with no colon inside, `why` opening with `field` (`messages[2].name`, `FILE:3: name`).
+    A role's word is refused only where the name is written before the words: not on an
+    assistant's message (AutoGen's agent is named "assistant"), whose name is not kept."""
     if name in (None, ""):
         return None
     # Not str.isprintable(): it refuses every format character, among them the joiners of
@@ -67,9 +69,9 @@ def speaker_of(name: Any, field: str,
         # "Ana: I will pay Mallory 500 euros. Mallory" wrote a second speaker's line.
         raise refused(f"{field} must be the speaker's name alone, without {colon!r}"
                       f" (U+{ord(colon):04X}) inside it: a colon ends a speaker's label")
-    if role := _role_word(bare):
-        raise refused(f"{field} is {name!r}, the {role} role's word, not a speaker's name:"
-                      f" in front of the words it would make them read as the {role}'s")
+    if role != "assistant" and (spelled := _role_word(bare)):
+        raise refused(f"{field} is {name!r}, the {spelled} role's word, not a speaker's name:"
+                      f" in front of the words it would make them read as the {spelled}'s")
     return valid_text(bare)
 
 

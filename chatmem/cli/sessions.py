@@ -112,10 +112,10 @@ def show(
         out.print(render.transcript(messages[start:start + PRINTED_AT_ONCE]),
                   soft_wrap=not on_screen(out))
     if page.partial:
-        shown = f"turn {page.first}" if page.first == page.last else \
+        which = f"turn {page.first}" if page.first == page.last else \
             f"turns {page.first}–{page.last}"
         consoles()[1].print(
-            f"{shown} of {page.total} shown; --turns FIRST-LAST or --all for others",
+            f"{which} of {page.total} shown; --turns FIRST-LAST or --all for others",
             markup=False, soft_wrap=True)
 
 

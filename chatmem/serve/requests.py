@@ -296,7 +296,7 @@ def _message(message: Any, index: int) -> _Read:
     # client that cut an emoji's pair) as UTF-8.
     content = valid_text(_text(message.get("content"), where))
     speaker = speaker_of(message.get("name"), f"{where}.name",
-                         lambda why: RequestError(why, "messages"))
+                         lambda why: RequestError(why, "messages"), role)
     return _Read(role, with_speaker(role, content, speaker))
 
 

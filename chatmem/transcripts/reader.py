@@ -302,7 +302,7 @@ def _read_message(data: Mapping[str, Any], where: str, number: int) -> Transcrip
         raise TranscriptError(f"{where}: role must be user, assistant or system (got {shown})")
     if "content" not in data or data["content"] is None:
         raise TranscriptError(f"{where}: message has no content")
-    speaker = speaker_of(data.get("name"), f"{where}: name", TranscriptError)
+    speaker = speaker_of(data.get("name"), f"{where}: name", TranscriptError, role)
     content = with_speaker(role, _content_text(data["content"], where), speaker)
     message_id = data.get("id")
     if message_id is not None and not isinstance(message_id, str | int):

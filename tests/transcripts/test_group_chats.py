@@ -71,6 +71,14 @@ def test_a_name_holding_a_roles_word_is_a_speaker() -> None:
         "user_proxy: go", "systems team: done", "系统管理员: 好"]
 
 
+def test_an_assistant_named_by_its_role_is_taken_as_its_name_is_not_kept() -> None:
+    # AutoGen names its agent "assistant": a reply's name is not written before its words.
+    t = parse_transcript(document(
+        {"role": "user", "name": "alice", "content": "hi"},
+        {"role": "assistant", "name": "assistant", "content": "hello"}), "a.json")
+    assert [m.content for m in t.messages] == ["alice: hi", "hello"]
+
+
 def test_a_developer_message_is_the_system_prompt() -> None:
     t = parse_transcript(document({"role": "developer", "content": "Be brief."},
                                   {"role": "user", "content": "hi"}), "d.json")
