@@ -73,6 +73,12 @@ def folded_name(name: str) -> str:
 
 
 def did_you_mean(name: str, known: Iterable[str]) -> str:
-    """`; did you mean 'window'?`, or nothing when no known name is close."""
-    found = nearest(name, known)
+    """`; did you mean 'window'?`, or nothing when no known name is close; every name read
+    the same as `name` where several are (`; did you mean '杂记' or '雜記'?`)."""
+    names = list(known)
+    read_as = folded_name(name)
+    alike = sorted(k for k in names if k != name and folded_name(k) == read_as)
+    if len(alike) > 1:
+        return "; did you mean " + " or ".join(repr(k) for k in alike) + "?"
+    found = nearest(name, names)
     return f"; did you mean {found!r}?" if found is not None else ""

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from chatmem.names import folded_name, nearest
+from chatmem.names import did_you_mean, folded_name, nearest
 
 
 def test_traditional_and_simplified_names_read_alike() -> None:
@@ -17,3 +17,10 @@ def test_the_nearest_name_is_the_one_read_alike_before_one_a_character_off() -> 
     # 杂记 is one character off 周记, but it is 雜記 written in simplified characters.
     assert nearest("杂记", ["周记", "雜記"]) == "雜記"
     assert nearest("雜記", ["杂记"]) == "杂记"
+
+
+def test_several_names_read_alike_are_all_offered() -> None:
+    # With 杂记 and 雜記 both stored, 杂記 (half of each) was offered neither.
+    assert did_you_mean("杂記", ["雜記", "杂记", "trip"]) == "; did you mean '杂记' or '雜記'?"
+    assert did_you_mean("杂記", ["杂记", "trip"]) == "; did you mean '杂记'?"
+    assert did_you_mean("windw", ["window", "buffer"]) == "; did you mean 'window'?"
