@@ -45,7 +45,7 @@ from chatmem.memory.anchor_words import (
     foreign_months,
 )
 from chatmem.privacy.findings import MARK_CLOSE, MARK_OPEN
-from chatmem.text import CJK_LETTERS, FULL_WIDTH, FULL_WIDTH_SIGNS
+from chatmem.text import CJK_LETTERS, FULL_WIDTH, FULL_WIDTH_SIGNS, HAN
 
 # A space one may type between a number and the word after it (3 月 15 日, 下午 3 点).
 _SP = "[ \u00a0\u3000]?"
@@ -67,9 +67,11 @@ _LATIN_START = rf"(?<!{_LATIN_W})"
 _LATIN_LETTER = rf"[^\W\d_{CJK_LETTERS}]"
 # A number ending a Latin token (Q3 月报, the third quarter's report) or after one (Top 3
 # 月度榜单, iOS 18 月活: the month's 月 begins a word) is no month; after a word and a space
-# with a day after it (deadline 3 月 15 日), a date still.
+# with a day after it (deadline 3 月 15 日), a date still, and a month where 月 ends the time
+# word (OKR 3 月份复盘, Sprint 12 月底结束, trip in 3 月).
 _NOT_AFTER_LATIN = (rf"(?<!{_LATIN_W})(?:(?<!{_LATIN_LETTER}[ \u00a0\u3000])"
-                    rf"|(?=\d{{1,2}}{_SP}[月월]{_SP}(?:\d{{1,2}}|[{_HAN_DIGITS}]+){_SP}[日号號일]))")
+                    rf"|(?=\d{{1,2}}{_SP}[月월]{_SP}(?:\d{{1,2}}|[{_HAN_DIGITS}]+){_SP}[日号號일])"
+                    rf"|(?=\d{{1,2}}{_SP}[月월](?:[份底初中末旬上下]|(?![{HAN}]))))")
 _LATIN_END = rf"(?!{_LATIN_W})"
 _CURRENCY_CODES = ("USD|EUR|GBP|CNY|RMB|JPY|HKD|CHF|AUD|CAD|SGD|NZD|INR|KRW|TWD|SEK|NOK|DKK"
                    "|PLN|CZK|HUF|RUB|BRL|MXN|ZAR|TRY|THB|MYR|IDR|PHP|VND|AED|SAR|ILS")

@@ -29,7 +29,7 @@ from chatmem.memory.time_spans import (
     weeks_back,
     year_span,
 )
-from chatmem.text import CJK_LETTERS
+from chatmem.text import CJK_LETTERS, HAN
 
 ZH_DIGITS = {"一": 1, "二": 2, "两": 2, "三": 3, "四": 4, "五": 5, "六": 6, "七": 7, "八": 8,
              "九": 9, "十": 10}
@@ -51,6 +51,9 @@ _WORDS_ENDING_IN_DA = set("老伟强远重长广巨最很好太放扩胆高庞")
 # Runs (of numerals, 上, 大) are matched only from where they start: tried from every
 # position of a long run (40,000 digits) the pattern took a minute, growing with its square.
 # Nor from the end of a Latin token: Q3 月报 is the third quarter's report.
+_MONTH_WORD_ENDS = "[份底初中末旬上下]"
+"""What follows 月 where it ends a time word (3 月份, 12 月底, 3 月初, 5 月中旬), not begins
+another one (月报, 月度, 月活)."""
 _NUM = rf"(?<![0-9一二两三四五六七八九十])(?<![^\W\d_{CJK_LETTERS}])[0-9一二两三四五六七八九十]+"
 # One space (or NBSP, or an ideographic one) may stand between a number and 年, 月, 日 or
 # 号, as many type it: 2025 年 12 月 31 日, 3 月初, 去年 3 月.
@@ -114,10 +117,12 @@ PATTERN = re.compile(
     rf"|(?P<rel_week>(?<!上)上+个?(?:周|星期|礼拜)|这周|本周)"
     rf"|(?P<rel_day>昨[天日晚夜]|{_TODAY}今[天日早晚]|(?<!大)大*前天|{_NIGHT_BEFORE_LAST})"
     rf"{_NOT_BOUND}"
-    # A month, but not a number after a Latin word (Top 3 月度榜单, iOS 18 月活: 月度 and 月活
-    # are words) unless a day follows (deadline 3 月 15 日).
+    # A month, but not a number after a Latin word where 月 begins a word (Top 3 月度榜单,
+    # iOS 18 月活) unless a day follows (deadline 3 月 15 日); 月份, 月底, 月初 and a 月 that
+    # ends the words (Sprint 12 月底结束, trip in 3 月) are months.
     rf"|(?:(?P<year>{_YEAR})\s*年\s*)?"
-    rf"(?:(?<![^\W\d_{CJK_LETTERS}][ \u00a0\u3000])|(?={_NUM}{_S}月{_S}{_NUM}{_S}[日号]))"
+    rf"(?:(?<![^\W\d_{CJK_LETTERS}][ \u00a0\u3000])|(?={_NUM}{_S}月{_S}{_NUM}{_S}[日号])"
+    rf"|(?={_NUM}{_S}月(?:{_MONTH_WORD_ENDS}|(?![{HAN}]))))"
     rf"(?P<month>{_NUM}){_S}月(?:份)?"
     rf"(?:{_S}(?:(?P<day>{_NUM}){_S}[日号]|(?P<lunar_day>初[一二三四五六七八九十])"
     rf"|(?P<month_part>{_PART})|的?第(?P<month_week>[一二三四1-4])个?(?:周|星期|礼拜)"

@@ -456,3 +456,11 @@ def test_han_of_the_extensions_and_half_width_kana_are_cjk_to_anchors() -> None:
 def test_a_number_of_a_latin_token_is_no_month_nor_an_ordinal_a_time(
         text: str, anchors: list[str]) -> None:
     assert extract_anchors(text) == anchors
+
+
+def test_a_month_after_a_latin_word_is_pinned_where_its_word_ends() -> None:
+    # 月份, 月底 and a 月 ending the words are months; 月度, 月活 begin other words.
+    assert extract_anchors("OKR 3 月份复盘") == ["OKR", "3 月"]
+    assert extract_anchors("Sprint 12 月底结束") == ["12 月"]
+    assert extract_anchors("Budget for 5 月") == ["5 月"]
+    assert extract_anchors("iOS 18 月活") == []

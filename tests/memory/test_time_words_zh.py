@@ -242,3 +242,15 @@ def test_a_number_of_a_latin_token_is_no_month(text: str) -> None:
 
 def test_a_full_date_after_a_latin_word_is_that_day() -> None:
     assert named_on_sunday("deadline 3 月 15 日是哪天说的？") == [("2026-03-15", "2026-03-15")]
+
+
+@pytest.mark.parametrize(("text", "start"), [
+    ("OKR 3 月份复盘", "2026-03-01"),
+    ("Sprint 12 月底结束", "2025-12-21"),
+    ("trip in 3 月", "2026-03-01"),
+    ("Budget for 5 月", "2026-05-01"),
+])
+def test_a_month_after_a_latin_word_is_a_month_where_its_word_ends(text: str, start: str) -> None:
+    # Only where 月 begins another word (Top 3 月度榜单, iOS 18 月活) is the number no month.
+    [span] = spans(text, datetime(2026, 12, 6, 9, tzinfo=UTC))
+    assert span.days[0] == start
