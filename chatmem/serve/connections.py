@@ -5,7 +5,7 @@ never finished their headers took every open file (accept then failed, one trace
 time, 91 MB of log in 50 s), and a connection dripping a header line every 5 s was kept for
 ever.
 
-Three things, each as uvicorn's public configuration lets it be done (the protocol class it is
+Four things, each as uvicorn's public configuration lets it be done (the protocol class it is
 given, and ASGI):
 - past REQUESTS running at once, a request is answered 503 (ConnectionGuard). A request counts
   once its head is in: uvicorn's own `limit_concurrency` counted every open connection, so
@@ -17,7 +17,9 @@ given, and ASGI):
   of connecting, so a flood of idle sockets only closes its own;
 - a deadline for a request's head and one for its body (Deadlined, the protocol uvicorn is
   given, and ConnectionGuard, the ASGI middleware that tells it where each request is):
-  uvicorn's keep-alive timeout only runs between requests, and not before the first byte.
+  uvicorn's keep-alive timeout only runs between requests, and not before the first byte;
+- uvicorn's warnings any client can have it repeat once a request (an upgrade it does not
+  serve, a malformed request) are one line per minute each, with a count (Repeated).
 
 Running out of open files anyway (another part of the process took them) is one log line a
 minute (OutOfFiles), not a traceback per accept."""
@@ -59,7 +61,7 @@ CEILING = 1024
 recently among those without a request under way, or, when all have one, is itself closed as
 it is accepted."""
 REPEAT_SECONDS = 60.0
-"""How often running out of open files is said."""
+"""How often a warning a client can have uvicorn repeat (or running out of files) is said."""
 
 
 def _open_files() -> int | None:
@@ -92,6 +94,10 @@ _TOO_MANY = (b"HTTP/1.1 503 Service Unavailable\r\ncontent-type: text/plain\r\n"
              b"connection: close\r\ncontent-length: 28\r\n\r\ntoo many connections at once")
 
 
+_BUSY = "too many requests at once: answered 503"
+"""The server's log line for a request answered 503 (Repeated says it once a minute)."""
+
+
 @dataclass
 class ConnectionGuard:
     """The connections one server holds, by the client address a request's scope names
@@ -117,6 +123,8 @@ class ConnectionGuard:
             held.head_in()
             receive, send = held.watching(receive, send)
         if self.running >= self.limits.requests:
+            # uvicorn's log, where its own warnings go; Repeated says it once a minute.
+            logging.getLogger("uvicorn.error").warning(_BUSY)
             await refuse(send, 503, "too many requests at once; try again shortly",
                          "server_busy", [(b"retry-after", b"1")])
             return
@@ -287,11 +295,46 @@ class OutOfFiles(logging.Filter):
         return True
 
 
+class Repeated(logging.Filter):
+    """The warnings of uvicorn's log that any client can have it write once a request, and
+    the guard's 503 line, let through once per `every` seconds each, the next one saying how
+    many were dropped since; every other record passes. A client sending `Connection:
+    upgrade` wrote two lines a request (uvicorn serves no upgrade here), a flood of them as
+    many as the server answered."""
+
+    CLIENTS_CAN_REPEAT = ("Unsupported upgrade request", "No supported WebSocket library",
+                          "Invalid HTTP request received", _BUSY)
+    """How each begins (uvicorn's own wording, which a version may extend)."""
+
+    def __init__(self, every: float = REPEAT_SECONDS) -> None:
+        super().__init__()
+        self.every = every
+        self.said: dict[str, tuple[float, int]] = {}
+        """When each was last let through, and how many were dropped since."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        said = record.msg if isinstance(record.msg, str) else ""
+        which = next((start for start in self.CLIENTS_CAN_REPEAT if said.startswith(start)), None)
+        if which is None:
+            return True
+        now = time.monotonic()
+        last, dropped = self.said.get(which, (None, 0))
+        if last is not None and now - last < self.every:
+            self.said[which] = (last, dropped + 1)
+            return False
+        self.said[which] = (now, 0)
+        if dropped:
+            record.msg = f"{record.msg} ({dropped} more since the last)"
+        return True
+
+
 def quiet_logs() -> None:
     """One OutOfFiles on the loggers that see it, asyncio's (accept) and uvicorn's (a
-    request); once a process, however many servers it runs."""
+    request), and Repeated on uvicorn's; once a process, however many servers it runs."""
     accepts, requests = logging.getLogger("asyncio"), logging.getLogger("uvicorn.error")
     if not any(isinstance(kept, OutOfFiles) for kept in requests.filters):
         out_of_files = OutOfFiles(REPEAT_SECONDS)
         accepts.addFilter(out_of_files)
         requests.addFilter(out_of_files)
+    if not any(isinstance(kept, Repeated) for kept in requests.filters):
+        requests.addFilter(Repeated(REPEAT_SECONDS))

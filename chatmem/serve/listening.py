@@ -274,7 +274,8 @@ def server_config(app: App, limits: Limits | None = None) -> uvicorn.Config:
     address from X-Forwarded-For (trusted from loopback), so any account could name a
     connection the owner holds open to the peer check; within `limits` (by default
     chatmem's, fitted to the open-files limit): requests run at once, connections held, how
-    long a request may take to arrive (serve/connections.py)."""
+    long a request may take to arrive; and with the warnings a client can repeat said once
+    a minute (serve/connections.py)."""
     import uvicorn
 
     kept = (limits or Limits()).fitted()

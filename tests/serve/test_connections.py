@@ -2,7 +2,8 @@
 same server_config) unreachable: requests past a cap answered 503 (idle sockets counting for
 nothing), at a ceiling the connection heard from least recently without a request closed to
 make room, a head and a body deadline, running out of open files said once, not a traceback
-per accept. Real uvicorn on 127.0.0.1, limits made small through the public Limits."""
+per accept, and warnings a client can have uvicorn repeat said once a minute. Real uvicorn on
+127.0.0.1, limits made small through the public Limits."""
 
 from __future__ import annotations
 
@@ -27,7 +28,7 @@ pytest.importorskip("uvicorn", reason="chatmem[serve] is not installed")
 import httpx2 as httpx
 
 from chatmem.config.settings import Settings
-from chatmem.serve.connections import REQUESTS, Limits, OutOfFiles
+from chatmem.serve.connections import REQUESTS, Limits, OutOfFiles, Repeated
 
 
 @pytest.fixture
@@ -208,3 +209,55 @@ def test_running_out_of_open_files_is_one_line_a_minute_not_a_traceback_per_acce
                        "some close", None)
     assert len(said) == 2 and said[1][0].startswith("something else") and said[1][1]
 
+
+UPGRADE = (b"GET /v1/models HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: upgrade\r\n"
+           b"Upgrade: websocket\r\n\r\n")
+
+
+class Lines(logging.Handler):
+    def __init__(self) -> None:
+        super().__init__()
+        self.said: list[str] = []
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self.said.append(record.getMessage())
+
+
+def test_upgrade_requests_in_a_flood_write_a_bounded_number_of_log_lines(
+        settings: Settings) -> None:
+    """Each request with `Connection: upgrade` wrote two warnings (uvicorn serves no
+    upgrade here): anyone could fill the server's log, token or not."""
+    proxy = RunningProxy(settings, token="sekret")  # uvicorn sets its log's handlers here
+    uvicorn_log = logging.getLogger("uvicorn.error")
+    for kept in uvicorn_log.filters:
+        if isinstance(kept, Repeated):
+            kept.said.clear()  # whatever another test of this process had it say
+    lines = Lines()
+    uvicorn_log.addHandler(lines)
+    try:
+        with proxy, socket.create_connection(("127.0.0.1", proxy.port)) as sock:
+            sock.settimeout(HANG)
+            for _ in range(10):  # 200 requests, pipelined 20 at a time
+                sock.sendall(UPGRADE * 20)
+                answers = b""
+                while answers.count(b"HTTP/1.1 401") < 20:
+                    answers += sock.recv(1 << 16)
+    finally:
+        uvicorn_log.removeHandler(lines)
+    assert lines.said == [
+        "Unsupported upgrade request.",
+        "No supported WebSocket library detected. Please use \"pip install "
+        "'uvicorn[standard]'\", or install 'websockets' or 'wsproto' manually."]
+
+
+def test_a_repeated_warning_is_said_once_a_minute_with_a_count_and_others_all_pass() -> None:
+    quiet = Repeated(every=60.0)
+    said = [record.getMessage() for record in (
+        logging.makeLogRecord({"msg": msg, "levelno": logging.WARNING})
+        for msg in ["Invalid HTTP request received."] * 3 + ["Exception in ASGI application\n"]
+        * 2) if quiet.filter(record)]
+    assert said == ["Invalid HTTP request received."] + ["Exception in ASGI application\n"] * 2
+    quiet.said["Invalid HTTP request received"] = (-1e9, 2)  # a minute has gone by
+    record = logging.makeLogRecord({"msg": "Invalid HTTP request received."})
+    assert quiet.filter(record)
+    assert record.getMessage() == "Invalid HTTP request received. (2 more since the last)"
