@@ -1,17 +1,25 @@
-"""How many connections an HTTP front end (serve, `mcp --http`) holds, and for how long one
-may take to say what it wants, so that anyone able to connect cannot make it unreachable
-before any token is checked: 20,000 connections that never finished their headers took
-every open file (accept then failed, one traceback each time, 91 MB of log in 50 s), and a
-connection dripping a header line every 5 s was kept for ever.
+"""How many requests an HTTP front end (serve, `mcp --http`) runs at once, how many
+connections it holds, and for how long one may take to say what it wants, so that anyone able
+to connect cannot make it unreachable before any token is checked: 20,000 connections that
+never finished their headers took every open file (accept then failed, one traceback each
+time, 91 MB of log in 50 s), and a connection dripping a header line every 5 s was kept for
+ever.
 
-Three things, each as uvicorn's public configuration lets it be done:
-- uvicorn's `limit_concurrency`: a request made while that many connections are open (or
-  that many requests run) is answered 503 at once instead of waiting;
-- beyond a ceiling drawn from the open-files limit, a new connection is closed as soon as it
-  is accepted, so the process keeps descriptors for its databases and its model calls;
+Four things, each as uvicorn's public configuration lets it be done (the protocol class it is
+given, and ASGI):
+- past REQUESTS running at once, a request is answered 503 (ConnectionGuard). A request counts
+  once its head is in: uvicorn's own `limit_concurrency` counted every open connection, so
+  128 sockets that sent nothing, from anyone, made every request fail, token or not;
+- at a ceiling of connections drawn from the open-files limit, a new connection makes room by
+  closing the one heard from least recently among those without a request under way (a head
+  not yet whole, or idle between requests); only when every connection has a request under
+  way is the new one closed as it is accepted. A client sends its head within milliseconds
+  of connecting, so a flood of idle sockets only closes its own;
 - a deadline for a request's head and one for its body (Deadlined, the protocol uvicorn is
   given, and ConnectionGuard, the ASGI middleware that tells it where each request is):
-  uvicorn's keep-alive timeout only runs between requests, and not before the first byte.
+  uvicorn's keep-alive timeout only runs between requests, and not before the first byte;
+- uvicorn's warnings any client can have it repeat once a request (an upgrade it does not
+  serve, a malformed request) are one line per minute each, with a count (Repeated).
 
 Running out of open files anyway (another part of the process took them) is one log line a
 minute (OutOfFiles), not a traceback per accept."""
@@ -25,12 +33,13 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
-from chatmem.serve.asgi import App, Receive, Scope, Send
+from chatmem.serve.asgi import App, Receive, Scope, Send, refuse
 
-CONNECTIONS = 128
-"""Connections served at once before a request is answered 503: far more than one person's
-clients open (a browser opens six to a host, an MCP client one or two; serve's turn.py takes
-40 streams of a slow model in stride), far fewer than the descriptors a process has."""
+REQUESTS = 128
+"""Requests running at once before another is answered 503: far more than one person's
+clients make (a browser opens six connections to a host, an MCP client one or two; serve's
+turn.py takes 40 streams of a slow model in stride), far fewer than the descriptors a process
+has."""
 HEAD_SECONDS = 10.0
 """How long a connection may take to send a request's whole head, from when it connects or
 its last answer ends: a client sends it in one write, within milliseconds on this machine or
@@ -48,8 +57,11 @@ FILES_KEPT = 2
 """Of the open-files limit, the share not given to connections: 1/2 of it is kept for the
 databases, model calls and logs a served request opens."""
 CEILING = 1024
-"""Connections held at once beyond which a new one is closed as it is accepted: the ones
-between CONNECTIONS and this are answered 503 or dropped at their head deadline."""
+"""Connections held at once: at this many, a new one closes the connection heard from least
+recently among those without a request under way, or, when all have one, is itself closed as
+it is accepted."""
+REPEAT_SECONDS = 60.0
+"""How often a warning a client can have uvicorn repeat (or running out of files) is said."""
 
 
 def _open_files() -> int | None:
@@ -63,7 +75,7 @@ def _open_files() -> int | None:
 
 @dataclass(frozen=True)
 class Limits:
-    connections: int = CONNECTIONS
+    requests: int = REQUESTS
     ceiling: int = CEILING
     head_seconds: float = HEAD_SECONDS
     body_seconds: float = BODY_SECONDS
@@ -74,7 +86,7 @@ class Limits:
         """These limits within this process's open-files limit (1024 by default on Linux)."""
         files = _open_files()
         ceiling = self.ceiling if files is None else min(self.ceiling, max(8, files // FILES_KEPT))
-        return Limits(min(self.connections, ceiling), ceiling, self.head_seconds,
+        return Limits(min(self.requests, ceiling), ceiling, self.head_seconds,
                       self.body_seconds, self.keep_alive_seconds, self.head_bytes)
 
 
@@ -82,44 +94,67 @@ _TOO_MANY = (b"HTTP/1.1 503 Service Unavailable\r\ncontent-type: text/plain\r\n"
              b"connection: close\r\ncontent-length: 28\r\n\r\ntoo many connections at once")
 
 
+_BUSY = "too many requests at once: answered 503"
+"""The server's log line for a request answered 503 (Repeated says it once a minute)."""
+
+
 @dataclass
 class ConnectionGuard:
     """The connections one server holds, by the client address a request's scope names
     (ASGI names no connection; a client's address and port are one connection's while it is
-    open), and the ASGI middleware telling each where its request is."""
+    open), those of them without a request under way, least recently heard from first, and
+    the ASGI middleware telling each where its request is and answering 503 past the
+    requests it may run at once."""
 
     app: App
     limits: Limits
     open: dict[tuple[str, int], Deadlined] = field(default_factory=dict)
+    idle: dict[Deadlined, None] = field(default_factory=dict)
+    """In the order last heard from (a dict keeps it, and drops one in O(1))."""
+    running: int = 0
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        client = scope.get("client")
-        held = self.open.get((str(client[0]), int(client[1]))) if client else None
-        if scope["type"] != "http" or held is None:
+        if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
-        held.head_in()
+        client = scope.get("client")
+        held = self.open.get((str(client[0]), int(client[1]))) if client else None
+        if held is not None:
+            held.head_in()
+            receive, send = held.watching(receive, send)
+        if self.running >= self.limits.requests:
+            # uvicorn's log, where its own warnings go; Repeated says it once a minute.
+            logging.getLogger("uvicorn.error").warning(_BUSY)
+            await refuse(send, 503, "too many requests at once; try again shortly",
+                         "server_busy", [(b"retry-after", b"1")])
+            return
+        self.running += 1
+        try:
+            await self.app(scope, receive, send)
+        finally:
+            self.running -= 1
 
-        async def received() -> Any:
-            message = await receive()
-            if message.get("type") != "http.request" or not message.get("more_body"):
-                held.body_in()
-            return message
+    def heard(self, held: Deadlined) -> None:
+        """`held`, without a request under way, was heard from (connected, sent a part of
+        a head, or was answered): the last to be closed to make room."""
+        self.idle.pop(held, None)
+        self.idle[held] = None
 
-        async def sending(message: Any) -> None:
-            if message.get("type") == "http.response.start":
-                held.body_in()  # answered without reading it all: no body deadline
-            await send(message)
-            if message.get("type") == "http.response.body" and not message.get("more_body"):
-                held.answered()
-
-        await self.app(scope, received, sending)
+    def make_room(self) -> bool:
+        """Close the connection heard from least recently of those without a request under
+        way (False: every connection has one). Dropped from `open` at once, as a closed
+        connection's descriptor is given back on the loop's next turn."""
+        oldest = next(iter(self.idle), None)
+        if oldest is not None:
+            oldest.evicted()
+        return oldest is not None
 
 
 class Deadlined(asyncio.Protocol):
     """uvicorn's HTTP protocol for one connection (h11 or httptools, as `http="auto"`
-    picks), closed when its request's head or body is not in by its deadline; and not kept
-    at all when the server already holds its ceiling of connections."""
+    picks), closed when its request's head or body is not in by its deadline, or when the
+    server at its ceiling of connections makes room for a new one; and not kept at all when
+    every connection it holds has a request under way."""
 
     guard: ConnectionGuard  # set on the subclass server_config makes
 
@@ -136,7 +171,7 @@ class Deadlined(asyncio.Protocol):
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         assert isinstance(transport, asyncio.Transport)
         self.transport = transport
-        if len(self.guard.open) >= self.guard.limits.ceiling:
+        if len(self.guard.open) >= self.guard.limits.ceiling and not self.guard.make_room():
             self.refused = True
             transport.write(_TOO_MANY)
             transport.close()  # the descriptor back at once; the inner protocol never sees it
@@ -145,7 +180,7 @@ class Deadlined(asyncio.Protocol):
         if isinstance(peer, tuple):
             self.key = (str(peer[0]), int(peer[1]))
             self.guard.open[self.key] = self
-        self._due(self.guard.limits.head_seconds)
+        self._waiting()
         self.inner.connection_made(transport)
 
     def _due(self, seconds: float | None) -> None:
@@ -156,18 +191,59 @@ class Deadlined(asyncio.Protocol):
     def _late(self) -> None:
         self.deadline = None
         if self.transport is not None:
-            self.transport.close()
+            # abort, not close: close waits to send what is buffered, for ever to a client
+            # that reads nothing, and the descriptor with it.
+            self.transport.abort()
+
+    def _waiting(self) -> None:
+        """Waiting for a request's head, from now."""
+        self._due(self.guard.limits.head_seconds)
+        if self.key is not None:
+            self.guard.heard(self)
+
+    def watching(self, receive: Receive, send: Send) -> tuple[Receive, Send]:
+        """A request's receive and send, telling this connection where its request is."""
+
+        async def received() -> Any:
+            message = await receive()
+            if message.get("type") != "http.request" or not message.get("more_body"):
+                self.body_in()
+            return message
+
+        async def sending(message: Any) -> None:
+            if message.get("type") == "http.response.start":
+                self.body_in()  # answered without reading it all: no body deadline
+            await send(message)
+            if message.get("type") == "http.response.body" and not message.get("more_body"):
+                self.answered()
+
+        return received, sending
 
     def head_in(self) -> None:
+        self.guard.idle.pop(self, None)
         self._due(self.guard.limits.body_seconds)
 
     def body_in(self) -> None:
         self._due(None)  # the answer may take as long as the model does
 
     def answered(self) -> None:
-        self._due(self.guard.limits.head_seconds)  # the next request on this connection
+        self._waiting()  # the next request on this connection
+
+    def evicted(self) -> None:
+        self._forget()
+        self._late()
+
+    def _forget(self) -> None:
+        self.guard.idle.pop(self, None)
+        if self.key is not None and self.guard.open.get(self.key) is self:
+            del self.guard.open[self.key]
 
     def data_received(self, data: bytes) -> None:
+        if self in self.guard.idle:
+            # Heard from: a head arriving in parts, or the next request on a kept-alive
+            # connection whose head uvicorn may have parsed but not yet handed to the
+            # guard (that waits for the loop's next turn), is not the one to close.
+            self.guard.heard(self)
         self.inner.data_received(data)
 
     def eof_received(self) -> bool | None:
@@ -183,8 +259,7 @@ class Deadlined(asyncio.Protocol):
         self._due(None)
         if self.refused:
             return  # closed at accept: the inner protocol never saw it
-        if self.key is not None and self.guard.open.get(self.key) is self:
-            del self.guard.open[self.key]
+        self._forget()
         self.inner.connection_lost(exc)
 
 
@@ -220,9 +295,46 @@ class OutOfFiles(logging.Filter):
         return True
 
 
-def quiet_when_out_of_files(every: float = 60.0) -> OutOfFiles:
-    """OutOfFiles on the loggers that see it: asyncio's (accept) and uvicorn's (a request)."""
-    kept = OutOfFiles(every)
-    for name in ("asyncio", "uvicorn.error"):
-        logging.getLogger(name).addFilter(kept)
-    return kept
+class Repeated(logging.Filter):
+    """The warnings of uvicorn's log that any client can have it write once a request, and
+    the guard's 503 line, let through once per `every` seconds each, the next one saying how
+    many were dropped since; every other record passes. A client sending `Connection:
+    upgrade` wrote two lines a request (uvicorn serves no upgrade here), a flood of them as
+    many as the server answered."""
+
+    CLIENTS_CAN_REPEAT = ("Unsupported upgrade request", "No supported WebSocket library",
+                          "Invalid HTTP request received", _BUSY)
+    """How each begins (uvicorn's own wording, which a version may extend)."""
+
+    def __init__(self, every: float = REPEAT_SECONDS) -> None:
+        super().__init__()
+        self.every = every
+        self.said: dict[str, tuple[float, int]] = {}
+        """When each was last let through, and how many were dropped since."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        said = record.msg if isinstance(record.msg, str) else ""
+        which = next((start for start in self.CLIENTS_CAN_REPEAT if said.startswith(start)), None)
+        if which is None:
+            return True
+        now = time.monotonic()
+        last, dropped = self.said.get(which, (None, 0))
+        if last is not None and now - last < self.every:
+            self.said[which] = (last, dropped + 1)
+            return False
+        self.said[which] = (now, 0)
+        if dropped:
+            record.msg = f"{record.msg} ({dropped} more since the last)"
+        return True
+
+
+def quiet_logs() -> None:
+    """One OutOfFiles on the loggers that see it, asyncio's (accept) and uvicorn's (a
+    request), and Repeated on uvicorn's; once a process, however many servers it runs."""
+    accepts, requests = logging.getLogger("asyncio"), logging.getLogger("uvicorn.error")
+    if not any(isinstance(kept, OutOfFiles) for kept in requests.filters):
+        out_of_files = OutOfFiles(REPEAT_SECONDS)
+        accepts.addFilter(out_of_files)
+        requests.addFilter(out_of_files)
+    if not any(isinstance(kept, Repeated) for kept in requests.filters):
+        requests.addFilter(Repeated(REPEAT_SECONDS))

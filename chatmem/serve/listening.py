@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING
 
 from chatmem.errors import UsageError
 from chatmem.serve.asgi import App, Receive, Scope, Send, refuse, refused_line
-from chatmem.serve.connections import ConnectionGuard, Limits, deadlined, quiet_when_out_of_files
+from chatmem.serve.connections import ConnectionGuard, Limits, deadlined, quiet_logs
 from chatmem.serve.origins import SERVE_PAGES, CrossOrigin, PagesAllowed
 from chatmem.serve.peers import PROC_NET, accounts_shown, peer_uids
 from chatmem.serve.tokens_file import TokensFile
@@ -272,16 +272,20 @@ def guarded(app: App, where: Listening, tokens: Mapping[str, str] | TokensFile |
 def server_config(app: App, limits: Limits | None = None) -> uvicorn.Config:
     """How uvicorn runs `app`: without proxy headers, since uvicorn would take the client's
     address from X-Forwarded-For (trusted from loopback), so any account could name a
-    connection the owner holds open to the peer check; and within `limits` (by default
-    chatmem's, fitted to the open-files limit): connections held, how long a request may
-    take to arrive (serve/connections.py)."""
+    connection the owner holds open to the peer check; within `limits` (by default
+    chatmem's, fitted to the open-files limit): requests run at once, connections held, how
+    long a request may take to arrive; and with the warnings a client can repeat said once
+    a minute (serve/connections.py)."""
     import uvicorn
 
     kept = (limits or Limits()).fitted()
     guard = ConnectionGuard(app, kept)
+    quiet_logs()
+    # No limit_concurrency: uvicorn counts every open connection in it, those that sent
+    # nothing too, so that sockets anyone opens made every request fail (ConnectionGuard
+    # counts requests instead).
     return uvicorn.Config(guard, log_level="warning", lifespan="on", proxy_headers=False,
-                          http=deadlined(guard), limit_concurrency=kept.connections,
-                          timeout_keep_alive=kept.keep_alive_seconds,
+                          http=deadlined(guard), timeout_keep_alive=kept.keep_alive_seconds,
                           h11_max_incomplete_event_size=kept.head_bytes)
 
 
@@ -306,7 +310,6 @@ def serve_http(app: App, where: Listening, announce: Callable[[Listening], None]
     sock.listen(128)
     bound = dataclasses.replace(where, port=sock.getsockname()[1])
     announce(bound)
-    quiet_when_out_of_files()
     server = uvicorn.Server(server_config(app))
     try:
         with _hangup_ends(server):

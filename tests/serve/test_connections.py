@@ -1,7 +1,9 @@
 """Connections that never finish their request cannot make serve (or `mcp --http`, run by the
-same server_config) unreachable: a cap answered 503, a ceiling closed at accept, a head and a
-body deadline, and running out of open files said once, not a traceback per accept. Real
-uvicorn on 127.0.0.1, deadlines made short through the public Limits."""
+same server_config) unreachable: requests past a cap answered 503 (idle sockets counting for
+nothing), at a ceiling the connection heard from least recently without a request closed to
+make room, a head and a body deadline, running out of open files said once, not a traceback
+per accept, and warnings a client can have uvicorn repeat said once a minute. Real uvicorn on
+127.0.0.1, limits made small through the public Limits."""
 
 from __future__ import annotations
 
@@ -10,21 +12,23 @@ import errno
 import logging
 import select
 import socket
+import threading
 from collections.abc import Iterator
 from contextlib import ExitStack, contextmanager
 from pathlib import Path
+from urllib.parse import quote
 
 import pytest
 from chat_server import ChatServer
 from test_proxy import RunningProxy
-from waiting import HANG
+from waiting import HANG, wait_until
 
 pytest.importorskip("uvicorn", reason="chatmem[serve] is not installed")
 
 import httpx2 as httpx
 
 from chatmem.config.settings import Settings
-from chatmem.serve.connections import Limits, OutOfFiles
+from chatmem.serve.connections import REQUESTS, Limits, OutOfFiles, Repeated
 
 
 @pytest.fixture
@@ -57,24 +61,107 @@ def closed(sock: socket.socket) -> bytes:
     return said
 
 
-def models(proxy: RunningProxy) -> int:
-    return httpx.get(f"{proxy.base_url}/models", timeout=HANG).status_code
+def models(proxy: RunningProxy, token: str | None = None) -> int:
+    headers = {"Authorization": f"Bearer {token}"} if token else {}
+    return httpx.get(f"{proxy.base_url}/models", headers=headers, timeout=HANG).status_code
 
 
-def test_past_the_cap_a_request_gets_503_at_once_and_is_served_once_idle_ones_are_dropped(
+@contextmanager
+def silent(proxy: RunningProxy, count: int) -> Iterator[list[socket.socket]]:
+    """`count` connections that sent nothing."""
+    with ExitStack() as held:
+        yield [held.enter_context(socket.create_connection(("127.0.0.1", proxy.port)))
+               for _ in range(count)]
+
+
+def answer(sock: socket.socket) -> bytes:
+    """One whole answer read from `sock`, which stays open."""
+    sock.settimeout(HANG)
+    said = b""
+    while b"\r\n\r\n" not in said:
+        said += sock.recv(4096)
+    head, _, body = said.partition(b"\r\n\r\n")
+    length = int(head.lower().split(b"content-length:")[1].split(b"\r\n")[0])
+    while len(body) < length:
+        body += sock.recv(4096)
+    return said
+
+
+def still_open(sock: socket.socket) -> bool:
+    readable, _, _ = select.select([sock], [], [], 0)
+    return not readable  # a closed connection reads as its end at once
+
+
+@contextmanager
+def held_at_the_model(proxy: RunningProxy, chat_server: ChatServer,
+                      count: int) -> Iterator[None]:
+    """`count` chat requests under way, each waiting on a model that answers nothing until
+    the block ends."""
+    chat_server.plan = ["hang"] * count
+    asking = [threading.Thread(target=httpx.post, args=(f"{proxy.base_url}/chat/completions",),
+                               kwargs={"timeout": HANG, "headers": {
+                                   "X-Chatmem-Conversation": quote(f"会话{n}")}, "json": {
+                                   "model": "test-small",
+                                   "messages": [{"role": "user", "content": f"第{n}个"}]}})
+              for n in range(count)]
+    try:
+        for thread in asking:
+            thread.start()
+        wait_until(lambda: len(chat_server.requests) == count, "each request waits on the model")
+        yield
+    finally:
+        chat_server.release.set()
+        for thread in asking:
+            thread.join(HANG)
+
+
+def test_idle_sockets_past_the_request_cap_do_not_stop_a_request_with_a_token(
         settings: Settings) -> None:
-    with RunningProxy(settings, limits=Limits(connections=4, head_seconds=1.0)) as proxy:
-        assert models(proxy) == 200
-        with half_sent(proxy, 4) as idle:
-            assert models(proxy) == 503  # answered, not left waiting
-            assert [closed(sock) for sock in idle] == [b""] * 4  # dropped at the deadline
-            assert models(proxy) == 200
+    """uvicorn's limit_concurrency counted every open connection: 128 sockets anyone opened,
+    sending nothing, and every request, its token right, was answered 503."""
+    with RunningProxy(settings, token="sekret") as proxy, silent(proxy, REQUESTS + 2), \
+            half_sent(proxy, 2):
+        assert models(proxy, "sekret") == 200
+        assert models(proxy) == 401
 
 
-def test_past_the_ceiling_a_connection_is_closed_as_it_is_accepted(
+def test_past_the_request_cap_a_request_gets_503_at_once_and_is_served_once_one_ends(
+        settings: Settings, chat_server: ChatServer) -> None:
+    with RunningProxy(settings, limits=Limits(requests=2)) as proxy:
+        with held_at_the_model(proxy, chat_server, 2):
+            refused = httpx.get(f"{proxy.base_url}/models", timeout=HANG)
+            assert refused.status_code == 503  # answered, not left waiting
+            assert refused.json()["error"]["code"] == "server_busy"
+            assert refused.headers["retry-after"] == "1"
+        wait_until(lambda: models(proxy) == 200, "served once the requests ended")
+
+
+def test_at_the_ceiling_a_new_connection_closes_the_one_heard_from_least_recently(
         settings: Settings) -> None:
-    with RunningProxy(settings, limits=Limits(connections=2, ceiling=3)) as proxy, \
-            half_sent(proxy, 3), socket.create_connection(("127.0.0.1", proxy.port)) as extra:
+    """A connection past the ceiling was closed as it was accepted: as many idle sockets as
+    the ceiling, and every new request failed. Now each new connection closes the idle one
+    heard from least recently, so an idle flood closes its own, not a client's request."""
+    asked = (b"GET /v1/models HTTP/1.1\r\nHost: 127.0.0.1\r\n"
+             b"Authorization: Bearer sekret\r\n\r\n")
+    with RunningProxy(settings, token="sekret", limits=Limits(ceiling=8)) as proxy, \
+            socket.create_connection(("127.0.0.1", proxy.port)) as kept:
+        kept.sendall(asked)
+        assert answer(kept).startswith(b"HTTP/1.1 200 ")  # kept alive, idle since
+        with silent(proxy, 4) as flood, half_sent(proxy, 3) as dripping:
+            assert models(proxy, "sekret") == 200  # the kept-alive one made room
+            assert closed(kept) == b""
+            assert all(still_open(sock) for sock in flood + dripping)
+            with silent(proxy, 8) as more:
+                assert models(proxy, "sekret") == 200
+                assert [closed(sock) for sock in flood + dripping] == [b""] * 7
+                assert still_open(more[-1])
+
+
+def test_at_the_ceiling_with_every_connection_busy_a_new_one_is_closed_as_it_is_accepted(
+        settings: Settings, chat_server: ChatServer) -> None:
+    with RunningProxy(settings, limits=Limits(ceiling=3)) as proxy, \
+            held_at_the_model(proxy, chat_server, 3), \
+            socket.create_connection(("127.0.0.1", proxy.port)) as extra:
         assert closed(extra).startswith(b"HTTP/1.1 503 ")
 
 
@@ -121,3 +208,56 @@ def test_running_out_of_open_files_is_one_line_a_minute_not_a_traceback_per_acce
     assert said[0] == ("out of open files (Too many open files): new connections wait until "
                        "some close", None)
     assert len(said) == 2 and said[1][0].startswith("something else") and said[1][1]
+
+
+UPGRADE = (b"GET /v1/models HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: upgrade\r\n"
+           b"Upgrade: websocket\r\n\r\n")
+
+
+class Lines(logging.Handler):
+    def __init__(self) -> None:
+        super().__init__()
+        self.said: list[str] = []
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self.said.append(record.getMessage())
+
+
+def test_upgrade_requests_in_a_flood_write_a_bounded_number_of_log_lines(
+        settings: Settings) -> None:
+    """Each request with `Connection: upgrade` wrote two warnings (uvicorn serves no
+    upgrade here): anyone could fill the server's log, token or not."""
+    proxy = RunningProxy(settings, token="sekret")  # uvicorn sets its log's handlers here
+    uvicorn_log = logging.getLogger("uvicorn.error")
+    for kept in uvicorn_log.filters:
+        if isinstance(kept, Repeated):
+            kept.said.clear()  # whatever another test of this process had it say
+    lines = Lines()
+    uvicorn_log.addHandler(lines)
+    try:
+        with proxy, socket.create_connection(("127.0.0.1", proxy.port)) as sock:
+            sock.settimeout(HANG)
+            for _ in range(10):  # 200 requests, pipelined 20 at a time
+                sock.sendall(UPGRADE * 20)
+                answers = b""
+                while answers.count(b"HTTP/1.1 401") < 20:
+                    answers += sock.recv(1 << 16)
+    finally:
+        uvicorn_log.removeHandler(lines)
+    assert lines.said == [
+        "Unsupported upgrade request.",
+        "No supported WebSocket library detected. Please use \"pip install "
+        "'uvicorn[standard]'\", or install 'websockets' or 'wsproto' manually."]
+
+
+def test_a_repeated_warning_is_said_once_a_minute_with_a_count_and_others_all_pass() -> None:
+    quiet = Repeated(every=60.0)
+    said = [record.getMessage() for record in (
+        logging.makeLogRecord({"msg": msg, "levelno": logging.WARNING})
+        for msg in ["Invalid HTTP request received."] * 3 + ["Exception in ASGI application\n"]
+        * 2) if quiet.filter(record)]
+    assert said == ["Invalid HTTP request received."] + ["Exception in ASGI application\n"] * 2
+    quiet.said["Invalid HTTP request received"] = (-1e9, 2)  # a minute has gone by
+    record = logging.makeLogRecord({"msg": "Invalid HTTP request received."})
+    assert quiet.filter(record)
+    assert record.getMessage() == "Invalid HTTP request received. (2 more since the last)"
