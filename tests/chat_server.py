@@ -169,13 +169,21 @@ class _Handler(BaseHTTPRequestHandler):
         elif mode == "html":
             self._body(200, "text/html; charset=utf-8",
                        b"<!doctype html><html><body><h1>Welcome to nginx!</h1></body></html>")
-        elif mode == "json":
-            # A server that ignores stream=True and answers once.
+        elif mode in ("json", "json-logprobs"):
+            # A server that ignores stream=True and answers once; with each token's 20 most
+            # likely alternatives (-o logprobs/top_logprobs), ~2 KB of body a token.
             words = self.server.reply_words
+            choice: dict[str, object] = {
+                "index": 0, "finish_reason": "stop",
+                "message": {"role": "assistant", "content": "".join(words)}}
+            if mode == "json-logprobs":
+                choice["logprobs"] = {"content": [
+                    {"token": w, "logprob": -0.1, "top_logprobs": [
+                        {"token": f"{w}{n}", "logprob": -1.5 - n, "bytes": [120] * 8}
+                        for n in range(20)]} for w in words]}
             self._body(200, "application/json", json.dumps({
                 "id": "chatcmpl-test", "object": "chat.completion", "model": body["model"],
-                "choices": [{"index": 0, "finish_reason": "stop",
-                             "message": {"role": "assistant", "content": "".join(words)}}],
+                "choices": [choice],
                 "usage": {"prompt_tokens": 3, "completion_tokens": len(words)}
                 if self.server.usage is None else self.server.usage,
             }).encode())

@@ -50,6 +50,13 @@ class Usage:
     dropped here (both counts None)."""
 
 
+def not_a_count(value: object) -> str:
+    """What makes `value`, refused by tokens.token_count, no token count."""
+    if isinstance(value, int) and not isinstance(value, bool) and value > 0:
+        return f"more than any request or reply holds ({MOST_TOKENS_COUNTED:,})"
+    return "not a count of 0 or more"
+
+
 def checked_counts(usage: Usage) -> tuple[Usage, str | None]:
     """`usage` with its counts as ints (a numpy integer will do), or what is wrong with
     one of them: a count is an int from 0 to MOST_TOKENS_COUNTED, or None (not reported);
@@ -59,10 +66,7 @@ def checked_counts(usage: Usage) -> tuple[Usage, str | None]:
         value = getattr(usage, field)
         whole = None if value is None else token_count(value)
         if value is not None and whole is None:
-            return usage, f"its usage's {field} is {_shown(value)}, " + (
-                f"more than any request or reply holds ({MOST_TOKENS_COUNTED:,})"
-                if isinstance(value, int) and not isinstance(value, bool) and value > 0
-                else "not a count of 0 or more")
+            return usage, f"its usage's {field} is {_shown(value)}, {not_a_count(value)}"
         found.append(whole)
     prompt, completion = found
     if prompt is usage.prompt_tokens and completion is usage.completion_tokens:

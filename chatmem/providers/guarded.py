@@ -11,7 +11,6 @@ goes to stderr (chatmem.plugin_output), as while it loads.
 from __future__ import annotations
 
 import contextlib
-import operator
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import TYPE_CHECKING, Any
 
@@ -26,7 +25,9 @@ from chatmem.providers.base import (
     ReplyStream,
     Usage,
     checked_counts,
+    not_a_count,
 )
+from chatmem.tokens import token_count
 
 if TYPE_CHECKING:
     from chatmem.privacy.secrets import SecretMask
@@ -167,25 +168,17 @@ class GuardedCounter:
 
     def _counted(self, method: str, count: Callable[[], object]) -> int:
         tokens = guarded(self._failed, lambda: printing_to_stderr(count), self._mask)
-        # numpy's integers will do (operator.index takes them); a bool, a float or a
-        # negative count will not.
-        whole = None if isinstance(tokens, bool) else _whole(tokens)
-        if whole is None or whole < 0:
+        # numpy's integers will do; a bool, a float, a negative or an absurd count will not.
+        whole = token_count(tokens)
+        if whole is None:
             shown = repr(tokens) if isinstance(tokens, int | float) else kind_of(tokens)
-            raise self._failed(f"its token counter's {method} returned {shown}, not a count "
-                               "of 0 or more")
+            raise self._failed(f"its token counter's {method} returned {shown},"
+                               f" {not_a_count(tokens)}")
         return whole
 
     def __getattr__(self, attribute: str) -> Any:
         # What else the plugin's counter offers, as it is.
         return getattr(self.inner, attribute)
-
-
-def _whole(value: object) -> int | None:
-    try:
-        return operator.index(value)  # type: ignore[arg-type]
-    except TypeError:
-        return None
 
 
 PROVIDER_METHODS = ("stream", "complete", "token_counter", "close")

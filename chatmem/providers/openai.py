@@ -140,9 +140,10 @@ class OpenAIReply:
             raise ProviderResponseError(
                 f"{p.where} answered with {what}, not an OpenAI-compatible reply:"
                 " check base_url (it usually ends in /v1)")
-        # Read no further than the most a reply within the cap can be: a body without end
-        # (or of gigabytes) must not fill memory first.
-        most = self._max_chars * 4
+        # Read no further than the most a reply within the cap can be (the streamed body's
+        # bound: logprobs make a JSON answer as large per token): a body without end (or of
+        # gigabytes) must not fill memory first.
+        most = self._most_bytes
         parts: list[bytes] = []
         size = 0
         for part in response.iter_bytes():

@@ -166,3 +166,17 @@ def test_a_body_that_never_ends_is_read_no_further_than_the_cap_allows(
     assert "bytes" in str(error.value) and chat_server.base_url in str(error.value)
     # 10 tokens × 4 KB + 1 MB beside them, and what the sockets held by then.
     assert chat_server.hung_up.wait(HANG) and chat_server.bytes_sent < 8 << 20
+
+
+def test_a_json_answer_with_logprobs_is_read_within_the_streams_bound(chat_server) -> None:
+    """A JSON answer was bounded at 4 bytes a character of the cap: 300 tokens with their
+    top_logprobs (~2 KB each, as -o top_logprobs=20 asks) were refused as too long."""
+    chat_server.plan = ["json-logprobs"]
+    chat_server.reply_words = [f"w{n} " for n in range(300)]
+    provider = OpenAIProvider("m", base_url=chat_server.base_url, api_key="sk-x",
+                              max_retries=0, timeout=HANG, max_tokens=400)
+    try:
+        assert "".join(provider.stream([{"role": "user", "content": "hi"}])) == \
+            "".join(chat_server.reply_words)
+    finally:
+        provider.close()
