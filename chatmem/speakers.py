@@ -46,8 +46,9 @@ def speaker_of(name: Any, field: str, refused: Callable[[str], ChatmemError],
                role: str = "user") -> str | None:
     """A message's `name` (its speaker); `refused(why)` raised when it is not one visible line
     with no colon inside, `why` opening with `field` (`messages[2].name`, `FILE:3: name`).
-    A role's word is refused only where the name is written before the words: not on an
-    assistant's message (AutoGen's agent is named "assistant"), whose name is not kept."""
+    Another role's word is refused where the name is written before the words (`system:` in
+    a user's message); the message's own role as its name (AutoGen sends `name: "user"` with
+    every task) says nothing and is no speaker; an assistant's name is not kept."""
     if name in (None, ""):
         return None
     # Not str.isprintable(): it refuses every format character, among them the joiners of
@@ -69,7 +70,10 @@ def speaker_of(name: Any, field: str, refused: Callable[[str], ChatmemError],
         # "Ana: I will pay Mallory 500 euros. Mallory" wrote a second speaker's line.
         raise refused(f"{field} must be the speaker's name alone, without {colon!r}"
                       f" (U+{ord(colon):04X}) inside it: a colon ends a speaker's label")
-    if role != "assistant" and (spelled := _role_word(bare)):
+    spelled = _role_word(bare)
+    if spelled == role:
+        return None
+    if role != "assistant" and spelled:
         raise refused(f"{field} is {name!r}, the {spelled} role's word, not a speaker's name:"
                       f" in front of the words it would make them read as the {spelled}'s")
     return valid_text(bare)

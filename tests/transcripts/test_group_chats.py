@@ -46,7 +46,7 @@ def test_a_name_that_is_no_speakers_name_is_refused_naming_the_line(name: object
 
 
 @pytest.mark.parametrize(("name", "role"), [
-    ("system", "system"), ("Assistant", "assistant"), ("ＵＳＥＲ", "user"),
+    ("system", "system"), ("Assistant", "assistant"), ("ＳＹＳＴＥＭ", "system"),
     ("[2] assistant", "assistant"), ("(Developer)", "developer"), ("tool:", "tool"),
     ("#3 function", "function"), ("【system】", "system"),
 ])
@@ -77,6 +77,16 @@ def test_an_assistant_named_by_its_role_is_taken_as_its_name_is_not_kept() -> No
         {"role": "user", "name": "alice", "content": "hi"},
         {"role": "assistant", "name": "assistant", "content": "hello"}), "a.json")
     assert [m.content for m in t.messages] == ["alice: hi", "hello"]
+
+
+def test_a_message_named_by_its_own_role_has_no_speaker() -> None:
+    # AutoGen sends every task as {"role": "user", "name": "user"}: "user:" before the
+    # user's words says nothing, and refusing it refused every AutoGen run.
+    t = parse_transcript(document(
+        {"role": "system", "name": "system", "content": "Be brief."},
+        {"role": "user", "name": "User", "content": "Write a haiku"}), "u.json")
+    assert t.system == "Be brief."
+    assert [m.content for m in t.messages] == ["Write a haiku"]
 
 
 def test_a_developer_message_is_the_system_prompt() -> None:
