@@ -114,7 +114,7 @@ def mcp(
     settings = settings_from(config, db, provider, model)
     people = _tokens(tokens)
     origins = _origins(allow_origin)
-    server = build_server(settings)
+    server = build_server(settings, histories=people is not None)
     if http is None:
         # Over stdio a client app starts it, and shows a tool's error where it shows nothing
         # of stderr: a bad history is said by each tool call, without its path (test_memory).

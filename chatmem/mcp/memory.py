@@ -34,8 +34,8 @@ every other client's calls waiting (list_conversations 127.7 s). A client record
 one after another, so more than a few waiting on one conversation is a flood or a stuck
 model, and its client hears so at once."""
 QUEUED_BY_HISTORY = 8
-"""The same over all conversations of one history (a token of `--tokens`; the server's one
-history otherwise): half of QUEUED_IN_ALL. One person's calls waiting on a slow model made
+"""The same over all conversations of one history (a token of `--tokens`; a server of one
+history keeps all QUEUED_IN_ALL for it): half of QUEUED_IN_ALL. One person's calls waiting on a slow model made
 everyone's "busy" while the whole server's count was theirs alone; now they fill at most
 8 of its 16 places, and another history's call finds 8 still free. Two conversations of
 one history each with QUEUED waiting fill it: a client records its turns one after another,
@@ -51,7 +51,9 @@ class Memory:
     """What the tools share: the settings, the registries, and the models and embedder
     (a ModelPool: each opened once, on first use)."""
 
-    def __init__(self, settings: Settings) -> None:
+    def __init__(self, settings: Settings, *, histories: bool = False) -> None:
+        """`histories`: each caller's history is the one its token names (`--tokens`), so
+        each history's waiting calls get a share of the server's places."""
         from chatmem.app.kept import KeptConversations
         from chatmem.app.model_pool import ModelPool
         from chatmem.plugins import load_registries
@@ -59,8 +61,9 @@ class Memory:
         self.settings = settings
         self.registries = load_registries()
         self.models = ModelPool()
-        self.kept = KeptConversations(queued=QUEUED, queued_by_owner=QUEUED_BY_HISTORY,
-                                      queued_in_all=QUEUED_IN_ALL)
+        self.kept = KeptConversations(
+            queued=QUEUED, queued_by_owner=QUEUED_BY_HISTORY if histories else None,
+            queued_in_all=QUEUED_IN_ALL)
         """The engines of the conversations recorded and read, open between calls."""
 
     def settings_for(self, ctx: Context | None) -> Settings:

@@ -61,12 +61,12 @@ if TYPE_CHECKING:
 # -- the server -------------------------------------------------------------------------------
 
 
-def build_server(settings: Settings) -> MCPServer[Any]:
+def build_server(settings: Settings, *, histories: bool = False) -> MCPServer[Any]:
     """The MCP server over the history `settings` name (or, per caller over HTTP, the one
-    BearerGuard found for its token)."""
+    BearerGuard found for its token: `histories`, a tokens file)."""
     from chatmem.mcp.arguments import ToolServer
 
-    memory = Memory(settings)
+    memory = Memory(settings, histories=histories)
 
     @asynccontextmanager
     async def closing_kept(_: MCPServer[Any]) -> AsyncIterator[dict[str, Any]]:

@@ -84,7 +84,7 @@ def mcp_over_http(settings: Settings, tokens: dict[str, str]) -> Iterator[str]:
     port = sock.getsockname()[1]
     where = Listening("127.0.0.1", port, None)
     security = TransportSecuritySettings(enable_dns_rebinding_protection=False)
-    app = guarded(build_server(settings).streamable_http_app(
+    app = guarded(build_server(settings, histories=True).streamable_http_app(
         host=where.host, transport_security=security), where, tokens)
     server = uvicorn.Server(server_config(app))
     thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
@@ -156,3 +156,14 @@ def test_one_history_flooding_its_slow_conversations_leaves_another_history_not_
     assert len(busy) == conversations * QUEUED - QUEUED_BY_HISTORY
     assert all(answer.is_error and "busy" in answer.content[0].text for answer in busy)
     assert bobs.structured_content["turn"] == 1
+
+
+def test_a_server_of_one_history_keeps_every_waiting_place_for_it(tmp_path: Path) -> None:
+    """With no tokens file every call is the one history's: its share (8) refused calls the
+    server's 16 places had room for."""
+    from chatmem.mcp.memory import QUEUED_IN_ALL, Memory
+
+    settings = Settings(provider="scripted", db=str(tmp_path / "h.db"))
+    alone, shared = Memory(settings).kept, Memory(settings, histories=True).kept
+    assert (alone.queued_by_owner, alone.queued_in_all) == (None, QUEUED_IN_ALL)
+    assert shared.queued_by_owner == QUEUED_BY_HISTORY < QUEUED_IN_ALL
