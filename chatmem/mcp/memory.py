@@ -36,10 +36,10 @@ model, and its client hears so at once."""
 QUEUED_BY_HISTORY = 8
 """The same over all conversations of one history (a token of `--tokens`; a server of one
 history keeps all QUEUED_IN_ALL for it): half of QUEUED_IN_ALL. One person's calls waiting
-on a slow model made everyone's "busy" while the whole server's count was theirs alone; now they fill at most
-8 of its 16 places, and another history's call finds 8 still free. Two conversations of
-one history each with QUEUED waiting fill it: a client records its turns one after another,
-so more is a flood, told as this history's, not the server's."""
+on a slow model made everyone's "busy" while the whole server's count was theirs alone;
+now they fill at most 8 of its 16 places, and another history's call finds 8 still free.
+Two conversations of one history each with QUEUED waiting fill it: a client records its
+turns one after another, so more is a flood, told as this history's, not the server's."""
 QUEUED_IN_ALL = 16
 """The same over all conversations: with one call under way in each of the KEPT (8) kept
 conversations, 16 of the 40 threads stay free for the calls that need no conversation
