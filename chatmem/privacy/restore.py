@@ -14,7 +14,7 @@ import zipfile
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import datetime, timedelta
 from pathlib import Path, PurePosixPath
 from typing import Any
 
@@ -72,6 +72,8 @@ class Archive:
     images_left_out: int = 0
     """Images the exported sessions held, which no archive holds (manifest.json says how
     many; 0 from one written before it said)."""
+    latest: datetime | None = None
+    """The latest any of its times may be (see `_latest`); None: as written."""
 
     def transcripts(self) -> Iterator[tuple[ArchivedSession, Transcript]]:
         """Each session with its transcript, parsed as it is reached: the one before is
@@ -93,14 +95,26 @@ class Archive:
                 raise TranscriptError(
                     f"{self.path}: facts.json: fact {number}: its session"
                     f" {fact['session']!r} is not in the archive; nothing was imported")
+        def at(time: str) -> str:
+            # A fact used "in 9000" never went idle, as a session so dated was never erased.
+            # exported_at is written to the second: a fact used within it is no later.
+            if self.latest is None or parse_time(time) < self.latest + timedelta(seconds=1):
+                return time
+            return stamp(self.latest)
+
+        def maybe_at(time: str | None) -> str | None:
+            return None if time is None else at(time)
+
         return [KeptFact(
             f["key"], f["value"], FactScope(f["scope"]),
             profile_name(f["user"]) if f["scope"] == "user" else None,
             ids[f["session"]] if f["scope"] == "session" else None,
-            session(f.get("stated_in")), f.get("source_turn"), f["created_at"], f["updated_at"],
-            f.get("forgotten_at"), f.get("expires_at"), f.get("used_at"),
+            session(f.get("stated_in")), f.get("source_turn"), at(f["created_at"]),
+            at(f["updated_at"]), maybe_at(f.get("forgotten_at")), f.get("expires_at"),
+            maybe_at(f.get("used_at")),
             tuple(EarlierValue(h["value"], session(h.get("stated_in")), h.get("source_turn"),
-                               h["stated_at"], h["replaced_at"]) for h in f.get("history", [])))
+                               at(h["stated_at"]), at(h["replaced_at"]))
+                  for h in f.get("history", [])))
             for f in self.facts]
 
 
@@ -151,7 +165,7 @@ def _read(path: Path, zf: zipfile.ZipFile, most_bytes: int) -> Archive:
     left_out = images if isinstance(images, int) and not isinstance(images, bool) else 0
     return Archive(path, sessions, facts,
                    summaries if isinstance(summaries, int) and summaries > 0 else 0,
-                   max(left_out, 0))
+                   max(left_out, 0), latest)
 
 
 def _latest(manifest: Mapping[str, Any]) -> datetime:

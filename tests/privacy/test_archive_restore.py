@@ -358,3 +358,19 @@ def test_a_profile_fact_clash_names_a_command_that_works_pasted(
     run(b, "sessions", "import", str(zipped), code=0)
     live = rows(b, 'SELECT "user", key, value FROM facts WHERE deleted_at IS NULL')
     assert live == [(user, key, theirs)]
+
+
+def test_a_fact_time_after_the_export_is_the_exports(archive: Path, tmp_path: Path) -> None:
+    """A fact's times in 9000 were restored as written: used "then", it never went idle."""
+    def ahead(facts: list[dict[str, Any]]) -> None:
+        for fact in facts:
+            for key in ("created_at", "updated_at", "used_at"):
+                fact[key] = "9000-01-01T00:00:00.000+00:00"
+
+    future = with_member_changed(archive, tmp_path / "f.zip", "facts.json", ahead)
+    with zipfile.ZipFile(archive) as zf:
+        exported = json.loads(zf.read("manifest.json"))["exported_at"]
+    b = tmp_path / "b.db"
+    run(b, "sessions", "import", str(future), code=0)
+    times = rows(b, "SELECT created_at, updated_at, used_at FROM facts")
+    assert times and all(t is None or t[:19] <= exported[:19] for row in times for t in row)
