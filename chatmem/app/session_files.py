@@ -156,15 +156,15 @@ class ArchiveImported:
     sessions: list[Imported]
     facts: int
     summaries_left: int = 0
+    """Summary versions the archive holds (summaries/) and the import does not restore: their
+    covered messages are named by the exporting history's ids, which the transcripts do not
+    carry; a summarising strategy summarises the restored turns again."""
     profile_facts: tuple[FactRecord, ...] = ()
     """The live profile facts the import added: every fact-using session of that profile
     sends them from now on, so the user is told which (an archive may be someone else's)."""
     past_retention: RestoredPastRetention | None = None
     """The restored sessions idle past their retention already (they keep when they were
     last used), which the next start or prune would erase unless the user keeps them."""
-    """Summary versions the archive holds (summaries/) and the import does not restore: their
-    covered messages are named by the exporting history's ids, which the transcripts do not
-    carry; a summarising strategy summarises the restored turns again."""
 
 
 def import_archive(workspace: Workspace, archive: Archive,
