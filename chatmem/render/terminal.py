@@ -76,11 +76,14 @@ def on_screen(console: Console) -> bool:
 
 
 def is_line(renderable: object) -> bool:
-    """Whether `renderable` is a line of text (kept whole off a screen), not a panel or a
-    table (laid out at the width wherever it is printed, or its borders cut its text)."""
+    """Whether `renderable` is a line of text (kept whole off a screen: a status line, the
+    token line's fields), not a panel or a table (laid out at the width wherever it is
+    printed, or its borders cut its text)."""
     from rich.text import Text
 
-    return isinstance(renderable, (str, Text))
+    from chatmem.render.fields import FittedLine
+
+    return isinstance(renderable, (str, Text, FittedLine))
 
 
 def _number(value: str | None) -> int | None:

@@ -55,7 +55,10 @@ def test_any_transcript_text_parses_or_is_one_transcript_error(text: str) -> Non
      f"junk.jsonl:1: a message of {MAX_MESSAGE_CHARACTERS + 1:,} characters; at most"
      f" {MAX_MESSAGE_CHARACTERS:,} are imported"),
     ('{"role": "tool", "content": "x"}',
-     "junk.jsonl:1: role must be user, assistant or system (got 'tool')"),
+     "junk.jsonl:1: tool calls are not taken as chatmem turns; leave the tool messages and"
+     " tool_calls out to import the rest"),
+    ('{"role": "robot", "content": "x"}',
+     "junk.jsonl:1: role must be user, assistant or system (got 'robot')"),
 ])
 def test_hostile_transcripts_are_one_line(text: str, message: str) -> None:
     with pytest.raises(ChatmemError) as caught:
