@@ -93,6 +93,10 @@ _DAY = "[一二三四五六日天1-7]"
 _EVERY = re.compile(rf"每(?:一?个|逢|到)?{_S}(?:(?:周|星期|礼拜){_DAY}"
                     rf"(?:{_S}{_LISTED}{_S}(?:周|星期|礼拜)?{_DAY})*{_S}{_LISTED}{_S})?\Z")
 _EVERY_REACH = 64
+# A weekday listed after one of last or this week (上周一和周三, 这周二、周四) is that week's too,
+# as "last Monday and Wednesday" names last week's Wednesday.
+_WEEK_LISTED = re.compile(rf"(?:(?P<last>上+)个?|(?P<this>这个?|本)){_S}(?:周|星期|礼拜){_DAY}"
+                          rf"(?:{_S}{_LISTED}{_S}(?:周|星期|礼拜)?{_DAY})*{_S}{_LISTED}{_S}\Z")
 PATTERN = re.compile(
     # 上周末, 上上个周末, 这个周末; 周末 alone, but not 每个周末 (every weekend) or 下周末
     rf"(?P<wkend_last>(?<!上)上+个?)周末|(?P<wkend_this>这个?|本)周末"
@@ -214,6 +218,13 @@ def read(m: re.Match[str], now: datetime) -> TimeSpan | None:
             return weekday_span(weekday, now, weeks_before=0) \
                 if weekday <= now.weekday() else None
         weeks = _repeats(m, "wd_last", "上", _WORDS_ENDING_IN_SHANG, 1) if g["wd_last"] else None
+        listed = None if g["wd_last"] else \
+            _WEEK_LISTED.search(m.string, max(0, m.start() - _EVERY_REACH), m.start())
+        if listed is not None and listed["this"]:
+            return weekday_span(weekday, now, weeks_before=0) \
+                if weekday <= now.weekday() else None
+        if listed is not None:
+            weeks = len(listed["last"])
         return weekday_span(weekday, now, weeks_before=weeks)
     if g["ago_n"]:
         count = 3 if g["ago_n"] == "几" else zh_number(g["ago_n"])

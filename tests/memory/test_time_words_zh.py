@@ -254,3 +254,15 @@ def test_a_month_after_a_latin_word_is_a_month_where_its_word_ends(text: str, st
     # Only where 月 begins another word (Top 3 月度榜单, iOS 18 月活) is the number no month.
     [span] = spans(text, datetime(2026, 12, 6, 9, tzinfo=UTC))
     assert span.days[0] == start
+
+
+@pytest.mark.parametrize(("text", "days"), [
+    ("上周一和周三我在哪？", ["2026-11-23", "2026-11-25"]),
+    ("上周一、周三、周五去健身", ["2026-11-23", "2026-11-25", "2026-11-27"]),
+    ("上上周二和周四开会", ["2026-11-17", "2026-11-19"]),
+    ("这周一和周三做了什么", ["2026-11-30", "2026-12-02"]),
+])
+def test_a_weekday_listed_after_last_weeks_is_last_weeks(text: str, days: list[str]) -> None:
+    # 上周一和周三 read 周三 as this week's (12-02): "last Monday and Wednesday".
+    found = spans(text, datetime(2026, 12, 6, 9, tzinfo=UTC))
+    assert [span.days[0] for span in found] == days
