@@ -167,11 +167,12 @@ def _summaries(address: str, versions: "list[SummaryVersion]", json_out: bool,
     if json_out:
         print_json(summaries_json(address, versions))
         return
-    out = consoles()[0]
     if not versions:
-        out.print(f"session {address!r} has no summaries yet", markup=False, soft_wrap=True)
+        # An empty list said on stderr, stdout left empty, as logs and sessions list do.
+        consoles()[1].print(f"session {address!r} has no summaries yet", markup=False,
+                            soft_wrap=True)
         return
-    out.print(summaries_view([summary_row(v) for v in versions], zone))
+    consoles()[0].print(summaries_view([summary_row(v) for v in versions], zone))
 
 
 def _show(data: dict[str, Any], context: "Context", approximate: bool,
