@@ -25,6 +25,7 @@ from chatmem.render import (
     template_extra,
     when,
 )
+from chatmem.render.counts import counted
 from chatmem.render.layout import Fitted, Flow, Label, Narrowing
 from chatmem.render.notices import notice_text
 from chatmem.render.reasons import dropped_line, kept_text, reason_text
@@ -35,26 +36,41 @@ BAR_WIDTH = 50
 
 
 def parts_table(context: Context, *, approximate: bool, estimated: int | None = None,
-                rendered: bool = False) -> Table:
+                rendered: bool = False) -> RenderableType:
+    """Each part: its messages, tokens and why it is sent, then reply priming and what the
+    chat template adds. Narrower than the table's least (the reason at 30 columns), a card
+    per part: Rich would squeeze the reason to a dozen columns, 30 lines for one recall."""
     out = Table(header_style="bold", title="parts")
-    out.add_column("part")
+    out.add_column("part", no_wrap=True)
     out.add_column("messages", justify="right")
     out.add_column("tokens", justify="right")
-    out.add_column("reason", overflow="fold")
+    out.add_column("reason", overflow="fold", min_width=30)
+    cards: list[RenderableType] = [Text("parts", style="bold")]
+    labels: list[Text] = []
+
+    def add(kind: Text, messages: int | None, tokens: str, reason: Text) -> None:
+        labels.append(kind)
+        out.add_row(kind, "" if messages is None else str(messages), tokens, reason)
+        shown = [] if messages is None else [counted(messages, "message")]
+        cards.extend([_details([*shown, f"{tokens} tokens"], head=kind),
+                      Padding(reason, (0, 0, 0, 2))])
+
     for part in context.parts:
-        style = PART_STYLES.get(part.kind, "")
-        out.add_row(Text(part.kind, style=style), str(len(part.messages)),
-                    format_count(part.tokens, approximate), reason_text(part.reason))
-    out.add_row(Text("reply priming", style="dim"), "", format_count(context.priming, approximate),
-                Text(PRIMING_NOTE, style="dim"))
+        add(Text(part.kind, style=PART_STYLES.get(part.kind, "")), len(part.messages),
+            format_count(part.tokens, approximate), Text(reason_text(part.reason)))
+    add(Text("reply priming", style="dim"), None, format_count(context.priming, approximate),
+        Text(PRIMING_NOTE, style="dim"))
     extra = template_extra(context, estimated)
     if extra:
         where = "the rendered prompt below shows it" if rendered else (
             "the provider's rendered prompt shows it")
-        out.add_row(Text("chat template", style="magenta"), "", f"{extra:+,}",
-                    Text(f"text the chat template adds (e.g. a default system prompt); {where}",
-                         style="dim"))
-    return out
+        add(Text("chat template", style="magenta"), None, f"{extra:+,}",
+            Text(f"text the chat template adds (e.g. a default system prompt); {where}",
+                 style="dim"))
+    # Measured at its longest word, `reply priming` would let Fitted pick a table that
+    # Rich then cuts off at the right, as it does not wrap the part column to its least.
+    out.columns[0].min_width = max(cell.cell_len for cell in labels)
+    return Fitted(out, Group(*cards))
 
 
 class BudgetBar:
@@ -212,9 +228,10 @@ class _Cut:
         return Measurement(1, self.text.cell_len).clamp(max_width=options.max_width)
 
 
-def _details(fields: Sequence[str]) -> Flow:
-    """A card's details, dim, wrapped between fields, never inside one."""
-    return Flow([Text(field, style="dim") for field in fields], gap=3)
+def _details(fields: Sequence[str], head: Text | None = None) -> Flow:
+    """A card's details, dim, wrapped between fields, never inside one (after `head`)."""
+    return Flow([*([head] if head is not None else []),
+                 *(Text(field, style="dim") for field in fields)], gap=3)
 
 
 def _number(row: Mapping[str, Any], key: str, shape: str = "{:.2f}") -> str:

@@ -87,3 +87,55 @@ def test_the_recall_table_on_a_narrow_terminal_is_a_card_per_candidate(width: in
     assert "  user: my order ORD-7731 arrived broken" in lines
     assert "fused 0.80" in out and "23 tokens" in out
     assert max(cell_len(line) for line in lines) <= width
+
+
+def recalling_context() -> Context:
+    from chatmem.memory.reasons import NewestTurns, NewInput, Recalled, RecallMethod
+
+    recalled = Recalled(RecallMethod("hybrid", 0.5, 0.5, 0.3, 0.7), 600, 4, 31, 3, 0.41,
+                        0.88, left=2, by_words=3, by_meaning=1)
+    return Context((
+        Part("recalled", (Message("user", "我的订单", 40),) * 4, recalled),
+        Part("history", (Message("user", "x", 60),) * 2,
+             NewestTurns("window", "k", 2, (3, 4), (1, 2))),
+        Part("input", (Message("user", "hi", 9),), NewInput())), budget=4000, priming=3)
+
+
+@pytest.mark.parametrize("width", [40, 50])
+def test_the_parts_on_a_narrow_terminal_are_a_card_per_part(width: int) -> None:
+    """At 50 columns the reason column was 13 wide: one recall's reason ran to 20 lines,
+    `max_tokens=6` over `00: 4 of 31`."""
+    from chatmem.render.inspect import parts_table
+
+    out = show(parts_table(recalling_context(), approximate=False, estimated=300), width)
+    lines = [line.rstrip() for line in out.splitlines()]
+    assert "┃" not in out and "│" not in out
+    assert max(cell_len(line) for line in lines) <= width
+    assert lines[0] == "parts"
+    assert "recalled   4 messages   160 tokens" in lines
+    assert "history   2 messages   120 tokens" in lines
+    assert "input   1 message   9 tokens" in lines
+    assert "reply priming   3 tokens" in lines
+    assert "chat template   +8 tokens" in lines
+    reason = " ".join(line.strip() for line in lines[lines.index(
+        "recalled   4 messages   160 tokens") + 1:lines.index("history   2 messages   120 tokens")])
+    assert reason == ("retrieval hybrid (dense 0.5, smooth 0.5, sitting 0.3, mmr 0.7)"
+                      " max_tokens=600: 4 of 31 earlier messages, from 3 turns, fused"
+                      " 0.41–0.88; 2 more ranked, left out (see inspect); 3 by words, 1 by"
+                      " meaning")
+    assert all(line.startswith("  ") for line in lines[lines.index(
+        "recalled   4 messages   160 tokens") + 1:lines.index("history   2 messages   120 tokens")])
+
+
+@pytest.mark.parametrize("width", [80, 100])
+def test_the_parts_where_they_fit_are_the_table(width: int) -> None:
+    from chatmem.render.inspect import parts_table
+
+    out = show(parts_table(recalling_context(), approximate=False), width)
+    rows = [[cell.strip() for cell in line.split("│")[1:-1]] for line in out.splitlines()
+            if line.startswith("│")]
+    assert max(cell_len(line.rstrip()) for line in out.splitlines()) <= width
+    assert ["part", "messages", "tokens", "reason"] in [
+        [cell.strip() for cell in line.split("┃")[1:-1]] for line in out.splitlines()]
+    assert ["history", "2", "120", "window k=2: turns 3–4; dropped turns 1–2"] in rows
+    assert ["reply priming", "", "3"] in [row[:3] for row in rows]
