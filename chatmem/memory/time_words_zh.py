@@ -90,13 +90,14 @@ _NOT_BOUND = r"(?!之前|以前|为止|之后|以后)"
 # word, within _EVERY_REACH characters.
 _LISTED = r"(?:以及|或者|还有|[、,，和与及跟或到至~～-])"
 _DAY = "[一二三四五六日天1-7]"
-_EVERY = re.compile(rf"每(?:一?个|逢|到)?{_S}(?:(?:周|星期|礼拜){_DAY}"
-                    rf"(?:{_S}{_LISTED}{_S}(?:周|星期|礼拜)?{_DAY})*{_S}{_LISTED}{_S})?\Z")
+_WEEKDAYS_OPENED = (rf"(?:周|星期|礼拜){_DAY}(?:{_S}{_LISTED}{_S}(?:周|星期|礼拜)?{_DAY})*"
+                    rf"{_S}{_LISTED}{_S}")
+"""A weekday and more after it, up to the list word before the one matched (周一、周三、)."""
+_EVERY = re.compile(rf"每(?:一?个|逢|到)?{_S}(?:{_WEEKDAYS_OPENED})?\Z")
 _EVERY_REACH = 64
 # A weekday listed after one of last or this week (上周一和周三, 这周二、周四) is that week's too,
 # as "last Monday and Wednesday" names last week's Wednesday.
-_WEEK_LISTED = re.compile(rf"(?:(?P<last>上+)个?|(?P<this>这个?|本)){_S}(?:周|星期|礼拜){_DAY}"
-                          rf"(?:{_S}{_LISTED}{_S}(?:周|星期|礼拜)?{_DAY})*{_S}{_LISTED}{_S}\Z")
+_WEEK_LISTED = re.compile(rf"(?:(?P<last>上+)个?|(?P<this>这个?|本)){_S}{_WEEKDAYS_OPENED}\Z")
 PATTERN = re.compile(
     # 上周末, 上上个周末, 这个周末; 周末 alone, but not 每个周末 (every weekend) or 下周末
     rf"(?P<wkend_last>(?<!上)上+个?)周末|(?P<wkend_this>这个?|本)周末"
