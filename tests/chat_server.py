@@ -240,6 +240,13 @@ class _Handler(BaseHTTPRequestHandler):
             self._event(self._chunk(body, None, "stop"))
             self._event("[DONE]")
             self._end()
+        elif mode == "big-piece-then-drip":
+            # `piece`, then a drip of 3 characters every 10 ms for as long as the client
+            # reads: a long reply still coming when its first piece is out.
+            self._stream_head()
+            self._event(self._chunk(body, self.server.piece, None))
+            self.server.first_delta_sent.set()
+            self._until_hung_up(lambda: self._event(self._chunk(body, "abc", None)))
         elif mode in ("endless-line", "endless-json"):
             # A `data:` line (or a JSON answer) that never ends, 64 KB at a time; 64 MB at
             # most, so a client that never stops reading fails (and does not fill the test
