@@ -46,6 +46,10 @@ class ChatServer(ThreadingHTTPServer):
         endpoint's: NaN, rows of different lengths)."""
         self.piece = "x" * (1 << 20)
         """The one piece `big-piece` streams, whatever max_tokens says."""
+        self.piece_goes = threading.Event()
+        """`big-piece-then-drip` sends its piece once this is set (it is, unless a test
+        clears it to act while the request waits on the model)."""
+        self.piece_goes.set()
         self.bytes_sent = 0
         """Body bytes `endless-line` sent before the client hung up (or it gave up)."""
         self.models = ["test-small", "test-large"]
@@ -243,6 +247,7 @@ class _Handler(BaseHTTPRequestHandler):
         elif mode == "big-piece-then-drip":
             # `piece`, then a drip of 3 characters every 10 ms for as long as the client
             # reads: a long reply still coming when its first piece is out.
+            self.server.piece_goes.wait(HANG)
             self._stream_head()
             self._event(self._chunk(body, self.server.piece, None))
             self.server.first_delta_sent.set()

@@ -101,10 +101,12 @@ def test_a_client_that_stops_reading_mid_answer_is_closed_and_its_place_freed(
     Closed, its turn is stored as cancelled, as a client's that hangs up mid-reply is, and
     the model's reply stops."""
     chat_server.plan = ["big-piece-then-drip"]
+    chat_server.piece_goes.clear()
     with RunningProxy(settings, limits=Limits(requests=1, send_seconds=1.0)) as proxy, \
             asking(proxy, "停读") as stalled:
-        wait_until(lambda: chat_server.first_delta_sent.is_set(), "the model replies")
-        assert models(proxy) == 503  # its place is held: the send deadline has not begun
+        wait_until(lambda: len(chat_server.requests) == 1, "the request reaches the model")
+        assert models(proxy) == 503  # its place is held, and nothing of its answer sent yet
+        chat_server.piece_goes.set()
         wait_until(lambda: models(proxy) == 200, "another client is served")
         assert closed_by_the_server(stalled)
         wait_until(lambda: statuses(db_path, "停读") == ["cancelled"],
