@@ -23,23 +23,20 @@ given, and ASGI):
   ever. While the transport's buffer is full, it is closed (as a client that hangs up) once
   no byte has gone for SEND_SECONDS; a slow reader (1 KB/s) takes bytes, and is never cut;
 - uvicorn's warnings any client can have it repeat once a request (an upgrade it does not
-  serve, a malformed request) are one line per minute each, with a count (Repeated).
-
-Running out of open files anyway (another part of the process took them) is one log line a
-minute (OutOfFiles), not a traceback per accept."""
+  serve, a malformed request) are one line per minute each, with a count, and running out of
+  open files anyway is one line a minute, not a traceback per accept (serve/server_logs.py)."""
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
-import errno
 import logging
 import socket
-import time
 from dataclasses import dataclass, field
 from typing import Any
 
 from chatmem.serve.asgi import App, Receive, Scope, Send, refuse
+from chatmem.serve.server_logs import BUSY
 
 REQUESTS = 128
 """Requests running at once before another is answered 503: far more than one person's
@@ -73,8 +70,6 @@ CEILING = 1024
 """Connections held at once: at this many, a new one closes the connection heard from least
 recently among those without a request under way, or, when all have one, is itself closed as
 it is accepted."""
-REPEAT_SECONDS = 60.0
-"""How often a warning a client can have uvicorn repeat (or running out of files) is said."""
 
 
 def _open_files() -> int | None:
@@ -109,10 +104,6 @@ _TOO_MANY = (b"HTTP/1.1 503 Service Unavailable\r\ncontent-type: text/plain\r\n"
              b"connection: close\r\ncontent-length: 28\r\n\r\ntoo many connections at once")
 
 
-_BUSY = "too many requests at once: answered 503"
-"""The server's log line for a request answered 503 (Repeated says it once a minute)."""
-
-
 @dataclass
 class ConnectionGuard:
     """The connections one server holds, by the client address a request's scope names
@@ -139,7 +130,7 @@ class ConnectionGuard:
             receive, send = held.watching(receive, send)
         if self.running >= self.limits.requests:
             # uvicorn's log, where its own warnings go; Repeated says it once a minute.
-            logging.getLogger("uvicorn.error").warning(_BUSY)
+            logging.getLogger("uvicorn.error").warning(BUSY)
             await refuse(send, 503, "too many requests at once; try again shortly",
                          "server_busy", [(b"retry-after", b"1")])
             return
@@ -254,8 +245,7 @@ class Deadlined(asyncio.Protocol):
     def answered(self) -> None:
         """The app sent its answer's end; the next request's head deadline starts once the
         answer has gone (a slow reader's tail was cut 10 s after the last write)."""
-        assert self.transport is not None
-        self.draining = self.transport.get_write_buffer_size() > 0
+        self.draining = bool(self.transport and self.transport.get_write_buffer_size())
         if not self.draining:
             self._waiting()
         elif self.sending is None:
@@ -338,8 +328,7 @@ class Deadlined(asyncio.Protocol):
 def _hold_little_unsent(transport: asyncio.Transport) -> None:
     """The kernel holds at most UNSENT_BYTES of what is not yet sent, where the system lets
     a socket say so (Linux; elsewhere a slow reader's bytes show later, within its buffer)."""
-    option = getattr(socket, "TCP_NOTSENT_LOWAT", None)
-    sock = transport.get_extra_info("socket")
+    option, sock = getattr(socket, "TCP_NOTSENT_LOWAT", None), transport.get_extra_info("socket")
     if option is None or sock is None or sock.family not in (socket.AF_INET, socket.AF_INET6):
         return
     with contextlib.suppress(OSError):  # a kernel without it: as it was
@@ -349,75 +338,3 @@ def _hold_little_unsent(transport: asyncio.Transport) -> None:
 def deadlined(guard: ConnectionGuard) -> type[Deadlined]:
     """The protocol class uvicorn makes each connection's protocol from, for one server."""
     return type("Deadlined", (Deadlined,), {"guard": guard})
-
-
-class OutOfFiles(logging.Filter):
-    """A log record of running out of open files (asyncio's accept, or a request that could
-    not open a file) let through as one line, without its traceback, once per `every`
-    seconds; the others in between are dropped."""
-
-    def __init__(self, every: float = 60.0) -> None:
-        super().__init__()
-        self.every = every
-        self.last: float | None = None
-        self.dropped = 0
-
-    def filter(self, record: logging.LogRecord) -> bool:
-        exc = record.exc_info[1] if record.exc_info else None
-        if not (isinstance(exc, OSError) and exc.errno in (errno.EMFILE, errno.ENFILE)):
-            return True
-        now = time.monotonic()
-        if self.last is not None and now - self.last < self.every:
-            self.dropped += 1
-            return False
-        since = f" ({self.dropped} more since the last)" if self.dropped else ""
-        self.last, self.dropped = now, 0
-        record.msg, record.args = (f"out of open files ({exc.strerror or exc}): new connections "
-                                   f"wait until some close{since}"), None
-        record.exc_info, record.exc_text = None, None
-        return True
-
-
-class Repeated(logging.Filter):
-    """The warnings of uvicorn's log that any client can have it write once a request, and
-    the guard's 503 line, let through once per `every` seconds each, the next one saying how
-    many were dropped since; every other record passes. A client sending `Connection:
-    upgrade` wrote two lines a request (uvicorn serves no upgrade here), a flood of them as
-    many as the server answered."""
-
-    CLIENTS_CAN_REPEAT = ("Unsupported upgrade request", "No supported WebSocket library",
-                          "Invalid HTTP request received", _BUSY)
-    """How each begins (uvicorn's own wording, which a version may extend)."""
-
-    def __init__(self, every: float = REPEAT_SECONDS) -> None:
-        super().__init__()
-        self.every = every
-        self.said: dict[str, tuple[float, int]] = {}
-        """When each was last let through, and how many were dropped since."""
-
-    def filter(self, record: logging.LogRecord) -> bool:
-        said = record.msg if isinstance(record.msg, str) else ""
-        which = next((start for start in self.CLIENTS_CAN_REPEAT if said.startswith(start)), None)
-        if which is None:
-            return True
-        now = time.monotonic()
-        last, dropped = self.said.get(which, (None, 0))
-        if last is not None and now - last < self.every:
-            self.said[which] = (last, dropped + 1)
-            return False
-        self.said[which] = (now, 0)
-        if dropped:
-            record.msg = f"{record.msg} ({dropped} more since the last)"
-        return True
-
-
-def quiet_logs() -> None:
-    """One OutOfFiles on the loggers that see it, asyncio's (accept) and uvicorn's (a
-    request), and Repeated on uvicorn's; once a process, however many servers it runs."""
-    accepts, requests = logging.getLogger("asyncio"), logging.getLogger("uvicorn.error")
-    if not any(isinstance(kept, OutOfFiles) for kept in requests.filters):
-        out_of_files = OutOfFiles(REPEAT_SECONDS)
-        accepts.addFilter(out_of_files)
-        requests.addFilter(out_of_files)
-    if not any(isinstance(kept, Repeated) for kept in requests.filters):
-        requests.addFilter(Repeated(REPEAT_SECONDS))
