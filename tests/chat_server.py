@@ -46,6 +46,10 @@ class ChatServer(ThreadingHTTPServer):
         endpoint's: NaN, rows of different lengths)."""
         self.piece = "x" * (1 << 20)
         """The one piece `big-piece` streams, whatever max_tokens says."""
+        self.piece_goes = threading.Event()
+        """`big-piece-then-drip` sends its piece once this is set (it is, unless a test
+        clears it to act while the request waits on the model)."""
+        self.piece_goes.set()
         self.bytes_sent = 0
         """Body bytes `endless-line` sent before the client hung up (or it gave up)."""
         self.models = ["test-small", "test-large"]
@@ -240,6 +244,14 @@ class _Handler(BaseHTTPRequestHandler):
             self._event(self._chunk(body, None, "stop"))
             self._event("[DONE]")
             self._end()
+        elif mode == "big-piece-then-drip":
+            # `piece`, then a drip of 3 characters every 10 ms for as long as the client
+            # reads: a long reply still coming when its first piece is out.
+            self.server.piece_goes.wait(HANG)
+            self._stream_head()
+            self._event(self._chunk(body, self.server.piece, None))
+            self.server.first_delta_sent.set()
+            self._until_hung_up(lambda: self._event(self._chunk(body, "abc", None)))
         elif mode in ("endless-line", "endless-json"):
             # A `data:` line (or a JSON answer) that never ends, 64 KB at a time; 64 MB at
             # most, so a client that never stops reading fails (and does not fill the test

@@ -5,7 +5,7 @@ never finished their headers took every open file (accept then failed, one trace
 time, 91 MB of log in 50 s), and a connection dripping a header line every 5 s was kept for
 ever.
 
-Four things, each as uvicorn's public configuration lets it be done (the protocol class it is
+Five things, each as uvicorn's public configuration lets it be done (the protocol class it is
 given, and ASGI):
 - past REQUESTS running at once, a request is answered 503 (ConnectionGuard). A request counts
   once its head is in: uvicorn's own `limit_concurrency` counted every open connection, so
@@ -18,22 +18,25 @@ given, and ASGI):
 - a deadline for a request's head and one for its body (Deadlined, the protocol uvicorn is
   given, and ConnectionGuard, the ASGI middleware that tells it where each request is):
   uvicorn's keep-alive timeout only runs between requests, and not before the first byte;
+- a deadline for an answer nobody reads (Deadlined): a client that stopped reading
+  mid-answer held its connection, its place among the requests and the reply's worker for
+  ever. While the transport's buffer is full, it is closed (as a client that hangs up) once
+  no byte has gone for SEND_SECONDS; a slow reader (1 KB/s) takes bytes, and is never cut;
 - uvicorn's warnings any client can have it repeat once a request (an upgrade it does not
-  serve, a malformed request) are one line per minute each, with a count (Repeated).
-
-Running out of open files anyway (another part of the process took them) is one log line a
-minute (OutOfFiles), not a traceback per accept."""
+  serve, a malformed request) are one line per minute each, with a count, and running out of
+  open files anyway is one line a minute, not a traceback per accept (serve/server_logs.py)."""
 
 from __future__ import annotations
 
 import asyncio
-import errno
+import contextlib
 import logging
-import time
+import socket
 from dataclasses import dataclass, field
 from typing import Any
 
 from chatmem.serve.asgi import App, Receive, Scope, Send, refuse
+from chatmem.serve.server_logs import BUSY
 
 REQUESTS = 128
 """Requests running at once before another is answered 503: far more than one person's
@@ -47,6 +50,13 @@ a LAN; a connection dripping a line at a time is closed, however often it writes
 BODY_SECONDS = 60.0
 """How long a request's body may take once its head is in: the largest body read (16 MiB)
 arrives in that time at under 300 KB/s."""
+SEND_SECONDS = 60.0
+"""How long an answer may wait, its transport's buffer full, without the client taking a
+byte of it: a client reading 1 KB/s takes some every few seconds."""
+UNSENT_BYTES = 16 * 1024
+"""What the kernel may hold of an answer not yet sent (TCP_NOTSENT_LOWAT): the bytes a client
+takes show in the transport's buffer within seconds, where behind megabytes of the kernel's
+a stalled client was seen after 100 s, and a 1 KB/s reader would look stalled."""
 KEEP_ALIVE_SECONDS = 5
 """An idle connection between requests is closed after this (uvicorn's own default, said
 here so that it is chosen, not inherited)."""
@@ -60,8 +70,6 @@ CEILING = 1024
 """Connections held at once: at this many, a new one closes the connection heard from least
 recently among those without a request under way, or, when all have one, is itself closed as
 it is accepted."""
-REPEAT_SECONDS = 60.0
-"""How often a warning a client can have uvicorn repeat (or running out of files) is said."""
 
 
 def _open_files() -> int | None:
@@ -81,21 +89,19 @@ class Limits:
     body_seconds: float = BODY_SECONDS
     keep_alive_seconds: int = KEEP_ALIVE_SECONDS
     head_bytes: int = HEAD_BYTES
+    send_seconds: float = SEND_SECONDS
 
     def fitted(self) -> Limits:
         """These limits within this process's open-files limit (1024 by default on Linux)."""
         files = _open_files()
         ceiling = self.ceiling if files is None else min(self.ceiling, max(8, files // FILES_KEPT))
         return Limits(min(self.requests, ceiling), ceiling, self.head_seconds,
-                      self.body_seconds, self.keep_alive_seconds, self.head_bytes)
+                      self.body_seconds, self.keep_alive_seconds, self.head_bytes,
+                      self.send_seconds)
 
 
 _TOO_MANY = (b"HTTP/1.1 503 Service Unavailable\r\ncontent-type: text/plain\r\n"
              b"connection: close\r\ncontent-length: 28\r\n\r\ntoo many connections at once")
-
-
-_BUSY = "too many requests at once: answered 503"
-"""The server's log line for a request answered 503 (Repeated says it once a minute)."""
 
 
 @dataclass
@@ -124,7 +130,7 @@ class ConnectionGuard:
             receive, send = held.watching(receive, send)
         if self.running >= self.limits.requests:
             # uvicorn's log, where its own warnings go; Repeated says it once a minute.
-            logging.getLogger("uvicorn.error").warning(_BUSY)
+            logging.getLogger("uvicorn.error").warning(BUSY)
             await refuse(send, 503, "too many requests at once; try again shortly",
                          "server_busy", [(b"retry-after", b"1")])
             return
@@ -152,9 +158,10 @@ class ConnectionGuard:
 
 class Deadlined(asyncio.Protocol):
     """uvicorn's HTTP protocol for one connection (h11 or httptools, as `http="auto"`
-    picks), closed when its request's head or body is not in by its deadline, or when the
-    server at its ceiling of connections makes room for a new one; and not kept at all when
-    every connection it holds has a request under way."""
+    picks), closed when its request's head or body is not in by its deadline, when its
+    client takes nothing of an answer for the send deadline, or when the server at its
+    ceiling of connections makes room for a new one; and not kept at all when every
+    connection it holds has a request under way."""
 
     guard: ConnectionGuard  # set on the subclass server_config makes
 
@@ -167,6 +174,10 @@ class Deadlined(asyncio.Protocol):
         self.key: tuple[str, int] | None = None
         self.deadline: asyncio.TimerHandle | None = None
         self.refused = False
+        self.sending: asyncio.TimerHandle | None = None  # while writing waits: the next look
+        self.unsent = 0  # the fewest bytes the transport held since writing began to wait
+        self.took_at = 0.0  # when the client last took any (the loop's clock)
+        self.draining = False  # answered, and the answer not yet all gone
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         assert isinstance(transport, asyncio.Transport)
@@ -181,6 +192,7 @@ class Deadlined(asyncio.Protocol):
             self.key = (str(peer[0]), int(peer[1]))
             self.guard.open[self.key] = self
         self._waiting()
+        _hold_little_unsent(transport)
         self.inner.connection_made(transport)
 
     def _due(self, seconds: float | None) -> None:
@@ -190,6 +202,9 @@ class Deadlined(asyncio.Protocol):
 
     def _late(self) -> None:
         self.deadline = None
+        self._abort()
+
+    def _abort(self) -> None:
         if self.transport is not None:
             # abort, not close: close waits to send what is buffered, for ever to a client
             # that reads nothing, and the descriptor with it.
@@ -220,6 +235,7 @@ class Deadlined(asyncio.Protocol):
         return received, sending
 
     def head_in(self) -> None:
+        self.draining = False  # a request under way: not idle, whatever is left to send
         self.guard.idle.pop(self, None)
         self._due(self.guard.limits.body_seconds)
 
@@ -227,7 +243,13 @@ class Deadlined(asyncio.Protocol):
         self._due(None)  # the answer may take as long as the model does
 
     def answered(self) -> None:
-        self._waiting()  # the next request on this connection
+        """The app sent its answer's end; the next request's head deadline starts once the
+        answer has gone (a slow reader's tail was cut 10 s after the last write)."""
+        self.draining = bool(self.transport and self.transport.get_write_buffer_size())
+        if not self.draining:
+            self._waiting()
+        elif self.sending is None:
+            self._watch()
 
     def evicted(self) -> None:
         self._forget()
@@ -250,91 +272,69 @@ class Deadlined(asyncio.Protocol):
         return self.inner.eof_received()
 
     def pause_writing(self) -> None:
+        self._watch()  # the buffer is full: the client must take some of it now and then
         self.inner.pause_writing()
 
     def resume_writing(self) -> None:
+        if not self.draining:
+            self._stop_looking()
         self.inner.resume_writing()
+
+    def _watch(self) -> None:
+        assert self.transport is not None
+        self.unsent, self.took_at = self.transport.get_write_buffer_size(), self.loop.time()
+        self._look_again()
+
+    def _look_again(self) -> None:
+        # Closed at 1 to 1.25 times the deadline after the last byte taken.
+        limits = self.guard.limits
+        self._stop_looking()
+        self.sending = self.loop.call_later(min(limits.send_seconds, limits.head_seconds) / 4,
+                                            self._sent)
+
+    def _stop_looking(self) -> None:
+        if self.sending is not None:
+            self.sending.cancel()
+            self.sending = None
+
+    def _sent(self) -> None:
+        """Whether the client took any of the answer since the last look; closed, as one
+        that hangs up is (its turn cancelled), when it took none for the send deadline (one
+        closing too: close() waits for its buffer to go, for ever to a client not reading)."""
+        assert self.transport is not None
+        unsent, now = self.transport.get_write_buffer_size(), self.loop.time()
+        if not unsent:  # all gone: nothing to wait for
+            self.sending = None
+            if self.draining:
+                self.draining = False
+                self._waiting()  # the next head's deadline starts
+            return
+        if unsent < self.unsent:
+            self.unsent, self.took_at = unsent, now
+        elif now - self.took_at >= self.guard.limits.send_seconds:
+            self._abort()
+            return
+        self._look_again()
 
     def connection_lost(self, exc: Exception | None) -> None:
         self._due(None)
+        self._stop_looking()
         if self.refused:
             return  # closed at accept: the inner protocol never saw it
         self._forget()
         self.inner.connection_lost(exc)
 
 
+def _hold_little_unsent(transport: asyncio.Transport) -> None:
+    """The kernel holds at most UNSENT_BYTES of what is not yet sent, where the system lets
+    a socket say so (Linux; elsewhere a slow reader's bytes show later, within its buffer)."""
+    option, sock = getattr(socket, "TCP_NOTSENT_LOWAT", None), transport.get_extra_info("socket")
+    if option is None or sock is None or sock.family not in (socket.AF_INET, socket.AF_INET6):
+        return
+    with contextlib.suppress(OSError):  # a kernel without it: as it was
+        sock.setsockopt(socket.IPPROTO_TCP, option, UNSENT_BYTES)
+
+
 def deadlined(guard: ConnectionGuard) -> type[Deadlined]:
     """The protocol class uvicorn makes each connection's protocol from, for one server."""
     return type("Deadlined", (Deadlined,), {"guard": guard})
-
-
-class OutOfFiles(logging.Filter):
-    """A log record of running out of open files (asyncio's accept, or a request that could
-    not open a file) let through as one line, without its traceback, once per `every`
-    seconds; the others in between are dropped."""
-
-    def __init__(self, every: float = 60.0) -> None:
-        super().__init__()
-        self.every = every
-        self.last: float | None = None
-        self.dropped = 0
-
-    def filter(self, record: logging.LogRecord) -> bool:
-        exc = record.exc_info[1] if record.exc_info else None
-        if not (isinstance(exc, OSError) and exc.errno in (errno.EMFILE, errno.ENFILE)):
-            return True
-        now = time.monotonic()
-        if self.last is not None and now - self.last < self.every:
-            self.dropped += 1
-            return False
-        since = f" ({self.dropped} more since the last)" if self.dropped else ""
-        self.last, self.dropped = now, 0
-        record.msg, record.args = (f"out of open files ({exc.strerror or exc}): new connections "
-                                   f"wait until some close{since}"), None
-        record.exc_info, record.exc_text = None, None
-        return True
-
-
-class Repeated(logging.Filter):
-    """The warnings of uvicorn's log that any client can have it write once a request, and
-    the guard's 503 line, let through once per `every` seconds each, the next one saying how
-    many were dropped since; every other record passes. A client sending `Connection:
-    upgrade` wrote two lines a request (uvicorn serves no upgrade here), a flood of them as
-    many as the server answered."""
-
-    CLIENTS_CAN_REPEAT = ("Unsupported upgrade request", "No supported WebSocket library",
-                          "Invalid HTTP request received", _BUSY)
-    """How each begins (uvicorn's own wording, which a version may extend)."""
-
-    def __init__(self, every: float = REPEAT_SECONDS) -> None:
-        super().__init__()
-        self.every = every
-        self.said: dict[str, tuple[float, int]] = {}
-        """When each was last let through, and how many were dropped since."""
-
-    def filter(self, record: logging.LogRecord) -> bool:
-        said = record.msg if isinstance(record.msg, str) else ""
-        which = next((start for start in self.CLIENTS_CAN_REPEAT if said.startswith(start)), None)
-        if which is None:
-            return True
-        now = time.monotonic()
-        last, dropped = self.said.get(which, (None, 0))
-        if last is not None and now - last < self.every:
-            self.said[which] = (last, dropped + 1)
-            return False
-        self.said[which] = (now, 0)
-        if dropped:
-            record.msg = f"{record.msg} ({dropped} more since the last)"
-        return True
-
-
-def quiet_logs() -> None:
-    """One OutOfFiles on the loggers that see it, asyncio's (accept) and uvicorn's (a
-    request), and Repeated on uvicorn's; once a process, however many servers it runs."""
-    accepts, requests = logging.getLogger("asyncio"), logging.getLogger("uvicorn.error")
-    if not any(isinstance(kept, OutOfFiles) for kept in requests.filters):
-        out_of_files = OutOfFiles(REPEAT_SECONDS)
-        accepts.addFilter(out_of_files)
-        requests.addFilter(out_of_files)
-    if not any(isinstance(kept, Repeated) for kept in requests.filters):
-        requests.addFilter(Repeated(REPEAT_SECONDS))

@@ -17,9 +17,10 @@ from typing import TYPE_CHECKING
 
 from chatmem.errors import UsageError
 from chatmem.serve.asgi import App, Receive, Scope, Send, refuse, refused_line
-from chatmem.serve.connections import ConnectionGuard, Limits, deadlined, quiet_logs
+from chatmem.serve.connections import ConnectionGuard, Limits, deadlined
 from chatmem.serve.origins import SERVE_PAGES, CrossOrigin, PagesAllowed
 from chatmem.serve.peers import PROC_NET, accounts_shown, peer_uids
+from chatmem.serve.server_logs import quiet_logs
 from chatmem.serve.tokens_file import TokensFile
 
 if TYPE_CHECKING:

@@ -28,7 +28,8 @@ pytest.importorskip("uvicorn", reason="chatmem[serve] is not installed")
 import httpx2 as httpx
 
 from chatmem.config.settings import Settings
-from chatmem.serve.connections import REQUESTS, Limits, OutOfFiles, Repeated
+from chatmem.serve.connections import REQUESTS, Limits
+from chatmem.serve.server_logs import OutOfFiles, Repeated
 
 
 @pytest.fixture
