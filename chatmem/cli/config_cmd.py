@@ -29,6 +29,7 @@ def show(config: ConfigOption = None, json_out: JsonOption = False) -> None:
     from chatmem.cli.opening import registries
     from chatmem.config.loader import load_settings
     from chatmem.config.paths import config_path
+    from chatmem.render.terminal import on_screen
 
     settings = load_settings(config, registered=registries())
     if json_out:
@@ -54,7 +55,9 @@ def show(config: ConfigOption = None, json_out: JsonOption = False) -> None:
             "config file": f"{file}" + ("" if file.exists() else " (none: defaults apply)"),
             "history file" if settings.location.kind == "sqlite" else "history database":
                 settings.location.shown}):
-        out.print(line, soft_wrap=True)
+        # One line in a pipe, for scripts; on a screen wrapped by Rich between words, where
+        # the terminal would fold the line at its edge, mid-word.
+        out.print(line, soft_wrap=not on_screen(out))
     out.print()
     out.print(render.config_table(rows))
 

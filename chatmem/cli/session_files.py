@@ -275,4 +275,4 @@ def import_all(archive: "Archive", index: bool, config: "Path | None",
     if json_out:
         from chatmem.render.payloads import imported_json
 
-        print_json(imported_json(imported.sessions, imported.facts))
+        print_json(imported_json(imported.sessions, imported.facts, imported.past_retention))

@@ -107,12 +107,12 @@ PATTERN = re.compile(
     # (all week, together). Not 每周五, 每个星期五, 每逢周五 (every Friday), which name no one
     # day, as "every Friday" does not. 周5 and 星期5 are Friday too, but not 一周5次 (five
     # times a week), 每周5天 or 周12; 周5晚 is five nights but 周5晚上 (周5晚饭, 周5晚8点)
-    # Friday evening.
+    # Friday evening. A digit may stand one space off, pangu-spaced (周 5, 上周 5).
     rf"|(?<!每)(?<!每个)(?<!每一个)(?<!每逢)(?<!每到)(?<!逢)"
     rf"(?:(?P<wd_last>(?<!上)上+个?)|(?P<wd_this>这个?|(?<![日课书剧账资成样原基根])本)"
     rf"|(?P<wd_next>{_NEXT}下*(?:一?个)?(?:(?:周|星期|礼拜)的)?))?"
     rf"(?:星期|礼拜|周(?!一[起直样下些点切定般共]))"
-    rf"(?:(?P<wd>[一二三四五六日天])|(?P<wd_digit>[1-7])(?![0-9.:%]|{_S}[次天日个小节门篇页分元块人名条场回遍趟号点]"
+    rf"(?:(?P<wd>[一二三四五六日天])|{_S}(?P<wd_digit>[1-7])(?![0-9.:%]|{_S}[次天日个小节门篇页分元块人名条场回遍趟号点]"
     rf"|{_S}晚(?![上饭餐间会宴点0-9一二三四五六七八九十])))"
     rf"|(?P<ago_n>{_NUM}|几)\s*(?:个)?(?P<ago_unit>天|日|周|星期|礼拜|月)(?:之)?前"
     # 去年五月底, 去年底, 去年年初

@@ -12,6 +12,7 @@ if TYPE_CHECKING:
 
     from chatmem.app.inspection import Inspection, SummaryVersion
     from chatmem.app.session_files import Imported
+    from chatmem.history_notices import RestoredPastRetention
     from chatmem.store import SessionSummary, TurnRecord
     from chatmem.store.records import SessionAccess
     from chatmem.store.sharing import Share
@@ -125,8 +126,18 @@ def summary_row(version: SummaryVersion) -> dict[str, Any]:
             "dropped_anchors": s.dropped_anchors, "model": s.model, "text": s.text}
 
 
-def imported_json(imported: Sequence[Imported], facts: int) -> dict[str, Any]:
-    """`sessions import --json`: a transcript's one session or an archive's every one."""
+def imported_json(imported: Sequence[Imported], facts: int,
+                  past_retention: RestoredPastRetention | None = None) -> dict[str, Any]:
+    """`sessions import --json`: a transcript's one session or an archive's every one, each
+    with `past_retention` (idle days and retention) when it came back already past it."""
+    idle = {} if past_retention is None else {s.name: s for s in past_retention.sessions}
+
+    def past(name: str) -> dict[str, float] | None:
+        one = idle.get(name)
+        return None if one is None else {"idle_days": round(one.idle_days, 3),
+                                         "retention_days": one.keep_days}
+
     return {"sessions": [{"session": one.session.name, "user": one.session.user,
-                          "messages": one.messages, "probes": one.probes} for one in imported],
+                          "messages": one.messages, "probes": one.probes,
+                          "past_retention": past(one.session.name)} for one in imported],
             "facts": facts}

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import io
 import json
 from pathlib import Path
 
 import pytest
 from cli_runner import invoke
+from rich.cells import cell_len
 
 
 def test_path_is_in_the_app_directory(isolated_home: Path) -> None:
@@ -209,3 +211,42 @@ def test_show_on_a_narrow_terminal_puts_each_value_and_source_under_its_key(
     strategy = lines.index("strategy")
     assert " ".join(lines[strategy + 1:strategy + 3]).split() == [
         "tokens", "(env", "CHATMEM_STRATEGY)"]
+
+
+class Screen(io.StringIO):
+    """A terminal the test can read: what isatty() says of one."""
+
+    def isatty(self) -> bool:
+        return True
+
+
+def test_show_on_a_narrow_screen_wraps_the_file_lines_between_words(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The config and history file lines were printed soft-wrapped on a screen too: the
+    terminal folded them at 40 columns mid-word (`defa`/`ults`, mid-path)."""
+    import chatmem.cli.config_cmd as command
+    from chatmem.render.terminal import SafeConsole
+
+    screen = Screen()
+    terminal = SafeConsole(file=screen, force_terminal=True, color_system=None, width=40,
+                           highlight=False, soft_wrap=False, markup=False)
+    monkeypatch.setattr(command, "consoles", lambda: (terminal, terminal))
+    folder = tmp_path / "配置" / "settings for the laptop"
+    result = invoke("config", "show", env={"XDG_CONFIG_HOME": str(folder)})
+    assert result.exit_code == 0, result.stderr
+    lines = [line.rstrip() for line in screen.getvalue().splitlines()]
+    assert max(cell_len(line) for line in lines) <= 40
+    head = lines[:lines.index("")]
+    assert head[0] == "config file" and "history file" in head
+    # Rich wraps between words: each word of the note stands whole on a line of its own
+    # width, and the lines put together give the path and the note back, however long the
+    # temporary folder's path is (a path longer than the width folds at its edge).
+    words = " ".join(head[1:head.index("history file")]).split()
+    assert words[-3:] == ["(none:", "defaults", "apply)"]
+    assert "".join(words[:-3]) == f"{folder}/chatmem/config.toml".replace(" ", "")
+    # In a pipe, still one line each, for scripts.
+    monkeypatch.undo()
+    piped = invoke("config", "show", env={"XDG_CONFIG_HOME": str(folder), "COLUMNS": "40"})
+    assert piped.stdout.splitlines()[0] == (
+        f"config file   {folder}/chatmem/config.toml (none: defaults apply)")

@@ -166,6 +166,10 @@ def test_spaced_look_alikes_name_no_span(text: str) -> None:
     ("周5我们去哪了？", "2026-05-29", "2026-05-29"),
     ("上周5吃了什么？", "2026-05-29", "2026-05-29"),
     ("上上个星期5见了谁？", "2026-05-22", "2026-05-22"),
+    # Pangu spacing puts a space between Han and a digit: 周 5 is Friday as 周5 is.
+    ("周 5 我们去哪了？", "2026-05-29", "2026-05-29"),
+    ("上周 5 吃了什么？", "2026-05-29", "2026-05-29"),
+    ("上上个星期 5 见了谁？", "2026-05-22", "2026-05-22"),
 ])
 def test_a_weekday_written_with_a_digit_is_that_day(question: str, first: str,
                                                     last: str) -> None:
@@ -177,6 +181,7 @@ def test_a_weekday_written_with_a_digit_is_that_day(question: str, first: str,
     "每周五都去游泳", "每个星期五开例会", "每逢周五吃鱼", "每星期5健身",
     # A count after 周 is no weekday.
     "一周5次健身", "每周5天上班", "周12",
+    "一周 5 次健身", "每周 5 天上班", "周 12", "每星期 5 健身", "每周 5 健身",
 ])
 def test_every_weekday_and_counts_after_zhou_name_no_day(text: str) -> None:
     assert named(text) == []
@@ -198,12 +203,13 @@ def named_on_sunday(text: str) -> list[tuple[str, str]]:
     ("上周五晚上见了谁？", "2026-11-27"),
     ("周5晚饭吃了什么？", "2026-12-04"),
     ("周5晚8点在哪？", "2026-12-04"),
+    ("上周 5 晚上见了谁？", "2026-11-27"),
 ])
 def test_a_digit_weekday_before_evening_is_that_day(question: str, day: str) -> None:
     assert named_on_sunday(question) == [(day, day)]
 
 
-@pytest.mark.parametrize("text", ["一周5晚", "每周5晚上都加班"])
+@pytest.mark.parametrize("text", ["一周5晚", "每周5晚上都加班", "一周 5 晚", "每周 5 晚上都加班"])
 def test_nights_counted_after_zhou_name_no_day(text: str) -> None:
     assert named_on_sunday(text) == []
 

@@ -114,3 +114,18 @@ def test_a_clock_ahead_restores_no_later_than_now(tmp_path: Path) -> None:
     before = stamp(utc_now())
     created, updated = restored_times(tmp_path, skewed)["old"]
     assert (created, before <= updated <= stamp(utc_now())) == (LAST_YEAR, True)
+
+
+def test_import_json_names_each_session_past_its_retention(tmp_path: Path) -> None:
+    """What the import said of sessions past retention was on stderr only: a script reading
+    `--json` could not tell which restored sessions the next chat elsewhere would erase."""
+    zipped = exported(tmp_path, {"旧的": LAST_YEAR}, forever=("keep",))
+    config = tmp_path / "config.toml"
+    config.write_text("retention_days = 90\n")
+    done = invoke("sessions", "import", str(zipped), "--db", str(tmp_path / "b.db"),
+                  "--config", str(config), "--json", code=0)
+    by_name = {one["session"]: one["past_retention"] for one in json.loads(done.stdout)["sessions"]}
+    assert by_name["keep"] is None
+    assert by_name["旧的"]["retention_days"] == 90
+    idle = (utc_now() - parse_time(LAST_YEAR)).total_seconds() / 86400
+    assert abs(by_name["旧的"]["idle_days"] - idle) < 1
