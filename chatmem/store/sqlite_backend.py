@@ -40,9 +40,12 @@ from chatmem.store.sqlite_files import (
     check_room,
     create_private_file,
     file_identity,
+    found_full,
     let_go,
     log_identity,
+    room_found,
     wait_for,
+    was_found_full,
 )
 from chatmem.store.sqlite_opening import SqliteOpening
 from chatmem.store.sqlite_words import SqliteWords
@@ -119,7 +122,6 @@ class SqliteBackend(SqliteOpening, SqliteWords):
         self._identity = None if in_memory else file_identity(self.path)
         """The file this connection opened, to tell when another has taken its path."""
         self._gone = False  # the file left its path: this connection was let go (`moved`)
-        self._full = False  # a write found the disk full: check_writable looks for room first
         self._log: tuple[int, int, int, int] | None = None  # the -wal as last left (let_go)
         # Refuse foreign or newer files before writing a single byte to them.
         pending = self._connect_waiting(path, key)
@@ -301,9 +303,9 @@ class SqliteBackend(SqliteOpening, SqliteWords):
             return
         if self.moved():
             raise replaced(self.path, self.location)
-        if self._full:
+        if was_found_full(self._identity):  # by any connection of this process
             check_room(self.conn, self.path)
-            self._full = False
+            room_found(self._identity)
         self._begin(patient, replied=False)
         try:
             try:
@@ -330,7 +332,7 @@ class SqliteBackend(SqliteOpening, SqliteWords):
                        " decrypt or new key finished meanwhile); nothing was stored: run the"
                        " command again")
         elif kind is StoreFailure.DISK:
-            self._full = True
+            found_full(self._identity)  # check_writable looks for room first from now on
             message = (f"{self.path}: the disk is full or failing; nothing was changed"
                        " (free some space and try again)")
         elif kind is StoreFailure.BUSY:

@@ -6,6 +6,7 @@ from __future__ import annotations
 import os
 import shutil
 import sqlite3
+import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -153,6 +154,31 @@ def let_go(conn: sqlite3.Connection, path: Path, log: tuple[int, int, int, int] 
 
 ROOM_BYTES = 1 << 20
 """Free space a history file needs before a turn is sent once its disk was found full."""
+
+_found_full: set[tuple[int, int]] = set()
+"""By (device, inode): the files a write of this process found their disk full, until a check
+found room. Kept for the process, not the connection: a server closes a conversation whose
+request failed and opens it anew for the next, which then sent every request to the model
+(paid) only to find the disk still full."""
+_found_full_lock = threading.Lock()
+
+
+def found_full(identity: tuple[int, int] | None) -> None:
+    """Remember that a write to the file `identity` (file_identity) found the disk full."""
+    if identity is not None:
+        with _found_full_lock:
+            _found_full.add(identity)
+
+
+def was_found_full(identity: tuple[int, int] | None) -> bool:
+    return identity is not None and identity in _found_full
+
+
+def room_found(identity: tuple[int, int] | None) -> None:
+    """Forget that the file's disk was full: check_room found room."""
+    if identity is not None:
+        with _found_full_lock:
+            _found_full.discard(identity)
 
 
 def check_room(conn: sqlite3.Connection, path: Path) -> None:
