@@ -44,6 +44,7 @@ from chatmem.store.sqlite_files import (
     let_go,
     log_identity,
     room_found,
+    special_file,
     wait_for,
     was_found_full,
 )
@@ -86,9 +87,11 @@ class SqliteBackend(SqliteOpening, SqliteWords):
         if in_memory:
             key = None
         else:
-            if self.path.is_dir():
-                # SQLite would only say "disk I/O error".
-                raise StoreError(f"{self.path} is a directory, not a history file")
+            special = special_file(self.path)
+            if special is not None:
+                # SQLite would say "disk I/O error" of a directory, wait for ever for a FIFO's
+                # writer, and call a device's refused write a full disk (a journal beside it).
+                raise StoreError(f"{self.path} is {special}, not a history file")
             try:
                 self.path.parent.mkdir(parents=True, exist_ok=True)
             except OSError as e:

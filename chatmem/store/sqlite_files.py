@@ -6,6 +6,7 @@ from __future__ import annotations
 import os
 import shutil
 import sqlite3
+import stat
 import threading
 import time
 from collections.abc import Callable
@@ -18,6 +19,21 @@ from chatmem.store.sqlite_names import sqlite_name
 
 BUSY_TIMEOUT_MS = 5000
 """How long a statement waits for another process's lock before SQLite says it is busy."""
+
+
+def special_file(path: Path) -> str | None:
+    """What `path` (or the file its link names) is when it is there but no regular file: "a
+    directory", "a FIFO (named pipe)", a device, a socket; None otherwise."""
+    try:
+        mode = path.stat().st_mode
+    except OSError:
+        return None  # missing (created next), or opening it says why
+    if stat.S_ISREG(mode):
+        return None
+    kinds = [(stat.S_ISDIR, "a directory"), (stat.S_ISFIFO, "a FIFO (named pipe)"),
+             (stat.S_ISCHR, "a character device"), (stat.S_ISBLK, "a block device"),
+             (stat.S_ISSOCK, "a socket")]
+    return next((kind for test, kind in kinds if test(mode)), "a special file")
 
 
 def create_private_file(path: Path) -> None:

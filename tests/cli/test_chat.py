@@ -300,6 +300,34 @@ def test_a_text_file_is_not_a_database(tmp_path: Path) -> None:
     assert text.read_bytes() == before
 
 
+@pytest.mark.parametrize("made", ["fifo", "socket"])
+def test_a_fifo_or_a_socket_as_the_history_is_one_line_at_once(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, made: str) -> None:
+    """A FIFO as the history hung every command for ever (opening it waits for a writer;
+    encrypt too) and a device was called a full disk: each is refused, naming what it is."""
+    import socket
+
+    path = tmp_path / "历史 a.db"
+    if made == "fifo":
+        os.mkfifo(path)
+        kind = "a FIFO (named pipe)"
+    else:
+        held = socket.socket(socket.AF_UNIX)
+        held.bind(str(path))
+        kind = "a socket"
+    refused = f"error: {path} is {kind}, not a history file\n"
+    # In a process of its own first: a hang fails the test rather than stopping the run.
+    listed = subprocess.run([sys.executable, "-m", "chatmem", "sessions", "list", "--db",
+                             str(path)], capture_output=True, text=True, timeout=HANG)
+    assert (listed.returncode, listed.stderr) == (2, refused)
+    asked = invoke("ask", "s", "hi", "--db", str(path), "--provider", "scripted")
+    assert (asked.exit_code, asked.stderr) == (2, refused)
+    monkeypatch.setenv("CHATMEM_KEY", "k")
+    encrypted = invoke("encrypt", "--db", str(path))
+    assert (encrypted.exit_code, encrypted.stderr) == (2, refused)
+    assert [p.name for p in tmp_path.iterdir()] == [path.name]  # nothing beside it
+
+
 def test_newer_schema_database_is_left_untouched(tmp_path: Path) -> None:
     db = tmp_path / "x.db"
     Store(db).close()
