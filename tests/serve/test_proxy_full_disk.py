@@ -52,6 +52,9 @@ def test_after_a_full_disk_the_next_requests_are_not_sent_to_the_model(
     assert errors[1:] == ["nothing was sent: the history: the disk is still full (free some"
                           " space and try again)"] * 2
     assert len(chat_server.requests) == 1  # the model was asked once, by the first
+    # The server's owner, who alone can make room, is told which file, in its log.
+    assert running.logged == [f"full: {e.replace('the history', str(db_path), 1)}"
+                              for e in errors], running.logged
     monkeypatch.undo()
     with sqlite3.connect(db_path) as check:
         assert check.execute("PRAGMA integrity_check").fetchone() == ("ok",)
