@@ -200,6 +200,15 @@ class SqliteBackend(SqliteOpening, SqliteWords):
                 f"{self.path.name}-shm beside it (is the folder read-only?)",
                 kind=StoreFailure.CANNOT_OPEN, location=self.location,
             )
+        if code == sqlite3.SQLITE_CORRUPT:
+            # A SQLite file (one that is not says NOTADB) broken inside: most likely the
+            # user's own history cut short or damaged, which "not a chatmem database" hid.
+            import shlex
+
+            return DatabaseError(
+                f"{self.path} is damaged ({error}): restore it from a backup (`sqlite3 "
+                f"{shlex.quote(str(self.path))} 'PRAGMA integrity_check'` shows where)",
+                kind=StoreFailure.DAMAGED, location=self.location, reason=str(error))
         if code in NOT_A_DATABASE:
             return NotChatmemDatabase(f"{self.path} is not a chatmem database ({error})",
                                       location=self.location)

@@ -300,6 +300,26 @@ def test_a_text_file_is_not_a_database(tmp_path: Path) -> None:
     assert text.read_bytes() == before
 
 
+def test_a_history_cut_short_is_said_to_be_damaged_not_foreign(tmp_path: Path) -> None:
+    """A chatmem history truncated (a copy cut short, a disk that failed) was called 'not a
+    chatmem database': the user's own file, all their sessions, as if the wrong one."""
+    import shlex
+
+    db = tmp_path / "我的 history.db"
+    lines = "".join(f"message {i}: {'夏天我们去杭州 ' * 80}\n" for i in range(12))
+    assert chat(db, "s", lines).exit_code == 0
+    with db.open("r+b") as cut:
+        cut.truncate(db.stat().st_size // 2)
+    before = db.read_bytes()
+    for args in (["sessions", "list"], ["ask", "s", "hi", "--provider", "scripted"]):
+        result = invoke(*args, "--db", str(db))
+        assert (result.exit_code, result.stderr) == (1, (
+            f"error: {db} is damaged (database disk image is malformed): restore it from a "
+            f"backup (`sqlite3 {shlex.quote(str(db))} 'PRAGMA integrity_check'` shows"
+            " where)\n")), args
+        assert db.read_bytes() == before
+
+
 @pytest.mark.parametrize("made", ["fifo", "socket"])
 def test_a_fifo_or_a_socket_as_the_history_is_one_line_at_once(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch, made: str) -> None:
