@@ -7,6 +7,7 @@ SQLite's result code: the rest of chatmem never sees the driver.
 from __future__ import annotations
 
 import gc
+import shlex
 import sqlite3
 import threading
 from collections.abc import Callable, Iterable, Iterator, Sequence
@@ -43,6 +44,7 @@ from chatmem.store.sqlite_files import (
     found_full,
     let_go,
     log_identity,
+    other_names,
     room_found,
     special_file,
     wait_for,
@@ -92,6 +94,12 @@ class SqliteBackend(SqliteOpening, SqliteWords):
                 # SQLite would say "disk I/O error" of a directory, wait for ever for a FIFO's
                 # writer, and call a device's refused write a full disk (a journal beside it).
                 raise StoreError(f"{self.path} is {special}, not a history file")
+            if others := other_names(self.path):
+                raise StoreError(
+                    f"{self.path} has {others + 1} names (hard links), and chats opening it by"
+                    " different names lose each other's turns: keep this one and remove the"
+                    f" other{'s' if others > 1 else ''} (`find / -xdev -samefile"
+                    f" {shlex.quote(str(self.path))}` lists them)")
             try:
                 self.path.parent.mkdir(parents=True, exist_ok=True)
             except OSError as e:
@@ -203,8 +211,6 @@ class SqliteBackend(SqliteOpening, SqliteWords):
         if code == sqlite3.SQLITE_CORRUPT:
             # A SQLite file (one that is not says NOTADB) broken inside: most likely the
             # user's own history cut short or damaged, which "not a chatmem database" hid.
-            import shlex
-
             return DatabaseError(
                 f"{self.path} is damaged ({error}): restore it from a backup (`sqlite3 "
                 f"{shlex.quote(str(self.path))} 'PRAGMA integrity_check'` shows where)",

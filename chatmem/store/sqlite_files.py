@@ -36,6 +36,17 @@ def special_file(path: Path) -> str | None:
     return next((kind for test, kind in kinds if test(mode)), "a special file")
 
 
+def other_names(path: Path) -> int:
+    """How many names (hard links) the file at `path` has besides `path`: SQLite keeps its
+    write-ahead log and shared index beside the name it was given (a symbolic link it
+    follows), so two processes opening one file by two names each read the other's commits
+    from a log it never sees, and the last to fold its own log erases the other's turns."""
+    try:
+        return max(path.stat().st_nlink - 1, 0)
+    except OSError:
+        return 0
+
+
 def create_private_file(path: Path) -> None:
     """Create `path` readable by its owner only (0600), unless it exists.
 

@@ -320,6 +320,29 @@ def test_a_history_cut_short_is_said_to_be_damaged_not_foreign(tmp_path: Path) -
         assert db.read_bytes() == before
 
 
+def test_a_history_with_two_names_is_refused_before_a_turn_is_lost(tmp_path: Path) -> None:
+    """Two chats reaching one history by two hard links each kept a write-ahead log beside
+    its own name: each saw none of the other's turns, and the first to close kept its own
+    and erased the other's (five turns of B gone, integrity_check 'ok')."""
+    import shlex
+
+    db = tmp_path / "历史.db"
+    assert chat(db, "s", "stored before\n").exit_code == 0
+    other = tmp_path / "same file.db"
+    with Store(db) as held:  # a chat by the first name, open meanwhile
+        os.link(db, other)
+        for name in (other, db):
+            result = chat(name, "s", "by another name\n")
+            assert (result.exit_code, result.stderr) == (2, (
+                f"error: {name} has 2 names (hard links), and chats opening it by different"
+                " names lose each other's turns: keep this one and remove the other (`find / "
+                f"-xdev -samefile {shlex.quote(str(name))}` lists them)\n"))
+        assert [m.content for m in held.history.messages(held.sessions.session("s").id)] == [
+            "stored before", "echo #1: stored before"]
+    other.unlink()
+    assert chat(db, "s", "one name again\n").exit_code == 0
+
+
 @pytest.mark.parametrize("made", ["fifo", "socket"])
 def test_a_fifo_or_a_socket_as_the_history_is_one_line_at_once(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch, made: str) -> None:
