@@ -197,9 +197,9 @@ def under_token_line(history: str, turns: int) -> str:
 def test_a_history_deleted_under_the_chat_is_one_line_not_a_traceback(
     terminal: Terminal, tmp_path: Path
 ) -> None:
-    """The prompt reads its Up history from the store: once the file was deleted (or a
-    backup restored over it), prompt-toolkit printed the store's error as a traceback, and
-    'Press ENTER to continue...', at the next prompt."""
+    """The prompt reads its Up history and its completions from the store: once the file
+    was deleted (or a backup restored over it), prompt-toolkit printed the store's error as
+    a traceback, and 'Press ENTER to continue...', at the next prompt and at Tab."""
     db = tmp_path / "历史 h.db"
     env = {"HOME": str(tmp_path), "TERM": "xterm", "CHATMEM_PROVIDER": "scripted",
            "PATH": os.environ["PATH"], "PYTHONPATH": os.environ.get("PYTHONPATH", "")}
@@ -214,7 +214,8 @@ def test_a_history_deleted_under_the_chat_is_one_line_not_a_traceback(
     terminal.keys("C-u", "still there?", "Enter")
     terminal.wait_for("nothing was sent: ")
     terminal.keys("Up")
-    terminal.keys("C-d")
+    terminal.keys("C-u", "/switch ", "Tab")  # completion reads the store too
+    terminal.keys("C-u", "C-d")
     terminal.wait_until(lambda s: "EXITED 2" in s or "Press ENTER" in s, "the chat's end")
     shown = terminal.history()
     assert "Traceback" not in shown and "Press ENTER" not in shown, shown
