@@ -110,6 +110,15 @@ class NoEmbedder:
 
 
 @dataclass(frozen=True)
+class VectorCacheUnused:
+    """The user's vector cache (`path`: eval and replay keep vectors between runs there)
+    cannot be opened, `why` (a full disk, a read-only home): this run embeds without it."""
+
+    path: str
+    why: str
+
+
+@dataclass(frozen=True)
 class UsageIgnored:
     """Provider `provider` (a plugin's, as registered) reported token counts that are no
     counts (`wrong`, what was wrong): the turn is stored without them."""
@@ -351,6 +360,7 @@ class ExpectedRepliesReplaced:
 
 Notice = (IndexingNotice | VectorsResized | SummaryUpdated | SummaryFailed | FactsFailed
           | FactsTooLong | FactsBehind | SensitiveNotRemembered | NoEmbedder | InputNotUtf8
+          | VectorCacheUnused
           | ReplyCut | UsageIgnored
           | MemoryUpdateFailed | MemoryUpdateCancelled | ErasedWhileUpdating
           | StrategyChanged | ModelChanged

@@ -317,8 +317,22 @@ class Workspace:
             # yet, as for an eval of transcript files: a key configured says it would be.)
             return Remembering(embedder)
         # A second eval or replay of the same text embeds nothing (the history has its own).
-        return Remembering(embedder, VectorCacheFile(vector_cache_path()))
+        try:
+            cache = VectorCacheFile(vector_cache_path())
+        except StoreError as e:
+            if e.kind not in CACHE_NOT_WRITABLE:
+                raise  # a file there that is no cache: the user deletes it, as it says
+            # It only saves work: a full disk or a read-only home stopped every eval.
+            from chatmem.notices import VectorCacheUnused
 
+            self.tell(VectorCacheUnused(str(vector_cache_path()), e.reason))
+            return Remembering(embedder)
+        return Remembering(embedder, cache)
+
+
+CACHE_NOT_WRITABLE = frozenset({StoreFailure.CANNOT_OPEN, StoreFailure.DISK,
+                                StoreFailure.READ_ONLY})
+"""Why the vector cache cannot be used that a run goes on without it (recall_embedder)."""
 
 PROVIDER_FIELDS = ("provider", "model", "base_url", "api_key_env", "timeout", "reply_timeout",
                    "idle_timeout", "max_retries", "max_reply_tokens", "options", "local",

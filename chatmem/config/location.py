@@ -12,6 +12,7 @@ process list): libpq reads PGPASSWORD, ~/.pgpass (PGPASSFILE) and a service file
 
 from __future__ import annotations
 
+import os
 import re
 from dataclasses import dataclass, field
 from enum import StrEnum
@@ -122,6 +123,10 @@ def parse_location(location: str, origin: str | None = None) -> HistoryLocation:
                              "or a postgresql:// URL")
         if origin and text == IN_MEMORY:
             raise StoreError(f"{where}{IN_MEMORY} keeps nothing; name a file")
+        if location.endswith(("/", os.sep)):
+            # A path drops its last slash: `--db notes/` made a history file named notes.
+            raise StoreError(f"{where}{location} names a folder (it ends in /): name the "
+                             f"history file in it, e.g. {location}chatmem.db")
         return HistoryLocation.file(user_path(location))
     if not is_url(text):
         raise StoreError(f"{where}{shown}: not a history location: use a file path or a "

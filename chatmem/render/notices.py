@@ -57,6 +57,7 @@ from chatmem.notices import (
     SummaryUpdated,
     SystemPromptReplaced,
     UsageIgnored,
+    VectorCacheUnused,
     VectorsResized,
 )
 from chatmem.privacy.sensitive import describe
@@ -155,6 +156,12 @@ def not_remembered_text(n: SensitiveNotRemembered, way: str | None = None) -> st
 @_worded.register
 def _(n: NoEmbedder, repl_hints: bool) -> str:
     return f"{n.strategy}: {NO_EMBEDDER}"
+
+
+@_worded.register
+def _(n: VectorCacheUnused, repl_hints: bool) -> str:
+    return (f"{n.path}: the vector cache cannot be used ({n.why}); this run embeds every"
+            " text, and keeps none for the next")
 
 
 HELPER_MODEL_HINT = ("name a stronger model for these calls: helper_model = \"gpt-4o-mini\" "

@@ -21,7 +21,7 @@ from chatmem import graphemes
 from chatmem.app import facts as remembered
 from chatmem.app import sessions
 from chatmem.app.inspection import latest_summary, summarizing, summary_version
-from chatmem.errors import NotFound
+from chatmem.errors import ChatmemError, NotFound
 from chatmem.memory.fact_keys import key_identity
 from chatmem.memory.spec import StrategySpec
 from chatmem.memory.spec_candidates import parameters, spec_candidates, value_candidates
@@ -88,7 +88,12 @@ class SlashCompleter(Completer):
         elif position > 0:
             return
         else:
-            candidates = self._candidates(command.completes, word)
+            try:
+                candidates = self._candidates(command.completes, word)
+            except ChatmemError:
+                # The history cannot be read (its file deleted or replaced under the chat):
+                # prompt-toolkit printed a traceback and 'Press ENTER to continue...'.
+                return
         # A fact key completes as /forget finds it: 預 (traditional) offers 预约时间, 過敏 过敏.
         starts = _same_key_start if command.completes == "fact" else str.startswith
         for value, meta in candidates:

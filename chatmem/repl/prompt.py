@@ -28,6 +28,7 @@ from prompt_toolkit.filters import Condition, has_focus
 from prompt_toolkit.history import History
 from prompt_toolkit.key_binding import KeyBindings, KeyPressEvent
 
+from chatmem.errors import ChatmemError
 from chatmem.render.terminal import prompt_label
 from chatmem.render.toolbar import ToolbarState, toolbar_line
 from chatmem.repl.blocks import open_block, unfence
@@ -70,7 +71,10 @@ class SessionHistory(History):
         # Read once and kept, the history showed text erased since (a purge in another
         # shell, an /undo) with Up. Read again when the session says so (one row): the
         # commands typed in this run go too, as one may hold what was erased.
-        version = history_version(self.workspace, self.session)
+        try:
+            version = history_version(self.workspace, self.session)
+        except ChatmemError:
+            version = -1  # no count reads so: what was read goes (load_history_strings)
         if version != self.version:
             self.version, self._loaded = version, False
         # The buffer takes each string as it is yielded: past the last one, it has them all.
@@ -82,12 +86,22 @@ class SessionHistory(History):
         """Text has left the session since its messages were read (one row)."""
         from chatmem.app.sessions import history_version
 
-        return self._loaded and history_version(self.workspace, self.session) != self.version
+        try:
+            return (self._loaded
+                    and history_version(self.workspace, self.session) != self.version)
+        except ChatmemError:
+            return self._loaded  # read again: it offers nothing it cannot check
 
     def load_history_strings(self) -> Iterable[str]:
         from chatmem.app.sessions import last_messages
 
-        messages = last_messages(self.workspace, self.session, HISTORY_TURNS)
+        try:
+            messages = last_messages(self.workspace, self.session, HISTORY_TURNS)
+        except ChatmemError:
+            # The history cannot be read (its file deleted or replaced under the chat, a
+            # failing disk): prompt-toolkit printed a traceback and "Press ENTER to
+            # continue"; Up offers nothing, and the next turn says what is wrong in one line.
+            return
         previous = None
         for message in reversed(messages):
             if message.role == "user" and message.content != previous:

@@ -15,7 +15,7 @@ if TYPE_CHECKING:
     from chatmem.app.client_history import AskedWith
     from chatmem.app.model_pool import ModelPool
     from chatmem.config.settings import Settings
-    from chatmem.errors import ProviderError
+    from chatmem.errors import ProviderError, StoreError
     from chatmem.notices import Notice
     from chatmem.serve.requests import TurnAsked
 
@@ -111,6 +111,15 @@ class ServedConversations:
 
         if self.log is not None:
             self.log(f"{conversation}: the model failed: {error_text(error)}")
+
+    def history_failed(self, conversation: str, error: StoreError) -> None:
+        """A history the server cannot store in (its disk full, read-only, damaged) in the
+        server's log, naming the file: its client is told only "the history", and the
+        server's owner, who alone can make room, learnt nothing."""
+        from chatmem.render.errors import error_text
+
+        if self.log is not None:
+            self.log(f"{conversation}: {error_text(error)}")
 
     def failed_unexpectedly(self, conversation: str, error: BaseException,
                             settings: Settings) -> None:

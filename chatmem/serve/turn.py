@@ -13,7 +13,14 @@ from contextlib import suppress
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
-from chatmem.errors import ChatmemError, NotFound, ProviderError, TurnNotReplaceable
+from chatmem.errors import (
+    ChatmemError,
+    NotFound,
+    ProviderError,
+    StoreError,
+    StoreFailure,
+    TurnNotReplaceable,
+)
 from chatmem.serve.answers import error_json, finish_reason, usage_json
 
 if TYPE_CHECKING:
@@ -38,6 +45,9 @@ is kept under another name, which the server's log says)."""
 DISCONNECT_POLL = 0.2
 """Seconds between looks at whether the client of a reply that is not streamed is there."""
 DONE = object()
+HISTORY_FAULTS = frozenset({StoreFailure.DISK, StoreFailure.READ_ONLY, StoreFailure.CANNOT_OPEN,
+                            StoreFailure.DAMAGED, StoreFailure.NOT_A_DATABASE})
+"""A history's failures only the server's owner can mend: they go to its log too."""
 
 
 class _Branched(Exception):
@@ -124,6 +134,8 @@ class Turn:
         except BaseException as e:  # every failure reaches the client, as OpenAI words one
             if isinstance(e, ProviderError):
                 self.proxy.model_failed(self.asked.conversation, e)
+            elif isinstance(e, StoreError) and e.kind in HISTORY_FAULTS:
+                self.proxy.history_failed(self.asked.conversation, e)
             elif not isinstance(e, ChatmemError | KeyboardInterrupt):
                 self.proxy.failed_unexpectedly(self.asked.conversation, e, self.settings)
             self._put(e)

@@ -23,6 +23,7 @@ from __future__ import annotations
 import os
 import re
 import sqlite3
+import stat
 import tempfile
 from collections.abc import Iterator
 from contextlib import suppress
@@ -53,7 +54,10 @@ def file_kind(path: Path) -> FileKind:
     if held is not None:
         return held  # what it said then: reading it now would free the process's locks
     try:
-        size = path.stat().st_size
+        found = path.stat()
+        if not stat.S_ISREG(found.st_mode):
+            return "other"  # not read: a FIFO's open waits for a writer; the store names it
+        size = found.st_size
         with path.open("rb") as f:
             head = f.read(16)
     except FileNotFoundError:

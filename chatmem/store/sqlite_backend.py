@@ -7,6 +7,7 @@ SQLite's result code: the rest of chatmem never sees the driver.
 from __future__ import annotations
 
 import gc
+import shlex
 import sqlite3
 import threading
 from collections.abc import Callable, Iterable, Iterator, Sequence
@@ -40,9 +41,14 @@ from chatmem.store.sqlite_files import (
     check_room,
     create_private_file,
     file_identity,
+    found_full,
     let_go,
     log_identity,
+    other_names,
+    room_found,
+    special_file,
     wait_for,
+    was_found_full,
 )
 from chatmem.store.sqlite_opening import SqliteOpening
 from chatmem.store.sqlite_words import SqliteWords
@@ -83,9 +89,17 @@ class SqliteBackend(SqliteOpening, SqliteWords):
         if in_memory:
             key = None
         else:
-            if self.path.is_dir():
-                # SQLite would only say "disk I/O error".
-                raise StoreError(f"{self.path} is a directory, not a history file")
+            special = special_file(self.path)
+            if special is not None:
+                # SQLite would say "disk I/O error" of a directory, wait for ever for a FIFO's
+                # writer, and call a device's refused write a full disk (a journal beside it).
+                raise StoreError(f"{self.path} is {special}, not a history file")
+            if others := other_names(self.path):
+                raise StoreError(
+                    f"{self.path} has {others + 1} names (hard links), and chats opening it by"
+                    " different names lose each other's turns: keep this one and remove the"
+                    f" other{'s' if others > 1 else ''} (`find / -xdev -samefile"
+                    f" {shlex.quote(str(self.path))}` lists them)")
             try:
                 self.path.parent.mkdir(parents=True, exist_ok=True)
             except OSError as e:
@@ -119,7 +133,6 @@ class SqliteBackend(SqliteOpening, SqliteWords):
         self._identity = None if in_memory else file_identity(self.path)
         """The file this connection opened, to tell when another has taken its path."""
         self._gone = False  # the file left its path: this connection was let go (`moved`)
-        self._full = False  # a write found the disk full: check_writable looks for room first
         self._log: tuple[int, int, int, int] | None = None  # the -wal as last left (let_go)
         # Refuse foreign or newer files before writing a single byte to them.
         pending = self._connect_waiting(path, key)
@@ -195,6 +208,13 @@ class SqliteBackend(SqliteOpening, SqliteWords):
                 f"{self.path.name}-shm beside it (is the folder read-only?)",
                 kind=StoreFailure.CANNOT_OPEN, location=self.location,
             )
+        if code == sqlite3.SQLITE_CORRUPT:
+            # A SQLite file (one that is not says NOTADB) broken inside: most likely the
+            # user's own history cut short or damaged, which "not a chatmem database" hid.
+            return DatabaseError(
+                f"{self.path} is damaged ({error}): restore it from a backup (`sqlite3 "
+                f"{shlex.quote(str(self.path))} 'PRAGMA integrity_check'` shows where)",
+                kind=StoreFailure.DAMAGED, location=self.location, reason=str(error))
         if code in NOT_A_DATABASE:
             return NotChatmemDatabase(f"{self.path} is not a chatmem database ({error})",
                                       location=self.location)
@@ -301,9 +321,9 @@ class SqliteBackend(SqliteOpening, SqliteWords):
             return
         if self.moved():
             raise replaced(self.path, self.location)
-        if self._full:
+        if was_found_full(self._identity):  # by any connection of this process
             check_room(self.conn, self.path)
-            self._full = False
+            room_found(self._identity)
         self._begin(patient, replied=False)
         try:
             try:
@@ -330,7 +350,7 @@ class SqliteBackend(SqliteOpening, SqliteWords):
                        " decrypt or new key finished meanwhile); nothing was stored: run the"
                        " command again")
         elif kind is StoreFailure.DISK:
-            self._full = True
+            found_full(self._identity)  # check_writable looks for room first from now on
             message = (f"{self.path}: the disk is full or failing; nothing was changed"
                        " (free some space and try again)")
         elif kind is StoreFailure.BUSY:

@@ -6,6 +6,8 @@ from __future__ import annotations
 import os
 import shutil
 import sqlite3
+import stat
+import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -17,6 +19,32 @@ from chatmem.store.sqlite_names import sqlite_name
 
 BUSY_TIMEOUT_MS = 5000
 """How long a statement waits for another process's lock before SQLite says it is busy."""
+
+
+def special_file(path: Path) -> str | None:
+    """What `path` (or the file its link names) is when it is there but no regular file: "a
+    directory", "a FIFO (named pipe)", a device, a socket; None otherwise."""
+    try:
+        mode = path.stat().st_mode
+    except OSError:
+        return None  # missing (created next), or opening it says why
+    if stat.S_ISREG(mode):
+        return None
+    kinds = [(stat.S_ISDIR, "a directory"), (stat.S_ISFIFO, "a FIFO (named pipe)"),
+             (stat.S_ISCHR, "a character device"), (stat.S_ISBLK, "a block device"),
+             (stat.S_ISSOCK, "a socket")]
+    return next((kind for test, kind in kinds if test(mode)), "a special file")
+
+
+def other_names(path: Path) -> int:
+    """How many names (hard links) the file at `path` has besides `path`: SQLite keeps its
+    write-ahead log and shared index beside the name it was given (a symbolic link it
+    follows), so two processes opening one file by two names each read the other's commits
+    from a log it never sees, and the last to fold its own log erases the other's turns."""
+    try:
+        return max(path.stat().st_nlink - 1, 0)
+    except OSError:
+        return 0
 
 
 def create_private_file(path: Path) -> None:
@@ -153,6 +181,31 @@ def let_go(conn: sqlite3.Connection, path: Path, log: tuple[int, int, int, int] 
 
 ROOM_BYTES = 1 << 20
 """Free space a history file needs before a turn is sent once its disk was found full."""
+
+_found_full: set[tuple[int, int]] = set()
+"""By (device, inode): the files a write of this process found their disk full, until a check
+found room. Kept for the process, not the connection: a server closes a conversation whose
+request failed and opens it anew for the next, which then sent every request to the model
+(paid) only to find the disk still full."""
+_found_full_lock = threading.Lock()
+
+
+def found_full(identity: tuple[int, int] | None) -> None:
+    """Remember that a write to the file `identity` (file_identity) found the disk full."""
+    if identity is not None:
+        with _found_full_lock:
+            _found_full.add(identity)
+
+
+def was_found_full(identity: tuple[int, int] | None) -> bool:
+    return identity is not None and identity in _found_full
+
+
+def room_found(identity: tuple[int, int] | None) -> None:
+    """Forget that the file's disk was full: check_room found room."""
+    if identity is not None:
+        with _found_full_lock:
+            _found_full.discard(identity)
 
 
 def check_room(conn: sqlite3.Connection, path: Path) -> None:

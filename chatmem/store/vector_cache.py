@@ -17,7 +17,8 @@ from collections.abc import Iterator, Sequence
 from contextlib import closing, contextmanager, suppress
 from pathlib import Path
 
-from chatmem.errors import StoreError
+from chatmem.errors import StoreError, StoreFailure
+from chatmem.store.sqlite_failures import failure_of
 
 MOST = 200_000
 """Entries the file keeps (about 150 MB of 384-dimension vectors at the most)."""
@@ -79,8 +80,12 @@ class VectorCacheFile:
             raise self._error(e) from None
 
     def _error(self, error: Exception) -> StoreError:
+        # Where it cannot be made or written (a full disk, a read-only home): CANNOT_OPEN,
+        # DISK, READ_ONLY; a file there that is no cache: DAMAGED.
+        kind = (failure_of(error) if isinstance(error, sqlite3.Error)
+                else StoreFailure.CANNOT_OPEN)
         return StoreError(f"{self.path}: the vector cache cannot be used ({error}); "
-                          "delete the file to start a new one")
+                          "delete the file to start a new one", kind=kind, reason=str(error))
 
     def cached(self, model: str, query: bool, digests: Sequence[str]) -> dict[str, bytes]:
         """The kept vectors of the digests found."""

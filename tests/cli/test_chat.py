@@ -300,6 +300,77 @@ def test_a_text_file_is_not_a_database(tmp_path: Path) -> None:
     assert text.read_bytes() == before
 
 
+def test_a_history_cut_short_is_said_to_be_damaged_not_foreign(tmp_path: Path) -> None:
+    """A chatmem history truncated (a copy cut short, a disk that failed) was called 'not a
+    chatmem database': the user's own file, all their sessions, as if the wrong one."""
+    import shlex
+
+    db = tmp_path / "我的 history.db"
+    lines = "".join(f"message {i}: {'夏天我们去杭州 ' * 80}\n" for i in range(12))
+    assert chat(db, "s", lines).exit_code == 0
+    with db.open("r+b") as cut:
+        cut.truncate(db.stat().st_size // 2)
+    before = db.read_bytes()
+    for args in (["sessions", "list"], ["ask", "s", "hi", "--provider", "scripted"]):
+        result = invoke(*args, "--db", str(db))
+        assert (result.exit_code, result.stderr) == (1, (
+            f"error: {db} is damaged (database disk image is malformed): restore it from a "
+            f"backup (`sqlite3 {shlex.quote(str(db))} 'PRAGMA integrity_check'` shows"
+            " where)\n")), args
+        assert db.read_bytes() == before
+
+
+def test_a_history_with_two_names_is_refused_before_a_turn_is_lost(tmp_path: Path) -> None:
+    """Two chats reaching one history by two hard links each kept a write-ahead log beside
+    its own name: each saw none of the other's turns, and the first to close kept its own
+    and erased the other's (five turns of B gone, integrity_check 'ok')."""
+    import shlex
+
+    db = tmp_path / "历史.db"
+    assert chat(db, "s", "stored before\n").exit_code == 0
+    other = tmp_path / "same file.db"
+    with Store(db) as held:  # a chat by the first name, open meanwhile
+        os.link(db, other)
+        for name in (other, db):
+            result = chat(name, "s", "by another name\n")
+            assert (result.exit_code, result.stderr) == (2, (
+                f"error: {name} has 2 names (hard links), and chats opening it by different"
+                " names lose each other's turns: keep this one and remove the other (`find / "
+                f"-xdev -samefile {shlex.quote(str(name))}` lists them)\n"))
+        assert [m.content for m in held.history.messages(held.sessions.session("s").id)] == [
+            "stored before", "echo #1: stored before"]
+    other.unlink()
+    assert chat(db, "s", "one name again\n").exit_code == 0
+
+
+@pytest.mark.parametrize("made", ["fifo", "socket"])
+def test_a_fifo_or_a_socket_as_the_history_is_one_line_at_once(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, made: str) -> None:
+    """A FIFO as the history hung every command for ever (opening it waits for a writer;
+    encrypt too) and a device was called a full disk: each is refused, naming what it is."""
+    import socket
+
+    path = tmp_path / "历史 a.db"
+    if made == "fifo":
+        os.mkfifo(path)
+        kind = "a FIFO (named pipe)"
+    else:
+        held = socket.socket(socket.AF_UNIX)
+        held.bind(str(path))
+        kind = "a socket"
+    refused = f"error: {path} is {kind}, not a history file\n"
+    # In a process of its own first: a hang fails the test rather than stopping the run.
+    listed = subprocess.run([sys.executable, "-m", "chatmem", "sessions", "list", "--db",
+                             str(path)], capture_output=True, text=True, timeout=HANG)
+    assert (listed.returncode, listed.stderr) == (2, refused)
+    asked = invoke("ask", "s", "hi", "--db", str(path), "--provider", "scripted")
+    assert (asked.exit_code, asked.stderr) == (2, refused)
+    monkeypatch.setenv("CHATMEM_KEY", "k")
+    encrypted = invoke("encrypt", "--db", str(path))
+    assert (encrypted.exit_code, encrypted.stderr) == (2, refused)
+    assert [p.name for p in tmp_path.iterdir()] == [path.name]  # nothing beside it
+
+
 def test_newer_schema_database_is_left_untouched(tmp_path: Path) -> None:
     db = tmp_path / "x.db"
     Store(db).close()

@@ -215,3 +215,24 @@ def test_a_cache_another_process_erased_meanwhile_is_made_again_private(
     cache.keep("m", False, [(text_digest("乙"), b"\x02\x00\x00\x00")])
     assert cache.cached("m", False, [text_digest("乙")]) == {text_digest("乙"): b"\x02\x00\x00\x00"}
     assert os.stat(path).st_mode & 0o077 == 0
+
+
+def test_a_cache_that_cannot_be_made_is_said_and_the_eval_runs_without_it(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A cache folder that cannot be written (a full disk, a read-only home, a file where
+    the folder goes) stopped every eval and replay ('delete the file to start a new one',
+    of a file that was not there); the cache only saves work."""
+    source = str(SESSIONS / "travel-zh.jsonl")
+    scores = evaluate(source)
+    blocked = tmp_path / "not a folder"
+    blocked.write_text("")
+    monkeypatch.setenv("XDG_CACHE_HOME", str(blocked))
+    for args in (["eval", source, "-s", "retrieval", "-s", "window:k=2", "--jobs", "1"],
+                 ["replay", source, "-s", "retrieval"]):
+        result = invoke(*args, "--provider", "scripted", "--json")
+        assert result.exit_code == 0, result.stderr
+        assert result.stderr.splitlines() == [
+            f"{blocked}/chatmem/vectors.sqlite: the vector cache cannot be used ([Errno 20] Not"
+            f" a directory: '{blocked}/chatmem'); this run embeds every text, and keeps none"
+            " for the next"], args
+    assert json.loads(result.stdout) and evaluate(source) == scores

@@ -192,3 +192,34 @@ def under_token_line(history: str, turns: int) -> str:
     lines = history.splitlines()
     last = max(i for i, line in enumerate(lines) if "tokens of 4,000" in line)
     return lines[last + 1] if last + 1 < len(lines) else ""
+
+
+def test_a_history_deleted_under_the_chat_is_one_line_not_a_traceback(
+    terminal: Terminal, tmp_path: Path
+) -> None:
+    """The prompt reads its Up history and its completions from the store: once the file
+    was deleted (or a backup restored over it), prompt-toolkit printed the store's error as
+    a traceback, and 'Press ENTER to continue...', at the next prompt and at Tab."""
+    db = tmp_path / "历史 h.db"
+    env = {"HOME": str(tmp_path), "TERM": "xterm", "CHATMEM_PROVIDER": "scripted",
+           "PATH": os.environ["PATH"], "PYTHONPATH": os.environ.get("PYTHONPATH", "")}
+    terminal.start(env)
+    terminal.run(f"{sys.executable} -m chatmem chat t --db '{db}'")
+    terminal.wait_for("no turn yet")
+    terminal.keys("hello there", "Enter")
+    terminal.wait_for("last context 19 / 4,000 tokens")
+    for made in tmp_path.glob(f"{db.name}*"):
+        made.unlink()
+    terminal.keys("Up")  # the prompt already open reads the store for these keys
+    terminal.keys("C-u", "still there?", "Enter")
+    terminal.wait_for("nothing was sent: ")
+    terminal.keys("Up")
+    terminal.keys("C-u", "/switch ", "Tab")  # completion reads the store too
+    terminal.keys("C-u", "C-d")
+    terminal.wait_until(lambda s: "EXITED 2" in s or "Press ENTER" in s, "the chat's end")
+    shown = terminal.history()
+    assert "Traceback" not in shown and "Press ENTER" not in shown, shown
+    said = " ".join(shown.split())  # the console wraps its lines between words
+    gone = f"{db} was deleted or replaced while this command had it open; nothing was stored"
+    assert said.count("error:") == 2, shown
+    assert f"error: nothing was sent: {gone}" in said and f"error: {gone}" in said, shown

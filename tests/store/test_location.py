@@ -205,3 +205,17 @@ def test_a_history_named_with_a_tilde_no_user_has_is_that_file(tmp_path: Path,
     assert said.stderr == ("error: no history file at ~nosuchuser_chatmem/h.db (chat, ask and"
                            " sessions import create it)\n")
     assert parse_location("~/h.db").path == Path.home() / "h.db"
+
+
+def test_a_location_ending_in_a_slash_is_a_folder_refused_in_one_line(tmp_path: Path) -> None:
+    """`--db notes/` (a folder meant, not there yet) made a history file named `notes`,
+    and a later `--db notes/x.db` then failed on it as 'cannot create its folder'."""
+    meant = f"{tmp_path}/我的 notes/"
+    for args, env, origin in (
+            (["ask", "s", "hi", "--db", meant], {}, "--db"),
+            (["sessions", "list"], {"CHATMEM_DB": meant}, "CHATMEM_DB")):
+        result = invoke(*args, env={"CHATMEM_PROVIDER": "scripted", **env}, code=2)
+        assert result.stderr == (f"error: {origin}: {meant} names a folder (it ends in /):"
+                                 f" name the history file in it, e.g. {meant}chatmem.db\n")
+    assert list(tmp_path.iterdir()) == []  # nothing made
+    assert parse_location(f"{tmp_path}/h.db").path == tmp_path / "h.db"
