@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING
 
 from chatmem.context_warnings import ContextWarning, EmbeddingFailed
 from chatmem.errors import ChatmemError
-from chatmem.memory import later_mentions, recall_days, time_words
+from chatmem.memory import later_mentions, recall_days, speaker_prior, time_words
 from chatmem.memory.assembly import (
     assemble,
     dropped_turns,
@@ -97,6 +97,12 @@ class RetrievalParams:
     # 0.848 off; its messages carry their dates in their text, as real chats do not).
     dates: bool = param(True, "name the day above recalled messages said on an earlier day "
                         "(about 9 tokens a day)")
+    # 0.1 (benchmarks/recall.py --dev, id recall at 1,000 / 2,000 / 4,000 tokens: 0 0.738 /
+    # 0.845 / 0.900, 0.05 0.751 / 0.848 / 0.909, 0.1 0.773 / 0.858 / 0.916, 0.15 0.770 /
+    # 0.851 / 0.919; chatmem.memory.speaker_prior says why).
+    speaker: float = param(0.1, "how much a message gains when the input names its speaker "
+                           "(the label it opens with, `alice: …`), as a share of a full "
+                           "match (0: none)", minimum=0)
     later: int = param(1, "how many of the best recalled user messages bring the user's "
                        "latest later message holding their rarest words, which may correct "
                        "them (0: none)", minimum=0)
@@ -227,11 +233,13 @@ class RetrievalStrategy(BaseStrategy[RetrievalParams]):
         def ranked_at(position: int) -> Ranked:
             return outside(position).ranked(words, bm25, dense, present, fused)[0]
 
-        ranked = candidates.ranked(words, bm25, dense, present, fused)
+        ranked = speaker_prior.prefer_named(candidates.ranked(words, bm25, dense, present,
+                                                              fused), query,
+                                            self.options.speaker)
         day_at, line = (self._earlier_days(source, ranked, request)
                         if self.options.dates else (lambda position: None, 0))
         pack(ranked, room, mmr=weights.mmr,
-             vectors=None if rows is None else rows(best),
+             vectors=None if rows is None else rows([r.position for r in ranked]),
              limit=self.options.top_k, days=[day_at(r.position) for r in ranked], line=line)
         kept = sorted((r for r in ranked if r.kept), key=lambda r: r.position)
 

@@ -1,0 +1,92 @@
+"""`retrieval`'s speaker prior: a question naming a speaker prefers what that speaker said."""
+
+from __future__ import annotations
+
+import pytest
+from fact_conversations import context_with, run_conversation
+
+from chatmem.memory.packing import Ranked
+from chatmem.memory.speaker_prior import names, prefer_named, speaker_of
+
+# A group chat: alice says what she does, bob reacts to each on topic, saying nothing of it.
+GROUP_CHAT = [
+    "alice: On Saturday I baked sourdough bread with rye flour.",
+    "bob: Wow alice, baking on Saturday sounds so fun, I love that you bake!",
+    "alice: Then on Sunday I went kayaking on the lake.",
+    "bob: Alice, kayaking on Sunday, that sounds so fun, I love that you go out!",
+    "alice: On Monday I planted tomatoes in the garden.",
+    "bob: So fun alice, planting on Monday sounds lovely, I love that you do it!",
+    *[f"carol: Unrelated note number {i} about the weather report." for i in range(12)],
+]
+BUDGET = 300
+QUESTION = "What does alice do for fun on the weekend and Monday?"
+
+
+def recalled(context) -> list[str]:
+    part = context.part("recalled")
+    return [] if part is None else [m.content for m in part.messages if m.role == "user"]
+
+
+@pytest.mark.parametrize(("text", "label"), [
+    ("alice: hi", "alice"),
+    ("(8 May 2023) Caroline: Hey Mel!", "caroline"),
+    ("[08/05/2023, 13:56] Mary Ann: see you", "mary ann"),
+    ("小明：我明天去杭州", "小明"),
+    ("【5月8日】小明： 好的", "小明"),
+    ("Here is what I think about it all: no", None),
+    ("no label here", None),
+    ("12:30 is when we meet", None),
+    ("", None),
+])
+def test_the_speaker_label_a_message_opens_with(text: str, label: str | None) -> None:
+    assert speaker_of(text) == label
+
+
+@pytest.mark.parametrize(("query", "label", "named"), [
+    ("What does Alice like?", "alice", True),
+    ("What does alice's brother do?", "alice", True),
+    ("What does Malice like?", "alice", False),
+    ("What do Alicent and Bob like?", "alice", False),
+    ("小明喜欢什么？", "小明", True),
+    ("小红喜欢什么？", "小明", False),
+    ("What did Mary Ann say?", "mary ann", True),
+])
+def test_a_question_names_a_speaker_as_a_whole_word_or_in_chinese_anywhere(
+    query: str, label: str, named: bool,
+) -> None:
+    assert names(query, label) is named
+
+
+def test_the_input_s_own_label_is_who_asks_not_who_is_asked_about() -> None:
+    def candidate(position: int, text: str) -> Ranked:
+        return Ranked(position, position, position, "user", 0.0, 0.0, None, 1 - position / 10,
+                      10, text)
+
+    pool = [candidate(1, "bob: great hike!"), candidate(2, "alice: I hiked Mount Tai")]
+    assert [r.position for r in prefer_named(pool, "bob: where did alice hike?", 0.2)] == [2, 1]
+    pool = [candidate(1, "bob: great hike!"), candidate(2, "alice: I hiked Mount Tai")]
+    assert [r.position for r in prefer_named(pool, "bob: where did I hike?", 0.2)] == [1, 2]
+    pool = [candidate(1, "小红：爬山真好！"), candidate(2, "小明：我爬了泰山")]
+    assert [r.position for r in prefer_named(pool, "小明去哪儿爬山了？", 0.2)] == [2, 1]
+
+
+def test_a_question_naming_a_speaker_recalls_what_they_said_over_others_reactions(
+    make_engine,
+) -> None:
+    engine = make_engine("retrieval", mode="bm25")
+    run_conversation(engine, GROUP_CHAT)
+    # Room for about five of the six (and their replies): bob's reactions match the
+    # question's words best.
+    context = context_with(engine, "retrieval", QUESTION, mode="bm25", max_tokens=BUDGET,
+                           later=0)
+    said = recalled(context)
+    assert [s for s in said if s.startswith("alice:")] == [
+        GROUP_CHAT[0], GROUP_CHAT[2], GROUP_CHAT[4]], said
+    without = recalled(context_with(engine, "retrieval", QUESTION, mode="bm25",
+                                    max_tokens=BUDGET, later=0, speaker=0))
+    assert any(s.startswith("bob:") for s in without), without
+    # A question naming no speaker ranks as it did.
+    nobody = QUESTION.replace("alice", "she")
+    assert recalled(context_with(engine, "retrieval", nobody, mode="bm25", max_tokens=BUDGET,
+                                 later=0)) == recalled(context_with(
+        engine, "retrieval", nobody, mode="bm25", max_tokens=BUDGET, later=0, speaker=0))
