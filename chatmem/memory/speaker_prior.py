@@ -26,6 +26,9 @@ _LABEL = re.compile(
 """A message's speaker label: up to 64 characters before a colon, after a bracketed stamp."""
 OPENING = 120
 """Where a label can end (a stamp and a label at most): nothing past it is read."""
+_ANY_COLON = re.compile(f"[{_COLONS}]")
+"""Most messages hold no colon where a label would end: one search says so, where the label's
+pattern, failing, tried every start of its 64 characters (0.4 ms a build of 150)."""
 MOST_WORDS = 4
 """A label of more words is a sentence with a colon ("Here is what I think: …"), not a name."""
 
@@ -77,8 +80,11 @@ def prefer_named(ranked: Sequence[Ranked], query: str, amount: float) -> list[Ra
         query = query[asker.end():]
     # Per label as written: a conversation has a few speakers, and a build 150-300 candidates.
     seen: dict[str, bool] = {}
+    gained = False
     for r in ranked:
-        found = _LABEL.match(r.text, 0, OPENING) if r.text else None
+        if not r.text or _ANY_COLON.search(r.text, 0, OPENING) is None:
+            continue
+        found = _LABEL.match(r.text, 0, OPENING)
         if found is None:
             continue
         written = found.group(1)
@@ -87,4 +93,5 @@ def prefer_named(ranked: Sequence[Ranked], query: str, amount: float) -> list[Ra
             seen[written] = label is not None and names(query, label)
         if seen[written]:
             r.fused += amount
-    return sorted(ranked, key=lambda r: -r.fused)
+            gained = True
+    return sorted(ranked, key=lambda r: -r.fused) if gained else list(ranked)
