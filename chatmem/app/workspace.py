@@ -309,12 +309,9 @@ class Workspace:
         from chatmem.embeddings import Remembering
         from chatmem.store.vector_cache import VectorCacheFile
 
-        encrypted = (self._store.encrypted if self._store is not None
-                     else self.settings.key_source() is not None)
-        if encrypted:
+        if self._history_encrypted():
             # An encrypted history keeps nothing of its text outside it: the cache file is
-            # plain (vectors, and digests of the texts), so each run embeds anew. (Not opened
-            # yet, as for an eval of transcript files: a key configured says it would be.)
+            # plain (vectors, and digests of the texts), so each run embeds anew.
             return Remembering(embedder)
         # A second eval or replay of the same text embeds nothing (the history has its own).
         try:
@@ -333,6 +330,22 @@ class Workspace:
 CACHE_NOT_WRITABLE = frozenset({StoreFailure.CANNOT_OPEN, StoreFailure.DISK,
                                 StoreFailure.READ_ONLY})
 """Why the vector cache cannot be used that a run goes on without it (recall_embedder)."""
+
+    def _history_encrypted(self) -> bool:
+        """Whether this workspace's history is, or would be made, encrypted. Its store not
+        opened yet (an eval reads a session in a workspace of its own, then runs in this
+        one), the file says so, whatever gave its key: one typed at the terminal is set
+        nowhere; a key configured says a new file would be."""
+        if self._store is not None:
+            return self._store.encrypted
+        if self.settings.key_source() is not None:
+            return True
+        if self.one_off or self.settings.location.kind is not LocationKind.SQLITE:
+            return False
+        from chatmem.store import cipher
+
+        return cipher.file_kind(self.settings.location.path) == "encrypted"
+
 
 PROVIDER_FIELDS = ("provider", "model", "base_url", "api_key_env", "timeout", "reply_timeout",
                    "idle_timeout", "max_retries", "max_reply_tokens", "options", "local",

@@ -420,6 +420,29 @@ def test_the_repl_asks_for_the_key_without_echoing_it(tmp_path: Path) -> None:
     assert code == 3 and "error: no key typed; nothing was opened or changed" in screen
 
 
+def test_an_eval_of_a_session_with_its_key_typed_writes_no_vector_cache(tmp_path: Path) -> None:
+    """eval reads the session in one workspace and runs in another, which never opened the
+    file: with the key typed (set nowhere) it took the history for a plain one and wrote
+    the vectors and sha256 digests of its messages to the plain cache file."""
+    db = tmp_path / "h.db"
+    config = tmp_path / "hash.toml"
+    config.write_text('[embeddings]\nprovider = "hash"\n', encoding="utf-8")
+    long_chat = Path(__file__).resolve().parents[2] / "sessions" / "long-chat.jsonl"
+    imported = keyed("sessions", "import", str(long_chat), "trip", "--no-index", "--db",
+                     str(db), "--config", str(config), key=KEY)
+    assert imported.exit_code == 0, imported.stderr
+    base = {k: v for k, v in os.environ.items() if not k.startswith(("CHATMEM_", "OPENAI_"))}
+    cache = tmp_path / ".cache"
+    env = {**base, "HOME": str(tmp_path), "XDG_CACHE_HOME": str(cache), "TERM": "dumb",
+           "NO_COLOR": "1"}
+    args = ["eval", "trip", "-s", "retrieval", "--provider", "scripted", "--db", str(db),
+            "--config", str(config)]
+    code, screen = _in_terminal(args, [f"key for {db}: \x00{KEY}\r"], env)
+    assert code == 0, screen
+    assert "What's my gym locker code?" in screen  # the probes were run
+    assert [p.name for p in cache.rglob("*")] in ([], ["chatmem"])
+
+
 def test_a_new_key_typed_in_a_terminal_must_be_typed_twice_alike(tmp_path: Path) -> None:
     db = tmp_path / "h.db"
     Store(db).close()
