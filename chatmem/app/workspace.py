@@ -82,6 +82,9 @@ class Workspace:
         self.on_notice = on_notice
         self.notices: list[Notice] = []
         """What opening did that the user should know and no listener heard, in order."""
+        self.key_typed = False
+        """Whether `ask_key` gave the history's key: set nowhere, so no process of chatmem's
+        own (a background `chatmem index`) can open the history with it."""
         self._retention_checked = False
         self._store: Store | None = None
         self._providers: dict[tuple[Any, ...], Provider] = {}
@@ -197,7 +200,9 @@ class Workspace:
         except HistoryLocked as e:
             if not (e.missing and self.ask_key is not None):
                 raise
-            return Store(where, key=self.ask_key(f"key for {path}: "), on_upgrade=self.tell)
+            store = Store(where, key=self.ask_key(f"key for {path}: "), on_upgrade=self.tell)
+            self.key_typed = True
+            return store
 
     def _move_legacy_file(self) -> None:
         from chatmem.config.paths import legacy_db_left, move_legacy_db

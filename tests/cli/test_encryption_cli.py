@@ -443,6 +443,33 @@ def test_an_eval_of_a_session_with_its_key_typed_writes_no_vector_cache(tmp_path
     assert [p.name for p in cache.rglob("*")] in ([], ["chatmem"])
 
 
+def test_an_import_with_its_key_typed_starts_no_indexer_that_cannot_open_it(
+        tmp_path: Path) -> None:
+    """The background `chatmem index` has no typed key (set nowhere): it died at once,
+    unseen, while the import said it was embedding the messages."""
+    db = tmp_path / "h.db"
+    Store(db, key=KEY).close()
+    config = tmp_path / "hash.toml"
+    config.write_text('strategy = "retrieval"\n[embeddings]\nprovider = "hash"\n',
+                      encoding="utf-8")
+    base = {k: v for k, v in os.environ.items() if not k.startswith(("CHATMEM_", "OPENAI_"))}
+    env = {**base, "HOME": str(tmp_path), "TERM": "dumb", "NO_COLOR": "1"}
+    long_chat = Path(__file__).resolve().parents[2] / "sessions" / "long-chat.jsonl"
+    args = ["sessions", "import", str(long_chat), "trip", "--db", str(db),
+            "--config", str(config)]
+    code, screen = _in_terminal(args, [f"key for {db}: \x00{KEY}\r"], env)
+    assert code == 0, screen
+    said = " ".join(screen.split())
+    assert "400 messages of trip wait for vectors" in said
+    assert "in the background" not in said
+    assert "`chatmem index trip` now" in said
+    held = cipher.open_encrypted(db, KEY, 5)  # no lease taken for a process that is not
+    try:
+        assert held.execute("SELECT count(*) FROM index_leases").fetchone() == (0,)
+    finally:
+        held.close()
+
+
 def test_a_new_key_typed_in_a_terminal_must_be_typed_twice_alike(tmp_path: Path) -> None:
     db = tmp_path / "h.db"
     Store(db).close()
