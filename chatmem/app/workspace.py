@@ -196,7 +196,12 @@ class Workspace:
                                "create it)")
             return Store.empty_standing_in(where)  # nothing stored yet, nothing on disk
         try:
-            return Store(where, key=_history_key(settings, path), on_upgrade=self.tell)
+            kept = self._pool.history_key(where) if self._pool is not None else None
+            key = kept if kept is not None else _history_key(settings, path)
+            store = Store(where, key=key, on_upgrade=self.tell)
+            if key is not None and self._pool is not None:
+                self._pool.keep_history_key(where, key)
+            return store
         except HistoryLocked as e:
             if not (e.missing and self.ask_key is not None):
                 raise
@@ -376,14 +381,15 @@ def check_history(settings: Settings, on_notice: Listener | None = None) -> None
 
 
 @contextmanager
-def held_open(settings: Settings) -> Iterator[None]:
+def held_open(settings: Settings, models: ModelPool | None = None) -> Iterator[None]:
     """Hold the history file open while a server serves it. Each request opens the file on a
     thread of its own; the last connection to close folds SQLite's write-ahead log into the
-    file (a sync to disk), which the held one spares every request."""
+    file (a sync to disk), which the held one spares every request. With the server's
+    `models`, the key it opened with is theirs too."""
     if settings.location.kind is not LocationKind.SQLITE:
         yield
         return
-    with Workspace(settings) as held:
+    with Workspace(settings, models=models) as held:
         _ = held.store
         yield
 
