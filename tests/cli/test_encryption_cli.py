@@ -470,6 +470,27 @@ def test_an_import_with_its_key_typed_starts_no_indexer_that_cannot_open_it(
         held.close()
 
 
+def test_ctrl_d_at_the_key_prompt_is_no_key_exit_3(tmp_path: Path) -> None:
+    """Ctrl-D at the prompt was Click's 'aborted', exit 1: the code of a model that could
+    not answer, not of a missing key."""
+    db = tmp_path / "h.db"
+    Store(db, key=KEY).close()
+    before = db.read_bytes()
+    base = {k: v for k, v in os.environ.items() if not k.startswith(("CHATMEM_", "OPENAI_"))}
+    env = {**base, "HOME": str(tmp_path), "TERM": "dumb", "NO_COLOR": "1"}
+    for args, prompts in ((["chat", "s", "--provider", "scripted"], [f"key for {db}: "]),
+                          (["rekey"], [f"key for {db}: \x00{KEY}\r", f"new key for {db}: "]),
+                          (["rekey"], [f"key for {db}: \x00{KEY}\r",
+                                       f"new key for {db}: \x00{NEW_KEY}\r",
+                                       "again, to confirm: "])):
+        typed = [*prompts[:-1], prompts[-1] + "\x00\x04"]
+        code, screen = _in_terminal([*args, "--db", str(db)], typed, env)
+        assert code == 3, screen
+        assert "error: no key typed; nothing was opened or changed" in screen
+        assert "aborted" not in screen
+    assert db.read_bytes() == before
+
+
 def test_a_new_key_typed_in_a_terminal_must_be_typed_twice_alike(tmp_path: Path) -> None:
     db = tmp_path / "h.db"
     Store(db).close()
