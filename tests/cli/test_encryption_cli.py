@@ -93,6 +93,31 @@ def test_every_command_works_the_same_on_an_encrypted_file(tmp_path: Path) -> No
     assert held == ["trip.jsonl"]
 
 
+def test_an_export_of_an_encrypted_history_says_its_file_is_not_encrypted(tmp_path: Path) -> None:
+    """`--all` said its archive is not encrypted; one session's export said nothing, though
+    its file is as plain (the file under -o, 0600, holds the whole session)."""
+    said = []
+    for key in (KEY, None):
+        db = tmp_path / f"{key is None}.db"
+        chatted = keyed("chat", "trip", "--provider", "scripted", "--db", str(db),
+                        input=TALK, key=key)
+        assert chatted.exit_code == 0, chatted.stderr
+        out = tmp_path / f"{key is None}.md"
+        done = keyed("sessions", "export", "trip", "-o", str(out), "--db", str(db), key=key)
+        assert done.exit_code == 0, done.stderr
+        assert "琉璃客栈" in out.read_text(encoding="utf-8")
+        said.append(done.stderr)
+    assert said == [f"exported 8 messages to {tmp_path / 'False.md'} (markdown); the file is"
+                    " not encrypted\n", f"exported 8 messages to {tmp_path / 'True.md'} "
+                    "(markdown)\n"]
+    out = tmp_path / "repl.jsonl"
+    in_repl = keyed("chat", "trip", "--provider", "scripted", "--db", str(tmp_path / "False.db"),
+                    input=f"/export {out}\n", key=KEY)
+    assert in_repl.exit_code == 0, in_repl.stderr
+    assert (f"exported 8 messages of session trip to {out} (jsonl); the file is not "
+            "encrypted") in in_repl.stderr
+
+
 # -- without the key ---------------------------------------------------------------------------
 
 KEYED_COMMANDS = [
