@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import signal
 import subprocess
 import sys
 import time
@@ -420,6 +421,8 @@ def _in_terminal(args: list[str], typed: list[str], env: dict[str, str]) -> tupl
             os.write(fd, wait.split("\x00")[1].encode())
             seen += b"\x00"  # mark the point: the next expectation must come after it
             pending.pop(0)
+    else:  # still running, waiting for what was not typed: a failure, not a hang
+        os.kill(pid, signal.SIGKILL)
     _, status = os.waitpid(pid, 0)
     os.close(fd)
     return os.waitstatus_to_exitcode(status), seen.decode(errors="replace")
@@ -514,6 +517,27 @@ def test_ctrl_d_at_the_key_prompt_is_no_key_exit_3(tmp_path: Path) -> None:
         assert "error: no key typed; nothing was opened or changed" in screen
         assert "aborted" not in screen
     assert db.read_bytes() == before
+
+
+def test_a_saved_replay_asks_for_a_typed_key_once(tmp_path: Path) -> None:
+    """replay --save-as saved its sessions, then opened the history again to start their
+    vectors and asked for the key a second time: the replay done, an empty line there
+    was exit 3, 'nothing was opened or changed', and the sessions stayed saved."""
+    db = tmp_path / "h.db"
+    config = tmp_path / "hash.toml"
+    config.write_text('[embeddings]\nprovider = "hash"\n', encoding="utf-8")
+    chatted = keyed("chat", "trip", "--provider", "scripted", "--db", str(db), input=TALK,
+                    key=KEY)
+    assert chatted.exit_code == 0, chatted.stderr
+    base = {k: v for k, v in os.environ.items() if not k.startswith(("CHATMEM_", "OPENAI_"))}
+    env = {**base, "HOME": str(tmp_path), "TERM": "dumb", "NO_COLOR": "1"}
+    args = ["replay", "trip", "-s", "retrieval", "--save-as", "again", "--provider",
+            "scripted", "--db", str(db), "--config", str(config)]
+    # A second prompt waits for a key until HANG runs out, and the run is killed.
+    code, screen = _in_terminal(args, [f"key for {db}: \x00{KEY}\r"], env)
+    assert code == 0, screen
+    assert screen.count("key for") == 1, screen
+    assert "saved as session again" in " ".join(screen.split())
 
 
 def test_a_new_key_typed_in_a_terminal_must_be_typed_twice_alike(tmp_path: Path) -> None:
