@@ -209,7 +209,10 @@ def start_backlogs(workspace: Workspace, config: Path | None, sessions: Sequence
                                                     dimensions=embedder.dimensions)
         if not count:
             continue
-        pid = _spawn_index(workspace, config, name) if background else None
+        # A key typed at the terminal is not the child's to have: it could not open the
+        # history, and would die unseen while the import said it was embedding.
+        pid = (_spawn_index(workspace, config, name)
+               if background and not workspace.key_typed else None)
         if pid is not None:
             # Taken for the child before this command returns, so a chat opened next
             # leaves the backlog to it even before it has started; it renews the lease.

@@ -1,6 +1,7 @@
 """Chat models and embedders opened once and shared by many workspaces: a server answers
 each request on a thread of its own with a Workspace of its own (one thread each,
-chatmem.app.workspace says why), and a local model loads once, not once per request."""
+chatmem.app.workspace says why), and a local model loads once, not once per request. So
+does an encrypted history's key from key_command: run once per server, not per request."""
 
 from __future__ import annotations
 
@@ -22,6 +23,7 @@ class ModelPool:
         self._models: dict[tuple[Any, ...], Provider] = {}
         self._embedders: dict[tuple[Any, ...], Embedder | None] = {}
         self._retained: set[HistoryLocation] = set()
+        self._keys: dict[HistoryLocation, str] = {}
         self._lock = threading.Lock()
 
     def retained(self, history: HistoryLocation) -> bool:
@@ -35,6 +37,18 @@ class ModelPool:
         by a later request)."""
         with self._lock:
             self._retained.add(history)
+
+    def history_key(self, history: HistoryLocation) -> str | None:
+        """The key `history` last opened with in this pool's workspaces, None before."""
+        with self._lock:
+            return self._keys.get(history)
+
+    def keep_history_key(self, history: HistoryLocation, key: str) -> None:
+        """`key` opened `history`: later workspaces use it rather than run key_command again
+        (a password manager may ask a person each time, or take a second). In this
+        process's memory only, where SQLCipher holds the key of every open connection."""
+        with self._lock:
+            self._keys[history] = key
 
     def embedder(self, key: tuple[Any, ...],
                  open_embedder: Callable[[], Embedder | None]) -> Embedder | None:

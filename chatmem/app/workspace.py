@@ -82,6 +82,9 @@ class Workspace:
         self.on_notice = on_notice
         self.notices: list[Notice] = []
         """What opening did that the user should know and no listener heard, in order."""
+        self.key_typed = False
+        """Whether `ask_key` gave the history's key: set nowhere, so no process of chatmem's
+        own (a background `chatmem index`) can open the history with it."""
         self._retention_checked = False
         self._store: Store | None = None
         self._providers: dict[tuple[Any, ...], Provider] = {}
@@ -193,11 +196,18 @@ class Workspace:
                                "create it)")
             return Store.empty_standing_in(where)  # nothing stored yet, nothing on disk
         try:
-            return Store(where, key=_history_key(settings, path), on_upgrade=self.tell)
+            kept = self._pool.history_key(where) if self._pool is not None else None
+            key = kept if kept is not None else _history_key(settings, path)
+            store = Store(where, key=key, on_upgrade=self.tell)
+            if key is not None and self._pool is not None:
+                self._pool.keep_history_key(where, key)
+            return store
         except HistoryLocked as e:
             if not (e.missing and self.ask_key is not None):
                 raise
-            return Store(where, key=self.ask_key(f"key for {path}: "), on_upgrade=self.tell)
+            store = Store(where, key=self.ask_key(f"key for {path}: "), on_upgrade=self.tell)
+            self.key_typed = True
+            return store
 
     def _move_legacy_file(self) -> None:
         from chatmem.config.paths import legacy_db_left, move_legacy_db
@@ -309,12 +319,9 @@ class Workspace:
         from chatmem.embeddings import Remembering
         from chatmem.store.vector_cache import VectorCacheFile
 
-        encrypted = (self._store.encrypted if self._store is not None
-                     else self.settings.key_source() is not None)
-        if encrypted:
+        if self._history_encrypted():
             # An encrypted history keeps nothing of its text outside it: the cache file is
-            # plain (vectors, and digests of the texts), so each run embeds anew. (Not opened
-            # yet, as for an eval of transcript files: a key configured says it would be.)
+            # plain (vectors, and digests of the texts), so each run embeds anew.
             return Remembering(embedder)
         # A second eval or replay of the same text embeds nothing (the history has its own).
         try:
@@ -333,6 +340,22 @@ class Workspace:
 CACHE_NOT_WRITABLE = frozenset({StoreFailure.CANNOT_OPEN, StoreFailure.DISK,
                                 StoreFailure.READ_ONLY})
 """Why the vector cache cannot be used that a run goes on without it (recall_embedder)."""
+
+    def _history_encrypted(self) -> bool:
+        """Whether this workspace's history is, or would be made, encrypted. Its store not
+        opened yet (an eval reads a session in a workspace of its own, then runs in this
+        one), the file says so, whatever gave its key: one typed at the terminal is set
+        nowhere; a key configured says a new file would be."""
+        if self._store is not None:
+            return self._store.encrypted
+        if self.settings.key_source() is not None:
+            return True
+        if self.one_off or self.settings.location.kind is not LocationKind.SQLITE:
+            return False
+        from chatmem.store import cipher
+
+        return cipher.file_kind(self.settings.location.path) == "encrypted"
+
 
 PROVIDER_FIELDS = ("provider", "model", "base_url", "api_key_env", "timeout", "reply_timeout",
                    "idle_timeout", "max_retries", "max_reply_tokens", "options", "local",
@@ -358,14 +381,15 @@ def check_history(settings: Settings, on_notice: Listener | None = None) -> None
 
 
 @contextmanager
-def held_open(settings: Settings) -> Iterator[None]:
+def held_open(settings: Settings, models: ModelPool | None = None) -> Iterator[None]:
     """Hold the history file open while a server serves it. Each request opens the file on a
     thread of its own; the last connection to close folds SQLite's write-ahead log into the
-    file (a sync to disk), which the held one spares every request."""
+    file (a sync to disk), which the held one spares every request. With the server's
+    `models`, the key it opened with is theirs too."""
     if settings.location.kind is not LocationKind.SQLITE:
         yield
         return
-    with Workspace(settings) as held:
+    with Workspace(settings, models=models) as held:
         _ = held.store
         yield
 

@@ -108,10 +108,14 @@ def ask_key(prompt: str, *, twice: bool = False) -> str:
 
     from chatmem.errors import HistoryLocked, UsageError
 
-    key = getpass.getpass(prompt)
+    try:
+        key = getpass.getpass(prompt)
+        again = getpass.getpass("again, to confirm: ") if twice and key else key
+    except EOFError:  # Ctrl-D: no key, as an empty line (Click would say "aborted", exit 1)
+        key = again = ""
     if not key:
         raise HistoryLocked("no key typed; nothing was opened or changed", missing=True)
-    if twice and getpass.getpass("again, to confirm: ") != key:
+    if again != key:
         raise UsageError("the two keys differ; nothing was changed")
     return key
 

@@ -80,10 +80,11 @@ def encrypt(db: DbOption = None, config: ConfigOption = None) -> None:
 
     The file is copied into an encrypted file beside it, checked, and renamed over
     the original in one step: an interruption leaves the original as it was.
-    Needs chatmem[encrypt].
+    Needs chatmem[encrypt]. A key typed at the prompt stays out of the shell's history,
+    which keeps one written on the command line.
 
     \b
-    Example: CHATMEM_KEY=... chatmem encrypt
+    Example: chatmem encrypt
     """
     from chatmem.app.privacy import check_encryptable, encrypt_file
 
@@ -119,10 +120,12 @@ def decrypt(db: DbOption = None, config: ConfigOption = None) -> None:
 def rekey(db: DbOption = None, config: ConfigOption = None) -> None:
     """Encrypt the history file under a new key: from CHATMEM_NEW_KEY, or typed twice.
 
-    The current key comes from CHATMEM_KEY or key_command (or is typed).
+    The current key comes from CHATMEM_KEY or key_command (or is typed). A key typed at
+    the prompt stays out of the shell's history, which keeps one written on the command
+    line.
 
     \b
-    Example: CHATMEM_NEW_KEY=... chatmem rekey
+    Example: chatmem rekey
     """
     from chatmem.app.privacy import rekey_file
 

@@ -31,6 +31,7 @@ from chatmem.cli.output import (
 from chatmem.errors import TranscriptError
 
 if TYPE_CHECKING:
+    from chatmem.app import Workspace
     from chatmem.app.evaluation import Comparison
     from chatmem.cli.corpus import CorpusJob, TranscriptResult
     from chatmem.config.settings import Settings
@@ -100,7 +101,7 @@ def _run(
     source: str, strategy: Sequence[str], param: Sequence[str] | None, settings: "Settings",
     *, keep: bool | None, explicit: bool, with_user_facts: bool, save_as: str | None = None,
     answer: bool = False, transcript: "Transcript | None" = None, show_progress: bool = True,
-    probes_only: bool = False, progress: "Progress | None" = None,
+    probes_only: bool = False, progress: "Progress | None" = None, config: Path | None = None,
 ) -> "Comparison":
     from chatmem.app.evaluation import compare_strategies, load_source
 
@@ -119,6 +120,8 @@ def _run(
                                           probes_only=probes_only, progress=progress or bar)
         if save_as:
             done_for_good()  # the sessions are saved: what is left is saying so
+            # In this workspace: another would ask a typed key again, the sessions saved.
+            _start_backlogs(ws, config, compared.runs)
         return compared
 
 
@@ -164,10 +167,8 @@ def replay_command(
                    keep=keep_replies,
                    save_as=save_as, transcript=stdin_transcript() if source == "-" else None,
                    explicit=provider is not None or model is not None,
-                   with_user_facts=with_user_facts)
+                   with_user_facts=with_user_facts, config=config)
     data = outcome_json("replay", source, outcome)
-    if save_as:
-        _start_backlogs(settings, config, outcome.runs)
     if report:
         _write_report(report, data)
     if json_out:
@@ -180,16 +181,15 @@ def replay_command(
         err.print(line, style="dim", markup=False, soft_wrap=True)
 
 
-def _start_backlogs(settings: "Settings", config: Path | None,
+def _start_backlogs(ws: "Workspace", config: Path | None,
                     runs: "Sequence[StrategyRun]") -> None:
     """Saved sessions that recall by meaning get vectors for their messages in the
     background."""
     from chatmem.app.indexing import start_backlogs
     from chatmem.render.sessions import backlog_line
 
-    with open_workspace(settings, create=False) as ws:
-        for started in start_backlogs(ws, config, [r.session for r in runs if r.session]):
-            consoles()[1].print(backlog_line(started), markup=False, soft_wrap=True)
+    for started in start_backlogs(ws, config, [r.session for r in runs if r.session]):
+        consoles()[1].print(backlog_line(started), markup=False, soft_wrap=True)
 
 
 def outcome_json(command: str, source: str, outcome: "Comparison") -> dict[str, Any]:

@@ -78,6 +78,7 @@ def export(
     with open_workspace(settings_from(config, db), create=False) as ws:
         transcript = session_transcript(ws, name)
         zone = ws.settings.zone  # the Markdown's times: the user's, as the tables show them
+        encrypted = ws.store.encrypted
     if output is None or output == "-":
         text = transcript_text(transcript, format_ or "jsonl", zone)
         if sys.stdout.isatty():
@@ -89,8 +90,9 @@ def export(
     path = Path(output)
     fmt = export_format(path, format_)
     write_transcript(transcript, path, fmt, force=force, zone=zone)
+    # Said as the archive says it: a copy of an encrypted history is no longer protected.
     consoles()[1].print(f"exported {counted(len(transcript.messages), 'message')} to {output}"
-                        f" ({fmt})",
+                        f" ({fmt})" + ("; the file is not encrypted" if encrypted else ""),
                         markup=False, soft_wrap=True)
 
 

@@ -52,7 +52,7 @@ def build_app(settings: Settings, *, strategy: str | None = None,
 
     @asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
-        with held_open(settings):
+        with held_open(settings, proxy.pool):
             try:
                 yield
             finally:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import subprocess
 import sys
 from typing import Any
@@ -127,6 +128,16 @@ def test_every_help_has_plain_metavars_and_one_bracket(path: list[str]) -> None:
     shown = invoke(*path, "--help", width=80, code=0).stdout
     usage = shown.strip().split("\n\n")[0]
     assert "_RANGE" not in shown and "[[" not in usage, usage
+
+
+@pytest.mark.parametrize("path", _every_command(), ids=" ".join)
+def test_no_help_example_writes_a_key_on_the_command_line(path: list[str]) -> None:
+    """`Example: CHATMEM_KEY=... chatmem encrypt`, typed as shown with a real key, kept
+    that key in the shell's history, beside the file it encrypts; typed at the prompt
+    it is kept nowhere."""
+    shown = invoke(*path, "--help", width=80, code=0).stdout
+    examples = [line for line in shown.splitlines() if "Example:" in line]
+    assert not [e for e in examples if re.search(r"\b\w*KEY=", e)], examples
 
 
 @pytest.mark.parametrize("path", _every_command(), ids=" ".join)

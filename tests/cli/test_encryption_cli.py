@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import signal
 import subprocess
 import sys
 import time
@@ -91,6 +92,31 @@ def test_every_command_works_the_same_on_an_encrypted_file(tmp_path: Path) -> No
     held = [name for name, data in files(tmp_path / "enc").items()
             if any(p.encode() in data for p in PHRASES)]
     assert held == ["trip.jsonl"]
+
+
+def test_an_export_of_an_encrypted_history_says_its_file_is_not_encrypted(tmp_path: Path) -> None:
+    """`--all` said its archive is not encrypted; one session's export said nothing, though
+    its file is as plain (the file under -o, 0600, holds the whole session)."""
+    said = []
+    for key in (KEY, None):
+        db = tmp_path / f"{key is None}.db"
+        chatted = keyed("chat", "trip", "--provider", "scripted", "--db", str(db),
+                        input=TALK, key=key)
+        assert chatted.exit_code == 0, chatted.stderr
+        out = tmp_path / f"{key is None}.md"
+        done = keyed("sessions", "export", "trip", "-o", str(out), "--db", str(db), key=key)
+        assert done.exit_code == 0, done.stderr
+        assert "琉璃客栈" in out.read_text(encoding="utf-8")
+        said.append(done.stderr)
+    assert said == [f"exported 8 messages to {tmp_path / 'False.md'} (markdown); the file is"
+                    " not encrypted\n", f"exported 8 messages to {tmp_path / 'True.md'} "
+                    "(markdown)\n"]
+    out = tmp_path / "repl.jsonl"
+    in_repl = keyed("chat", "trip", "--provider", "scripted", "--db", str(tmp_path / "False.db"),
+                    input=f"/export {out}\n", key=KEY)
+    assert in_repl.exit_code == 0, in_repl.stderr
+    assert (f"exported 8 messages of session trip to {out} (jsonl); the file is not "
+            "encrypted") in in_repl.stderr
 
 
 # -- without the key ---------------------------------------------------------------------------
@@ -395,6 +421,8 @@ def _in_terminal(args: list[str], typed: list[str], env: dict[str, str]) -> tupl
             os.write(fd, wait.split("\x00")[1].encode())
             seen += b"\x00"  # mark the point: the next expectation must come after it
             pending.pop(0)
+    else:  # still running, waiting for what was not typed: a failure, not a hang
+        os.kill(pid, signal.SIGKILL)
     _, status = os.waitpid(pid, 0)
     os.close(fd)
     return os.waitstatus_to_exitcode(status), seen.decode(errors="replace")
@@ -418,6 +446,98 @@ def test_the_repl_asks_for_the_key_without_echoing_it(tmp_path: Path) -> None:
     assert "wrong\r\n" not in screen.split("key for", 1)[1]
     code, screen = _in_terminal(args, [f"key for {db}: \x00\r"], env)
     assert code == 3 and "error: no key typed; nothing was opened or changed" in screen
+
+
+def test_an_eval_of_a_session_with_its_key_typed_writes_no_vector_cache(tmp_path: Path) -> None:
+    """eval reads the session in one workspace and runs in another, which never opened the
+    file: with the key typed (set nowhere) it took the history for a plain one and wrote
+    the vectors and sha256 digests of its messages to the plain cache file."""
+    db = tmp_path / "h.db"
+    config = tmp_path / "hash.toml"
+    config.write_text('[embeddings]\nprovider = "hash"\n', encoding="utf-8")
+    long_chat = Path(__file__).resolve().parents[2] / "sessions" / "long-chat.jsonl"
+    imported = keyed("sessions", "import", str(long_chat), "trip", "--no-index", "--db",
+                     str(db), "--config", str(config), key=KEY)
+    assert imported.exit_code == 0, imported.stderr
+    base = {k: v for k, v in os.environ.items() if not k.startswith(("CHATMEM_", "OPENAI_"))}
+    cache = tmp_path / ".cache"
+    env = {**base, "HOME": str(tmp_path), "XDG_CACHE_HOME": str(cache), "TERM": "dumb",
+           "NO_COLOR": "1"}
+    args = ["eval", "trip", "-s", "retrieval", "--provider", "scripted", "--db", str(db),
+            "--config", str(config)]
+    code, screen = _in_terminal(args, [f"key for {db}: \x00{KEY}\r"], env)
+    assert code == 0, screen
+    assert "What's my gym locker code?" in screen  # the probes were run
+    assert [p.name for p in cache.rglob("*")] in ([], ["chatmem"])
+
+
+def test_an_import_with_its_key_typed_starts_no_indexer_that_cannot_open_it(
+        tmp_path: Path) -> None:
+    """The background `chatmem index` has no typed key (set nowhere): it died at once,
+    unseen, while the import said it was embedding the messages."""
+    db = tmp_path / "h.db"
+    Store(db, key=KEY).close()
+    config = tmp_path / "hash.toml"
+    config.write_text('strategy = "retrieval"\n[embeddings]\nprovider = "hash"\n',
+                      encoding="utf-8")
+    base = {k: v for k, v in os.environ.items() if not k.startswith(("CHATMEM_", "OPENAI_"))}
+    env = {**base, "HOME": str(tmp_path), "TERM": "dumb", "NO_COLOR": "1"}
+    long_chat = Path(__file__).resolve().parents[2] / "sessions" / "long-chat.jsonl"
+    args = ["sessions", "import", str(long_chat), "trip", "--db", str(db),
+            "--config", str(config)]
+    code, screen = _in_terminal(args, [f"key for {db}: \x00{KEY}\r"], env)
+    assert code == 0, screen
+    said = " ".join(screen.split())
+    assert "400 messages of trip wait for vectors" in said
+    assert "in the background" not in said
+    assert "`chatmem index trip` now" in said
+    held = cipher.open_encrypted(db, KEY, 5)  # no lease taken for a process that is not
+    try:
+        assert held.execute("SELECT count(*) FROM index_leases").fetchone() == (0,)
+    finally:
+        held.close()
+
+
+def test_ctrl_d_at_the_key_prompt_is_no_key_exit_3(tmp_path: Path) -> None:
+    """Ctrl-D at the prompt was Click's 'aborted', exit 1: the code of a model that could
+    not answer, not of a missing key."""
+    db = tmp_path / "h.db"
+    Store(db, key=KEY).close()
+    before = db.read_bytes()
+    base = {k: v for k, v in os.environ.items() if not k.startswith(("CHATMEM_", "OPENAI_"))}
+    env = {**base, "HOME": str(tmp_path), "TERM": "dumb", "NO_COLOR": "1"}
+    for args, prompts in ((["chat", "s", "--provider", "scripted"], [f"key for {db}: "]),
+                          (["rekey"], [f"key for {db}: \x00{KEY}\r", f"new key for {db}: "]),
+                          (["rekey"], [f"key for {db}: \x00{KEY}\r",
+                                       f"new key for {db}: \x00{NEW_KEY}\r",
+                                       "again, to confirm: "])):
+        typed = [*prompts[:-1], prompts[-1] + "\x00\x04"]
+        code, screen = _in_terminal([*args, "--db", str(db)], typed, env)
+        assert code == 3, screen
+        assert "error: no key typed; nothing was opened or changed" in screen
+        assert "aborted" not in screen
+    assert db.read_bytes() == before
+
+
+def test_a_saved_replay_asks_for_a_typed_key_once(tmp_path: Path) -> None:
+    """replay --save-as saved its sessions, then opened the history again to start their
+    vectors and asked for the key a second time: the replay done, an empty line there
+    was exit 3, 'nothing was opened or changed', and the sessions stayed saved."""
+    db = tmp_path / "h.db"
+    config = tmp_path / "hash.toml"
+    config.write_text('[embeddings]\nprovider = "hash"\n', encoding="utf-8")
+    chatted = keyed("chat", "trip", "--provider", "scripted", "--db", str(db), input=TALK,
+                    key=KEY)
+    assert chatted.exit_code == 0, chatted.stderr
+    base = {k: v for k, v in os.environ.items() if not k.startswith(("CHATMEM_", "OPENAI_"))}
+    env = {**base, "HOME": str(tmp_path), "TERM": "dumb", "NO_COLOR": "1"}
+    args = ["replay", "trip", "-s", "retrieval", "--save-as", "again", "--provider",
+            "scripted", "--db", str(db), "--config", str(config)]
+    # A second prompt waits for a key until HANG runs out, and the run is killed.
+    code, screen = _in_terminal(args, [f"key for {db}: \x00{KEY}\r"], env)
+    assert code == 0, screen
+    assert screen.count("key for") == 1, screen
+    assert "saved as session again" in " ".join(screen.split())
 
 
 def test_a_new_key_typed_in_a_terminal_must_be_typed_twice_alike(tmp_path: Path) -> None:

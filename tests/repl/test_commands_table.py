@@ -137,6 +137,22 @@ def test_edit_sends_what_the_editor_saved_and_leaves_no_file(tmp_path: Path) -> 
     assert not Path(seen.read_text(encoding="utf-8")).exists()  # the draft is gone
 
 
+@pytest.mark.skipif(not Path("/dev/shm").is_dir(), reason="no /dev/shm on this system")
+def test_edit_keeps_the_draft_in_memory_not_on_disk(tmp_path: Path) -> None:
+    """The draft was written to the temporary folder (/tmp, a disk), so a message of an
+    encrypted history reached the disk in plain text, it and the editor's swap file."""
+    editor = tmp_path / "editor.py"
+    editor.write_text("import sys, pathlib\n"
+                      "pathlib.Path(sys.argv[1]).write_text(sys.argv[2])\n"
+                      "pathlib.Path(sys.argv[2]).write_text('门禁 4412')\n", encoding="utf-8")
+    seen = tmp_path / "seen.txt"
+    result = invoke("chat", "t", "--db", str(tmp_path / "e.db"), "--provider", "scripted",
+                    input="/edit\n",
+                    env={"EDITOR": f"{sys.executable} {editor} {seen}", "VISUAL": ""})
+    assert (result.exit_code, result.stdout) == (0, "echo #1: 门禁 4412\n"), result.stderr
+    assert Path(seen.read_text(encoding="utf-8")).parent == Path("/dev/shm")
+
+
 def test_edit_with_an_empty_message_sends_nothing(tmp_path: Path) -> None:
     result = invoke("chat", "t", "--db", str(tmp_path / "e.db"), "--provider", "scripted",
                     input="/edit\n", env={"EDITOR": "true", "VISUAL": ""})

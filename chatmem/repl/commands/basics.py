@@ -243,8 +243,10 @@ def _edit(repl: Chat, args: list[str]) -> None:
 def edit_in_editor(initial: str) -> str:
     """Open $VISUAL or $EDITOR (else vi) on a private temporary file; return what was saved.
 
-    The file lives only while the editor runs: a message never stays on disk
-    outside the history file.
+    The file lives only while the editor runs, in memory (/dev/shm) where the system has
+    it: a message never reaches the disk outside the history file, whose text may be
+    encrypted there (a deleted file's blocks, or the editor's swap file beside it, stay
+    readable on a disk).
     """
     import os
     import shlex
@@ -256,7 +258,10 @@ def edit_in_editor(initial: str) -> str:
         "vi" if shutil.which("vi") else None)
     if not editor:
         raise UsageError("/edit needs an editor: set $EDITOR (e.g. export EDITOR=nano)")
-    descriptor, name = tempfile.mkstemp(prefix="chatmem-", suffix=".md")
+    memory = "/dev/shm"
+    in_memory = os.path.isdir(memory) and os.access(memory, os.W_OK | os.X_OK)
+    descriptor, name = tempfile.mkstemp(prefix="chatmem-", suffix=".md",
+                                        dir=memory if in_memory else None)
     try:
         with os.fdopen(descriptor, "w", encoding="utf-8") as file:
             file.write(initial)

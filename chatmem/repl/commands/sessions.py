@@ -255,5 +255,6 @@ def _export(repl: Chat, args: list[str]) -> None:
     fmt = export_format(path)
     transcript = session_files.session_transcript(repl.workspace, session)
     write_transcript(transcript, path, fmt, force=force, zone=repl.workspace.settings.zone)
+    plain = "; the file is not encrypted" if repl.workspace.store.encrypted else ""
     repl.notice(f"exported {counted(len(transcript.messages), 'message')} of session "
-                f"{repl.address} to {path} ({fmt})")
+                f"{repl.address} to {path} ({fmt}){plain}")
