@@ -336,11 +336,6 @@ class Workspace:
             return Remembering(embedder)
         return Remembering(embedder, cache)
 
-
-CACHE_NOT_WRITABLE = frozenset({StoreFailure.CANNOT_OPEN, StoreFailure.DISK,
-                                StoreFailure.READ_ONLY})
-"""Why the vector cache cannot be used that a run goes on without it (recall_embedder)."""
-
     def _history_encrypted(self) -> bool:
         """Whether this workspace's history is, or would be made, encrypted. Its store not
         opened yet (an eval reads a session in a workspace of its own, then runs in this
@@ -355,6 +350,11 @@ CACHE_NOT_WRITABLE = frozenset({StoreFailure.CANNOT_OPEN, StoreFailure.DISK,
         from chatmem.store import cipher
 
         return cipher.file_kind(self.settings.location.path) == "encrypted"
+
+
+CACHE_NOT_WRITABLE = frozenset({StoreFailure.CANNOT_OPEN, StoreFailure.DISK,
+                                StoreFailure.READ_ONLY})
+"""Why the vector cache cannot be used that a run goes on without it (recall_embedder)."""
 
 
 PROVIDER_FIELDS = ("provider", "model", "base_url", "api_key_env", "timeout", "reply_timeout",
