@@ -146,3 +146,31 @@ def test_runs_past_the_history_or_repeating_it_are_refused_not_expanded(
 
 def test_the_store_counts_the_part_kinds_memory_has() -> None:
     assert len(PART_ORDER) == shown_turns.PART_KINDS
+
+
+def test_a_reason_whose_values_are_not_its_types_is_shown_as_the_text_stored(
+        tmp_path: Path) -> None:
+    # Review: a reason's kind was checked, its values not: "turns": "x" was an IndexError
+    # traceback in inspect, a number a TypeError, 10**30 an OverflowError, and a recall
+    # method alone (a Recalled's inner value) one with no wording.
+    db = str(tmp_path / "x.db")
+    with Store(db) as store:
+        chatted(store, 3)
+        (context,), = store.db.execute("SELECT context FROM turns WHERE number = 3").fetchall()
+    context = json.loads(context)
+    history = next(p for p in context["parts"] if p["kind"] == "history")
+    for reason in ({"kind": "all_turns", "strategy": "buffer", "turns": "x"},
+                   {"kind": "all_turns", "strategy": "buffer", "turns": 2},
+                   {"kind": "summary_version", "version": 1, "upto": 10**30, "model": None},
+                   {"kind": "facts_selected", "strategy": "entity", "setting": "k", "value": 3,
+                    "sent": 1, "total": "全部", "ranked": True},
+                   {"kind": "merged", "reasons": [1]},
+                   {"kind": "recall_method", "mode": "hybrid", "dense_weight": 0.5,
+                    "smooth": 0.5, "sitting": 0.3, "mmr": 0.7}):
+        parts = [{**p, "reason": reason} if p is history else p for p in context["parts"]]
+        _set(db, "context", {**context, "parts": parts,
+                             "dropped": [{"kind": "dropped_turns", "turns": [1, "二"]}]}, 3)
+        for args in (["--request", "3"], ["--json"]):
+            result = runner.invoke(app, ["inspect", "loc", *args, "--db", db])
+            assert result.exit_code == 0, (reason, args, result.exception)
+            assert str(reason)[:20] in result.output, (reason, args)
