@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from enum import Enum
 from typing import Any
 
-from chatmem.memory.reason_fields import fitting
+from chatmem.field_types import fitting
 
 TurnRun = tuple[int, int]
 

@@ -174,3 +174,20 @@ def test_a_reason_whose_values_are_not_its_types_is_shown_as_the_text_stored(
             result = runner.invoke(app, ["inspect", "loc", *args, "--db", db])
             assert result.exit_code == 0, (reason, args, result.exception)
             assert str(reason)[:20] in result.output, (reason, args)
+
+
+def test_a_warning_whose_values_are_not_its_types_is_shown_as_the_text_stored(
+        tmp_path: Path) -> None:
+    # Review: {"kind": "over_budget", "tokens": "x"} was a ValueError traceback in inspect.
+    db = str(tmp_path / "x.db")
+    with Store(db) as store:
+        chatted(store, 3)
+        (context,), = store.db.execute("SELECT context FROM turns WHERE number = 3").fetchall()
+    context = json.loads(context)
+    for warning in ({"kind": "over_budget", "tokens": "x", "budget": 10},
+                    {"kind": "over_budget", "tokens": [1], "budget": None},
+                    {"kind": "summary_behind", "first": 1, "last": "三"}):
+        _set(db, "context", {**context, "warnings": [warning]}, 3)
+        for args in (["--request", "3"], ["--json"]):
+            result = runner.invoke(app, ["inspect", "loc", *args, "--db", db])
+            assert result.exit_code == 0, (warning, args, result.exception)
