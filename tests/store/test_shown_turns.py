@@ -191,3 +191,23 @@ def test_a_warning_whose_values_are_not_its_types_is_shown_as_the_text_stored(
         for args in (["--request", "3"], ["--json"]):
             result = runner.invoke(app, ["inspect", "loc", *args, "--db", db])
             assert result.exit_code == 0, (warning, args, result.exception)
+
+
+def test_a_message_id_past_the_stores_integers_names_no_message(tmp_path: Path) -> None:
+    # Review: an id of 10**30 (a sent message's, or a recall row's) was SQLite's OverflowError
+    # traceback in inspect, reading what the message said.
+    db = str(tmp_path / "x.db")
+    with Store(db) as store:
+        chatted(store, 3)
+        (context,), = store.db.execute("SELECT context FROM turns WHERE number = 3").fetchall()
+    context = json.loads(context)
+    said = next(p for p in context["parts"] if p["kind"] == "input")
+    parts = [{**p, "messages": [{**p["messages"][0], "id": 10**30}]} if p is said else p
+             for p in context["parts"]]
+    rows = {"id": [10**30, 2**63], "turn": [1, 1], "role": ["user", "assistant"],
+            "tokens": [8, 12], "kept": [False, False], "why": ["no_room", "no_room"]}
+    for stored in ({**context, "parts": parts}, {**context, "recall_columns": rows}):
+        _set(db, "context", stored, 3)
+        for args in (["--request", "3"], ["--json"]):
+            result = runner.invoke(app, ["inspect", "loc", *args, "--db", db])
+            assert result.exit_code == 0, (args, result.exception)
