@@ -12,6 +12,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from chatmem.field_types import fitting
+
 
 @dataclass(frozen=True)
 class OverBudget:
@@ -69,6 +71,8 @@ def warning_from_json(data: Mapping[str, Any] | str) -> ContextWarning:
     values = dict(data)
     cls = WARNING_KINDS.get(values.pop("kind", ""))
     try:
-        return cls(**values) if cls else StoredWarning(str(data))
+        warning = cls(**values) if cls else StoredWarning(str(data))
     except TypeError:  # values a newer version added
         return StoredWarning(str(data))
+    # Values of other types (a hand's edit, another role's SQL) are no warning to word.
+    return warning if fitting(warning) else StoredWarning(str(data))

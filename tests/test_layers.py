@@ -80,7 +80,7 @@ LAYERS: dict[str, int] = {
     "chatmem.privacy.secrets_zh": 0, "chatmem.privacy.secrets_en": 0,
     "chatmem.privacy.files": 0, "chatmem.privacy.widths": 0, "chatmem.names": 0,
     "chatmem.speakers": 0,
-    "chatmem.images": 0,
+    "chatmem.images": 0, "chatmem.field_types": 0,
 }
 
 def module_name(path: Path) -> str:

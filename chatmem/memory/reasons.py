@@ -16,6 +16,8 @@ from dataclasses import dataclass
 from enum import Enum
 from typing import Any
 
+from chatmem.field_types import fitting
+
 TurnRun = tuple[int, int]
 
 
@@ -357,7 +359,10 @@ def _decode(value: Any) -> Any:
         if value["kind"] == "merged":  # a member's reason in words is stored as its text
             values["reasons"] = tuple(StoredReason(r) if isinstance(r, str) else r
                                       for r in values.get("reasons", ()))
-        return _KINDS[value["kind"]](**values)
+        decoded = _KINDS[value["kind"]](**values)
+        if not fitting(decoded):
+            raise TypeError(f"a {value['kind']} reason's values are not of its types")
+        return decoded
     return value
 
 
@@ -370,11 +375,13 @@ def reason_json(value: PartReason | DroppedNote) -> dict[str, Any] | str:
 
 
 def _typed(data: Any) -> Any | None:
-    """The value `data` stands for, None when this version does not know its kind."""
+    """The value `data` stands for, None when this version does not know its kind, or it
+    is no reason or note (a recall method stands only inside a Recalled)."""
     try:
-        return _decode(data)
+        value = _decode(data)
     except (KeyError, TypeError):  # kinds or values a newer version added
         return None
+    return value if isinstance(value, PartReason | DroppedNote) else None
 
 
 def reason_from_json(data: Mapping[str, Any] | str) -> PartReason:

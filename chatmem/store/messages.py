@@ -7,7 +7,7 @@ from typing import Any
 
 from chatmem.store import steps
 from chatmem.store.connection import Connection, fetch_value
-from chatmem.store.records import MESSAGE_COLUMNS, MessageRecord
+from chatmem.store.records import MESSAGE_COLUMNS, MOST_INTEGER, MessageRecord
 
 
 class MessageTables:
@@ -76,7 +76,9 @@ class MessageTables:
 
     def _column(self, session_id: int, message_ids: Iterable[int],
                 column: str) -> dict[int, str]:
-        ids = sorted(set(message_ids))
+        # A stored context's ids are a hand's or a grantee's to write: one past the store's
+        # integer names no message (SQLite raised OverflowError for it, inspect a traceback).
+        ids = sorted({i for i in message_ids if 0 < i <= MOST_INTEGER})
         found: dict[int, str] = {}
         for start in range(0, len(ids), 500):
             chunk = ids[start : start + 500]

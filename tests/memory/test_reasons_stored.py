@@ -117,3 +117,18 @@ def test_a_reason_in_words_reads_back_alone_and_inside_a_merged_one() -> None:
         assert again.parts[0].reason == reason
         assert again.dropped == context.dropped
     assert reason_json(merged)["reasons"][0] == "anchor head=1 k=3: turns 1, 7, 8"
+
+
+def test_a_reason_whose_values_are_not_its_types_is_kept_as_text() -> None:
+    # A hand's or a grantee's row: a run as text, a count too large for any store, a
+    # boolean as a count, a recall method where a part's reason goes.
+    for wrong in ({"kind": "all_turns", "strategy": "buffer", "turns": "x"},
+                  {"kind": "newest_turns", "strategy": "window", "setting": "k", "value": True,
+                   "turns": [1, 2]},
+                  {"kind": "summary_version", "version": 1, "upto": 10**30, "model": None},
+                  {"kind": "merged", "reasons": [{"kind": "all_turns", "strategy": "buffer",
+                                                  "turns": [1]}]},
+                  reason_json(METHOD)):
+        assert reason_from_json(wrong) == StoredReason(str(wrong))
+        assert dropped_from_json([wrong]) == (StoredNote(str(wrong)),)
+    assert reason_from_json(reason_json(REASONS[-1])) == REASONS[-1]

@@ -146,3 +146,68 @@ def test_runs_past_the_history_or_repeating_it_are_refused_not_expanded(
 
 def test_the_store_counts_the_part_kinds_memory_has() -> None:
     assert len(PART_ORDER) == shown_turns.PART_KINDS
+
+
+def test_a_reason_whose_values_are_not_its_types_is_shown_as_the_text_stored(
+        tmp_path: Path) -> None:
+    # Review: a reason's kind was checked, its values not: "turns": "x" was an IndexError
+    # traceback in inspect, a number a TypeError, 10**30 an OverflowError, and a recall
+    # method alone (a Recalled's inner value) one with no wording.
+    db = str(tmp_path / "x.db")
+    with Store(db) as store:
+        chatted(store, 3)
+        (context,), = store.db.execute("SELECT context FROM turns WHERE number = 3").fetchall()
+    context = json.loads(context)
+    history = next(p for p in context["parts"] if p["kind"] == "history")
+    for reason in ({"kind": "all_turns", "strategy": "buffer", "turns": "x"},
+                   {"kind": "all_turns", "strategy": "buffer", "turns": 2},
+                   {"kind": "summary_version", "version": 1, "upto": 10**30, "model": None},
+                   {"kind": "facts_selected", "strategy": "entity", "setting": "k", "value": 3,
+                    "sent": 1, "total": "全部", "ranked": True},
+                   {"kind": "merged", "reasons": [1]},
+                   {"kind": "recall_method", "mode": "hybrid", "dense_weight": 0.5,
+                    "smooth": 0.5, "sitting": 0.3, "mmr": 0.7}):
+        parts = [{**p, "reason": reason} if p is history else p for p in context["parts"]]
+        _set(db, "context", {**context, "parts": parts,
+                             "dropped": [{"kind": "dropped_turns", "turns": [1, "二"]}]}, 3)
+        for args in (["--request", "3"], ["--json"]):
+            result = runner.invoke(app, ["inspect", "loc", *args, "--db", db])
+            assert result.exit_code == 0, (reason, args, result.exception)
+            assert str(reason)[:20] in result.output, (reason, args)
+
+
+def test_a_warning_whose_values_are_not_its_types_is_shown_as_the_text_stored(
+        tmp_path: Path) -> None:
+    # Review: {"kind": "over_budget", "tokens": "x"} was a ValueError traceback in inspect.
+    db = str(tmp_path / "x.db")
+    with Store(db) as store:
+        chatted(store, 3)
+        (context,), = store.db.execute("SELECT context FROM turns WHERE number = 3").fetchall()
+    context = json.loads(context)
+    for warning in ({"kind": "over_budget", "tokens": "x", "budget": 10},
+                    {"kind": "over_budget", "tokens": [1], "budget": None},
+                    {"kind": "summary_behind", "first": 1, "last": "三"}):
+        _set(db, "context", {**context, "warnings": [warning]}, 3)
+        for args in (["--request", "3"], ["--json"]):
+            result = runner.invoke(app, ["inspect", "loc", *args, "--db", db])
+            assert result.exit_code == 0, (warning, args, result.exception)
+
+
+def test_a_message_id_past_the_stores_integers_names_no_message(tmp_path: Path) -> None:
+    # Review: an id of 10**30 (a sent message's, or a recall row's) was SQLite's OverflowError
+    # traceback in inspect, reading what the message said.
+    db = str(tmp_path / "x.db")
+    with Store(db) as store:
+        chatted(store, 3)
+        (context,), = store.db.execute("SELECT context FROM turns WHERE number = 3").fetchall()
+    context = json.loads(context)
+    said = next(p for p in context["parts"] if p["kind"] == "input")
+    parts = [{**p, "messages": [{**p["messages"][0], "id": 10**30}]} if p is said else p
+             for p in context["parts"]]
+    rows = {"id": [10**30, 2**63], "turn": [1, 1], "role": ["user", "assistant"],
+            "tokens": [8, 12], "kept": [False, False], "why": ["no_room", "no_room"]}
+    for stored in ({**context, "parts": parts}, {**context, "recall_columns": rows}):
+        _set(db, "context", stored, 3)
+        for args in (["--request", "3"], ["--json"]):
+            result = runner.invoke(app, ["inspect", "loc", *args, "--db", db])
+            assert result.exit_code == 0, (args, result.exception)
