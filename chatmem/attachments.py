@@ -163,6 +163,10 @@ def pdf_text(name: str, data: bytes) -> str:
             if reader.is_encrypted:
                 raise UsageError(f"{name}: an encrypted PDF; decrypt it first; nothing was sent")
             pages = [page.extract_text() or "" for page in reader.pages]
+    except pypdf.errors.DependencyError as e:
+        # AES needs the cryptography package, which pypdf (and chatmem) do not require.
+        raise UsageError(f"{name}: an encrypted PDF pypdf cannot read without another "
+                         f"package ({e}); nothing was sent") from None
     except pypdf.errors.PyPdfError as e:
         raise UsageError(f"{name}: not a readable PDF ({e}); nothing was sent") from None
     if not any(page.strip() for page in pages):
