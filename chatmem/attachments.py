@@ -160,8 +160,11 @@ def pdf_text(name: str, data: bytes) -> str:
     try:
         with _pypdf_quiet():
             reader = pypdf.PdfReader(io.BytesIO(data))
-            if reader.is_encrypted:
-                raise UsageError(f"{name}: an encrypted PDF; decrypt it first; nothing was sent")
+            # pypdf has tried the empty password: one that opens with it (an owner password
+            # only, against printing or copying) opens so in every viewer, and is read.
+            if reader.is_encrypted and reader.decrypt("") == pypdf.PasswordType.NOT_DECRYPTED:
+                raise UsageError(f"{name}: an encrypted PDF that needs a password; decrypt "
+                                 "it first; nothing was sent")
             pages = [page.extract_text() or "" for page in reader.pages]
     except pypdf.errors.DependencyError as e:
         # AES needs the cryptography package, which pypdf (and chatmem) do not require.

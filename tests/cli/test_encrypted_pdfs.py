@@ -1,5 +1,6 @@
-"""Encrypted PDFs attached: one in a cipher pypdf cannot read on this install is one line
-naming it, never a traceback."""
+"""Encrypted PDFs attached: one every viewer opens without asking (only an owner password,
+against printing or copying) is read as any other; one that needs a password, or a cipher
+pypdf cannot read on this install, is one line naming it, never a traceback."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ from pathlib import Path
 
 import pypdf
 import pytest
+from cli_runner import invoke
 from documents import pdf
 
 
@@ -20,6 +22,29 @@ def encrypted(text: str, user_password: str, algorithm: str) -> bytes:
     out = io.BytesIO()
     writer.write(out)
     return out.getvalue()
+
+
+@pytest.mark.parametrize("algorithm", ["RC4-128", "AES-256"])
+def test_a_pdf_with_only_an_owner_password_is_read_as_any_other(
+        chat_server, tmp_path: Path, algorithm: str) -> None:
+    """Bank statements and forms lock printing or copying with an owner password and open
+    with none: they were refused as "an encrypted PDF; decrypt it first"."""
+    document = tmp_path / "statement.pdf"
+    document.write_bytes(encrypted("Balance due 1 March: 420 EUR", "", algorithm))
+    result = invoke("ask", "-m", "m", "-f", str(document), "what is due?",
+                    env={"OPENAI_BASE_URL": chat_server.base_url, "OPENAI_API_KEY": "sk-t"})
+    assert result.exit_code == 0, result.stderr
+    attached = chat_server.requests[-1]["messages"][-2]["content"]
+    assert "[page 1]\nBalance due 1 March: 420 EUR" in attached
+
+
+def test_a_pdf_that_needs_a_password_is_refused_naming_it(tmp_path: Path) -> None:
+    document = tmp_path / "locked.pdf"
+    document.write_bytes(encrypted("Salary 9000", "open-sesame", "RC4-128"))
+    result = invoke("ask", "-f", str(document), "read it", "--provider", "scripted")
+    assert result.exit_code == 2
+    assert result.stderr == (f"error: {document}: an encrypted PDF that needs a password; "
+                             "decrypt it first; nothing was sent\n")
 
 
 @pytest.mark.parametrize("user_password", ["", "open-sesame"])
