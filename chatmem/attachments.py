@@ -102,28 +102,37 @@ def read_file(path: Path, limit: TextLimit) -> Attachment:
     except OSError as e:
         raise UsageError(f"{path}: cannot read it ({e.strerror}); nothing was sent") from None
     if isinstance(data, Oversized):
-        if data.limit == MAX_BYTES:
-            raise UsageError(f"{path}: an image of {data.amount()}; at most {MAX_BYTES:,} can "
-                             "be attached; nothing was sent")
-        if data.limit == MOST_PDF_BYTES:
-            raise UsageError(f"{path}: a PDF of {data.amount()}; at most {MOST_PDF_BYTES:,} "
-                             "bytes are read; nothing was sent")
-        raise limit.refusal(str(path), data)
+        raise _refusal(str(path), data, limit)
+    return _attachment(str(path), data, limit)
+
+
+def read_piped(stream: BinaryIO, limit: TextLimit) -> Attachment | None:
+    """What is piped in, as a file of its kind is attached (an image, a PDF's text, or text),
+    read no further than one byte past its limit: UsageError past it; None when it is blank."""
+    data = read_stream_within(stream, lambda head: _most_read(head, limit))
+    if isinstance(data, Oversized):
+        raise _refusal(STDIN, data, limit)
+    return _attachment(STDIN, data, limit) if data.strip() else None
+
+
+def _refusal(name: str, data: Oversized, limit: TextLimit) -> UsageError:
+    if data.limit == MAX_BYTES:
+        return UsageError(f"{name}: an image of {data.amount()}; at most {MAX_BYTES:,} can "
+                          "be attached; nothing was sent")
+    if data.limit == MOST_PDF_BYTES:
+        return UsageError(f"{name}: a PDF of {data.amount()}; at most {MOST_PDF_BYTES:,} "
+                          "bytes are read; nothing was sent")
+    return limit.refusal(name, data)
+
+
+def _attachment(name: str, data: bytes, limit: TextLimit) -> Attachment:
     image = read_image(data)
     if image is not None:
-        return Attachment(str(path), image_text(image), image)
+        return Attachment(name, image_text(image), image)
     if data.startswith(b"%PDF-"):
-        return Attachment(str(path), _within(str(path), pdf_text(str(path), data), limit))
+        return Attachment(name, _within(name, pdf_text(name, data), limit))
     # Read to an image's limit for its first bytes, yet not an image: text, held to text's.
-    return Attachment(str(path), decode(str(path), _bytes_within(str(path), data, limit)))
-
-
-def read_piped(stream: BinaryIO, limit: TextLimit) -> bytes:
-    """What is piped in, read no further than one byte past `limit`: UsageError past it."""
-    data = read_stream_within(stream, limit.most)
-    if isinstance(data, Oversized):
-        raise limit.refusal(STDIN, data)
-    return data
+    return Attachment(name, decode(name, _bytes_within(name, data, limit)))
 
 
 def _most_read(head: bytes, limit: TextLimit) -> int:
