@@ -127,7 +127,7 @@ def _refusal(name: str, data: Oversized, limit: TextLimit) -> UsageError:
 
 def _attachment(name: str, data: bytes, limit: TextLimit) -> Attachment:
     image = read_image(data)
-    if image is not None:
+    if image is not None and not _reads_as_text(data):
         return Attachment(name, image_text(image), image)
     if data.startswith(b"%PDF-"):
         return Attachment(name, _within(name, pdf_text(name, data), limit))
@@ -142,6 +142,19 @@ def _most_read(head: bytes, limit: TextLimit) -> int:
     if head.startswith(b"%PDF-"):
         return MOST_PDF_BYTES
     return limit.most
+
+
+def _reads_as_text(data: bytes) -> bool:
+    """Whether `data` is UTF-8 without a NUL: a note that begins "GIF89a is the 1989…" is
+    text, not a GIF of its letters' size; a real image always holds a byte text has not
+    (a NUL among its header's sizes and fields, or a byte UTF-8 never starts with)."""
+    if b"\x00" in data:
+        return False
+    try:
+        data.decode("utf-8")
+    except UnicodeDecodeError:
+        return False
+    return True
 
 
 def _bytes_within(name: str, data: bytes, limit: TextLimit) -> bytes:
