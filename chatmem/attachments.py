@@ -25,7 +25,7 @@ from typing import BinaryIO
 
 from chatmem.errors import UsageError
 from chatmem.images import MAX_BYTES, ImageData, image_mime, read_image
-from chatmem.text_files import Oversized, read_stream_within, read_within
+from chatmem.text_files import NotUtf8, Oversized, read_stream_within, read_within, utf8_text
 from chatmem.tokens import most_bytes_within
 
 STDIN = "standard input"
@@ -232,9 +232,11 @@ def decode(name: str, data: bytes) -> str:
     if b"\x00" in data:
         raise UsageError(f"{name}: a binary file (it holds NUL bytes); only text can be "
                          "attached; nothing was sent")
-    try:
-        text = data.decode("utf-8")
-    except UnicodeDecodeError as e:
-        raise UsageError(f"{name}: not UTF-8 text (byte {e.start} is {data[e.start]:#04x}); "
-                         "only text can be attached; nothing was sent") from None
-    return text.removeprefix("\ufeff")  # a byte-order mark is not part of the text
+    # A byte-order mark is not part of the text. Text in another encoding (GBK, Big5,
+    # Shift-JIS, Latin-1: a guess between them would garble it) is named by its line, as
+    # every text file chatmem reads is, and how to attach it said.
+    read = utf8_text(data)
+    if isinstance(read, NotUtf8):
+        what = "text" if name == STDIN else "file"
+        raise UsageError(f"{read.said(name, what)}; nothing was sent")
+    return read
