@@ -25,7 +25,7 @@ from typing import BinaryIO
 
 from chatmem.errors import UsageError
 from chatmem.images import MAX_BYTES, ImageData, image_mime, read_image
-from chatmem.text_files import Oversized, read_stream_within, read_within
+from chatmem.text_files import NotUtf8, Oversized, read_stream_within, read_within, utf8_text
 from chatmem.tokens import most_bytes_within
 
 STDIN = "standard input"
@@ -102,28 +102,37 @@ def read_file(path: Path, limit: TextLimit) -> Attachment:
     except OSError as e:
         raise UsageError(f"{path}: cannot read it ({e.strerror}); nothing was sent") from None
     if isinstance(data, Oversized):
-        if data.limit == MAX_BYTES:
-            raise UsageError(f"{path}: an image of {data.amount()}; at most {MAX_BYTES:,} can "
-                             "be attached; nothing was sent")
-        if data.limit == MOST_PDF_BYTES:
-            raise UsageError(f"{path}: a PDF of {data.amount()}; at most {MOST_PDF_BYTES:,} "
-                             "bytes are read; nothing was sent")
-        raise limit.refusal(str(path), data)
-    image = read_image(data)
-    if image is not None:
-        return Attachment(str(path), image_text(image), image)
-    if data.startswith(b"%PDF-"):
-        return Attachment(str(path), _within(str(path), pdf_text(str(path), data), limit))
-    # Read to an image's limit for its first bytes, yet not an image: text, held to text's.
-    return Attachment(str(path), decode(str(path), _bytes_within(str(path), data, limit)))
+        raise _refusal(str(path), data, limit)
+    return _attachment(str(path), data, limit)
 
 
-def read_piped(stream: BinaryIO, limit: TextLimit) -> bytes:
-    """What is piped in, read no further than one byte past `limit`: UsageError past it."""
-    data = read_stream_within(stream, limit.most)
+def read_piped(stream: BinaryIO, limit: TextLimit) -> Attachment | None:
+    """What is piped in, as a file of its kind is attached (an image, a PDF's text, or text),
+    read no further than one byte past its limit: UsageError past it; None when it is blank."""
+    data = read_stream_within(stream, lambda head: _most_read(head, limit))
     if isinstance(data, Oversized):
-        raise limit.refusal(STDIN, data)
-    return data
+        raise _refusal(STDIN, data, limit)
+    return _attachment(STDIN, data, limit) if data.strip() else None
+
+
+def _refusal(name: str, data: Oversized, limit: TextLimit) -> UsageError:
+    if data.limit == MAX_BYTES:
+        return UsageError(f"{name}: an image of {data.amount()}; at most {MAX_BYTES:,} can "
+                          "be attached; nothing was sent")
+    if data.limit == MOST_PDF_BYTES:
+        return UsageError(f"{name}: a PDF of {data.amount()}; at most {MOST_PDF_BYTES:,} "
+                          "bytes are read; nothing was sent")
+    return limit.refusal(name, data)
+
+
+def _attachment(name: str, data: bytes, limit: TextLimit) -> Attachment:
+    image = read_image(data)
+    if image is not None and not _reads_as_text(data):
+        return Attachment(name, image_text(image), image)
+    if data.startswith(b"%PDF-"):
+        return Attachment(name, _within(name, pdf_text(name, data), limit))
+    # Read to an image's limit for its first bytes, yet not an image: text, held to text's.
+    return Attachment(name, decode(name, _bytes_within(name, data, limit)))
 
 
 def _most_read(head: bytes, limit: TextLimit) -> int:
@@ -133,6 +142,19 @@ def _most_read(head: bytes, limit: TextLimit) -> int:
     if head.startswith(b"%PDF-"):
         return MOST_PDF_BYTES
     return limit.most
+
+
+def _reads_as_text(data: bytes) -> bool:
+    """Whether `data` is UTF-8 without a NUL: a note that begins "GIF89a is the 1989…" is
+    text, not a GIF of its letters' size; a real image always holds a byte text has not
+    (a NUL among its header's sizes and fields, or a byte UTF-8 never starts with)."""
+    if b"\x00" in data:
+        return False
+    try:
+        data.decode("utf-8")
+    except UnicodeDecodeError:
+        return False
+    return True
 
 
 def _bytes_within(name: str, data: bytes, limit: TextLimit) -> bytes:
@@ -160,9 +182,16 @@ def pdf_text(name: str, data: bytes) -> str:
     try:
         with _pypdf_quiet():
             reader = pypdf.PdfReader(io.BytesIO(data))
-            if reader.is_encrypted:
-                raise UsageError(f"{name}: an encrypted PDF; decrypt it first; nothing was sent")
+            # pypdf has tried the empty password: one that opens with it (an owner password
+            # only, against printing or copying) opens so in every viewer, and is read.
+            if reader.is_encrypted and reader.decrypt("") == pypdf.PasswordType.NOT_DECRYPTED:
+                raise UsageError(f"{name}: an encrypted PDF that needs a password; decrypt "
+                                 "it first; nothing was sent")
             pages = [page.extract_text() or "" for page in reader.pages]
+    except pypdf.errors.DependencyError as e:
+        # AES needs the cryptography package, which pypdf (and chatmem) do not require.
+        raise UsageError(f"{name}: an encrypted PDF pypdf cannot read without another "
+                         f"package ({e}); nothing was sent") from None
     except pypdf.errors.PyPdfError as e:
         raise UsageError(f"{name}: not a readable PDF ({e}); nothing was sent") from None
     if not any(page.strip() for page in pages):
@@ -203,9 +232,11 @@ def decode(name: str, data: bytes) -> str:
     if b"\x00" in data:
         raise UsageError(f"{name}: a binary file (it holds NUL bytes); only text can be "
                          "attached; nothing was sent")
-    try:
-        text = data.decode("utf-8")
-    except UnicodeDecodeError as e:
-        raise UsageError(f"{name}: not UTF-8 text (byte {e.start} is {data[e.start]:#04x}); "
-                         "only text can be attached; nothing was sent") from None
-    return text.removeprefix("\ufeff")  # a byte-order mark is not part of the text
+    # A byte-order mark is not part of the text. Text in another encoding (GBK, Big5,
+    # Shift-JIS, Latin-1: a guess between them would garble it) is named by its line, as
+    # every text file chatmem reads is, and how to attach it said.
+    read = utf8_text(data)
+    if isinstance(read, NotUtf8):
+        what = "text" if name == STDIN else "file"
+        raise UsageError(f"{read.said(name, what)}; nothing was sent")
+    return read

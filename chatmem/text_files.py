@@ -98,8 +98,12 @@ def _wait_for_a_writer(fd: int, status: os.stat_result) -> None:
     os.set_blocking(fd, True)
 
 
-def read_stream_within(stream: BinaryIO, limit: int) -> bytes | Oversized:
+def read_stream_within(stream: BinaryIO,
+                       limit: int | Callable[[bytes], int]) -> bytes | Oversized:
     """What `stream` (piped standard input) holds, or Oversized when it is more than `limit`
-    bytes: one byte past it is read, never the rest."""
-    data = stream.read(limit + 1)
-    return Oversized(limit, None) if len(data) > limit else data
+    bytes (a function of its first HEAD_BYTES, as for read_within): one byte past it is
+    read, never the rest."""
+    head = stream.read(HEAD_BYTES) if callable(limit) else b""
+    most = limit(head) if callable(limit) else limit
+    data = head + stream.read(max(most + 1 - len(head), 0))
+    return Oversized(most, None) if len(data) > most else data

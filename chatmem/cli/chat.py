@@ -179,7 +179,7 @@ def ask(
     Example: cat notes.md | chatmem ask "summarize:" -f todo.txt
     """
     from chatmem.app.conversations import open_conversation
-    from chatmem.attachments import STDIN, Attachment, TextLimit, decode, read_file, read_piped
+    from chatmem.attachments import STDIN, TextLimit, read_file, read_piped
     from chatmem.errors import EmptyInput, UsageError
     from chatmem.render.progress import ConsoleActivity
     from chatmem.repl.loop import Repl
@@ -209,8 +209,8 @@ def ask(
         text = text.removeprefix("\ufeff")
     elif not no_stdin and stdin_is_piped():
         piped = read_piped(sys.stdin.buffer, limit)
-        if piped.strip():
-            attachments.append(Attachment(STDIN, decode(STDIN, piped)))
+        if piped is not None:
+            attachments.append(piped)
     if not text.strip():
         # As the engine refuses it, before the history (a file, a session) is opened.
         raise EmptyInput
@@ -272,8 +272,9 @@ def _say_stdin_attached(attachments: "list[Attachment]", err: "Console") -> None
 
     piped = next((a for a in attachments if a.name == STDIN), None)
     if piped is not None:
-        lines = len(piped.text.splitlines())
-        err.print(f"attached standard input ({counted(lines, 'line')});"
+        what = ("an image" if piped.image is not None
+                else counted(len(piped.text.splitlines()), "line"))
+        err.print(f"attached standard input ({what});"
                   " --no-stdin leaves it unread", markup=False, soft_wrap=True)
 
 

@@ -9,6 +9,7 @@ created a moment ago completes too.
 
 from __future__ import annotations
 
+import shlex
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import suppress
 from functools import partial
@@ -65,16 +66,15 @@ class SlashCompleter(Completer):
         command = SLASH.get(name)
         if command is None or command.completes is None:
             return
+        if command.completes == "path":
+            yield from self._paths(rest, complete_event)
+            return
         try:
             words = split_words(rest)
         except ValueError:
             return
         word = "" if rest.endswith(tuple(SPACES)) or not words else words[-1]
         position = len(words) - (0 if word == "" else 1)  # index of the word being typed
-        if command.completes == "path":
-            if position == 0:
-                yield from self.paths.get_completions(Document(word), complete_event)
-            return
         candidates: Iterable[tuple[str, str]]
         if command.completes == "strategy":
             in_use = StrategySpec.of(self.chat.engine.strategy)
@@ -99,6 +99,20 @@ class SlashCompleter(Completer):
         for value, meta in candidates:
             if starts(value, word) and value != word:
                 yield Completion(value, start_position=-len(word), display_meta=one_line(meta))
+
+    def _paths(self, rest: str, complete_event: CompleteEvent) -> Iterator[Completion]:
+        """The files a command's one PATH may name, each as the whole word quoted where the
+        command line would split it (`'Screen Shot 10.12.png'`, `'会议 纪要.md'`): put in
+        as it is, a name with a space read as two words and /attach refused the line."""
+        typed = _typed_path(rest)
+        if typed is None:
+            return
+        word, raw = typed
+        for found in self.paths.get_completions(Document(word), complete_event):
+            whole = word[:len(word) + found.start_position] + found.text
+            as_typed = whole if _words(whole) == [whole] else shlex.quote(whole)
+            yield Completion(as_typed, start_position=-len(raw), display=found.display,
+                             display_meta=found.display_meta)
 
     def _commands(self, typed: str) -> Iterator[Completion]:
         for command in SLASH.values():
@@ -178,6 +192,32 @@ class SlashCompleter(Completer):
         rows = [row(r) for r in records]
         self._recent[str(key[0])] = (marker, rows)
         return rows
+
+
+def _typed_path(rest: str) -> tuple[str, str] | None:
+    """(the PATH being typed as the command reads it, as it was typed, quotes and all) at
+    the end of `rest`; None when a word is typed after it. An open quote is read as closed."""
+    for close in ("", "'", '"'):
+        words = _words(rest + close)
+        if words is not None:
+            break
+    else:
+        return None
+    if not words:
+        return "", ""
+    if not close and rest.endswith(tuple(SPACES)):
+        return None
+    if len(words) > 1:
+        return None
+    start = len(rest) - len(rest.lstrip(SPACES))
+    return words[0], rest[start:]
+
+
+def _words(text: str) -> list[str] | None:
+    try:
+        return split_words(text)
+    except ValueError:
+        return None
 
 
 def _same_key_start(value: str, word: str) -> bool:

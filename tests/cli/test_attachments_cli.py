@@ -103,10 +103,11 @@ def test_a_file_over_the_budget_is_refused_before_it_is_sent(tmp_path: Path) -> 
 
 
 @pytest.mark.parametrize(("make", "why"), [
-    (lambda p: None, "no such file"),
-    (lambda p: p.mkdir(), "is a directory"),
-    (lambda p: p.write_bytes(b"\x89PNG\r\n\x1a\n\x00\x00"), "a binary file"),
-    (lambda p: p.write_bytes(b"caf\xe9 au lait"), "not UTF-8 text (byte 3 is 0xe9)"),
+    (lambda p: None, ": no such file"),
+    (lambda p: p.mkdir(), ": is a directory"),
+    (lambda p: p.write_bytes(b"\x89PNG\r\n\x1a\n\x00\x00"), ": a binary file"),
+    (lambda p: p.write_bytes(b"caf\xe9 au lait"),
+     ":1: not UTF-8 text (byte 0xe9); save the file as UTF-8"),
 ])
 def test_a_file_that_cannot_be_attached_is_one_line_exit_2_and_nothing_sent(
     tmp_path: Path, make: Any, why: str
@@ -116,9 +117,28 @@ def test_a_file_that_cannot_be_attached_is_one_line_exit_2_and_nothing_sent(
     (tmp_path / "ok.txt").write_text("fine", encoding="utf-8")
     result = ask(tmp_path, "hi", "-f", str(tmp_path / "ok.txt"), "-f", str(path))
     assert result.exit_code == 2
-    assert result.stderr.startswith(f"error: {path}: {why}")
+    assert result.stderr.startswith(f"error: {path}{why}")
     assert result.stderr.count("\n") == 1
     assert not (tmp_path / "sent.jsonl").exists() and not (tmp_path / "h.db").exists()
+
+
+def test_chinese_text_saved_as_gbk_is_named_by_its_line_and_how_to_attach_it(
+        tmp_path: Path) -> None:
+    """A file Windows' Notepad saved as "ANSI" on a Chinese system (GBK), attached or piped,
+    was "not UTF-8 text (byte 13 is 0xbb); only text can be attached": it is text, the
+    offset is no line an editor shows, and nothing said what to do."""
+    notes = tmp_path / "纪要.txt"
+    gbk = b"budget notes\n" + "会议纪要：预算三百万元\n".encode("gbk")
+    notes.write_bytes(gbk)
+    attached = ask(tmp_path, "summarize", "-f", str(notes))
+    assert (attached.exit_code, attached.stderr) == (2, (
+        f"error: {notes}:2: not UTF-8 text (byte 0xbb); save the file as UTF-8; nothing was "
+        "sent\n"))
+    piped = ask(tmp_path, "summarize", input=gbk)
+    assert (piped.exit_code, piped.stderr) == (2, (
+        "error: standard input:2: not UTF-8 text (byte 0xbb); save the text as UTF-8; nothing "
+        "was sent\n"))
+    assert not (tmp_path / "sent.jsonl").exists()
 
 
 def test_piped_bytes_that_are_not_text_are_refused(tmp_path: Path) -> None:

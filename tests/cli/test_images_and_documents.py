@@ -151,6 +151,35 @@ def test_a_pdf_is_read_as_text_and_quoted_as_data(chat_server, tmp_path: Path) -
     assert "<|im_start|>" not in attached
 
 
+def test_a_pdf_or_an_image_piped_to_ask_goes_as_the_file_would(chat_server, photo: Path,
+                                                               tmp_path: Path) -> None:
+    """`cat order.pdf | chatmem ask q` sent the PDF's own syntax as text (its objects and
+    xref, 1,255 tokens for two lines) when it was all ASCII, and refused one with a binary
+    comment line (as most PDFs have) as "not UTF-8 text"; a piped PNG was "a binary file"."""
+    document = pdf("Order KW-58213 ships on Friday.")
+    for data in (document, document.replace(b"\n", b"\n%\xe2\xe3\xcf\xd3\n", 1)):
+        result = invoke("ask", "-m", "m", "when does it ship?", input=data,
+                        env={"OPENAI_BASE_URL": chat_server.base_url, "OPENAI_API_KEY": "sk-t"})
+        assert result.exit_code == 0, result.stderr
+        attached = chat_server.requests[-1]["messages"][-2]["content"]
+        assert attached.startswith("standard input, attached by the user to this message")
+        assert "<attached>\n[page 1]\nOrder KW-58213 ships on Friday.\n</attached>" in attached
+    result = invoke("ask", "-m", "vision", "what colour is it?", input=photo.read_bytes(),
+                    env={"OPENAI_BASE_URL": chat_server.base_url, "OPENAI_API_KEY": "sk-t"})
+    assert result.exit_code == 0, result.stderr
+    text, image = chat_server.requests[-1]["messages"][-2]["content"]
+    assert "1024×600" in text["text"]
+    prefix = "data:image/png;base64,"
+    assert base64.b64decode(image["image_url"]["url"].removeprefix(prefix)) == photo.read_bytes()
+    assert "attached standard input (an image); --no-stdin leaves it unread" in result.stderr
+    unseen = invoke("ask", "what colour is it?", "--provider", "scripted",
+                    input=photo.read_bytes())
+    assert unseen.exit_code == 2
+    assert unseen.stderr.splitlines()[-1].startswith(
+        "error: standard input: the scripted provider (scripted) cannot see images; nothing "
+        "was sent")
+
+
 @pytest.mark.parametrize(("data", "named"), [
     (b"%PDF-1.4\nnot really", "not a readable PDF"),
     (pdf(""), "a PDF without text"),

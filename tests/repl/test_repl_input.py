@@ -32,6 +32,7 @@ from chatmem.render.toolbar import indexing_text
 from chatmem.repl.blocks import join_blocks
 from chatmem.repl.loop import Repl
 from chatmem.repl.prompt import TOOLBAR_REFRESH_SECONDS, Prompt, toolbar_text
+from chatmem.repl.table import split_words
 from chatmem.store import Store
 
 UP, DOWN, TAB, ESC_ENTER = "\x1b[A", "\x1b[B", "\t", "\x1b\r"
@@ -532,3 +533,25 @@ def test_edit_last_opens_the_prompt_on_the_last_input_and_sends_the_edit(
         # Up recalls what history holds: the edit, not the replaced input.
         with typing(repl, fresh_prompt, UP, shows("我们五月去苏州"), "\r") as lines:
             assert next(lines) == "我们五月去苏州"
+
+
+def test_tab_completes_a_file_name_with_spaces_quoted_as_one_word(
+    tmp_path: Path, tty: None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`/attach 会议` Tab put in `会议 纪要.md` unquoted, read as two words: /attach refused
+    the line ("unexpected argument '纪要.md'"), as it did macOS's `Screen Shot … .png`."""
+    folder = tmp_path / "docs"
+    folder.mkdir()
+    for name in ("会议 纪要.md", "Screen Shot at 10.12.png", "notes.md"):
+        (folder / name).write_text("x", encoding="utf-8")
+    monkeypatch.chdir(folder)
+    store, repl = make_repl(tmp_path / "c.db")
+    with store, typing(repl, "/attach 会议", menu("/attach 会议"), TAB,
+                       shows("/attach '会议 纪要.md'"), "\r",
+                       "/file 'Screen Shot", menu("/file 'Screen Shot"), TAB,
+                       shows("/file 'Screen Shot at 10.12.png'"), "\r",
+                       "/attach no", menu("/attach no"), TAB, shows("/attach notes.md"),
+                       "\r") as lines:
+        read = [next(lines) for _ in range(3)]
+    assert [split_words(line)[1:] for line in read] == [
+        ["会议 纪要.md"], ["Screen Shot at 10.12.png"], ["notes.md"]]
