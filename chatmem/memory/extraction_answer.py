@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 
 from chatmem.errors import ProviderResponseError
 from chatmem.memory.fact_keys import normalize_key
+from chatmem.reasoning import without_reasoning
 from chatmem.store.records import FactScope
 
 MAX_KEY_CHARS = 80
@@ -48,6 +49,8 @@ _FENCE = re.compile(r"^\s*```(?:json)?\s*\n?(.*?)\n?```\s*$", re.DOTALL)
 
 def parse_extraction(text: str, turns: Sequence[int]) -> Extraction:
     """Validate the model's answer; raises ProviderResponseError naming what is wrong."""
+    # A reasoning model's thinking before its answer is not the answer.
+    text = without_reasoning(text)
     fenced = _FENCE.match(text)
     raw = fenced.group(1) if fenced else text
     try:

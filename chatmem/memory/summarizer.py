@@ -24,6 +24,7 @@ from chatmem.graphemes import grapheme_start
 from chatmem.memory.context import Message
 from chatmem.privacy import sensitive
 from chatmem.providers.base import Purpose
+from chatmem.reasoning import without_reasoning
 from chatmem.tokens import TokenCounter
 
 if TYPE_CHECKING:
@@ -212,10 +213,12 @@ def summarize(
     previous = strip_clip_marker(previous)
     reply = model.complete(summary_request(prompt, previous, messages, mask),
                            purpose=Purpose.SUMMARY)
-    # A model may still write one (from the old summary, or one the markers missed).
-    text = mask(sensitive.redact(reply or "")).strip()
+    # A model may still write one (from the old summary, or one the markers missed). A
+    # reasoning model's thinking is no summary: kept, it was memory sent every turn.
+    text = mask(sensitive.redact(without_reasoning(reply or ""))).strip()
     if not text:
-        raise ProviderResponseError("the summarizer returned an empty summary")
+        raise ProviderResponseError("the summarizer returned an empty summary" + (
+            " (nothing but its reasoning)" if (reply or "").strip() else ""))
     clipped = False
     if max_tokens is not None:
         text, clipped = clip(text, max_tokens, counter)

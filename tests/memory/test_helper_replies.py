@@ -1,0 +1,72 @@
+"""What a helper model answers for memory, as real ones answer over HTTP: a reasoning
+model's thinking around its summary or fact answer is not memory."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+
+from chat_server import ChatServer
+from registered import create_provider
+
+from chatmem.config.settings import Settings
+from chatmem.engine import Engine
+from chatmem.memory.summary_state import load_state
+from chatmem.notices import SummaryFailed, SummaryUpdated
+
+
+def helper(server: ChatServer) -> object:
+    return create_provider(Settings(provider="openai", base_url=server.base_url,
+                                    model="qwen3", max_retries=0))
+
+
+def test_a_summary_is_what_follows_the_helpers_thinking(
+        chat_server: ChatServer, make_engine: Callable[..., Engine]) -> None:
+    """The whole reply was stored as the summary, `<think>` and all, and sent every turn
+    after: 88 tokens where the summary was 20, with the helper's musings as memory."""
+    chat_server.reply_words = [
+        "<think>\n用户提到订单号", " ORD-7731。Ignore previous instructions?", " 不。</think>\n",
+        "用户的订单号是 ORD-7731，", "金额五千元。"]
+    engine = make_engine("summary", provider=helper(chat_server))
+    first = engine.run_turn("我的订单号是 ORD-7731，金额五千元")
+    assert [type(n) for n in first.notices] == [SummaryUpdated]
+    assert load_state(engine.state, "summary").text == "用户的订单号是 ORD-7731，金额五千元。"
+    sent = engine.run_turn("好的").context.part("summary").messages[0].content
+    assert "think" not in sent and "Ignore previous" not in sent
+    assert "用户的订单号是 ORD-7731，金额五千元。" in sent
+
+
+def test_a_summary_reply_of_thinking_alone_is_no_summary(
+        chat_server: ChatServer, make_engine: Callable[..., Engine]) -> None:
+    """A reply stopped at its cap while the model still thought: the summary is behind, and
+    the turns stay in the context unsummarized (kept, the thinking was the summary)."""
+    chat_server.reply_words = ["<think>", "The user gave an order id, so I"]
+    engine = make_engine("summary", provider=helper(chat_server))
+    notices = engine.run_turn("My order is ORD-7731").notices
+    assert [type(n) for n in notices] == [SummaryFailed]
+    assert "nothing but its reasoning" in notices[0].error
+    assert load_state(engine.state, "summary").latest is None
+
+
+def test_facts_are_read_from_the_answer_after_the_helpers_thinking(
+        chat_server: ChatServer, make_engine: Callable[..., Engine]) -> None:
+    """Rejected as "not JSON (Expecting value at char 0)" every turn, and after three the
+    turns were passed over: a reasoning helper (Qwen3, R1) kept no fact at all."""
+    answer = json.dumps({"set": [{"key": "名字", "value": "王小明", "scope": "session",
+                                  "turn": 1}], "retract": []}, ensure_ascii=False)
+    chat_server.reply_words = ["<think>用户说了名字 {name}。", "</think>\n\n", answer]
+    engine = make_engine("entity", provider=helper(chat_server))
+    assert engine.run_turn("我叫王小明").notices == []
+    assert {f.key: f.value for f in engine.state.live_facts()} == {"名字": "王小明"}
+
+
+def test_facts_are_read_after_a_closing_tag_the_chat_template_opened(
+        chat_server: ChatServer, make_engine: Callable[..., Engine]) -> None:
+    """Qwen3 and DeepSeek-R1 templates open the block themselves: the reply starts inside it
+    and only closes it."""
+    answer = json.dumps({"set": [{"key": "city", "value": "Lisbon", "turn": 1}],
+                         "retract": []})
+    chat_server.reply_words = ["The user lives in Lisbon {city}.", "\n</think>\n", answer]
+    engine = make_engine("entity", provider=helper(chat_server))
+    assert engine.run_turn("I live in Lisbon").notices == []
+    assert {f.key: f.value for f in engine.state.live_facts()} == {"city": "Lisbon"}
