@@ -44,19 +44,12 @@ class Extraction:
     """The keys of facts dropped for a key or value over MAX_KEY_CHARS, MAX_VALUE_CHARS."""
 
 
-_FENCE = re.compile(r"^\s*```(?:json)?\s*\n?(.*?)\n?```\s*$", re.DOTALL)
+_FENCED = re.compile(r"```(?:json)?[ \t]*\n?(.*?)```", re.DOTALL | re.IGNORECASE)
 
 
 def parse_extraction(text: str, turns: Sequence[int]) -> Extraction:
     """Validate the model's answer; raises ProviderResponseError naming what is wrong."""
-    # A reasoning model's thinking before its answer is not the answer.
-    text = without_reasoning(text)
-    fenced = _FENCE.match(text)
-    raw = fenced.group(1) if fenced else text
-    try:
-        data = json.loads(raw)
-    except json.JSONDecodeError as e:
-        raise _bad(f"not JSON ({e.msg} at char {e.pos})") from None
+    data = _answer_json(without_reasoning(text))
     if not isinstance(data, dict):
         raise _bad("expected a JSON object with 'set' and 'retract'")
     unknown = set(data) - {"set", "retract"}
@@ -103,6 +96,33 @@ def parse_extraction(text: str, turns: Sequence[int]) -> Extraction:
             raise _bad(f"retract[{i}].turn must be one of the given turns, got {turn!r}")
         result.retract.append(FactRetraction(normalize_key(key), turn))
     return result
+
+
+def _answer_json(text: str) -> object:
+    """The answer's JSON: the whole text, else the first fenced block in it that is JSON,
+    else the object its first { opens. Small and reasoning models write a line before the
+    object ("Here are the facts:") or after it: rejected whole, such an answer came every
+    turn, and after MAX_REJECTIONS its turns were passed over with their facts unread."""
+    try:
+        try:
+            return json.loads(text)
+        except json.JSONDecodeError as e:
+            whole = e
+        for fenced in _FENCED.finditer(text):
+            try:
+                return json.loads(fenced.group(1))
+            except json.JSONDecodeError:
+                continue
+        start = text.find("{")
+        if start >= 0:
+            try:
+                return json.JSONDecoder().raw_decode(text, start)[0]
+            except json.JSONDecodeError:
+                pass
+    except RecursionError:
+        # Not a failed update to try again every turn: an answer, and no valid one.
+        raise _bad("JSON nested too deeply") from None
+    raise _bad(f"not JSON ({whole.msg} at char {whole.pos})")
 
 
 def _bad(why: str) -> ProviderResponseError:

@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import json
 
+import pytest
+
 from chatmem.errors import ProviderResponseError
 from chatmem.memory.extraction import MAX_REJECTIONS, STATE_KEY
 from chatmem.memory.extraction_answer import MAX_KEY_CHARS, MAX_VALUE_CHARS, parse_extraction
@@ -108,3 +110,42 @@ def test_a_request_that_gets_no_answer_is_never_passed_over(make_engine) -> None
     assert engine.run_turn("What's new?").notices == []
     facts = {f.key: (f.value, f.source_turn) for f in engine.state.live_facts()}
     assert facts == {"name": ("李雷", 3), "city": ("Lisbon", 2), "budget": ("900 euros", 4)}
+
+
+@pytest.mark.parametrize("answer", [
+    'Here are the facts:\n```json\n{"set": [{"key": "名字", "value": "李雷", "turn": 1}]}\n```',
+    'Sure! {"set": [{"key": "名字", "value": "李雷", "turn": 1}], "retract": []} Hope it helps.',
+    '以下是事实：\n{"set": [{"key": "名字", "value": "李雷", "turn": 1}]}\n以上。',
+    '```JSON\n{"set": [{"key": "名字", "value": "李雷", "turn": 1}]}\n```\nAnything else?',
+])
+def test_an_answer_with_a_line_around_its_json_is_read(answer: str) -> None:
+    """Rejected as "not JSON (Expecting value at char 0)": a small model that always writes
+    a line before or after its object kept no fact, and its turns were passed over."""
+    assert [(c.key, c.value) for c in parse_extraction(answer, [1]).set] == [("名字", "李雷")]
+
+
+@pytest.mark.parametrize("answer", ["Sure, the entities are: John", "I found {no facts}.", ""])
+def test_an_answer_without_json_is_still_rejected(answer: str) -> None:
+    with pytest.raises(ProviderResponseError, match="not JSON"):
+        parse_extraction(answer, [1])
+
+
+class NestingExtractor(ScriptedProvider):
+    """The scripted model, except that every fact answer is JSON nested past any parser."""
+
+    def complete(self, messages, *, purpose: Purpose = Purpose.CHAT) -> str:
+        if purpose == Purpose.FACTS:
+            self._log(purpose, messages)
+            return '{"set": ' + "[" * 100_000
+        return super().complete(messages, purpose=purpose)
+
+
+def test_json_nested_too_deeply_is_a_rejected_answer_not_a_crash(make_engine) -> None:
+    """RecursionError escaped as "memory update failed": never counted as a rejection, the
+    same answer was asked for twice a turn, for ever."""
+    engine = make_engine("entity", provider=NestingExtractor())
+    nested = "fact extraction answer rejected: JSON nested too deeply"
+    assert engine.run_turn("我叫李雷。").notices == [FactsFailed(nested, 1, 1)]
+    assert engine.run_turn("I live in Lisbon.").notices == [FactsFailed(nested, 1, 2)]
+    assert engine.run_turn("OK").notices == [
+        FactsFailed(nested, 1, 1, passed_over=MAX_REJECTIONS), FactsBehind(2)]
