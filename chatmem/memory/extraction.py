@@ -34,7 +34,7 @@ from chatmem.memory.extraction_answer import (
     FactRetraction,
     parse_extraction,
 )
-from chatmem.memory.fact_keys import same_key
+from chatmem.memory.fact_keys import key_identity, same_key
 from chatmem.memory.history_view import HistoryTurn, HistoryView
 from chatmem.memory.later_facts import LaterFacts
 from chatmem.memory.sensitive_turns import guard_for, remember
@@ -240,15 +240,15 @@ def _extract(env: MemoryEnv, model: Provider, turns: Sequence[HistoryTurn],
     notices: list[Notice] = []
     extraction, refused = Extraction(), list[str]()
     if pending:
+        current = state.live_facts()
         try:
-            answer = model.complete(
-                extraction_messages(state.live_facts(), pending, guard.mask),
-                purpose=Purpose.FACTS
-            )
+            answer = model.complete(extraction_messages(current, pending, guard.mask),
+                                    purpose=Purpose.FACTS)
         except ProviderResponseError as e:
             return [], Failed(str(e))
         try:
-            extraction = parse_extraction(answer, [n for n, _ in pending])
+            extraction = parse_extraction(answer, [n for n, _ in pending], {
+                (key_identity(f.key), guard.mask(f.value)) for f in current})
         except ProviderResponseError as e:
             return [], Failed(str(e), rejected=True)
         extraction, refused = without_sensitive(without_erased(extraction), guard)

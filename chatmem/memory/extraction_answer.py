@@ -7,11 +7,11 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass, field
 
 from chatmem.errors import ProviderResponseError
-from chatmem.memory.fact_keys import normalize_key
+from chatmem.memory.fact_keys import key_identity, normalize_key
 from chatmem.reasoning import without_reasoning
 from chatmem.store.records import FactScope
 
@@ -47,8 +47,13 @@ class Extraction:
 _FENCED = re.compile(r"```(?:json)?[ \t]*\n?(.*?)```", re.DOTALL | re.IGNORECASE)
 
 
-def parse_extraction(text: str, turns: Sequence[int]) -> Extraction:
-    """Validate the model's answer; raises ProviderResponseError naming what is wrong."""
+def parse_extraction(text: str, turns: Sequence[int],
+                     current: Collection[tuple[str, str]] = ()) -> Extraction:
+    """Validate the model's answer; raises ProviderResponseError naming what is wrong.
+
+    `current`: the facts the request held, as (key_identity, value) pairs; a fact of the
+    answer that repeats one of them as it stands, under a turn not given, is passed over.
+    """
     data = _answer_json(without_reasoning(text))
     if not isinstance(data, dict):
         raise _bad("expected a JSON object with 'set' and 'retract'")
@@ -78,6 +83,11 @@ def parse_extraction(text: str, turns: Sequence[int]) -> Extraction:
             raise _bad(f"set[{i}].scope must be 'user' or 'session', got {scope!r}")
         turn = item.get("turn", latest)
         if not isinstance(turn, int) or isinstance(turn, bool) or turn not in turns:
+            if (key_identity(key), value.strip()) in current:
+                # Models asked to keep a table answer with the whole table, each current
+                # fact under the turn it came from: rejected whole for it, every answer
+                # was, and after MAX_REJECTIONS no new fact was read.
+                continue
             raise _bad(f"set[{i}].turn must be one of the given turns, got {turn!r}")
         same_as = item.get("same_as")
         if same_as is not None and not isinstance(same_as, str):

@@ -149,3 +149,50 @@ def test_json_nested_too_deeply_is_a_rejected_answer_not_a_crash(make_engine) ->
     assert engine.run_turn("I live in Lisbon.").notices == [FactsFailed(nested, 1, 2)]
     assert engine.run_turn("OK").notices == [
         FactsFailed(nested, 1, 1, passed_over=MAX_REJECTIONS), FactsBehind(2)]
+
+
+class TableExtractor(ScriptedProvider):
+    """The scripted model, except that its answer holds the whole table: each current fact
+    again, under the turn a model guesses it came from (the first)."""
+
+    def complete(self, messages, *, purpose: Purpose = Purpose.CHAT) -> str:
+        answer = super().complete(messages, purpose=purpose)
+        if purpose != Purpose.FACTS:
+            return answer
+        table = [{"key": f["key"], "value": f["value"], "turn": 1}
+                 for f in json.loads(messages[-1]["content"])["facts"]]
+        new = json.loads(answer)
+        return json.dumps({**new, "set": table + new.get("set", [])}, ensure_ascii=False)
+
+
+def test_an_answer_repeating_the_current_facts_under_their_old_turns_is_read(
+        make_engine) -> None:
+    """"set[0].turn must be one of the given turns, got 1" from the second turn on: every
+    answer rejected whole, its turns passed over after three, and no fact kept but the
+    first turn's."""
+    engine = make_engine("entity", provider=TableExtractor())
+    for said in ["My name is Ada.", "I live in Lisbon.", "我的订单号是ORD-7731。"]:
+        assert engine.run_turn(said).notices == []
+    facts = {f.key: (f.value, f.source_turn) for f in engine.state.live_facts()}
+    assert facts == {"name": ("Ada", 1), "city": ("Lisbon", 2), "订单号": ("ORD-7731", 3)}
+
+
+def test_a_repeated_fact_under_a_turn_not_given_is_passed_over_a_new_one_is_not() -> None:
+    answer = json.dumps({"set": [{"key": "City", "value": "Lisbon", "turn": 1},
+                                 {"key": "名字", "value": "李雷", "turn": 2}]},
+                        ensure_ascii=False)
+    current = {("city", "Lisbon")}
+    assert [(c.key, c.turn) for c in parse_extraction(answer, [2], current).set] == [
+        ("名字", 2)]
+    changed = answer.replace("Lisbon", "Porto")
+    with pytest.raises(ProviderResponseError, match=r"set\[0\]\.turn must be one of the given"):
+        parse_extraction(changed, [2], current)
+
+
+def test_a_fact_restated_in_a_later_turn_of_the_batch_still_wins() -> None:
+    """Only a repeat under a turn not given is passed over: Lisbon said again after Porto
+    is the city, though Lisbon is the current fact."""
+    answer = json.dumps({"set": [{"key": "city", "value": "Porto", "turn": 1},
+                                 {"key": "city", "value": "Lisbon", "turn": 2}]})
+    parsed = parse_extraction(answer, [1, 2], {("city", "Lisbon")})
+    assert [(c.value, c.turn) for c in parsed.set] == [("Porto", 1), ("Lisbon", 2)]
