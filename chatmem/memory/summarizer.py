@@ -185,6 +185,24 @@ def _cut_start(line: str, at: int) -> int:
     return start
 
 
+ECHO_CHARS = 20
+"""Shortest line of the prompt whose repetition marks an echo: its sentences, not its
+headings ("New lines:"), which a summary may well open with."""
+
+
+def echoes_prompt(prompt: str, reply: str) -> bool:
+    """Whether `reply` repeats a line of the prompt's own instructions (spacing and case
+    aside). Small models answer with the prompt itself: stored, the summary was the
+    instructions and a transcript of the lines, sent every turn and grown by each echo."""
+    own = prompt.replace(SUMMARY_SLOT, "\n").replace(LINES_SLOT, "\n")
+    sentences = {_line(line) for line in own.splitlines() if len(_line(line)) >= ECHO_CHARS}
+    return any(_line(line) in sentences for line in reply.splitlines())
+
+
+def _line(text: str) -> str:
+    return " ".join(text.split()).casefold()
+
+
 @dataclass(frozen=True)
 class Draft:
     text: str
@@ -219,6 +237,9 @@ def summarize(
     if not text:
         raise ProviderResponseError("the summarizer returned an empty summary" + (
             " (nothing but its reasoning)" if (reply or "").strip() else ""))
+    if echoes_prompt(prompt, text):
+        raise ProviderResponseError("the summarizer repeated its instructions instead of"
+                                    " summarizing")
     clipped = False
     if max_tokens is not None:
         text, clipped = clip(text, max_tokens, counter)
