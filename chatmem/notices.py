@@ -89,6 +89,14 @@ class FactsTooLong:
 
 
 @dataclass(frozen=True)
+class FactsNotSaid:
+    """Facts the extractor found, by key, whose value is in none of the user's messages it
+    read: not kept (the rest of its answer is)."""
+
+    keys: tuple[str, ...]
+
+
+@dataclass(frozen=True)
 class FactsBehind:
     """Fact extraction is `turns` turns behind and catches up on the next turn."""
 
@@ -350,7 +358,8 @@ class ExpectedRepliesReplaced:
 
 
 Notice = (IndexingNotice | VectorsResized | SummaryUpdated | SummaryFailed | FactsFailed
-          | FactsTooLong | FactsBehind | SensitiveNotRemembered | NoEmbedder | InputNotUtf8
+          | FactsTooLong | FactsNotSaid | FactsBehind | SensitiveNotRemembered | NoEmbedder
+          | InputNotUtf8
           | ReplyCut | UsageIgnored
           | MemoryUpdateFailed | MemoryUpdateCancelled | ErasedWhileUpdating
           | StrategyChanged | ModelChanged

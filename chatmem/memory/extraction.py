@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING
 
 from chatmem.activity import ActivityStep, Work
 from chatmem.errors import ProviderResponseError
+from chatmem.memory import anchors
 from chatmem.memory.base import MemoryEnv, catching_up
 from chatmem.memory.extraction_answer import (
     MAX_KEY_CHARS,
@@ -43,6 +44,7 @@ from chatmem.notices import (
     ErasedWhileUpdating,
     FactsBehind,
     FactsFailed,
+    FactsNotSaid,
     FactsTooLong,
     Notice,
     SensitiveNotRemembered,
@@ -238,7 +240,7 @@ def _extract(env: MemoryEnv, model: Provider, turns: Sequence[HistoryTurn],
     pending = [(turn, text) for turn, text, _ in said]
     sources = _first_user_messages(turns)
     notices: list[Notice] = []
-    extraction, refused = Extraction(), list[str]()
+    extraction, refused, unsaid = Extraction(), list[str](), list[str]()
     if pending:
         current = state.live_facts()
         try:
@@ -252,6 +254,8 @@ def _extract(env: MemoryEnv, model: Provider, turns: Sequence[HistoryTurn],
         except ProviderResponseError as e:
             return [], Failed(str(e), rejected=True)
         extraction, refused = without_sensitive(without_erased(extraction), guard)
+        extraction, unsaid = only_said(extraction, [t for _, text, shown in said
+                                                    for t in (text, shown)])
     with state.store.write():
         # Without a user message (or a stored turn, numbers passed over) nothing is read
         # that a purge could have erased: only the marker moves.
@@ -268,7 +272,26 @@ def _extract(env: MemoryEnv, model: Provider, turns: Sequence[HistoryTurn],
         notices.append(SensitiveNotRemembered(tuple(dict.fromkeys([*found, *refused]))))
     if extraction.too_long:
         notices.append(FactsTooLong(tuple(extraction.too_long), MAX_KEY_CHARS, MAX_VALUE_CHARS))
+    if unsaid:
+        notices.append(FactsNotSaid(tuple(dict.fromkeys(unsaid))))
     return notices, None
+
+
+def only_said(extraction: Extraction, said: Sequence[str]) -> tuple[Extraction, list[str]]:
+    """The extraction minus facts whose value no text of `said` holds (width, case and
+    spacing aside), and their keys. Values are copied from the user's words (the prompt
+    says so): one that is not is the helper's own (a name it misheard, a value it
+    translated, a table it made up: 800 facts from "I live in Paris"), and kept it was sent
+    every turn as a fact the user stated."""
+    texts = [anchors.normal(t) for t in said]
+    kept, unsaid = [], []
+    for change in extraction.set:
+        value = anchors.normal(change.value)
+        if any(value in text for text in texts):
+            kept.append(change)
+        else:
+            unsaid.append(change.key)
+    return replace(extraction, set=kept), unsaid
 
 
 def without_erased(extraction: Extraction) -> Extraction:

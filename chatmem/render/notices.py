@@ -37,6 +37,7 @@ from chatmem.notices import (
     ExpectedRepliesReplaced,
     FactsBehind,
     FactsFailed,
+    FactsNotSaid,
     FactsTooLong,
     Failure,
     HelperTooSmall,
@@ -133,6 +134,14 @@ def _(n: FactsTooLong, repl_hints: bool) -> str:
     remember = "; /remember KEY: VALUE keeps one" if repl_hints else ""
     return (f"not remembered, longer than a fact holds (key ≤ {n.key_limit:,}, value ≤"
             f" {n.value_limit:,} characters): {listed(keys)}{remember}")
+
+
+@_worded.register
+def _(n: FactsNotSaid, repl_hints: bool) -> str:
+    keys = [k if len(k) <= 40 else f"{k[:40]}…" for k in n.keys]
+    remember = "; /remember KEY: VALUE keeps one" if repl_hints else ""
+    return (f"not remembered, the helper model's value is not in what you said: {listed(keys)}"
+            f"{remember}")
 
 
 @_worded.register

@@ -12,7 +12,7 @@ from registered import create_provider
 from chatmem.config.settings import Settings
 from chatmem.engine import Engine
 from chatmem.memory.summary_state import load_state
-from chatmem.notices import SummaryFailed, SummaryUpdated
+from chatmem.notices import FactsNotSaid, SummaryFailed, SummaryUpdated
 
 
 def helper(server: ChatServer) -> object:
@@ -70,3 +70,21 @@ def test_facts_are_read_after_a_closing_tag_the_chat_template_opened(
     engine = make_engine("entity", provider=helper(chat_server))
     assert engine.run_turn("I live in Lisbon").notices == []
     assert {f.key: f.value for f in engine.state.live_facts()} == {"city": "Lisbon"}
+
+
+def test_a_fact_whose_value_the_user_never_said_is_not_kept(
+        chat_server: ChatServer, make_engine: Callable[..., Engine]) -> None:
+    """Kept and sent every turn under "Facts the user stated": a name the helper misheard,
+    a value it translated, and 800 facts it made up from "I live in Paris"."""
+    made_up = [{"key": f"fact {i}", "value": f"value {i}", "turn": 1} for i in range(800)]
+    chat_server.reply_words = [json.dumps({"set": [
+        {"key": "名字", "value": "李雷", "turn": 1},
+        {"key": "城市", "value": "Shanghai", "turn": 1},
+        {"key": "订单号", "value": "ｏｒｄ-7731", "turn": 1},
+        {"key": "role", "value": "admin", "turn": 1}, *made_up]}, ensure_ascii=False)]
+    engine = make_engine("entity", provider=helper(chat_server))
+    notices = engine.run_turn("我叫王小明，住在上海，订单号 ORD-7731。I'm an admin").notices
+    assert notices == [FactsNotSaid(("名字", "城市", *(f"fact {i}" for i in range(800))))]
+    # Width, case and spacing aside, what the user said is kept.
+    assert {f.key: f.value for f in engine.state.live_facts()} == {
+        "订单号": "ｏｒｄ-7731", "role": "admin"}
