@@ -44,6 +44,7 @@ from chatmem.notices import (
     after_calls,
 )
 from chatmem.privacy import sensitive
+from chatmem.reasoning import without_reasoning
 from chatmem.tokens import TokenCounter
 
 FOLD_TOKENS = 2000
@@ -220,6 +221,12 @@ class SummaryMemory(BaseStrategy[Limited]):
         # whoever repeats it, is masked before the summarizer or the drift guard sees it.
         guard, masked = sensitive_turns.guard_for(env.state, turns)
         sensitive_turns.remember(env.state, guard, turns)
+        # A reply's reasoning is the model thinking aloud, not what it said: folded in, its
+        # guesses (another order id, a date it wondered about) were pinned as the turn's.
+        messages = [replace(m, content=without_reasoning(m.content))
+                    if m.role == "assistant" else m for m in messages]
+        masked = [without_reasoning(text) if m.role == "assistant" else text
+                  for m, text in zip(messages, masked, strict=True)]
         configured = env.settings.summary if env.settings else SummarySection()
         prompt = check_prompt(configured.prompt or summarizer.DEFAULT_PROMPT)
         try:

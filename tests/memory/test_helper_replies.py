@@ -88,3 +88,19 @@ def test_a_fact_whose_value_the_user_never_said_is_not_kept(
     # Width, case and spacing aside, what the user said is kept.
     assert {f.key: f.value for f in engine.state.live_facts()} == {
         "订单号": "ｏｒｄ-7731", "role": "admin"}
+
+
+def test_the_chat_models_reasoning_is_neither_summarized_nor_pinned(
+        chat_server: ChatServer, make_engine: Callable[..., Engine]) -> None:
+    """The drift guard read the reply's <think> block as said in the turn: the order id and
+    date the model only wondered about were pinned as "details from earlier turns, kept
+    verbatim", sent every turn after."""
+    chat_server.reply_words = [
+        "<think>Maybe order ORD-9999 on 2026-07-04 for 800 EUR?", " I'm not sure.</think>",
+        "Your order ORD-7731 will arrive soon."]
+    engine = make_engine("summary", provider=helper(chat_server))
+    engine.run_turn("When does my order ORD-7731 arrive?")
+    summary_request = chat_server.requests[-1]["messages"][-1]["content"]
+    assert "ORD-9999" not in summary_request and "ORD-7731" in summary_request
+    assert load_state(engine.state, "summary").pins == []
+    assert engine.run_turn("ok").context.parts[2].kind == "input"
