@@ -44,6 +44,9 @@ class SummaryUpdated:
     """Details the summarizer dropped, not pinned because the drift guard is off."""
     refused: tuple[str, ...] = ()
     """Details the summarizer dropped, not pinned because the user unpinned them."""
+    unsaid: tuple[str, ...] = ()
+    """Details the new summary holds that neither the old one nor the turns it folded say:
+    the summarizer's own (a guess, an answer to the user, a detail it translated)."""
     released: tuple[str, ...] = ()
     """Older pins released to keep the pins within `pin_limit` tokens."""
     pin_limit: int = 0

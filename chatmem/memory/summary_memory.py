@@ -243,6 +243,11 @@ class SummaryMemory(BaseStrategy[Limited]):
         said = masked
         candidates = anchors.anchors_of([guard.mask(st.text), *said])
         dropped = anchors.missing_anchors(candidates, draft.text)
+        # The reverse is said, not hidden: a detail the summarizer wrote that nothing folded
+        # says (a guess, an answer to the user) is memory no one stated.
+        unsaid = anchors.missing_anchors(
+            anchors.extract_anchors(summarizer.strip_clip_marker(draft.text)),
+            "\n".join([guard.mask(st.text), *said]))
         version = (st.latest.version if st.latest else 0) + 1
         store, session_id = env.state.store, env.state.session_id
         # A pin holding a value found sensitive since is let go, and quotes are masked.
@@ -300,7 +305,7 @@ class SummaryMemory(BaseStrategy[Limited]):
             clipped_to=self.summary_limit() if draft.clipped else None,
             pinned=tuple(a for a in dropped if a in pinned_now) if guarded else (),
             unguarded=() if guarded else tuple(dropped),
-            refused=tuple(refused) if guarded else (),
+            refused=tuple(refused) if guarded else (), unsaid=tuple(unsaid),
             released=tuple(p.text for p in released), pin_limit=self.pin_limit(),
             sensitive=tuple(dict.fromkeys(
                 kind for m, text in zip(messages, masked, strict=True)

@@ -101,6 +101,7 @@ def _(n: SummaryUpdated, repl_hints: bool) -> str:
         ("dropped by the summarizer, not pinned (drift_guard off)", n.unguarded),
         ("dropped by the summarizer, pinned", n.pinned),
         ("dropped by the summarizer, not pinned (you unpinned them)", n.refused),
+        ("in the summary as no turn said it", n.unsaid),
         (f"released to keep pins within {n.pin_limit} tokens{lists}", n.released),
         ("sensitive, kept out of the summary and pins",
          (describe(n.sensitive),) if n.sensitive else ()),

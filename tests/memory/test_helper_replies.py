@@ -104,3 +104,23 @@ def test_the_chat_models_reasoning_is_neither_summarized_nor_pinned(
     assert "ORD-9999" not in summary_request and "ORD-7731" in summary_request
     assert load_state(engine.state, "summary").pins == []
     assert engine.run_turn("ok").context.parts[2].kind == "input"
+
+
+def test_a_detail_the_summarizer_wrote_that_no_turn_said_is_named(
+        chat_server: ChatServer, make_engine: Callable[..., Engine]) -> None:
+    """A helper that answers the user instead of summarizing ("it arrives on 2026-07-04 by
+    DHL") had its guess stored as the conversation's memory without a word."""
+    chat_server.reply_words = ["The user asked when order ORD-7731 arrives;",
+                               " it arrives on 2026-07-04 by DHL."]
+    engine = make_engine("summary")  # the scripted chat model, which says neither
+    engine.helper = helper(chat_server)
+    [updated] = engine.run_turn("When does my order ORD-7731 arrive?").notices
+    assert isinstance(updated, SummaryUpdated)
+    assert updated.unsaid == ("2026-07-04", "DHL") and updated.pinned == ()
+    from chatmem.render.notices import notice_text
+    assert notice_text(updated).endswith("; in the summary as no turn said it: 2026-07-04, DHL")
+    # What the old summary holds is said, as what the turns say: nothing is named again.
+    chat_server.reply_words = ["The user asked when order ORD-7731 arrives;",
+                               " it arrives on 2026-07-04 by DHL. 用户说好的。"]
+    [again] = engine.run_turn("好的").notices
+    assert isinstance(again, SummaryUpdated) and again.unsaid == ()
