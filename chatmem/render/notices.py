@@ -147,7 +147,7 @@ def _(n: FactsNotSaid, repl_hints: bool) -> str:
 
 @_worded.register
 def _(n: FactsBehind, repl_hints: bool) -> str:
-    return f"facts are {n.turns} turns behind; catching up next turn"
+    return f"facts are {counted(n.turns, 'turn')} behind; catching up next turn"
 
 
 @_worded.register

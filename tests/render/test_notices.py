@@ -81,6 +81,7 @@ WORDED: list[tuple[Notice | ContextWarning, str]] = [
      "not remembered, the helper model's value is not in what you said: 名字, fact 1, fact 2 …;"
      " /remember KEY: VALUE keeps one"),
     (FactsBehind(12), "facts are 12 turns behind; catching up next turn"),
+    (FactsBehind(1), "facts are 1 turn behind; catching up next turn"),
     (SensitiveNotRemembered(("card number", "password")),
      "not remembered: card number, password (sensitive details stay out of memory;"
      " /remember KEY: VALUE stores one on purpose)"),
