@@ -277,6 +277,9 @@ def _extract(env: MemoryEnv, model: Provider, turns: Sequence[HistoryTurn],
     return notices, None
 
 
+_FRAMING = " \t.,;:!?\"'`“”‘’「」『』。，；：！？、"
+
+
 def only_said(extraction: Extraction, said: Sequence[str]) -> tuple[Extraction, list[str]]:
     """The extraction minus facts whose value no text of `said` holds (width, case and
     spacing aside), and their keys. Values are copied from the user's words (the prompt
@@ -286,7 +289,8 @@ def only_said(extraction: Extraction, said: Sequence[str]) -> tuple[Extraction, 
     texts = [anchors.normal(t) for t in said]
     kept, unsaid = [], []
     for change in extraction.set:
-        value = anchors.normal(change.value)
+        # Quotes and end punctuation are the helper's framing ("Lisbon." for "in Lisbon").
+        value = anchors.normal(change.value.strip(_FRAMING)) or anchors.normal(change.value)
         if any(value in text for text in texts):
             kept.append(change)
         else:

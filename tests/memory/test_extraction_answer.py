@@ -196,3 +196,20 @@ def test_a_fact_restated_in_a_later_turn_of_the_batch_still_wins() -> None:
                                  {"key": "city", "value": "Lisbon", "turn": 2}]})
     parsed = parse_extraction(answer, [1, 2], {("city", "Lisbon")})
     assert [(c.value, c.turn) for c in parsed.set] == [("Porto", 1), ("Lisbon", 2)]
+
+
+def test_a_value_framed_in_quotes_or_end_punctuation_is_what_the_user_said() -> None:
+    from chatmem.memory.extraction import only_said
+    from chatmem.memory.extraction_answer import Extraction, FactChange
+    from chatmem.store.records import FactScope
+
+    def fact(key: str, value: str) -> FactChange:
+        return FactChange(key, value, FactScope.SESSION, 1)
+
+    said = ["I live in Lisbon and my nickname is Ace", "我住在杭州"]
+    extraction = Extraction(set=[fact("city", "Lisbon."), fact("nickname", '"Ace"'),
+                                 fact("城市", "「杭州」。"), fact("country", "Portugal."),
+                                 fact("mark", "...")])
+    kept, unsaid = only_said(extraction, said)
+    assert [c.key for c in kept.set] == ["city", "nickname", "城市"]
+    assert unsaid == ["country", "mark"]
