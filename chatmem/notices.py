@@ -92,6 +92,13 @@ class FactsTooLong:
 
 
 @dataclass(frozen=True)
+class FactsForgotten:
+    """Facts the extractor forgot, by key, reading that the user retracted them."""
+
+    keys: tuple[str, ...]
+
+
+@dataclass(frozen=True)
 class FactsNotSaid:
     """Facts the extractor found, by key, whose value is in none of the user's messages it
     read: not kept (the rest of its answer is)."""
@@ -361,8 +368,8 @@ class ExpectedRepliesReplaced:
 
 
 Notice = (IndexingNotice | VectorsResized | SummaryUpdated | SummaryFailed | FactsFailed
-          | FactsTooLong | FactsNotSaid | FactsBehind | SensitiveNotRemembered | NoEmbedder
-          | InputNotUtf8
+          | FactsTooLong | FactsNotSaid | FactsForgotten | FactsBehind | SensitiveNotRemembered
+          | NoEmbedder | InputNotUtf8
           | ReplyCut | UsageIgnored
           | MemoryUpdateFailed | MemoryUpdateCancelled | ErasedWhileUpdating
           | StrategyChanged | ModelChanged

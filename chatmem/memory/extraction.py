@@ -25,7 +25,6 @@ from typing import TYPE_CHECKING
 
 from chatmem.activity import ActivityStep, Work
 from chatmem.errors import ProviderResponseError
-from chatmem.memory import anchors
 from chatmem.memory.base import MemoryEnv, catching_up
 from chatmem.memory.extraction_answer import (
     MAX_KEY_CHARS,
@@ -33,6 +32,7 @@ from chatmem.memory.extraction_answer import (
     Extraction,
     FactChange,
     FactRetraction,
+    only_said,
     parse_extraction,
 )
 from chatmem.memory.fact_keys import key_identity, same_key
@@ -44,6 +44,7 @@ from chatmem.notices import (
     ErasedWhileUpdating,
     FactsBehind,
     FactsFailed,
+    FactsForgotten,
     FactsNotSaid,
     FactsTooLong,
     Notice,
@@ -240,7 +241,7 @@ def _extract(env: MemoryEnv, model: Provider, turns: Sequence[HistoryTurn],
     pending = [(turn, text) for turn, text, _ in said]
     sources = _first_user_messages(turns)
     notices: list[Notice] = []
-    extraction, refused, unsaid = Extraction(), list[str](), list[str]()
+    extraction, refused, unsaid, forgot = Extraction(), list[str](), list[str](), list[str]()
     if pending:
         current = state.live_facts()
         try:
@@ -263,7 +264,7 @@ def _extract(env: MemoryEnv, model: Provider, turns: Sequence[HistoryTurn],
             return [ErasedWhileUpdating(DerivedMemory.FACTS, turns[0].number,
                                         turns[-1].number)], None
         if pending:
-            apply_extraction(state, extraction, sources,
+            forgot = apply_extraction(state, extraction, sources,
                              user_scope=bool(env.settings and env.settings.user_facts),
                              later=LaterFacts(state, turns))
         done()
@@ -274,28 +275,11 @@ def _extract(env: MemoryEnv, model: Provider, turns: Sequence[HistoryTurn],
         notices.append(FactsTooLong(tuple(extraction.too_long), MAX_KEY_CHARS, MAX_VALUE_CHARS))
     if unsaid:
         notices.append(FactsNotSaid(tuple(dict.fromkeys(unsaid))))
+    if forgot:
+        # A helper that misreads a question ("what is my name?") as a retraction erased a
+        # fact without a word: said, the user can say it again.
+        notices.append(FactsForgotten(tuple(forgot)))
     return notices, None
-
-
-_FRAMING = " \t.,;:!?\"'`“”‘’「」『』。，；：！？、"
-
-
-def only_said(extraction: Extraction, said: Sequence[str]) -> tuple[Extraction, list[str]]:
-    """The extraction minus facts whose value no text of `said` holds (width, case and
-    spacing aside), and their keys. Values are copied from the user's words (the prompt
-    says so): one that is not is the helper's own (a name it misheard, a value it
-    translated, a table it made up: 800 facts from "I live in Paris"), and kept it was sent
-    every turn as a fact the user stated."""
-    texts = [anchors.normal(t) for t in said]
-    kept, unsaid = [], []
-    for change in extraction.set:
-        # Quotes and end punctuation are the helper's framing ("Lisbon." for "in Lisbon").
-        value = anchors.normal(change.value.strip(_FRAMING)) or anchors.normal(change.value)
-        if any(value in text for text in texts):
-            kept.append(change)
-        else:
-            unsaid.append(change.key)
-    return replace(extraction, set=kept), unsaid
 
 
 def without_erased(extraction: Extraction) -> Extraction:
@@ -335,8 +319,9 @@ def _first_user_messages(turns: Sequence[HistoryTurn]) -> dict[int, int | None]:
 def apply_extraction(
     state: SessionState, extraction: Extraction, sources: Mapping[int, int | None],
     *, user_scope: bool = False, later: LaterFacts | None = None,
-) -> None:
-    """Write an extraction turn by turn, so what was said last wins.
+) -> list[str]:
+    """Write an extraction turn by turn, so what was said last wins; the keys of the facts
+    it forgot and set no value for again.
 
     Facts stay in the session unless `user_scope` (the user opted in) lets the
     extractor put lasting personal ones in the user profile. `later`: what this
@@ -346,25 +331,30 @@ def apply_extraction(
         *((r.turn, 0, r) for r in extraction.retract),
         *((c.turn, 1, c) for c in extraction.set),
     ]
+    forgot: list[str] = []
     for _turn, _order, step in sorted(steps, key=lambda s: (s[0], s[1])):
         if isinstance(step, FactRetraction):
-            _forget(state, step, later)
+            forgot += _forget(state, step, later)
         else:
             _apply_change(state, step, sources, user_scope, later)
+    live = state.live_facts() if forgot else []
+    return [k for k in dict.fromkeys(forgot) if not any(same_key(f.key, k) for f in live)]
 
 
-def _forget(state: SessionState, retraction: FactRetraction, later: LaterFacts | None) -> None:
+def _forget(state: SessionState, retraction: FactRetraction,
+            later: LaterFacts | None) -> list[str]:
     """Forget the key in the scopes the session sees it in, every form it is stored in: live
     facts show only the newest form (café composed and not), and the older one left behind
     would come back as the key's value. A value set after the retraction's turn stays."""
     key = retraction.key
     live = [f for f in state.live_facts() if same_key(f.key, key)]
     if later is not None and any(later.set_after(f, retraction.turn) for f in live):
-        return
+        return []
     scopes = {f.scope for f in live}
     for fact in state.store.facts.facts(user=state.user, session_id=state.session_id):
         if fact.scope in scopes and same_key(fact.key, key):
             state.store.facts.forget_fact(fact.id)
+    return [f.key for f in live]
 
 
 def _apply_change(

@@ -8,9 +8,10 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Collection, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from chatmem.errors import ProviderResponseError
+from chatmem.memory import anchors
 from chatmem.memory.fact_keys import key_identity, normalize_key
 from chatmem.reasoning import without_reasoning
 from chatmem.store.records import FactScope
@@ -133,6 +134,27 @@ def _answer_json(text: str) -> object:
         # Not a failed update to try again every turn: an answer, and no valid one.
         raise _bad("JSON nested too deeply") from None
     raise _bad(f"not JSON ({whole.msg} at char {whole.pos})")
+
+
+_FRAMING = " \t.,;:!?\"'`“”‘’「」『』。，；：！？、"
+
+
+def only_said(extraction: Extraction, said: Sequence[str]) -> tuple[Extraction, list[str]]:
+    """The extraction minus facts whose value no text of `said` holds (width, case and
+    spacing aside), and their keys. Values are copied from the user's words (the prompt
+    says so): one that is not is the helper's own (a name it misheard, a value it
+    translated, a table it made up: 800 facts from "I live in Paris"), and kept it was sent
+    every turn as a fact the user stated."""
+    texts = [anchors.normal(t) for t in said]
+    kept, unsaid = [], []
+    for change in extraction.set:
+        # Quotes and end punctuation are the helper's framing ("Lisbon." for "in Lisbon").
+        value = anchors.normal(change.value.strip(_FRAMING)) or anchors.normal(change.value)
+        if any(value in text for text in texts):
+            kept.append(change)
+        else:
+            unsaid.append(change.key)
+    return replace(extraction, set=kept), unsaid
 
 
 def _bad(why: str) -> ProviderResponseError:

@@ -37,6 +37,7 @@ from chatmem.notices import (
     ExpectedRepliesReplaced,
     FactsBehind,
     FactsFailed,
+    FactsForgotten,
     FactsNotSaid,
     FactsTooLong,
     Failure,
@@ -143,6 +144,13 @@ def _(n: FactsNotSaid, repl_hints: bool) -> str:
     remember = "; /remember KEY: VALUE keeps one" if repl_hints else ""
     return (f"not remembered, the helper model's value is not in what you said: {listed(keys)}"
             f"{remember}")
+
+
+@_worded.register
+def _(n: FactsForgotten, repl_hints: bool) -> str:
+    keys = [k if len(k) <= 40 else f"{k[:40]}…" for k in n.keys]
+    again = "; /remember KEY: VALUE keeps one again" if repl_hints else ""
+    return f"forgot, as the helper model read what you said: {listed(keys)}{again}"
 
 
 @_worded.register

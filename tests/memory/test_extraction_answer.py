@@ -199,8 +199,7 @@ def test_a_fact_restated_in_a_later_turn_of_the_batch_still_wins() -> None:
 
 
 def test_a_value_framed_in_quotes_or_end_punctuation_is_what_the_user_said() -> None:
-    from chatmem.memory.extraction import only_said
-    from chatmem.memory.extraction_answer import Extraction, FactChange
+    from chatmem.memory.extraction_answer import Extraction, FactChange, only_said
     from chatmem.store.records import FactScope
 
     def fact(key: str, value: str) -> FactChange:

@@ -12,7 +12,7 @@ from registered import create_provider
 from chatmem.config.settings import Settings
 from chatmem.engine import Engine
 from chatmem.memory.summary_state import load_state
-from chatmem.notices import FactsNotSaid, SummaryFailed, SummaryUpdated
+from chatmem.notices import FactsForgotten, FactsNotSaid, SummaryFailed, SummaryUpdated
 
 
 def helper(server: ChatServer) -> object:
@@ -124,3 +124,25 @@ def test_a_detail_the_summarizer_wrote_that_no_turn_said_is_named(
                                " it arrives on 2026-07-04 by DHL. 用户说好的。"]
     [again] = engine.run_turn("好的").notices
     assert isinstance(again, SummaryUpdated) and again.unsaid == ()
+
+
+def test_a_fact_the_helper_forgets_is_named(
+        chat_server: ChatServer, make_engine: Callable[..., Engine]) -> None:
+    """A helper that read "what is my name?" as a retraction erased the name without a word:
+    'facts list' said "no facts yet" and nothing told the user why."""
+    chat_server.reply_words = [json.dumps({"set": [{"key": "name", "value": "Ada", "turn": 1},
+                                                   {"key": "city", "value": "Lisbon",
+                                                    "turn": 1}]})]
+    engine = make_engine("entity", provider=helper(chat_server))
+    assert engine.run_turn("My name is Ada, I live in Lisbon").notices == []
+    chat_server.reply_words = [json.dumps({"set": [{"key": "city", "value": "Porto",
+                                                    "turn": 2}],
+                                           "retract": [{"key": "Name", "turn": 2},
+                                                       {"key": "city", "turn": 2}]})]
+    notices = engine.run_turn("what is my name? I moved to Porto").notices
+    # The city forgotten and set again in the same answer is no loss to name.
+    assert notices == [FactsForgotten(("name",))]
+    assert {f.key: f.value for f in engine.state.live_facts()} == {"city": "Porto"}
+    from chatmem.render.notices import notice_text
+    assert notice_text(notices[0]) == ("forgot, as the helper model read what you said: name;"
+                                       " /remember KEY: VALUE keeps one again")
