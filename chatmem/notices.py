@@ -44,6 +44,9 @@ class SummaryUpdated:
     """Details the summarizer dropped, not pinned because the drift guard is off."""
     refused: tuple[str, ...] = ()
     """Details the summarizer dropped, not pinned because the user unpinned them."""
+    unsaid: tuple[str, ...] = ()
+    """Details the new summary holds that neither the old one nor the turns it folded say:
+    the summarizer's own (a guess, an answer to the user, a detail it translated)."""
     released: tuple[str, ...] = ()
     """Older pins released to keep the pins within `pin_limit` tokens."""
     pin_limit: int = 0
@@ -86,6 +89,21 @@ class FactsTooLong:
     keys: tuple[str, ...]
     key_limit: int
     value_limit: int
+
+
+@dataclass(frozen=True)
+class FactsForgotten:
+    """Facts the extractor forgot, by key, reading that the user retracted them."""
+
+    keys: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class FactsNotSaid:
+    """Facts the extractor found, by key, whose value is in none of the user's messages it
+    read: not kept (the rest of its answer is)."""
+
+    keys: tuple[str, ...]
 
 
 @dataclass(frozen=True)
@@ -359,8 +377,8 @@ class ExpectedRepliesReplaced:
 
 
 Notice = (IndexingNotice | VectorsResized | SummaryUpdated | SummaryFailed | FactsFailed
-          | FactsTooLong | FactsBehind | SensitiveNotRemembered | NoEmbedder | InputNotUtf8
-          | VectorCacheUnused
+          | FactsTooLong | FactsNotSaid | FactsForgotten | FactsBehind | SensitiveNotRemembered
+          | NoEmbedder | InputNotUtf8 | VectorCacheUnused
           | ReplyCut | UsageIgnored
           | MemoryUpdateFailed | MemoryUpdateCancelled | ErasedWhileUpdating
           | StrategyChanged | ModelChanged

@@ -38,7 +38,8 @@ or closes a cycle is caught too.
        a plugin's print() goes while chatmem runs its code), plugin_calls (what a
        plugin's code raises, as chatmem's errors), child_processes (the environment
        chatmem's own Python children start in), speakers (a group chat's speaker
-       names, as serve and an import read them)
+       names, as serve and an import read them), reasoning (the thinking a model writes
+       into its reply)
 
 Adjusted from the brief's target where the code shows a better truth: the CLI above the
 REPL (it starts it; the REPL's /export once imported the CLI for stored_transcript, which
@@ -80,7 +81,7 @@ LAYERS: dict[str, int] = {
     "chatmem.privacy.secrets_zh": 0, "chatmem.privacy.secrets_en": 0,
     "chatmem.privacy.files": 0, "chatmem.privacy.widths": 0, "chatmem.names": 0,
     "chatmem.speakers": 0,
-    "chatmem.images": 0, "chatmem.field_types": 0,
+    "chatmem.images": 0, "chatmem.field_types": 0, "chatmem.reasoning": 0,
 }
 
 def module_name(path: Path) -> str:

@@ -9,24 +9,18 @@ from __future__ import annotations
 
 import hashlib
 import json
-import re
 from collections.abc import Collection, Iterable, Sequence
 from dataclasses import dataclass
 from enum import Enum
 from itertools import count
 from typing import TYPE_CHECKING, Protocol
 
+from chatmem.reasoning import REASONING
+
 if TYPE_CHECKING:
     from chatmem.app.session_files import ImportProgress
     from chatmem.app.workspace import Workspace
     from chatmem.store.protocols import HistoryRepository
-
-REASONING = re.compile(
-    r"<(think|thinking|reasoning)>.*?</\1>|<details\s+type=\"reasoning\"[^>]*>.*?</details>",
-    re.DOTALL | re.IGNORECASE)
-"""A reasoning block a model writes in its reply (`<think>…</think>`, as R1 and Qwen do, and
-chatmem stores as the model wrote it), or as Open WebUI shows one: clients drop it from the
-history they send back."""
 
 
 class Said(Protocol):
@@ -40,6 +34,7 @@ class Said(Protocol):
 def comparable(role: str, content: str) -> tuple[str, str]:
     """A message as its copies are compared: its role, and its words (every run of
     whitespace one space, none around them; an assistant's reasoning blocks left out)."""
+    # Clients drop the reasoning block chatmem stored with a reply from the history they send.
     text = REASONING.sub(" ", content) if role == "assistant" else content
     return role, " ".join(text.split())
 

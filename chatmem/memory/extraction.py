@@ -32,9 +32,10 @@ from chatmem.memory.extraction_answer import (
     Extraction,
     FactChange,
     FactRetraction,
+    only_said,
     parse_extraction,
 )
-from chatmem.memory.fact_keys import same_key
+from chatmem.memory.fact_keys import key_identity, same_key
 from chatmem.memory.history_view import HistoryTurn, HistoryView
 from chatmem.memory.later_facts import LaterFacts
 from chatmem.memory.sensitive_turns import guard_for, remember
@@ -43,6 +44,8 @@ from chatmem.notices import (
     ErasedWhileUpdating,
     FactsBehind,
     FactsFailed,
+    FactsForgotten,
+    FactsNotSaid,
     FactsTooLong,
     Notice,
     SensitiveNotRemembered,
@@ -238,20 +241,22 @@ def _extract(env: MemoryEnv, model: Provider, turns: Sequence[HistoryTurn],
     pending = [(turn, text) for turn, text, _ in said]
     sources = _first_user_messages(turns)
     notices: list[Notice] = []
-    extraction, refused = Extraction(), list[str]()
+    extraction, refused, unsaid, forgot = Extraction(), list[str](), list[str](), list[str]()
     if pending:
+        current = state.live_facts()
         try:
-            answer = model.complete(
-                extraction_messages(state.live_facts(), pending, guard.mask),
-                purpose=Purpose.FACTS
-            )
+            answer = model.complete(extraction_messages(current, pending, guard.mask),
+                                    purpose=Purpose.FACTS)
         except ProviderResponseError as e:
             return [], Failed(str(e))
         try:
-            extraction = parse_extraction(answer, [n for n, _ in pending])
+            extraction = parse_extraction(answer, [n for n, _ in pending], {
+                (key_identity(f.key), guard.mask(f.value)) for f in current})
         except ProviderResponseError as e:
             return [], Failed(str(e), rejected=True)
         extraction, refused = without_sensitive(without_erased(extraction), guard)
+        extraction, unsaid = only_said(extraction, [t for _, text, shown in said
+                                                    for t in (text, shown)])
     with state.store.write():
         # Without a user message (or a stored turn, numbers passed over) nothing is read
         # that a purge could have erased: only the marker moves.
@@ -259,7 +264,7 @@ def _extract(env: MemoryEnv, model: Provider, turns: Sequence[HistoryTurn],
             return [ErasedWhileUpdating(DerivedMemory.FACTS, turns[0].number,
                                         turns[-1].number)], None
         if pending:
-            apply_extraction(state, extraction, sources,
+            forgot = apply_extraction(state, extraction, sources,
                              user_scope=bool(env.settings and env.settings.user_facts),
                              later=LaterFacts(state, turns))
         done()
@@ -268,6 +273,12 @@ def _extract(env: MemoryEnv, model: Provider, turns: Sequence[HistoryTurn],
         notices.append(SensitiveNotRemembered(tuple(dict.fromkeys([*found, *refused]))))
     if extraction.too_long:
         notices.append(FactsTooLong(tuple(extraction.too_long), MAX_KEY_CHARS, MAX_VALUE_CHARS))
+    if unsaid:
+        notices.append(FactsNotSaid(tuple(dict.fromkeys(unsaid))))
+    if forgot:
+        # A helper that misreads a question ("what is my name?") as a retraction erased a
+        # fact without a word: said, the user can say it again.
+        notices.append(FactsForgotten(tuple(forgot)))
     return notices, None
 
 
@@ -308,8 +319,9 @@ def _first_user_messages(turns: Sequence[HistoryTurn]) -> dict[int, int | None]:
 def apply_extraction(
     state: SessionState, extraction: Extraction, sources: Mapping[int, int | None],
     *, user_scope: bool = False, later: LaterFacts | None = None,
-) -> None:
-    """Write an extraction turn by turn, so what was said last wins.
+) -> list[str]:
+    """Write an extraction turn by turn, so what was said last wins; the keys of the facts
+    it forgot and set no value for again.
 
     Facts stay in the session unless `user_scope` (the user opted in) lets the
     extractor put lasting personal ones in the user profile. `later`: what this
@@ -319,25 +331,30 @@ def apply_extraction(
         *((r.turn, 0, r) for r in extraction.retract),
         *((c.turn, 1, c) for c in extraction.set),
     ]
+    forgot: list[str] = []
     for _turn, _order, step in sorted(steps, key=lambda s: (s[0], s[1])):
         if isinstance(step, FactRetraction):
-            _forget(state, step, later)
+            forgot += _forget(state, step, later)
         else:
             _apply_change(state, step, sources, user_scope, later)
+    live = state.live_facts() if forgot else []
+    return [k for k in dict.fromkeys(forgot) if not any(same_key(f.key, k) for f in live)]
 
 
-def _forget(state: SessionState, retraction: FactRetraction, later: LaterFacts | None) -> None:
+def _forget(state: SessionState, retraction: FactRetraction,
+            later: LaterFacts | None) -> list[str]:
     """Forget the key in the scopes the session sees it in, every form it is stored in: live
     facts show only the newest form (café composed and not), and the older one left behind
     would come back as the key's value. A value set after the retraction's turn stays."""
     key = retraction.key
     live = [f for f in state.live_facts() if same_key(f.key, key)]
     if later is not None and any(later.set_after(f, retraction.turn) for f in live):
-        return
+        return []
     scopes = {f.scope for f in live}
     for fact in state.store.facts.facts(user=state.user, session_id=state.session_id):
         if fact.scope in scopes and same_key(fact.key, key):
             state.store.facts.forget_fact(fact.id)
+    return [f.key for f in live]
 
 
 def _apply_change(

@@ -7,11 +7,13 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Sequence
-from dataclasses import dataclass, field
+from collections.abc import Collection, Sequence
+from dataclasses import dataclass, field, replace
 
 from chatmem.errors import ProviderResponseError
-from chatmem.memory.fact_keys import normalize_key
+from chatmem.memory import anchors
+from chatmem.memory.fact_keys import key_identity, normalize_key
+from chatmem.reasoning import without_reasoning
 from chatmem.store.records import FactScope
 
 MAX_KEY_CHARS = 80
@@ -43,17 +45,17 @@ class Extraction:
     """The keys of facts dropped for a key or value over MAX_KEY_CHARS, MAX_VALUE_CHARS."""
 
 
-_FENCE = re.compile(r"^\s*```(?:json)?\s*\n?(.*?)\n?```\s*$", re.DOTALL)
+_FENCED = re.compile(r"```(?:json)?[ \t]*\n?(.*?)```", re.DOTALL | re.IGNORECASE)
 
 
-def parse_extraction(text: str, turns: Sequence[int]) -> Extraction:
-    """Validate the model's answer; raises ProviderResponseError naming what is wrong."""
-    fenced = _FENCE.match(text)
-    raw = fenced.group(1) if fenced else text
-    try:
-        data = json.loads(raw)
-    except json.JSONDecodeError as e:
-        raise _bad(f"not JSON ({e.msg} at char {e.pos})") from None
+def parse_extraction(text: str, turns: Sequence[int],
+                     current: Collection[tuple[str, str]] = ()) -> Extraction:
+    """Validate the model's answer; raises ProviderResponseError naming what is wrong.
+
+    `current`: the facts the request held, as (key_identity, value) pairs; a fact of the
+    answer that repeats one of them as it stands, under a turn not given, is passed over.
+    """
+    data = _answer_json(without_reasoning(text))
     if not isinstance(data, dict):
         raise _bad("expected a JSON object with 'set' and 'retract'")
     unknown = set(data) - {"set", "retract"}
@@ -82,6 +84,11 @@ def parse_extraction(text: str, turns: Sequence[int]) -> Extraction:
             raise _bad(f"set[{i}].scope must be 'user' or 'session', got {scope!r}")
         turn = item.get("turn", latest)
         if not isinstance(turn, int) or isinstance(turn, bool) or turn not in turns:
+            if (key_identity(key), value.strip()) in current:
+                # Models asked to keep a table answer with the whole table, each current
+                # fact under the turn it came from: rejected whole for it, every answer
+                # was, and after MAX_REJECTIONS no new fact was read.
+                continue
             raise _bad(f"set[{i}].turn must be one of the given turns, got {turn!r}")
         same_as = item.get("same_as")
         if same_as is not None and not isinstance(same_as, str):
@@ -100,6 +107,54 @@ def parse_extraction(text: str, turns: Sequence[int]) -> Extraction:
             raise _bad(f"retract[{i}].turn must be one of the given turns, got {turn!r}")
         result.retract.append(FactRetraction(normalize_key(key), turn))
     return result
+
+
+def _answer_json(text: str) -> object:
+    """The answer's JSON: the whole text, else the first fenced block in it that is JSON,
+    else the object its first { opens. Small and reasoning models write a line before the
+    object ("Here are the facts:") or after it: rejected whole, such an answer came every
+    turn, and after MAX_REJECTIONS its turns were passed over with their facts unread."""
+    try:
+        try:
+            return json.loads(text)
+        except json.JSONDecodeError as e:
+            whole = e
+        for fenced in _FENCED.finditer(text):
+            try:
+                return json.loads(fenced.group(1))
+            except json.JSONDecodeError:
+                continue
+        start = text.find("{")
+        if start >= 0:
+            try:
+                return json.JSONDecoder().raw_decode(text, start)[0]
+            except json.JSONDecodeError:
+                pass
+    except RecursionError:
+        # Not a failed update to try again every turn: an answer, and no valid one.
+        raise _bad("JSON nested too deeply") from None
+    raise _bad(f"not JSON ({whole.msg} at char {whole.pos})")
+
+
+_FRAMING = " \t.,;:!?\"'`“”‘’「」『』。，；：！？、"
+
+
+def only_said(extraction: Extraction, said: Sequence[str]) -> tuple[Extraction, list[str]]:
+    """The extraction minus facts whose value no text of `said` holds (width, case and
+    spacing aside), and their keys. Values are copied from the user's words (the prompt
+    says so): one that is not is the helper's own (a name it misheard, a value it
+    translated, a table it made up: 800 facts from "I live in Paris"), and kept it was sent
+    every turn as a fact the user stated."""
+    texts = [anchors.normal(t) for t in said]
+    kept, unsaid = [], []
+    for change in extraction.set:
+        # Quotes and end punctuation are the helper's framing ("Lisbon." for "in Lisbon").
+        value = anchors.normal(change.value.strip(_FRAMING)) or anchors.normal(change.value)
+        if any(value in text for text in texts):
+            kept.append(change)
+        else:
+            unsaid.append(change.key)
+    return replace(extraction, set=kept), unsaid
 
 
 def _bad(why: str) -> ProviderResponseError:

@@ -24,6 +24,7 @@ from chatmem.graphemes import grapheme_start
 from chatmem.memory.context import Message
 from chatmem.privacy import sensitive
 from chatmem.providers.base import Purpose
+from chatmem.reasoning import without_reasoning
 from chatmem.tokens import TokenCounter
 
 if TYPE_CHECKING:
@@ -184,6 +185,24 @@ def _cut_start(line: str, at: int) -> int:
     return start
 
 
+ECHO_CHARS = 20
+"""Shortest line of the prompt whose repetition marks an echo: its sentences, not its
+headings ("New lines:"), which a summary may well open with."""
+
+
+def echoes_prompt(prompt: str, reply: str) -> bool:
+    """Whether `reply` repeats a line of the prompt's own instructions (spacing and case
+    aside). Small models answer with the prompt itself: stored, the summary was the
+    instructions and a transcript of the lines, sent every turn and grown by each echo."""
+    own = prompt.replace(SUMMARY_SLOT, "\n").replace(LINES_SLOT, "\n")
+    sentences = {_line(line) for line in own.splitlines() if len(_line(line)) >= ECHO_CHARS}
+    return any(_line(line) in sentences for line in reply.splitlines())
+
+
+def _line(text: str) -> str:
+    return " ".join(text.split()).casefold()
+
+
 @dataclass(frozen=True)
 class Draft:
     text: str
@@ -212,10 +231,15 @@ def summarize(
     previous = strip_clip_marker(previous)
     reply = model.complete(summary_request(prompt, previous, messages, mask),
                            purpose=Purpose.SUMMARY)
-    # A model may still write one (from the old summary, or one the markers missed).
-    text = mask(sensitive.redact(reply or "")).strip()
+    # A model may still write one (from the old summary, or one the markers missed). A
+    # reasoning model's thinking is no summary: kept, it was memory sent every turn.
+    text = mask(sensitive.redact(without_reasoning(reply or ""))).strip()
     if not text:
-        raise ProviderResponseError("the summarizer returned an empty summary")
+        raise ProviderResponseError("the summarizer returned an empty summary" + (
+            " (nothing but its reasoning)" if (reply or "").strip() else ""))
+    if echoes_prompt(prompt, text):
+        raise ProviderResponseError("the summarizer repeated its instructions instead of"
+                                    " summarizing")
     clipped = False
     if max_tokens is not None:
         text, clipped = clip(text, max_tokens, counter)

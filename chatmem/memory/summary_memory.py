@@ -44,6 +44,7 @@ from chatmem.notices import (
     after_calls,
 )
 from chatmem.privacy import sensitive
+from chatmem.reasoning import without_reasoning
 from chatmem.tokens import TokenCounter
 
 FOLD_TOKENS = 2000
@@ -220,6 +221,12 @@ class SummaryMemory(BaseStrategy[Limited]):
         # whoever repeats it, is masked before the summarizer or the drift guard sees it.
         guard, masked = sensitive_turns.guard_for(env.state, turns)
         sensitive_turns.remember(env.state, guard, turns)
+        # A reply's reasoning is the model thinking aloud, not what it said: folded in, its
+        # guesses (another order id, a date it wondered about) were pinned as the turn's.
+        messages = [replace(m, content=without_reasoning(m.content))
+                    if m.role == "assistant" else m for m in messages]
+        masked = [without_reasoning(text) if m.role == "assistant" else text
+                  for m, text in zip(messages, masked, strict=True)]
         configured = env.settings.summary if env.settings else SummarySection()
         prompt = check_prompt(configured.prompt or summarizer.DEFAULT_PROMPT)
         try:
@@ -236,6 +243,11 @@ class SummaryMemory(BaseStrategy[Limited]):
         said = masked
         candidates = anchors.anchors_of([guard.mask(st.text), *said])
         dropped = anchors.missing_anchors(candidates, draft.text)
+        # The reverse is said, not hidden: a detail the summarizer wrote that nothing folded
+        # says (a guess, an answer to the user) is memory no one stated.
+        unsaid = anchors.missing_anchors(
+            anchors.extract_anchors(summarizer.strip_clip_marker(draft.text)),
+            "\n".join([guard.mask(st.text), *said]))
         version = (st.latest.version if st.latest else 0) + 1
         store, session_id = env.state.store, env.state.session_id
         # A pin holding a value found sensitive since is let go, and quotes are masked.
@@ -293,7 +305,7 @@ class SummaryMemory(BaseStrategy[Limited]):
             clipped_to=self.summary_limit() if draft.clipped else None,
             pinned=tuple(a for a in dropped if a in pinned_now) if guarded else (),
             unguarded=() if guarded else tuple(dropped),
-            refused=tuple(refused) if guarded else (),
+            refused=tuple(refused) if guarded else (), unsaid=tuple(unsaid),
             released=tuple(p.text for p in released), pin_limit=self.pin_limit(),
             sensitive=tuple(dict.fromkeys(
                 kind for m, text in zip(messages, masked, strict=True)

@@ -37,6 +37,8 @@ from chatmem.notices import (
     ExpectedRepliesReplaced,
     FactsBehind,
     FactsFailed,
+    FactsForgotten,
+    FactsNotSaid,
     FactsTooLong,
     Failure,
     HelperTooSmall,
@@ -101,6 +103,7 @@ def _(n: SummaryUpdated, repl_hints: bool) -> str:
         ("dropped by the summarizer, not pinned (drift_guard off)", n.unguarded),
         ("dropped by the summarizer, pinned", n.pinned),
         ("dropped by the summarizer, not pinned (you unpinned them)", n.refused),
+        ("in the summary as no turn said it", n.unsaid),
         (f"released to keep pins within {n.pin_limit} tokens{lists}", n.released),
         ("sensitive, kept out of the summary and pins",
          (describe(n.sensitive),) if n.sensitive else ()),
@@ -137,8 +140,23 @@ def _(n: FactsTooLong, repl_hints: bool) -> str:
 
 
 @_worded.register
+def _(n: FactsNotSaid, repl_hints: bool) -> str:
+    keys = [k if len(k) <= 40 else f"{k[:40]}…" for k in n.keys]
+    remember = "; /remember KEY: VALUE keeps one" if repl_hints else ""
+    return (f"not remembered, the helper model's value is not in what you said: {listed(keys)}"
+            f"{remember}")
+
+
+@_worded.register
+def _(n: FactsForgotten, repl_hints: bool) -> str:
+    keys = [k if len(k) <= 40 else f"{k[:40]}…" for k in n.keys]
+    again = "; /remember KEY: VALUE keeps one again" if repl_hints else ""
+    return f"forgot, as the helper model read what you said: {listed(keys)}{again}"
+
+
+@_worded.register
 def _(n: FactsBehind, repl_hints: bool) -> str:
-    return f"facts are {n.turns} turns behind; catching up next turn"
+    return f"facts are {counted(n.turns, 'turn')} behind; catching up next turn"
 
 
 @_worded.register

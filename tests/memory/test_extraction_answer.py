@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import json
 
+import pytest
+
 from chatmem.errors import ProviderResponseError
 from chatmem.memory.extraction import MAX_REJECTIONS, STATE_KEY
 from chatmem.memory.extraction_answer import MAX_KEY_CHARS, MAX_VALUE_CHARS, parse_extraction
@@ -108,3 +110,105 @@ def test_a_request_that_gets_no_answer_is_never_passed_over(make_engine) -> None
     assert engine.run_turn("What's new?").notices == []
     facts = {f.key: (f.value, f.source_turn) for f in engine.state.live_facts()}
     assert facts == {"name": ("李雷", 3), "city": ("Lisbon", 2), "budget": ("900 euros", 4)}
+
+
+@pytest.mark.parametrize("answer", [
+    'Here are the facts:\n```json\n{"set": [{"key": "名字", "value": "李雷", "turn": 1}]}\n```',
+    'Sure! {"set": [{"key": "名字", "value": "李雷", "turn": 1}], "retract": []} Hope it helps.',
+    '以下是事实：\n{"set": [{"key": "名字", "value": "李雷", "turn": 1}]}\n以上。',
+    '```JSON\n{"set": [{"key": "名字", "value": "李雷", "turn": 1}]}\n```\nAnything else?',
+])
+def test_an_answer_with_a_line_around_its_json_is_read(answer: str) -> None:
+    """Rejected as "not JSON (Expecting value at char 0)": a small model that always writes
+    a line before or after its object kept no fact, and its turns were passed over."""
+    assert [(c.key, c.value) for c in parse_extraction(answer, [1]).set] == [("名字", "李雷")]
+
+
+@pytest.mark.parametrize("answer", ["Sure, the entities are: John", "I found {no facts}.", ""])
+def test_an_answer_without_json_is_still_rejected(answer: str) -> None:
+    with pytest.raises(ProviderResponseError, match="not JSON"):
+        parse_extraction(answer, [1])
+
+
+class NestingExtractor(ScriptedProvider):
+    """The scripted model, except that every fact answer is JSON nested past any parser."""
+
+    def complete(self, messages, *, purpose: Purpose = Purpose.CHAT) -> str:
+        if purpose == Purpose.FACTS:
+            self._log(purpose, messages)
+            return '{"set": ' + "[" * 100_000
+        return super().complete(messages, purpose=purpose)
+
+
+def test_json_nested_too_deeply_is_a_rejected_answer_not_a_crash(make_engine) -> None:
+    """RecursionError escaped as "memory update failed": never counted as a rejection, the
+    same answer was asked for twice a turn, for ever."""
+    engine = make_engine("entity", provider=NestingExtractor())
+    nested = "fact extraction answer rejected: JSON nested too deeply"
+    assert engine.run_turn("我叫李雷。").notices == [FactsFailed(nested, 1, 1)]
+    assert engine.run_turn("I live in Lisbon.").notices == [FactsFailed(nested, 1, 2)]
+    assert engine.run_turn("OK").notices == [
+        FactsFailed(nested, 1, 1, passed_over=MAX_REJECTIONS), FactsBehind(2)]
+
+
+class TableExtractor(ScriptedProvider):
+    """The scripted model, except that its answer holds the whole table: each current fact
+    again, under the turn a model guesses it came from (the first)."""
+
+    def complete(self, messages, *, purpose: Purpose = Purpose.CHAT) -> str:
+        answer = super().complete(messages, purpose=purpose)
+        if purpose != Purpose.FACTS:
+            return answer
+        table = [{"key": f["key"], "value": f["value"], "turn": 1}
+                 for f in json.loads(messages[-1]["content"])["facts"]]
+        new = json.loads(answer)
+        return json.dumps({**new, "set": table + new.get("set", [])}, ensure_ascii=False)
+
+
+def test_an_answer_repeating_the_current_facts_under_their_old_turns_is_read(
+        make_engine) -> None:
+    """"set[0].turn must be one of the given turns, got 1" from the second turn on: every
+    answer rejected whole, its turns passed over after three, and no fact kept but the
+    first turn's."""
+    engine = make_engine("entity", provider=TableExtractor())
+    for said in ["My name is Ada.", "I live in Lisbon.", "我的订单号是ORD-7731。"]:
+        assert engine.run_turn(said).notices == []
+    facts = {f.key: (f.value, f.source_turn) for f in engine.state.live_facts()}
+    assert facts == {"name": ("Ada", 1), "city": ("Lisbon", 2), "订单号": ("ORD-7731", 3)}
+
+
+def test_a_repeated_fact_under_a_turn_not_given_is_passed_over_a_new_one_is_not() -> None:
+    answer = json.dumps({"set": [{"key": "City", "value": "Lisbon", "turn": 1},
+                                 {"key": "名字", "value": "李雷", "turn": 2}]},
+                        ensure_ascii=False)
+    current = {("city", "Lisbon")}
+    assert [(c.key, c.turn) for c in parse_extraction(answer, [2], current).set] == [
+        ("名字", 2)]
+    changed = answer.replace("Lisbon", "Porto")
+    with pytest.raises(ProviderResponseError, match=r"set\[0\]\.turn must be one of the given"):
+        parse_extraction(changed, [2], current)
+
+
+def test_a_fact_restated_in_a_later_turn_of_the_batch_still_wins() -> None:
+    """Only a repeat under a turn not given is passed over: Lisbon said again after Porto
+    is the city, though Lisbon is the current fact."""
+    answer = json.dumps({"set": [{"key": "city", "value": "Porto", "turn": 1},
+                                 {"key": "city", "value": "Lisbon", "turn": 2}]})
+    parsed = parse_extraction(answer, [1, 2], {("city", "Lisbon")})
+    assert [(c.value, c.turn) for c in parsed.set] == [("Porto", 1), ("Lisbon", 2)]
+
+
+def test_a_value_framed_in_quotes_or_end_punctuation_is_what_the_user_said() -> None:
+    from chatmem.memory.extraction_answer import Extraction, FactChange, only_said
+    from chatmem.store.records import FactScope
+
+    def fact(key: str, value: str) -> FactChange:
+        return FactChange(key, value, FactScope.SESSION, 1)
+
+    said = ["I live in Lisbon and my nickname is Ace", "我住在杭州"]
+    extraction = Extraction(set=[fact("city", "Lisbon."), fact("nickname", '"Ace"'),
+                                 fact("城市", "「杭州」。"), fact("country", "Portugal."),
+                                 fact("mark", "...")])
+    kept, unsaid = only_said(extraction, said)
+    assert [c.key for c in kept.set] == ["city", "nickname", "城市"]
+    assert unsaid == ["country", "mark"]

@@ -291,3 +291,29 @@ def test_a_fenced_code_block_keeps_its_lines_and_indentation() -> None:
         [{"role": "user", "content": f"Current summary:\n- a point\n\nNew lines:\n{lines}"}])
     assert points.splitlines() == ["- a point", "- Our compose file: ```yaml services: worker: "
                                    "image: w:1.14.2 ``` Looks fine?"]
+
+
+@pytest.mark.parametrize("reply", [
+    lambda request: request,  # the whole prompt
+    lambda request: "Sure!\n" + request.split("\n", 1)[1],  # its second line on
+    lambda request: request.upper().replace("\n", "  \n"),
+])
+def test_a_reply_repeating_the_prompt_is_no_summary(
+        monkeypatch: pytest.MonkeyPatch, reply) -> None:
+    """Stored as summary v1 ("+139 words"): the instructions and a transcript of the lines,
+    sent as memory every turn, each later echo holding the previous one."""
+    monkeypatch.setitem(RULES, "summary", lambda messages: reply(messages[-1]["content"]))
+    with pytest.raises(ProviderResponseError, match="repeated its instructions"):
+        summarize(ScriptedProvider(), COUNTER, "", [msg("user", "我叫王小明，订单号 ORD-7731")])
+
+
+def test_a_summary_may_open_with_the_prompts_headings_or_quote_its_lines() -> None:
+    from chatmem.memory.summarizer import echoes_prompt
+
+    lines = format_lines([msg("user", "Keep every number exactly as written, please")])
+    assert not echoes_prompt(DEFAULT_PROMPT, "Current summary:\nThe user asked for care.")
+    assert not echoes_prompt(DEFAULT_PROMPT, lines)
+    rule = "用一两句话总结对话，保留所有数字、日期和名字，不要遗漏任何细节。"
+    custom = f"{rule}\n{{summary}}\n{{new_lines}}"
+    assert echoes_prompt(custom, f"{rule}\n王小明")
+    assert not echoes_prompt(custom, "王小明的订单号是 ORD-7731。")

@@ -20,6 +20,7 @@ from chatmem.notices import (
     ErasedWhileUpdating,
     FactsBehind,
     FactsFailed,
+    FactsNotSaid,
     FactsTooLong,
     Failure,
     HelperTooSmall,
@@ -76,7 +77,11 @@ WORDED: list[tuple[Notice | ContextWarning, str]] = [
     (FactsTooLong(("预算", "k" * 81), 80, 1000),
      "not remembered, longer than a fact holds (key ≤ 80, value ≤ 1,000 characters): 预算,"
      f" {'k' * 40}…; /remember KEY: VALUE keeps one"),
+    (FactsNotSaid(("名字", "fact 1", "fact 2", "fact 3")),
+     "not remembered, the helper model's value is not in what you said: 名字, fact 1, fact 2 …;"
+     " /remember KEY: VALUE keeps one"),
     (FactsBehind(12), "facts are 12 turns behind; catching up next turn"),
+    (FactsBehind(1), "facts are 1 turn behind; catching up next turn"),
     (SensitiveNotRemembered(("card number", "password")),
      "not remembered: card number, password (sensitive details stay out of memory;"
      " /remember KEY: VALUE stores one on purpose)"),
