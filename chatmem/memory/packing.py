@@ -141,7 +141,7 @@ def pack(
     used = kept = 0
     left = len(ranked)
     said: set[int | None] | None = set() if mmr < 1 else None
-    smallest = min((r.tokens for r in ranked), default=0)
+    smallest = min([r.tokens for r in ranked], default=0)
     named: set[date] = set()  # the days whose line a kept message pays
     while left and room - used >= smallest:
         pick = int(score.argmax())
@@ -171,7 +171,7 @@ def pack(
             np.subtract(wanted, penalty, out=score)
         if limit and kept >= limit:
             break
-    lowest_kept = max((i for i, r in enumerate(ranked) if r.kept), default=-1)
+    lowest_kept = max([i for i, r in enumerate(ranked) if r.kept], default=-1)
     for i, candidate in enumerate(ranked):
         if candidate.kept or candidate.why:
             continue

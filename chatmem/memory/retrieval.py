@@ -20,6 +20,7 @@ from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 from datetime import date, tzinfo
+from operator import attrgetter
 from typing import TYPE_CHECKING
 
 from chatmem.context_warnings import ContextWarning, EmbeddingFailed
@@ -146,7 +147,7 @@ class RetrievalStrategy(BaseStrategy[RetrievalParams]):
             recalled, recall_rows = self.recall(request, first_recent, room, warnings)
             parts.append(recalled)
         dropped = dropped_turns(total, turns)
-        kept_count = sum(1 for r in recall_rows if r["kept"]) if dropped else 0
+        kept_count = len([r for r in recall_rows if r["kept"]]) if dropped else 0
         reason = NewestTurns(self.name, "recent", recent, turn_run([t.number for t in turns]),
                              dropped, recalled=kept_count)
         parts.append(history_part(turns, reason))
@@ -233,7 +234,7 @@ class RetrievalStrategy(BaseStrategy[RetrievalParams]):
         pack(ranked, room, mmr=weights.mmr,
              vectors=None if rows is None else rows(best),
              limit=self.options.top_k, days=[day_at(r.position) for r in ranked], line=line)
-        kept = sorted((r for r in ranked if r.kept), key=lambda r: r.position)
+        kept = sorted([r for r in ranked if r.kept], key=attrgetter("position"))
 
         def lines(messages: list[Ranked]) -> int:
             return line * len({d for r in messages if (d := day_at(r.position)) is not None})
@@ -267,14 +268,13 @@ class RetrievalStrategy(BaseStrategy[RetrievalParams]):
         best_by_turn: dict[int, float] = {}
         for r in kept:
             best_by_turn[r.turn] = max(r.fused, best_by_turn.get(r.turn, 0.0))
-        sent = tuple(said(message_at(r.position), days.get(r.position), r.tokens)
-                     for r in kept)
-        routes = Counter(r.route for r in kept)
+        sent = tuple([said(message_at(r.position), days.get(r.position), r.tokens) for r in kept])
+        routes = Counter([r.route for r in kept])
         # In a combination the budget recall fills is the shared one, which it names.
         budget = self.options.max_tokens if request.cap is None else min(
             self.options.max_tokens, request.cap)
         reason = Recalled(method, budget, len(kept), count, len(best_by_turn),
-                          min(r.fused for r in kept), max(r.fused for r in kept),
+                          min([r.fused for r in kept]), max([r.fused for r in kept]),
                           left=len(ranked) - len(kept),
                           embedded=embedded if embedded < count else None,
                           by_words=routes[RecallRoute.WORDS],
@@ -363,7 +363,7 @@ class RetrievalStrategy(BaseStrategy[RetrievalParams]):
         it is left out. The session's first message is no reply even when an assistant
         says it (a character app's greeting): it opens the context as it opened the
         conversation (assembly.fit_newest_turns)."""
-        used = sum(r.tokens for r in kept)
+        used = sum([r.tokens for r in kept])
         while kept and kept[0].role != "user" and kept[0].position > 1:
             first = kept[0]
             opener = next((r for r in ranked if r.position == first.position - 1), None)
