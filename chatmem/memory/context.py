@@ -109,7 +109,7 @@ class Part:
     def tokens(self) -> int:
         # Once: a turn asks a context's total six times (estimate, budget checks, record),
         # and its messages (a frozen tuple of frozen messages) never change.
-        return sum(m.tokens for m in self.messages)
+        return sum([m.tokens for m in self.messages])
 
 
 @dataclass(frozen=True)

@@ -7,17 +7,18 @@ out the rest. The kept messages are then sent in conversation order.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import date
-from functools import cached_property
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Generic, TypeVar, overload
 
 from chatmem.memory.reasons import RecallRoute, RecallVerdict
 from chatmem.plugin_calls import kind_of
 
 if TYPE_CHECKING:
     import numpy as np
+
+T = TypeVar("T")
 
 POOL = 300
 """Candidates considered for packing at most: the best-fused ones (MMR and budget work on
@@ -36,6 +37,27 @@ def pool_size(room: int) -> int:
     4,000 tokens is the same with 150 candidates as with 300 (0.748 / 0.848 / 0.909); 100
     lose three ids at 4,000 tokens, where about 70 messages fit."""
     return min(POOL, max(POOL_AT_LEAST, room // ROOM_PER_CANDIDATE))
+
+
+class _once(Generic[T]):  # lower case: a decorator, as functools.cached_property
+    """functools.cached_property without its lock (Python 3.11 takes one lock of the class
+    at each first read, 0.8 us): the value is kept in the instance's __dict__, which then
+    answers every later read. Ranked is read on one thread."""
+
+    def __init__(self, compute: Callable[[Any], T]) -> None:
+        self.compute, self.name = compute, compute.__name__
+
+    @overload
+    def __get__(self, instance: None, owner: type | None = None) -> _once[T]: ...
+    @overload
+    def __get__(self, instance: object, owner: type | None = None) -> T: ...
+
+    def __get__(self, instance: object | None, owner: type | None = None) -> T | _once[T]:
+        if instance is None:
+            return self
+        value: T = self.compute(instance)
+        instance.__dict__[self.name] = value
+        return value
 
 
 @dataclass
@@ -57,7 +79,7 @@ class Ranked:
     why: RecallVerdict | None = None
     route: RecallRoute | None = None
 
-    @cached_property
+    @_once
     def said(self) -> int | None:
         """What it says (`said_key`): one key for messages of one role saying the same text.
         Worked out for the candidates packing looks at, not the whole pool: 1.8 µs a
@@ -119,7 +141,7 @@ def pack(
     used = kept = 0
     left = len(ranked)
     said: set[int | None] | None = set() if mmr < 1 else None
-    smallest = min((r.tokens for r in ranked), default=0)
+    smallest = min([r.tokens for r in ranked], default=0)
     named: set[date] = set()  # the days whose line a kept message pays
     while left and room - used >= smallest:
         pick = int(score.argmax())
@@ -149,7 +171,7 @@ def pack(
             np.subtract(wanted, penalty, out=score)
         if limit and kept >= limit:
             break
-    lowest_kept = max((i for i, r in enumerate(ranked) if r.kept), default=-1)
+    lowest_kept = max([i for i, r in enumerate(ranked) if r.kept], default=-1)
     for i, candidate in enumerate(ranked):
         if candidate.kept or candidate.why:
             continue

@@ -34,6 +34,29 @@ if TYPE_CHECKING:
     from chatmem.memory.state import SessionState
 
 
+class EarlierDays(dict[int, date | None]):
+    """The day each position's message was said if before `today` (else None), in `zone`:
+    a pool's read at once (`fill`), any other position's when first asked (`times_at`:
+    StoredRecall's, times in the user's zone)."""
+
+    def __init__(self, times_at: Callable[[Sequence[int]], Mapping[int, datetime]],
+                 zone: tzinfo, today: date) -> None:
+        super().__init__()
+        self.times_at, self.zone, self.today = times_at, zone, today
+
+    def fill(self, positions: Sequence[int]) -> None:
+        times = self.times_at(positions)
+        zone, today = self.zone, self.today
+        for position in positions:
+            moment = times.get(position)
+            day = None if moment is None else moment.astimezone(zone).date()
+            self[position] = day if day is not None and day < today else None
+
+    def __missing__(self, position: int) -> date | None:
+        self.fill([position])
+        return self[position]
+
+
 def said_days(positions: Sequence[int], times: Mapping[int, date],
               today: date) -> dict[int, date]:
     """Of `positions` (in conversation order), those that open a run said on one day, with

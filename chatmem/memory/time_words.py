@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import calendar
 import re
+from collections.abc import Callable
 from datetime import datetime
 from functools import cache
 
@@ -162,8 +163,19 @@ def _folded(text: str) -> str:
 def may_name_time(text: str) -> bool:
     """Whether `text` holds words that could name a time (before reading any message's)."""
     text = _folded(text)
-    return any(pattern.search(text) is not None
-               for pattern in (_EN, time_words_zh.PATTERN, _ISO))
+    return any(pattern.search(text) is not None for pattern, _ in _readers(text))
+
+
+_Reader = Callable[[re.Match[str], datetime], TimeSpan | None]
+
+
+def _readers(folded: str) -> tuple[tuple[re.Pattern[str], _Reader], ...]:
+    """The patterns that may find a time in `folded`, each with what reads its match:
+    Chinese's only where `folded` holds a character past ASCII, as every way Chinese names
+    a time holds one (年, 月, 周, 天...). Searched over an English question, that pattern
+    took 0.08 ms of a turn's recall, more than English's own."""
+    chinese = () if folded.isascii() else ((time_words_zh.PATTERN, time_words_zh.read),)
+    return ((_EN, _english), *chinese, (_ISO, _iso))
 
 
 def spans(text: str, now: datetime) -> list[TimeSpan]:
@@ -176,10 +188,9 @@ def read(text: str, now: datetime) -> tuple[list[TimeSpan], str]:
     the words that named them blanked out: what is left to search by its words (the 4 of
     `May 4` or the day of `three days ago` matches any message saying 4 or day)."""
     folded = _folded(text)
-    readers = ((_EN, _english), (time_words_zh.PATTERN, time_words_zh.read), (_ISO, _iso))
     found = []
     named: list[tuple[int, int]] = []
-    for pattern, reader in readers:
+    for pattern, reader in _readers(folded):
         for m in pattern.finditer(folded):
             try:
                 span = reader(m, now)

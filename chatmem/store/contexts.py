@@ -53,7 +53,7 @@ def _stored(
     found: dict[int, list[Any]] = {}
     for start in range(0, len(wanted), _CHUNK):
         chunk = wanted[start:start + _CHUNK]
-        marks = ", ".join("?" for _ in chunk)
+        marks = ", ".join(["?"] * len(chunk))
         for row in _fetch(
             db,
             "SELECT m.id, m.position, m.role, m.content, m.turn, c.tokens FROM messages m"

@@ -183,7 +183,7 @@ class RecallTables:
         found: list[CandidateRow] = []
         for start in range(0, len(wanted), 500):
             chunk = wanted[start : start + 500]
-            marks = ", ".join("?" for _ in chunk)
+            marks = ", ".join(["?"] * len(chunk))
             found += cast("list[CandidateRow]", self._db.execute(
                 "SELECT m.position, m.id, m.turn, m.role, m.content, (SELECT c.tokens"
                 " FROM token_counts c WHERE c.message_id = m.id AND c.tokenizer = ?)"
