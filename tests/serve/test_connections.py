@@ -262,3 +262,22 @@ def test_a_repeated_warning_is_said_once_a_minute_with_a_count_and_others_all_pa
     record = logging.makeLogRecord({"msg": "Invalid HTTP request received."})
     assert quiet.filter(record)
     assert record.getMessage() == "Invalid HTTP request received. (2 more since the last)"
+
+
+def test_a_head_past_its_largest_is_refused_whichever_http_parser_is_installed(
+        settings: Settings) -> None:
+    """The largest head is h11's setting; with httptools installed (uvicorn[standard], the
+    test environment has it) uvicorn's `auto` picked httptools, which bounds no header: a
+    1 MB header was read whole and answered 200."""
+    pytest.importorskip("httptools", reason="the test extra installs httptools")
+    padded = (b"GET /v1/models HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Pad: " + b"x" * (1 << 20)
+              + b"\r\n\r\n")
+    with RunningProxy(settings) as proxy:
+        with socket.create_connection(("127.0.0.1", proxy.port)) as sock:
+            try:
+                sock.sendall(padded)
+                said = closed(sock)
+            except (ConnectionResetError, BrokenPipeError):
+                said = b""  # answered 400 and closed while the rest was still being sent
+        assert not said.startswith(b"HTTP/1.1 200 "), said[:80]
+        assert models(proxy) == 200  # a head within bounds is served

@@ -254,6 +254,8 @@ def edit_in_editor(initial: str) -> str:
     import subprocess
     import tempfile
 
+    from chatmem.child_processes import program_environment
+
     editor = os.environ.get("VISUAL") or os.environ.get("EDITOR") or (
         "vi" if shutil.which("vi") else None)
     if not editor:
@@ -266,7 +268,8 @@ def edit_in_editor(initial: str) -> str:
         with os.fdopen(descriptor, "w", encoding="utf-8") as file:
             file.write(initial)
         try:
-            done = subprocess.run([*shlex.split(editor), name], check=False)
+            done = subprocess.run([*shlex.split(editor), name], check=False,
+                                  env=program_environment())
         except ValueError as e:  # an unbalanced quote
             raise UsageError(f"/edit: the editor {editor!r} cannot be read: {e}") from None
         except OSError as e:
