@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import sys
+
 import pytest
 from fact_conversations import context_with, run_conversation
 
@@ -90,3 +92,30 @@ def test_a_question_naming_a_speaker_recalls_what_they_said_over_others_reaction
     assert recalled(context_with(engine, "retrieval", nobody, mode="bm25", max_tokens=BUDGET,
                                  later=0)) == recalled(context_with(
         engine, "retrieval", nobody, mode="bm25", max_tokens=BUDGET, later=0, speaker=0))
+
+
+def _calls(query: str, pool: list[Ranked]) -> int:
+    """Python and C calls prefer_named makes for `query` over `pool`: counted, not timed."""
+    count = 0
+
+    def counted(frame: object, event: str, arg: object) -> None:
+        nonlocal count
+        count += event in ("call", "c_call")
+
+    sys.setprofile(counted)
+    try:
+        prefer_named(pool, query, 0.1)
+    finally:
+        sys.setprofile(None)
+    return count
+
+
+def test_a_long_input_costs_each_label_the_same_however_often_it_holds_the_label() -> None:
+    # A member of a group chat names themselves a, aa, aaa, … and asks with a serve request
+    # of a's (its body may be 16 MiB): every label occurs everywhere, inside one word.
+    labels = [c * k for k in range(1, 40) for c in "aA"]
+    pool = [Ranked(i, i, i, "user", 0.0, 0.0, None, 1.0, 10, f"{label}: hello")
+            for i, label in enumerate(labels, 1)]
+    assert _calls("hello " + "a" * 20_000, pool) == _calls("hello " + "a" * 2_000, pool)
+    assert not any(r.fused > 1.0 for r in prefer_named(pool, "hello " + "a" * 2_000, 0.1))
+    assert names("hello " + "a" * 2_000 + " aaa", "aaa")
