@@ -16,6 +16,7 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
+from chatmem import fts
 from chatmem.memory.packing import Ranked
 from chatmem.speakers import LABEL_COLONS
 
@@ -33,18 +34,28 @@ MOST_WORDS = 4
 """A label of more words is a sentence with a colon ("Here is what I think: …"), not a name."""
 
 
+_APOSTROPHES = str.maketrans(dict.fromkeys("\u2019\u2018\u02bc\u2032", "'"))
+"""O’Brien as a phone's keyboard types it is O'Brien."""
+
+
+def _compared(text: str) -> str:
+    """`text` as a label and an input are compared: folded as search folds words (張偉 is
+    张伟, José is Jose, ＡＬＩＣＥ is ALICE), apostrophes alike, in any case."""
+    return fts.folded(text).translate(_APOSTROPHES).casefold()
+
+
 def speaker_of(text: str) -> str | None:
-    """The speaker label `text` opens with (casefolded), or None."""
+    """The speaker label `text` opens with (compared: casefolded, …), or None."""
     found = _LABEL.match(text, 0, OPENING)
     return None if found is None else _as_label(found.group(1))
 
 
 def _as_label(written: str) -> str | None:
-    """A label as written before its colon, casefolded; None if it cannot be a name."""
+    """A label as written before its colon, compared; None if it cannot be a name."""
     label = written.strip()
     if not label or len(label.split()) > MOST_WORDS or not any(c.isalpha() for c in label):
         return None
-    return label.casefold()
+    return _compared(label)
 
 
 def _spaced(c: str) -> bool:
@@ -59,14 +70,14 @@ _WORDS = re.compile(f"{_SPACED}+")
 
 
 def names(query: str, label: str) -> bool:
-    """Whether `query` names the speaker `label` (casefolded): as a whole word where words
-    are spaced, anywhere in Chinese."""
-    asked = query.casefold()
+    """Whether `query` names the speaker `label` (as speaker_of gives it): as a whole word
+    where words are spaced, anywhere in Chinese."""
+    asked = _compared(query)
     return _named(asked, set(_WORDS.findall(asked)), label)
 
 
 def _named(asked: str, words: set[str], label: str) -> bool:
-    """names() of an input casefolded, whose spaced words are `words`. A label's first and
+    """names() of an input compared, whose spaced words are `words`. A label's first and
     last words must be words of the input, then one search in C finds where it stands
     apart: trying each place it occurs in Python took a long input (a serve request's body
     is up to 16 MiB) times the labels (4.5 s of a build for 118 labels of a's under a
@@ -95,7 +106,7 @@ def prefer_named(ranked: Sequence[Ranked], query: str, amount: float) -> list[Ra
         query = query[asker.end():]
     # Per label as written: a conversation has a few speakers, and a build 150-300 candidates.
     seen: dict[str, bool] = {}
-    asked = query.casefold()
+    asked = _compared(query)
     words: set[str] | None = None
     gained = False
     for r in ranked:

@@ -59,6 +59,22 @@ def test_a_question_names_a_speaker_as_a_whole_word_or_in_chinese_anywhere(
     assert names(query, label) is named
 
 
+@pytest.mark.parametrize(("query", "said"), [
+    ("張偉養了什麼寵物？", "张伟：我养了一只橘猫"),  # traditional asks about simplified
+    ("张伟养了什么宠物？", "張偉：我養了一隻橘貓"),
+    ("What did O’Brien collect?", "O'Brien: I collect old maps"),  # a phone's apostrophe
+    ("What did O'Brien collect?", "O’Brien: I collect old maps"),
+    ("What does Jose bake?", "José: I bake bread"),  # as search finds José
+    ("What does José bake?", "Jose\u0301: I bake bread"),  # decomposed
+    ("ＡＬＩＣＥ在哪儿？", "alice: 我在杭州"),  # full-width letters, as a Chinese IME types
+])
+def test_a_question_names_a_speaker_however_search_would_find_the_name(
+    query: str, said: str,
+) -> None:
+    label = speaker_of(said)
+    assert label is not None and names(query, label)
+
+
 def test_the_input_s_own_label_is_who_asks_not_who_is_asked_about() -> None:
     def candidate(position: int, text: str) -> Ranked:
         return Ranked(position, position, position, "user", 0.0, 0.0, None, 1 - position / 10,
