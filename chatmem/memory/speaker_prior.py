@@ -97,31 +97,33 @@ def _named(asked: str, words: set[str], label: str) -> bool:
 
 def prefer_named(ranked: Sequence[Ranked], query: str, amount: float) -> list[Ranked]:
     """`ranked` (best first), those whose speaker `query` names (after its own label, if it
-    opens with one) `amount` higher in `fused`, best first again (equals keep their order)."""
+    opens with a speaker's) `amount` higher in `fused`, best first again (equals keep their
+    order)."""
     if not amount:
         return list(ranked)
-    # A group chat's input opens with its own speaker's label: who asks, not who is asked about.
-    asker = _LABEL.match(query, 0, OPENING)
-    if asker is not None and _as_label(asker.group(1)) is not None:
-        query = query[asker.end():]
     # Per label as written: a conversation has a few speakers, and a build 150-300 candidates.
-    seen: dict[str, bool] = {}
-    asked = _compared(query)
-    words: set[str] | None = None
-    gained = False
+    spoken: dict[str, str | None] = {}
+    labels: list[str | None] = []
     for r in ranked:
-        if not r.text or _ANY_COLON.search(r.text, 0, OPENING) is None:
-            continue
-        found = _LABEL.match(r.text, 0, OPENING)
-        if found is None:
-            continue
-        written = found.group(1)
-        if written not in seen:
-            label = _as_label(written)
-            if label is not None and words is None:
-                words = set(_WORDS.findall(asked))
-            seen[written] = label is not None and _named(asked, words or set(), label)
-        if seen[written]:
+        found = (None if not r.text or _ANY_COLON.search(r.text, 0, OPENING) is None
+                 else _LABEL.match(r.text, 0, OPENING))
+        if found is not None and found.group(1) not in spoken:
+            spoken[found.group(1)] = _as_label(found.group(1))
+        labels.append(None if found is None else spoken[found.group(1)])
+    speakers = {label for label in spoken.values() if label is not None}
+    if not speakers:
+        return list(ranked)
+    # A group chat's input opens with its own speaker's label: who asks, not who is asked
+    # about. Only a speaker's: "Quick question about Bob: …" is about Bob.
+    asker = _LABEL.match(query, 0, OPENING)
+    if asker is not None and _as_label(asker.group(1)) in speakers:
+        query = query[asker.end():]
+    asked = _compared(query)
+    words = set(_WORDS.findall(asked))
+    named = {label for label in speakers if _named(asked, words, label)}
+    gained = False
+    for r, label in zip(ranked, labels, strict=True):
+        if label in named:
             r.fused += amount
             gained = True
     return sorted(ranked, key=lambda r: -r.fused) if gained else list(ranked)

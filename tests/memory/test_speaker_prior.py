@@ -135,3 +135,18 @@ def test_a_long_input_costs_each_label_the_same_however_often_it_holds_the_label
     assert _calls("hello " + "a" * 20_000, pool) == _calls("hello " + "a" * 2_000, pool)
     assert not any(r.fused > 1.0 for r in prefer_named(pool, "hello " + "a" * 2_000, 0.1))
     assert names("hello " + "a" * 2_000 + " aaa", "aaa")
+
+
+@pytest.mark.parametrize("query", [
+    "Quick question about alice: where did she hike?",
+    "Alice's trip: where did she hike?",
+    "关于小明：他去哪儿爬山了？",
+])
+def test_an_input_opening_with_a_phrase_before_a_colon_still_names_its_speaker(
+    query: str,
+) -> None:
+    # Only a speaker's label is who asks: these open with a topic, not a speaker.
+    speaker = "小明" if "小明" in query else "alice"
+    pool = [Ranked(1, 1, 1, "user", 0.0, 0.0, None, 0.9, 10, "bob: great hike!"),
+            Ranked(2, 2, 2, "user", 0.0, 0.0, None, 0.8, 10, f"{speaker}: I hiked Mount Tai")]
+    assert [r.position for r in prefer_named(pool, query, 0.2)] == [2, 1]
