@@ -150,3 +150,21 @@ def test_an_input_opening_with_a_phrase_before_a_colon_still_names_its_speaker(
     pool = [Ranked(1, 1, 1, "user", 0.0, 0.0, None, 0.9, 10, "bob: great hike!"),
             Ranked(2, 2, 2, "user", 0.0, 0.0, None, 0.8, 10, f"{speaker}: I hiked Mount Tai")]
     assert [r.position for r in prefer_named(pool, query, 0.2)] == [2, 1]
+
+
+@pytest.mark.parametrize(("query", "label", "named"), [
+    ("这个地方叫什么名字？", "方", False),  # 方 of 地方, not the speaker 方
+    ("请问我的航班号是多少？", "问", False),  # a Q&A log's 问：… lines
+    ("我有个问题", "问", False),
+    ("方去哪儿了？", "方", True),
+    ("你知道方去哪儿了吗", "方", False),  # between two characters: taken for a word's
+    ("昨天方说了什么", "方", False),
+    ("@方 明天来吗", "方", True),
+    ("关于方：他喜欢什么", "方", True),
+    ("王芳喜欢什么", "芳", False),
+    ("小明喜欢什么", "小明", True),  # two characters: anywhere, as before
+])
+def test_one_chinese_character_names_its_speaker_only_outside_a_word(
+    query: str, label: str, named: bool,
+) -> None:
+    assert names(query, label) is named
