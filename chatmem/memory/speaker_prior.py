@@ -109,17 +109,16 @@ def prefer_named(ranked: Sequence[Ranked], query: str, amount: float) -> list[Ra
     if not amount:
         return list(ranked)
     # Per label as written: a conversation has a few speakers, and a build 150-300 candidates.
-    spoken: dict[str, str | None] = {}
-    labels: list[str | None] = []
+    written: list[str | None] = []
     for r in ranked:
-        found = (None if not r.text or _ANY_COLON.search(r.text, 0, OPENING) is None
-                 else _LABEL.match(r.text, 0, OPENING))
-        if found is not None and found.group(1) not in spoken:
-            spoken[found.group(1)] = _as_label(found.group(1))
-        labels.append(None if found is None else spoken[found.group(1)])
-    speakers = {label for label in spoken.values() if label is not None}
-    if not speakers:
+        found = (_LABEL.match(r.text, 0, OPENING)
+                 if r.text and _ANY_COLON.search(r.text, 0, OPENING) else None)
+        written.append(None if found is None else found.group(1))
+    spoken = {w: label for w in set(written) if w is not None
+              if (label := _as_label(w)) is not None}
+    if not spoken:
         return list(ranked)
+    speakers = set(spoken.values())
     # A group chat's input opens with its own speaker's label: who asks, not who is asked
     # about. Only a speaker's: "Quick question about Bob: …" is about Bob.
     asker = _LABEL.match(query, 0, OPENING)
@@ -128,9 +127,9 @@ def prefer_named(ranked: Sequence[Ranked], query: str, amount: float) -> list[Ra
     asked = _compared(query)
     words = set(_WORDS.findall(asked))
     named = {label for label in speakers if _named(asked, words, label)}
-    gained = False
-    for r, label in zip(ranked, labels, strict=True):
-        if label in named:
+    if not named:
+        return list(ranked)
+    for r, w in zip(ranked, written, strict=True):
+        if w in spoken and spoken[w] in named:
             r.fused += amount
-            gained = True
-    return sorted(ranked, key=lambda r: -r.fused) if gained else list(ranked)
+    return sorted(ranked, key=lambda r: -r.fused)
