@@ -172,7 +172,9 @@ def inspect_view(
     return Group(*blocks)
 
 
-RECALL_TITLE = "recall: candidates ranked (scores 0–1, bm25 raw)"
+RECALL_TITLE = "recall: candidates ranked (scores 0–1 + time and speaker gains, bm25 raw)"
+"""words and dense are scaled 0–1; a message dated when the input names gains `time_weight`
+in words, one whose speaker it names `speaker` in fused: 1.06 is no error."""
 SCORES = ("bm25", "words", "dense", "fused")
 
 

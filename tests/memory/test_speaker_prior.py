@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import sys
+
 import pytest
 from fact_conversations import context_with, run_conversation
 
@@ -57,6 +59,22 @@ def test_a_question_names_a_speaker_as_a_whole_word_or_in_chinese_anywhere(
     assert names(query, label) is named
 
 
+@pytest.mark.parametrize(("query", "said"), [
+    ("張偉養了什麼寵物？", "张伟：我养了一只橘猫"),  # traditional asks about simplified
+    ("张伟养了什么宠物？", "張偉：我養了一隻橘貓"),
+    ("What did O’Brien collect?", "O'Brien: I collect old maps"),  # a phone's apostrophe
+    ("What did O'Brien collect?", "O’Brien: I collect old maps"),
+    ("What does Jose bake?", "José: I bake bread"),  # as search finds José
+    ("What does José bake?", "Jose\u0301: I bake bread"),  # decomposed
+    ("ＡＬＩＣＥ在哪儿？", "alice: 我在杭州"),  # full-width letters, as a Chinese IME types
+])
+def test_a_question_names_a_speaker_however_search_would_find_the_name(
+    query: str, said: str,
+) -> None:
+    label = speaker_of(said)
+    assert label is not None and names(query, label)
+
+
 def test_the_input_s_own_label_is_who_asks_not_who_is_asked_about() -> None:
     def candidate(position: int, text: str) -> Ranked:
         return Ranked(position, position, position, "user", 0.0, 0.0, None, 1 - position / 10,
@@ -90,3 +108,63 @@ def test_a_question_naming_a_speaker_recalls_what_they_said_over_others_reaction
     assert recalled(context_with(engine, "retrieval", nobody, mode="bm25", max_tokens=BUDGET,
                                  later=0)) == recalled(context_with(
         engine, "retrieval", nobody, mode="bm25", max_tokens=BUDGET, later=0, speaker=0))
+
+
+def _calls(query: str, pool: list[Ranked]) -> int:
+    """Python and C calls prefer_named makes for `query` over `pool`: counted, not timed."""
+    count = 0
+
+    def counted(frame: object, event: str, arg: object) -> None:
+        nonlocal count
+        count += event in ("call", "c_call")
+
+    sys.setprofile(counted)
+    try:
+        prefer_named(pool, query, 0.1)
+    finally:
+        sys.setprofile(None)
+    return count
+
+
+def test_a_long_input_costs_each_label_the_same_however_often_it_holds_the_label() -> None:
+    # A member of a group chat names themselves a, aa, aaa, … and asks with a serve request
+    # of a's (its body may be 16 MiB): every label occurs everywhere, inside one word.
+    labels = [c * k for k in range(1, 40) for c in "aA"]
+    pool = [Ranked(i, i, i, "user", 0.0, 0.0, None, 1.0, 10, f"{label}: hello")
+            for i, label in enumerate(labels, 1)]
+    assert _calls("hello " + "a" * 20_000, pool) == _calls("hello " + "a" * 2_000, pool)
+    assert not any(r.fused > 1.0 for r in prefer_named(pool, "hello " + "a" * 2_000, 0.1))
+    assert names("hello " + "a" * 2_000 + " aaa", "aaa")
+
+
+@pytest.mark.parametrize("query", [
+    "Quick question about alice: where did she hike?",
+    "Alice's trip: where did she hike?",
+    "关于小明：他去哪儿爬山了？",
+])
+def test_an_input_opening_with_a_phrase_before_a_colon_still_names_its_speaker(
+    query: str,
+) -> None:
+    # Only a speaker's label is who asks: these open with a topic, not a speaker.
+    speaker = "小明" if "小明" in query else "alice"
+    pool = [Ranked(1, 1, 1, "user", 0.0, 0.0, None, 0.9, 10, "bob: great hike!"),
+            Ranked(2, 2, 2, "user", 0.0, 0.0, None, 0.8, 10, f"{speaker}: I hiked Mount Tai")]
+    assert [r.position for r in prefer_named(pool, query, 0.2)] == [2, 1]
+
+
+@pytest.mark.parametrize(("query", "label", "named"), [
+    ("这个地方叫什么名字？", "方", False),  # 方 of 地方, not the speaker 方
+    ("请问我的航班号是多少？", "问", False),  # a Q&A log's 问：… lines
+    ("我有个问题", "问", False),
+    ("方去哪儿了？", "方", True),
+    ("你知道方去哪儿了吗", "方", False),  # between two characters: taken for a word's
+    ("昨天方说了什么", "方", False),
+    ("@方 明天来吗", "方", True),
+    ("关于方：他喜欢什么", "方", True),
+    ("王芳喜欢什么", "芳", False),
+    ("小明喜欢什么", "小明", True),  # two characters: anywhere, as before
+])
+def test_one_chinese_character_names_its_speaker_only_outside_a_word(
+    query: str, label: str, named: bool,
+) -> None:
+    assert names(query, label) is named

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 from cli_runner import invoke
@@ -57,3 +58,18 @@ def test_a_narrower_message_column_is_cut_not_wrapped_and_wider_terminals_show_m
     assert any("arrived broken" in line for line in wide)
     assert any(line.endswith("…") for line in map(str.rstrip, narrow))
     assert all(cell_len(line) <= 120 for line in wide)
+
+
+def test_the_title_says_a_named_speaker_s_gain_takes_fused_past_1(tmp_path: Path) -> None:
+    db = str(tmp_path / "group.db")
+    chatted = invoke("chat", "g", "--db", db, "--provider", "scripted",
+                     input="alice: I collect old maps of Dublin\nbob: nice maps, alice!\n")
+    assert chatted.exit_code == 0, chatted.stderr
+    asked = ["inspect", "g", "--db", db, "--provider", "scripted", "--next",
+             "Which maps does alice collect?", "--strategy", "retrieval:mode=bm25,recent=1"]
+    rows = json.loads(invoke(*asked, "--json").stdout)["context"]["recall"]
+    assert max(row["fused"] for row in rows) > 1
+    shown = invoke(*asked, env={"COLUMNS": "100"})
+    assert shown.exit_code == 0, shown.stderr
+    title = next(line for line in shown.stdout.splitlines() if "candidates ranked" in line)
+    assert "speaker" in title, title
