@@ -17,7 +17,13 @@ from typing import Any
 from chatmem.config.endpoint import parse_endpoint
 from chatmem.config.location import parse_location
 from chatmem.config.paths import chosen_config, default_config_path
-from chatmem.config.schema import Registered, check_provider_name, strategy_spec, validate
+from chatmem.config.schema import (
+    Registered,
+    check_provider_name,
+    check_strategy_at,
+    strategy_spec,
+    validate,
+)
 from chatmem.config.sections import SECTIONS
 from chatmem.config.settings import (
     DEFAULTS,
@@ -136,6 +142,12 @@ def load_settings(
     for variable in ("CHATMEM_PROVIDER", "CHATMEM_HELPER_PROVIDER"):
         if registered is not None and env.get(variable):
             check_provider_name(env[variable], registered, variable)
+    if registered is not None and env.get("CHATMEM_STRATEGY"):
+        # Checked as the file's `strategy` is, naming the variable: a shell profile's typo
+        # would otherwise surface at some later chat as an unknown strategy from nowhere.
+        name, own = strategy_spec(env["CHATMEM_STRATEGY"], "CHATMEM_STRATEGY")
+        table = values.get("strategies", {}).get(name, {})
+        check_strategy_at("CHATMEM_STRATEGY", name, {**table, **own}, registered)
     for key, value in (overrides or {}).items():
         if value is not None:
             flag = (flags or {}).get(key, f"--{key.replace('_', '-')}")

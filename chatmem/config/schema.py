@@ -277,11 +277,17 @@ def strategy_spec(text: str, where: str) -> tuple[str, dict[str, str]]:
 
 def _check_strategy(path: Path, key: str, name: str, params: Mapping[str, Any],
                     registered: Registered | None) -> None:
-    if registered is None:
-        return
+    if registered is not None:
+        check_strategy_at(f"{path}: key {key!r}", name, params, registered)
+
+
+def check_strategy_at(where: str, name: str, params: Mapping[str, Any],
+                      registered: Registered) -> None:
+    """ConfigError (`WHERE: unknown strategy …`) unless `name` with `params` builds; `where`
+    names the file and key, or the variable, the strategy came from."""
     try:
         registered.check_strategy(name, params)
     except StrategyError as e:
-        raise ConfigError(f"{path}: key {key!r}: {e}") from None
+        raise ConfigError(f"{where}: {e}") from None
     except StrategyFailed as e:
-        raise e.at(f"{path}: key {key!r}") from None
+        raise e.at(where) from None

@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pytest
+from cli_runner import invoke
 from registered import REGISTRIES
 
 from chatmem.config.loader import load_settings, read_config_file
@@ -118,6 +120,26 @@ def test_a_config_saved_with_a_byte_order_mark_reads(tmp_path: Path) -> None:
 def test_bad_provider_from_environment() -> None:
     with pytest.raises(ConfigError, match="CHATMEM_PROVIDER must be one of"):
         load_settings(env={"CHATMEM_PROVIDER": "claude"}, registered=REGISTRIES)
+
+
+@pytest.mark.parametrize(("value", "said"), [
+    ("nosuch", "unknown strategy 'nosuch'"),
+    ("window:x=1", "unknown parameter 'x' for strategy 'window'"),
+    ("window:k=-1", "parameter k='-1' of strategy 'window' must be at least 0"),
+    (" ", "unknown strategy ''"),
+])
+def test_bad_strategy_from_environment_is_named_where_it_is_read(
+        tmp_path: Path, value: str, said: str) -> None:
+    # As the file's strategy is: config show said 'env CHATMEM_STRATEGY' beside it, exit 0,
+    # and a chat failed on it later naming no variable.
+    with pytest.raises(ConfigError, match=rf"^CHATMEM_STRATEGY: {re.escape(said)}"):
+        load_settings(env={"CHATMEM_STRATEGY": value}, registered=REGISTRIES)
+    result = invoke("config", "show", env={"CHATMEM_STRATEGY": value}, code=2)
+    assert result.stderr.startswith("error: CHATMEM_STRATEGY: ")
+    # The file's table fills what the variable leaves out, as it does for the file's key.
+    path = write(tmp_path, "[strategies.window]\nk = 3\n")
+    settings = load_settings(path, env={"CHATMEM_STRATEGY": "window"}, registered=REGISTRIES)
+    assert (settings.strategy, settings.params_for("window")) == ("window", {"k": 3})
 
 
 def test_example_config_loads_cleanly_and_documents_every_key(tmp_path: Path) -> None:
