@@ -68,6 +68,26 @@ def test_flags_win_over_the_template(config: Path, chat_server) -> None:
     assert system_of(body) == "Be loud."
 
 
+def test_param_flags_win_over_the_templates_strategy(config: Path, tmp_path: Path,
+                                                    chat_server) -> None:
+    # The template's window:k=1 held over -p k=3: the flag was dropped without a word.
+    result = served(chat_server, config, "ask", "-t", "brief", "hello", "-p", "k=3", "--json")
+    assert result.exit_code == 0, result.stderr
+    strategy = json.loads(result.stdout)["strategy"]
+    assert (strategy["name"], strategy["params"]) == ("window", {"k": 3})
+    db = tmp_path / "h.db"
+    (config.parent / "templates" / "both.toml").write_text(
+        'strategy = "window+entity:window.k=1,max_facts=5"\n', encoding="utf-8")
+    result = served(chat_server, config, "chat", "notes", "-t", "both", "-p", "window.k=4",
+                    "--model", "m", "--db", str(db), input="hello\n")
+    assert result.exit_code == 0, result.stderr
+    with Store(db) as store:
+        session = store.sessions.find_session("notes")
+        assert session is not None
+        assert session.strategy == "window+entity"
+        assert (session.params["window.k"], session.params["entity.max_facts"]) == (4, 5)
+
+
 def test_a_template_file_beside_the_config_chinese_name(config: Path, chat_server) -> None:
     result = served(chat_server, config, "ask", "-t", "翻译", "你好，世界", "--model", "m",
                     "--plain")
