@@ -163,8 +163,12 @@ def load_settings(
         # `window:k=3`, as --strategy takes it: the parameters join [strategies.window].
         where = f"{settings.source_of('strategy')}: key 'strategy'"
         name, own = strategy_spec(settings.strategy, where)
+        # Each parameter is named by where the strategy came from (config show's source),
+        # not by the file's [strategies.NAME] it overrides, nor left to seem a default.
+        origin = settings.source_of("strategy")
         settings = dataclasses.replace(settings, strategy=name, strategies={
-            **settings.strategies, name: {**settings.strategies.get(name, {}), **own}})
+            **settings.strategies, name: {**settings.strategies.get(name, {}), **own}},
+            sources={**settings.sources, **{f"strategies.{name}.{key}": origin for key in own}})
     return settings
 
 

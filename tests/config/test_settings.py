@@ -142,6 +142,22 @@ def test_bad_strategy_from_environment_is_named_where_it_is_read(
     assert (settings.strategy, settings.params_for("window")) == ("window", {"k": 3})
 
 
+def test_parameters_given_with_the_strategy_are_named_by_its_source(tmp_path: Path) -> None:
+    # config show said 'file' for the variable's k=2 (the table it overrode) and nothing
+    # (a default) for the file's own strategy = "window:k=3".
+    path = write(tmp_path, "[strategies.window]\nk = 5\n")
+    result = invoke("config", "show", "--json", "--config", str(path),
+                    env={"CHATMEM_STRATEGY": "window:k=2"}, code=0)
+    shown = json.loads(result.stdout)
+    assert shown["strategies"]["window"] == {"k": "2"}
+    assert shown["sources"]["strategies.window.k"] == "env CHATMEM_STRATEGY"
+    path = write(tmp_path, 'strategy = "window+entity:window.k=3"\n')
+    settings = load_settings(path, env={}, registered=REGISTRIES)
+    assert settings.source_of("strategies.window+entity.window.k") == settings.source_of(
+        "strategy") != settings.source_of("strategies.window.k")
+    assert str(settings.source_of("strategy")) == str(path)
+
+
 def test_example_config_loads_cleanly_and_documents_every_key(tmp_path: Path) -> None:
     from chatmem.config.schema import SCHEMA
 
