@@ -159,6 +159,9 @@ def _check_names(path: Path, data: Mapping[str, Any], registered: Registered) ->
         table = tables.get(name, {}) if isinstance(tables, dict) else {}
         _check_strategy(path, "strategy", name, {**table, **own}, registered)
     _check_provider(path, "summary.provider", data.get("summary", {}), registered)
+    for template, table in data.get("templates", {}).items():
+        check_template_strategy(f"{path}: key 'templates.{template}.strategy'", table,
+                                data.get("strategies", {}), registered)
     embedder = data.get("embeddings", {}).get("provider")
     if embedder is not None and embedder not in (names := registered.embedder_names()):
         raise ConfigError(f"{path}: key 'embeddings.provider' must be one of "
@@ -244,6 +247,17 @@ def check_template(where: str, table: Any) -> dict[str, Any]:
         elif not isinstance(value, str):
             raise ConfigError(f"{where}: key {sub!r} must be a string, got {value!r}")
     return table
+
+
+def check_template_strategy(where: str, table: Mapping[str, Any],
+                            tables: Mapping[str, Mapping[str, Any]],
+                            registered: Registered) -> None:
+    """A template's strategy checked as the config's own `strategy` is (with the config's
+    [strategies.NAME] `tables` under it), so a typo is named where it is written, not met
+    later as an unknown strategy from nowhere."""
+    if isinstance(table.get("strategy"), str):
+        name, own = strategy_spec(table["strategy"], where)
+        check_strategy_at(where, name, {**tables.get(name, {}), **own}, registered)
 
 
 def _validate_templates(path: Path, value: Any) -> None:

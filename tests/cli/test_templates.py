@@ -152,6 +152,8 @@ def test_an_unknown_template_in_the_repl_keeps_the_chat_going(config: Path, tmp_
     ("system = \n", "not valid TOML"),
     (b'system = "caf\xe9"\n', ":1: not UTF-8 text (byte 0xe9)"),
     (b"options = " + b"[" * 3000 + b"]" * 3000, "nested too deeply"),
+    ("strategy = 'window:k=-3'\n", "key 'strategy': parameter k='-3' of strategy 'window'"),
+    ("strategy = 'windw'\n", "key 'strategy': unknown strategy 'windw'"),
 ])
 def test_a_bad_template_file_is_one_line_naming_the_file(config: Path, chat_server,
                                                          text: str | bytes, named: str) -> None:
@@ -169,6 +171,20 @@ def test_a_bad_template_in_the_config_is_named_when_the_config_is_read(tmp_path:
     result = invoke("ask", "hi", "--provider", "scripted", "--config", str(path))
     assert result.exit_code == 2
     assert "templates.x" in result.stderr and "top_p must be between 0 and 1" in result.stderr
+
+
+@pytest.mark.parametrize(("strategy", "said"), [
+    ("window:x=2", "unknown parameter 'x' for strategy 'window'"),
+    ("nosuch", "unknown strategy 'nosuch'"),
+])
+def test_a_templates_bad_strategy_is_named_when_the_config_is_read(
+        tmp_path: Path, strategy: str, said: str) -> None:
+    # It was found only when -t used it, as an unknown strategy naming no template or file.
+    path = tmp_path / "c.toml"
+    path.write_text(f'[templates.x]\nstrategy = "{strategy}"\n', encoding="utf-8")
+    result = invoke("config", "show", "--config", str(path), code=2)
+    assert result.stderr.startswith(f"error: {path}: key 'templates.x.strategy': {said}")
+    assert len(result.stderr.strip().splitlines()) == 1
 
 
 def test_templates_in_the_user_config_directory(isolated_home: Path) -> None:
