@@ -158,6 +158,22 @@ def test_parameters_given_with_the_strategy_are_named_by_its_source(tmp_path: Pa
     assert str(settings.source_of("strategy")) == str(path)
 
 
+@pytest.mark.parametrize("way", ["file", "env", "flag"])
+def test_a_helper_model_not_found_is_named_by_where_it_was_set(tmp_path: Path,
+                                                               way: str) -> None:
+    # The message named the chat model's source: a config's helper_model was '(default)'.
+    path = write(tmp_path, 'helper_provider = "local"\n' + (
+        'helper_model = "nowhere.gguf"\n' if way == "file" else ""))
+    extra = ["--helper-model", "nowhere.gguf"] if way == "flag" else []
+    env = {"CHATMEM_HELPER_MODEL": "nowhere.gguf"} if way == "env" else {}
+    result = invoke("ask", "--config", str(path), "--provider", "scripted", "-s", "summary",
+                    "--db", str(tmp_path / "h.db"), *extra, "s", "hello", env=env, code=1)
+    where = {"file": f"{path}: helper_model", "env": "env CHATMEM_HELPER_MODEL",
+             "flag": "flag --helper-model"}[way]
+    assert result.stderr.startswith(f"error: model 'nowhere.gguf' ({where}): the local "
+                                    "provider runs a GGUF file")
+
+
 def test_example_config_loads_cleanly_and_documents_every_key(tmp_path: Path) -> None:
     from chatmem.config.schema import SCHEMA
 
