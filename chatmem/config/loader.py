@@ -16,6 +16,7 @@ from typing import Any
 
 from chatmem.config.endpoint import parse_endpoint
 from chatmem.config.location import parse_location
+from chatmem.config.pairs import split_names
 from chatmem.config.paths import chosen_config, default_config_path
 from chatmem.config.schema import (
     Registered,
@@ -159,15 +160,19 @@ def load_settings(
         settings = for_model(settings, settings.model, settings.source_of("model"))
     settings = dataclasses.replace(settings,
                                    helper_model=settings.model_named(settings.helper_model))
-    if ":" in settings.strategy:
-        # `window:k=3`, as --strategy takes it: the parameters join [strategies.window].
-        where = f"{settings.source_of('strategy')}: key 'strategy'"
-        name, own = strategy_spec(settings.strategy, where)
+    where = f"{settings.source_of('strategy')}: key 'strategy'"
+    name, own = strategy_spec(settings.strategy, where)
+    name = "+".join(split_names(name))
+    if name != settings.strategy:
+        # `window:k=3`, as --strategy takes it (`window：k＝3`, `window＋entity` as an input
+        # method types them): the parameters join [strategies.window], and the name is the
+        # one the tables are found by (params_for), or they were left out unsaid.
         # Each parameter is named by where the strategy came from (config show's source),
         # not by the file's [strategies.NAME] it overrides, nor left to seem a default.
         origin = settings.source_of("strategy")
-        settings = dataclasses.replace(settings, strategy=name, strategies={
-            **settings.strategies, name: {**settings.strategies.get(name, {}), **own}},
+        tables = settings.strategies if not own else {
+            **settings.strategies, name: {**settings.strategies.get(name, {}), **own}}
+        settings = dataclasses.replace(settings, strategy=name, strategies=tables,
             sources={**settings.sources, **{f"strategies.{name}.{key}": origin for key in own}})
     return settings
 

@@ -174,6 +174,24 @@ def test_a_helper_model_not_found_is_named_by_where_it_was_set(tmp_path: Path,
                                     "provider runs a GGUF file")
 
 
+def test_a_strategy_typed_full_width_takes_the_configs_tables(tmp_path: Path) -> None:
+    # ： and ＋ (a Chinese input method's) were read at run time but not here, so the
+    # name `retrieval：top_k＝3` found no [strategies.retrieval]: max_tokens 2000 ran, not 800.
+    path = write(tmp_path, 'strategy = "retrieval：top_k＝3"\n[embeddings]\nprovider = "none"\n'
+                           "[strategies.retrieval]\nmax_tokens = 800\n")
+    settings = load_settings(path, env={}, registered=REGISTRIES)
+    assert settings.strategy == "retrieval"
+    assert settings.params_for("retrieval") == {"max_tokens": 800, "top_k": "3"}
+    result = invoke("ask", "--config", str(path), "--provider", "scripted", "--json",
+                    "--db", str(tmp_path / "h.db"), "s", "你好", code=0)
+    assert json.loads(result.stdout)["strategy"]["params"]["max_tokens"] == 800
+    path = write(tmp_path, 'strategy = "window ＋ tokens"\n[strategies.window]\nk = 1\n')
+    settings = load_settings(path, env={}, registered=REGISTRIES)
+    assert settings.strategy == "window+tokens"
+    assert settings.params_for(settings.strategy) == {"window.k": 1}
+    assert "window ＋ tokens" not in settings.strategies  # no empty table of its own
+
+
 def test_example_config_loads_cleanly_and_documents_every_key(tmp_path: Path) -> None:
     from chatmem.config.schema import SCHEMA
 
