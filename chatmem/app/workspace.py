@@ -33,7 +33,7 @@ if TYPE_CHECKING:
     from pathlib import Path
     from types import TracebackType
 
-    from chatmem.config.settings import Settings
+    from chatmem.config.settings import Settings, Source
     from chatmem.embeddings import Embedder
     from chatmem.evaluation.recording import LazyProvider
     from chatmem.memory.base import Strategy
@@ -255,10 +255,15 @@ class Workspace:
         if name == chat.name and settings.helper_model in (chat.model,
                                                            getattr(chat, "model_path", None)):
             return None
+        sources = settings.sources
+        if settings.helper_model is not None:
+            # A message about the model names where helper_model was set, not the chat
+            # model's source (a config's helper_model was said to be the default).
+            sources = {**sources, "model": helper_source(settings)}
         # Per-call options (-o, a served request's) shape the chat's replies, not these.
         return self.provider_for(dataclasses.replace(
             settings, provider=name, model=settings.helper_model or settings.model,
-            options={}))
+            options={}, sources=sources))
 
     def reproducing(self, recorded: Transcript | SessionRecord, *,
                     explicit: bool) -> LazyProvider:
@@ -361,6 +366,17 @@ PROVIDER_FIELDS = ("provider", "model", "base_url", "api_key_env", "timeout", "r
                    "idle_timeout", "max_retries", "max_reply_tokens", "options", "local",
                    "scripted")
 """The settings a chat model is opened from: two settings equal in these share one model."""
+
+
+def helper_source(settings: Settings) -> Source:
+    """Where helper_model came from, a file's named with its key (`FILE: helper_model`), as
+    the chat model's `model` key would otherwise be read."""
+    from chatmem.config.settings import Source, SourceKind
+
+    source = settings.source_of("helper_model")
+    if source.kind is SourceKind.FILE:
+        return Source(SourceKind.FILE, f"{source.name}: helper_model")
+    return source
 
 
 def _provider_key(settings: Settings) -> tuple[Any, ...]:

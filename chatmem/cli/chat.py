@@ -111,11 +111,12 @@ def chat(
     if continue_last and named is not None:
         raise UsageError(f"give a session ({named}) or --continue, not both")
     settings = settings_from(config, db, provider, model, helper_model, option)
+    templated = strategy is None and template is not None
     settings, strategy, system = apply_template(settings, template, strategy=strategy,
                                                 system=system)
     limit = TextLimit(settings.context_budget, allow_over_budget)
     attachments = [read_file(path, limit) for path in file or ()]  # all, or nothing opens
-    spec, params = strategy_choice(strategy, param)
+    spec, params = strategy_choice(strategy, param, templated=templated)
     out, err = consoles()
     with (open_workspace(settings) as ws,
           open_conversation(ws, chosen, strategy=spec, params=params, system=system,
@@ -192,6 +193,7 @@ def ask(
     if one_off and save:
         raise UsageError("--save needs a session: name one, or --continue the last one")
     settings = settings_from(config, db, provider, model, helper_model, option)
+    templated = strategy is None and template is not None
     settings, strategy, system = apply_template(settings, template, strategy=strategy,
                                                 system=system)
     limit = TextLimit(settings.context_budget, allow_over_budget)
@@ -214,7 +216,7 @@ def ask(
     if not text.strip():
         # As the engine refuses it, before the history (a file, a session) is opened.
         raise EmptyInput
-    spec, params = strategy_choice(strategy, param)
+    spec, params = strategy_choice(strategy, param, templated=templated)
     out, err = consoles()
     if json_output:
         out.file = open(os.devnull, "w", encoding="utf-8")  # noqa: SIM115 (closed below)

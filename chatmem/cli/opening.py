@@ -66,7 +66,7 @@ def apply_template(settings: Settings, name: str | None, *, strategy: str | None
     )
     from chatmem.config.templates import find_template
 
-    template = find_template(settings, name)
+    template = find_template(settings, name, registries())
     by_template = Source(SourceKind.TEMPLATE, name)
     if template.model and settings.source_of("model").kind is not SourceKind.FLAG:
         settings = for_model(settings, template.model, by_template)

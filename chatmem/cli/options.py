@@ -131,16 +131,24 @@ def parse_params(pairs: Sequence[str] | None) -> dict[str, str]:
     return params
 
 
-def strategy_choice(strategy: str | None,
-                    pairs: Sequence[str] | None) -> tuple[StrategySpec | None, dict[str, str]]:
+def strategy_choice(strategy: str | None, pairs: Sequence[str] | None, *,
+                    templated: bool = False) -> tuple[StrategySpec | None, dict[str, str]]:
     """`-s window:k=2 -p other=1` → (the spec, {}), parsed as replay reads it; without
-    `-s`, (None, the --param values) for the session's or the configured strategy."""
+    `-s`, (None, the --param values) for the session's or the configured strategy.
+    `templated`: the strategy is a template's, whose parameters yield to --param (flags
+    override a template)."""
     params = parse_params(pairs)
     if strategy is None:
         return None, params
     from chatmem.plugins import load_registries
 
-    return load_registries().strategies.parse(strategy, params), {}
+    strategies = load_registries().strategies
+    if templated and params:
+        from chatmem.memory.spec import split_text
+
+        names, own = split_text(strategy)
+        return strategies.parse("+".join(names), {**own, **params}), {}
+    return strategies.parse(strategy, params), {}
 
 
 def session_first(words: Sequence[str], option: str | None,

@@ -16,8 +16,15 @@ from typing import Any
 
 from chatmem.config.endpoint import parse_endpoint
 from chatmem.config.location import parse_location
+from chatmem.config.pairs import split_names
 from chatmem.config.paths import chosen_config, default_config_path
-from chatmem.config.schema import Registered, check_provider_name, strategy_spec, validate
+from chatmem.config.schema import (
+    Registered,
+    check_provider_name,
+    check_strategy_at,
+    strategy_spec,
+    validate,
+)
 from chatmem.config.sections import SECTIONS
 from chatmem.config.settings import (
     DEFAULTS,
@@ -136,6 +143,12 @@ def load_settings(
     for variable in ("CHATMEM_PROVIDER", "CHATMEM_HELPER_PROVIDER"):
         if registered is not None and env.get(variable):
             check_provider_name(env[variable], registered, variable)
+    if registered is not None and env.get("CHATMEM_STRATEGY"):
+        # Checked as the file's `strategy` is, naming the variable: a shell profile's typo
+        # would otherwise surface at some later chat as an unknown strategy from nowhere.
+        name, own = strategy_spec(env["CHATMEM_STRATEGY"], "CHATMEM_STRATEGY")
+        table = values.get("strategies", {}).get(name, {})
+        check_strategy_at("CHATMEM_STRATEGY", name, {**table, **own}, registered)
     for key, value in (overrides or {}).items():
         if value is not None:
             flag = (flags or {}).get(key, f"--{key.replace('_', '-')}")
@@ -147,12 +160,20 @@ def load_settings(
         settings = for_model(settings, settings.model, settings.source_of("model"))
     settings = dataclasses.replace(settings,
                                    helper_model=settings.model_named(settings.helper_model))
-    if ":" in settings.strategy:
-        # `window:k=3`, as --strategy takes it: the parameters join [strategies.window].
-        where = f"{settings.source_of('strategy')}: key 'strategy'"
-        name, own = strategy_spec(settings.strategy, where)
-        settings = dataclasses.replace(settings, strategy=name, strategies={
-            **settings.strategies, name: {**settings.strategies.get(name, {}), **own}})
+    where = f"{settings.source_of('strategy')}: key 'strategy'"
+    name, own = strategy_spec(settings.strategy, where)
+    name = "+".join(split_names(name))
+    if name != settings.strategy:
+        # `window:k=3`, as --strategy takes it (`window：k＝3`, `window＋entity` as an input
+        # method types them): the parameters join [strategies.window], and the name is the
+        # one the tables are found by (params_for), or they were left out unsaid.
+        # Each parameter is named by where the strategy came from (config show's source),
+        # not by the file's [strategies.NAME] it overrides, nor left to seem a default.
+        origin = settings.source_of("strategy")
+        tables = settings.strategies if not own else {
+            **settings.strategies, name: {**settings.strategies.get(name, {}), **own}}
+        settings = dataclasses.replace(settings, strategy=name, strategies=tables,
+            sources={**settings.sources, **{f"strategies.{name}.{key}": origin for key in own}})
     return settings
 
 

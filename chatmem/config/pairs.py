@@ -17,6 +17,8 @@ PARAMS_AFTER = ":"
 # strategy is named (-s, --param, /strategy, a config, MCP, serve), as ／ is / in the REPL.
 _AFTER_NAME = re.compile("[:：]")
 _KEY_END = re.compile("[=＝]")
+_JOINS = re.compile("[+＋]")
+"""Between the parts of a combination: `window+entity`, or ＋ as an input method types it."""
 _NEXT_PAIR = re.compile(r",|，(?=[^=＝,，]*[=＝])")
 """Between pairs: `,`, or `，` when a `key=` follows it (a text value may hold a `，`)."""
 
@@ -39,6 +41,11 @@ def split_params(text: str, error: Callable[[str], UsageError]) -> tuple[str, di
     name, _, rest = _partition(_AFTER_NAME, text)
     pairs = (p.strip() for p in _NEXT_PAIR.split(rest))
     return name.strip(), parse_pairs(filter(None, pairs), error)
+
+
+def split_names(name: str) -> tuple[str, ...]:
+    """`window＋entity` → ("window", "entity"): a combination's parts, trimmed."""
+    return tuple(part.strip() for part in _JOINS.split(name))
 
 
 def _partition(sign: re.Pattern[str], text: str) -> tuple[str, str, str]:

@@ -159,6 +159,9 @@ def _check_names(path: Path, data: Mapping[str, Any], registered: Registered) ->
         table = tables.get(name, {}) if isinstance(tables, dict) else {}
         _check_strategy(path, "strategy", name, {**table, **own}, registered)
     _check_provider(path, "summary.provider", data.get("summary", {}), registered)
+    for template, table in data.get("templates", {}).items():
+        check_template_strategy(f"{path}: key 'templates.{template}.strategy'", table,
+                                data.get("strategies", {}), registered)
     embedder = data.get("embeddings", {}).get("provider")
     if embedder is not None and embedder not in (names := registered.embedder_names()):
         raise ConfigError(f"{path}: key 'embeddings.provider' must be one of "
@@ -246,6 +249,17 @@ def check_template(where: str, table: Any) -> dict[str, Any]:
     return table
 
 
+def check_template_strategy(where: str, table: Mapping[str, Any],
+                            tables: Mapping[str, Mapping[str, Any]],
+                            registered: Registered) -> None:
+    """A template's strategy checked as the config's own `strategy` is (with the config's
+    [strategies.NAME] `tables` under it), so a typo is named where it is written, not met
+    later as an unknown strategy from nowhere."""
+    if isinstance(table.get("strategy"), str):
+        name, own = strategy_spec(table["strategy"], where)
+        check_strategy_at(where, name, {**tables.get(name, {}), **own}, registered)
+
+
 def _validate_templates(path: Path, value: Any) -> None:
     for name, table in _table(path, "templates", value).items():
         check_template(f"{path}: key 'templates.{name}'", table)
@@ -277,11 +291,17 @@ def strategy_spec(text: str, where: str) -> tuple[str, dict[str, str]]:
 
 def _check_strategy(path: Path, key: str, name: str, params: Mapping[str, Any],
                     registered: Registered | None) -> None:
-    if registered is None:
-        return
+    if registered is not None:
+        check_strategy_at(f"{path}: key {key!r}", name, params, registered)
+
+
+def check_strategy_at(where: str, name: str, params: Mapping[str, Any],
+                      registered: Registered) -> None:
+    """ConfigError (`WHERE: unknown strategy …`) unless `name` with `params` builds; `where`
+    names the file and key, or the variable, the strategy came from."""
     try:
         registered.check_strategy(name, params)
     except StrategyError as e:
-        raise ConfigError(f"{path}: key {key!r}: {e}") from None
+        raise ConfigError(f"{where}: {e}") from None
     except StrategyFailed as e:
-        raise e.at(f"{path}: key {key!r}") from None
+        raise e.at(where) from None

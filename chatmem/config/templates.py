@@ -14,7 +14,7 @@ from typing import Any
 from chatmem.config.loader import read_toml
 from chatmem.config.options import check_options
 from chatmem.config.paths import config_dir
-from chatmem.config.schema import check_template
+from chatmem.config.schema import Registered, check_template, check_template_strategy
 from chatmem.config.settings import Settings
 from chatmem.errors import UsageError
 from chatmem.names import did_you_mean
@@ -40,8 +40,11 @@ def known_templates(settings: Settings) -> list[str]:
     return sorted({*settings.templates, *files})
 
 
-def find_template(settings: Settings, name: str) -> Template:
-    """The template called `name`, checked; UsageError listing the known names otherwise."""
+def find_template(settings: Settings, name: str,
+                  registered: Registered | None = None) -> Template:
+    """The template called `name`, checked; UsageError listing the known names otherwise.
+    `registered` checks the strategy of a template file (the config's own templates were
+    checked as it was read)."""
     if name in settings.templates:
         table = settings.templates[name]
     else:
@@ -53,6 +56,9 @@ def find_template(settings: Settings, name: str) -> Template:
                              f"[templates.{name}] in the config or {path})"
                              f"{did_you_mean(name, names)}")
         table = _read(path)
+        if registered is not None:
+            check_template_strategy(f"{path}: key 'strategy'", table, settings.strategies,
+                                    registered)
     return Template(name, system=table.get("system"), model=table.get("model"),
                     strategy=table.get("strategy"),
                     options=check_options(table.get("options", {}), f"template {name}: options"))

@@ -14,7 +14,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from chatmem.config.pairs import split_params
+from chatmem.config.pairs import split_names, split_params
 from chatmem.errors import StrategyError
 from chatmem.memory.params import strategy_label
 
@@ -23,8 +23,6 @@ if TYPE_CHECKING:
 
 JOIN = "+"
 """Between the parts of a combination: `window+entity`."""
-_JOINS = re.compile("[+＋]")
-"""＋: what a Chinese input method types for +."""
 
 
 @dataclass(frozen=True)
@@ -102,4 +100,4 @@ def split_text(text: str) -> tuple[tuple[str, ...], dict[str, str]]:
     the names as typed and the parameters given after the colon, not yet checked."""
     name, params = split_params(text, lambda _: StrategyError(
         f"strategy {text!r}: parameters must be key=value, e.g. window:k=2"))
-    return tuple(part.strip() for part in _JOINS.split(name)), params
+    return split_names(name), params

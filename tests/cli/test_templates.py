@@ -68,6 +68,26 @@ def test_flags_win_over_the_template(config: Path, chat_server) -> None:
     assert system_of(body) == "Be loud."
 
 
+def test_param_flags_win_over_the_templates_strategy(config: Path, tmp_path: Path,
+                                                    chat_server) -> None:
+    # The template's window:k=1 held over -p k=3: the flag was dropped without a word.
+    result = served(chat_server, config, "ask", "-t", "brief", "hello", "-p", "k=3", "--json")
+    assert result.exit_code == 0, result.stderr
+    strategy = json.loads(result.stdout)["strategy"]
+    assert (strategy["name"], strategy["params"]) == ("window", {"k": 3})
+    db = tmp_path / "h.db"
+    (config.parent / "templates" / "both.toml").write_text(
+        'strategy = "window+entity:window.k=1,max_facts=5"\n', encoding="utf-8")
+    result = served(chat_server, config, "chat", "notes", "-t", "both", "-p", "window.k=4",
+                    "--model", "m", "--db", str(db), input="hello\n")
+    assert result.exit_code == 0, result.stderr
+    with Store(db) as store:
+        session = store.sessions.find_session("notes")
+        assert session is not None
+        assert session.strategy == "window+entity"
+        assert (session.params["window.k"], session.params["entity.max_facts"]) == (4, 5)
+
+
 def test_a_template_file_beside_the_config_chinese_name(config: Path, chat_server) -> None:
     result = served(chat_server, config, "ask", "-t", "翻译", "你好，世界", "--model", "m",
                     "--plain")
@@ -132,6 +152,8 @@ def test_an_unknown_template_in_the_repl_keeps_the_chat_going(config: Path, tmp_
     ("system = \n", "not valid TOML"),
     (b'system = "caf\xe9"\n', ":1: not UTF-8 text (byte 0xe9)"),
     (b"options = " + b"[" * 3000 + b"]" * 3000, "nested too deeply"),
+    ("strategy = 'window:k=-3'\n", "key 'strategy': parameter k='-3' of strategy 'window'"),
+    ("strategy = 'windw'\n", "key 'strategy': unknown strategy 'windw'"),
 ])
 def test_a_bad_template_file_is_one_line_naming_the_file(config: Path, chat_server,
                                                          text: str | bytes, named: str) -> None:
@@ -149,6 +171,20 @@ def test_a_bad_template_in_the_config_is_named_when_the_config_is_read(tmp_path:
     result = invoke("ask", "hi", "--provider", "scripted", "--config", str(path))
     assert result.exit_code == 2
     assert "templates.x" in result.stderr and "top_p must be between 0 and 1" in result.stderr
+
+
+@pytest.mark.parametrize(("strategy", "said"), [
+    ("window:x=2", "unknown parameter 'x' for strategy 'window'"),
+    ("nosuch", "unknown strategy 'nosuch'"),
+])
+def test_a_templates_bad_strategy_is_named_when_the_config_is_read(
+        tmp_path: Path, strategy: str, said: str) -> None:
+    # It was found only when -t used it, as an unknown strategy naming no template or file.
+    path = tmp_path / "c.toml"
+    path.write_text(f'[templates.x]\nstrategy = "{strategy}"\n', encoding="utf-8")
+    result = invoke("config", "show", "--config", str(path), code=2)
+    assert result.stderr.startswith(f"error: {path}: key 'templates.x.strategy': {said}")
+    assert len(result.stderr.strip().splitlines()) == 1
 
 
 def test_templates_in_the_user_config_directory(isolated_home: Path) -> None:

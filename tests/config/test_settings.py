@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pytest
+from cli_runner import invoke
 from registered import REGISTRIES
 
 from chatmem.config.loader import load_settings, read_config_file
@@ -118,6 +120,76 @@ def test_a_config_saved_with_a_byte_order_mark_reads(tmp_path: Path) -> None:
 def test_bad_provider_from_environment() -> None:
     with pytest.raises(ConfigError, match="CHATMEM_PROVIDER must be one of"):
         load_settings(env={"CHATMEM_PROVIDER": "claude"}, registered=REGISTRIES)
+
+
+@pytest.mark.parametrize(("value", "said"), [
+    ("nosuch", "unknown strategy 'nosuch'"),
+    ("window:x=1", "unknown parameter 'x' for strategy 'window'"),
+    ("window:k=-1", "parameter k='-1' of strategy 'window' must be at least 0"),
+    (" ", "unknown strategy ''"),
+])
+def test_bad_strategy_from_environment_is_named_where_it_is_read(
+        tmp_path: Path, value: str, said: str) -> None:
+    # As the file's strategy is: config show said 'env CHATMEM_STRATEGY' beside it, exit 0,
+    # and a chat failed on it later naming no variable.
+    with pytest.raises(ConfigError, match=rf"^CHATMEM_STRATEGY: {re.escape(said)}"):
+        load_settings(env={"CHATMEM_STRATEGY": value}, registered=REGISTRIES)
+    result = invoke("config", "show", env={"CHATMEM_STRATEGY": value}, code=2)
+    assert result.stderr.startswith("error: CHATMEM_STRATEGY: ")
+    # The file's table fills what the variable leaves out, as it does for the file's key.
+    path = write(tmp_path, "[strategies.window]\nk = 3\n")
+    settings = load_settings(path, env={"CHATMEM_STRATEGY": "window"}, registered=REGISTRIES)
+    assert (settings.strategy, settings.params_for("window")) == ("window", {"k": 3})
+
+
+def test_parameters_given_with_the_strategy_are_named_by_its_source(tmp_path: Path) -> None:
+    # config show said 'file' for the variable's k=2 (the table it overrode) and nothing
+    # (a default) for the file's own strategy = "window:k=3".
+    path = write(tmp_path, "[strategies.window]\nk = 5\n")
+    result = invoke("config", "show", "--json", "--config", str(path),
+                    env={"CHATMEM_STRATEGY": "window:k=2"}, code=0)
+    shown = json.loads(result.stdout)
+    assert shown["strategies"]["window"] == {"k": "2"}
+    assert shown["sources"]["strategies.window.k"] == "env CHATMEM_STRATEGY"
+    path = write(tmp_path, 'strategy = "window+entity:window.k=3"\n')
+    settings = load_settings(path, env={}, registered=REGISTRIES)
+    assert settings.source_of("strategies.window+entity.window.k") == settings.source_of(
+        "strategy") != settings.source_of("strategies.window.k")
+    assert str(settings.source_of("strategy")) == str(path)
+
+
+@pytest.mark.parametrize("way", ["file", "env", "flag"])
+def test_a_helper_model_not_found_is_named_by_where_it_was_set(tmp_path: Path,
+                                                               way: str) -> None:
+    # The message named the chat model's source: a config's helper_model was '(default)'.
+    path = write(tmp_path, 'helper_provider = "local"\n' + (
+        'helper_model = "nowhere.gguf"\n' if way == "file" else ""))
+    extra = ["--helper-model", "nowhere.gguf"] if way == "flag" else []
+    env = {"CHATMEM_HELPER_MODEL": "nowhere.gguf"} if way == "env" else {}
+    result = invoke("ask", "--config", str(path), "--provider", "scripted", "-s", "summary",
+                    "--db", str(tmp_path / "h.db"), *extra, "s", "hello", env=env, code=1)
+    where = {"file": f"{path}: helper_model", "env": "env CHATMEM_HELPER_MODEL",
+             "flag": "flag --helper-model"}[way]
+    assert result.stderr.startswith(f"error: model 'nowhere.gguf' ({where}): the local "
+                                    "provider runs a GGUF file")
+
+
+def test_a_strategy_typed_full_width_takes_the_configs_tables(tmp_path: Path) -> None:
+    # ： and ＋ (a Chinese input method's) were read at run time but not here, so the
+    # name `retrieval：top_k＝3` found no [strategies.retrieval]: max_tokens 2000 ran, not 800.
+    path = write(tmp_path, 'strategy = "retrieval：top_k＝3"\n[embeddings]\nprovider = "none"\n'
+                           "[strategies.retrieval]\nmax_tokens = 800\n")
+    settings = load_settings(path, env={}, registered=REGISTRIES)
+    assert settings.strategy == "retrieval"
+    assert settings.params_for("retrieval") == {"max_tokens": 800, "top_k": "3"}
+    result = invoke("ask", "--config", str(path), "--provider", "scripted", "--json",
+                    "--db", str(tmp_path / "h.db"), "s", "你好", code=0)
+    assert json.loads(result.stdout)["strategy"]["params"]["max_tokens"] == 800
+    path = write(tmp_path, 'strategy = "window ＋ tokens"\n[strategies.window]\nk = 1\n')
+    settings = load_settings(path, env={}, registered=REGISTRIES)
+    assert settings.strategy == "window+tokens"
+    assert settings.params_for(settings.strategy) == {"window.k": 1}
+    assert "window ＋ tokens" not in settings.strategies  # no empty table of its own
 
 
 def test_example_config_loads_cleanly_and_documents_every_key(tmp_path: Path) -> None:

@@ -97,7 +97,7 @@ def _template(repl: Chat, args: list[str]) -> None:
         repl.notice(f"templates: {', '.join(known)}" if known else
                     "no templates yet: add [templates.NAME] to the config")
         return
-    template = find_template(engine.settings, args[0])
+    template = find_template(engine.settings, args[0], repl.workspace.registries)
     strategies = repl.workspace.registries.strategies
     # As `chat -t` does: the template's strategy text, then the config's table for it.
     strategy = (strategies.create(with_config_table(strategies.parse(template.strategy),
