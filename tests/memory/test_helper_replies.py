@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 from collections.abc import Callable
 
-from chat_server import ChatServer
+from chat_server import ChatServer, running_chat_server
 from registered import create_provider
 
 from chatmem.config.settings import Settings
@@ -146,3 +146,23 @@ def test_a_fact_the_helper_forgets_is_named(
     from chatmem.render.notices import notice_text
     assert notice_text(notices[0]) == ("forgot, as the helper model read what you said: name;"
                                        " /remember KEY: VALUE keeps one again")
+
+
+def test_a_tag_the_text_talks_about_is_not_reasoning(
+        chat_server: ChatServer, make_engine: Callable[..., Engine]) -> None:
+    """A conversation about reasoning models: the summary named `</think>` inside a line, and
+    all it said before the tag (the order, the city) was taken for reasoning and dropped;
+    the chat reply quoting both tags lost what stood between them before it was folded."""
+    summary = ("The user (order ORD-7731, lives in Lisbon) asked why Qwen3 replies end with"
+               " </think> and how to strip it.")
+    chat_server.reply_words = ["Strip what lies between `<think>` and `</think>`;",
+                               " ORD-7731 ships Friday."]
+    engine = make_engine("summary", provider=helper(chat_server))
+    with running_chat_server() as summarizer:
+        summarizer.reply_words = [summary]
+        engine.helper = helper(summarizer)
+        engine.run_turn("Order ORD-7731, I live in Lisbon: why do Qwen3 replies end with"
+                        " </think>?")
+        folded = summarizer.requests[-1]["messages"][-1]["content"]
+    assert "`<think>` and `</think>`; ORD-7731 ships Friday." in folded
+    assert load_state(engine.state, "summary").text == summary
