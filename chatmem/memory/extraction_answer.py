@@ -150,11 +150,27 @@ def only_said(extraction: Extraction, said: Sequence[str]) -> tuple[Extraction, 
     for change in extraction.set:
         # Quotes and end punctuation are the helper's framing ("Lisbon." for "in Lisbon").
         value = anchors.normal(change.value.strip(_FRAMING)) or anchors.normal(change.value)
-        if any(value in text for text in texts):
+        if any(_whole_in(value, text) for text in texts):
             kept.append(change)
         else:
             unsaid.append(change.key)
     return replace(extraction, set=kept), unsaid
+
+
+_ALNUM = re.compile(r"[0-9a-z]")
+"""A letter or digit of a word that spaces and marks end (folded: `anchors.normal`)."""
+
+
+def _whole_in(value: str, text: str) -> bool:
+    """Whether `text` holds `value` not as a piece of a longer word or number: "3" is not
+    said in "I am 30", nor "Al" in "Alice" (a helper's value cut short passed as said, and
+    was sent every turn as the user's age). Chinese runs words together: a value's
+    Chinese edge may touch anything."""
+    before = "(?<![0-9a-z])" if _ALNUM.fullmatch(value[:1]) else ""
+    after = "(?![0-9a-z])" if _ALNUM.fullmatch(value[-1:]) else ""
+    if not (before or after):
+        return value in text
+    return re.search(before + re.escape(value) + after, text) is not None
 
 
 def _bad(why: str) -> ProviderResponseError:

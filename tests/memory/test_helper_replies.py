@@ -166,3 +166,21 @@ def test_a_tag_the_text_talks_about_is_not_reasoning(
         folded = summarizer.requests[-1]["messages"][-1]["content"]
     assert "`<think>` and `</think>`; ORD-7731 ships Friday." in folded
     assert load_state(engine.state, "summary").text == summary
+
+
+def test_a_value_cut_from_a_longer_word_or_number_is_not_said(
+        chat_server: ChatServer, make_engine: Callable[..., Engine]) -> None:
+    """A helper's value cut short passed as said, being a piece of what was: age 3 for "I am
+    30", name Al for Alice, an order ORD-773 for ORD-7731, each sent every turn after as
+    a fact the user stated."""
+    chat_server.reply_words = [json.dumps({"set": [
+        {"key": "age", "value": "3", "turn": 1}, {"key": "name", "value": "Al", "turn": 1},
+        {"key": "order", "value": "ORD-773", "turn": 1},
+        {"key": "城市", "value": "杭州", "turn": 1}, {"key": "金额", "value": "5000元", "turn": 1},
+        {"key": "employer", "value": "ACME", "turn": 1}]}, ensure_ascii=False)]
+    engine = make_engine("entity", provider=helper(chat_server))
+    notices = engine.run_turn("I am 30, Alice (order ORD-7731) 住在杭州，金额5000元, work at"
+                              " ACME's lab").notices
+    assert notices == [FactsNotSaid(("age", "name", "order"))]
+    assert {f.key: f.value for f in engine.state.live_facts()} == {
+        "城市": "杭州", "金额": "5000元", "employer": "ACME"}
