@@ -10,7 +10,11 @@ import re
 REASONING = re.compile(
     r"<(think|thinking|reasoning)>.*?</\1>|<details\s+type=\"reasoning\"[^>]*>.*?</details>",
     re.DOTALL | re.IGNORECASE)
-"""A whole reasoning block."""
+"""A whole reasoning block (matched from a given start: `blocks_replaced` finds them all)."""
+_OPENING = re.compile(r"<(think|thinking|reasoning)>|<details\s+type=\"reasoning\"[^>]*>",
+                      re.IGNORECASE)
+_CLOSING = {name: re.compile(f"</{name}>", re.IGNORECASE)
+            for name in ("think", "thinking", "reasoning", "details")}
 _LEADING = re.compile(rf"\s*(?:{REASONING.pattern})", re.DOTALL | re.IGNORECASE)
 _OPENED = re.compile(r"^\s*<(think|thinking|reasoning)>", re.IGNORECASE)
 _CLOSED = re.compile(r"</(?:think|thinking|reasoning)>[ \t]*\r?\n", re.IGNORECASE)
@@ -30,3 +34,22 @@ def without_reasoning(text: str) -> str:
         return ""
     closed = _CLOSED.search(text)
     return text[closed.end():] if closed else text
+
+
+def blocks_replaced(text: str, by: str) -> str:
+    """`text` with each whole reasoning block, wherever it stands, replaced `by`: as
+    REASONING.sub, in one pass. The pattern, for each tag no closing tag follows, read on to
+    the text's end: 20,000 `<think>` in an assistant message a client sent took serve 28 s
+    of CPU (quadratic; a 16 MiB body, hours)."""
+    kept, done, at = [], 0, 0
+    unclosed: set[str] = set()  # no closing tag after a later opening either
+    while (opening := _OPENING.search(text, at)) is not None:
+        name = (opening.group(1) or "details").lower()
+        closing = None if name in unclosed else _CLOSING[name].search(text, opening.end())
+        if closing is None:
+            unclosed.add(name)
+            at = opening.end()
+            continue
+        kept += [text[done:opening.start()], by]
+        done = at = closing.end()
+    return "".join([*kept, text[done:]])
