@@ -177,10 +177,12 @@ def test_a_value_cut_from_a_longer_word_or_number_is_not_said(
         {"key": "age", "value": "3", "turn": 1}, {"key": "name", "value": "Al", "turn": 1},
         {"key": "order", "value": "ORD-773", "turn": 1},
         {"key": "城市", "value": "杭州", "turn": 1}, {"key": "金额", "value": "5000元", "turn": 1},
-        {"key": "employer", "value": "ACME", "turn": 1}]}, ensure_ascii=False)]
+        {"key": "employer", "value": "ACME", "turn": 1},
+        {"key": "meeting", "value": "10", "turn": 1}]}, ensure_ascii=False)]
     engine = make_engine("entity", provider=helper(chat_server))
     notices = engine.run_turn("I am 30, Alice (order ORD-7731) 住在杭州，金额5000元, work at"
-                              " ACME's lab").notices
+                              " ACME's lab, meet at 10am").notices
     assert notices == [FactsNotSaid(("age", "name", "order"))]
+    # A number may touch a word, and a Chinese value anything.
     assert {f.key: f.value for f in engine.state.live_facts()} == {
-        "城市": "杭州", "金额": "5000元", "employer": "ACME"}
+        "城市": "杭州", "金额": "5000元", "employer": "ACME", "meeting": "10"}
