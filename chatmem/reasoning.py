@@ -10,17 +10,46 @@ import re
 REASONING = re.compile(
     r"<(think|thinking|reasoning)>.*?</\1>|<details\s+type=\"reasoning\"[^>]*>.*?</details>",
     re.DOTALL | re.IGNORECASE)
-"""A whole reasoning block."""
+"""A whole reasoning block (matched from a given start: `blocks_replaced` finds them all)."""
+_OPENING = re.compile(r"<(think|thinking|reasoning)>|<details\s+type=\"reasoning\"[^>]*>",
+                      re.IGNORECASE)
+_CLOSING = {name: re.compile(f"</{name}>", re.IGNORECASE)
+            for name in ("think", "thinking", "reasoning", "details")}
+_LEADING = re.compile(rf"\s*(?:{REASONING.pattern})", re.DOTALL | re.IGNORECASE)
 _OPENED = re.compile(r"^\s*<(think|thinking|reasoning)>", re.IGNORECASE)
-_CLOSED = re.compile(r"</(?:think|thinking|reasoning)>", re.IGNORECASE)
+_CLOSED = re.compile(r"</(?:think|thinking|reasoning)>[ \t]*\r?\n", re.IGNORECASE)
+"""A closing tag ending its line, as a template-opened block ends ("…\\n</think>\\n\\n")."""
 
 
 def without_reasoning(text: str) -> str:
-    """`text` without its reasoning blocks. A block left open at the start is all reasoning
-    (the reply stopped at its cap mid-thought), and text up to a closing tag no block opened
-    is too (a chat template that opens the block itself: Qwen3, DeepSeek-R1)."""
-    text = REASONING.sub("", text)
+    """`text` without the reasoning blocks it begins with. A block left open at the start is
+    all reasoning (the reply stopped at its cap mid-thought), and text up to the first
+    closing tag that ends a line, no block opened, is too (a chat template that opens the
+    block itself: Qwen3, DeepSeek-R1). Reasoning comes first: a tag further in, or one
+    inside a line, is the text talking about tags ("replies end with </think>"), and
+    taken as reasoning it dropped all a summary said before it."""
+    while (block := _LEADING.match(text)) is not None:
+        text = text[block.end():]
     if _OPENED.match(text):
         return ""
-    closed = list(_CLOSED.finditer(text))
-    return text[closed[-1].end():] if closed else text
+    closed = _CLOSED.search(text)
+    return text[closed.end():] if closed else text
+
+
+def blocks_replaced(text: str, by: str) -> str:
+    """`text` with each whole reasoning block, wherever it stands, replaced `by`: as
+    REASONING.sub, in one pass. The pattern, for each tag no closing tag follows, read on to
+    the text's end: 20,000 `<think>` in an assistant message a client sent took serve 28 s
+    of CPU (quadratic; a 16 MiB body, hours)."""
+    kept, done, at = [], 0, 0
+    unclosed: set[str] = set()  # no closing tag after a later opening either
+    while (opening := _OPENING.search(text, at)) is not None:
+        name = (opening.group(1) or "details").lower()
+        closing = None if name in unclosed else _CLOSING[name].search(text, opening.end())
+        if closing is None:
+            unclosed.add(name)
+            at = opening.end()
+            continue
+        kept += [text[done:opening.start()], by]
+        done = at = closing.end()
+    return "".join([*kept, text[done:]])

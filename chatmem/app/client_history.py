@@ -15,7 +15,7 @@ from enum import Enum
 from itertools import count
 from typing import TYPE_CHECKING, Protocol
 
-from chatmem.reasoning import REASONING
+from chatmem.reasoning import blocks_replaced
 
 if TYPE_CHECKING:
     from chatmem.app.session_files import ImportProgress
@@ -35,7 +35,7 @@ def comparable(role: str, content: str) -> tuple[str, str]:
     """A message as its copies are compared: its role, and its words (every run of
     whitespace one space, none around them; an assistant's reasoning blocks left out)."""
     # Clients drop the reasoning block chatmem stored with a reply from the history they send.
-    text = REASONING.sub(" ", content) if role == "assistant" else content
+    text = blocks_replaced(content, " ") if role == "assistant" else content
     return role, " ".join(text.split())
 
 

@@ -50,6 +50,11 @@ class ModelPool:
         with self._lock:
             self._keys[history] = key
 
+    def forget_history_key(self, history: HistoryLocation) -> None:
+        """The kept key no longer opens `history` (rekeyed since): key_command is asked again."""
+        with self._lock:
+            self._keys.pop(history, None)
+
     def embedder(self, key: tuple[Any, ...],
                  open_embedder: Callable[[], Embedder | None]) -> Embedder | None:
         """The embedder `key` names (None: none configured), opened on first use: a local

@@ -197,7 +197,15 @@ class Workspace:
             return Store.empty_standing_in(where)  # nothing stored yet, nothing on disk
         try:
             kept = self._pool.history_key(where) if self._pool is not None else None
-            key = kept if kept is not None else _history_key(settings, path)
+            if kept is not None:
+                try:
+                    return Store(where, key=kept, on_upgrade=self.tell)
+                except HistoryLocked:
+                    # Rekeyed, or a backup restored over it, since: the kept key would
+                    # refuse every request until the server restarts; key_command knows.
+                    assert self._pool is not None
+                    self._pool.forget_history_key(where)
+            key = _history_key(settings, path)
             store = Store(where, key=key, on_upgrade=self.tell)
             if key is not None and self._pool is not None:
                 self._pool.keep_history_key(where, key)

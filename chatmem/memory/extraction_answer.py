@@ -150,11 +150,32 @@ def only_said(extraction: Extraction, said: Sequence[str]) -> tuple[Extraction, 
     for change in extraction.set:
         # Quotes and end punctuation are the helper's framing ("Lisbon." for "in Lisbon").
         value = anchors.normal(change.value.strip(_FRAMING)) or anchors.normal(change.value)
-        if any(value in text for text in texts):
+        if any(_whole_in(value, text) for text in texts):
             kept.append(change)
         else:
             unsaid.append(change.key)
     return replace(extraction, set=kept), unsaid
+
+
+def _whole_in(value: str, text: str) -> bool:
+    """Whether `text` holds `value` not as a piece of a longer word or number: "3" is not
+    said in "I am 30", nor "Al" in "Alice" (a helper's value cut short passed as said, and
+    was sent every turn as the user's age). A number may touch a word ("30" in "30yo") and
+    a word a number; Chinese runs words together, and a Chinese edge may touch anything."""
+    before = _EDGE.get(_kind(value[:1]), "")
+    after = _EDGE.get(_kind(value[-1:]), "")
+    if not (before or after):
+        return value in text
+    return re.search(f"(?<!{before})" * bool(before) + re.escape(value)
+                     + f"(?!{after})" * bool(after), text) is not None
+
+
+_EDGE = {"digit": "[0-9]", "letter": "[a-z]"}
+"""What a value's edge of each kind may not touch (the text folded: `anchors.normal`)."""
+
+
+def _kind(c: str) -> str:
+    return "digit" if "0" <= c <= "9" else "letter" if "a" <= c <= "z" else ""
 
 
 def _bad(why: str) -> ProviderResponseError:

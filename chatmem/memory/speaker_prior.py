@@ -54,7 +54,10 @@ def speaker_of(text: str) -> str | None:
 def _as_label(written: str) -> str | None:
     """A label as written before its colon, compared; None if it cannot be a name."""
     label = written.strip()
-    if not label or len(label.split()) > MOST_WORDS or not any(c.isalpha() for c in label):
+    # One letter is no name but a form's: "Q: … A: …", "问：… 答：…", "我：…"; as a label,
+    # "a" (or 我) in a question named it, and every answer of a pasted Q&A gained.
+    if (len(label) < 2 or len(label.split()) > MOST_WORDS
+            or not any(c.isalpha() for c in label)):
         return None
     return _compared(label)
 

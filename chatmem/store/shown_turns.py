@@ -31,6 +31,10 @@ from chatmem.store.stored_values import stored_json
 
 PART_KINDS = 7
 """len(memory.context.PART_ORDER), written out: the store does not import memory."""
+DEEPEST = 32
+"""How deep a shown context's JSON may nest. chatmem writes a dozen levels at most (a merged
+reason of recalled runs); 600 lists around a reason's run read back as JSON, then wording
+the reason recursed past Python's limit: a traceback in `inspect`."""
 
 
 def checked(db: Statements, session_id: int, address: str, request: int, turn: int,
@@ -84,12 +88,29 @@ def _is_context(stored: Any) -> bool:
     m005 hold; a row another role or a hand wrote otherwise (no parts, a count as text)
     is not, and would be a KeyError or TypeError in reading it back to show."""
     return (isinstance(stored, dict) and isinstance(stored.get("parts"), list)
+            and _nesting(stored) <= DEEPEST
             and stored.get("format", contexts.FORMAT) == contexts.FORMAT
             and _optional(stored, "budget", _whole_or_none)
             and _optional(stored, "priming", _whole) and _optional(stored, "tokens", _whole)
             and _optional(stored, "warnings", _notes) and _optional(stored, "dropped", _dropped)
             and _optional(stored, "recall", _rows)
             and all(_is_part(p, runs="format" in stored) for p in stored["parts"]))
+
+
+def _nesting(value: Any) -> int:
+    """How deep `value` nests (lists and objects), counted without recursing; once past
+    DEEPEST, no further."""
+    deepest, waiting = 0, [(value, 1)]
+    while waiting:
+        item, depth = waiting.pop()
+        if not isinstance(item, dict | list):
+            continue
+        if depth > DEEPEST:
+            return depth
+        deepest = max(deepest, depth)
+        waiting.extend((v, depth + 1) for v in (item.values() if isinstance(item, dict)
+                                                else item))
+    return deepest
 
 
 def _is_part(part: Any, *, runs: bool) -> bool:

@@ -7,7 +7,6 @@ SQLite's result code: the rest of chatmem never sees the driver.
 from __future__ import annotations
 
 import gc
-import shlex
 import sqlite3
 import threading
 from collections.abc import Callable, Iterable, Iterator, Sequence
@@ -41,11 +40,13 @@ from chatmem.store.sqlite_files import (
     check_room,
     create_private_file,
     file_identity,
+    filesystem_top,
     found_full,
     let_go,
     log_identity,
     other_names,
     room_found,
+    shell_word,
     special_file,
     wait_for,
     was_found_full,
@@ -98,8 +99,9 @@ class SqliteBackend(SqliteOpening, SqliteWords):
                 raise StoreError(
                     f"{self.path} has {others + 1} names (hard links), and chats opening it by"
                     " different names lose each other's turns: keep this one and remove the"
-                    f" other{'s' if others > 1 else ''} (`find / -xdev -samefile"
-                    f" {shlex.quote(str(self.path))}` lists them)")
+                    f" other{'s' if others > 1 else ''} (`find"
+                    f" {shell_word(filesystem_top(self.path))} -xdev -samefile"
+                    f" {shell_word(self.path)}` lists them)")
             try:
                 self.path.parent.mkdir(parents=True, exist_ok=True)
             except OSError as e:
@@ -213,7 +215,7 @@ class SqliteBackend(SqliteOpening, SqliteWords):
             # user's own history cut short or damaged, which "not a chatmem database" hid.
             return DatabaseError(
                 f"{self.path} is damaged ({error}): restore it from a backup (`sqlite3 "
-                f"{shlex.quote(str(self.path))} 'PRAGMA integrity_check'` shows where)",
+                f"{shell_word(self.path)} 'PRAGMA integrity_check'` shows where)",
                 kind=StoreFailure.DAMAGED, location=self.location, reason=str(error))
         if code in NOT_A_DATABASE:
             return NotChatmemDatabase(f"{self.path} is not a chatmem database ({error})",

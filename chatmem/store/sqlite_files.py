@@ -47,6 +47,29 @@ def other_names(path: Path) -> int:
         return 0
 
 
+def shell_word(path: Path) -> str:
+    """`path` as one word of a suggested shell command: quoted where a shell would split or
+    expand it, and not taken for an option (`sqlite3 -h.db …` is sqlite3's unknown option)."""
+    import shlex
+
+    text = str(path)
+    return shlex.quote(f"./{text}" if text.startswith("-") else text)
+
+
+def filesystem_top(path: Path) -> Path:
+    """The highest folder above `path` on its filesystem (its mount point): where `find
+    -xdev` must start to meet every hard link of it. From /, a history under a /home of its
+    own was never reached, and the command listed no name at all."""
+    try:
+        here = path.resolve()
+        device = here.stat().st_dev
+        while here.parent != here and here.parent.stat().st_dev == device:
+            here = here.parent
+    except OSError:
+        return Path("/")
+    return here if here.is_dir() else here.parent  # a file bind-mounted on its own
+
+
 def create_private_file(path: Path) -> None:
     """Create `path` readable by its owner only (0600), unless it exists.
 

@@ -326,6 +326,8 @@ def test_a_history_with_two_names_is_refused_before_a_turn_is_lost(tmp_path: Pat
     and erased the other's (five turns of B gone, integrity_check 'ok')."""
     import shlex
 
+    from chatmem.store.sqlite_files import filesystem_top
+
     db = tmp_path / "历史.db"
     assert chat(db, "s", "stored before\n").exit_code == 0
     other = tmp_path / "same file.db"
@@ -335,12 +337,47 @@ def test_a_history_with_two_names_is_refused_before_a_turn_is_lost(tmp_path: Pat
             result = chat(name, "s", "by another name\n")
             assert (result.exit_code, result.stderr) == (2, (
                 f"error: {name} has 2 names (hard links), and chats opening it by different"
-                " names lose each other's turns: keep this one and remove the other (`find / "
-                f"-xdev -samefile {shlex.quote(str(name))}` lists them)\n"))
+                " names lose each other's turns: keep this one and remove the other (`find"
+                f" {shlex.quote(str(filesystem_top(name)))} -xdev -samefile"
+                f" {shlex.quote(str(name))}` lists them)\n"))
         assert [m.content for m in held.history.messages(held.sessions.session("s").id)] == [
             "stored before", "echo #1: stored before"]
     other.unlink()
     assert chat(db, "s", "one name again\n").exit_code == 0
+
+
+def test_the_command_that_lists_a_historys_other_names_finds_them(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Review: the refusal said `find / -xdev -samefile …`, which never leaves the root's
+    filesystem: for a history on another (a /home of its own, a tmpfs) it listed no name,
+    not even the one given; and `sqlite3 -h.db …`, suggested for a damaged -h.db, was an
+    unknown option to sqlite3."""
+    import tempfile
+
+    shm = Path("/dev/shm")
+    if not shm.is_dir() or shm.stat().st_dev == Path("/").stat().st_dev:
+        pytest.skip("no filesystem other than the root's to keep a history on")
+    folder = Path(tempfile.mkdtemp(dir=shm, prefix="chatmem 历史 $(x) "))
+    try:
+        db, other = folder / "h.db", folder / "b.db"
+        assert chat(db, "s", "hello\n").exit_code == 0
+        os.link(db, other)
+        said = chat(db, "s", "again\n").stderr
+        command = re.search(r"`(find [^`]*)` lists them", said)
+        assert command is not None, said
+        found = subprocess.run(["sh", "-c", command.group(1)], capture_output=True,
+                               text=True, timeout=HANG)
+        assert sorted(found.stdout.splitlines()) == sorted([str(other), str(db)]), (
+            said, found.stderr)
+    finally:
+        import shutil
+        shutil.rmtree(folder)
+    monkeypatch.chdir(tmp_path)
+    assert chat(Path("-h.db"), "s", "hello\n").exit_code == 0
+    with open("-h.db", "r+b") as cut:
+        cut.truncate(Path("-h.db").stat().st_size // 2)
+    said = invoke("sessions", "list", "--db", "-h.db").stderr
+    assert "(`sqlite3 ./-h.db 'PRAGMA integrity_check'` shows where)" in said, said
 
 
 @pytest.mark.parametrize("made", ["fifo", "socket"])

@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 from collections.abc import Callable
 
-from chat_server import ChatServer
+from chat_server import ChatServer, running_chat_server
 from registered import create_provider
 
 from chatmem.config.settings import Settings
@@ -146,3 +146,43 @@ def test_a_fact_the_helper_forgets_is_named(
     from chatmem.render.notices import notice_text
     assert notice_text(notices[0]) == ("forgot, as the helper model read what you said: name;"
                                        " /remember KEY: VALUE keeps one again")
+
+
+def test_a_tag_the_text_talks_about_is_not_reasoning(
+        chat_server: ChatServer, make_engine: Callable[..., Engine]) -> None:
+    """A conversation about reasoning models: the summary named `</think>` inside a line, and
+    all it said before the tag (the order, the city) was taken for reasoning and dropped;
+    the chat reply quoting both tags lost what stood between them before it was folded."""
+    summary = ("The user (order ORD-7731, lives in Lisbon) asked why Qwen3 replies end with"
+               " </think> and how to strip it.")
+    chat_server.reply_words = ["Strip what lies between `<think>` and `</think>`;",
+                               " ORD-7731 ships Friday."]
+    engine = make_engine("summary", provider=helper(chat_server))
+    with running_chat_server() as summarizer:
+        summarizer.reply_words = [summary]
+        engine.helper = helper(summarizer)
+        engine.run_turn("Order ORD-7731, I live in Lisbon: why do Qwen3 replies end with"
+                        " </think>?")
+        folded = summarizer.requests[-1]["messages"][-1]["content"]
+    assert "`<think>` and `</think>`; ORD-7731 ships Friday." in folded
+    assert load_state(engine.state, "summary").text == summary
+
+
+def test_a_value_cut_from_a_longer_word_or_number_is_not_said(
+        chat_server: ChatServer, make_engine: Callable[..., Engine]) -> None:
+    """A helper's value cut short passed as said, being a piece of what was: age 3 for "I am
+    30", name Al for Alice, an order ORD-773 for ORD-7731, each sent every turn after as
+    a fact the user stated."""
+    chat_server.reply_words = [json.dumps({"set": [
+        {"key": "age", "value": "3", "turn": 1}, {"key": "name", "value": "Al", "turn": 1},
+        {"key": "order", "value": "ORD-773", "turn": 1},
+        {"key": "城市", "value": "杭州", "turn": 1}, {"key": "金额", "value": "5000元", "turn": 1},
+        {"key": "employer", "value": "ACME", "turn": 1},
+        {"key": "meeting", "value": "10", "turn": 1}]}, ensure_ascii=False)]
+    engine = make_engine("entity", provider=helper(chat_server))
+    notices = engine.run_turn("I am 30, Alice (order ORD-7731) 住在杭州，金额5000元, work at"
+                              " ACME's lab, meet at 10am").notices
+    assert notices == [FactsNotSaid(("age", "name", "order"))]
+    # A number may touch a word, and a Chinese value anything.
+    assert {f.key: f.value for f in engine.state.live_facts()} == {
+        "城市": "杭州", "金额": "5000元", "employer": "ACME", "meeting": "10"}

@@ -39,6 +39,9 @@ def recalled(context) -> list[str]:
     ("no label here", None),
     ("12:30 is when we meet", None),
     ("", None),
+    ("A: the meeting moved to Friday", None),
+    ("我：明天去杭州", None),
+    ("答：可以", None),
 ])
 def test_the_speaker_label_a_message_opens_with(text: str, label: str | None) -> None:
     assert speaker_of(text) == label
@@ -168,3 +171,18 @@ def test_one_chinese_character_names_its_speaker_only_outside_a_word(
     query: str, label: str, named: bool,
 ) -> None:
     assert names(query, label) is named
+
+
+def test_a_one_letter_label_is_a_form_not_a_speaker() -> None:
+    """Review: a pasted Q&A's answers ("A: …") gained for every question with the word "a"
+    in it, and a Chinese chat's "我：…" for every question with 我: ranked over what the
+    question was about."""
+    def candidate(position: int, text: str) -> Ranked:
+        return Ranked(position, position, position, "user", 0.0, 0.0, None, 1 - position / 10,
+                      10, text)
+
+    pool = [candidate(1, "I booked the Lisbon flight for a Friday"),
+            candidate(2, "A: the printer is on floor 2")]
+    assert [r.position for r in prefer_named(pool, "when is a flight booked?", 0.2)] == [1, 2]
+    pool = [candidate(1, "机票订在周五"), candidate(2, "我：打印机在二楼")]
+    assert [r.position for r in prefer_named(pool, "我的机票订在哪天？", 0.2)] == [1, 2]

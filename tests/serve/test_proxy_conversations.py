@@ -186,3 +186,19 @@ def test_a_regenerate_of_the_first_reply_replaces_it(
     assert [m["content"] for m in chat_server.requests[-1]["messages"]
             if m["role"] != "system"] == ["写一首关于雨的俳句"]
     assert [t[2] for t in turns(db_path)["haiku"]] == [True, True, False]
+
+
+def test_an_assistant_message_of_unclosed_tags_is_compared_in_one_pass(
+        proxy: RunningProxy) -> None:
+    """Review: reasoning blocks were left out of a client's assistant messages by a pattern
+    that read to the end of the text for each tag no closing tag followed: 25,000 `<think>`
+    (200 KB of a body serve takes up to 16 MiB) held the request ~40 s of CPU, the whole
+    server slowed meanwhile, and a 16 MiB body for hours."""
+    import time
+
+    ask = asker(proxy)
+    started = time.monotonic()
+    reply, _, _ = ask([{"role": "user", "content": "你好"},
+                       {"role": "assistant", "content": "<think>想" * 25_000},
+                       {"role": "user", "content": "再见"}])
+    assert reply and time.monotonic() - started < 10

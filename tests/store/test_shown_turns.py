@@ -193,6 +193,35 @@ def test_a_warning_whose_values_are_not_its_types_is_shown_as_the_text_stored(
             assert result.exit_code == 0, (warning, args, result.exception)
 
 
+def test_a_note_nested_past_pythons_recursion_is_one_line_naming_the_turn(
+        tmp_path: Path) -> None:
+    # Review: 600 lists around a reason's run (or a dropped note's, a warning's value) read
+    # back as JSON, then wording it was a RecursionError traceback in inspect.
+    db = str(tmp_path / "x.db")
+    with Store(db) as store:
+        chatted(store, 3)
+        (context,), = store.db.execute("SELECT context FROM turns WHERE number = 3").fetchall()
+    context = json.loads(context)
+    history = next(p for p in context["parts"] if p["kind"] == "history")
+    deep = json.loads("[" * 600 + "1" + "]" * 600)
+    parts = [{**p, "reason": {**p["reason"], "turns": deep}} if p is history else p
+             for p in context["parts"]]
+    for variant in ({**context, "parts": parts},
+                    {**context, "dropped": [{"kind": "dropped_turns", "turns": deep}]},
+                    {**context, "warnings": [{"kind": "over_budget", "tokens": deep,
+                                              "budget": 10}]}):
+        _set(db, "context", variant, 3)
+        for args in (["--request", "3"], ["--json"]):
+            result = runner.invoke(app, ["inspect", "loc", *args, "--db", db])
+            assert result.exception is None or isinstance(result.exception, SystemExit), (
+                args, type(result.exception))
+            assert result.exit_code == StoredTurnNotShown.exit_code
+            assert result.stderr.strip() == _line("loc", 3, 3, "context", NOT_AS_STORED)
+    # Nested as chatmem nests, the turn shows.
+    _set(db, "context", context, 3)
+    assert runner.invoke(app, ["inspect", "loc", "--request", "3", "--db", db]).exit_code == 0
+
+
 def test_a_message_id_past_the_stores_integers_names_no_message(tmp_path: Path) -> None:
     # Review: an id of 10**30 (a sent message's, or a recall row's) was SQLite's OverflowError
     # traceback in inspect, reading what the message said.
