@@ -11,8 +11,8 @@ from collections.abc import Collection, Sequence
 from dataclasses import dataclass, field, replace
 
 from chatmem.errors import ProviderResponseError
-from chatmem.memory import anchors
 from chatmem.memory.fact_keys import key_identity, normalize_key
+from chatmem.memory.said_values import said_in
 from chatmem.reasoning import without_reasoning
 from chatmem.store.records import FactScope
 
@@ -136,21 +136,16 @@ def _answer_json(text: str) -> object:
     raise _bad(f"not JSON ({whole.msg} at char {whole.pos})")
 
 
-_FRAMING = " \t.,;:!?\"'`“”‘’「」『』。，；：！？、"
-
-
 def only_said(extraction: Extraction, said: Sequence[str]) -> tuple[Extraction, list[str]]:
-    """The extraction minus facts whose value no text of `said` holds (width, case and
-    spacing aside), and their keys. Values are copied from the user's words (the prompt
-    says so): one that is not is the helper's own (a name it misheard, a value it
-    translated, a table it made up: 800 facts from "I live in Paris"), and kept it was sent
-    every turn as a fact the user stated."""
-    texts = [anchors.normal(t) for t in said]
+    """The extraction minus facts whose value no text of `said` holds (in a form
+    `said_values.said_in` allows: width, case, spacing, punctuation, numbers in words),
+    and their keys. Values are copied from the user's words (the prompt says so): one that
+    is not is the helper's own (a name it misheard, a value it translated, a table it made
+    up: 800 facts from "I live in Paris"), and kept it was sent every turn as a fact the
+    user stated."""
     kept, unsaid = [], []
     for change in extraction.set:
-        # Quotes and end punctuation are the helper's framing ("Lisbon." for "in Lisbon").
-        value = anchors.normal(change.value.strip(_FRAMING)) or anchors.normal(change.value)
-        if any(value in text for text in texts):
+        if said_in(change.value, said):
             kept.append(change)
         else:
             unsaid.append(change.key)
