@@ -7,6 +7,7 @@ the diff"); a replay or a report words the same notice without it.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from functools import singledispatch
 
 from chatmem import install_hint
@@ -126,32 +127,35 @@ def _(n: FactsFailed, repl_hints: bool) -> str:
     turns = span(range(n.first, n.last + 1))
     if n.passed_over is None:
         return f"facts not updated ({n.error}); {turns} will be retried"
-    remember = "; /remember KEY: VALUE keeps one" if repl_hints else ""
     return (f"facts not updated ({n.error}); {turns} passed over, their answer rejected"
-            f" {n.passed_over} times: no fact is read from them{remember}")
+            f" {n.passed_over} times: no fact is read from them{_remember(repl_hints)}")
+
+
+def _keys(keys: Sequence[str]) -> str:
+    """Fact keys listed, each cut at 40 characters (a helper's key can be a paragraph)."""
+    return listed([k if len(k) <= 40 else f"{k[:40]}…" for k in keys])
+
+
+def _remember(repl_hints: bool, again: str = "") -> str:
+    return f"; /remember KEY: VALUE keeps one{again}" if repl_hints else ""
 
 
 @_worded.register
 def _(n: FactsTooLong, repl_hints: bool) -> str:
-    keys = [k if len(k) <= 40 else f"{k[:40]}…" for k in n.keys]
-    remember = "; /remember KEY: VALUE keeps one" if repl_hints else ""
     return (f"not remembered, longer than a fact holds (key ≤ {n.key_limit:,}, value ≤"
-            f" {n.value_limit:,} characters): {listed(keys)}{remember}")
+            f" {n.value_limit:,} characters): {_keys(n.keys)}{_remember(repl_hints)}")
 
 
 @_worded.register
 def _(n: FactsNotSaid, repl_hints: bool) -> str:
-    keys = [k if len(k) <= 40 else f"{k[:40]}…" for k in n.keys]
-    remember = "; /remember KEY: VALUE keeps one" if repl_hints else ""
-    return (f"not remembered, the helper model's value is not in what you said: {listed(keys)}"
-            f"{remember}")
+    return (f"not remembered, the helper model's value is not in what you said:"
+            f" {_keys(n.keys)}{_remember(repl_hints)}")
 
 
 @_worded.register
 def _(n: FactsForgotten, repl_hints: bool) -> str:
-    keys = [k if len(k) <= 40 else f"{k[:40]}…" for k in n.keys]
-    again = "; /remember KEY: VALUE keeps one again" if repl_hints else ""
-    return f"forgot, as the helper model read what you said: {listed(keys)}{again}"
+    return (f"forgot, as the helper model read what you said: {_keys(n.keys)}"
+            f"{_remember(repl_hints, ' again')}")
 
 
 @_worded.register
