@@ -7,7 +7,6 @@ the diff"); a replay or a report words the same notice without it.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from functools import singledispatch
 
 from chatmem import install_hint
@@ -131,31 +130,35 @@ def _(n: FactsFailed, repl_hints: bool) -> str:
             f" {n.passed_over} times: no fact is read from them{_remember(repl_hints)}")
 
 
-def _keys(keys: Sequence[str]) -> str:
-    """Fact keys listed, each cut at 40 characters (a helper's key can be a paragraph)."""
-    return listed([k if len(k) <= 40 else f"{k[:40]}…" for k in keys])
+REMEMBER = "/remember KEY: VALUE"
+"""How the REPL's user stores a fact the helper did not."""
 
 
-def _remember(repl_hints: bool, again: str = "") -> str:
-    return f"; /remember KEY: VALUE keeps one{again}" if repl_hints else ""
+def _remember(repl_hints: bool) -> str:
+    return f"; {REMEMBER} keeps one" if repl_hints else ""
 
 
-@_worded.register
-def _(n: FactsTooLong, repl_hints: bool) -> str:
-    return (f"not remembered, longer than a fact holds (key ≤ {n.key_limit:,}, value ≤"
-            f" {n.value_limit:,} characters): {_keys(n.keys)}{_remember(repl_hints)}")
+@_worded.register(FactsTooLong)
+@_worded.register(FactsNotSaid)
+@_worded.register(FactsForgotten)
+def _(n: FactsTooLong | FactsNotSaid | FactsForgotten, repl_hints: bool) -> str:
+    return facts_left_text(n, REMEMBER if repl_hints else None)
 
 
-@_worded.register
-def _(n: FactsNotSaid, repl_hints: bool) -> str:
-    return (f"not remembered, the helper model's value is not in what you said:"
-            f" {_keys(n.keys)}{_remember(repl_hints)}")
-
-
-@_worded.register
-def _(n: FactsForgotten, repl_hints: bool) -> str:
-    return (f"forgot, as the helper model read what you said: {_keys(n.keys)}"
-            f"{_remember(repl_hints, ' again')}")
+def facts_left_text(n: FactsTooLong | FactsNotSaid | FactsForgotten, way: str | None) -> str:
+    """Facts the helper found and memory does not keep, by key (each cut at 40 characters:
+    a helper's key can be a paragraph); `way`: how the reader stores one itself, if it has
+    one (the REPL's /remember, an MCP client's remember tool)."""
+    keys = listed([k if len(k) <= 40 else f"{k[:40]}…" for k in n.keys])
+    again = ""
+    if isinstance(n, FactsTooLong):
+        what = (f"not remembered, longer than a fact holds (key ≤ {n.key_limit:,}, value ≤"
+                f" {n.value_limit:,} characters)")
+    elif isinstance(n, FactsNotSaid):
+        what = "not remembered, the helper model's value is not in what you said"
+    else:
+        what, again = "forgot, as the helper model read what you said", " again"
+    return f"{what}: {keys}" + (f"; {way} keeps one{again}" if way else "")
 
 
 @_worded.register
