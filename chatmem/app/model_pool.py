@@ -50,6 +50,12 @@ class ModelPool:
         with self._lock:
             self._keys[history] = key
 
+    def forget_history_key(self, history: HistoryLocation, key: str) -> None:
+        """`key` no longer opens `history` (a rekey since): the next open runs key_command."""
+        with self._lock:
+            if self._keys.get(history) == key:
+                del self._keys[history]
+
     def embedder(self, key: tuple[Any, ...],
                  open_embedder: Callable[[], Embedder | None]) -> Embedder | None:
         """The embedder `key` names (None: none configured), opened on first use: a local
