@@ -268,6 +268,11 @@ class StoreFailure(Enum):
     """Anything else the driver raised (a statement it refused)."""
 
 
+HISTORY_FAULTS = frozenset({StoreFailure.DISK, StoreFailure.READ_ONLY, StoreFailure.CANNOT_OPEN,
+                            StoreFailure.DAMAGED, StoreFailure.NOT_A_DATABASE})
+"""A history's failures only a server's owner can mend: serve and mcp log them as well as
+telling the client (who is not told where the history is)."""
+
 class StoreError(ChatmemError):
     exit_code = ExitCode.USAGE
     default_kind = StoreFailure.OTHER

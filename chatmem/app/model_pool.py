@@ -50,10 +50,11 @@ class ModelPool:
         with self._lock:
             self._keys[history] = key
 
-    def forget_history_key(self, history: HistoryLocation) -> None:
-        """The kept key no longer opens `history` (rekeyed since): key_command is asked again."""
+    def forget_history_key(self, history: HistoryLocation, key: str) -> None:
+        """`key` no longer opens `history` (a rekey since): the next open runs key_command."""
         with self._lock:
-            self._keys.pop(history, None)
+            if self._keys.get(history) == key:
+                del self._keys[history]
 
     def embedder(self, key: tuple[Any, ...],
                  open_embedder: Callable[[], Embedder | None]) -> Embedder | None:

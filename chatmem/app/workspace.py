@@ -33,6 +33,7 @@ if TYPE_CHECKING:
     from pathlib import Path
     from types import TracebackType
 
+    from chatmem.config.location import HistoryLocation
     from chatmem.config.settings import Settings, Source
     from chatmem.embeddings import Embedder
     from chatmem.evaluation.recording import LazyProvider
@@ -196,26 +197,32 @@ class Workspace:
                                "create it)")
             return Store.empty_standing_in(where)  # nothing stored yet, nothing on disk
         try:
-            kept = self._pool.history_key(where) if self._pool is not None else None
-            if kept is not None:
-                try:
-                    return Store(where, key=kept, on_upgrade=self.tell)
-                except HistoryLocked:
-                    # Rekeyed, or a backup restored over it, since: the kept key would
-                    # refuse every request until the server restarts; key_command knows.
-                    assert self._pool is not None
-                    self._pool.forget_history_key(where)
-            key = _history_key(settings, path)
-            store = Store(where, key=key, on_upgrade=self.tell)
-            if key is not None and self._pool is not None:
-                self._pool.keep_history_key(where, key)
-            return store
+            return self._keyed_store(where, path)
         except HistoryLocked as e:
             if not (e.missing and self.ask_key is not None):
                 raise
             store = Store(where, key=self.ask_key(f"key for {path}: "), on_upgrade=self.tell)
             self.key_typed = True
             return store
+
+    def _keyed_store(self, where: HistoryLocation, path: Path) -> Store:
+        """The history file opened with its configured key, or the one a server's pool
+        kept from an earlier open (key_command runs once for a server): a kept key the file
+        no longer takes (`chatmem rekey` since) is forgotten and the command run again."""
+        from chatmem.store import Store
+
+        pool = self._pool
+        kept = pool.history_key(where) if pool is not None else None
+        if pool is not None and kept is not None:
+            try:
+                return Store(where, key=kept, on_upgrade=self.tell)
+            except HistoryLocked:
+                pool.forget_history_key(where, kept)
+        key = _history_key(self.settings, path)
+        store = Store(where, key=key, on_upgrade=self.tell)
+        if key is not None and pool is not None:
+            pool.keep_history_key(where, key)
+        return store
 
     def _move_legacy_file(self) -> None:
         from chatmem.config.paths import legacy_db_left, move_legacy_db

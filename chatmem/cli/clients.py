@@ -114,7 +114,7 @@ def mcp(
     settings = settings_from(config, db, provider, model)
     people = _tokens(tokens)
     origins = _origins(allow_origin)
-    server = build_server(settings, histories=people is not None)
+    server = build_server(settings, histories=people is not None, log=_log_line)
     if http is None:
         # Over stdio a client app starts it, and shows a tool's error where it shows nothing
         # of stderr: a bad history is said by each tool call, without its path (test_memory).
@@ -143,8 +143,8 @@ def mcp(
 
 def _log_line(line: str) -> None:
     """A request refused without a token (a foreign Host or Origin, another account of this
-    machine), or the model's failure a client was told of without its details, in the log
-    of the one who started the server (stderr)."""
+    machine), or the model's failure or the history's fault a client was told of without
+    its details, in the log of the one who started the server (stderr)."""
     from chatmem.render import notice_line
 
     consoles()[1].print(notice_line(line), soft_wrap=True)

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Literal, NoReturn, TypeVar
 
 from mcp.server.mcpserver import Context
 
-from chatmem.errors import ChatmemError, NotFound
+from chatmem.errors import HISTORY_FAULTS, ChatmemError, NotFound, StoreError
 
 if TYPE_CHECKING:
     from chatmem.app.workspace import Workspace
@@ -51,14 +51,17 @@ class Memory:
     """What the tools share: the settings, the registries, and the models and embedder
     (a ModelPool: each opened once, on first use)."""
 
-    def __init__(self, settings: Settings, *, histories: bool = False) -> None:
+    def __init__(self, settings: Settings, *, histories: bool = False,
+                 log: Callable[[str], None] | None = None) -> None:
         """`histories`: each caller's history is the one its token names (`--tokens`), so
-        each history's waiting calls get a share of the server's places."""
+        each history's waiting calls get a share of the server's places. `log`: the
+        server's log (stderr), told a history fault naming its file (told_to_the_model)."""
         from chatmem.app.kept import KeptConversations
         from chatmem.app.model_pool import ModelPool
         from chatmem.plugins import load_registries
 
         self.settings = settings
+        self.log = log
         self.registries = load_registries()
         self.models = ModelPool()
         self.kept = KeptConversations(
@@ -82,7 +85,7 @@ class Memory:
         from chatmem.app import Workspace
 
         settings = self.settings_for(ctx)
-        with told_to_the_model(answer, settings), Workspace(
+        with told_to_the_model(answer, settings, self.log), Workspace(
                 settings, create=create, models=self.models, registries=self.registries) as ws:
             yield ws
 
@@ -114,7 +117,7 @@ class Memory:
                     heard.extend(ws.take_notices())
 
         settings = self.settings_for(ctx)
-        with told_to_the_model(settings=settings):
+        with told_to_the_model(settings=settings, log=self.log):
             try:
                 return self.kept.run(
                     (settings.location, conversation_id, purpose),
@@ -138,8 +141,8 @@ def opened_in(workspace: Workspace, engine: Engine[Store]) -> Engine[Store]:
 
 
 @contextmanager
-def told_to_the_model(answer: Answer = "tool",
-                      settings: Settings | None = None) -> Iterator[None]:
+def told_to_the_model(answer: Answer = "tool", settings: Settings | None = None,
+                      log: Callable[[str], None] | None = None) -> Iterator[None]:
     """A chatmem error raised inside becomes one line for the client, as the SDK passes it
     on: a ToolError from a tool, a ResourceError from a resource (not found: -32602), an
     MCPError from a prompt (any other exception would reach the client as "Error
@@ -158,6 +161,10 @@ def told_to_the_model(answer: Answer = "tool",
             raise
         _fail(answer, INTERRUPTED, not_found=False)
     except ChatmemError as e:
+        if log is not None and isinstance(e, StoreError) and e.kind in HISTORY_FAULTS:
+            from chatmem.render.errors import error_text
+
+            log(error_text(e))
         _fail(answer, client_error_text(e, settings, client=Client.MCP),
               not_found=isinstance(e, NotFound))
 

@@ -61,12 +61,14 @@ if TYPE_CHECKING:
 # -- the server -------------------------------------------------------------------------------
 
 
-def build_server(settings: Settings, *, histories: bool = False) -> MCPServer[Any]:
+def build_server(settings: Settings, *, histories: bool = False,
+                 log: Callable[[str], None] | None = None) -> MCPServer[Any]:
     """The MCP server over the history `settings` name (or, per caller over HTTP, the one
-    BearerGuard found for its token: `histories`, a tokens file)."""
+    BearerGuard found for its token: `histories`, a tokens file); `log`: the server's own
+    log, told of a history only its owner can mend."""
     from chatmem.mcp.arguments import ToolServer
 
-    memory = Memory(settings, histories=histories)
+    memory = Memory(settings, histories=histories, log=log)
 
     @asynccontextmanager
     async def closing_kept(_: MCPServer[Any]) -> AsyncIterator[dict[str, Any]]:

@@ -11,8 +11,8 @@ from collections.abc import Collection, Sequence
 from dataclasses import dataclass, field, replace
 
 from chatmem.errors import ProviderResponseError
-from chatmem.memory import anchors
 from chatmem.memory.fact_keys import key_identity, normalize_key
+from chatmem.memory.said_values import said_in
 from chatmem.reasoning import without_reasoning
 from chatmem.store.records import FactScope
 
@@ -136,46 +136,21 @@ def _answer_json(text: str) -> object:
     raise _bad(f"not JSON ({whole.msg} at char {whole.pos})")
 
 
-_FRAMING = " \t.,;:!?\"'`“”‘’「」『』。，；：！？、"
-
-
 def only_said(extraction: Extraction, said: Sequence[str]) -> tuple[Extraction, list[str]]:
-    """The extraction minus facts whose value no text of `said` holds (width, case and
-    spacing aside), and their keys. Values are copied from the user's words (the prompt
-    says so): one that is not is the helper's own (a name it misheard, a value it
-    translated, a table it made up: 800 facts from "I live in Paris"), and kept it was sent
-    every turn as a fact the user stated."""
-    texts = [anchors.normal(t) for t in said]
+    """The extraction minus facts whose value no text of `said` holds (in a form
+    `said_values.said_in` allows: width, case, spacing, punctuation, numbers in words),
+    and their keys. Values are copied from the user's words (the prompt says so): one that
+    is not is the helper's own (a name it misheard, a value it translated, a table it made
+    up: 800 facts from "I live in Paris"), and kept it was sent every turn as a fact the
+    user stated."""
     kept, unsaid = [], []
     for change in extraction.set:
-        # Quotes and end punctuation are the helper's framing ("Lisbon." for "in Lisbon").
-        value = anchors.normal(change.value.strip(_FRAMING)) or anchors.normal(change.value)
-        if any(_whole_in(value, text) for text in texts):
+        if said_in(change.value, said):
             kept.append(change)
         else:
             unsaid.append(change.key)
     return replace(extraction, set=kept), unsaid
 
-
-def _whole_in(value: str, text: str) -> bool:
-    """Whether `text` holds `value` not as a piece of a longer word or number: "3" is not
-    said in "I am 30", nor "Al" in "Alice" (a helper's value cut short passed as said, and
-    was sent every turn as the user's age). A number may touch a word ("30" in "30yo") and
-    a word a number; Chinese runs words together, and a Chinese edge may touch anything."""
-    before = _EDGE.get(_kind(value[:1]), "")
-    after = _EDGE.get(_kind(value[-1:]), "")
-    if not (before or after):
-        return value in text
-    return re.search(f"(?<!{before})" * bool(before) + re.escape(value)
-                     + f"(?!{after})" * bool(after), text) is not None
-
-
-_EDGE = {"digit": "[0-9]", "letter": "[a-z]"}
-"""What a value's edge of each kind may not touch (the text folded: `anchors.normal`)."""
-
-
-def _kind(c: str) -> str:
-    return "digit" if "0" <= c <= "9" else "letter" if "a" <= c <= "z" else ""
 
 
 def _bad(why: str) -> ProviderResponseError:

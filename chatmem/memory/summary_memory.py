@@ -34,6 +34,7 @@ from chatmem.memory.reasons import (
     SummaryVersion,
 )
 from chatmem.memory.replaced_values import mark_replaced
+from chatmem.memory.said_values import said_in
 from chatmem.memory.summary_state import SummaryState, load_state, moved
 from chatmem.notices import (
     DerivedMemory,
@@ -245,9 +246,10 @@ class SummaryMemory(BaseStrategy[Limited]):
         dropped = anchors.missing_anchors(candidates, draft.text)
         # The reverse is said, not hidden: a detail the summarizer wrote that nothing folded
         # says (a guess, an answer to the user) is memory no one stated.
-        unsaid = anchors.missing_anchors(
-            anchors.extract_anchors(summarizer.strip_clip_marker(draft.text)),
-            "\n".join([guard.mask(st.text), *said]))
+        # Said in any form a fact's value may take ($1,000 for $1000, 两个 for 2).
+        folded = ["\n".join([guard.mask(st.text), *said])]
+        unsaid = [a for a in dict.fromkeys(anchors.extract_anchors(
+            summarizer.strip_clip_marker(draft.text))) if not said_in(a, folded)]
         version = (st.latest.version if st.latest else 0) + 1
         store, session_id = env.state.store, env.state.session_id
         # A pin holding a value found sensitive since is let go, and quotes are masked.

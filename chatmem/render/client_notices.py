@@ -16,6 +16,9 @@ from chatmem.history_notices import (
     WaitingForWrite,
 )
 from chatmem.notices import (
+    FactsForgotten,
+    FactsNotSaid,
+    FactsTooLong,
     ModelChanged,
     Notice,
     SavedParamsDropped,
@@ -25,6 +28,7 @@ from chatmem.notices import (
 from chatmem.render.errors import Client, without_history
 from chatmem.render.history_notices import migrations_text, retention_applied_text
 from chatmem.render.notices import (
+    facts_left_text,
     for_this_call,
     model_changed_text,
     not_remembered_text,
@@ -63,6 +67,14 @@ def _(n: SavedParamsDropped, client: Client) -> str:
 @_for_a_client.register
 def _(n: SensitiveNotRemembered, client: Client) -> str:
     return not_remembered_text(n, "the remember tool" if client is Client.MCP else None)
+
+
+@_for_a_client.register(FactsTooLong)
+@_for_a_client.register(FactsNotSaid)
+@_for_a_client.register(FactsForgotten)
+def _(n: FactsTooLong | FactsNotSaid | FactsForgotten, client: Client) -> str:
+    # As SensitiveNotRemembered: a tool stores one where the REPL's /remember would.
+    return facts_left_text(n, "the remember tool" if client is Client.MCP else None)
 
 
 @_for_a_client.register

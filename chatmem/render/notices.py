@@ -126,32 +126,39 @@ def _(n: FactsFailed, repl_hints: bool) -> str:
     turns = span(range(n.first, n.last + 1))
     if n.passed_over is None:
         return f"facts not updated ({n.error}); {turns} will be retried"
-    remember = "; /remember KEY: VALUE keeps one" if repl_hints else ""
     return (f"facts not updated ({n.error}); {turns} passed over, their answer rejected"
-            f" {n.passed_over} times: no fact is read from them{remember}")
+            f" {n.passed_over} times: no fact is read from them{_remember(repl_hints)}")
 
 
-@_worded.register
-def _(n: FactsTooLong, repl_hints: bool) -> str:
-    keys = [k if len(k) <= 40 else f"{k[:40]}…" for k in n.keys]
-    remember = "; /remember KEY: VALUE keeps one" if repl_hints else ""
-    return (f"not remembered, longer than a fact holds (key ≤ {n.key_limit:,}, value ≤"
-            f" {n.value_limit:,} characters): {listed(keys)}{remember}")
+REMEMBER = "/remember KEY: VALUE"
+"""How the REPL's user stores a fact the helper did not."""
 
 
-@_worded.register
-def _(n: FactsNotSaid, repl_hints: bool) -> str:
-    keys = [k if len(k) <= 40 else f"{k[:40]}…" for k in n.keys]
-    remember = "; /remember KEY: VALUE keeps one" if repl_hints else ""
-    return (f"not remembered, the helper model's value is not in what you said: {listed(keys)}"
-            f"{remember}")
+def _remember(repl_hints: bool) -> str:
+    return f"; {REMEMBER} keeps one" if repl_hints else ""
 
 
-@_worded.register
-def _(n: FactsForgotten, repl_hints: bool) -> str:
-    keys = [k if len(k) <= 40 else f"{k[:40]}…" for k in n.keys]
-    again = "; /remember KEY: VALUE keeps one again" if repl_hints else ""
-    return f"forgot, as the helper model read what you said: {listed(keys)}{again}"
+@_worded.register(FactsTooLong)
+@_worded.register(FactsNotSaid)
+@_worded.register(FactsForgotten)
+def _(n: FactsTooLong | FactsNotSaid | FactsForgotten, repl_hints: bool) -> str:
+    return facts_left_text(n, REMEMBER if repl_hints else None)
+
+
+def facts_left_text(n: FactsTooLong | FactsNotSaid | FactsForgotten, way: str | None) -> str:
+    """Facts the helper found and memory does not keep, by key (each cut at 40 characters:
+    a helper's key can be a paragraph); `way`: how the reader stores one itself, if it has
+    one (the REPL's /remember, an MCP client's remember tool)."""
+    keys = listed([k if len(k) <= 40 else f"{k[:40]}…" for k in n.keys])
+    again = ""
+    if isinstance(n, FactsTooLong):
+        what = (f"not remembered, longer than a fact holds (key ≤ {n.key_limit:,}, value ≤"
+                f" {n.value_limit:,} characters)")
+    elif isinstance(n, FactsNotSaid):
+        what = "not remembered, the helper model's value is not in what you said"
+    else:
+        what, again = "forgot, as the helper model read what you said", " again"
+    return f"{what}: {keys}" + (f"; {way} keeps one{again}" if way else "")
 
 
 @_worded.register

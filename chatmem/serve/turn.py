@@ -14,11 +14,11 @@ from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from chatmem.errors import (
+    HISTORY_FAULTS,
     ChatmemError,
     NotFound,
     ProviderError,
     StoreError,
-    StoreFailure,
     TurnNotReplaceable,
 )
 from chatmem.serve.answers import error_json, finish_reason, usage_json
@@ -45,9 +45,6 @@ is kept under another name, which the server's log says)."""
 DISCONNECT_POLL = 0.2
 """Seconds between looks at whether the client of a reply that is not streamed is there."""
 DONE = object()
-HISTORY_FAULTS = frozenset({StoreFailure.DISK, StoreFailure.READ_ONLY, StoreFailure.CANNOT_OPEN,
-                            StoreFailure.DAMAGED, StoreFailure.NOT_A_DATABASE})
-"""A history's failures only the server's owner can mend: they go to its log too."""
 
 
 class _Branched(Exception):

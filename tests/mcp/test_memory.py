@@ -70,3 +70,24 @@ def test_a_history_rekeyed_while_the_server_runs_is_opened_with_the_new_key(
         return said
 
     assert with_client(db, work, config=config) == ["listed", "listed"]
+
+
+def test_a_history_fault_is_said_to_the_servers_log_with_its_file(
+        tmp_path: Path, foreign_history: Path) -> None:
+    """`chatmem serve` logs a history only its owner can mend (disk full, damaged, not
+    chatmem's), naming the file; `chatmem mcp` told only the client, without the path, and
+    the server's stderr, where its owner looks, said nothing."""
+    db = foreign_history
+
+    async def work(session: ClientSession) -> None:
+        for tool, arguments in (("list_conversations", {}),
+                                ("get_context", {"conversation_id": "旅行"})):
+            assert (await session.call_tool(tool, arguments)).is_error
+
+    errors = tmp_path / "server.err"
+    with errors.open("w", encoding="utf-8") as log:
+        with_client(db, work, errlog=log)
+    lines = [line for line in errors.read_text(encoding="utf-8").splitlines()
+             if "not a chatmem database" in line]
+    assert len(lines) == 2, errors.read_text(encoding="utf-8")
+    assert all(str(db) in line for line in lines), lines

@@ -7,6 +7,8 @@ from __future__ import annotations
 import json
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from chatmem.errors import ProviderResponseError
 from chatmem.memory.extraction import MAX_REJECTIONS, STATE_KEY
@@ -212,3 +214,64 @@ def test_a_value_framed_in_quotes_or_end_punctuation_is_what_the_user_said() -> 
     kept, unsaid = only_said(extraction, said)
     assert [c.key for c in kept.set] == ["city", "nickname", "城市"]
     assert unsaid == ["country", "mark"]
+
+
+@pytest.mark.parametrize(("value", "said"), [
+    ("Dr. Smith", "I'm Dr Smith"),
+    ("O'Brien", "my name is O’Brien"),
+    ("Dr. Smith", "I'm Dr. Jane Smith, the new GP"),
+    ("San Francisco CA", "I live in San Francisco, CA"),
+    ("3", "I have three kids"),
+    ("25", "I'm twenty-five"),
+    ("twelve", "my son is 12"),
+    ("$1000", "the budget is $1,000"),
+    ("1000 €", "it costs 1\u202f000 €"),
+    ("杭州", "订单 ORD-7731 杭州"),  # after a number, as Chinese spacing is folded
+    ("cats, dogs", "I like cats and dogs"),
+    ("2", "我有两个孩子"),
+    ("30岁", "我今年三十岁"),
+    ("两千零五", "我2005年毕业"),
+    ("猫、狗", "我喜欢猫和狗"),
+    ("克里斯保罗", "我叫克里斯·保罗"),
+    ("ＡＢＣ-１２", "order abc 12"),
+])
+def test_a_value_the_helper_tidied_is_still_what_the_user_said(value: str, said: str) -> None:
+    """A real helper writes the user's words its own way (a title's full stop, a curly
+    apostrophe, a number in digits, a list's commas); each was dropped as 'not said'."""
+    from chatmem.memory.extraction_answer import Extraction, FactChange, only_said
+    from chatmem.store.records import FactScope
+
+    extraction = Extraction(set=[FactChange("k", value, FactScope.SESSION, 1)])
+    assert only_said(extraction, [said]) == (extraction, [])
+
+
+@pytest.mark.parametrize(("value", "said"), [
+    ("Dr. Smith", "I'm Jane Smith"),       # a title the user never gave
+    ("4", "I have 14 cats"),               # a piece of a longer number
+    ("1", "I have 100 books"),
+    ("2026-07-04", "it ships July 4th"),   # a date the helper wrote its own way
+    ("Paris", "I live in France"),
+    ("李四", "我叫张三"),
+    ("王先生", "我姓王"),
+    ("cats, birds", "I like cats and dogs"),
+    ("3", "I have thirty kids"),
+])
+def test_a_value_the_user_did_not_say_is_still_dropped(value: str, said: str) -> None:
+    from chatmem.memory.extraction_answer import Extraction, FactChange, only_said
+    from chatmem.store.records import FactScope
+
+    extraction = Extraction(set=[FactChange("k", value, FactScope.SESSION, 1)])
+    assert only_said(extraction, [said]) == (Extraction(set=[]), ["k"])
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.sampled_from(["Lisbon", "杭州", "ORD-7731", "3", "twenty", "五千元", "Dr.",
+                                 "O'Brien", "cats", "和", "１２", "São", "2,000", "三"]),
+                min_size=1, max_size=8), st.data())
+def test_any_run_of_the_users_words_is_said(words: list[str], data: st.DataObject) -> None:
+    from chatmem.memory.said_values import said_in
+
+    first = data.draw(st.integers(0, len(words) - 1))
+    last = data.draw(st.integers(first + 1, len(words)))
+    text = " ".join(words)
+    assert said_in(" ".join(words[first:last]), [f"I said: {text}."])

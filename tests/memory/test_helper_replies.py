@@ -126,6 +126,18 @@ def test_a_detail_the_summarizer_wrote_that_no_turn_said_is_named(
     assert isinstance(again, SummaryUpdated) and again.unsaid == ()
 
 
+def test_a_detail_the_summarizer_wrote_in_its_own_form_is_not_named_unsaid(
+        chat_server: ChatServer, make_engine: Callable[..., Engine]) -> None:
+    """The summary notice compares as facts do: '$1000' for '$1,000' and 一万元 for 10000元
+    were named 'in the summary as no turn said it'; an invented detail still is."""
+    chat_server.reply_words = ["The user's budget is $1000, 预算一万元, order ORD-5555."]
+    engine = make_engine("summary")
+    engine.helper = helper(chat_server)
+    [updated] = engine.run_turn("My budget is $1,000 (预算10000元).").notices
+    assert isinstance(updated, SummaryUpdated)
+    assert updated.unsaid == ("ORD-5555",)
+
+
 def test_a_fact_the_helper_forgets_is_named(
         chat_server: ChatServer, make_engine: Callable[..., Engine]) -> None:
     """A helper that read "what is my name?" as a retraction erased the name without a word:

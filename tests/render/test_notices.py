@@ -20,6 +20,7 @@ from chatmem.notices import (
     ErasedWhileUpdating,
     FactsBehind,
     FactsFailed,
+    FactsForgotten,
     FactsNotSaid,
     FactsTooLong,
     Failure,
@@ -196,6 +197,30 @@ def test_a_client_is_told_no_repl_command_it_cannot_type() -> None:
         " stores one on purpose)")
     assert client_notice_text(sensitive, Client.API) == (
         "not remembered: password (sensitive details stay out of memory)")
+
+
+def test_an_mcp_client_is_told_the_tool_that_keeps_a_fact_the_helper_did_not() -> None:
+    """As a sensitive detail's notice names the remember tool: the fact notices helper57
+    added (a value not said, a fact forgotten) and a fact too long named no way for an MCP
+    client, where the REPL names /remember."""
+    from chatmem.render.client_notices import client_notice_text
+    from chatmem.render.errors import Client
+
+    unsaid, forgot = FactsNotSaid(("城市",)), FactsForgotten(("name",))
+    assert client_notice_text(unsaid, Client.MCP) == (
+        "not remembered, the helper model's value is not in what you said: 城市;"
+        " the remember tool keeps one")
+    assert client_notice_text(forgot, Client.MCP) == (
+        "forgot, as the helper model read what you said: name; the remember tool keeps one"
+        " again")
+    assert client_notice_text(FactsTooLong(("k",), 80, 400), Client.MCP).endswith(
+        ": k; the remember tool keeps one")
+    for notice in (unsaid, forgot, FactsTooLong(("k",), 80, 400)):
+        assert "remember tool" not in client_notice_text(notice, Client.API)
+        assert "keeps one" not in client_notice_text(notice, Client.API)
+        assert notice_text(notice).endswith(" keeps one" if notice is not forgot
+                                            else " keeps one again")
+        assert "/remember KEY: VALUE" in notice_text(notice)
 
 
 def test_a_catch_up_counts_its_calls_on_the_first_notice_only() -> None:

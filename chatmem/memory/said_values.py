@@ -1,0 +1,137 @@
+"""Whether a fact's value is what the user said, in the forms a helper model writes it.
+
+A helper copies a value and tidies it: "Dr Smith" becomes "Dr. Smith", "O’Brien"
+"O'Brien", "three kids" "3", "两个孩子" "2", "cats and dogs" "cats, dogs". Each form here
+keeps every word and number the user typed and adds none, so a value the user never
+said (a city guessed from a country, a translated name) still fails.
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+from collections.abc import Sequence
+from functools import lru_cache
+
+from chatmem.memory import anchors
+from chatmem.text import CJK_LETTERS
+
+# Quotes and end punctuation are the helper's framing ("Lisbon." for "in Lisbon").
+FRAMING = " \t.,;:!?\"'`“”‘’「」『』。，；：！？、"
+_EN_UNITS = ["zero", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine",
+             "ten", "eleven", "twelve", "thirteen", "fourteen", "fifteen", "sixteen",
+             "seventeen", "eighteen", "nineteen"]
+_EN_TENS = {"twenty": 20, "thirty": 30, "forty": 40, "fifty": 50, "sixty": 60, "seventy": 70,
+            "eighty": 80, "ninety": 90}
+_EN_ONES = "|".join(_EN_UNITS[1:10])
+_EN_NUMBER = re.compile(
+    rf"\b(?:(?P<tens>{'|'.join(_EN_TENS)})(?:[ -](?P<ones>{_EN_ONES}))?"
+    rf"|(?P<unit>{'|'.join(sorted(_EN_UNITS, key=len, reverse=True))}))\b")
+_ZH_DIGITS = {"零": 0, "〇": 0, "一": 1, "二": 2, "两": 2, "三": 3, "四": 4, "五": 5,
+              "六": 6, "七": 7, "八": 8, "九": 9}
+_ZH_UNITS = {"十": 10, "百": 100, "千": 1000}
+_ZH_NUMBER = re.compile("[零〇一二两三四五六七八九十百千万]+")
+# 1,000, 1_000 and 1 000 (a no-break or thin space) are 1000: a separator between a digit
+# and three more. A plain space is not one: "in 2023 100 people" holds no 2023100.
+_GROUPED = re.compile(r"(?<=\d)[,_'\u00a0\u202f](?=\d{3}(?!\d))")
+_CJK_SPACE = re.compile(rf" (?=[{CJK_LETTERS}])|(?<=[{CJK_LETTERS}]) ")
+_LIST = re.compile(r"\s*(?:[,;/&、，；]|\band\b|和|及|与)\s*")
+# A title before a name (Dr. Smith), or after it in Chinese (王先生): said when the text
+# holds the title as well as the name.
+_TITLE_BEFORE = re.compile(r"^(?:mr|mrs|ms|mx|miss|dr|prof|sir|madam) (?=\S)")
+_TITLE_AFTER = re.compile("(?<=.)(?:先生|女士|小姐|老师|医生|博士|教授)$")
+
+
+def said_in(value: str, texts: Sequence[str]) -> bool:
+    """Whether one of `texts` holds `value` in a form `value` may take (width, case,
+    spacing, punctuation, digit grouping, numbers in words or digits, a list's joiners,
+    a title the same text gives)."""
+    bare = anchors.normal(value.strip(FRAMING)) or anchors.normal(value)
+    # A number is not a piece of a longer one, nor a word of a longer one: the 4 of "14
+    # cats", the 3 of "I am 30", the Al of "Alice" are not said. A number may touch a word
+    # ("30" in "30yo"), and Chinese runs its words together: its edges touch anything.
+    whole = re.compile(f"(?<!{_touching(bare[:1])})" * bool(_touching(bare[:1]))
+                       + re.escape(bare)
+                       + f"(?!{_touching(bare[-1:])})" * bool(_touching(bare[-1:])))
+    return any(whole.search(anchors.normal(t)) for t in texts) or _in_forms(value, texts)
+
+
+_LETTER = rf"[^\W\d_{CJK_LETTERS}]"
+"""A letter of a script that spaces its words."""
+
+
+def _touching(edge: str) -> str:
+    """What a value's first or last character may not touch in the text: a digit another
+    digit, a letter of a spaced script another such letter; else nothing."""
+    if edge.isdigit():
+        return r"\d"
+    return _LETTER if re.fullmatch(_LETTER, edge) else ""
+
+
+def _in_forms(value: str, texts: Sequence[str]) -> bool:
+    # Word by word: a form is matched whole (the 1 of 100, the h of hour are not said).
+    forms = [_forms(t) for t in texts]
+    wanted = _forms(value)
+    if any(_holds(f, w) for text in forms for w, f in zip(wanted, text, strict=True)):
+        return True
+    parts = [p for p in _LIST.split(anchors.normal(value)) if p.strip(FRAMING)]
+    if len(parts) > 1 and all(_in_forms(p, texts) for p in parts):
+        return True
+    return _titled(wanted[0], forms)
+
+
+def _titled(value: str, forms: Sequence[tuple[str, str]]) -> bool:
+    for title in (_TITLE_BEFORE, _TITLE_AFTER):
+        if m := title.search(value):
+            name = (value[m.end():] if title is _TITLE_BEFORE else value[:m.start()]).strip()
+            word = m.group().strip()
+            return any(_holds(f, name) and _holds(f, word) for f, _ in forms)
+    return False
+
+
+def _holds(text: str, part: str) -> bool:
+    """Whether `text` holds `part` not inside a longer word or number (Han, Kana and
+    Hangul have no spaces between words: any place is a boundary)."""
+    return bool(part) and re.search(rf"(?<![^\W{CJK_LETTERS}]){re.escape(part)}"
+                                    rf"(?![^\W{CJK_LETTERS}])", text) is not None
+
+
+@lru_cache(maxsize=256)  # a batch's messages, asked once a value: few, and maybe long
+def _forms(text: str) -> tuple[str, str]:
+    """`text` as words (punctuation as spaces), and those words with numbers as digits."""
+    words = _words(anchors.normal(_GROUPED.sub("", text)))  # before spaces are folded
+    return words, _digits(words)
+
+
+def _words(text: str) -> str:
+    spaced = "".join(" " if unicodedata.category(c)[0] in "PZ" else c for c in text)
+    return _CJK_SPACE.sub("", " ".join(spaced.split()))
+
+
+def _digits(text: str) -> str:
+    text = _EN_NUMBER.sub(_english, text)
+    return _ZH_NUMBER.sub(lambda m: str(n) if (n := zh_value(m.group())) is not None
+                          else m.group(), text)
+
+
+def _english(m: re.Match[str]) -> str:
+    if m["unit"]:
+        return str(_EN_UNITS.index(m["unit"]))
+    return str(_EN_TENS[m["tens"]] + (_EN_UNITS.index(m["ones"]) if m["ones"] else 0))
+
+
+def zh_value(text: str) -> int | None:
+    """一百二十, 两千零五, 三万, 十二, 五: a number in Chinese numerals, or None."""
+    total, section, digit = 0, 0, None
+    for c in text:
+        if c in _ZH_DIGITS:
+            if digit is not None:
+                return None  # 一二 is no number (digit by digit is a year or an id)
+            digit = _ZH_DIGITS[c] or None
+        elif c in _ZH_UNITS:
+            section += (1 if digit is None else digit) * _ZH_UNITS[c]
+            digit = None
+        else:  # 万
+            total = (total + section + (digit or 0)) * 10_000
+            section, digit = 0, None
+    return total + section + (digit or 0)
