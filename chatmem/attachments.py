@@ -136,6 +136,38 @@ def _attachment(name: str, data: bytes, limit: TextLimit) -> Attachment:
     return Attachment(name, decode(name, _bytes_within(name, data, limit)))
 
 
+def piped_file_kind(stream: BinaryIO) -> str | None:
+    """'a PDF' or 'an image' when what is piped in begins as one (bytes looked at, not
+    taken), else None: `cat scan.png | chatmem ask -` sent the image's bytes as the
+    question, each byte not UTF-8 replaced by U+FFFD."""
+    peek = getattr(stream, "peek", None)
+    if peek is not None:
+        head = peek(_HEAD)[:_HEAD]
+    elif stream.seekable():
+        head = stream.read(_HEAD)
+        stream.seek(-len(head), 1)
+    else:
+        return None
+    text = b"\x00" not in head and _text_so_far(head)
+    if head.startswith(b"%PDF-") and (not text or _PDF_OBJECT.search(head)):
+        return "a PDF"
+    if image_mime(head) is not None and not text:
+        return "an image"
+    return None
+
+
+_HEAD = 4096
+
+
+def _text_so_far(head: bytes) -> bool:
+    """Whether `head` is UTF-8 as far as it goes (a character cut at its end is no fault)."""
+    try:
+        codecs.getincrementaldecoder("utf-8")().decode(head, final=False)
+    except UnicodeDecodeError:
+        return False
+    return True
+
+
 def _most_read(head: bytes, limit: TextLimit) -> int:
     """How much of a file starting with `head` is read: an image's or a PDF's own limit."""
     if image_mime(head) is not None:
