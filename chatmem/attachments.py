@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import codecs
 import logging
+import re
 import warnings
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -129,10 +130,42 @@ def _attachment(name: str, data: bytes, limit: TextLimit) -> Attachment:
     image = read_image(data)
     if image is not None and not _reads_as_text(data):
         return Attachment(name, image_text(image), image)
-    if data.startswith(b"%PDF-"):
+    if _is_pdf(name, data):
         return Attachment(name, _within(name, pdf_text(name, data), limit))
     # Read to an image's limit for its first bytes, yet not an image: text, held to text's.
     return Attachment(name, decode(name, _bytes_within(name, data, limit)))
+
+
+def piped_file_kind(stream: BinaryIO) -> str | None:
+    """'a PDF' or 'an image' when what is piped in begins as one (bytes looked at, not
+    taken), else None: `cat scan.png | chatmem ask -` sent the image's bytes as the
+    question, each byte not UTF-8 replaced by U+FFFD."""
+    peek = getattr(stream, "peek", None)
+    if peek is not None:
+        head = peek(_HEAD)[:_HEAD]
+    elif stream.seekable():
+        head = stream.read(_HEAD)
+        stream.seek(-len(head), 1)
+    else:
+        return None
+    text = b"\x00" not in head and _text_so_far(head)
+    if head.startswith(b"%PDF-") and (not text or _PDF_OBJECT.search(head)):
+        return "a PDF"
+    if image_mime(head) is not None and not text:
+        return "an image"
+    return None
+
+
+_HEAD = 4096
+
+
+def _text_so_far(head: bytes) -> bool:
+    """Whether `head` is UTF-8 as far as it goes (a character cut at its end is no fault)."""
+    try:
+        codecs.getincrementaldecoder("utf-8")().decode(head, final=False)
+    except UnicodeDecodeError:
+        return False
+    return True
 
 
 def _most_read(head: bytes, limit: TextLimit) -> int:
@@ -142,6 +175,19 @@ def _most_read(head: bytes, limit: TextLimit) -> int:
     if head.startswith(b"%PDF-"):
         return MOST_PDF_BYTES
     return limit.most
+
+
+def _is_pdf(name: str, data: bytes) -> bool:
+    """Whether `data` is to be read as a PDF: a note that begins "%PDF-1.7 is the version…"
+    was refused as 'not a readable PDF'. A PDF holds an object (`1 0 obj`) or a byte text
+    has not; a file named .pdf is one whatever it holds, so a cut one is refused as such."""
+    if not data.startswith(b"%PDF-"):
+        return False
+    return (name.lower().endswith(".pdf") or not _reads_as_text(data)
+            or _PDF_OBJECT.search(data) is not None)
+
+
+_PDF_OBJECT = re.compile(rb"\d+\s+\d+\s+obj\b")
 
 
 def _reads_as_text(data: bytes) -> bool:

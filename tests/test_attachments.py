@@ -14,10 +14,12 @@ from registered import create_strategy
 from chatmem.attachments import (
     MOST_PDF_BYTES,
     MOST_TEXT_BYTES,
+    STDIN,
     Attachment,
     TextLimit,
     decode,
     read_file,
+    read_piped,
 )
 from chatmem.errors import UsageError
 from chatmem.history import StoredHistory
@@ -169,3 +171,29 @@ def test_a_note_that_begins_as_an_image_header_is_text(tmp_path: Path, text: str
     note = tmp_path / "formats.txt"
     note.write_text(text, encoding="utf-8")
     assert read_file(note, LIMIT) == Attachment(str(note), text)
+
+
+@pytest.mark.parametrize("text", [
+    "%PDF-1.7 is the version our printer wants.\nPlease convert the report.\n",
+    "%PDF-1.4 是打印机要的版本。\n",
+])
+def test_a_note_that_begins_as_a_pdf_header_is_text(tmp_path: Path, text: str) -> None:
+    """`cat printer-notes.txt | chatmem ask q` (and -a printer-notes.txt) refused it as 'not
+    a readable PDF': its first five letters were taken for a PDF's header."""
+    note = tmp_path / "printer-notes.txt"
+    note.write_text(text, encoding="utf-8")
+    assert read_file(note, LIMIT) == Attachment(str(note), text)
+    with note.open("rb") as stream:
+        assert read_piped(stream, LIMIT) == Attachment(STDIN, text)
+
+
+def test_a_pdf_that_reads_as_text_is_still_a_pdf(tmp_path: Path) -> None:
+    """An all-ASCII PDF (uncompressed, as tests/documents.py writes one) is read as a PDF
+    whatever its name, and a cut one named .pdf is still refused as a PDF."""
+    document = tmp_path / "order.bin"
+    document.write_bytes(pdf("Order KW-58213 ships on Friday."))
+    assert read_file(document, LIMIT).text == "[page 1]\nOrder KW-58213 ships on Friday."
+    cut = tmp_path / "cut.pdf"
+    cut.write_bytes(b"%PDF-1.4\nnot really")
+    with pytest.raises(UsageError, match="not a readable PDF"):
+        read_file(cut, LIMIT)

@@ -180,7 +180,7 @@ def ask(
     Example: cat notes.md | chatmem ask "summarize:" -f todo.txt
     """
     from chatmem.app.conversations import open_conversation
-    from chatmem.attachments import STDIN, TextLimit, read_file, read_piped
+    from chatmem.attachments import STDIN, TextLimit, piped_file_kind, read_file, read_piped
     from chatmem.errors import EmptyInput, UsageError
     from chatmem.render.progress import ConsoleActivity
     from chatmem.repl.loop import Repl
@@ -203,6 +203,11 @@ def ask(
         if no_stdin:
             raise UsageError("TEXT - reads the question from stdin, which --no-stdin leaves"
                              " unread")
+        kind = piped_file_kind(sys.stdin.buffer)
+        if kind is not None:
+            raise UsageError(f"TEXT - reads the question from stdin, which holds {kind}: pipe "
+                             "it with the question as TEXT to attach it (cat FILE | chatmem "
+                             "ask 'what does it say?'); nothing was sent")
         # Characters: more of them than the limit's bytes are more bytes too.
         text = sys.stdin.read(limit.most + 1)
         if len(text) > limit.most:

@@ -123,10 +123,13 @@ def parse_location(location: str, origin: str | None = None) -> HistoryLocation:
                              "or a postgresql:// URL")
         if origin and text == IN_MEMORY:
             raise StoreError(f"{where}{IN_MEMORY} keeps nothing; name a file")
-        if location.endswith(("/", os.sep)):
-            # A path drops its last slash: `--db notes/` made a history file named notes.
-            raise StoreError(f"{where}{location} names a folder (it ends in /): name the "
-                             f"history file in it, e.g. {location}chatmem.db")
+        folder_end = re.search(rf"[/{re.escape(os.sep)}]\.?$", location)
+        if folder_end:
+            # A path drops its last slash, and a last ".": `--db notes/` (or notes/.) made a
+            # history file named notes.
+            raise StoreError(f"{where}{location} names a folder (it ends in "
+                             f"{folder_end.group()}): name the history file in it, e.g. "
+                             f"{location[:folder_end.start() + 1]}chatmem.db")
         return HistoryLocation.file(user_path(location))
     if not is_url(text):
         raise StoreError(f"{where}{shown}: not a history location: use a file path or a "

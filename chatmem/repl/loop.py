@@ -23,7 +23,7 @@ from chatmem.render.errors import repl_error_text
 from chatmem.repl.blocks import ESCAPE
 from chatmem.repl.chat import Chat, strategy_label
 from chatmem.repl.keys import KeyWatch, QuietTerminal, key_presses
-from chatmem.repl.table import SLASH, QuitRepl, split_words
+from chatmem.repl.table import SLASH, QuitRepl, split_closed
 from chatmem.store.records import TurnStatus
 
 if TYPE_CHECKING:
@@ -178,10 +178,7 @@ class Repl(Chat):
                 return
 
     def command(self, text: str) -> None:
-        try:
-            words = split_words(text)
-        except ValueError:
-            words = text.split()
+        words = split_closed(text)
         name, args = words[0], words[1:]
         # A system prompt is prose: /system and /model take the arguments as typed.
         self.raw_args = text.strip()[len(text.split(maxsplit=1)[0]):].strip()

@@ -230,3 +230,22 @@ def test_a_transcript_starting_with_a_byte_order_mark_imports(tmp_path: Path) ->
     assert result.exit_code == 0, result.stderr
     shown = json.loads(invoke("sessions", "show", "notepad", "--db", db, "--json").stdout)
     assert [m["content"] for m in shown["messages"]] == ["你好", "hello"]
+
+
+def test_a_pdf_or_an_image_piped_as_the_question_is_refused(photo: Path) -> None:
+    """`cat scan.png | chatmem ask -` sent the image's bytes as the question (each byte not
+    UTF-8 a U+FFFD, a notice saying so), and an all-ASCII PDF its syntax: nothing a model
+    can answer, paid for. A note that only begins '%PDF-' is still a question."""
+    document = pdf("Order KW-58213 ships on Friday.")
+    for data, kind in ((photo.read_bytes(), "an image"), (document, "a PDF"),
+                       (document.replace(b"\n", b"\n%\xe2\xe3\xcf\xd3\n", 1), "a PDF")):
+        result = invoke("ask", "-", "--provider", "scripted", input=data)
+        assert result.exit_code == 2
+        assert result.stderr == (
+            f"error: TEXT - reads the question from stdin, which holds {kind}: pipe it with "
+            "the question as TEXT to attach it (cat FILE | chatmem ask 'what does it "
+            "say?'); nothing was sent\n")
+    note = "%PDF-1.7 is the version the printer wants: which is ours?"
+    asked = invoke("ask", "-", "--provider", "scripted", input=note.encode())
+    assert asked.exit_code == 0, asked.stderr
+    assert asked.stdout == f"echo #1: {note}\n"

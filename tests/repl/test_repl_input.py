@@ -32,7 +32,7 @@ from chatmem.render.toolbar import indexing_text
 from chatmem.repl.blocks import join_blocks
 from chatmem.repl.loop import Repl
 from chatmem.repl.prompt import TOOLBAR_REFRESH_SECONDS, Prompt, toolbar_text
-from chatmem.repl.table import split_words
+from chatmem.repl.table import split_closed, split_words
 from chatmem.store import Store
 
 UP, DOWN, TAB, ESC_ENTER = "\x1b[A", "\x1b[B", "\t", "\x1b\r"
@@ -555,3 +555,22 @@ def test_tab_completes_a_file_name_with_spaces_quoted_as_one_word(
         read = [next(lines) for _ in range(3)]
     assert [split_words(line)[1:] for line in read] == [
         ["会议 纪要.md"], ["Screen Shot at 10.12.png"], ["notes.md"]]
+
+
+def test_an_open_quote_on_a_command_line_is_read_as_closed(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`/attach '会议 纪要.md` (its closing quote not typed) was split at the space:
+    "/attach: unexpected argument '纪要.md'", nothing attached; Tab reads it as closed."""
+    (tmp_path / "会议 纪要.md").write_text("周五发布\n", encoding="utf-8")
+    (tmp_path / "Screen Shot.txt").write_text("shot\n", encoding="utf-8")
+    (tmp_path / "it's.txt").write_text("apostrophe\n", encoding="utf-8")
+    monkeypatch.chdir(tmp_path)
+    store, repl = make_repl(tmp_path / "c.db")
+    with store:
+        repl.command("/attach '会议 纪要.md")
+        repl.command('/attach "Screen Shot.txt')
+        repl.command("/attach it's.txt")  # an apostrophe, not a quote: as it was
+        assert [a.name for a in repl.attached] == ["会议 纪要.md", "Screen Shot.txt", "it's.txt"]
+    assert split_closed("/forget mom's birthday") == ["/forget", "mom's", "birthday"]
+    assert split_closed("/attach \"it's notes.txt") == ["/attach", "it's notes.txt"]

@@ -219,3 +219,15 @@ def test_a_location_ending_in_a_slash_is_a_folder_refused_in_one_line(tmp_path: 
                                  f" name the history file in it, e.g. {meant}chatmem.db\n")
     assert list(tmp_path.iterdir()) == []  # nothing made
     assert parse_location(f"{tmp_path}/h.db").path == tmp_path / "h.db"
+
+
+def test_a_location_ending_in_a_slash_and_a_dot_is_a_folder_refused(tmp_path: Path) -> None:
+    """`--db notes.db/.` made a history file named notes.db (a path drops a last "."),
+    exit 0 with the turn stored there, as `--db notes/` did before it was refused."""
+    meant = f"{tmp_path}/笔记/."
+    result = invoke("ask", "s", "hi", "--db", meant, env={"CHATMEM_PROVIDER": "scripted"},
+                    code=2)
+    assert result.stderr == (f"error: --db: {meant} names a folder (it ends in /.): name the"
+                             f" history file in it, e.g. {tmp_path}/笔记/chatmem.db\n")
+    assert list(tmp_path.iterdir()) == []  # nothing made
+    assert parse_location(f"{tmp_path}/.h.db").path == tmp_path / ".h.db"
