@@ -14,8 +14,8 @@ for the front end to word.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable, Iterator, Sequence
-from contextlib import ExitStack, contextmanager
+from collections.abc import Callable, Sequence
+from contextlib import ExitStack
 from typing import TYPE_CHECKING, Any
 
 from chatmem.app.model_pool import ModelPool as ModelPool  # front ends imported it from here
@@ -396,33 +396,6 @@ def helper_source(settings: Settings) -> Source:
 
 def _provider_key(settings: Settings) -> tuple[Any, ...]:
     return tuple(repr(getattr(settings, name)) for name in PROVIDER_FIELDS)
-
-
-def check_history(settings: Settings, on_notice: Listener | None = None) -> None:
-    """Open the history `settings` name and close it again, so a server refuses a bad one
-    (an empty location, a file that is not chatmem's, a locked or unreachable one) with its
-    error before it says it listens, not at its first request; `on_notice` hears what
-    opening did (an upgrade). A file that does not exist yet is not created here: the first
-    turn creates it, as a chat's does."""
-    where = settings.location  # an empty --db or `db = ""` is refused here
-    if where.kind is LocationKind.SQLITE and not where.path.exists():
-        return
-    with Workspace(settings, create=False, on_notice=on_notice) as opened:
-        _ = opened.store
-
-
-@contextmanager
-def held_open(settings: Settings, models: ModelPool | None = None) -> Iterator[None]:
-    """Hold the history file open while a server serves it. Each request opens the file on a
-    thread of its own; the last connection to close folds SQLite's write-ahead log into the
-    file (a sync to disk), which the held one spares every request. With the server's
-    `models`, the key it opened with is theirs too."""
-    if settings.location.kind is not LocationKind.SQLITE:
-        yield
-        return
-    with Workspace(settings, models=models) as held:
-        _ = held.store
-        yield
 
 
 def _history_key(settings: Settings, path: Path) -> str | None:

@@ -108,7 +108,7 @@ def mcp(
     Example: chatmem mcp --db ~/chatmem.db   (in a client's MCP server list)
     """
     _needs("serve", "mcp")
-    from chatmem.app.workspace import check_history
+    from chatmem.app.server_history import check_history
     from chatmem.mcp.server import build_server
 
     settings = settings_from(config, db, provider, model)
@@ -190,7 +190,7 @@ def serve(
     Example: chatmem serve --port 8765 -s summary-buffer   (base_url http://127.0.0.1:8765/v1)
     """
     _needs("serve", "uvicorn")
-    from chatmem.app.workspace import check_history
+    from chatmem.app.server_history import check_history
     from chatmem.serve.listening import guarded, listening, serve_http
     from chatmem.serve.proxy import build_app
 

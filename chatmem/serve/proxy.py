@@ -46,7 +46,7 @@ def build_app(settings: Settings, *, strategy: str | None = None,
     """The HTTP application over the history and the model `settings` name; `log` hears
     each failure of the model in full, one line each (a client is told less)."""
     from chatmem.app.model_pool import ModelPool
-    from chatmem.app.workspace import held_open
+    from chatmem.app.server_history import held_open
 
     proxy = Proxy(settings, ModelPool(), strategy, log)
 

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from cli_runner import invoke
 
-from chatmem.app.workspace import check_history
+from chatmem.app.server_history import check_history
 from chatmem.config.settings import Settings
 from chatmem.errors import ExitCode
 

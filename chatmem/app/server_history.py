@@ -1,0 +1,43 @@
+"""What a server does with its history around the requests it answers: the history checked
+before it says it listens, and held open while it serves (serve, `chatmem mcp`)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import TYPE_CHECKING
+
+from chatmem.app.workspace import Workspace
+from chatmem.config.location import LocationKind
+
+if TYPE_CHECKING:
+    from chatmem.app.model_pool import ModelPool
+    from chatmem.app.workspace import Listener
+    from chatmem.config.settings import Settings
+
+
+def check_history(settings: Settings, on_notice: Listener | None = None) -> None:
+    """Open the history `settings` name and close it again, so a server refuses a bad one
+    (an empty location, a file that is not chatmem's, a locked or unreachable one) with its
+    error before it says it listens, not at its first request; `on_notice` hears what
+    opening did (an upgrade). A file that does not exist yet is not created here: the first
+    turn creates it, as a chat's does."""
+    where = settings.location  # an empty --db or `db = ""` is refused here
+    if where.kind is LocationKind.SQLITE and not where.path.exists():
+        return
+    with Workspace(settings, create=False, on_notice=on_notice) as opened:
+        _ = opened.store
+
+
+@contextmanager
+def held_open(settings: Settings, models: ModelPool | None = None) -> Iterator[None]:
+    """Hold the history file open while a server serves it. Each request opens the file on a
+    thread of its own; the last connection to close folds SQLite's write-ahead log into the
+    file (a sync to disk), which the held one spares every request. With the server's
+    `models`, the key it opened with is theirs too."""
+    if settings.location.kind is not LocationKind.SQLITE:
+        yield
+        return
+    with Workspace(settings, models=models) as held:
+        _ = held.store
+        yield
