@@ -144,6 +144,15 @@ def test_runs_past_the_history_or_repeating_it_are_refused_not_expanded(
     assert exported.exit_code == 0, exported.output
 
 
+def _chatted_context(tmp_path: Path) -> tuple[str, dict[str, Any]]:
+    """A history of three chatted turns, and turn 3's stored context as JSON reads it."""
+    db = str(tmp_path / "x.db")
+    with Store(db) as store:
+        chatted(store, 3)
+        (context,), = store.db.execute("SELECT context FROM turns WHERE number = 3").fetchall()
+    return db, json.loads(context)
+
+
 def test_the_store_counts_the_part_kinds_memory_has() -> None:
     assert len(PART_ORDER) == shown_turns.PART_KINDS
 
@@ -153,11 +162,7 @@ def test_a_reason_whose_values_are_not_its_types_is_shown_as_the_text_stored(
     # Review: a reason's kind was checked, its values not: "turns": "x" was an IndexError
     # traceback in inspect, a number a TypeError, 10**30 an OverflowError, and a recall
     # method alone (a Recalled's inner value) one with no wording.
-    db = str(tmp_path / "x.db")
-    with Store(db) as store:
-        chatted(store, 3)
-        (context,), = store.db.execute("SELECT context FROM turns WHERE number = 3").fetchall()
-    context = json.loads(context)
+    db, context = _chatted_context(tmp_path)
     history = next(p for p in context["parts"] if p["kind"] == "history")
     for reason in ({"kind": "all_turns", "strategy": "buffer", "turns": "x"},
                    {"kind": "all_turns", "strategy": "buffer", "turns": 2},
@@ -179,11 +184,7 @@ def test_a_reason_whose_values_are_not_its_types_is_shown_as_the_text_stored(
 def test_a_warning_whose_values_are_not_its_types_is_shown_as_the_text_stored(
         tmp_path: Path) -> None:
     # Review: {"kind": "over_budget", "tokens": "x"} was a ValueError traceback in inspect.
-    db = str(tmp_path / "x.db")
-    with Store(db) as store:
-        chatted(store, 3)
-        (context,), = store.db.execute("SELECT context FROM turns WHERE number = 3").fetchall()
-    context = json.loads(context)
+    db, context = _chatted_context(tmp_path)
     for warning in ({"kind": "over_budget", "tokens": "x", "budget": 10},
                     {"kind": "over_budget", "tokens": [1], "budget": None},
                     {"kind": "summary_behind", "first": 1, "last": "三"}):
@@ -197,11 +198,7 @@ def test_a_note_nested_past_pythons_recursion_is_one_line_naming_the_turn(
         tmp_path: Path) -> None:
     # Review: 600 lists around a reason's run (or a dropped note's, a warning's value) read
     # back as JSON, then wording it was a RecursionError traceback in inspect.
-    db = str(tmp_path / "x.db")
-    with Store(db) as store:
-        chatted(store, 3)
-        (context,), = store.db.execute("SELECT context FROM turns WHERE number = 3").fetchall()
-    context = json.loads(context)
+    db, context = _chatted_context(tmp_path)
     history = next(p for p in context["parts"] if p["kind"] == "history")
     deep = json.loads("[" * 600 + "1" + "]" * 600)
     parts = [{**p, "reason": {**p["reason"], "turns": deep}} if p is history else p
@@ -225,11 +222,7 @@ def test_a_note_nested_past_pythons_recursion_is_one_line_naming_the_turn(
 def test_a_message_id_past_the_stores_integers_names_no_message(tmp_path: Path) -> None:
     # Review: an id of 10**30 (a sent message's, or a recall row's) was SQLite's OverflowError
     # traceback in inspect, reading what the message said.
-    db = str(tmp_path / "x.db")
-    with Store(db) as store:
-        chatted(store, 3)
-        (context,), = store.db.execute("SELECT context FROM turns WHERE number = 3").fetchall()
-    context = json.loads(context)
+    db, context = _chatted_context(tmp_path)
     said = next(p for p in context["parts"] if p["kind"] == "input")
     parts = [{**p, "messages": [{**p["messages"][0], "id": 10**30}]} if p is said else p
              for p in context["parts"]]
