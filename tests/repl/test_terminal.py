@@ -212,7 +212,7 @@ def test_a_history_deleted_under_the_chat_is_one_line_not_a_traceback(
         made.unlink()
     terminal.keys("Up")  # the prompt already open reads the store for these keys
     terminal.keys("C-u", "still there?", "Enter")
-    terminal.wait_for("nothing was sent: ")
+    terminal.wait_for("nothing was sent:")  # its space may fall at the end of a line
     terminal.keys("Up")
     terminal.keys("C-u", "/switch ", "Tab")  # completion reads the store too
     terminal.keys("C-u", "C-d")
