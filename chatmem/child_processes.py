@@ -1,6 +1,7 @@
 """The environment chatmem starts its own Python processes in (the background indexer, an
-eval's worker pool): the current directory is never on their import path. And the one the
-user's own programs start in (an editor, a clipboard command): no history key.
+eval's worker pool): the current directory is never on their import path. (The user's own
+programs, an editor or a clipboard or key command, start in config.keys.program_environment:
+no history key.)
 
 `python -m chatmem` and a spawned multiprocessing worker (`python -c ...`) put the current
 directory first on `sys.path`, so a `typer.py` or `socket.py` in the folder the user ran
@@ -13,11 +14,7 @@ import os
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 
-from chatmem.config.keys import KEY_ENV, NEW_KEY_ENV
-
 SAFE_PATH = "PYTHONSAFEPATH"
-HISTORY_KEYS = (KEY_ENV, NEW_KEY_ENV)
-"""Where a history's key may be in the environment."""
 
 
 def python_child_environment(environment: Mapping[str, str] | None = None) -> dict[str, str]:
@@ -38,10 +35,3 @@ def safe_path_children() -> Iterator[None]:
             os.environ.pop(SAFE_PATH, None)
         else:
             os.environ[SAFE_PATH] = before
-
-
-def program_environment() -> dict[str, str]:
-    """This process's environment for a program the user named (`/edit`'s editor, a
-    clipboard_command): without the history keys, which it never needs and may hand on (an
-    editor's terminal, a plugin's shell, a crash report of its environment)."""
-    return {name: value for name, value in os.environ.items() if name not in HISTORY_KEYS}

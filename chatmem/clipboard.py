@@ -12,7 +12,7 @@ import re
 import shlex
 import subprocess
 
-from chatmem.child_processes import program_environment
+from chatmem.config.keys import program_environment
 from chatmem.errors import UsageError
 
 # CommonMark fences: up to three spaces, then three or more backticks or tildes; the block

@@ -10,7 +10,8 @@ import re
 REASONING = re.compile(
     r"<(think|thinking|reasoning)>.*?</\1>|<details\s+type=\"reasoning\"[^>]*>.*?</details>",
     re.DOTALL | re.IGNORECASE)
-"""A whole reasoning block (matched from a given start: `blocks_replaced` finds them all)."""
+"""A whole reasoning block: a reply's leading ones are left out by it (without_reasoning);
+blocks_replaced finds the same blocks anywhere, in one pass (tests/test_reasoning.py)."""
 _OPENING = re.compile(r"<(think|thinking|reasoning)>|<details\s+type=\"reasoning\"[^>]*>",
                       re.IGNORECASE)
 _CLOSING = {name: re.compile(f"</{name}>", re.IGNORECASE)

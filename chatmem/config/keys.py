@@ -9,9 +9,19 @@ from chatmem.errors import ConfigError
 from chatmem.text import is_valid
 
 KEY_ENV = "CHATMEM_KEY"
+"""The history file's key; read when a file is opened, never copied into the settings."""
 NEW_KEY_ENV = "CHATMEM_NEW_KEY"
 """The key `chatmem rekey` encrypts with, when not typed."""
-"""The history file's key; read when a file is opened, never copied into the settings."""
+HISTORY_KEYS = (KEY_ENV, NEW_KEY_ENV)
+"""Where a history's key may be in the environment."""
+
+
+def program_environment() -> dict[str, str]:
+    """This process's environment for a program the user named (`/edit`'s editor, a
+    clipboard_command, key_command): without the history keys, which it never needs and
+    may hand on (an editor's terminal, a plugin's shell, a crash report of its
+    environment, a password manager's log)."""
+    return {name: value for name, value in os.environ.items() if name not in HISTORY_KEYS}
 
 
 def key_from(variable: str) -> str | None:
@@ -56,8 +66,9 @@ def run_key_command(command: str, timeout: float) -> str:
 
     stderr = None if sys.stderr.isatty() else subprocess.DEVNULL
     try:
+        # `chatmem rekey` runs it for the current key with the new one in CHATMEM_NEW_KEY.
         done = subprocess.run(command, shell=True, stdout=subprocess.PIPE, stderr=stderr,
-                              timeout=timeout, check=False)
+                              env=program_environment(), timeout=timeout, check=False)
     except subprocess.TimeoutExpired:
         raise KeyUnavailable(f"key_command gave no key within {timeout:g} s "
                              "(key_command_timeout); nothing opened") from None

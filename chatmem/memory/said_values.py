@@ -47,13 +47,18 @@ def said_in(value: str, texts: Sequence[str]) -> bool:
     spacing, punctuation, digit grouping, numbers in words or digits, a list's joiners,
     a title the same text gives)."""
     bare = anchors.normal(value.strip(FRAMING)) or anchors.normal(value)
-    # A number is not a piece of a longer one, nor a word of a longer one: the 4 of "14
-    # cats", the 3 of "I am 30", the Al of "Alice" are not said. A number may touch a word
-    # ("30" in "30yo"), and Chinese runs its words together: its edges touch anything.
-    whole = re.compile(f"(?<!{_touching(bare[:1])})" * bool(_touching(bare[:1]))
-                       + re.escape(bare)
-                       + f"(?!{_touching(bare[-1:])})" * bool(_touching(bare[-1:])))
+    whole = _whole(bare)
     return any(whole.search(anchors.normal(t)) for t in texts) or _in_forms(value, texts)
+
+
+def _whole(part: str) -> re.Pattern[str]:
+    """`part` where it is not a piece of a longer number or word: the 4 of "14 cats", the 3
+    of "I am 30", the Al of "Alice" are not said. A number may touch a word ("30" in
+    "30yo"), and Chinese runs its words together: its edges touch anything. One rule for
+    the text as typed and for its forms (_holds)."""
+    before, after = _touching(part[:1]), _touching(part[-1:])
+    return re.compile(f"(?<!{before})" * bool(before) + re.escape(part)
+                      + f"(?!{after})" * bool(after))
 
 
 _LETTER = rf"[^\W\d_{CJK_LETTERS}]"
@@ -90,10 +95,8 @@ def _titled(value: str, forms: Sequence[tuple[str, str]]) -> bool:
 
 
 def _holds(text: str, part: str) -> bool:
-    """Whether `text` holds `part` not inside a longer word or number (Han, Kana and
-    Hangul have no spaces between words: any place is a boundary)."""
-    return bool(part) and re.search(rf"(?<![^\W{CJK_LETTERS}]){re.escape(part)}"
-                                    rf"(?![^\W{CJK_LETTERS}])", text) is not None
+    """Whether `text` holds `part` not inside a longer word or number (_whole)."""
+    return bool(part) and _whole(part).search(text) is not None
 
 
 @lru_cache(maxsize=256)  # a batch's messages, asked once a value: few, and maybe long

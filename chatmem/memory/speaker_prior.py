@@ -19,7 +19,6 @@ from collections.abc import Sequence
 from chatmem import fts
 from chatmem.memory.packing import Ranked
 from chatmem.speakers import LABEL_COLONS
-from chatmem.text import HAN
 
 _COLONS = "".join(sorted(LABEL_COLONS))
 _LABEL = re.compile(
@@ -71,13 +70,11 @@ def _spaced(c: str) -> bool:
 _SPACED = "[^\\W_\u2e80-\U0010ffff]"
 """_spaced as a pattern: a letter or digit (\\w without _) below the CJK blocks."""
 _WORDS = re.compile(f"{_SPACED}+")
-_HAN = re.compile(f"[{HAN}]")
 
 
 def names(query: str, label: str) -> bool:
-    """Whether `query` names the speaker `label` (as speaker_of gives it): as a whole word
-    where words are spaced, anywhere in Chinese (a one-character name not between two
-    other characters)."""
+    """Whether `query` names the speaker `label` (as speaker_of gives it: two characters
+    at least): as a whole word where words are spaced, anywhere in Chinese."""
     asked = _compared(query)
     return _named(asked, set(_WORDS.findall(asked)), label)
 
@@ -89,10 +86,6 @@ def _named(asked: str, words: set[str], label: str) -> bool:
     is up to 16 MiB) times the labels (4.5 s of a build for 118 labels of a's under a
     question of 100,000 a's)."""
     first, last = _spaced(label[0]), _spaced(label[-1])
-    if len(label) == 1 and label in asked and _HAN.fullmatch(label):
-        # One Han character between two others is inside a word: 方 in 这个地方叫什么, 问
-        # in 请问我 (a Q&A log's 问：), not 方 asked about (方去哪儿了, 问方：…).
-        return re.search(f"(?<![{HAN}]){label}|{label}(?![{HAN}])", asked) is not None
     if label not in asked or not (first or last):
         return label in asked
     ends = _WORDS.findall(label)

@@ -97,7 +97,7 @@ def _(error: ReplyNotShown) -> str:
     if error.address is None or error.turn is None:
         return f"{error}; it was a one-off question, kept nowhere"
     return (f"{error}; it is stored as turn {error.turn} of session {error.address!r}"
-            f" (`chatmem sessions show {shlex.quote(error.address)}` shows it)")
+            f" (`chatmem sessions show {_shell_word(error.address)}` shows it)")
 
 
 def _shell_word(text: str) -> str:
@@ -195,7 +195,7 @@ def _(error: StrategyGone, client: Client) -> str:
         Client.MCP: "start_conversation with a strategy",
         Client.API: "the model MODEL@STRATEGY",
         # /switch opens a session with its own strategy only: the way on is outside the chat.
-        Client.REPL: f"/quit, then chatmem chat {shlex.quote(error.session)} -s NAME",
+        Client.REPL: f"/quit, then chatmem chat {_shell_word(error.session)} -s NAME",
     }[client]
     return f"{error.cause}; install it again, or go on with another strategy ({way_on})"
 

@@ -92,11 +92,16 @@ def split_closed(text: str) -> list[str]:
     A quote inside a word is an apostrophe (`/forget mom's birthday`): words as typed."""
     with suppress(ValueError):
         return split_words(text)
-    for quote in ("'", '"'):
-        if re.search(rf"(?:^|\s){quote}[^{quote}]*$", text):
-            with suppress(ValueError):
-                return split_words(text + quote)
+    for quote in open_quotes(text):
+        with suppress(ValueError):
+            return split_words(text + quote)
     return text.split()
+
+
+def open_quotes(text: str) -> list[str]:
+    """The quotes that open a word of `text` and are left open (what split_closed and Tab
+    close); a quote inside a word is an apostrophe, not one."""
+    return [q for q in ("'", '"') if re.search(rf"(?:^|\s){q}[^{q}]*$", text)]
 
 
 def split_command(text: str) -> tuple[str, str]:

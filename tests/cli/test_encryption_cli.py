@@ -226,6 +226,26 @@ def test_key_command_gives_the_key_and_its_failure_is_one_line(tmp_path: Path) -
         3, "error: key_command printed no key; nothing opened\n")
 
 
+def test_key_command_runs_without_the_new_key_in_its_environment(tmp_path: Path) -> None:
+    """`chatmem rekey` ran key_command, for the current key, with CHATMEM_NEW_KEY in its
+    environment: a password manager's log or crash report had the key the file was about
+    to be locked with, as /edit's editor and clipboard_command had it before 487296d8."""
+    db, config, seen = tmp_path / "h.db", tmp_path / "config.toml", tmp_path / "env.txt"
+    Store(db, key=KEY).close()
+    dump = (f"import os, sys; open({str(seen)!r}, 'w', encoding='utf-8').write("
+            f"repr(dict(os.environ))); sys.stdout.write({KEY!r})")
+    config.write_text("key_command = " + json.dumps(
+        f"{subprocess.list2cmdline([sys.executable])} -c {json.dumps(dump)}"),
+        encoding="utf-8")
+    rekeyed = keyed("rekey", "--db", str(db), "--config", str(config),
+                    CHATMEM_NEW_KEY=NEW_KEY)
+    assert rekeyed.exit_code == 0, rekeyed.stderr
+    assert "PATH" in seen.read_text(encoding="utf-8")  # it ran, and saw the rest
+    assert NEW_KEY not in seen.read_text(encoding="utf-8")
+    with Store(db, key=NEW_KEY) as store:
+        assert store.sessions.list_sessions() == []
+
+
 SECRET = "Kc-7731 秘钥 leaked"
 """What a failing key_command printed on stdout before it failed: no output may show it."""
 

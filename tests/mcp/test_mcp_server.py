@@ -27,18 +27,17 @@ TOOLS = {"start_conversation", "record_turn", "get_context", "search_memory",
          "explain_turn"}
 
 
-def server_params(db: Path, config: Path | None = None) -> StdioServerParameters:
+def server_params(db: Path) -> StdioServerParameters:
     return StdioServerParameters(
         command=sys.executable,
-        args=["-m", "chatmem", "mcp", "--db", str(db), "--provider", "scripted",
-              *(["--config", str(config)] if config else [])],
+        args=["-m", "chatmem", "mcp", "--db", str(db), "--provider", "scripted"],
         env=dict(os.environ))
 
 
 def with_client(db: Path, work: Callable[[ClientSession], Awaitable[Any]],
-                errlog: TextIO = sys.stderr, config: Path | None = None) -> Any:
+                errlog: TextIO = sys.stderr) -> Any:
     async def run() -> Any:
-        async with stdio_client(server_params(db, config), errlog=errlog) as (read, write), \
+        async with stdio_client(server_params(db), errlog=errlog) as (read, write), \
                 ClientSession(read, write) as session:
             await session.initialize()
             return await work(session)

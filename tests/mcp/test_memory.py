@@ -3,14 +3,12 @@ where the history lives on the server."""
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import pytest
 
 pytest.importorskip("mcp", reason="chatmem[serve] (the mcp SDK) is not installed")
 
-from conftest import needs_sqlcipher
 from mcp import ClientSession
 from mcp.shared.exceptions import MCPError
 from test_mcp_server import with_client
@@ -37,39 +35,6 @@ def test_a_history_that_is_not_chatmems_is_named_without_its_path(
         assert line.endswith("the history is not a chatmem database (it has other tables)"), \
             line
         assert str(tmp_path) not in line and "记录.db" not in line
-
-
-@needs_sqlcipher
-def test_a_history_rekeyed_while_the_server_runs_is_opened_with_the_new_key(
-        tmp_path: Path) -> None:
-    # Review: the server kept the key key_command gave at its first call, and after a
-    # `chatmem rekey` between calls every call failed as 'wrong key' until it restarted;
-    # key_command, which gives the new key, was never asked again.
-    import shlex
-    import sys
-
-    from chatmem.app.privacy import rekey_file
-    from chatmem.store import Store
-
-    db, key_file, config = tmp_path / "h.db", tmp_path / "key", tmp_path / "config.toml"
-    Store(db, key="旧钥匙 1").close()
-    key_file.write_text("旧钥匙 1", encoding="utf-8")
-    reading = f"print(open({str(key_file)!r}, encoding='utf-8').read())"
-    config.write_text("key_command = " + json.dumps(
-        f"{shlex.quote(sys.executable)} -c {shlex.quote(reading)}"), encoding="utf-8")
-
-    async def work(session: ClientSession) -> list[object]:
-        said: list[object] = []
-        for n in range(2):
-            result = await session.call_tool("list_conversations", {})
-            said.append(result.content[0].text if result.is_error  # type: ignore[union-attr]
-                        else "listed")
-            if n == 0:  # between calls, the owner rekeys; key_command gives the new key
-                rekey_file(db, "旧钥匙 1", "新钥匙 2")
-                key_file.write_text("新钥匙 2", encoding="utf-8")
-        return said
-
-    assert with_client(db, work, config=config) == ["listed", "listed"]
 
 
 def test_a_history_fault_is_said_to_the_servers_log_with_its_file(

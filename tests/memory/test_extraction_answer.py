@@ -234,6 +234,12 @@ def test_a_value_framed_in_quotes_or_end_punctuation_is_what_the_user_said() -> 
     ("猫、狗", "我喜欢猫和狗"),
     ("克里斯保罗", "我叫克里斯·保罗"),
     ("ＡＢＣ-１２", "order abc 12"),
+    # A form's number touching a word, as the text as typed may ("10" in "10am"): the
+    # forms' edge rule was read57's (no letter either side), said_in's attack57b's.
+    ("10000", "I ran 10,000km last year"),
+    ("$1000", "the budget is $1,000USD"),
+    ("30岁", "I am 三十岁"),
+    ("2", "I have 两个 kids"),
 ])
 def test_a_value_the_helper_tidied_is_still_what_the_user_said(value: str, said: str) -> None:
     """A real helper writes the user's words its own way (a title's full stop, a curly
@@ -255,6 +261,8 @@ def test_a_value_the_helper_tidied_is_still_what_the_user_said(value: str, said:
     ("王先生", "我姓王"),
     ("cats, birds", "I like cats and dogs"),
     ("3", "I have thirty kids"),
+    ("100", "I ran 1,000km"),              # the forms' rule: still no piece of a number
+    ("Al", "Alice, 30yo"),
 ])
 def test_a_value_the_user_did_not_say_is_still_dropped(value: str, said: str) -> None:
     from chatmem.memory.extraction_answer import Extraction, FactChange, only_said

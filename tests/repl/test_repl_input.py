@@ -574,3 +574,29 @@ def test_an_open_quote_on_a_command_line_is_read_as_closed(
         assert [a.name for a in repl.attached] == ["会议 纪要.md", "Screen Shot.txt", "it's.txt"]
     assert split_closed("/forget mom's birthday") == ["/forget", "mom's", "birthday"]
     assert split_closed("/attach \"it's notes.txt") == ["/attach", "it's notes.txt"]
+
+
+def test_tab_reads_an_apostrophe_in_a_file_name_as_enter_does(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Tab closed any open quote, Enter (split_closed) only one opening a word: `/attach
+    it's` Tab completed files beginning 'its' (its.md) and never offered it's.txt, which
+    Enter then attaches as typed."""
+    from prompt_toolkit.completion import CompleteEvent
+    from prompt_toolkit.document import Document
+
+    from chatmem.repl.completion import SlashCompleter
+
+    for name in ("it's.txt", "its.md", "会议 纪要.md"):
+        (tmp_path / name).write_text("x\n", encoding="utf-8")
+    monkeypatch.chdir(tmp_path)
+    store, repl = make_repl(tmp_path / "c.db")
+    with store:
+        completer = SlashCompleter(repl)
+
+        def offered(text: str) -> list[str]:
+            return [c.text for c in completer.get_completions(Document(text), CompleteEvent())]
+
+        assert [split_words(w) for w in offered("/attach it's")] == [["it's.txt"]]
+        assert offered("/attach '会议") == ["'会议 纪要.md'"]  # a quote opening a word, closed
+        assert offered("/attach mom's no") == []  # two words, as Enter reads them

@@ -68,6 +68,9 @@ def test_a_reply_that_cannot_be_written_is_stored_whole_and_the_chat_stops(
     assert raised.value.exit_code == code
     assert (raised.value.address, raised.value.turn) == ("笔记", 1)
     assert "stored as turn 1 of session '笔记'" in error_text(raised.value)
+    # The command as typed: 笔记 needs no quotes (render.errors._shell_word), as a fact key's
+    # `chatmem facts forget 城市` has none; shlex.quote quoted every letter outside ASCII.
+    assert "(`chatmem sessions show 笔记` shows it)" in error_text(raised.value)
     with Store(db) as store:
         session = store.sessions.find_session("笔记")
         assert session is not None

@@ -254,7 +254,7 @@ def edit_in_editor(initial: str) -> str:
     import subprocess
     import tempfile
 
-    from chatmem.child_processes import program_environment
+    from chatmem.config.keys import program_environment
 
     editor = os.environ.get("VISUAL") or os.environ.get("EDITOR") or (
         "vi" if shutil.which("vi") else None)
