@@ -148,7 +148,7 @@ def piped_file_kind(stream: BinaryIO) -> str | None:
         stream.seek(-len(head), 1)
     else:
         return None
-    text = b"\x00" not in head and _text_so_far(head)
+    text = _reads_as_text(head, whole=False)
     if head.startswith(b"%PDF-") and (not text or _PDF_OBJECT.search(head)):
         return "a PDF"
     if image_mime(head) is not None and not text:
@@ -157,15 +157,6 @@ def piped_file_kind(stream: BinaryIO) -> str | None:
 
 
 _HEAD = 4096
-
-
-def _text_so_far(head: bytes) -> bool:
-    """Whether `head` is UTF-8 as far as it goes (a character cut at its end is no fault)."""
-    try:
-        codecs.getincrementaldecoder("utf-8")().decode(head, final=False)
-    except UnicodeDecodeError:
-        return False
-    return True
 
 
 def _most_read(head: bytes, limit: TextLimit) -> int:
@@ -190,14 +181,15 @@ def _is_pdf(name: str, data: bytes) -> bool:
 _PDF_OBJECT = re.compile(rb"\d+\s+\d+\s+obj\b")
 
 
-def _reads_as_text(data: bytes) -> bool:
+def _reads_as_text(data: bytes, *, whole: bool = True) -> bool:
     """Whether `data` is UTF-8 without a NUL: a note that begins "GIF89a is the 1989…" is
     text, not a GIF of its letters' size; a real image always holds a byte text has not
-    (a NUL among its header's sizes and fields, or a byte UTF-8 never starts with)."""
+    (a NUL among its header's sizes and fields, or a byte UTF-8 never starts with).
+    Not `whole` (the head of a stream): a character cut at its end is no fault."""
     if b"\x00" in data:
         return False
     try:
-        data.decode("utf-8")
+        codecs.getincrementaldecoder("utf-8")().decode(data, final=whole)
     except UnicodeDecodeError:
         return False
     return True

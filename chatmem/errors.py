@@ -273,6 +273,7 @@ HISTORY_FAULTS = frozenset({StoreFailure.DISK, StoreFailure.READ_ONLY, StoreFail
 """A history's failures only a server's owner can mend: serve and mcp log them as well as
 telling the client (who is not told where the history is)."""
 
+
 class StoreError(ChatmemError):
     exit_code = ExitCode.USAGE
     default_kind = StoreFailure.OTHER

@@ -17,7 +17,6 @@ if TYPE_CHECKING:
     from chatmem.privacy.retention import Erasure
 
 
-
 def _current_key(settings: "Settings", path: Path) -> str:
     """The key the encrypted file is under: configured, or typed at a terminal."""
     from chatmem.app.privacy import key_hint

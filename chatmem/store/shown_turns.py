@@ -88,7 +88,7 @@ def _is_context(stored: Any) -> bool:
     m005 hold; a row another role or a hand wrote otherwise (no parts, a count as text)
     is not, and would be a KeyError or TypeError in reading it back to show."""
     return (isinstance(stored, dict) and isinstance(stored.get("parts"), list)
-            and _nesting(stored) <= DEEPEST
+            and _shallow(stored)
             and stored.get("format", contexts.FORMAT) == contexts.FORMAT
             and _optional(stored, "budget", _whole_or_none)
             and _optional(stored, "priming", _whole) and _optional(stored, "tokens", _whole)
@@ -97,20 +97,19 @@ def _is_context(stored: Any) -> bool:
             and all(_is_part(p, runs="format" in stored) for p in stored["parts"]))
 
 
-def _nesting(value: Any) -> int:
-    """How deep `value` nests (lists and objects), counted without recursing; once past
-    DEEPEST, no further."""
-    deepest, waiting = 0, [(value, 1)]
+def _shallow(value: Any) -> bool:
+    """Whether `value` nests (lists and objects) no deeper than DEEPEST, walked without
+    recursing, and no further than one level past it."""
+    waiting = [(value, 1)]
     while waiting:
         item, depth = waiting.pop()
         if not isinstance(item, dict | list):
             continue
         if depth > DEEPEST:
-            return depth
-        deepest = max(deepest, depth)
+            return False
         waiting.extend((v, depth + 1) for v in (item.values() if isinstance(item, dict)
                                                 else item))
-    return deepest
+    return True
 
 
 def _is_part(part: Any, *, runs: bool) -> bool:
