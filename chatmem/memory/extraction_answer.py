@@ -152,6 +152,5 @@ def only_said(extraction: Extraction, said: Sequence[str]) -> tuple[Extraction, 
     return replace(extraction, set=kept), unsaid
 
 
-
 def _bad(why: str) -> ProviderResponseError:
     return ProviderResponseError(f"fact extraction answer rejected: {why}")

@@ -46,8 +46,15 @@ def _compared(text: str) -> str:
 
 def speaker_of(text: str) -> str | None:
     """The speaker label `text` opens with (compared: casefolded, …), or None."""
-    found = _LABEL.match(text, 0, OPENING)
-    return None if found is None else _as_label(found.group(1))
+    written = _written(text)
+    return None if written is None else _as_label(written)
+
+
+def _written(text: str | None) -> str | None:
+    """The label `text` opens with, as written before its colon, or None."""
+    found = (_LABEL.match(text, 0, OPENING)
+             if text and _ANY_COLON.search(text, 0, OPENING) else None)
+    return None if found is None else found.group(1)
 
 
 def _as_label(written: str) -> str | None:
@@ -105,11 +112,7 @@ def prefer_named(ranked: Sequence[Ranked], query: str, amount: float) -> list[Ra
     if not amount:
         return list(ranked)
     # Per label as written: a conversation has a few speakers, and a build 150-300 candidates.
-    written: list[str | None] = []
-    for r in ranked:
-        found = (_LABEL.match(r.text, 0, OPENING)
-                 if r.text and _ANY_COLON.search(r.text, 0, OPENING) else None)
-        written.append(None if found is None else found.group(1))
+    written = [_written(r.text) for r in ranked]
     spoken = {w: label for w in set(written) if w is not None
               if (label := _as_label(w)) is not None}
     if not spoken:
