@@ -168,7 +168,7 @@ def _(n: FactsBehind, repl_hints: bool) -> str:
 
 @_worded.register
 def _(n: SensitiveNotRemembered, repl_hints: bool) -> str:
-    return not_remembered_text(n, "/remember KEY: VALUE")
+    return not_remembered_text(n, REMEMBER)
 
 
 def not_remembered_text(n: SensitiveNotRemembered, way: str | None = None) -> str:

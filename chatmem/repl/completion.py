@@ -27,7 +27,7 @@ from chatmem.memory.fact_keys import key_identity
 from chatmem.memory.spec import StrategySpec
 from chatmem.memory.spec_candidates import parameters, spec_candidates, value_candidates
 from chatmem.render.counts import counted
-from chatmem.repl.table import SLASH, SPACES, open_quotes, split_command, split_words
+from chatmem.repl.table import SLASH, SPACES, closed_words, split_command, split_words
 
 if TYPE_CHECKING:
     from chatmem.config.settings import Settings
@@ -199,12 +199,7 @@ def _typed_path(rest: str) -> tuple[str, str] | None:
     the end of `rest`; None when a word is typed after it. A quote opening a word and left
     open is read as closed, one inside a word as an apostrophe: as Enter reads the line
     (split_closed), not `it's` as its."""
-    for close in ("", *open_quotes(rest)):
-        words = _words(rest + close)
-        if words is not None:
-            break
-    else:
-        close, words = "", rest.split()
+    close, words = closed_words(rest)
     if not words:
         return "", ""
     if not close and rest.endswith(tuple(SPACES)):

@@ -90,12 +90,15 @@ def split_closed(text: str) -> list[str]:
     """split_words, a quote opening a word and left open read as closed (as Tab completes
     it): `/attach '会议 纪要.md` split at its space named a file '会议 and refused '纪要.md'.
     A quote inside a word is an apostrophe (`/forget mom's birthday`): words as typed."""
-    with suppress(ValueError):
-        return split_words(text)
-    for quote in open_quotes(text):
+    return closed_words(text)[1]
+
+
+def closed_words(text: str) -> tuple[str, list[str]]:
+    """(the quote split_closed closed `text` with, "" if none, and its words)."""
+    for close in ("", *open_quotes(text)):
         with suppress(ValueError):
-            return split_words(text + quote)
-    return text.split()
+            return close, split_words(text + close)
+    return "", text.split()
 
 
 def open_quotes(text: str) -> list[str]:

@@ -32,7 +32,7 @@ import asyncio
 import contextlib
 import logging
 import socket
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from chatmem.serve.asgi import App, Receive, Scope, Send, refuse
@@ -95,9 +95,7 @@ class Limits:
         """These limits within this process's open-files limit (1024 by default on Linux)."""
         files = _open_files()
         ceiling = self.ceiling if files is None else min(self.ceiling, max(8, files // FILES_KEPT))
-        return Limits(min(self.requests, ceiling), ceiling, self.head_seconds,
-                      self.body_seconds, self.keep_alive_seconds, self.head_bytes,
-                      self.send_seconds)
+        return replace(self, requests=min(self.requests, ceiling), ceiling=ceiling)
 
 
 _TOO_MANY = (b"HTTP/1.1 503 Service Unavailable\r\ncontent-type: text/plain\r\n"

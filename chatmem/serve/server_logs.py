@@ -15,13 +15,12 @@ BUSY = "too many requests at once: answered 503"
 """The server's log line for a request answered 503 (Repeated says it once a minute)."""
 
 
-
 class OutOfFiles(logging.Filter):
     """A log record of running out of open files (asyncio's accept, or a request that could
     not open a file) let through as one line, without its traceback, once per `every`
     seconds; the others in between are dropped."""
 
-    def __init__(self, every: float = 60.0) -> None:
+    def __init__(self, every: float = REPEAT_SECONDS) -> None:
         super().__init__()
         self.every = every
         self.last: float | None = None
