@@ -287,6 +287,11 @@ class StoreError(ChatmemError):
         self.reason = message if reason is None else reason
         """What the database said, without the location: what a wrapping message quotes."""
 
+    @property
+    def only_owner_mends(self) -> bool:
+        """Whether only the history's owner can mend this (HISTORY_FAULTS): a server logs it."""
+        return self.kind in HISTORY_FAULTS
+
 
 class TurnPart(Enum):
     """What of a recorded turn is stored by reference to the session's messages."""

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Literal, NoReturn, TypeVar
 
 from mcp.server.mcpserver import Context
 
-from chatmem.errors import HISTORY_FAULTS, ChatmemError, NotFound, StoreError
+from chatmem.errors import ChatmemError, NotFound, StoreError
 
 if TYPE_CHECKING:
     from chatmem.app.workspace import Workspace
@@ -161,7 +161,7 @@ def told_to_the_model(answer: Answer = "tool", settings: Settings | None = None,
             raise
         _fail(answer, INTERRUPTED, not_found=False)
     except ChatmemError as e:
-        if log is not None and isinstance(e, StoreError) and e.kind in HISTORY_FAULTS:
+        if log is not None and isinstance(e, StoreError) and e.only_owner_mends:
             from chatmem.render.errors import error_text
 
             log(error_text(e))

@@ -14,7 +14,6 @@ from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from chatmem.errors import (
-    HISTORY_FAULTS,
     ChatmemError,
     NotFound,
     ProviderError,
@@ -131,7 +130,7 @@ class Turn:
         except BaseException as e:  # every failure reaches the client, as OpenAI words one
             if isinstance(e, ProviderError):
                 self.proxy.model_failed(self.asked.conversation, e)
-            elif isinstance(e, StoreError) and e.kind in HISTORY_FAULTS:
+            elif isinstance(e, StoreError) and e.only_owner_mends:
                 self.proxy.history_failed(self.asked.conversation, e)
             elif not isinstance(e, ChatmemError | KeyboardInterrupt):
                 self.proxy.failed_unexpectedly(self.asked.conversation, e, self.settings)
