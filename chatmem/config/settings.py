@@ -153,7 +153,14 @@ class Settings:
         if self.db is None or (not self.db and self.named("db") is None):
             return HistoryLocation.file(default_db_path())
         # An empty `--db "$UNSET"` or `db = ""` is refused: it meant some file, not the default.
-        return parse_location(self.db, self.named("db"))
+        where = parse_location(self.db, self.named("db"))
+        source = self.source_of("db")
+        if (where.kind is LocationKind.SQLITE and source.kind is SourceKind.FILE
+                and source.name and not where.path.is_absolute()):
+            # A file's relative `db` is beside the file, as the file is read from anywhere:
+            # read against the current folder, each folder a chat began in had its own history.
+            return HistoryLocation.file(Path(source.name).parent / where.path)
+        return where
 
     @property
     def db_path(self) -> Path:

@@ -349,3 +349,20 @@ def test_a_repr_shows_no_password_nor_key(tmp_path: Path) -> None:
     assert settings.location.target.startswith("postgresql://ann:pgpass777@")
     path = str(tmp_path / "历史.db")
     assert f"db={path!r}" in repr(Settings(db=path))
+
+
+def test_relative_db_in_a_config_file_is_beside_the_file(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Read against the current folder, each folder a chat began in had its own history."""
+    folder = tmp_path / "conf"
+    folder.mkdir()
+    path = write(folder, 'db = "histories/chat.db"\n')
+    elsewhere = tmp_path / "work"
+    elsewhere.mkdir()
+    monkeypatch.chdir(elsewhere)
+    assert load_settings(path, env={}).db_path == folder / "histories" / "chat.db"
+    # The environment and a flag are typed where the command runs: read there.
+    env = load_settings(path, env={"CHATMEM_DB": "here.db"})
+    assert env.db_path == Path("here.db")
+    absolute = write(folder, f'db = "{tmp_path / "abs.db"}"\n')
+    assert load_settings(absolute, env={}).db_path == tmp_path / "abs.db"
