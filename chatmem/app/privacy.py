@@ -91,16 +91,17 @@ def check_encryptable(path: Path) -> None:
     check_opens(path, None)
 
 
-def encrypt_file(path: Path, key: str) -> None:
+def encrypt_file(path: Path, key: str) -> Path | None:
     """Copy the plain file at `path` (see `check_encryptable`) into an encrypted one beside
     it, check it, and rename it over the original in one step: an interruption leaves the
-    original as it was."""
+    original as it was. The vector cache it deleted, if there was one."""
+    from chatmem.config.paths import vector_cache_path
     from chatmem.store import cipher
 
     cipher.convert(path, None, key)
     # The cache is never written for an encrypted history: what evals and replays of the
     # plain one left there (vectors, sha256 digests of short secrets) would outlive it.
-    drop_vector_cache()
+    return vector_cache_path() if drop_vector_cache() else None
 
 
 def decrypt_file(path: Path, key: str) -> None:
@@ -126,10 +127,10 @@ def key_hint() -> str:
     return cipher.KEY_HINT
 
 
-def drop_vector_cache() -> None:
+def drop_vector_cache() -> bool:
     """After an erasure (a command's, or retention's at start-up): the user's vector cache
     (evals and replays keep vectors and digests of the texts they embedded there) may hold
-    some of what was erased, so it goes too."""
+    some of what was erased, so it goes too. Whether there was one."""
     from chatmem.config.paths import drop_vector_cache as drop
 
-    drop()
+    return drop()

@@ -89,10 +89,15 @@ def encrypt(db: DbOption = None, config: ConfigOption = None) -> None:
     settings = settings_from(config, db)
     path = _existing(settings)
     check_encryptable(path)  # before a key is asked for: nobody types a key for nothing
-    encrypt_file(path, _new_key(settings, str(path)))
+    cache = encrypt_file(path, _new_key(settings, str(path)))
     done_for_good()
     consoles()[1].print(f"encrypted {path} ({_size(path)}); keep the key safe: without it "
                         "the history cannot be read", markup=False, soft_wrap=True)
+    if cache is not None:
+        # Said: a second eval of a large history embeds everything again, minutes of work.
+        consoles()[1].print(f"deleted the vector cache {cache}: it held vectors and digests "
+                            "of the plain history's text, and is never kept for an "
+                            "encrypted one", markup=False, soft_wrap=True)
 
 
 @handles_errors

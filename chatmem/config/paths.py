@@ -49,12 +49,15 @@ def vector_cache_path() -> Path:
     return cache_dir() / "vectors.sqlite"
 
 
-def drop_vector_cache() -> None:
+def drop_vector_cache() -> bool:
     """Delete the vector cache (its entries are vectors and digests of texts: after an
-    erasure some may be of what was erased; the next run that needs one embeds anew)."""
+    erasure some may be of what was erased; the next run that needs one embeds anew).
+    Whether there was one."""
     path = vector_cache_path()
+    existed = path.exists()
     for part in (path, path.with_name(path.name + "-wal"), path.with_name(path.name + "-shm")):
         part.unlink(missing_ok=True)
+    return existed
 
 
 def default_config_path() -> Path:

@@ -199,6 +199,8 @@ def test_encrypting_a_history_drops_the_cache_its_plain_replays_filled(tmp_path:
     done = invoke("encrypt", "--db", db, env={"CHATMEM_KEY": "a long enough passphrase 口令"})
     assert done.exit_code == 0, done.stderr
     assert not vector_cache_path().exists()
+    # Said, with where it was: the next eval embeds everything again.
+    assert f"deleted the vector cache {vector_cache_path()}" in done.stderr.replace("\n", "")
 
 
 def test_a_cache_another_process_erased_meanwhile_is_made_again_private(
