@@ -184,6 +184,11 @@ class Chat:
             # another chat added meanwhile does not become its own.
             self.seen_last_turn = self._last_turn_id()
             self.replacing = None
+            if self.attached:
+                # Said: a file attached for the old session's question went, unsaid, with
+                # the new session's first message.
+                self.notice("still attached, to your next message in this session: "
+                            + ", ".join(a.name for a in self.attached))
         for notice in new.notices:
             if not (same and isinstance(notice, ModelChanged)):  # /model says it, in its words
                 self.notice(notice_text(notice))

@@ -183,3 +183,19 @@ def test_a_file_named_with_a_leading_tilde_is_attached_and_sent_again(
     assert "Traceback" not in result.stderr
     first, again = files_parts(db, "tl")
     assert again == first and "draft: 42 pages" in first[0]["content"]
+
+
+def test_a_file_attached_before_another_session_opens_is_said_to_go_with_it(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A file attached for one session's question went with the next session's first
+    message, unsaid."""
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "会议 纪要.md").write_text("预算：三万元\n", encoding="utf-8")
+    db = tmp_path / "h.db"
+    result = chat(db, "甲", ["/attach '会议 纪要.md'", "/new 乙"])
+    assert result.exit_code == 0, result.stderr
+    assert "still attached, to your next message in this session: 会议 纪要.md" in notices(
+        result.stderr)
+    unattached = chat(db, "丙", ["/new 丁"])
+    assert unattached.exit_code == 0, unattached.stderr
+    assert not any("still attached" in line for line in notices(unattached.stderr))
