@@ -13,14 +13,14 @@ import json
 import secrets
 import urllib.request
 from collections.abc import Iterable, Iterator, Mapping
-from functools import lru_cache
+from functools import cached_property, lru_cache
 from pathlib import Path
 from typing import Any
 
 from chatmem import install_hint
 from chatmem.config.sections import LocalSection
 from chatmem.errors import NoModelAvailable, ProviderConnectionError
-from chatmem.providers.base import ChatMessages
+from chatmem.providers.base import ChatMessages, Purpose
 from chatmem.providers.openai import OpenAIProvider, OpenAIReply
 
 SMOLLM2_FILE = "SmolLM2-135M-Instruct.Q4_1.gguf"
@@ -148,8 +148,47 @@ class LocalProvider(OpenAIProvider):
             raise ProviderConnectionError(f"the local model server failed on {path}: {e}") from None
 
     def render_prompt(self, messages: Iterable[Mapping[str, str]]) -> str:
-        body = {"messages": [dict(m) for m in messages]}
+        body = {"messages": [self._as_text(m) for m in messages]}
         return str(self.post("/apply-template", body)["prompt"])
+
+    def request_stream(self, messages: ChatMessages, *, purpose: Purpose = Purpose.CHAT) -> Any:
+        return super().request_stream([self._as_text(m) for m in messages], purpose=purpose)
+
+    @cached_property
+    def markers(self) -> tuple[str, ...]:
+        """The text of the control tokens the chat template writes (`<|im_start|>`,
+        `<|im_end|>`; Llama 3's `<|start_header_id|>`), longest first.
+
+        llama.cpp reads them in a message's text too, as the tokens themselves: a pasted
+        transcript, a group chat's line or an imported message that spells them closes its
+        turn and opens a system one. A piece is one when its text alone is its token, but
+        not read as plain text (a piece whose text alone is other tokens either way is an
+        ordinary one in context: SentencePiece's " user")."""
+        sample = [{"role": "system", "content": "s"}, {"role": "user", "content": "u"},
+                  {"role": "assistant", "content": "a"}, {"role": "user", "content": "u"}]
+        prompt = self.post("/apply-template", {"messages": sample})["prompt"]
+        found: set[str] = set()
+        for token in self.post("/tokenize", {"content": prompt, "with_pieces": True})["tokens"]:
+            piece = token["piece"]
+            if not isinstance(piece, str) or len(piece) < 2 or piece in found:
+                continue  # a byte, a character: text reads it as that token too
+            alone = [self.post("/tokenize", {"content": piece, "parse_special": special})
+                     ["tokens"] for special in (True, False)]
+            if alone[0] == [token["id"]] != alone[1]:
+                found.add(piece)
+        return tuple(sorted(found, key=len, reverse=True))
+
+    def _as_text(self, message: Mapping[str, Any]) -> dict[str, Any]:
+        """`message` with the template's markers in its text escaped, as quoted data's are
+        (`&lt;|im_start|&gt;`): the model reads them as text, and so does a person reading
+        the rendered prompt kept with the turn. The stored message keeps what was said."""
+        content = message.get("content")
+        if not isinstance(content, str) or not self.markers:
+            return dict(message)
+        for marker in self.markers:
+            if marker in content:
+                content = content.replace(marker, _escaped(marker))
+        return {**message, "content": content}
 
     def stream(self, messages: ChatMessages) -> LocalReply:
         return LocalReply(self, messages)
@@ -158,3 +197,10 @@ class LocalProvider(OpenAIProvider):
         if self._counter is None:
             self._counter = LocalTokenCounter(self)
         return self._counter
+
+
+def _escaped(marker: str) -> str:
+    escaped = marker.replace("<", "&lt;").replace(">", "&gt;")
+    # A marker with no angle bracket (none of the common templates has one) is broken by a
+    # word joiner after its first character.
+    return escaped if escaped != marker else marker[:1] + "\u2060" + marker[1:]
