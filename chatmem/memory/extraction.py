@@ -18,7 +18,7 @@ the fact's history.
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from contextlib import nullcontext
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
@@ -240,6 +240,7 @@ def _extract(env: MemoryEnv, model: Provider, turns: Sequence[HistoryTurn],
         strict=True) if m.role == "user"]
     pending = [(turn, text) for turn, text, _ in said]
     sources = _first_user_messages(turns)
+    asked = _asked_here(state, sources) if pending else set()
     notices: list[Notice] = []
     extraction, refused, unsaid, forgot = Extraction(), list[str](), list[str](), list[str]()
     if pending:
@@ -266,7 +267,7 @@ def _extract(env: MemoryEnv, model: Provider, turns: Sequence[HistoryTurn],
         if pending:
             forgot = apply_extraction(state, extraction, sources,
                              user_scope=bool(env.settings and env.settings.user_facts),
-                             later=LaterFacts(state, turns))
+                             later=LaterFacts(state, turns), asked=asked)
         done()
     found = [kind for _, text, shown in said for kind in sensitive.kinds_between(text, shown)]
     if found or refused:
@@ -316,9 +317,18 @@ def _first_user_messages(turns: Sequence[HistoryTurn]) -> dict[int, int | None]:
     }
 
 
+def _asked_here(state: SessionState, sources: Mapping[int, int | None]) -> set[int]:
+    """The turns of `sources` whose user message a request of this session asked (typed,
+    asked, sent through serve or MCP): not an imported transcript's, a fork's copy or a
+    client's history adopted whole, whose "user" may be anyone."""
+    asked = state.store.history.asked(state.session_id, [i for i in sources.values() if i])
+    return {turn for turn, message in sources.items() if message in asked}
+
+
 def apply_extraction(
     state: SessionState, extraction: Extraction, sources: Mapping[int, int | None],
     *, user_scope: bool = False, later: LaterFacts | None = None,
+    asked: Collection[int] | None = None,
 ) -> list[str]:
     """Write an extraction turn by turn, so what was said last wins; the keys of the facts
     it forgot and set no value for again.
@@ -326,6 +336,9 @@ def apply_extraction(
     Facts stay in the session unless `user_scope` (the user opted in) lets the
     extractor put lasting personal ones in the user profile. `later`: what this
     session set or forgot after a turn read, which that turn leaves as it is.
+    `asked`: the turns a request of this session asked (None: all of them); another
+    turn's "user" (an imported or forked history's) may be anyone, so it sets and
+    forgets this session's facts only, never the profile's.
     """
     steps: list[tuple[int, int, FactRetraction | FactChange]] = [
         *((r.turn, 0, r) for r in extraction.retract),
@@ -333,21 +346,24 @@ def apply_extraction(
     ]
     forgot: list[str] = []
     for _turn, _order, step in sorted(steps, key=lambda s: (s[0], s[1])):
+        here = asked is None or step.turn in asked
         if isinstance(step, FactRetraction):
-            forgot += _forget(state, step, later)
+            forgot += _forget(state, step, later, here)
         else:
-            _apply_change(state, step, sources, user_scope, later)
+            _apply_change(state, step, sources, user_scope, later, here)
     live = state.live_facts() if forgot else []
     return [k for k in dict.fromkeys(forgot) if not any(same_key(f.key, k) for f in live)]
 
 
 def _forget(state: SessionState, retraction: FactRetraction,
-            later: LaterFacts | None) -> list[str]:
+            later: LaterFacts | None, asked: bool = True) -> list[str]:
     """Forget the key in the scopes the session sees it in, every form it is stored in: live
     facts show only the newest form (café composed and not), and the older one left behind
-    would come back as the key's value. A value set after the retraction's turn stays."""
+    would come back as the key's value. A value set after the retraction's turn stays; a
+    turn not `asked` here forgets the session's own value only."""
     key = retraction.key
-    live = [f for f in state.live_facts() if same_key(f.key, key)]
+    live = [f for f in state.live_facts() if same_key(f.key, key)
+            and (asked or f.scope == FactScope.SESSION)]
     if later is not None and any(later.set_after(f, retraction.turn) for f in live):
         return []
     scopes = {f.scope for f in live}
@@ -359,7 +375,7 @@ def _forget(state: SessionState, retraction: FactRetraction,
 
 def _apply_change(
     state: SessionState, change: FactChange, sources: Mapping[int, int | None],
-    user_scope: bool, later: LaterFacts | None = None,
+    user_scope: bool, later: LaterFacts | None = None, asked: bool = True,
 ) -> None:
     live = state.live_facts()
     existing = next((f for f in live if same_key(f.key, change.key)), None)
@@ -372,9 +388,10 @@ def _apply_change(
             else later.forgotten_after([change.key, *filter(None, [change.same_as])],
                                        change.turn)):
         return  # a catch-up reading an older turn: what was set or forgotten since stands
-    # An existing fact keeps its key and scope, so one fact never lives twice.
-    scope = existing.scope if existing is not None else (
-        change.scope if user_scope else FactScope.SESSION)
+    # An existing fact keeps its key and scope, so one fact never lives twice; but a turn
+    # not asked here gives this session a value of its own beside the profile's.
+    scope = (FactScope.SESSION if not asked else existing.scope if existing is not None
+             else change.scope if user_scope else FactScope.SESSION)
     if scope == FactScope.USER and not state.user:
         scope = FactScope.SESSION  # a session without a user profile keeps its facts to itself
     state.store.facts.upsert_fact(

@@ -74,6 +74,20 @@ class MessageTables:
         text): what a strategy reads through its history's `said_at`."""
         return self._column(session_id, message_ids, "created_at")
 
+    def asked(self, session_id: int, message_ids: Iterable[int]) -> set[int]:
+        """Of the session's `message_ids`, those a request recorded in the session stored as
+        its input: not an imported transcript's, a fork's copy or a client's adopted history."""
+        ids = sorted({i for i in message_ids if 0 < i <= MOST_INTEGER})
+        found: set[int] = set()
+        for start in range(0, len(ids), 500):
+            chunk = ids[start : start + 500]
+            marks = ", ".join("?" for _ in chunk)
+            found.update(row[0] for row in self._db.execute(
+                # "+session_id": by the session's index, SQLite read every turn of it.
+                f"SELECT user_message_id FROM turns WHERE +session_id = ?"
+                f" AND user_message_id IN ({marks})", [session_id, *chunk]))
+        return found
+
     def _column(self, session_id: int, message_ids: Iterable[int],
                 column: str) -> dict[int, str]:
         # A stored context's ids are a hand's or a grantee's to write: one past the store's
