@@ -46,19 +46,6 @@ class SqliteWords:
         raise NotImplementedError
 
     def index_words(self, entries: Sequence[tuple[int, str]]) -> None:
-        # A chunk of entries a statement (a turn's two messages: one), not one a row; FTS5
-        # holds a transaction's entries until it commits either way, so the index is the
-        # same. A failed statement leaves nothing of it: its entries go in one by one.
-        for start in range(0, len(entries), _CHUNK):
-            chunk = entries[start : start + _CHUNK]
-            try:
-                self.execute("INSERT INTO messages_fts (rowid, terms) VALUES "
-                             + ", ".join(["(?, ?)"] * len(chunk)),
-                             [v for entry in chunk for v in entry])
-            except StoreConflict:
-                self._index_one_by_one(chunk)
-
-    def _index_one_by_one(self, entries: Sequence[tuple[int, str]]) -> None:
         insert = "INSERT INTO messages_fts (rowid, terms) VALUES (?, ?)"
         for message_id, text in entries:
             try:
