@@ -52,8 +52,8 @@ class StoredHistory:
         first, last = max(first, 1), min(last, self._count)
         if first > last:
             return []
-        records = self.store.history.messages(self.session_id, first, last)
-        messages = self.counts.messages(records)
+        messages = self.counts.counted(self.store.history.counted_messages(
+            self.session_id, first, last, self.counts.counter.key))
         turns: dict[int, list[Message]] = {}
         for message in messages:
             turns.setdefault(message.turn or 0, []).append(message)

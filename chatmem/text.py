@@ -64,7 +64,15 @@ def whole_number(text: str) -> int | None:
 
 def is_valid(text: str) -> bool:
     """Whether `text` encodes as UTF-8 (holds no lone surrogate)."""
-    return _SURROGATES.search(text) is None
+    # ASCII is known without a read; else encoding is a C loop five times the speed of a
+    # search for a surrogate (4 against 24 us for a retrieval turn's 8 KB stored context).
+    if text.isascii():
+        return True
+    try:
+        text.encode()
+    except UnicodeEncodeError:
+        return False
+    return True
 
 
 def valid_text(text: str) -> str:

@@ -43,13 +43,14 @@ def test_newest_first_walks_every_turn_back_across_pages(store: Store) -> None:
 def spied_reads(store: Store, monkeypatch: Any) -> list[tuple[int, int | None]]:
     """The (first, last) turn of each history read from now on."""
     reads: list[tuple[int, int | None]] = []
-    original = store.history.messages
+    # StoredHistory reads a page of turns with their counts (store.history.counted_messages).
+    original = store.history.counted_messages
 
-    def spy(session_id: int, first_turn: int = 1, last_turn: int | None = None):
+    def spy(session_id: int, first_turn: int, last_turn: int, tokenizer: str):
         reads.append((first_turn, last_turn))
-        return original(session_id, first_turn, last_turn)
+        return original(session_id, first_turn, last_turn, tokenizer)
 
-    monkeypatch.setattr(store.history, "messages", spy)
+    monkeypatch.setattr(store.history, "counted_messages", spy)
     return reads
 
 

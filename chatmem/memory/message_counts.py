@@ -29,14 +29,13 @@ class MessageCounts:
         """(message id, hash of the text sent) → tokens, for messages the store has no
         count for; keyed by the text too, so a message erased meanwhile is counted anew."""
 
-    def messages(self, records: Sequence[MessageRecord]) -> list[Message]:
-        """The records as sent, with their tokens: the store's counts, read at once, else
+    def counted(self, rows: Sequence[tuple[MessageRecord, int | None]]) -> list[Message]:
+        """The records as sent, with their tokens: the store's counts, read with them
+        (`store.history.counted_messages`; None: none stored under this tokenizer), else
         counted once in this process."""
-        stored = self.store.history.cached_token_counts((r.id for r in records), self.counter.key)
         messages = []
-        for record in records:
+        for record, tokens in rows:
             text = as_sent(record)
-            tokens = stored.get(record.id)
             if tokens is None:
                 tokens = self._counted(record.id, record.role, text)
             messages.append(Message(record.role, text, tokens, record.id, record.turn))

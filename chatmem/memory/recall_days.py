@@ -35,21 +35,19 @@ if TYPE_CHECKING:
 
 
 class EarlierDays(dict[int, date | None]):
-    """The day each position's message was said if before `today` (else None), in `zone`:
-    a pool's read at once (`fill`), any other position's when first asked (`times_at`:
-    StoredRecall's, times in the user's zone)."""
+    """The day each position's message was said if before `today` (else None): a pool's
+    read at once (`fill`), any other position's when first asked (`days_at`: StoredRecall's,
+    the days in the user's zone, None where a time cannot be read)."""
 
-    def __init__(self, times_at: Callable[[Sequence[int]], Mapping[int, datetime]],
-                 zone: tzinfo, today: date) -> None:
+    def __init__(self, days_at: Callable[[Sequence[int]], Mapping[int, date | None]],
+                 today: date) -> None:
         super().__init__()
-        self.times_at, self.zone, self.today = times_at, zone, today
+        self.days_at, self.today = days_at, today
 
     def fill(self, positions: Sequence[int]) -> None:
-        times = self.times_at(positions)
-        zone, today = self.zone, self.today
+        days, today = self.days_at(positions), self.today
         for position in positions:
-            moment = times.get(position)
-            day = None if moment is None else moment.astimezone(zone).date()
+            day = days.get(position)
             self[position] = day if day is not None and day < today else None
 
     def __missing__(self, position: int) -> date | None:

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from datetime import UTC, datetime, tzinfo
+from datetime import UTC, date, datetime, tzinfo
 from typing import TYPE_CHECKING, Any
 
 from chatmem.memory.context import Message
@@ -220,6 +220,20 @@ class StoredRecall:
                 record = records.get(p)
                 cache[p] = local_moment(record.created_at, self.zone) if record else None
         return {p: t for p in positions if (t := cache.get(p)) is not None}
+
+    def days_at(self, positions: Sequence[int]) -> Mapping[int, date | None]:
+        """The day each message at `positions` was said in the user's zone (None: its time
+        cannot be read), each worked out once per process: recall asks it of its whole pool
+        at every build (recall_days.EarlierDays). Holds other positions too."""
+        by_zone: dict[tzinfo, dict[int, date | None]] = self.state.caches.setdefault("days", {})
+        days = by_zone.setdefault(self.zone, {})
+        missing = [p for p in positions if p not in days]
+        if missing:
+            times, zone = self.times_at(missing), self.zone
+            for p in missing:
+                moment = times.get(p)
+                days[p] = None if moment is None else moment.astimezone(zone).date()
+        return days
 
     def _times(self) -> dict[int, datetime | None]:
         """The times read so far, by position, in this zone: a date alone is noon in the

@@ -330,7 +330,7 @@ class RetrievalStrategy(BaseStrategy[RetrievalParams]):
         if said is None:
             return lambda position: None, 0
         today = said.astimezone(request.zone).date()
-        days = recall_days.EarlierDays(source.times_at, request.zone, today)
+        days = recall_days.EarlierDays(source.days_at, today)
         days.fill([r.position for r in ranked])
         # A dict's own lookup: asked ~250 times a build, a position known costs no call.
         day_at = days.__getitem__

@@ -9,6 +9,8 @@ from chatmem.store import steps
 from chatmem.store.connection import Connection, fetch_value
 from chatmem.store.records import MESSAGE_COLUMNS, MOST_INTEGER, MessageRecord
 
+_MESSAGE_COLUMNS_OF_M = ", ".join(f"m.{column}" for column in MESSAGE_COLUMNS.split(", "))
+
 
 class MessageTables:
     """A session's append-only messages and their cached token counts (`store.history`)."""
@@ -35,6 +37,18 @@ class MessageTables:
             params.append(last_turn)
         return [MessageRecord(*row) for row in self._db.execute(sql + " ORDER BY position",
                                                                params)]
+
+    def counted_messages(self, session_id: int, first_turn: int, last_turn: int,
+                         tokenizer: str) -> list[tuple[MessageRecord, int | None]]:
+        """`messages` of turns `first_turn`..`last_turn`, each with its cached token count
+        under `tokenizer` (None: not counted there): one statement, where the messages and
+        then their counts were two for every context a turn builds."""
+        rows = self._db.execute(
+            f"SELECT {_MESSAGE_COLUMNS_OF_M}, (SELECT c.tokens FROM token_counts c"
+            " WHERE c.message_id = m.id AND c.tokenizer = ?) FROM messages m"
+            " WHERE m.session_id = ? AND m.turn >= ? AND m.superseded = 0 AND m.turn <= ?"
+            " ORDER BY m.position", [tokenizer, session_id, first_turn, last_turn])
+        return [(MessageRecord(*row), tokens) for *row, tokens in rows]
 
     def messages_in_turns(self, session_id: int, turns: Iterable[int]) -> list[MessageRecord]:
         """The messages of the session's `turns` (a replaced turn's left out), in order:

@@ -39,6 +39,10 @@ the earlier requests read them all, once per failed request, growing with the sq
 session."""
 
 
+_NEXT_NUMBER = "(SELECT coalesce(max(number), 0) + 1 FROM turns WHERE session_id = ?)"
+"""A turn's number as it is inserted (its parameter: the session's id)."""
+
+
 class TurnTables:
     """Turns as they were sent, from recorded to committed or replaced (`store.turns`)."""
 
@@ -46,12 +50,6 @@ class TurnTables:
         self._connection = connection
         self._db = connection.db
         self._sessions = sessions
-
-    def _next_turn_number(self, session_id: int) -> int:
-        return int(
-            fetch_value(self._db, "SELECT coalesce(max(number), 0) + 1 FROM turns"
-                        " WHERE session_id = ?", [session_id])
-        )
 
     def commit_turn(self, turn: TurnRecord, *, sent_at: str | None = None,
                     replied_at: str | None = None,
@@ -244,16 +242,18 @@ class TurnTables:
         return None
 
     def _insert_turn(self, turn: TurnRecord) -> None:
-        turn.number = self._next_turn_number(turn.session_id)
         turn.created_at = turn.created_at or self._connection.now()
         stored = contexts.compact(self._db, turn.session_id, turn.tokenizer, turn.context)
         row = turn.to_row(stored)
         row["rendered_prompt"], row["rendered"] = rendered.to_columns(
             self._db, turn.session_id, stored, turn.rendered_prompt)
-        columns = ", ".join(row)
-        marks = ", ".join("?" for _ in row)
-        turn.id = steps.insert_id(self._db, f"INSERT INTO turns ({columns}) VALUES ({marks})",
-                                 list(row.values()))
+        # The session's next number, found by the insert itself (under the write lock, as a
+        # read before it was) rather than by a statement of its own.
+        row["number"] = turn.session_id
+        marks = ", ".join(_NEXT_NUMBER if column == "number" else "?" for column in row)
+        turn.id, turn.number = self._db.execute(
+            f"INSERT INTO turns ({', '.join(row)}) VALUES ({marks}) RETURNING id, number",
+            list(row.values())).fetchall()[0]
 
     def turns(self, session_id: int, status: TurnStatus | None = None, *,
               expanded: bool = True) -> list[TurnRecord]:

@@ -259,10 +259,15 @@ class VectorTables:
             # entry pointing into another's session, written before that rule, would keep
             # the text's entry (one per role) from pointing here.
             own = f"SELECT 1 FROM messages WHERE id = {{}} AND {self._db.own_rows}"
-            self._db.executemany(
-                "DELETE FROM vector_cache WHERE model = ? AND digest = ?"
-                f" AND NOT EXISTS ({own.format('vector_cache.message_id')})",
-                [(model, r.digest) for r in cached])
+            # One statement for the batch's digests (a turn's two), not one a digest.
+            digests = list(dict.fromkeys(r.digest for r in cached))
+            for start in range(0, len(digests), CACHE_LOOKUP):
+                chunk = digests[start : start + CACHE_LOOKUP]
+                self._db.execute(
+                    f"DELETE FROM vector_cache WHERE model = ? AND digest IN"
+                    f" ({', '.join('?' * len(chunk))})"
+                    f" AND NOT EXISTS ({own.format('vector_cache.message_id')})",
+                    [model, *chunk])
             self._db.executemany(
                 "INSERT INTO vector_cache (model, digest, message_id, context)"
                 f" SELECT ?, ?, ?, ? WHERE EXISTS ({own.format('?')})"
