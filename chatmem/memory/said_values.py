@@ -99,11 +99,18 @@ def _holds(text: str, part: str) -> bool:
     return bool(part) and _whole(part).search(text) is not None
 
 
+_NUMBER_EDGE = re.compile(rf"(?<=\d) (?={_LETTER})|(?<={_LETTER}) (?=\d)")
+"""A space between a number and a word: "180cm" is "180 cm", "9 am" "9am", "ORD-7731"
+"ORD7731", as a helper writes either for the other."""
+
+
 @lru_cache(maxsize=256)  # a batch's messages, asked once a value: few, and maybe long
 def _forms(text: str) -> tuple[str, str]:
-    """`text` as words (punctuation as spaces), and those words with numbers as digits."""
+    """`text` as words (punctuation as spaces), and those words with numbers as digits;
+    in both, a number and a word beside it are one (_NUMBER_EDGE)."""
     words = _words(anchors.normal(_GROUPED.sub("", text)))  # before spaces are folded
-    return words, _digits(words)
+    # Joined after _digits reads its words: "three 4" keeps its "three".
+    return _NUMBER_EDGE.sub("", words), _NUMBER_EDGE.sub("", _digits(words))
 
 
 def _words(text: str) -> str:

@@ -240,6 +240,13 @@ def test_a_value_framed_in_quotes_or_end_punctuation_is_what_the_user_said() -> 
     ("$1000", "the budget is $1,000USD"),
     ("30岁", "I am 三十岁"),
     ("2", "I have 两个 kids"),
+    # A number and the word beside it, spaced one way by the user and the other by the
+    # helper: each was dropped as 'not said', a correct fact lost.
+    ("180 cm", "I'm 180cm tall"),
+    ("9am", "I land at 9 am"),
+    ("ORD7731", "my order is ORD-7731"),
+    ("GPT-4", "I use gpt4 at work"),
+    ("京A12345", "我的车牌是京A·12345"),
 ])
 def test_a_value_the_helper_tidied_is_still_what_the_user_said(value: str, said: str) -> None:
     """A real helper writes the user's words its own way (a title's full stop, a curly
@@ -263,6 +270,8 @@ def test_a_value_the_helper_tidied_is_still_what_the_user_said(value: str, said:
     ("3", "I have thirty kids"),
     ("100", "I ran 1,000km"),              # the forms' rule: still no piece of a number
     ("Al", "Alice, 30yo"),
+    ("B1", "I take vitamin B 12"),        # a number and its word one, still whole
+    ("Room 1", "Room 12"),
 ])
 def test_a_value_the_user_did_not_say_is_still_dropped(value: str, said: str) -> None:
     from chatmem.memory.extraction_answer import Extraction, FactChange, only_said
