@@ -13,6 +13,7 @@ import unicodedata
 from collections.abc import Sequence
 from functools import lru_cache
 
+from chatmem import fts
 from chatmem.memory import anchors
 from chatmem.text import CJK_LETTERS
 
@@ -46,9 +47,17 @@ def said_in(value: str, texts: Sequence[str]) -> bool:
     """Whether one of `texts` holds `value` in a form `value` may take (width, case,
     spacing, punctuation, digit grouping, numbers in words or digits, a list's joiners,
     a title the same text gives)."""
-    bare = anchors.normal(value.strip(FRAMING)) or anchors.normal(value)
+    bare = _normal(value.strip(FRAMING)) or _normal(value)
     whole = _whole(bare)
-    return any(whole.search(anchors.normal(t)) for t in texts) or _in_forms(value, texts)
+    return any(whole.search(_normal(t)) for t in texts) or _in_forms(value, texts)
+
+
+@lru_cache(maxsize=256)  # each of a batch's messages is asked once a value
+def _normal(text: str) -> str:
+    """`text` as a value is compared: folded as search folds it (張偉 is 张伟, 臺北 台北,
+    Zoë Zoe: a helper writing the user's name in simplified Chinese wrote what was said),
+    then width, case and spacing aside."""
+    return anchors.normal(fts.folded(text))
 
 
 def _whole(part: str) -> re.Pattern[str]:
@@ -79,7 +88,7 @@ def _in_forms(value: str, texts: Sequence[str]) -> bool:
     wanted = _forms(value)
     if any(_holds(f, w) for text in forms for w, f in zip(wanted, text, strict=True)):
         return True
-    parts = [p for p in _LIST.split(anchors.normal(value)) if p.strip(FRAMING)]
+    parts = [p for p in _LIST.split(_normal(value)) if p.strip(FRAMING)]
     if len(parts) > 1 and all(_in_forms(p, texts) for p in parts):
         return True
     return _titled(wanted[0], forms)
@@ -108,7 +117,7 @@ _NUMBER_EDGE = re.compile(rf"(?<=\d) (?={_LETTER})|(?<={_LETTER}) (?=\d)")
 def _forms(text: str) -> tuple[str, str]:
     """`text` as words (punctuation as spaces), and those words with numbers as digits;
     in both, a number and a word beside it are one (_NUMBER_EDGE)."""
-    words = _words(anchors.normal(_GROUPED.sub("", text)))  # before spaces are folded
+    words = _words(_normal(_GROUPED.sub("", text)))  # before spaces are folded
     # Joined after _digits reads its words: "three 4" keeps its "three".
     return _NUMBER_EDGE.sub("", words), _NUMBER_EDGE.sub("", _digits(words))
 

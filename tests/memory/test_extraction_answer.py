@@ -247,6 +247,11 @@ def test_a_value_framed_in_quotes_or_end_punctuation_is_what_the_user_said() -> 
     ("ORD7731", "my order is ORD-7731"),
     ("GPT-4", "I use gpt4 at work"),
     ("京A12345", "我的车牌是京A·12345"),
+    # Written as search folds it: a helper answering in simplified Chinese, or without
+    # an accent, wrote the name the user typed.
+    ("张伟", "我叫張偉"),
+    ("台北", "我住在臺北"),
+    ("Zoe", "I'm Zoë"),
 ])
 def test_a_value_the_helper_tidied_is_still_what_the_user_said(value: str, said: str) -> None:
     """A real helper writes the user's words its own way (a title's full stop, a curly
@@ -272,6 +277,7 @@ def test_a_value_the_helper_tidied_is_still_what_the_user_said(value: str, said:
     ("Al", "Alice, 30yo"),
     ("B1", "I take vitamin B 12"),        # a number and its word one, still whole
     ("Room 1", "Room 12"),
+    ("张伟", "我叫張衛"),                  # another name, folded or not
 ])
 def test_a_value_the_user_did_not_say_is_still_dropped(value: str, said: str) -> None:
     from chatmem.memory.extraction_answer import Extraction, FactChange, only_said
