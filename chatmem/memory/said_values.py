@@ -140,17 +140,20 @@ def _english(m: re.Match[str]) -> str:
 
 
 def zh_value(text: str) -> int | None:
-    """一百二十, 两千零五, 三万, 十二, 五: a number in Chinese numerals, or None."""
-    total, section, digit = 0, 0, None
+    """一百二十, 两千零五, 三万, 十二, 五, 两千五 (2500): a number in Chinese numerals, or None."""
+    # `place`: what a last digit counts, a tenth of the unit before it, as people say them
+    # (两千五 is 2,500, 一万五 15,000, 三百五 350), unless a 零 stands between (两千零五).
+    total, section, digit, place = 0, 0, None, 1
     for c in text:
         if c in _ZH_DIGITS:
             if digit is not None:
                 return None  # 一二 is no number (digit by digit is a year or an id)
             digit = _ZH_DIGITS[c] or None
+            place = place if digit else 1
         elif c in _ZH_UNITS:
             section += (1 if digit is None else digit) * _ZH_UNITS[c]
-            digit = None
+            digit, place = None, _ZH_UNITS[c] // 10
         else:  # 万
-            total = (total + section + (digit or 0)) * 10_000
-            section, digit = 0, None
-    return total + section + (digit or 0)
+            total = (total + section + (digit or 0) * place) * 10_000
+            section, digit, place = 0, None, 1_000
+    return total + section + (digit or 0) * place

@@ -252,6 +252,10 @@ def test_a_value_framed_in_quotes_or_end_punctuation_is_what_the_user_said() -> 
     ("张伟", "我叫張偉"),
     ("台北", "我住在臺北"),
     ("Zoe", "I'm Zoë"),
+    # A Chinese number said short, its last digit a tenth of the unit before it.
+    ("2500", "预算两千五"),
+    ("15000", "我月薪一万五"),
+    ("1200元", "房租一千二元"),
 ])
 def test_a_value_the_helper_tidied_is_still_what_the_user_said(value: str, said: str) -> None:
     """A real helper writes the user's words its own way (a title's full stop, a curly
@@ -278,6 +282,7 @@ def test_a_value_the_helper_tidied_is_still_what_the_user_said(value: str, said:
     ("B1", "I take vitamin B 12"),        # a number and its word one, still whole
     ("Room 1", "Room 12"),
     ("张伟", "我叫張衛"),                  # another name, folded or not
+    ("2005", "预算两千五"),                # 两千五 is 2,500; 两千零五 is 2,005
 ])
 def test_a_value_the_user_did_not_say_is_still_dropped(value: str, said: str) -> None:
     from chatmem.memory.extraction_answer import Extraction, FactChange, only_said
