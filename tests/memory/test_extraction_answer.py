@@ -126,6 +126,23 @@ def test_an_answer_with_a_line_around_its_json_is_read(answer: str) -> None:
     assert [(c.key, c.value) for c in parse_extraction(answer, [1]).set] == [("名字", "李雷")]
 
 
+def test_a_value_written_as_a_json_number_is_read_as_its_digits() -> None:
+    """A helper writes an age or a count unquoted ("value": 30): the whole answer was
+    rejected for it ('set[1].value must be a non-empty string'), Ada's name with it, and
+    after MAX_REJECTIONS such answers the turns were passed over."""
+    from chatmem.memory.extraction_answer import only_said
+
+    answer = json.dumps({"set": [{"key": "name", "value": "Ada", "turn": 1},
+                                 {"key": "age", "value": 30, "turn": 1},
+                                 {"key": "height", "value": 1.68, "turn": 1},
+                                 {"key": "kids", "value": 7, "turn": 1}]})
+    parsed = parse_extraction(answer, [1])
+    assert [(c.key, c.value) for c in parsed.set] == [
+        ("name", "Ada"), ("age", "30"), ("height", "1.68"), ("kids", "7")]
+    kept, unsaid = only_said(parsed, ["I'm Ada, 30 years old and 1.68 m tall, with 2 kids."])
+    assert [c.key for c in kept.set] == ["name", "age", "height"] and unsaid == ["kids"]
+
+
 @pytest.mark.parametrize("answer", ["Sure, the entities are: John", "I found {no facts}.", ""])
 def test_an_answer_without_json_is_still_rejected(answer: str) -> None:
     with pytest.raises(ProviderResponseError, match="not JSON"):
