@@ -129,8 +129,19 @@ def _words(text: str) -> str:
 
 def _digits(text: str) -> str:
     text = _EN_NUMBER.sub(_english, text)
-    return _ZH_NUMBER.sub(lambda m: str(n) if (n := zh_value(m.group())) is not None
-                          else m.group(), text)
+    return _ZH_NUMBER.sub(lambda m: _zh_digits(m.group()), text)
+
+
+def _zh_digits(run: str) -> str:
+    """A run of Chinese numerals in digits, or as it is when it is no number. A number with a
+    unit then 一 is the number and "a" (三百五一个月: 350 a month, 两千五一晚), read whole it
+    is none; a run of digits alone stays one (一二 is no 1 and 二)."""
+    if (n := zh_value(run)) is not None:
+        return str(n)
+    if run.endswith("一") and any(u in run for u in "十百千万") \
+            and (n := zh_value(run[:-1])) is not None:
+        return f"{n}一"
+    return run
 
 
 def _english(m: re.Match[str]) -> str:

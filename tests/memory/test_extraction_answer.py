@@ -273,6 +273,7 @@ def test_a_value_framed_in_quotes_or_end_punctuation_is_what_the_user_said() -> 
     ("2500", "预算两千五"),
     ("15000", "我月薪一万五"),
     ("1200元", "房租一千二元"),
+    ("350", "房租三百五一个月"),           # 350 and "a" (month): read whole, no number
 ])
 def test_a_value_the_helper_tidied_is_still_what_the_user_said(value: str, said: str) -> None:
     """A real helper writes the user's words its own way (a title's full stop, a curly
@@ -300,6 +301,7 @@ def test_a_value_the_helper_tidied_is_still_what_the_user_said(value: str, said:
     ("Room 1", "Room 12"),
     ("张伟", "我叫張衛"),                  # another name, folded or not
     ("2005", "预算两千五"),                # 两千五 is 2,500; 两千零五 is 2,005
+    ("1", "编号一二三"),                   # digit by digit: an id, no number
 ])
 def test_a_value_the_user_did_not_say_is_still_dropped(value: str, said: str) -> None:
     from chatmem.memory.extraction_answer import Extraction, FactChange, only_said
