@@ -6,6 +6,7 @@ fact too long to keep is dropped from a valid one (`Extraction.too_long`), not t
 from __future__ import annotations
 
 import json
+import math
 import re
 from collections.abc import Collection, Sequence
 from dataclasses import dataclass, field, replace
@@ -70,6 +71,11 @@ def parse_extraction(text: str, turns: Sequence[int],
         if not isinstance(item, dict):
             raise _bad(f"set[{i}] must be an object")
         key, value = item.get("key"), item.get("value")
+        if isinstance(value, int | float) and not isinstance(value, bool) \
+                and math.isfinite(value):
+            # An age or a count written as a JSON number ("value": 30): the whole answer
+            # was rejected for it, each of its facts lost. said_in still checks it was said.
+            value = str(value)
         if not isinstance(key, str) or not normalize_key(key):
             raise _bad(f"set[{i}].key must be a non-empty string")
         if not isinstance(value, str) or not value.strip():

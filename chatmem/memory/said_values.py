@@ -13,6 +13,7 @@ import unicodedata
 from collections.abc import Sequence
 from functools import lru_cache
 
+from chatmem import fts
 from chatmem.memory import anchors
 from chatmem.text import CJK_LETTERS
 
@@ -46,9 +47,17 @@ def said_in(value: str, texts: Sequence[str]) -> bool:
     """Whether one of `texts` holds `value` in a form `value` may take (width, case,
     spacing, punctuation, digit grouping, numbers in words or digits, a list's joiners,
     a title the same text gives)."""
-    bare = anchors.normal(value.strip(FRAMING)) or anchors.normal(value)
+    bare = _normal(value.strip(FRAMING)) or _normal(value)
     whole = _whole(bare)
-    return any(whole.search(anchors.normal(t)) for t in texts) or _in_forms(value, texts)
+    return any(whole.search(_normal(t)) for t in texts) or _in_forms(value, texts)
+
+
+@lru_cache(maxsize=256)  # each of a batch's messages is asked once a value
+def _normal(text: str) -> str:
+    """`text` as a value is compared: folded as search folds it (張偉 is 张伟, 臺北 台北,
+    Zoë Zoe: a helper writing the user's name in simplified Chinese wrote what was said),
+    then width, case and spacing aside."""
+    return anchors.normal(fts.folded(text))
 
 
 def _whole(part: str) -> re.Pattern[str]:
@@ -79,7 +88,7 @@ def _in_forms(value: str, texts: Sequence[str]) -> bool:
     wanted = _forms(value)
     if any(_holds(f, w) for text in forms for w, f in zip(wanted, text, strict=True)):
         return True
-    parts = [p for p in _LIST.split(anchors.normal(value)) if p.strip(FRAMING)]
+    parts = [p for p in _LIST.split(_normal(value)) if p.strip(FRAMING)]
     if len(parts) > 1 and all(_in_forms(p, texts) for p in parts):
         return True
     return _titled(wanted[0], forms)
@@ -99,11 +108,18 @@ def _holds(text: str, part: str) -> bool:
     return bool(part) and _whole(part).search(text) is not None
 
 
+_NUMBER_EDGE = re.compile(rf"(?<=\d) (?={_LETTER})|(?<={_LETTER}) (?=\d)")
+"""A space between a number and a word: "180cm" is "180 cm", "9 am" "9am", "ORD-7731"
+"ORD7731", as a helper writes either for the other."""
+
+
 @lru_cache(maxsize=256)  # a batch's messages, asked once a value: few, and maybe long
 def _forms(text: str) -> tuple[str, str]:
-    """`text` as words (punctuation as spaces), and those words with numbers as digits."""
-    words = _words(anchors.normal(_GROUPED.sub("", text)))  # before spaces are folded
-    return words, _digits(words)
+    """`text` as words (punctuation as spaces), and those words with numbers as digits;
+    in both, a number and a word beside it are one (_NUMBER_EDGE)."""
+    words = _words(_normal(_GROUPED.sub("", text)))  # before spaces are folded
+    # Joined after _digits reads its words: "three 4" keeps its "three".
+    return _NUMBER_EDGE.sub("", words), _NUMBER_EDGE.sub("", _digits(words))
 
 
 def _words(text: str) -> str:
@@ -113,8 +129,19 @@ def _words(text: str) -> str:
 
 def _digits(text: str) -> str:
     text = _EN_NUMBER.sub(_english, text)
-    return _ZH_NUMBER.sub(lambda m: str(n) if (n := zh_value(m.group())) is not None
-                          else m.group(), text)
+    return _ZH_NUMBER.sub(lambda m: _zh_digits(m.group()), text)
+
+
+def _zh_digits(run: str) -> str:
+    """A run of Chinese numerals in digits, or as it is when it is no number. A number with a
+    unit then 一 is the number and "a" (三百五一个月: 350 a month, 两千五一晚), read whole it
+    is none; a run of digits alone stays one (一二 is no 1 and 二)."""
+    if (n := zh_value(run)) is not None:
+        return str(n)
+    if run.endswith("一") and any(u in run for u in "十百千万") \
+            and (n := zh_value(run[:-1])) is not None:
+        return f"{n}一"
+    return run
 
 
 def _english(m: re.Match[str]) -> str:
@@ -124,17 +151,20 @@ def _english(m: re.Match[str]) -> str:
 
 
 def zh_value(text: str) -> int | None:
-    """一百二十, 两千零五, 三万, 十二, 五: a number in Chinese numerals, or None."""
-    total, section, digit = 0, 0, None
+    """一百二十, 两千零五, 三万, 十二, 五, 两千五 (2500): a number in Chinese numerals, or None."""
+    # `place`: what a last digit counts, a tenth of the unit before it, as people say them
+    # (两千五 is 2,500, 一万五 15,000, 三百五 350), unless a 零 stands between (两千零五).
+    total, section, digit, place = 0, 0, None, 1
     for c in text:
         if c in _ZH_DIGITS:
             if digit is not None:
                 return None  # 一二 is no number (digit by digit is a year or an id)
             digit = _ZH_DIGITS[c] or None
+            place = place if digit else 1
         elif c in _ZH_UNITS:
             section += (1 if digit is None else digit) * _ZH_UNITS[c]
-            digit = None
+            digit, place = None, _ZH_UNITS[c] // 10
         else:  # 万
-            total = (total + section + (digit or 0)) * 10_000
-            section, digit = 0, None
-    return total + section + (digit or 0)
+            total = (total + section + (digit or 0) * place) * 10_000
+            section, digit, place = 0, None, 1_000
+    return total + section + (digit or 0) * place

@@ -27,7 +27,14 @@ from chatmem.memory.fact_keys import key_identity
 from chatmem.memory.spec import StrategySpec
 from chatmem.memory.spec_candidates import parameters, spec_candidates, value_candidates
 from chatmem.render.counts import counted
-from chatmem.repl.table import SLASH, SPACES, closed_words, split_command, split_words
+from chatmem.repl.table import (
+    SLASH,
+    SPACES,
+    closed_words,
+    split_closed,
+    split_command,
+    split_words,
+)
 
 if TYPE_CHECKING:
     from chatmem.config.settings import Settings
@@ -110,7 +117,8 @@ class SlashCompleter(Completer):
         word, raw = typed
         for found in self.paths.get_completions(Document(word), complete_event):
             whole = word[:len(word) + found.start_position] + found.text
-            as_typed = whole if _words(whole) == [whole] else shlex.quote(whole)
+            # As Enter reads it (split_closed): it's.txt bare, as it was typed and attached.
+            as_typed = whole if split_closed(whole) == [whole] else _quoted(whole)
             yield Completion(as_typed, start_position=-len(raw), display=found.display,
                              display_meta=found.display_meta)
 
@@ -210,11 +218,12 @@ def _typed_path(rest: str) -> tuple[str, str] | None:
     return words[0], rest[start:]
 
 
-def _words(text: str) -> list[str] | None:
-    try:
-        return split_words(text)
-    except ValueError:
-        return None
+def _quoted(path: str) -> str:
+    """`path` as one word Enter reads back, in double quotes when it holds an apostrophe:
+    shlex.quote wrote "O'Brien notes.md" as 'O'"'"'Brien notes.md'."""
+    if "'" in path and not any(c in path for c in '"\\'):
+        return f'"{path}"'
+    return shlex.quote(path)
 
 
 def _same_key_start(value: str, word: str) -> bool:

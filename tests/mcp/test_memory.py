@@ -56,3 +56,31 @@ def test_a_history_fault_is_said_to_the_servers_log_with_its_file(
              if "not a chatmem database" in line]
     assert len(lines) == 2, errors.read_text(encoding="utf-8")
     assert all(str(db) in line for line in lines), lines
+
+
+def test_a_damaged_history_is_named_without_a_command_the_client_cannot_run(
+        tmp_path: Path) -> None:
+    """The owner's command to find the damage named the file, and with the file unnamed for
+    the client it read `sqlite3 the history 'PRAGMA integrity_check'`: no command at all."""
+    import sqlite3
+
+    folder = tmp_path / "服务器的历史"
+    folder.mkdir()
+    whole, db = folder / "whole.db", folder / "记录.db"
+    with sqlite3.connect(whole) as history:
+        history.executescript("PRAGMA page_size = 1024; CREATE TABLE t (x TEXT);"
+                              "INSERT INTO t SELECT hex(randomblob(300)) FROM"
+                              " (WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1"
+                              " FROM n WHERE i < 40) SELECT i FROM n);")
+    history.close()
+    db.write_bytes(whole.read_bytes()[:4096])  # a history cut short: SQLite says malformed
+
+    async def work(session: ClientSession) -> str:
+        result = await session.call_tool("list_conversations", {})
+        assert result.is_error
+        return result.content[0].text  # type: ignore[union-attr]
+
+    line = with_client(db, work)
+    assert line.endswith("the history is damaged (database disk image is malformed): "
+                         "restore it from a backup"), line
+    assert "`" not in line and str(tmp_path) not in line

@@ -126,6 +126,23 @@ def test_an_answer_with_a_line_around_its_json_is_read(answer: str) -> None:
     assert [(c.key, c.value) for c in parse_extraction(answer, [1]).set] == [("名字", "李雷")]
 
 
+def test_a_value_written_as_a_json_number_is_read_as_its_digits() -> None:
+    """A helper writes an age or a count unquoted ("value": 30): the whole answer was
+    rejected for it ('set[1].value must be a non-empty string'), Ada's name with it, and
+    after MAX_REJECTIONS such answers the turns were passed over."""
+    from chatmem.memory.extraction_answer import only_said
+
+    answer = json.dumps({"set": [{"key": "name", "value": "Ada", "turn": 1},
+                                 {"key": "age", "value": 30, "turn": 1},
+                                 {"key": "height", "value": 1.68, "turn": 1},
+                                 {"key": "kids", "value": 7, "turn": 1}]})
+    parsed = parse_extraction(answer, [1])
+    assert [(c.key, c.value) for c in parsed.set] == [
+        ("name", "Ada"), ("age", "30"), ("height", "1.68"), ("kids", "7")]
+    kept, unsaid = only_said(parsed, ["I'm Ada, 30 years old and 1.68 m tall, with 2 kids."])
+    assert [c.key for c in kept.set] == ["name", "age", "height"] and unsaid == ["kids"]
+
+
 @pytest.mark.parametrize("answer", ["Sure, the entities are: John", "I found {no facts}.", ""])
 def test_an_answer_without_json_is_still_rejected(answer: str) -> None:
     with pytest.raises(ProviderResponseError, match="not JSON"):
@@ -240,6 +257,23 @@ def test_a_value_framed_in_quotes_or_end_punctuation_is_what_the_user_said() -> 
     ("$1000", "the budget is $1,000USD"),
     ("30岁", "I am 三十岁"),
     ("2", "I have 两个 kids"),
+    # A number and the word beside it, spaced one way by the user and the other by the
+    # helper: each was dropped as 'not said', a correct fact lost.
+    ("180 cm", "I'm 180cm tall"),
+    ("9am", "I land at 9 am"),
+    ("ORD7731", "my order is ORD-7731"),
+    ("GPT-4", "I use gpt4 at work"),
+    ("京A12345", "我的车牌是京A·12345"),
+    # Written as search folds it: a helper answering in simplified Chinese, or without
+    # an accent, wrote the name the user typed.
+    ("张伟", "我叫張偉"),
+    ("台北", "我住在臺北"),
+    ("Zoe", "I'm Zoë"),
+    # A Chinese number said short, its last digit a tenth of the unit before it.
+    ("2500", "预算两千五"),
+    ("15000", "我月薪一万五"),
+    ("1200元", "房租一千二元"),
+    ("350", "房租三百五一个月"),           # 350 and "a" (month): read whole, no number
 ])
 def test_a_value_the_helper_tidied_is_still_what_the_user_said(value: str, said: str) -> None:
     """A real helper writes the user's words its own way (a title's full stop, a curly
@@ -263,6 +297,11 @@ def test_a_value_the_helper_tidied_is_still_what_the_user_said(value: str, said:
     ("3", "I have thirty kids"),
     ("100", "I ran 1,000km"),              # the forms' rule: still no piece of a number
     ("Al", "Alice, 30yo"),
+    ("B1", "I take vitamin B 12"),        # a number and its word one, still whole
+    ("Room 1", "Room 12"),
+    ("张伟", "我叫張衛"),                  # another name, folded or not
+    ("2005", "预算两千五"),                # 两千五 is 2,500; 两千零五 is 2,005
+    ("1", "编号一二三"),                   # digit by digit: an id, no number
 ])
 def test_a_value_the_user_did_not_say_is_still_dropped(value: str, said: str) -> None:
     from chatmem.memory.extraction_answer import Extraction, FactChange, only_said

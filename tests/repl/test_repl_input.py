@@ -587,7 +587,7 @@ def test_tab_reads_an_apostrophe_in_a_file_name_as_enter_does(
 
     from chatmem.repl.completion import SlashCompleter
 
-    for name in ("it's.txt", "its.md", "会议 纪要.md"):
+    for name in ("it's.txt", "its.md", "会议 纪要.md", "O'Brien notes.md"):
         (tmp_path / name).write_text("x\n", encoding="utf-8")
     monkeypatch.chdir(tmp_path)
     store, repl = make_repl(tmp_path / "c.db")
@@ -597,6 +597,12 @@ def test_tab_reads_an_apostrophe_in_a_file_name_as_enter_does(
         def offered(text: str) -> list[str]:
             return [c.text for c in completer.get_completions(Document(text), CompleteEvent())]
 
-        assert [split_words(w) for w in offered("/attach it's")] == [["it's.txt"]]
+        # Put in as Enter reads it back: bare, as at c7cd13f5, where a shell's quoting made
+        # it 'it'"'"'s.txt'; a name Enter would split, in the quotes easiest to read.
+        assert offered("/attach it's") == offered("/attach it'") == ["it's.txt"]
+        assert offered("/attach O") == ['"O\'Brien notes.md"']
+        for name in ("it's.txt", "O'Brien notes.md"):
+            line = f"/attach {offered('/attach ' + name[:2])[0]}"
+            assert split_closed(line) == ["/attach", name]
         assert offered("/attach '会议") == ["'会议 纪要.md'"]  # a quote opening a word, closed
         assert offered("/attach mom's no") == []  # two words, as Enter reads them
