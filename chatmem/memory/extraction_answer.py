@@ -62,7 +62,9 @@ def parse_extraction(text: str, turns: Sequence[int],
     unknown = set(data) - {"set", "retract"}
     if unknown:
         raise _bad(f"unknown field {sorted(unknown)[0]!r} (valid: set, retract)")
-    sets, retracts = data.get("set", []), data.get("retract", [])
+    # Models one step off the schema ("retract": null, "scope": "User", "turn": "1") had the
+    # whole answer rejected, each of its facts lost, and the same answer came again.
+    sets, retracts = data.get("set") or [], data.get("retract") or []
     if not isinstance(sets, list) or not isinstance(retracts, list):
         raise _bad("'set' and 'retract' must be lists")
     latest = max(turns) if turns else 0
@@ -85,10 +87,11 @@ def parse_extraction(text: str, turns: Sequence[int],
             # it whole, the same answer came every turn and none was kept).
             result.too_long.append(normalize_key(key))
             continue
-        scope = item.get("scope", "session")
+        scope = item.get("scope") or "session"
+        scope = scope.strip().lower() if isinstance(scope, str) else scope
         if scope not in SCOPES:
             raise _bad(f"set[{i}].scope must be 'user' or 'session', got {scope!r}")
-        turn = item.get("turn", latest)
+        turn = _turn(item.get("turn", latest))
         if not isinstance(turn, int) or isinstance(turn, bool) or turn not in turns:
             if (key_identity(key), value.strip()) in current:
                 # Models asked to keep a table answer with the whole table, each current
@@ -104,7 +107,7 @@ def parse_extraction(text: str, turns: Sequence[int],
     for i, item in enumerate(retracts):
         # A bare key is accepted too; it then counts as said in the latest turn.
         if isinstance(item, dict):
-            key, turn = item.get("key"), item.get("turn", latest)
+            key, turn = item.get("key"), _turn(item.get("turn", latest))
         else:
             key, turn = item, latest
         if not isinstance(key, str) or not normalize_key(key):
@@ -156,6 +159,13 @@ def only_said(extraction: Extraction, said: Sequence[str]) -> tuple[Extraction, 
         else:
             unsaid.append(change.key)
     return replace(extraction, set=kept), unsaid
+
+
+def _turn(value: object) -> object:
+    """A turn written as a string of digits ("1") read as the number; anything else as it is."""
+    if isinstance(value, str) and value.strip().isascii() and value.strip().isdigit():
+        return int(value.strip())
+    return value
 
 
 def _bad(why: str) -> ProviderResponseError:

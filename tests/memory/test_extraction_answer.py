@@ -143,6 +143,34 @@ def test_a_value_written_as_a_json_number_is_read_as_its_digits() -> None:
     assert [c.key for c in kept.set] == ["name", "age", "height"] and unsaid == ["kids"]
 
 
+@pytest.mark.parametrize("answer", [
+    '{"set": [{"key": "name", "value": "Ada", "turn": 1}], "retract": null}',
+    '{"set": [{"key": "name", "value": "Ada", "turn": 1, "scope": " User"}], "retract": []}',
+    '{"set": [{"key": "name", "value": "Ada", "turn": "1", "scope": null}]}',
+    '{"set": null, "retract": [{"key": "city", "turn": " 2"}]}',
+])
+def test_an_answer_one_step_off_the_schema_is_read(answer: str) -> None:
+    """"retract": null, "scope": "User", "turn": "1": the whole answer was rejected, each of
+    its facts lost, and the same answer came again until the turns were passed over."""
+    parsed = parse_extraction(answer, [1, 2])
+    assert [(c.key, c.value, c.turn) for c in parsed.set] + [
+        (r.key, r.turn) for r in parsed.retract] in (
+        [("name", "Ada", 1)], [("city", 2)])
+    if "User" in answer:
+        assert [c.scope.value for c in parsed.set] == ["user"]
+
+
+@pytest.mark.parametrize("answer", [
+    '{"set": [{"key": "name", "value": "Ada", "turn": "one"}]}',
+    '{"set": [{"key": "name", "value": "Ada", "turn": "1.5"}]}',
+    '{"set": [{"key": "name", "value": "Ada", "turn": 1, "scope": "everyone"}]}',
+    '{"set": {"key": "name"}}',
+])
+def test_an_answer_off_the_schema_in_meaning_is_still_rejected(answer: str) -> None:
+    with pytest.raises(ProviderResponseError, match="rejected"):
+        parse_extraction(answer, [1, 2])
+
+
 @pytest.mark.parametrize("answer", ["Sure, the entities are: John", "I found {no facts}.", ""])
 def test_an_answer_without_json_is_still_rejected(answer: str) -> None:
     with pytest.raises(ProviderResponseError, match="not JSON"):
