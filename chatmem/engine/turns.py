@@ -198,14 +198,17 @@ class Engine(SessionChanges, MemoryUpkeep, TurnChecks, Generic[StoreT]):
         return build_guarded(self.strategy, self.request(text, attachments, said_at, speaker))
 
     def _record(self, text: str, context: Context, status: TurnStatus,
-                **extra: Any) -> TurnRecord:
+                speaker: str | None = None, **extra: Any) -> TurnRecord:
         return TurnRecord(
             session_id=self.session.id,
             status=status,
             input=text,
             # Whether counts were approximate depends on the counter, which inspect
-            # cannot rebuild from the row: keep it with the context.
-            context={**context.to_json(), "approximate": self.counter.approximate},
+            # cannot rebuild from the row: keep it with the context. So is who said the
+            # input in a group chat, which fact extraction reads later (store.history.
+            # speakers): a member's statement is not the profile owner's.
+            context={**context.to_json(), "approximate": self.counter.approximate,
+                     **({"speaker": speaker} if speaker else {})},
             strategy=self.strategy.name,
             params=dict(self.strategy.params),
             provider=self.provider.name,
@@ -291,7 +294,7 @@ class Engine(SessionChanges, MemoryUpkeep, TurnChecks, Generic[StoreT]):
             if self.interrupt_ends:
                 raise
             record = self._record_unless_erased(self._record(
-                text, context, TurnStatus.CANCELLED, reply="".join(chunks) or None,
+                text, context, TurnStatus.CANCELLED, speaker, reply="".join(chunks) or None,
                 latency_ms=elapsed(), error="cancelled by the user",
                 rendered_prompt=None if stream is None else stream.rendered_prompt,
             ))
@@ -299,7 +302,7 @@ class Engine(SessionChanges, MemoryUpkeep, TurnChecks, Generic[StoreT]):
         except ProviderError as e:
             close_quietly(stream)
             self._record_unless_erased(self._record(
-                text, context, TurnStatus.FAILED, latency_ms=elapsed(), error=str(e),
+                text, context, TurnStatus.FAILED, speaker, latency_ms=elapsed(), error=str(e),
                 rendered_prompt=None if stream is None else stream.rendered_prompt,
             ))
             if isinstance(e, ProviderNotFound) and self.model_from is not None:
@@ -312,7 +315,7 @@ class Engine(SessionChanges, MemoryUpkeep, TurnChecks, Generic[StoreT]):
             close_quietly(stream)
             with suppress(ChatmemError):
                 self._record_unless_erased(self._record(
-                    text, context, TurnStatus.FAILED, latency_ms=elapsed(),
+                    text, context, TurnStatus.FAILED, speaker, latency_ms=elapsed(),
                     error=caller_failure(e, calls.mask),
                     rendered_prompt=None if stream is None else stream.rendered_prompt))
             raise
@@ -321,7 +324,7 @@ class Engine(SessionChanges, MemoryUpkeep, TurnChecks, Generic[StoreT]):
         close_quietly(stream)  # read to its end, it may still hold a connection
         try:
             record = self.store.turns.commit_turn(self._record(
-                text, context, TurnStatus.OK, reply=reply, latency_ms=elapsed(),
+                text, context, TurnStatus.OK, speaker, reply=reply, latency_ms=elapsed(),
                 prompt_tokens=usage.prompt_tokens,
                 completion_tokens=usage.completion_tokens,
                 rendered_prompt=rendered_prompt,
@@ -381,7 +384,7 @@ class Engine(SessionChanges, MemoryUpkeep, TurnChecks, Generic[StoreT]):
         context = self.build_context(text, said_at=said_at, speaker=speaker)
         self._keep_changes()
         record = self.store.turns.commit_turn(
-            self._record(text, context, TurnStatus.OK, reply=reply),
+            self._record(text, context, TurnStatus.OK, speaker, reply=reply),
             sent_at=times[0], replied_at=times[1], external_ids=ids,
             message_tokens=self._message_tokens(context, text, reply))
         return TurnResult(record, context, reply, self.update_memory())
