@@ -48,6 +48,16 @@ def said_by(content: str, speaker: str) -> bool:
     return label[len(speaker):].lstrip()[:1] in (":", "\uff1a")
 
 
+def unlabelled(content: str, speaker: str | None) -> str:
+    """`content` without `speaker`'s own label in front (as with_speaker wrote it, or as a
+    Chinese group chat writes it): the words the speaker said, which recall searches. Only
+    the known speaker's label goes: "Flight BA117: when does it land?" keeps its number."""
+    if not speaker or not said_by(content, speaker):
+        return content
+    rest = content.lstrip()[len(speaker):].lstrip()
+    return rest[1:].lstrip()
+
+
 def speaker_of(name: Any, field: str, refused: Callable[[str], ChatmemError],
                role: str = "user") -> str | None:
     """A message's `name` (its speaker); `refused(why)` raised when it is not one visible line

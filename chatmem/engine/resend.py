@@ -34,7 +34,8 @@ def resend_last(engine: Engine[TurnStore], text: str | None = None, *,
                 on_reply_end: Callable[[], None] | None = None,
                 attachments: Sequence[Attachment] = (),
                 expected: int | None = None,
-                cancel: threading.Event | None = None) -> TurnResult:
+                cancel: threading.Event | None = None,
+                speaker: str | None = None) -> TurnResult:
     """Replace the session's last completed turn by a new one with `text` (None: the same
     input); raises UsageError when that turn cannot be replaced (see store.turns.hide_turn),
     or is not `expected` (the id of the turn the caller means: its own last)."""
@@ -42,7 +43,8 @@ def resend_last(engine: Engine[TurnStore], text: str | None = None, *,
     engine.state.caches.clear()  # recall's caches may hold the hidden messages
     try:
         result = engine.run_turn(old.input if text is None else text, on_delta, on_reply_end,
-                                 attachments, supersedes=old.number, cancel=cancel)
+                                 attachments, supersedes=old.number, cancel=cancel,
+                                 speaker=speaker)
     except BaseException:
         engine.store.turns.show_turn(old)
         raise

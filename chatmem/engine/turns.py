@@ -168,8 +168,9 @@ class Engine(SessionChanges, MemoryUpkeep, TurnChecks, Generic[StoreT]):
                              counts=self.state.message_counts(self.counter))
 
     def request(self, text: str, attachments: Sequence[Attachment] = (),
-                said_at: SaidAt = Said.NOW) -> ContextRequest:
-        """The request for `text`, said at `said_at` (chatmem.engine.said)."""
+                said_at: SaidAt = Said.NOW, speaker: str | None = None) -> ContextRequest:
+        """The request for `text`, said at `said_at` (chatmem.engine.said) by `speaker` (a
+        group chat's, whose label `text` opens with; ContextRequest.speaker)."""
         user = Message.counted("user", text, self.counter)
         # Its own user message each, before the input: read as data, and out of the input,
         # so history and recall hold what the user typed, not every file ever attached.
@@ -186,24 +187,28 @@ class Engine(SessionChanges, MemoryUpkeep, TurnChecks, Generic[StoreT]):
             secrets=self.settings.credentials if self.settings is not None else dict,
             zone=self.zone,
             said_at=said_time(said_at, self.store, self.session.id, self.zone),
+            speaker=speaker,
         )
 
     def build_context(self, text: str, attachments: Sequence[Attachment] = (),
-                      said_at: SaidAt = Said.NOW) -> Context:
+                      said_at: SaidAt = Said.NOW, speaker: str | None = None) -> Context:
         """What would be sent for `text` (and files attached to it), said at `said_at`
         (default now), without calling the model."""
         self.follow_erasures()
-        return build_guarded(self.strategy, self.request(text, attachments, said_at))
+        return build_guarded(self.strategy, self.request(text, attachments, said_at, speaker))
 
     def _record(self, text: str, context: Context, status: TurnStatus,
-                **extra: Any) -> TurnRecord:
+                speaker: str | None = None, **extra: Any) -> TurnRecord:
         return TurnRecord(
             session_id=self.session.id,
             status=status,
             input=text,
             # Whether counts were approximate depends on the counter, which inspect
-            # cannot rebuild from the row: keep it with the context.
-            context={**context.to_json(), "approximate": self.counter.approximate},
+            # cannot rebuild from the row: keep it with the context. So is who said the
+            # input in a group chat, which fact extraction reads later (store.history.
+            # speakers): a member's statement is not the profile owner's.
+            context={**context.to_json(), "approximate": self.counter.approximate,
+                     **({"speaker": speaker} if speaker else {})},
             strategy=self.strategy.name,
             params=dict(self.strategy.params),
             provider=self.provider.name,
@@ -217,7 +222,8 @@ class Engine(SessionChanges, MemoryUpkeep, TurnChecks, Generic[StoreT]):
                  on_reply_end: Callable[[], None] | None = None,
                  attachments: Sequence[Attachment] = (),
                  supersedes: int | None = None, external_id: str | None = None,
-                 cancel: threading.Event | None = None) -> TurnResult:
+                 cancel: threading.Event | None = None,
+                 speaker: str | None = None) -> TurnResult:
         """Send one user input, with `attachments` quoted as data; returns the result,
         cancelled on Ctrl-C, or once `cancel` is set (a served client hung up) even while
         the model sends nothing.
@@ -228,7 +234,8 @@ class Engine(SessionChanges, MemoryUpkeep, TurnChecks, Generic[StoreT]):
         chatmem's as ProviderFailed); so is what `on_delta` or `on_reply_end` raises, as
         it is. The reply's stream is closed on any early end. `supersedes`: the number of the
         turn this one replaces once stored (chatmem.engine.resend); `external_id`: the
-        input's id in the transcript a replay plays.
+        input's id in the transcript a replay plays; `speaker`: a group chat's, who said
+        `text` (ContextRequest.speaker).
         """
         # Pre-flight, before any model call (catching up may call the helper model).
         try:
@@ -251,7 +258,8 @@ class Engine(SessionChanges, MemoryUpkeep, TurnChecks, Generic[StoreT]):
         sent_at = self.store.now()  # stamps the input and the reply; its context reads its day
         try:
             context = build_guarded(self.strategy,
-                                    self.request(text, attachments, parse_time(sent_at)))
+                                    self.request(text, attachments, parse_time(sent_at),
+                                                 speaker))
             self.check_budget(context)
         except (OverBudget, StrategyFailed):
             self._refused = True
@@ -286,7 +294,7 @@ class Engine(SessionChanges, MemoryUpkeep, TurnChecks, Generic[StoreT]):
             if self.interrupt_ends:
                 raise
             record = self._record_unless_erased(self._record(
-                text, context, TurnStatus.CANCELLED, reply="".join(chunks) or None,
+                text, context, TurnStatus.CANCELLED, speaker, reply="".join(chunks) or None,
                 latency_ms=elapsed(), error="cancelled by the user",
                 rendered_prompt=None if stream is None else stream.rendered_prompt,
             ))
@@ -294,7 +302,7 @@ class Engine(SessionChanges, MemoryUpkeep, TurnChecks, Generic[StoreT]):
         except ProviderError as e:
             close_quietly(stream)
             self._record_unless_erased(self._record(
-                text, context, TurnStatus.FAILED, latency_ms=elapsed(), error=str(e),
+                text, context, TurnStatus.FAILED, speaker, latency_ms=elapsed(), error=str(e),
                 rendered_prompt=None if stream is None else stream.rendered_prompt,
             ))
             if isinstance(e, ProviderNotFound) and self.model_from is not None:
@@ -307,7 +315,7 @@ class Engine(SessionChanges, MemoryUpkeep, TurnChecks, Generic[StoreT]):
             close_quietly(stream)
             with suppress(ChatmemError):
                 self._record_unless_erased(self._record(
-                    text, context, TurnStatus.FAILED, latency_ms=elapsed(),
+                    text, context, TurnStatus.FAILED, speaker, latency_ms=elapsed(),
                     error=caller_failure(e, calls.mask),
                     rendered_prompt=None if stream is None else stream.rendered_prompt))
             raise
@@ -316,7 +324,7 @@ class Engine(SessionChanges, MemoryUpkeep, TurnChecks, Generic[StoreT]):
         close_quietly(stream)  # read to its end, it may still hold a connection
         try:
             record = self.store.turns.commit_turn(self._record(
-                text, context, TurnStatus.OK, reply=reply, latency_ms=elapsed(),
+                text, context, TurnStatus.OK, speaker, reply=reply, latency_ms=elapsed(),
                 prompt_tokens=usage.prompt_tokens,
                 completion_tokens=usage.completion_tokens,
                 rendered_prompt=rendered_prompt,
@@ -363,19 +371,20 @@ class Engine(SessionChanges, MemoryUpkeep, TurnChecks, Generic[StoreT]):
     def replay_turn(self, text: str, reply: str,
                     times: tuple[str | None, str | None] = (None, None),
                     ids: tuple[str | None, str | None] = (None, None),
-                    said_at: SaidAt = Said.NOW) -> TurnResult:
+                    said_at: SaidAt = Said.NOW, speaker: str | None = None) -> TurnResult:
         """Commit `text` with a recorded `reply` as an ok turn, without calling the model.
 
         Replay uses it so strategies are compared on identical conversations;
         `times` are the recorded messages' timestamps (recall's sittings use them), `ids`
         their transcript ids (a saved replay's probes name messages by them), `said_at`
-        when its context reads the input as said (a transcript's time; default now).
+        when its context reads the input as said (a transcript's time; default now),
+        `speaker` who said it in a group chat (ContextRequest.speaker).
         """
         text, reply = valid_text(text), valid_text(reply)
-        context = self.build_context(text, said_at=said_at)
+        context = self.build_context(text, said_at=said_at, speaker=speaker)
         self._keep_changes()
         record = self.store.turns.commit_turn(
-            self._record(text, context, TurnStatus.OK, reply=reply),
+            self._record(text, context, TurnStatus.OK, speaker, reply=reply),
             sent_at=times[0], replied_at=times[1], external_ids=ids,
             message_tokens=self._message_tokens(context, text, reply))
         return TurnResult(record, context, reply, self.update_memory())

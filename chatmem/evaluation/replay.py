@@ -323,9 +323,11 @@ def _turn(engine: Engine[TurnStore], step: Step, run: StrategyRun, stored: _Stor
         result = engine.replay_turn(step.message.content, step.reply.content,
                                     times=(step.message.ts, step.reply.ts),
                                     ids=(step.message.id, step.reply.id),
-                                    said_at=transcript_time(step.message.ts, engine.zone))
+                                    said_at=transcript_time(step.message.ts, engine.zone),
+                                    speaker=step.message.speaker)
     else:
-        result = engine.run_turn(step.message.content, external_id=step.message.id)
+        result = engine.run_turn(step.message.content, external_id=step.message.id,
+                                 speaker=step.message.speaker)
     if not options.probes_only:
         run.prompt_tokens.append(result.context.tokens)
         run.contexts.append((result.context.tokens, result.context.budget))
@@ -347,7 +349,8 @@ def _turn_apart(engine: Engine[TurnStore], step: Step, run: StrategyRun,
     assert step.message is not None and step.reply is not None
     if not options.probes_only:
         context = engine.build_context(step.message.content,
-                                       said_at=transcript_time(step.message.ts, engine.zone))
+                                       said_at=transcript_time(step.message.ts, engine.zone),
+                                       speaker=step.message.speaker)
         run.prompt_tokens.append(context.tokens)
         run.contexts.append((context.tokens, context.budget))
         _note_failed_embedding(run, context)

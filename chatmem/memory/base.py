@@ -25,6 +25,7 @@ from chatmem.memory.context import Part as Part  # strategies imported it from h
 from chatmem.memory.history_view import HistoryView
 from chatmem.memory.params import NoParams, Param, declared_params, format_params
 from chatmem.notices import Notice
+from chatmem.speakers import unlabelled
 from chatmem.tokens import TokenCounter
 
 if TYPE_CHECKING:
@@ -64,12 +65,22 @@ class ContextRequest:
     passes the store's clock, a replay the transcript's time, a probe or a transcript's
     input without one the newest stored message's (chatmem.engine.said): chatmem always
     sets it. None only in a request built by hand (tests): recall then reads the newest."""
+    speaker: str | None = None
+    """Who said the input in a group chat (a served message's `name`, a transcript's): its
+    content opens with their label (chatmem.speakers.with_speaker), which `query` leaves
+    out. None: nobody is named, and the input is searched as it is."""
 
     def capped(self, cap: int | None) -> ContextRequest:
         """The same request for a member of a combination sharing `cap` tokens."""
         shared = dataclasses.replace(self, cap=cap)
         shared.__dict__["system_message"] = self.system_message  # counted once, not per member
         return shared
+
+    @property
+    def query(self) -> str:
+        """What recall searches for: the input without its own speaker's label, or every
+        message its speaker wrote would match a question they ask by that name."""
+        return unlabelled(self.input.content, self.speaker)
 
     @cached_property
     def system_message(self) -> Message | None:

@@ -14,7 +14,7 @@ from chatmem.memory.assembly import assemble, newest_turns_part
 from chatmem.memory.base import BaseStrategy, ContextRequest, MemoryEnv
 from chatmem.memory.context import Context
 from chatmem.memory.extraction import update_facts
-from chatmem.memory.facts import fact_origins, facts_part
+from chatmem.memory.facts import fact_origins, fact_speakers, facts_part
 from chatmem.memory.params import param
 from chatmem.notices import Notice
 
@@ -38,7 +38,8 @@ class EntityStrategy(BaseStrategy[EntityParams]):
         k = self.options.k
         known = request.state.live_facts()
         facts = facts_part(known, request.input.content, self.options.max_facts,
-                           request.counter, (self.name, "k", k), fact_origins(request.state, known))
+                           request.counter, (self.name, "k", k), fact_origins(request.state, known),
+                           fact_speakers(request.state, known))
         history, dropped = newest_turns_part(request, self.name, "k", k, limit=k)
         return assemble(request, [facts, history], budget=self.budget(request), dropped=dropped)
 

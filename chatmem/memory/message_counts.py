@@ -1,5 +1,9 @@
 """Stored messages as the memory core sees them: as sent, with their token counts.
 
+A stored reply keeps the reasoning the model wrote into it (`<think>…</think>`: inspect
+and exports show what it said); it is sent back without it, as reasoning models expect
+their history and at a fraction of the tokens.
+
 A count comes from the store where a turn's commit wrote it; a message without
 one (imported, forked under another tokenizer, counted with another model) is
 counted here and remembered for this process only. Building a context never
@@ -13,6 +17,7 @@ from collections.abc import Sequence
 
 from chatmem.memory import quoting
 from chatmem.memory.context import Message
+from chatmem.reasoning import without_reasoning
 from chatmem.store import MessageRecord
 from chatmem.store.protocols import MemoryStore
 from chatmem.store.recall import CandidateRow
@@ -36,6 +41,8 @@ class MessageCounts:
         messages = []
         for record, tokens in rows:
             text = as_sent(record)
+            if not _as_stored(record, text):
+                tokens = None  # a reply's stored count holds the reasoning it is sent without
             if tokens is None:
                 tokens = self._counted(record.id, record.role, text)
             messages.append(Message(record.role, text, tokens, record.id, record.turn))
@@ -43,9 +50,14 @@ class MessageCounts:
 
     def tokens_of(self, rows: Sequence[CandidateRow]) -> list[int]:
         """Each candidate's tokens as sent: its stored count, else counted once per process."""
-        return [stored if stored is not None
-                else self._counted(message_id, role, sent_text(role, content))
-                for _, message_id, _, role, content, stored in rows]
+        counts = []
+        for _, message_id, _, role, content, stored in rows:
+            sent = sent_text(role, content)
+            # A reply with reasoning is counted as stored, and sent without it.
+            held = role != "assistant" or sent == content
+            counts.append(stored if stored is not None and held
+                          else self._counted(message_id, role, sent))
+        return counts
 
     def sent_tokens(self, message_id: int, role: str, text: str) -> int:
         """The tokens of a message sent as `text` (recall's with the day it was said above
@@ -70,5 +82,17 @@ def as_sent(record: MessageRecord) -> str:
 
 
 def sent_text(role: str, content: str) -> str:
-    """`as_sent` of a message with this role and content."""
-    return quoting.imported_system_block(content) if role == "system" else content
+    """`as_sent` of a message with this role and content: a reply without the reasoning it
+    opens with (all of it reasoning, a reply cut mid-thought, is sent as it is: an empty
+    assistant message is refused by some APIs)."""
+    if role == "system":
+        return quoting.imported_system_block(content)
+    if role == "assistant" and "<" in content:  # no tag, no reasoning: most replies
+        return without_reasoning(content).lstrip() or content
+    return content
+
+
+def _as_stored(record: MessageRecord, sent: str) -> bool:
+    """Whether the store's count of `record` is of `sent`: a system message's is of its
+    quotation, a reply's of what the model said, its reasoning too (a turn's commit)."""
+    return record.role != "assistant" or sent == record.content

@@ -171,7 +171,7 @@ class RetrievalStrategy(BaseStrategy[RetrievalParams]):
         no_embedder = self.needs_embedder and embedder is None
         embedding_error: str | None = None
         count = source.count_before(first_recent)
-        query = request.input.content
+        query = request.query  # not the asker's own label: it would find all they said
         weights = self.weights(embedder)
 
         named, searched = self._named_time(source, query, request.zone)
@@ -236,7 +236,7 @@ class RetrievalStrategy(BaseStrategy[RetrievalParams]):
 
         ranked = speaker_prior.prefer_named(candidates.ranked(words, bm25, dense, present,
                                                               fused), query,
-                                            self.options.speaker)
+                                            self.options.speaker, asker=request.speaker)
         day_at, line = (self._earlier_days(source, ranked, request)
                         if self.options.dates else (lambda position: None, 0))
         pack(ranked, room, mmr=weights.mmr,

@@ -105,10 +105,12 @@ def _named(asked: str, words: set[str], label: str) -> bool:
     return re.search(re.escape(label) + before + after, asked) is not None
 
 
-def prefer_named(ranked: Sequence[Ranked], query: str, amount: float) -> list[Ranked]:
-    """`ranked` (best first), those whose speaker `query` names (after its own label, if it
-    opens with a speaker's) `amount` higher in `fused`, best first again (equals keep their
-    order)."""
+def prefer_named(ranked: Sequence[Ranked], query: str, amount: float,
+                 asker: str | None = None) -> list[Ranked]:
+    """`ranked` (best first), those whose speaker `query` names `amount` higher in `fused`,
+    best first again (equals keep their order). `asker`: who asked, known (a served group
+    chat's `name`), their label already out of `query`; None: a label `query` opens with is
+    taken for the asker's when it is a speaker's."""
     if not amount:
         return list(ranked)
     # Per label as written: a conversation has a few speakers, and a build 150-300 candidates.
@@ -120,9 +122,9 @@ def prefer_named(ranked: Sequence[Ranked], query: str, amount: float) -> list[Ra
     speakers = set(spoken.values())
     # A group chat's input opens with its own speaker's label: who asks, not who is asked
     # about. Only a speaker's: "Quick question about Bob: …" is about Bob.
-    asker = _LABEL.match(query, 0, OPENING)
-    if asker is not None and _as_label(asker.group(1)) in speakers:
-        query = query[asker.end():]
+    opening = None if asker else _LABEL.match(query, 0, OPENING)
+    if opening is not None and _as_label(opening.group(1)) in speakers:
+        query = query[opening.end():]
     asked = _compared(query)
     words = set(_WORDS.findall(asked))
     named = {label for label in speakers if _named(asked, words, label)}

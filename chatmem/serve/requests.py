@@ -66,6 +66,9 @@ class TurnAsked:
     """For a `fingerprinted` one, the name chatmem gave its opening before the fingerprint
     left system messages out (`fingerprint_with_system_prompt`): a chat begun then goes on
     in the session it has."""
+    speaker: str | None = None
+    """The new message's speaker (its `name`), whose label `text` opens with: recall leaves
+    it out of what it searches (ContextRequest.speaker)."""
 
 
 SAMPLING = {"temperature": float, "top_p": float, "presence_penalty": float,
@@ -238,7 +241,7 @@ def read_request(body: Any, headers: Mapping[str, str]) -> TurnAsked:
                      stream=bool(body.get("stream")), options=options,
                      fingerprinted=fingerprinted, shared=shared, one_chat=one_chat,
                      named_before=fingerprint_with_system_prompt(read)
-                     if fingerprinted else None,
+                     if fingerprinted else None, speaker=read[-1].speaker,
                      include_usage=bool(stream_options and stream_options.get("include_usage")))
 
 
@@ -277,6 +280,7 @@ def header_text(value: str) -> str:
 class _Read:
     role: str
     content: str
+    speaker: str | None = None
 
 
 def _message(message: Any, index: int) -> _Read:
@@ -297,7 +301,7 @@ def _message(message: Any, index: int) -> _Read:
     content = valid_text(_text(message.get("content"), where))
     speaker = speaker_of(message.get("name"), f"{where}.name",
                          lambda why: RequestError(why, "messages"), role)
-    return _Read(role, with_speaker(role, content, speaker))
+    return _Read(role, with_speaker(role, content, speaker), speaker)
 
 
 def _text(content: Any, where: str) -> str:

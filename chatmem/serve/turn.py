@@ -234,13 +234,14 @@ class Turn:
                     # imported without a turn): then it is a turn of its own.
                     with suppress(TurnNotReplaceable, NotFound):
                         result = resend_last(engine, asked.text, on_delta=self._delta,
-                                             expected=done, cancel=self.gone)
+                                             expected=done, cancel=self.gone,
+                                             speaker=asked.speaker)
                     if result is None:
                         self.turn_id = f"{asked.conversation}@{held + 1}"
                         self.stored_as = "next-turn"
                 if result is None:
                     result = engine.run_turn(asked.text, on_delta=self._delta,
-                                             cancel=self.gone)
+                                             cancel=self.gone, speaker=asked.speaker)
                 self.turn_id = f"{asked.conversation}@{self._turn_of(ws, engine, result)}"
                 if result.record.id is not None:
                     proxy.note_answered(where, asked.conversation, result.record.id,

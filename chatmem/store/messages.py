@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterable, Mapping
 from typing import Any
 
@@ -102,6 +103,25 @@ class MessageTables:
                 f" AND user_message_id IN ({marks})", [session_id, *chunk]))
         return found
 
+    def speakers(self, session_id: int, message_ids: Iterable[int]) -> dict[int, str]:
+        """Of the session's `message_ids` a request stored as its input, those a group chat's
+        member said (id → the speaker the request named, its turn context's "speaker"): not
+        the user's, whoever the text says is speaking."""
+        ids = sorted({i for i in message_ids if 0 < i <= MOST_INTEGER})
+        found: dict[int, str] = {}
+        for start in range(0, len(ids), 500):
+            chunk = ids[start : start + 500]
+            marks = ", ".join("?" for _ in chunk)
+            # LIKE first: a single user's turns (nearly all) are not parsed at all.
+            for message_id, context in self._db.execute(
+                    f"SELECT user_message_id, context FROM turns WHERE +session_id = ?"
+                    f" AND user_message_id IN ({marks}) AND context LIKE ?",
+                    [session_id, *chunk, '%"speaker"%']):
+                speaker = _speaker(context)
+                if speaker is not None:
+                    found[message_id] = speaker
+        return found
+
     def _column(self, session_id: int, message_ids: Iterable[int],
                 column: str) -> dict[int, str]:
         # A stored context's ids are a hand's or a grantee's to write: one past the store's
@@ -136,3 +156,14 @@ class MessageTables:
             ):
                 counts[message_id] = tokens
         return counts
+
+
+def _speaker(context: Any) -> str | None:
+    """The speaker a stored turn context names; a context out of shape (written by hand or
+    a write-share grantee) names none, and neither does an empty or non-text value."""
+    try:
+        data = json.loads(context) if isinstance(context, str) else None
+    except (ValueError, RecursionError):
+        return None
+    speaker = data.get("speaker") if isinstance(data, dict) else None
+    return speaker if isinstance(speaker, str) and speaker.strip() else None

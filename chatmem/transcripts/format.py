@@ -38,6 +38,9 @@ class TranscriptMessage:
     id: str | None = None
     ts: str | None = None
     line: int = 0
+    speaker: str | None = None
+    """Its `name` in the transcript, whose label `content` opens with (chatmem.speakers):
+    a replayed input's recall leaves it out of what it searches."""
 
     def to_json(self) -> dict[str, Any]:
         data: dict[str, Any] = {"role": self.role, "content": self.content}

@@ -315,7 +315,8 @@ def _read_message(data: Mapping[str, Any], where: str, number: int) -> Transcrip
                               " (e.g. 2024-05-01T09:30:00Z)")
     return TranscriptMessage(role, content,
                              None if message_id is None else valid_text(str(message_id)),
-                             None if ts is None else valid_text(ts), number)
+                             None if ts is None else valid_text(ts), number,
+                             speaker if role == "user" else None)
 
 
 def _why(error: Exception) -> str:

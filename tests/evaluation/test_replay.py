@@ -440,3 +440,22 @@ def test_ctrl_c_during_a_regenerated_reply_stops_the_replay(store: Store) -> Non
                save_as="半途", keep_replies=False)
     assert provider.calls == 2  # the third turn was never sent
     assert [s.name for s in store.sessions.list_sessions()] == []
+
+
+def test_a_replayed_askers_own_label_is_not_searched(store: Store) -> None:
+    """Leftover: a group transcript's "alice: what did bob say about the ferry?" was
+    searched with its label, so every message alice wrote matched by the word "alice"."""
+    said = [("alice", "I walked the dog this morning"), ("bob", "The ferry leaves at nine"),
+            ("alice", "My garden needs water"), ("alice", "The cat sleeps all afternoon"),
+            ("alice", "what did bob say about the ferry?")]
+    t = parse_transcript(json.dumps({"messages": [
+        m for name, text in said for m in (
+            {"role": "user", "name": name, "content": text},
+            {"role": "assistant", "content": "Noted."})]}), "group.json")
+    assert [m.speaker for m in t.messages][-2:] == ["alice", None]
+    replay(t, [parse_spec("retrieval:recent=1,mode=bm25")], chat_provider=ScriptedProvider(),
+           store=store, save_as="g")
+    session = store.sessions.list_sessions()[0].id
+    rows = store.turns.turn(session, None).context["recall"]
+    text = {m.id: m.content for m in store.history.messages(session)}
+    assert {text[r["id"]] for r in rows if r["bm25"] > 0} == {"bob: The ferry leaves at nine"}

@@ -192,3 +192,26 @@ def test_the_facts_block_costs_few_tokens_per_fact_and_no_value_can_close_it(
     lines = five.messages[0].content.split("\n")
     assert lines.count(BLOCK_CLOSE) == 1 and lines[-1] == BLOCK_CLOSE
     assert all(json.loads(line)[0] for line in lines[2:-1])  # every line parses
+
+
+def test_a_group_chat_members_facts_are_theirs_not_the_profiles(store, scripted) -> None:
+    """On every store: a turn with a speaker (serve's `name`) sets and forgets its session's
+    facts only, sent as that speaker's; the owner typing in the same session still sets
+    the profile. The speaker is read from the turn as stored, not from the text."""
+    owner = Settings(system="Be brief.", user="ana", user_facts=True)
+    group = open_session(store, owner, scripted, "group", strategy="entity")
+    group.run_turn("bob: I am allergic to penicillin.", speaker="bob")
+    group.run_turn("I live in Porto.")
+    group.run_turn("小明：我叫小明。", speaker="小明")
+    group.run_turn("bob: Forget my city.", speaker="bob")
+    group.run_turn("bob: I like tea")  # no speaker: a single user's label-looking text
+    private = open_session(store, owner, scripted, "private", strategy="entity")
+    assert facts_in(private.build_context("hi")) == {"city": ("Porto", "turn 2 of session group")}
+    block = group.build_context("hi").part("facts").messages[0].content
+    assert block.startswith("Facts stated in this conversation")
+    assert [json.loads(line)[1:] for line in block.split("\n")[2:-1]] == [
+        ["allergy", "penicillin", 1, None, "bob"], ["city", "Porto", 2],
+        ["名字", "小明", 3, None, "小明"]]
+    said = group.state.store.history.messages(group.session.id)
+    assert store.history.speakers(group.session.id, [m.id for m in said]) == {
+        said[0].id: "bob", said[4].id: "小明", said[6].id: "bob"}

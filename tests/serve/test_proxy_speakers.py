@@ -248,3 +248,32 @@ def test_a_user_named_user_is_served_as_autogen_sends_it(chat_server: ChatServer
         answer = _post(running, [{"role": "user", "name": "user", "content": "Write a haiku"}])
     assert answer.status_code == 200, answer.text
     assert chat_server.requests[-1]["messages"][-1]["content"] == "Write a haiku"
+
+
+def test_the_askers_own_label_is_not_searched(chat_server: ChatServer, db_path: Path) -> None:
+    """Leftover: "alice: what did bob say about the ferry?" was searched with its label, so
+    every message of alice's ("alice: …") matched the question she asked by its word
+    "alice". The known speaker's label is left out of the search; the question's words and
+    the speaker it names still find bob's line."""
+    settings = Settings(provider="openai", base_url=chat_server.base_url, model="test-small",
+                        db=str(db_path))
+    said = [("alice", "I walked the dog this morning"), ("alice", "My garden needs water"),
+            ("bob", "The ferry leaves at nine"), ("alice", "It is cold outside today"),
+            ("alice", "The cat sleeps all afternoon"), ("小明", "我喜欢喝茶")]
+    history: list[dict[str, Any]] = []
+    for name, text in said:
+        history += [{"role": "user", "name": name, "content": text},
+                    {"role": "assistant", "content": "Noted."}]
+    with RunningProxy(settings, strategy="retrieval:recent=1,mode=bm25") as running:
+        for asked in ([{"role": "user", "name": "alice",
+                        "content": "what did bob say about the ferry?"}],
+                      [{"role": "user", "name": "小明", "content": "bob 说了 ferry 什么？"}]):
+            answer = _post(running, [*history, *asked])
+            assert answer.status_code == 200, answer.text
+            history += [*asked, {"role": "assistant", "content": "Noted."}]
+            with Store(db_path) as store:
+                session = store.sessions.session("grp").id
+                rows = store.turns.turn(session, None).context["recall"]
+                text = {m.id: m.content for m in store.history.messages(session)}
+            matched = {text[r["id"]] for r in rows if r["bm25"] > 0}
+            assert matched == {"bob: The ferry leaves at nine"}, asked
