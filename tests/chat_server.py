@@ -312,6 +312,12 @@ class _Handler(BaseHTTPRequestHandler):
         elif mode == "no-usage":
             # As some servers stream (llama.cpp's older builds, proxies that drop it).
             self._stream(body, usage=False)
+        elif mode == "finished-then-stall":
+            # The whole reply and its usage, then no [DONE]: the connection stays open.
+            self._stream(body, after_finish="stall")
+        elif mode == "finished-then-drop":
+            # The whole reply, then the connection drops before the usage and [DONE].
+            self._stream(body, after_finish="drop")
         elif self.route.endswith("/embeddings"):
             self._embeddings(body)
         else:
@@ -380,6 +386,13 @@ class _Handler(BaseHTTPRequestHandler):
         self.wfile.write(f"{len(chunk):x}\r\n".encode() + chunk + b"\r\n")
         self.wfile.flush()
 
+    def _drop(self) -> None:
+        """The connection drops mid-stream: half an HTTP chunk, no final chunk, no [DONE]."""
+        self.close_connection = True
+        self.wfile.write(b"7\r\ndata: {")
+        self.wfile.flush()
+        self.connection.shutdown(2)
+
     def _chunk(self, body: dict[str, Any], content: Any, finish: str | None) -> dict:
         delta = {"content": content} if content is not None else {}
         return {
@@ -389,7 +402,8 @@ class _Handler(BaseHTTPRequestHandler):
         }
 
     def _stream(self, body: dict[str, Any], cut: bool = False, slow: bool = False,
-                usage: bool = True, finish: str = "stop") -> None:
+                usage: bool = True, finish: str = "stop",
+                after_finish: str | None = None) -> None:
         self._stream_head()
         words = self.server.reply_words
         limit = body.get("max_tokens") or body.get("max_completion_tokens")
@@ -405,19 +419,22 @@ class _Handler(BaseHTTPRequestHandler):
                     # (and released it), however long a busy machine takes to get there.
                     self.server.release.wait(HANG)
             if cut and i == 1:
-                # The connection drops mid-reply: no final chunk, no [DONE].
-                self.close_connection = True
-                self.wfile.write(b"7\r\ndata: {")
-                self.wfile.flush()
-                self.connection.shutdown(2)
+                self._drop()
                 return
         self._event(self._chunk(body, None, finish))
+        if after_finish == "drop":
+            self._drop()
+            return
         prompt = sum(len(_text_of(m["content"]).split()) for m in body["messages"])
         if usage:
             self._event({**self._chunk(body, None, None), "choices": [],
                          "usage": {"prompt_tokens": prompt, "completion_tokens": len(words),
                                    "total_tokens": prompt + len(words)}
                          if self.server.usage is None else self.server.usage})
+        if after_finish == "stall":
+            self.close_connection = True
+            self.server.release.wait(HANG)
+            return
         self._event("[DONE]")
         self.wfile.write(b"0\r\n\r\n")
         self.wfile.flush()

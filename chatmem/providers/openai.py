@@ -115,10 +115,16 @@ class OpenAIReply:
                 self.close()
                 finished = cut = True
                 break
-        except ProviderError:
-            raise
         except Exception as e:
-            raise p.translate(e, mid_stream=started) from None
+            if not finished:
+                if isinstance(e, ProviderError):
+                    raise
+                raise p.translate(e, mid_stream=started) from None
+            # The reply had ended (finish_reason): a drop, or a stall past the read timeout,
+            # lost only what comes after it (the usage, [DONE]), not the reply paid for.
+            # (Reading stops at [DONE], not at the usage before it: closing a response not
+            # read to its end loses its connection, and the next turn paid a new handshake.)
+            self.close()
         finally:
             p.end_reply()
         if not finished:

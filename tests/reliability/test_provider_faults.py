@@ -191,3 +191,22 @@ def test_a_fact_extractor_answering_junk_keeps_the_turn_and_says_so_once(
     notices = [line for line in result.stderr.splitlines() if "facts not updated" in line]
     assert len(notices) == 1, result.stderr
     assert stored(tmp_path) == (["my name is Ada", "Hello from the test server."], ["ok"])
+
+
+@pytest.mark.parametrize("mode", ["finished-then-stall", "finished-then-drop"])
+def test_a_reply_that_ended_is_kept_when_only_its_trailer_is_lost(
+    tmp_path: Path, chat_server, mode: str
+) -> None:
+    # finish_reason came, so the reply is whole; then no [DONE] on a connection held open
+    # (lost at the read timeout, said as not answered in time), or the connection dropped
+    # before the usage (said as broken off): the paid reply was thrown away either way.
+    # The server sends all it sends at once: only the stall waits for the read timeout.
+    chat_server.plan = [mode]
+    result = chat_with_server(tmp_path, chat_server.base_url, timeout=5)
+    assert result.exit_code == 0, result.stderr
+    assert stored(tmp_path) == (["hello", "Hello from the test server."], ["ok"])
+    assert len(chat_server.requests) == 1
+    if mode == "finished-then-stall":
+        with Store(tmp_path / "h.db") as store:
+            [turn] = store.turns.turns(store.sessions.session("s").id)
+            assert turn.completion_tokens == 5  # the usage that came before the stall
