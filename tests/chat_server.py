@@ -201,6 +201,13 @@ class _Handler(BaseHTTPRequestHandler):
             self._event(self._chunk(body, "Hel", None))
             self._raw(b'data: {"choices": [{"index": 0, "delta": {"content": "\xff\xfe"}}]}\n\n')
             self._end()
+        elif mode == "error-event":
+            # As vLLM, OpenRouter (and chatmem serve) say a failure once the reply began.
+            self._stream_head()
+            self._event(self._chunk(body, "Hel", None))
+            self._event({"error": {"message": "the model ran out of memory",
+                                   "type": "server_error", "code": 500}})
+            self._end()
         elif mode == "number-content":
             self._stream_head()
             self._event(self._chunk(body, 5, None))

@@ -388,6 +388,12 @@ class OpenAIProvider:
             return ProviderResponseError(
                 f"{where} answered {error.status_code}: {self._short(error)}",
                 status=error.status_code)
+        if isinstance(error, openai.APIError):
+            # An `error` event once the reply began (vLLM, OpenRouter and chatmem serve send
+            # one when the model fails mid-reply): its words say what failed, where "not a
+            # chat completion: check base_url" sent the user to a base_url that was right.
+            return ProviderResponseError(f"{where} reported an error in the middle of the"
+                                         f" reply: {self._masked(error.message, 160)}")
         # Anything else is data the client could not make sense of; its Python
         # exception's name and text would say nothing to the user.
         return ProviderResponseError(

@@ -62,6 +62,7 @@ FAULTS = [
     ("500", RETRIES + 1, "answered 500: Error code: 500"),
     ("503", RETRIES + 1, "answered 503: Error code: 503"),
     ("cut", 1, "broke off before the reply was complete"),
+    ("error-event", 1, "reported an error in the middle of the reply: the model ran out of memory"),
     ("invalid-json", 1, "sent data that is not valid JSON in the middle of the reply stream"),
     ("not-utf8", 1, "sent bytes that are not UTF-8 in the middle of the reply stream"),
     ("number-content", 1, "sent a piece of the reply that is not text"),
