@@ -52,6 +52,8 @@ class ChatServer(ThreadingHTTPServer):
         self.piece_goes.set()
         self.bytes_sent = 0
         """Body bytes `endless-line` sent before the client hung up (or it gave up)."""
+        self.retry_after = ""
+        """The Retry-After header of `429-retry-at` (an HTTP date, say)."""
         self.models = ["test-small", "test-large"]
         """What GET /v1/models lists."""
         self.refuses: str | None = None
@@ -77,6 +79,10 @@ _ERRORS: dict[str, tuple[int, str, str, dict[str, str]]] = {
     "401": (401, "invalid_api_key", "Incorrect API key provided: sk-test-****", {}),
     "429": (429, "rate_limit_exceeded", "Rate limit reached", {"retry-after-ms": "10"}),
     "429-retry-after": (429, "rate_limit_exceeded", "Rate limit reached", {"retry-after": "1"}),
+    "429-quota": (429, "insufficient_quota", "You exceeded your current quota, please check"
+                  " your plan and billing details.", {"retry-after-ms": "10"}),
+    "429-wait-a-day": (429, "rate_limit_exceeded", "Rate limit reached for requests per day",
+                       {"retry-after": "86400"}),
     "500": (500, "server_error", "The server had an error", {"retry-after-ms": "10"}),
     "503": (503, "overloaded", "The server is overloaded", {"retry-after-ms": "10"}),
     "500-internal": (500, "server_error", "vLLM at http://10.0.0.7:9000/internal/llm failed",
@@ -141,6 +147,9 @@ class _Handler(BaseHTTPRequestHandler):
         mode = self.server.plan.pop(0) if self.server.plan else "ok"
         if mode in _ERRORS:
             self._error(*_ERRORS[mode])
+        elif mode == "429-retry-at":
+            self._error(429, "rate_limit_exceeded", "Rate limit reached",
+                        {"retry-after": self.server.retry_after})
         elif mode == "echo-key":
             # Some servers quote the request back in their error message.
             self._error(400, "bad_request", f"rejected header {self.headers['Authorization']}")

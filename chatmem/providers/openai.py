@@ -20,7 +20,6 @@ from chatmem.errors import (
     ProviderConnectionError,
     ProviderError,
     ProviderNotFound,
-    ProviderRateLimited,
     ProviderRefusedRequest,
     ProviderResponseError,
     ProviderTimeout,
@@ -36,6 +35,7 @@ from chatmem.providers.openai_limits import (
     cap_field_for,
     no_text_error,
     other_cap_field,
+    rate_limit_error,
 )
 from chatmem.tokens import TokenCounter, counter_for_model
 
@@ -363,9 +363,7 @@ class OpenAIProvider:
                 f"{where} answered 404 for model {self.model!r}: check the model name and base_url",
                 status=404)
         if isinstance(error, openai.RateLimitError):
-            return ProviderRateLimited(
-                f"{where} is rate limiting requests (429) after retries: wait and try again",
-                status=429)
+            return rate_limit_error(where, error, self.client.max_retries)
         if isinstance(error, openai.APITimeoutError):
             return ProviderTimeout(
                 f"{where} did not answer in time: raise timeout or check the server"

@@ -59,6 +59,10 @@ FAULTS = [
     ("401", 1, "refused the API key (401): check $OPENAI_API_KEY"),
     ("404", 1, "answered 404 for model 'm': check the model name and base_url"),
     ("429-retry-after", RETRIES + 1, "is rate limiting requests (429) after retries"),
+    # Not "wait and try again": no wait ends a used-up quota, and a day is not retried.
+    ("429-quota", RETRIES + 1, "answered 429 insufficient_quota: the account's quota is used up;"
+                               " check its plan and billing (waiting does not help)"),
+    ("429-wait-a-day", 1, "is rate limiting requests (429) and asks to wait 24 h: not retried"),
     ("500", RETRIES + 1, "answered 500: Error code: 500"),
     ("503", RETRIES + 1, "answered 503: Error code: 503"),
     ("cut", 1, "broke off before the reply was complete"),
