@@ -369,7 +369,9 @@ class OpenAIProvider:
                 f"{where} did not answer in time: raise timeout or check the server"
             )
         if isinstance(error, openai.APIConnectionError):
-            return ProviderConnectionError(f"cannot reach {where}: is the server running?")
+            from chatmem.providers.unreachable import unreachable
+
+            return ProviderConnectionError(unreachable(where, self.base_url, error))
         if isinstance(error, openai.BadRequestError):
             # The request itself refused (a field passed on from a served client): the
             # server's own words say which field, and what it takes instead.

@@ -143,6 +143,41 @@ def test_a_refused_connection_is_one_line(tmp_path: Path) -> None:
     assert stored(tmp_path) == ([], ["failed"])
 
 
+@pytest.mark.parametrize("way", ["https-to-plain-http", "host-not-found", "proxy-refuses"])
+def test_a_server_out_of_reach_is_said_with_what_to_check(
+    tmp_path: Path, chat_server, monkeypatch: pytest.MonkeyPatch, way: str
+) -> None:
+    # Each was "cannot reach URL: is the server running?", though the first and the last
+    # server ran (the proxy refused, or the port spoke plain HTTP) and the second's name
+    # did not resolve.
+    for name in ("NO_PROXY", "no_proxy", "ALL_PROXY", "all_proxy", "HTTPS_PROXY",
+                 "https_proxy", "HTTP_PROXY", "http_proxy"):
+        monkeypatch.delenv(name, raising=False)
+    url = chat_server.base_url
+    if way == "https-to-plain-http":
+        url = url.replace("http://", "https://")
+    elif way == "host-not-found":
+        url = "http://no-such-host.invalid/v1"  # .invalid never resolves (RFC 6761)
+    else:
+        with socket.socket() as s:
+            s.bind(("127.0.0.1", 0))
+            port = s.getsockname()[1]  # closed again: no proxy listens there
+        monkeypatch.setenv("HTTP_PROXY", f"http://me:proxy-password@127.0.0.1:{port}")
+    result = chat_with_server(tmp_path, url)
+    assert result.exit_code == 1
+    [error] = error_lines(result.stderr)
+    assert error.startswith(f"error: cannot reach {url}"), error
+    assert error.endswith({
+        "https-to-plain-http": "; a server that speaks plain HTTP needs a base_url that"
+                               " starts with http://",
+        "host-not-found": ": the host name 'no-such-host.invalid' was not found (DNS):"
+                          " check base_url",
+        "proxy-refuses": " through the proxy $HTTP_PROXY names: is the proxy running?"
+                         " (NO_PROXY lists hosts reached directly)"}[way]), error
+    assert "proxy-password" not in result.stderr
+    assert stored(tmp_path) == ([], ["failed"])
+
+
 def test_a_non_streamed_json_answer_is_taken_as_the_reply(tmp_path: Path, chat_server) -> None:
     chat_server.plan = ["json"]
     result = chat_with_server(tmp_path, chat_server.base_url)
