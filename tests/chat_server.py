@@ -77,6 +77,8 @@ class ChatServer(ThreadingHTTPServer):
 _ERRORS: dict[str, tuple[int, str, str, dict[str, str]]] = {
     # mode: (status, error code, message, headers); retry hints short so retries are quick.
     "401": (401, "invalid_api_key", "Incorrect API key provided: sk-test-****", {}),
+    "403-region": (403, "unsupported_country_region_territory",
+                   "Country, region, or territory not supported", {}),
     "429": (429, "rate_limit_exceeded", "Rate limit reached", {"retry-after-ms": "10"}),
     "429-retry-after": (429, "rate_limit_exceeded", "Rate limit reached", {"retry-after": "1"}),
     "429-quota": (429, "insufficient_quota", "You exceeded your current quota, please check"

@@ -354,6 +354,14 @@ class OpenAIProvider:
             return ProviderResponseError(
                 f"the reply stream from {where} broke off before the reply was complete"
             )
+        said = error.body.get("message") if isinstance(error, openai.PermissionDeniedError) \
+            and isinstance(error.body, Mapping) else None
+        if isinstance(said, str) and said.strip():
+            # The key was taken; what it may not do (this model, from this country, in this
+            # project) is in the server's words: "check $OPENAI_API_KEY" sent users to
+            # replace a key that worked.
+            return ProviderAuthError(f"{where} refused the request (403):"
+                                     f" {self._masked(said, 160)}", status=403)
         if isinstance(error, openai.AuthenticationError | openai.PermissionDeniedError):
             return ProviderAuthError(
                 f"{where} refused the API key ({error.status_code}): check ${self.api_key_env}",

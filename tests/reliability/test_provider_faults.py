@@ -57,6 +57,8 @@ def stored(tmp_path: Path) -> tuple[list[str], list[str]]:
 
 FAULTS = [
     ("401", 1, "refused the API key (401): check $OPENAI_API_KEY"),
+    # The key was taken: the refusal is the server's to say, not "check $OPENAI_API_KEY".
+    ("403-region", 1, "refused the request (403): Country, region, or territory not supported"),
     ("404", 1, "answered 404 for model 'm': check the model name and base_url"),
     ("429-retry-after", RETRIES + 1, "is rate limiting requests (429) after retries"),
     # Not "wait and try again": no wait ends a used-up quota, and a day is not retried.
