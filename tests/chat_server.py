@@ -149,6 +149,10 @@ class _Handler(BaseHTTPRequestHandler):
         mode = self.server.plan.pop(0) if self.server.plan else "ok"
         if mode in _ERRORS:
             self._error(*_ERRORS[mode])
+        elif mode == "moved-301":
+            # As a server moved elsewhere answers (nginx's http:// to https://, say).
+            self._body(301, "text/html", b"<html>Moved Permanently</html>",
+                       {"Location": "/v2/chat/completions"})
         elif mode == "429-retry-at":
             self._error(429, "rate_limit_exceeded", "Rate limit reached",
                         {"retry-after": self.server.retry_after})

@@ -340,6 +340,8 @@ class OpenAIProvider:
         """One line that says what to check; never the key, never a traceback."""
         import openai
 
+        from chatmem.providers.unreachable import redirected, unreachable
+
         where = self.where
         if isinstance(error, UnicodeDecodeError):
             return ProviderResponseError(f"{where} sent bytes that are not UTF-8"
@@ -354,6 +356,8 @@ class OpenAIProvider:
             return ProviderResponseError(
                 f"the reply stream from {where} broke off before the reply was complete"
             )
+        if isinstance(error, openai.APIStatusError) and (moved := redirected(where, error)):
+            return ProviderResponseError(moved, status=error.status_code)
         said = error.body.get("message") if isinstance(error, openai.PermissionDeniedError) \
             and isinstance(error.body, Mapping) else None
         if isinstance(said, str) and said.strip():
@@ -377,8 +381,6 @@ class OpenAIProvider:
                 f"{where} did not answer in time: raise timeout or check the server"
             )
         if isinstance(error, openai.APIConnectionError):
-            from chatmem.providers.unreachable import unreachable
-
             return ProviderConnectionError(unreachable(where, self.base_url, error))
         if isinstance(error, openai.BadRequestError):
             # The request itself refused (a field passed on from a served client): the

@@ -2,7 +2,8 @@
 
 "is the server running?" was said for every failure to connect; but a server that runs can
 be out of reach through a proxy the environment names, behind a host name that does not
-resolve, or on a port that speaks plain HTTP to an https:// base_url.
+resolve, or on a port that speaks plain HTTP to an https:// base_url. A redirect reaches
+another address, where the chat request arrives as a GET.
 """
 
 from __future__ import annotations
@@ -11,7 +12,10 @@ import os
 import socket
 import ssl
 import urllib.request
+from typing import Any
 from urllib.parse import urlsplit
+
+from chatmem.privacy.secrets import redacted_url
 
 
 def unreachable(where: str, base_url: str, error: BaseException) -> str:
@@ -56,3 +60,19 @@ def _proxy_variable(scheme: str, host: str) -> str | None:
         if os.environ.get(name):
             return name
     return None
+
+
+def redirected(where: str, error: Any) -> str | None:
+    """What to say of `error` (an openai.APIStatusError) when its request was redirected and
+    arrived elsewhere as other than the POST it was; else None. The client follows a 301,
+    302 or 303 as a browser does, turning the POST into a GET: what that address answers
+    (405; 404 "check the model name") said nothing of the redirect."""
+    response = error.response
+    if not response.history or response.request.method == "POST":
+        return None
+    parts = urlsplit(redacted_url(str(response.request.url)))
+    base = parts._replace(path=parts.path.removesuffix("/chat/completions"), query="",
+                          fragment="").geturl()
+    return (f"{where} redirected the request ({response.history[0].status_code}) to {base},"
+            f" where it arrived as a {response.request.method}, not a POST: set base_url to"
+            f" {base}")

@@ -180,6 +180,22 @@ def test_a_server_out_of_reach_is_said_with_what_to_check(
     assert stored(tmp_path) == ([], ["failed"])
 
 
+def test_a_redirect_that_turns_the_request_into_a_get_is_said(
+    tmp_path: Path, chat_server
+) -> None:
+    # The client follows a 301 as a browser does, as a GET: the new address's 404 was said
+    # as "answered 404 for model 'm': check the model name", of the old address.
+    chat_server.plan = ["moved-301"]
+    result = chat_with_server(tmp_path, chat_server.base_url)
+    assert result.exit_code == 1
+    moved = chat_server.base_url.removesuffix("/v1") + "/v2"
+    assert error_lines(result.stderr) == [
+        f"error: {chat_server.base_url} redirected the request (301) to {moved}, where it"
+        f" arrived as a GET, not a POST: set base_url to {moved}"], result.stderr
+    assert chat_server.paths == ["/v1/chat/completions", "/v2/chat/completions"]
+    assert stored(tmp_path) == ([], ["failed"])
+
+
 def test_a_non_streamed_json_answer_is_taken_as_the_reply(tmp_path: Path, chat_server) -> None:
     chat_server.plan = ["json"]
     result = chat_with_server(tmp_path, chat_server.base_url)
