@@ -52,6 +52,8 @@ class ChatServer(ThreadingHTTPServer):
         self.piece_goes.set()
         self.bytes_sent = 0
         """Body bytes `endless-line` sent before the client hung up (or it gave up)."""
+        self.retry_after = ""
+        """The Retry-After header of `429-retry-at` (an HTTP date, say)."""
         self.models = ["test-small", "test-large"]
         """What GET /v1/models lists."""
         self.refuses: str | None = None
@@ -75,8 +77,14 @@ class ChatServer(ThreadingHTTPServer):
 _ERRORS: dict[str, tuple[int, str, str, dict[str, str]]] = {
     # mode: (status, error code, message, headers); retry hints short so retries are quick.
     "401": (401, "invalid_api_key", "Incorrect API key provided: sk-test-****", {}),
+    "403-region": (403, "unsupported_country_region_territory",
+                   "Country, region, or territory not supported", {}),
     "429": (429, "rate_limit_exceeded", "Rate limit reached", {"retry-after-ms": "10"}),
     "429-retry-after": (429, "rate_limit_exceeded", "Rate limit reached", {"retry-after": "1"}),
+    "429-quota": (429, "insufficient_quota", "You exceeded your current quota, please check"
+                  " your plan and billing details.", {"retry-after-ms": "10"}),
+    "429-wait-a-day": (429, "rate_limit_exceeded", "Rate limit reached for requests per day",
+                       {"retry-after": "86400"}),
     "500": (500, "server_error", "The server had an error", {"retry-after-ms": "10"}),
     "503": (503, "overloaded", "The server is overloaded", {"retry-after-ms": "10"}),
     "500-internal": (500, "server_error", "vLLM at http://10.0.0.7:9000/internal/llm failed",
@@ -141,6 +149,13 @@ class _Handler(BaseHTTPRequestHandler):
         mode = self.server.plan.pop(0) if self.server.plan else "ok"
         if mode in _ERRORS:
             self._error(*_ERRORS[mode])
+        elif mode == "moved-301":
+            # As a server moved elsewhere answers (nginx's http:// to https://, say).
+            self._body(301, "text/html", b"<html>Moved Permanently</html>",
+                       {"Location": "/v2/chat/completions"})
+        elif mode == "429-retry-at":
+            self._error(429, "rate_limit_exceeded", "Rate limit reached",
+                        {"retry-after": self.server.retry_after})
         elif mode == "echo-key":
             # Some servers quote the request back in their error message.
             self._error(400, "bad_request", f"rejected header {self.headers['Authorization']}")
@@ -200,6 +215,13 @@ class _Handler(BaseHTTPRequestHandler):
             self._stream_head()
             self._event(self._chunk(body, "Hel", None))
             self._raw(b'data: {"choices": [{"index": 0, "delta": {"content": "\xff\xfe"}}]}\n\n')
+            self._end()
+        elif mode == "error-event":
+            # As vLLM, OpenRouter (and chatmem serve) say a failure once the reply began.
+            self._stream_head()
+            self._event(self._chunk(body, "Hel", None))
+            self._event({"error": {"message": "the model ran out of memory",
+                                   "type": "server_error", "code": 500}})
             self._end()
         elif mode == "number-content":
             self._stream_head()
@@ -312,6 +334,12 @@ class _Handler(BaseHTTPRequestHandler):
         elif mode == "no-usage":
             # As some servers stream (llama.cpp's older builds, proxies that drop it).
             self._stream(body, usage=False)
+        elif mode == "finished-then-stall":
+            # The whole reply and its usage, then no [DONE]: the connection stays open.
+            self._stream(body, after_finish="stall")
+        elif mode == "finished-then-drop":
+            # The whole reply, then the connection drops before the usage and [DONE].
+            self._stream(body, after_finish="drop")
         elif self.route.endswith("/embeddings"):
             self._embeddings(body)
         else:
@@ -380,6 +408,13 @@ class _Handler(BaseHTTPRequestHandler):
         self.wfile.write(f"{len(chunk):x}\r\n".encode() + chunk + b"\r\n")
         self.wfile.flush()
 
+    def _drop(self) -> None:
+        """The connection drops mid-stream: half an HTTP chunk, no final chunk, no [DONE]."""
+        self.close_connection = True
+        self.wfile.write(b"7\r\ndata: {")
+        self.wfile.flush()
+        self.connection.shutdown(2)
+
     def _chunk(self, body: dict[str, Any], content: Any, finish: str | None) -> dict:
         delta = {"content": content} if content is not None else {}
         return {
@@ -389,7 +424,8 @@ class _Handler(BaseHTTPRequestHandler):
         }
 
     def _stream(self, body: dict[str, Any], cut: bool = False, slow: bool = False,
-                usage: bool = True, finish: str = "stop") -> None:
+                usage: bool = True, finish: str = "stop",
+                after_finish: str | None = None) -> None:
         self._stream_head()
         words = self.server.reply_words
         limit = body.get("max_tokens") or body.get("max_completion_tokens")
@@ -405,19 +441,22 @@ class _Handler(BaseHTTPRequestHandler):
                     # (and released it), however long a busy machine takes to get there.
                     self.server.release.wait(HANG)
             if cut and i == 1:
-                # The connection drops mid-reply: no final chunk, no [DONE].
-                self.close_connection = True
-                self.wfile.write(b"7\r\ndata: {")
-                self.wfile.flush()
-                self.connection.shutdown(2)
+                self._drop()
                 return
         self._event(self._chunk(body, None, finish))
+        if after_finish == "drop":
+            self._drop()
+            return
         prompt = sum(len(_text_of(m["content"]).split()) for m in body["messages"])
         if usage:
             self._event({**self._chunk(body, None, None), "choices": [],
                          "usage": {"prompt_tokens": prompt, "completion_tokens": len(words),
                                    "total_tokens": prompt + len(words)}
                          if self.server.usage is None else self.server.usage})
+        if after_finish == "stall":
+            self.close_connection = True
+            self.server.release.wait(HANG)
+            return
         self._event("[DONE]")
         self.wfile.write(b"0\r\n\r\n")
         self.wfile.flush()

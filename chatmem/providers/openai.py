@@ -20,7 +20,6 @@ from chatmem.errors import (
     ProviderConnectionError,
     ProviderError,
     ProviderNotFound,
-    ProviderRateLimited,
     ProviderRefusedRequest,
     ProviderResponseError,
     ProviderTimeout,
@@ -36,6 +35,7 @@ from chatmem.providers.openai_limits import (
     cap_field_for,
     no_text_error,
     other_cap_field,
+    rate_limit_error,
 )
 from chatmem.tokens import TokenCounter, counter_for_model
 
@@ -115,10 +115,16 @@ class OpenAIReply:
                 self.close()
                 finished = cut = True
                 break
-        except ProviderError:
-            raise
         except Exception as e:
-            raise p.translate(e, mid_stream=started) from None
+            if not finished:
+                if isinstance(e, ProviderError):
+                    raise
+                raise p.translate(e, mid_stream=started) from None
+            # The reply had ended (finish_reason): a drop, or a stall past the read timeout,
+            # lost only what comes after it (the usage, [DONE]), not the reply paid for.
+            # (Reading stops at [DONE], not at the usage before it: closing a response not
+            # read to its end loses its connection, and the next turn paid a new handshake.)
+            self.close()
         finally:
             p.end_reply()
         if not finished:
@@ -334,6 +340,8 @@ class OpenAIProvider:
         """One line that says what to check; never the key, never a traceback."""
         import openai
 
+        from chatmem.providers.unreachable import redirected, unreachable
+
         where = self.where
         if isinstance(error, UnicodeDecodeError):
             return ProviderResponseError(f"{where} sent bytes that are not UTF-8"
@@ -348,6 +356,16 @@ class OpenAIProvider:
             return ProviderResponseError(
                 f"the reply stream from {where} broke off before the reply was complete"
             )
+        if isinstance(error, openai.APIStatusError) and (moved := redirected(where, error)):
+            return ProviderResponseError(moved, status=error.status_code)
+        said = error.body.get("message") if isinstance(error, openai.PermissionDeniedError) \
+            and isinstance(error.body, Mapping) else None
+        if isinstance(said, str) and said.strip():
+            # The key was taken; what it may not do (this model, from this country, in this
+            # project) is in the server's words: "check $OPENAI_API_KEY" sent users to
+            # replace a key that worked.
+            return ProviderAuthError(f"{where} refused the request (403):"
+                                     f" {self._masked(said, 160)}", status=403)
         if isinstance(error, openai.AuthenticationError | openai.PermissionDeniedError):
             return ProviderAuthError(
                 f"{where} refused the API key ({error.status_code}): check ${self.api_key_env}",
@@ -357,15 +375,13 @@ class OpenAIProvider:
                 f"{where} answered 404 for model {self.model!r}: check the model name and base_url",
                 status=404)
         if isinstance(error, openai.RateLimitError):
-            return ProviderRateLimited(
-                f"{where} is rate limiting requests (429) after retries: wait and try again",
-                status=429)
+            return rate_limit_error(where, error, self.client.max_retries)
         if isinstance(error, openai.APITimeoutError):
             return ProviderTimeout(
                 f"{where} did not answer in time: raise timeout or check the server"
             )
         if isinstance(error, openai.APIConnectionError):
-            return ProviderConnectionError(f"cannot reach {where}: is the server running?")
+            return ProviderConnectionError(unreachable(where, self.base_url, error))
         if isinstance(error, openai.BadRequestError):
             # The request itself refused (a field passed on from a served client): the
             # server's own words say which field, and what it takes instead.
@@ -382,6 +398,12 @@ class OpenAIProvider:
             return ProviderResponseError(
                 f"{where} answered {error.status_code}: {self._short(error)}",
                 status=error.status_code)
+        if isinstance(error, openai.APIError):
+            # An `error` event once the reply began (vLLM, OpenRouter and chatmem serve send
+            # one when the model fails mid-reply): its words say what failed, where "not a
+            # chat completion: check base_url" sent the user to a base_url that was right.
+            return ProviderResponseError(f"{where} reported an error in the middle of the"
+                                         f" reply: {self._masked(error.message, 160)}")
         # Anything else is data the client could not make sense of; its Python
         # exception's name and text would say nothing to the user.
         return ProviderResponseError(

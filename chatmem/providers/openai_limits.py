@@ -3,7 +3,10 @@ text and how many bytes of body a capped reply can take, and how one with no tex
 
 from __future__ import annotations
 
-from chatmem.errors import ProviderResponseError
+from collections.abc import Mapping
+from typing import Any
+
+from chatmem.errors import ProviderError, ProviderRateLimited, ProviderResponseError
 
 CHARS_PER_TOKEN_AT_MOST = 16
 """No tokenizer's tokens average more characters than this over a whole reply."""
@@ -49,3 +52,56 @@ def no_text_error(where: str, finish_reason: object) -> ProviderResponseError:
             f"{where} answered with tool calls (finish_reason {finish_reason}), not text:"
             " chatmem offers no tools; check the model's or the server's chat template")
     return ProviderResponseError(f"{where} sent an empty reply")
+
+
+RETRIED_WAIT_AT_MOST = 120.0
+"""Seconds of Retry-After the openai client still waits out and retries; past it, it gives
+up at once (its MAX_RETRY_AFTER_DELAY)."""
+
+
+def rate_limit_error(where: str, error: Any, retries: int) -> ProviderError:
+    """What a 429 (openai.RateLimitError `error`, after up to `retries` retries) says: a used-up
+    quota is no rate limit that waiting ends, and a wait past the client's is not retried."""
+    body = error.body if isinstance(error.body, Mapping) else {}
+    if "insufficient_quota" in (body.get("code"), body.get("type")):
+        # OpenAI's answer when the account has no credit left: retried as any 429, and
+        # "wait and try again" sent the user to wait for nothing.
+        return ProviderResponseError(
+            f"{where} answered 429 insufficient_quota: the account's quota is used up;"
+            " check its plan and billing (waiting does not help)", status=429)
+    wait = retry_after(error.response.headers)
+    if wait is not None and wait > RETRIED_WAIT_AT_MOST:
+        return ProviderRateLimited(
+            f"{where} is rate limiting requests (429) and asks to wait {_span(wait)}:"
+            " not retried; try again then", status=429)
+    retried = " after retries" if retries else ""
+    return ProviderRateLimited(
+        f"{where} is rate limiting requests (429){retried}: wait and try again", status=429)
+
+
+def retry_after(headers: Mapping[str, str]) -> float | None:
+    """The seconds a response's retry-after-ms or Retry-After (seconds or an HTTP date) asks
+    to wait, or None."""
+    import email.utils
+    import math
+    import time
+
+    for name, scale in (("retry-after-ms", 1000.0), ("retry-after", 1.0)):
+        try:
+            seconds = float(headers.get(name, ""))
+        except ValueError:
+            continue
+        if math.isfinite(seconds):
+            return seconds / scale
+    try:
+        when = email.utils.parsedate_to_datetime(headers.get("retry-after", ""))
+    except (TypeError, ValueError, IndexError, OverflowError):
+        return None
+    return when.timestamp() - time.time() if when.tzinfo is not None else None
+
+
+def _span(seconds: float) -> str:
+    for unit, size in (("h", 3600), ("min", 60)):
+        if seconds >= 2 * size:
+            return f"{seconds / size:,.0f} {unit}"
+    return f"{seconds:,.0f} s"

@@ -7,6 +7,8 @@ it received with the context chatmem stored for the turn.
 
 from __future__ import annotations
 
+import email.utils
+import time
 from pathlib import Path
 
 import pytest
@@ -102,6 +104,21 @@ def test_429_after_all_retries_is_a_rate_limit_error(store, chat_server) -> None
     with pytest.raises(ProviderRateLimited):
         engine.run_turn("hello")
     assert len(chat_server.requests) == 2
+    assert_failed_turn_only(store, engine)
+
+
+def test_a_429_asking_to_wait_past_the_clients_limit_says_how_long_and_is_not_retried(
+    store, chat_server
+) -> None:
+    # Retry-After as an HTTP date 3 hours on: the client gives up at once (past 120 s), and
+    # "after retries: wait and try again" said neither.
+    chat_server.retry_after = email.utils.formatdate(time.time() + 3 * 3600 + 60, usegmt=True)
+    chat_server.plan = ["429-retry-at"] * 3
+    engine = engine_for(store, chat_server, retries=2)
+    with pytest.raises(ProviderRateLimited) as caught:
+        engine.run_turn("hello")
+    assert str(caught.value).endswith("(429) and asks to wait 3 h: not retried; try again then")
+    assert len(chat_server.requests) == 1
     assert_failed_turn_only(store, engine)
 
 

@@ -57,11 +57,18 @@ def stored(tmp_path: Path) -> tuple[list[str], list[str]]:
 
 FAULTS = [
     ("401", 1, "refused the API key (401): check $OPENAI_API_KEY"),
+    # The key was taken: the refusal is the server's to say, not "check $OPENAI_API_KEY".
+    ("403-region", 1, "refused the request (403): Country, region, or territory not supported"),
     ("404", 1, "answered 404 for model 'm': check the model name and base_url"),
     ("429-retry-after", RETRIES + 1, "is rate limiting requests (429) after retries"),
+    # Not "wait and try again": no wait ends a used-up quota, and a day is not retried.
+    ("429-quota", RETRIES + 1, "answered 429 insufficient_quota: the account's quota is used up;"
+                               " check its plan and billing (waiting does not help)"),
+    ("429-wait-a-day", 1, "is rate limiting requests (429) and asks to wait 24 h: not retried"),
     ("500", RETRIES + 1, "answered 500: Error code: 500"),
     ("503", RETRIES + 1, "answered 503: Error code: 503"),
     ("cut", 1, "broke off before the reply was complete"),
+    ("error-event", 1, "reported an error in the middle of the reply: the model ran out of memory"),
     ("invalid-json", 1, "sent data that is not valid JSON in the middle of the reply stream"),
     ("not-utf8", 1, "sent bytes that are not UTF-8 in the middle of the reply stream"),
     ("number-content", 1, "sent a piece of the reply that is not text"),
@@ -138,6 +145,57 @@ def test_a_refused_connection_is_one_line(tmp_path: Path) -> None:
     assert stored(tmp_path) == ([], ["failed"])
 
 
+@pytest.mark.parametrize("way", ["https-to-plain-http", "host-not-found", "proxy-refuses"])
+def test_a_server_out_of_reach_is_said_with_what_to_check(
+    tmp_path: Path, chat_server, monkeypatch: pytest.MonkeyPatch, way: str
+) -> None:
+    # Each was "cannot reach URL: is the server running?", though the first and the last
+    # server ran (the proxy refused, or the port spoke plain HTTP) and the second's name
+    # did not resolve.
+    for name in ("NO_PROXY", "no_proxy", "ALL_PROXY", "all_proxy", "HTTPS_PROXY",
+                 "https_proxy", "HTTP_PROXY", "http_proxy"):
+        monkeypatch.delenv(name, raising=False)
+    url = chat_server.base_url
+    if way == "https-to-plain-http":
+        url = url.replace("http://", "https://")
+    elif way == "host-not-found":
+        url = "http://no-such-host.invalid/v1"  # .invalid never resolves (RFC 6761)
+    else:
+        with socket.socket() as s:
+            s.bind(("127.0.0.1", 0))
+            port = s.getsockname()[1]  # closed again: no proxy listens there
+        monkeypatch.setenv("HTTP_PROXY", f"http://me:proxy-password@127.0.0.1:{port}")
+    result = chat_with_server(tmp_path, url)
+    assert result.exit_code == 1
+    [error] = error_lines(result.stderr)
+    assert error.startswith(f"error: cannot reach {url}"), error
+    assert error.endswith({
+        "https-to-plain-http": "; a server that speaks plain HTTP needs a base_url that"
+                               " starts with http://",
+        "host-not-found": ": the host name 'no-such-host.invalid' was not found (DNS):"
+                          " check base_url",
+        "proxy-refuses": " through the proxy $HTTP_PROXY names: is the proxy running?"
+                         " (NO_PROXY lists hosts reached directly)"}[way]), error
+    assert "proxy-password" not in result.stderr
+    assert stored(tmp_path) == ([], ["failed"])
+
+
+def test_a_redirect_that_turns_the_request_into_a_get_is_said(
+    tmp_path: Path, chat_server
+) -> None:
+    # The client follows a 301 as a browser does, as a GET: the new address's 404 was said
+    # as "answered 404 for model 'm': check the model name", of the old address.
+    chat_server.plan = ["moved-301"]
+    result = chat_with_server(tmp_path, chat_server.base_url)
+    assert result.exit_code == 1
+    moved = chat_server.base_url.removesuffix("/v1") + "/v2"
+    assert error_lines(result.stderr) == [
+        f"error: {chat_server.base_url} redirected the request (301) to {moved}, where it"
+        f" arrived as a GET, not a POST: set base_url to {moved}"], result.stderr
+    assert chat_server.paths == ["/v1/chat/completions", "/v2/chat/completions"]
+    assert stored(tmp_path) == ([], ["failed"])
+
+
 def test_a_non_streamed_json_answer_is_taken_as_the_reply(tmp_path: Path, chat_server) -> None:
     chat_server.plan = ["json"]
     result = chat_with_server(tmp_path, chat_server.base_url)
@@ -191,3 +249,22 @@ def test_a_fact_extractor_answering_junk_keeps_the_turn_and_says_so_once(
     notices = [line for line in result.stderr.splitlines() if "facts not updated" in line]
     assert len(notices) == 1, result.stderr
     assert stored(tmp_path) == (["my name is Ada", "Hello from the test server."], ["ok"])
+
+
+@pytest.mark.parametrize("mode", ["finished-then-stall", "finished-then-drop"])
+def test_a_reply_that_ended_is_kept_when_only_its_trailer_is_lost(
+    tmp_path: Path, chat_server, mode: str
+) -> None:
+    # finish_reason came, so the reply is whole; then no [DONE] on a connection held open
+    # (lost at the read timeout, said as not answered in time), or the connection dropped
+    # before the usage (said as broken off): the paid reply was thrown away either way.
+    # The server sends all it sends at once: only the stall waits for the read timeout.
+    chat_server.plan = [mode]
+    result = chat_with_server(tmp_path, chat_server.base_url, timeout=5)
+    assert result.exit_code == 0, result.stderr
+    assert stored(tmp_path) == (["hello", "Hello from the test server."], ["ok"])
+    assert len(chat_server.requests) == 1
+    if mode == "finished-then-stall":
+        with Store(tmp_path / "h.db") as store:
+            [turn] = store.turns.turns(store.sessions.session("s").id)
+            assert turn.completion_tokens == 5  # the usage that came before the stall
