@@ -99,7 +99,8 @@ def inspect_turn(workspace: Workspace, session: str, number: int | None = None, 
             else _turn_or_history(store, record, number))
     if isinstance(turn, _HistoryTurn):
         raise TurnNotRecorded(record.name, turn.number)
-    context = Context.from_json(turn.context)
+    context = Context.from_json(turn.context).with_images(
+        lambda digest: store.images.image_bytes(record.id, digest))
     approximate = bool(turn.context.get("approximate", False))
     key = turn.tokenizer or "unknown"
     return Inspection(record, InspectMode.TURN, context, turn.input, turn.strategy,
