@@ -17,7 +17,7 @@ if TYPE_CHECKING:
     from chatmem.engine import Engine
     from chatmem.evaluation.recording import Tokenizer
     from chatmem.memory.base import Strategy
-    from chatmem.memory.context import Context
+    from chatmem.memory.context import Context, Message
     from chatmem.memory.spec import StrategySpec
     from chatmem.notices import Notice
     from chatmem.store import SessionRecord, Store, SummaryRecord, TurnRecord
@@ -177,6 +177,7 @@ def inspect_what_if(workspace: Workspace, session: str, strategy: StrategySpec |
     chosen = strategies.create(spec)  # bad names or params fail before any work
     turn = None
     history_turn = None
+    files: tuple[Message, ...] = ()
     after_all = text is not None
     if text is None:
         found = _turn_or_history(store, record, number)
@@ -185,6 +186,7 @@ def inspect_what_if(workspace: Workspace, session: str, strategy: StrategySpec |
             said_at = _time_or_none(found.said_at, workspace.settings.zone)
         else:
             turn, text = found, found.input
+            files = _files_sent(found)
             history_turns = _history_before(found)
             said_at = _said_at(store, found, workspace.settings.zone)
     else:
@@ -212,8 +214,9 @@ def inspect_what_if(workspace: Workspace, session: str, strategy: StrategySpec |
                          system=system, chat_provider=llm,
                          budget=workspace.settings.context_budget, user=user,
                          user_facts=facts, embedder=embedder, activity=activity,
-                         zone=workspace.settings.zone, said_at=said_at)
+                         zone=workspace.settings.zone, said_at=said_at, attached=files)
         context, left_out, notices = result.context, result.left_out, result.notices
+        context = context.with_images(lambda digest: store.images.image_bytes(record.id, digest))
         outside = result.external_ids
         replayed = Replayed(result.replayed, result.model_calls)
     return Inspection(record, InspectMode.WHAT_IF, context, text, chosen.name,
@@ -222,6 +225,14 @@ def inspect_what_if(workspace: Workspace, session: str, strategy: StrategySpec |
                       turn=turn, history_turn=history_turn, replayed=replayed,
                       left_out=left_out, notices=notices,
                       address=store.sessions.address(record.id), external_ids=outside)
+
+
+def _files_sent(turn: TurnRecord) -> tuple[Message, ...]:
+    """The files `turn` sent with its input: any strategy would have sent them too."""
+    from chatmem.memory.context import Context
+
+    sent = Context.from_json(turn.context).part("files")
+    return sent.messages if sent is not None else ()
 
 
 def _runs_as_session(workspace: Workspace, record: SessionRecord, chosen: Strategy) -> bool:
