@@ -17,7 +17,7 @@ if TYPE_CHECKING:
     from chatmem.engine import Engine
     from chatmem.evaluation.recording import Tokenizer
     from chatmem.memory.base import Strategy
-    from chatmem.memory.context import Context, Message
+    from chatmem.memory.context import Context
     from chatmem.memory.spec import StrategySpec
     from chatmem.notices import Notice
     from chatmem.store import SessionRecord, Store, SummaryRecord, TurnRecord
@@ -167,7 +167,8 @@ def inspect_what_if(workspace: Workspace, session: str, strategy: StrategySpec |
     `with_user_facts`."""
     from chatmem.engine.opening import engine_over, with_config_table
     from chatmem.evaluation.recording import describe_counter
-    from chatmem.evaluation.whatif import external_ids, left_out_texts, what_if
+    from chatmem.evaluation.whatif import external_ids, left_out_texts, sent_with, what_if
+    from chatmem.memory.context import Context
 
     store = workspace.store
     record = store.sessions.session(session)
@@ -177,7 +178,7 @@ def inspect_what_if(workspace: Workspace, session: str, strategy: StrategySpec |
     chosen = strategies.create(spec)  # bad names or params fail before any work
     turn = None
     history_turn = None
-    files: tuple[Message, ...] = ()
+    sent: Context | None = None
     after_all = text is not None
     if text is None:
         found = _turn_or_history(store, record, number)
@@ -186,14 +187,16 @@ def inspect_what_if(workspace: Workspace, session: str, strategy: StrategySpec |
             said_at = _time_or_none(found.said_at, workspace.settings.zone)
         else:
             turn, text = found, found.input
-            files = _files_sent(found)
+            sent = Context.from_json(found.context)
             history_turns = _history_before(found)
             said_at = _said_at(store, found, workspace.settings.zone)
     else:
         history_turns = store.history.turn_count(record.id)
         said_at = _time_or_none(store.now(), workspace.settings.zone)  # said now
-    # The system prompt the turn was sent with (for --next, the one in effect now).
+    # The system prompt the turn was sent with (for --next, the one in effect now), and the
+    # files that went with its input whatever the strategy.
     system = store.sessions.system_for_turn(record.id, history_turns + 1)
+    system, files = sent_with(sent, system) if sent is not None else (system, ())
     user = record.user if with_user_facts else None
     llm = workspace.reproducing(record, explicit=explicit)
     embedder = workspace.recall_embedder([chosen])
@@ -225,14 +228,6 @@ def inspect_what_if(workspace: Workspace, session: str, strategy: StrategySpec |
                       turn=turn, history_turn=history_turn, replayed=replayed,
                       left_out=left_out, notices=notices,
                       address=store.sessions.address(record.id), external_ids=outside)
-
-
-def _files_sent(turn: TurnRecord) -> tuple[Message, ...]:
-    """The files `turn` sent with its input: any strategy would have sent them too."""
-    from chatmem.memory.context import Context
-
-    sent = Context.from_json(turn.context).part("files")
-    return sent.messages if sent is not None else ()
 
 
 def _runs_as_session(workspace: Workspace, record: SessionRecord, chosen: Strategy) -> bool:

@@ -128,6 +128,17 @@ def what_if(
                       external_ids(scratch.history, copy.id, context))
 
 
+def sent_with(recorded: Context, system: str | None) -> tuple[str | None, tuple[Message, ...]]:
+    """The system prompt and the files a recorded context sent, which any strategy would have
+    sent at its turn: a prompt given for one call (`ask --system`, a template, a serve
+    request's) is not the session's. `system` stands for a context recorded empty."""
+    if not recorded.parts:
+        return system, ()
+    given, files = recorded.part("system"), recorded.part("files")
+    return (given.messages[0].content if given is not None and given.messages else None,
+            files.messages if files is not None else ())
+
+
 def _recounted(message: Message, counter: TokenCounter) -> Message:
     """A recorded file's message counted by `counter` (its image by the rule it was sent by)."""
     image = message.image.tokens if message.image is not None else 0

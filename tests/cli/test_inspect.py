@@ -569,3 +569,19 @@ def inspect_json_of(db: str, session: str, *args: str) -> dict[str, Any]:
     assert result.exit_code == 0, result.stderr
     data: dict[str, Any] = json.loads(result.stdout)
     return data
+
+
+def test_a_what_if_at_a_turn_keeps_the_system_prompt_that_turn_was_sent_with(
+        tmp_path: Path) -> None:
+    # `ask --system` for one call is recorded with the turn, not as the session's: the
+    # what-if under the very strategy it ran with showed the session's prompt instead.
+    db = str(tmp_path / "x.db")
+    for args in (["你好", "--save"], ["what now?", "--system", "你是海盗，用长诗回答。"]):
+        assert invoke("ask", "s", *args, "-s", "buffer", "--provider", "scripted",
+                      "--db", db).exit_code == 0
+    recorded = inspect_json_of(db, "s", "--turn", "2")
+    asked = inspect_json_of(db, "s", "--turn", "2", "--strategy", "buffer",
+                            "--provider", "scripted")
+    assert recorded["messages"][0] == {"role": "system", "content": "你是海盗，用长诗回答。"}
+    assert asked["messages"] == recorded["messages"]
+    assert asked["context"]["tokens"] == recorded["context"]["tokens"]
