@@ -99,7 +99,8 @@ def inspect_turn(workspace: Workspace, session: str, number: int | None = None, 
             else _turn_or_history(store, record, number))
     if isinstance(turn, _HistoryTurn):
         raise TurnNotRecorded(record.name, turn.number)
-    context = Context.from_json(turn.context)
+    context = Context.from_json(turn.context).with_images(
+        lambda digest: store.images.image_bytes(record.id, digest))
     approximate = bool(turn.context.get("approximate", False))
     key = turn.tokenizer or "unknown"
     return Inspection(record, InspectMode.TURN, context, turn.input, turn.strategy,
@@ -166,7 +167,8 @@ def inspect_what_if(workspace: Workspace, session: str, strategy: StrategySpec |
     `with_user_facts`."""
     from chatmem.engine.opening import engine_over, with_config_table
     from chatmem.evaluation.recording import describe_counter
-    from chatmem.evaluation.whatif import external_ids, left_out_texts, what_if
+    from chatmem.evaluation.whatif import external_ids, left_out_texts, sent_with, what_if
+    from chatmem.memory.context import Context
 
     store = workspace.store
     record = store.sessions.session(session)
@@ -176,6 +178,7 @@ def inspect_what_if(workspace: Workspace, session: str, strategy: StrategySpec |
     chosen = strategies.create(spec)  # bad names or params fail before any work
     turn = None
     history_turn = None
+    sent: Context | None = None
     after_all = text is not None
     if text is None:
         found = _turn_or_history(store, record, number)
@@ -184,13 +187,16 @@ def inspect_what_if(workspace: Workspace, session: str, strategy: StrategySpec |
             said_at = _time_or_none(found.said_at, workspace.settings.zone)
         else:
             turn, text = found, found.input
+            sent = Context.from_json(found.context)
             history_turns = _history_before(found)
             said_at = _said_at(store, found, workspace.settings.zone)
     else:
         history_turns = store.history.turn_count(record.id)
         said_at = _time_or_none(store.now(), workspace.settings.zone)  # said now
-    # The system prompt the turn was sent with (for --next, the one in effect now).
+    # The system prompt the turn was sent with (for --next, the one in effect now), and the
+    # files that went with its input whatever the strategy.
     system = store.sessions.system_for_turn(record.id, history_turns + 1)
+    system, files = sent_with(sent, system) if sent is not None else (system, ())
     user = record.user if with_user_facts else None
     llm = workspace.reproducing(record, explicit=explicit)
     embedder = workspace.recall_embedder([chosen])
@@ -211,8 +217,9 @@ def inspect_what_if(workspace: Workspace, session: str, strategy: StrategySpec |
                          system=system, chat_provider=llm,
                          budget=workspace.settings.context_budget, user=user,
                          user_facts=facts, embedder=embedder, activity=activity,
-                         zone=workspace.settings.zone, said_at=said_at)
+                         zone=workspace.settings.zone, said_at=said_at, attached=files)
         context, left_out, notices = result.context, result.left_out, result.notices
+        context = context.with_images(lambda digest: store.images.image_bytes(record.id, digest))
         outside = result.external_ids
         replayed = Replayed(result.replayed, result.model_calls)
     return Inspection(record, InspectMode.WHAT_IF, context, text, chosen.name,

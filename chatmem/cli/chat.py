@@ -288,6 +288,7 @@ def _say_stdin_attached(attachments: "list[Attachment]", err: "Console") -> None
 def answer_json(result: "TurnResult", engine: "Engine[Store]",
                 session: str | None) -> dict[str, Any]:
     """`ask --json`: the reply, what the request cost and where it was kept (None: nowhere)."""
+    from chatmem.render import template_extra
     from chatmem.render.payloads import strategy_json
 
     record = result.record
@@ -306,6 +307,9 @@ def answer_json(result: "TurnResult", engine: "Engine[Store]",
             "budget": result.context.budget,
             "approximate": engine.counter.approximate,
             "parts": {part.kind: part.tokens for part in result.context.parts},
+            # The rest of `counted`, as the token line lists it: so the parts add up.
+            "priming": result.context.priming,
+            "template": template_extra(result.context, record.estimated_tokens),
         },
         "latency_ms": record.latency_ms,
         "cost": cost_json(engine, result),

@@ -14,7 +14,7 @@ given).
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime, tzinfo
 from typing import TYPE_CHECKING
 
@@ -37,6 +37,7 @@ if TYPE_CHECKING:
     from chatmem.embeddings import Embedder
     from chatmem.providers.base import Provider
     from chatmem.store import FactRecord
+    from chatmem.tokens import TokenCounter
 
 COPY_TURNS = 2000
 """Turns copied into the scratch store per page: memory stays bounded at any length."""
@@ -76,17 +77,22 @@ def what_if(
     activity: Activity = QUIET,
     zone: tzinfo | None = None,
     said_at: datetime | None = None,
+    attached: Sequence[Message] = (),
 ) -> WhatIf:
     """The context `strategy` would send for `text` after the session's first
     `history_turns` turns, with `system` as its system prompt, `text` said at `said_at`
-    (chatmem.engine.said; None: when the newest message stored was)."""
+    (chatmem.engine.said; None: when the newest message stored was), and the files
+    `attached` to it (a recorded turn's `files` part: they were sent whatever the strategy,
+    and every strategy's budget makes room for them)."""
+    counter = chat_provider.token_counter()
+    files = tuple(_recounted(m, counter) for m in attached)
     if not strategy.keeps_state:
-        counter = chat_provider.token_counter()
         zone = zone or system_zone()
         request = ContextRequest(
             history=StoredHistory(store, session.id, counter, upto=history_turns),
             input=Message.counted("user", text, counter),
             counter=counter,
+            attached=files,
             system=system,
             state=SessionState(store, session.id, session.user),
             budget=budget,
@@ -114,12 +120,29 @@ def what_if(
                                  activity=activity, zone=zone)
             # Each summary version of the rebuild is progress, which `replayed` counts.
             said = tuple(n for n in engine.catch_up() if not isinstance(n, SummaryUpdated))
-        context = engine.build_context(text, said_at=Said.AS_NEWEST if said_at is None
-                                       else said_at)
+        request = engine.request(text, said_at=Said.AS_NEWEST if said_at is None else said_at)
+        context = build_guarded(strategy, replace(request, attached=files))
         # The candidates' ids are the scratch store's: read their texts before it closes.
         return WhatIf(context, history_turns, sum(helper.calls.values()),
                       left_out_texts(scratch.history, copy.id, context), said,
                       external_ids(scratch.history, copy.id, context))
+
+
+def sent_with(recorded: Context, system: str | None) -> tuple[str | None, tuple[Message, ...]]:
+    """The system prompt and the files a recorded context sent, which any strategy would have
+    sent at its turn: a prompt given for one call (`ask --system`, a template, a serve
+    request's) is not the session's. `system` stands for a context recorded empty."""
+    if not recorded.parts:
+        return system, ()
+    given, files = recorded.part("system"), recorded.part("files")
+    return (given.messages[0].content if given is not None and given.messages else None,
+            files.messages if files is not None else ())
+
+
+def _recounted(message: Message, counter: TokenCounter) -> Message:
+    """A recorded file's message counted by `counter` (its image by the rule it was sent by)."""
+    image = message.image.tokens if message.image is not None else 0
+    return replace(message, tokens=counter.count_message(message.role, message.content) + image)
 
 
 def left_out_texts(history: HistoryRepository, session_id: int,

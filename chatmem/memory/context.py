@@ -7,14 +7,14 @@ it is stored with every turn (to_json/from_json), which is what `inspect` shows.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from dataclasses import dataclass, field
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field, replace
 from datetime import date, datetime
 from functools import cached_property
 from typing import Any, Literal
 
 from chatmem.context_warnings import ContextWarning, warning_from_json, warning_json
-from chatmem.images import ImageRef
+from chatmem.images import ImageData, ImageRef
 from chatmem.memory.reasons import (
     DroppedNote,
     PartReason,
@@ -165,6 +165,22 @@ class Context:
 
     def messages(self) -> list[dict[str, Any]]:
         return [m.as_chat() for p in self.parts for m in p.messages]
+
+    def with_images(self, image_bytes: Callable[[str], bytes | None]) -> Context:
+        """This context with each image's bytes (`image_bytes` by sha256) as the data: URL it
+        was sent as, so `messages()` is the request again: a recorded context keeps its images
+        by hash only. An image whose bytes are gone stays out (its text says one went)."""
+        def sent(m: Message) -> Message:
+            data = image_bytes(m.image.digest) if m.image is not None else None
+            if m.image is None or data is None:
+                return m
+            return replace(m, image_url=ImageData(m.image.mime, m.image.width, m.image.height,
+                                                  data).data_url)
+
+        if not any(m.image for p in self.parts for m in p.messages):
+            return self
+        return replace(self, parts=tuple(replace(p, messages=tuple(sent(m) for m in p.messages))
+                                         for p in self.parts))
 
     def part(self, kind: PartKind) -> Part | None:
         return next((p for p in self.parts if p.kind == kind), None)

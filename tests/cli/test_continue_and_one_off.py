@@ -122,3 +122,15 @@ def test_ask_json_holds_the_reply_tokens_and_session(db: Path, session: list[str
         sum(data["tokens"]["parts"].values()) + 3)  # + reply priming
     assert list(data["tokens"]["parts"]) == ["system", "input"]
     assert data["strategy"]["name"] == "window"
+
+
+def test_ask_json_token_parts_add_up_to_the_count(db: Path) -> None:
+    # The token line adds up (`… · priming 3 = 37`); ask --json's parts alone came 3 short
+    # of `counted`, the rest nowhere in the answer.
+    for question in ("我住在杭州 🎉", "where do I live? " * 40):
+        result = run_logged(db, "ask", "加", question, "--json", "-s", "buffer")
+        assert result.exit_code == 0, result.stderr
+        tokens = json.loads(result.stdout)["tokens"]
+        assert (sum(tokens["parts"].values()) + tokens["priming"] + tokens["template"]
+                == tokens["counted"])
+        assert (tokens["priming"], tokens["template"]) == (3, 0)

@@ -12,6 +12,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+import jsonschema
 import pytest
 from cli_runner import invoke
 from documents import gif_header, jpeg_header, pdf, png, webp_header
@@ -19,6 +20,9 @@ from documents import gif_header, jpeg_header, pdf, png, webp_header
 from chatmem.images import ImageRule, image_tokens, read_image
 from chatmem.store import Store
 from chatmem.tokens import counter_for_model
+
+SCHEMA = json.loads((Path(__file__).resolve().parents[2] / "docs" / "chatmem.schema.json")
+                    .read_text(encoding="utf-8"))
 
 
 def served(server: Any, *args: str) -> Any:
@@ -79,6 +83,22 @@ def test_an_image_is_kept_once_per_session_and_inspect_shows_it(chat_server, pho
     assert invoke("sessions", "delete", "s", "--yes", "--db", str(db)).exit_code == 0
     with Store(db) as store:
         assert store.db.execute("SELECT count(*) FROM images").fetchone()[0] == 0
+
+
+def test_inspect_json_messages_are_the_request_image_part_included(chat_server, photo: Path,
+                                                                   tmp_path: Path) -> None:
+    # `messages` is documented as what the provider received: the image went as a part with
+    # its bytes, which the session keeps by hash; a text-only copy would say none was sent.
+    db = str(tmp_path / "h.db")
+    for question in ("what colour?", "还是红色吗？"):
+        assert served(chat_server, "ask", "s", "-m", "vision", "-a", str(photo), question,
+                      "--db", db).exit_code == 0
+    for number, request in enumerate(chat_server.requests, start=1):
+        shown = invoke("inspect", "s", str(number), "--db", db, "--json")
+        assert shown.exit_code == 0, shown.stderr
+        assert json.loads(shown.stdout)["messages"] == request["messages"]
+    validator = jsonschema.validators.validator_for(SCHEMA)
+    validator({**SCHEMA, "$ref": "#/$defs/inspect"}).validate(json.loads(shown.stdout))
 
 
 def test_a_provider_that_cannot_see_images_refuses_in_one_line(photo: Path,

@@ -6,6 +6,7 @@ import json
 import os
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 from cli_runner import invoke
@@ -538,3 +539,49 @@ def test_a_turn_recorded_with_an_empty_context_inspects_as_sending_nothing(
         result = invoke(*args, "--db", db)
         assert result.exit_code == 0 and "Traceback" not in result.output, result.output
         assert "0 tokens" in result.stdout or "(no budget)" in result.stdout
+
+
+@pytest.mark.parametrize("strategy", ["buffer", "window:k=1", "summary"])
+def test_a_what_if_at_a_turn_sends_the_files_that_turn_sent(tmp_path: Path,
+                                                            strategy: str) -> None:
+    # The files went with the input whatever the strategy (a fixed part every budget makes
+    # room for): a what-if without them showed the turn cheaper by the files' tokens, under
+    # the very strategy it ran with too.
+    db = str(tmp_path / "x.db")
+    notes = tmp_path / "笔记.md"
+    notes.write_text("我们五月三日出发去杭州。\nThe flight is MU5137.\n", encoding="utf-8")
+    for args in (["我住在杭州"], ["what does it say?", "-f", str(notes)]):
+        assert invoke("ask", "s", *args, "-s", "buffer", "--save", "--provider", "scripted",
+                      "--db", db).exit_code == 0
+    recorded = inspect_json_of(db, "s", "--turn", "2")
+    asked = inspect_json_of(db, "s", "--turn", "2", "--strategy", strategy,
+                            "--provider", "scripted")
+    files = [p for p in recorded["context"]["parts"] if p["kind"] == "files"]
+    assert [p for p in asked["context"]["parts"] if p["kind"] == "files"] == files
+    assert asked["messages"][-2:] == recorded["messages"][-2:]  # the file, then the input
+    if strategy == "buffer":
+        assert asked["messages"] == recorded["messages"]
+        assert asked["context"]["tokens"] == recorded["context"]["tokens"]
+
+
+def inspect_json_of(db: str, session: str, *args: str) -> dict[str, Any]:
+    result = invoke("inspect", session, "--db", db, "--json", *args)
+    assert result.exit_code == 0, result.stderr
+    data: dict[str, Any] = json.loads(result.stdout)
+    return data
+
+
+def test_a_what_if_at_a_turn_keeps_the_system_prompt_that_turn_was_sent_with(
+        tmp_path: Path) -> None:
+    # `ask --system` for one call is recorded with the turn, not as the session's: the
+    # what-if under the very strategy it ran with showed the session's prompt instead.
+    db = str(tmp_path / "x.db")
+    for args in (["你好", "--save"], ["what now?", "--system", "你是海盗，用长诗回答。"]):
+        assert invoke("ask", "s", *args, "-s", "buffer", "--provider", "scripted",
+                      "--db", db).exit_code == 0
+    recorded = inspect_json_of(db, "s", "--turn", "2")
+    asked = inspect_json_of(db, "s", "--turn", "2", "--strategy", "buffer",
+                            "--provider", "scripted")
+    assert recorded["messages"][0] == {"role": "system", "content": "你是海盗，用长诗回答。"}
+    assert asked["messages"] == recorded["messages"]
+    assert asked["context"]["tokens"] == recorded["context"]["tokens"]

@@ -5,6 +5,7 @@ switch that makes the next context huge, and counts worded as counts."""
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 from cli_runner import chat, invoke
@@ -230,3 +231,22 @@ def test_a_piped_line_past_what_the_budget_holds_ends_the_chat_in_one_line(
         "anyway)\n")
     with Store(db) as store:
         assert len(store.turns.turns(store.sessions.session("t").id)) == 1  # the one before
+
+
+def test_tokens_counts_the_files_attached_to_the_next_message(tmp_path: Path,
+                                                              monkeypatch) -> None:
+    # /tokens is what the next turn would cost: it left out the files /attach holds for it
+    # (36 tokens shown, then 387 sent with a text file and an image).
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "笔记.md").write_text("杭州：西湖、灵隐寺\n" * 20, encoding="utf-8")
+    db = tmp_path / "h.db"
+    result = chat(db, "t", ["你好", "/attach 笔记.md", "/tokens 去哪里？", "去哪里？"],
+                  "--strategy", "buffer")
+    assert result.exit_code == 0, result.stderr
+    # The preview's token line is the one without the provider's count (no call was made).
+    [line] = [line for line in result.stderr.splitlines()
+              if " tokens of " in line and "provider reported" not in line]
+    previewed = int(re.search(r"= ([\d,]+) tokens", line)[1].replace(",", ""))  # type: ignore[index]
+    with Store(db) as store:
+        turns = store.turns.turns(store.sessions.session("t").id)
+    assert previewed == turns[-1].estimated_tokens

@@ -124,8 +124,9 @@ def _inspect(repl: Chat, args: list[str]) -> None:
        "show what the next turn would cost, by part (with TEXT as its input)",
        example="/tokens what did I order?", args=(0, None))
 def _tokens(repl: Chat, args: list[str]) -> None:
-    # Without TEXT the input part is empty: the line shows what memory alone costs.
-    context = repl.engine.build_context(" ".join(args))
+    # Without TEXT the input part is empty: the line shows what memory alone costs. The files
+    # /attach holds for the next message go with it, so they are counted as the turn will.
+    context = repl.engine.build_context(" ".join(args), repl.attached)
     repl.show(render.token_line(
         # Counted as the turn counts it: a local model's chat template adds tokens of its own.
         context, approximate=repl.engine.counter.approximate,
