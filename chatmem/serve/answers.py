@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import time
 import uuid
-from typing import TYPE_CHECKING, Any
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, TypeGuard
 
 from starlette.responses import JSONResponse
 
@@ -62,6 +63,49 @@ def completion_json(result: TurnResult, model: str, turn_id: str) -> dict[str, A
                          "finish_reason": finish_reason(result)}],
             "usage": usage_json(result),
             "chatmem": {"turn": turn_id, "status": str(result.status)}}
+
+
+NOT_STORED = "not-stored"
+"""X-Chatmem-Stored-As and `chatmem.status` of a reply answered but not stored (Unstored)."""
+
+
+@dataclass(frozen=True)
+class Unstored:
+    """A reply the model completed (paid for) that could not be stored: the history's disk
+    full, or the session deleted meanwhile. It is answered all the same, with `error` as a
+    warning, not as an error the client retries and pays for again."""
+
+    reply: str
+    error: BaseException
+
+
+KEPT_FROM_CLIENT = frozenset({StoreFailure.ERASED_MEANWHILE, StoreFailure.NOT_PERMITTED})
+"""Failures to store a reply that also keep it from the client: built on text a purge
+erased meanwhile, or on a share this role lost."""
+
+
+def answered_unstored(error: BaseException) -> TypeGuard[StoreError]:
+    """Whether a completed reply `error` kept out of the history is answered all the same
+    (Unstored): a history that could not store it (its disk full, busy, read-only), not an
+    erasure, a lost share or a deleted session (NotFound), nor a bug."""
+    return isinstance(error, StoreError) and error.kind not in KEPT_FROM_CLIENT
+
+
+def unstored_json(unstored: Unstored, model: str, completion_id: str,
+                  settings: Settings | None) -> dict[str, Any]:
+    """A completion of `unstored`'s reply; `chatmem` (a field OpenAI's clients ignore) says
+    it was not stored, and why, in the words an error would have."""
+    return {"id": completion_id, "object": "chat.completion", "created": int(time.time()),
+            "model": model,
+            "choices": [{"index": 0, "message": {"role": "assistant", "content": unstored.reply},
+                         "finish_reason": "stop"}],
+            "chatmem": unstored_field(unstored, settings)}
+
+
+def unstored_field(unstored: Unstored, settings: Settings | None) -> dict[str, Any]:
+    """The `chatmem` field of an answer whose reply was not stored (no turn names it)."""
+    return {"turn": None, "status": NOT_STORED,
+            "warning": error_json(unstored.error, settings)["error"]["message"]}
 
 
 def status_of(error: BaseException) -> int:

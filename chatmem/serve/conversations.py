@@ -121,6 +121,15 @@ class ServedConversations:
         if self.log is not None:
             self.log(f"{conversation}: {error_text(error)}")
 
+    def reply_not_stored(self, conversation: str, error: StoreError) -> None:
+        """A reply paid for and answered that `error` kept out of the history, in the
+        server's log (the history's file named): the client has words the history lacks."""
+        from chatmem.render.errors import error_text
+
+        if self.log is not None:
+            self.log(f"{conversation}: the client has the reply all the same; "
+                     f"{error_text(error)}")
+
     def failed_unexpectedly(self, conversation: str, error: BaseException,
                             settings: Settings) -> None:
         """A failure chatmem does not know (a bug, a library's) in one line of the server's

@@ -29,7 +29,13 @@ from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
 
 from chatmem.errors import ChatmemError, RequestError
-from chatmem.serve.answers import completion_json, error_response, status_of
+from chatmem.serve.answers import (
+    Unstored,
+    completion_json,
+    error_response,
+    status_of,
+    unstored_json,
+)
 from chatmem.serve.bodies import BodyRefused, capped_body
 from chatmem.serve.conversations import ServedConversations
 from chatmem.serve.listening import HISTORY_SCOPE_KEY
@@ -127,6 +133,10 @@ class Proxy(ServedConversations):
                 while (event := await turn.next_event()) is not DONE:
                     if isinstance(event, BaseException):
                         return error_response(event, status_of(event), turn.settings)
+                    if isinstance(event, Unstored):
+                        return JSONResponse(unstored_json(event, turn.model_asked,
+                                                          turn.completion_id, turn.settings),
+                                            headers=turn.headers())
             finally:
                 watching.cancel_scope.cancel()
         assert turn.result is not None

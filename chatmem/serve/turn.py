@@ -20,7 +20,15 @@ from chatmem.errors import (
     StoreError,
     TurnNotReplaceable,
 )
-from chatmem.serve.answers import error_json, finish_reason, usage_json
+from chatmem.serve.answers import (
+    NOT_STORED,
+    Unstored,
+    answered_unstored,
+    error_json,
+    finish_reason,
+    unstored_field,
+    usage_json,
+)
 
 if TYPE_CHECKING:
     from starlette.requests import Request
@@ -85,6 +93,10 @@ class Turn:
         """The client's history took the place of the session opened for it: this turn is
         the first of that one."""
         self.completion_id = f"chatcmpl-{uuid.uuid4().hex[:24]}"
+        self._said: list[str] = []
+        self.unstored: str | None = None
+        """The reply the model completed (paid for), until the engine returns it stored: a
+        failure meanwhile (the history's disk full) is answered with it (Unstored)."""
 
     def start(self) -> None:
         """Start the turn's thread (on the event loop: its events are put on this loop)."""
@@ -112,6 +124,9 @@ class Turn:
     def headers(self) -> dict[str, str]:
         from urllib.parse import quote
 
+        if self.stored_as == NOT_STORED:  # no turn holds it
+            return {"X-Chatmem-Conversation": quote(self.asked.conversation),
+                    STORED_AS_HEADER: self.stored_as}
         return {TURN_HEADER: quote(self.turn_id, safe="@"),
                 "X-Chatmem-Conversation": quote(self.asked.conversation),
                 STORED_AS_HEADER: self.stored_as}
@@ -128,6 +143,12 @@ class Turn:
                         self.asked, self.settings))
                 self.result = self._take_turn()
         except BaseException as e:  # every failure reaches the client, as OpenAI words one
+            if self.unstored is not None and answered_unstored(e):
+                # Paid for: answered, not refused for a retry that would pay again.
+                self.stored_as = NOT_STORED
+                self.proxy.reply_not_stored(self.asked.conversation, e)
+                self._put(Unstored(self.unstored, e))
+                return
             if isinstance(e, ProviderError):
                 self.proxy.model_failed(self.asked.conversation, e)
             elif isinstance(e, StoreError) and e.only_owner_mends:
@@ -234,6 +255,7 @@ class Turn:
                     # imported without a turn): then it is a turn of its own.
                     with suppress(TurnNotReplaceable, NotFound):
                         result = resend_last(engine, asked.text, on_delta=self._delta,
+                                             on_reply_end=self._reply_end,
                                              expected=done, cancel=self.gone,
                                              speaker=asked.speaker)
                     if result is None:
@@ -241,7 +263,9 @@ class Turn:
                         self.stored_as = "next-turn"
                 if result is None:
                     result = engine.run_turn(asked.text, on_delta=self._delta,
+                                             on_reply_end=self._reply_end,
                                              cancel=self.gone, speaker=asked.speaker)
+                self.unstored = None  # the engine returned: the turn is stored
                 self.turn_id = f"{asked.conversation}@{self._turn_of(ws, engine, result)}"
                 if result.record.id is not None:
                     proxy.note_answered(where, asked.conversation, result.record.id,
@@ -291,7 +315,12 @@ class Turn:
     def _delta(self, text: str) -> None:
         if self.gone.is_set():
             raise KeyboardInterrupt  # the engine stores the turn as cancelled
+        self._said.append(text)
         self._put(("delta", text))
+
+    def _reply_end(self) -> None:
+        """The model's reply is complete (paid for), before the engine stores it."""
+        self.unstored = "".join(self._said)
 
     async def sse(self, first: object) -> AsyncIterator[str]:
         """The reply as OpenAI's stream of chunks, then the chatmem turn and [DONE]."""
@@ -303,6 +332,13 @@ class Turn:
                     break
                 if isinstance(event, BaseException):
                     yield _sse(error_json(event, self.settings))
+                    yield "data: [DONE]\n\n"
+                    return
+                if isinstance(event, Unstored):
+                    # Every piece was sent: it ends as a reply, not as an error to retry.
+                    end = self._chunk({}, finish="stop")
+                    end["chatmem"] = unstored_field(event, self.settings)
+                    yield _sse(end)
                     yield "data: [DONE]\n\n"
                     return
                 if isinstance(event, tuple) and event[0] == "delta":
