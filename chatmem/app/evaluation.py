@@ -4,7 +4,7 @@ remembers at the probes), over a transcript file or a stored session."""
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -13,13 +13,14 @@ from chatmem.store.records import FactScope
 
 if TYPE_CHECKING:
     from chatmem.app.workspace import Workspace
+    from chatmem.attachments import Attachment
     from chatmem.config.settings import Settings
     from chatmem.evaluation.recording import Tokenizer
     from chatmem.evaluation.replay import Progress
     from chatmem.evaluation.scoring import StrategyRun
     from chatmem.memory.registry import StrategyRegistry
     from chatmem.memory.spec import StrategySpec
-    from chatmem.store import FactRecord
+    from chatmem.store import FactRecord, SessionRecord, Store
     from chatmem.transcripts.format import Transcript
 
 
@@ -59,10 +60,33 @@ def load_source(workspace: Workspace, source: str, name: str | None = None) -> T
     session = (workspace.store.sessions.find_session(name or source) if workspace.has_history
                else None)
     if session is not None:
-        return stored_transcript(workspace.store, session)
+        return with_sent_files(workspace.store, session,
+                               stored_transcript(workspace.store, session))
     if path.suffix.lower() in (".jsonl", ".json"):
         return read_transcript(path)  # "no such transcript file", the likelier meaning
     raise TranscriptError(f"{source}: no such transcript file or session")
+
+
+def with_sent_files(store: Store, session: SessionRecord,
+                    transcript: Transcript) -> Transcript:
+    """`session`'s `transcript` (stored_transcript) with each input's files as its turn
+    sent them (chatmem.engine.resend.sent_files), for a replay to send them again."""
+    from chatmem.engine.resend import sent_files
+    from chatmem.transcripts.format import TranscriptMessage
+
+    files: dict[int, tuple[Attachment, ...]] = {}
+    for record in store.turns.turns(session.id):
+        if record.user_message_id is not None and record.history_turn is not None:
+            sent = sent_files(store, record).attachments
+            if sent:
+                files[record.user_message_id] = sent
+    if not files:
+        return transcript
+    records = iter(store.history.messages(session.id))
+    # stored_transcript makes one message of each stored one, in order.
+    items = [replace(item, files=files.get(next(records).id, ()))
+             if isinstance(item, TranscriptMessage) else item for item in transcript.items]
+    return replace(transcript, items=items)
 
 
 def compare_strategies(

@@ -19,7 +19,7 @@ if TYPE_CHECKING:
 
 def refuse_unseen_images(attachments: Sequence[Attachment], provider: Provider) -> None:
     """UsageError (one line, nothing sent) when an image goes to a model that cannot see it."""
-    if image_rule(provider) is not None:
+    if not any(a.image for a in attachments) or image_rule(provider) is not None:
         return
     for attachment in attachments:
         if attachment.image is not None:
@@ -34,7 +34,8 @@ def attached_messages(attachments: Sequence[Attachment], counter: TokenCounter,
     """One user message per attachment, before the input; an image's tokens by the
     provider's rule (refuse_unseen_images first)."""
     refuse_unseen_images(attachments, provider)
-    rule = image_rule(provider)
+    # Asked only of an image: a replay's provider opens its model to say (LazyProvider).
+    rule = image_rule(provider) if any(a.image for a in attachments) else None
     messages = []
     for attachment in attachments:
         text = attached_block(attachment.name, valid_text(attachment.text))

@@ -371,18 +371,21 @@ class Engine(SessionChanges, MemoryUpkeep, TurnChecks, Generic[StoreT]):
     def replay_turn(self, text: str, reply: str,
                     times: tuple[str | None, str | None] = (None, None),
                     ids: tuple[str | None, str | None] = (None, None),
-                    said_at: SaidAt = Said.NOW, speaker: str | None = None) -> TurnResult:
+                    said_at: SaidAt = Said.NOW, speaker: str | None = None,
+                    attachments: Sequence[Attachment] = ()) -> TurnResult:
         """Commit `text` with a recorded `reply` as an ok turn, without calling the model.
 
         Replay uses it so strategies are compared on identical conversations;
         `times` are the recorded messages' timestamps (recall's sittings use them), `ids`
         their transcript ids (a saved replay's probes name messages by them), `said_at`
         when its context reads the input as said (a transcript's time; default now),
-        `speaker` who said it in a group chat (ContextRequest.speaker).
+        `speaker` who said it in a group chat (ContextRequest.speaker), `attachments` the
+        files the recorded turn sent with it.
         """
         text, reply = valid_text(text), valid_text(reply)
-        context = self.build_context(text, said_at=said_at, speaker=speaker)
+        context = self.build_context(text, attachments, said_at=said_at, speaker=speaker)
         self._keep_changes()
+        self.store.images.keep_images(self.session.id, [a.image for a in attachments if a.image])
         record = self.store.turns.commit_turn(
             self._record(text, context, TurnStatus.OK, speaker, reply=reply),
             sent_at=times[0], replied_at=times[1], external_ids=ids,

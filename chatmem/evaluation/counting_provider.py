@@ -3,7 +3,8 @@
 
 from __future__ import annotations
 
-from chatmem.providers.base import ChatMessages, Provider, Purpose, ReplyStream
+from chatmem.images import ImageRule
+from chatmem.providers.base import ChatMessages, Provider, Purpose, ReplyStream, image_rule
 from chatmem.tokens import TokenCounter
 
 
@@ -18,6 +19,11 @@ class CountingProvider:
 
     def wrapped_provider(self) -> Provider:
         return self.inner
+
+    @property
+    def images(self) -> ImageRule | None:
+        """How the model counts an image (providers.base.image_rule): the inner one's."""
+        return image_rule(self.inner)
 
     def _count(self, purpose: Purpose) -> None:
         self.calls[purpose] = self.calls.get(purpose, 0) + 1

@@ -18,7 +18,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from chatmem.providers.base import ChatMessages, Provider, Purpose, ReplyStream
+from chatmem.images import ImageRule
+from chatmem.providers.base import ChatMessages, Provider, Purpose, ReplyStream, image_rule
 from chatmem.tokens import TiktokenCounter, TokenCounter, counter_for_model
 
 if TYPE_CHECKING:
@@ -79,6 +80,12 @@ class LazyProvider:
 
     def wrapped_provider(self) -> Provider:
         return self.inner()
+
+    @property
+    def images(self) -> ImageRule | None:
+        """How the model counts an image (providers.base.image_rule): asked only of an
+        image (engine.attached), so a replay without one opens no model for it."""
+        return image_rule(self.inner())
 
     def stream(self, messages: ChatMessages) -> ReplyStream:
         return self.inner().stream(messages)

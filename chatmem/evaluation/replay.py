@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 from datetime import tzinfo
 from typing import TYPE_CHECKING, Any
 
+from chatmem.attachments import Attachment
 from chatmem.context_warnings import EmbeddingFailed
 from chatmem.embeddings.base import Embedder
 from chatmem.engine import Engine
@@ -37,7 +38,7 @@ from chatmem.memory.registry import StrategyRegistry
 from chatmem.memory.spec import StrategySpec
 from chatmem.notices import IndexingNotice, Notice
 from chatmem.plugins import load_registries
-from chatmem.providers.base import Provider, Purpose
+from chatmem.providers.base import Provider, Purpose, image_rule
 from chatmem.store import FactScope, Store, check_session_name, session_name_from, unfinished
 from chatmem.store.protocols import MemoryStore, TurnStore
 from chatmem.transcripts.format import Probe, Transcript, TranscriptMessage, message_dicts
@@ -324,10 +325,12 @@ def _turn(engine: Engine[TurnStore], step: Step, run: StrategyRun, stored: _Stor
                                     times=(step.message.ts, step.reply.ts),
                                     ids=(step.message.id, step.reply.id),
                                     said_at=transcript_time(step.message.ts, engine.zone),
-                                    speaker=step.message.speaker)
+                                    speaker=step.message.speaker,
+                                    attachments=_files(engine, step.message))
     else:
         result = engine.run_turn(step.message.content, external_id=step.message.id,
-                                 speaker=step.message.speaker)
+                                 speaker=step.message.speaker,
+                                 attachments=_files(engine, step.message))
     if not options.probes_only:
         run.prompt_tokens.append(result.context.tokens)
         run.contexts.append((result.context.tokens, result.context.budget))
@@ -348,7 +351,7 @@ def _turn_apart(engine: Engine[TurnStore], step: Step, run: StrategyRun,
     message would have been sent with measured as a turn's."""
     assert step.message is not None and step.reply is not None
     if not options.probes_only:
-        context = engine.build_context(step.message.content,
+        context = engine.build_context(step.message.content, _files(engine, step.message),
                                        said_at=transcript_time(step.message.ts, engine.zone),
                                        speaker=step.message.speaker)
         run.prompt_tokens.append(context.tokens)
@@ -364,6 +367,15 @@ def _turn_apart(engine: Engine[TurnStore], step: Step, run: StrategyRun,
         elif isinstance(item, TranscriptMessage):
             waiting.append(item)
     _store(engine, [*waiting, step.reply], run, stored)
+
+
+def _files(engine: Engine[TurnStore], message: TranscriptMessage) -> tuple[Attachment, ...]:
+    """The files `message`'s stored turn sent, sent again; to a model that cannot see images
+    (a chat would refuse one), an image as its description alone: the replay goes on, the
+    image's tokens left out of what it measures."""
+    if not any(f.image for f in message.files) or image_rule(engine.provider) is not None:
+        return message.files
+    return tuple(Attachment(f.name, f.text) if f.image else f for f in message.files)
 
 
 def _probe(engine: Engine[TurnStore], probe: Probe, stored: _Stored, options: _Options,

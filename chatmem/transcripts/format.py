@@ -23,6 +23,7 @@ from datetime import date, datetime
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    from chatmem.attachments import Attachment
     from chatmem.store import MessageRecord, SessionRecord, Store
 
 FORMAT_VERSION = 1
@@ -41,6 +42,9 @@ class TranscriptMessage:
     speaker: str | None = None
     """Its `name` in the transcript, whose label `content` opens with (chatmem.speakers):
     a replayed input's recall leaves it out of what it searches."""
+    files: tuple[Attachment, ...] = ()
+    """The files a stored turn sent with this input (a stored session replayed): a replay
+    sends them again, or its strategies are measured on other prompts than the chat's."""
 
     def to_json(self) -> dict[str, Any]:
         data: dict[str, Any] = {"role": self.role, "content": self.content}
