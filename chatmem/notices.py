@@ -376,6 +376,25 @@ class ExpectedRepliesReplaced:
     text: int
 
 
+class FileLeft(Enum):
+    """Why a replayed turn did not send a file its stored turn sent."""
+
+    GONE = "gone"
+    """An image whose bytes the session no longer holds: not sent."""
+    UNSEEN = "unseen"
+    """An image the replay's model cannot see: its description sent alone."""
+
+
+@dataclass(frozen=True)
+class FilesNotReplayed:
+    """A replayed turn (`turn`, counted from 1 as replay plays them) that did not send the
+    files `names` as its stored turn did, for `why`: its prompt is not the chat's."""
+
+    turn: int
+    names: tuple[str, ...]
+    why: FileLeft
+
+
 Notice = (IndexingNotice | VectorsResized | SummaryUpdated | SummaryFailed | FactsFailed
           | FactsTooLong | FactsNotSaid | FactsForgotten | FactsBehind | SensitiveNotRemembered
           | NoEmbedder | InputNotUtf8 | VectorCacheUnused
@@ -387,7 +406,7 @@ Notice = (IndexingNotice | VectorsResized | SummaryUpdated | SummaryFailed | Fac
           | HistoryMoved | OldHistoryLeft | RetentionApplied | RetentionSkipped
           | HistoryUpgrading | WaitingForUpgrade | WaitingForWrite
           | ContextsOverBudget | ContextsByWordsAlone | ContextsWithoutVectors
-          | ExpectedRepliesReplaced)
+          | ExpectedRepliesReplaced | FilesNotReplayed)
 
 
 def after_calls(notices: list[Notice], calls: int) -> list[Notice]:

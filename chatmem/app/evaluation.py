@@ -13,15 +13,15 @@ from chatmem.store.records import FactScope
 
 if TYPE_CHECKING:
     from chatmem.app.workspace import Workspace
-    from chatmem.attachments import Attachment
     from chatmem.config.settings import Settings
+    from chatmem.engine.resend import SentFiles
     from chatmem.evaluation.recording import Tokenizer
     from chatmem.evaluation.replay import Progress
     from chatmem.evaluation.scoring import StrategyRun
     from chatmem.memory.registry import StrategyRegistry
     from chatmem.memory.spec import StrategySpec
     from chatmem.store import FactRecord, SessionRecord, Store
-    from chatmem.transcripts.format import Transcript
+    from chatmem.transcripts.format import Transcript, TranscriptMessage
 
 
 @dataclass
@@ -74,19 +74,24 @@ def with_sent_files(store: Store, session: SessionRecord,
     from chatmem.engine.resend import sent_files
     from chatmem.transcripts.format import TranscriptMessage
 
-    files: dict[int, tuple[Attachment, ...]] = {}
+    files: dict[int, SentFiles] = {}
     for record in store.turns.turns(session.id):
         if record.user_message_id is not None and record.history_turn is not None:
-            sent = sent_files(store, record).attachments
-            if sent:
+            sent = sent_files(store, record)
+            if sent.attachments or sent.lost:
                 files[record.user_message_id] = sent
     if not files:
         return transcript
     records = iter(store.history.messages(session.id))
     # stored_transcript makes one message of each stored one, in order.
-    items = [replace(item, files=files.get(next(records).id, ()))
-             if isinstance(item, TranscriptMessage) else item for item in transcript.items]
+    items = [_with(item, files.get(next(records).id)) if isinstance(item, TranscriptMessage)
+             else item for item in transcript.items]
     return replace(transcript, items=items)
+
+
+def _with(message: TranscriptMessage, sent: SentFiles | None) -> TranscriptMessage:
+    return message if sent is None else replace(message, files=sent.attachments,
+                                                files_gone=sent.lost)
 
 
 def compare_strategies(

@@ -36,7 +36,7 @@ from chatmem.memory.context import Context
 from chatmem.memory.reasons import Merged, PartReason, Recalled
 from chatmem.memory.registry import StrategyRegistry
 from chatmem.memory.spec import StrategySpec
-from chatmem.notices import IndexingNotice, Notice
+from chatmem.notices import FileLeft, FilesNotReplayed, IndexingNotice, Notice
 from chatmem.plugins import load_registries
 from chatmem.providers.base import Provider, Purpose, image_rule
 from chatmem.store import FactScope, Store, check_session_name, session_name_from, unfinished
@@ -326,11 +326,11 @@ def _turn(engine: Engine[TurnStore], step: Step, run: StrategyRun, stored: _Stor
                                     ids=(step.message.id, step.reply.id),
                                     said_at=transcript_time(step.message.ts, engine.zone),
                                     speaker=step.message.speaker,
-                                    attachments=_files(engine, step.message))
+                                    attachments=_files(engine, step.message, run))
     else:
         result = engine.run_turn(step.message.content, external_id=step.message.id,
                                  speaker=step.message.speaker,
-                                 attachments=_files(engine, step.message))
+                                 attachments=_files(engine, step.message, run))
     if not options.probes_only:
         run.prompt_tokens.append(result.context.tokens)
         run.contexts.append((result.context.tokens, result.context.budget))
@@ -351,7 +351,7 @@ def _turn_apart(engine: Engine[TurnStore], step: Step, run: StrategyRun,
     message would have been sent with measured as a turn's."""
     assert step.message is not None and step.reply is not None
     if not options.probes_only:
-        context = engine.build_context(step.message.content, _files(engine, step.message),
+        context = engine.build_context(step.message.content, _files(engine, step.message, run),
                                        said_at=transcript_time(step.message.ts, engine.zone),
                                        speaker=step.message.speaker)
         run.prompt_tokens.append(context.tokens)
@@ -369,12 +369,19 @@ def _turn_apart(engine: Engine[TurnStore], step: Step, run: StrategyRun,
     _store(engine, [*waiting, step.reply], run, stored)
 
 
-def _files(engine: Engine[TurnStore], message: TranscriptMessage) -> tuple[Attachment, ...]:
+def _files(engine: Engine[TurnStore], message: TranscriptMessage,
+           run: StrategyRun) -> tuple[Attachment, ...]:
     """The files `message`'s stored turn sent, sent again; to a model that cannot see images
     (a chat would refuse one), an image as its description alone: the replay goes on, the
-    image's tokens left out of what it measures."""
-    if not any(f.image for f in message.files) or image_rule(engine.provider) is not None:
+    image's tokens left out of what it measures. What is not sent as the turn sent it is
+    said (FilesNotReplayed), for the turn `run` plays next."""
+    turn = run.turn_count + 1
+    if message.files_gone:
+        _note(run, [FilesNotReplayed(turn, message.files_gone, FileLeft.GONE)])
+    images = [f.name for f in message.files if f.image]
+    if not images or image_rule(engine.provider) is not None:
         return message.files
+    _note(run, [FilesNotReplayed(turn, tuple(images), FileLeft.UNSEEN)])
     return tuple(Attachment(f.name, f.text) if f.image else f for f in message.files)
 
 

@@ -41,6 +41,8 @@ from chatmem.notices import (
     FactsNotSaid,
     FactsTooLong,
     Failure,
+    FileLeft,
+    FilesNotReplayed,
     HelperTooSmall,
     IndexingEvent,
     IndexingNotice,
@@ -310,6 +312,16 @@ def _(n: ContextsOverBudget, repl_hints: bool) -> str:
 def _(n: ContextsByWordsAlone, repl_hints: bool) -> str:
     return (f"{counted(n.failed, 'context')} of {n.built:,} ranked by words alone: embedding "
             f"the input failed ({n.error})")
+
+
+@_worded.register
+def _(n: FilesNotReplayed, repl_hints: bool) -> str:
+    names = ", ".join(n.names)
+    if n.why is FileLeft.GONE:
+        return (f"turn {n.turn}: {names} not sent again: the session no longer holds the"
+                " image; this turn's figures are not the chat's")
+    return (f"turn {n.turn}: {names} sent as its description alone: the model cannot see"
+            " images; this turn's figures are not the chat's")
 
 
 @_worded.register

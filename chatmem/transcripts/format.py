@@ -45,6 +45,8 @@ class TranscriptMessage:
     files: tuple[Attachment, ...] = ()
     """The files a stored turn sent with this input (a stored session replayed): a replay
     sends them again, or its strategies are measured on other prompts than the chat's."""
+    files_gone: tuple[str, ...] = ()
+    """Images that turn sent whose bytes the session no longer holds: not sent again."""
 
     def to_json(self) -> dict[str, Any]:
         data: dict[str, Any] = {"role": self.role, "content": self.content}

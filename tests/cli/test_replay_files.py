@@ -4,6 +4,7 @@ strategy is measured on the prompts the chat had."""
 from __future__ import annotations
 
 import json
+import sqlite3
 from pathlib import Path
 
 from cli_runner import invoke
@@ -60,5 +61,17 @@ def test_a_replayed_image_is_sent_to_a_model_that_sees_it_and_described_to_one_t
     blind = invoke("replay", "pic", "-s", "buffer", "--json", "--db", db, "--provider",
                    "scripted")
     assert blind.exit_code == 0, blind.stderr
-    [tokens] = json.loads(blind.stdout)["strategies"][0]["prompt_tokens"]["per_turn"]
-    assert tokens == turn.estimated_tokens - 765  # 2 × 2 tiles of 512 px, 85 + 4 × 170
+    [run] = json.loads(blind.stdout)["strategies"]
+    assert run["prompt_tokens"]["per_turn"] == [turn.estimated_tokens - 765]  # 2 × 2 tiles
+    assert run["notices"] == [f"turn 1: {photo} sent as its description alone: the model"
+                              " cannot see images; this turn's figures are not the chat's"]
+    # An image whose bytes the session no longer holds is not sent, and replay says so.
+    with sqlite3.connect(db) as connection:
+        assert connection.execute("DELETE FROM images").rowcount == 1
+    gone = invoke("replay", "pic", "-s", "buffer", "--json", "--db", db, env=env)
+    assert gone.exit_code == 0, gone.stderr
+    [run] = json.loads(gone.stdout)["strategies"]
+    # Its description was the text beside its bytes: neither is sent.
+    assert run["prompt_tokens"]["per_turn"][0] < turn.estimated_tokens - 765
+    assert run["notices"] == [f"turn 1: {photo} not sent again: the session no longer holds"
+                              " the image; this turn's figures are not the chat's"]
