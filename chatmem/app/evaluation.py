@@ -129,6 +129,9 @@ def compare_strategies(
     tokenizer = describe_counter(chat_provider.token_counter(), transcript.tokenizer)
     strategies = workspace.registries.strategies
     specs = as_configured(specs, workspace.settings, strategies)
+    from chatmem.embeddings.base import KEEP_EVERY
+
+    embedder = workspace.recall_embedder([strategies.create(s) for s in specs], KEEP_EVERY)
     runs = replay(transcript, specs, chat_provider=chat_provider, strategies=strategies,
                   # Each strategy on a model of its own: a scripted reply file is read
                   # from its first line for each, whatever order -s gave them in.
@@ -139,7 +142,11 @@ def compare_strategies(
                   budget=workspace.settings.context_budget, user=user,
                   user_facts=profile_facts(workspace, user), answer=answer, progress=progress,
                   probes_only=probes_only, zone=workspace.settings.zone,
-                  embedder=workspace.recall_embedder([strategies.create(s) for s in specs]))
+                  embedder=embedder)
+    if embedder is not None:
+        # A run that fails leaves its last vectors (fewer than KEEP_EVERY) unwritten:
+        # the next run embeds them again.
+        embedder.flush()
     if save_as:
         # A saved replay is the user's like any session they made: forget-me and retention
         # reach it. Given after the replay, so that it read no profile's facts unasked.

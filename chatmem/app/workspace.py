@@ -35,7 +35,7 @@ if TYPE_CHECKING:
 
     from chatmem.config.location import HistoryLocation
     from chatmem.config.settings import Settings, Source
-    from chatmem.embeddings import Embedder
+    from chatmem.embeddings import Embedder, Remembering
     from chatmem.evaluation.recording import LazyProvider
     from chatmem.memory.base import Strategy
     from chatmem.notices import Notice
@@ -326,10 +326,12 @@ class Workspace:
             self._embedder_opened = True
         return self._embedder
 
-    def recall_embedder(self, strategies: Sequence[Strategy]) -> Embedder | None:
+    def recall_embedder(self, strategies: Sequence[Strategy],
+                        keep_every: int = 1) -> Remembering | None:
         """One embedder for several runs over one conversation (each text embedded once,
-        and kept in the user's vector cache for the next run); None when no strategy ranks
-        by meaning or none is configured."""
+        and kept in the user's vector cache for the next run, `keep_every` vectors at a
+        time: see Remembering.flush); None when no strategy ranks by meaning or none is
+        configured."""
         if not any(s.needs_embedder for s in strategies):
             return None
         embedder = self.embedder
@@ -354,7 +356,7 @@ class Workspace:
 
             self.tell(VectorCacheUnused(str(vector_cache_path()), e.reason))
             return Remembering(embedder)
-        return Remembering(embedder, cache)
+        return Remembering(embedder, cache, keep_every)
 
     def _history_encrypted(self) -> bool:
         """Whether this workspace's history is, or would be made, encrypted. Its store not
