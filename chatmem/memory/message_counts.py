@@ -41,7 +41,7 @@ class MessageCounts:
         messages = []
         for record, tokens in rows:
             text = as_sent(record)
-            if not _as_stored(record, text):
+            if not _as_stored(record.role, record.content, text):
                 tokens = None  # a reply's stored count holds the reasoning it is sent without
             if tokens is None:
                 tokens = self._counted(record.id, record.role, text)
@@ -53,9 +53,7 @@ class MessageCounts:
         counts = []
         for _, message_id, _, role, content, stored in rows:
             sent = sent_text(role, content)
-            # A reply with reasoning is counted as stored, and sent without it.
-            held = role != "assistant" or sent == content
-            counts.append(stored if stored is not None and held
+            counts.append(stored if stored is not None and _as_stored(role, content, sent)
                           else self._counted(message_id, role, sent))
         return counts
 
@@ -92,7 +90,8 @@ def sent_text(role: str, content: str) -> str:
     return content
 
 
-def _as_stored(record: MessageRecord, sent: str) -> bool:
-    """Whether the store's count of `record` is of `sent`: a system message's is of its
-    quotation, a reply's of what the model said, its reasoning too (a turn's commit)."""
-    return record.role != "assistant" or sent == record.content
+def _as_stored(role: str, content: str, sent: str) -> bool:
+    """Whether the store's count of a message stored as `content` is of `sent`: a system
+    message's is of its quotation, a reply's of what the model said, its reasoning too (a
+    turn's commit), which it is sent without."""
+    return role != "assistant" or sent == content

@@ -229,10 +229,10 @@ class StoredRecall:
         days = by_zone.setdefault(self.zone, {})
         missing = [p for p in positions if p not in days]
         if missing:
-            times, zone = self.times_at(missing), self.zone
+            times = self.times_at(missing)  # in the user's zone already
             for p in missing:
                 moment = times.get(p)
-                days[p] = None if moment is None else moment.astimezone(zone).date()
+                days[p] = None if moment is None else moment.date()
         return days
 
     def _times(self) -> dict[int, datetime | None]:

@@ -30,9 +30,8 @@ from chatmem.store.state_coverage import FACTS_OWNER, state_coverage
 from chatmem.store.stored_values import json_text
 from chatmem.store.turns import TurnTables
 
-COPIED_TOGETHER = 500
-"""Messages one INSERT copies (8 parameters each: within SQLite's 32,766 and PostgreSQL's
-65,535), and one index statement indexes."""
+COPIED_TOGETHER = steps.MESSAGES_A_STATEMENT
+"""Messages one INSERT copies, and one index statement indexes."""
 Progress = Callable[[int, int], None]
 """Told (messages copied, messages to copy) as a fork goes."""
 
@@ -161,23 +160,18 @@ class ForkTables:
         """
         ids: dict[int, int] = {}
         messages = self._history.messages(source_id, 1, upto)
-        columns = ("session_id, position, turn, role, content, external_id, created_at,"
-                   " gap_s")
         before: str | None = None
         for start in range(0, len(messages), COPIED_TOGETHER):
             batch = messages[start:start + COPIED_TOGETHER]
-            values: list[Any] = []
+            rows: list[list[Any]] = []
             for message in batch:
                 # The pause before it too: the same message follows the same one.
-                values += [new_id, message.position, message.turn, message.role,
-                           message.content, message.external_id, message.created_at,
-                           pause(before, message.created_at)]
+                rows.append([new_id, message.position, message.turn, message.role,
+                             message.content, message.external_id, message.created_at,
+                             pause(before, message.created_at)])
                 before = message.created_at
-            rows = ", ".join("(?, ?, ?, ?, ?, ?, ?, ?)" for _ in batch)
-            # Positions are unique in a session: each copy is found by its original's.
-            copies = {int(position): int(copy) for copy, position in self._db.execute(
-                f"INSERT INTO messages ({columns}) VALUES {rows} RETURNING id, position",
-                values).fetchall()}
+            # Each copy is found by its original's position.
+            copies = steps.insert_messages(self._db, rows)
             for message in batch:
                 ids[message.id] = copies[message.position]
             self._db.index_words([(copies[m.position], fts.index_text(m.content))

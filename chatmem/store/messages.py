@@ -8,9 +8,12 @@ from typing import Any
 
 from chatmem.store import steps
 from chatmem.store.connection import Connection, fetch_value
-from chatmem.store.records import MESSAGE_COLUMNS, MOST_INTEGER, MessageRecord
-
-_MESSAGE_COLUMNS_OF_M = ", ".join(f"m.{column}" for column in MESSAGE_COLUMNS.split(", "))
+from chatmem.store.records import (
+    COUNTED_MESSAGES,
+    MESSAGE_COLUMNS,
+    MOST_INTEGER,
+    MessageRecord,
+)
 
 
 class MessageTables:
@@ -45,9 +48,8 @@ class MessageTables:
         under `tokenizer` (None: not counted there): one statement, where the messages and
         then their counts were two for every context a turn builds."""
         rows = self._db.execute(
-            f"SELECT {_MESSAGE_COLUMNS_OF_M}, (SELECT c.tokens FROM token_counts c"
-            " WHERE c.message_id = m.id AND c.tokenizer = ?) FROM messages m"
-            " WHERE m.session_id = ? AND m.turn >= ? AND m.superseded = 0 AND m.turn <= ?"
+            f"{COUNTED_MESSAGES} WHERE m.session_id = ? AND m.turn >= ? AND m.superseded = 0"
+            " AND m.turn <= ?"
             " ORDER BY m.position", [tokenizer, session_id, first_turn, last_turn])
         return [(MessageRecord(*row), tokens) for *row, tokens in rows]
 

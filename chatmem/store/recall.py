@@ -15,13 +15,18 @@ from typing import TYPE_CHECKING, cast
 
 from chatmem import fts
 from chatmem.store.connection import Connection, fetch_value
-from chatmem.store.records import MESSAGE_COLUMNS, MessageRecord, SessionWords, WeightedTerm
+from chatmem.store.records import (
+    COUNTED_MESSAGES,
+    MESSAGE_COLUMNS,
+    MessageRecord,
+    SessionWords,
+    WeightedTerm,
+)
 from chatmem.timestamps import has_zone, parse_time
 
 if TYPE_CHECKING:
     from chatmem.store.backend import Backend
 
-_MESSAGE_COLUMNS_OF_M = ", ".join(f"m.{column}" for column in MESSAGE_COLUMNS.split(", "))
 
 POSTINGS = 1500
 """Index entries a recall search may score: its cost is bounded by this, not by the history."""
@@ -163,11 +168,7 @@ class RecallTables:
             chunk = wanted[start : start + 500]
             marks = ", ".join("?" for _ in chunk)
             for *row, tokens in self._db.execute(
-                    # A lookup by key per message: a join lets PostgreSQL's planner
-                    # hash the whole token_counts table (every message's count).
-                    f"SELECT {_MESSAGE_COLUMNS_OF_M}, (SELECT c.tokens FROM token_counts c"
-                    " WHERE c.message_id = m.id AND c.tokenizer = ?) FROM messages m"
-                    f" WHERE m.session_id = ? AND m.position IN ({marks})"
+                    f"{COUNTED_MESSAGES} WHERE m.session_id = ? AND m.position IN ({marks})"
                     " AND m.superseded = 0", [tokenizer, session_id, *chunk]):
                 record = MessageRecord(*row)
                 found[record.position] = (record, tokens)

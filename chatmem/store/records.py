@@ -220,6 +220,12 @@ class MessageRecord:
 MESSAGE_COLUMNS = "id, session_id, position, turn, role, content, external_id, created_at"
 """A MessageRecord's columns in its fields' order: `MessageRecord(*row)` of a row selected
 with them skips matching names row by row (recall reads hundreds of messages a turn)."""
+COUNTED_MESSAGES = ("SELECT " + ", ".join(f"m.{c}" for c in MESSAGE_COLUMNS.split(", "))
+                    + ", (SELECT c.tokens FROM token_counts c WHERE c.message_id = m.id"
+                    " AND c.tokenizer = ?) FROM messages m")
+"""MESSAGE_COLUMNS of messages `m`, then each one's stored token count under the tokenizer
+bound first (None: not counted there): a WHERE on `m` follows. A lookup by key per message:
+a join lets PostgreSQL's planner hash the whole token_counts table (every message's count)."""
 
 
 @dataclass

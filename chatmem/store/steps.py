@@ -20,12 +20,24 @@ from chatmem.store.stored_values import json_text
 from chatmem.text import is_valid, profile_name
 
 MESSAGES_A_STATEMENT = 500
-"""Messages one INSERT appends (8 values each: SQLite binds at most 32,766)."""
+"""Messages one INSERT adds (8 parameters each: within SQLite's 32,766 and PostgreSQL's
+65,535): a turn's, an import's, a fork's copies (insert_messages)."""
 
 
 def insert_id(db: Backend, sql: str, params: Sequence[Any]) -> int:
     """Run an INSERT of one row and return its new id."""
     return int(db.execute(sql + " RETURNING id", list(params)).fetchall()[0][0])
+
+
+def insert_messages(db: Backend, rows: Sequence[Sequence[Any]]) -> dict[int, int]:
+    """Insert message rows (session_id, position, turn, role, content, external_id,
+    created_at, gap_s; at most MESSAGES_A_STATEMENT) in one statement; position → new id
+    (positions are unique in a session)."""
+    inserted = db.execute(
+        "INSERT INTO messages (session_id, position, turn, role, content, external_id,"
+        " created_at, gap_s) VALUES " + ", ".join(["(?, ?, ?, ?, ?, ?, ?, ?)"] * len(rows))
+        + " RETURNING position, id", [value for row in rows for value in row]).fetchall()
+    return {int(position): int(message_id) for position, message_id in inserted}
 
 
 def append_messages(db: Backend, session_id: int, messages: Iterable[Mapping[str, Any]],
@@ -65,15 +77,11 @@ def append_numbered(db: Backend, session_id: int, messages: Iterable[Mapping[str
         rows.append([session_id, position, turn, message["role"], message["content"],
                      message.get("id"), created_at, pause(last_time, created_at)])
         last_time = created_at
-    # A chunk of messages a statement (a turn's two: one), each id read back by its position.
+    # A chunk of messages a statement (a turn's two: one).
     ids: list[int] = []
     for start in range(0, len(rows), MESSAGES_A_STATEMENT):
         chunk = rows[start : start + MESSAGES_A_STATEMENT]
-        inserted = db.execute(
-            "INSERT INTO messages (session_id, position, turn, role, content, external_id,"
-            " created_at, gap_s) VALUES " + ", ".join(["(?, ?, ?, ?, ?, ?, ?, ?)"] * len(chunk))
-            + " RETURNING position, id", [value for row in chunk for value in row]).fetchall()
-        found = {int(position): int(message_id) for position, message_id in inserted}
+        found = insert_messages(db, chunk)
         ids += [found[row[1]] for row in chunk]
     db.index_words([(message_id, fts.index_text(row[4]))
                     for message_id, row in zip(ids, rows, strict=True)])
