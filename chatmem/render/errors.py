@@ -276,7 +276,7 @@ def _history_names(settings: Settings | None) -> list[str]:
 
 def _unnamed(text: str, name: str) -> str:
     # A command naming the file is its owner's to run (the server's log gives it whole): with
-    # the file unnamed it read (`sqlite3 the history 'PRAGMA integrity_check'` shows where).
+    # the file unnamed it read (a suggested sqlite3 integrity check named 'the history').
     text = re.sub(rf"\s*\(`[^`]*{re.escape(name)}[^`]*`[^()`]*\)", "", text)
     text = re.sub(re.escape(name) + r"-(wal|shm)\b", r"the history's \1 file", text)
     text = text.replace(f" at {name}", "")  # "no history file at PATH"
