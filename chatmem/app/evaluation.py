@@ -75,7 +75,9 @@ def with_sent_files(store: Store, session: SessionRecord,
     from chatmem.transcripts.format import TranscriptMessage
 
     files: dict[int, SentFiles] = {}
-    for record in store.turns.turns(session.id):
+    # Read as /retry reads a turn: the files part is inline, and expanding each turn's
+    # runs of history read the whole history again a turn (1.1 s at 600 buffer turns).
+    for record in store.turns.turns(session.id, expanded=False):
         if record.user_message_id is not None and record.history_turn is not None:
             sent = sent_files(store, record)
             if sent.attachments or sent.lost:
