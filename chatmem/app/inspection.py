@@ -179,6 +179,7 @@ def inspect_what_if(workspace: Workspace, session: str, strategy: StrategySpec |
     turn = None
     history_turn = None
     sent: Context | None = None
+    speaker = None
     after_all = text is not None
     if text is None:
         found = _turn_or_history(store, record, number)
@@ -188,6 +189,10 @@ def inspect_what_if(workspace: Workspace, session: str, strategy: StrategySpec |
         else:
             turn, text = found, found.input
             sent = Context.from_json(found.context)
+            # Who asked, in a group chat: recall left their label out of what it searched.
+            if found.user_message_id is not None:
+                speaker = store.history.speakers(record.id, [found.user_message_id]).get(
+                    found.user_message_id)
             history_turns = _history_before(found)
             said_at = _said_at(store, found, workspace.settings.zone)
     else:
@@ -217,7 +222,8 @@ def inspect_what_if(workspace: Workspace, session: str, strategy: StrategySpec |
                          system=system, chat_provider=llm,
                          budget=workspace.settings.context_budget, user=user,
                          user_facts=facts, embedder=embedder, activity=activity,
-                         zone=workspace.settings.zone, said_at=said_at, attached=files)
+                         zone=workspace.settings.zone, said_at=said_at, attached=files,
+                         speaker=speaker)
         context, left_out, notices = result.context, result.left_out, result.notices
         context = context.with_images(lambda digest: store.images.image_bytes(record.id, digest))
         outside = result.external_ids

@@ -78,12 +78,14 @@ def what_if(
     zone: tzinfo | None = None,
     said_at: datetime | None = None,
     attached: Sequence[Message] = (),
+    speaker: str | None = None,
 ) -> WhatIf:
     """The context `strategy` would send for `text` after the session's first
     `history_turns` turns, with `system` as its system prompt, `text` said at `said_at`
     (chatmem.engine.said; None: when the newest message stored was), and the files
     `attached` to it (a recorded turn's `files` part: they were sent whatever the strategy,
-    and every strategy's budget makes room for them)."""
+    and every strategy's budget makes room for them), by `speaker` (a group chat's, whose
+    label `text` opens with; ContextRequest.speaker)."""
     counter = chat_provider.token_counter()
     files = tuple(_recounted(m, counter) for m in attached)
     if not strategy.keeps_state:
@@ -100,6 +102,7 @@ def what_if(
             zone=zone,
             said_at=said_time(Said.AS_NEWEST if said_at is None else said_at, store,
                               session.id, zone),
+            speaker=speaker,
         )
         context = build_guarded(strategy, request)
         return WhatIf(context, 0, 0, left_out_texts(store.history, session.id, context),
@@ -120,7 +123,8 @@ def what_if(
                                  activity=activity, zone=zone)
             # Each summary version of the rebuild is progress, which `replayed` counts.
             said = tuple(n for n in engine.catch_up() if not isinstance(n, SummaryUpdated))
-        request = engine.request(text, said_at=Said.AS_NEWEST if said_at is None else said_at)
+        request = engine.request(text, said_at=Said.AS_NEWEST if said_at is None else said_at,
+                                 speaker=speaker)
         context = build_guarded(strategy, replace(request, attached=files))
         # The candidates' ids are the scratch store's: read their texts before it closes.
         return WhatIf(context, history_turns, sum(helper.calls.values()),

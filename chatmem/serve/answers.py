@@ -72,8 +72,8 @@ NOT_STORED = "not-stored"
 @dataclass(frozen=True)
 class Unstored:
     """A reply the model completed (paid for) that could not be stored: the history's disk
-    full, or the session deleted meanwhile. It is answered all the same, with `error` as a
-    warning, not as an error the client retries and pays for again."""
+    full, busy or read-only (answered_unstored). It is answered all the same, with `error` as
+    a warning, not as an error the client retries and pays for again."""
 
     reply: str
     error: BaseException

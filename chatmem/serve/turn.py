@@ -124,11 +124,10 @@ class Turn:
     def headers(self) -> dict[str, str]:
         from urllib.parse import quote
 
-        if self.stored_as == NOT_STORED:  # no turn holds it
-            return {"X-Chatmem-Conversation": quote(self.asked.conversation),
-                    STORED_AS_HEADER: self.stored_as}
-        return {TURN_HEADER: quote(self.turn_id, safe="@"),
-                "X-Chatmem-Conversation": quote(self.asked.conversation),
+        # A reply not stored has no turn to name.
+        turn = {} if self.stored_as == NOT_STORED else {
+            TURN_HEADER: quote(self.turn_id, safe="@")}
+        return {**turn, "X-Chatmem-Conversation": quote(self.asked.conversation),
                 STORED_AS_HEADER: self.stored_as}
 
     def _run(self) -> None:

@@ -585,3 +585,33 @@ def test_a_what_if_at_a_turn_keeps_the_system_prompt_that_turn_was_sent_with(
     assert recorded["messages"][0] == {"role": "system", "content": "你是海盗，用长诗回答。"}
     assert asked["messages"] == recorded["messages"]
     assert asked["context"]["tokens"] == recorded["context"]["tokens"]
+
+
+def test_a_what_if_at_a_group_chat_turn_leaves_its_askers_label_unsearched(
+        tmp_path: Path) -> None:
+    """Leftover: the turn was sent with alice's label left out of what recall searched
+    (ContextRequest.speaker), but `inspect --strategy` at that turn searched "alice: ...",
+    so every message alice wrote matched by her name: the same strategy's what-if showed
+    recall the turn never had."""
+    said = [("alice", "I walked the dog this morning"), ("bob", "The ferry leaves at nine"),
+            ("alice", "My garden needs water"), ("alice", "The cat sleeps all afternoon"),
+            ("alice", "what did bob say about the ferry?")]
+    transcript = tmp_path / "group.json"
+    transcript.write_text(json.dumps({"messages": [
+        m for name, text in said for m in (
+            {"role": "user", "name": name, "content": text},
+            {"role": "assistant", "content": "Noted."})]}), encoding="utf-8")
+    db = str(tmp_path / "h.db")
+    spec = "retrieval:recent=1,mode=bm25"
+    result = invoke("replay", str(transcript), "-s", spec, "--save-as", "g", "--db", db,
+                    "--provider", "scripted")
+    assert result.exit_code == 0, result.stderr
+
+    def matched(*strategy: str) -> list[str]:
+        shown = invoke("inspect", "g", "--json", "--db", db, *strategy)
+        assert shown.exit_code == 0, shown.stderr
+        return [r["text"] for r in json.loads(shown.stdout)["context"]["recall"]
+                if r["bm25"] > 0]
+
+    assert matched() == ["bob: The ferry leaves at nine"]
+    assert matched("-s", spec) == matched()

@@ -75,3 +75,30 @@ def test_a_replayed_image_is_sent_to_a_model_that_sees_it_and_described_to_one_t
     assert run["prompt_tokens"]["per_turn"][0] < turn.estimated_tokens - 765
     assert run["notices"] == [f"turn 1: {photo} not sent again: the session no longer holds"
                               " the image; this turn's figures are not the chat's"]
+
+
+def test_a_replayed_group_chat_turn_leaves_its_askers_label_unsearched(tmp_path: Path) -> None:
+    """Leftover: a stored group chat's turn was sent with recall searching its input without
+    the asker's label (ContextRequest.speaker), but a replay of the session passed no
+    speaker, so "alice: what did bob say about the ferry?" matched all alice wrote."""
+    said = [("alice", "I walked the dog this morning"), ("bob", "The ferry leaves at nine"),
+            ("alice", "My garden needs water"), ("alice", "The cat sleeps all afternoon"),
+            ("alice", "what did bob say about the ferry?")]
+    transcript = tmp_path / "group.json"
+    transcript.write_text(json.dumps({"messages": [
+        m for name, text in said for m in (
+            {"role": "user", "name": name, "content": text},
+            {"role": "assistant", "content": "Noted."})]}), encoding="utf-8")
+    db = str(tmp_path / "h.db")
+    spec = "retrieval:recent=1,mode=bm25"
+    for source, name in ((str(transcript), "chat"), ("chat", "again")):
+        result = invoke("replay", source, "-s", spec, "--save-as", name, "--db", db,
+                        "--provider", "scripted")
+        assert result.exit_code == 0, result.stderr
+    with Store(db) as store:
+        for name in ("chat", "again"):
+            session = store.sessions.session(name).id
+            text = {m.id: m.content for m in store.history.messages(session)}
+            rows = store.turns.turn(session, None).context["recall"]
+            assert [text[r["id"]] for r in rows if r["bm25"] > 0] == [
+                "bob: The ferry leaves at nine"], name
