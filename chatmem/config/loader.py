@@ -131,13 +131,13 @@ def load_settings(
         values["source"] = path
         sources.update(dict.fromkeys(flat_keys(data), Source(SourceKind.FILE, str(path))))
         for key, value in flat_keys(data).items():
-            _check_url(key, value, f"{path}: key {key!r}")
+            _check_setting(key, value, f"{path}: key {key!r}")
     for variable, key in ENV_KEYS.items():
         # CHATMEM_DB's file is named by bytes, as --db's (parse_location refuses a URL's).
         if env.get(variable) and not is_valid(env[variable]) and key != "db":
             raise ConfigError(f"{variable} must be UTF-8 text; it holds bytes that are not")
         if env.get(variable):
-            _check_url(key, env[variable], variable)
+            _check_setting(key, env[variable], variable)
             values[key] = env[variable]
             sources[key] = Source(SourceKind.ENV, variable)
     for variable in ("CHATMEM_PROVIDER", "CHATMEM_HELPER_PROVIDER"):
@@ -152,7 +152,7 @@ def load_settings(
     for key, value in (overrides or {}).items():
         if value is not None:
             flag = (flags or {}).get(key, f"--{key.replace('_', '-')}")
-            _check_url(key, value, flag)
+            _check_setting(key, value, flag)
             values[key] = value
             sources[key] = Source(SourceKind.FLAG, flag)
     settings = Settings(**values, sources=sources)
@@ -183,7 +183,14 @@ is read, so a malformed one is refused naming its file and key, variable or flag
 when a later source overrides it (a typo must never lie in wait)."""
 
 
-def _check_url(key: str, value: Any, origin: str) -> None:
+NAME_KEYS = {"model": "model name", "helper_model": "model name", "user": "profile name"}
+"""Settings that name something: blank, `-m ""` was sent to the server as the model, and
+CHATMEM_USER=" " kept facts under a profile no listing shows."""
+
+
+def _check_setting(key: str, value: Any, origin: str) -> None:
+    if key in NAME_KEYS and isinstance(value, str) and not value.strip():
+        raise ConfigError(f"{origin}: a {NAME_KEYS[key]} cannot be blank")
     if key in URL_KEYS and isinstance(value, str) and value:
         URL_KEYS[key](value, origin)
     if key == "timezone" and isinstance(value, str):

@@ -366,3 +366,19 @@ def test_relative_db_in_a_config_file_is_beside_the_file(
     assert env.db_path == Path("here.db")
     absolute = write(folder, f'db = "{tmp_path / "abs.db"}"\n')
     assert load_settings(absolute, env={}).db_path == tmp_path / "abs.db"
+
+
+@pytest.mark.parametrize(("where", "named"), [
+    ({"overrides": {"model": "  "}}, "--model: a model name cannot be blank"),
+    ({"env": {"CHATMEM_USER": " "}}, "CHATMEM_USER: a profile name cannot be blank"),
+    ({"file": 'helper_model = ""\n'}, "key 'helper_model': a model name cannot be blank"),
+])
+def test_a_blank_name_is_refused_naming_where_it_came_from(
+        tmp_path: Path, where: dict[str, object], named: str) -> None:
+    """`-m ""` went to the server as the model; CHATMEM_USER=" " kept facts under a profile
+    nobody sees."""
+    path = write(tmp_path, str(where.get("file", "")))
+    env = where.get("env", {})
+    overrides = where.get("overrides")
+    with pytest.raises(ConfigError, match=re.escape(named)):
+        load_settings(path, env=env, overrides=overrides)  # type: ignore[arg-type]
