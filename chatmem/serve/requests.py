@@ -67,8 +67,9 @@ class TurnAsked:
     left system messages out (`fingerprint_with_system_prompt`): a chat begun then goes on
     in the session it has."""
     speaker: str | None = None
-    """The new message's speaker (its `name`), whose label `text` opens with: recall leaves
-    it out of what it searches (ContextRequest.speaker)."""
+    """The new message's speaker (its `name`), whose label `text` opens with (none for a
+    name that is its role's word): recall leaves it out of what it searches
+    (ContextRequest.speaker), and its facts are not the profile owner's."""
 
 
 SAMPLING = {"temperature": float, "top_p": float, "presence_penalty": float,
@@ -299,9 +300,14 @@ def _message(message: Any, index: int) -> _Read:
     # history, a system one sent, and neither can hold a lone surrogate ("\ud83d" from a
     # client that cut an emoji's pair) as UTF-8.
     content = valid_text(_text(message.get("content"), where))
-    speaker = speaker_of(message.get("name"), f"{where}.name",
-                         lambda why: RequestError(why, "messages"), role)
-    return _Read(role, with_speaker(role, content, speaker), speaker)
+    name = message.get("name")
+    speaker = speaker_of(name, f"{where}.name", lambda why: RequestError(why, "messages"), role)
+    text = with_speaker(role, content, speaker)
+    if speaker is None and role == "user" and isinstance(name, str) and name.strip():
+        # Named by its own role (AutoGen's "user"): no label to write, but still a named
+        # member's, or a group chat's "User" (or "ｕｓｅｒ") would speak as the profile owner.
+        speaker = valid_text(name.strip().rstrip(":\uff1a").rstrip())
+    return _Read(role, text, speaker)
 
 
 def _text(content: Any, where: str) -> str:

@@ -77,6 +77,31 @@ def test_a_group_chat_members_facts_stay_theirs_in_their_session(db_path: Path) 
         ["name", "小明", 2, None, "小明"]]
 
 
+@pytest.mark.parametrize("name", ["user", "User", "ｕｓｅｒ", "uѕer", "[user]"])
+def test_a_member_named_by_the_user_roles_word_does_not_speak_for_the_owner(
+        db_path: Path, name: str) -> None:
+    """A name spelling the user role's word (AutoGen's "user", a member's display name
+    "User", full-width or Cyrillic look-alikes) was read as no speaker at all: "I am allergic
+    to penicillin." sent so in a group chat became the owner's profile fact. It is still
+    written without a label, but it is a named member's: its facts stay in its session."""
+    settings = Settings(provider="scripted", db=str(db_path), user_facts=True)
+    with RunningProxy(settings, strategy="entity") as running:
+        _post(running, "discord", {"role": "user", "name": name,
+                                   "content": "I am allergic to penicillin."})
+        _post(running, "discord", {"role": "user", "name": "bob", "content": "ok"})
+        _post(running, "mine", {"role": "user", "content": "hello"})
+    with Store(db_path) as store:
+        discord = store.sessions.session("discord").id
+        stored = store.history.messages(discord)
+        group = [(f.key, f.value, f.scope) for f in store.facts.facts(user=None,
+                                                                     session_id=discord)]
+        profile = [(f.key, f.value) for f in store.facts.facts(user=None, session_id=None)
+                   if f.scope == FactScope.USER]
+    assert stored[0].content == "I am allergic to penicillin."
+    assert profile == []
+    assert group == [("allergy", "penicillin", FactScope.SESSION)]
+
+
 def test_a_speakers_message_reaches_the_extractor_with_its_speaker_apart() -> None:
     """The extractor read bob's message as "bob: I like tea\\nalice: I approve": alice's line
     by its look. The speaker is a field of its own and the text is bob's words alone."""
