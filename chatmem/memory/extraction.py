@@ -38,6 +38,7 @@ from chatmem.memory.extraction_answer import (
 from chatmem.memory.fact_keys import key_identity, same_key
 from chatmem.memory.history_view import HistoryTurn, HistoryView
 from chatmem.memory.later_facts import LaterFacts
+from chatmem.memory.said_values import said_in
 from chatmem.memory.sensitive_turns import guard_for, remember
 from chatmem.notices import (
     DerivedMemory,
@@ -276,7 +277,9 @@ def _extract(env: MemoryEnv, model: Provider, turns: Sequence[HistoryTurn],
         if pending:
             forgot = apply_extraction(state, extraction, sources,
                              user_scope=bool(env.settings and env.settings.user_facts),
-                             later=LaterFacts(state, turns), asked=asked)
+                             later=LaterFacts(state, turns), asked=asked,
+                             asked_said=[t for n, text, shown in said if n in asked
+                                         for t in (text, shown)])
         done()
     found = [kind for _, text, shown in said for kind in sensitive.kinds_between(text, shown)]
     if found or refused:
@@ -342,7 +345,7 @@ def _asked_here(state: SessionState, sources: Mapping[int, int | None]
 def apply_extraction(
     state: SessionState, extraction: Extraction, sources: Mapping[int, int | None],
     *, user_scope: bool = False, later: LaterFacts | None = None,
-    asked: Collection[int] | None = None,
+    asked: Collection[int] | None = None, asked_said: Sequence[str] | None = None,
 ) -> list[str]:
     """Write an extraction turn by turn, so what was said last wins; the keys of the facts
     it forgot and set no value for again.
@@ -352,7 +355,9 @@ def apply_extraction(
     session set or forgot after a turn read, which that turn leaves as it is.
     `asked`: the turns a request of this session asked (None: all of them); another
     turn's "user" (an imported or forked history's) may be anyone, so it sets and
-    forgets this session's facts only, never the profile's.
+    forgets this session's facts only, never the profile's. `asked_said`: what the asked
+    turns' user said; a value set under an asked turn that none of it holds is another
+    turn's words, cited wrong (by a helper's slip, or as a member's message told it to).
     """
     steps: list[tuple[int, int, FactRetraction | FactChange]] = [
         *((r.turn, 0, r) for r in extraction.retract),
@@ -361,6 +366,9 @@ def apply_extraction(
     forgot: list[str] = []
     for _turn, _order, step in sorted(steps, key=lambda s: (s[0], s[1])):
         here = asked is None or step.turn in asked
+        if here and asked_said is not None and isinstance(step, FactChange) \
+                and not said_in(step.value, asked_said):
+            here = False
         if isinstance(step, FactRetraction):
             forgot += _forget(state, step, later, here)
         else:

@@ -15,8 +15,12 @@ from fact_conversations import (
 from registered import open_session
 
 from chatmem.config.settings import Settings
+from chatmem.errors import ProviderResponseError
 from chatmem.memory.facts import BLOCK_CLOSE, BLOCK_OPEN
 from chatmem.memory.reasons import FactsSelected
+from chatmem.providers.base import Purpose
+from chatmem.providers.scripted import ScriptedProvider
+from chatmem.store import FactScope
 
 QUESTION = "What should I pack for the trip?"
 
@@ -215,3 +219,38 @@ def test_a_group_chat_members_facts_are_theirs_not_the_profiles(store, scripted)
     said = group.state.store.history.messages(group.session.id)
     assert store.history.speakers(group.session.id, [m.id for m in said]) == {
         said[0].id: "bob", said[4].id: "小明", said[6].id: "bob"}
+
+
+class MisciteExtractor(ScriptedProvider):
+    """The scripted helper, except that while `down` its fact requests get no reply, and
+    then it cites every fact of a batch to the batch's last turn (a small model's slip, or
+    what a member's message told it to write)."""
+
+    down = True
+
+    def complete(self, messages, *, purpose: Purpose = Purpose.CHAT) -> str:
+        if purpose != Purpose.FACTS:
+            return super().complete(messages, purpose=purpose)
+        if self.down:
+            raise ProviderResponseError("the helper model sent an empty reply")
+        answer = json.loads(super().complete(messages, purpose=purpose))
+        last = max(m["turn"] for m in json.loads(messages[-1]["content"])["messages"])
+        return json.dumps({**answer, "set": [{**c, "turn": last} for c in answer["set"]]})
+
+
+def test_a_members_fact_cited_to_the_owners_turn_stays_in_the_session(store) -> None:
+    """bob's "I am allergic to penicillin." and the owner's "hello" read in one batch (the
+    helper was down, then caught up), the helper citing the fact to turn 2: turn 2 was the
+    owner's, so penicillin became a profile fact sent in every private session. A value
+    none of the owner's own words in the batch hold is not the owner's to state."""
+    helper = MisciteExtractor()
+    owner = Settings(system="Be brief.", user="ana", user_facts=True)
+    group = open_session(store, owner, helper, "group", strategy="entity")
+    group.run_turn("bob: I am allergic to penicillin.", speaker="bob")
+    group.run_turn("hello")
+    helper.down = False
+    group.run_turn("I live in Porto.")
+    facts = {f.key: (f.value, f.scope) for f in store.facts.facts(user="ana",
+                                                                   session_id=group.session.id)}
+    assert facts == {"allergy": ("penicillin", FactScope.SESSION),
+                     "city": ("Porto", FactScope.USER)}
