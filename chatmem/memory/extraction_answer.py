@@ -64,7 +64,8 @@ def parse_extraction(text: str, turns: Sequence[int],
         raise _bad(f"unknown field {sorted(unknown)[0]!r} (valid: set, retract)")
     # Models one step off the schema ("retract": null, "scope": "User", "turn": "1") had the
     # whole answer rejected, each of its facts lost, and the same answer came again.
-    sets, retracts = data.get("set") or [], data.get("retract") or []
+    # Only null: an object where a list goes ({"set": {}}) is off in shape, not empty.
+    sets, retracts = ([] if data.get(f) is None else data[f] for f in ("set", "retract"))
     if not isinstance(sets, list) or not isinstance(retracts, list):
         raise _bad("'set' and 'retract' must be lists")
     latest = max(turns) if turns else 0
