@@ -134,6 +134,8 @@ class LocalProvider(OpenAIProvider):
                          timeout=timeout, max_retries=0, max_tokens=max_tokens,
                          sampling=sampling, chat_max_tokens=chat_max_tokens)
         self._counter: LocalTokenCounter | None = None
+        self._control: dict[str, bool] = {}
+        """A piece of text → whether llama.cpp reads it as a control token."""
 
     def post(self, path: str, body: Mapping[str, Any]) -> Any:
         request = urllib.request.Request(
@@ -167,16 +169,23 @@ class LocalProvider(OpenAIProvider):
         sample = [{"role": "system", "content": "s"}, {"role": "user", "content": "u"},
                   {"role": "assistant", "content": "a"}, {"role": "user", "content": "u"}]
         prompt = self.post("/apply-template", {"messages": sample})["prompt"]
-        found: set[str] = set()
-        for token in self.post("/tokenize", {"content": prompt, "with_pieces": True})["tokens"]:
+        return tuple(sorted(self._control_pieces(prompt), key=len, reverse=True))
+
+    def _control_pieces(self, text: str) -> list[str]:
+        """The control tokens llama.cpp reads in `text` (its pieces whose text alone is the
+        token, but not read as plain text), each once, in order."""
+        found: list[str] = []
+        for token in self.post("/tokenize", {"content": text, "with_pieces": True})["tokens"]:
             piece = token["piece"]
             if not isinstance(piece, str) or len(piece) < 2 or piece in found:
                 continue  # a byte, a character: text reads it as that token too
-            alone = [self.post("/tokenize", {"content": piece, "parse_special": special})
-                     ["tokens"] for special in (True, False)]
-            if alone[0] == [token["id"]] != alone[1]:
-                found.add(piece)
-        return tuple(sorted(found, key=len, reverse=True))
+            if piece not in self._control:
+                alone = [self.post("/tokenize", {"content": piece, "parse_special": special})
+                         ["tokens"] for special in (True, False)]
+                self._control[piece] = alone[0] == [token["id"]] != alone[1]
+            if self._control[piece]:
+                found.append(piece)
+        return found
 
     def _as_text(self, message: Mapping[str, Any]) -> dict[str, Any]:
         """`message` with the template's markers in its text escaped, as quoted data's are
@@ -188,6 +197,12 @@ class LocalProvider(OpenAIProvider):
         for marker in self.markers:
             if marker in content:
                 content = content.replace(marker, _escaped(marker))
+        if "<" in content or "[" in content:
+            # The vocabulary's other control tokens, which the template never writes
+            # (SmolLM2's <|endoftext|>, the end of a document, and <repo_name>): asked of
+            # the tokenizer only for text with their opening mark, each piece's answer kept.
+            for piece in self._control_pieces(content):
+                content = content.replace(piece, _escaped(piece))
         return {**message, "content": content}
 
     def stream(self, messages: ChatMessages) -> LocalReply:
