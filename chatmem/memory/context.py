@@ -148,11 +148,6 @@ class Context:
         return sum(self.fixed.values()) + self.priming
 
     @property
-    def fixed_over_budget(self) -> bool:
-        """The fixed parts alone exceed the budget: no strategy can make this fit."""
-        return bool(self.budget) and self.fixed_tokens > (self.budget or 0)
-
-    @property
     def fact_ids(self) -> tuple[int, ...]:
         """The ids of the stored facts this context sends."""
         return tuple(i for p in self.parts for i in p.fact_ids)
