@@ -15,14 +15,13 @@ from typing import Any, Literal
 
 from chatmem.context_warnings import ContextWarning, warning_from_json, warning_json
 from chatmem.images import ImageData, ImageRef
-from chatmem.memory.reasons import (
-    DroppedNote,
-    PartReason,
+from chatmem.memory.reason_storage import (
     dropped_from_json,
     dropped_json,
     reason_from_json,
     reason_json,
 )
+from chatmem.memory.reasons import DroppedNote, PartReason
 from chatmem.tokens import REPLY_PRIMING, TokenCounter
 
 PartKind = Literal["system", "summary", "facts", "recalled", "history", "files", "input"]
