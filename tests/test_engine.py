@@ -7,6 +7,7 @@ from collections.abc import Iterable, Iterator, Mapping
 from typing import Any
 
 import pytest
+from cached_counts import cached_counts
 
 from chatmem.errors import ProviderResponseError
 from chatmem.memory.context import Context
@@ -94,7 +95,7 @@ def test_a_turn_stores_its_messages_counts_with_it(make_engine) -> None:
     engine.run_turn("hello")
     engine.run_turn("预算五千元")
     messages = engine.store.history.messages(engine.session.id)
-    cached = engine.store.history.cached_token_counts([m.id for m in messages], engine.counter.key)
+    cached = cached_counts(engine.store, engine.session.id, engine.counter.key)
     assert cached == {m.id: engine.counter.count_message(m.role, m.content) for m in messages}
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import itertools
 from typing import Any
 
+from cached_counts import cached_counts
 from registered import create_strategy
 
 from chatmem.history import PAGE_TURNS, StoredHistory
@@ -108,8 +109,7 @@ def test_missing_counts_are_computed_once_in_memory_and_never_written(store: Sto
     again = StoredHistory(store, session_id, COUNTER, counts=counts).turns(2, 3)
     assert again == first[1:]
     assert tally.calls == 6  # each message once, though read twice
-    ids = [m.id for t in first for m in t.messages]
-    assert store.history.cached_token_counts(ids, COUNTER.key) == {}
+    assert cached_counts(store, session_id, COUNTER.key) == {}
     assert first[0].messages[0].tokens == COUNTER.count_message("user", "q1")
 
 

@@ -6,6 +6,7 @@ import sqlite3
 from pathlib import Path
 
 import pytest
+from cached_counts import cached_counts
 from dialect import refuse_inserts, set_read_only, word_entries
 from matches import matches
 
@@ -140,8 +141,8 @@ def test_token_counts_are_cached_per_tokenizer(store: Store) -> None:
     record.tokenizer = "cl100k_base"
     store.turns.commit_turn(record, message_tokens=(7, 9))
     ids = [m.id for m in store.history.messages(session.id)]
-    assert store.history.cached_token_counts(ids, "cl100k_base") == {ids[0]: 7, ids[1]: 9}
-    assert store.history.cached_token_counts(ids, "llama:x") == {}
+    assert cached_counts(store, session.id, "cl100k_base") == {ids[0]: 7, ids[1]: 9}
+    assert cached_counts(store, session.id, "llama:x") == {}
 
 
 def test_session_names_are_unique_and_not_empty(store: Store) -> None:

@@ -22,18 +22,14 @@ from chatmem.app.model_pool import ModelPool as ModelPool  # front ends imported
 from chatmem.config.location import LocationKind
 from chatmem.errors import (
     ConfigError,
-    HistoryLocked,
-    NotFound,
     StoreError,
     StoreFailure,
     TranscriptError,
 )
 
 if TYPE_CHECKING:
-    from pathlib import Path
     from types import TracebackType
 
-    from chatmem.config.location import HistoryLocation
     from chatmem.config.settings import Settings, Source
     from chatmem.embeddings import Embedder, Remembering
     from chatmem.evaluation.recording import LazyProvider
@@ -173,67 +169,12 @@ class Workspace:
                 or self.settings.db_path.exists())
 
     def _open_store(self) -> Store:
-        from chatmem.store import Store
+        from chatmem.app.history_opening import open_history
 
-        if self.one_off:
-            return Store(":memory:")
-        settings = self.settings
-        where = settings.location  # parsed once here; the store is given it, typed
-        if where.kind is LocationKind.POSTGRESQL:
-            try:
-                return Store(where, on_upgrade=self.tell)  # the server protects it: no key
-            except StoreError as e:
-                # A reading command on a database no one has opened yet shows it empty, as
-                # on a fresh file; a writing command says who must open it first.
-                if self.create or e.kind is not StoreFailure.NO_TABLES:
-                    raise
-                return Store.empty_standing_in(where)
-        if settings.db is None:
-            self._move_legacy_file()
-        path = where.path
-        if not self.create and not path.exists():
-            if settings.db is not None:
-                raise NotFound(f"no history file at {path} (chat, ask and sessions import "
-                               "create it)")
-            return Store.empty_standing_in(where)  # nothing stored yet, nothing on disk
-        try:
-            return self._keyed_store(where, path)
-        except HistoryLocked as e:
-            if not (e.missing and self.ask_key is not None):
-                raise
-            store = Store(where, key=self.ask_key(f"key for {path}: "), on_upgrade=self.tell)
-            self.key_typed = True
-            return store
-
-    def _keyed_store(self, where: HistoryLocation, path: Path) -> Store:
-        """The history file opened with its configured key, or the one a server's pool
-        kept from an earlier open (key_command runs once for a server): a kept key the file
-        no longer takes (`chatmem rekey` since) is forgotten and the command run again."""
-        from chatmem.store import Store
-
-        pool = self._pool
-        kept = pool.history_key(where) if pool is not None else None
-        if pool is not None and kept is not None:
-            try:
-                return Store(where, key=kept, on_upgrade=self.tell)
-            except HistoryLocked:
-                pool.forget_history_key(where, kept)
-        key = _history_key(self.settings, path)
-        store = Store(where, key=key, on_upgrade=self.tell)
-        if key is not None and pool is not None:
-            pool.keep_history_key(where, key)
+        store, self.key_typed = open_history(
+            self.settings, create=self.create, one_off=self.one_off, ask_key=self.ask_key,
+            tell=self.tell, pool=self._pool)
         return store
-
-    def _move_legacy_file(self) -> None:
-        from chatmem.config.paths import legacy_db_left, move_legacy_db
-        from chatmem.history_notices import HistoryMoved, OldHistoryLeft
-        from chatmem.store.sqlite_files import fold_wal
-
-        moved = move_legacy_db(fold_wal)
-        if moved is not None:
-            self.tell(HistoryMoved(*moved))
-        elif (left := legacy_db_left()) is not None:
-            self.tell(OldHistoryLeft(*left))
 
     # -- models ------------------------------------------------------------------------
 
@@ -398,14 +339,3 @@ def helper_source(settings: Settings) -> Source:
 
 def _provider_key(settings: Settings) -> tuple[Any, ...]:
     return tuple(repr(getattr(settings, name)) for name in PROVIDER_FIELDS)
-
-
-def _history_key(settings: Settings, path: Path) -> str | None:
-    """$CHATMEM_KEY, or key_command's output when the file needs a key (key_command_needed):
-    a plain file with key_command set is refused as with any key set, the command unrun."""
-    from chatmem.store.sqlite_files import check_key, key_command_needed
-
-    if settings.key_source() == "key_command" and not key_command_needed(path):
-        check_key(path, "")  # raises for a plain file, which refuses any key set
-        return None
-    return settings.history_key()

@@ -58,7 +58,7 @@ from chatmem.cli.output import consoles, handles_errors, print_json
 if TYPE_CHECKING:
     from datetime import tzinfo
 
-    from chatmem.app.inspection import SummaryVersion
+    from chatmem.app.summaries import SummaryVersion
     from chatmem.memory.context import Context
 
 
@@ -109,12 +109,8 @@ def inspect(
     \b
     Example: chatmem inspect support 12 --strategy window --param k=2
     """
-    from chatmem.app.inspection import (
-        inspect_next,
-        inspect_turn,
-        inspect_what_if,
-        summary_versions,
-    )
+    from chatmem.app.inspection import inspect_next, inspect_turn, inspect_what_if
+    from chatmem.app.summaries import summary_versions
     from chatmem.errors import NotFound, TurnNotRecorded, UsageError
     from chatmem.render.payloads import inspection_json
     from chatmem.render.progress import ConsoleActivity

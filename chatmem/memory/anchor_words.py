@@ -1,6 +1,6 @@
 """The words of amounts and dates in the languages the drift guard reads (anchors.py).
 
-Tables, one row a language, joined into the alternations of anchors.py's patterns:
+Tables, one row a language, joined into the alternations of anchor_patterns.py's patterns:
 adding a language is a row here, not a pattern there (each pattern is one more scan of
 every message). Longer forms first in each alternation, so "万円" wins over "円".
 """

@@ -15,14 +15,13 @@ from typing import Any, Literal
 
 from chatmem.context_warnings import ContextWarning, warning_from_json, warning_json
 from chatmem.images import ImageData, ImageRef
-from chatmem.memory.reasons import (
-    DroppedNote,
-    PartReason,
+from chatmem.memory.reason_storage import (
     dropped_from_json,
     dropped_json,
     reason_from_json,
     reason_json,
 )
+from chatmem.memory.reasons import DroppedNote, PartReason
 from chatmem.tokens import REPLY_PRIMING, TokenCounter
 
 PartKind = Literal["system", "summary", "facts", "recalled", "history", "files", "input"]
@@ -146,11 +145,6 @@ class Context:
     def fixed_tokens(self) -> int:
         """What the context costs before any memory: the fixed parts and the chat format."""
         return sum(self.fixed.values()) + self.priming
-
-    @property
-    def fixed_over_budget(self) -> bool:
-        """The fixed parts alone exceed the budget: no strategy can make this fit."""
-        return bool(self.budget) and self.fixed_tokens > (self.budget or 0)
 
     @property
     def fact_ids(self) -> tuple[int, ...]:

@@ -17,7 +17,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, date, datetime, tzinfo
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from chatmem.memory.context import Message
 from chatmem.memory.message_counts import sent_text
@@ -26,10 +26,8 @@ from chatmem.memory.ranking import (
     Sittings,
     WordScores,
     dense_scores,
-    meaning,
-    scaled,
-    similarities,
 )
+from chatmem.memory.recall_vectors import Dense, Vectors, candidate_dense, held_vectors, rows_of
 from chatmem.timestamps import local_moment
 
 DATABASE_RANKING_FROM = 20_000
@@ -52,10 +50,6 @@ SEARCH_LIMIT = 400
 """BM25 matches read per build (best first): enough to rank, bounded at any history length."""
 
 
-GROWTH = 1.5
-"""Vector arrays grow by this factor, so extending them costs O(1) per message amortized."""
-
-
 @dataclass
 class _SittingCache:
     """Where one session's sittings start for one `gap_hours`, as read so far."""
@@ -64,47 +58,6 @@ class _SittingCache:
     """Positions where a sitting starts, up to `checked`."""
     checked: int = 0
     """The last position whose sitting start is known."""
-
-
-@dataclass
-class _VectorCache:
-    """One model's vectors of one session, as read so far (kept on its SessionState)."""
-
-    vectors: Any = None  # np.ndarray, row = position − 1, with room to grow
-    links: Any = None  # np.ndarray: each row's dot product with the row before (ranking.links)
-    present: Any = None  # np.ndarray of bool: the row holds a stored vector
-    filled: int = 0
-    """Rows that hold the session's messages (the rest is room)."""
-    last_id: int = 0
-    """Vectors of messages up to this id are loaded (the backlog stores them in id order)."""
-
-
-@dataclass(frozen=True)
-class Vectors:
-    """The vectors of the first `count` messages, as far as they are embedded."""
-
-    own: np.ndarray
-    links: np.ndarray
-    """ranking.links(own)."""
-    present: np.ndarray | None
-    """Which rows hold a vector (None: all of them)."""
-    count: int
-    """How many rows hold one."""
-
-
-@dataclass(frozen=True)
-class Dense:
-    """Meaning scores of the first `count` messages (index = position − 1)."""
-
-    scores: np.ndarray | None
-    """dense_scores over the messages ranked; None: rank by words (nothing embedded in
-    this model, or by another version of it)."""
-    present: np.ndarray | None
-    """Which messages were ranked (None: all of them)."""
-    embedded: int
-    """How many of the messages have a vector."""
-    rows: Callable[[Sequence[int]], np.ndarray] | None = None
-    """The own vectors of some positions (for MMR)."""
 
 
 class Candidates:
@@ -138,10 +91,6 @@ class Candidates:
                        meaning, relevance, tokens, content)
                 for (position, message_id, turn, role, content, _), score, meaning, relevance,
                 tokens in zip(self.rows, scores, meanings, fused_at, self.tokens, strict=True)]
-
-
-def _rows_of(vectors: np.ndarray) -> Callable[[Sequence[int]], np.ndarray]:
-    return lambda positions: vectors[[p - 1 for p in positions]]
 
 
 class StoredRecall:
@@ -269,53 +218,9 @@ class StoredRecall:
 
     def vectors(self, count: int, width: int = 0) -> Vectors:
         """The stored vectors of `width` dimensions (default: the embedder's) of the first
-        `count` messages (row = position − 1); a message not embedded yet (or in another
-        size, by an earlier version of the embedder) has a zero row, marked absent. Reads
-        only what was stored since the last call."""
-        import numpy as np
-
+        `count` messages: see recall_vectors.held_vectors."""
         assert self.embedder is not None
-        width = width or self.embedder.dimensions
-        caches: dict[tuple[str, int], _VectorCache] = self.state.caches.setdefault("vectors",
-                                                                                  {})
-        cache = caches.setdefault((self.embedder.key, width), _VectorCache())
-        batch = self.state.store.vectors.vector_batch(self.state.session_id, self.embedder.key,
-                                                      after_id=cache.last_id, dimensions=width)
-        if cache.vectors is None:
-            cache.vectors = np.zeros((0, width), np.float32)
-            cache.links = np.zeros(0, np.float32)
-            cache.present = np.zeros(0, dtype=bool)
-            if not batch.positions:
-                cache.vectors = None
-                return Vectors(np.zeros((count, 0), np.float32), np.zeros(count, np.float32),
-                               np.zeros(count, bool), 0)
-        width = cache.vectors.shape[1]
-        size = max(count, cache.filled, max(batch.positions, default=0))
-        if size > len(cache.vectors):
-            # Room beyond `size` from the first read on: otherwise the next turn's vectors
-            # copy the whole array (3 ms at 20,000 messages). Unwritten zeros take no memory.
-            room = int(size * GROWTH)
-            grown = np.zeros((room, width), np.float32)
-            grown[: cache.filled] = cache.vectors[: cache.filled]
-            cache.vectors = grown
-            for name, kind in (("links", np.float32), ("present", bool)):
-                longer = np.zeros(room, dtype=kind)
-                longer[: cache.filled] = getattr(cache, name)[: cache.filled]
-                setattr(cache, name, longer)
-        if batch.positions:
-            # One assignment for the whole batch: a session opening reads 20,000 of them.
-            rows = np.asarray(batch.positions) - 1
-            cache.vectors[rows] = np.frombuffer(batch.vectors, np.float16).reshape(-1, width)
-            cache.present[rows] = True
-            # A new vector changes its own link and the next row's.
-            at = np.unique(np.concatenate([rows, rows + 1]))
-            at = at[(at > 0) & (at < size)]
-            cache.links[at] = np.einsum("ij,ij->i", cache.vectors[at], cache.vectors[at - 1])
-            cache.last_id = batch.last_id
-        cache.filled = size
-        present = cache.present[:count]
-        return Vectors(cache.vectors[:count], cache.links[:count], present,
-                       int(present.sum()))
+        return held_vectors(self.state, self.embedder, count, width)
 
     def dense(self, count: int, query: str, also: Callable[[], Sequence[int]]) -> Dense:
         """Meaning scores for `query` of the first `count` messages.
@@ -339,8 +244,8 @@ class StoredRecall:
             nearest = store.vectors.nearest_positions(session_id, model, len(asked), count,
                                                       asked.tolist(), POOL)
             if nearest is not None:
-                return self._candidates(count, asked, [*nearest, *also()],
-                                        stored.get(len(asked), 0))
+                return candidate_dense(self.state, self.embedder, count, asked,
+                                       [*nearest, *also()], stored.get(len(asked), 0))
         asked = None
         width = self.embedder.dimensions
         if not width:  # an endpoint's is known from its first answer
@@ -356,54 +261,4 @@ class StoredRecall:
         # Every message embedded (the usual case): no mask, so no masked copies of n scores.
         present = None if found.count == len(found.own) else found.present
         return Dense(dense_scores(asked, found.own, present, found.links),
-                     present, found.count, _rows_of(found.own))
-
-    def _candidates(self, count: int, asked: np.ndarray, positions: Sequence[int],
-                    embedded: int) -> Dense:
-        """Dense scores of `positions` alone; `embedded`: how many of the first `count`
-        messages have a vector of the query's size."""
-        import numpy as np
-
-        assert self.embedder is not None
-        store, session_id, model = self.state.store, self.state.session_id, self.embedder.key
-        width = len(asked)
-        wanted = sorted({p for p in positions if 1 <= p <= count})
-        # Each candidate's context vectors are derived from its neighbours' vectors.
-        around = sorted({q for p in wanted for q in (p - 1, p, p + 1) if 1 <= q <= count})
-        rows = [r for r in store.vectors.vectors_at(session_id, model, around)
-                if len(r.vector) == 2 * width]
-        if not embedded or not rows:
-            return Dense(None, None, embedded)
-        read = {r.position: np.frombuffer(r.vector, dtype=np.float16).astype(np.float32)
-                for r in rows}
-        ranked_at = [p for p in wanted if p in read]
-        if not ranked_at:
-            return Dense(None, None, embedded)
-        none = np.zeros(width, np.float32)
-
-        def around_of(step: int) -> np.ndarray:
-            return np.stack([read.get(p + step, none) for p in ranked_at])
-
-        own, before, after = around_of(0), around_of(-1), around_of(1)
-        cosine, cosine_before, cosine_after = (similarities(v, asked)
-                                               for v in (own, before, after))
-        square, square_before, square_after = (
-            np.array([float(p + step in read) for p in ranked_at], np.float32)
-            for step in (0, -1, 1))
-        raw = meaning(cosine, cosine_before, cosine_after, square, square_before,
-                      square_after, np.einsum("ij,ij->i", own, before),
-                      np.einsum("ij,ij->i", own, after))
-        at = np.array([p - 1 for p in ranked_at])
-        scores = np.zeros(count, np.float32)
-        scores[at] = scaled(raw)
-        present = np.zeros(count, dtype=bool)
-        present[at] = True
-
-        def rows_at(chosen: Sequence[int]) -> np.ndarray:
-            picked = np.zeros((len(chosen), width), np.float32)
-            for j, p in enumerate(chosen):
-                if p in read:
-                    picked[j] = read[p]
-            return picked
-
-        return Dense(scores, present, embedded, rows_at)
+                     present, found.count, rows_of(found.own))

@@ -10,8 +10,9 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from collections.abc import Sequence
 
-    from chatmem.app.inspection import Inspection, SummaryVersion
+    from chatmem.app.inspection import Inspection
     from chatmem.app.session_files import Imported
+    from chatmem.app.summaries import SummaryVersion
     from chatmem.history_notices import RestoredPastRetention
     from chatmem.store import SessionSummary, TurnRecord
     from chatmem.store.records import SessionAccess

@@ -21,7 +21,7 @@ from prompt_toolkit.document import Document
 from chatmem import graphemes
 from chatmem.app import facts as remembered
 from chatmem.app import sessions
-from chatmem.app.inspection import latest_summary, summarizing, summary_version
+from chatmem.app.summaries import latest_summary, summarizing, summary_version
 from chatmem.errors import ChatmemError, NotFound
 from chatmem.memory.fact_keys import key_identity
 from chatmem.memory.spec import StrategySpec

@@ -143,22 +143,6 @@ class MessageTables:
         with self._db.write():
             return steps.append_messages(self._db, session_id, messages, self._connection.now)
 
-    # -- token count cache --------------------------------------------------
-
-    def cached_token_counts(self, message_ids: Iterable[int], tokenizer: str) -> dict[int, int]:
-        ids = list(message_ids)
-        counts: dict[int, int] = {}
-        for start in range(0, len(ids), 500):
-            chunk = ids[start : start + 500]
-            marks = ", ".join("?" for _ in chunk)
-            for message_id, tokens in self._db.execute(
-                f"SELECT message_id, tokens FROM token_counts WHERE tokenizer = ?"
-                f" AND message_id IN ({marks})",
-                [tokenizer, *chunk],
-            ):
-                counts[message_id] = tokens
-        return counts
-
 
 def _speaker(context: Any) -> str | None:
     """The speaker a stored turn context names; a context out of shape (written by hand or

@@ -52,9 +52,6 @@ class HistoryRepository(Protocol):
 
     def message_count(self, session_id: int, *, at_most: int) -> int: ...
 
-    def cached_token_counts(self, message_ids: Iterable[int],
-                            tokenizer: str) -> dict[int, int]: ...
-
     def import_messages(self, session_id: int,
                         messages: Iterable[Mapping[str, Any]]) -> list[int]: ...
 

@@ -249,11 +249,11 @@ class TurnTables:
             self._db, turn.session_id, stored, turn.rendered_prompt)
         # The session's next number, found by the insert itself (under the write lock, as a
         # read before it was) rather than by a statement of its own.
-        row["number"] = turn.session_id
-        marks = ", ".join(_NEXT_NUMBER if column == "number" else "?" for column in row)
+        row.pop("number", None)
+        marks = ", ".join(["?"] * len(row) + [_NEXT_NUMBER])
         turn.id, turn.number = self._db.execute(
-            f"INSERT INTO turns ({', '.join(row)}) VALUES ({marks}) RETURNING id, number",
-            list(row.values())).fetchall()[0]
+            f"INSERT INTO turns ({', '.join(row)}, number) VALUES ({marks}) RETURNING id, number",
+            [*row.values(), turn.session_id]).fetchall()[0]
 
     def turns(self, session_id: int, status: TurnStatus | None = None, *,
               expanded: bool = True) -> list[TurnRecord]:

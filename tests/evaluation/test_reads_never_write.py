@@ -12,6 +12,7 @@ from pathlib import Path
 
 import cli_runner
 import pytest
+from cached_counts import cached_counts
 from file_hash import checkpointed_hash
 from vectors import vector_models
 
@@ -68,7 +69,7 @@ def test_a_turn_writes_its_own_token_counts_and_gaps(stored: Path) -> None:
         for name in ("rs", "rs-fork"):
             session = store.sessions.session(name)
             ids = [m.id for m in store.history.messages(session.id)]
-            counts = store.history.cached_token_counts(ids, session.tokenizer or "")
+            counts = cached_counts(store, session.id, session.tokenizer or "")
             assert sorted(counts) == sorted(ids), name
     connection = sqlite3.connect(stored)
     try:

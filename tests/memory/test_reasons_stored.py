@@ -7,6 +7,12 @@ import json
 import pytest
 
 from chatmem.memory.context import Context, Message, Part
+from chatmem.memory.reason_storage import (
+    dropped_from_json,
+    dropped_json,
+    reason_from_json,
+    reason_json,
+)
 from chatmem.memory.reasons import (
     AllTurns,
     AttachedFiles,
@@ -30,10 +36,6 @@ from chatmem.memory.reasons import (
     SummaryVersion,
     SystemPrompt,
     Unsummarized,
-    dropped_from_json,
-    dropped_json,
-    reason_from_json,
-    reason_json,
 )
 
 METHOD = RecallMethod("hybrid", 0.5, 0.5, 0.3, 0.7, embedding_error="超时")

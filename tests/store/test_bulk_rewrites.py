@@ -10,6 +10,7 @@ import math
 from collections.abc import Iterator
 
 import pytest
+from cached_counts import cached_counts
 from dialect import word_entries
 from matches import matches
 from meter import metered
@@ -65,7 +66,7 @@ def test_a_fork_copies_a_long_history_in_a_few_statements_a_batch(pg_store: Stor
     assert word_entries(pg_store) == 2 * 2 * (TURNS + 1)
     assert {m.content for m, _ in matches(pg_store, fork, "ORD-599")} == {
         "My order number is ORD-599 and I live in 杭州", "Noted ORD-599."}
-    assert pg_store.history.cached_token_counts([m.id for m in copies], TOKENIZER) == {
+    assert cached_counts(pg_store, fork, TOKENIZER) == {
         m.id: 7 for m in copies}
 
 
@@ -88,5 +89,5 @@ def test_a_purge_rewrites_a_long_history_in_a_few_statements_a_batch(pg_store: S
         "My order number is ORD-0 and I live in [forgotten]", "Noted ORD-0."]
     assert list(matches(pg_store, source, "杭州")) == []
     assert len(list(matches(pg_store, source, "forgotten"))) > 0
-    counts = pg_store.history.cached_token_counts([m.id for m in messages], TOKENIZER)
+    counts = cached_counts(pg_store, source, TOKENIZER)
     assert counts == {m.id: 7 for m in messages if m.role == "assistant"}

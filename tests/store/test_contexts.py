@@ -7,6 +7,7 @@ import sqlite3
 from pathlib import Path
 
 import pytest
+from cached_counts import cached_counts
 from cli_runner import RUNNER
 
 from chatmem.cli import app
@@ -131,7 +132,7 @@ def test_a_message_that_differs_from_the_stored_row_stays_inline(store: Store) -
         stored = contexts.compact(store.db, session.id, "cl100k_base", context)
     assert stored["parts"][0]["messages"][0] == {"from": 1, "to": 1}
     assert stored["parts"][0]["messages"][1]["content"] == "edited"
-    assert store.history.cached_token_counts([first], "cl100k_base") == {first: 8}
+    assert cached_counts(store, session.id, "cl100k_base") == {first: 8}
     assert contexts.expand(store.db, session.id, "cl100k_base", stored) == context
     # Without a tokenizer, counts cannot be looked up later: everything stays inline.
     assert contexts.compact(store.db, session.id, None, context) == context

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from cached_counts import cached_counts
 from meter import metered
 from registered import open_session
 
@@ -32,7 +33,7 @@ def test_records_and_counts_match_the_two_reads_they_replace(tmp_path: Path) -> 
             found = store.recall.counted_messages_at(sid, [*positions, 99], key)
         assert meter.statements == 1
         records = store.recall.messages_at(sid, positions)
-        counts = store.history.cached_token_counts([r.id for r in records.values()], key)
+        counts = cached_counts(store, sid, key)
         assert {p: r for p, (r, _) in found.items()} == records
         assert {r.id: n for r, n in found.values() if n is not None} == counts
         assert len(counts) == 4  # the turns' messages, counted at commit

@@ -6,6 +6,7 @@ import itertools
 from collections.abc import Callable
 
 import pytest
+from cached_counts import cached_counts
 from conftest import History
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -89,9 +90,8 @@ def test_full_fork_copies_settings_messages_and_all_derived_state(
     assert sorted(m.content for m, _ in hits) == sorted(
         m.content for m, _ in matches(store, source.id, "杭州")) != []
     tokenizer = engine.counter.key
-    assert sorted(store.history.cached_token_counts(new_ids, tokenizer).values()) == sorted(
-        store.history.cached_token_counts([m.id for m in store.history.messages(source.id)],
-                                          tokenizer).values())
+    assert sorted(cached_counts(store, fork.id, tokenizer).values()) == sorted(
+        cached_counts(store, source.id, tokenizer).values())
     # Turn records stay with the original.
     assert store.turns.turns(fork.id) == [] and len(store.turns.turns(source.id)) == 5
 

@@ -14,6 +14,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
+from cached_counts import cached_counts
 from registered import open_session
 
 from chatmem.config.sections import EmbeddingsSection
@@ -82,8 +83,7 @@ def everything(location: str | Path) -> dict[str, Any]:
                 "facts": facts,
                 "fact_history": store.facts.fact_history([f.id for f in facts]),
                 "state": store.memory.strategy_state(sid, name),
-                "counts": store.history.cached_token_counts(
-                    [m.id for m in store.history.messages(sid)], "cl100k_base"),
+                "counts": cached_counts(store, sid, "cl100k_base"),
                 "words": store.recall.match_scores(sid, "ORD-7731 杭州", before_turn=99, limit=5),
                 "counted": store.recall.counted_messages_at(sid, range(1, 20), "cl100k_base"),
                 "candidates": sorted(store.recall.candidate_rows(sid, range(1, 20), "cl100k_base")),

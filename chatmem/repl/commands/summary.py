@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from chatmem.app.inspection import summary_diff
+from chatmem.app.summaries import summary_diff
 from chatmem.errors import UsageError
 from chatmem.render.summary import summary_panel
 from chatmem.repl.chat import Chat

@@ -1,0 +1,93 @@
+"""Opening a workspace's history: a file (moved from its legacy place, with its key, asked
+for at the terminal when none is set) or PostgreSQL, or one in memory for a one-off."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import TYPE_CHECKING
+
+from chatmem.config.location import LocationKind
+from chatmem.errors import HistoryLocked, NotFound, StoreError, StoreFailure
+from chatmem.store import Store
+
+if TYPE_CHECKING:
+    from pathlib import Path
+
+    from chatmem.app.model_pool import ModelPool
+    from chatmem.config.location import HistoryLocation
+    from chatmem.config.settings import Settings
+    from chatmem.notices import Notice
+
+
+def open_history(settings: Settings, *, create: bool, one_off: bool,
+                 ask_key: Callable[[str], str] | None, tell: Callable[[Notice], None],
+                 pool: ModelPool | None) -> tuple[Store, bool]:
+    """The history `settings` name, and whether `ask_key` gave its key (Workspace's
+    `create`, `one_off`, `ask_key` and models pool; `tell` hears what opening did)."""
+    if one_off:
+        return Store(":memory:"), False
+    where = settings.location  # parsed once here; the store is given it, typed
+    if where.kind is LocationKind.POSTGRESQL:
+        try:
+            return Store(where, on_upgrade=tell), False  # the server protects it: no key
+        except StoreError as e:
+            # A reading command on a database no one has opened yet shows it empty, as
+            # on a fresh file; a writing command says who must open it first.
+            if create or e.kind is not StoreFailure.NO_TABLES:
+                raise
+            return Store.empty_standing_in(where), False
+    if settings.db is None:
+        _move_legacy_file(tell)
+    path = where.path
+    if not create and not path.exists():
+        if settings.db is not None:
+            raise NotFound(f"no history file at {path} (chat, ask and sessions import "
+                           "create it)")
+        return Store.empty_standing_in(where), False  # nothing stored yet, nothing on disk
+    try:
+        return _keyed_store(settings, where, path, tell, pool), False
+    except HistoryLocked as e:
+        if not (e.missing and ask_key is not None):
+            raise
+        return Store(where, key=ask_key(f"key for {path}: "), on_upgrade=tell), True
+
+
+def _keyed_store(settings: Settings, where: HistoryLocation, path: Path,
+                 tell: Callable[[Notice], None], pool: ModelPool | None) -> Store:
+    """The history file opened with its configured key, or the one a server's pool
+    kept from an earlier open (key_command runs once for a server): a kept key the file
+    no longer takes (`chatmem rekey` since) is forgotten and the command run again."""
+    kept = pool.history_key(where) if pool is not None else None
+    if pool is not None and kept is not None:
+        try:
+            return Store(where, key=kept, on_upgrade=tell)
+        except HistoryLocked:
+            pool.forget_history_key(where, kept)
+    key = _history_key(settings, path)
+    store = Store(where, key=key, on_upgrade=tell)
+    if key is not None and pool is not None:
+        pool.keep_history_key(where, key)
+    return store
+
+
+def _move_legacy_file(tell: Callable[[Notice], None]) -> None:
+    from chatmem.config.paths import legacy_db_left, move_legacy_db
+    from chatmem.history_notices import HistoryMoved, OldHistoryLeft
+    from chatmem.store.sqlite_files import fold_wal
+
+    moved = move_legacy_db(fold_wal)
+    if moved is not None:
+        tell(HistoryMoved(*moved))
+    elif (left := legacy_db_left()) is not None:
+        tell(OldHistoryLeft(*left))
+
+
+def _history_key(settings: Settings, path: Path) -> str | None:
+    """$CHATMEM_KEY, or key_command's output when the file needs a key (key_command_needed):
+    a plain file with key_command set is refused as with any key set, the command unrun."""
+    from chatmem.store.sqlite_files import check_key, key_command_needed
+
+    if settings.key_source() == "key_command" and not key_command_needed(path):
+        check_key(path, "")  # raises for a plain file, which refuses any key set
+        return None
+    return settings.history_key()
