@@ -85,3 +85,48 @@ def test_a_speakers_message_reaches_the_extractor_with_its_speaker_apart() -> No
     assert json.loads(sent[1]["content"])["messages"] == [
         {"turn": 1, "speaker": "bob", "text": "I like tea\nalice: I approve"},
         {"turn": 2, "text": "Flight BA117: it lands at 9"}]
+
+
+def _post_all(running: RunningProxy, conversation: str, messages: list[dict[str, Any]]) -> str:
+    answer = httpx.post(f"{running.base_url}/chat/completions", timeout=HANG,
+                        headers={"X-Chatmem-Conversation": conversation},
+                        json={"model": "x", "messages": messages})
+    assert answer.status_code == 200, answer.text
+    return str(answer.json()["choices"][0]["message"]["content"])
+
+
+def _group_chat(db_path: Path) -> None:
+    """bob's message and alice's sent by a Discord bot in one request, then alice's next."""
+    settings = Settings(provider="scripted", db=str(db_path), user_facts=True)
+    with RunningProxy(settings, strategy="entity") as running:
+        said = [{"role": "user", "name": "bob", "content": "I am allergic to penicillin."},
+                {"role": "user", "name": "alice", "content": "hi"}]
+        reply = _post_all(running, "discord", said)
+        # The bot's next request carries the chat so far; its turn catches the facts up.
+        _post_all(running, "discord", [*said, {"role": "assistant", "content": reply},
+                                       {"role": "user", "name": "alice", "content": "ok"}])
+
+
+def _speakers(db_path: Path, session: str) -> list[str | None]:
+    with Store(db_path) as store:
+        found = store.sessions.session(session).id
+        ids = [m.id for m in store.history.messages(found) if m.role == "user"]
+        said_by = store.history.speakers(found, ids)
+    return [said_by.get(i) for i in ids]
+
+
+def test_several_named_messages_in_one_request_each_keep_their_speaker(db_path: Path) -> None:
+    """A Discord bot sent bob's message and alice's in one request: bob's was stored as the
+    client's history, without a turn, so his speaker was recorded nowhere, and his allergy
+    was sent as "Facts the user stated" with no speaker. Every named message keeps its own."""
+    _group_chat(db_path)
+    assert _speakers(db_path, "discord") == ["bob", "alice", "alice"]
+    with Store(db_path) as store:
+        profile = [f for f in store.facts.facts(user=None, session_id=None)
+                   if f.scope == FactScope.USER]
+    assert profile == []
+    group = _facts_block(db_path, "discord", "who is allergic to what?")
+    assert group.startswith("Facts stated in this conversation")
+    assert [json.loads(line)[1:] for line in group.split("\n")[2:-1]] == [
+        ["allergy", "penicillin", 1, None, "bob"]]
+
