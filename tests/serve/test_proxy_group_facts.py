@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from cli_runner import invoke
 from registered import open_session
 from waiting import HANG
 
@@ -130,3 +131,23 @@ def test_several_named_messages_in_one_request_each_keep_their_speaker(db_path: 
     assert [json.loads(line)[1:] for line in group.split("\n")[2:-1]] == [
         ["allergy", "penicillin", 1, None, "bob"]]
 
+
+def test_a_fork_of_a_group_chat_keeps_who_said_what(db_path: Path) -> None:
+    """`sessions fork discord f` copied the messages but not the turns recording their
+    speakers: bob's allergy was sent in the fork as "Facts the user stated"."""
+    _group_chat(db_path)
+    result = invoke("sessions", "fork", "discord", "f", "--db", str(db_path))
+    assert result.exit_code == 0, result.stderr
+    assert _speakers(db_path, "f") == ["bob", "alice", "alice"]
+    group = _facts_block(db_path, "f", "who is allergic to what?")
+    assert group.startswith("Facts stated in this conversation")
+    assert [json.loads(line)[1:] for line in group.split("\n")[2:-1]] == [
+        ["allergy", "penicillin", 1, None, "bob"]]
+    # At turn 1: bob's message alone, and what was said after it is not the fork's.
+    result = invoke("sessions", "fork", "discord", "g", "--at-turn", "1", "--db", str(db_path))
+    assert result.exit_code == 0, result.stderr
+    assert _speakers(db_path, "g") == ["bob"]
+    with Store(db_path) as store:
+        g = store.sessions.session("g").id
+        store.history.import_messages(g, [{"role": "user", "content": "mine"}])
+    assert _speakers(db_path, "g") == ["bob", None]
