@@ -151,3 +151,37 @@ def test_a_fork_of_a_group_chat_keeps_who_said_what(db_path: Path) -> None:
         g = store.sessions.session("g").id
         store.history.import_messages(g, [{"role": "user", "content": "mine"}])
     assert _speakers(db_path, "g") == ["bob", None]
+
+
+def test_facts_list_and_inspect_name_the_member_who_said_it(db_path: Path) -> None:
+    """`facts list` showed bob's allergy with its turn alone (text and --json), and
+    `inspect` showed alice's input without saying who said it but by the label in its
+    text, which anyone can type. Both name the member the request named."""
+    _group_chat(db_path)
+    listed = invoke("facts", "list", "discord", "--json", "--db", str(db_path))
+    assert listed.exit_code == 0, listed.stderr
+    (row,) = [r for r in json.loads(listed.stdout) if r["key"] == "allergy"]
+    assert (row["speaker"], row["source"]) == ("bob", "turn 1 of session discord by bob")
+    table = invoke("facts", "list", "discord", "--db", str(db_path), width=200)
+    assert table.exit_code == 0, table.stderr
+    assert "turn 1 of session discord by bob" in table.stdout
+    shown = invoke("inspect", "discord", "--json", "--db", str(db_path))
+    assert shown.exit_code == 0, shown.stderr
+    assert (json.loads(shown.stdout)["input"], json.loads(shown.stdout)["speaker"]) == (
+        "alice: ok", "alice")
+    text = invoke("inspect", "discord", "--db", str(db_path), width=200)
+    assert text.exit_code == 0, text.stderr
+    assert [line.split() for line in text.stdout.splitlines() if "speaker" in line][:1] == [
+        ["speaker", "alice"]]
+
+
+def test_a_users_own_fact_and_input_name_no_speaker(db_path: Path) -> None:
+    settings = Settings(provider="scripted", db=str(db_path), user_facts=True)
+    with RunningProxy(settings, strategy="entity") as running:
+        _post(running, "mine", {"role": "user", "content": "My name is Ana."})
+        _post(running, "mine", {"role": "user", "content": "hello"})
+    listed = invoke("facts", "list", "--json", "--db", str(db_path))
+    assert [(r["key"], r["speaker"]) for r in json.loads(listed.stdout)] == [("name", None)]
+    shown = invoke("inspect", "mine", "--json", "--db", str(db_path))
+    assert json.loads(shown.stdout)["speaker"] is None
+    assert "speaker" not in invoke("inspect", "mine", "--db", str(db_path), width=200).stdout
