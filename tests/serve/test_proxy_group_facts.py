@@ -185,3 +185,21 @@ def test_a_users_own_fact_and_input_name_no_speaker(db_path: Path) -> None:
     shown = invoke("inspect", "mine", "--json", "--db", str(db_path))
     assert json.loads(shown.stdout)["speaker"] is None
     assert "speaker" not in invoke("inspect", "mine", "--db", str(db_path), width=200).stdout
+
+
+def test_an_exported_group_chat_keeps_who_said_what_when_imported(db_path: Path,
+                                                                   tmp_path: Path) -> None:
+    """`sessions export` wrote bob's and alice's messages without their `name`, so the
+    session imported from it (or replayed) read every message as the user's. The export
+    writes each member's `name`, and the import keeps it."""
+    _group_chat(db_path)
+    out = tmp_path / "discord.jsonl"
+    exported = invoke("sessions", "export", "discord", "-o", str(out), "--db", str(db_path))
+    assert exported.exit_code == 0, exported.stderr
+    written = [json.loads(line) for line in out.read_text("utf-8").splitlines()]
+    assert [(m.get("name"), m["content"]) for m in written if m.get("role") == "user"] == [
+        ("bob", "bob: I am allergic to penicillin."), ("alice", "alice: hi"),
+        ("alice", "alice: ok")]
+    imported = invoke("sessions", "import", str(out), "--name", "again", "--db", str(db_path))
+    assert imported.exit_code == 0, imported.stderr
+    assert _speakers(db_path, "again") == ["bob", "alice", "alice"]
