@@ -10,7 +10,7 @@ from __future__ import annotations
 import hashlib
 import json
 from collections.abc import Collection, Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from enum import Enum
 from itertools import count
 from typing import TYPE_CHECKING, Protocol
@@ -65,10 +65,14 @@ class AskedWith:
 
 @dataclass(frozen=True)
 class ClientMessage:
-    """A message as another program's client sent it (its role and text)."""
+    """A message as another program's client sent it (its role and text, and in a group chat
+    its speaker: its `name`, whose label `content` opens with)."""
 
     role: str
     content: str
+    speaker: str | None = field(default=None, compare=False)
+    """Kept with the message when stored (steps.keep_speakers): the label in its text is
+    anyone's to type."""
 
 
 class Replacing(Enum):
@@ -295,7 +299,7 @@ def adopt_history(workspace: Workspace, name: str, prior: Sequence[ClientMessage
         # first messages on the retry. One that begins as the client's is, edited since.
         stored, said = comparable_all(store.history.messages(session.id)), comparable_all(prior)
         total = stored_up_to(stored, said) or (held if stored[0] == said[0] else 0)
-    new = [{"role": m.role, "content": m.content} for m in prior[total:]]
+    new = [_stored(m) for m in prior[total:]]
     batch = IMPORT_BATCH
     if (opened and len(new) > batch and held == 0 and not shared_address(name)
             and not store.turns.turns(session.id, expanded=False)):
@@ -306,6 +310,14 @@ def adopt_history(workspace: Workspace, name: str, prior: Sequence[ClientMessage
         if progress is not None:
             progress(min(start + batch, len(new)), len(new))
     return False
+
+
+def _stored(message: ClientMessage) -> dict[str, str]:
+    """`message` as the store takes it, with its speaker when a group chat's member said it."""
+    kept = {"role": message.role, "content": message.content}
+    if message.speaker:
+        kept["speaker"] = message.speaker
+    return kept
 
 
 def stored_up_to(held: Sequence[tuple[str, str]], said: Sequence[tuple[str, str]]) -> int:
@@ -382,7 +394,7 @@ def branch_session(workspace: Workspace, name: str, prior: Sequence[ClientMessag
 
     store = workspace.store
     sessions = store.sessions
-    said = [{"role": m.role, "content": m.content} for m in prior]
+    said = [_stored(m) for m in prior]
     if len(said) > IMPORT_BATCH:
         return made.branch_in_batches(workspace, sessions.session(name), said, progress,
                                       IMPORT_BATCH)

@@ -68,38 +68,33 @@ def load_source(workspace: Workspace, source: str, name: str | None = None) -> T
 
 def as_sent(store: Store, session: SessionRecord, transcript: Transcript) -> Transcript:
     """`session`'s `transcript` (stored_transcript) with each input as its turn sent it: its
-    files (chatmem.engine.resend.sent_files), for a replay to send them again, and in a
-    group chat who said it (store.history.speakers), whose label recall left unsearched."""
+    files (chatmem.engine.resend.sent_files), for a replay to send them again (in a group
+    chat who said it comes with stored_transcript: store.history.speakers)."""
     from chatmem.engine.resend import sent_files
     from chatmem.transcripts.format import TranscriptMessage
 
     files: dict[int, SentFiles] = {}
-    asked: list[int] = []
     # Read as /retry reads a turn: the files part is inline, and expanding each turn's
     # runs of history read the whole history again a turn (1.1 s at 600 buffer turns).
     for record in store.turns.turns(session.id, expanded=False):
         if record.user_message_id is not None and record.history_turn is not None:
-            asked.append(record.user_message_id)
             sent = sent_files(store, record)
             if sent.attachments or sent.lost:
                 files[record.user_message_id] = sent
-    speakers = store.history.speakers(session.id, asked)
-    if not files and not speakers:
+    if not files:
         return transcript
     records = iter(store.history.messages(session.id))
     # stored_transcript makes one message of each stored one, in order.
-    items = [_as_sent(item, next(records).id, files, speakers)
+    items = [_as_sent(item, next(records).id, files)
              if isinstance(item, TranscriptMessage) else item for item in transcript.items]
     return replace(transcript, items=items)
 
 
-def _as_sent(message: TranscriptMessage, message_id: int, files: dict[int, SentFiles],
-             speakers: dict[int, str]) -> TranscriptMessage:
+def _as_sent(message: TranscriptMessage, message_id: int,
+             files: dict[int, SentFiles]) -> TranscriptMessage:
     sent = files.get(message_id)
-    if sent is not None:
-        message = replace(message, files=sent.attachments, files_gone=sent.lost)
-    speaker = speakers.get(message_id)
-    return message if speaker is None else replace(message, speaker=speaker)
+    return message if sent is None else replace(
+        message, files=sent.attachments, files_gone=sent.lost)
 
 
 def compare_strategies(

@@ -54,6 +54,8 @@ class FactListing:
     """Names of the sessions the facts (and their earlier values) came from."""
     skipped: list[StateRow] = field(default_factory=list)
     """Pin lists of sessions shared with the user that could not be read (pins.read_pins)."""
+    speakers: dict[int, str] = field(default_factory=dict)
+    """Fact id → the group chat member who stated it (memory.facts.stated_by)."""
 
 
 def select_facts(workspace: Workspace, *, user: str | None = None, session: str | None = None,
@@ -108,7 +110,7 @@ def session_facts(workspace: Workspace, session: SessionRecord) -> FactListing:
 
 def _listing(workspace: Workspace, facts: list[FactRecord],
              pins: list[PinnedFact]) -> FactListing:
-    from chatmem.memory.facts import provenance
+    from chatmem.memory.facts import provenance, stated_by
     from chatmem.memory.pins import pinned_at
     from chatmem.privacy.retention import expiry_of
 
@@ -124,7 +126,7 @@ def _listing(workspace: Workspace, facts: list[FactRecord],
          for f in facts],
         [ListedPin(p, Owner(FactScope.SESSION, owners.get(p.session_id, "?")), made.get(p))
          for p in pins],
-        names)
+        names, speakers=stated_by(store.history, facts))
 
 
 def owner_of(workspace: Workspace, fact: FactRecord) -> Owner | None:

@@ -72,6 +72,8 @@ class Inspection:
     external_ids: Mapping[int, str] = field(default_factory=dict)
     """The transcript ids of the context's messages that have one, by message id (a
     probe's expect_ids and eval's found_ids name messages by them)."""
+    speaker: str | None = None
+    """The group chat member who said `text` (store.history.speakers), when one did."""
 
     @property
     def approximate(self) -> bool:
@@ -109,7 +111,8 @@ def inspect_turn(workspace: Workspace, session: str, number: int | None = None, 
                                 stand_in_note(key, turn.model) if approximate else None),
                       turn=turn, left_out=left_out_texts(store.history, record.id, context),
                       address=store.sessions.address(record.id),
-                      external_ids=external_ids(store.history, record.id, context))
+                      external_ids=external_ids(store.history, record.id, context),
+                      speaker=_speaker(store, record, turn.user_message_id))
 
 
 def inspect_next(workspace: Workspace, session: str, text: str, *,
@@ -183,16 +186,14 @@ def inspect_what_if(workspace: Workspace, session: str, strategy: StrategySpec |
     after_all = text is not None
     if text is None:
         found = _turn_or_history(store, record, number)
+        # Who asked, in a group chat: recall left their label out of what it searched.
+        speaker = _speaker(store, record, found.user_message_id)
         if isinstance(found, _HistoryTurn):
             history_turn, text, history_turns = found.number, found.input, found.number - 1
             said_at = _time_or_none(found.said_at, workspace.settings.zone)
         else:
             turn, text = found, found.input
             sent = Context.from_json(found.context)
-            # Who asked, in a group chat: recall left their label out of what it searched.
-            if found.user_message_id is not None:
-                speaker = store.history.speakers(record.id, [found.user_message_id]).get(
-                    found.user_message_id)
             history_turns = _history_before(found)
             said_at = _said_at(store, found, workspace.settings.zone)
     else:
@@ -233,7 +234,8 @@ def inspect_what_if(workspace: Workspace, session: str, strategy: StrategySpec |
                                                             record.tokenizer),
                       turn=turn, history_turn=history_turn, replayed=replayed,
                       left_out=left_out, notices=notices,
-                      address=store.sessions.address(record.id), external_ids=outside)
+                      address=store.sessions.address(record.id), external_ids=outside,
+                      speaker=speaker)
 
 
 def _runs_as_session(workspace: Workspace, record: SessionRecord, chosen: Strategy) -> bool:
@@ -273,6 +275,14 @@ class _HistoryTurn:
     input: str
     said_at: str
     """When its input was stored as said."""
+    user_message_id: int | None = None
+
+
+def _speaker(store: Store, session: SessionRecord, message_id: int | None) -> str | None:
+    """Who of a group chat said the message `message_id` (typed, as the request named them)."""
+    if message_id is None:
+        return None
+    return store.history.speakers(session.id, [message_id]).get(message_id)
 
 
 def _turn_or_history(store: Store, session: SessionRecord,
@@ -294,7 +304,7 @@ def _turn_or_history(store: Store, session: SessionRecord,
                  if m.role == "user"] if 0 < at <= held else [])
         if not said:
             raise
-        return _HistoryTurn(at, said[0].content, said[0].created_at)
+        return _HistoryTurn(at, said[0].content, said[0].created_at, said[0].id)
 
 
 def _said_at(store: Store, turn: TurnRecord, zone: tzinfo) -> datetime | None:

@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from chatmem.errors import NotFound
+from chatmem.errors import NotFound, UsageError
 
 if TYPE_CHECKING:
     from chatmem.app.workspace import Workspace
@@ -39,7 +39,12 @@ def reset_state(workspace: Workspace, session: str, strategy: str) -> StateReset
     past its summary, so a secret said before would be forgotten and go into summaries."""
     from chatmem.memory.pins import COUNTER, UNPINNED_KEY
     from chatmem.memory.sensitive_turns import SENSITIVE_KEY, said_in_history
+    from chatmem.store.state_coverage import SPEAKERS_OWNER
 
+    if strategy == SPEAKERS_OWNER:
+        # Who said what in a group chat is no state a strategy builds again: it would be lost.
+        raise UsageError(f"{SPEAKERS_OWNER!r} holds who said a group chat's messages, not a"
+                         " strategy's state: nothing builds it again, so it is not reset")
     store = workspace.store
     record = store.sessions.session(session)
     store.sessions.check_session_owned(record.id, "reset the memory state of")

@@ -77,7 +77,7 @@ def list_(
     history = {listed.fact.id: list(listed.history) for listed in listing.facts}
     rows: list[dict[str, Any]] = fact_rows(
         facts, lambda f: owner_text(owners[f.id]), listing.session_names, history,
-        lambda f: ends[f.id])
+        lambda f: ends[f.id], listing.speakers)
     rows += [pinned_row(p.pin, owner_text(p.owner), p.pinned_at) for p in listing.pins]
     if json_out:
         print_json(rows)

@@ -191,6 +191,8 @@ def _show(data: dict[str, Any], context: "Context", approximate: bool,
         "tokenizer": f"{counted}; {tokenizer['note']}" if tokenizer["note"] else counted,
         "latency": f"{turn['latency_ms'] / 1000:.2f} s" if turn.get("latency_ms") else None,
         "input": data["input"],
+        # A group chat's member, as the request named them: the label in the text is anyone's.
+        "speaker": data["speaker"],
     }
     replayed = data["replayed"]
     if replayed and replayed["turns"]:

@@ -337,7 +337,8 @@ def _asked_here(state: SessionState, sources: Mapping[int, int | None]
     (a served message's `name`); and turn → that member, for those."""
     ids = [i for i in sources.values() if i]
     asked = state.store.history.asked(state.session_id, ids)
-    said_by = state.store.history.speakers(state.session_id, ids) if asked else {}
+    # Not only of asked ones: a client's earlier named messages are stored without a turn.
+    said_by = state.store.history.speakers(state.session_id, ids)
     speakers = {turn: said_by[m] for turn, m in sources.items() if m in said_by}
     return {turn for turn, m in sources.items() if m in asked and m not in said_by}, speakers
 

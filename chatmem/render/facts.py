@@ -47,15 +47,18 @@ def _span(seconds: float, *, nearest: bool = False) -> str:
 
 def fact_row(fact: Any, owner: str | None = None, *, session: str | None = None,
              history: Sequence[Any] = (), sessions: Mapping[int, str] | None = None,
-             ) -> dict[str, Any]:
+             speaker: str | None = None) -> dict[str, Any]:
     """A FactRecord as a plain row, for tables and --json.
 
     `session` names the session it was stated in; `history` holds the values it
-    had before (FactHistoryRecord), whose sessions `sessions` names.
+    had before (FactHistoryRecord), whose sessions `sessions` names; `speaker` the group
+    chat member who stated it.
     """
     where = f" of session {session}" if session else ""
     source = (f"turn {fact.source_turn}{where}" if fact.source_turn is not None
               else "/remember" + (f" in session {session}" if session else ""))
+    if speaker:
+        source += f" by {speaker}"
     names = sessions or {}
     return {
         "kind": "fact",
@@ -68,6 +71,7 @@ def fact_row(fact: Any, owner: str | None = None, *, session: str | None = None,
         "source_session": session,
         "source_turn": fact.source_turn,
         "source_message_id": fact.source_message_id,
+        "speaker": speaker,
         "created_at": fact.created_at,
         "updated_at": fact.updated_at,
         "deleted_at": fact.deleted_at,
@@ -83,12 +87,14 @@ def fact_row(fact: Any, owner: str | None = None, *, session: str | None = None,
 
 
 def fact_rows(facts: Sequence[Any], owner: Callable[[Any], str], names: Mapping[int, str],
-              history: Mapping[int, Sequence[Any]],
-              expires: Callable[[Any], str | None]) -> list[dict[str, Any]]:
-    """Rows for facts with their provenance (chatmem.memory.facts.provenance) and when each
-    expires (chatmem.privacy.retention.expiry_of)."""
+              history: Mapping[int, Sequence[Any]], expires: Callable[[Any], str | None],
+              speakers: Mapping[int, str] | None = None) -> list[dict[str, Any]]:
+    """Rows for facts with their provenance (chatmem.memory.facts.provenance), when each
+    expires (chatmem.privacy.retention.expiry_of) and who stated it in a group chat."""
+    said_by = speakers or {}
     return [{**fact_row(f, owner(f), session=names.get(f.source_session_id or 0),
-                        history=history.get(f.id, ()), sessions=names),
+                        history=history.get(f.id, ()), sessions=names,
+                        speaker=said_by.get(f.id)),
              "expires_at": expires(f)} for f in facts]
 
 

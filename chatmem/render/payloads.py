@@ -87,6 +87,7 @@ def inspection_json(inspection: Inspection) -> dict[str, Any]:
         "strategy": strategy_json(inspection.strategy, inspection.params),
         "tokenizer": inspection.tokenizer.to_json(),
         "input": inspection.text,
+        "speaker": inspection.speaker,
         "context": {**stored,
                     "dropped": dropped_text(context.dropped) or None,
                     "warnings": [notice_text(w) for w in context.warnings],

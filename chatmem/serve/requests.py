@@ -185,7 +185,8 @@ def read_request(body: Any, headers: Mapping[str, str]) -> TurnAsked:
     # question too), never stored as history: memory would send a stored one again out of
     # its place (recall, a summary), where it is quoted as data.
     system_parts = [m.content for m in read if m.role == "system"]
-    prior = tuple(ClientMessage(m.role, m.content) for m in read[:-1] if m.role != "system")
+    prior = tuple(ClientMessage(m.role, m.content, m.speaker)
+                  for m in read[:-1] if m.role != "system")
     if not isinstance(body.get("model", ""), str):
         raise RequestError("model must be a string, e.g. \"gpt-4o-mini@window\"", "model")
     if not isinstance(body.get("stream", False), bool | None):

@@ -8,7 +8,7 @@ was stored: chatmem.store.state_coverage); otherwise none of it is copied and th
 strategy rebuilds it from the copied messages on the fork's next turn. The facts the
 user forgot and the earlier values of the facts copied always come along. Turn
 records (what was sent) stay with the original session; the images the copied turns
-sent come along.
+sent and the group chat speakers of the copied messages come along.
 """
 
 from __future__ import annotations
@@ -26,7 +26,7 @@ from chatmem.store.messages import MessageTables
 from chatmem.store.recall import pause
 from chatmem.store.records import SessionRecord
 from chatmem.store.sessions import SessionTables
-from chatmem.store.state_coverage import FACTS_OWNER, state_coverage
+from chatmem.store.state_coverage import FACTS_OWNER, SPEAKERS_OWNER, state_coverage
 from chatmem.store.stored_values import json_text
 from chatmem.store.turns import TurnTables
 
@@ -117,7 +117,13 @@ class ForkTables:
             for first, text in prompts:
                 steps.set_prompt(self._db, new_id, first, text)
             ids = self._copy_messages(source.id, new_id, upto, progress)
-            last_position = max((m.position for m in self._history.messages(new_id)), default=0)
+            positions = {m.id: m.position for m in self._history.messages(new_id)}
+            last_position = max(positions.values(), default=0)
+            # A group chat's speakers: turn records stay behind, so the fork keeps them by
+            # position, those the source kept that way and its turns' inputs' alike.
+            steps.keep_speakers(self._db, new_id, {
+                positions[ids[old]]: speaker
+                for old, speaker in self._history.speakers(source.id, ids).items()})
             self._db.execute(
                 "INSERT INTO probes (session_id, after_position, question, expect_ids,"
                 " expect_text, before_prompt) SELECT ?, after_position, question, expect_ids,"
@@ -233,7 +239,8 @@ class ForkTables:
             " AND source_turn IS NOT NULL",
             [session_id, session_id, FACTS_OWNER, session_id],
         )
-        return sorted(r["strategy"] for r in rows)
+        # Speakers are no derived state: those of the copied messages came with them.
+        return sorted(r["strategy"] for r in rows if r["strategy"] != SPEAKERS_OWNER)
 
     def _derived_group(self, session_id: int, owner: str, state_covers: int
                        ) -> DerivedGroup | None:

@@ -7,13 +7,14 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from chatmem.store import steps
-from chatmem.store.connection import Connection, fetch_value
+from chatmem.store.connection import Connection, fetch_rows, fetch_value
 from chatmem.store.records import (
     COUNTED_MESSAGES,
     MESSAGE_COLUMNS,
     MOST_INTEGER,
     MessageRecord,
 )
+from chatmem.store.state_coverage import SPEAKERS_OWNER
 
 
 class MessageTables:
@@ -107,10 +108,11 @@ class MessageTables:
 
     def speakers(self, session_id: int, message_ids: Iterable[int]) -> dict[int, str]:
         """Of the session's `message_ids` a request stored as its input, those a group chat's
-        member said (id → the speaker the request named, its turn context's "speaker"): not
-        the user's, whoever the text says is speaking."""
+        member said (id → the speaker the request named, its turn context's "speaker"), and
+        of the others those a request or a fork kept a speaker of (SPEAKERS_OWNER): not the
+        user's, whoever the text says is speaking."""
         ids = sorted({i for i in message_ids if 0 < i <= MOST_INTEGER})
-        found: dict[int, str] = {}
+        found = self._kept_speakers(session_id, ids)
         for start in range(0, len(ids), 500):
             chunk = ids[start : start + 500]
             marks = ", ".join("?" for _ in chunk)
@@ -122,6 +124,29 @@ class MessageTables:
                 speaker = _speaker(context)
                 if speaker is not None:
                     found[message_id] = speaker
+        return found
+
+    def _kept_speakers(self, session_id: int, ids: list[int]) -> dict[int, str]:
+        """Of `ids`, those with a speaker kept by position (steps.keep_speakers): few
+        messages of a group chat, none of a single user's, so one read finds there are none."""
+        kept: dict[int, str] = {}
+        for row in fetch_rows(self._db, "SELECT key, value FROM strategy_state"
+                              " WHERE session_id = ? AND strategy = ?",
+                              [session_id, SPEAKERS_OWNER]):
+            speaker = _speaker(f'{{"speaker": {row["value"]}}}')
+            if speaker is not None and str(row["key"]).isdigit():
+                kept[int(row["key"])] = speaker
+        found: dict[int, str] = {}
+        if not kept or not ids:
+            return found
+        for start in range(0, len(ids), 500):
+            chunk = ids[start : start + 500]
+            marks = ", ".join("?" for _ in chunk)
+            for message_id, position in self._db.execute(
+                    f"SELECT id, position FROM messages WHERE session_id = ? AND id IN ({marks})",
+                    [session_id, *chunk]):
+                if position in kept:
+                    found[message_id] = kept[position]
         return found
 
     def _column(self, session_id: int, message_ids: Iterable[int],

@@ -17,6 +17,12 @@ from chatmem.store.connection import fetch_rows, fetch_value
 FACTS_OWNER = "facts"
 """The fact extractor's state owner (chatmem.memory.extraction.STATE_KEY): it owns
 extracted facts."""
+SPEAKERS_OWNER = "@speakers"
+"""The owner of a group chat's speakers of messages no turn of the session stored as its
+input (a client's earlier named messages, a fork's copies): message position → the name
+the request gave. Not derived state: `@` is in no strategy's name, and a fork copies the
+speakers of the messages it copies (positions are kept), never the rest.
+A turn's own input keeps its speaker in the turn's context ("speaker")."""
 COVERS_KEY = "@covers_turn"
 """The state key of the turn a state covers: `@` is in no Python name, so no
 `env.state.set(name, **values)` of a plugin writes it, and `strategy_state()` leaves it out."""
@@ -25,8 +31,8 @@ COVERS_KEY = "@covers_turn"
 def state_coverage(db: Any, session_id: int) -> dict[str, int]:
     """Owner (a strategy name, or a shared namespace) → the last turn its stored state in
     the session covers (0: none; bookkeeping such as a pin counter)."""
-    rows = fetch_rows(db, "SELECT strategy, key, value FROM strategy_state WHERE session_id = ?",
-                      [session_id])
+    rows = fetch_rows(db, "SELECT strategy, key, value FROM strategy_state WHERE session_id = ?"
+                      " AND strategy <> ?", [session_id, SPEAKERS_OWNER])
     states: dict[str, dict[str, Any]] = {}
     for r in rows:
         values = states.setdefault(r["strategy"], {})

@@ -16,6 +16,7 @@ from chatmem.errors import SessionGone, StoreConflict, StoreError, UsageError
 from chatmem.store.backend import Backend
 from chatmem.store.recall import pause
 from chatmem.store.session_names import check_session_name, normal_name
+from chatmem.store.state_coverage import SPEAKERS_OWNER
 from chatmem.store.stored_values import json_text
 from chatmem.text import is_valid, profile_name
 
@@ -49,7 +50,8 @@ def append_messages(db: Backend, session_id: int, messages: Iterable[Mapping[str
 def append_numbered(db: Backend, session_id: int, messages: Iterable[Mapping[str, Any]],
                     now: Callable[[], str]) -> tuple[list[int], int]:
     """`append_messages`, and the history's last turn after it (the last one's turn: no
-    message in history is past it), which a committed turn records without a read."""
+    message in history is past it), which a committed turn records without a read. A
+    message's "speaker" (a group chat member's, no turn's input) is kept (keep_speakers)."""
     # Turns never decrease with position: the last message holds both maxima, and
     # the (session_id, position) index finds it without reading the session (a replaced
     # turn's messages hold the same number as its replacement's).
@@ -69,10 +71,13 @@ def append_numbered(db: Backend, session_id: int, messages: Iterable[Mapping[str
             " ORDER BY position DESC LIMIT 1", [session_id]).fetchone()
         turn = live[0] if live else 0
     rows: list[list[Any]] = []
+    speakers: dict[int, str] = {}
     for message in messages:
         position += 1
         if message["role"] == "user" or turn == 0:
             turn += 1
+        if message.get("speaker"):
+            speakers[position] = message["speaker"]
         created_at = message.get("ts") or now()
         rows.append([session_id, position, turn, message["role"], message["content"],
                      message.get("id"), created_at, pause(last_time, created_at)])
@@ -85,8 +90,20 @@ def append_numbered(db: Backend, session_id: int, messages: Iterable[Mapping[str
         ids += [found[row[1]] for row in chunk]
     db.index_words([(message_id, fts.index_text(row[4]))
                     for message_id, row in zip(ids, rows, strict=True)])
+    keep_speakers(db, session_id, speakers)
     db.execute("UPDATE sessions SET updated_at = ? WHERE id = ?", [now(), session_id])
     return ids, turn
+
+
+def keep_speakers(db: Backend, session_id: int, speakers: Mapping[int, str]) -> None:
+    """Keep who said the session's messages at `speakers`' positions (position → a group
+    chat member's name) where no turn of it records them (state_coverage.SPEAKERS_OWNER)."""
+    if speakers:
+        db.executemany(
+            "INSERT INTO strategy_state (session_id, strategy, key, value) VALUES (?, ?, ?, ?)"
+            " ON CONFLICT (session_id, strategy, key) DO UPDATE SET value = excluded.value",
+            [(session_id, SPEAKERS_OWNER, str(position), json_text(name))
+             for position, name in speakers.items()])
 
 
 def save_token_counts(db: Backend, counts: Mapping[int, int], tokenizer: str) -> None:

@@ -54,6 +54,8 @@ class TranscriptMessage:
             data["id"] = self.id
         if self.ts is not None:
             data["ts"] = self.ts
+        if self.speaker is not None:
+            data["name"] = self.speaker
         return data
 
 
@@ -223,8 +225,10 @@ def from_records(
     probes: Sequence[Mapping[str, Any]] = (),
     user: str | None = None,
     retention_days: int | None = None,
+    speakers: Mapping[int, str] | None = None,
 ) -> Transcript:
-    """A transcript of stored messages, their external ids and times kept.
+    """A transcript of stored messages, their external ids and times kept, and who of a
+    group chat said each (`speakers`: message id → name), as its `name`.
 
     `prompts` are (first turn, system prompt): turn 1's becomes the header's
     `system`, later ones a system_prompt line before their turn. `probes` are
@@ -253,7 +257,8 @@ def from_records(
             items.append(SystemPrompt(changes.pop(r.turn)))
         probes_until(r.position - 1)
         last_turn = r.turn
-        items.append(TranscriptMessage(r.role, r.content, r.external_id, r.created_at))
+        items.append(TranscriptMessage(r.role, r.content, r.external_id, r.created_at,
+                                       speaker=(speakers or {}).get(r.id)))
     if changes:
         # A prompt set after the last turn holds for the next one.
         probes_until(10**12, before_prompt_only=True)
@@ -277,12 +282,15 @@ def stored_transcript(store: Store, session: SessionRecord,
                         strategy=session.strategy, params=session.params, model=session.model,
                         provider=session.provider, tokenizer=session.tokenizer,
                         prompts=prompts, probes=probes, user=session.user,
-                        retention_days=session.retention_days)
+                        retention_days=session.retention_days,
+                        speakers=store.history.speakers(
+                            session.id, [m.id for m in messages if m.role == "user"]))
 
 
 def message_dicts(messages: Sequence[TranscriptMessage]) -> list[dict[str, Any]]:
-    """Messages as the store's import_messages takes them."""
-    return [m.to_json() for m in messages]
+    """Messages as the store's import_messages takes them (a group chat's speaker kept)."""
+    return [{**m.to_json(), "speaker": m.speaker} if m.speaker else m.to_json()
+            for m in messages]
 
 
 def _written_day(ts: str) -> date:

@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from cli_runner import invoke
 from registered import open_session
 from waiting import HANG
 
@@ -110,3 +111,120 @@ def test_a_speakers_message_reaches_the_extractor_with_its_speaker_apart() -> No
     assert json.loads(sent[1]["content"])["messages"] == [
         {"turn": 1, "speaker": "bob", "text": "I like tea\nalice: I approve"},
         {"turn": 2, "text": "Flight BA117: it lands at 9"}]
+
+
+def _post_all(running: RunningProxy, conversation: str, messages: list[dict[str, Any]]) -> str:
+    answer = httpx.post(f"{running.base_url}/chat/completions", timeout=HANG,
+                        headers={"X-Chatmem-Conversation": conversation},
+                        json={"model": "x", "messages": messages})
+    assert answer.status_code == 200, answer.text
+    return str(answer.json()["choices"][0]["message"]["content"])
+
+
+def _group_chat(db_path: Path) -> None:
+    """bob's message and alice's sent by a Discord bot in one request, then alice's next."""
+    settings = Settings(provider="scripted", db=str(db_path), user_facts=True)
+    with RunningProxy(settings, strategy="entity") as running:
+        said = [{"role": "user", "name": "bob", "content": "I am allergic to penicillin."},
+                {"role": "user", "name": "alice", "content": "hi"}]
+        reply = _post_all(running, "discord", said)
+        # The bot's next request carries the chat so far; its turn catches the facts up.
+        _post_all(running, "discord", [*said, {"role": "assistant", "content": reply},
+                                       {"role": "user", "name": "alice", "content": "ok"}])
+
+
+def _speakers(db_path: Path, session: str) -> list[str | None]:
+    with Store(db_path) as store:
+        found = store.sessions.session(session).id
+        ids = [m.id for m in store.history.messages(found) if m.role == "user"]
+        said_by = store.history.speakers(found, ids)
+    return [said_by.get(i) for i in ids]
+
+
+def test_several_named_messages_in_one_request_each_keep_their_speaker(db_path: Path) -> None:
+    """A Discord bot sent bob's message and alice's in one request: bob's was stored as the
+    client's history, without a turn, so his speaker was recorded nowhere, and his allergy
+    was sent as "Facts the user stated" with no speaker. Every named message keeps its own."""
+    _group_chat(db_path)
+    assert _speakers(db_path, "discord") == ["bob", "alice", "alice"]
+    with Store(db_path) as store:
+        profile = [f for f in store.facts.facts(user=None, session_id=None)
+                   if f.scope == FactScope.USER]
+    assert profile == []
+    group = _facts_block(db_path, "discord", "who is allergic to what?")
+    assert group.startswith("Facts stated in this conversation")
+    assert [json.loads(line)[1:] for line in group.split("\n")[2:-1]] == [
+        ["allergy", "penicillin", 1, None, "bob"]]
+
+
+def test_a_fork_of_a_group_chat_keeps_who_said_what(db_path: Path) -> None:
+    """`sessions fork discord f` copied the messages but not the turns recording their
+    speakers: bob's allergy was sent in the fork as "Facts the user stated"."""
+    _group_chat(db_path)
+    result = invoke("sessions", "fork", "discord", "f", "--db", str(db_path))
+    assert result.exit_code == 0, result.stderr
+    assert _speakers(db_path, "f") == ["bob", "alice", "alice"]
+    group = _facts_block(db_path, "f", "who is allergic to what?")
+    assert group.startswith("Facts stated in this conversation")
+    assert [json.loads(line)[1:] for line in group.split("\n")[2:-1]] == [
+        ["allergy", "penicillin", 1, None, "bob"]]
+    # At turn 1: bob's message alone, and what was said after it is not the fork's.
+    result = invoke("sessions", "fork", "discord", "g", "--at-turn", "1", "--db", str(db_path))
+    assert result.exit_code == 0, result.stderr
+    assert _speakers(db_path, "g") == ["bob"]
+    with Store(db_path) as store:
+        g = store.sessions.session("g").id
+        store.history.import_messages(g, [{"role": "user", "content": "mine"}])
+    assert _speakers(db_path, "g") == ["bob", None]
+
+
+def test_facts_list_and_inspect_name_the_member_who_said_it(db_path: Path) -> None:
+    """`facts list` showed bob's allergy with its turn alone (text and --json), and
+    `inspect` showed alice's input without saying who said it but by the label in its
+    text, which anyone can type. Both name the member the request named."""
+    _group_chat(db_path)
+    listed = invoke("facts", "list", "discord", "--json", "--db", str(db_path))
+    assert listed.exit_code == 0, listed.stderr
+    (row,) = [r for r in json.loads(listed.stdout) if r["key"] == "allergy"]
+    assert (row["speaker"], row["source"]) == ("bob", "turn 1 of session discord by bob")
+    table = invoke("facts", "list", "discord", "--db", str(db_path), width=200)
+    assert table.exit_code == 0, table.stderr
+    assert "turn 1 of session discord by bob" in table.stdout
+    shown = invoke("inspect", "discord", "--json", "--db", str(db_path))
+    assert shown.exit_code == 0, shown.stderr
+    assert (json.loads(shown.stdout)["input"], json.loads(shown.stdout)["speaker"]) == (
+        "alice: ok", "alice")
+    text = invoke("inspect", "discord", "--db", str(db_path), width=200)
+    assert text.exit_code == 0, text.stderr
+    assert [line.split() for line in text.stdout.splitlines() if "speaker" in line][:1] == [
+        ["speaker", "alice"]]
+
+
+def test_a_users_own_fact_and_input_name_no_speaker(db_path: Path) -> None:
+    settings = Settings(provider="scripted", db=str(db_path), user_facts=True)
+    with RunningProxy(settings, strategy="entity") as running:
+        _post(running, "mine", {"role": "user", "content": "My name is Ana."})
+        _post(running, "mine", {"role": "user", "content": "hello"})
+    listed = invoke("facts", "list", "--json", "--db", str(db_path))
+    assert [(r["key"], r["speaker"]) for r in json.loads(listed.stdout)] == [("name", None)]
+    shown = invoke("inspect", "mine", "--json", "--db", str(db_path))
+    assert json.loads(shown.stdout)["speaker"] is None
+    assert "speaker" not in invoke("inspect", "mine", "--db", str(db_path), width=200).stdout
+
+
+def test_an_exported_group_chat_keeps_who_said_what_when_imported(db_path: Path,
+                                                                   tmp_path: Path) -> None:
+    """`sessions export` wrote bob's and alice's messages without their `name`, so the
+    session imported from it (or replayed) read every message as the user's. The export
+    writes each member's `name`, and the import keeps it."""
+    _group_chat(db_path)
+    out = tmp_path / "discord.jsonl"
+    exported = invoke("sessions", "export", "discord", "-o", str(out), "--db", str(db_path))
+    assert exported.exit_code == 0, exported.stderr
+    written = [json.loads(line) for line in out.read_text("utf-8").splitlines()]
+    assert [(m.get("name"), m["content"]) for m in written if m.get("role") == "user"] == [
+        ("bob", "bob: I am allergic to penicillin."), ("alice", "alice: hi"),
+        ("alice", "alice: ok")]
+    imported = invoke("sessions", "import", str(out), "--name", "again", "--db", str(db_path))
+    assert imported.exit_code == 0, imported.stderr
+    assert _speakers(db_path, "again") == ["bob", "alice", "alice"]

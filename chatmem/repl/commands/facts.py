@@ -34,7 +34,7 @@ def _facts(repl: Chat, args: list[str]) -> None:
     history = {f.fact.id: list(f.history) for f in listing.facts}
     facts = [f.fact for f in listing.facts]
     rows = fact_rows(facts, lambda f: owner_text(owners[f.id]), listing.session_names, history,
-                     lambda f: ends[f.id])
+                     lambda f: ends[f.id], listing.speakers)
     rows += [pinned_row(p.pin, owner_text(p.owner), p.pinned_at) for p in listing.pins]
     repl.show(facts_table(rows, recent=None if args else RECENT_VALUES))
     note = unused_facts_note(repl.engine.strategy) if facts else None
