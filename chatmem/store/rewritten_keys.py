@@ -18,7 +18,7 @@ from typing import Any
 
 from chatmem.store.backend import Backend
 from chatmem.store.fact_keys import key_identity
-from chatmem.store.state_coverage import COVERS_KEY, FACTS_OWNER
+from chatmem.store.state_coverage import COVERS_KEY, FACTS_OWNER, SPEAKERS_OWNER
 from chatmem.store.stored_values import json_text
 
 Rewrite = Callable[[str], str]
@@ -91,7 +91,10 @@ def state_keys(db: Backend, rows: Iterable[Sequence[Any]], rewrite: Rewrite
     held: dict[tuple[int, str], set[str]] = {}
     for session_id, owner, key in sorted(tuple(row) for row in rows):
         row = (int(session_id), str(owner), str(key))
-        new = key if is_own_state_key(owner, key) else rewrite(key)
+        # A kept speaker's key is its message's position: a purge of "1" (a PIN, a fact's
+        # value) took that member's name off the message, unsaid.
+        own = owner == SPEAKERS_OWNER or is_own_state_key(owner, key)
+        new = key if own else rewrite(key)
         if new == key:
             continue
         keys = held.get((session_id, owner))

@@ -46,3 +46,18 @@ def test_reset_state_leaves_the_speakers_alone(db_path: Path) -> None:
     assert "@speakers" in result.stderr and len(result.stderr.strip().splitlines()) == 1
     with Store(db_path) as store:
         assert store.history.speakers(session.id, ids) == {ids[0]: "bob"}
+
+
+def test_a_purge_of_a_number_keeps_the_speaker_kept_at_that_position(store: Store) -> None:
+    """Speakers are kept under their message's position: a purge of "1" (a fact's value, a
+    PIN) rewrote the key "1" and that message lost its speaker, unsaid. A purge of the
+    member's name still reaches the name."""
+    session = store.sessions.create_session("discord", "window")
+    ids = store.history.import_messages(session.id, [
+        {"role": "user", "content": "bob: hi", "speaker": "bob"},
+        {"role": "user", "content": "张伟：我的门牌号是 1", "speaker": "张伟"}])
+    for needle in ("1", "0", "张伟"):
+        store.redactions.rewrite_stored_text(
+            [session.id], None, [needle],
+            lambda text, n=needle: text.replace(n, "[forgotten]"))
+    assert store.history.speakers(session.id, ids) == {ids[0]: "bob", ids[1]: "[forgotten]"}
