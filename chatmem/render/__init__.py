@@ -70,7 +70,9 @@ def make_console(stderr: bool = False) -> Console:
     # Session names, messages and replies are data: their escape sequences are shown, inert.
     # Markup off: names, prompts and parameter values are data, and `[/]` in one is text, not
     # a closing tag (Rich would raise, or take `[bold red]X` for a style). Styles are Text.
-    return SafeConsole(stderr=stderr, highlight=False, soft_wrap=False, markup=False)
+    # Emoji codes off alike: a fact's value `:100:` was listed as 💯, an input `:+1:` as 👍.
+    return SafeConsole(stderr=stderr, highlight=False, soft_wrap=False, markup=False,
+                       emoji=False)
 
 
 def error_line(message: str) -> Text:

@@ -22,6 +22,7 @@ from chatmem.errors import OutputFailed
 from chatmem.render.terminal import Printable, on_screen, printable
 
 if TYPE_CHECKING:
+    from markdown_it import MarkdownIt
     from markdown_it.token import Token
     from rich.console import Console, ConsoleOptions, RenderResult
     from rich.live import Live
@@ -50,11 +51,29 @@ class _GrowingMarkdown:
         # is printed after the text.
         shown = printable(self.text)
         markdown = Markdown(shown, code_theme=CODE_THEME, hyperlinks=False)
+        # rich.markdown draws HTML as nothing: a reasoning model's <think> tags went (its
+        # reasoning ran into its answer), a reply's `<div>` block went whole. Such a reply
+        # is parsed again with HTML read as text, as it is stored and sent.
+        if _holds_html(markdown.parsed):
+            markdown.parsed = _html_as_text().parse(shown)
         # Nested too deep, a reply hides text that is stored and sent: past its nesting
         # limit the parser drops what the deepest quote or list item holds, and each level
         # drawn takes columns until none are left. Then it is shown as written.
         hidden = _hides_text(markdown.parsed, options.max_width)
         yield Text(shown) if hidden else markdown
+
+
+def _holds_html(tokens: Sequence[Token]) -> bool:
+    return any(t.type == "html_block" or any(c.type == "html_inline" for c in t.children or ())
+               for t in tokens)
+
+
+@cache
+def _html_as_text() -> MarkdownIt:
+    from markdown_it import MarkdownIt
+
+    # rich.markdown's parser (Markdown.__init__) but for HTML, which it reads as text.
+    return MarkdownIt(options_update={"html": False}).enable("strikethrough").enable("table")
 
 
 MIN_TEXT_WIDTH = 12

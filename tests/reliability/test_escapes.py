@@ -137,6 +137,21 @@ def test_square_brackets_in_data_are_text_not_rich_markup(tmp_path: Path) -> Non
         assert "[bold red]now 简短[/red]" in shown and "hi [/] 你好 [link=x]y" in shown, shown
 
 
+def test_emoji_codes_in_data_are_text_not_emoji(tmp_path: Path) -> None:
+    """Rich turns `:100:` into 💯 in any string it prints: a fact's value was listed as
+    '💯 🐱', a system prompt's `:smile:` shown as 😄, the input `:thumbs_up:` as 👍 in
+    inspect and logs, though each was stored and sent as typed."""
+    db = tmp_path / "h.db"
+    invoke("chat", "s1", "--system", "Be :smile: brief", "--db", str(db), "--provider",
+           "scripted", input="/remember code: :100: :cat:\nhi :thumbs_up: 你好\n", code=0)
+    for args, typed in ((["sessions", "show", "s1"], "Be :smile: brief"),
+                        (["inspect", "s1"], "hi :thumbs_up: 你好"),
+                        (["logs"], "hi :thumbs_up: 你好"),
+                        (["facts", "list"], ":100: :cat:")):
+        shown = invoke(*args, "--db", str(db), width=200, code=0).output
+        assert typed in shown and not {"😄", "👍", "💯", "🐱"} & set(shown), (args, shown)
+
+
 def test_exports_write_control_characters_escaped(tmp_path: Path) -> None:
     transcript = tmp_path / "t.jsonl"
     transcript.write_text(json.dumps({"role": "user", "content": ATTACK}) + "\n"

@@ -224,3 +224,21 @@ def test_a_line_end_split_between_deltas_passes_and_a_lone_cr_is_shown() -> None
         writer.write(delta)
     writer.end()
     assert screen.getvalue() == "第一行\r\nשלום\u200f␍x␍\n"
+
+
+@pytest.mark.parametrize(("reply", "words"), [
+    ("<think>the user wants a joke</think>Why did the chicken **cross**?",
+     ["<think>the user wants a joke</think>", "Why did the chicken cross?"]),
+    ("Break a line with <br> or wrap it in `<p>`.", ["with <br> or", "<p>"]),
+    ("<div>\n门禁密码在蓝色盒子里\n</div>\n\nafter", ["<div>", "门禁密码在蓝色盒子里", "after"]),
+])
+def test_html_in_a_reply_is_shown_as_the_text_it_is(reply: str, words: list[str]) -> None:
+    """rich.markdown draws HTML as nothing: a model's <think> tags vanished, its reasoning
+    ran into its answer ('the user wants a jokeWhy did…'), and a <div> block went whole."""
+    out, screen = console(terminal=True, width=100)
+    writer = ReplyWriter([out], markdown=True)
+    writer.write(reply)
+    writer.end()
+    shown = " ".join(STYLES.sub("", screen.getvalue()).split())
+    assert all(w in shown for w in words), shown
+    assert "**" not in shown  # still Markdown
