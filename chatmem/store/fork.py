@@ -121,9 +121,14 @@ class ForkTables:
             last_position = max(positions.values(), default=0)
             # A group chat's speakers: turn records stay behind, so the fork keeps them by
             # position, those the source kept that way and its turns' inputs' alike.
+            # Read whole, each in one statement: by ids, a long fork read them a batch at a time.
+            copied_at = set(positions.values())
             steps.keep_speakers(self._db, new_id, {
-                positions[ids[old]]: speaker
-                for old, speaker in self._history.speakers(source.id, ids).items()})
+                **{position: speaker for position, speaker
+                   in self._history.speakers_by_position(source.id).items()
+                   if position in copied_at},
+                **{positions[ids[old]]: speaker for old, speaker
+                   in self._history.turn_speakers(source.id).items() if old in ids}})
             self._db.execute(
                 "INSERT INTO probes (session_id, after_position, question, expect_ids,"
                 " expect_text, before_prompt) SELECT ?, after_position, question, expect_ids,"

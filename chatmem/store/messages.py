@@ -126,9 +126,9 @@ class MessageTables:
                     found[message_id] = speaker
         return found
 
-    def _kept_speakers(self, session_id: int, ids: list[int]) -> dict[int, str]:
-        """Of `ids`, those with a speaker kept by position (steps.keep_speakers): few
-        messages of a group chat, none of a single user's, so one read finds there are none."""
+    def speakers_by_position(self, session_id: int) -> dict[int, str]:
+        """The speakers the session keeps by message position (steps.keep_speakers), in one
+        read: few messages of a group chat, none of a single user's."""
         kept: dict[int, str] = {}
         for row in fetch_rows(self._db, "SELECT key, value FROM strategy_state"
                               " WHERE session_id = ? AND strategy = ?",
@@ -136,6 +136,24 @@ class MessageTables:
             speaker = _speaker(f'{{"speaker": {row["value"]}}}')
             if speaker is not None and str(row["key"]).isdigit():
                 kept[int(row["key"])] = speaker
+        return kept
+
+    def turn_speakers(self, session_id: int) -> dict[int, str]:
+        """Every input of the session's turns a group chat's member said (message id → the
+        speaker), in one read: a fork copies them all, whatever the session's length."""
+        found: dict[int, str] = {}
+        for message_id, context in self._db.execute(
+                "SELECT user_message_id, context FROM turns WHERE session_id = ?"
+                " AND user_message_id IS NOT NULL AND context LIKE ?",
+                [session_id, '%"speaker"%']):
+            speaker = _speaker(context)
+            if speaker is not None:
+                found[message_id] = speaker
+        return found
+
+    def _kept_speakers(self, session_id: int, ids: list[int]) -> dict[int, str]:
+        """Of `ids`, those with a speaker kept by position (steps.keep_speakers)."""
+        kept = self.speakers_by_position(session_id)
         found: dict[int, str] = {}
         if not kept or not ids:
             return found
