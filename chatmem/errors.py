@@ -544,7 +544,14 @@ class ProviderNotFound(ProviderError):
 
 
 class ProviderRateLimited(ProviderError):
-    pass
+    retry_after: float | None = None
+    """Seconds the model's server asked to wait (its Retry-After), when it said: `serve`
+    passes it on, so its client waits as long rather than ask (and fail) again at once."""
+
+    def __init__(self, message: str, *, status: int | None = None,
+                 retry_after: float | None = None) -> None:
+        super().__init__(message, status=status)
+        self.retry_after = retry_after
 
 
 class ProviderConnectionError(ProviderError):
