@@ -18,6 +18,7 @@ and an exit code::
     │   └── HistoryLocked             exit 3: the file is encrypted and the key is missing or wrong
     │       └── KeyUnavailable        key_command was not found, failed or timed out
     ├── NotFound                      no such session, turn, fact or summary version
+    ├── ProbesUnanswered              eval --answer: some probes got no answer (the rest scored)
     ├── ExtensionFailed               a plugin's code raised what chatmem does not know
     │   ├── StrategyFailed            … a strategy's build or update
     │   ├── EmbedderFailed            … an embedder
@@ -543,11 +544,23 @@ class ProviderNotFound(ProviderError):
 
 
 class ProviderRateLimited(ProviderError):
-    pass
+    retry_after: float | None = None
+    """Seconds the model's server asked to wait (its Retry-After), when it said: `serve`
+    passes it on, so its client waits as long rather than ask (and fail) again at once."""
+
+    def __init__(self, message: str, *, status: int | None = None,
+                 retry_after: float | None = None) -> None:
+        super().__init__(message, status=status)
+        self.retry_after = retry_after
 
 
 class ProviderConnectionError(ProviderError):
     pass
+
+
+class ProbesUnanswered(ChatmemError):
+    """`eval --answer`: the model gave no answer to some probes (the report, printed, scores
+    the others and says each error)."""
 
 
 class ProviderTimeout(ProviderError):

@@ -87,6 +87,9 @@ _ERRORS: dict[str, tuple[int, str, str, dict[str, str]]] = {
                        {"retry-after": "86400"}),
     "500": (500, "server_error", "The server had an error", {"retry-after-ms": "10"}),
     "503": (503, "overloaded", "The server is overloaded", {"retry-after-ms": "10"}),
+    # A gateway's: the model behind it may have the request, or be answering it still.
+    "502": (502, "bad_gateway", "Bad gateway", {"retry-after-ms": "10"}),
+    "504": (504, "gateway_timeout", "Gateway timeout", {"retry-after-ms": "10"}),
     "500-internal": (500, "server_error", "vLLM at http://10.0.0.7:9000/internal/llm failed",
                      {"retry-after-ms": "10"}),
 }

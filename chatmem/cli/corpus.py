@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any
 import typer
 
 from chatmem.cli.output import consoles, print_json
-from chatmem.errors import ExitCode, TranscriptError
+from chatmem.errors import ExitCode, ProbesUnanswered, TranscriptError
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -265,6 +265,9 @@ def eval_corpus(directory: Path, job: CorpusJob, evaluate: Evaluate, *, workers:
                 lines_to.print(line, soft_wrap=True)
             for caveat in transcript_caveats(name, result.runs):
                 errors_to.print(caveat, markup=False, soft_wrap=True, style="yellow")
+        if result.runs is not None and (unanswered := unanswered_error(result.runs)):
+            errors_to.print(f"error: {Path(result.path).name}: {unanswered}", markup=False,
+                            soft_wrap=True)
 
     try:
         with (_progress(len(jobs)) as shown_on,
@@ -300,6 +303,8 @@ def eval_corpus(directory: Path, job: CorpusJob, evaluate: Evaluate, *, workers:
     if any(r.error is not None for r in ordered):
         raise typer.Exit(int(ExitCode.USAGE))
     _check_threshold(totals, min_recall)
+    if any(r.runs is not None and unanswered_error(r.runs) for r in ordered):
+        raise typer.Exit(int(ProbesUnanswered.exit_code))
 
 
 def _tokenizer(result: TranscriptResult) -> Tokenizer | None:
@@ -361,6 +366,19 @@ def recall_gates(values: Sequence[str]) -> list[RecallGate]:
                              f" got {value!r}")
         gates.append(RecallGate(kind, minimum))
     return gates
+
+
+def unanswered_error(runs: Sequence[StrategyRun]) -> ProbesUnanswered | None:
+    """The error saying which probes the model gave no answer to, if any did."""
+    failed = [(run.label, number, probe.answer_error) for run in runs
+              for number, probe in enumerate(run.probes, 1) if probe.answer_error is not None]
+    if not failed:
+        return None
+    label, number, error = failed[0]
+    asked = sum(len(run.probes) for run in runs)
+    more = f" (and {len(failed) - 1} more)" if len(failed) > 1 else ""
+    return ProbesUnanswered(f"{label}: probe {number} got no answer{more}, {len(failed)} of"
+                            f" {asked} left out of answer recall: {error}")
 
 
 def check_gates(gates: Sequence[RecallGate],

@@ -28,7 +28,7 @@ from chatmem.cli.output import (
     stopped_as_by_ctrl_c,
     warn_if_dated_back,
 )
-from chatmem.errors import TranscriptError
+from chatmem.errors import ExitCode, TranscriptError
 
 if TYPE_CHECKING:
     from chatmem.app import Workspace
@@ -304,9 +304,18 @@ def eval_command(
                                     zone=outcome.zone))
         for line in compare.replay_notices(outcome.runs, verbose=verbose):
             err.print(line, style="dim", markup=False, soft_wrap=True)
-    from chatmem.cli.corpus import check_gates
+    from chatmem.cli.corpus import check_gates, unanswered_error
 
-    check_gates(gates, [(r.label, r.id_recall(), r.text_recall()) for r in outcome.runs])
+    unanswered = unanswered_error(outcome.runs)
+    try:
+        check_gates(gates, [(r.label, r.id_recall(), r.text_recall()) for r in outcome.runs])
+    except typer.Exit as e:
+        if e.exit_code == ExitCode.BELOW_THRESHOLD and unanswered is not None:
+            raise unanswered from None
+        raise
+    if unanswered is not None:
+        raise unanswered
+
 
 
 def _eval_folder(directory: Path, strategy: Sequence[str], param: Sequence[str] | None, *,

@@ -28,7 +28,7 @@ from chatmem.embeddings.base import Embedder
 from chatmem.engine import Engine
 from chatmem.engine.opening import engine_over
 from chatmem.engine.said import Said, transcript_time
-from chatmem.errors import RepeatedStrategy, StoreError, StrategyError
+from chatmem.errors import ProviderError, RepeatedStrategy, StoreError, StrategyError
 from chatmem.evaluation.counting_provider import CountingProvider
 from chatmem.evaluation.scoring import ProbeResult, StrategyRun, score_probe
 from chatmem.evaluation.steps import Replaced, Step, StepKind, plan
@@ -396,8 +396,14 @@ def _probe(engine: Engine[TurnStore], probe: Probe, stored: _Stored, options: _O
         # Straight to the run's model, not through the counting proxy: probe answers
         # are part of the measurement, not calls the strategy made.
         assert isinstance(engine.provider, CountingProvider)
-        answer = engine.provider.inner.complete(context.messages(), purpose=Purpose.CHAT)
-        result.score_answer(answer)
+        try:
+            answer = engine.provider.inner.complete(context.messages(), purpose=Purpose.CHAT)
+        except ProviderError as e:
+            # One answer failing (an error mid-reply) threw away every answer already paid
+            # for and asked no later probe: it is kept as its error, the run goes on.
+            result.answer_error = str(e)
+        else:
+            result.score_answer(answer)
     return result
 
 

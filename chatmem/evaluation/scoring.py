@@ -60,6 +60,9 @@ class ProbeResult:
     answer_in_question: list[str] | None = None
     """Expected strings the question itself says: not scored in the answer, which could
     be found by echoing the question."""
+    answer_error: str | None = None
+    """Why the model gave no answer to the probe (its one-line error): the probe is left out
+    of answer recall, and the other probes' answers stand."""
     replaced_ids: list[str] = field(default_factory=list)
     replaced_text: list[str] = field(default_factory=list)
     """What the probe expects that only recorded replies held, which --regenerate replaced:

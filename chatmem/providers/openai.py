@@ -221,6 +221,8 @@ class OpenAIProvider:
     ) -> None:
         import openai
 
+        from chatmem.providers.openai_resend import ResendOnlyUnsent
+
         self.model = model
         self.max_tokens = max_tokens or DEFAULT_MAX_REPLY_TOKENS
         """Cap on reply length, sent to the server in `cap_field` (summaries, facts)."""
@@ -251,8 +253,7 @@ class OpenAIProvider:
             api_key=api_key or "not-needed",
             timeout=timeout,
             max_retries=max_retries,
-            http_client=openai.DefaultHttpxClient(
-                event_hooks={"response": [self._watch_body]}),
+            http_client=ResendOnlyUnsent(event_hooks={"response": [self._watch_body]}),
         )
 
     def begin_reply(self, most_bytes: float = float("inf")) -> ReplyDeadline:

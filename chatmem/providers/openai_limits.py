@@ -73,10 +73,11 @@ def rate_limit_error(where: str, error: Any, retries: int) -> ProviderError:
     if wait is not None and wait > RETRIED_WAIT_AT_MOST:
         return ProviderRateLimited(
             f"{where} is rate limiting requests (429) and asks to wait {_span(wait)}:"
-            " not retried; try again then", status=429)
+            " not retried; try again then", status=429, retry_after=wait)
     retried = " after retries" if retries else ""
     return ProviderRateLimited(
-        f"{where} is rate limiting requests (429){retried}: wait and try again", status=429)
+        f"{where} is rate limiting requests (429){retried}: wait and try again", status=429,
+        retry_after=wait)
 
 
 def retry_after(headers: Mapping[str, str]) -> float | None:

@@ -3,6 +3,7 @@ and an error as OpenAI words one, with the HTTP status it is answered with."""
 
 from __future__ import annotations
 
+import math
 import time
 import uuid
 from dataclasses import dataclass
@@ -143,9 +144,13 @@ def error_json(error: BaseException, settings: Settings | None = None) -> dict[s
         message = client_error_text(error, settings, client=Client.API)
     else:
         message = f"chatmem could not take this turn ({type(error).__name__})"
-    kind = "invalid_request_error" if status_of(error) < 500 else "api_error"
+    status = status_of(error)
+    # A 429 is no fault of the request: typed and coded as OpenAI's own rate limit errors.
+    kind = ("rate_limit_error" if status == 429 else "invalid_request_error" if status < 500
+            else "api_error")
     return {"error": {"message": message, "type": kind,
-                      "param": getattr(error, "param", None), "code": None}}
+                      "param": getattr(error, "param", None),
+                      "code": "rate_limit_exceeded" if status == 429 else None}}
 
 
 RETRY_AFTER_S = 5
@@ -155,4 +160,9 @@ RETRY_AFTER_S = 5
 def error_response(error: BaseException, status: int,
                    settings: Settings | None = None) -> JSONResponse:
     headers = {"Retry-After": str(RETRY_AFTER_S)} if status == 503 else None
+    wait = error.retry_after if isinstance(error, ProviderRateLimited) else None
+    if status == 429 and wait is not None:
+        # The model's server said how long; without it an SDK retried at once (and was
+        # refused again), and a wait of a day looked like one of a second.
+        headers = {"Retry-After": str(max(1, math.ceil(wait)))}
     return JSONResponse(error_json(error, settings), status_code=status, headers=headers)

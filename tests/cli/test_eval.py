@@ -31,7 +31,7 @@ def test_long_chat_ranks_strategies_as_checked_by_hand() -> None:
     assert first == {"question": "What is my sister's name?", "after_turn": 4,
                      "expect_ids": ["t3u"], "found_ids": ["t3u"], "expect_text": ["Ingrid"],
                      "found_text": ["Ingrid"], "tokens": first["tokens"], "answer": None,
-                     "answer_found": None, "answer_in_question": None,
+                     "answer_found": None, "answer_in_question": None, "answer_error": None,
                      "replaced_ids": [], "replaced_text": []}
 
 
@@ -410,3 +410,48 @@ def test_a_gate_on_a_recall_no_probe_measures_is_said_not_scored_zero(tmp_path: 
         " buffer\n")
     invoke(*args, "--min-recall", "text=0.5", code=0)
     invoke(*args, "--min-recall", "0.5", code=0)
+
+
+def test_a_probe_answer_that_fails_loses_no_other_answer(tmp_path: Path, chat_server) -> None:
+    """The model failing one probe's answer (an error mid-reply on the second of three)
+    ended the whole eval: the answers already paid for were thrown away, the later probes
+    never asked. Each answer stands; the failed one is said, not scored, and the exit code
+    says the run was not whole."""
+    transcript = tmp_path / "t.jsonl"
+    transcript.write_text("".join(json.dumps(line, ensure_ascii=False) + "\n" for line in [
+        {"role": "user", "content": "My sister is Ingrid, I live in Lisbon, 我的猫叫小白。",
+         "id": "u1"},
+        {"role": "assistant", "content": "Noted."},
+        {"probe": "Sister?", "expect_text": ["Ingrid"]},
+        {"probe": "City?", "expect_text": ["Lisbon"]},
+        {"probe": "猫叫什么？", "expect_text": ["小白"]},
+    ]), encoding="utf-8")
+    config = tmp_path / "config.toml"
+    config.write_text(f'base_url = "{chat_server.base_url}"\nmodel = "m"\nmax_retries = 0\n',
+                      encoding="utf-8")
+    chat_server.plan = ["ok", "error-event", "ok"]
+    chat_server.reply_words = ["Ingrid, Lisbon, 小白."]
+    result = invoke("eval", str(transcript), "-s", "buffer", "--answer", "--provider",
+                    "openai", "--config", str(config), "--json")
+    assert len(chat_server.requests) == 3  # every probe asked, each once
+    assert result.exit_code == 1, result.stderr
+    row = json.loads(result.stdout)["strategies"][0]["eval"]
+    assert [p["answer"] for p in row["per_probe"]] == [
+        "Ingrid, Lisbon, 小白.", None, "Ingrid, Lisbon, 小白."]
+    assert [p["answer_found"] for p in row["per_probe"]] == [["Ingrid"], None, ["小白"]]
+    failed = row["per_probe"][1]["answer_error"]
+    assert "the model ran out of memory" in failed
+    assert row["answer_recall"] == 1.0
+    assert result.stderr == ("error: buffer: probe 2 got no answer, 1 of 3 left out of answer"
+                             f" recall: {failed}\n"), result.stderr
+    # A folder's transcript likewise: scored, its unanswered probe said, exit 1.
+    folder = tmp_path / "corpus"
+    folder.mkdir()
+    transcript.rename(folder / "t.jsonl")
+    chat_server.plan = ["ok", "error-event", "ok"]
+    result = invoke("eval", str(folder), "-s", "buffer", "--answer", "--provider", "openai",
+                    "--config", str(config), "--json", "--jobs", "1")
+    assert result.exit_code == 1, result.stderr
+    data = json.loads(result.stdout)
+    assert data["errors"] == [] and len(data["transcripts"]) == 1
+    assert "error: t.jsonl: buffer: probe 2 got no answer" in result.stderr, result.stderr

@@ -8,6 +8,9 @@ it received with the context chatmem stored for the turn.
 from __future__ import annotations
 
 import email.utils
+import socket
+import struct
+import threading
 import time
 from pathlib import Path
 
@@ -162,6 +165,34 @@ def test_unreachable_endpoint_is_a_connection_error(store) -> None:
         engine.run_turn("hello")
     assert str(caught.value) == "cannot reach http://127.0.0.1:9/v1: is the server running?"
     assert_failed_turn_only(store, engine, str(caught.value))
+
+
+def test_a_connection_reset_before_any_answer_is_still_sent_again(store) -> None:
+    # Only a timeout after the body went out, and a gateway's 502/504, are not resent (the
+    # model may have the request, billed); a server that resets the connection unanswered
+    # did not take it, so the client's retries stand.
+    accepted = []
+    with socket.socket() as listener:
+        listener.bind(("127.0.0.1", 0))
+        listener.listen()
+        listener.settimeout(HANG)
+
+        def reset_each() -> None:
+            for _ in range(3):
+                conn, _ = listener.accept()
+                accepted.append(conn)
+                conn.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+                conn.close()
+
+        resetter = threading.Thread(target=reset_each, daemon=True)
+        resetter.start()
+        url = f"http://127.0.0.1:{listener.getsockname()[1]}/v1"
+        provider = OpenAIProvider("m", base_url=url, timeout=HANG, max_retries=2)
+        engine = open_session(store, Settings(), provider, "reset")
+        with pytest.raises((ProviderResponseError, ProviderConnectionError)) as caught:
+            engine.run_turn("hello")
+        resetter.join(HANG)
+    assert len(accepted) == 3, caught.value
 
 
 def assert_failed_turn_only(store: Store, engine: Engine, error: str | None = None) -> None:

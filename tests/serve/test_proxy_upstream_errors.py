@@ -111,3 +111,25 @@ def test_a_refusal_tells_a_client_no_more_than_the_field_it_sent(
     for hidden in ("10.0.0.7", "internal", "vLLM", "/srv/secrets", "SECRETKEY"):
         assert hidden not in body, hidden
     assert "10.0.0.7" in running.logged[0] and "SECRETKEY" not in running.logged[0]
+
+
+@pytest.mark.parametrize("stream", [False, True], ids=["whole", "streamed"])
+def test_an_upstream_429_passes_on_its_retry_after_as_a_rate_limit_error(
+        chat_server: ChatServer, db_path: Path, stream: bool) -> None:
+    """The model's 429 was relayed without its Retry-After, typed `invalid_request_error`
+    (the client's fault): an SDK retried it at once, each try refused again and stored as
+    a failed turn, and a client had no way to know to wait an hour."""
+    settings = Settings(provider="openai", base_url=chat_server.base_url, model="test-small",
+                        db=str(db_path), max_retries=0)
+    asked = {"model": "test-small", "stream": stream,
+             "messages": [{"role": "user", "content": "还在限流吗？"}]}
+    chat_server.retry_after = "3600"
+    with RunningProxy(settings, strategy="window") as running:
+        chat_server.plan = ["429-retry-at"]
+        limited = httpx.post(f"{running.base_url}/chat/completions", json=asked, timeout=HANG,
+                             headers={"X-Chatmem-Conversation": quote("限流")})
+    assert limited.status_code == 429, limited.text
+    assert limited.headers["retry-after"] == "3600"
+    error = limited.json()["error"]
+    assert (error["type"], error["code"]) == ("rate_limit_error", "rate_limit_exceeded")
+    assert len(chat_server.requests) == 1
