@@ -163,6 +163,11 @@ class Remembering:
         found = self.cache.cached(self.key, query, digests)
         dtype = cached_dtype(query)
         size = self.inner.dimensions * np.dtype(dtype).itemsize
+        if not size:
+            # An endpoint's width is known from its first answer: until then, the cache's
+            # will do when its vectors agree (else every process sent its first texts again).
+            sizes = {len(blob) for blob in found.values()}
+            size = sizes.pop() if len(sizes) == 1 else -1
         found = {d: blob for d, blob in found.items() if len(blob) == size}  # else: embed anew
         for text, digest in zip(texts, digests, strict=True):
             if digest in found:
