@@ -102,6 +102,7 @@ def _run(
     *, keep: bool | None, explicit: bool, with_user_facts: bool, save_as: str | None = None,
     answer: bool = False, transcript: "Transcript | None" = None, show_progress: bool = True,
     probes_only: bool = False, progress: "Progress | None" = None, config: Path | None = None,
+    **embedding: Any,
 ) -> "Comparison":
     from chatmem.app.evaluation import compare_strategies, load_source
 
@@ -117,7 +118,8 @@ def _run(
             compared = compare_strategies(ws, transcript, specs, source=source, keep=keep,
                                           explicit=explicit, with_user_facts=with_user_facts,
                                           save_as=save_as, answer=answer,
-                                          probes_only=probes_only, progress=progress or bar)
+                                          probes_only=probes_only, progress=progress or bar,
+                                          **embedding)
         if save_as:
             done_for_good()  # the sessions are saved: what is left is saying so
             # In this workspace: another would ask a typed key again, the sessions saved.
@@ -344,6 +346,7 @@ def evaluate_transcript(job: "CorpusJob") -> "TranscriptResult":
     import time
 
     from chatmem.cli.corpus import TranscriptResult, transcript_progress
+    from chatmem.cli.corpus_embedding import known_vectors
     from chatmem.errors import ChatmemError
     from chatmem.transcripts.reader import read_transcript
 
@@ -357,7 +360,8 @@ def evaluate_transcript(job: "CorpusJob") -> "TranscriptResult":
                        answer=job.answer, transcript=transcript,
                        explicit=job.provider is not None or job.model is not None,
                        with_user_facts=job.with_user_facts, show_progress=False,
-                       probes_only=job.probes_only, progress=transcript_progress(job))
+                       probes_only=job.probes_only, progress=transcript_progress(job),
+                       known=known_vectors(job))
     except ChatmemError as e:
         return TranscriptResult(job.path, error=str(e), seconds=time.monotonic() - started)
     return TranscriptResult(job.path, outcome_json("eval", job.path, outcome), outcome.runs,

@@ -13,7 +13,10 @@ from typing import Any
 import pytest
 from cli_runner import invoke
 
+from chatmem.config.paths import vector_cache_path
+
 SESSIONS = Path(__file__).resolve().parents[2] / "sessions"
+KEY = {"CHATMEM_KEY": "a long enough passphrase 口令"}
 
 
 @pytest.fixture
@@ -53,6 +56,26 @@ def evaluate(source: str, jobs: int, env: dict[str, str] | None = None) -> dict[
             run.pop("seconds", None)
     data["source"] = ""
     return data
+
+
+@pytest.mark.parametrize("env", [None, KEY], ids=["cached", "encrypted"])
+def test_a_cold_eval_with_two_jobs_embeds_each_distinct_text_once(
+        endpoint: Any, tmp_path: Path, env: dict[str, str] | None) -> None:
+    """Each job embedded its own transcript's texts: two transcripts sharing their texts,
+    run at once from an empty cache, both embedded them all. An encrypted history keeps
+    no cache file, and each transcript's run embedded anew."""
+    evaluate(folder(tmp_path, "one", 1), 1, env)
+    once = embedded(endpoint)
+    assert once > 0
+    vector_cache_path().unlink(missing_ok=True)
+    two = folder(tmp_path, "two", 2)
+    alone = evaluate(two, 1, env)
+    embedded(endpoint)
+    vector_cache_path().unlink(missing_ok=True)
+    shared = evaluate(two, 2, env)
+    assert embedded(endpoint) == once
+    assert shared == alone  # the same vectors, so the same recall
+    assert vector_cache_path().exists() is (env is None)
 
 
 def test_an_endpoint_embedder_finds_its_vectors_in_the_cache_from_its_first_lookup(
