@@ -34,6 +34,7 @@ if TYPE_CHECKING:
 
 SUFFIXES = (".jsonl", ".json")
 Evaluate = Callable[["CorpusJob"], "TranscriptResult"]
+Ahead = Callable[[Any, Sequence["CorpusJob"], "Console"], list["CorpusJob"]]
 Within = Callable[[str, float], None]
 """A transcript's path and how much of it is done (0 to 1)."""
 _within: Within | None = None
@@ -262,9 +263,10 @@ def _progress(total: int) -> Iterator[_Shown]:
 
 def eval_corpus(directory: Path, job: CorpusJob, evaluate: Evaluate, *, workers: int,
                 json_out: bool, min_recall: Sequence[RecallGate] = (), report: Path | None = None,
-                zone: str = "UTC") -> None:
+                zone: str = "UTC", ahead: Ahead | None = None) -> None:
     """Evaluate every transcript of `directory` and print per-transcript lines and totals
-    (and write the HTML report of them to `report`).
+    (and write the HTML report of them to `report`). With several workers, `ahead` first
+    readies the jobs with their pool (cli.corpus_embedding.embedded_ahead).
 
     `evaluate` runs in the worker processes: a module-level function, so they can import it.
     """
@@ -295,10 +297,8 @@ def eval_corpus(directory: Path, job: CorpusJob, evaluate: Evaluate, *, workers:
 
     try:
         with _workers(workers, on_screen(err)) as pool:
-            if pool is not None:
-                from chatmem.cli.corpus_embedding import embedded_ahead
-
-                jobs = embedded_ahead(pool.pool, jobs, err)
+            if pool is not None and ahead is not None:
+                jobs = ahead(pool.pool, jobs, err)
             with (_progress(len(jobs)) as shown_on,
                   _results(jobs, evaluate, pool, shown_on.within) as results):
                 for result in results:

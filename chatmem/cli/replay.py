@@ -336,9 +336,11 @@ def _eval_folder(directory: Path, strategy: Sequence[str], param: Sequence[str] 
                      strategies)
     job = CorpusJob("", tuple(strategy), tuple(param or ()), config, db, provider, model,
                     answer, with_user_facts, probes_only)
+    from chatmem.cli.corpus_embedding import embedded_ahead
+
     eval_corpus(directory, job, evaluate_transcript, workers=jobs or os.cpu_count() or 1,
                 json_out=json_out, min_recall=min_recall, report=report,
-                zone=zone_name(settings.zone))
+                zone=zone_name(settings.zone), ahead=embedded_ahead)
 
 
 def evaluate_transcript(job: "CorpusJob") -> "TranscriptResult":
