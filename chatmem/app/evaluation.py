@@ -3,7 +3,7 @@ remembers at the probes), over a transcript file or a stored session."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -12,6 +12,8 @@ from chatmem.errors import TranscriptError
 from chatmem.store.records import FactScope
 
 if TYPE_CHECKING:
+    import numpy as np
+
     from chatmem.app.workspace import Workspace
     from chatmem.config.settings import Settings
     from chatmem.engine.resend import SentFiles
@@ -110,12 +112,16 @@ def compare_strategies(
     answer: bool = False,
     probes_only: bool = False,
     progress: Progress | None = None,
+    collect: dict[tuple[str, bool], None] | None = None,
+    known: Mapping[tuple[str, bool], np.ndarray] | None = None,
 ) -> Comparison:
     """Replay `transcript` under each strategy (in memory unless `save_as` names sessions to
     keep) with the provider and tokenizer it was recorded with unless `explicit`; recorded
     replies are reused unless `keep` is False. With `answer`, each probe is also asked;
     with `probes_only`, only the probes' contexts are built.
     `source` names the conversation in errors (default: the transcript's own source).
+    With `collect`, a dry run: nothing is embedded, each text the runs would embed is
+    noted in it (embeddings.base.Collecting); `known`: vectors embedded ahead (embed_ahead).
     Each spec is as the user gave it: the config's [strategies.NAME] fills what it leaves
     out, as for `chat -s`, and the run's label names what the user typed and what the
     table changes from the defaults (as `sessions list` shows a session's): a table that
@@ -132,9 +138,14 @@ def compare_strategies(
     tokenizer = describe_counter(chat_provider.token_counter(), transcript.tokenizer)
     strategies = workspace.registries.strategies
     specs = as_configured(specs, workspace.settings, strategies)
-    from chatmem.embeddings.base import KEEP_EVERY
+    from chatmem.embeddings.base import KEEP_EVERY, Collecting, Remembering
 
-    embedder = workspace.recall_embedder([strategies.create(s) for s in specs], KEEP_EVERY)
+    remembering = workspace.recall_embedder([strategies.create(s) for s in specs], KEEP_EVERY)
+    if remembering is not None and known:
+        remembering.know(known)
+    embedder: Remembering | Collecting | None = remembering
+    if remembering is not None and collect is not None:
+        embedder = Collecting(remembering, collect)
     runs = replay(transcript, specs, chat_provider=chat_provider, strategies=strategies,
                   # Each strategy on a model of its own: a scripted reply file is read
                   # from its first line for each, whatever order -s gave them in.
@@ -146,7 +157,7 @@ def compare_strategies(
                   user_facts=profile_facts(workspace, user), answer=answer, progress=progress,
                   probes_only=probes_only, zone=workspace.settings.zone,
                   embedder=embedder)
-    if embedder is not None:
+    if isinstance(embedder, Remembering):
         # A run that fails leaves its last vectors (fewer than KEEP_EVERY) unwritten:
         # the next run embeds them again.
         embedder.flush()
@@ -162,6 +173,55 @@ def compare_strategies(
 
     return Comparison(transcript, runs, keep_replies, tokenizer,
                       zone_name(workspace.settings.zone))
+
+
+def texts_to_embed(workspace: Workspace, transcript: Transcript, specs: Sequence[StrategySpec],
+                   *, explicit: bool, answer: bool, with_user_facts: bool = False,
+                   probes_only: bool = False) -> list[tuple[str, bool]]:
+    """Each text (and whether as a query) compare_strategies will embed for `transcript`
+    under `specs`, learnt by a dry run of it that embeds nothing. None at all where a dry run
+    would call a model (a turn without its recorded reply, --answer, a strategy asking the
+    helper): its run embeds its own texts, as before."""
+    from chatmem.evaluation.steps import StepKind, plan
+
+    strategies = workspace.registries.strategies
+    made = [strategies.create(s) for s in as_configured(specs, workspace.settings, strategies)]
+    if answer or not any(m.needs_embedder for m in made) or any(m.calls_helper for m in made):
+        return []
+    scripted = workspace.reproducing(transcript, explicit=explicit).name == "scripted"
+    replied = transcript.has_replies() and all(
+        step.reply is not None for step in plan(transcript, True) if step.kind is StepKind.TURN)
+    if not (scripted or replied):
+        return []
+    asked: dict[tuple[str, bool], None] = {}
+    compare_strategies(workspace, transcript, specs, explicit=explicit, collect=asked,
+                       with_user_facts=with_user_facts, probes_only=probes_only)
+    return list(asked)
+
+
+def embed_ahead(workspace: Workspace, specs: Sequence[StrategySpec],
+                texts: Sequence[tuple[str, bool]]) -> dict[tuple[str, bool], bytes] | None:
+    """Embed `texts` (each with whether it is a query) as compare_strategies under `specs`
+    would: kept in the user's vector cache, where its runs will find them (None), or, with
+    no cache (an encrypted history keeps nothing outside it), handed back as float32 bytes
+    for compare_strategies' `known`. None too when no strategy ranks by meaning."""
+    import numpy as np
+
+    from chatmem.embeddings.base import KEEP_EVERY
+
+    strategies = workspace.registries.strategies
+    chosen = [strategies.create(s) for s in as_configured(specs, workspace.settings, strategies)]
+    embedder = workspace.recall_embedder(chosen, KEEP_EVERY)
+    if embedder is None:
+        return None
+    handed: dict[tuple[str, bool], bytes] = {}
+    for query in (False, True):
+        asked = [text for text, is_query in texts if is_query is query]
+        rows = embedder.embed(asked, query=query)
+        handed.update(((text, query), np.asarray(row, dtype=np.float32).tobytes())
+                      for text, row in zip(asked, rows, strict=True))
+    embedder.flush()
+    return None if embedder.cache is not None else handed
 
 
 def as_configured(specs: Sequence[StrategySpec], settings: Settings,

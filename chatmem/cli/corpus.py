@@ -34,6 +34,7 @@ if TYPE_CHECKING:
 
 SUFFIXES = (".jsonl", ".json")
 Evaluate = Callable[["CorpusJob"], "TranscriptResult"]
+Ahead = Callable[[Any, Sequence["CorpusJob"], "Console"], list["CorpusJob"]]
 Within = Callable[[str, float], None]
 """A transcript's path and how much of it is done (0 to 1)."""
 _within: Within | None = None
@@ -55,6 +56,9 @@ class CorpusJob:
     answer: bool
     with_user_facts: bool
     probes_only: bool = False
+    known: tuple[tuple[str, bool, bytes], ...] = ()
+    """Vectors embedded ahead by other processes, with no cache file to find them in
+    (cli.corpus_embedding): each text, whether a query, its float32 vector."""
 
 
 @dataclass
@@ -116,44 +120,66 @@ def transcript_progress(job: CorpusJob) -> Progress | None:
     return advance
 
 
+@dataclass
+class _Pool:
+    """The worker processes, and the queue they send progress through (None when nothing
+    shows it: unread, a full queue would keep a worker from ending)."""
+
+    pool: Any
+    queue: Any
+
+
 @contextmanager
-def _results(jobs: Sequence[CorpusJob], evaluate: Evaluate, workers: int,
-             within: Within | None = None) -> Iterator[Iterator[TranscriptResult]]:
-    """Results as they finish: inline for one worker, else a pool of `workers` processes;
-    `within` is told how far each transcript has got meanwhile."""
-    global _within
+def _workers(workers: int, progress: bool) -> Iterator[_Pool | None]:
+    """A pool of `workers` processes, or None for one (everything runs inline)."""
     if workers <= 1:
-        _within = within
-        try:
-            yield (evaluate(job) for job in jobs)
-        finally:
-            _within = None
+        yield None
         return
     import multiprocessing
 
     from chatmem.child_processes import safe_path_children
 
     context = multiprocessing.get_context("spawn")
-    queue = context.Queue() if within is not None else None
-    stop = threading.Event()
-    reader = threading.Thread(target=_read_progress, args=(queue, within, stop), daemon=True)
+    queue = context.Queue() if progress else None
     # spawn: a worker starts clean, without the parent's threads or open files; a worker
     # started again while the pool runs inherits the safe path too.
     with safe_path_children():
         pool = context.Pool(workers, initializer=_start_worker, initargs=(queue,))
-        if queue is not None:
-            reader.start()
         try:
-            yield pool.imap_unordered(evaluate, jobs)
+            yield _Pool(pool, queue)
             pool.close()
         finally:
             pool.terminate()
             pool.join()
-            stop.set()
             if queue is not None:
-                reader.join()
                 queue.close()
                 queue.cancel_join_thread()
+
+
+@contextmanager
+def _results(jobs: Sequence[CorpusJob], evaluate: Evaluate, workers: _Pool | None,
+             within: Within | None = None) -> Iterator[Iterator[TranscriptResult]]:
+    """Results as they finish: inline without `workers`, else from their processes;
+    `within` is told how far each transcript has got meanwhile."""
+    global _within
+    if workers is None:
+        _within = within
+        try:
+            yield (evaluate(job) for job in jobs)
+        finally:
+            _within = None
+        return
+    stop = threading.Event()
+    queue = workers.queue
+    reader = threading.Thread(target=_read_progress, args=(queue, within, stop), daemon=True)
+    if queue is not None and within is not None:
+        reader.start()
+    try:
+        yield workers.pool.imap_unordered(evaluate, jobs)
+    finally:
+        stop.set()
+        if reader.is_alive():
+            reader.join()
 
 
 def _read_progress(queue: Any, within: Within, stop: threading.Event) -> None:
@@ -237,9 +263,10 @@ def _progress(total: int) -> Iterator[_Shown]:
 
 def eval_corpus(directory: Path, job: CorpusJob, evaluate: Evaluate, *, workers: int,
                 json_out: bool, min_recall: Sequence[RecallGate] = (), report: Path | None = None,
-                zone: str = "UTC") -> None:
+                zone: str = "UTC", ahead: Ahead | None = None) -> None:
     """Evaluate every transcript of `directory` and print per-transcript lines and totals
-    (and write the HTML report of them to `report`).
+    (and write the HTML report of them to `report`). With several workers, `ahead` first
+    readies the jobs with their pool (cli.corpus_embedding.embedded_ahead).
 
     `evaluate` runs in the worker processes: a module-level function, so they can import it.
     """
@@ -269,13 +296,18 @@ def eval_corpus(directory: Path, job: CorpusJob, evaluate: Evaluate, *, workers:
             errors_to.print(f"error: {Path(result.path).name}: {unanswered}", markup=False,
                             soft_wrap=True)
 
+    from chatmem.render.terminal import on_screen
+
     try:
-        with (_progress(len(jobs)) as shown_on,
-              _results(jobs, evaluate, workers, shown_on.within) as results):
-            for result in results:
-                finished[result.path] = result
-                show(result, shown_on.out, shown_on.err)
-                shown_on.advance(result)
+        with _workers(workers, on_screen(err)) as pool:
+            if pool is not None and ahead is not None:
+                jobs = ahead(pool.pool, jobs, err)
+            with (_progress(len(jobs)) as shown_on,
+                  _results(jobs, evaluate, pool, shown_on.within) as results):
+                for result in results:
+                    finished[result.path] = result
+                    show(result, shown_on.out, shown_on.err)
+                    shown_on.advance(result)
     except KeyboardInterrupt:
         interrupted = True
         # A result that arrived as Ctrl-C did is in the totals: its lines come first.

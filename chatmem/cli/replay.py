@@ -102,6 +102,7 @@ def _run(
     *, keep: bool | None, explicit: bool, with_user_facts: bool, save_as: str | None = None,
     answer: bool = False, transcript: "Transcript | None" = None, show_progress: bool = True,
     probes_only: bool = False, progress: "Progress | None" = None, config: Path | None = None,
+    **embedding: Any,
 ) -> "Comparison":
     from chatmem.app.evaluation import compare_strategies, load_source
 
@@ -117,7 +118,8 @@ def _run(
             compared = compare_strategies(ws, transcript, specs, source=source, keep=keep,
                                           explicit=explicit, with_user_facts=with_user_facts,
                                           save_as=save_as, answer=answer,
-                                          probes_only=probes_only, progress=progress or bar)
+                                          probes_only=probes_only, progress=progress or bar,
+                                          **embedding)
         if save_as:
             done_for_good()  # the sessions are saved: what is left is saying so
             # In this workspace: another would ask a typed key again, the sessions saved.
@@ -343,9 +345,11 @@ def _eval_folder(directory: Path, strategy: Sequence[str], param: Sequence[str] 
                      strategies)
     job = CorpusJob("", tuple(strategy), tuple(param or ()), config, db, provider, model,
                     answer, with_user_facts, probes_only)
+    from chatmem.cli.corpus_embedding import embedded_ahead
+
     eval_corpus(directory, job, evaluate_transcript, workers=jobs or os.cpu_count() or 1,
                 json_out=json_out, min_recall=min_recall, report=report,
-                zone=zone_name(settings.zone))
+                zone=zone_name(settings.zone), ahead=embedded_ahead)
 
 
 def evaluate_transcript(job: "CorpusJob") -> "TranscriptResult":
@@ -353,6 +357,7 @@ def evaluate_transcript(job: "CorpusJob") -> "TranscriptResult":
     import time
 
     from chatmem.cli.corpus import TranscriptResult, transcript_progress
+    from chatmem.cli.corpus_embedding import known_vectors
     from chatmem.errors import ChatmemError
     from chatmem.transcripts.reader import read_transcript
 
@@ -366,7 +371,8 @@ def evaluate_transcript(job: "CorpusJob") -> "TranscriptResult":
                        answer=job.answer, transcript=transcript,
                        explicit=job.provider is not None or job.model is not None,
                        with_user_facts=job.with_user_facts, show_progress=False,
-                       probes_only=job.probes_only, progress=transcript_progress(job))
+                       probes_only=job.probes_only, progress=transcript_progress(job),
+                       known=known_vectors(job))
     except ChatmemError as e:
         return TranscriptResult(job.path, error=str(e), seconds=time.monotonic() - started)
     return TranscriptResult(job.path, outcome_json("eval", job.path, outcome), outcome.runs,

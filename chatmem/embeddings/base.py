@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Protocol
 
 if TYPE_CHECKING:
@@ -147,6 +147,11 @@ class Remembering:
             return np.zeros((0, self.dimensions), dtype=np.float32)
         return np.stack([self._seen[(t, query)] for t in texts])
 
+    def know(self, vectors: Mapping[tuple[str, bool], np.ndarray]) -> None:
+        """Take `vectors` (by text and whether a query) as embedded here: embedded ahead,
+        by other processes, as this would have embedded them (see chatmem.cli.corpus_embedding)."""
+        self._seen.update(vectors)
+
     def flush(self) -> None:
         """Write the vectors embedded since the last write to the cache file."""
         for query in (False, True):
@@ -163,9 +168,37 @@ class Remembering:
         found = self.cache.cached(self.key, query, digests)
         dtype = cached_dtype(query)
         size = self.inner.dimensions * np.dtype(dtype).itemsize
+        if not size:
+            # An endpoint's width is known from its first answer: until then, the cache's
+            # will do when its vectors agree (else every process sent its first texts again).
+            sizes = {len(blob) for blob in found.values()}
+            size = sizes.pop() if len(sizes) == 1 else -1
         found = {d: blob for d, blob in found.items() if len(blob) == size}  # else: embed anew
         for text, digest in zip(texts, digests, strict=True):
             if digest in found:
                 self._seen[(text, query)] = np.frombuffer(found[digest],
                                                           dtype=dtype).astype(np.float32)
         return [t for t, d in zip(texts, digests, strict=True) if d not in found]
+
+
+class Collecting:
+    """Stands in for an embedder in a dry run of a replay, to learn what it will embed: it
+    notes each text asked (and whether as a query) in `asked`, in order, and answers one
+    and the same unit vector for every text. Which texts a replay embeds does not depend
+    on their vectors (messages as they are stored, each probe's query), so the texts are
+    those a real run asks for, at a small part of its cost."""
+
+    WIDTH = 8
+
+    def __init__(self, inner: Embedder, asked: dict[tuple[str, bool], None]) -> None:
+        self.key = inner.key
+        self.asked = asked
+        self.dimensions = self.WIDTH
+
+    def embed(self, texts: Sequence[str], *, query: bool = False) -> np.ndarray:
+        import numpy as np
+
+        self.asked.update(((t, query), None) for t in texts)
+        rows = np.zeros((len(texts), self.WIDTH), dtype=np.float32)
+        rows[:, 0] = 1.0
+        return rows
