@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import os
 import sqlite3
+import time
 from collections.abc import Iterator, Sequence
 from contextlib import closing, contextmanager, suppress
 from pathlib import Path
@@ -73,8 +74,7 @@ class VectorCacheFile:
         try:
             with closing(sqlite3.connect(f"{self.path.resolve().as_uri()}?mode=rw", uri=True,
                                          timeout=WAIT_S, isolation_level=None)) as conn:
-                conn.execute("PRAGMA journal_mode = WAL")
-                conn.execute(SCHEMA)
+                _prepare(conn)
                 yield conn
         except sqlite3.Error as e:
             raise self._error(e) from None
@@ -123,3 +123,22 @@ class VectorCacheFile:
     def count(self) -> int:
         with self._opened() as conn:
             return int(conn.execute("SELECT count(*) FROM vectors").fetchone()[0])
+
+
+def _prepare(conn: sqlite3.Connection) -> None:
+    """WAL mode and the table, waiting out another process making them. Two processes
+    opening a new cache at once (an eval's two jobs) got "database is locked" at once about
+    one open in ten: SQLite does not wait for these, the busy timeout notwithstanding."""
+    deadline = time.monotonic() + WAIT_S
+    pause = 0.005
+    while True:
+        try:
+            conn.execute("PRAGMA journal_mode = WAL")
+            conn.execute(SCHEMA)
+            return
+        except sqlite3.OperationalError as e:
+            if e.sqlite_errorcode & 0xFF != sqlite3.SQLITE_BUSY or time.monotonic() > deadline:
+                raise
+            time.sleep(pause)
+            pause = min(pause * 2, 0.2)
+

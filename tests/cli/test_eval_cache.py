@@ -260,3 +260,30 @@ def test_a_cache_that_cannot_be_made_is_said_and_the_eval_runs_without_it(
             f" a directory: '{blocked}/chatmem'); this run embeds every text, and keeps none"
             " for the next"], args
     assert json.loads(result.stdout) and evaluate(source) == scores
+
+
+def test_processes_opening_a_new_cache_at_once_all_get_it(tmp_path: Path) -> None:
+    """An eval's two jobs opening a new cache together: about one open in ten failed at once
+    with "database is locked" (and told the user to delete the file), failing that job's
+    transcript; SQLite does not wait on the busy timeout while WAL mode and the table are
+    being made. Threads open it here as processes do: each with its own connection."""
+    import threading
+
+    failed: list[BaseException] = []
+    for round_ in range(100):
+        path = tmp_path / str(round_) / "vectors.sqlite"
+        together = threading.Barrier(3)
+
+        def open_it(path: Path = path, together: threading.Barrier = together) -> None:
+            together.wait()
+            try:
+                VectorCacheFile(path).keep("m", False, [(text_digest("甲"), b"\x01\x00\x00\x00")])
+            except StoreError as e:
+                failed.append(e)
+
+        threads = [threading.Thread(target=open_it) for _ in range(3)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+    assert failed == []
