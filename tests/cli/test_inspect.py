@@ -10,6 +10,7 @@ from typing import Any
 
 import pytest
 from cli_runner import invoke
+from group_chat import write_group_chat
 
 from chatmem.store import Store, TurnRecord
 
@@ -593,14 +594,7 @@ def test_a_what_if_at_a_group_chat_turn_leaves_its_askers_label_unsearched(
     (ContextRequest.speaker), but `inspect --strategy` at that turn searched "alice: ...",
     so every message alice wrote matched by her name: the same strategy's what-if showed
     recall the turn never had."""
-    said = [("alice", "I walked the dog this morning"), ("bob", "The ferry leaves at nine"),
-            ("alice", "My garden needs water"), ("alice", "The cat sleeps all afternoon"),
-            ("alice", "what did bob say about the ferry?")]
-    transcript = tmp_path / "group.json"
-    transcript.write_text(json.dumps({"messages": [
-        m for name, text in said for m in (
-            {"role": "user", "name": name, "content": text},
-            {"role": "assistant", "content": "Noted."})]}), encoding="utf-8")
+    transcript = write_group_chat(tmp_path / "group.json")
     db = str(tmp_path / "h.db")
     spec = "retrieval:recent=1,mode=bm25"
     result = invoke("replay", str(transcript), "-s", spec, "--save-as", "g", "--db", db,

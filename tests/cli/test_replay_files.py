@@ -8,6 +8,7 @@ import sqlite3
 from pathlib import Path
 
 from cli_runner import invoke
+from group_chat import write_group_chat
 
 from chatmem.store import Store
 
@@ -81,14 +82,7 @@ def test_a_replayed_group_chat_turn_leaves_its_askers_label_unsearched(tmp_path:
     """Leftover: a stored group chat's turn was sent with recall searching its input without
     the asker's label (ContextRequest.speaker), but a replay of the session passed no
     speaker, so "alice: what did bob say about the ferry?" matched all alice wrote."""
-    said = [("alice", "I walked the dog this morning"), ("bob", "The ferry leaves at nine"),
-            ("alice", "My garden needs water"), ("alice", "The cat sleeps all afternoon"),
-            ("alice", "what did bob say about the ferry?")]
-    transcript = tmp_path / "group.json"
-    transcript.write_text(json.dumps({"messages": [
-        m for name, text in said for m in (
-            {"role": "user", "name": name, "content": text},
-            {"role": "assistant", "content": "Noted."})]}), encoding="utf-8")
+    transcript = write_group_chat(tmp_path / "group.json")
     db = str(tmp_path / "h.db")
     spec = "retrieval:recent=1,mode=bm25"
     for source, name in ((str(transcript), "chat"), ("chat", "again")):
