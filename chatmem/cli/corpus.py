@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any
 
 import typer
 
+from chatmem.cli.gates import check_gates, unanswered_error
 from chatmem.cli.output import consoles, print_json
 from chatmem.errors import ExitCode, ProbesUnanswered, TranscriptError
 
@@ -334,7 +335,7 @@ def eval_corpus(directory: Path, job: CorpusJob, evaluate: Evaluate, *, workers:
         raise typer.Exit(int(ExitCode.INTERRUPTED))
     if any(r.error is not None for r in ordered):
         raise typer.Exit(int(ExitCode.USAGE))
-    _check_threshold(totals, min_recall)
+    check_gates(min_recall, [(t.label, t.id_recall, t.text_recall) for t in totals])
     if any(r.runs is not None and unanswered_error(r.runs) for r in ordered):
         raise typer.Exit(int(ProbesUnanswered.exit_code))
 
@@ -374,74 +375,3 @@ def write_report(path: Path, html: str) -> None:
         raise TranscriptError(f"{path}: cannot write the report: {e.strerror}") from None
     consoles()[1].print(f"wrote {path}", style="dim", markup=False, soft_wrap=True)
 
-
-def _check_threshold(totals: Sequence[StrategyTotals], gates: Sequence[RecallGate]) -> None:
-    check_gates(gates, [(t.label, t.id_recall, t.text_recall) for t in totals])
-
-
-def recall_gates(values: Sequence[str]) -> list[RecallGate]:
-    """`--min-recall` values: `X` (the lower of id and text recall), `id=X`, `text=X`."""
-    from chatmem.errors import UsageError
-    from chatmem.evaluation.scoring import RecallGate, RecallKind
-
-    gates = []
-    for value in values:
-        name, _, number = value.rpartition("=")
-        kind = {"": RecallKind.LOWER, "id": RecallKind.ID,
-                "text": RecallKind.TEXT}.get(name.strip().lower())
-        try:
-            minimum = float(number)
-        except ValueError:
-            minimum = float("nan")
-        if kind is None or not 0.0 <= minimum <= 1.0:  # nan too
-            raise UsageError(f"--min-recall must be a recall from 0 to 1 (X, id=X or text=X),"
-                             f" got {value!r}")
-        gates.append(RecallGate(kind, minimum))
-    return gates
-
-
-def unanswered_error(runs: Sequence[StrategyRun]) -> ProbesUnanswered | None:
-    """The error saying which probes the model gave no answer to, if any did."""
-    failed = [(run.label, number, probe.answer_error) for run in runs
-              for number, probe in enumerate(run.probes, 1) if probe.answer_error is not None]
-    if not failed:
-        return None
-    label, number, error = failed[0]
-    asked = sum(len(run.probes) for run in runs)
-    more = f" (and {len(failed) - 1} more)" if len(failed) > 1 else ""
-    return ProbesUnanswered(f"{label}: probe {number} got no answer{more}, {len(failed)} of"
-                            f" {asked} left out of answer recall: {error}")
-
-
-def check_gates(gates: Sequence[RecallGate],
-                recalls: Sequence[tuple[str, float | None, float | None]]) -> None:
-    """Exit 1, saying which, when a strategy's (label, id recall, text recall) is below a
-    gate: one line per gate missed. A gate on a recall no probe measured (no probe expects
-    an id, or a text) is a mistake in the command, not a score of 0: exit 2, saying so."""
-    from chatmem.evaluation.scoring import RecallKind
-    from chatmem.render.compare import short_of
-
-    missed = unmeasured = False
-    for gate in gates:
-        what = "recall" if gate.kind is RecallKind.LOWER else f"{gate.kind.value} recall"
-        scored = [(label, gate.kind.of(ids, text)) for label, ids, text in recalls]
-        absent = [label for label, value in scored if value is None]
-        if absent:
-            unmeasured = True
-            option = (f"{gate.minimum}" if gate.kind is RecallKind.LOWER
-                      else f"{gate.kind.value}={gate.minimum}")
-            consoles()[1].print(f"--min-recall {option}: no {what} was measured (no probe"
-                                f" expects what it counts): {', '.join(absent)}", markup=False,
-                                soft_wrap=True)
-        below = [(label, value) for label, value in scored
-                 if value is not None and value < gate.minimum]
-        if below:
-            missed = True
-            shown = ", ".join(f"{label} ({short_of(value, gate.minimum)})"
-                              for label, value in below)
-            consoles()[1].print(f"{what} below {gate.minimum}: {shown}", markup=False,
-                                soft_wrap=True)
-    if unmeasured:
-        raise typer.Exit(int(ExitCode.USAGE))
-    if missed:
-        raise typer.Exit(int(ExitCode.BELOW_THRESHOLD))

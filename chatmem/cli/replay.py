@@ -269,7 +269,7 @@ def eval_command(
     \b
     Example: chatmem eval sessions/long-chat.jsonl -s buffer -s window:k=2
     """
-    from chatmem.cli.corpus import recall_gates
+    from chatmem.cli.gates import recall_gates
     from chatmem.render import compare
 
     gates = recall_gates(min_recall or ())
@@ -306,7 +306,7 @@ def eval_command(
                                     zone=outcome.zone))
         for line in compare.replay_notices(outcome.runs, verbose=verbose):
             err.print(line, style="dim", markup=False, soft_wrap=True)
-    from chatmem.cli.corpus import check_gates, unanswered_error
+    from chatmem.cli.gates import check_gates, unanswered_error
 
     unanswered = unanswered_error(outcome.runs)
     try:
