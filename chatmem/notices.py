@@ -6,7 +6,8 @@ back. Each notice carries the numbers, ids and names its wording needs.
 
 A context's own warnings, stored with its turn, are in chatmem.context_warnings; what the
 history itself has to tell (moved, upgraded, retention, a write lock held) is in
-chatmem.history_notices. `Notice` is every one of them.
+chatmem.history_notices; what opening a session changed of it (strategy, model, system
+prompt) is in chatmem.session_notices. `Notice` is every one of them.
 """
 
 from __future__ import annotations
@@ -23,6 +24,13 @@ from chatmem.history_notices import (
     RetentionSkipped,
     WaitingForUpgrade,
     WaitingForWrite,
+)
+from chatmem.session_notices import (
+    ModelChanged,
+    SavedParamsDropped,
+    SettingsNotSaved,
+    StrategyChanged,
+    SystemPromptReplaced,
 )
 
 
@@ -205,71 +213,6 @@ class ErasedWhileUpdating:
     first: int
     last: int
     strategy: str | None = None
-
-
-@dataclass(frozen=True)
-class StrategyChanged:
-    """Opening session `session` changed its strategy from `before` to `after` (labels);
-    `kept`: stored with the session, else for this call only."""
-
-    session: str
-    before: str
-    after: str
-    kept: bool = True
-    owner: str | None = None
-    """The session's owner, when this role only shares it for writing: only the owner
-    changes a session's settings, so the change is for this call, --save or not."""
-
-
-@dataclass(frozen=True)
-class ModelChanged:
-    """Session `session` last ran on `before` and this engine runs on `after` (labels
-    `provider:model`), as `by` chose (`--model`, `CHATMEM_MODEL`, `template NAME`, `the
-    config file`; None: the defaults): its next turns run on it."""
-
-    session: str
-    before: str
-    after: str
-    by: str | None = None
-    owner: str | None = None
-    """The session's owner, when this role only shares it for writing: the session keeps
-    the owner's model (SettingsNotSaved), this engine alone runs on `after`."""
-
-
-@dataclass(frozen=True)
-class SavedParamsDropped:
-    """Session `session` was saved with parameters (`name=value` labels) that the installed
-    version of its strategy `strategy` no longer declares (`unknown`) or now refuses
-    (`refused`: its default is used); this engine goes on without them."""
-
-    session: str
-    strategy: str
-    unknown: tuple[str, ...] = ()
-    refused: tuple[str, ...] = ()
-
-
-@dataclass(frozen=True)
-class SystemPromptReplaced:
-    """Opening session `session` replaced its system prompt (lengths in characters);
-    `kept`: stored with the session, else for this call only."""
-
-    session: str
-    before_chars: int
-    after_chars: int
-    kept: bool = True
-    owner: str | None = None
-    """As StrategyChanged's: only this owner keeps a prompt for the session."""
-
-
-@dataclass(frozen=True)
-class SettingsNotSaved:
-    """A setting of session `session` (`what`: "strategy", "system prompt") was changed for
-    this engine only: the role shares the session for writing, and only its `owner` changes
-    a session's settings (strategy, parameters, system prompt, model)."""
-
-    session: str
-    what: str
-    owner: str
 
 
 @dataclass(frozen=True)

@@ -12,8 +12,9 @@ from cached_counts import cached_counts
 from chatmem.errors import ProviderResponseError
 from chatmem.memory.context import Context
 from chatmem.memory.reasons import NewestTurns
-from chatmem.notices import StrategyChanged, SummaryUpdated, SystemPromptReplaced
+from chatmem.notices import SummaryUpdated
 from chatmem.providers.scripted import ScriptedProvider, ScriptedReply
+from chatmem.session_notices import StrategyChanged, SystemPromptReplaced
 from chatmem.tokens import counter_for_model
 
 

@@ -68,6 +68,7 @@ LAYERS: dict[str, int] = {
     "chatmem.graphemes": 0, "chatmem.combining_marks": 0, "chatmem.chinese_variants": 0,
     "chatmem.errors": 0, "chatmem.activity": 0, "chatmem.attachments": 0, "chatmem.privacy": 0,
     "chatmem.notices": 0, "chatmem.history_notices": 0, "chatmem.context_warnings": 0,
+    "chatmem.session_notices": 0,
     "chatmem.text_files": 0,
     "chatmem.clipboard": 0, "chatmem.child_processes": 0,
     "chatmem.timestamps": 0,

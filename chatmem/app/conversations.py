@@ -13,7 +13,7 @@ from chatmem.activity import QUIET, Activity
 from chatmem.config.settings import SourceKind
 from chatmem.errors import ChatmemError, ModelFrom, NotFound, StoreError, UsageError
 from chatmem.history_notices import RetentionApplied, RetentionSkipped
-from chatmem.notices import ModelChanged
+from chatmem.session_notices import ModelChanged
 
 if TYPE_CHECKING:
     from chatmem.app.workspace import Workspace

@@ -16,8 +16,9 @@ from chatmem.memory.base import Strategy
 from chatmem.memory.params import format_params, strategy_label
 from chatmem.memory.registry import StrategyRegistry
 from chatmem.memory.spec import StrategySpec, split_text
-from chatmem.notices import Notice, SavedParamsDropped, StrategyChanged, SystemPromptReplaced
+from chatmem.notices import Notice
 from chatmem.providers.base import Provider
+from chatmem.session_notices import SavedParamsDropped, StrategyChanged, SystemPromptReplaced
 from chatmem.store import SessionRecord
 from chatmem.store.protocols import TurnStore
 from chatmem.store.records import AccessLevel

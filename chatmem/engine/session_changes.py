@@ -12,7 +12,7 @@ from contextlib import suppress
 from typing import TYPE_CHECKING, Any
 
 from chatmem.errors import ChatmemError, SessionGone
-from chatmem.notices import SettingsNotSaved
+from chatmem.session_notices import SettingsNotSaved
 from chatmem.store.records import session_address
 
 if TYPE_CHECKING:

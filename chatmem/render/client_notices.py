@@ -19,11 +19,8 @@ from chatmem.notices import (
     FactsForgotten,
     FactsNotSaid,
     FactsTooLong,
-    ModelChanged,
     Notice,
-    SavedParamsDropped,
     SensitiveNotRemembered,
-    StrategyChanged,
 )
 from chatmem.render.errors import Client, without_history
 from chatmem.render.history_notices import migrations_text, retention_applied_text
@@ -35,6 +32,7 @@ from chatmem.render.notices import (
     notice_text,
     saved_params_dropped_text,
 )
+from chatmem.session_notices import ModelChanged, SavedParamsDropped, StrategyChanged
 
 if TYPE_CHECKING:
     from chatmem.config.settings import Settings

@@ -49,17 +49,12 @@ from chatmem.notices import (
     InputNotUtf8,
     MemoryUpdateCancelled,
     MemoryUpdateFailed,
-    ModelChanged,
     NoEmbedder,
     Notice,
     ReplyCut,
-    SavedParamsDropped,
     SensitiveNotRemembered,
-    SettingsNotSaved,
-    StrategyChanged,
     SummaryFailed,
     SummaryUpdated,
-    SystemPromptReplaced,
     UsageIgnored,
     VectorCacheUnused,
     VectorsResized,
@@ -68,6 +63,13 @@ from chatmem.privacy.sensitive import describe
 from chatmem.render.counts import counted, listed
 from chatmem.render.errors import by_plugin
 from chatmem.render.history_notices import history_notice_text
+from chatmem.session_notices import (
+    ModelChanged,
+    SavedParamsDropped,
+    SettingsNotSaved,
+    StrategyChanged,
+    SystemPromptReplaced,
+)
 
 NO_EMBEDDER = ("no embedder, so recall ranks by words only (mode=bm25); "
                f"{install_hint('embed')}, or set [embeddings], to recall by meaning")

@@ -29,10 +29,10 @@ from chatmem.errors import (
 )
 from chatmem.memory.context import Context
 from chatmem.memory.params import strategy_label as label_of
-from chatmem.notices import ModelChanged
 from chatmem.render.notices import notice_text
 from chatmem.render.terminal import is_line, on_screen
 from chatmem.render.toolbar import ContextUsage
+from chatmem.session_notices import ModelChanged
 from chatmem.store.records import TurnStatus
 
 if TYPE_CHECKING:

@@ -30,20 +30,18 @@ from chatmem.notices import (
     InputNotUtf8,
     MemoryUpdateCancelled,
     MemoryUpdateFailed,
-    ModelChanged,
     NoEmbedder,
     Notice,
     ReplyCut,
     SensitiveNotRemembered,
-    StrategyChanged,
     SummaryFailed,
     SummaryUpdated,
-    SystemPromptReplaced,
     after_calls,
 )
 from chatmem.render.counts import counted
 from chatmem.render.notices import notice_text, replay_notice_text
 from chatmem.render.progress import activity_warning_text, step_text
+from chatmem.session_notices import ModelChanged, StrategyChanged, SystemPromptReplaced
 
 WORDED: list[tuple[Notice | ContextWarning, str]] = [
     (SummaryUpdated(version=1, upto=1, added=5, removed=0, unit="words", pinned=("Paris",)),

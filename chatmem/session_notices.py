@@ -1,0 +1,75 @@
+"""What opening a session changed of it, as values: its strategy, model, saved parameters
+or system prompt, and a change kept for this engine alone (the role does not own it).
+
+Engine opening returns these among its notices (chatmem.notices.Notice); only
+chatmem.render.notices words them.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class StrategyChanged:
+    """Opening session `session` changed its strategy from `before` to `after` (labels);
+    `kept`: stored with the session, else for this call only."""
+
+    session: str
+    before: str
+    after: str
+    kept: bool = True
+    owner: str | None = None
+    """The session's owner, when this role only shares it for writing: only the owner
+    changes a session's settings, so the change is for this call, --save or not."""
+
+
+@dataclass(frozen=True)
+class ModelChanged:
+    """Session `session` last ran on `before` and this engine runs on `after` (labels
+    `provider:model`), as `by` chose (`--model`, `CHATMEM_MODEL`, `template NAME`, `the
+    config file`; None: the defaults): its next turns run on it."""
+
+    session: str
+    before: str
+    after: str
+    by: str | None = None
+    owner: str | None = None
+    """The session's owner, when this role only shares it for writing: the session keeps
+    the owner's model (SettingsNotSaved), this engine alone runs on `after`."""
+
+
+@dataclass(frozen=True)
+class SavedParamsDropped:
+    """Session `session` was saved with parameters (`name=value` labels) that the installed
+    version of its strategy `strategy` no longer declares (`unknown`) or now refuses
+    (`refused`: its default is used); this engine goes on without them."""
+
+    session: str
+    strategy: str
+    unknown: tuple[str, ...] = ()
+    refused: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class SystemPromptReplaced:
+    """Opening session `session` replaced its system prompt (lengths in characters);
+    `kept`: stored with the session, else for this call only."""
+
+    session: str
+    before_chars: int
+    after_chars: int
+    kept: bool = True
+    owner: str | None = None
+    """As StrategyChanged's: only this owner keeps a prompt for the session."""
+
+
+@dataclass(frozen=True)
+class SettingsNotSaved:
+    """A setting of session `session` (`what`: "strategy", "system prompt") was changed for
+    this engine only: the role shares the session for writing, and only its `owner` changes
+    a session's settings (strategy, parameters, system prompt, model)."""
+
+    session: str
+    what: str
+    owner: str
