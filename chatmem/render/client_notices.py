@@ -24,12 +24,10 @@ from chatmem.notices import (
 )
 from chatmem.render.errors import Client, without_history
 from chatmem.render.history_notices import migrations_text, retention_applied_text
-from chatmem.render.notices import (
-    facts_left_text,
+from chatmem.render.notices import facts_left_text, not_remembered_text, notice_text
+from chatmem.render.session_notices import (
     for_this_call,
     model_changed_text,
-    not_remembered_text,
-    notice_text,
     saved_params_dropped_text,
 )
 from chatmem.session_notices import ModelChanged, SavedParamsDropped, StrategyChanged

@@ -63,6 +63,7 @@ from chatmem.privacy.sensitive import describe
 from chatmem.render.counts import counted, listed
 from chatmem.render.errors import by_plugin
 from chatmem.render.history_notices import history_notice_text
+from chatmem.render.session_notices import session_notice_text
 from chatmem.session_notices import (
     ModelChanged,
     SavedParamsDropped,
@@ -251,51 +252,9 @@ def _(n: ErasedWhileUpdating, repl_hints: bool) -> str:
 
 
 @_worded.register
-def _(n: StrategyChanged, repl_hints: bool) -> str:
-    return (f"session {n.session}: strategy {n.before} → {n.after}"
-            f"{for_this_call(n.kept, n.owner)}")
-
-
-@_worded.register
-def _(n: ModelChanged, repl_hints: bool) -> str:
-    return f"session {model_changed_text(n)}"
-
-
-def model_changed_text(n: ModelChanged) -> str:
-    by = f" ({n.by})" if n.by else ""
-    if n.owner is not None:
-        return (f"{n.session} ran on {n.before}; this run runs on {n.after}{by}"
-                f" ({not_saved(n.owner)})")
-    return f"{n.session} ran on {n.before}; its next turns run on {n.after}{by}"
-
-
-@_worded.register
-def _(n: SettingsNotSaved, repl_hints: bool) -> str:
-    return f"session {n.session}: {n.what} for this chat only ({not_saved(n.owner)})"
-
-
-def not_saved(owner: str) -> str:
-    """Why a grantee's choice of strategy, system prompt or model holds for their run alone:
-    one wording for the CLI, the REPL and the servers."""
-    return f"not saved: only {owner}, its owner, changes the session's settings"
-
-
-@_worded.register
-def _(n: SavedParamsDropped, repl_hints: bool) -> str:
-    return f"session {saved_params_dropped_text(n)}"
-
-
-def saved_params_dropped_text(n: SavedParamsDropped) -> str:
-    left_out = [*(f"{p} (no longer a parameter of it)" for p in n.unknown),
-                *(f"{p} (refused now: the default is used)" for p in n.refused)]
-    return (f"{n.session} was saved by another version of strategy {n.strategy}; "
-            f"left out {', '.join(left_out)}")
-
-
-@_worded.register
-def _(n: SystemPromptReplaced, repl_hints: bool) -> str:
-    return (f"session {n.session}: system prompt replaced "
-            f"({n.before_chars} → {n.after_chars} characters){for_this_call(n.kept, n.owner)}")
+def _(n: StrategyChanged | ModelChanged | SettingsNotSaved | SavedParamsDropped
+      | SystemPromptReplaced, repl_hints: bool) -> str:
+    return f"session {session_notice_text(n)}"
 
 
 @_worded.register
@@ -342,12 +301,6 @@ def _(n: ExpectedRepliesReplaced, repl_hints: bool) -> str:
 def _(n: ContextsWithoutVectors, repl_hints: bool) -> str:
     return (f"{counted(n.partly, 'context')} of {n.built:,} ranked messages without a vector by"
             f" words alone: indexing them failed ({failure_text(n.failure)})")
-
-
-def for_this_call(kept: bool, owner: str | None = None) -> str:
-    if owner is not None:
-        return f" for this call ({not_saved(owner)})"
-    return "" if kept else " for this call (--save keeps it)"
 
 
 # -- a context's warnings -------------------------------------------------------------
