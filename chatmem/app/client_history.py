@@ -15,6 +15,7 @@ from enum import Enum
 from itertools import count
 from typing import TYPE_CHECKING, Protocol
 
+from chatmem.app.overlap import stored_up_to
 from chatmem.reasoning import blocks_replaced
 
 if TYPE_CHECKING:
@@ -46,7 +47,12 @@ def comparable_all(messages: Iterable[Said]) -> list[tuple[str, str]]:
 def history_digest(messages: Iterable[Said]) -> str:
     """What tells one client's history from another's, in the compared form: a server keeps
     it for the turn it answered, not the history itself."""
-    text = json.dumps(comparable_all(messages), ensure_ascii=False)
+    return _digest(comparable_all(messages))
+
+
+def _digest(value: object) -> str:
+    """A SHA-256 of `value` as JSON (Chinese as itself, a lone surrogate kept as its bytes)."""
+    text = json.dumps(value, ensure_ascii=False)
     return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
 
 
@@ -215,8 +221,7 @@ def window_key(system: str | None, exchange: Sequence[Said]) -> str:
     """What a server files a session under after answering it: the system prompt its
     request sent and the exchange it ends with, compared as `comparable` words. A window
     whose last exchange and system prompt give the same key may be that session's end."""
-    text = json.dumps([system or "", comparable_all(exchange)], ensure_ascii=False)
-    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
+    return _digest([system or "", comparable_all(exchange)])
 
 
 def session_of_window(workspace: Workspace, candidates: Iterable[str],
@@ -318,33 +323,6 @@ def _stored(message: ClientMessage) -> dict[str, str]:
     if message.speaker:
         kept["speaker"] = message.speaker
     return kept
-
-
-def stored_up_to(held: Sequence[tuple[str, str]], said: Sequence[tuple[str, str]]) -> int:
-    """How many of a client's messages `said` a session holding `held` already ends with:
-    the longest start of `said` that is the end of `held` (all of `held` when it is the
-    client's start; a start written after another front end's turn by a request that then
-    failed halfway, so the next stores no message twice; 0: the client's whole history goes
-    after the session's, nothing of either lost). Knuth-Morris-Pratt: linear, a session of
-    a repeated "hi" too."""
-    said = said[:len(held)]
-    if not said:
-        return 0
-    back = [0] * len(said)  # for each start of `said`, its longest proper start-end
-    k = 0
-    for i in range(1, len(said)):
-        while k and said[i] != said[k]:
-            k = back[k - 1]
-        if said[i] == said[k]:
-            k += 1
-        back[i] = k
-    k = 0
-    for message in held:
-        while k and (k == len(said) or message != said[k]):
-            k = back[k - 1]
-        if message == said[k]:
-            k += 1
-    return k
 
 
 def leaves_history(workspace: Workspace, name: str, prior: Sequence[ClientMessage], *,
