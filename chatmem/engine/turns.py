@@ -277,6 +277,10 @@ class Engine(SessionChanges, MemoryUpkeep, TurnChecks, Generic[StoreT]):
 
         calls = ProviderCalls(self.provider, self.settings)
         try:
+            if cancel is not None and cancel.is_set():
+                # Its client left while the turn waited (for its conversation): nobody
+                # reads the reply, so the model is not asked (nor paid) for it.
+                raise KeyboardInterrupt
             # Inside the net: a provider may send its request (and fail) as it is asked.
             stream = calls.stream(context.messages())
             if cancel is not None:

@@ -37,6 +37,11 @@ class ToolServer(MCPServer[Any]):
     async def call_tool(self, name: str, arguments: dict[str, Any],
                         context: Context[Any, Any] | None = None
                         ) -> CallToolResult | InputRequiredResult:
+        schema = next((t.input_schema for t in await self.list_tools() if t.name == name), {})
+        truths = truth_for_number(schema, arguments)
+        if truths:
+            raise ToolError(f"Error executing tool {name}: " + "; ".join(
+                f"{key} must be a whole number, not {json.dumps(value)}" for key, value in truths))
         try:
             return await super().call_tool(name, arguments, context)
         except ToolError as e:
@@ -46,6 +51,20 @@ class ToolServer(MCPServer[Any]):
             if isinstance(e, UnexpectedToolError) or not isinstance(refused, ValidationError):
                 raise
             raise ToolError(f"Error executing tool {name}: {refusal(refused)}") from refused
+
+
+def truth_for_number(schema: dict[str, Any], arguments: Any) -> list[tuple[str, bool]]:
+    """The arguments given true or false where `schema` asks a whole number and no yes or
+    no: pydantic reads them as 1 and 0 (`forget`'s fact_id: true named fact 1)."""
+    properties = schema.get("properties", {})
+
+    def kinds(key: str) -> set[Any]:
+        spec = properties.get(key, {})
+        return {spec.get("type"), *(s.get("type") for s in spec.get("anyOf", []))}
+
+    return [(key, value) for key, value in (arguments or {}).items()
+            if isinstance(value, bool) and "integer" in kinds(key)
+            and "boolean" not in kinds(key)]
 
 
 def refusal(error: ValidationError) -> str:

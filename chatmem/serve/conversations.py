@@ -4,6 +4,7 @@ id names, and the turn last answered in each (the one a client may regenerate or
 
 from __future__ import annotations
 
+import itertools
 import threading
 import weakref
 from collections import OrderedDict
@@ -47,11 +48,13 @@ class ServedConversations:
         self._openings: set[tuple[str, str]] = set()
         """Sessions chosen for chats no id names that have no turn yet (location, name)."""
         self._openings_guard = threading.Lock()
-        self._answered: OrderedDict[tuple[str, str], tuple[int, AskedWith]] = OrderedDict()
-        """The stored turn (its row id) this server last answered in a conversation, and
-        what it keeps of the history its request sent: a client that sends that history
-        again may edit it, one that sends less than the session holds then has left it
-        (at most ANSWERED_KEPT conversations)."""
+        self._answered: OrderedDict[tuple[str, str], tuple[int, AskedWith, int]] = (
+            OrderedDict())
+        """The stored turn (its row id) this server last answered in a conversation, what
+        it keeps of the history its request sent, and when (`moment`): a client that sends
+        that history again may edit it, one that sends less than the session holds then has
+        left it (at most ANSWERED_KEPT conversations)."""
+        self._moments = itertools.count()
         self._windows: OrderedDict[tuple[str, str], tuple[str, ...]] = OrderedDict()
         """Conversations no id names by the `window_key`s of the turn this server last
         answered in each and of the exchange before it (at most ANSWERED_KEPT): where a
@@ -73,14 +76,27 @@ class ServedConversations:
             return [name for (at, name), filed in self._windows.items()
                     if at == location and key in filed]
 
-    def answered(self, location: str, conversation: str) -> tuple[int, AskedWith] | None:
+    def moment(self) -> int:
+        """A number later than every one given before: when a request came, or a turn was
+        answered."""
         with self._turns_guard:
-            return self._answered.get((location, conversation))
+            return next(self._moments)
+
+    def answered(self, location: str, conversation: str, *, before: int
+                 ) -> tuple[int, AskedWith] | None:
+        """The turn this server last answered in a conversation, and with what history;
+        None when it was answered at `before` (a request's `moment`) or after: a request
+        that came while it was under way was sent before its reply, and edits none of it
+        (a bot that sends two members' messages at once)."""
+        with self._turns_guard:
+            found = self._answered.get((location, conversation))
+        return None if found is None or found[2] >= before else found[:2]
 
     def note_answered(self, location: str, conversation: str, turn_id: int,
                       asked_with: AskedWith) -> None:
         with self._turns_guard:
-            self._answered[(location, conversation)] = (turn_id, asked_with)
+            self._answered[(location, conversation)] = (turn_id, asked_with,
+                                                        next(self._moments))
             self._answered.move_to_end((location, conversation))
             while len(self._answered) > ANSWERED_KEPT:
                 self._answered.popitem(last=False)

@@ -93,6 +93,8 @@ class Turn:
         """The client's history took the place of the session opened for it: this turn is
         the first of that one."""
         self.completion_id = f"chatcmpl-{uuid.uuid4().hex[:24]}"
+        self.came = proxy.moment()
+        """When the request came: a turn answered since is none its client had seen."""
         self._said: list[str] = []
         self.unstored: str | None = None
         """The reply the model completed (paid for), until the engine returns it stored: a
@@ -223,7 +225,7 @@ class Turn:
                 engine.settle()  # a new session exists before the client's history goes in
                 where = str(self.settings.location)
                 done = last_completed_turn_id(ws, engine.session)
-                answered = proxy.answered(where, asked.conversation)
+                answered = proxy.answered(where, asked.conversation, before=self.came)
                 asked_before = answered[1] if answered and answered[0] == done else None
                 if asked.one_chat and asked.shared is None and leaves_history(
                         ws, asked.conversation, asked.prior, asked_with=asked_before):

@@ -43,3 +43,31 @@ def test_a_wrong_argument_is_one_line_naming_it_and_what_it_must_be(tmp_path: Pa
         'everywhere must be true or false, not "也许"',
     ]
     assert all("\n" not in line and "pydantic" not in line for line in said)
+
+
+def test_true_or_false_is_no_whole_number(tmp_path: Path) -> None:
+    """Review: pydantic reads a JSON true as 1 and false as 0 where a whole number is asked,
+    so `forget` with `fact_id: true` (a model's slip for a yes/no argument beside it) and
+    `confirm: true` forgot fact 1, whatever fact was meant; `turn: true` explained turn 1.
+    They are refused as any other wrong type is, and nothing changes."""
+    import json
+
+    async def work(session: ClientSession) -> tuple[list[str], Any]:
+        await call(session, "start_conversation", name="旅行")
+        await call(session, "remember", conversation_id="旅行", fact="城市: 杭州")
+        said = []
+        for tool, arguments in [
+                ("forget", {"fact_id": True, "confirm": True}),
+                ("explain_turn", {"conversation_id": "旅行", "turn": True}),
+                ("list_facts", {"page": False})]:
+            result = await session.call_tool(tool, arguments)
+            assert result.is_error, (tool, arguments)
+            said.append(result.content[0].text)  # type: ignore[union-attr]
+        facts = await session.call_tool("list_facts", {})
+        return said, json.loads(facts.content[0].text)  # type: ignore[union-attr]
+
+    said, facts = with_client(tmp_path / "h.db", work)
+    assert [line.split(": ", 1)[1] for line in said] == [
+        "fact_id must be a whole number, not true", "turn must be a whole number, not true",
+        "page must be a whole number, not false"]
+    assert [(f["key"], f["value"]) for f in facts["facts"]] == [("城市", "杭州")]

@@ -691,6 +691,42 @@ def test_a_client_that_leaves_while_the_model_is_stalled_leaves_a_cancelled_turn
     assert statuses(db_path, "stalled") == ["cancelled", "ok"]
 
 
+@pytest.mark.parametrize("stream", [True, False], ids=["streamed", "not-streamed"])
+def test_a_client_that_leaves_while_its_request_waits_for_the_conversation_costs_no_call(
+        proxy: RunningProxy, chat_server: ChatServer, db_path: Path, stream: bool) -> None:
+    """Review: a request waiting for its conversation's turn (another request's reply under
+    way) whose client gave up meanwhile (a timeout, a retry) was still sent to the model
+    once the conversation was free, its whole context paid for, then cancelled at the
+    reply's first piece. Nobody waits for it: it is stored as cancelled, never sent."""
+    from chatmem.serve.turn import Turn
+
+    chat_server.release.clear()
+    chat_server.plan = ["slow"]  # the first reply's first piece, then held until released
+    url, header = f"{proxy.base_url}/chat/completions", {"X-Chatmem-Conversation": "queued"}
+    first = threading.Thread(target=lambda: client(proxy).chat.completions.create(
+        model="test-small", messages=[{"role": "user", "content": "第一个问题"}],
+        extra_headers=header))
+    first.start()
+    try:
+        assert chat_server.first_delta_sent.wait(HANG)
+        with pytest.raises(httpx.ReadTimeout):  # the client gives up waiting, and hangs up
+            httpx.post(url, timeout=1.0, headers=header, json={
+                "model": "test-small", "stream": stream,
+                "messages": [{"role": "user", "content": "等不及了"}]})
+
+        def left() -> bool:
+            waiting = [o for o in gc.get_objects() if isinstance(o, Turn)
+                       and o.asked.text == "等不及了"]
+            return bool(waiting) and waiting[0].gone.is_set()
+        wait_until(left, "the server saw the second client leave")
+    finally:
+        chat_server.release.set()
+    first.join(HANG)
+    wait_until(lambda: statuses(db_path, "queued") == ["ok", "cancelled"],
+               "the second turn is stored as cancelled")
+    assert [m["content"] for m in chat_server.requests[-1]["messages"]][-1] == "第一个问题"
+    assert len(chat_server.requests) == 1
+
 def test_what_a_client_gets_wrong_is_a_400_that_names_it_and_stores_nothing(
         proxy: RunningProxy, chat_server: ChatServer, db_path: Path) -> None:
     url = f"{proxy.base_url}/chat/completions"

@@ -12,6 +12,7 @@ from urllib.parse import unquote
 
 import pytest
 from chat_server import ChatServer
+from waiting import HANG, wait_until
 
 pytest.importorskip("uvicorn", reason="chatmem[serve] is not installed")
 
@@ -202,3 +203,46 @@ def test_an_assistant_message_of_unclosed_tags_is_compared_in_one_pass(
                        {"role": "assistant", "content": "<think>想" * 25_000},
                        {"role": "user", "content": "再见"}])
     assert reply and time.monotonic() - started < 10
+
+
+def test_a_message_sent_while_the_last_was_being_answered_is_not_taken_for_its_edit(
+        proxy: RunningProxy, chat_server: ChatServer, db_path: Path) -> None:
+    """Review: a bot answering one chat (a group's channel, one id) sends two members'
+    messages at once, each with the history it has. The second waited for the first's
+    turn, then read as an edit of it (its history the one this server had just answered
+    for): the first's exchange left memory, though its client had its reply, and the
+    second's model never saw it. A client cannot have edited a message whose reply it had
+    not yet been sent: that exchange stays, and the second is a turn of its own."""
+    import threading
+
+    ask = asker(proxy, extra_headers={"X-Chatmem-Conversation": "group"})
+    opening = [{"role": "user", "content": "大家好"}]
+    reply, _, _ = ask(opening)
+    history = [*opening, {"role": "assistant", "content": reply}]
+    chat_server.release.clear()
+    chat_server.first_delta_sent.clear()
+    chat_server.plan = ["slow"]
+    answered: dict[str, tuple[str, str]] = {}
+
+    def send(text: str) -> None:
+        answered[text] = ask([*history, {"role": "user", "content": text}])[1:]
+
+    first = threading.Thread(target=send, args=("alice: 我明天到",))
+    first.start()
+    chat_server.first_delta_sent.wait(HANG)
+    turns_before = sum(t.name == "chatmem-turn" for t in threading.enumerate())
+    second = threading.Thread(target=send, args=("bob: 我后天到",))
+    second.start()
+    # The second request is read (its turn under way, waiting for the first's) before the
+    # first's reply ends.
+    wait_until(lambda: sum(t.name == "chatmem-turn" for t in threading.enumerate())
+               > turns_before, "the second request is taken")
+    chat_server.release.set()
+    first.join(HANG)
+    second.join(HANG)
+    assert answered == {"alice: 我明天到": ("group@2", "next-turn"),
+                        "bob: 我后天到": ("group@3", "next-turn-last-kept")}
+    assert turns(db_path) == {"group": [("大家好", "ok", False), ("alice: 我明天到", "ok", False),
+                                     ("bob: 我后天到", "ok", False)]}
+    # The second's model got the first's exchange.
+    assert "alice: 我明天到" in [m["content"] for m in chat_server.requests[-1]["messages"]]
