@@ -28,6 +28,11 @@ def open_history(settings: Settings, *, create: bool, one_off: bool,
         return Store(":memory:"), False
     where = settings.location  # parsed once here; the store is given it, typed
     if where.kind is LocationKind.POSTGRESQL:
+        if (source := settings.key_source()) is not None:
+            # Ignored, the key would let its user believe the history is encrypted.
+            raise StoreError(f"{source} is set, but a key encrypts a SQLite history file "
+                             "only; a PostgreSQL database is protected by its server "
+                             f"(unset {source})")
         try:
             return Store(where, on_upgrade=tell), False  # the server protects it: no key
         except StoreError as e:
