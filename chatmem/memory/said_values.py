@@ -52,6 +52,13 @@ def said_in(value: str, texts: Sequence[str]) -> bool:
     return any(whole.search(_normal(t)) for t in texts) or _in_forms(value, texts)
 
 
+def key_named(key: str, texts: Sequence[str]) -> bool:
+    """Whether one of `texts` says a word of a fact's `key` ("city" of "home city", 城市):
+    who in a batch spoke of the fact a retraction forgets."""
+    return any(said_in(word, texts) for word in re.split(r"[\s_-]+", key)
+               if len(word) > 1 or not word.isascii())
+
+
 @lru_cache(maxsize=256)  # each of a batch's messages is asked once a value
 def _normal(text: str) -> str:
     """`text` as a value is compared: folded as search folds it (張偉 is 张伟, 臺北 台北,
