@@ -38,3 +38,19 @@ def test_a_key_for_a_postgresql_history_is_refused_and_nothing_is_stored(
 
 def test_without_a_key_the_same_history_opens(pg_url: str, tmp_path: Path) -> None:
     chat(pg_url, "t", ["hello"], env={"CHATMEM_KEY": None}, code=0)
+
+
+def test_the_key_of_an_encrypted_file_copied_to_or_from_postgresql_is_the_files(
+        pg_url: str, tmp_path: Path) -> None:
+    """`sessions copy` between an encrypted file and a PostgreSQL history (README: how a
+    history moves) sets the key for the file: the database side does not refuse it."""
+    pytest.importorskip("sqlcipher3", reason="chatmem[encrypt] is not installed")
+    db = str(tmp_path / "locked.db")
+    env = {"CHATMEM_KEY": "a secret phrase"}
+    chat(db, "trip", ["我住在杭州"], env=env, code=0)
+    invoke("sessions", "copy", "--from", db, "--to", pg_url, "trip", env=env, code=0)
+    back = str(tmp_path / "back.db")
+    invoke("sessions", "copy", "--from", pg_url, "--to", back, "trip", env=env, code=0)
+    with Store(back, key="a secret phrase") as store:
+        said = store.history.messages(store.sessions.session("trip").id)
+    assert said[0].content == "我住在杭州"
