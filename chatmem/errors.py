@@ -32,6 +32,7 @@ and an exit code::
         ├── ProviderConnectionError   endpoint unreachable
         ├── ProviderTimeout           no answer within the timeout
         └── ProviderResponseError     5xx, a stream cut mid-way, malformed data
+            └── ProviderQuotaExhausted    429 insufficient_quota: no credit left, waiting won't help
 
 Messages are one line and say what to check. They never contain secrets.
 """
@@ -569,6 +570,11 @@ class ProviderTimeout(ProviderError):
 
 class ProviderResponseError(ProviderError):
     pass
+
+
+class ProviderQuotaExhausted(ProviderResponseError):
+    """429 `insufficient_quota`: the account behind the model's key has no credit left.
+    No rate limit (waiting does not end it); `serve` answers its client as OpenAI would."""
 
 
 class ProviderRefusedRequest(ProviderResponseError):

@@ -262,6 +262,17 @@ def index_text(text: str) -> str:
     return " ".join(_terms(text, run_ends=True))
 
 
+def message_index_text(role: str, content: str) -> str:
+    """What the index stores for a stored message: a reply's terms without the reasoning it
+    opens with, as a context sends it (memory.message_counts.sent_text). Indexed whole,
+    retrieval by words found a reply by what the model only thought."""
+    if role == "assistant" and "<" in content:  # no tag, no reasoning: most replies
+        from chatmem.reasoning import without_reasoning
+
+        content = without_reasoning(content).lstrip() or content
+    return index_text(content)
+
+
 PREFIX = "*"
 """Marks a search term matching every indexed term it starts (never in a term: `\\w`)."""
 

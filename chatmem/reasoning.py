@@ -37,6 +37,19 @@ def without_reasoning(text: str) -> str:
     return text[closed.end():] if closed else text
 
 
+_TAGS = re.compile(r"</?(?:think|thinking|reasoning)>|<details\s+type=\"reasoning\"[^>]*>"
+                   r"|</details>", re.IGNORECASE)
+
+
+def reasoning_and_reply(text: str) -> tuple[str, str]:
+    """The reasoning `text` begins with (`without_reasoning`'s), without its tags, and the
+    rest: what a reader is shown apart ("" and `text` when it opens with none)."""
+    rest = without_reasoning(text)
+    if rest == text or not text.endswith(rest):
+        return "", text
+    return _TAGS.sub("", text[:len(text) - len(rest)]).strip(), rest.lstrip()
+
+
 def blocks_replaced(text: str, by: str) -> str:
     """`text` with each whole reasoning block, wherever it stands, replaced `by`: as
     REASONING.sub, in one pass. The pattern, for each tag no closing tag follows, read on to

@@ -21,13 +21,20 @@ if TYPE_CHECKING:
 
 def open_history(settings: Settings, *, create: bool, one_off: bool,
                  ask_key: Callable[[str], str] | None, tell: Callable[[Notice], None],
-                 pool: ModelPool | None) -> tuple[Store, bool]:
+                 pool: ModelPool | None, key_elsewhere: bool = False) -> tuple[Store, bool]:
     """The history `settings` name, and whether `ask_key` gave its key (Workspace's
-    `create`, `one_off`, `ask_key` and models pool; `tell` hears what opening did)."""
+    `create`, `one_off`, `ask_key` and models pool; `tell` hears what opening did).
+    `key_elsewhere`: a key set is another history's (`sessions copy` from or to an
+    encrypted file), not one a PostgreSQL history would ignore."""
     if one_off:
         return Store(":memory:"), False
     where = settings.location  # parsed once here; the store is given it, typed
     if where.kind is LocationKind.POSTGRESQL:
+        if not key_elsewhere and (source := settings.key_source()) is not None:
+            # Ignored, the key would let its user believe the history is encrypted.
+            raise StoreError(f"{source} is set, but a key encrypts a SQLite history file "
+                             "only; a PostgreSQL database is protected by its server "
+                             f"(unset {source})")
         try:
             return Store(where, on_upgrade=tell), False  # the server protects it: no key
         except StoreError as e:

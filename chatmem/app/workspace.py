@@ -68,7 +68,7 @@ class Workspace:
     def __init__(self, settings: Settings, *, create: bool = True, one_off: bool = False,
                  ask_key: KeyPrompt | None = None, on_notice: Listener | None = None,
                  models: ModelPool | None = None,
-                 registries: Registries | None = None) -> None:
+                 registries: Registries | None = None, key_elsewhere: bool = False) -> None:
         from chatmem.plugins import load_registries
 
         self.settings = settings
@@ -76,6 +76,8 @@ class Workspace:
         self.create = create
         self.one_off = one_off
         self.ask_key = ask_key
+        self.key_elsewhere = key_elsewhere
+        """A key set is another history's (history_opening.open_history)."""
         self.on_notice = on_notice
         self.notices: list[Notice] = []
         """What opening did that the user should know and no listener heard, in order."""
@@ -173,7 +175,7 @@ class Workspace:
 
         store, self.key_typed = open_history(
             self.settings, create=self.create, one_off=self.one_off, ask_key=self.ask_key,
-            tell=self.tell, pool=self._pool)
+            tell=self.tell, pool=self._pool, key_elsewhere=self.key_elsewhere)
         return store
 
     # -- models ------------------------------------------------------------------------

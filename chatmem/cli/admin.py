@@ -209,12 +209,17 @@ def copy(
     Example: chatmem sessions copy --from chatmem.db --to postgresql://ann@db.example/team trip
     """
     from chatmem.app.team import copy_sessions
+    from chatmem.config.location import LocationKind
     from chatmem.errors import UsageError
 
     if source is None or target is None:
         raise UsageError("name both histories: --from FILE|URL --to FILE|URL")
-    with (open_workspace(settings_from(config, source, db_flag="--from"), create=False) as origin,
-          open_workspace(settings_from(config, target, db_flag="--to")) as destination):
+    sides = settings_from(config, source, db_flag="--from"), settings_from(
+        config, target, db_flag="--to")
+    # A key set with a file on one side is that file's: the database side takes none.
+    files = [s.location.kind is not LocationKind.POSTGRESQL for s in sides]
+    with (open_workspace(sides[0], create=False, key_elsewhere=files[1]) as origin,
+          open_workspace(sides[1], key_elsewhere=files[0]) as destination):
         report = copy_sessions(origin, destination, sessions or ())
     if json_out:
         print_json(report.to_json())

@@ -79,8 +79,8 @@ def apply_template(settings: Settings, name: str | None, *, strategy: str | None
 
 
 @contextmanager
-def open_workspace(settings: Settings, *, create: bool = True,
-                   one_off: bool = False) -> Iterator[Workspace]:
+def open_workspace(settings: Settings, *, create: bool = True, one_off: bool = False,
+                   key_elsewhere: bool = False) -> Iterator[Workspace]:
     """What a command works on (chatmem.app.Workspace), closed when the command ends.
 
     `create=False` (reading commands) never creates a history file; `one_off`: a history of
@@ -91,7 +91,8 @@ def open_workspace(settings: Settings, *, create: bool = True,
 
     interactive = sys.stdin.isatty() and sys.stderr.isatty()
     with Workspace(settings, create=create, one_off=one_off, registries=registries(),
-                   ask_key=ask_key if interactive else None, on_notice=say_notice) as ws:
+                   ask_key=ask_key if interactive else None, on_notice=say_notice,
+                   key_elsewhere=key_elsewhere) as ws:
         yield ws
 
 

@@ -38,7 +38,7 @@ from chatmem.memory.extraction_answer import (
 from chatmem.memory.fact_keys import key_identity, same_key
 from chatmem.memory.history_view import HistoryTurn, HistoryView
 from chatmem.memory.later_facts import LaterFacts
-from chatmem.memory.said_values import said_in
+from chatmem.memory.said_values import key_named, said_in
 from chatmem.memory.sensitive_turns import guard_for, remember
 from chatmem.notices import (
     DerivedMemory,
@@ -279,7 +279,9 @@ def _extract(env: MemoryEnv, model: Provider, turns: Sequence[HistoryTurn],
                              user_scope=bool(env.settings and env.settings.user_facts),
                              later=LaterFacts(state, turns), asked=asked,
                              asked_said=[t for n, text, shown in said if n in asked
-                                         for t in (text, shown)])
+                                         for t in (text, shown)],
+                             members_said=[t for n, text, shown in said if n in speakers
+                                           for t in (text, shown)])
         done()
     found = [kind for _, text, shown in said for kind in sensitive.kinds_between(text, shown)]
     if found or refused:
@@ -347,6 +349,7 @@ def apply_extraction(
     state: SessionState, extraction: Extraction, sources: Mapping[int, int | None],
     *, user_scope: bool = False, later: LaterFacts | None = None,
     asked: Collection[int] | None = None, asked_said: Sequence[str] | None = None,
+    members_said: Sequence[str] = (),
 ) -> list[str]:
     """Write an extraction turn by turn, so what was said last wins; the keys of the facts
     it forgot and set no value for again.
@@ -359,6 +362,9 @@ def apply_extraction(
     forgets this session's facts only, never the profile's. `asked_said`: what the asked
     turns' user said; a value set under an asked turn that none of it holds is another
     turn's words, cited wrong (by a helper's slip, or as a member's message told it to).
+    `members_said`: what group chat members said in the batch; a retraction under an asked
+    turn of a key their words name and the asked turns' do not is a member's, cited wrong
+    (bob's "Forget my city." must not forget the owner's city).
     """
     steps: list[tuple[int, int, FactRetraction | FactChange]] = [
         *((r.turn, 0, r) for r in extraction.retract),
@@ -371,6 +377,10 @@ def apply_extraction(
                 and not said_in(step.value, asked_said):
             here = False
         if isinstance(step, FactRetraction):
+            if here and members_said and asked_said is not None \
+                    and key_named(step.key, members_said) \
+                    and not key_named(step.key, asked_said):
+                here = False
             forgot += _forget(state, step, later, here)
         else:
             _apply_change(state, step, sources, user_scope, later, here)

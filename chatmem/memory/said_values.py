@@ -52,6 +52,13 @@ def said_in(value: str, texts: Sequence[str]) -> bool:
     return any(whole.search(_normal(t)) for t in texts) or _in_forms(value, texts)
 
 
+def key_named(key: str, texts: Sequence[str]) -> bool:
+    """Whether one of `texts` says a word of a fact's `key` ("city" of "home city", 城市):
+    who in a batch spoke of the fact a retraction forgets."""
+    return any(said_in(word, texts) for word in re.split(r"[\s_-]+", key)
+               if len(word) > 1 or not word.isascii())
+
+
 @lru_cache(maxsize=256)  # each of a batch's messages is asked once a value
 def _normal(text: str) -> str:
     """`text` as a value is compared: folded as search folds it (張偉 is 张伟, 臺北 台北,
@@ -142,6 +149,35 @@ def _zh_digits(run: str) -> str:
             and (n := zh_value(run[:-1])) is not None:
         return f"{n}一"
     return run
+
+
+_EN_NUMBER_ANY_CASE = re.compile(_EN_NUMBER.pattern, re.IGNORECASE)
+_DIGITS_GROUPED = re.compile(r"(?<![\d.,])\d{1,3}(?:[,_'\u00a0\u202f]\d{3})+(?![\d.,]\d)")
+
+
+def written_otherwise(value: str, text: str) -> list[str]:
+    """The numbers of `value` as `text` writes them otherwise: 一万五 for 15000, twenty-five
+    for 25, 15,000 for 15000 (a form `said_in` took for the value). A purge looks for these
+    as well as the value in the message the fact was read from: erasing 15000 alone would
+    leave what the user typed. A number of one digit has none: a purge does not look for
+    the value 3 at all (too short to search out), nor then for three."""
+    numbers = {n for n in re.findall(r"\d+", _forms(value)[1]) if len(n.lstrip("0")) > 1}
+    if not numbers:
+        return []
+    found = []
+    for m in _ZH_NUMBER.finditer(text):
+        run = m.group()
+        n = zh_value(run)
+        if n is None and run.endswith("一"):  # 一万五一个月: 15000 a month
+            run = run[:-1]
+            n = zh_value(run)
+        if n is not None and str(n) in numbers:
+            found.append(run)
+    found += [m.group() for m in _EN_NUMBER_ANY_CASE.finditer(text)
+              if _EN_NUMBER.sub(_english, m.group().lower()) in numbers]
+    found += [m.group() for m in _DIGITS_GROUPED.finditer(text)
+              if _GROUPED.sub("", m.group()) in numbers]
+    return [f for f in dict.fromkeys(found) if f != value]
 
 
 def _english(m: re.Match[str]) -> str:

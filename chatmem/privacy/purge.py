@@ -96,10 +96,30 @@ def plan(store: PrivacyStore, fact: FactRecord, earlier: Sequence[str] = ()) -> 
     if fact.scope != FactScope.USER and fact.session_id is not None:
         store.sessions.check_session_owned(fact.session_id, "purge a fact of")
         user = store.sessions.session_by_id(fact.session_id).user
-    values = tuple(v for v in dict.fromkeys([fact.value, *earlier]) if searchable(v))
+    said = _said_otherwise(store, fact, earlier)
+    values = tuple(v for v in dict.fromkeys([fact.value, *earlier, *said]) if searchable(v))
     session_ids = tuple(store.redactions.profile_session_ids(user))
     return Purge(values, user, session_ids,
                  _longer_names(store, fact.id, user, values, session_ids))
+
+
+def _said_otherwise(store: PrivacyStore, fact: FactRecord, earlier: Sequence[str]) -> list[str]:
+    """The fact's values as the messages they were read from wrote them otherwise (一万五 for
+    15000: said_values.written_otherwise): the user's words a purge erases too, found by
+    the turn each value cites (its own, and those of its earlier values)."""
+    from chatmem.memory.said_values import written_otherwise
+
+    cited = [(fact.value, fact.source_session_id or fact.session_id, fact.source_turn)]
+    cited += [(h.value, h.source_session_id, h.source_turn)
+              for h in store.facts.fact_history([fact.id]).get(fact.id, [])
+              if h.value in earlier]
+    said: list[str] = []
+    for value, session_id, turn in cited:
+        if session_id is None or turn is None:
+            continue  # /remember cites no turn: the value is what was typed
+        for message in store.history.messages_in_turns(session_id, [turn]):
+            said += written_otherwise(value, message.content)
+    return said
 
 
 def _longer_names(store: PrivacyStore, fact_id: int, user: str | None, values: Sequence[str],

@@ -6,7 +6,12 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from chatmem.errors import ProviderError, ProviderRateLimited, ProviderResponseError
+from chatmem.errors import (
+    ProviderError,
+    ProviderQuotaExhausted,
+    ProviderRateLimited,
+    ProviderResponseError,
+)
 
 CHARS_PER_TOKEN_AT_MOST = 16
 """No tokenizer's tokens average more characters than this over a whole reply."""
@@ -66,7 +71,7 @@ def rate_limit_error(where: str, error: Any, retries: int) -> ProviderError:
     if "insufficient_quota" in (body.get("code"), body.get("type")):
         # OpenAI's answer when the account has no credit left: retried as any 429, and
         # "wait and try again" sent the user to wait for nothing.
-        return ProviderResponseError(
+        return ProviderQuotaExhausted(
             f"{where} answered 429 insufficient_quota: the account's quota is used up;"
             " check its plan and billing (waiting does not help)", status=429)
     wait = retry_after(error.response.headers)

@@ -21,6 +21,7 @@ from chatmem.errors import (
     ProviderConnectionError,
     ProviderError,
     ProviderNotFound,
+    ProviderQuotaExhausted,
     ProviderRateLimited,
     ProviderRefusedRequest,
     ProviderTimeout,
@@ -164,6 +165,9 @@ def _(error: ProviderError, client: Client) -> str:
         return f"the upstream model could not be reached; {log}"
     if isinstance(error, ProviderRateLimited):
         return "the upstream model is rate limiting requests (429): wait and try again"
+    if isinstance(error, ProviderQuotaExhausted):
+        return ("the upstream model's account has no quota left (429 insufficient_quota):"
+                " waiting does not help; its owner must check its plan and billing")
     if isinstance(error, ProviderNotFound):
         return f"the upstream model answered 404: {_not_found_for_a_client(error.model_from)}"
     if isinstance(error, ProviderRefusedRequest):

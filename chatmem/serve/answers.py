@@ -17,6 +17,7 @@ from chatmem.errors import (
     OverBudget,
     ProviderError,
     ProviderNotFound,
+    ProviderQuotaExhausted,
     ProviderRateLimited,
     ProviderRefusedRequest,
     ProviderTimeout,
@@ -122,7 +123,7 @@ def status_of(error: BaseException) -> int:
         return 503
     if isinstance(error, NotFound | ProviderNotFound):
         return 404
-    if isinstance(error, ProviderRateLimited):
+    if isinstance(error, ProviderRateLimited | ProviderQuotaExhausted):
         return 429
     if isinstance(error, ProviderTimeout):
         return 504
@@ -145,12 +146,15 @@ def error_json(error: BaseException, settings: Settings | None = None) -> dict[s
     else:
         message = f"chatmem could not take this turn ({type(error).__name__})"
     status = status_of(error)
-    # A 429 is no fault of the request: typed and coded as OpenAI's own rate limit errors.
+    # A 429 is no fault of the request: typed and coded as OpenAI's own rate limit errors,
+    # and a used-up quota as OpenAI's (an SDK tells it from a limit that waiting ends).
     kind = ("rate_limit_error" if status == 429 else "invalid_request_error" if status < 500
             else "api_error")
+    code = "rate_limit_exceeded" if status == 429 else None
+    if isinstance(error, ProviderQuotaExhausted):
+        kind = code = "insufficient_quota"
     return {"error": {"message": message, "type": kind,
-                      "param": getattr(error, "param", None),
-                      "code": "rate_limit_exceeded" if status == 429 else None}}
+                      "param": getattr(error, "param", None), "code": code}}
 
 
 RETRY_AFTER_S = 5

@@ -281,7 +281,7 @@ def _insert(target: Store, table: _Table, rows: list[dict[str, Any]],
         if table.name == "messages" and session_id is not None:
             origin.message_sessions[int(row["id"])] = session_id
             words.setdefault(session_id, []).append(
-                (mapped[int(row["id"])], fts.index_text(row["content"])))
+                (mapped[int(row["id"])], fts.message_index_text(row["role"], row["content"])))
     # One statement a session: the target's word index refusing one names it.
     for session_id, entries in words.items():
         try:

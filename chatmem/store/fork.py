@@ -185,7 +185,7 @@ class ForkTables:
             copies = steps.insert_messages(self._db, rows)
             for message in batch:
                 ids[message.id] = copies[message.position]
-            self._db.index_words([(copies[m.position], fts.index_text(m.content))
+            self._db.index_words([(copies[m.position], fts.message_index_text(m.role, m.content))
                                   for m in batch])
             if progress is not None:
                 progress(start + len(batch), len(messages))

@@ -80,8 +80,8 @@ class RewritePlan:
     """What a rewrite changes, row by row (`RedactionTables.plan_rewrite`): read first, so a
     dry run can report it and the real run applies the very same plan."""
 
-    messages: list[tuple[int, str]] = field(default_factory=list)
-    """(message id, new content)."""
+    messages: list[tuple[int, str, str]] = field(default_factory=list)
+    """(message id, new content, role)."""
     changed_sessions: list[int] = field(default_factory=list)
     """Sessions whose messages change: their vectors and token counts go."""
     updates: dict[tuple[Any, ...], str] = field(default_factory=dict)
@@ -235,15 +235,15 @@ class RedactionTables:
                        planned: RewritePlan) -> None:
         where, params = self._containing("content", found.needles, False, found.beyond_ascii)
         rows = self._db.execute(
-            f"SELECT id, session_id, content FROM messages WHERE session_id IN ({sessions})"
+            f"SELECT id, session_id, content, role FROM messages WHERE session_id IN ({sessions})"
             f" AND {where}", params).fetchall()
         done = planned.redaction
         changed_sessions: set[int] = set()
-        for message_id, session_id, content in rows:
+        for message_id, session_id, content, role in rows:
             new = rewrite(content)
             if new == content:
                 continue
-            planned.messages.append((message_id, new))
+            planned.messages.append((message_id, new, role))
             done.add(Place.MESSAGES, message_id)
             changed_sessions.add(session_id)
         done.sessions |= changed_sessions
@@ -263,10 +263,11 @@ class RedactionTables:
         for start in range(0, len(rewritten), REWRITTEN_TOGETHER):
             batch = rewritten[start:start + REWRITTEN_TOGETHER]
             self._db.executemany("UPDATE messages SET content = ? WHERE id = ?",
-                                 [(new, message_id) for message_id, new in batch])
-            self._db.index_words([(message_id, fts.index_text(new)) for message_id, new in batch])
+                                 [(new, message_id) for message_id, new, _ in batch])
+            self._db.index_words([(message_id, fts.message_index_text(role, new))
+                                  for message_id, new, role in batch])
             self._db.execute("DELETE FROM token_counts WHERE message_id IN"
-                             f" ({_ids(message_id for message_id, _ in batch)})")
+                             f" ({_ids(message_id for message_id, _, _ in batch)})")
         if not planned.changed_sessions:
             return
         if self._table_exists("message_vectors"):

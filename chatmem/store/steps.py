@@ -88,7 +88,7 @@ def append_numbered(db: Backend, session_id: int, messages: Iterable[Mapping[str
         chunk = rows[start : start + MESSAGES_A_STATEMENT]
         found = insert_messages(db, chunk)
         ids += [found[row[1]] for row in chunk]
-    db.index_words([(message_id, fts.index_text(row[4]))
+    db.index_words([(message_id, fts.message_index_text(row[3], row[4]))
                     for message_id, row in zip(ids, rows, strict=True)])
     keep_speakers(db, session_id, speakers)
     db.execute("UPDATE sessions SET updated_at = ? WHERE id = ?", [now(), session_id])

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Callable
 from datetime import timedelta, tzinfo
 from pathlib import Path
@@ -53,8 +54,38 @@ def to_markdown(transcript: Transcript, zone: tzinfo | None = None) -> str:
             continue
         stamp = f" · {_local_time(item.ts, zone)}" if item.ts else ""
         ident = f" · `{item.id}`" if item.id else ""
-        out.append(f"### {item.role}{ident}{stamp}\n\n{item.content}\n")
+        content = _reply(item.content) if item.role == "assistant" else _as_text(item.content)
+        out.append(f"### {item.role}{ident}{stamp}\n\n{content}\n")
     return escaped_controls("\n".join(out))
+
+
+_HEADING = re.compile(r"^( {0,3})(#{1,6})(?=[ \t]|$)")
+_FENCE = re.compile(r"^ {0,3}(`{3,}|~{3,})")
+
+
+def _as_text(content: str) -> str:
+    """`content` with each line Markdown reads as a heading, outside a code block, escaped
+    (`\\### user`): a message's own `### user · …` line read as one more turn."""
+    lines, fence = [], ""
+    for line in content.split("\n"):
+        if m := _FENCE.match(line):
+            fence = "" if fence and m.group(1)[0] == fence else fence or m.group(1)[0]
+        elif not fence:
+            line = _HEADING.sub(r"\1\\\2", line)
+        lines.append(line)
+    return "\n".join(lines)
+
+
+def _reply(content: str) -> str:
+    """A reply, the reasoning it opens with quoted apart: its tags are HTML to a Markdown
+    viewer, which drops them and runs the reasoning into the answer."""
+    from chatmem.reasoning import reasoning_and_reply
+
+    thought, said = reasoning_and_reply(content)
+    if not thought:
+        return _as_text(content)
+    quoted = "\n".join(f"> {line}".rstrip() for line in _as_text(thought).split("\n"))
+    return f"> *reasoning:*\n>\n{quoted}\n\n{_as_text(said)}"
 
 
 def _local_time(ts: str, zone: tzinfo | None) -> str:

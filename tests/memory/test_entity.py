@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 
+import pytest
 from fact_conversations import (
     ENGLISH_VALUES,
     chinese_session,
@@ -254,3 +255,54 @@ def test_a_members_fact_cited_to_the_owners_turn_stays_in_the_session(store) -> 
                                                                    session_id=group.session.id)}
     assert facts == {"allergy": ("penicillin", FactScope.SESSION),
                      "city": ("Porto", FactScope.USER)}
+
+
+class MisciteRetractions(MisciteExtractor):
+    """MisciteExtractor, citing the batch's retractions to its last turn too."""
+
+    def complete(self, messages, *, purpose: Purpose = Purpose.CHAT) -> str:
+        answer = super().complete(messages, purpose=purpose)
+        if purpose != Purpose.FACTS:
+            return answer
+        data = json.loads(answer)
+        last = max(m["turn"] for m in json.loads(messages[-1]["content"])["messages"])
+        return json.dumps({**data, "retract": [{**r, "turn": last}
+                                               for r in data.get("retract", [])]})
+
+
+@pytest.mark.parametrize(("lives", "forget", "after"), [
+    ("I live in Porto.", "bob: Forget my city.", "nice weather today"),
+    ("我住在杭州。", "小明：忘掉我的城市。", "今天天气不错")], ids=["en", "zh"])
+def test_a_members_retraction_cited_to_the_owners_turn_keeps_the_owners_fact(
+        store, lives: str, forget: str, after: str) -> None:
+    """bob's "Forget my city." and the owner's next turn read in one batch, the helper citing
+    the retraction to the owner's turn: the owner's profile city was deleted. A retraction
+    of a key a member's words name and none of the owner's in the batch do is the member's:
+    it forgets the session's own value only."""
+    helper = MisciteRetractions()
+    helper.down = False
+    owner = Settings(system="Be brief.", user="ana", user_facts=True)
+    group = open_session(store, owner, helper, "group", strategy="entity")
+    group.run_turn(lives)
+    [city] = store.facts.facts(user="ana")
+    helper.down = True
+    member = forget.split("：" if "：" in forget else ":")[0]
+    group.run_turn(forget, speaker=member)
+    helper.down = False
+    group.run_turn(after)
+    assert [(f.key, f.value, f.scope) for f in store.facts.facts(user="ana")] == [
+        (city.key, city.value, FactScope.USER)]
+
+
+def test_the_owners_own_retraction_beside_a_member_still_forgets_the_profiles_fact(
+        store) -> None:
+    helper = MisciteRetractions()
+    helper.down = False
+    owner = Settings(system="Be brief.", user="ana", user_facts=True)
+    group = open_session(store, owner, helper, "group", strategy="entity")
+    group.run_turn("I live in Porto.")
+    helper.down = True
+    group.run_turn("bob: The ferry leaves at nine.", speaker="bob")
+    helper.down = False
+    group.run_turn("Forget my city.")
+    assert store.facts.facts(user="ana") == []

@@ -133,3 +133,27 @@ def test_an_upstream_429_passes_on_its_retry_after_as_a_rate_limit_error(
     error = limited.json()["error"]
     assert (error["type"], error["code"]) == ("rate_limit_error", "rate_limit_exceeded")
     assert len(chat_server.requests) == 1
+
+
+@pytest.mark.parametrize("stream", [False, True], ids=["whole", "streamed"])
+def test_an_upstream_used_up_quota_is_a_429_insufficient_quota_as_openai_answers(
+        chat_server: ChatServer, db_path: Path, stream: bool) -> None:
+    """The model's 429 insufficient_quota reached the client as a 502 (an SDK retries a
+    5xx, each try a failed turn); OpenAI answers it as a 429 typed and coded
+    insufficient_quota, which clients tell from a rate limit that waiting ends."""
+    settings = Settings(provider="openai", base_url=chat_server.base_url, model="test-small",
+                        db=str(db_path), max_retries=0)
+    asked = {"model": "test-small", "stream": stream,
+             "messages": [{"role": "user", "content": "额度用完了吗？"}]}
+    with RunningProxy(settings, strategy="window") as running:
+        chat_server.plan = ["429-quota"]
+        refused = httpx.post(f"{running.base_url}/chat/completions", json=asked, timeout=HANG,
+                             headers={"X-Chatmem-Conversation": quote("额度")})
+    assert refused.status_code == 429, refused.text
+    assert "retry-after" not in refused.headers  # waiting does not help
+    error = refused.json()["error"]
+    assert (error["type"], error["code"], error["param"]) == (
+        "insufficient_quota", "insufficient_quota", None)
+    assert "no quota left" in error["message"]
+    assert chat_server.base_url not in refused.text
+    assert len(chat_server.requests) == 1
