@@ -115,6 +115,29 @@ def test_a_plugin_that_cannot_be_used_is_skipped_whole_as_one_problem(
     sys.modules.pop(module, None)
 
 
+def test_a_strategy_name_another_plugin_holds_is_refused_naming_that_plugin(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Said as a provider's clash is: it named the holder's class (chatmem_first.Notes), not
+    the distribution to uninstall."""
+    for module in ("chatmem_first", "chatmem_second"):
+        (tmp_path / f"{module}.py").write_text(
+            "from chatmem.memory.window import WindowStrategy\n"
+            "class Notes(WindowStrategy):\n    name = 'notes'\n    description = '笔记'\n"
+            "def register(plugins):\n    plugins.add_strategy(Notes)\n", encoding="utf-8")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    loaded = Registries(entry_points=lambda: [
+        entry_point("first", "chatmem_first", "chatmem-first"),
+        entry_point("second", "chatmem_second", "chatmem-second")])
+    [problem] = loaded.problems
+    assert (problem.plugin.name, problem.kind, problem.detail) == (
+        "second", ProblemKind.REJECTED,
+        "strategy 'notes' is already registered by plugin first (chatmem-first 1.0)")
+    assert loaded.strategies["notes"].__module__ == "chatmem_first"
+    for module in ("chatmem_first", "chatmem_second"):
+        sys.modules.pop(module, None)
+
+
 def test_a_function_may_be_the_entry_point_and_problems_reach_a_listener_once(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
