@@ -91,6 +91,14 @@ def entry_point(name: str, value: str, dist: str | None = None) -> Any:
     ("def register(plugins):\n    plugins.add_strategy(len)\n", ProblemKind.REJECTED,
      "is not a subclass of chatmem.memory.base.BaseStrategy"),
     (CLASH, ProblemKind.REJECTED, "strategy 'window' is already registered"),
+    # A parameter that may be None: the warning said "'types.UnionType' object has no
+    # attribute '__name__'", naming neither the parameter nor what is wrong with it.
+    ("from __future__ import annotations\nfrom dataclasses import dataclass\n"
+     "from chatmem.memory.buffer import BufferStrategy\nfrom chatmem.memory.params import param\n"
+     "@dataclass(frozen=True)\nclass O:\n    limit: int | None = param(None, '上限')\n"
+     "class Opt(BufferStrategy):\n    name = 'opt'\n    description = 'd'\n    OPTIONS = O\n"
+     "def register(plugins):\n    plugins.add_strategy(Opt)\n", ProblemKind.REJECTED,
+     "strategy 'opt': parameter limit is int | None; parameters are int, float, bool or str"),
     ("def register(plugins):\n    plugins.add_provider('scripted', print)\n",
      ProblemKind.REJECTED, "provider 'scripted' is already registered by chatmem itself"),
     ("def register(plugins):\n    plugins.add_embedder('none', print)\n",
