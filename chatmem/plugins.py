@@ -35,6 +35,7 @@ from chatmem.plugin_entries import (
     ProblemKind,
     ProviderEntry,
     check_entries,
+    registered_by,
 )
 from chatmem.plugin_output import plugin_prints_to_stderr
 from chatmem.privacy.secrets import plugin_mask
@@ -174,6 +175,14 @@ class Registries:
         embedders = [EmbedderEntry(n, c, source) for n, c in staged.embedders]
         check_entries("embedder", embedders, contents.embedders, contents.origins,
                        EMBEDDER_WORDS)
+        for cls in staged.strategies:
+            # Named by the plugin holding it, as a provider's clash is: the user uninstalls
+            # a distribution, which a class's module path does not name.
+            name = getattr(cls, "name", None)
+            owner = contents.origins.get(("strategy", name)) if isinstance(name, str) else None
+            if owner is not None:
+                raise ValueError(f"strategy {cls.name!r} is already registered by "
+                                 f"{registered_by(owner)}")
         # Last of the checks, and all or none: each strategy is checked (built) once here.
         contents.strategies.add(*staged.strategies)
         for cls in staged.strategies:

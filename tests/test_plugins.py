@@ -91,6 +91,14 @@ def entry_point(name: str, value: str, dist: str | None = None) -> Any:
     ("def register(plugins):\n    plugins.add_strategy(len)\n", ProblemKind.REJECTED,
      "is not a subclass of chatmem.memory.base.BaseStrategy"),
     (CLASH, ProblemKind.REJECTED, "strategy 'window' is already registered"),
+    # A parameter that may be None: the warning said "'types.UnionType' object has no
+    # attribute '__name__'", naming neither the parameter nor what is wrong with it.
+    ("from __future__ import annotations\nfrom dataclasses import dataclass\n"
+     "from chatmem.memory.buffer import BufferStrategy\nfrom chatmem.memory.params import param\n"
+     "@dataclass(frozen=True)\nclass O:\n    limit: int | None = param(None, '上限')\n"
+     "class Opt(BufferStrategy):\n    name = 'opt'\n    description = 'd'\n    OPTIONS = O\n"
+     "def register(plugins):\n    plugins.add_strategy(Opt)\n", ProblemKind.REJECTED,
+     "strategy 'opt': parameter limit is int | None; parameters are int, float, bool or str"),
     ("def register(plugins):\n    plugins.add_provider('scripted', print)\n",
      ProblemKind.REJECTED, "provider 'scripted' is already registered by chatmem itself"),
     ("def register(plugins):\n    plugins.add_embedder('none', print)\n",
@@ -113,6 +121,29 @@ def test_a_plugin_that_cannot_be_used_is_skipped_whole_as_one_problem(
     assert loaded.strategies.names() == BUILT_IN
     assert list(loaded.providers) == ["local", "openai", "scripted"]
     sys.modules.pop(module, None)
+
+
+def test_a_strategy_name_another_plugin_holds_is_refused_naming_that_plugin(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Said as a provider's clash is: it named the holder's class (chatmem_first.Notes), not
+    the distribution to uninstall."""
+    for module in ("chatmem_first", "chatmem_second"):
+        (tmp_path / f"{module}.py").write_text(
+            "from chatmem.memory.window import WindowStrategy\n"
+            "class Notes(WindowStrategy):\n    name = 'notes'\n    description = '笔记'\n"
+            "def register(plugins):\n    plugins.add_strategy(Notes)\n", encoding="utf-8")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    loaded = Registries(entry_points=lambda: [
+        entry_point("first", "chatmem_first", "chatmem-first"),
+        entry_point("second", "chatmem_second", "chatmem-second")])
+    [problem] = loaded.problems
+    assert (problem.plugin.name, problem.kind, problem.detail) == (
+        "second", ProblemKind.REJECTED,
+        "strategy 'notes' is already registered by plugin first (chatmem-first 1.0)")
+    assert loaded.strategies["notes"].__module__ == "chatmem_first"
+    for module in ("chatmem_first", "chatmem_second"):
+        sys.modules.pop(module, None)
 
 
 def test_a_function_may_be_the_entry_point_and_problems_reach_a_listener_once(

@@ -16,6 +16,7 @@ if TYPE_CHECKING:
     from chatmem.app.workspace import Workspace
     from chatmem.history_notices import RestoredPastRetention
     from chatmem.memory.base import Strategy
+    from chatmem.notices import SavedParamsDropped
     from chatmem.privacy.archive import ArchiveReport
     from chatmem.privacy.restore import Archive
     from chatmem.store import FactRecord, SessionRecord
@@ -52,6 +53,9 @@ class Imported:
     """None when its plugin is not installed here (the session keeps its name)."""
     messages: int
     probes: int
+    params_dropped: SavedParamsDropped | None = None
+    """The saved parameters of its plugin strategy that the installed version no longer
+    takes: stored as the transcript has them, left out as opening the session leaves them."""
 
 
 IMPORT_BATCH = 2_000
@@ -102,7 +106,9 @@ def _named(workspace: Workspace, written: Imported) -> Imported:
     import dataclasses
 
     session = workspace.store.sessions.session_by_id(written.session.id)
-    return dataclasses.replace(written, session=session)
+    dropped = written.params_dropped
+    return dataclasses.replace(written, session=session, params_dropped=dropped and
+                               dataclasses.replace(dropped, session=session.name))
 
 
 def _write_unfinished(workspace: Workspace, transcript: Transcript,
@@ -115,13 +121,18 @@ def _write_unfinished(workspace: Workspace, transcript: Transcript,
 
     settings = workspace.settings
     chosen: Strategy | None = None
+    dropped: SavedParamsDropped | None = None
     if transcript.strategy and _not_installed(workspace, transcript.strategy):
         # Kept by name, as `sessions copy` keeps it: opening the session says whose it is
         # and how to go on, and the exchange is not lost for want of a plugin here.
         strategy, params = transcript.strategy, dict(transcript.params)
     else:
-        chosen = _transcript_strategy(workspace, transcript)
+        chosen, dropped = _transcript_strategy(workspace, transcript)
         strategy, params = chosen.name, dict(chosen.params)
+        if dropped is not None:
+            # Kept as saved, for the version that takes them, as the exporting history kept
+            # them (its own export of the session was refused here otherwise).
+            params = dict(transcript.params)
     prompts = transcript.system_prompts()
     store = workspace.store
     hidden = unfinished.unfinished_name("import")
@@ -148,7 +159,8 @@ def _write_unfinished(workspace: Workspace, transcript: Transcript,
         {"after_position": position, "question": p.question, "expect_ids": p.expect_ids,
          "expect_text": p.expect_text, "before_prompt": before_prompt}
         for position, p, before_prompt in transcript.probe_positions()])
-    return Imported(session, chosen, len(transcript.messages), len(transcript.probes))
+    return Imported(session, chosen, len(transcript.messages), len(transcript.probes),
+                    dropped)
 
 
 @dataclass(frozen=True)
@@ -282,8 +294,23 @@ def _not_installed(workspace: Workspace, strategy: str) -> bool:
             and any(part not in workspace.registries.strategies for part in parts))
 
 
-def _transcript_strategy(workspace: Workspace, transcript: Transcript) -> Strategy:
+def _from_a_plugin(workspace: Workspace, strategy: str) -> bool:
+    """Whether a part of `strategy` (installed) is a plugin's: only a plugin's version can
+    change under a saved session; chatmem's own parameters are checked as given."""
+    registries = workspace.registries
+    return any((origin := registries.origin("strategy", part)) is not None
+               and not origin.builtin for part in strategy.split("+"))
+
+
+def _transcript_strategy(workspace: Workspace, transcript: Transcript
+                         ) -> tuple[Strategy, SavedParamsDropped | None]:
+    """The strategy the transcript's header names, on its parameters (else the configured
+    one). A plugin's new version may no longer take parameters its old one saved with a
+    session: those are left out, as opening the session leaves them out, and said."""
+    from chatmem.engine.opening import saved_strategy
+
     settings = workspace.settings
+    strategies = workspace.registries.strategies
     if transcript.params and not transcript.strategy:
         # The header's params are its strategy's settings (an export writes them together):
         # alone they name no strategy to fit, and dropped the session ran on other ones.
@@ -291,9 +318,13 @@ def _transcript_strategy(workspace: Workspace, transcript: Transcript) -> Strate
                               " 'params' without 'strategy': name the strategy they are for"
                               " (\"strategy\": \"window\") or leave params out")
     try:
-        return workspace.registries.strategies.strategy(
+        if transcript.strategy and _from_a_plugin(workspace, transcript.strategy):
+            return saved_strategy(transcript.strategy, transcript.params, strategies,
+                                  transcript.title or str(transcript.source))
+        return strategies.strategy(
             transcript.strategy or settings.strategy,
-            transcript.params if transcript.strategy else settings.params_for(settings.strategy))
+            transcript.params if transcript.strategy else settings.params_for(settings.strategy)
+        ), None
     except StrategyError as e:
         if not transcript.strategy:
             raise

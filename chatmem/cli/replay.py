@@ -359,6 +359,7 @@ def evaluate_transcript(job: "CorpusJob") -> "TranscriptResult":
     from chatmem.cli.corpus import TranscriptResult, transcript_progress
     from chatmem.cli.corpus_embedding import known_vectors
     from chatmem.errors import ChatmemError
+    from chatmem.render.errors import error_text
     from chatmem.transcripts.reader import read_transcript
 
     started = time.monotonic()
@@ -374,6 +375,8 @@ def evaluate_transcript(job: "CorpusJob") -> "TranscriptResult":
                        probes_only=job.probes_only, progress=transcript_progress(job),
                        known=known_vectors(job))
     except ChatmemError as e:
-        return TranscriptResult(job.path, error=str(e), seconds=time.monotonic() - started)
+        # As the CLI says it (a plugin's failure names the plugin): it is printed as it is.
+        return TranscriptResult(job.path, error=error_text(e),
+                                seconds=time.monotonic() - started)
     return TranscriptResult(job.path, outcome_json("eval", job.path, outcome), outcome.runs,
                             seconds=time.monotonic() - started)

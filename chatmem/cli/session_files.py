@@ -164,6 +164,7 @@ def import_(
     from chatmem.privacy.restore import is_archive, read_archive
     from chatmem.render.counts import counted
     from chatmem.render.logs import question_start
+    from chatmem.render.notices import notice_text
     from chatmem.render.progress import counted_progress
     from chatmem.render.sessions import backlog_line
     from chatmem.transcripts.reader import read_transcript
@@ -214,6 +215,9 @@ def import_(
                 f"the transcript sets the session's system prompt, which the model follows: "
                 f"{question_start(imported.session.system, 80)!r} (/system in the chat changes it)",
                 markup=False, soft_wrap=True)
+        if imported.params_dropped is not None:
+            consoles()[1].print(notice_text(imported.params_dropped), markup=False,
+                                soft_wrap=True)
         if imported.strategy is None:
             consoles()[1].print(
                 f"session {session_name} keeps its memory with strategy "
@@ -235,6 +239,7 @@ def import_all(archive: "Archive", index: bool, config: "Path | None",
     from chatmem.app.session_files import import_archive
     from chatmem.render.counts import counted
     from chatmem.render.history_notices import restored_past_retention_text
+    from chatmem.render.notices import notice_text
     from chatmem.render.sessions import backlog_line
 
     with open_workspace(settings) as ws:
@@ -248,6 +253,8 @@ def import_all(archive: "Archive", index: bool, config: "Path | None",
                       + ("" if kept is None else ", kept for good" if kept == 0
                          else f", erased after {kept} days idle") + ")",
                       markup=False, soft_wrap=True)
+            if one.params_dropped is not None:
+                err.print(notice_text(one.params_dropped), markup=False, soft_wrap=True)
         by_user: dict[str, list[str]] = {}
         for fact in imported.profile_facts:
             by_user.setdefault(str(fact.user), []).append(fact.key)

@@ -78,6 +78,22 @@ def _resumed(session: SessionRecord, params: Mapping[str, Any], strategies: Stra
     return chosen
 
 
+def saved_strategy(name: str, saved: Mapping[str, Any], strategies: StrategyRegistry,
+                   session: str) -> tuple[Strategy, SavedParamsDropped | None]:
+    """Strategy `name` on session `session`'s `saved` parameters, those the installed version
+    no longer takes left out as opening the session leaves them out, with the notice saying
+    which (None: all were taken); raises as `strategies.strategy` does when leaving them
+    out does not help."""
+    try:
+        return strategies.strategy(name, saved), None
+    except (StrategyError, StrategyFailed):
+        kept, unknown, refused = _saved_params_taken(name, saved, strategies)
+        if not unknown and not refused:
+            raise
+    return (strategies.strategy(name, kept),
+            SavedParamsDropped(session, name, tuple(unknown), tuple(refused)))
+
+
 def _saved_params_taken(
     name: str, saved: Mapping[str, Any], strategies: StrategyRegistry,
 ) -> tuple[dict[str, Any], list[str], list[str]]:

@@ -58,9 +58,12 @@ class StrategyRegistry(Mapping[str, type[BaseStrategy]]):
             # A default its own rule refuses would make every session started with it fail
             # to open again (its stored parameters are checked then).
             if declared.type not in (int, float, bool, str):
-                raise TypeError(f"strategy {name!r}: parameter {declared.name} is a "
-                                f"{declared.type.__name__}; parameters are int, float, bool "
-                                "or str")
+                # `int | None` and Optional[int] have no __name__: their text says what they are.
+                named = getattr(declared.type, "__name__", None)
+                kind = f"a {named}" if named else str(declared.type)
+                raise TypeError(f"strategy {name!r}: parameter {declared.name} is "
+                                f"{kind}; parameters are int, float, bool or str (not None: "
+                                "a default such as 0 can mean none)")
             try:
                 declared.parse(name, declared.default)
             except StrategyError as e:

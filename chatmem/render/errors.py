@@ -201,7 +201,8 @@ def _(error: StrategyGone, client: Client) -> str:
         # /switch opens a session with its own strategy only: the way on is outside the chat.
         Client.REPL: f"/quit, then chatmem chat {_shell_word(error.session)} -s NAME",
     }[client]
-    return f"{error.cause}; install it again, or go on with another strategy ({way_on})"
+    where = "the REPL's" if client is Client.REPL else "the server's"
+    return f"{error.cause}; {way_back(where)}, or go on with another strategy ({way_on})"
 
 
 @singledispatch
@@ -227,6 +228,25 @@ def _(error: OverBudget) -> str:
         way += ", and /budget N"
     return (f"{_over_budget(error)}; shorten the input or the system prompt, raise the budget "
             f"({way}), or start the chat with --allow-over-budget to send it anyway")
+
+
+@error_text.register
+def _(error: StrategyGone) -> str:
+    return f"{error.cause}; {way_back('its')}, or go on with another (-s NAME)"
+
+
+def way_back(warning: str) -> str:
+    """How a session's strategy comes back: its plugin installed again, or, while an
+    installed plugin fails to load (its strategy may be that one's), that plugin mended."""
+    from chatmem.plugin_entries import registered_by
+    from chatmem.plugins import load_registries
+
+    broken = [p.plugin for p in load_registries().problems if not p.plugin.builtin]
+    if not broken:
+        return "install it again"
+    return (f"{' and '.join(registered_by(source) for source in broken)} failed to load "
+            f"({warning} warning says why): mend {'it' if len(broken) == 1 else 'them'}, or "
+            "install the strategy's plugin again")
 
 
 @error_text.register

@@ -14,6 +14,7 @@ from typing import Any
 
 import pytest
 from cli_runner import invoke
+from plugin_site import Install
 from waiting import ctrl_c_reaches_it
 
 from chatmem.cli.corpus import largest_first, transcript_files
@@ -383,3 +384,37 @@ def test_forced_colour_keeps_a_pipe_s_lines_where_they_go(folder: Path) -> None:
     said = re.sub(r"\x1b\[[0-9;]*m", "", result.stderr).splitlines()
     assert [line.split(":")[0] for line in said] == [
         "evaluated 1/3", "evaluated 2/3", "evaluated 3/3"]
+
+
+BOOM = '''
+from chatmem.memory.buffer import BufferStrategy
+
+
+class Boom(BufferStrategy):
+    name = "boom"
+    description = "fails to build"
+
+    def build(self, request):
+        raise RuntimeError("炸了")
+
+
+def register(plugins):
+    plugins.add_strategy(Boom)
+'''
+
+
+@pytest.mark.parametrize("jobs", ["1", "2"])
+def test_a_plugin_strategy_failing_in_a_worker_is_said_naming_its_plugin(
+        installed: Install, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, jobs: str) -> None:
+    """As `eval FILE`, `ask` and the chat say it: the line lacked "(plugin boom (chatmem-boom
+    0.1.0))", so the user could not tell whose code failed."""
+    installed("chatmem-boom", "chatmem_boom", BOOM)
+    monkeypatch.setenv("PYTHONPATH", os.pathsep.join([str(tmp_path / "site"), *sys.path]))
+    shutil.copy(SESSIONS / "support.jsonl", tmp_path / "support.jsonl")
+    result = invoke("eval", str(tmp_path), "-s", "boom", "--jobs", jobs, "--provider",
+                    "scripted", "--json")
+    said = ("strategy 'boom' failed: RuntimeError: 炸了 (plugin chatmem_boom (chatmem-boom "
+            "0.1.0))")
+    assert result.exit_code == 2
+    assert f"error: {said}" in result.stderr.splitlines()
+    assert [e["error"] for e in json.loads(result.stdout)["errors"]] == [said]

@@ -439,3 +439,48 @@ def test_a_strategy_using_the_history_from_its_own_thread_is_named_not_the_calle
         "error: strategy 'threader' failed: it used the history from a thread of its own: a"
         " strategy reads and writes it (request.history, env.state) only as chatmem calls"
         " build and update (plugin threader (chatmem-threader 0.1.0))"]
+
+
+FRAGILE = '''
+from chatmem.memory.buffer import BufferStrategy
+
+
+class Fragile(BufferStrategy):
+    name = "fragile"
+    description = "needs a library of its own"
+
+
+def register(plugins):
+    plugins.add_strategy(Fragile)
+'''
+
+
+def test_a_session_whose_plugin_now_fails_to_load_is_refused_naming_that_plugin(
+        installed: Install, tmp_path: Path) -> None:
+    """The plugin is installed but its import fails (a library it needs is gone): the
+    refusal told the user to "install it again", which pip says is done."""
+    import importlib
+
+    installed("chatmem-fragile", "chatmem_fragile", FRAGILE)
+    db = str(tmp_path / "h.db")
+    invoke("ask", "--session", "笔记", "-s", "fragile", "--save", "--provider", "scripted",
+           "--db", db, "记下这个", code=0)
+    (tmp_path / "site" / "chatmem_fragile.py").write_text(
+        "import chatmem_library_gone\n" + FRAGILE, encoding="utf-8")
+    sys.modules.pop("chatmem_fragile", None)
+    importlib.invalidate_caches()
+    load_registries.cache_clear()
+
+    refused = invoke("ask", "--session", "笔记", "--provider", "scripted", "--db", db,
+                     "还在吗", code=2)
+    warning, error = refused.stderr.splitlines()
+    assert warning.startswith("warning: plugin chatmem_fragile (chatmem-fragile 0.1.0, entry "
+                              "point chatmem_fragile = chatmem_fragile) skipped: could not be "
+                              "imported: ModuleNotFoundError")
+    assert error == (
+        "error: session '笔记' keeps its memory with strategy 'fragile', which no installed "
+        "plugin provides now; plugin chatmem_fragile (chatmem-fragile 0.1.0) failed to load "
+        "(its warning says why): mend it, or install the strategy's plugin again, or go on "
+        "with another (-s NAME) (`chatmem strategies` lists them)")
+    with Store(db) as store:
+        assert len(store.history.messages(store.sessions.session("笔记").id)) == 2

@@ -69,3 +69,33 @@ def test_a_session_saved_by_an_older_plugin_version_opens_without_what_it_no_lon
     assert "n=3 (refused" not in given.stderr
     with Store(db) as store:
         assert store.sessions.session("旅行").params == {"note": "带伞", "n": 7}
+
+
+def test_an_export_of_a_session_saved_by_an_older_plugin_version_imports_back(
+        installed: Install, tmp_path: Path) -> None:
+    """The session opened (its stale parameters left out), but its own export, and a whole
+    `export --all` archive with it, was refused: "in the header: unknown parameter 'loud'"."""
+    installed("chatmem-pinned", "chatmem_pinned", V1)
+    db, there = str(tmp_path / "h.db"), tmp_path / "restored"
+    there.mkdir()
+    invoke("chat", "旅行", "-s", "pinned:note=带伞,loud=true,n=3", "--provider", "scripted",
+           "--db", db, input="我们去杭州\n", code=0)
+    upgrade(installed, tmp_path / "site")
+    one, archive = tmp_path / "旅行.jsonl", tmp_path / "all.zip"
+    invoke("sessions", "export", "旅行", "-o", str(one), "--db", db, code=0)
+    invoke("sessions", "export", "--all", "-o", str(archive), "--db", db, code=0)
+    left_out = ("was saved by another version of strategy pinned; left out loud=True (no "
+                "longer a parameter of it), n=3 (refused now: the default is used)")
+
+    for source, target in ((one, there / "one.db"), (archive, there / "all.db")):
+        imported = invoke("sessions", "import", str(source), "--db", str(target), code=0)
+        assert f"session 旅行 {left_out}" in imported.stderr.splitlines()
+        with Store(str(target)) as store:
+            session = store.sessions.session("旅行")
+            # Kept as saved, as the exporting history keeps them.
+            assert (session.strategy, session.params) == (
+                "pinned", {"note": "带伞", "loud": True, "n": 3})
+            assert len(store.history.messages(session.id)) == 2
+        chatted = invoke("chat", "旅行", "--provider", "scripted", "--db", str(target),
+                         input="带伞了吗\n", code=0)
+        assert f"session 旅行 {left_out}" in chatted.stderr
