@@ -30,6 +30,7 @@ from chatmem.cli import index as index_cmd
 from chatmem.cli import inspect as inspect_cmd
 from chatmem.cli import replay as replay_cmd
 from chatmem.cli.completion import completion_request, run_request
+from chatmem.cli.core_files import no_core_files
 from chatmem.cli.grammar import ChatmemTyper
 from chatmem.cli.options import joined_model_options
 
@@ -199,7 +200,8 @@ def _root(
                            callback=_version)
     ] = False,
 ) -> None:
-    pass
+    # Before any command reads a key or the history (and in the tests' CliRunner too).
+    no_core_files()
 
 
 app.command("chat", short_help="Chat in a named session; strategy and tokens shown each turn.")(

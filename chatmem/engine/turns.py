@@ -46,6 +46,7 @@ from chatmem.providers.base import Provider, ReplyStream
 from chatmem.providers.interruptible import InterruptibleReply
 from chatmem.store import SessionRecord, TurnRecord, TurnStatus
 from chatmem.store.protocols import TurnStore
+from chatmem.store.records import AccessLevel
 from chatmem.text import REPLACEMENT, is_valid, shows_something, valid_text
 from chatmem.timestamps import parse_time
 from chatmem.timezones import system_zone
@@ -141,6 +142,9 @@ class Engine(SessionChanges, MemoryUpkeep, TurnChecks, Generic[StoreT]):
         """This engine's command created the session (removed again if nothing is kept)."""
         self._refused = False
         self._stored = False
+        self._grantee_of: tuple[int, str | None] | None = None
+        """(session id, this role's name when it is a write share's grantee there), once
+        asked."""
         self.background_indexing = background_indexing
         """Embed messages between turns (a chat); False: before the next build (replay,
         eval, what-if: results that do not depend on timing)."""
@@ -199,6 +203,9 @@ class Engine(SessionChanges, MemoryUpkeep, TurnChecks, Generic[StoreT]):
 
     def _record(self, text: str, context: Context, status: TurnStatus,
                 speaker: str | None = None, **extra: Any) -> TurnRecord:
+        # A write share's grantee speaks in the owner's session as a member does: his "my
+        # name is …" is his, not the owner's (nor her profile's), whoever's helper reads it.
+        speaker = speaker or self._grantee()
         return TurnRecord(
             session_id=self.session.id,
             status=status,
@@ -217,6 +224,13 @@ class Engine(SessionChanges, MemoryUpkeep, TurnChecks, Generic[StoreT]):
             estimated_tokens=self.estimate(context),
             **extra,
         )
+
+    def _grantee(self) -> str | None:
+        if self._grantee_of is None or self._grantee_of[0] != self.session.id:
+            access = self.store.sessions.session_access(self.session.id)
+            self._grantee_of = (self.session.id, access.role
+                                if access.level is AccessLevel.WRITE else None)
+        return self._grantee_of[1]
 
     def run_turn(self, text: str, on_delta: Callable[[str], None] | None = None,
                  on_reply_end: Callable[[], None] | None = None,

@@ -12,6 +12,7 @@ from chatmem.store.records import (
     COUNTED_MESSAGES,
     MESSAGE_COLUMNS,
     MOST_INTEGER,
+    AccessLevel,
     MessageRecord,
 )
 from chatmem.store.state_coverage import SPEAKERS_OWNER
@@ -94,7 +95,12 @@ class MessageTables:
 
     def asked(self, session_id: int, message_ids: Iterable[int]) -> set[int]:
         """Of the session's `message_ids`, those a request recorded in the session stored as
-        its input: not an imported transcript's, a fork's copy or a client's adopted history."""
+        its input: not an imported transcript's, a fork's copy or a client's adopted history.
+        None in a session another role shares with the user: its owner's "my name is …" is
+        not theirs (a write share's grantee's own turns there name him as their speaker)."""
+        access = self._db.session_access(session_id)
+        if access is None or access.level is not AccessLevel.OWN:
+            return set()
         ids = sorted({i for i in message_ids if 0 < i <= MOST_INTEGER})
         found: set[int] = set()
         for start in range(0, len(ids), 500):

@@ -317,13 +317,13 @@ class PostgresBackend(PostgresOpening, PostgresFailures, PostgresVectors, Postgr
         """Its owner's, shared for writing by its owner, or shared read-only (postgres_access
         holds the same rule as row-level security)."""
         row = self.execute(
-            f"SELECT s.owner, s.owner = current_user, {shared('s.id', 's.owner', write=True)}"
-            " FROM sessions s WHERE s.id = ?", [session_id]).fetchone()
+            f"SELECT s.owner, s.owner = current_user, {shared('s.id', 's.owner', write=True)},"
+            " current_user FROM sessions s WHERE s.id = ?", [session_id]).fetchone()
         if row is None:
             return None
-        owner, own, write = row
+        owner, own, write, role = row
         level = AccessLevel.OWN if own else AccessLevel.WRITE if write else AccessLevel.READ
-        return SessionAccess(level, str(owner))
+        return SessionAccess(level, str(owner), str(role))
 
     def has_column(self, table: str, column: str) -> bool:
         return bool(self._value(

@@ -57,6 +57,8 @@ class SessionAccess:
     level: AccessLevel
     owner: str | None = None
     """The role that owns it (PostgreSQL); None in a file."""
+    role: str | None = None
+    """The connecting role (PostgreSQL); None in a file."""
 
 
 OWNED = SessionAccess(AccessLevel.OWN)

@@ -1,0 +1,57 @@
+"""Whose profile a turn in a shared session teaches (PostgreSQL, `user_facts = true`): a write
+share's grantee is another person, so what he says in the owner's session never becomes the
+owner's profile (his facts there are named as his, as a group chat member's are), nor what
+she says there his, whichever of the two extracts it (a turn whose facts were not extracted
+at once is caught up by whoever runs the session's next turn)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from cli_runner import run
+from pg import Team
+
+pytest.importorskip("psycopg", reason="chatmem[postgres] (psycopg) is not installed")
+
+
+def profile(url: str, config: Path) -> dict[str, str]:
+    facts = json.loads(run(url, "facts", "list", "--json", "--config", str(config),
+                           code=0).stdout)
+    return {f["key"]: f["value"] for f in facts if f["scope"] == "user"}
+
+
+def session_facts(url: str, session: str, config: Path) -> dict[str, tuple[str, str | None]]:
+    """Key → (value, who stated it: a speaker other than the session's owner)."""
+    facts = json.loads(run(url, "facts", "list", session, "--json", "--config", str(config),
+                           code=0).stdout)
+    return {f["key"]: (f["value"], f["speaker"]) for f in facts if f["scope"] == "session"}
+
+
+@pytest.mark.parametrize("words", [
+    ("My name is Mallory.", "name", "Mallory", "My name is Ann.", "Ann"),
+    ("我住在深圳。", "城市", "深圳", "我住在杭州。", "杭州"),
+])
+def test_a_grantees_statement_caught_up_by_the_owner_is_not_her_profile(
+        team: Team, tmp_path: Path, words: tuple[str, str, str, str, str]) -> None:
+    his, key, his_value, hers, her_value = words
+    config = tmp_path / "config.toml"
+    config.write_text('provider = "scripted"\nuser_facts = true\n', encoding="utf-8")
+    ann, bob = team.url("ann"), team.url("bob")
+    c = ("--config", str(config))
+    run(ann, "ask", "proj", hers, "--strategy", "entity", "--save", *c, code=0)
+    run(ann, "sessions", "share", "proj", "--with", "bob", "--write", code=0)
+    assert profile(ann, config) == {key: her_value}
+    # Bob's run extracts nothing (his strategy holds for his run: a helper down does the
+    # same), so the owner's next turn catches his up.
+    run(bob, "ask", "ann/proj", his, "--strategy", "buffer", *c, code=0)
+    run(ann, "ask", "proj", "ok", *c, code=0)
+    assert profile(ann, config) == {key: her_value}
+    # Kept, in the session, as his: the model is told bob stated it, not the user.
+    assert session_facts(ann, "proj", config) == {key: (his_value, "bob")}
+    # The other way: her statement, caught up by his run, is not his profile.
+    run(ann, "ask", "proj", "I am allergic to penicillin.", "--strategy", "buffer", *c, code=0)
+    run(bob, "ask", "ann/proj", "hi", *c, code=0)
+    assert profile(bob, config) == {}
+    assert session_facts(bob, "ann/proj", config)["allergy"] == ("penicillin", None)
