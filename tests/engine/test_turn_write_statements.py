@@ -1,6 +1,7 @@
 """What a retrieval turn writes, statement by statement: its messages' word-index entries in
-one INSERT, every token count it caches in one. Each statement of a turn is ~10 us of it.
-The rows stored are the same either way."""
+one INSERT, every token count it caches in one, and after the commit no read of what the
+commit itself just found (the history's turn count, the session's erasures). Each statement
+of a turn is ~10 us of it. The rows stored are the same either way."""
 
 from __future__ import annotations
 
@@ -84,3 +85,19 @@ def test_a_turns_commit_indexes_and_counts_in_one_statement_each(history: Histor
                                               before_turn=10_000, limit=50)
         assert store.recall.last_position(engine.session.id) - 1 in positions  # type: ignore
 
+
+def test_after_the_commit_the_update_reads_no_turn_count_and_erasures_once(
+        history: History) -> None:
+    if not history.is_file:
+        return
+    with history.open() as store:
+        engine = _engine(store)
+        engine.run_turn("What did we say about item 7?")  # type: ignore[attr-defined]
+        statements = _traced(store, lambda: engine.run_turn(  # type: ignore[attr-defined]
+            "And item 12?"))
+        inserted = next(i for i, s in enumerate(statements)
+                        if s.startswith("INSERT INTO messages "))
+        after = statements[statements.index("COMMIT", inserted) + 1:]
+        update = after[:after.index("BEGIN IMMEDIATE")]  # up to the vectors' write
+        assert not [s for s in update if "max(turn)" in s], update
+        assert len([s for s in update if s.startswith("SELECT erasures")]) == 1, update
