@@ -15,6 +15,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
+from chatmem.store.backend import Backend
 from chatmem.store.connection import Connection, fetch_value
 
 CACHE_LOOKUP = 400
@@ -244,16 +245,19 @@ class VectorTables:
 
     def save_vectors(self, model: str, dimensions: int, rows: Iterable[VectorRow]) -> None:
         """Store vectors; a message deleted meanwhile is skipped, not an error."""
+        rows = list(rows)
         with self._db.write():
-            self._db.executemany(
+            # A message's last vector, as one upsert a row after another left it: PostgreSQL
+            # refuses a statement that updates one row twice.
+            latest = list({r.message_id: r for r in rows}.values())
+            _insert_rows(self._db,
                 "INSERT INTO message_vectors"
-                " (message_id, model, dimensions, vector, context_vector)"
-                " SELECT ?, ?, ?, ?, ? WHERE EXISTS (SELECT 1 FROM messages WHERE id = ?)"
+                " (message_id, model, dimensions, vector, context_vector) ",
+                "SELECT ?, ?, ?, ?, ? WHERE EXISTS (SELECT 1 FROM messages WHERE id = ?)",
                 " ON CONFLICT (model, message_id) DO UPDATE SET dimensions = excluded.dimensions,"
                 " vector = excluded.vector, context_vector = excluded.context_vector",
                 [(r.message_id, model, dimensions, r.vector, r.context_vector, r.message_id)
-                 for r in rows],
-            )
+                 for r in latest])
             cached = [r for r in rows if r.digest is not None]
             # Only a vector of the role's own session is found again (cached_vectors): an
             # entry pointing into another's session, written before that rule, would keep
@@ -268,12 +272,11 @@ class VectorTables:
                     f" ({', '.join('?' * len(chunk))})"
                     f" AND NOT EXISTS ({own.format('vector_cache.message_id')})",
                     [model, *chunk])
-            self._db.executemany(
-                "INSERT INTO vector_cache (model, digest, message_id, context)"
-                f" SELECT ?, ?, ?, ? WHERE EXISTS ({own.format('?')})"
-                " ON CONFLICT DO NOTHING",
-                [(model, r.digest, r.message_id, 0, r.message_id) for r in cached],
-            )
+            _insert_rows(self._db,
+                         "INSERT INTO vector_cache (model, digest, message_id, context) ",
+                         f"SELECT ?, ?, ?, ? WHERE EXISTS ({own.format('?')})",
+                         " ON CONFLICT DO NOTHING",
+                         [(model, r.digest, r.message_id, 0, r.message_id) for r in cached])
 
     def cached_vectors(self, model: str, digests: Iterable[str],
                        dimensions: int = 0) -> dict[str, bytes]:
@@ -303,3 +306,17 @@ class VectorTables:
                 + (" AND v.dimensions = ?" if sized else ""),
                 [model, *chunk, *sized]))
         return found
+
+
+ROWS_A_STATEMENT = 100
+"""Rows `_insert_rows` joins into one statement (SQLite allows 500 arms of a compound)."""
+
+
+def _insert_rows(db: Backend, insert: str, select: str, conflict: str,
+                 rows: Sequence[Sequence[object]]) -> None:
+    """`insert` of each row `select` gives (one SELECT of its own each, as a row's own
+    condition holds), ROWS_A_STATEMENT rows a statement (a turn's two: one, not two)."""
+    for start in range(0, len(rows), ROWS_A_STATEMENT):
+        chunk = rows[start : start + ROWS_A_STATEMENT]
+        db.execute(insert + " UNION ALL ".join([select] * len(chunk)) + conflict,
+                   [value for row in chunk for value in row])

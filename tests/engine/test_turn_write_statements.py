@@ -101,3 +101,31 @@ def test_after_the_commit_the_update_reads_no_turn_count_and_erasures_once(
         update = after[:after.index("BEGIN IMMEDIATE")]  # up to the vectors' write
         assert not [s for s in update if "max(turn)" in s], update
         assert len([s for s in update if s.startswith("SELECT erasures")]) == 1, update
+
+
+def test_a_turns_vectors_are_stored_in_one_statement_a_table(history: History) -> None:
+    with history.open() as store:
+        engine = _engine(store)
+        engine.run_turn("What did we say about item 7?")  # type: ignore[attr-defined]
+        turn = lambda: engine.run_turn("And 西湖, item 12?")  # type: ignore[attr-defined]  # noqa: E731
+        if history.is_file:
+            statements = _traced(store, turn)
+            inserted = next(i for i, s in enumerate(statements)
+                            if s.startswith("INSERT INTO messages "))
+            after = statements[statements.index("COMMIT", inserted) + 1:]
+            saved = after[after.index("BEGIN IMMEDIATE"):after.index("COMMIT")]
+            assert sum(s.startswith("INSERT INTO message_vectors") for s in saved) == 1, saved
+            assert sum(s.startswith("INSERT INTO vector_cache") for s in saved) == 1, saved
+        else:
+            turn()
+        last = store.turns.turn(engine.session.id)  # type: ignore[attr-defined]
+        embedder = engine.embedder  # type: ignore[attr-defined]
+        ids = {last.user_message_id, last.assistant_message_id}
+        stored = store.vectors.vectors_at(engine.session.id, embedder.key,  # type: ignore
+                                          range(1, 200))
+        assert ids <= {v.message_id for v in stored}
+        # Each text's vector is found again by its digest (the cache points at it).
+        from chatmem.embeddings.base import text_digest
+        found = store.vectors.cached_vectors(embedder.key,
+                                             [text_digest(last.input), text_digest(last.reply)])
+        assert len(found) == 2
