@@ -129,3 +129,23 @@ def test_a_turns_vectors_are_stored_in_one_statement_a_table(history: History) -
         found = store.vectors.cached_vectors(embedder.key,
                                              [text_digest(last.input), text_digest(last.reply)])
         assert len(found) == 2
+
+
+def test_a_chunk_holding_a_replaced_text_is_indexed_whole(history: History) -> None:
+    """A redaction indexes texts already indexed: the one statement for the chunk fails, and
+    each entry is replaced on its own, new ones beside them kept."""
+    with history.open() as store:
+        session = store.sessions.create_session("r", "retrieval")
+        store.history.import_messages(session.id, [
+            {"role": "user", "content": "the walrus in Hangzhou"},
+            {"role": "assistant", "content": "noted"}])
+        first = store.recall.last_position(session.id) - 1
+        ids = [m.id for m in store.recall.messages_at(session.id, [first, first + 1]).values()]
+        with store.db.write():
+            store.db.index_words([(ids[0], "the zebra in 杭州"), (ids[1], "noted")])
+        def found(word: str) -> set[int]:
+            return set(store.recall.match_scores(session.id, word, before_turn=10,
+                                                 limit=10))
+        assert found("zebra") == {first}
+        assert found("杭州") == {first}
+        assert found("walrus") == set()
