@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from chatmem.store.backend import Backend
 from chatmem.store.connection import Connection, fetch_value
@@ -171,14 +172,41 @@ class VectorTables:
         """Messages (of one session, or all) with no vector for `model` yet (or one of
         another size than `dimensions`, see `_without`), oldest first; `after_id` skips
         those already checked."""
+        return [PendingText(*row) for row in self._pending_rows(
+            model, session_id, limit=limit, after_id=after_id, dimensions=dimensions)]
+
+    def pending_and_last(self, model: str, session_id: int, *, limit: int,
+                         after_id: int = 0, dimensions: int = 0
+                         ) -> tuple[list[PendingText], int]:
+        """`texts_without_vectors` of one session, and the id of its last message (0: none)
+        as read before them or with them: a message committed meanwhile is past it. One
+        statement past `after_id` while any is missing (a turn's two new messages); none
+        missing, the last id is read first and the few messages past `after_id` again. The
+        first look (no `after_id`) reads the last id first: scanning the whole session
+        twice when nothing is missing would double its cost."""
+        if after_id:
+            rows = self._pending_rows(model, session_id, limit=limit, after_id=after_id,
+                                      dimensions=dimensions, with_last=True)
+            if rows:
+                return [PendingText(*row[:3]) for row in rows], int(rows[0][3] or 0)
+        last = self.last_message_id(session_id)
+        return self.texts_without_vectors(model, session_id, limit=limit, after_id=after_id,
+                                          dimensions=dimensions), last
+
+    def _pending_rows(self, model: str, session_id: int | None, *, limit: int | None,
+                      after_id: int, dimensions: int,
+                      with_last: bool = False) -> list[tuple[Any, ...]]:
         without, params = _without(model, dimensions)
+        last = (", (SELECT id FROM messages WHERE session_id = ? ORDER BY position DESC"
+                " LIMIT 1)" if with_last else "")
         sql = (
             # The message before is the one history has: a replaced turn's are skipped.
             "SELECT m.id, m.content, (SELECT p.content FROM messages p"
             "  WHERE p.session_id = m.session_id AND p.position < m.position"
-            "  AND p.superseded = 0 ORDER BY p.position DESC LIMIT 1)"
+            f"  AND p.superseded = 0 ORDER BY p.position DESC LIMIT 1){last}"
             f" FROM messages m WHERE {without} AND m.id > ? AND m.superseded = 0"
         )
+        params = ([session_id] if with_last else []) + params
         params.append(after_id)
         if session_id is not None:
             sql += " AND +m.session_id = ?" if after_id else _IN_SESSION
@@ -187,7 +215,7 @@ class VectorTables:
         if limit is not None:
             sql += " LIMIT ?"
             params.append(limit)
-        return [PendingText(*row) for row in self._db.execute(sql, params)]
+        return [tuple(row) for row in self._db.execute(sql, params)]
 
     def sessions_without_vectors(self, model: str, dimensions: int = 0) -> list[int]:
         """Ids of the sessions with messages that have no vector for `model` yet (or one

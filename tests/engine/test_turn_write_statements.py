@@ -149,3 +149,34 @@ def test_a_chunk_holding_a_replaced_text_is_indexed_whole(history: History) -> N
         assert found("zebra") == {first}
         assert found("杭州") == {first}
         assert found("walrus") == set()
+
+
+def test_the_backlog_finds_a_turns_messages_and_the_last_id_in_one_read(
+        history: History) -> None:
+    with history.open() as store:
+        engine = _engine(store)
+        engine.run_turn("What did we say about item 7?")  # type: ignore[attr-defined]
+        turn = lambda: engine.run_turn("And 西湖, item 12?")  # type: ignore[attr-defined]  # noqa: E731
+        if history.is_file:
+            statements = _traced(store, turn)
+            inserted = next(i for i, s in enumerate(statements)
+                            if s.startswith("INSERT INTO messages "))
+            after = statements[statements.index("COMMIT", inserted) + 1:]
+            looks = [s for s in after[:after.index("BEGIN IMMEDIATE")]
+                     if "FROM messages" in s and "vector_cache" not in s]
+            assert len(looks) == 1, looks
+        else:
+            turn()
+        key = engine.embedder.key  # type: ignore[attr-defined]
+        session_id = engine.session.id  # type: ignore[attr-defined]
+        assert store.vectors.count_without_vectors(key, session_id) == 0
+        # Nothing missing: the id of the last message all the same.
+        pending, last = store.vectors.pending_and_last(key, session_id, limit=10,
+                                                       dimensions=256)
+        assert pending == []
+        assert last == store.vectors.last_message_id(session_id) > 0
+        store.history.import_messages(session_id, [{"role": "user", "content": "新的一条"}])
+        pending, last = store.vectors.pending_and_last(key, session_id, limit=10,
+                                                       dimensions=256)
+        assert [p.content for p in pending] == ["新的一条"]
+        assert last == pending[0].message_id
