@@ -23,14 +23,17 @@ PAGE_TURNS = 16
 
 class StoredHistory:
     def __init__(self, store: MemoryStore, session_id: int, counter: TokenCounter,
-                 upto: int | None = None, *, counts: MessageCounts | None = None) -> None:
+                 upto: int | None = None, *, counts: MessageCounts | None = None,
+                 turns: int | None = None) -> None:
         """`upto`: see only the first `upto` turns (the history as it was at a turn);
-        `counts`: what this process has counted already (a session's engine keeps one)."""
+        `counts`: what this process has counted already (a session's engine keeps one);
+        `turns`: the history's turn count when the caller knows it (a turn it has just
+        committed), not read again."""
         self.store = store
         self.session_id = session_id
         self.counter = counter
         self.counts = counts or MessageCounts(store, counter)
-        self._count = store.history.turn_count(session_id)
+        self._count = store.history.turn_count(session_id) if turns is None else turns
         if upto is not None:
             self._count = min(self._count, upto)
 

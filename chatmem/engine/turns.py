@@ -167,9 +167,10 @@ class Engine(SessionChanges, MemoryUpkeep, TurnChecks, Generic[StoreT]):
             self._embedder = self._embedder()
         return self._embedder  # type: ignore[return-value]
 
-    def history(self) -> StoredHistory:
+    def history(self, turns: int | None = None) -> StoredHistory:
+        """`turns`: its turn count, when a commit just stored it (StoredHistory)."""
         return StoredHistory(self.store, self.session.id, self.counter,
-                             counts=self.state.message_counts(self.counter))
+                             counts=self.state.message_counts(self.counter), turns=turns)
 
     def request(self, text: str, attachments: Sequence[Attachment] = (),
                 said_at: SaidAt = Said.NOW, speaker: str | None = None) -> ContextRequest:
@@ -359,7 +360,8 @@ class Engine(SessionChanges, MemoryUpkeep, TurnChecks, Generic[StoreT]):
             notices.append(ReplyCut(CutBy.FILTER if usage.filtered else CutBy.LIMIT, not reply,
                                     stored=self.keeps_memory))
         if self.keeps_memory:
-            notices += self.update_memory()
+            # The commit checked the erasures against `_erasures` under the write lock.
+            notices += self.update_memory(turns=record.history_turn, erasures=self._erasures)
         return TurnResult(record, context, reply, notices)
 
     def _record_unless_erased(self, record: TurnRecord) -> TurnRecord:
@@ -408,4 +410,5 @@ class Engine(SessionChanges, MemoryUpkeep, TurnChecks, Generic[StoreT]):
             self._record(text, context, TurnStatus.OK, speaker, reply=reply),
             sent_at=times[0], replied_at=times[1], external_ids=ids,
             message_tokens=self._message_tokens(context, text, reply))
-        return TurnResult(record, context, reply, self.update_memory())
+        return TurnResult(record, context, reply,
+                          self.update_memory(turns=record.history_turn))

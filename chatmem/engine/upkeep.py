@@ -60,7 +60,7 @@ class MemoryUpkeep:
         @property
         def system_prompt(self) -> str | None: ...
 
-        def history(self) -> StoredHistory: ...
+        def history(self, turns: int | None = None) -> StoredHistory: ...
 
         def follow_erasures(self) -> None: ...
 
@@ -116,13 +116,18 @@ class MemoryUpkeep:
             self._caught_up = False  # (interrupt_ends) a server's kept engine tries again
             raise
 
-    def update_memory(self, *, catch_up: bool = False) -> list[Notice]:
+    def update_memory(self, *, catch_up: bool = False, turns: int | None = None,
+                      erasures: int | None = None) -> list[Notice]:
+        """`turns`: the history's turn count as a commit just left it; `erasures`: the
+        session's erasures count that commit found unchanged under the write lock. Known,
+        neither is read again (an older erasures count only makes the update's own check
+        the more careful: SessionState.updating)."""
         if catch_up:
             # One task for the whole catch-up, the work between its model calls included.
             with self.activity.series():
                 notices = self._update_strategy(catch_up)
         else:
-            notices = self._update_strategy(catch_up)
+            notices = self._update_strategy(catch_up, turns, erasures)
         if catch_up and self.background_indexing:
             return notices  # the backlog waits until the turn has committed
         if self.embedder is not None:
@@ -130,7 +135,8 @@ class MemoryUpkeep:
             self.follow_erasures()
         return notices + self.indexing.after_commit(self.embedder)
 
-    def _update_strategy(self, catch_up: bool) -> list[Notice]:
+    def _update_strategy(self, catch_up: bool, turns: int | None = None,
+                         erasures: int | None = None) -> list[Notice]:
         # The embedded model cannot summarize or extract: its summary or facts would be junk
         # that later contexts send as memory. Nothing is asked of it, and the user is told
         # once which model to name instead. Only a strategy that calls the helper has it
@@ -138,7 +144,8 @@ class MemoryUpkeep:
         helper = self.helper
         too_small = (helper is not None and self.strategy.calls_helper
                      and is_embedded_model(helper))
-        env = MemoryEnv(self.history(), self.counter, self.state, None if too_small else helper,
+        env = MemoryEnv(self.history(turns), self.counter, self.state,
+                        None if too_small else helper,
                         settings=self.settings, system=self.system_prompt,
                         embedder=self.embedder, activity=self.activity, zone=self.zone,
                         catch_up=catch_up)
@@ -147,7 +154,7 @@ class MemoryUpkeep:
             self._said_helper_too_small = True
             said.append(HelperTooSmall(self.strategy.name, helper.model))
         try:
-            return said + update_guarded(self.strategy, env)
+            return said + update_guarded(self.strategy, env, erasures=erasures)
         except SessionGone:
             # Not a failure to retry: there is no next turn. Said as a deletion while the
             # reply came is, by the name the user knows (the store knows only its id).

@@ -112,14 +112,16 @@ def _printing_to_stderr(call: Callable[[], Result]) -> Result:
         return call()
 
 
-def update_guarded(strategy: Strategy, env: MemoryEnv) -> list[Notice]:
+def update_guarded(strategy: Strategy, env: MemoryEnv, *,
+                   erasures: int | None = None) -> list[Notice]:
     """`strategy.update(env)`, guarded as `build_guarded` is: a value other than a list of
-    Notices fails as an exception would (the turn stands; the front end says one line)."""
+    Notices fails as an exception would (the turn stands; the front end says one line).
+    `erasures`: the session's count as the caller last found it (SessionState.updating)."""
     doing = "could not update its memory"
     # What the update stores is recorded as covering the history it was given, and is
     # dropped after a purge since it began (SessionState.updating): said so, whether the
     # update let the refusal through or caught it; the next turn's update reads it again.
-    with env.state.updating(env.history.turn_count()) as run:
+    with env.state.updating(env.history.turn_count(), erasures) as run:
         try:
             notices = guarded(lambda e: StrategyFailed(strategy.name, e, doing),
                               lambda: _printing_to_stderr(lambda: strategy.update(env)),

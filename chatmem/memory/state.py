@@ -63,14 +63,16 @@ class SessionState:
         return self.store.memory.strategy_state(self.session_id, strategy)
 
     @contextmanager
-    def updating(self, through: int) -> Iterator[UpdateRun]:
+    def updating(self, through: int, erasures: int | None = None) -> Iterator[UpdateRun]:
         """Around a strategy's update over a history of `through` turns (memory.guards.
         update_guarded): what it stores meanwhile is recorded as covering those turns, and
         is stored only if no text left the session's memory since it began: a plugin's
         update that read a message before a purge in another shell would otherwise bring
-        the purged value back with its state (the run says it was `dropped`)."""
+        the purged value back with its state (the run says it was `dropped`). `erasures`:
+        the count as the caller last found it (a commit just checked it under the write
+        lock), not read again: an older count can only drop more, never keep erased text."""
         before = self.run
-        self.run = run = UpdateRun(through, self.erasures())
+        self.run = run = UpdateRun(through, self.erasures() if erasures is None else erasures)
         try:
             yield run
         finally:

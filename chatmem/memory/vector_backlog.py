@@ -265,9 +265,9 @@ class VectorBacklog:
             self._read_size = self.dimensions
         elif self._read_size != self.dimensions:
             self._read_size = None
-        # Read before: a message committed during the read (by another process) is past it.
-        last = self.store.vectors.last_message_id(self.session_id)
-        pending = self.store.vectors.texts_without_vectors(
+        # Read before or with them: a message committed during the read (by another
+        # process) is past it.
+        pending, last = self.store.vectors.pending_and_last(
             self.model, self.session_id, limit=limit, after_id=self._read_upto,
             dimensions=self.dimensions)
         if pending:

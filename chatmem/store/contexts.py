@@ -67,16 +67,21 @@ def _stored(
 
 
 def compact(
-    db: Statements, session_id: int, tokenizer: str | None, context: Mapping[str, Any]
+    db: Statements, session_id: int, tokenizer: str | None, context: Mapping[str, Any],
+    counted: Mapping[int, int] | None = None,
 ) -> dict[str, Any]:
     """The context as stored: stored messages as runs of positions, the rest inline.
 
-    Runs inside the caller's transaction; caches the counts it relies on.
+    Runs inside the caller's transaction; caches the counts it relies on. `counted`: the
+    counts under `tokenizer` of messages the caller has just inserted in it (a committed
+    turn's two), cached with those in one statement rather than one of their own.
     """
     context = _recall_by_column(context)
     parts = context.get("parts", [])
     ids = [m["id"] for p in parts for m in p.get("messages", []) if m.get("id") is not None]
     if tokenizer is None or not ids:
+        if tokenizer is not None and counted:
+            _cache_counts(db, tokenizer, counted)
         return context
     stored = _stored(db, session_id, tokenizer, ids)
     newly_counted: dict[int, int] = {}
@@ -107,13 +112,29 @@ def compact(
             else:
                 items.append({"from": position, "to": position})
         compacted.append({**part, "messages": items})
-    if newly_counted:
+    if counted:
+        # Under the caller's write lock: a count `stored` found missing is still missing,
+        # so the new messages' upsert clause changes nothing for these.
+        _cache_counts(db, tokenizer, {**newly_counted, **counted})
+    elif newly_counted:
         db.executemany(
             "INSERT INTO token_counts (message_id, tokenizer, tokens) VALUES (?, ?, ?)"
             " ON CONFLICT DO NOTHING",
             [(i, tokenizer, n) for i, n in newly_counted.items()],
         )
     return {**context, "parts": compacted, "format": FORMAT}
+
+
+def _cache_counts(db: Statements, tokenizer: str, counts: Mapping[int, int]) -> None:
+    """Store token counts, a chunk a statement (a turn's: one)."""
+    rows = list(counts.items())
+    for start in range(0, len(rows), _CHUNK):
+        chunk = rows[start:start + _CHUNK]
+        db.execute(
+            "INSERT INTO token_counts (message_id, tokenizer, tokens) VALUES "
+            + ", ".join(["(?, ?, ?)"] * len(chunk))
+            + " ON CONFLICT (message_id, tokenizer) DO UPDATE SET tokens = excluded.tokens",
+            [v for message_id, tokens in chunk for v in (message_id, tokenizer, tokens)])
 
 
 def expand(

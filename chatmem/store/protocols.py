@@ -127,6 +127,10 @@ class VectorRepository(Protocol):
                               limit: int | None = None, after_id: int = 0,
                               dimensions: int = 0) -> list[PendingText]: ...
 
+    def pending_and_last(self, model: str, session_id: int, *, limit: int,
+                         after_id: int = 0, dimensions: int = 0
+                         ) -> tuple[list[PendingText], int]: ...
+
     def sessions_without_vectors(self, model: str, dimensions: int = 0) -> list[int]: ...
 
     def stale_vectors(self, model: str, dimensions: int,

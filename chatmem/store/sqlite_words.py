@@ -46,6 +46,18 @@ class SqliteWords:
         raise NotImplementedError
 
     def index_words(self, entries: Sequence[tuple[int, str]]) -> None:
+        # One statement for a chunk (a turn's two messages: one, not two); a chunk holding a
+        # replaced text fails whole, and is then indexed a message at a time.
+        for start in range(0, len(entries), _CHUNK):
+            chunk = entries[start:start + _CHUNK]
+            try:
+                self.execute("INSERT INTO messages_fts (rowid, terms) VALUES "
+                             + ", ".join(["(?, ?)"] * len(chunk)),
+                             [value for entry in chunk for value in entry])
+            except StoreConflict:
+                self._index_one_by_one(chunk)
+
+    def _index_one_by_one(self, entries: Sequence[tuple[int, str]]) -> None:
         insert = "INSERT INTO messages_fts (rowid, terms) VALUES (?, ?)"
         for message_id, text in entries:
             try:

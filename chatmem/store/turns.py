@@ -85,10 +85,10 @@ class TurnTables:
                       "id": external_ids[1]}],
                     self._connection.now)
                 turn.user_message_id, turn.assistant_message_id = user_id, assistant_id
-                if message_tokens is not None and turn.tokenizer:
-                    counts = dict(zip((user_id, assistant_id), message_tokens, strict=True))
-                    steps.save_token_counts(self._db, counts, turn.tokenizer)
-                self._insert_turn(turn)
+                counts = {} if message_tokens is None or not turn.tokenizer else dict(
+                    zip((user_id, assistant_id), message_tokens, strict=True))
+                # Stored with the counts compacting the context caches: one statement.
+                self._insert_turn(turn, counts)
                 if supersedes is not None:
                     self._db.execute(
                         "UPDATE turns SET superseded_by = ? WHERE session_id = ? AND number = ?",
@@ -241,9 +241,11 @@ class TurnTables:
             return ReplaceRefusal.STATE, f"{', '.join(holding)}'s stored state covers it"
         return None
 
-    def _insert_turn(self, turn: TurnRecord) -> None:
+    def _insert_turn(self, turn: TurnRecord, counted: Mapping[int, int] | None = None) -> None:
+        """`counted`: token counts of the messages the turn just stored (contexts.compact)."""
         turn.created_at = turn.created_at or self._connection.now()
-        stored = contexts.compact(self._db, turn.session_id, turn.tokenizer, turn.context)
+        stored = contexts.compact(self._db, turn.session_id, turn.tokenizer, turn.context,
+                                  counted)
         row = turn.to_row(stored)
         row["rendered_prompt"], row["rendered"] = rendered.to_columns(
             self._db, turn.session_id, stored, turn.rendered_prompt)

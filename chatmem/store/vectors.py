@@ -14,7 +14,9 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from typing import Any
 
+from chatmem.store.backend import Backend
 from chatmem.store.connection import Connection, fetch_value
 
 CACHE_LOOKUP = 400
@@ -170,14 +172,41 @@ class VectorTables:
         """Messages (of one session, or all) with no vector for `model` yet (or one of
         another size than `dimensions`, see `_without`), oldest first; `after_id` skips
         those already checked."""
+        return [PendingText(*row) for row in self._pending_rows(
+            model, session_id, limit=limit, after_id=after_id, dimensions=dimensions)]
+
+    def pending_and_last(self, model: str, session_id: int, *, limit: int,
+                         after_id: int = 0, dimensions: int = 0
+                         ) -> tuple[list[PendingText], int]:
+        """`texts_without_vectors` of one session, and the id of its last message (0: none)
+        as read before them or with them: a message committed meanwhile is past it. One
+        statement past `after_id` while any is missing (a turn's two new messages); none
+        missing, the last id is read first and the few messages past `after_id` again. The
+        first look (no `after_id`) reads the last id first: scanning the whole session
+        twice when nothing is missing would double its cost."""
+        if after_id:
+            rows = self._pending_rows(model, session_id, limit=limit, after_id=after_id,
+                                      dimensions=dimensions, with_last=True)
+            if rows:
+                return [PendingText(*row[:3]) for row in rows], int(rows[0][3] or 0)
+        last = self.last_message_id(session_id)
+        return self.texts_without_vectors(model, session_id, limit=limit, after_id=after_id,
+                                          dimensions=dimensions), last
+
+    def _pending_rows(self, model: str, session_id: int | None, *, limit: int | None,
+                      after_id: int, dimensions: int,
+                      with_last: bool = False) -> list[tuple[Any, ...]]:
         without, params = _without(model, dimensions)
+        last = (", (SELECT id FROM messages WHERE session_id = ? ORDER BY position DESC"
+                " LIMIT 1)" if with_last else "")
         sql = (
             # The message before is the one history has: a replaced turn's are skipped.
             "SELECT m.id, m.content, (SELECT p.content FROM messages p"
             "  WHERE p.session_id = m.session_id AND p.position < m.position"
-            "  AND p.superseded = 0 ORDER BY p.position DESC LIMIT 1)"
+            f"  AND p.superseded = 0 ORDER BY p.position DESC LIMIT 1){last}"
             f" FROM messages m WHERE {without} AND m.id > ? AND m.superseded = 0"
         )
+        params = ([session_id] if with_last else []) + params
         params.append(after_id)
         if session_id is not None:
             sql += " AND +m.session_id = ?" if after_id else _IN_SESSION
@@ -186,7 +215,7 @@ class VectorTables:
         if limit is not None:
             sql += " LIMIT ?"
             params.append(limit)
-        return [PendingText(*row) for row in self._db.execute(sql, params)]
+        return [tuple(row) for row in self._db.execute(sql, params)]
 
     def sessions_without_vectors(self, model: str, dimensions: int = 0) -> list[int]:
         """Ids of the sessions with messages that have no vector for `model` yet (or one
@@ -244,16 +273,19 @@ class VectorTables:
 
     def save_vectors(self, model: str, dimensions: int, rows: Iterable[VectorRow]) -> None:
         """Store vectors; a message deleted meanwhile is skipped, not an error."""
+        rows = list(rows)
         with self._db.write():
-            self._db.executemany(
+            # A message's last vector, as one upsert a row after another left it: PostgreSQL
+            # refuses a statement that updates one row twice.
+            latest = list({r.message_id: r for r in rows}.values())
+            _insert_rows(self._db,
                 "INSERT INTO message_vectors"
-                " (message_id, model, dimensions, vector, context_vector)"
-                " SELECT ?, ?, ?, ?, ? WHERE EXISTS (SELECT 1 FROM messages WHERE id = ?)"
+                " (message_id, model, dimensions, vector, context_vector) ",
+                "SELECT ?, ?, ?, ?, ? WHERE EXISTS (SELECT 1 FROM messages WHERE id = ?)",
                 " ON CONFLICT (model, message_id) DO UPDATE SET dimensions = excluded.dimensions,"
                 " vector = excluded.vector, context_vector = excluded.context_vector",
                 [(r.message_id, model, dimensions, r.vector, r.context_vector, r.message_id)
-                 for r in rows],
-            )
+                 for r in latest])
             cached = [r for r in rows if r.digest is not None]
             # Only a vector of the role's own session is found again (cached_vectors): an
             # entry pointing into another's session, written before that rule, would keep
@@ -268,12 +300,11 @@ class VectorTables:
                     f" ({', '.join('?' * len(chunk))})"
                     f" AND NOT EXISTS ({own.format('vector_cache.message_id')})",
                     [model, *chunk])
-            self._db.executemany(
-                "INSERT INTO vector_cache (model, digest, message_id, context)"
-                f" SELECT ?, ?, ?, ? WHERE EXISTS ({own.format('?')})"
-                " ON CONFLICT DO NOTHING",
-                [(model, r.digest, r.message_id, 0, r.message_id) for r in cached],
-            )
+            _insert_rows(self._db,
+                         "INSERT INTO vector_cache (model, digest, message_id, context) ",
+                         f"SELECT ?, ?, ?, ? WHERE EXISTS ({own.format('?')})",
+                         " ON CONFLICT DO NOTHING",
+                         [(model, r.digest, r.message_id, 0, r.message_id) for r in cached])
 
     def cached_vectors(self, model: str, digests: Iterable[str],
                        dimensions: int = 0) -> dict[str, bytes]:
@@ -303,3 +334,17 @@ class VectorTables:
                 + (" AND v.dimensions = ?" if sized else ""),
                 [model, *chunk, *sized]))
         return found
+
+
+ROWS_A_STATEMENT = 100
+"""Rows `_insert_rows` joins into one statement (SQLite allows 500 arms of a compound)."""
+
+
+def _insert_rows(db: Backend, insert: str, select: str, conflict: str,
+                 rows: Sequence[Sequence[object]]) -> None:
+    """`insert` of each row `select` gives (one SELECT of its own each, as a row's own
+    condition holds), ROWS_A_STATEMENT rows a statement (a turn's two: one, not two)."""
+    for start in range(0, len(rows), ROWS_A_STATEMENT):
+        chunk = rows[start : start + ROWS_A_STATEMENT]
+        db.execute(insert + " UNION ALL ".join([select] * len(chunk)) + conflict,
+                   [value for row in chunk for value in row])

@@ -248,14 +248,14 @@ def test_an_inline_run_reads_only_the_messages_committed_since_its_last_look(
 def spied_looks(store: Store, monkeypatch: pytest.MonkeyPatch) -> list[int]:
     """The sizes of the backlog's reads of messages without vectors, as they happen."""
     looks: list[int] = []
-    original = store.vectors.texts_without_vectors
+    original = store.vectors.pending_and_last  # the backlog's one read (with the last id)
 
     def looked(*args: Any, **kwargs: Any) -> Any:
-        found = original(*args, **kwargs)
+        found, last = original(*args, **kwargs)
         looks.append(len(found))
-        return found
+        return found, last
 
-    monkeypatch.setattr(store.vectors, "texts_without_vectors", looked)
+    monkeypatch.setattr(store.vectors, "pending_and_last", looked)
     return looks
 
 
