@@ -304,18 +304,29 @@ class RecallTables:
         never writes.
         """
         if after:
-            rows = self._db.execute(
-                "SELECT position FROM messages WHERE session_id = ? AND position > ?"
-                " AND +gap_s > ? AND superseded = 0", [session_id, after, gap_seconds])
-        else:
-            rows = self._db.execute(
-                "SELECT position FROM messages WHERE session_id = ? AND gap_s > ?"
-                " AND superseded = 0", [session_id, gap_seconds])
+            # One read of what was added (a turn's two messages), where three reads (the
+            # recorded pauses, the unrecorded, the last position) each sought them again.
+            added = self._db.execute(
+                "SELECT m.position, m.superseded, m.gap_s, p.created_at, m.created_at"
+                " FROM messages m LEFT JOIN messages p ON p.session_id = m.session_id"
+                " AND p.position = m.position - 1 WHERE m.session_id = ? AND m.position > ?",
+                [session_id, after]).fetchall()
+            if not added:
+                return [], self.last_position(session_id)
+            # A pause not recorded is worked out as below; a replaced turn's messages start
+            # no sitting, yet one of them may be the last position.
+            starts = [position for position, superseded, gap, before, at in added
+                      if not superseded
+                      and (pause(before, at) if gap is None else gap) > gap_seconds]
+            return sorted(starts), max(position for position, *_ in added)
+        rows = self._db.execute(
+            "SELECT position FROM messages WHERE session_id = ? AND gap_s > ?"
+            " AND superseded = 0", [session_id, gap_seconds])
         starts = [position for (position,) in rows]
         unrecorded = self._db.execute(
             "SELECT m.position, p.created_at, m.created_at FROM messages m"
             " LEFT JOIN messages p ON p.session_id = m.session_id AND p.position = m.position - 1"
-            f" WHERE m.session_id = ? AND m.position > ? AND {'+' if after else ''}m.gap_s IS NULL"
+            " WHERE m.session_id = ? AND m.position > ? AND m.gap_s IS NULL"
             " AND m.superseded = 0",
             [session_id, after])
         starts += [position for position, before, at in unrecorded
