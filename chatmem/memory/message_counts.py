@@ -51,7 +51,7 @@ class MessageCounts:
     def tokens_of(self, rows: Sequence[CandidateRow]) -> list[int]:
         """Each candidate's tokens as sent: its stored count, else counted once per process."""
         counts = []
-        for _, message_id, _, role, content, stored in rows:
+        for _, message_id, _, role, content, stored, _ in rows:
             sent = sent_text(role, content)
             counts.append(stored if stored is not None and _as_stored(role, content, sent)
                           else self._counted(message_id, role, sent))

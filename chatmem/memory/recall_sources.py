@@ -28,6 +28,7 @@ from chatmem.memory.ranking import (
     dense_scores,
 )
 from chatmem.memory.recall_vectors import Dense, Vectors, candidate_dense, held_vectors, rows_of
+from chatmem.store.records import MessageRecord
 from chatmem.timestamps import local_moment
 
 DATABASE_RANKING_FROM = 20_000
@@ -70,7 +71,7 @@ class Candidates:
         self.positions = [row[0] for row in rows]
 
     def message(self, i: int) -> Message:
-        _, message_id, turn, role, content, _ = self.rows[i]
+        _, message_id, turn, role, content, _, _ = self.rows[i]
         return Message(role, sent_text(role, content), self.tokens[i], message_id, turn)
 
     def ranked(self, words: WordScores, bm25: Mapping[int, float], dense: np.ndarray | None,
@@ -89,7 +90,7 @@ class Candidates:
                             for m, held in zip(meanings, present[at].tolist(), strict=True)]
         return [Ranked(message_id, position, turn or 0, role, bm25.get(position, 0.0), score,
                        meaning, relevance, tokens, content)
-                for (position, message_id, turn, role, content, _), score, meaning, relevance,
+                for (position, message_id, turn, role, content, _, _), score, meaning, relevance,
                 tokens in zip(self.rows, scores, meanings, fused_at, self.tokens, strict=True)]
 
 
@@ -106,6 +107,8 @@ class StoredRecall:
         self.gap_hours = gap_hours
         sittings: dict[float, _SittingCache] = state.caches.setdefault("sittings", {})
         self.sitting_cache = sittings.setdefault(gap_hours, _SittingCache())
+        self.read: dict[int, CandidateRow] = {}
+        """The candidates this build read, by position: their times came with them."""
 
     def count_before(self, turn: int) -> int:
         return self.state.store.recall.count_before(self.state.session_id, turn)
@@ -164,7 +167,15 @@ class StoredRecall:
         cache = self._times()
         missing = [p for p in positions if p not in cache]
         if missing:
-            records = self.state.store.recall.messages_at(self.state.session_id, missing)
+            # A candidate's time came with it (`candidates`): the pool's days cost no read.
+            session_id, read = self.state.session_id, self.read
+            unread = [p for p in missing if p not in read]
+            records = self.state.store.recall.messages_at(session_id, unread) if unread else {}
+            for (position, message_id, turn, role, content, _, created_at) in (
+                    read[p] for p in missing if p in read):
+                # A record checks its time as messages_at's do (a damaged one is named).
+                records[position] = MessageRecord(message_id, session_id, position, turn, role,
+                                                  content, None, created_at)
             for p in missing:
                 record = records.get(p)
                 cache[p] = local_moment(record.created_at, self.zone) if record else None
@@ -213,6 +224,7 @@ class StoredRecall:
         rows = self.state.store.recall.candidate_rows(self.state.session_id, positions,
                                                       self.counter.key)
         by_position = {row[0]: row for row in rows}
+        self.read.update(by_position)
         ordered = [by_position[p] for p in positions if p in by_position]
         return Candidates(ordered, self.state.message_counts(self.counter).tokens_of(ordered))
 

@@ -105,8 +105,9 @@ def idf(entries: int, found: int) -> float:
     return max(math.log((entries - found + 0.5) / (found + 0.5)), 1e-6)
 
 
-CandidateRow = tuple[int, int, int, str, str, int | None]
-"""position, id, turn, role, content, stored token count (RecallTables.candidate_rows)."""
+CandidateRow = tuple[int, int, int, str, str, int | None, str]
+"""position, id, turn, role, content, stored token count, created_at
+(RecallTables.candidate_rows)."""
 
 
 class RecallTables:
@@ -177,9 +178,10 @@ class RecallTables:
     def candidate_rows(self, session_id: int, positions: Iterable[int],
                        tokenizer: str) -> list[CandidateRow]:
         """The session's messages at `positions` as recall packs them: position, id,
-        turn, role, content and the stored token count under `tokenizer` (None: not
-        counted there), as plain tuples, in no particular order. `counted_messages_at`
-        reads the same, as records: recall reads hundreds of candidates a turn."""
+        turn, role, content, the stored token count under `tokenizer` (None: not
+        counted there) and the time, as plain tuples, in no particular order.
+        `counted_messages_at` reads the same, as records: recall reads hundreds of
+        candidates a turn (and the days they were said: their times come with them)."""
         wanted = sorted(set(positions))
         found: list[CandidateRow] = []
         for start in range(0, len(wanted), 500):
@@ -187,8 +189,8 @@ class RecallTables:
             marks = ", ".join(["?"] * len(chunk))
             found += cast("list[CandidateRow]", self._db.execute(
                 "SELECT m.position, m.id, m.turn, m.role, m.content, (SELECT c.tokens"
-                " FROM token_counts c WHERE c.message_id = m.id AND c.tokenizer = ?)"
-                f" FROM messages m WHERE m.session_id = ? AND m.position IN ({marks})"
+                " FROM token_counts c WHERE c.message_id = m.id AND c.tokenizer = ?),"
+                f" m.created_at FROM messages m WHERE m.session_id = ? AND m.position IN ({marks})"
                 " AND m.superseded = 0", [tokenizer, session_id, *chunk]).fetchall())
         return found
 
@@ -302,18 +304,29 @@ class RecallTables:
         never writes.
         """
         if after:
-            rows = self._db.execute(
-                "SELECT position FROM messages WHERE session_id = ? AND position > ?"
-                " AND +gap_s > ? AND superseded = 0", [session_id, after, gap_seconds])
-        else:
-            rows = self._db.execute(
-                "SELECT position FROM messages WHERE session_id = ? AND gap_s > ?"
-                " AND superseded = 0", [session_id, gap_seconds])
+            # One read of what was added (a turn's two messages), where three reads (the
+            # recorded pauses, the unrecorded, the last position) each sought them again.
+            added = self._db.execute(
+                "SELECT m.position, m.superseded, m.gap_s, p.created_at, m.created_at"
+                " FROM messages m LEFT JOIN messages p ON p.session_id = m.session_id"
+                " AND p.position = m.position - 1 WHERE m.session_id = ? AND m.position > ?",
+                [session_id, after]).fetchall()
+            if not added:
+                return [], self.last_position(session_id)
+            # A pause not recorded is worked out as below; a replaced turn's messages start
+            # no sitting, yet one of them may be the last position.
+            starts = [position for position, superseded, gap, before, at in added
+                      if not superseded
+                      and (pause(before, at) if gap is None else gap) > gap_seconds]
+            return sorted(starts), max(position for position, *_ in added)
+        rows = self._db.execute(
+            "SELECT position FROM messages WHERE session_id = ? AND gap_s > ?"
+            " AND superseded = 0", [session_id, gap_seconds])
         starts = [position for (position,) in rows]
         unrecorded = self._db.execute(
             "SELECT m.position, p.created_at, m.created_at FROM messages m"
             " LEFT JOIN messages p ON p.session_id = m.session_id AND p.position = m.position - 1"
-            f" WHERE m.session_id = ? AND m.position > ? AND {'+' if after else ''}m.gap_s IS NULL"
+            " WHERE m.session_id = ? AND m.position > ? AND m.gap_s IS NULL"
             " AND m.superseded = 0",
             [session_id, after])
         starts += [position for position, before, at in unrecorded

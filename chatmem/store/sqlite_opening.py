@@ -34,6 +34,8 @@ from chatmem.store.upgrading import (
 # Tables a crash of chatmem 0.1 could leave behind in a new file before its schema
 # existed (sqlite-utils created the migrations table outside the transaction).
 _BOOKKEEPING = {"_sqlite_migrations"}
+CACHE_KIB = 32 * 1024
+"""The pages of a history file a connection holds in memory at most (SQLite's default: 2 MB)."""
 
 
 class _Database(sqlite_utils.Database):
@@ -94,6 +96,11 @@ class SqliteOpening:
             self.execute("PRAGMA foreign_keys = ON")
             # Erased rows (delete, purge) are overwritten, not just unlinked.
             self.execute("PRAGMA secure_delete = ON")
+            # A long history's recall reads its pool's messages and words index all over the
+            # file every turn: in SQLite's default 2 MB of pages a turn's writes pushed them
+            # out, and 10,000 turns read ~100 pages from the file again each turn. Pages are
+            # held as read (a short history's take what it has), this much at most.
+            self.execute(f"PRAGMA cache_size = -{CACHE_KIB}")
             if str(path) != ":memory:":
                 # Safe with WAL (no corruption on power loss, at worst the last turn
                 # is lost) and it spares an fsync per commit: a turn costs ~1 ms, not ~10.

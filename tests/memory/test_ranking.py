@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
+from meter import metered
 
 from chatmem.memory.packing import POOL, Ranked, pack, pool
 from chatmem.memory.ranking import Sittings, Weights, dense_scores, fuse, words_scores
@@ -188,6 +189,28 @@ def test_sittings_break_at_gaps_and_at_unreadable_times(store: Store) -> None:
                                                 "ts": "2026-01-06T14:20:00Z"}])
     assert store.recall.sitting_starts(session.id, 4 * 3600, after=6) == ([7], 7)
     assert store.recall.sitting_starts(session.id, 0.5 * 3600)[0] == [1, 2, 3, 4, 5, 7]
+
+
+def test_a_later_read_of_the_sittings_reads_what_was_added_once(store: Store) -> None:
+    """Each build after the first reads the sittings of the turn added since: one statement,
+    where the recorded pauses, the unrecorded ones and the last position were three."""
+    session = store.sessions.create_session("会话", "retrieval")
+    store.history.import_messages(session.id, [
+        {"role": "user", "content": f"第{i}条", "ts": f"2026-01-05T0{i}:00:00+00:00"}
+        for i in range(6)])
+    assert store.recall.sitting_starts(session.id, 4 * 3600) == ([1], 6)
+    store.history.import_messages(session.id, [
+        {"role": "user", "content": "later", "ts": "2026-01-06T08:00:00Z"},
+        {"role": "assistant", "content": "much later", "ts": "2026-01-07T08:00:00Z"},
+        {"role": "assistant", "content": "replaced", "ts": "2026-01-08T08:00:00Z"}])
+    # A pause not recorded (a file from before m007), and a replaced turn's message last.
+    store.db.execute("UPDATE messages SET gap_s = NULL WHERE position = 8")
+    store.db.execute("UPDATE messages SET superseded = 1 WHERE position = 9")
+    with metered(store) as meter:
+        assert store.recall.sitting_starts(session.id, 4 * 3600, after=6) == ([7, 8], 9)
+    assert meter.statements == 1
+    assert store.recall.sitting_starts(session.id, 4 * 3600, after=9) == ([], 9)
+    assert store.recall.sitting_starts(session.id, 4 * 3600)[0] == [1, 7, 8]
 
 
 def test_messages_without_pauses_get_them_in_memory_not_in_the_file(store: Store) -> None:

@@ -60,9 +60,9 @@ def test_candidate_rows_are_the_counted_messages_as_plain_rows(tmp_path: Path) -
         counted = store.recall.counted_messages_at(sid, positions, key)
         # The replaced turn's messages are not candidates; nor are positions past the end.
         assert len(counted) < store.recall.last_position(sid)
-        assert sorted(rows) == sorted((r.position, r.id, r.turn, r.role, r.content, n)
-                                      for r, n in counted.values())
-        assert [n for p, *_, n in sorted(rows)][-1] is None  # imported: not counted
+        assert sorted(rows) == sorted((r.position, r.id, r.turn, r.role, r.content, n,
+                                       r.created_at) for r, n in counted.values())
+        assert [n for p, *_, n, _ in sorted(rows)][-1] is None  # imported: not counted
 
 
 def test_message_count_counts_the_history_no_further_than_asked(store: Store) -> None:
