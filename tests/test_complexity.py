@@ -265,7 +265,8 @@ def test_a_client_s_request_does_the_same_work_at_any_size(
     # adopted (a client that sends its own window stores nothing), the last turn read,
     # the turn run. Counting the session's whole history per request grew with it.
     from chatmem.app import Workspace
-    from chatmem.app.client_history import ClientMessage, adopt_history
+    from chatmem.app.adopted_history import adopt_history
+    from chatmem.app.client_history import ClientMessage
     from chatmem.app.conversations import start_conversation
     from chatmem.app.sessions import last_turn
 

@@ -1,9 +1,9 @@
 """A client's copy of a conversation (another program's, sending its whole history each
 time), matched to the session that stores it: which session a chat no id names goes on,
-whether a request replaces the last turn, and what a new session adopts of the history.
-Messages are compared as clients change them when they show and send a reply back
-(whitespace around it or inside it, the reasoning block a model wrote), so a chat that goes
-on is found again, and a regenerate is one, whatever the client trimmed."""
+and whether a request replaces the last turn (what a session adopts of the history is
+adopted_history's). Messages are compared as clients change them when they show and send
+a reply back (whitespace around it or inside it, the reasoning block a model wrote), so a
+chat that goes on is found again, and a regenerate is one, whatever the client trimmed."""
 
 from __future__ import annotations
 
@@ -15,11 +15,9 @@ from enum import Enum
 from itertools import count
 from typing import TYPE_CHECKING, Protocol
 
-from chatmem.app.overlap import stored_up_to
 from chatmem.reasoning import blocks_replaced
 
 if TYPE_CHECKING:
-    from chatmem.app.session_files import ImportProgress
     from chatmem.app.workspace import Workspace
     from chatmem.store.protocols import HistoryRepository
 
@@ -267,125 +265,3 @@ def _newest(history: HistoryRepository, session_id: int, n: int) -> Sequence[Sai
     # when turn numbers have gaps: then fewer are read, and nothing is taken for a match).
     first = max(1, history.turn_count(session_id) - n)
     return history.messages(session_id, first)[-n:] if n else []
-
-
-def adopt_history(workspace: Workspace, name: str, prior: Sequence[ClientMessage], *,
-                  progress: ImportProgress | None = None, opened: bool = False) -> bool:
-    """Make session `name`'s history hold what a client says came before its new message
-    (the client's is authoritative): what of it the session does not end with is stored
-    after the session's (`stored_up_to`). Its new suffix when the session holds its start,
-    or began as it does and was edited since without evidence the client may change it
-    (`leaves_history`): nothing stored changed; all of it when the session holds others'
-    (another front end's turn stored while the request that was to store it failed). One
-    that sends less (its window) stores nothing. The session is read only when the client's
-    history is longer: a request costs what it carries, whatever the session holds.
-
-    IMPORT_BATCH messages a transaction, as an import (`progress` told after each): 400,000
-    in one held the write lock 35 s. A session the caller `opened` (created) for this very
-    request, holding nothing yet, gets a long history under an unfinished name that takes
-    its place at the end (store.unfinished; a failure, or anything stored in it meanwhile,
-    leaves it as it was): True, its engine to be opened anew. Any other gets them after its
-    own (an empty one that holds facts, a prompt, a strategy's state keeps them: only its
-    settings would go with a copy); a failure halfway leaves a start of them, and the
-    client's next request stores the rest (what the session does not end with)."""
-    from chatmem.app.client_sessions import adopt_in_place_of
-    from chatmem.app.session_files import IMPORT_BATCH
-    from chatmem.store.sharing import shared_address
-
-    store = workspace.store
-    session = store.sessions.find_session(name)
-    if session is None:
-        return False
-    total = held = store.history.message_count(session.id, at_most=len(prior))
-    if 0 < held < len(prior):
-        # Past what the session holds only if the session is the client's: another front
-        # end's turn stored while a new conversation's history was written (and refused,
-        # "send the request again") is not, and counting it dropped as many of the client's
-        # first messages on the retry. One that begins as the client's is, edited since.
-        stored, said = comparable_all(store.history.messages(session.id)), comparable_all(prior)
-        total = stored_up_to(stored, said) or (held if stored[0] == said[0] else 0)
-    new = [_stored(m) for m in prior[total:]]
-    batch = IMPORT_BATCH
-    if (opened and len(new) > batch and held == 0 and not shared_address(name)
-            and not store.turns.turns(session.id, expanded=False)):
-        adopt_in_place_of(workspace, session, new, progress, batch)
-        return True
-    for start in range(0, len(new), batch):
-        store.history.import_messages(session.id, new[start : start + batch])
-        if progress is not None:
-            progress(min(start + batch, len(new)), len(new))
-    return False
-
-
-def _stored(message: ClientMessage) -> dict[str, str]:
-    """`message` as the store takes it, with its speaker when a group chat's member said it."""
-    kept = {"role": message.role, "content": message.content}
-    if message.speaker:
-        kept["speaker"] = message.speaker
-    return kept
-
-
-def leaves_history(workspace: Workspace, name: str, prior: Sequence[ClientMessage], *,
-                   asked_with: AskedWith | None) -> bool:
-    """Whether a client's history leaves the session's before its last exchange: an earlier
-    message edited or its reply asked again (the client then sends its history up to
-    there), the chat begun anew. Only on evidence that the session's history is this
-    client's: this server answered its last exchange (`asked_with`; None: it did not) for
-    a request whose history was all the session held before it. A client that sends what
-    it sent then (only its new message, a regenerate), goes on from there, sends a window
-    of the session's end or more than it holds does not leave it, nor does one whose
-    history is the session's but for its last exchange (`replaces_last_turn` decides).
-    Reads the session only when the history is none of those, and then no more than the
-    request this server answered carried."""
-    if asked_with is None:
-        return False
-    if asked_with.digest == history_digest(prior) or (
-            len(prior) >= 2 and asked_with.digest == history_digest(prior[:-2])):
-        return False
-    store = workspace.store
-    session = store.sessions.find_session(name)
-    if session is None or store.history.message_count(
-            session.id, at_most=asked_with.length + 3) != asked_with.length + 2:
-        return False
-    stored = store.history.messages(session.id)
-    if history_digest(stored[:-2]) != asked_with.digest:
-        return False  # another front end or another chat wrote some of it
-    held, said = comparable_all(stored), comparable_all(prior)
-    if said and any(len(said) <= end and held[end - len(said):end] == said
-                    for end in (len(held), len(held) - 2)):
-        return False  # its window of the session's end (the last exchange asked again)
-    kept = next((i for i, (a, b) in enumerate(zip(held, said, strict=False)) if a != b),
-                min(len(held), len(said)))
-    return kept < len(held) and not kept == len(said) == len(held) - 2
-
-
-def branch_session(workspace: Workspace, name: str, prior: Sequence[ClientMessage], *,
-                   progress: ImportProgress | None = None) -> str:
-    """Make `name` a new session holding a client's history `prior` (`leaves_history`),
-    with the strategy, parameters, model, retention and shares the session of that name
-    had: the memory it built (summaries, facts, a strategy's state) is of a history the
-    client left, and is not carried over. That session stays, whole, under its `kept_name`,
-    returned: nothing stored is lost or changed but its name. A long history is written as
-    `adopt_history` writes one (`branch_in_batches`)."""
-    from chatmem.app import client_sessions as made
-    from chatmem.app.session_files import IMPORT_BATCH
-
-    store = workspace.store
-    sessions = store.sessions
-    said = [_stored(m) for m in prior]
-    if len(said) > IMPORT_BATCH:
-        return made.branch_in_batches(workspace, sessions.session(name), said, progress,
-                                      IMPORT_BATCH)
-    # One transaction: a failure halfway must not leave the chat's id naming an empty
-    # session while its history sits under the kept name.
-    with store.write():
-        old = sessions.session(name)
-        kept = made.kept_name(workspace, name)
-        sessions.rename_session(name, kept)
-        _, new_id = made.session_like(workspace, old, name)
-        # The chat is shared as it was under its id; the kept copy keeps its shares too (who
-        # could read or write that history still can).
-        made.carry_over(workspace, old, new_id)
-        if said:
-            store.history.import_messages(new_id, said)
-    return kept

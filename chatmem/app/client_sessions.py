@@ -1,5 +1,5 @@
 """Sessions a served client's history makes: one like the session its conversation had
-(`client_history.branch_session` keeps that one), and a long history written as an import
+(`adopted_history.branch_session` keeps that one), and a long history written as an import
 is, in batches under an unfinished name that then takes the opened session's place, or the
 name of the session it branches from (that one kept under another)."""
 
@@ -41,7 +41,7 @@ def adopt_in_place_of(workspace: Workspace, session: SessionRecord,
 def branch_in_batches(workspace: Workspace, old: SessionRecord,
                       messages: Sequence[dict[str, str]], progress: ImportProgress | None,
                       batch: int) -> str:
-    """`client_history.branch_session` of a long history: `messages` written in batches as
+    """`adopted_history.branch_session` of a long history: `messages` written in batches as
     a session like `old` under an unfinished name; then, in one short transaction, `old`
     renamed `NAME.before-edit-N` (returned) and that session given its name. 60,000
     exchanges in one transaction made a concurrent ask wait 21.6 s; a failure, or `old`

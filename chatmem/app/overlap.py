@@ -1,7 +1,7 @@
 """How much of a client's history a session already holds: the overlap of the session's
 end with the client's start, so a history written after another front end's turn, or
 halfway by a request that failed, is stored on without a message twice or one lost
-(client_history.adopt_history)."""
+(adopted_history.adopt_history)."""
 
 from __future__ import annotations
 

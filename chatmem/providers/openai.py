@@ -1,6 +1,6 @@
 """`openai`: any OpenAI-compatible endpoint (OpenAI, Ollama, vLLM, llama.cpp, LM Studio).
 
-Errors become one line that says what to check. The API key is read from the
+Errors become one line that says what to check (openai_errors). The API key is read from the
 environment variable named in config and never appears in an error, a log or
 the database.
 """
@@ -8,26 +8,17 @@ the database.
 from __future__ import annotations
 
 import json
-import re
 import threading
 from collections.abc import Iterator, Mapping
 from typing import TYPE_CHECKING, Any
 
 from chatmem.config.endpoint import parse_endpoint
 from chatmem.config.settings import OPENAI_MAX_REPLY_TOKENS
-from chatmem.errors import (
-    ProviderAuthError,
-    ProviderConnectionError,
-    ProviderError,
-    ProviderNotFound,
-    ProviderRefusedRequest,
-    ProviderResponseError,
-    ProviderTimeout,
-)
+from chatmem.errors import ProviderError, ProviderResponseError
 from chatmem.images import ImageRule
 from chatmem.notices import UsageIgnored
-from chatmem.privacy.secrets import SecretMask, credentials_of
 from chatmem.providers.base import ChatMessages, Purpose, Usage, checked_counts
+from chatmem.providers.openai_errors import masked, translated
 from chatmem.providers.openai_limits import (
     BYTES_BESIDE_REPLY,
     BYTES_PER_TOKEN_AT_MOST,
@@ -35,7 +26,6 @@ from chatmem.providers.openai_limits import (
     cap_field_for,
     no_text_error,
     other_cap_field,
-    rate_limit_error,
 )
 from chatmem.tokens import TokenCounter, counter_for_model
 
@@ -44,11 +34,8 @@ if TYPE_CHECKING:
 
     from chatmem.providers.deadline import ReplyDeadline
 
-_CREDENTIALS = re.compile(r"(?i)\b(bearer|basic)\s+[A-Za-z0-9+/=._~-]{8,}")
 DEFAULT_MAX_REPLY_TOKENS = OPENAI_MAX_REPLY_TOKENS
 """The reply cap when max_reply_tokens is unset (config.settings says why)."""
-_FIELD = re.compile(r"[A-Za-z_][A-Za-z0-9_.\[\]-]{0,63}")
-"""A request field's name as a server's 400 names it (`reasoning_effort`, `messages[0]`)."""
 
 class OpenAIReply:
     def __init__(
@@ -339,87 +326,9 @@ class OpenAIProvider:
 
     def translate(self, error: Exception, *, mid_stream: bool = False) -> ProviderError:
         """One line that says what to check; never the key, never a traceback."""
-        import openai
-
-        from chatmem.providers.unreachable import redirected, unreachable
-
-        where = self.where
-        if isinstance(error, UnicodeDecodeError):
-            return ProviderResponseError(f"{where} sent bytes that are not UTF-8"
-                                         " in the middle of the reply stream")
-        if isinstance(error, json.JSONDecodeError):
-            return ProviderResponseError(f"{where} sent data that is not valid JSON"
-                                         " in the middle of the reply stream")
-        if (mid_stream and isinstance(error, openai.APIConnectionError)
-                and not isinstance(error, openai.APITimeoutError)):
-            # The client reports a connection dropped mid-reply as a connection
-            # error, but the server was reached: "is it running?" would mislead.
-            return ProviderResponseError(
-                f"the reply stream from {where} broke off before the reply was complete"
-            )
-        if isinstance(error, openai.APIStatusError) and (moved := redirected(where, error)):
-            return ProviderResponseError(moved, status=error.status_code)
-        said = error.body.get("message") if isinstance(error, openai.PermissionDeniedError) \
-            and isinstance(error.body, Mapping) else None
-        if isinstance(said, str) and said.strip():
-            # The key was taken; what it may not do (this model, from this country, in this
-            # project) is in the server's words: "check $OPENAI_API_KEY" sent users to
-            # replace a key that worked.
-            return ProviderAuthError(f"{where} refused the request (403):"
-                                     f" {self._masked(said, 160)}", status=403)
-        if isinstance(error, openai.AuthenticationError | openai.PermissionDeniedError):
-            return ProviderAuthError(
-                f"{where} refused the API key ({error.status_code}): check ${self.api_key_env}",
-                status=error.status_code)
-        if isinstance(error, openai.NotFoundError):
-            return ProviderNotFound(
-                f"{where} answered 404 for model {self.model!r}: check the model name and base_url",
-                status=404)
-        if isinstance(error, openai.RateLimitError):
-            return rate_limit_error(where, error, self.client.max_retries)
-        if isinstance(error, openai.APITimeoutError):
-            return ProviderTimeout(
-                f"{where} did not answer in time: raise timeout or check the server"
-            )
-        if isinstance(error, openai.APIConnectionError):
-            return ProviderConnectionError(unreachable(where, self.base_url, error))
-        if isinstance(error, openai.BadRequestError):
-            # The request itself refused (a field passed on from a served client): the
-            # server's own words say which field, and what it takes instead.
-            said = error.body.get("message") if isinstance(error.body, Mapping) else None
-            detail = self._masked(said if isinstance(said, str) else str(error), 300)
-            for address in (self.base_url, where):  # a served client is not told where it is
-                detail = detail.replace(address, "[the model's server]")
-            # Only a field's name: the server may put anything there (its own echo of a header).
-            param = error.param if isinstance(error.param, str) and _FIELD.fullmatch(
-                error.param) else None
-            return ProviderRefusedRequest(
-                f"{where} answered 400: {self._short(error)}", detail=detail, param=param)
-        if isinstance(error, openai.APIStatusError):
-            return ProviderResponseError(
-                f"{where} answered {error.status_code}: {self._short(error)}",
-                status=error.status_code)
-        if isinstance(error, openai.APIError):
-            # An `error` event once the reply began (vLLM, OpenRouter and chatmem serve send
-            # one when the model fails mid-reply): its words say what failed, where "not a
-            # chat completion: check base_url" sent the user to a base_url that was right.
-            return ProviderResponseError(f"{where} reported an error in the middle of the"
-                                         f" reply: {self._masked(error.message, 160)}")
-        # Anything else is data the client could not make sense of; its Python
-        # exception's name and text would say nothing to the user.
-        return ProviderResponseError(
-            f"the reply stream from {where} held data that is not an OpenAI-compatible"
-            " chat completion: check base_url and the server"
-        )
-
-    def _short(self, error: Exception) -> str:
-        # The message quotes the server's answer, and a server may echo the key back.
-        return self._masked(str(error), 160)
+        return translated(error, where=self.where, base_url=self.base_url, model=self.model,
+                          api_key_env=self.api_key_env, api_key=self.client.api_key,
+                          max_retries=self.client.max_retries, mid_stream=mid_stream)
 
     def _masked(self, said: str, limit: int) -> str:
-        text = " ".join(said.split())
-        # The key as sent, in the base URL, and base64-encoded as some gateways log it.
-        text = SecretMask(credentials_of(self.client.api_key, self.base_url, None)).mask(text)
-        # The same credentials as the server may quote them: an Authorization header.
-        text = _CREDENTIALS.sub(r"\1 [api key]", text)
-        return text[:limit] + ("…" if len(text) > limit else "")
+        return masked(said, limit, api_key=self.client.api_key, base_url=self.base_url)

@@ -25,11 +25,7 @@ from chatmem.notices import (
 from chatmem.render.errors import Client, without_history
 from chatmem.render.history_notices import migrations_text, retention_applied_text
 from chatmem.render.notices import facts_left_text, not_remembered_text, notice_text
-from chatmem.render.session_notices import (
-    for_this_call,
-    model_changed_text,
-    saved_params_dropped_text,
-)
+from chatmem.render.session_notices import session_notice_text
 from chatmem.session_notices import ModelChanged, SavedParamsDropped, StrategyChanged
 
 if TYPE_CHECKING:
@@ -51,13 +47,8 @@ def _for_a_client(notice: Notice | ContextWarning, client: Client) -> str:
 
 
 @_for_a_client.register
-def _(n: ModelChanged, client: Client) -> str:
-    return f"conversation {model_changed_text(n)}"
-
-
-@_for_a_client.register
-def _(n: SavedParamsDropped, client: Client) -> str:
-    return f"conversation {saved_params_dropped_text(n)}"
+def _(n: StrategyChanged | ModelChanged | SavedParamsDropped, client: Client) -> str:
+    return f"conversation {session_notice_text(n)}"
 
 
 @_for_a_client.register
@@ -71,12 +62,6 @@ def _(n: SensitiveNotRemembered, client: Client) -> str:
 def _(n: FactsTooLong | FactsNotSaid | FactsForgotten, client: Client) -> str:
     # As SensitiveNotRemembered: a tool stores one where the REPL's /remember would.
     return facts_left_text(n, "the remember tool" if client is Client.MCP else None)
-
-
-@_for_a_client.register
-def _(n: StrategyChanged, client: Client) -> str:
-    return (f"conversation {n.session}: strategy {n.before} → {n.after}"
-            f"{for_this_call(n.kept, n.owner)}")
 
 
 @_for_a_client.register

@@ -36,7 +36,7 @@ def _(n: StrategyChanged) -> str:
 
 
 @_said.register
-def model_changed_text(n: ModelChanged) -> str:
+def _(n: ModelChanged) -> str:
     by = f" ({n.by})" if n.by else ""
     if n.owner is not None:
         return (f"{n.session} ran on {n.before}; this run runs on {n.after}{by}"
@@ -56,7 +56,7 @@ def not_saved(owner: str) -> str:
 
 
 @_said.register
-def saved_params_dropped_text(n: SavedParamsDropped) -> str:
+def _(n: SavedParamsDropped) -> str:
     left_out = [*(f"{p} (no longer a parameter of it)" for p in n.unknown),
                 *(f"{p} (refused now: the default is used)" for p in n.refused)]
     return (f"{n.session} was saved by another version of strategy {n.strategy}; "

@@ -164,13 +164,11 @@ class Turn:
         from functools import partial
 
         from chatmem.app import Workspace
+        from chatmem.app.adopted_history import adopt_history, branch_session, leaves_history
         from chatmem.app.client_history import (
             AskedWith,
             ClientMessage,
             Replacing,
-            adopt_history,
-            branch_session,
-            leaves_history,
             replaces_last_turn,
             window_key,
         )

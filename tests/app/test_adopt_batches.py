@@ -13,7 +13,8 @@ import pytest
 from conftest import History
 from test_import_batches import impatient
 
-from chatmem.app.client_history import ClientMessage, adopt_history
+from chatmem.app.adopted_history import adopt_history
+from chatmem.app.client_history import ClientMessage
 from chatmem.app.workspace import Workspace
 from chatmem.config.settings import Settings
 from chatmem.errors import StoreError

@@ -1,4 +1,4 @@
-"""A served conversation branched by an edit of an earlier message (client_history.branch_session)
+"""A served conversation branched by an edit of an earlier message (adopted_history.branch_session)
 is written as a long adopted history is: batches, each its own transaction, under an unfinished
 name that takes the conversation's name in one short transaction at the end.
 
@@ -13,7 +13,8 @@ import pytest
 from conftest import History
 from test_import_batches import impatient
 
-from chatmem.app.client_history import ClientMessage, branch_session
+from chatmem.app.adopted_history import branch_session
+from chatmem.app.client_history import ClientMessage
 from chatmem.app.workspace import Workspace
 from chatmem.config.settings import Settings
 from chatmem.errors import StoreError

@@ -8,7 +8,8 @@ import pytest
 from cli_runner import run
 from pg import Team
 
-from chatmem.app.client_history import ClientMessage, branch_session
+from chatmem.app.adopted_history import branch_session
+from chatmem.app.client_history import ClientMessage
 from chatmem.app.workspace import Workspace
 from chatmem.config.settings import Settings
 from chatmem.errors import StoreError
