@@ -203,7 +203,7 @@ def copy(
     config: ConfigOption = None,
     json_out: JsonOption = False,
 ) -> None:
-    """Copy sessions with everything they hold between a history file and a PostgreSQL one.
+    """Copy sessions with everything they hold between two histories (files or PostgreSQL).
 
     \b
     Example: chatmem sessions copy --from chatmem.db --to postgresql://ann@db.example/team trip
@@ -211,6 +211,7 @@ def copy(
     from chatmem.app.team import copy_sessions
     from chatmem.config.location import LocationKind
     from chatmem.errors import UsageError
+    from chatmem.render.counts import counted
 
     if source is None or target is None:
         raise UsageError("name both histories: --from FILE|URL --to FILE|URL")
@@ -227,10 +228,13 @@ def copy(
     err = consoles()[1]
     for skipped in report.skipped:
         err.print(skipped_line(skipped, report.reader), markup=False, soft_wrap=True)
+    # The turns table holds what each request sent, not the conversation's turns that
+    # `sessions list` counts (an imported session has many of those and no record).
     err.print(
-        f"copied {len(report.sessions)} session(s) ({report.rows['messages']} messages, "
-        f"{report.rows['turns']} turns) from {report.source} to {report.target}",
-        markup=False, soft_wrap=True)
+        f"copied {counted(len(report.sessions), 'session')} "
+        f"({counted(report.rows['messages'], 'message')}, "
+        f"{counted(report.rows['turns'], 'turn record')}) from {report.source} to "
+        f"{report.target}", markup=False, soft_wrap=True)
 
 
 def skipped_line(skipped: "SkippedSession",

@@ -72,8 +72,9 @@ ModelOptionsOption = Annotated[
     list[str] | None,
     typer.Option("--option", "-o", metavar="KEY=VALUE", show_default=False,
                  help="Model option for this call, as KEY=VALUE or KEY VALUE: temperature, "
-                      "top_p, seed, max_reply_tokens (checked) or any other field the "
-                      "endpoint takes (sent as it is); repeatable."),
+                      "top_p, seed, max_reply_tokens, frequency_penalty, presence_penalty, "
+                      "top_k, min_p (checked) or any other field the endpoint takes (sent "
+                      "as it is); repeatable."),
 ]
 OPTION_FLAGS = ("-o", "--option")
 TAKES_MODEL_OPTIONS = ("chat", "ask")

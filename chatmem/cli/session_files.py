@@ -49,7 +49,7 @@ def export(
     db: DbOption = None,
     config: ConfigOption = None,
 ) -> None:
-    """Write a session as a transcript: .jsonl imports back losslessly; .json and .md too.
+    """Write a session as a transcript: .jsonl or .json (both import back), or .md to read.
 
     With --all, everything the history holds goes into one zip archive: each
     session's transcript and summaries, and every fact (see README.txt inside).

@@ -125,7 +125,7 @@ def test_copy_leaves_out_a_shared_namesake_and_a_name_chatmem_refuses_and_says_s
         " name (rename one and copy it by name)",
         "not copied: session 'a b\\n\\x1b[31mc' (shared with you by bob): its name is not one"
         " chatmem accepts (letters, digits, '-', '_', '.' or '+', up to 64)",
-        f"copied 1 session(s) (2 messages, 1 turns) from {ann} to {target}"]
+        f"copied 1 session (2 messages, 1 turn record) from {ann} to {target}"]
     listed = json.loads(output("sessions", "list", "--db", target, "--json"))
     assert [s["name"] for s in listed] == ["旅行"]
     shown = json.loads(output("inspect", "旅行", "--db", target, "--json"))
@@ -219,3 +219,15 @@ def test_copy_refuses_a_profile_fact_the_target_holds_otherwise_and_skips_the_sa
                    code=int(UsageError.exit_code))
     assert "holds two values of user default's 'allergy'" in error
     assert json.loads(output("sessions", "list", "--db", target, "--json")) == []
+
+
+def test_copy_counts_turn_records_not_the_conversations_turns(tmp_path: Path) -> None:
+    """An imported session of 60 turns has no turn record: the copy's line said '3 turns'
+    where `sessions list` counts 61 (and it said 'session(s)')."""
+    first, backup = str(tmp_path / "first.db"), str(tmp_path / "backup.db")
+    output("sessions", "import", str(SAMPLES / "travel-zh.jsonl"), "--name", "tz", "--db", first)
+    output("ask", "tz", "我住在杭州", "--db", first, "--provider", "scripted")
+    listed = json.loads(output("sessions", "list", "--db", first, "--json"))
+    assert [(s["turns"], s["requests"]) for s in listed] == [(61, 1)]
+    result = invoke("sessions", "copy", "--from", first, "--to", backup, code=0)
+    assert "copied 1 session (122 messages, 1 turn record) from " in result.stderr
