@@ -146,8 +146,9 @@ class RequestError(UsageError):
     """A request to `chatmem serve` chatmem cannot take as a turn; `param` names the field
     (OpenAI's error shape has one)."""
 
-    def __init__(self, message: str, param: str | None = None) -> None:
-        super().__init__(message)
+    def __init__(self, message: str, param: str | None = None, *,
+                 listed: Listed | None = None) -> None:
+        super().__init__(message, listed=listed)
         self.param = param
 
 

@@ -87,6 +87,22 @@ def register(plugins):
 rests on state never written, and it must say so."""
 
 
+BUILD_FAILS = """
+from chatmem.memory.buffer import BufferStrategy
+
+class Boom(BufferStrategy):
+    name = "boom"
+    description = "fails whenever it builds a context"
+
+    def build(self, request):
+        raise RuntimeError("上下文炸了")
+
+def register(plugins):
+    plugins.add_strategy(Boom)
+"""
+"""A plugin strategy whose every context fails: a comparison's other strategies stand."""
+
+
 LEDGER = '''
 import re
 

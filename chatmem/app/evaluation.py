@@ -4,7 +4,7 @@ remembers at the probes), over a transcript file or a stored session."""
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -19,7 +19,7 @@ if TYPE_CHECKING:
     from chatmem.engine.resend import SentFiles
     from chatmem.evaluation.recording import Tokenizer
     from chatmem.evaluation.replay import Progress
-    from chatmem.evaluation.scoring import StrategyRun
+    from chatmem.evaluation.scoring import FailedRun, StrategyRun
     from chatmem.memory.registry import StrategyRegistry
     from chatmem.memory.spec import StrategySpec
     from chatmem.store import FactRecord, SessionRecord, Store
@@ -37,6 +37,9 @@ class Comparison:
     zone: str = "UTC"
     """The time zone the runs read days in (its name): "on 5 March" names another day in
     another zone, so recall can differ."""
+    failed: list[FailedRun] = field(default_factory=list)
+    """The strategies whose own code failed partway (a plugin's), in the order given: not
+    among `runs`, whose results stand without them."""
 
     @property
     def turns_replayed(self) -> int:
@@ -146,6 +149,7 @@ def compare_strategies(
     embedder: Remembering | Collecting | None = remembering
     if remembering is not None and collect is not None:
         embedder = Collecting(remembering, collect)
+    failed: list[FailedRun] = []
     runs = replay(transcript, specs, chat_provider=chat_provider, strategies=strategies,
                   # Each strategy on a model of its own: a scripted reply file is read
                   # from its first line for each, whatever order -s gave them in.
@@ -156,7 +160,7 @@ def compare_strategies(
                   budget=workspace.settings.context_budget, user=user,
                   user_facts=profile_facts(workspace, user), answer=answer, progress=progress,
                   probes_only=probes_only, zone=workspace.settings.zone,
-                  embedder=embedder)
+                  embedder=embedder, failed=failed)
     if isinstance(embedder, Remembering):
         # A run that fails leaves its last vectors (fewer than KEEP_EVERY) unwritten:
         # the next run embeds them again.
@@ -172,7 +176,7 @@ def compare_strategies(
     from chatmem.timezones import zone_name
 
     return Comparison(transcript, runs, keep_replies, tokenizer,
-                      zone_name(workspace.settings.zone))
+                      zone_name(workspace.settings.zone), failed)
 
 
 def texts_to_embed(workspace: Workspace, transcript: Transcript, specs: Sequence[StrategySpec],

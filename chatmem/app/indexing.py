@@ -152,8 +152,10 @@ def _embedder(workspace: Workspace) -> Embedder:
 
     embedder = workspace.embedder
     if embedder is None:
+        # The ones installed here, a plugin's too: any of them is a way on.
+        names = ", ".join(workspace.registries.embedders)
         raise ConfigError(f"no embedder: {install_hint('embed')}, or set [embeddings] "
-                          "provider in the config (local, openai)")
+                          f"provider in the config ({names})")
     return embedder
 
 

@@ -12,7 +12,7 @@ reconfigured meanwhile is opened anew, as a fresh request would.
 from __future__ import annotations
 
 import threading
-from collections import Counter, OrderedDict
+from collections import Counter, OrderedDict, deque
 from collections.abc import Callable, Hashable
 from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import suppress
@@ -122,6 +122,15 @@ class KeptConversation:
             workspace.close()
 
 
+class Place:
+    """A call's place in the line of one kept conversation (KeptConversations.line_up)."""
+
+    def __init__(self, key: Hashable, owner: Hashable) -> None:
+        self.key, self.owner = key, owner
+        self.counted = True
+        """It counts as waiting (towards `queued` and the rest): until its job starts."""
+
+
 class KeptConversations:
     """The conversations a server keeps open, by key (the history, the conversation, and
     whatever else chooses its engine), at most `size` of them."""
@@ -141,44 +150,116 @@ class KeptConversations:
         self._lock = threading.Lock()
         self._waiting: Counter[Hashable] = Counter()
         self._owners_waiting: Counter[Hashable] = Counter()
+        self._lines: dict[Hashable, deque[Place]] = {}
+        self._under_way: Counter[Hashable] = Counter()
+        """The jobs running now, by key."""
+        self._turns = threading.Condition(self._lock)
+        """Told when a place leaves its line."""
+
+    def line_up(self, key: Hashable, owner: Hashable = None) -> Place:
+        """A place in `key`'s line for a call as it comes, or ConversationBusy when the
+        calls already waiting fill what `queued`, `queued_by_owner` (`owner`: the history
+        the conversation is in) or `queued_in_all` allow. Calls taken in order (a server's
+        event loop, as each request is read) run in that order: each call's worker thread
+        raced the others' to the conversation, and a client's turns sent without waiting
+        for each answer were stored out of order (u0 u1 u3 u2 u4). Its call gives the place
+        to `run`, and `leave`s it whatever happens."""
+        with self._lock:
+            self._take_place(key, owner)
+            place = Place(key, owner)
+            self._lines.setdefault(key, deque()).append(place)
+        return place
+
+    def leave(self, place: Place) -> None:
+        """`place` no longer waits (its job started, or its call ended without one): its
+        count freed, and the next place in its line may hand its job on. Idempotent."""
+        with self._turns:
+            self._uncount(place)
+            self._out_of_line(place)
+
+    def _handed_on(self, place: Place) -> None:
+        """`place`'s job is given to its conversation's thread, which runs jobs in the
+        order given: the next place may hand its on (this one counts until it starts)."""
+        with self._turns:
+            self._out_of_line(place)
+
+    def _out_of_line(self, place: Place) -> None:
+        line = self._lines.get(place.key)
+        if line is not None and place in line:
+            line.remove(place)
+            if not line:
+                del self._lines[place.key]
+            self._turns.notify_all()
 
     def run(self, key: Hashable, open_workspace: Callable[[], Workspace],
             open_engine: Callable[[Workspace], Engine[Store]], job: Job[T],
-            waiting: Callable[[], None] | None = None, owner: Hashable = None) -> T:
+            waiting: Callable[[], None] | None = None, owner: Hashable = None,
+            place: Place | None = None) -> T:
         """Run `job` on the kept conversation `key` (when it is not open: `open_workspace`,
         then `open_engine` in it), after any job of that conversation running now; returns
         what it returns. `waiting` is called every WATCHED seconds until it is done (a
         server's call looks there whether its client has cancelled it). `owner` (the
-        history the conversation is in) counts towards `queued_by_owner`."""
-        if self.queued is None and self.queued_by_owner is None and self.queued_in_all is None:
-            return self._run(key, open_workspace, open_engine, job, waiting)
-        with self._lock:
-            self._take_place(key, owner)
-        place = threading.Lock()  # held while this call still counts as waiting
-
-        def leave() -> None:
-            if place.acquire(blocking=False):
-                with self._lock:
-                    for counter, counted in ((self._waiting, key),
-                                             (self._owners_waiting, owner)):
-                        counter[counted] -= 1
-                        if not counter[counted]:
-                            del counter[counted]
+        history the conversation is in) counts towards `queued_by_owner`. `place`: the one
+        `line_up` gave the call as it came; its job is handed on after those of every place
+        before it in the line (without one, a place is taken now)."""
+        if place is None:
+            if (self.queued is None and self.queued_by_owner is None
+                    and self.queued_in_all is None):
+                return self._run(key, open_workspace, open_engine, job, waiting)
+            place = self.line_up(key, owner)
 
         def started(ws: Workspace, engine: Engine[Store]) -> T:
-            leave()
-            return job(ws, engine)
+            with self._lock:
+                self._uncount(place)
+                self._under_way[key] += 1
+            try:
+                return job(ws, engine)
+            finally:
+                with self._lock:
+                    self._under_way[key] -= 1
+                    if not self._under_way[key]:
+                        del self._under_way[key]
 
         try:
-            return self._run(key, open_workspace, open_engine, started, waiting)
+            self._wait_in_line(place, waiting)
+            return self._run(key, open_workspace, open_engine, started, waiting,
+                             submitted=lambda: self._handed_on(place))
         finally:
-            leave()
+            self.leave(place)
+
+    def _wait_in_line(self, place: Place, waiting: Callable[[], None] | None) -> None:
+        """Until `place` is first in its line (every call before it has handed on its job
+        or ended), `waiting` called every WATCHED seconds meanwhile."""
+        while True:
+            with self._turns:
+                if self._first(place) or self._turns.wait_for(lambda: self._first(place),
+                                                              WATCHED):
+                    return
+            if waiting is not None:
+                waiting()
+
+    def _first(self, place: Place) -> bool:
+        line = self._lines.get(place.key)
+        return not line or line[0] is place
+
+    def _uncount(self, place: Place) -> None:
+        """`place` no longer counts as waiting (under the lock); once only."""
+        if not place.counted:
+            return
+        place.counted = False
+        for counter, counted in ((self._waiting, place.key), (self._owners_waiting, place.owner)):
+            counter[counted] -= 1
+            if not counter[counted]:
+                del counter[counted]
 
     def _take_place(self, key: Hashable, owner: Hashable) -> None:
         """Count one more call waiting for `key`, or refuse it (under the lock)."""
-        if self.queued is not None and self._waiting[key] >= self.queued:
+        # Counted from when it comes, the first of calls sent at once has not started yet:
+        # it is the one under way, not one waiting for it.
+        behind = self._waiting[key] - (0 if self._under_way[key] else 1)
+        if self.queued is not None and behind >= self.queued:
             raise ConversationBusy(
-                f"this conversation is busy: {self._waiting[key]} calls already wait for "
+                f"this conversation is busy: {behind} calls already wait for "
                 "the one under way; call again once they are answered")
         if (self.queued_by_owner is not None
                 and self._owners_waiting[owner] >= self.queued_by_owner):
@@ -196,7 +277,8 @@ class KeptConversations:
 
     def _run(self, key: Hashable, open_workspace: Callable[[], Workspace],
              open_engine: Callable[[Workspace], Engine[Store]], job: Job[T],
-             waiting: Callable[[], None] | None) -> T:
+             waiting: Callable[[], None] | None,
+             submitted: Callable[[], None] | None = None) -> T:
         while True:
             evicted: list[KeptConversation] = []
             with self._lock:
@@ -211,6 +293,8 @@ class KeptConversations:
                 future = kept.submit(job)
             except _Closed:
                 continue  # closed by another request between the two steps: open anew
+            if submitted is not None:
+                submitted()  # its conversation's thread runs the jobs in the order given
             try:
                 return _result(future, waiting)
             except BaseException:

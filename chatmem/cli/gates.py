@@ -1,5 +1,6 @@
-"""`--min-recall`: the recall gates `eval` FILE and `eval` DIR exit on, and the error
-naming the probes a model gave no answer to."""
+"""`--min-recall`: the recall gates `eval` FILE and `eval` DIR exit on, the error
+naming the probes a model gave no answer to, and the exit of a replay or an eval one of
+whose strategies failed."""
 
 from __future__ import annotations
 
@@ -8,11 +9,11 @@ from typing import TYPE_CHECKING
 
 import typer
 
-from chatmem.cli.output import consoles
+from chatmem.cli.output import consoles, fail
 from chatmem.errors import ExitCode, ProbesUnanswered, UsageError
 
 if TYPE_CHECKING:
-    from chatmem.evaluation.scoring import RecallGate, StrategyRun
+    from chatmem.evaluation.scoring import FailedRun, RecallGate, StrategyRun
 
 
 def recall_gates(values: Sequence[str]) -> list[RecallGate]:
@@ -80,3 +81,18 @@ def check_gates(gates: Sequence[RecallGate],
         raise typer.Exit(int(ExitCode.USAGE))
     if missed:
         raise typer.Exit(int(ExitCode.BELOW_THRESHOLD))
+
+
+def say_failed(failed: Sequence[FailedRun]) -> None:
+    """One line on stderr for each strategy whose own code failed (a replay's or an eval's
+    other results are printed); the command then ends with `exit_if_failed`."""
+    from chatmem.render.errors import error_text
+
+    for run in failed:
+        fail(error_text(run.error), run.error.exit_code)
+
+
+def exit_if_failed(failed: Sequence[FailedRun]) -> None:
+    """Exit with the first failed strategy's code, if one failed."""
+    if failed:
+        raise typer.Exit(int(failed[0].error.exit_code))

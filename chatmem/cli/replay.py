@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 
 from chatmem.cli.completion import session_names, strategy_specs
+from chatmem.cli.gates import exit_if_failed, say_failed
 from chatmem.cli.grammar import file_name, utf8_argument
 from chatmem.cli.opening import open_workspace, registries, settings_from
 from chatmem.cli.options import (
@@ -175,12 +176,16 @@ def replay_command(
         _write_report(report, data)
     if json_out:
         print_json(data)
+        say_failed(outcome.failed)
+        exit_if_failed(outcome.failed)
         return
     out, err = consoles()
     out.print(compare.replay_view(outcome.runs, source, outcome.tokenizer.describe(),
                                   zone=outcome.zone))
     for line in compare.replay_notices(outcome.runs, verbose=verbose):
         err.print(line, style="dim", markup=False, soft_wrap=True)
+    say_failed(outcome.failed)
+    exit_if_failed(outcome.failed)
 
 
 def _start_backlogs(ws: "Workspace", config: Path | None,
@@ -197,6 +202,7 @@ def _start_backlogs(ws: "Workspace", config: Path | None,
 def outcome_json(command: str, source: str, outcome: "Comparison") -> dict[str, Any]:
     """The one JSON shape of replay and eval (docs/schema/chatmem.schema.json)."""
     from chatmem.render.compare import run_notice_text
+    from chatmem.render.errors import error_text
 
     transcript = outcome.transcript
     return {
@@ -209,7 +215,9 @@ def outcome_json(command: str, source: str, outcome: "Comparison") -> dict[str, 
         "tokenizer": outcome.tokenizer.to_json(),
         "timezone": outcome.zone,
         "strategies": [r.to_json(run_notice_text) for r in outcome.runs],
+        "failed": [{"strategy": f.label, "error": error_text(f.error)} for f in outcome.failed],
     }
+
 
 
 def _write_report(path: Path, data: dict[str, Any]) -> None:
@@ -306,6 +314,7 @@ def eval_command(
                                     zone=outcome.zone))
         for line in compare.replay_notices(outcome.runs, verbose=verbose):
             err.print(line, style="dim", markup=False, soft_wrap=True)
+    say_failed(outcome.failed)
     from chatmem.cli.gates import check_gates, unanswered_error
 
     unanswered = unanswered_error(outcome.runs)
@@ -317,6 +326,7 @@ def eval_command(
         raise
     if unanswered is not None:
         raise unanswered
+    exit_if_failed(outcome.failed)
 
 
 
@@ -377,6 +387,11 @@ def evaluate_transcript(job: "CorpusJob") -> "TranscriptResult":
     except ChatmemError as e:
         # As the CLI says it (a plugin's failure names the plugin): it is printed as it is.
         return TranscriptResult(job.path, error=error_text(e),
+                                seconds=time.monotonic() - started)
+    if outcome.failed:
+        # A folder's figures are over every strategy's runs: one missing fails the file,
+        # as before.
+        return TranscriptResult(job.path, error=error_text(outcome.failed[0].error),
                                 seconds=time.monotonic() - started)
     return TranscriptResult(job.path, outcome_json("eval", job.path, outcome), outcome.runs,
                             seconds=time.monotonic() - started)

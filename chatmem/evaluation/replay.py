@@ -24,10 +24,10 @@ from typing import TYPE_CHECKING
 from chatmem.embeddings.base import Embedder
 from chatmem.engine import Engine
 from chatmem.engine.opening import engine_over
-from chatmem.errors import RepeatedStrategy, StoreError, StrategyError
+from chatmem.errors import RepeatedStrategy, StoreError, StrategyError, StrategyFailed
 from chatmem.evaluation.counting_provider import CountingProvider
 from chatmem.evaluation.playback import RunOptions, Stored, play
-from chatmem.evaluation.scoring import StrategyRun
+from chatmem.evaluation.scoring import FailedRun, StrategyRun
 from chatmem.evaluation.steps import Step, plan
 from chatmem.memory.registry import StrategyRegistry
 from chatmem.memory.spec import StrategySpec
@@ -63,6 +63,7 @@ def replay(
     strategies: StrategyRegistry | None = None,
     probes_only: bool = False,
     zone: tzinfo | None = None,
+    failed: list[FailedRun] | None = None,
 ) -> list[StrategyRun]:
     """Run the transcript under each strategy; `store` and `save_as` keep the sessions,
     each message with its transcript id and the probes where they were asked, as `sessions
@@ -76,6 +77,9 @@ def replay(
     run) in place of `chat_provider`: a model that keeps state between calls (the
     scripted one answers from its reply file in the order it is asked) then gives
     every strategy the same replies whatever order the strategies are given in.
+    With `failed`, a run in memory whose strategy's own code fails (StrategyFailed) is
+    noted there and the others run on; a saved one still stops them all (nothing of a
+    replay that does not stand is kept).
     """
     strategies = strategies or load_registries().strategies
     check_distinct(specs, strategies)
@@ -112,9 +116,15 @@ def replay(
                 unfinished.discard(store, saved)
                 raise
         else:
-            with Store(":memory:") as scratch:
-                seed_user_facts(scratch, user, user_facts)
-                runs.append(_run_one(transcript, spec, steps, scratch, None, options, progress))
+            try:
+                with Store(":memory:") as scratch:
+                    seed_user_facts(scratch, user, user_facts)
+                    runs.append(_run_one(transcript, spec, steps, scratch, None, options,
+                                         progress))
+            except StrategyFailed as e:
+                if failed is None:
+                    raise
+                failed.append(FailedRun(spec.label, e))
     if saved and store is not None:
         try:
             unfinished.publish(store, saved, [run.session or "" for run in runs], _taken)

@@ -27,6 +27,7 @@ from enum import StrEnum
 from typing import Any
 
 from chatmem import fts
+from chatmem.errors import StrategyFailed
 from chatmem.evaluation.steps import Replaced
 from chatmem.memory.context import Context
 from chatmem.notices import (
@@ -226,6 +227,15 @@ class StrategyRun:
                 "per_probe": [p.to_json() for p in self.probes],
             },
         }
+
+
+@dataclass(frozen=True)
+class FailedRun:
+    """A strategy whose own code (a plugin's) failed partway through its run: the other
+    strategies' runs stand, and this one is told as failed, not scored."""
+
+    label: str
+    error: StrategyFailed
 
 
 class RecallKind(StrEnum):

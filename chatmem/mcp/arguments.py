@@ -9,6 +9,8 @@ every other refusal: `page must be 1 or more, not 0`.
 from __future__ import annotations
 
 import json
+from collections.abc import Callable, Mapping
+from contextlib import AbstractContextManager, ExitStack, nullcontext
 from typing import Any
 
 from mcp.server.mcpserver import Context, MCPServer
@@ -31,12 +33,34 @@ _SHOWN_CHARACTERS = 40
 """How much of a refused value the line repeats: enough to recognise it."""
 
 
+Arrival = Callable[[str, Mapping[str, Any], "Context[Any, Any] | None"],
+                  AbstractContextManager[None]]
+"""What a tool call is done inside from the moment it comes (`Memory.lined_up`)."""
+
+
 class ToolServer(MCPServer[Any]):
-    """The SDK's server, whose refused tool arguments read as one line."""
+    """The SDK's server, whose refused tool arguments read as one line, and whose calls
+    are each done inside its `arrival` (entered before anything waits, so in the order the
+    calls came)."""
+
+    def __init__(self, *args: Any, arrival: Arrival | None = None, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._arrival = arrival
 
     async def call_tool(self, name: str, arguments: dict[str, Any],
                         context: Context[Any, Any] | None = None
                         ) -> CallToolResult | InputRequiredResult:
+        with ExitStack() as arrived:
+            try:
+                arrived.enter_context(self._arrival(name, arguments, context)
+                                      if self._arrival else nullcontext())
+            except ToolError as e:  # refused as it came (busy): worded as the tool's own
+                raise ToolError(f"Error executing tool {name}: {e}") from None
+            return await self._checked_call(name, arguments, context)
+
+    async def _checked_call(self, name: str, arguments: dict[str, Any],
+                            context: Context[Any, Any] | None
+                            ) -> CallToolResult | InputRequiredResult:
         schema = next((t.input_schema for t in await self.list_tools() if t.name == name), {})
         truths = truth_for_number(schema, arguments)
         if truths:

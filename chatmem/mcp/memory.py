@@ -6,14 +6,16 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
+from contextvars import ContextVar
 from functools import partial
-from typing import TYPE_CHECKING, Literal, NoReturn, TypeVar
+from typing import TYPE_CHECKING, Any, Literal, NoReturn, TypeVar
 
 from mcp.server.mcpserver import Context
 
 from chatmem.errors import ChatmemError, NotFound, StoreError
 
 if TYPE_CHECKING:
+    from chatmem.app.kept import Place
     from chatmem.app.workspace import Workspace
     from chatmem.config.settings import Settings
     from chatmem.engine import Engine
@@ -45,6 +47,16 @@ QUEUED_IN_ALL = 16
 conversations, 16 of the 40 threads stay free for the calls that need no conversation
 (40 - 8 under way - 16 waiting). Two histories at their QUEUED_BY_HISTORY take it all: the
 total, not the share, is what protects the threads."""
+
+
+LINED_UP = {"record_turn": "record"}
+"""Tools whose calls on one conversation run in the order they came, and the purpose of
+the kept engine they run on (`Memory.in_conversation`): a client that records its turns
+without waiting for each answer has them stored in the order it sent them."""
+
+_PLACE: ContextVar[Place | None] = ContextVar("chatmem_mcp_place", default=None)
+"""The place a call took in its conversation's line as it came (`Memory.lined_up`); the
+worker thread the SDK runs the tool on gets a copy of the event loop task's context."""
 
 
 class Memory:
@@ -89,6 +101,29 @@ class Memory:
                 settings, create=create, models=self.models, registries=self.registries) as ws:
             yield ws
 
+    @contextmanager
+    def lined_up(self, tool: str, arguments: Mapping[str, Any],
+                 ctx: Context | None) -> Iterator[None]:
+        """Around a call of `tool` as it comes, on the event loop before anything waits (the
+        calls come in the order the client sent them): one of LINED_UP takes its place in
+        its conversation's line, or is refused busy then; the place is left when the call
+        ends, whether or not its job ran."""
+        purpose = LINED_UP.get(tool)
+        conversation_id = arguments.get("conversation_id")
+        if purpose is None or not isinstance(conversation_id, str):
+            yield
+            return
+        settings = self.settings_for(ctx)
+        with told_to_the_model(settings=settings, log=self.log):
+            place = self.kept.line_up((settings.location, conversation_id, purpose),
+                                      owner=settings.location)
+        taken = _PLACE.set(place)
+        try:
+            yield
+        finally:
+            _PLACE.reset(taken)
+            self.kept.leave(place)
+
     def in_conversation(self, ctx: Context | None, conversation_id: str, purpose: str,
                         open_engine: Callable[[Workspace], Engine[Store]],
                         job: Callable[[Engine[Store]], T],
@@ -117,15 +152,18 @@ class Memory:
                     heard.extend(ws.take_notices())
 
         settings = self.settings_for(ctx)
+        key = (settings.location, conversation_id, purpose)
+        place = _PLACE.get()
         with told_to_the_model(settings=settings, log=self.log):
             try:
                 return self.kept.run(
-                    (settings.location, conversation_id, purpose),
+                    key,
                     partial(Workspace, settings, models=self.models, registries=self.registries),
                     lambda ws: opened_in(ws, open_engine(ws)), run,
                     waiting=None if steps is None else
                     lambda: steps.watch(queued=not started.is_set()),
-                    owner=settings.location)
+                    owner=settings.location,
+                    place=place if place is not None and place.key == key else None)
             except Stopped:
                 assert steps is not None
                 steps.ended()

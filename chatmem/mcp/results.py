@@ -174,10 +174,18 @@ class StrategyScore(BaseModel):
     text_recall: float | None
 
 
+class FailedStrategy(BaseModel):
+    strategy: str
+    error: str = Field(description="Why, in one line (a plugin's failure names the plugin).")
+
+
 class Comparison(BaseModel):
     conversation_id: str
     probes: int
     strategies: list[StrategyScore]
+    failed: list[FailedStrategy] = Field(
+        default_factory=list, description="Strategies whose own code failed partway: not "
+                                          "scored; the others' scores stand.")
 
 
 class TurnExplanation(BaseModel):

@@ -31,6 +31,7 @@ from chatmem.mcp.results import (
     Conversation,
     ConversationId,
     ConversationList,
+    FailedStrategy,
     Page,
     Recorded,
     SearchResult,
@@ -79,6 +80,7 @@ def build_server(settings: Settings, *, histories: bool = False,
 
     server: MCPServer[Any] = ToolServer(
         name="chatmem", version=_version(), log_level="WARNING", lifespan=closing_kept,
+        arrival=memory.lined_up,
         instructions=(
             "chatmem keeps this conversation's memory and shows exactly what it would send. "
             "Call start_conversation once, then record_turn after each exchange; call "
@@ -290,8 +292,12 @@ def _add_tools(server: MCPServer[Any], memory: Memory) -> None:
                                 model_calls=r.model_calls,
                                 id_recall=shown_share(r.id_recall()),
                                 text_recall=shown_share(r.text_recall())) for r in done.runs]
+        from chatmem.render.errors import Client, client_error_text
+
+        failed = [FailedStrategy(strategy=f.label, error=client_error_text(
+            f.error, ws.settings, client=Client.MCP)) for f in done.failed]
         return Comparison(conversation_id=conversation_id, probes=len(transcript.probes),
-                          strategies=scores)
+                          strategies=scores, failed=failed)
 
     @server.tool()
     def explain_turn(

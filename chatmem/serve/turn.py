@@ -17,7 +17,9 @@ from chatmem.errors import (
     ChatmemError,
     NotFound,
     ProviderError,
+    RequestError,
     StoreError,
+    StrategyError,
     TurnNotReplaceable,
 )
 from chatmem.serve.answers import (
@@ -197,7 +199,14 @@ class Turn:
             chosen = asked.strategy or (
                 proxy.strategy if ws.store.sessions.find_session(asked.conversation) is None
                 else None)
-            spec = ws.registries.strategies.parse(chosen) if chosen else None
+            try:
+                spec = ws.registries.strategies.parse(chosen) if chosen else None
+            except StrategyError as e:
+                if not asked.strategy:
+                    raise
+                # Named in the request's `model` (MODEL@STRATEGY): OpenAI's errors name
+                # the field at fault, and a client shows or fixes that one.
+                raise RequestError(e.message, "model", listed=e.listed) from None
             opened.append(ws)  # opening applies retention (start_conversation)
             engine = start_conversation(ws, asked.conversation, strategy=spec,
                                         settings=settings)

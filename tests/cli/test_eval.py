@@ -455,3 +455,27 @@ def test_a_probe_answer_that_fails_loses_no_other_answer(tmp_path: Path, chat_se
     data = json.loads(result.stdout)
     assert data["errors"] == [] and len(data["transcripts"]) == 1
     assert "error: t.jsonl: buffer: probe 2 got no answer" in result.stderr, result.stderr
+
+
+def test_a_strategy_whose_plugin_fails_is_told_failed_and_the_others_are_scored(
+        installed: Any) -> None:
+    """`eval FILE -s window -s boom` stopped whole on boom's failure: window's scores,
+    computed, were lost. Now boom is failed (typed in --json, one line on stderr), the
+    others are scored, and the exit says something failed."""
+    from plugin_site import BUILD_FAILS
+
+    installed("chatmemtest-boom", "chatmemtest_boom", BUILD_FAILS, name="boom")
+    args = ("eval", LONG, "-s", "window", "-s", "boom", "-s", "buffer", "--provider", "scripted")
+    result = invoke(*args, "--json", code=1)
+    data = json.loads(result.stdout)
+    assert [s["strategy"]["label"] for s in data["strategies"]] == ["window", "buffer"]
+    assert data["strategies"][0]["eval"]["id_recall"] == 0.4
+    [failed] = data["failed"]
+    assert failed["strategy"] == "boom"
+    assert failed["error"].startswith("strategy 'boom' failed: RuntimeError: 上下文炸了")
+    assert "chatmemtest-boom" in failed["error"]  # whom to tell
+    [line] = result.stderr.splitlines()
+    assert line == f"error: {failed['error']}"
+    shown = invoke(*args, code=1, width=200)
+    assert "window" in shown.stdout and "buffer" in shown.stdout
+    assert shown.stderr.count("strategy 'boom' failed") == 1

@@ -54,6 +54,31 @@ def test_index_without_an_embedder_says_how_to_get_one(tmp_path) -> None:
     assert "no embedder: pip install -e '.[embed]' in the chatmem checkout" in done.output
 
 
+PLUGIN_EMBEDDER = """
+class Grams:
+    key = "grams:1"
+    dimensions = 1
+
+    def embed(self, texts, *, query=False):
+        return [[1.0] for _ in texts]
+
+
+def register(plugins):
+    plugins.add_embedder("grams", lambda settings: Grams())
+"""
+
+
+def test_index_without_an_embedder_names_every_one_installed_a_plugins_too(
+        tmp_path, installed) -> None:
+    """It said "(local, openai)" whatever was installed: a plugin's was never offered."""
+    installed("chatmemtest-grams", "chatmemtest_grams", PLUGIN_EMBEDDER, name="grams")
+    db, config = history(tmp_path, "none")
+    done = invoke("index", "--db", str(db), "--config", str(config))
+    assert done.exit_code != 0
+    assert "[embeddings] provider in the config (local, openai, hash, grams)" in " ".join(
+        done.output.split())
+
+
 def test_index_of_a_missing_session_fails_in_one_line(tmp_path) -> None:
     db, config = history(tmp_path)
     done = invoke("index", "nosuch", "--db", str(db), "--config", str(config))

@@ -47,3 +47,25 @@ def test_a_what_if_interrupted_while_it_rebuilds_is_answered_as_cancelled(
         provider="halts", env={"CHATMEM_HALT_AT": "2"})
     assert halted[0] is True and halted[1].endswith(f"get_context: {INTERRUPTED}")
     assert again[0] is False and again[1]["parts"]
+
+
+def test_compare_strategies_tells_a_failing_plugin_strategy_and_scores_the_others(
+        tmp_path: Path) -> None:
+    """One strategy's failure (a plugin's) failed the whole call: the others' scores,
+    computed, were lost."""
+    from plugin_site import BUILD_FAILS
+
+    site = tmp_path / "site"
+    install(site, "chatmemtest-boom", "chatmemtest_boom", BUILD_FAILS, name="boom")
+    db = tmp_path / "h.db"
+    invoke("chat", "旅行", "--provider", "scripted", "--db", str(db),
+           input="我想去杭州\n住三晚\n", code=0)
+    [(is_error, compared)] = run_server(db, site, [
+        ("compare_strategies", {"conversation_id": "旅行",
+                                "strategies": ["window", "boom", "buffer"]})])
+    assert is_error is False, compared
+    assert [s["strategy"] for s in compared["strategies"]] == ["window", "buffer"]
+    assert all(s["turns"] == 2 for s in compared["strategies"])
+    [failed] = compared["failed"]
+    assert failed["strategy"] == "boom"
+    assert "strategy 'boom' failed: RuntimeError: 上下文炸了" in failed["error"]

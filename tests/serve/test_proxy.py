@@ -556,6 +556,28 @@ def test_errors_come_back_openai_shaped(proxy: RunningProxy, chat_server: ChatSe
         assert store.history.messages(session.id) == []
 
 
+def test_a_strategy_the_model_names_wrongly_is_refused_naming_model(
+        proxy: RunningProxy, chat_server: ChatServer) -> None:
+    """`x@nostrat` and `m@window:k=abc` were 400s with `param: null`: OpenAI's errors name
+    the field at fault, and a client shows it (or picks the field to fix) from there."""
+    import openai as sdk
+
+    openai = client(proxy)
+    for model in ("test-small@nostrat", "test-small@window:k=abc", "test-small@window+记忆"):
+        for stream in (False, True):
+            with pytest.raises(sdk.BadRequestError) as wrong:
+                answer = openai.chat.completions.create(
+                    model=model, stream=stream,
+                    extra_headers={"X-Chatmem-Conversation": quote("坏策略")},
+                    messages=[{"role": "user", "content": "hi"}])
+                if stream:
+                    list(answer)  # type: ignore[call-overload]
+            body = wrong.value.body
+            assert body["param"] == "model", (model, body)  # type: ignore[index]
+            assert body["type"] == "invalid_request_error"  # type: ignore[index]
+    assert chat_server.requests == []
+
+
 def test_a_streamed_request_refused_before_its_reply_gets_the_status_of_why(
         proxy: RunningProxy, chat_server: ChatServer) -> None:
     """Refused by the model (401: a 502) or by the budget before a piece of the reply was

@@ -1,0 +1,87 @@
+"""A client that records its turns without waiting for each answer (a batch of JSON-RPC
+lines on the server's stdin) has them stored in the order it sent them. The SDK runs each
+tool call on a worker thread of its own, and whichever reached the conversation first was
+stored first: the history read u0 u1 u3 u2 u4. The real server process over stdio, a real
+history file."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+from waiting import Watched
+
+pytest.importorskip("mcp", reason="chatmem[serve] (the mcp SDK) is not installed")
+
+from chatmem.config.settings import Settings
+from chatmem.mcp.memory import QUEUED
+
+BATCHES = 6
+"""Batches of calls sent at once: one out of order in any fails the test (on the code
+before the fix, about one batch in three was)."""
+
+
+def line(request_id: int, method: str, params: dict[str, Any]) -> bytes:
+    return json.dumps({"jsonrpc": "2.0", "id": request_id, "method": method,
+                       "params": params}).encode() + b"\n"
+
+
+def answers(said: Watched, ids: set[int]) -> dict[int, dict[str, Any]]:
+    def found(text: str) -> dict[int, dict[str, Any]]:
+        whole = [json.loads(t) for t in text.split("\n")[:-1]]
+        return {a["id"]: a for a in whole if a.get("id") in ids}
+
+    return found(said.wait_for(lambda t: len(found(t)) == len(ids), f"answers to {ids}"))
+
+
+def test_turns_sent_without_waiting_are_stored_in_the_order_they_were_sent(
+        tmp_path: Path) -> None:
+    db = tmp_path / "h.db"
+    server = subprocess.Popen(
+        [sys.executable, "-m", "chatmem", "mcp", "--db", str(db), "--provider", "scripted"],
+        stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+        env=dict(os.environ))
+    assert server.stdin is not None and server.stdout is not None
+    said = Watched(server.stdout)
+    try:
+        server.stdin.write(line(0, "initialize", {
+            "protocolVersion": "2025-06-18", "capabilities": {},
+            "clientInfo": {"name": "batch", "version": "1"}}))
+        server.stdin.write(b'{"jsonrpc": "2.0", "method": "notifications/initialized"}\n')
+        server.stdin.write(line(1, "tools/call", {"name": "start_conversation",
+                                                  "arguments": {"name": "顺序"}}))
+        server.stdin.flush()
+        answers(said, {0, 1})
+        sent: list[str] = []
+        recorded: dict[str, Any] = {}
+        for batch in range(BATCHES):
+            # One under way and QUEUED waiting for it: none of them is answered busy.
+            said_now = {100 * batch + n: f"第{batch}批 u{n}" for n in range(QUEUED + 1)}
+            server.stdin.write(b"".join(line(request_id, "tools/call", {
+                "name": "record_turn", "arguments": {
+                    "conversation_id": "顺序", "user": user, "assistant": f"a {user}"}})
+                for request_id, user in said_now.items()))
+            server.stdin.flush()
+            for request_id, answer in answers(said, set(said_now)).items():
+                recorded[said_now[request_id]] = answer["result"]
+            sent.extend(said_now.values())
+    finally:
+        server.stdin.close()
+        server.wait()
+
+    assert [r.get("isError", False) for r in recorded.values()] == [False] * len(sent)
+    # Each call answered with the turn it was sent as.
+    assert [recorded[user]["structuredContent"]["turn"] for user in sent] == list(
+        range(1, len(sent) + 1))
+    from chatmem.app import Workspace
+    from chatmem.app.sessions import session_named
+
+    with Workspace(Settings(provider="scripted", db=str(db))) as ws:
+        session = session_named(ws, "顺序")
+        stored = [m.content for m in ws.store.history.messages(session.id) if m.role == "user"]
+    assert stored == sent
