@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable
+from dataclasses import dataclass, field
 from typing import Any
 
 from chatmem.store.backend import Backend
@@ -20,38 +21,48 @@ from chatmem.store.connection import fetch_rows
 from chatmem.store.contexts import FORMAT
 from chatmem.store.stored_values import json_text
 
-Counted = dict[int, dict[int, dict[str, int]]]
-"""Session id → message position → tokenizer → the cached count."""
+
+@dataclass
+class Counted:
+    """The cached counts of one session's messages a purge rewrites."""
+
+    first: int
+    """The least id of those messages: a turn whose input was stored before it cannot have
+    sent it."""
+    counts: dict[int, dict[str, int]] = field(default_factory=dict)
+    """Message position → tokenizer → the cached count."""
 
 
-def cached_counts(db: Backend, message_ids: Iterable[int]) -> Counted:
-    """The cached counts of `message_ids`, by session and position, read before they go."""
+def cached_counts(db: Backend, message_ids: Iterable[int]) -> dict[int, Counted]:
+    """The cached counts of `message_ids`, by session, read before they go."""
     ids = sorted(set(message_ids))
-    counted: Counted = {}
+    counted: dict[int, Counted] = {}
     for start in range(0, len(ids), 500):
         chunk = ids[start:start + 500]
         for row in fetch_rows(
-                db, "SELECT m.session_id, m.position, c.tokenizer, c.tokens FROM messages m"
-                " JOIN token_counts c ON c.message_id = m.id"
+                db, "SELECT m.id, m.session_id, m.position, c.tokenizer, c.tokens"
+                " FROM messages m JOIN token_counts c ON c.message_id = m.id"
                 f" WHERE m.id IN ({', '.join('?' for _ in chunk)})", chunk):
-            counted.setdefault(row["session_id"], {}).setdefault(
-                row["position"], {})[row["tokenizer"]] = row["tokens"]
+            session = counted.setdefault(row["session_id"], Counted(row["id"]))
+            session.first = min(session.first, row["id"])
+            session.counts.setdefault(row["position"], {})[row["tokenizer"]] = row["tokens"]
     return counted
 
 
-def keep_sent_counts(db: Backend, counted: Counted) -> None:
+def keep_sent_counts(db: Backend, counted: dict[int, Counted]) -> None:
     """Give each turn's reference to a message of `counted` the count it was sent with."""
-    for session_id, positions in counted.items():
+    for session_id, session in counted.items():
         for row in fetch_rows(
                 db, "SELECT id, tokenizer, context FROM turns WHERE session_id = ?"
-                " AND tokenizer IS NOT NULL", [session_id]):
+                " AND tokenizer IS NOT NULL AND (user_message_id IS NULL"
+                " OR user_message_id >= ?)", [session_id, session.first]):
             try:
                 context = json.loads(row["context"])
             except (TypeError, ValueError, RecursionError):
                 continue  # a row edited by hand: the purge's own rewrite named it, if at all
             if not isinstance(context, dict) or context.get("format") != FORMAT:
                 continue
-            counts = {p: c[row["tokenizer"]] for p, c in positions.items()
+            counts = {p: c[row["tokenizer"]] for p, c in session.counts.items()
                       if row["tokenizer"] in c}
             if counts and _pin(context, counts):
                 db.execute("UPDATE turns SET context = ? WHERE id = ?",
