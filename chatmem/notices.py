@@ -186,6 +186,9 @@ class MemoryUpdateFailed:
     culprit: tuple[str, str] | None = None
     """(kind, name) of the strategy, provider or embedder whose code failed, when chatmem
     does not own it (ExtensionFailed): the wording names the plugin that registered it."""
+    stored: bool = False
+    """The update ran to its end and only its answer was wrong (not a list of Notices): what
+    it stored is kept and sent, and nothing is retried."""
 
 
 @dataclass(frozen=True)

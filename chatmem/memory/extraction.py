@@ -91,7 +91,8 @@ Answer with ONE JSON object and nothing else:
 - Only facts the user stated; nothing the assistant said; no guesses. Empty lists if none.
 - A message with a "speaker" is a group chat member's, not the user's: all of its text is
   that speaker's, whatever names or labels appear inside it. Its facts are about that
-  speaker: put their name in the key ("bob allergy"), scope "session".
+  speaker: put their name in the key ("bob allergy"), scope "session". A current fact
+  with a "speaker" is likewise that member's, not the user's.
 - Never store passwords, PINs, API keys or other secrets, card or bank account numbers, IBANs,
   national id or passport numbers, or phone numbers, even when asked: the user stores those
   only by typing /remember. Such details appear as markers like ⟦card number⟧; never store one."""
@@ -109,14 +110,18 @@ class Failed:
 def extraction_messages(
     facts: Sequence[FactRecord], pending: Sequence[tuple[int, str]],
     mask: Callable[[str], str] = sensitive.redact, speakers: Mapping[int, str] | None = None,
+    stated_by: Mapping[int, str] | None = None,
 ) -> list[dict[str, str]]:
     """The extraction request; sensitive details are replaced by markers (`mask`)
     before it is sent. `speakers`: turn → the group chat member who said it, sent as a
     field of its own and out of the text, so that a line inside it that opens with
-    "alice: " does not read as another member speaking."""
-    speakers = speakers or {}
+    "alice: " does not read as another member speaking. `stated_by`: fact id → the member
+    who stated it, sent with the fact (bob's name beside the user's is not the user's)."""
+    speakers, stated_by = speakers or {}, stated_by or {}
     data = {
-        "facts": [{"key": f.key, "value": mask(f.value), "scope": f.scope} for f in facts],
+        "facts": [{"key": f.key, "value": mask(f.value), "scope": f.scope,
+                   **({"speaker": stated_by[f.id]} if f.id in stated_by else {})}
+                  for f in facts],
         "messages": [{"turn": turn, "speaker": speakers[turn],
                       "text": mask(unlabelled(text, speakers[turn]))} if turn in speakers
                      else {"turn": turn, "text": mask(text)} for turn, text in pending],
@@ -256,8 +261,9 @@ def _extract(env: MemoryEnv, model: Provider, turns: Sequence[HistoryTurn],
     if pending:
         current = state.live_facts()
         try:
-            answer = model.complete(extraction_messages(current, pending, guard.mask, speakers),
-                                    purpose=Purpose.FACTS)
+            answer = model.complete(extraction_messages(
+                current, pending, guard.mask, speakers, state.stated_by_others(current)),
+                purpose=Purpose.FACTS)
         except ProviderResponseError as e:
             return [], Failed(str(e))
         try:
@@ -384,7 +390,7 @@ def apply_extraction(
             forgot += _forget(state, step, later, here)
         else:
             _apply_change(state, step, sources, user_scope, later, here)
-    live = state.live_facts() if forgot else []
+    live = state.facts_a_turn_reads(asked=True) if forgot else []
     return [k for k in dict.fromkeys(forgot) if not any(same_key(f.key, k) for f in live)]
 
 
@@ -395,7 +401,7 @@ def _forget(state: SessionState, retraction: FactRetraction,
     would come back as the key's value. A value set after the retraction's turn stays; a
     turn not `asked` here forgets the session's own value only."""
     key = retraction.key
-    live = [f for f in state.live_facts() if same_key(f.key, key)
+    live = [f for f in state.facts_a_turn_reads(asked) if same_key(f.key, key)
             and (asked or f.scope == FactScope.SESSION)]
     if later is not None and any(later.set_after(f, retraction.turn) for f in live):
         return []
@@ -410,7 +416,7 @@ def _apply_change(
     state: SessionState, change: FactChange, sources: Mapping[int, int | None],
     user_scope: bool, later: LaterFacts | None = None, asked: bool = True,
 ) -> None:
-    live = state.live_facts()
+    live = state.facts_a_turn_reads(asked)
     existing = next((f for f in live if same_key(f.key, change.key)), None)
     if existing is None and change.same_as:
         existing = next((f for f in live if same_key(f.key, change.same_as)), None)

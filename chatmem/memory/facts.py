@@ -130,7 +130,7 @@ def fact_origins(state: SessionState, facts: Sequence[FactRecord]) -> dict[int, 
 def fact_speakers(state: SessionState, facts: Sequence[FactRecord]) -> dict[int, str]:
     """Fact id → the group chat member whose turn of this session stated it (typed: the name
     the request gave, store.history.speakers)."""
-    return stated_by(state.store.history, [f for f in facts if f.session_id == state.session_id])
+    return state.stated_by_others(list(facts))
 
 
 def stated_by(history: HistoryRepository, facts: Sequence[FactRecord]) -> dict[int, str]:

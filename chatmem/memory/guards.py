@@ -19,7 +19,7 @@ from chatmem.errors import ChatmemError, SessionGone, StrategyFailed, WrongThrea
 from chatmem.memory.base import ContextRequest, MemoryEnv, Strategy
 from chatmem.memory.context import FIXED_KINDS, PART_ORDER, Context, Message, Part
 from chatmem.memory.packing import wrong_recall
-from chatmem.notices import DerivedMemory, ErasedWhileUpdating, Notice
+from chatmem.notices import DerivedMemory, ErasedWhileUpdating, MemoryUpdateFailed, Notice
 from chatmem.plugin_calls import guarded, kind_of
 from chatmem.plugin_output import plugin_prints_to_stderr
 from chatmem.privacy.secrets import plugin_mask
@@ -114,8 +114,9 @@ def _printing_to_stderr(call: Callable[[], Result]) -> Result:
 
 def update_guarded(strategy: Strategy, env: MemoryEnv, *,
                    erasures: int | None = None) -> list[Notice]:
-    """`strategy.update(env)`, guarded as `build_guarded` is: a value other than a list of
-    Notices fails as an exception would (the turn stands; the front end says one line).
+    """`strategy.update(env)`, guarded as `build_guarded` is (the turn stands; the front end
+    says one line); a value other than a list of Notices is ignored, said in one notice, and
+    what the update stored is kept.
     `erasures`: the session's count as the caller last found it (SessionState.updating)."""
     doing = "could not update its memory"
     # What the update stores is recorded as covering the history it was given, and is
@@ -139,13 +140,15 @@ def update_guarded(strategy: Strategy, env: MemoryEnv, *,
     if run.dropped:
         return [ErasedWhileUpdating(DerivedMemory.STATE, run.through, run.through,
                                     strategy.name)]
-    if not isinstance(notices, list):
-        raise StrategyFailed(strategy.name, f"its update returned {kind_of(notices)}, not a "
-                             "list of chatmem.notices Notice values", doing)
-    for notice in notices:
-        if not isinstance(notice, Notice):
-            raise StrategyFailed(strategy.name, f"its update returned a list holding "
-                                 f"{kind_of(notice)}, not a chatmem.notices Notice", doing)
+    # The update ran to its end, so what it stored stands (and is sent): a wrong answer is
+    # said as ignored, not as a failure to retry, and a combination's next member still runs.
+    wrong = (f"{kind_of(notices)}, not a list of chatmem.notices Notice values"
+             if not isinstance(notices, list) else
+             next((f"a list holding {kind_of(n)}, not a chatmem.notices Notice"
+                   for n in notices if not isinstance(n, Notice)), None))
+    if wrong is not None:
+        return [MemoryUpdateFailed(f"strategy {strategy.name!r}: its update returned {wrong}",
+                                   (StrategyFailed.kind, strategy.name), stored=True)]
     return notices
 
 

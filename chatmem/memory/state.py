@@ -136,16 +136,45 @@ class SessionState:
 
     def live_facts(self) -> list[FactRecord]:
         """Facts this session may use: its own, and its user's profile facts but those of a
-        key the session has its own value for (remembered for this conversation only). One
-        key stored in two forms before keys were normalized (café composed and not) is one
-        fact: the newer value, as the store keeps it once either is written again."""
+        key the session has its own value for (remembered for this conversation only). A
+        value a group chat member or a write share's grantee stated here is theirs: it sits
+        beside the profile's, never over it (`stated_by_others`). One key stored in two
+        forms before keys were normalized (café composed and not) is one fact: the newer
+        value, as the store keeps it once either is written again."""
         facts = self.store.facts.facts(user=self.user, session_id=self.session_id)
-        own = {key_identity(f.key) for f in facts if f.scope == FactScope.SESSION}
         newest: dict[tuple[FactScope, str], FactRecord] = {}
         for fact in sorted(facts, key=lambda f: (f.updated_at, f.id)):
             newest[fact.scope, key_identity(fact.key)] = fact
-        return [f for f in facts if newest[f.scope, key_identity(f.key)] is f
-                and (f.scope == FactScope.SESSION or key_identity(f.key) not in own)]
+        live = [f for f in facts if newest[f.scope, key_identity(f.key)] is f]
+        profile = {key_identity(f.key) for f in live if f.scope == FactScope.USER}
+        over = [f for f in live if f.scope == FactScope.SESSION and key_identity(f.key) in profile]
+        others = self.stated_by_others(over)
+        own = {key_identity(f.key) for f in over if f.id not in others}
+        return [f for f in live if f.scope == FactScope.SESSION or key_identity(f.key) not in own]
+
+    def stated_by_others(self, facts: list[FactRecord]) -> dict[int, str]:
+        """Of this session's `facts`, those a turn of someone else's found (fact id → the
+        group chat member, or the write share's grantee, whose message stated it; the name
+        the request gave, store.history.speakers)."""
+        stated = [f for f in facts if f.scope == FactScope.SESSION
+                  and f.session_id == self.session_id and f.source_message_id is not None
+                  and f.source_turn is not None]
+        if not stated:
+            return {}
+        said_by = self.store.history.speakers(
+            self.session_id, {m for f in stated if (m := f.source_message_id) is not None})
+        return {f.id: said_by[f.source_message_id] for f in stated
+                if f.source_message_id in said_by}
+
+    def facts_a_turn_reads(self, asked: bool) -> list[FactRecord]:
+        """The live facts a turn's change or retraction of a key reads: for a turn the user
+        asked here, the user's own (a value a member stated beside the profile's is not hers
+        to replace or forget); for another's, this session's values before the profile's."""
+        live = self.live_facts()
+        if asked:
+            others = self.stated_by_others(live)
+            return [f for f in live if f.id not in others]
+        return sorted(live, key=lambda f: f.scope != FactScope.SESSION)
 
     def fact_origins(self, facts: list[FactRecord]) -> dict[int, str]:
         """Fact id → the other session it was stated in (user facts travel)."""

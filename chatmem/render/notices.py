@@ -232,6 +232,8 @@ def _(n: UsageIgnored, repl_hints: bool) -> str:
 @_worded.register
 def _(n: MemoryUpdateFailed, repl_hints: bool) -> str:
     by = by_plugin(*n.culprit) if n.culprit else ""
+    if n.stored:
+        return f"memory updated (what it stored is kept), its answer ignored: {n.error}{by}"
     return f"memory update failed, will retry next turn: {n.error}{by}"
 
 

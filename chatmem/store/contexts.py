@@ -8,10 +8,12 @@ positions (`{"from": 12, "to": 21}`) and the full text only of what the
 strategy synthesized: system prompt, summary, facts, pins and the input.
 Token counts of referenced messages are the ones the history read from the
 `token_counts` cache under the turn's tokenizer; compaction makes sure the
-cache holds them. A recalled message sent below the line naming the day it was
-said (`said_on`) is a reference of its own, `{"from": 7, "to": 7, "said_on":
-"2026-05-04", "tokens": 31}`: its count is of the line and the text, so it is
-kept there and never cached as the message's own.
+cache holds them (a purge that rewrites a message keeps its count as sent in
+each turn's reference to it as the cache's goes: store.sent_counts). A recalled
+message sent below the line naming the day it was said (`said_on`) is a
+reference of its own, `{"from": 7, "to": 7, "said_on": "2026-05-04", "tokens":
+31}`: its count is of the line and the text, so it is kept there and never
+cached as the message's own.
 
 `expand` gives back exactly the dict `compact` was given. A message becomes a
 reference only when that is provably lossless: same role, text and turn as
@@ -169,7 +171,9 @@ def expand(
                     messages.append({"role": row[1], "content": row[2], "tokens": item["tokens"],
                                      "id": row[0], "turn": row[3], "said_on": item["said_on"]})
                     continue
-                messages.append({"role": row[1], "content": row[2], "tokens": row[5] or 0,
+                # A purge's rewrite of the message kept the count it was sent with here.
+                tokens = item["tokens"] if "tokens" in item else row[5] or 0
+                messages.append({"role": row[1], "content": row[2], "tokens": tokens,
                                  "id": row[0], "turn": row[3]})
         parts.append({**part, "messages": messages})
     return {k: (parts if k == "parts" else v) for k, v in stored.items() if k != "format"}

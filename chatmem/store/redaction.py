@@ -24,6 +24,7 @@ from chatmem.store.emptied_pins import drop_emptied_pins
 from chatmem.store.fact_tables import profile_facts, profile_in
 from chatmem.store.records import MessageRecord
 from chatmem.store.rewritten_keys import Rewrite, distinct_fact_keys, rewrite_json
+from chatmem.store.sent_counts import cached_counts, keep_sent_counts
 from chatmem.store.stored_values import json_text
 from chatmem.text import INVISIBLE
 
@@ -209,6 +210,7 @@ class RedactionTables:
         index entry; their token counts and their sessions' vectors are dropped (both are
         recomputed on demand, vectors by `chatmem index`)."""
         with self._db.write():
+            sent = cached_counts(self._db, [m for m, _, _ in planned.messages])
             self._write_messages(planned)
             updates: dict[tuple[str, str], list[list[Any]]] = {}
             for (table, column, *row_key), new in planned.updates.items():
@@ -226,6 +228,7 @@ class RedactionTables:
             if planned.redaction.deleted_facts:
                 self._db.execute(
                     f"DELETE FROM facts WHERE id IN ({_ids(planned.redaction.deleted_facts)})")
+            keep_sent_counts(self._db, sent)
             # Text left each session whose rows changed, messages or not: a summary fold
             # begun before a purge of its summary alone would store the name again.
             steps.count_erasure(self._db, planned.redaction.sessions)

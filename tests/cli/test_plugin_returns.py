@@ -1,6 +1,7 @@
 """A plugin whose code returns what its contract does not allow, without raising: treated
 as if it had raised (one line naming it and its plugin, the same outcome), never a
-traceback, never sent to the model, never stored.
+traceback, never sent to the model, never stored; but an update that ran to its end and
+only answered wrongly keeps what it stored, and the line says so.
 
 Companion of test_plugin_failures.py (plugins that raise). Each test installs a real
 plugin (a module and its .dist-info on sys.path, as pip leaves one).
@@ -42,6 +43,20 @@ class SaidText(WindowStrategy):
 
     def update(self, env):
         return ["注意 something happened"]
+
+
+class KeptNoNotices(BaseStrategy):
+    name = "kept-no-notices"
+    description = "update stores its state and returns None"
+    keeps_state = True
+
+    def build(self, request):
+        note = request.state.get(self.name).get("note", "nothing yet")
+        said = Message.counted("system", "记住 " + note, request.counter)
+        return assemble(request, [Part("summary", (said,), TextReason("摘要"))])
+
+    def update(self, env):
+        env.state.set(self.name, note=f"turns 1-{env.history.turn_count()}")
 
 
 class Nothing(BaseStrategy):
@@ -182,8 +197,8 @@ class Embedder:
 
 
 def register(plugins):
-    for strategy in (NoNotices, SaidText, Nothing, NoInput, Stale, AlteredInput, TwoHistories,
-                     Quiet, OddReason):
+    for strategy in (NoNotices, SaidText, KeptNoNotices, Nothing, NoInput, Stale,
+                     AlteredInput, TwoHistories, Quiet, OddReason):
         plugins.add_strategy(strategy)
     for message in (("number", "system", 12345, 3), ("robot", "robot", "机器人 hi", 3),
                     ("negative", "system", "摘要 summary", -500),
@@ -227,13 +242,31 @@ def test_an_update_that_returns_no_notices_keeps_every_turn_and_says_so_in_one_l
         assert "Traceback" not in chatted.output
         assert chatted.stdout.splitlines()[-1] == "echo #3: 第三 third"
         said = [line for line in chatted.stderr.splitlines() if "memory update" in line]
-        assert said == [f"memory update failed, will retry next turn: strategy {strategy!r} "
-                        f"could not update its memory: its update returned {wrong} {BY}"] * 3
+        assert said == [f"memory updated (what it stored is kept), its answer ignored: "
+                        f"strategy {strategy!r}: its update returned {wrong} {BY}"] * 3
         assert turns_stored(db, strategy) == 3
     replayed = invoke("replay", "no-notices", "-s", "said-text", "--db", db, code=0)
     assert "Traceback" not in replayed.output
     assert f"its update returned a list holding str, not a chatmem.notices Notice {BY}" in " ".join(
         replayed.stderr.split())
+
+
+def test_an_update_that_stores_its_state_and_returns_none_is_not_said_to_have_failed(
+        installed: Install, tmp_path: Path) -> None:
+    """An update that called `env.state.set(...)` and returned None (no `return []`) was
+    reported as "memory update failed, will retry next turn", yet what it set was kept and
+    sent: the line says it is kept and only the answer was ignored."""
+    install(installed)
+    db = str(tmp_path / "h.db")
+    chatted = invoke("chat", "k", "-s", "kept-no-notices", "--provider", "scripted", "--db",
+                     db, input="你好 hello\n第二 second\n", code=0)
+    said = [line for line in chatted.stderr.splitlines() if "memory update" in line]
+    assert said == ["memory updated (what it stored is kept), its answer ignored: strategy"
+                    " 'kept-no-notices': its update returned None, not a list of"
+                    f" chatmem.notices Notice values {BY}"] * 2
+    shown = json.loads(invoke("inspect", "k", "--json", "--db", db, code=0).stdout)
+    assert [m["content"] for p in shown["context"]["parts"] if p["kind"] == "summary"
+            for m in p["messages"]] == ["记住 turns 1-1"]
 
 
 def test_a_build_that_returns_no_context_or_text_that_is_not_text_is_one_line(

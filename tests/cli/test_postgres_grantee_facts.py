@@ -55,3 +55,31 @@ def test_a_grantees_statement_caught_up_by_the_owner_is_not_her_profile(
     run(bob, "ask", "ann/proj", "hi", *c, code=0)
     assert profile(bob, config) == {}
     assert session_facts(bob, "ann/proj", config)["allergy"] == ("penicillin", None)
+
+
+@pytest.mark.parametrize("words", [
+    ("My name is Ann.", "My name is Mallory.", "name", "Ann", "Mallory"),
+    ("我叫安娜。", "我叫小明。", "名字", "安娜", "小明"),
+])
+def test_a_grantees_value_of_her_key_sits_beside_her_profile_fact(
+        team: Team, tmp_path: Path, words: tuple[str, str, str, str, str]) -> None:
+    """bob's "My name is Mallory." in ann's session was the session's own value of `name`,
+    which hides the profile's: `inspect proj --next "who am I?"` sent her model only
+    `[8,"name","Mallory",2,null,"bob"]`, not her own name. Both are sent, his as his."""
+    hers, his, key, her_value, his_value = words
+    config = tmp_path / "config.toml"
+    config.write_text('provider = "scripted"\nuser_facts = true\n', encoding="utf-8")
+    ann, bob = team.url("ann"), team.url("bob")
+    c = ("--config", str(config))
+    run(ann, "ask", "proj", hers, "--strategy", "entity", "--save", *c, code=0)
+    run(ann, "sessions", "share", "proj", "--with", "bob", "--write", code=0)
+    run(bob, "ask", "ann/proj", his, *c, code=0)
+    assert profile(ann, config) == {key: her_value}
+    assert session_facts(ann, "proj", config) == {key: (his_value, "bob")}
+    shown = json.loads(run(ann, "inspect", "proj", "--next", "who am I?", "--json", *c,
+                           code=0).stdout)
+    (block,) = [m["content"] for p in shown["context"]["parts"] if p["kind"] == "facts"
+                for m in p["messages"]]
+    sent = [json.loads(line)[1:] for line in block.split("\n")[2:-1]]
+    assert [key, her_value] in [line[:2] for line in sent]
+    assert [key, his_value, 2, None, "bob"] in sent

@@ -73,8 +73,10 @@ def test_a_group_chat_members_facts_stay_theirs_in_their_session(db_path: Path) 
     lines = [json.loads(line) for line in group.split("\n")[2:-1]]
     assert group.startswith("Facts stated in this conversation")
     # bob said both of his: "alice: …" inside his message is his text, not alice's turn.
+    # 小明's name sits beside the owner's, which it does not hide.
     assert [line[1:] for line in lines] == [
-        ["allergy", "penicillin", 1, None, "bob"], ["city", "Lisbon", 1, None, "bob"],
+        ["name", "Ana", 1, "mine"], ["allergy", "penicillin", 1, None, "bob"],
+        ["city", "Lisbon", 1, None, "bob"],
         ["name", "小明", 2, None, "小明"]]
 
 
