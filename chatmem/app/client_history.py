@@ -45,10 +45,10 @@ def comparable_all(messages: Iterable[Said]) -> list[tuple[str, str]]:
 def history_digest(messages: Iterable[Said]) -> str:
     """What tells one client's history from another's, in the compared form: a server keeps
     it for the turn it answered, not the history itself."""
-    return _digest(comparable_all(messages))
+    return json_digest(comparable_all(messages))
 
 
-def _digest(value: object) -> str:
+def json_digest(value: object) -> str:
     """A SHA-256 of `value` as JSON (Chinese as itself, a lone surrogate kept as its bytes)."""
     text = json.dumps(value, ensure_ascii=False)
     return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
@@ -219,7 +219,7 @@ def window_key(system: str | None, exchange: Sequence[Said]) -> str:
     """What a server files a session under after answering it: the system prompt its
     request sent and the exchange it ends with, compared as `comparable` words. A window
     whose last exchange and system prompt give the same key may be that session's end."""
-    return _digest([system or "", comparable_all(exchange)])
+    return json_digest([system or "", comparable_all(exchange)])
 
 
 def session_of_window(workspace: Workspace, candidates: Iterable[str],

@@ -64,33 +64,29 @@ def _resumed(session: SessionRecord, params: Mapping[str, Any], strategies: Stra
     stay stored, for the version that takes them), so the session still opens; `params`,
     given now, are checked strictly. A plugin's __init__ that raises on a saved value
     refuses it as well as its declared rule would."""
-    try:
-        return strategies.strategy(session.strategy, {**session.params, **params})
-    except (StrategyError, StrategyFailed):
-        saved = {k: v for k, v in session.params.items() if k not in params}
-        kept, unknown, refused = _saved_params_taken(session.strategy, saved, strategies)
-        if not unknown and not refused:
-            raise  # the parameters given now are at fault
-    chosen = strategies.strategy(session.strategy, {**kept, **params})
-    if tell is not None:
-        tell(SavedParamsDropped(session.name, session.strategy, tuple(unknown),
-                                tuple(refused)))
+    chosen, dropped = saved_strategy(session.strategy, session.params, strategies,
+                                     session.name, given=params)
+    if dropped is not None and tell is not None:
+        tell(dropped)
     return chosen
 
 
 def saved_strategy(name: str, saved: Mapping[str, Any], strategies: StrategyRegistry,
-                   session: str) -> tuple[Strategy, SavedParamsDropped | None]:
-    """Strategy `name` on session `session`'s `saved` parameters, those the installed version
-    no longer takes left out as opening the session leaves them out, with the notice saying
-    which (None: all were taken); raises as `strategies.strategy` does when leaving them
-    out does not help."""
+                   session: str, *, given: Mapping[str, Any] | None = None,
+                   ) -> tuple[Strategy, SavedParamsDropped | None]:
+    """Strategy `name` on session `session`'s `saved` parameters and those `given` now,
+    the saved ones the installed version no longer takes left out as opening the session
+    leaves them out, with the notice saying which (None: all were taken); raises as
+    `strategies.strategy` does when leaving them out does not help (`given` are at fault)."""
+    given = given or {}
     try:
-        return strategies.strategy(name, saved), None
+        return strategies.strategy(name, {**saved, **given}), None
     except (StrategyError, StrategyFailed):
-        kept, unknown, refused = _saved_params_taken(name, saved, strategies)
+        kept, unknown, refused = _saved_params_taken(
+            name, {k: v for k, v in saved.items() if k not in given}, strategies)
         if not unknown and not refused:
             raise
-    return (strategies.strategy(name, kept),
+    return (strategies.strategy(name, {**kept, **given}),
             SavedParamsDropped(session, name, tuple(unknown), tuple(refused)))
 
 

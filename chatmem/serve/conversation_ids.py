@@ -4,8 +4,6 @@ fingerprint of how the conversation began."""
 
 from __future__ import annotations
 
-import hashlib
-import json
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -73,7 +71,7 @@ def conversation_of(body: Mapping[str, Any], headers: Mapping[str, str],
     never share a session (`session_name_of`); chats that began alike are told apart by
     their history (`session_of_opening`). Chats of one `user` share its session: one's
     message is never taken for an edit of another's (`replaces_last_turn`)."""
-    from chatmem.app.client_history import comparable
+    from chatmem.app.client_history import history_digest
     from chatmem.app.sessions import session_name_of, shared_address
 
     named, field = next(((header_text(headers[h]), h) for h in CONVERSATION_HEADERS
@@ -92,19 +90,16 @@ def conversation_of(body: Mapping[str, Any], headers: Mapping[str, str],
                 None if address is None else SharedId(address, field), field != "user")
     # Compared as a client's copies are (`comparable`): the same opening, retyped with
     # another space, is the same chat.
-    opening = [comparable(m.role, m.content) for m in read if m.role == "user"][:1]
-    digest = hashlib.sha256(json.dumps(opening, ensure_ascii=False).encode(
-        "utf-8", "surrogatepass")).hexdigest()[:12]
-    return "chat-" + digest, True, None, False
+    opening = [m for m in read if m.role == "user"][:1]
+    return "chat-" + history_digest(opening)[:12], True, None, False
 
 
 def fingerprint_with_system_prompt(read: Sequence[Said]) -> str:
     """The name chatmem gave a conversation no id names until 541a179: a digest of its
     first system message and first user message, roles and text exactly as sent. Its
     sessions are continued after an upgrade (`session_of_opening`), not begun again."""
+    from chatmem.app.client_history import json_digest
+
     opening = [m for m in read if m.role == "system"][:1] + [
         m for m in read if m.role == "user"][:1]
-    digest = hashlib.sha256(json.dumps([(m.role, m.content) for m in opening],
-                                       ensure_ascii=False).encode("utf-8", "surrogatepass")
-                            ).hexdigest()
-    return f"chat-{digest[:12]}"
+    return "chat-" + json_digest([(m.role, m.content) for m in opening])[:12]
