@@ -126,20 +126,27 @@ SETTINGS = Settings(embeddings=EmbeddingsSection(provider="none"))
 
 @pytest.fixture(scope="module")
 def stored(tmp_path_factory: pytest.TempPathFactory) -> dict[int, Path]:
-    """History files of SMALL and LARGE turns, imported in bulk and caught up."""
+    """History files of SMALL, MEDIUM and LARGE turns, imported in bulk and caught up.
+
+    Built as one history growing: each size is the one before with the turns that follow
+    it imported and caught up (conversation(MEDIUM) begins with conversation(SMALL)), then
+    copied. Caught up in one go, 100 + 2,500 + 5,000 turns went through the strategies."""
     folder = tmp_path_factory.mktemp("complexity")
-    paths = {}
+    growing, paths, done = folder / "growing.db", {}, 0
     for turns in (SMALL, MEDIUM, LARGE):
-        paths[turns] = folder / f"{turns}.db"
-        with Store(paths[turns]) as store:
-            session = store.sessions.create_session("long", "window", system="Be brief.")
-            store.history.import_messages(session.id, list(conversation(turns)))
+        with Store(growing) as store:
+            session = (store.sessions.session("long") if done else
+                       store.sessions.create_session("long", "window", system="Be brief."))
+            store.history.import_messages(
+                session.id, list(itertools.islice(conversation(turns), 2 * done, None)))
             stub = StubEmbedder()
             pending = store.vectors.texts_without_vectors(stub.key, session.id)
             store.vectors.save_vectors(stub.key, stub.dimensions, embed_pending(stub, pending))
             for strategy in STATEFUL:
                 open_session(store, SETTINGS, ScriptedProvider(), "long",
                              strategy=strategy).catch_up()
+        paths[turns], done = folder / f"{turns}.db", turns
+        shutil.copyfile(growing, paths[turns])
     return paths
 
 
@@ -490,14 +497,15 @@ per session here: the planner rightly reads such a table whole)."""
 
 @pytest.fixture(scope="module")
 def pg_stored(pg_server: Any, pg_template: str) -> Iterator[dict[int, str]]:
-    """Databases of PG_SIZES turns, built as the SQLite files above, caught up and ANALYZEd:
-    templates each test copies."""
-    names = {}
+    """Databases of PG_SIZES turns, built as the SQLite files above (one history growing,
+    copied at each size), caught up and ANALYZEd: templates each test copies."""
+    growing, names, done = pg_server.create_database(pg_template), {}, 0
     for turns in PG_SIZES:
-        names[turns] = pg_server.create_database(pg_template)
-        with Store(pg_server.url(names[turns])) as store:
-            session = store.sessions.create_session("long", "window", system="Be brief.")
-            store.history.import_messages(session.id, list(conversation(turns)))
+        with Store(pg_server.url(growing)) as store:
+            session = (store.sessions.session("long") if done else
+                       store.sessions.create_session("long", "window", system="Be brief."))
+            store.history.import_messages(
+                session.id, list(itertools.islice(conversation(turns), 2 * done, None)))
             stub = StubEmbedder()
             pending = store.vectors.texts_without_vectors(stub.key, session.id)
             store.vectors.save_vectors(stub.key, stub.dimensions, embed_pending(stub, pending))
@@ -506,15 +514,18 @@ def pg_stored(pg_server: Any, pg_template: str) -> Iterator[dict[int, str]]:
                              strategy=strategy).catch_up()
             # An imported history has no turn rows: another session's failed turns give
             # the table thousands, so reading this session's turns must be selective.
-            other = store.sessions.create_session("other", "window")
+            other = (store.sessions.session("other") if done else
+                     store.sessions.create_session("other", "window"))
             with store.write():
                 store.db.execute(
                     "INSERT INTO turns (session_id, number, status, input, context, strategy,"
                     " created_at) SELECT ?, n, 'failed', 'x', '{\"parts\": []}', 'window', ?"
-                    " FROM generate_series(1, ?) AS n", [other.id, store.now(), 2 * turns])
+                    " FROM generate_series(?::integer, ?::integer) AS n",
+                    [other.id, store.now(), 2 * done + 1, 2 * turns])
             store.db.execute("ANALYZE")
+        names[turns], done = pg_server.create_database(growing), turns
     yield names
-    for name in names.values():
+    for name in [growing, *names.values()]:
         pg_server.drop_database(name)
 
 
