@@ -54,6 +54,12 @@ def _commit(statements: list[str]) -> list[str]:
     return statements[begin:statements.index("COMMIT", start) + 1]
 
 
+def _after_commit(statements: list[str]) -> list[str]:
+    """The statements after the turn's own commit: the memory update and the vectors' write."""
+    inserted = next(i for i, s in enumerate(statements) if s.startswith("INSERT INTO messages "))
+    return statements[statements.index("COMMIT", inserted) + 1:]
+
+
 def test_a_turns_commit_indexes_and_counts_in_one_statement_each(history: History) -> None:
     with history.open() as store:
         engine = _engine(store)
@@ -95,9 +101,7 @@ def test_after_the_commit_the_update_reads_no_turn_count_and_erasures_once(
         engine.run_turn("What did we say about item 7?")  # type: ignore[attr-defined]
         statements = _traced(store, lambda: engine.run_turn(  # type: ignore[attr-defined]
             "And item 12?"))
-        inserted = next(i for i, s in enumerate(statements)
-                        if s.startswith("INSERT INTO messages "))
-        after = statements[statements.index("COMMIT", inserted) + 1:]
+        after = _after_commit(statements)
         update = after[:after.index("BEGIN IMMEDIATE")]  # up to the vectors' write
         assert not [s for s in update if "max(turn)" in s], update
         assert len([s for s in update if s.startswith("SELECT erasures")]) == 1, update
@@ -110,9 +114,7 @@ def test_a_turns_vectors_are_stored_in_one_statement_a_table(history: History) -
         turn = lambda: engine.run_turn("And 西湖, item 12?")  # type: ignore[attr-defined]  # noqa: E731
         if history.is_file:
             statements = _traced(store, turn)
-            inserted = next(i for i, s in enumerate(statements)
-                            if s.startswith("INSERT INTO messages "))
-            after = statements[statements.index("COMMIT", inserted) + 1:]
+            after = _after_commit(statements)
             saved = after[after.index("BEGIN IMMEDIATE"):after.index("COMMIT")]
             assert sum(s.startswith("INSERT INTO message_vectors") for s in saved) == 1, saved
             assert sum(s.startswith("INSERT INTO vector_cache") for s in saved) == 1, saved
@@ -159,9 +161,7 @@ def test_the_backlog_finds_a_turns_messages_and_the_last_id_in_one_read(
         turn = lambda: engine.run_turn("And 西湖, item 12?")  # type: ignore[attr-defined]  # noqa: E731
         if history.is_file:
             statements = _traced(store, turn)
-            inserted = next(i for i, s in enumerate(statements)
-                            if s.startswith("INSERT INTO messages "))
-            after = statements[statements.index("COMMIT", inserted) + 1:]
+            after = _after_commit(statements)
             looks = [s for s in after[:after.index("BEGIN IMMEDIATE")]
                      if "FROM messages" in s and "vector_cache" not in s]
             assert len(looks) == 1, looks
