@@ -27,6 +27,7 @@ import re
 import unicodedata
 from functools import cache
 
+from chatmem.reasoning import sent_reply
 from chatmem.text import CJK, FULL_WIDTH, HALF_WIDTH_KANA, HAN, HANGUL, INVISIBLE, KANA
 
 UNSPACED_SCRIPTS = "\u0e00-\u0eff\u1000-\u109f\u1780-\u17ff\u19e0-\u19ff\ua9e0-\ua9ff\uaa60-\uaa7f"
@@ -264,13 +265,9 @@ def index_text(text: str) -> str:
 
 def message_index_text(role: str, content: str) -> str:
     """What the index stores for a stored message: a reply's terms without the reasoning it
-    opens with, as a context sends it (memory.message_counts.sent_text). Indexed whole,
+    opens with, as a context sends it (reasoning.sent_reply). Indexed whole,
     retrieval by words found a reply by what the model only thought."""
-    if role == "assistant" and "<" in content:  # no tag, no reasoning: most replies
-        from chatmem.reasoning import without_reasoning
-
-        content = without_reasoning(content).lstrip() or content
-    return index_text(content)
+    return index_text(sent_reply(content) if role == "assistant" else content)
 
 
 PREFIX = "*"

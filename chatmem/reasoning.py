@@ -37,6 +37,15 @@ def without_reasoning(text: str) -> str:
     return text[closed.end():] if closed else text
 
 
+def sent_reply(content: str) -> str:
+    """A stored reply as a context sends it and the word index holds it: without the
+    reasoning it opens with. All of it reasoning (a reply cut mid-thought), it is sent as it
+    is: an empty assistant message is refused by some APIs."""
+    if "<" not in content:  # no tag, no reasoning: most replies
+        return content
+    return without_reasoning(content).lstrip() or content
+
+
 _TAGS = re.compile(r"</?(?:think|thinking|reasoning)>|<details\s+type=\"reasoning\"[^>]*>"
                    r"|</details>", re.IGNORECASE)
 

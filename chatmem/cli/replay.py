@@ -8,7 +8,13 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 
 from chatmem.cli.completion import session_names, strategy_specs
-from chatmem.cli.gates import exit_if_failed, say_failed
+from chatmem.cli.gates import (
+    check_gates,
+    exit_if_failed,
+    recall_gates,
+    say_failed,
+    unanswered_error,
+)
 from chatmem.cli.grammar import file_name, utf8_argument
 from chatmem.cli.opening import open_workspace, registries, settings_from
 from chatmem.cli.options import (
@@ -176,14 +182,12 @@ def replay_command(
         _write_report(report, data)
     if json_out:
         print_json(data)
-        say_failed(outcome.failed)
-        exit_if_failed(outcome.failed)
-        return
-    out, err = consoles()
-    out.print(compare.replay_view(outcome.runs, source, outcome.tokenizer.describe(),
-                                  zone=outcome.zone))
-    for line in compare.replay_notices(outcome.runs, verbose=verbose):
-        err.print(line, style="dim", markup=False, soft_wrap=True)
+    else:
+        out, err = consoles()
+        out.print(compare.replay_view(outcome.runs, source, outcome.tokenizer.describe(),
+                                      zone=outcome.zone))
+        for line in compare.replay_notices(outcome.runs, verbose=verbose):
+            err.print(line, style="dim", markup=False, soft_wrap=True)
     say_failed(outcome.failed)
     exit_if_failed(outcome.failed)
 
@@ -217,7 +221,6 @@ def outcome_json(command: str, source: str, outcome: "Comparison") -> dict[str, 
         "strategies": [r.to_json(run_notice_text) for r in outcome.runs],
         "failed": [{"strategy": f.label, "error": error_text(f.error)} for f in outcome.failed],
     }
-
 
 
 def _write_report(path: Path, data: dict[str, Any]) -> None:
@@ -277,7 +280,6 @@ def eval_command(
     \b
     Example: chatmem eval sessions/long-chat.jsonl -s buffer -s window:k=2
     """
-    from chatmem.cli.gates import recall_gates
     from chatmem.render import compare
 
     gates = recall_gates(min_recall or ())
@@ -315,8 +317,6 @@ def eval_command(
         for line in compare.replay_notices(outcome.runs, verbose=verbose):
             err.print(line, style="dim", markup=False, soft_wrap=True)
     say_failed(outcome.failed)
-    from chatmem.cli.gates import check_gates, unanswered_error
-
     unanswered = unanswered_error(outcome.runs)
     try:
         check_gates(gates, [(r.label, r.id_recall(), r.text_recall()) for r in outcome.runs])
@@ -327,7 +327,6 @@ def eval_command(
     if unanswered is not None:
         raise unanswered
     exit_if_failed(outcome.failed)
-
 
 
 def _eval_folder(directory: Path, strategy: Sequence[str], param: Sequence[str] | None, *,

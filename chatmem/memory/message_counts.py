@@ -17,7 +17,7 @@ from collections.abc import Sequence
 
 from chatmem.memory import quoting
 from chatmem.memory.context import Message
-from chatmem.reasoning import without_reasoning
+from chatmem.reasoning import sent_reply
 from chatmem.store import MessageRecord
 from chatmem.store.protocols import MemoryStore
 from chatmem.store.recall import CandidateRow
@@ -81,13 +81,10 @@ def as_sent(record: MessageRecord) -> str:
 
 def sent_text(role: str, content: str) -> str:
     """`as_sent` of a message with this role and content: a reply without the reasoning it
-    opens with (all of it reasoning, a reply cut mid-thought, is sent as it is: an empty
-    assistant message is refused by some APIs)."""
+    opens with (reasoning.sent_reply)."""
     if role == "system":
         return quoting.imported_system_block(content)
-    if role == "assistant" and "<" in content:  # no tag, no reasoning: most replies
-        return without_reasoning(content).lstrip() or content
-    return content
+    return sent_reply(content) if role == "assistant" else content
 
 
 def _as_stored(role: str, content: str, sent: str) -> bool:

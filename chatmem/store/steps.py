@@ -106,19 +106,6 @@ def keep_speakers(db: Backend, session_id: int, speakers: Mapping[int, str]) -> 
              for position, name in speakers.items()])
 
 
-def save_token_counts(db: Backend, counts: Mapping[int, int], tokenizer: str) -> None:
-    # One statement for a turn's two counts (a turn's commit is its only caller), not one
-    # a row: each statement of a turn's write is ~10 µs of its time.
-    if not counts:
-        return
-    db.execute(
-        "INSERT INTO token_counts (message_id, tokenizer, tokens) VALUES "
-        + ", ".join(["(?, ?, ?)"] * len(counts))
-        + " ON CONFLICT (message_id, tokenizer) DO UPDATE SET tokens = excluded.tokens",
-        [v for mid, n in counts.items() for v in (mid, tokenizer, n)],
-    )
-
-
 def check_new_name(db: Backend, name: str, *, unfinished: bool = False) -> None:
     """Raise unless `name` is a valid name none of the user's own sessions has yet (one
     shared with them under it is `OWNER/NAME`, and takes nothing of theirs); a replay's

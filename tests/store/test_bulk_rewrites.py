@@ -15,7 +15,7 @@ from dialect import word_entries
 from matches import matches
 from meter import metered
 
-from chatmem.store import Store, steps
+from chatmem.store import Store, contexts
 from chatmem.store.fork import COPIED_TOGETHER
 from chatmem.store.redaction import REWRITTEN_TOGETHER, Place
 
@@ -39,7 +39,7 @@ def long_history(store: Store, name: str = "long", turns: int = TURNS) -> int:
         for role, text in (("user", f"My order number is ORD-{i} and I live in 杭州"),
                            ("assistant", f"Noted ORD-{i}."))])
     with store.db.write():
-        steps.save_token_counts(store.db, {i: 7 for i in ids}, TOKENIZER)
+        contexts.save_token_counts(store.db, TOKENIZER, {i: 7 for i in ids})
     return session.id
 
 
