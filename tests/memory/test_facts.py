@@ -224,7 +224,7 @@ def test_extraction_by_a_model_over_real_http(store: Store, chat_server) -> None
     from registered import open_session
 
     from chatmem.config.settings import Settings
-    from chatmem.memory.extraction import EXTRACTION_PROMPT
+    from chatmem.memory.extraction_request import EXTRACTION_PROMPT
     from chatmem.providers.openai import OpenAIProvider
 
     model = OpenAIProvider("test-model", base_url=chat_server.base_url, timeout=10,

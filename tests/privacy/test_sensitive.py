@@ -12,7 +12,7 @@ from registered import open_session
 from chatmem.config.settings import Settings
 from chatmem.engine import Engine
 from chatmem.memory import pins
-from chatmem.memory.extraction import EXTRACTION_PROMPT
+from chatmem.memory.extraction_request import EXTRACTION_PROMPT
 from chatmem.memory.summarizer import DEFAULT_PROMPT
 from chatmem.notices import SensitiveNotRemembered, SummaryUpdated
 from chatmem.privacy import sensitive

@@ -8,7 +8,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from chatmem.memory.extraction import extraction_messages, parse_extraction
+from chatmem.memory.extraction_answer import parse_extraction
+from chatmem.memory.extraction_request import extraction_messages
 from chatmem.providers.scripted import RULES, ScriptedProvider
 from chatmem.providers.scripted_facts import extract
 

@@ -18,7 +18,7 @@ import httpx2 as httpx
 from test_proxy import RunningProxy
 
 from chatmem.config.settings import Settings
-from chatmem.memory.extraction import extraction_messages
+from chatmem.memory.extraction_request import extraction_messages
 from chatmem.providers.scripted import ScriptedProvider
 from chatmem.store import FactScope, Store
 

@@ -61,7 +61,7 @@ def test_a_members_value_of_the_owners_key_does_not_hide_the_owners_fact(
 def test_the_extractor_is_told_whose_a_current_fact_is() -> None:
     """With bob's name beside the user's, the extractor saw two `name` facts alike and no
     way to tell the user's from his: a member's current fact carries its speaker."""
-    from chatmem.memory.extraction import extraction_messages
+    from chatmem.memory.extraction_request import extraction_messages
     from chatmem.store import FactRecord
 
     def fact(id: int, scope: FactScope, value: str) -> FactRecord:
