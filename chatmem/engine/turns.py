@@ -22,6 +22,7 @@ from chatmem.engine.preflight import TurnChecks
 from chatmem.engine.said import Said, SaidAt, said_time
 from chatmem.engine.session_changes import SessionChanges
 from chatmem.engine.streaming import ProviderCalls, caller_failure, close_quietly
+from chatmem.engine.turn_rows import TurnRows
 from chatmem.engine.upkeep import MemoryUpkeep
 from chatmem.errors import (
     ChatmemError,
@@ -32,7 +33,6 @@ from chatmem.errors import (
     ProviderNotFound,
     SessionGone,
     StoreError,
-    StoreFailure,
     StrategyFailed,
     UsageError,
 )
@@ -46,7 +46,6 @@ from chatmem.providers.base import Provider, ReplyStream
 from chatmem.providers.interruptible import InterruptibleReply
 from chatmem.store import SessionRecord, TurnRecord, TurnStatus
 from chatmem.store.protocols import TurnStore
-from chatmem.store.records import AccessLevel
 from chatmem.text import REPLACEMENT, is_valid, shows_something, valid_text
 from chatmem.timestamps import parse_time
 from chatmem.timezones import system_zone
@@ -80,7 +79,7 @@ StoreT = TypeVar("StoreT", bound=TurnStore, covariant=True)
 the store it passed in (`Engine[Store]`); any engine is an `Engine[TurnStore]`."""
 
 
-class Engine(SessionChanges, MemoryUpkeep, TurnChecks, Generic[StoreT]):
+class Engine(SessionChanges, MemoryUpkeep, TurnChecks, TurnRows, Generic[StoreT]):
     """Runs turns of one session with one strategy and one provider, on the thread that
     opened its store (chatmem.app.Workspace says why; another thread is refused, WrongThread)."""
 
@@ -201,37 +200,6 @@ class Engine(SessionChanges, MemoryUpkeep, TurnChecks, Generic[StoreT]):
         (default now), without calling the model."""
         self.follow_erasures()
         return build_guarded(self.strategy, self.request(text, attachments, said_at, speaker))
-
-    def _record(self, text: str, context: Context, status: TurnStatus,
-                speaker: str | None = None, **extra: Any) -> TurnRecord:
-        # A write share's grantee speaks in the owner's session as a member does: his "my
-        # name is …" is his, not the owner's (nor her profile's), whoever's helper reads it.
-        speaker = speaker or self._grantee()
-        return TurnRecord(
-            session_id=self.session.id,
-            status=status,
-            input=text,
-            # Whether counts were approximate depends on the counter, which inspect
-            # cannot rebuild from the row: keep it with the context. So is who said the
-            # input in a group chat, which fact extraction reads later (store.history.
-            # speakers): a member's statement is not the profile owner's.
-            context={**context.to_json(), "approximate": self.counter.approximate,
-                     **({"speaker": speaker} if speaker else {})},
-            strategy=self.strategy.name,
-            params=dict(self.strategy.params),
-            provider=self.provider.name,
-            model=self.provider.model,
-            tokenizer=self.counter.key,
-            estimated_tokens=self.estimate(context),
-            **extra,
-        )
-
-    def _grantee(self) -> str | None:
-        if self._grantee_of is None or self._grantee_of[0] != self.session.id:
-            access = self.store.sessions.session_access(self.session.id)
-            self._grantee_of = (self.session.id, access.role
-                                if access.level is AccessLevel.WRITE else None)
-        return self._grantee_of[1]
 
     def run_turn(self, text: str, on_delta: Callable[[str], None] | None = None,
                  on_reply_end: Callable[[], None] | None = None,
@@ -363,30 +331,6 @@ class Engine(SessionChanges, MemoryUpkeep, TurnChecks, Generic[StoreT]):
             # The commit checked the erasures against `_erasures` under the write lock.
             notices += self.update_memory(turns=record.history_turn, erasures=self._erasures)
         return TurnResult(record, context, reply, notices)
-
-    def _record_unless_erased(self, record: TurnRecord) -> TurnRecord:
-        """A cancelled or failed turn's row; not kept (the record as it is, unnumbered) when
-        text left the session's memory meanwhile, as its context may hold it, or the session
-        is gone: the Ctrl-C or the provider's error is what the user is told, not the
-        refusal (the next turn says the session is gone)."""
-        try:
-            return self.store.turns.record_turn(record, erasures=self._erasures)
-        except SessionGone:
-            return record
-        except StoreError as e:
-            if e.kind is not StoreFailure.ERASED_MEANWHILE:
-                raise
-            return record
-
-    def _message_tokens(self, context: Context, text: str, reply: str) -> tuple[int, int]:
-        """The new messages' token counts, stored with the turn so no later read writes.
-
-        The input was counted to build this context: its count is reused.
-        """
-        user = context.input_tokens
-        if user is None:
-            user = self.counter.count_message("user", text)
-        return user, self.counter.count_message("assistant", reply)
 
     def replay_turn(self, text: str, reply: str,
                     times: tuple[str | None, str | None] = (None, None),
