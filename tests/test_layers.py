@@ -28,7 +28,8 @@ or closes a cycle is caught too.
        activity,            checks that are pure functions
        attachments, privacy.secrets, privacy.sensitive (privacy.findings,
        privacy.named_details, privacy.unnamed_details), privacy.secret_names,
-       privacy.credentials, privacy.word_lists, privacy.mentions, privacy.files,
+       privacy.credentials, privacy.word_lists, privacy.mentions,
+       privacy.near_mentions, privacy.files,
        privacy.widths,
        clipboard (what /copy copies and how it reaches the clipboard), names (the
        nearest known name to one typed wrong), images (type, size and token cost),
@@ -75,6 +76,7 @@ LAYERS: dict[str, int] = {
     "chatmem.timezones": 0,
     "chatmem.plugin_output": 0, "chatmem.plugin_calls": 0,
     "chatmem.privacy.secrets": 0, "chatmem.privacy.sensitive": 0, "chatmem.privacy.mentions": 0,
+    "chatmem.privacy.near_mentions": 0,
     "chatmem.privacy.findings": 0, "chatmem.privacy.named_details": 0,
     "chatmem.privacy.unnamed_details": 0,
     "chatmem.privacy.secret_names": 0, "chatmem.privacy.credentials": 0,

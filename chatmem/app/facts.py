@@ -274,7 +274,7 @@ class Purged:
     """Mentions in sessions others own and share with this role: theirs to erase."""
     spelled_otherwise: tuple[tuple[str, str], ...] = ()
     """(other, own) characters a search reads as the value's and the purge did not: the
-    mentions written with them are kept, uncounted (privacy.mentions.spelled_otherwise)."""
+    mentions written with them are kept, uncounted (privacy.near_mentions.spelled_otherwise)."""
     number_part: str | None = None
     """For a phone number the purge kept a form of as perhaps another number (555-0134): the
     last digits every form of it holds (0134), by which `logs -q` finds them, uncounted."""
@@ -288,7 +288,7 @@ def purge(workspace: Workspace, fact: FactRecord) -> Purged:
     rewrite the history so no old page keeps them."""
     from chatmem.app.privacy import drop_vector_cache
     from chatmem.privacy import purge as purging
-    from chatmem.privacy.mentions import spelled_otherwise
+    from chatmem.privacy.near_mentions import spelled_otherwise
     from chatmem.privacy.phones import last_part
 
     # Read first: once erased, the fact's values are nowhere to look them up by.

@@ -29,11 +29,10 @@ from chatmem.privacy.mentions import (
     kept_spans,
     needles,
     only_markers,
-    other_numbers,
-    other_spellings,
     searchable,
     unsure,
 )
+from chatmem.privacy.near_mentions import other_numbers, other_spellings
 from chatmem.privacy.phones import NumberForm, form_of, number_of
 from chatmem.store.records import FactScope
 from chatmem.store.redaction import Place
@@ -209,7 +208,7 @@ class Erased:
     redaction: Redaction
     kept_numbers: frozenset[NumberForm] = frozenset()
     """How the forms a text it read keeps are written that may be a purged phone number and
-    may be another one (555-0134 for +1 415 555 0134: mentions.other_numbers), never
+    may be another one (555-0134 for +1 415 555 0134: near_mentions.other_numbers), never
     erased: noted from the rows the purge reads anyway, not counted."""
 
 

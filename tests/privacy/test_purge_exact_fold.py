@@ -18,7 +18,8 @@ from conftest import History
 
 from chatmem import fts
 from chatmem.chinese_variants import simplified, solely_traditional
-from chatmem.privacy.mentions import MARKER, Span, erase_mentions, mention_spans, other_spellings
+from chatmem.privacy.mentions import MARKER, Span, erase_mentions, mention_spans
+from chatmem.privacy.near_mentions import other_spellings
 from chatmem.store import Store
 
 F = MARKER

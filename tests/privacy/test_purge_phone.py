@@ -16,7 +16,8 @@ import pytest
 from cli_runner import chat, invoke
 from conftest import History
 
-from chatmem.privacy.mentions import MARKER, erase_mentions, needles, other_numbers
+from chatmem.privacy.mentions import MARKER, erase_mentions, needles
+from chatmem.privacy.near_mentions import other_numbers
 from chatmem.privacy.phones import last_part, number_of
 from chatmem.store import Store
 
