@@ -35,12 +35,12 @@ from chatmem.privacy.mentions import (
 from chatmem.privacy.near_mentions import other_numbers, other_spellings
 from chatmem.privacy.phones import NumberForm, form_of, number_of
 from chatmem.store.records import FactScope
-from chatmem.store.redaction import Place
+from chatmem.store.redaction_plan import Place
 
 if TYPE_CHECKING:
     from chatmem.store import FactRecord, MessageRecord, Redaction
     from chatmem.store.protocols import PrivacyStore
-    from chatmem.store.redaction import RewritePlan
+    from chatmem.store.redaction_plan import RewritePlan
 
 
 @dataclass(frozen=True)

@@ -39,7 +39,8 @@ from chatmem.store.records import (
     TurnRecord,
     TurnStatus,
 )
-from chatmem.store.redaction import Place, Redaction, RedactionTables, RewritePlan
+from chatmem.store.redaction import RedactionTables
+from chatmem.store.redaction_plan import Place, Redaction, RewritePlan
 from chatmem.store.retention import ExpiredFact, ExpiryCause, RetentionTables, SessionEntry
 from chatmem.store.session_names import check_session_name, session_name_from, session_name_of
 from chatmem.store.sessions import SessionTables

@@ -32,7 +32,8 @@ from chatmem.store.records import (
     SummaryRecord,
     TurnRecord,
 )
-from chatmem.store.redaction import Redaction, Rewrite, RewritePlan
+from chatmem.store.redaction import Rewrite
+from chatmem.store.redaction_plan import Redaction, RewritePlan
 from chatmem.store.retention import ExpiredFact, SessionEntry
 from chatmem.store.vectors import PendingText, PositionedVector, VectorBatch, VectorRow
 

@@ -17,7 +17,8 @@ from meter import metered
 
 from chatmem.store import Store, contexts
 from chatmem.store.fork import COPIED_TOGETHER
-from chatmem.store.redaction import REWRITTEN_TOGETHER, Place
+from chatmem.store.redaction import REWRITTEN_TOGETHER
+from chatmem.store.redaction_plan import Place
 
 TURNS = 600
 """1,200 messages: more than two batches of each."""
