@@ -1,5 +1,6 @@
 """Writing a client's history into a session: what a session adopts of the history a
-client sends before its new message, whether that history leaves the session's (an earlier
+client sends before its new message (how much of it the session already holds, so none is
+stored twice or lost), whether that history leaves the session's (an earlier
 message edited), and the session such a history branches into. Compared as
 client_history compares a client's copies."""
 
@@ -9,7 +10,6 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from chatmem.app.client_history import AskedWith, ClientMessage, comparable_all, history_digest
-from chatmem.app.overlap import stored_up_to
 
 if TYPE_CHECKING:
     from chatmem.app.session_files import ImportProgress
@@ -70,6 +70,33 @@ def _stored(message: ClientMessage) -> dict[str, str]:
     if message.speaker:
         kept["speaker"] = message.speaker
     return kept
+
+
+def stored_up_to(held: Sequence[tuple[str, str]], said: Sequence[tuple[str, str]]) -> int:
+    """How many of a client's messages `said` a session holding `held` already ends with:
+    the longest start of `said` that is the end of `held` (all of `held` when it is the
+    client's start; a start written after another front end's turn by a request that then
+    failed halfway, so the next stores no message twice; 0: the client's whole history goes
+    after the session's, nothing of either lost). Knuth-Morris-Pratt: linear, a session of
+    a repeated "hi" too."""
+    said = said[:len(held)]
+    if not said:
+        return 0
+    back = [0] * len(said)  # for each start of `said`, its longest proper start-end
+    k = 0
+    for i in range(1, len(said)):
+        while k and said[i] != said[k]:
+            k = back[k - 1]
+        if said[i] == said[k]:
+            k += 1
+        back[i] = k
+    k = 0
+    for message in held:
+        while k and (k == len(said) or message != said[k]):
+            k = back[k - 1]
+        if message == said[k]:
+            k += 1
+    return k
 
 
 def leaves_history(workspace: Workspace, name: str, prior: Sequence[ClientMessage], *,

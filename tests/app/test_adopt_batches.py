@@ -135,7 +135,7 @@ def test_a_retry_that_failed_halfway_is_finished_by_the_next_without_a_message_t
     ("aaa", "aaaaaa", 3), ("hihi", "hihihx", 4), ("abab", "abx", 2), ("", "ab", 0)])
 def test_stored_up_to_is_the_longest_start_of_the_clients_the_session_ends_with(
         held: str, said: str, expected: int) -> None:
-    from chatmem.app.overlap import stored_up_to
+    from chatmem.app.adopted_history import stored_up_to
 
     def as_messages(text: str) -> list[tuple[str, str]]:
         return [("user", c) for c in text]
