@@ -21,6 +21,9 @@ from chatmem.store.connection import fetch_rows
 from chatmem.store.contexts import FORMAT
 from chatmem.store.stored_values import json_text
 
+CHUNK = 500
+"""Rows read or written a statement (a purge's batch: redaction.REWRITTEN_TOGETHER)."""
+
 
 @dataclass
 class Counted:
@@ -37,8 +40,8 @@ def cached_counts(db: Backend, message_ids: Iterable[int]) -> dict[int, Counted]
     """The cached counts of `message_ids`, by session, read before they go."""
     ids = sorted(set(message_ids))
     counted: dict[int, Counted] = {}
-    for start in range(0, len(ids), 500):
-        chunk = ids[start:start + 500]
+    for start in range(0, len(ids), CHUNK):
+        chunk = ids[start:start + CHUNK]
         for row in fetch_rows(
                 db, "SELECT m.id, m.session_id, m.position, c.tokenizer, c.tokens"
                 " FROM messages m JOIN token_counts c ON c.message_id = m.id"
@@ -51,6 +54,7 @@ def cached_counts(db: Backend, message_ids: Iterable[int]) -> dict[int, Counted]
 
 def keep_sent_counts(db: Backend, counted: dict[int, Counted]) -> None:
     """Give each turn's reference to a message of `counted` the count it was sent with."""
+    pinned: list[list[Any]] = []
     for session_id, session in counted.items():
         for row in fetch_rows(
                 db, "SELECT id, tokenizer, context FROM turns WHERE session_id = ?"
@@ -65,8 +69,11 @@ def keep_sent_counts(db: Backend, counted: dict[int, Counted]) -> None:
             counts = {p: c[row["tokenizer"]] for p, c in session.counts.items()
                       if row["tokenizer"] in c}
             if counts and _pin(context, counts):
-                db.execute("UPDATE turns SET context = ? WHERE id = ?",
-                           [json_text(context), row["id"]])
+                pinned.append([json_text(context), row["id"]])
+    # In the purge's batches, not a statement a turn: a common word in a long session is
+    # sent by most of its turns.
+    for start in range(0, len(pinned), CHUNK):
+        db.executemany("UPDATE turns SET context = ? WHERE id = ?", pinned[start:start + CHUNK])
 
 
 def _pin(context: dict[str, Any], counts: dict[int, int]) -> bool:
