@@ -31,6 +31,11 @@ def export(
     name: Annotated[str | None, typer.Argument(metavar="SESSION", show_default=False,
                                                autocompletion=session_names,
                                                help="Session name (or --all).")] = None,
+    file: Annotated[
+        str | None, typer.Argument(metavar="FILE", show_default=False, callback=file_name,
+                                   help="File to write, as -o FILE (as /export FILE takes it "
+                                        "in the chat).")
+    ] = None,
     all_: Annotated[bool, typer.Option("--all", help="Every session with its summaries, and "
                                                      "every fact, in one .zip archive "
                                                      "(-o FILE).")] = False,
@@ -55,7 +60,7 @@ def export(
     session's transcript and summaries, and every fact (see README.txt inside).
 
     \b
-    Example: chatmem sessions export support -o support.md
+    Example: chatmem sessions export support support.md
     """
     import sys
     from pathlib import Path
@@ -70,6 +75,10 @@ def export(
         write_transcript,
     )
 
+    if file is not None:
+        if output is not None and output != file:
+            raise UsageError(f"two files given: {file!r} and -o {output!r}; give one")
+        output = file
     if all_ or name is None:
         export_all(name, output, force, settings_from(config, db))
         return
