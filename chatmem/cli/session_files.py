@@ -168,7 +168,12 @@ def import_(
 
     from chatmem.app.indexing import start_backlogs
     from chatmem.app.session_files import import_transcript
-    from chatmem.app.sessions import check_session_name, normal_name, session_name_from
+    from chatmem.app.sessions import (
+        check_session_name,
+        find_session,
+        normal_name,
+        session_name_from,
+    )
     from chatmem.errors import UsageError
     from chatmem.privacy.restore import is_archive, read_archive
     from chatmem.render.counts import counted
@@ -202,6 +207,12 @@ def import_(
     # A kill or a closed terminal deletes what was written, as Ctrl-C does (after kill -9:
     # the next import); the bar shows on a terminal only.
     with open_workspace(settings) as ws:
+        if find_session(ws, session_name) is not None:
+            # Said before anything is read into the history, with the way on: the file
+            # was exported from this history, or imported before (import_transcript
+            # refuses it too, worded for no command).
+            raise UsageError(f"a session named {session_name!r} already exists; import it"
+                             f" under another name: chatmem sessions import {file} NAME")
         with stopped_as_by_ctrl_c(), counted_progress(
                 err, f"importing into {session_name}") as progress:
             imported = import_transcript(ws, transcript, session_name, progress=progress)

@@ -127,7 +127,10 @@ def test_name_conflicts_and_bad_formats_are_usage_errors(tmp_path: Path) -> None
     assert invoke("sessions", "import", sample, "--db", db).exit_code == 0
     clash = invoke("sessions", "import", sample, "--db", db)
     assert clash.exit_code == 2
-    assert clash.stderr == "error: a session named 'support' already exists\n"
+    # The way on said: the file was exported from this history, or imported before.
+    assert clash.stderr == ("error: a session named 'support' already exists; import it under"
+                            f" another name: chatmem sessions import {sample} NAME\n")
+    assert invoke("sessions", "import", sample, "support-2", "--db", db).exit_code == 0
     fmt = invoke("sessions", "export", "support", "--format", "pdf", "--db", db)
     assert fmt.exit_code == 2
     assert fmt.stderr == "error: --format must be one of jsonl, json, markdown, got 'pdf'\n"
