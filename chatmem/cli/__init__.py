@@ -77,7 +77,13 @@ def usage_error_line(error: typer.TyperException) -> str:
         close = f" (did you mean {', '.join(sorted(possibilities))}?)" if possibilities else ""
         return f"no such option {getattr(error, 'option_name', '')}{close}"
     message = error.format_message().rstrip(".")
-    return message[:1].lower() + message[1:]
+    message = message[:1].lower() + message[1:]
+    ctx = getattr(error, "ctx", None)
+    if message.startswith("got unexpected extra argument") and ctx is not None:
+        # `logs trip`, `sessions export trip t.md`: the word is likely an option's value;
+        # the command's help names the option it goes with.
+        message += f" (`{ctx.command_path} --help` says what it takes)"
+    return message
 
 
 def _asks_for_help(error: typer.TyperException) -> bool:

@@ -170,6 +170,8 @@ def prune(
     ] = None,
     dry_run: Annotated[bool, typer.Option("--dry-run", help="List what would be erased; "
                                                             "change nothing.")] = False,
+    yes: Annotated[bool, typer.Option("--yes", "-y", help="Do not ask for confirmation "
+                                                          "(asked in a terminal only).")] = False,
     db: DbOption = None,
     config: ConfigOption = None,
     json_out: JsonOption = False,
@@ -186,7 +188,7 @@ def prune(
     from chatmem.app.privacy import prune_history, vacuums
     from chatmem.privacy.retention import parse_duration
     from chatmem.render.history_notices import taught_text
-    from chatmem.render.sessions import erasure_json, erasure_text
+    from chatmem.render.sessions import erased_what, erasure_json, erasure_text
     from chatmem.timestamps import utc_now
 
     settings = settings_from(config, db)
@@ -194,7 +196,19 @@ def prune(
     if older_than is not None:
         days = parse_duration(older_than, "--older-than") / timedelta(days=1)
     now = utc_now()
+    listed = False
     with open_workspace(settings, create=False) as ws:
+        # At a terminal it asks first, as delete and forget-me do: --older-than 1h typed for
+        # 1d erases today's chats for good. A cron job (no terminal) goes ahead as it did.
+        if not (yes or dry_run or json_out) and sys.stdin.isatty():
+            planned = prune_history(ws, now, retention_days=days, dry_run=True)
+            if not planned.empty:
+                for line in _erasure_lines(planned, now, settings.zone):
+                    consoles()[1].print(line, markup=False, soft_wrap=True)
+                if not typer.confirm(f"Erase {erased_what(planned)} for good?"):
+                    consoles()[1].print("nothing was changed", markup=False, soft_wrap=True)
+                    raise typer.Exit(1)
+                listed = True
         erased = prune_history(ws, now, retention_days=days, dry_run=dry_run)
         done_for_good()
         done = erasure_done(vacuums(ws))
@@ -202,7 +216,7 @@ def prune(
         print_json(erasure_json(erased, now, settings.zone))
         return
     err = consoles()[1]
-    for line in _erasure_lines(erased, now, settings.zone):
+    for line in [] if listed else _erasure_lines(erased, now, settings.zone):
         err.print(line, markup=False, soft_wrap=True)
     if erased.empty and days is None:
         # Sessions may keep a retention of their own: none of them is past it.

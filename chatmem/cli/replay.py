@@ -299,9 +299,14 @@ def eval_command(
         with open_workspace(settings, create=False) as ws:
             transcript = load_source(ws, source, utf8_argument(source))
     if not transcript.probes:
-        raise TranscriptError(
-            f"{source}: no probe lines to evaluate (add {{\"probe\": ..., \"expect_text\": [...]}})"
-        )
+        probe = '{"probe": ..., "expect_text": [...]}'
+        if source != "-" and not Path(source).is_file():
+            # A session has only the probes it was imported with, and nowhere to add one.
+            name = utf8_argument(source)
+            raise TranscriptError(
+                f"session {name} has no probe lines to evaluate: export it (chatmem sessions"
+                f" export {name} {name}.jsonl), add {probe} lines, and eval that file")
+        raise TranscriptError(f"{source}: no probe lines to evaluate (add {probe})")
     outcome = _run(source, strategy, param, settings, keep=None, answer=answer,
                    transcript=transcript, explicit=provider is not None or model is not None,
                    with_user_facts=with_user_facts, probes_only=probes_only)

@@ -31,6 +31,11 @@ def export(
     name: Annotated[str | None, typer.Argument(metavar="SESSION", show_default=False,
                                                autocompletion=session_names,
                                                help="Session name (or --all).")] = None,
+    file: Annotated[
+        str | None, typer.Argument(metavar="FILE", show_default=False, callback=file_name,
+                                   help="File to write, as -o FILE (as /export FILE takes it "
+                                        "in the chat).")
+    ] = None,
     all_: Annotated[bool, typer.Option("--all", help="Every session with its summaries, and "
                                                      "every fact, in one .zip archive "
                                                      "(-o FILE).")] = False,
@@ -55,7 +60,7 @@ def export(
     session's transcript and summaries, and every fact (see README.txt inside).
 
     \b
-    Example: chatmem sessions export support -o support.md
+    Example: chatmem sessions export support support.md
     """
     import sys
     from pathlib import Path
@@ -70,6 +75,10 @@ def export(
         write_transcript,
     )
 
+    if file is not None:
+        if output is not None and output != file:
+            raise UsageError(f"two files given: {file!r} and -o {output!r}; give one")
+        output = file
     if all_ or name is None:
         export_all(name, output, force, settings_from(config, db))
         return
@@ -159,7 +168,12 @@ def import_(
 
     from chatmem.app.indexing import start_backlogs
     from chatmem.app.session_files import import_transcript
-    from chatmem.app.sessions import check_session_name, normal_name, session_name_from
+    from chatmem.app.sessions import (
+        check_session_name,
+        find_session,
+        normal_name,
+        session_name_from,
+    )
     from chatmem.errors import UsageError
     from chatmem.privacy.restore import is_archive, read_archive
     from chatmem.render.counts import counted
@@ -193,6 +207,12 @@ def import_(
     # A kill or a closed terminal deletes what was written, as Ctrl-C does (after kill -9:
     # the next import); the bar shows on a terminal only.
     with open_workspace(settings) as ws:
+        if find_session(ws, session_name) is not None:
+            # Said before anything is read into the history, with the way on: the file
+            # was exported from this history, or imported before (import_transcript
+            # refuses it too, worded for no command).
+            raise UsageError(f"a session named {session_name!r} already exists; import it"
+                             f" under another name: chatmem sessions import {file} NAME")
         with stopped_as_by_ctrl_c(), counted_progress(
                 err, f"importing into {session_name}") as progress:
             imported = import_transcript(ws, transcript, session_name, progress=progress)

@@ -187,7 +187,9 @@ class Chat:
             if self.attached:
                 # Said: a file attached for the old session's question went, unsaid, with
                 # the new session's first message.
-                self.notice("still attached, to your next message in this session: "
+                # Named: said before "switched to session …", "this session" read as the
+                # one being left.
+                self.notice(f"still attached, to your next message in session {self.address}: "
                             + ", ".join(a.name for a in self.attached))
         for notice in new.notices:
             if not (same and isinstance(notice, ModelChanged)):  # /model says it, in its words

@@ -34,6 +34,9 @@ from chatmem import __version__
         (["ask", "hi", "--sesion", "x"],
          "no such option --sesion (did you mean --json, --option, --session?)"),
         (["sessions", "nope"], "no such command 'nope'"),
+        # A session where an option's value goes: the command's help is named.
+        (["logs", "旅行"],
+         "got unexpected extra argument(s) (旅行) (`chatmem logs --help` says what it takes)"),
         (["ask", "hi", "--provider", "nope"],
          "--provider must be one of auto, local, openai, scripted, got 'nope'"),
     ],

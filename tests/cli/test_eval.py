@@ -479,3 +479,17 @@ def test_a_strategy_whose_plugin_fails_is_told_failed_and_the_others_are_scored(
     shown = invoke(*args, code=1, width=200)
     assert "window" in shown.stdout and "buffer" in shown.stdout
     assert shown.stderr.count("strategy 'boom' failed") == 1
+
+
+def test_a_session_without_probes_is_told_how_to_add_some(tmp_path: Path) -> None:
+    # "eval yesterday's chat": a chat's session has no probes, and nowhere to type one; the
+    # error says the way that works (export, add probe lines, eval the file).
+    db = str(tmp_path / "x.db")
+    plain = tmp_path / "p.jsonl"
+    plain.write_text('{"role": "user", "content": "我住在上海"}\n', encoding="utf-8")
+    assert invoke("sessions", "import", str(plain), "旅行", "--db", db).exit_code == 0
+    result = invoke("eval", "旅行", "-s", "buffer", "--provider", "scripted", "--db", db)
+    assert result.exit_code == 2
+    assert result.stderr == (
+        "error: session 旅行 has no probe lines to evaluate: export it (chatmem sessions export"
+        ' 旅行 旅行.jsonl), add {"probe": ..., "expect_text": [...]} lines, and eval that file\n')

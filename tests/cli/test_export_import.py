@@ -127,7 +127,10 @@ def test_name_conflicts_and_bad_formats_are_usage_errors(tmp_path: Path) -> None
     assert invoke("sessions", "import", sample, "--db", db).exit_code == 0
     clash = invoke("sessions", "import", sample, "--db", db)
     assert clash.exit_code == 2
-    assert clash.stderr == "error: a session named 'support' already exists\n"
+    # The way on said: the file was exported from this history, or imported before.
+    assert clash.stderr == ("error: a session named 'support' already exists; import it under"
+                            f" another name: chatmem sessions import {sample} NAME\n")
+    assert invoke("sessions", "import", sample, "support-2", "--db", db).exit_code == 0
     fmt = invoke("sessions", "export", "support", "--format", "pdf", "--db", db)
     assert fmt.exit_code == 2
     assert fmt.stderr == "error: --format must be one of jsonl, json, markdown, got 'pdf'\n"
@@ -423,3 +426,23 @@ def test_a_transcript_is_read_no_further_than_an_archive_s_member(tmp_path: Path
         "error: standard input: more than 67,108,864 bytes; a transcript of at most "
         "67,108,864 bytes is read\n"))
     assert not db.exists()
+
+
+def test_export_takes_its_file_as_the_chats_export_does(tmp_path: Path) -> None:
+    # `/export trip.md` in the chat, `sessions export trip trip.md` the morning after: the
+    # second word is the file in both, not "unexpected extra argument".
+    db = str(tmp_path / "x.db")
+    assert invoke("sessions", "import", str(SESSIONS / "travel-zh.jsonl"), "旅行",
+                  "--db", db).exit_code == 0
+    out = tmp_path / "旅行.md"
+    result = invoke("sessions", "export", "旅行", str(out), "--db", db)
+    assert result.exit_code == 0, result.stderr
+    assert out.read_text(encoding="utf-8").startswith("# 旅行\n")
+    again = invoke("sessions", "export", "旅行", str(out), "--db", db)
+    assert again.exit_code == 2 and out.read_text(encoding="utf-8").startswith("# 旅行\n")
+    assert invoke("sessions", "export", "旅行", str(out), "--force", "--db", db).exit_code == 0
+    other = str(tmp_path / "b.md")
+    both = invoke("sessions", "export", "旅行", str(out), "-o", other, "--db", db)
+    assert both.exit_code == 2
+    assert both.stderr == f"error: two files given: {str(out)!r} and -o {other!r}; give one\n"
+    assert not (tmp_path / "b.md").exists()

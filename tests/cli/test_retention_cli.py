@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 from cli_runner import invoke, repl
+from in_a_terminal import in_a_terminal
 
 from chatmem.errors import StoreError
 from chatmem.store import Store
@@ -72,6 +73,27 @@ def test_prune_older_than_with_a_dry_run_first(aged: Path) -> None:
         data_now = raw(aged)
         assert b"blue gate" in data_now and b"teal sofa" not in data_now
         assert b"ZX-1001" not in data_now
+
+
+def test_in_a_terminal_a_prune_asks_first(aged: Path) -> None:
+    # `sessions delete` and `forget-me` ask at a terminal; a prune erased at once, so
+    # --older-than 1h typed for 1d took today's chats for good. No terminal (cron, the
+    # test above): it goes ahead as before.
+    command = ["sessions", "prune", "--older-than", "30d", "--db", str(aged)]
+    shown = in_a_terminal(command, "n")
+    assert "session old: idle 45 days, retention 30 days (1 turn, 2 messages)" in shown
+    assert "Erase 1 session (2 messages) for good? [y/N]" in shown
+    assert "nothing was changed" in shown
+
+    def names() -> list[str]:
+        listed = invoke("sessions", "list", "--json", "--db", str(aged)).stdout
+        return sorted(r["name"] for r in json.loads(listed))
+
+    assert names() == ["keeper", "old", "recent"]
+    shown = in_a_terminal(command, "y")
+    assert shown.count("session old: idle 45 days") == 1  # listed once, before the question
+    assert "erased 1 session (2 messages); the file was vacuumed" in shown
+    assert names() == ["keeper", "recent"]
 
 
 def test_prune_without_a_retention_says_what_to_do(aged: Path) -> None:

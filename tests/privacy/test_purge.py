@@ -8,14 +8,8 @@ summaries, anchors, the index, vectors).
 from __future__ import annotations
 
 import json
-import os
-import pty
 import re
-import select
-import subprocess
-import sys
 import tempfile
-import time
 from pathlib import Path
 from typing import Any
 
@@ -24,6 +18,7 @@ from cli_runner import chat, invoke
 from dialect import allow_change, every_row, refuse_change
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
+from in_a_terminal import in_a_terminal
 from vectors import vector_models
 
 from chatmem.privacy.mentions import MARKER, Span, replace_spans
@@ -243,44 +238,13 @@ def test_dry_run_without_purge_is_a_usage_error(two_sessions: tuple[Path, list[s
             ["name", "city"]
 
 
-def _in_a_terminal(args: list[str], answer: str) -> str:
-    """Run chatmem with a pseudo-terminal as stdin/stdout, answer its question, return all
-    it printed."""
-    leader, follower = pty.openpty()
-    env = {**os.environ, "COLUMNS": "200"}
-    proc = subprocess.Popen([sys.executable, "-m", "chatmem", *args], stdin=follower,
-                            stdout=follower, stderr=follower, env=env, close_fds=True)
-    os.close(follower)
-    seen = b""
-    deadline = time.monotonic() + 60
-    answered = False
-    while time.monotonic() < deadline:
-        ready, _, _ = select.select([leader], [], [], 0.2)
-        if ready:
-            try:
-                chunk = os.read(leader, 4096)
-            except OSError:
-                break
-            if not chunk:
-                break
-            seen += chunk
-        if not answered and b"[y/N]" in seen:
-            os.write(leader, answer.encode() + b"\n")
-            answered = True
-        if proc.poll() is not None and not ready:
-            break
-    proc.wait(timeout=30)
-    os.close(leader)
-    return seen.decode("utf-8", "replace")
-
-
 def test_in_a_terminal_the_purge_asks_first(two_sessions: tuple[Path, list[str]]) -> None:
     db, args = two_sessions
     command = ["facts", "forget", "s1", "name", "--purge", "--db", str(db), *args]
-    shown = _in_a_terminal(command, "n")
+    shown = in_a_terminal(command, "n")
     assert "Erase fact 1 (name) and 6 mentions in 4 messages of 2 sessions for good?" in shown
     assert b"Quixotella" in raw_bytes(db)
-    _in_a_terminal(command, "y")
+    in_a_terminal(command, "y")
     assert b"Quixotella" not in raw_bytes(db)
 
 

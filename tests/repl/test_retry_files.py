@@ -194,7 +194,9 @@ def test_a_file_attached_before_another_session_opens_is_said_to_go_with_it(
     db = tmp_path / "h.db"
     result = chat(db, "甲", ["/attach '会议 纪要.md'", "/new 乙"])
     assert result.exit_code == 0, result.stderr
-    assert "still attached, to your next message in this session: 会议 纪要.md" in notices(
+    # The session named: the notice comes before "new session 乙", where "this session"
+    # read as 甲, the one the file was attached in.
+    assert "still attached, to your next message in session 乙: 会议 纪要.md" in notices(
         result.stderr)
     unattached = chat(db, "丙", ["/new 丁"])
     assert unattached.exit_code == 0, unattached.stderr
