@@ -16,6 +16,7 @@ from chatmem.memory.fact_keys import key_identity
 from chatmem.memory.message_counts import MessageCounts
 from chatmem.store import FactRecord, FactScope
 from chatmem.store.protocols import MemoryStore
+from chatmem.store.records import AccessLevel
 from chatmem.tokens import TokenCounter
 
 
@@ -153,18 +154,34 @@ class SessionState:
         return [f for f in live if f.scope == FactScope.SESSION or key_identity(f.key) not in own]
 
     def stated_by_others(self, facts: list[FactRecord]) -> dict[int, str]:
-        """Of this session's `facts`, those a turn of someone else's found (fact id → the
-        group chat member, or the write share's grantee, whose message stated it; the name
-        the request gave, store.history.speakers)."""
-        stated = [f for f in facts if f.scope == FactScope.SESSION
-                  and f.session_id == self.session_id and f.source_message_id is not None
+        """Of this session's `facts`, those someone else stated (fact id → the group chat
+        member, or the write share's grantee, whose message stated it; the name the request
+        gave, store.history.speakers). In a session another role shares with this one, a
+        value no speaker is named for is its owner's (her turns, her /remember): to the
+        grantee's model it is hers, not "the user's", and it hides none of his profile."""
+        here = [f for f in facts if f.scope == FactScope.SESSION
+                and f.session_id == self.session_id]
+        stated = [f for f in here if f.source_message_id is not None
                   and f.source_turn is not None]
-        if not stated:
-            return {}
         said_by = self.store.history.speakers(
-            self.session_id, {m for f in stated if (m := f.source_message_id) is not None})
-        return {f.id: said_by[f.source_message_id] for f in stated
-                if f.source_message_id in said_by}
+            self.session_id, {m for f in stated if (m := f.source_message_id) is not None}
+        ) if stated else {}
+        others = {f.id: said_by[f.source_message_id] for f in stated
+                  if f.source_message_id in said_by}
+        owner = self.shared_by() if here else None
+        if owner is not None:
+            others |= {f.id: owner for f in here if f.id not in others}
+        return others
+
+    def shared_by(self) -> str | None:
+        """The role that owns this session when another role's run reads it (a share, on
+        PostgreSQL); None for the user's own (always, in a file)."""
+        if "shared_by" not in self.caches:
+            access = self.store.sessions.session_access(self.session_id)
+            self.caches["shared_by"] = (access.owner if access is not None
+                                        and access.level is not AccessLevel.OWN else None)
+        owner: str | None = self.caches["shared_by"]
+        return owner
 
     def facts_a_turn_reads(self, asked: bool) -> list[FactRecord]:
         """The live facts a turn's change or retraction of a key reads: for a turn the user
