@@ -16,6 +16,7 @@ from chatmem.memory.fact_keys import key_identity
 from chatmem.memory.message_counts import MessageCounts
 from chatmem.store import FactRecord, FactScope
 from chatmem.store.protocols import MemoryStore
+from chatmem.store.records import AccessLevel
 from chatmem.tokens import TokenCounter
 
 
@@ -137,10 +138,11 @@ class SessionState:
     def live_facts(self) -> list[FactRecord]:
         """Facts this session may use: its own, and its user's profile facts but those of a
         key the session has its own value for (remembered for this conversation only). A
-        value a group chat member or a write share's grantee stated here is theirs: it sits
-        beside the profile's, never over it (`stated_by_others`). One key stored in two
-        forms before keys were normalized (café composed and not) is one fact: the newer
-        value, as the store keeps it once either is written again."""
+        value a group chat member or a write share's grantee stated here is theirs, and one an
+        imported or forked turn stated may be anyone's: it sits beside the profile's, never
+        over it (`beside_profile`). One key stored in two forms before keys were normalized
+        (café composed and not) is one fact: the newer value, as the store keeps it once
+        either is written again."""
         facts = self.store.facts.facts(user=self.user, session_id=self.session_id)
         newest: dict[tuple[FactScope, str], FactRecord] = {}
         for fact in sorted(facts, key=lambda f: (f.updated_at, f.id)):
@@ -148,32 +150,63 @@ class SessionState:
         live = [f for f in facts if newest[f.scope, key_identity(f.key)] is f]
         profile = {key_identity(f.key) for f in live if f.scope == FactScope.USER}
         over = [f for f in live if f.scope == FactScope.SESSION and key_identity(f.key) in profile]
-        others = self.stated_by_others(over)
-        own = {key_identity(f.key) for f in over if f.id not in others}
+        beside = self.beside_profile(over)
+        own = {key_identity(f.key) for f in over if f.id not in beside}
         return [f for f in live if f.scope == FactScope.SESSION or key_identity(f.key) not in own]
 
+    def beside_profile(self, facts: list[FactRecord]) -> frozenset[int]:
+        """Of this session's `facts`, those that sit beside the profile's value of their key
+        and never hide it: another's (`stated_by_others`), and those a turn no request of
+        this session asked stated (an imported transcript's or a fork's copied history,
+        whose "user" may be anyone: store.history.asked). A /remember's is the user's own."""
+        others = set(self.stated_by_others(facts))
+        sourced = {m: f.id for f in facts if f.scope == FactScope.SESSION
+                   and f.session_id == self.session_id and f.id not in others
+                   and (m := f.source_message_id) is not None and f.source_turn is not None}
+        asked = self.store.history.asked(self.session_id, sourced) if sourced else set()
+        return frozenset(others | {fact for m, fact in sourced.items() if m not in asked})
+
     def stated_by_others(self, facts: list[FactRecord]) -> dict[int, str]:
-        """Of this session's `facts`, those a turn of someone else's found (fact id → the
-        group chat member, or the write share's grantee, whose message stated it; the name
-        the request gave, store.history.speakers)."""
-        stated = [f for f in facts if f.scope == FactScope.SESSION
-                  and f.session_id == self.session_id and f.source_message_id is not None
+        """Of this session's `facts`, those someone else stated (fact id → the group chat
+        member, or the write share's grantee, whose message stated it; the name the request
+        gave, store.history.speakers). In a session another role shares with this one, a
+        value no speaker is named for is its owner's (her turns, her /remember): to the
+        grantee's model it is hers, not "the user's", and it hides none of his profile."""
+        here = [f for f in facts if f.scope == FactScope.SESSION
+                and f.session_id == self.session_id]
+        stated = [f for f in here if f.source_message_id is not None
                   and f.source_turn is not None]
-        if not stated:
-            return {}
         said_by = self.store.history.speakers(
-            self.session_id, {m for f in stated if (m := f.source_message_id) is not None})
-        return {f.id: said_by[f.source_message_id] for f in stated
-                if f.source_message_id in said_by}
+            self.session_id, {m for f in stated if (m := f.source_message_id) is not None}
+        ) if stated else {}
+        others = {f.id: said_by[f.source_message_id] for f in stated
+                  if f.source_message_id in said_by}
+        owner = self.shared_by() if here else None
+        if owner is not None:
+            others |= {f.id: owner for f in here if f.id not in others}
+        return others
+
+    def shared_by(self) -> str | None:
+        """The role that owns this session when another role's run reads it (a share, on
+        PostgreSQL); None for the user's own (always, in a file)."""
+        if "shared_by" not in self.caches:
+            access = self.store.sessions.session_access(self.session_id)
+            self.caches["shared_by"] = (access.owner if access is not None
+                                        and access.level is not AccessLevel.OWN else None)
+        owner: str | None = self.caches["shared_by"]
+        return owner
 
     def facts_a_turn_reads(self, asked: bool) -> list[FactRecord]:
         """The live facts a turn's change or retraction of a key reads: for a turn the user
-        asked here, the user's own (a value a member stated beside the profile's is not hers
-        to replace or forget); for another's, this session's values before the profile's."""
+        asked here, the user's own (a value a member, or an imported turn, stated beside the
+        profile's is not hers to replace or forget); for another's, this session's values
+        before the profile's."""
         live = self.live_facts()
         if asked:
-            others = self.stated_by_others(live)
-            return [f for f in live if f.id not in others]
+            profile = {key_identity(f.key) for f in live if f.scope == FactScope.USER}
+            beside = set(self.stated_by_others(live)) | self.beside_profile(
+                [f for f in live if key_identity(f.key) in profile])
+            return [f for f in live if f.id not in beside]
         return sorted(live, key=lambda f: f.scope != FactScope.SESSION)
 
     def fact_origins(self, facts: list[FactRecord]) -> dict[int, str]:

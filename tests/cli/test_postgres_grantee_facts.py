@@ -83,3 +83,40 @@ def test_a_grantees_value_of_her_key_sits_beside_her_profile_fact(
     sent = [json.loads(line)[1:] for line in block.split("\n")[2:-1]]
     assert [key, her_value] in [line[:2] for line in sent]
     assert [key, his_value, 2, None, "bob"] in sent
+
+
+@pytest.mark.parametrize("words", [
+    ("My name is Ann.", "My name is Bob.", "name", "Ann", "Bob"),
+    ("我叫安娜。", "我叫小明。", "名字", "安娜", "小明"),
+])
+def test_the_owners_session_value_is_hers_in_the_grantees_view(
+        team: Team, tmp_path: Path, words: tuple[str, str, str, str, str]) -> None:
+    """ann's session-only "My name is Ann." has no speaker, so bob's run on ann/proj read it
+    as his own session value: `inspect ann/proj --next "who am I?"` as bob sent only
+    `[1,"name","Ann",1]` under "Facts the user stated", hiding his profile's Bob. His
+    profile fact is sent as his, hers beside it named as ann's."""
+    hers, his, key, her_value, his_value = words
+    session_only = tmp_path / "session.toml"
+    session_only.write_text('provider = "scripted"\nuser_facts = false\n', encoding="utf-8")
+    config = tmp_path / "config.toml"
+    config.write_text('provider = "scripted"\nuser_facts = true\n', encoding="utf-8")
+    ann, bob = team.url("ann"), team.url("bob")
+    c = ("--config", str(config))
+    run(ann, "ask", "proj", hers, "--strategy", "entity", "--save", "--config",
+        str(session_only), code=0)
+    run(ann, "sessions", "share", "proj", "--with", "bob", "--write", code=0)
+    run(bob, "ask", "mine", his, "--strategy", "entity", "--save", *c, code=0)
+    assert profile(bob, config) == {key: his_value}
+    shown = json.loads(run(bob, "inspect", "ann/proj", "--next", "who am I?", "--json", *c,
+                           code=0).stdout)
+    (block,) = [m["content"] for p in shown["context"]["parts"] if p["kind"] == "facts"
+                for m in p["messages"]]
+    sent = [json.loads(line)[1:] for line in block.split("\n")[2:-1]]
+    assert [key, her_value, 1, None, "ann"] in sent
+    assert [key, his_value, 1, "mine"] in sent
+    # Her view is unchanged: her own value, stated by no one else.
+    shown = json.loads(run(ann, "inspect", "proj", "--next", "who am I?", "--json", *c,
+                           code=0).stdout)
+    (block,) = [m["content"] for p in shown["context"]["parts"] if p["kind"] == "facts"
+                for m in p["messages"]]
+    assert [json.loads(line)[1:] for line in block.split("\n")[2:-1]] == [[key, her_value, 1]]
