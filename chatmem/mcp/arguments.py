@@ -39,13 +39,26 @@ Arrival = Callable[[str, Mapping[str, Any], "Context[Any, Any] | None"],
 
 
 class ToolServer(MCPServer[Any]):
-    """The SDK's server, whose refused tool arguments read as one line, and whose calls
-    are each done inside its `arrival` (entered before anything waits, so in the order the
-    calls came)."""
+    """The SDK's server, whose refused tool arguments read as one line, whose calls are
+    each done inside its `arrival` (entered before anything waits, so in the order the
+    calls came), and which over stdio answers every request read before stdin ended."""
 
     def __init__(self, *args: Any, arrival: Arrival | None = None, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self._arrival = arrival
+
+    async def run_stdio_async(self) -> None:
+        """Serve over stdio (chatmem.mcp.stdio.run_stdio), the end of stdin held back from
+        the SDK until each request read is answered (AnswersOwed)."""
+        from mcp.server.stdio import stdio_server
+
+        from chatmem.mcp.stdio import AnswersOwed
+
+        async with stdio_server() as (read_stream, write_stream):
+            owed = AnswersOwed()
+            await self._lowlevel_server.run(
+                owed.reading(read_stream), owed.writing(write_stream),
+                self._lowlevel_server.create_initialization_options())
 
     async def call_tool(self, name: str, arguments: dict[str, Any],
                         context: Context[Any, Any] | None = None

@@ -12,6 +12,12 @@ The SDK stops when stdin ends, but only after the calls in flight return: a repl
 long conversation, or summaries queued behind each other, ran on for minutes for a client
 that had closed its window. The relay also watches stdout: once nobody reads it, no answer
 can ever arrive, so the server is given a moment to stop by itself, then abandoned.
+
+Until then, the end of stdin reaches the SDK only once every request read before it is
+answered (AnswersOwed): the SDK cancels the calls still running or waiting when it sees
+the end, and a client that wrote its record_turn lines and closed stdin, as a shell pipe
+does, lost the ones still waiting for their conversation (nothing stored) and heard no
+answer to any.
 """
 
 from __future__ import annotations
@@ -21,13 +27,18 @@ import os
 import re
 import select
 import threading
+from collections import Counter
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
+
+import anyio
 
 from chatmem.text import is_valid, valid_text
 
 if TYPE_CHECKING:
     from mcp.server.mcpserver import MCPServer
+    from mcp.shared._stream_protocols import ReadStream, WriteStream
+    from mcp.shared.message import SessionMessage
 
 _SURROGATE_ESCAPE = re.compile(rb"\\u[dD][89a-fA-F][0-9a-fA-F]{2}")
 """A surrogate written as a JSON escape: a line without one needs no mending."""
@@ -174,3 +185,121 @@ def _valid(value: Any) -> Any:
     if isinstance(value, list):
         return [_valid(item) for item in value]
     return value
+
+
+class AnswersOwed:
+    """The requests read from a client over stdio and not answered yet, by id, with the two
+    streams the SDK serves them over (`reading`, `writing`). A request the client cancels
+    is never answered, so it is owed no longer. What is owed when stdin ends is bounded:
+    the calls waiting for a conversation are few (chatmem.mcp.memory.QUEUED and the rest),
+    and a client that stops reading is left by the relay's watch (run_stdio)."""
+
+    def __init__(self) -> None:
+        self._owed: Counter[Any] = Counter()
+        self._paid = anyio.Event()
+        self._paid.set()
+
+    def reading(self, stream: ReadStream[SessionMessage | Exception]
+                ) -> ReadStream[SessionMessage | Exception]:
+        """`stream` (the client's requests), its end held back until nothing is owed."""
+        return _Reading(stream, self)
+
+    def writing(self, stream: WriteStream[SessionMessage]) -> WriteStream[SessionMessage]:
+        """`stream` (the server's answers), each answer paying what it answers."""
+        return _Writing(stream, self)
+
+    def read(self, item: SessionMessage | Exception) -> None:
+        from mcp.shared.dispatcher import coerce_request_id
+        from mcp.shared.jsonrpc_dispatcher import cancelled_request_id_from_params
+        from mcp.types import JSONRPCNotification, JSONRPCRequest
+
+        message = getattr(item, "message", None)
+        if isinstance(message, JSONRPCRequest):
+            self._owed[coerce_request_id(message.id)] += 1
+            self._paid = anyio.Event()
+        elif (isinstance(message, JSONRPCNotification)
+              and message.method == "notifications/cancelled"):
+            cancelled = cancelled_request_id_from_params(message.params)
+            if cancelled is not None:
+                self._pay(coerce_request_id(cancelled))
+
+    def answered(self, item: SessionMessage) -> None:
+        from mcp.shared.dispatcher import coerce_request_id
+        from mcp.types import JSONRPCError, JSONRPCResponse
+
+        message = item.message
+        if isinstance(message, JSONRPCResponse | JSONRPCError) and message.id is not None:
+            self._pay(coerce_request_id(message.id))
+
+    def _pay(self, request_id: Any) -> None:
+        if self._owed[request_id] > 0:
+            self._owed[request_id] -= 1
+        if self._owed[request_id] <= 0:
+            del self._owed[request_id]
+        if not self._owed:
+            self._paid.set()
+
+    async def all_paid(self) -> None:
+        await self._paid.wait()
+
+
+class _Reading:
+    """A read stream whose end comes once its AnswersOwed owes nothing."""
+
+    def __init__(self, inner: ReadStream[SessionMessage | Exception],
+                 owed: AnswersOwed) -> None:
+        self._inner, self._owed = inner, owed
+
+    @property
+    def last_context(self) -> Any:
+        """The sender's context of the last item, which the SDK looks for (duck-typed)."""
+        return getattr(self._inner, "last_context", None)
+
+    async def receive(self) -> SessionMessage | Exception:
+        try:
+            item = await self._inner.receive()
+        except anyio.EndOfStream:
+            await self._owed.all_paid()
+            raise
+        self._owed.read(item)
+        return item
+
+    async def aclose(self) -> None:
+        await self._inner.aclose()
+
+    def __aiter__(self) -> _Reading:
+        return self
+
+    async def __anext__(self) -> SessionMessage | Exception:
+        try:
+            return await self.receive()
+        except anyio.EndOfStream:
+            raise StopAsyncIteration from None
+
+    async def __aenter__(self) -> _Reading:
+        return self
+
+    async def __aexit__(self, *_: object) -> None:
+        await self.aclose()
+
+
+class _Writing:
+    """A write stream that tells its AnswersOwed of each answer sent."""
+
+    def __init__(self, inner: WriteStream[SessionMessage], owed: AnswersOwed) -> None:
+        self._inner, self._owed = inner, owed
+
+    async def send(self, item: SessionMessage, /) -> None:
+        try:
+            await self._inner.send(item)
+        finally:
+            self._owed.answered(item)  # sent, or never to be: owed no longer
+
+    async def aclose(self) -> None:
+        await self._inner.aclose()
+
+    async def __aenter__(self) -> _Writing:
+        return self
+
+    async def __aexit__(self, *_: object) -> None:
+        await self.aclose()

@@ -36,6 +36,7 @@ if TYPE_CHECKING:
     from starlette.requests import Request
 
     from chatmem.app import Workspace
+    from chatmem.app.kept import Place
     from chatmem.config.settings import Settings
     from chatmem.engine import Engine, TurnResult
     from chatmem.serve.conversations import ServedConversations
@@ -98,13 +99,23 @@ class Turn:
         self.came = proxy.moment()
         """When the request came: a turn answered since is none its client had seen."""
         self._said: list[str] = []
+        self._place: Place | None = None
+        """Its place in its conversation's line, taken as the request was read (`start`)."""
         self.unstored: str | None = None
         """The reply the model completed (paid for), until the engine returns it stored: a
         failure meanwhile (the history's disk full) is answered with it (Unstored)."""
 
     def start(self) -> None:
-        """Start the turn's thread (on the event loop: its events are put on this loop)."""
+        """Start the turn's thread (on the event loop: its events are put on this loop).
+        A request naming its conversation takes its place in that conversation's line here,
+        as it was read: each request's thread raced the others' to the conversation, and a
+        bot that sent a group's messages 5 ms apart on connections of their own had them
+        stored out of order (u0 u2 u3 u4 u1). A chat no id names finds its session on the
+        thread, and is not lined up."""
         self._loop = asyncio.get_running_loop()
+        if not self.asked.fingerprinted:
+            self._place = self.proxy.kept.line_up(
+                (str(self.settings.location), self.asked.conversation))
         threading.Thread(target=self._run, daemon=True, name="chatmem-turn").start()
 
     async def next_event(self) -> object:
@@ -135,6 +146,13 @@ class Turn:
                 STORED_AS_HEADER: self.stored_as}
 
     def _run(self) -> None:
+        try:
+            self._run_turn()
+        finally:
+            if self._place is not None:
+                self.proxy.kept.leave(self._place)  # its job handed on, or none will be
+
+    def _run_turn(self) -> None:
         try:
             if self.asked.fingerprinted:
                 with self.proxy.session_of_opening(self.asked, self.settings) as name:
@@ -297,7 +315,7 @@ class Turn:
         opening = partial(Workspace, self.settings, models=proxy.pool,
                           registries=proxy.registries)
         try:
-            return proxy.kept.run(key, opening, open_engine, take)
+            return proxy.kept.run(key, opening, open_engine, take, place=self._place)
         except _Adopted:
             # Its engine was closed with the failed job (its session is gone): this opens
             # the one holding the client's history.

@@ -8,13 +8,16 @@ from __future__ import annotations
 
 import json
 import os
+import select
 import subprocess
 import sys
+import threading
+import time
 from pathlib import Path
 from typing import Any
 
 import pytest
-from waiting import Watched
+from waiting import HANG, Watched
 
 pytest.importorskip("mcp", reason="chatmem[serve] (the mcp SDK) is not installed")
 
@@ -85,3 +88,74 @@ def test_turns_sent_without_waiting_are_stored_in_the_order_they_were_sent(
         session = session_named(ws, "顺序")
         stored = [m.content for m in ws.store.history.messages(session.id) if m.role == "user"]
     assert stored == sent
+
+
+def test_turns_sent_just_before_stdin_ends_are_all_stored_and_answered(
+        tmp_path: Path) -> None:
+    """A client that writes its record_turn lines and closes stdin at once (a shell pipe)
+    has every one kept: the SDK cancelled the calls still waiting for the conversation when
+    it saw the end, and they were neither stored nor answered."""
+    # The model's request log is a FIFO read only once stdin has ended: the first turn's
+    # summary call blocks writing its (larger than a pipe) log entry, the rest wait for it.
+    log = tmp_path / "model.log"
+    os.mkfifo(log)
+    config = tmp_path / "config.toml"
+    config.write_text(f'provider = "scripted"\n\n[scripted]\nlog = "{log}"\n',
+                      encoding="utf-8")
+    reader = os.open(log, os.O_RDONLY | os.O_NONBLOCK)
+    keeper = os.open(log, os.O_WRONLY)  # no end of the log while the server runs
+    os.set_blocking(reader, True)
+    db = tmp_path / "h.db"
+    server = subprocess.Popen(
+        [sys.executable, "-m", "chatmem", "mcp", "--db", str(db), "--config", str(config)],
+        stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+        env=dict(os.environ))
+    assert server.stdin is not None and server.stdout is not None
+    said = Watched(server.stdout)
+    draining = threading.Event()
+
+    def drain() -> None:
+        draining.wait()
+        while server.poll() is None:
+            if select.select([reader], [], [], 0.05)[0]:
+                os.read(reader, 65536)
+
+    drainer = threading.Thread(target=drain, daemon=True)
+    drainer.start()
+    sent = {10 + n: (f"第{n}句 " + "我们五月去杭州，住在西湖边。" * (8000 if n == 0 else 1))
+            for n in range(QUEUED + 1)}
+    try:
+        server.stdin.write(line(0, "initialize", {
+            "protocolVersion": "2025-06-18", "capabilities": {},
+            "clientInfo": {"name": "pipe", "version": "1"}}))
+        server.stdin.write(b'{"jsonrpc": "2.0", "method": "notifications/initialized"}\n')
+        server.stdin.write(line(1, "tools/call", {"name": "start_conversation", "arguments": {
+            "name": "管道", "strategy": "summary"}}))
+        server.stdin.flush()
+        answers(said, {0, 1})
+        server.stdin.write(b"".join(line(request_id, "tools/call", {
+            "name": "record_turn", "arguments": {
+                "conversation_id": "管道", "user": user, "assistant": "好的。"}})
+            for request_id, user in sent.items()))
+        server.stdin.close()
+        assert os.read(reader, 1)  # the first turn's summary is asked of the model
+        time.sleep(1)  # the server has seen stdin end, the other four still waiting
+        draining.set()
+        server.wait(timeout=HANG)
+        drainer.join(HANG)
+    finally:
+        server.kill()
+        os.close(keeper)
+        os.close(reader)
+
+    assert server.returncode == 0
+    from chatmem.app import Workspace
+    from chatmem.app.sessions import session_named
+
+    with Workspace(Settings(provider="scripted", db=str(db))) as ws:
+        session = session_named(ws, "管道")
+        stored = [m.content for m in ws.store.history.messages(session.id) if m.role == "user"]
+    assert stored == list(sent.values())
+    answered = {a["id"]: a for a in map(json.loads, said.rest().splitlines()) if "id" in a}
+    assert [answered[request_id]["result"]["structuredContent"]["turn"]
+            for request_id in sent] == list(range(1, len(sent) + 1))
