@@ -15,6 +15,7 @@ from registered import open_session
 
 from chatmem.config.sections import EmbeddingsSection
 from chatmem.config.settings import Settings
+from chatmem.memory import anchors
 from chatmem.privacy import credentials
 from chatmem.providers.scripted import ScriptedProvider
 from chatmem.store import Store
@@ -70,35 +71,43 @@ def derived(path: Path) -> dict[str, list[tuple[object, ...]]]:
 
 
 @pytest.fixture
-def counted(monkeypatch: pytest.MonkeyPatch) -> list[str]:
-    """Every text whose sensitive details are worked out (not read from before)."""
-    texts: list[str] = []
-    real = credentials.named_otherwise
+def counted(monkeypatch: pytest.MonkeyPatch) -> dict[str, list[str]]:
+    """Every text whose sensitive details, and whose anchors, are worked out (not read
+    from before)."""
+    texts: dict[str, list[str]] = {"sensitive": [], "anchors": []}
 
-    def counting(text: str) -> object:
-        texts.append(text)
-        return real(text)
+    def counting(module: object, name: str, kind: str) -> None:
+        real = getattr(module, name)
 
-    monkeypatch.setattr(credentials, "named_otherwise", counting)
+        def count(text: str) -> object:
+            texts[kind].append(text)
+            return real(text)
+
+        monkeypatch.setattr(module, name, count)
+
+    counting(credentials, "named_otherwise", "sensitive")
+    counting(anchors, "chinese_names", "anchors")
     return texts
 
 
 STATEFUL = ("summary", "summary-buffer", "entity")
 
 
-def test_a_second_strategy_checks_no_message_again(tmp_path: Path, counted: list[str]) -> None:
+@pytest.mark.parametrize("kind", ["sensitive", "anchors"])
+def test_a_second_strategy_reads_no_message_again(tmp_path: Path, kind: str,
+                                                  counted: dict[str, list[str]]) -> None:
     caught_up(tmp_path / "first.db", f"t{next(_tags)}", STATEFUL[:1])
-    first = len(counted)
-    assert first > 2 * TURNS  # every message was checked
-    counted.clear()
+    first = len(counted[kind])
+    assert first > TURNS  # the messages were read
     tag = f"t{next(_tags)}"
+    counted[kind].clear()
     caught_up(tmp_path / "both.db", tag, STATEFUL[:2])
-    every = len(counted)
-    counted.clear()
+    every = len(counted[kind])
+    counted[kind].clear()
     caught_up(tmp_path / "again.db", tag, STATEFUL[:2])
-    # The same history caught up again checks nothing again; the first run of two
-    # strategies checks each message about once, not once per strategy.
-    assert len(counted) == 0
+    # The same history caught up again reads nothing again; the first run of two
+    # strategies reads each message about once, not once per strategy.
+    assert len(counted[kind]) == 0
     assert every < first * 1.2
 
 
@@ -111,3 +120,10 @@ def test_what_is_kept_from_before_stores_the_same(tmp_path: Path) -> None:
     assert len(cold["summaries"]) > 4 and cold["facts"]
     assert any("⟦" in row[2] for row in cold["summaries"])  # secrets masked
 
+
+def test_anchors_kept_are_handed_out_as_new_lists() -> None:
+    text = f"ORD-{next(_tags)}7731 ships on 2026年5月1日 to Alice Chen, $120."
+    first = anchors.extract_anchors(text)
+    assert first[1:] == ["2026年5月1日", "Alice Chen", "$120"]
+    first.append("changed by a caller")
+    assert anchors.extract_anchors(text) == first[:-1]
