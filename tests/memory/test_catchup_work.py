@@ -5,10 +5,12 @@ sensitive-detail checks for 5,000 messages)."""
 
 from __future__ import annotations
 
+import difflib
 import itertools
 import sqlite3
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 from registered import open_session
@@ -31,27 +33,27 @@ USER = [
     "Set backoff=2.{n} and retry_count={n} in jobs-worker:1.{n}.2 on port 84{d}. {tag}",
 ]
 ASSISTANT = [
-    "Noted, Alice: ORD-{n} goes to 12 Oak Street on March {d}.",
-    "<think>maybe ORD-999?</think>好的，王小明，第{n}天：上午游西湖，预算约八百元。",
-    "I will not repeat your key. Item {n}: budget 5,000 yuan, delivery March {d}.",
-    "我不会保存卡号。第{n}天行程已更新，预算两万元。",
+    "Noted, Alice: ORD-{n} goes to 12 Oak Street on March {d}. {tag}",
+    "<think>maybe ORD-999?</think>好的，王小明，第{n}天：上午游西湖，预算约八百元。{tag}",
+    "I will not repeat your key. Item {n}: budget 5,000 yuan, delivery March {d}. {tag}",
+    "我不会保存卡号。第{n}天行程已更新，预算两万元。{tag}",
 ]
 _tags = itertools.count(1)
 
 
-def conversation(tag: str) -> Iterator[dict[str, str]]:
+def conversation(tag: str, turns: int = TURNS) -> Iterator[dict[str, str]]:
     """English and Chinese turns with ids, dates, amounts, names and secrets; `tag` makes
     its texts this test's own (what other tests checked is kept from before)."""
-    for n in range(1, TURNS + 1):
+    for n in range(1, turns + 1):
         values = {"n": n, "d": n % 28 + 1, "tag": tag}
         yield {"role": "user", "content": USER[n % len(USER)].format(**values)}
         yield {"role": "assistant", "content": ASSISTANT[n % len(ASSISTANT)].format(**values)}
 
 
-def caught_up(path: Path, tag: str, strategies: tuple[str, ...]) -> None:
+def caught_up(path: Path, tag: str, strategies: tuple[str, ...], turns: int = TURNS) -> None:
     with Store(path) as store:
         session = store.sessions.create_session("long", "window", system="Be brief.")
-        store.history.import_messages(session.id, list(conversation(tag)))
+        store.history.import_messages(session.id, list(conversation(tag, turns)))
         for strategy in strategies:
             open_session(store, SETTINGS, ScriptedProvider(), "long",
                          strategy=strategy).catch_up()
@@ -98,7 +100,7 @@ def test_a_second_strategy_reads_no_message_again(tmp_path: Path, kind: str,
                                                   counted: dict[str, list[str]]) -> None:
     caught_up(tmp_path / "first.db", f"t{next(_tags)}", STATEFUL[:1])
     first = len(counted[kind])
-    assert first > TURNS  # the messages were read
+    assert first > TURNS  # the messages were read (masked, some read alike)
     tag = f"t{next(_tags)}"
     counted[kind].clear()
     caught_up(tmp_path / "both.db", tag, STATEFUL[:2])
@@ -118,7 +120,7 @@ def test_what_is_kept_from_before_stores_the_same(tmp_path: Path) -> None:
     cold, warm = derived(tmp_path / "cold.db"), derived(tmp_path / "warm.db")
     assert cold == warm
     assert len(cold["summaries"]) > 4 and cold["facts"]
-    assert any("⟦" in row[2] for row in cold["summaries"])  # secrets masked
+    assert any("⟦" in str(row[2]) for row in cold["summaries"])  # secrets masked
 
 
 def test_anchors_kept_are_handed_out_as_new_lists() -> None:
@@ -127,3 +129,20 @@ def test_anchors_kept_are_handed_out_as_new_lists() -> None:
     assert first[1:] == ["2026年5月1日", "Alice Chen", "$120"]
     first.append("changed by a caller")
     assert anchors.extract_anchors(text) == first[:-1]
+
+
+def test_a_fold_diffs_the_old_and_new_summary_once(tmp_path: Path,
+                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    """Its notice says words added, removed and their unit (diff_size, diff_unit)."""
+    made: list[object] = []
+
+    class Counting(difflib.SequenceMatcher[str]):
+        def __init__(self, *args: Any, **kwargs: Any) -> None:
+            made.append(args)
+            super().__init__(*args, **kwargs)
+
+    monkeypatch.setattr(difflib, "SequenceMatcher", Counting)
+    caught_up(tmp_path / "h.db", f"t{next(_tags)}", ("summary",), turns=80)
+    folds = len(derived(tmp_path / "h.db")["summaries"])
+    assert folds > 1
+    assert len(made) == folds
