@@ -18,7 +18,7 @@ from registered import open_session
 from chatmem.config.sections import EmbeddingsSection
 from chatmem.config.settings import Settings
 from chatmem.memory import anchors
-from chatmem.privacy import credentials
+from chatmem.privacy import credentials, secret_guard
 from chatmem.providers.scripted import ScriptedProvider
 from chatmem.store import Store
 
@@ -74,9 +74,9 @@ def derived(path: Path) -> dict[str, list[tuple[object, ...]]]:
 
 @pytest.fixture
 def counted(monkeypatch: pytest.MonkeyPatch) -> dict[str, list[str]]:
-    """Every text whose sensitive details, and whose anchors, are worked out (not read
-    from before)."""
-    texts: dict[str, list[str]] = {"sensitive": [], "anchors": []}
+    """Every text whose sensitive details, anchors, or label (what it asks for, the
+    secret guard's) are worked out, not read from before."""
+    texts: dict[str, list[str]] = {"sensitive": [], "anchors": [], "labels": []}
 
     def counting(module: object, name: str, kind: str) -> None:
         real = getattr(module, name)
@@ -89,13 +89,14 @@ def counted(monkeypatch: pytest.MonkeyPatch) -> dict[str, list[str]]:
 
     counting(credentials, "named_otherwise", "sensitive")
     counting(anchors, "chinese_names", "anchors")
+    counting(secret_guard, "lowered_text", "labels")
     return texts
 
 
 STATEFUL = ("summary", "summary-buffer", "entity")
 
 
-@pytest.mark.parametrize("kind", ["sensitive", "anchors"])
+@pytest.mark.parametrize("kind", ["sensitive", "anchors", "labels"])
 def test_a_second_strategy_reads_no_message_again(tmp_path: Path, kind: str,
                                                   counted: dict[str, list[str]]) -> None:
     caught_up(tmp_path / "first.db", f"t{next(_tags)}", STATEFUL[:1])
