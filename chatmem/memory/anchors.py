@@ -44,6 +44,7 @@ from chatmem.memory.anchor_words import (
 )
 from chatmem.privacy.findings import MARK_CLOSE, MARK_OPEN
 from chatmem.text import CJK_LETTERS, FULL_WIDTH, FULL_WIDTH_SIGNS
+from chatmem.text_digests import by_digest
 
 # The number of a port: "port 8443", "port: 8443", STAGING_PORT: "8443", 端口8443.
 _PORT = re.compile(r"(?<![A-Za-z])(?i:port)s?[\"']?\s*[:=]?\s*[\"']?(?P<number>\d{2,5})(?![\d.])"
@@ -222,6 +223,13 @@ def _span_value(text: str, folded: str, start: int, end: int) -> str:
 
 def extract_anchors(text: str) -> list[str]:
     """The anchors in `text`, in order of first appearance, without repeats or overlaps."""
+    return list(_anchors(text))
+
+
+@by_digest
+def _anchors(text: str) -> tuple[str, ...]:
+    # Kept: every summary strategy of a catch-up or replay reads the same messages, and
+    # the patterns cost far more than the digest.
     folded = text.translate(_FOLD)
     spans: list[tuple[int, int, str]] = []
     for pattern in PATTERNS:
@@ -257,7 +265,7 @@ def extract_anchors(text: str) -> list[str]:
         taken[start:end] = b"\x01" * (end - start)
         kept.append((start, value))
     kept.sort()
-    return list(dict.fromkeys(value for _, value in kept))
+    return tuple(dict.fromkeys(value for _, value in kept))
 
 
 _SPACES, _WIDTH = re.compile(r"\s+"), FULL_WIDTH | FULL_WIDTH_SIGNS

@@ -15,6 +15,7 @@ import re
 import unicodedata
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import TYPE_CHECKING
 
 from chatmem.config.schema import LINES_SLOT, SUMMARY_SLOT
@@ -263,6 +264,13 @@ def diff_tokens(text: str) -> list[str]:
 
 def word_diff(old: str, new: str) -> list[tuple[str, str]]:
     """(op, text) runs: "=" kept, "-" removed, "+" added; concatenating = and + gives `new`."""
+    return list(_word_diff(old, new))
+
+
+@lru_cache(maxsize=4)
+def _word_diff(old: str, new: str) -> tuple[tuple[str, str], ...]:
+    # Kept for the next call: a fold, and `summary show`, ask diff_size and diff_unit about
+    # the same two versions, and the diff was a long catch-up's costliest step after the call.
     from difflib import SequenceMatcher
 
     a, b = diff_tokens(old), diff_tokens(new)
@@ -275,7 +283,7 @@ def word_diff(old: str, new: str) -> list[tuple[str, str]]:
             runs.append(("-", "".join(a[i1:i2])))
         if j2 > j1:
             runs.append(("+", "".join(b[j1:j2])))
-    return runs
+    return tuple(runs)
 
 
 def diff_unit(old: str, new: str) -> str:

@@ -35,6 +35,7 @@ from chatmem.privacy.findings import CARD, CODE, MARK_OPEN, PASSWORD, PHONE, Fin
 from chatmem.privacy.followed import Followed
 from chatmem.privacy.unnamed_details import private_label_before
 from chatmem.privacy.word_lists import WordGate, lowered_text
+from chatmem.text_digests import by_digest
 
 ANSWER_CHARS = 80
 """Longest message read as the answer to a label in the message before it."""
@@ -214,8 +215,10 @@ def _asks(text: str) -> bool:
     return _QUESTION.search(text) is not None
 
 
+@by_digest
 def _label_of(text: str) -> str | None:
-    """What one message asks for or announces, if anything."""
+    """What one message asks for or announces, if anything (kept: each strategy of a
+    catch-up reads the same messages)."""
     lowered, held = lowered_text(text), dict[tuple[str, ...], bool]()
     for pattern, gate, label in _LABELS:
         if gate.admits(lowered, held) and pattern.search(text):

@@ -31,7 +31,6 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable
-from functools import lru_cache
 
 from chatmem.privacy import credentials, pasted, secrets_en, secrets_zh
 from chatmem.privacy.credentials import digits_of
@@ -57,12 +56,14 @@ from chatmem.privacy.secret_names import (
 )
 from chatmem.privacy.unnamed_details import unnamed_details
 from chatmem.privacy.widths import folded
+from chatmem.text_digests import by_digest
 
 
-@lru_cache(maxsize=512)
+@by_digest
 def _found(original: str) -> tuple[Finding, ...]:
     # Cached: the same messages are checked by the summarizer, the drift guard's quotes
-    # and the fact extractor, and the phone check runs a matcher per region.
+    # and the fact extractor, of each strategy a catch-up or replay runs in turn, and the
+    # phone check runs a matcher per region.
     text = folded(original)  # 门禁密码１２３４ is read as 门禁密码1234, each character in place
     otherwise = [Finding(CODE if code else PASSWORD, start, end, value)
                  for code, start, end, value in credentials.named_otherwise(text)
