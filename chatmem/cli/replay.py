@@ -169,7 +169,6 @@ def replay_command(
     \b
     Example: chatmem replay sessions/support.jsonl -s buffer -s window:k=3
     """
-    from chatmem.render import compare
 
     settings = settings_from(config, db, provider, model)
     outcome = _run(source, strategy or registries().strategies.default_eval(), param, settings,
@@ -177,19 +176,28 @@ def replay_command(
                    save_as=save_as, transcript=stdin_transcript() if source == "-" else None,
                    explicit=provider is not None or model is not None,
                    with_user_facts=with_user_facts, config=config)
-    data = outcome_json("replay", source, outcome)
+    _show_outcome("replay", source, outcome, report=report, json_out=json_out,
+                  verbose=verbose)
+    exit_if_failed(outcome.failed)
+
+
+def _show_outcome(command: str, source: str, outcome: "Comparison", *, report: Path | None,
+                  json_out: bool, verbose: bool) -> None:
+    """What replay or eval prints of `outcome` (and writes to `report`), and its failed runs."""
+    from chatmem.render import compare
+
+    data = outcome_json(command, source, outcome)
     if report:
         _write_report(report, data)
     if json_out:
         print_json(data)
     else:
         out, err = consoles()
-        out.print(compare.replay_view(outcome.runs, source, outcome.tokenizer.describe(),
-                                      zone=outcome.zone))
+        view = compare.replay_view if command == "replay" else compare.eval_view
+        out.print(view(outcome.runs, source, outcome.tokenizer.describe(), zone=outcome.zone))
         for line in compare.replay_notices(outcome.runs, verbose=verbose):
             err.print(line, style="dim", markup=False, soft_wrap=True)
     say_failed(outcome.failed)
-    exit_if_failed(outcome.failed)
 
 
 def _start_backlogs(ws: "Workspace", config: Path | None,
@@ -280,7 +288,6 @@ def eval_command(
     \b
     Example: chatmem eval sessions/long-chat.jsonl -s buffer -s window:k=2
     """
-    from chatmem.render import compare
 
     gates = recall_gates(min_recall or ())
     strategy = strategy or registries().strategies.default_eval()
@@ -310,18 +317,8 @@ def eval_command(
     outcome = _run(source, strategy, param, settings, keep=None, answer=answer,
                    transcript=transcript, explicit=provider is not None or model is not None,
                    with_user_facts=with_user_facts, probes_only=probes_only)
-    data = outcome_json("eval", source, outcome)
-    if report:
-        _write_report(report, data)
-    if json_out:
-        print_json(data)
-    else:
-        out, err = consoles()
-        out.print(compare.eval_view(outcome.runs, source, outcome.tokenizer.describe(),
-                                    zone=outcome.zone))
-        for line in compare.replay_notices(outcome.runs, verbose=verbose):
-            err.print(line, style="dim", markup=False, soft_wrap=True)
-    say_failed(outcome.failed)
+    _show_outcome("eval", source, outcome, report=report, json_out=json_out,
+                  verbose=verbose)
     unanswered = unanswered_error(outcome.runs)
     try:
         check_gates(gates, [(r.label, r.id_recall(), r.text_recall()) for r in outcome.runs])
