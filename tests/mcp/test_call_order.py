@@ -64,7 +64,9 @@ def test_turns_sent_without_waiting_are_stored_in_the_order_they_were_sent(
         recorded: dict[str, Any] = {}
         for batch in range(BATCHES):
             # One under way and QUEUED waiting for it: none of them is answered busy.
-            said_now = {100 * batch + n: f"第{batch}批 u{n}" for n in range(QUEUED + 1)}
+            # Ids apart from initialize's and start_conversation's (0 and 1): their answers
+            # are already in what the server said, and would pass for this batch's.
+            said_now = {100 * (batch + 1) + n: f"第{batch}批 u{n}" for n in range(QUEUED + 1)}
             server.stdin.write(b"".join(line(request_id, "tools/call", {
                 "name": "record_turn", "arguments": {
                     "conversation_id": "顺序", "user": user, "assistant": f"a {user}"}})
