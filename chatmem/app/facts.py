@@ -308,9 +308,7 @@ def _purge_plan(workspace: Workspace, fact: FactRecord) -> Purge:
     """What purging `fact` searches: its profile's sessions, for its value and earlier ones."""
     from chatmem.privacy import purge as purging
 
-    store = workspace.store
-    earlier = [h.value for h in store.facts.fact_history([fact.id]).get(fact.id, [])]
-    return purging.plan(store, fact, earlier)
+    return purging.plan(workspace.store, fact)
 
 
 def session_addresses(workspace: Workspace, ids: set[int]) -> dict[int, str]:

@@ -40,6 +40,7 @@ from chatmem.store.redaction_plan import Place
 if TYPE_CHECKING:
     from chatmem.store import FactRecord, MessageRecord, Redaction
     from chatmem.store.protocols import PrivacyStore
+    from chatmem.store.records import FactHistoryRecord
     from chatmem.store.redaction_plan import RewritePlan
 
 
@@ -84,7 +85,7 @@ class Purge:
         return [found for value in self.values for found in needles(value) or [""]]
 
 
-def plan(store: PrivacyStore, fact: FactRecord, earlier: Sequence[str] = ()) -> Purge:
+def plan(store: PrivacyStore, fact: FactRecord) -> Purge:
     """The values to erase (the fact's and its earlier ones) and its profile's sessions.
 
     A session's fact is purged by the session's owner only: in a session shared with this
@@ -95,29 +96,33 @@ def plan(store: PrivacyStore, fact: FactRecord, earlier: Sequence[str] = ()) -> 
     if fact.scope != FactScope.USER and fact.session_id is not None:
         store.sessions.check_session_owned(fact.session_id, "purge a fact of")
         user = store.sessions.session_by_id(fact.session_id).user
-    said = _said_otherwise(store, fact, earlier)
+    history = store.facts.fact_history([fact.id]).get(fact.id, [])
+    earlier = [h.value for h in history]
+    said = _said_otherwise(store, fact, history)
     values = tuple(v for v in dict.fromkeys([fact.value, *earlier, *said]) if searchable(v))
     session_ids = tuple(store.redactions.profile_session_ids(user))
     return Purge(values, user, session_ids,
                  _longer_names(store, fact.id, user, values, session_ids))
 
 
-def _said_otherwise(store: PrivacyStore, fact: FactRecord, earlier: Sequence[str]) -> list[str]:
+def _said_otherwise(store: PrivacyStore, fact: FactRecord,
+                    history: Sequence[FactHistoryRecord]) -> list[str]:
     """The fact's values as the messages they were read from wrote them otherwise (一万五 for
     15000: said_values.written_otherwise): the user's words a purge erases too, found by
-    the turn each value cites (its own, and those of its earlier values)."""
+    the turn each value cites (its own, and those of its earlier values, `history`)."""
     from chatmem.memory.said_values import written_otherwise
 
-    cited = [(fact.value, fact.source_session_id or fact.session_id, fact.source_turn)]
-    cited += [(h.value, h.source_session_id, h.source_turn)
-              for h in store.facts.fact_history([fact.id]).get(fact.id, [])
-              if h.value in earlier]
+    cited: dict[int, dict[int, list[str]]] = {}  # session → turn → values it was read from
+    for value, session_id, turn in [
+            (fact.value, fact.source_session_id or fact.session_id, fact.source_turn),
+            *((h.value, h.source_session_id, h.source_turn) for h in history)]:
+        if session_id is not None and turn is not None:  # /remember cites no turn
+            cited.setdefault(session_id, {}).setdefault(turn, []).append(value)
     said: list[str] = []
-    for value, session_id, turn in cited:
-        if session_id is None or turn is None:
-            continue  # /remember cites no turn: the value is what was typed
-        for message in store.history.messages_in_turns(session_id, [turn]):
-            said += written_otherwise(value, message.content)
+    for session_id, turns in cited.items():
+        for message in store.history.messages_in_turns(session_id, turns):
+            for value in turns.get(message.turn, ()):
+                said += written_otherwise(value, message.content)
     return said
 
 
@@ -230,12 +235,12 @@ def purge_fact(store: PrivacyStore, fact_id: int) -> Erased:
         # then planned again under it, from what is stored then, by an eraser that knows
         # the result for each text it has seen: a text written or changed meanwhile is
         # erased then, nothing is missed, and the lock is held for reads and writes only.
-        ahead = _Eraser(_plan_of(store, store.facts.fact(fact_id)))
+        ahead = _Eraser(plan(store, store.facts.fact(fact_id)))
         _planned(store, store.facts.fact(fact_id), ahead)
         with store.write():
             # Read under the write lock: what the fact holds now is what goes.
             fact = store.facts.fact(fact_id)
-            eraser = ahead.again(_plan_of(store, fact))
+            eraser = ahead.again(plan(store, fact))
             planned = _planned(store, fact, eraser)
             store.facts.forget_fact(fact_id, purge=True)
             done = store.redactions.apply_rewrite(planned)
@@ -250,15 +255,10 @@ def purge_fact(store: PrivacyStore, fact_id: int) -> Erased:
     return Erased(done, eraser.kept_numbers)
 
 
-def _plan_of(store: PrivacyStore, fact: FactRecord) -> Purge:
-    earlier = [h.value for h in store.facts.fact_history([fact.id]).get(fact.id, [])]
-    return plan(store, fact, earlier)
-
-
 def _planned(store: PrivacyStore, fact: FactRecord,
              eraser: _Eraser | None = None) -> RewritePlan:
     """Every row purging `fact` rewrites (its own row and history go whole), reading only."""
-    eraser = eraser or _Eraser(_plan_of(store, fact))
+    eraser = eraser or _Eraser(plan(store, fact))
     purge = eraser.purge
     return store.redactions.plan_rewrite(purge.session_ids, purge.user, purge.needles,
                                          eraser, beyond_ascii=True,
