@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 from chatmem import fts
 from chatmem.errors import NotFound, StoreError, UsageError
+from chatmem.store import steps
 from chatmem.store.connection import fetch_rows, fetch_value
 from chatmem.store.records import FactRecord
 from chatmem.store.restored_facts import ProfileValue, is_live, repeated_profile_facts
@@ -63,8 +64,9 @@ TABLES = (
     # Kept once per session by hash: a copied session's are its own rows, as its turns are.
     _Table("images", _SESSIONS, {"session_id": "sessions"}, keyed=False),
 )
-_SKIPPED = frozenset({"owner", "erasures"})
-"""The PostgreSQL row's owner is whoever copies it in (row-level security checks it).
+_SKIPPED = frozenset({"owner", "erasures", "writer"})
+"""The PostgreSQL row's owner is whoever copies it in (row-level security checks it), and
+so is its writer (the server stamps it: who wrote a message kept by `_kept_writers`).
 A session's `erasures` only tells the engines chatting in it then whether text left its
 memory meanwhile; none chats in the copy yet, so it starts at the target's default (and a
 PostgreSQL role may not insert the column: p008 grants only its UPDATE)."""
@@ -152,6 +154,7 @@ def copy_sessions(source: Store, target: Store,
     repeated = _repeated_profile_facts(source, target, marks, ids)
     new_ids: dict[str, dict[int, int]] = {}
     counts: dict[str, int] = {}
+    writers: dict[int, dict[int, str]] = {}
     with target.write():
         for table in TABLES:
             where, params = _rows_of(table, marks, ids, new_ids)
@@ -161,8 +164,27 @@ def copy_sessions(source: Store, target: Store,
                 rows = [row for row in rows if int(row["id"]) not in repeated]
             counts[table.name] = len(rows)
             new_ids[table.name] = _insert(target, table, rows, new_ids, origin)
+            if table.name == "messages":
+                writers = _kept_writers(rows, new_ids["sessions"])
+        # After strategy_state, whose copied rows these may replace.
+        for session_id, speakers in writers.items():
+            steps.keep_speakers(target.db, session_id, speakers)
     return CopyReport(source.location, target.location, [s.name for s in chosen.values()],
                       counts, skipped, reader)
+
+
+def _kept_writers(rows: list[dict[str, Any]],
+                  sessions: dict[int, int]) -> dict[int, dict[int, str]]:
+    """The copied messages another role than their session's owner inserted (PostgreSQL's
+    `writer`): new session id → position → that role, kept as the copy's speakers of them
+    (the target stamps its own writer on every row it copies in)."""
+    kept: dict[int, dict[int, str]] = {}
+    for row in rows:
+        writer = row.get("writer")
+        if writer is not None and writer != row.get("owner") \
+                and int(row["session_id"]) in sessions:
+            kept.setdefault(sessions[int(row["session_id"])], {})[int(row["position"])] = writer
+    return kept
 
 
 def _repeated_profile_facts(source: Store, target: Store, marks: str,

@@ -8,6 +8,7 @@ from typing import Any
 
 from chatmem.store import steps
 from chatmem.store.connection import Connection, fetch_rows, fetch_value
+from chatmem.store.postgres_writers import written_by_owner
 from chatmem.store.records import (
     COUNTED_MESSAGES,
     MESSAGE_COLUMNS,
@@ -109,28 +110,33 @@ class MessageTables:
             found.update(row[0] for row in self._db.execute(
                 # "+session_id": by the session's index, SQLite read every turn of it.
                 f"SELECT user_message_id FROM turns WHERE +session_id = ?"
-                f" AND user_message_id IN ({marks})", [session_id, *chunk]))
-        return found
+                f" AND user_message_id IN ({marks}){self._by_owner('turns')}",
+                [session_id, *chunk]))
+        return found - set(self._written_by_others(session_id, ids))
 
     def speakers(self, session_id: int, message_ids: Iterable[int]) -> dict[int, str]:
         """Of the session's `message_ids` a request stored as its input, those a group chat's
         member said (id → the speaker the request named, its turn context's "speaker"), and
         of the others those a request or a fork kept a speaker of (SPEAKERS_OWNER): not the
-        user's, whoever the text says is speaking."""
+        user's, whoever the text says is speaking. A message another role inserted into the
+        session (PostgreSQL's `writer`) is that role's, whatever any row names."""
         ids = sorted({i for i in message_ids if 0 < i <= MOST_INTEGER})
-        found = self._kept_speakers(session_id, ids)
+        found: dict[int, str] = {}
         for start in range(0, len(ids), 500):
             chunk = ids[start : start + 500]
             marks = ", ".join("?" for _ in chunk)
             # LIKE first: a single user's turns (nearly all) are not parsed at all.
             for message_id, context in self._db.execute(
                     f"SELECT user_message_id, context FROM turns WHERE +session_id = ?"
-                    f" AND user_message_id IN ({marks}) AND context LIKE ?",
-                    [session_id, *chunk, '%"speaker"%']):
+                    f" AND user_message_id IN ({marks}) AND context LIKE ?"
+                    f"{self._by_owner('turns')}", [session_id, *chunk, '%"speaker"%']):
                 speaker = _speaker(context)
                 if speaker is not None:
                     found[message_id] = speaker
-        return found
+        # A kept speaker over a turn's: a copy keeps who inserted a message (a grantee, on
+        # PostgreSQL) by position, whatever the turn it copied names (copying._kept_writers).
+        return found | self._kept_speakers(session_id, ids) \
+            | self._written_by_others(session_id, ids)
 
     def speakers_by_position(self, session_id: int) -> dict[int, str]:
         """The speakers the session keeps by message position (steps.keep_speakers), in one
@@ -150,11 +156,37 @@ class MessageTables:
         found: dict[int, str] = {}
         for message_id, context in self._db.execute(
                 "SELECT user_message_id, context FROM turns WHERE session_id = ?"
-                " AND user_message_id IS NOT NULL AND context LIKE ?",
+                f" AND user_message_id IS NOT NULL AND context LIKE ?{self._by_owner('turns')}",
                 [session_id, '%"speaker"%']):
             speaker = _speaker(context)
             if speaker is not None:
                 found[message_id] = speaker
+        return found | self._written_by_others(session_id, None)
+
+    def _by_owner(self, table: str) -> str:
+        """` AND` a condition true of a row of `table` (messages, turns) its session's owner
+        inserted: on PostgreSQL, a row a write share's grantee inserted (by plain SQL too)
+        names what he chose, not who spoke. Every row of a file is its user's."""
+        if self._db.kind != "postgresql":
+            return ""
+        return f" AND {written_by_owner(table)}"
+
+    def _written_by_others(self, session_id: int, ids: list[int] | None) -> dict[int, str]:
+        """Of the session's messages with `ids` (None: all), those another role than its
+        owner inserted (id → that role: PostgreSQL's `writer`, which no role writes)."""
+        if self._db.kind != "postgresql" or ids == []:
+            return {}
+        others = f"session_id = ? AND NOT {written_by_owner('messages')}"
+        if ids is None:
+            return {int(i): str(w) for i, w in self._db.execute(
+                f"SELECT id, writer FROM messages WHERE {others}", [session_id])}
+        found: dict[int, str] = {}
+        for start in range(0, len(ids), 500):
+            chunk = ids[start : start + 500]
+            marks = ", ".join("?" for _ in chunk)
+            found.update((int(i), str(w)) for i, w in self._db.execute(
+                f"SELECT id, writer FROM messages WHERE {others} AND id IN ({marks})",
+                [session_id, *chunk]))
         return found
 
     def _kept_speakers(self, session_id: int, ids: list[int]) -> dict[int, str]:

@@ -22,9 +22,9 @@ p007 seals writes as p001 sealed reads: every right over a row is its session's
 Its first tables are in postgres_tables, the row-level policies in postgres_policies; the
 later migrations are in modules by concern (postgres_embeddings, postgres_additions,
 postgres_word_entries, postgres_access, postgres_write_shares, postgres_masked_prompts,
-postgres_rendered_pieces), and MIGRATION_LIST below says the order they all run in. A
-released migration is never edited: a schema change is a new function, added at the end of
-that list.
+postgres_rendered_pieces, postgres_writers), and MIGRATION_LIST below says the order they
+all run in. A released migration is never edited: a schema change is a new function, added
+at the end of that list.
 """
 
 from __future__ import annotations
@@ -37,6 +37,7 @@ from chatmem.store import (
     postgres_masked_prompts,
     postgres_rendered_pieces,
     postgres_write_shares,
+    postgres_writers,
 )
 from chatmem.store.migrations import MigrationList
 from chatmem.store.postgres_additions import (
@@ -197,6 +198,14 @@ def p022_fact_history_found_by_its_session(execute: Execute) -> None:
             " ON fact_history (source_session_id)")
 
 
+def p023_who_wrote_a_row(execute: Execute) -> None:
+    """Every message and turn inserted from now on says, unforgeably, which role inserted it
+    (`writer`): a write share's grantee who inserted a turn into the owner's session by plain
+    SQL, naming no speaker, was read as the owner, and her next turn put his "My name is
+    Mallory." into her profile (postgres_writers)."""
+    postgres_writers.stamp_writers(execute)
+
+
 MIGRATION_LIST: MigrationList[Migration] = MigrationList()
 for _migration in (
     p001_schema,
@@ -221,6 +230,7 @@ for _migration in (
     p020_grantee_masks_rendered_prompts_and_facts_dated,
     p021_rendered_pieces_read_as_chatmem_reads_them,
     p022_fact_history_found_by_its_session,
+    p023_who_wrote_a_row,
 ):
     MIGRATION_LIST.add(_migration)
 MIGRATIONS = MIGRATION_LIST.functions

@@ -1,0 +1,54 @@
+"""Who inserted a message or a turn: p023.
+
+A row's `owner` is its session's owner whoever wrote it (postgres_access), so a write
+share's grantee who inserted a message and a turn into the owner's session by plain SQL,
+naming no speaker, was read as the owner: her next turn caught his "My name is Mallory."
+up into her profile. chatmem's own client names him in the turn's context ("speaker"), but
+a context is his to write, and so is any name in it. Now the server stamps each new message
+and turn with the role that inserts it (`writer`, current_user, set by a trigger whatever
+the statement says); no role names the column in an INSERT nor changes it (no column
+privilege is granted), and chatmem reads a row another role wrote as that role's
+(store.messages: `speakers`, `asked`), never a speaker the row's writer named.
+
+Rows stored before p023 have no writer (NULL): they were their owner's, or a grantee's
+turn that names him in its context, and are read as before. Nothing is rewritten, so the
+upgrade costs no pass over the tables.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from chatmem.store.postgres_write_shares import Execute, _run_in_schema
+
+STAMPED = ("messages", "turns")
+"""The tables whose rows say who inserted them."""
+
+STAMP_WRITER = """
+CREATE FUNCTION chatmem_stamp_writer() RETURNS trigger LANGUAGE plpgsql
+SET search_path = {path} AS $$
+BEGIN
+    NEW.writer := current_user;
+    RETURN NEW;
+END $$
+"""
+
+
+def statements(schema: str) -> Iterator[str]:
+    yield STAMP_WRITER.format(path=f"pg_catalog, {schema}, pg_temp")
+    yield "REVOKE ALL ON FUNCTION chatmem_stamp_writer() FROM PUBLIC"
+    for table in STAMPED:
+        # No privilege on the new column is granted to PUBLIC (p007 grants columns by name).
+        yield f"ALTER TABLE {table} ADD COLUMN writer text"
+        yield (f"CREATE TRIGGER {table}_writer BEFORE INSERT ON {table} FOR EACH ROW"
+               " EXECUTE FUNCTION chatmem_stamp_writer()")
+
+
+def stamp_writers(execute: Execute) -> None:
+    _run_in_schema(execute, statements)
+
+
+def written_by_owner(alias: str) -> str:
+    """A condition true of a `messages` or `turns` row (`alias`) its session's owner wrote,
+    or that was stored before p023 (read as before)."""
+    return f"({alias}.writer IS NULL OR {alias}.writer = {alias}.owner)"
