@@ -181,7 +181,7 @@ def _kept_writers(rows: list[dict[str, Any]],
     kept: dict[int, dict[int, str]] = {}
     for row in rows:
         writer = row.get("writer")
-        if writer is not None and writer != row.get("owner") \
+        if writer is not None and writer != row.get("owner") and row["role"] != "assistant" \
                 and int(row["session_id"]) in sessions:
             kept.setdefault(sessions[int(row["session_id"])], {})[int(row["position"])] = writer
     return kept

@@ -173,10 +173,11 @@ class MessageTables:
 
     def _written_by_others(self, session_id: int, ids: list[int] | None) -> dict[int, str]:
         """Of the session's messages with `ids` (None: all), those another role than its
-        owner inserted (id → that role: PostgreSQL's `writer`, which no role writes)."""
+        owner inserted (id → that role: PostgreSQL's `writer`, which no role writes). Not a
+        reply: the words stored are the model's (speakers.with_speaker)."""
         if self._db.kind != "postgresql" or ids == []:
             return {}
-        others = f"session_id = ? AND NOT {written_by_owner('messages')}"
+        others = f"session_id = ? AND role <> 'assistant' AND NOT {written_by_owner('messages')}"
         if ids is None:
             return {int(i): str(w) for i, w in self._db.execute(
                 f"SELECT id, writer FROM messages WHERE {others}", [session_id])}

@@ -104,10 +104,27 @@ def test_a_copy_keeps_who_wrote_a_message(team: Team, tmp_path: Path) -> None:
                      " VALUES (%s, 'bob', 'write')", [session_id])
     add_turn(ann, session_id, 1, "我叫安娜。", "{}")
     add_turn(bob, session_id, 2, "我住在深圳。", '{"speaker": "ann"}')
+    with psycopg.connect(bob, autocommit=True) as conn:  # the model's reply to his turn
+        conn.execute("INSERT INTO messages (session_id, position, turn, role, content,"
+                     " created_at) VALUES (%s, 3, 2, 'assistant', '好的。', %s)",
+                     [session_id, NOW])
+    with Store(ann) as source:
+        said = source.history.messages(session_id)
+        assert source.history.speakers(session_id, [m.id for m in said]) \
+            == {said[1].id: "bob"}
     with Store(ann) as source, Store(tmp_path / "copy.db") as target:
         copy_sessions(source, target, ["旅行"])
         copied = target.sessions.find_session("旅行")
         assert copied is not None
         ids = [m.id for m in target.history.messages(copied.id)]
         assert target.history.speakers(copied.id, ids) == {ids[1]: "bob"}
-        assert target.history.asked(copied.id, ids) == set(ids)
+        assert target.history.asked(copied.id, ids) == set(ids[:2])  # the inputs
+    # A fork (the owner's own copy, or the grantee's of ann/旅行) keeps it his too.
+    for url, source in ((ann, "旅行"), (bob, "ann/旅行")):
+        with Store(url) as store:
+            store.forks.fork_session(source, "分支")
+            forked = store.sessions.find_session("分支")
+            assert forked is not None
+            said = store.history.messages(forked.id)
+            assert store.history.speakers(forked.id, [m.id for m in said]) \
+                == {said[1].id: "bob"}, url
