@@ -147,12 +147,20 @@ def _local_model_path(settings: Settings) -> str | None:
     """The GGUF file to run: --model (or model) when given, else local.model_path.
 
     A model name that is no file is an error, never a silent fall-back to the
-    bundled model: the user asked for that model.
+    bundled model: the user asked for that model. The name `local_models` lists (the
+    file's stem) is that file.
     """
     chosen = settings.model
     if chosen is None:
         return settings.local.model_path
     if not user_path(chosen).is_file():
+        from chatmem.providers.local import bundled_model_path
+
+        listed = settings.local.model_path or bundled_model_path()
+        if listed is not None and chosen == Path(listed).stem:
+            # The name `models` and serve's /v1/models list it by, which a client picks
+            # (Open WebUI, the SDK's `model`): it was refused as no file, a 502 each time.
+            return str(user_path(str(listed)))
         why = (" (the local provider was chosen because neither OPENAI_API_KEY nor "
                "OPENAI_BASE_URL is set)" if settings.provider == "auto" else "")
         raise NoModelAvailable(
