@@ -163,9 +163,14 @@ def read_request(body: Any, headers: Mapping[str, str]) -> TurnAsked:
         raise RequestError("tool calls are not taken as chatmem turns; send them to the model "
                           "directly", "tools")
     read = [_message(m, i) for i, m in enumerate(messages)]
-    if read[-1].role != "user":
+    # A system message after the question is the client's instruction too (SillyTavern's
+    # post-history instructions, an agent's reminder), as OpenAI takes it: a 400 refused
+    # every request of such a client.
+    said = [m for m in read if m.role != "system"]
+    if not said or said[-1].role != "user":
         raise RequestError("the last message must be the user's", "messages")
-    if not read[-1].content.strip():
+    last = said[-1]
+    if not last.content.strip():
         raise RequestError("the last message is empty: nothing to send", "messages")
     conversation, fingerprinted, shared, one_chat = conversation_of(body, headers, read)
     # Every system message of the request is the client's instruction for it, sent as its
@@ -173,8 +178,7 @@ def read_request(body: Any, headers: Mapping[str, str]) -> TurnAsked:
     # question too), never stored as history: memory would send a stored one again out of
     # its place (recall, a summary), where it is quoted as data.
     system_parts = [m.content for m in read if m.role == "system"]
-    prior = tuple(ClientMessage(m.role, m.content, m.speaker)
-                  for m in read[:-1] if m.role != "system")
+    prior = tuple(ClientMessage(m.role, m.content, m.speaker) for m in said[:-1])
     if not isinstance(body.get("model", ""), str):
         raise RequestError("model must be a string, e.g. \"gpt-4o-mini@window\"", "model")
     if not isinstance(body.get("stream", False), bool | None):
@@ -227,11 +231,11 @@ def read_request(body: Any, headers: Mapping[str, str]) -> TurnAsked:
         options["max_reply_tokens"] = cap
     return TurnAsked(conversation=conversation, strategy=strategy, model=model,
                      system="\n\n".join(system_parts)
-                     if system_parts else None, prior=prior, text=read[-1].content,
+                     if system_parts else None, prior=prior, text=last.content,
                      stream=bool(body.get("stream")), options=options,
                      fingerprinted=fingerprinted, shared=shared, one_chat=one_chat,
                      named_before=fingerprint_with_system_prompt(read)
-                     if fingerprinted else None, speaker=read[-1].speaker,
+                     if fingerprinted else None, speaker=last.speaker,
                      include_usage=bool(stream_options and stream_options.get("include_usage")))
 
 
