@@ -11,7 +11,7 @@ from waiting import HANG
 
 pytest.importorskip("uvicorn", reason="chatmem[serve] is not installed")
 
-from openai import OpenAI
+from openai import NotFoundError, OpenAI
 from test_proxy import RunningProxy, statuses
 
 from chatmem.config.settings import Settings
@@ -37,3 +37,19 @@ def test_the_model_models_lists_is_the_one_a_request_may_name(db_path: Path) -> 
                 extra_headers={"X-Chatmem-Conversation": quote("本地")})
             assert answer.choices[0].message.content
     assert statuses(db_path, "本地") == ["ok", "ok"]
+
+
+def test_a_model_the_embedded_one_is_not_is_a_404_not_a_model_failure(db_path: Path) -> None:
+    """A client that names another model (the SDK's habitual "gpt-4o-mini") was told "the
+    upstream model failed" (a 502, which an SDK retries), not that no such model is here."""
+    settings = Settings(provider="local", db=str(db_path), max_reply_tokens=4)
+    with RunningProxy(settings, strategy="window") as running:
+        client = OpenAI(base_url=running.base_url, api_key="unused", max_retries=0,
+                        timeout=HANG)
+        with pytest.raises(NotFoundError) as refused:
+            client.chat.completions.create(
+                model="gpt-4o-mini", messages=[{"role": "user", "content": "你好"}],
+                extra_headers={"X-Chatmem-Conversation": "elsewhere"})
+    assert refused.value.status_code == 404
+    assert "check the model the request names" in refused.value.message
+    assert statuses(db_path, "elsewhere") is None  # refused before a session was opened
