@@ -24,7 +24,7 @@ METADATA_KEYS = ("conversation_id", "chat_id", "session_id", "thread_id")
 _UNFILLED = re.compile(r"\{\{[^{}]*\}\}|\$\{[^{}]*\}|undefined|null|None")
 """An id a front end left unfilled: its template (LibreChat's `{{LIBRECHAT_BODY_…}}` for a
 request without that field, `${VAR}`), or a missing value's spelling in JavaScript or
-Python. It is the same text for every chat, so it names none."""
+Python; or only spaces. It is the same text for every chat, so it names none."""
 
 
 @dataclass(frozen=True)
@@ -105,7 +105,8 @@ def conversation_of(body: Mapping[str, Any], headers: Mapping[str, str],
 def _unfilled(value: Any) -> bool:
     """Whether an id is one a front end left unfilled (_UNFILLED), which every chat sends
     alike: each chat is then known by its history, as one that sends no id."""
-    return isinstance(value, str) and _UNFILLED.fullmatch(value.strip()) is not None
+    return isinstance(value, str) and (not value.strip()
+                                       or _UNFILLED.fullmatch(value.strip()) is not None)
 
 
 def fingerprint_with_system_prompt(read: Sequence[Said]) -> str:

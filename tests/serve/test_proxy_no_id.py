@@ -163,7 +163,7 @@ def test_a_window_goes_on_only_a_session_it_is_the_whole_end_of(
 
 @pytest.mark.parametrize(("where", "value"), [
     ("header", "{{LIBRECHAT_BODY_CONVERSATIONID}}"), ("header", "undefined"),
-    ("metadata", "${CHAT_ID}"), ("user", "null")])
+    ("metadata", "${CHAT_ID}"), ("metadata", "  "), ("user", "null")])
 def test_an_id_left_unfilled_names_no_conversation(
         chat_server: ChatServer, db_path: Path, where: str, value: str) -> None:
     """A front end's template left unfilled (LibreChat's `{{LIBRECHAT_BODY_CONVERSATIONID}}`
