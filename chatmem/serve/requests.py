@@ -205,7 +205,8 @@ def read_request(body: Any, headers: Mapping[str, str]) -> TurnAsked:
             except (TypeError, ValueError, OverflowError):
                 raise RequestError(f"{key} must be a finite number", key) from None
     for key, (fits, shape) in PASSED_ON.items():
-        if body.get(key) is not None:
+        # No stop words (`[]`, as SillyTavern sends none) ask for nothing, as a null does.
+        if body.get(key) is not None and not (key == "stop" and body[key] == []):
             if not fits(body[key]):
                 raise RequestError(f"{key} must be {shape}", key)
             options[key] = body[key]
@@ -221,9 +222,10 @@ def read_request(body: Any, headers: Mapping[str, str]) -> TurnAsked:
                                    any(m != "text" for m in modalities)):
         raise RequestError('only text is returned through chatmem: modalities may be ["text"]; '
                            "ask the model directly for audio", "modalities")
-    # The newer name wins when both are given; a null one is not given (the SDK sends it so).
+    # The newer name wins when both are given; a null one is not given (the SDK sends it so),
+    # nor is -1, which LM Studio and llama.cpp read as no cap (the configured one holds).
     field = next((f for f in ("max_completion_tokens", "max_tokens")
-                  if body.get(f) is not None), None)
+                  if body.get(f) is not None and not _no_cap(body[f])), None)
     if field is not None:
         cap = body[field]
         if not isinstance(cap, int) or isinstance(cap, bool) or cap < 1:
@@ -237,6 +239,10 @@ def read_request(body: Any, headers: Mapping[str, str]) -> TurnAsked:
                      named_before=fingerprint_with_system_prompt(read)
                      if fingerprinted else None, speaker=last.speaker,
                      include_usage=bool(stream_options and stream_options.get("include_usage")))
+
+
+def _no_cap(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and value == -1
 
 
 def _check_options(options: dict[str, Any]) -> None:
