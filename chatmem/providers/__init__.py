@@ -14,7 +14,7 @@ from chatmem.config.keys import KEY_ENV
 from chatmem.config.options import chat_reply_cap, sampling
 from chatmem.config.paths import user_path
 from chatmem.config.settings import LOCAL_MAX_REPLY_TOKENS, Settings
-from chatmem.errors import NoModelAtAll, NoModelAvailable, ProviderAuthError
+from chatmem.errors import NoModelAtAll, NoModelAvailable, ProviderAuthError, ProviderNotFound
 from chatmem.privacy.secrets import SecretMask, credentials_of, redacted_url
 from chatmem.providers.base import Provider
 from chatmem.providers.masking import MaskedProvider
@@ -147,15 +147,25 @@ def _local_model_path(settings: Settings) -> str | None:
     """The GGUF file to run: --model (or model) when given, else local.model_path.
 
     A model name that is no file is an error, never a silent fall-back to the
-    bundled model: the user asked for that model.
+    bundled model: the user asked for that model. The name `local_models` lists (the
+    file's stem) is that file.
     """
     chosen = settings.model
     if chosen is None:
         return settings.local.model_path
     if not user_path(chosen).is_file():
+        from chatmem.providers.local import bundled_model_path
+
+        listed = settings.local.model_path or bundled_model_path()
+        if listed is not None and chosen == Path(listed).stem:
+            # The name `models` and serve's /v1/models list it by, which a client picks
+            # (Open WebUI, the SDK's `model`): it was refused as no file, a 502 each time.
+            return str(user_path(str(listed)))
         why = (" (the local provider was chosen because neither OPENAI_API_KEY nor "
                "OPENAI_BASE_URL is set)" if settings.provider == "auto" else "")
-        raise NoModelAvailable(
+        # No such model, as a server's 404 says: a served client named one (serve's 404),
+        # not a model that failed (a 502 said "the upstream model failed").
+        raise ProviderNotFound(
             f"model {chosen!r} ({settings.source_of('model')}): the local provider runs a GGUF "
             f"file, and there is none at that path{why}")
     return str(user_path(chosen))

@@ -169,4 +169,10 @@ def error_response(error: BaseException, status: int,
         # The model's server said how long; without it an SDK retried at once (and was
         # refused again), and a wait of a day looked like one of a second.
         headers = {"Retry-After": str(max(1, math.ceil(wait)))}
+    if isinstance(error, ProviderError) and status >= 500:
+        # chatmem's own client asked the model again what it never began on (max_retries),
+        # and not what it may be answering and billing (a reply cut off, a timeout, a
+        # gateway's 502/504): the openai SDKs, which retry any 5xx twice unless this says
+        # not to, asked it all again, three times over.
+        headers = {"x-should-retry": "false"}
     return JSONResponse(error_json(error, settings), status_code=status, headers=headers)

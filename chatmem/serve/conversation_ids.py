@@ -5,6 +5,7 @@ fingerprint of how the conversation began."""
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -20,6 +21,10 @@ CONVERSATION_HEADERS = ("x-chatmem-conversation", "x-openwebui-chat-id")
 ENABLE_FORWARD_USER_INFO_HEADERS=true)."""
 METADATA_KEYS = ("conversation_id", "chat_id", "session_id", "thread_id")
 """Where clients put a conversation's id in a request's metadata (Open WebUI: chat_id)."""
+_UNFILLED = re.compile(r"\{\{[^{}]*\}\}|\$\{[^{}]*\}|undefined|null|None")
+"""An id a front end left unfilled: its template (LibreChat's `{{LIBRECHAT_BODY_…}}` for a
+request without that field, `${VAR}`), or a missing value's spelling in JavaScript or
+Python; or only spaces. It is the same text for every chat, so it names none."""
 
 
 @dataclass(frozen=True)
@@ -75,14 +80,17 @@ def conversation_of(body: Mapping[str, Any], headers: Mapping[str, str],
     from chatmem.app.sessions import session_name_of, shared_address
 
     named, field = next(((header_text(headers[h]), h) for h in CONVERSATION_HEADERS
-                         if headers.get(h)), (None, ""))
+                         if headers.get(h) and not _unfilled(header_text(headers[h]))),
+                        (None, ""))
     if not named:
         metadata = body.get("metadata")
         if isinstance(metadata, Mapping):
-            key = next((k for k in METADATA_KEYS if metadata.get(k)), None)
+            key = next((k for k in METADATA_KEYS if metadata.get(k)
+                        and not _unfilled(metadata[k])), None)
             field = f"metadata.{key}"
             named = None if key is None else _id_text(metadata[key], field)
-    if not named and isinstance(body.get("user"), str) and body["user"].strip():
+    if not named and isinstance(body.get("user"), str) and body["user"].strip() and not (
+            _unfilled(body["user"])):
         named, field = body["user"], "user"
     if named:
         address = shared_address(named)
@@ -92,6 +100,13 @@ def conversation_of(body: Mapping[str, Any], headers: Mapping[str, str],
     # another space, is the same chat.
     opening = [m for m in read if m.role == "user"][:1]
     return "chat-" + history_digest(opening)[:12], True, None, False
+
+
+def _unfilled(value: Any) -> bool:
+    """Whether an id is one a front end left unfilled (_UNFILLED), which every chat sends
+    alike: each chat is then known by its history, as one that sends no id."""
+    return isinstance(value, str) and (not value.strip()
+                                       or _UNFILLED.fullmatch(value.strip()) is not None)
 
 
 def fingerprint_with_system_prompt(read: Sequence[Said]) -> str:

@@ -163,9 +163,14 @@ def read_request(body: Any, headers: Mapping[str, str]) -> TurnAsked:
         raise RequestError("tool calls are not taken as chatmem turns; send them to the model "
                           "directly", "tools")
     read = [_message(m, i) for i, m in enumerate(messages)]
-    if read[-1].role != "user":
+    # A system message after the question is the client's instruction too (SillyTavern's
+    # post-history instructions, an agent's reminder), as OpenAI takes it: a 400 refused
+    # every request of such a client.
+    said = [m for m in read if m.role != "system"]
+    if not said or said[-1].role != "user":
         raise RequestError("the last message must be the user's", "messages")
-    if not read[-1].content.strip():
+    last = said[-1]
+    if not last.content.strip():
         raise RequestError("the last message is empty: nothing to send", "messages")
     conversation, fingerprinted, shared, one_chat = conversation_of(body, headers, read)
     # Every system message of the request is the client's instruction for it, sent as its
@@ -173,8 +178,7 @@ def read_request(body: Any, headers: Mapping[str, str]) -> TurnAsked:
     # question too), never stored as history: memory would send a stored one again out of
     # its place (recall, a summary), where it is quoted as data.
     system_parts = [m.content for m in read if m.role == "system"]
-    prior = tuple(ClientMessage(m.role, m.content, m.speaker)
-                  for m in read[:-1] if m.role != "system")
+    prior = tuple(ClientMessage(m.role, m.content, m.speaker) for m in said[:-1])
     if not isinstance(body.get("model", ""), str):
         raise RequestError("model must be a string, e.g. \"gpt-4o-mini@window\"", "model")
     if not isinstance(body.get("stream", False), bool | None):
@@ -201,7 +205,8 @@ def read_request(body: Any, headers: Mapping[str, str]) -> TurnAsked:
             except (TypeError, ValueError, OverflowError):
                 raise RequestError(f"{key} must be a finite number", key) from None
     for key, (fits, shape) in PASSED_ON.items():
-        if body.get(key) is not None:
+        # No stop words (`[]`, as SillyTavern sends none) ask for nothing, as a null does.
+        if body.get(key) is not None and not (key == "stop" and body[key] == []):
             if not fits(body[key]):
                 raise RequestError(f"{key} must be {shape}", key)
             options[key] = body[key]
@@ -217,9 +222,10 @@ def read_request(body: Any, headers: Mapping[str, str]) -> TurnAsked:
                                    any(m != "text" for m in modalities)):
         raise RequestError('only text is returned through chatmem: modalities may be ["text"]; '
                            "ask the model directly for audio", "modalities")
-    # The newer name wins when both are given; a null one is not given (the SDK sends it so).
+    # The newer name wins when both are given; a null one is not given (the SDK sends it so),
+    # nor is -1, which LM Studio and llama.cpp read as no cap (the configured one holds).
     field = next((f for f in ("max_completion_tokens", "max_tokens")
-                  if body.get(f) is not None), None)
+                  if body.get(f) is not None and not _no_cap(body[f])), None)
     if field is not None:
         cap = body[field]
         if not isinstance(cap, int) or isinstance(cap, bool) or cap < 1:
@@ -227,12 +233,16 @@ def read_request(body: Any, headers: Mapping[str, str]) -> TurnAsked:
         options["max_reply_tokens"] = cap
     return TurnAsked(conversation=conversation, strategy=strategy, model=model,
                      system="\n\n".join(system_parts)
-                     if system_parts else None, prior=prior, text=read[-1].content,
+                     if system_parts else None, prior=prior, text=last.content,
                      stream=bool(body.get("stream")), options=options,
                      fingerprinted=fingerprinted, shared=shared, one_chat=one_chat,
                      named_before=fingerprint_with_system_prompt(read)
-                     if fingerprinted else None, speaker=read[-1].speaker,
+                     if fingerprinted else None, speaker=last.speaker,
                      include_usage=bool(stream_options and stream_options.get("include_usage")))
+
+
+def _no_cap(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and value == -1
 
 
 def _check_options(options: dict[str, Any]) -> None:

@@ -159,3 +159,33 @@ def test_a_window_goes_on_only_a_session_it_is_the_whole_end_of(
                 for s in store.sessions.list_sessions()}
     assert (held[a], held[b], held[c], held[d]) == (8, 6, 6, 8)
     assert len(held) == 8  # four more, each the window that began it
+
+
+@pytest.mark.parametrize(("where", "value"), [
+    ("header", "{{LIBRECHAT_BODY_CONVERSATIONID}}"), ("header", "undefined"),
+    ("metadata", "${CHAT_ID}"), ("metadata", "  "), ("user", "null")])
+def test_an_id_left_unfilled_names_no_conversation(
+        chat_server: ChatServer, db_path: Path, where: str, value: str) -> None:
+    """A front end's template left unfilled (LibreChat's `{{LIBRECHAT_BODY_CONVERSATIONID}}`
+    for a request without the field, a JavaScript `undefined`) is the same text for every
+    chat: it named one session for all of them, and a new chat's model got another chat's
+    messages as its memory. It is no id: each chat is known by its history."""
+    settings = Settings(provider="openai", base_url=chat_server.base_url, model="test-small",
+                        db=str(db_path))
+
+    def ask(said: str) -> str:
+        body: dict[str, object] = {"model": "test-small",
+                                   "messages": [{"role": "user", "content": said}]}
+        headers = {"X-Chatmem-Conversation": value} if where == "header" else {}
+        if where != "header":
+            body[where] = {"conversation_id": value} if where == "metadata" else value
+        answer = httpx.post(f"{running.base_url}/chat/completions", timeout=HANG, json=body,
+                            headers=headers)
+        assert answer.status_code == 200, answer.text
+        return unquote(answer.headers["X-Chatmem-Conversation"])
+
+    with RunningProxy(settings, strategy="buffer") as running:
+        first, second = ask("我的病历号是 A-778"), ask("帮我写一封辞职信")
+    assert first != second
+    sent = [m["content"] for m in chat_server.requests[-1]["messages"]]
+    assert not any("A-778" in said for said in sent), sent

@@ -130,3 +130,17 @@ def test_a_requests_max_tokens_reaches_a_plugin_chat_provider(installed: Install
                           ).json()["choices"][0]["message"]["content"]
                 for n, cap in enumerate(({"max_tokens": 5}, {}, {"max_completion_tokens": 7}))]
     assert said == ["上限 5", "上限 800", "上限 7"]
+
+
+def test_no_stop_words_and_a_cap_of_minus_one_ask_for_nothing(
+        chat_server: ChatServer, db_path: Path) -> None:
+    """SillyTavern sends `"stop": []` when no stop words are set, and clients written for LM
+    Studio or llama.cpp `"max_tokens": -1` for no cap: each was a 400, every request of such
+    a client refused. They ask for nothing: the configured cap holds, no stop is sent."""
+    settings = Settings(provider="openai", base_url=chat_server.base_url, model="test-small",
+                        db=str(db_path), max_reply_tokens=77)
+    with RunningProxy(settings, strategy="window") as proxy:
+        ask(proxy, "tavern", [{"role": "user", "content": "你好"}], stop=[], max_tokens=-1)
+        sent = chat_server.requests[-1]
+    assert "stop" not in sent
+    assert sent["max_tokens"] == 77

@@ -102,3 +102,29 @@ def test_a_new_system_text_in_each_request_keeps_one_engine_open_not_one_a_text(
         session = store.sessions.session("rag")
         assert session.system == "Be brief."  # a request's text is never the session's
         assert [t.status for t in store.turns.turns(session.id)] == ["ok"] * 6
+
+
+def test_a_system_message_after_the_question_is_an_instruction_not_a_refusal(
+        chat_server: ChatServer, db_path: Path) -> None:
+    """SillyTavern sends its post-history instructions as a system message after the user's
+    message, as OpenAI takes one: every such request was a 400 ("the last message must be
+    the user's"), though a system message anywhere else is the request's instruction."""
+    settings = Settings(provider="openai", base_url=chat_server.base_url, model="test-small",
+                        db=str(db_path))
+    asked = [{"role": "system", "content": "你是小明。"},
+             {"role": "user", "content": "今天天气怎么样？", "name": "ana"},
+             {"role": "system", "content": "[Stay in character; one line.]"}]
+    with RunningProxy(settings, strategy="window") as running:
+        answer = httpx.post(f"{running.base_url}/chat/completions", timeout=HANG,
+                            headers={"X-Chatmem-Conversation": "tavern"},
+                            json={"model": "test-small", "messages": asked})
+    assert answer.status_code == 200, answer.text
+    upstream = chat_server.requests[-1]["messages"]
+    assert upstream[0] == {"role": "system",
+                           "content": "你是小明。\n\n[Stay in character; one line.]"}
+    assert upstream[-1] == {"role": "user", "content": "ana: 今天天气怎么样？"}
+    with Store(db_path) as store:
+        said = [(m.role, m.content) for m in
+                store.history.messages(store.sessions.session("tavern").id)]
+    assert said == [("user", "ana: 今天天气怎么样？"),
+                    ("assistant", answer.json()["choices"][0]["message"]["content"])]

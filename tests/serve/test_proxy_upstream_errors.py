@@ -157,3 +157,26 @@ def test_an_upstream_used_up_quota_is_a_429_insufficient_quota_as_openai_answers
     assert "no quota left" in error["message"]
     assert chat_server.base_url not in refused.text
     assert len(chat_server.requests) == 1
+
+
+@pytest.mark.parametrize("plan", [["cut"], ["504"], ["500", "500", "500"]],
+                         ids=["cut-mid-reply", "gateway-timeout", "failed-after-retries"])
+def test_a_model_failure_is_not_asked_again_by_the_clients_sdk(
+        chat_server: ChatServer, db_path: Path, plan: list[str]) -> None:
+    """The openai SDK retries every 5xx twice of itself: a reply cut after the model began
+    (billed) was asked for three times, a gateway's 504 (the model may be working on it
+    still) three times, and a 500 chatmem had already asked again twice nine times, each a
+    failed turn. chatmem's own client already asked again what it safely could."""
+    settings = Settings(provider="openai", base_url=chat_server.base_url, model="test-small",
+                        db=str(db_path), max_retries=2)
+    chat_server.plan = list(plan)
+    with RunningProxy(settings, strategy="window") as running:
+        client = OpenAI(base_url=running.base_url, api_key="the client's own", timeout=HANG)
+        with pytest.raises(InternalServerError) as failed:
+            client.chat.completions.create(
+                model="test-small", messages=[{"role": "user", "content": "写一首长诗"}],
+                extra_headers={"X-Chatmem-Conversation": quote("长诗")})
+    assert failed.value.status_code == 502
+    assert failed.value.response.headers["x-should-retry"] == "false"
+    assert len(chat_server.requests) == len(plan)  # chatmem's own tries only
+    assert statuses(db_path, "长诗") == ["failed"]
