@@ -126,7 +126,7 @@ def start_conversation(
     if chat is None:
         # The engine keeps `settings`: a session opened from it next (/switch) resumes its
         # own model, not this one's.
-        runs_on = settings if found is None else resumed_model(settings, found)
+        runs_on = settings if found is None else resumed_model(settings, found, store)
         opened = workspace.opened_provider(settings)
         if opened is not None and found is not None \
                 and (opened.name, opened.model) == (found.provider, found.model):
@@ -164,16 +164,22 @@ a template, /model, a request's model): else a session resumed runs on its own, 
 its strategy and system prompt (the config file's model is for new sessions)."""
 
 
-def resumed_model(settings: Settings, session: SessionRecord) -> Settings:
+def resumed_model(settings: Settings, session: SessionRecord, store: Store) -> Settings:
     """`settings` for resuming `session`: the model its latest turn ran on, when none was
     chosen for this run and the provider is the session's. A local model is recorded by its
-    file's name, not its path: that provider runs the configured file."""
+    file's name, not its path: that provider runs the configured file.
+
+    Only a model a turn stored here ran on: an imported session's is what its transcript's
+    header says, and a file anyone wrote chose the model (`"model": "o1-pro"`) that the
+    user's next turns were silently sent to, on the user's key, in place of the configured
+    one; a turnless session opened now is as new, on the config's model, and said so."""
     from chatmem.config.settings import Source
     from chatmem.providers import resolve_provider_name
 
     if (settings.source_of("model").kind in CHOSEN or not session.model
             or session.provider in (None, "auto", "local")
-            or session.provider != resolve_provider_name(settings)):
+            or session.provider != resolve_provider_name(settings)
+            or not store.turns.ran_on(session.id, session.provider, session.model)):
         return settings
     # Not for_model: the name stored is the model's own, never an alias to resolve.
     return dataclasses.replace(settings, model=session.model, sources={

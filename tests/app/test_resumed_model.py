@@ -132,3 +132,25 @@ def test_a_resumed_model_no_longer_offered_says_where_it_came_from(setup, chat_s
     named = invoke("ask", "s", "-m", "m3", "还在吗", *where, env=env, code=1)
     assert named.stderr.rstrip("\n").endswith(
         "answered 404 for model 'm3': check the model name and base_url")
+
+
+def test_an_imported_session_runs_on_the_configs_model_not_the_one_its_file_names(
+        setup, chat_server, tmp_path: Path) -> None:
+    # A transcript anyone wrote names the model in its header ("what it was recorded with"):
+    # resumed on it, the user's next turns went to o1-pro on their own key, unsaid.
+    where, env = setup
+    crafted = tmp_path / "shared.jsonl"
+    crafted.write_text(
+        '{"chatmem": 1, "provider": "openai", "model": "o1-pro"}\n'
+        '{"role": "user", "content": "我叫安娜"}\n{"role": "assistant", "content": "你好"}\n',
+        encoding="utf-8")
+    invoke("sessions", "import", str(crafted), "shared", *where, env=env, code=0)
+    said = invoke("ask", "shared", "继续", *where, env=env, code=0).stderr.splitlines()
+    chat(where, env, "shared", lines=["again"])
+    assert sent_models(chat_server) == ["m1", "m1"]
+    assert "session shared ran on openai:o1-pro; its next turns run on openai:m1 (the config" \
+           " file)" in said
+    # Once a turn here ran on one, it is the session's own, as for every other session.
+    chat(where, env, "shared", lines=["/model m2", "hi"])
+    chat(where, env, "shared", lines=["hi again"])
+    assert sent_models(chat_server) == ["m2", "m2"]

@@ -7,12 +7,19 @@ import json
 from pathlib import Path
 
 import pytest
+from growth import assert_linear
 from hypothesis import given
 from hypothesis import strategies as st
 
 from chatmem.errors import ProviderResponseError
 from chatmem.memory.extraction import STATE_KEY, parse_extraction
-from chatmem.memory.facts import find_facts, render_block, scrub_fact, split_key_value
+from chatmem.memory.facts import (
+    find_facts,
+    missing_half,
+    render_block,
+    scrub_fact,
+    split_key_value,
+)
 from chatmem.notices import FactsFailed
 from chatmem.providers.scripted import ScriptedProvider
 from chatmem.store import Store
@@ -179,6 +186,20 @@ def test_find_facts_by_a_key_in_any_form_or_case(store: Store) -> None:
 ])
 def test_split_key_value(text, pair) -> None:
     assert split_key_value(text) == pair
+
+
+@pytest.mark.parametrize("text", [" : Ana", "\u3000：安娜", "\t= 5000"])
+def test_a_key_of_spaces_alone_is_a_missing_key_not_an_empty_one(text: str) -> None:
+    # Stored before as a fact whose key was "" (no way to name it to forget it).
+    assert split_key_value(text) is None and missing_half(text) == "key"
+
+
+def test_a_pair_is_read_in_time_that_grows_with_the_length_not_its_cube() -> None:
+    """2,000 spaces and a letter took missing_half 50 s (split_key_value 5 s), the GIL held:
+    an MCP `remember` of 10 KB stalled the server for hours."""
+    for text in (lambda n: " " * n + "x", lambda n: "\t" * n + ":", lambda n: "a" + " " * n):
+        assert_linear(missing_half, text, 200, text(3))
+        assert_linear(split_key_value, text, 200, text(3))
 
 
 def test_purging_redacts_the_fact_from_stored_turn_contexts(make_engine, db_path: Path) -> None:

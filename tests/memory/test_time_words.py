@@ -568,12 +568,12 @@ def test_recall_of_the_friday_before_last_brings_that_fridays_message_first(
 
 
 def test_time_words_are_read_in_time_that_grows_with_the_length_not_its_square() -> None:
-    """A question of 30,000 digits (or 上上上…) made the Chinese pattern try every start of
-    the run: a minute per turn, and a server stalled meanwhile. 4× the text is compared
+    """A question of 30,000 digits (or 上上上…, 下下下…) made the Chinese pattern try every
+    start of the run: a minute per turn, and a server stalled meanwhile. 4× the text is compared
     (linear 4, quadratic 16), so a busy machine slows both sides alike."""
     def read(text: str) -> None:
         may_name_time(text)
         spans(text, NOW)
 
-    for unit in ("11", "三三", "上上", "大大", "1-"):
+    for unit in ("11", "三三", "上上", "下下", "大大", "1-"):
         assert_linear(read, lambda n, unit=unit: unit * n, 2_000, unit)
