@@ -172,14 +172,15 @@ def resumed_model(settings: Settings, session: SessionRecord, store: Store) -> S
     Only a model a turn stored here ran on: an imported session's is what its transcript's
     header says, and a file anyone wrote chose the model (`"model": "o1-pro"`) that the
     user's next turns were silently sent to, on the user's key, in place of the configured
-    one; a turnless session opened now is as new, on the config's model, and said so."""
+    one; a model no turn here ran on is as new, the config's, and said so. A fork copies no
+    turn, and goes on on its parent's model, which ran here."""
     from chatmem.config.settings import Source
     from chatmem.providers import resolve_provider_name
 
     if (settings.source_of("model").kind in CHOSEN or not session.model
             or session.provider in (None, "auto", "local")
             or session.provider != resolve_provider_name(settings)
-            or not store.turns.ran_on(session.id, session.provider, session.model)):
+            or not store.turns.ran_on(session.provider, session.model)):
         return settings
     # Not for_model: the name stored is the model's own, never an alias to resolve.
     return dataclasses.replace(settings, model=session.model, sources={

@@ -186,12 +186,13 @@ class TurnTables:
                 turn=turn.number, why=why)
         return turn
 
-    def ran_on(self, session_id: int, provider: str, model: str) -> bool:
-        """Whether a turn of the session stored here ran on `provider`'s `model`: an imported
-        session's is only what its transcript's header says."""
+    def ran_on(self, provider: str, model: str) -> bool:
+        """Whether a turn stored in this history ran on `provider`'s `model`: an imported
+        session's is only what its transcript's header says, while a fork (which copies no
+        turn) names one its parent's turns ran on here."""
         return bool(fetch_rows(self._db,
-            "SELECT 1 FROM turns WHERE session_id = ? AND provider = ? AND model = ? LIMIT 1",
-            [session_id, provider, model]))
+            "SELECT 1 FROM turns WHERE provider = ? AND model = ? LIMIT 1",
+            [provider, model]))
 
     def last_completed_id(self, session_id: int) -> int | None:
         """The id of the session's last completed turn, when it is still in memory (failed

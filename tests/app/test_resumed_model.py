@@ -154,3 +154,14 @@ def test_an_imported_session_runs_on_the_configs_model_not_the_one_its_file_name
     chat(where, env, "shared", lines=["/model m2", "hi"])
     chat(where, env, "shared", lines=["hi again"])
     assert sent_models(chat_server) == ["m2", "m2"]
+
+
+def test_a_fork_goes_on_on_its_parents_model(setup, chat_server) -> None:
+    # A fork copies no turn: its model is its parent's, which a turn here ran on.
+    where, env = setup
+    chat(where, env, "旅行", lines=["你好", "/model m2", "我们五月去杭州"])
+    sent_models(chat_server)
+    invoke("sessions", "fork", "旅行", "旅行2", *where, env=env, code=0)
+    said = chat(where, env, "旅行2", lines=["住哪里?"])
+    assert sent_models(chat_server) == ["m2"]
+    assert not [line for line in said if "ran on" in line]
