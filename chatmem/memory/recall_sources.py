@@ -49,6 +49,9 @@ PROBES = 16
 """Messages read per step of the search for a time (see first_at_or_after)."""
 SEARCH_LIMIT = 400
 """BM25 matches read per build (best first): enough to rank, bounded at any history length."""
+KNOWN_AT_MOST = 20_000
+"""Messages whose said key and speaker label a session keeps (packing.Known): a few MB, some
+hundred builds' pools."""
 
 
 @dataclass
@@ -228,8 +231,12 @@ class StoredRecall:
         by_position = {row[0]: row for row in rows}
         self.read.update(by_position)
         ordered = [by_position[p] for p in positions if p in by_position]
-        # What is worked out of their texts is kept with the session's other caches.
+        # What is worked out of their texts is kept with the session's other caches, up to
+        # KNOWN_AT_MOST messages (a long history's pools would otherwise keep them all).
         known: Known = self.state.caches.setdefault("known", Known())
+        if max(len(known.said), len(known.written)) > KNOWN_AT_MOST:
+            known.said.clear()
+            known.written.clear()
         return Candidates(ordered, self.state.message_counts(self.counter).tokens_of(ordered),
                           known)
 

@@ -63,3 +63,21 @@ def test_a_kept_key_is_of_the_text_it_was_worked_out_of() -> None:
     assert ranked("Call me at [redacted].").said == packing.said_key("user",
                                                                      "Call me at [redacted].")
     assert ranked("call me AT 555-0100. ").said == packing.said_key("user", "Call me at 555-0100.")
+
+
+def test_what_is_kept_is_bounded(make_engine: Callable[..., Engine],
+                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    from chatmem.memory import recall_sources
+
+    engine = chatted(make_engine)
+    question = "What did alice say about the hiking maps?"
+    first = engine.build_context(question)
+    known = engine.state.caches["known"]
+    assert len(known.said) > 10
+    stale = (10**9, 0)
+    known.said[stale], known.written[stale] = 1, "alice"
+    monkeypatch.setattr(recall_sources, "KNOWN_AT_MOST", 10)
+    # Past the bound, a build lets go of what was kept before it, and works it out again.
+    assert engine.build_context(question).messages() == first.messages()
+    assert stale not in known.said and stale not in known.written
+    assert known.said and known.written
