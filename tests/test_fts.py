@@ -398,3 +398,16 @@ def test_other_spellings_of_japanese_arabic_and_turkish_words_are_found_on_both_
 def test_a_space_beside_a_cjk_character_is_none_when_compared(
         text: str, expected: str, said: bool) -> None:
     assert fts.mentions(fts.compared(text), fts.compared(expected)) is said
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.text(st.characters(max_codepoint=0x7F), max_size=60)
+       | st.text(st.sampled_from([*"aZ9_ -.,'\n\t", "é", "Ü", "ﬁ", "Ａ", "ｂ", "\u200b", "ı"]),
+                 max_size=30),
+       st.booleans(), st.booleans())
+def test_text_that_folds_to_ascii_has_the_terms_the_general_tokenizer_finds(
+        text: str, run_ends: bool, prefixes: bool) -> None:
+    # ASCII holds no run: its terms are its words, lowercased, read without _TOKEN's classes.
+    folded = fts.folded(text)
+    assert fts._terms(text, run_ends=run_ends, prefixes=prefixes) == fts._tokens(
+        folded, run_ends=run_ends, prefixes=prefixes)

@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING
 
 from chatmem.memory.context import Message
 from chatmem.memory.message_counts import sent_text
-from chatmem.memory.packing import POOL, Ranked
+from chatmem.memory.packing import POOL, Known, Ranked
 from chatmem.memory.ranking import (
     Sittings,
     WordScores,
@@ -49,6 +49,9 @@ PROBES = 16
 """Messages read per step of the search for a time (see first_at_or_after)."""
 SEARCH_LIMIT = 400
 """BM25 matches read per build (best first): enough to rank, bounded at any history length."""
+KNOWN_AT_MOST = 20_000
+"""Messages whose said key and speaker label a session keeps (packing.Known): a few MB, some
+hundred builds' pools."""
 
 
 @dataclass
@@ -66,8 +69,9 @@ class Candidates:
     their tokens as sent: what packing needs, read at once and held as the rows came,
     for hundreds of candidates of which a few dozen are sent."""
 
-    def __init__(self, rows: Sequence[CandidateRow], tokens: Sequence[int]) -> None:
-        self.rows, self.tokens = rows, tokens
+    def __init__(self, rows: Sequence[CandidateRow], tokens: Sequence[int],
+                 known: Known | None = None) -> None:
+        self.rows, self.tokens, self.known = rows, tokens, known
         self.positions = [row[0] for row in rows]
 
     def message(self, i: int) -> Message:
@@ -88,8 +92,9 @@ class Candidates:
             if present is not None:
                 meanings = [m if held else None
                             for m, held in zip(meanings, present[at].tolist(), strict=True)]
+        known = self.known
         return [Ranked(message_id, position, turn or 0, role, bm25.get(position, 0.0), score,
-                       meaning, relevance, tokens, content)
+                       meaning, relevance, tokens, content, known=known)
                 for (position, message_id, turn, role, content, _, _), score, meaning, relevance,
                 tokens in zip(self.rows, scores, meanings, fused_at, self.tokens, strict=True)]
 
@@ -226,7 +231,14 @@ class StoredRecall:
         by_position = {row[0]: row for row in rows}
         self.read.update(by_position)
         ordered = [by_position[p] for p in positions if p in by_position]
-        return Candidates(ordered, self.state.message_counts(self.counter).tokens_of(ordered))
+        # What is worked out of their texts is kept with the session's other caches, up to
+        # KNOWN_AT_MOST messages (a long history's pools would otherwise keep them all).
+        known: Known = self.state.caches.setdefault("known", Known())
+        if max(len(known.said), len(known.written)) > KNOWN_AT_MOST:
+            known.said.clear()
+            known.written.clear()
+        return Candidates(ordered, self.state.message_counts(self.counter).tokens_of(ordered),
+                          known)
 
     def vectors(self, count: int, width: int = 0) -> Vectors:
         """The stored vectors of `width` dimensions (default: the embedder's) of the first

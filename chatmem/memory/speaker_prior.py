@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
+from functools import lru_cache
 
 from chatmem import fts
 from chatmem.memory.packing import Ranked
@@ -57,8 +58,21 @@ def _written(text: str | None) -> str | None:
     return None if found is None else found.group(1)
 
 
+def _written_of(r: Ranked) -> str | None:
+    """`_written` of a candidate's text, kept in its `known` (a build reads 150-300)."""
+    if r.known is None or r.text is None:
+        return _written(r.text)
+    labels, at = r.known.written, (r.key, hash(r.text))
+    if at not in labels:
+        labels[at] = _written(r.text)
+    return labels[at]
+
+
+@lru_cache(maxsize=4096)
 def _as_label(written: str) -> str | None:
-    """A label as written before its colon, compared; None if it cannot be a name."""
+    """A label as written before its colon, compared; None if it cannot be a name. Kept
+    per label (64 characters at most): a build asks it of every label its pool's messages
+    open with, the same few dozen again at each turn (3 µs each, folded and compared)."""
     label = written.strip()
     # One letter is no name but a form's: "Q: … A: …", "问：… 答：…", "我：…"; as a label,
     # "a" (or 我) in a question named it, and every answer of a pasted Q&A gained.
@@ -92,9 +106,11 @@ def _named(asked: str, words: set[str], label: str) -> bool:
     apart: trying each place it occurs in Python took a long input (a serve request's body
     is up to 16 MiB) times the labels (4.5 s of a build for 118 labels of a's under a
     question of 100,000 a's)."""
+    if label not in asked:  # most labels of a pool: no call for them
+        return False
     first, last = _spaced(label[0]), _spaced(label[-1])
-    if label not in asked or not (first or last):
-        return label in asked
+    if not (first or last):
+        return True
     ends = _WORDS.findall(label)
     if (first and ends[0] not in words) or (last and ends[-1] not in words):
         return False
@@ -114,7 +130,7 @@ def prefer_named(ranked: Sequence[Ranked], query: str, amount: float,
     if not amount:
         return list(ranked)
     # Per label as written: a conversation has a few speakers, and a build 150-300 candidates.
-    written = [_written(r.text) for r in ranked]
+    written = [_written_of(r) for r in ranked]
     spoken = {w: label for w in set(written) if w is not None
               if (label := _as_label(w)) is not None}
     if not spoken:

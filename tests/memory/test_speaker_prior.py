@@ -7,6 +7,7 @@ import sys
 import pytest
 from fact_conversations import context_with, run_conversation
 
+from chatmem.memory import speaker_prior
 from chatmem.memory.packing import Ranked
 from chatmem.memory.speaker_prior import names, prefer_named, speaker_of
 
@@ -114,7 +115,9 @@ def test_a_question_naming_a_speaker_recalls_what_they_said_over_others_reaction
 
 
 def _calls(query: str, pool: list[Ranked]) -> int:
-    """Python and C calls prefer_named makes for `query` over `pool`: counted, not timed."""
+    """Python and C calls prefer_named makes for `query` over `pool`: counted, not timed,
+    each count with the labels worked out anew (they are kept per process)."""
+    speaker_prior._as_label.cache_clear()
     count = 0
 
     def counted(frame: object, event: str, arg: object) -> None:
