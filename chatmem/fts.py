@@ -91,7 +91,7 @@ def _unaccented() -> tuple[re.Pattern[str], dict[str, str]]:
     for first, last in _ACCENTED_RANGES:
         for code in range(first, last + 1):
             letter = chr(code)
-            if not unicodedata.category(letter).startswith("L"):
+            if not letter.isalpha():  # a Unicode letter (L*), as category() would say
                 continue
             bare = _marks().sub("", unicodedata.normalize("NFD", letter))
             if bare and bare != letter:
