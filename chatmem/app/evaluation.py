@@ -228,6 +228,20 @@ def embed_ahead(workspace: Workspace, specs: Sequence[StrategySpec],
     return None if embedder.cache is not None else handed
 
 
+def not_kept(workspace: Workspace, specs: Sequence[StrategySpec],
+             texts: Sequence[tuple[str, bool]]) -> list[tuple[str, bool]]:
+    """Those of `texts` (each with whether it is a query) that `embed_ahead` would embed:
+    all of them without a cache file, else those it does not hold yet."""
+    strategies = workspace.registries.strategies
+    chosen = [strategies.create(s) for s in as_configured(specs, workspace.settings, strategies)]
+    embedder = workspace.recall_embedder(chosen)
+    if embedder is None or embedder.cache is None:
+        return list(texts)
+    missing = {(text, query) for query in (False, True) for text in embedder.not_kept(
+        [text for text, is_query in texts if is_query is query], query)}
+    return [text for text in texts if text in missing]
+
+
 def as_configured(specs: Sequence[StrategySpec], settings: Settings,
                   strategies: StrategyRegistry) -> list[StrategySpec]:
     """Each spec as the user gave it, what the config's [strategies.NAME] gives filling what

@@ -4,8 +4,10 @@ Jobs are per transcript and embedding is nearly all of a cold eval's time, so th
 transcript ran alone on one core: the two LoCoMo dev conversations took ~66 s of wall time
 for ~80 CPU-s on 2 cores (conv-26's ~44 CPU-s outlasting conv-30's ~35). So first each
 transcript is run dry (app.evaluation.texts_to_embed, well under a second each), then the
-distinct texts of them all are embedded in small chunks, each taken by whichever process is
-free, into the user's vector cache (app.evaluation.embed_ahead); the transcripts then run as
+distinct texts of them all that the cache does not hold yet (none on a second run: it opened a
+workspace per chunk to find each there, and said it was embedding them all) are embedded in
+small chunks, each taken by whichever process is free, into the user's vector cache
+(app.evaluation.embed_ahead); the transcripts then run as
 before, finding every vector there. Without a cache (an encrypted history keeps nothing
 outside it) the vectors come back here and go to each transcript's job in memory.
 A text a dry run did not name (it failed, or would have called a model) is embedded by its
@@ -35,9 +37,9 @@ each (~0.1 s) costs little."""
 
 
 def collect(job: CorpusJob) -> tuple[str, list[Text]]:
-    """A worker's task: the texts `job`'s transcript will embed (none when it cannot say:
-    the transcript's own run then says what is wrong)."""
-    from chatmem.app.evaluation import texts_to_embed
+    """A worker's task: the texts `job`'s transcript will embed that the vector cache does
+    not hold yet (none when it cannot say: the transcript's own run then says what is wrong)."""
+    from chatmem.app.evaluation import not_kept, texts_to_embed
     from chatmem.cli.opening import open_workspace, settings_from
     from chatmem.errors import ChatmemError
     from chatmem.transcripts.reader import read_transcript
@@ -47,12 +49,13 @@ def collect(job: CorpusJob) -> tuple[str, list[Text]]:
         transcript = read_transcript(Path(job.path))
         if not transcript.probes or not transcript.user_turns():
             return job.path, []
+        specs = specs_of(job.strategies, job.params)
         with open_workspace(settings, create=False) as ws:
-            return job.path, texts_to_embed(
-                ws, transcript, specs_of(job.strategies, job.params),
+            return job.path, not_kept(ws, specs, texts_to_embed(
+                ws, transcript, specs,
                 explicit=job.provider is not None or job.model is not None,
                 answer=job.answer, with_user_facts=job.with_user_facts,
-                probes_only=job.probes_only)
+                probes_only=job.probes_only))
     except ChatmemError:
         return job.path, []
 

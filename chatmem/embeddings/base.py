@@ -129,9 +129,7 @@ class Remembering:
     def embed(self, texts: Sequence[str], *, query: bool = False) -> np.ndarray:
         import numpy as np
 
-        missing = list(dict.fromkeys(t for t in texts if (t, query) not in self._seen))
-        if missing and self.cache is not None:
-            missing = self._from_cache(missing, query)
+        missing = self.not_kept(texts, query)
         if missing:
             rows = self.inner.embed(missing, query=query)
             if self.cache is not None:
@@ -146,6 +144,14 @@ class Remembering:
         if not texts:
             return np.zeros((0, self.dimensions), dtype=np.float32)
         return np.stack([self._seen[(t, query)] for t in texts])
+
+    def not_kept(self, texts: Sequence[str], query: bool) -> list[str]:
+        """The distinct `texts` neither embedded here nor in the cache file (those it holds
+        are taken from it now): what `embed` would embed."""
+        missing = list(dict.fromkeys(t for t in texts if (t, query) not in self._seen))
+        if missing and self.cache is not None:
+            missing = self._from_cache(missing, query)
+        return missing
 
     def know(self, vectors: Mapping[tuple[str, bool], np.ndarray]) -> None:
         """Take `vectors` (by text and whether a query) as embedded here: embedded ahead,

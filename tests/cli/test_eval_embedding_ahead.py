@@ -87,3 +87,22 @@ def test_an_endpoint_embedder_finds_its_vectors_in_the_cache_from_its_first_look
     assert embedded(endpoint) > 0
     assert evaluate(source, 1) == first
     assert embedded(endpoint) == 0
+
+
+def test_a_second_eval_with_two_jobs_embeds_ahead_only_what_the_cache_lacks(
+        endpoint: Any, tmp_path: Path) -> None:
+    """A warm `eval DIR --jobs 2` still sent every distinct text to its processes in chunks
+    of 48 (a workspace opened for each, to find them all in the cache) and said "embedding
+    N distinct texts" for texts it did not embed: now only those the cache lacks."""
+    source = folder(tmp_path, "two", 2)
+    first = invoke("eval", source, "-s", "retrieval", "--jobs", "2", "--provider", "scripted",
+                   "--json")
+    assert first.exit_code == 0, first.stderr
+    assert embedded(endpoint) > 0
+    assert "distinct texts" in first.stderr  # the cold run embeds ahead, and says so
+    again = invoke("eval", source, "-s", "retrieval", "--jobs", "2", "--provider", "scripted",
+                   "--json")
+    assert again.exit_code == 0, again.stderr
+    assert embedded(endpoint) == 0
+    assert "distinct texts" not in again.stderr
+    assert evaluate(source, 2) == evaluate(source, 1)
