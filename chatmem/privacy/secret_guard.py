@@ -26,6 +26,7 @@ chatmem.memory.sensitive_turns), so no copy of a secret is ever stored.
 
 from __future__ import annotations
 
+import copy
 import re
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
@@ -162,6 +163,10 @@ class SecretGuard:
                     and value not in self.known):
                 self.known[value] = finding.kind
                 self._followed_values.add(value, finding.kind)
+
+    def copy(self) -> SecretGuard:
+        """A guard that knows what this one knows, and learns apart from it."""
+        return copy.deepcopy(self)
 
     def holds(self, text: str) -> bool:
         """Whether `text` says anything sensitive on its own or anything the guard follows."""
