@@ -409,6 +409,17 @@ class TurnNotRecorded(NotFound):
                          " no context was recorded for it")
 
 
+class NoSuchTurn(NotFound):
+    """The session's history has no turn `number` (`inspect --turn`, `sessions show
+    --turns`): it has `count`."""
+
+    def __init__(self, session: str, number: int, count: int) -> None:
+        self.session = session
+        self.number = number
+        self.count = count
+        super().__init__(f"session {session!r} has no turn {number}: it has {count}")
+
+
 class NoSuchRequest(NotFound):
     """The session has no request `number` (`inspect --request`, logs' numbering): it has
     `count`, the last numbered `last`; render/errors.py words it with them."""
