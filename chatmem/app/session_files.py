@@ -302,6 +302,12 @@ def _from_a_plugin(workspace: Workspace, strategy: str) -> bool:
                and not origin.builtin for part in strategy.split("+"))
 
 
+def _built_in_parts(workspace: Workspace, strategy: str) -> set[str]:
+    registries = workspace.registries
+    return {part for part in strategy.split("+")
+            if (origin := registries.origin("strategy", part)) is not None and origin.builtin}
+
+
 def _transcript_strategy(workspace: Workspace, transcript: Transcript
                          ) -> tuple[Strategy, SavedParamsDropped | None]:
     """The strategy the transcript's header names, on its parameters (else the configured
@@ -319,8 +325,10 @@ def _transcript_strategy(workspace: Workspace, transcript: Transcript
                               " (\"strategy\": \"window\") or leave params out")
     try:
         if transcript.strategy and _from_a_plugin(workspace, transcript.strategy):
+            # A built-in part's parameter is refused as a lone built-in's is.
             return saved_strategy(transcript.strategy, transcript.params, strategies,
-                                  transcript.title or str(transcript.source))
+                                  transcript.title or str(transcript.source),
+                                  fixed=_built_in_parts(workspace, transcript.strategy))
         return strategies.strategy(
             transcript.strategy or settings.strategy,
             transcript.params if transcript.strategy else settings.params_for(settings.strategy)
