@@ -38,7 +38,7 @@ def export(
     ] = None,
     all_: Annotated[bool, typer.Option("--all", help="Every session with its summaries, and "
                                                      "every fact, in one .zip archive "
-                                                     "(-o FILE).")] = False,
+                                                     "(FILE.zip or -o FILE.zip).")] = False,
     output: Annotated[
         str | None, typer.Option("--output", "-o", show_default=False, metavar="FILE",
                                  callback=file_name,
@@ -75,6 +75,8 @@ def export(
         write_transcript,
     )
 
+    if all_ and file is None and output is None and (name or "").lower().endswith(".zip"):
+        name, file = None, name  # `export --all out.zip`: the one word is the archive
     if file is not None:
         if output is not None and output != file:
             raise UsageError(f"two files given: {file!r} and -o {output!r}; give one")
