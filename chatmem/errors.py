@@ -52,12 +52,17 @@ class ExitCode(IntEnum):
     a damaged file, or a piped script with a failed turn."""
     USAGE = 2
     """An invalid request (option, value, name, config, transcript) or a history file that
-    cannot be used (not chatmem's, newer, read-only, busy, full): nothing was changed."""
+    cannot be used (not chatmem's, newer, read-only, busy, full): nothing was changed; a
+    piped script in which a slash command was refused (its other lines still ran)."""
     KEY = 3
     """The history file is encrypted and the key is missing or wrong, or key_command could
     not give it (not found, failed, timed out); nothing was changed."""
     BELOW_THRESHOLD = 1
     """`eval --min-recall`: a strategy scored below the threshold."""
+    HUNG_UP = 129
+    """SIGHUP (a closed terminal, a dropped ssh session) stopped `replay --save-as` or
+    `sessions import`, which undid what they wrote as on Ctrl-C (128 + 1); `serve` ends on
+    it once the replies under way are stored, and exits as hung up."""
     INTERRUPTED = 130
     """Ctrl-C: a cancelled reply (`ask`, or a piped script, which then stops); `chatmem mcp`
     abandoning a call whose client has gone."""
@@ -65,6 +70,9 @@ class ExitCode(IntEnum):
     """Whatever read stdout left before the output was written (`| head`): quietly, as a
     command killed by SIGPIPE (128 + 13) such as git or cat, table and JSON alike; a chat
     reply so cut says in one line that its turn is stored (ReplyNotShown)."""
+    TERMINATED = 143
+    """SIGTERM (`kill`) stopped `replay --save-as` or `sessions import`, which undid what
+    they wrote as on Ctrl-C (128 + 15)."""
 
 
 class Listed(Enum):
@@ -407,6 +415,17 @@ class TurnNotRecorded(NotFound):
         self.turn = turn
         super().__init__(f"turn {turn} of session {session!r} was imported or forked:"
                          " no context was recorded for it")
+
+
+class NoSuchTurn(NotFound):
+    """The session's history has no turn `number` (`inspect --turn`, `sessions show
+    --turns`): it has `count`."""
+
+    def __init__(self, session: str, number: int, count: int) -> None:
+        self.session = session
+        self.number = number
+        self.count = count
+        super().__init__(f"session {session!r} has no turn {number}: it has {count}")
 
 
 class NoSuchRequest(NotFound):

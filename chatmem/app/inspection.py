@@ -291,7 +291,7 @@ def _turn_or_history(store: Store, session: SessionRecord,
     or, for an imported or forked turn (its input is in the history, its context never
     was), the history's; NotFound if the history lacks it too. One numbering: the
     history's, as `sessions show`, fork --at-turn and search number turns."""
-    from chatmem.errors import NotFound
+    from chatmem.errors import NoSuchTurn, NotFound
 
     try:
         if number is None:
@@ -300,8 +300,11 @@ def _turn_or_history(store: Store, session: SessionRecord,
     except NotFound:
         held = store.history.turn_count(session.id)
         at = held if number is None else number
+        if at > held:
+            # Past the last turn: how many there are, not only that this one is missing.
+            raise NoSuchTurn(session.name, at, held) from None
         said = ([m for m in store.history.messages(session.id, at, at)
-                 if m.role == "user"] if 0 < at <= held else [])
+                 if m.role == "user"] if at > 0 else [])
         if not said:
             raise
         return _HistoryTurn(at, said[0].content, said[0].created_at, said[0].id)

@@ -32,6 +32,35 @@ def session_transcript(workspace: Workspace, session: SessionRecord | str) -> Tr
     return stored_transcript(store, record)
 
 
+@dataclass(frozen=True)
+class FileLeftOut:
+    """A file a turn of the session attached (`/attach`, `-a`): its text or image went to
+    the model in that turn's context, which a transcript does not hold (README)."""
+
+    turn: int
+    name: str
+
+
+def files_left_out(workspace: Workspace, session: SessionRecord | str) -> list[FileLeftOut]:
+    """The files the turns of `session`'s history attached, in turn order: an export of
+    its transcript leaves them out, and says so."""
+    from chatmem.memory.quoting import attached_from_block
+    from chatmem.store.records import TurnStatus
+
+    store = workspace.store
+    record = store.sessions.session(session) if isinstance(session, str) else session
+    left: list[FileLeftOut] = []
+    for turn in store.turns.turns(record.id, TurnStatus.OK, expanded=False):
+        if turn.superseded_by is not None or turn.history_turn is None:
+            continue
+        for part in turn.context.get("parts", ()):
+            if part.get("kind") == "files":
+                left += [FileLeftOut(turn.history_turn, quoted[0] if quoted else "a file")
+                         for m in part["messages"]
+                         for quoted in [attached_from_block(m["content"])]]
+    return left
+
+
 def export_everything(workspace: Workspace, path: Path, *, force: bool = False) -> ArchiveReport:
     """Every session with its summaries, and every fact, in one zip archive at `path`."""
     from chatmem import __version__
@@ -302,6 +331,12 @@ def _from_a_plugin(workspace: Workspace, strategy: str) -> bool:
                and not origin.builtin for part in strategy.split("+"))
 
 
+def _built_in_parts(workspace: Workspace, strategy: str) -> set[str]:
+    registries = workspace.registries
+    return {part for part in strategy.split("+")
+            if (origin := registries.origin("strategy", part)) is not None and origin.builtin}
+
+
 def _transcript_strategy(workspace: Workspace, transcript: Transcript
                          ) -> tuple[Strategy, SavedParamsDropped | None]:
     """The strategy the transcript's header names, on its parameters (else the configured
@@ -319,8 +354,10 @@ def _transcript_strategy(workspace: Workspace, transcript: Transcript
                               " (\"strategy\": \"window\") or leave params out")
     try:
         if transcript.strategy and _from_a_plugin(workspace, transcript.strategy):
+            # A built-in part's parameter is refused as a lone built-in's is.
             return saved_strategy(transcript.strategy, transcript.params, strategies,
-                                  transcript.title or str(transcript.source))
+                                  transcript.title or str(transcript.source),
+                                  fixed=_built_in_parts(workspace, transcript.strategy))
         return strategies.strategy(
             transcript.strategy or settings.strategy,
             transcript.params if transcript.strategy else settings.params_for(settings.strategy)

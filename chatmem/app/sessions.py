@@ -8,7 +8,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from chatmem.errors import NotFound, UsageError
+from chatmem.errors import NoSuchTurn, NotFound, UsageError
 from chatmem.store.session_names import check_session_name as check_session_name
 from chatmem.store.session_names import normal_name as normal_name
 from chatmem.store.session_names import session_name_from as session_name_from
@@ -190,7 +190,7 @@ def show_session(workspace: Workspace, name: str, turns: TurnRange | None = None
         if first > total:
             # As inspect --turn: past the last turn is an error naming it, not an empty
             # page "turns 5–3 of 3" (nor a 2**63 reaching SQLite as an OverflowError).
-            raise NotFound(f"session {name!r} has no turn {first}: it has {total}")
+            raise NoSuchTurn(name, first, total)
     return SessionPage(session, first, last, total,
                        store.history.messages(session.id, first, last),
                        store.sessions.session_access(session.id),

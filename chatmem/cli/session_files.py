@@ -22,6 +22,7 @@ from chatmem.cli.output import (
 if TYPE_CHECKING:
     from pathlib import Path
 
+    from chatmem.app.session_files import FileLeftOut
     from chatmem.config.settings import Settings
     from chatmem.privacy.restore import Archive
 
@@ -38,7 +39,7 @@ def export(
     ] = None,
     all_: Annotated[bool, typer.Option("--all", help="Every session with its summaries, and "
                                                      "every fact, in one .zip archive "
-                                                     "(-o FILE).")] = False,
+                                                     "(FILE.zip or -o FILE.zip).")] = False,
     output: Annotated[
         str | None, typer.Option("--output", "-o", show_default=False, metavar="FILE",
                                  callback=file_name,
@@ -65,7 +66,7 @@ def export(
     import sys
     from pathlib import Path
 
-    from chatmem.app.session_files import session_transcript
+    from chatmem.app.session_files import files_left_out, session_transcript
     from chatmem.errors import UsageError
     from chatmem.render.counts import counted
     from chatmem.transcripts.writer import (
@@ -75,6 +76,8 @@ def export(
         write_transcript,
     )
 
+    if all_ and file is None and output is None and (name or "").lower().endswith(".zip"):
+        name, file = None, name  # `export --all out.zip`: the one word is the archive
     if file is not None:
         if output is not None and output != file:
             raise UsageError(f"two files given: {file!r} and -o {output!r}; give one")
@@ -88,6 +91,7 @@ def export(
         transcript = session_transcript(ws, name)
         zone = ws.settings.zone  # the Markdown's times: the user's, as the tables show them
         encrypted = ws.store.encrypted
+        left_out = files_left_out(ws, name)
     if output is None or output == "-":
         text = transcript_text(transcript, format_ or "jsonl", zone)
         if sys.stdout.isatty():
@@ -95,6 +99,7 @@ def export(
 
             text = printable(text)  # markdown on a terminal: escapes shown, not obeyed
         sys.stdout.write(text)
+        _say_files_left_out(left_out)
         return
     path = Path(output)
     fmt = export_format(path, format_)
@@ -103,6 +108,14 @@ def export(
     consoles()[1].print(f"exported {counted(len(transcript.messages), 'message')} to {output}"
                         f" ({fmt})" + ("; the file is not encrypted" if encrypted else ""),
                         markup=False, soft_wrap=True)
+    _say_files_left_out(left_out)
+
+
+def _say_files_left_out(left_out: "list[FileLeftOut]") -> None:
+    from chatmem.render.sessions import files_left_out_line
+
+    if line := files_left_out_line(left_out):
+        consoles()[1].print(line, markup=False, soft_wrap=True)
 
 
 def export_all(name: str | None, output: str | None, force: bool, settings: "Settings") -> None:

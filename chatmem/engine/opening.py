@@ -5,7 +5,7 @@ strategy calls and an embedder, as the engine that runs its turns
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from datetime import tzinfo
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -73,28 +73,38 @@ def _resumed(session: SessionRecord, params: Mapping[str, Any], strategies: Stra
 
 def saved_strategy(name: str, saved: Mapping[str, Any], strategies: StrategyRegistry,
                    session: str, *, given: Mapping[str, Any] | None = None,
-                   ) -> tuple[Strategy, SavedParamsDropped | None]:
+                   fixed: Collection[str] = ()) -> tuple[Strategy, SavedParamsDropped | None]:
     """Strategy `name` on session `session`'s `saved` parameters and those `given` now,
     the saved ones the installed version no longer takes left out as opening the session
     leaves them out, with the notice saying which (None: all were taken); raises as
-    `strategies.strategy` does when leaving them out does not help (`given` are at fault)."""
+    `strategies.strategy` does when leaving them out does not help (`given` are at fault).
+    The saved parameters of the `fixed` parts (chatmem's own, read from a transcript) are
+    checked as given: only a plugin's version changes under a saved session."""
     given = given or {}
     try:
         return strategies.strategy(name, {**saved, **given}), None
     except (StrategyError, StrategyFailed):
+        parts = split_text(name)[0]
+        held = {k: v for k, v in saved.items()
+                if k not in given and _owner(strategies, parts, k) in fixed}
+        if held:
+            strategies.strategy(name, held)  # refused as given, naming the fixed part's
         kept, unknown, refused = _saved_params_taken(
-            name, {k: v for k, v in saved.items() if k not in given}, strategies)
+            name, {k: v for k, v in saved.items() if k not in given and k not in held},
+            strategies, held)
         if not unknown and not refused:
             raise
-    return (strategies.strategy(name, {**kept, **given}),
+    return (strategies.strategy(name, {**held, **kept, **given}),
             SavedParamsDropped(session, name, tuple(unknown), tuple(refused)))
 
 
 def _saved_params_taken(
     name: str, saved: Mapping[str, Any], strategies: StrategyRegistry,
+    held: Mapping[str, Any],
 ) -> tuple[dict[str, Any], list[str], list[str]]:
-    """Of a session's `saved` parameters, those the installed strategy `name` takes, and
-    labels of those it no longer declares and of those whose value it now refuses."""
+    """Of a session's `saved` parameters, those the installed strategy `name` takes beside
+    the `held` ones, and labels of those it no longer declares and of those whose value it
+    now refuses."""
     parts, _ = split_text(name)
     kept: dict[str, Any] = {}
     unknown: list[str] = []
@@ -105,12 +115,22 @@ def _saved_params_taken(
             unknown.append(label)
             continue
         try:
-            strategies.strategy(name, {**kept, key: value})
+            strategies.strategy(name, {**held, **kept, key: value})
         except (StrategyError, StrategyFailed):
             refused.append(label)
             continue
         kept[key] = value
     return kept, unknown, refused
+
+
+def _owner(strategies: StrategyRegistry, parts: tuple[str, ...], key: str) -> str | None:
+    """The one part of `parts` whose parameter `key` is (`part.key` in a combination, as
+    stored), None when it names none or several."""
+    owner, dot, _ = key.partition(".")
+    if len(parts) > 1 and dot:
+        return owner if owner in parts else None
+    declaring = [p for p in parts if any(d.name == key for d in strategies[p].PARAMS)]
+    return declaring[0] if len(declaring) == 1 else None
 
 
 def _declares(strategies: StrategyRegistry, parts: tuple[str, ...], key: str) -> bool:

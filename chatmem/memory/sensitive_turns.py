@@ -12,6 +12,7 @@ longer teaches the guard anything.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from chatmem.memory.history_view import HistoryTurn
@@ -31,32 +32,77 @@ def guard_for(
 ) -> tuple[SecretGuard, list[str]]:
     """A guard that knows what earlier turns found and has read `turns`, in order, and
     the text of each message of `turns` as a helper model may see it."""
-    guard = SecretGuard()
     first = turns[0].number if turns else 0
-    before: list[str] = []
+    guard, before = SecretGuard(), list[str]()
     if first:
         # Each turn that said a secret, with the turn before it (a bare value answers a
         # label there), and the turn just before the batch.
-        wanted_turns = {n for t in _said_in(state) for n in (t - 1, t)} | {first - 1}
-        earlier = sorted(n for n in wanted_turns if 0 < n < first)
-        last_read = 0
-        for start in range(0, len(earlier), READ_PAGE_TURNS):
-            page = earlier[start:start + READ_PAGE_TURNS]
-            # The page's turns alone: a range from a secret of turn 3 to the turn before a
-            # batch at turn 3,000 read the whole history again for every batch.
-            records = state.store.history.messages_in_turns(state.session_id, page)
-            said: dict[int, list[str]] = {}
-            for r in records:
-                said.setdefault(r.turn, []).append(r.content)
-            for number in page:
-                # Turns far apart are read apart: turn 3 read right after turn 1 looked
-                # like the answer to turn 1's label ("手机号是…" then "车牌号是沪A·12345").
-                texts = said.get(number, [])
-                guard.read(texts, before if number == last_read + 1 else ())
-                before, last_read = texts, number
-        if last_read != first - 1:
-            before = []
+        said = sorted(n for n in {n for t in _said_in(state) for n in (t - 1, t)}
+                      if 0 < n < first)
+        reading = _earlier_read(state, said) if said else _Reading(None)
+        guard, before = reading.guard.copy(), reading.before
+        if first - 1 not in said and first > 1:
+            before = _read(state, guard, [first - 1], before, reading.last_read)[0]
     return guard, guard.read([m.content for t in turns for m in t.messages], before)
+
+
+@dataclass
+class _Reading:
+    """A guard that has read the turns `turns` that said a secret (and those before them),
+    in order: the next fold's guard reads only the turns said past them, not all again (a
+    catch-up of many turns with secrets re-read them all at each batch)."""
+
+    erasures: int | None
+    """The session's erasure count before any turn was read: any other, the text read may
+    be gone or replaced, and the reading is not used again."""
+    turns: list[int] = field(default_factory=list)
+    guard: SecretGuard = field(default_factory=SecretGuard)
+    before: list[str] = field(default_factory=list)
+    """The texts of the last turn read."""
+    last_read: int = 0
+
+
+_READINGS = "sensitive_readings"
+_READINGS_KEPT = 4
+"""Readings kept a session: one for each strategy of a combination, behind each other."""
+
+
+def _earlier_read(state: SessionState, said: list[int]) -> _Reading:
+    """A guard that has read the turns `said`, in order, each after the turn before it when
+    that was read just before: extended from a reading kept for a prefix of them."""
+    erasures = state.erasures()  # before any text is read: a purge after it drops the reading
+    kept: list[_Reading] = [r for r in state.caches.get(_READINGS, [])
+                            if r.erasures == erasures]
+    starts = [r for r in kept if said[:len(r.turns)] == r.turns]
+    reading = max(starts, key=lambda r: len(r.turns)) if starts else _Reading(erasures)
+    if reading.turns != said:
+        reading.before, reading.last_read = _read(
+            state, reading.guard, said[len(reading.turns):], reading.before, reading.last_read)
+        reading.turns = list(said)
+    state.caches[_READINGS] = [reading, *(r for r in kept if r is not reading)][
+        :_READINGS_KEPT]
+    return reading
+
+
+def _read(state: SessionState, guard: SecretGuard, numbers: list[int], before: list[str],
+          last_read: int) -> tuple[list[str], int]:
+    """`guard` having read the turns `numbers` after the turn `last_read` (whose texts are
+    `before`): the texts of the last one read and its number."""
+    for start in range(0, len(numbers), READ_PAGE_TURNS):
+        page = numbers[start:start + READ_PAGE_TURNS]
+        # The page's turns alone: a range from a secret of turn 3 to the turn before a
+        # batch at turn 3,000 read the whole history again for every batch.
+        records = state.store.history.messages_in_turns(state.session_id, page)
+        said: dict[int, list[str]] = {}
+        for r in records:
+            said.setdefault(r.turn, []).append(r.content)
+        for number in page:
+            # Turns far apart are read apart: turn 3 read right after turn 1 looked
+            # like the answer to turn 1's label ("手机号是…" then "车牌号是沪A·12345").
+            texts = said.get(number, [])
+            guard.read(texts, before if number == last_read + 1 else ())
+            before, last_read = texts, number
+    return before, last_read
 
 
 def remember(state: SessionState, guard: SecretGuard, turns: Sequence[HistoryTurn]) -> None:

@@ -26,6 +26,7 @@ chatmem.memory.sensitive_turns), so no copy of a secret is ever stored.
 
 from __future__ import annotations
 
+import copy
 import re
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
@@ -105,6 +106,16 @@ _CODE_TOKEN = re.compile(r"[A-Za-z]?(?=(?:\D?\d){3})\d{1,6}(?:[ -]\d{1,6}){0,5}[
 _NUMBER_TOKEN = re.compile(r"\+?\d[\d\s()-]{5,30}\d")
 _PHRASE_TOKEN = re.compile(r"[A-Za-z]+(?: [A-Za-z]+){1,11}")
 _DATE_OR_AMOUNT = re.compile(r"\d{1,4}[-/.:]\d{1,2}(?:[-/.:]\d{1,4})?|[$€£¥]\s*\d.*|\d+%")
+# A number its own sentence names as something else is no answer to the label before it:
+# "端口8443，" (a port), "2026年5月" (a year), "第183天", "room 305 then": the assistant's
+# "我不会保存卡号。" names a card, and the user's next plans are not its number.
+_NAMED_BEFORE = re.compile(
+    rf"(?:(?<![A-Za-z])(?:{_HARMLESS_WORDS}|port|version|floor|page|line|step|platform"
+    r"|bus|route|day|year|week|item)\s*#?"
+    rf"|{_HARMLESS_WORDS_ZH}|端口|版本|第|楼|层|门牌|号线|页)\s*$", re.IGNORECASE)
+_NAMED_AFTER = re.compile(
+    r"\s*(?:年|月|日|号|天|周|岁|点|时|分|秒|元|块|个|次|楼|层|页|端口|米|公里|人|万|千|百"
+    r"|(?:years?|days?|weeks?|months?|ms|px|km|kg|mb|gb)(?![A-Za-z]))", re.IGNORECASE)
 
 
 @dataclass
@@ -152,6 +163,10 @@ class SecretGuard:
                     and value not in self.known):
                 self.known[value] = finding.kind
                 self._followed_values.add(value, finding.kind)
+
+    def copy(self) -> SecretGuard:
+        """A guard that knows what this one knows, and learns apart from it."""
+        return copy.deepcopy(self)
 
     def holds(self, text: str) -> bool:
         """Whether `text` says anything sensitive on its own or anything the guard follows."""
@@ -259,7 +274,9 @@ def _answer(text: str, label: str, next_to: bool = True) -> list[Finding]:
     # A PIN is a 密码 too ("取款密码"): after a password label a code-like number counts.
     patterns = [_CODE_WORD] if kind in (CODE, CARD, PHONE) else [_CODE_WORD, _PASSWORD_WORD]
     words = [m for pattern in patterns for m in pattern.finditer(text)
-             if not _DATE_OR_AMOUNT.fullmatch(m.group())]
+             if not _DATE_OR_AMOUNT.fullmatch(m.group())
+             and not _NAMED_BEFORE.search(text, 0, m.start())
+             and not _NAMED_AFTER.match(text, m.end())]
     if len(words) == 1:
         match = words[0]
         return [Finding(kind, match.start(), match.end(), match.group())]

@@ -5,12 +5,13 @@ from __future__ import annotations
 from datetime import datetime, tzinfo
 from typing import TYPE_CHECKING, Any
 
-from chatmem.render.counts import counted
+from chatmem.render.counts import counted, listed
 from chatmem.store import DerivedGroup, ExpiredFact, ExpiryCause, ForkReport
 from chatmem.store.records import AccessLevel
 
 if TYPE_CHECKING:
     from chatmem.app.indexing import BacklogStart
+    from chatmem.app.session_files import FileLeftOut
     from chatmem.privacy.retention import Erasure
     from chatmem.store import SessionSummary
     from chatmem.store.records import SessionAccess
@@ -159,3 +160,14 @@ def sharing_rows(access: SessionAccess, shares: list[Share] | None) -> dict[str,
         return {"shared by": f"{access.owner} ({access.level.value})"}
     return {"shared with": ", ".join(f"{s.grantee} ({s.mode.value})" for s in shares or [])
             or "nobody"}
+
+
+def files_left_out_line(left_out: list[FileLeftOut]) -> str | None:
+    """What an export of a transcript did not carry: the files its turns attached."""
+    if not left_out:
+        return None
+    turns = [str(t) for t in sorted({f.turn for f in left_out})]
+    names = list(dict.fromkeys(f.name for f in left_out))
+    return (f"not in the transcript: {counted(len(left_out), 'file')} attached to"
+            f" turn{'' if len(turns) == 1 else 's'} {listed(turns, 5)} ({listed(names)}):"
+            " a transcript holds no files (chatmem sessions copy --to FILE.db copies them)")

@@ -676,7 +676,7 @@ def test_slash_inspect_shows_the_turn_asked_for(tmp_path: Path) -> None:
     panel = result.stderr[result.stderr.index("╭"):result.stderr.index("╯")]
     assert "first 第一" in panel and "second" not in panel
     assert error_lines(result.stderr) == [
-        "error: session 's' has no turn 9",
+        "error: session 's' has no turn 9: it has 2",
         "error: /inspect takes one turn number (1 or more), got 'x'",
     ]
 

@@ -446,3 +446,25 @@ def test_export_takes_its_file_as_the_chats_export_does(tmp_path: Path) -> None:
     assert both.exit_code == 2
     assert both.stderr == f"error: two files given: {str(out)!r} and -o {other!r}; give one\n"
     assert not (tmp_path / "b.md").exists()
+
+
+def test_an_export_says_which_attached_files_it_leaves_out(tmp_path: Path) -> None:
+    """A transcript holds no files (README): the invoice a turn attached went to the model,
+    but the export wrote only "what is the total?", and said nothing of it."""
+    db, invoice = str(tmp_path / "h.db"), tmp_path / "发票.txt"
+    invoice.write_text("Total: 42 EUR\n", encoding="utf-8")
+    for args in (["你好"], ["what is the total?", "-a", str(invoice)], ["thanks"]):
+        invoke("ask", "账单", *args, "--provider", "scripted", "--db", db, code=0)
+    said = (f"not in the transcript: 1 file attached to turn 2 ({invoice}): a transcript"
+            " holds no files (chatmem sessions copy --to FILE.db copies them)")
+    written = invoke("sessions", "export", "账单", "-o", str(tmp_path / "账单.jsonl"),
+                     "--db", db, code=0)
+    assert written.stderr.splitlines() == ["exported 6 messages to "
+                                           f"{tmp_path / '账单.jsonl'} (jsonl)", said]
+    shown = invoke("sessions", "export", "账单", "--db", db, code=0)
+    assert "Total: 42 EUR" not in shown.stdout and shown.stderr.splitlines() == [said]
+    chatted = invoke("chat", "账单", "--provider", "scripted", "--db", db,
+                     input=f"/export {tmp_path / 'r.md'}\n", code=0)
+    assert said in chatted.stderr.splitlines()
+    invoke("ask", "plain", "hi", "--provider", "scripted", "--db", db, code=0)
+    assert invoke("sessions", "export", "plain", "--db", db, code=0).stderr == ""

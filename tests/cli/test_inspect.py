@@ -207,8 +207,11 @@ def test_errors_name_what_is_missing(replayed: tuple[str, Path]) -> None:
     assert missing.exit_code == 1
     assert missing.stderr == (f"error: no session named 'nope' in {db}"
         " (`chatmem sessions list` lists them)\n")
-    turn = invoke("inspect", "rs", "--turn", "99", "--db", db)
-    assert turn.exit_code == 1 and turn.stderr == "error: session 'rs' has no turn 99\n"
+    # How many turns there are, not only that this one is missing (with --json too).
+    for json_flag in ([], ["--json"]):
+        turn = invoke("inspect", "rs", "--turn", "99", "--db", db, *json_flag)
+        assert turn.exit_code == 1 and turn.stdout == ""
+        assert turn.stderr == "error: session 'rs' has no turn 99: it has 30\n"
     bad = invoke("inspect", "rs", "--strategy", "nope", "--db", db)
     assert bad.exit_code == 2 and bad.stderr.startswith("error: unknown strategy 'nope'")
 

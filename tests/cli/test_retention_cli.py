@@ -321,6 +321,17 @@ def test_export_all_usage_errors(two_users: Path, args: list[str], message: str)
     assert (result.exit_code, result.stderr) == (2, f"error: {message}\n")
 
 
+def test_export_all_takes_the_archive_as_its_one_word(two_users: Path, tmp_path: Path) -> None:
+    """`sessions export --all out.zip` said "give a SESSION or --all, not both"."""
+    archive = tmp_path / "全部.ZIP"
+    result = invoke("sessions", "export", "--all", str(archive), "--db", str(two_users))
+    assert result.exit_code == 0, result.stderr
+    assert result.stderr.startswith("exported 3 sessions") and zipfile.is_zipfile(archive)
+    refused = invoke("sessions", "export", "--all", "ana-trip", "--db", str(two_users))
+    assert (refused.exit_code, refused.stderr) == (
+        2, "error: give a SESSION or --all, not both\n")
+
+
 def test_forget_me_erases_the_profile_from_file_wal_and_shm(two_users: Path) -> None:
     assert invoke("sessions", "retention", "ana-work", "forever", "--db",
                str(two_users)).exit_code == 0

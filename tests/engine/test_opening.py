@@ -99,3 +99,23 @@ def test_an_export_of_a_session_saved_by_an_older_plugin_version_imports_back(
         chatted = invoke("chat", "旅行", "--provider", "scripted", "--db", str(target),
                          input="带伞了吗\n", code=0)
         assert f"session 旅行 {left_out}" in chatted.stderr
+
+
+def test_a_built_in_part_of_a_combination_with_a_plugin_is_refused_on_import_as_alone(
+        installed: Install, tmp_path: Path) -> None:
+    """A lone window:k=-3 was refused on import, naming the header; beside a plugin's part
+    the same k=-3 was left out and said, and the session imported on k's default."""
+    installed("chatmem-pinned", "chatmem_pinned", V1)
+    db = str(tmp_path / "h.db")
+    for strategy, params in (("window", {"k": -3}), ("window+pinned", {"k": -3}),
+                             ("window+pinned", {"window.k": -3, "note": "带伞"})):
+        transcript = tmp_path / "导入.jsonl"
+        transcript.write_text(json.dumps({"chatmem": 1, "strategy": strategy,
+                                          "params": params}) + "\n"
+                              '{"role": "user", "content": "我们去杭州"}\n', encoding="utf-8")
+        refused = invoke("sessions", "import", str(transcript), "--db", db, code=2)
+        assert refused.stderr.startswith(f"error: {transcript}:1: in the header: parameter "), (
+            strategy, params)
+        assert "must be at least 0" in refused.stderr
+    with Store(db) as store:
+        assert store.sessions.list_sessions() == []

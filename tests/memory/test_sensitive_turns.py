@@ -7,8 +7,11 @@ import json
 from pathlib import Path
 
 from chatmem.engine import Engine
-from chatmem.memory import pins
+from chatmem.memory import pins, sensitive_turns
+from chatmem.memory.context import Message
+from chatmem.memory.history_view import HistoryTurn
 from chatmem.memory.sensitive_turns import SENSITIVE_KEY
+from chatmem.memory.state import SessionState
 from chatmem.notices import SummaryUpdated
 from chatmem.providers.scripted import ScriptedProvider
 from chatmem.store import Store
@@ -119,3 +122,21 @@ def test_turns_far_apart_are_not_read_as_a_label_and_its_answer(
     summary = _latest_summary(store, engine)
     assert "ABC·12345" in summary
     assert "415-555-0134" not in summary
+
+
+def test_a_guard_kept_between_folds_forgets_a_turn_taken_out_of_memory(
+        make_engine, store: Store) -> None:
+    """A fold's guard goes on from what the fold before read (a catch-up re-read every
+    earlier secret at each batch); a turn replaced since (/retry) is read as it is now."""
+    engine = make_engine("buffer")
+    engine.replay_turn("Hello there.", "Hi!")
+    engine.replay_turn(f"My wifi password is {SECRET}.", "Noted.")
+    sid = engine.session.id
+    state = SessionState(store, sid)
+    turn_two = engine.history().turns(1, 2)[1]
+    turn_three = HistoryTurn(3, (Message("user", f"Was it {SECRET}?", 5),))
+    sensitive_turns.remember(state, sensitive_turns.guard_for(state, [turn_two])[0],
+                             [turn_two])
+    assert sensitive_turns.guard_for(state, [turn_three])[1] == ["Was it ⟦password⟧?"]
+    store.turns.hide_turn(sid)  # what /retry does first
+    assert sensitive_turns.guard_for(state, [turn_three])[1] == [f"Was it {SECRET}?"]

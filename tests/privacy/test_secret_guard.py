@@ -311,3 +311,29 @@ def test_a_number_after_a_label_already_answered_or_ending_a_statement_stays(
 def test_a_value_after_its_label_is_still_found_in_full_width_punctuation(
         messages: list[str], value: str) -> None:
     assert all(value not in text for text in SecretGuard().read(messages))
+
+
+@pytest.mark.parametrize("messages", [
+    ["我不会保存卡号。第12天行程已更新。", "下午3点半见Bob，端口8443，浙A10187。"],
+    ["我不会保存卡号。第12天行程已更新。", "我住在杭州，第5天去西湖，2026年5月14日出发。"],
+    ["I won't keep your card number.", "Meet Bob at port 8443 then the lobby."],
+    ["I won't keep your card number.", "Room 1204 then, see you at 3pm."],
+    ["What is the door code?", "测试环境用8443端口，别的还没定"],
+])
+def test_a_number_its_own_sentence_names_answers_no_label(messages: list[str]) -> None:
+    """The long catch-up's "端口⟦card number⟧": after the assistant's "我不会保存卡号。" the
+    one number of a short plan (a port, a year, a room) was read as the card asked for,
+    and then followed into every later message."""
+    guard = SecretGuard()
+    assert guard.read(messages) == messages
+    assert guard.known == {}
+
+
+def test_the_port_in_a_plan_after_a_card_refusal_reaches_the_summary(make_engine) -> None:
+    engine = make_engine("summary")
+    for user, reply in [("我的银行卡号是 6222 0202 0000 0187，别告诉别人。",
+                         "我不会保存卡号。行程已更新。"),
+                        ("下午3点半见Bob，端口8443，浙A10187。", "好的。")]:
+        engine.replay_turn(user, reply)
+    summary = engine.store.memory.summaries(engine.session.id)[-1].text
+    assert "端口8443" in summary

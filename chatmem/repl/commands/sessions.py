@@ -243,6 +243,7 @@ def _edit_last(repl: Chat, args: list[str]) -> None:
        ".json or .md; default SESSION.jsonl here; --force overwrites",
        example="/export trip.md", args=(0, 2), completes="path")
 def _export(repl: Chat, args: list[str]) -> None:
+    from chatmem.render.sessions import files_left_out_line
     from chatmem.transcripts.writer import export_format, write_transcript
 
     force = "--force" in args
@@ -258,3 +259,5 @@ def _export(repl: Chat, args: list[str]) -> None:
     plain = "; the file is not encrypted" if repl.workspace.store.encrypted else ""
     repl.notice(f"exported {counted(len(transcript.messages), 'message')} of session "
                 f"{repl.address} to {path} ({fmt}){plain}")
+    if line := files_left_out_line(session_files.files_left_out(repl.workspace, session)):
+        repl.notice(line)
