@@ -369,26 +369,29 @@ def test_strategy_defaults_are_one_dict_in_both_listings() -> None:
 
 def test_tables_show_local_time_and_json_keeps_utc(db: Path) -> None:
     """A table's time has no zone shown, so it is the reader's ($TZ): 07:22 UTC reads 15:22
-    in Shanghai; --json keeps the stored ISO UTC string. A new process, so TZ is read."""
-    import os
-    import subprocess
-    import sys
+    in Shanghai; --json keeps the stored ISO UTC string. TZ is read anew (time.tzset), as a
+    new process reads it, and put back after; the commands run in process (four processes
+    cost ~2 s of CPU, more wall on a loaded machine, to read the same variable)."""
+    import time
     from datetime import timedelta
 
     from chatmem.timestamps import parse_time
 
     def chatmem(*args: str) -> str:
-        done = subprocess.run([sys.executable, "-m", "chatmem", *args, "--db", str(db)],
-                              capture_output=True, text=True, encoding="utf-8", check=True,
-                              env={**os.environ, "TZ": "Asia/Shanghai", "COLUMNS": "200"})
-        return done.stdout
+        return run(db, *args, width=200, code=0).stdout
 
-    newest = json.loads(chatmem("logs", "--json", "-n", "1"))[0]["created_at"]
-    assert newest.endswith("+00:00")
-    local = parse_time(newest) + timedelta(hours=8)  # Shanghai keeps no summer time
-    assert local.strftime("%m-%d %H:%M") in chatmem("logs", "-n", "1")
-    assert local.strftime("%Y-%m-%d %H:%M") in chatmem("sessions", "list")
-    assert parse_time(newest).strftime("%m-%d %H:%M") not in chatmem("logs", "-n", "1")
+    try:
+        with pytest.MonkeyPatch.context() as zone:
+            zone.setenv("TZ", "Asia/Shanghai")
+            time.tzset()
+            newest = json.loads(chatmem("logs", "--json", "-n", "1"))[0]["created_at"]
+            assert newest.endswith("+00:00")
+            local = parse_time(newest) + timedelta(hours=8)  # Shanghai keeps no summer time
+            assert local.strftime("%m-%d %H:%M") in chatmem("logs", "-n", "1")
+            assert local.strftime("%Y-%m-%d %H:%M") in chatmem("sessions", "list")
+            assert parse_time(newest).strftime("%m-%d %H:%M") not in chatmem("logs", "-n", "1")
+    finally:
+        time.tzset()  # the zone the context put back
 
 
 def test_logs_times_are_in_the_timezone_setting_s_zone(db: Path) -> None:

@@ -98,8 +98,9 @@ def test_other_options_that_are_not_utf8_are_one_line_and_exit_2(
     tmp_path: Path, where: str, args: list[bytes]
 ) -> None:
     db = tmp_path / "h.db"
-    assert chatmem(["chat", "s", "--db", str(db), "--provider", "scripted"], tmp_path,
-                   b"hi\n").returncode == 0
+    # The history is made in process (a process of its own only cost a second of CPU);
+    # the command given bytes runs as a real process, its argv the operating system's.
+    invoke("chat", "s", "--db", str(db), "--provider", "scripted", input="hi\n", code=0)
     before = db.read_bytes()
     done = chatmem([*args, b"--db", str(db).encode()], tmp_path)
     assert done.returncode == 2

@@ -20,6 +20,7 @@ from urllib.parse import quote
 
 import pytest
 from chat_server import ChatServer
+from cli_runner import output
 from other_account import NOBODY, needs_root, status_as_nobody
 from waiting import HANG, Watched, wait_until
 
@@ -98,9 +99,9 @@ def statuses(db: Path, conversation: str) -> list[str] | None:
 
 
 def inspect_json(db: Path, *args: str) -> dict[str, Any]:
-    done = subprocess.run([sys.executable, "-m", "chatmem", "inspect", *args, "--json",
-                           "--db", str(db)], capture_output=True, text=True, check=True)
-    return json.loads(done.stdout)
+    """`chatmem inspect ARGS --json` in process: the command's own path, without the ~1 s
+    (more on a loaded machine) of starting a Python that imports chatmem."""
+    return json.loads(output("inspect", *args, "--json", "--db", str(db)))
 
 
 def test_three_requests_are_three_turns_that_inspect_and_the_api_agree_on(
