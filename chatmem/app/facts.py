@@ -10,7 +10,7 @@ from datetime import timedelta
 from typing import TYPE_CHECKING
 
 from chatmem.errors import NotFound, UsageError
-from chatmem.store.records import FactScope
+from chatmem.store.records import AccessLevel, FactScope
 
 if TYPE_CHECKING:
     from chatmem.app.workspace import Workspace
@@ -158,6 +158,7 @@ def remember(workspace: Workspace, session: SessionRecord, text: str, *,
     All in one transaction; SessionGone (unnamed: the caller knows how to name it) when the
     session was deleted meanwhile."""
     from chatmem.memory.facts import find_facts, missing_half, split_key_value
+    from chatmem.memory.state import SessionState
     from chatmem.providers.scripted_facts import extract
     from chatmem.timestamps import stamp
 
@@ -172,11 +173,16 @@ def remember(workspace: Workspace, session: SessionRecord, text: str, *,
     pair = split_key_value(text)
     pairs = [pair] if pair else extract(text)[0]
     scope = FactScope.USER if in_profile and session.user else FactScope.SESSION
+    # A write share's grantee remembers his own value, beside the owner's (FactRecord.speaker).
+    access = store.sessions.session_access(session.id)
+    speaker = access.role if access.level is not AccessLevel.OWN else None
     stored: list[FactRecord] = []
     with store.write():
         # Under the write lock: a session deleted meanwhile (another shell, retention) is
         # said so, as a turn says it, not as the database's foreign key or row security.
         store.sessions.check_kept(session.id, "nothing was remembered")
+        # A member's value stored before facts kept their speaker is not the user's to replace.
+        SessionState(store, session.id, session.user).keep_speakers()
         live = store.facts.facts(user=session.user, session_id=session.id)
         if not pairs:
             taken = {f.key for f in live}
@@ -184,7 +190,9 @@ def remember(workspace: Workspace, session: SessionRecord, text: str, *,
             pairs = [(key, text.strip())]
         for key, value in pairs:
             # Read afresh: an earlier pair of this very text may have stored the key.
-            existing = find_facts(store.facts.facts(user=session.user, session_id=session.id), key)
+            existing = [f for f in find_facts(store.facts.facts(
+                user=session.user, session_id=session.id), key)
+                if f.scope == FactScope.USER or f.speaker == speaker]
             if scope is FactScope.USER:
                 for moved in (f for f in existing if f.scope == FactScope.SESSION):
                     store.facts.forget_fact(moved.id)  # promoted: one fact, one key
@@ -193,6 +201,7 @@ def remember(workspace: Workspace, session: SessionRecord, text: str, *,
             fact = store.facts.upsert_fact(
                 existing[0].key if existing else key, value, scope=scope,
                 user=session.user, session_id=session.id, source_session_id=session.id,
+                speaker=speaker,
             )
             # Stated again without an end, a fact is kept until forgotten.
             stored.append(store.retention.set_fact_expiry(fact.id, ends))

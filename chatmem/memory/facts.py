@@ -134,14 +134,16 @@ def fact_speakers(state: SessionState, facts: Sequence[FactRecord]) -> dict[int,
 
 
 def stated_by(history: HistoryRepository, facts: Sequence[FactRecord]) -> dict[int, str]:
-    """Fact id → the group chat member who stated it in its session (the name the request
-    gave, store.history.speakers): facts a turn found, one read per session."""
+    """Fact id → the group chat member who stated it in its session (the speaker it keeps;
+    stored before facts kept one, the name its turn's request gave, store.history.speakers):
+    facts a turn found, one read per session."""
     own: dict[int, list[FactRecord]] = {}
+    found = {f.id: f.speaker for f in facts
+             if f.scope == FactScope.SESSION and f.speaker is not None}
     for f in facts:
-        if (f.scope == FactScope.SESSION and f.session_id is not None
+        if (f.scope == FactScope.SESSION and f.session_id is not None and f.id not in found
                 and f.source_message_id is not None and f.source_turn is not None):
             own.setdefault(f.session_id, []).append(f)
-    found: dict[int, str] = {}
     for session_id, stated in own.items():
         said_by = history.speakers(session_id, {f.source_message_id for f in stated
                                                 if f.source_message_id})

@@ -53,11 +53,13 @@ class LaterFacts:
             return fact.source_turn > turn
         return _after(fact.updated_at, self._said.get(turn))
 
-    def forgotten_after(self, keys: Sequence[str], turn: int) -> bool:
-        """Whether one of `keys` was forgotten in this session after `turn` was said."""
+    def forgotten_after(self, keys: Sequence[str], turn: int,
+                        speaker: str | None = None) -> bool:
+        """Whether one of `keys` was forgotten in this session after `turn` was said, of
+        the values `speaker` (a group chat's member; None: the user) stated."""
         said = self._said.get(turn)
         return any(_after(f.deleted_at, said) for f in self._forgotten
-                   if any(same_key(f.key, key) for key in keys))
+                   if f.speaker == speaker and any(same_key(f.key, key) for key in keys))
 
     def _ours(self, fact: FactRecord) -> bool:
         return self._session_id in (fact.session_id, fact.source_session_id)

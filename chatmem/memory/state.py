@@ -140,14 +140,15 @@ class SessionState:
         key the session has its own value for (remembered for this conversation only). A
         value a group chat member or a write share's grantee stated here is theirs, and one an
         imported or forked turn stated may be anyone's: it sits beside the profile's, never
-        over it (`beside_profile`). One key stored in two forms before keys were normalized
-        (café composed and not) is one fact: the newer value, as the store keeps it once
-        either is written again."""
+        over it (`beside_profile`); each speaker's value of a key is his own, beside the
+        others'. One key stored in two forms before keys were normalized (café composed and
+        not) is one fact: the newer value, as the store keeps it once either is written
+        again."""
         facts = self.store.facts.facts(user=self.user, session_id=self.session_id)
-        newest: dict[tuple[FactScope, str], FactRecord] = {}
+        newest: dict[tuple[FactScope, str, str | None], FactRecord] = {}
         for fact in sorted(facts, key=lambda f: (f.updated_at, f.id)):
-            newest[fact.scope, key_identity(fact.key)] = fact
-        live = [f for f in facts if newest[f.scope, key_identity(f.key)] is f]
+            newest[fact.scope, key_identity(fact.key), fact.speaker] = fact
+        live = [f for f in facts if newest[f.scope, key_identity(f.key), f.speaker] is f]
         profile = {key_identity(f.key) for f in live if f.scope == FactScope.USER}
         over = [f for f in live if f.scope == FactScope.SESSION and key_identity(f.key) in profile]
         beside = self.beside_profile(over)
@@ -171,20 +172,37 @@ class SessionState:
         member, or the write share's grantee, whose message stated it; the name the request
         gave, store.history.speakers). In a session another role shares with this one, a
         value no speaker is named for is its owner's (her turns, her /remember): to the
-        grantee's model it is hers, not "the user's", and it hides none of his profile."""
+        grantee's model it is hers, not "the user's", and it hides none of his profile. A
+        fact that keeps its speaker is his; one stored before facts kept it, its turn's."""
         here = [f for f in facts if f.scope == FactScope.SESSION
                 and f.session_id == self.session_id]
-        stated = [f for f in here if f.source_message_id is not None
-                  and f.source_turn is not None]
-        said_by = self.store.history.speakers(
-            self.session_id, {m for f in stated if (m := f.source_message_id) is not None}
-        ) if stated else {}
-        others = {f.id: said_by[f.source_message_id] for f in stated
-                  if f.source_message_id in said_by}
+        others = {f.id: f.speaker for f in here if f.speaker is not None} \
+            | self._said_by_turns(here)
         owner = self.shared_by() if here else None
         if owner is not None:
             others |= {f.id: owner for f in here if f.id not in others}
         return others
+
+    def _said_by_turns(self, facts: list[FactRecord]) -> dict[int, str]:
+        """Of this session's `facts` that keep no speaker, those a member's turn stated (fact
+        id → the speaker store.history.speakers reads for its message)."""
+        stated = [f for f in facts if f.speaker is None and f.source_message_id is not None
+                  and f.source_turn is not None]
+        said_by = self.store.history.speakers(
+            self.session_id, {m for f in stated if (m := f.source_message_id) is not None}
+        ) if stated else {}
+        return {f.id: said_by[f.source_message_id] for f in stated
+                if f.source_message_id in said_by}
+
+    def keep_speakers(self) -> None:
+        """Write into this session's live facts stored before facts kept their speaker the
+        member whose turn stated them: their row reads NULL (the user's), and the user's next
+        value of the key would replace his, his next one live beside it. Under the store's
+        write lock, before an extraction writes."""
+        mine = [f for f in self.live_facts() if f.scope == FactScope.SESSION
+                and f.session_id == self.session_id and f.speaker is None]
+        for fact_id, speaker in self._said_by_turns(mine).items():
+            self.store.facts.keep_speaker(fact_id, speaker)
 
     def shared_by(self) -> str | None:
         """The role that owns this session when another role's run reads it (a share, on
@@ -196,18 +214,22 @@ class SessionState:
         owner: str | None = self.caches["shared_by"]
         return owner
 
-    def facts_a_turn_reads(self, asked: bool) -> list[FactRecord]:
+    def facts_a_turn_reads(self, asked: bool, speaker: str | None = None) -> list[FactRecord]:
         """The live facts a turn's change or retraction of a key reads: for a turn the user
         asked here, the user's own (a value a member, or an imported turn, stated beside the
-        profile's is not hers to replace or forget); for another's, this session's values
-        before the profile's."""
+        profile's is not hers to replace or forget); for a group chat member's (`speaker`),
+        this session's values he stated; for another's, this session's values no member
+        stated before the profile's."""
         live = self.live_facts()
         if asked:
             profile = {key_identity(f.key) for f in live if f.scope == FactScope.USER}
             beside = set(self.stated_by_others(live)) | self.beside_profile(
                 [f for f in live if key_identity(f.key) in profile])
             return [f for f in live if f.id not in beside]
-        return sorted(live, key=lambda f: f.scope != FactScope.SESSION)
+        said_by = self.stated_by_others(live)
+        return sorted((f for f in live if said_by.get(f.id) == speaker
+                       and (speaker is None or f.scope == FactScope.SESSION)),
+                      key=lambda f: f.scope != FactScope.SESSION)
 
     def fact_origins(self, facts: list[FactRecord]) -> dict[int, str]:
         """Fact id → the other session it was stated in (user facts travel)."""

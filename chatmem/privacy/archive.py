@@ -147,6 +147,7 @@ def _facts(store: PrivacyStore, exported: set[int]) -> list[dict[str, Any]]:
          "stated_in": names.get(f.source_session_id) if f.source_session_id else None,
          "source_turn": f.source_turn, "created_at": f.created_at, "updated_at": f.updated_at,
          "forgotten_at": f.deleted_at, "expires_at": f.expires_at, "used_at": f.used_at,
+         "speaker": f.speaker,
          "history": [{"value": h.value, "stated_in": names.get(h.source_session_id)
                       if h.source_session_id else None, "source_turn": h.source_turn,
                       "stated_at": h.stated_at, "replaced_at": h.replaced_at}

@@ -114,7 +114,8 @@ class Archive:
             maybe_at(f.get("used_at")),
             tuple(EarlierValue(h["value"], session(h.get("stated_in")), h.get("source_turn"),
                                at(h["stated_at"]), at(h["replaced_at"]))
-                  for h in f.get("history", [])))
+                  for h in f.get("history", [])),
+            f.get("speaker") if f["scope"] == "session" else None)
             for f in self.facts]
 
 
@@ -299,7 +300,7 @@ def _check_fact(fact: Any, where: str) -> None:
     owner = "user" if fact["scope"] == "user" else "session"
     if not isinstance(fact.get(owner), str) or not fact[owner].strip():
         raise TranscriptError(f"{where}: a {fact['scope']} fact needs its {owner!r}")
-    _check_values(fact, where, (*_NAMES, "user"), _TIMES, _MAYBE_TIMES)
+    _check_values(fact, where, (*_NAMES, "user", "speaker"), _TIMES, _MAYBE_TIMES)
     history = fact.get("history", [])
     if not isinstance(history, list):
         raise TranscriptError(f"{where}: 'history' must be a list")

@@ -65,14 +65,20 @@ class FactTables:
         source_message_id: int | None = None,
         source_turn: int | None = None,
         source_session_id: int | None = None,
+        speaker: str | None = None,
     ) -> FactRecord:
-        """Add a fact, or update the live fact with the same key in the same scope.
+        """Add a fact, or update the live fact with the same key in the same scope (and, in a
+        session, stated by the same `speaker`: a group chat's member; None: the user).
 
         A new value keeps the old one in the fact's history. `source_session_id`
         is where it was stated (default: the owning session).
         """
         stamp = self._connection.now()
+        speaker = speaker if scope == "session" else None  # a profile is its user's own
         owner_sql, owner = self._fact_owner(scope, user, session_id)
+        if scope == "session":
+            owner_sql, owner = (f"{owner_sql} AND speaker IS NULL", owner) if speaker is None \
+                else (f"{owner_sql} AND speaker = ?", [*owner, speaker])
         stated_in = source_session_id if source_session_id is not None else session_id
         with self._db.write():
             if stated_in is not None:
@@ -102,13 +108,24 @@ class FactTables:
                 fact_id = steps.insert_id(
                     self._db,
                     "INSERT INTO facts (scope, \"user\", session_id, key, value, source_message_id,"
-                    " source_turn, source_session_id, created_at, updated_at)"
-                    " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                    " source_turn, source_session_id, created_at, updated_at, speaker)"
+                    " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                     [scope, profile_name(user) if scope == "user" and user is not None else None,
                      session_id if scope == "session" else None, key, value,
-                     source_message_id, source_turn, stated_in, stamp, stamp],
+                     source_message_id, source_turn, stated_in, stamp, stamp, speaker],
                 )
         return self.fact(int(fact_id))
+
+    def keep_speaker(self, fact_id: int, speaker: str) -> None:
+        """Write who stated a session fact stored before facts kept it (its row reads NULL,
+        the user's, though a member's turn stated it; memory.state.keep_speakers): his next
+        value of its key then replaces it, its history kept, and the user's lives beside it."""
+        fact = self.fact(fact_id)
+        if fact.session_id is not None:
+            sharing.check_writable_session(self._connection, fact.session_id)
+        with self._db.write():
+            self._db.execute("UPDATE facts SET speaker = ? WHERE id = ? AND speaker IS NULL"
+                             " AND scope = 'session'", [speaker, fact_id])
 
     def _stored_alike(
         self, key: str, owner_sql: str, owner: list[Any], stamp: str

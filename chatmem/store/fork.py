@@ -304,15 +304,16 @@ class ForkTables:
         their copies': when the fork's extractor, or a fork's of it, reads its turns again,
         what was forgotten since stays forgotten (memory.later_facts goes by when they were)."""
         rows = fetch_rows(self._db,
-            "SELECT id, key, value, source_turn, created_at, updated_at, deleted_at FROM facts"
-            " WHERE scope = 'session' AND session_id = ? AND deleted_at IS NOT NULL"
+            "SELECT id, key, value, source_turn, created_at, updated_at, deleted_at, speaker"
+            " FROM facts WHERE scope = 'session' AND session_id = ? AND deleted_at IS NOT NULL"
             " AND (source_turn IS NULL OR source_turn <= ?) ORDER BY id", [source_id, upto])
         return {int(fact["id"]): steps.insert_id(self._db,
             "INSERT INTO facts (scope, \"user\", session_id, key, value, source_turn,"
-            " source_session_id, created_at, updated_at, deleted_at)"
-            " VALUES ('session', NULL, ?, ?, ?, ?, ?, ?, ?, ?)",
+            " source_session_id, created_at, updated_at, deleted_at, speaker)"
+            " VALUES ('session', NULL, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
             [new_id, fact["key"], fact["value"], fact["source_turn"], new_id,
-             fact["created_at"], fact["updated_at"], fact["deleted_at"]]) for fact in rows}
+             fact["created_at"], fact["updated_at"], fact["deleted_at"], fact["speaker"]])
+            for fact in rows}
 
     def _copy_facts(
         self, source_id: int, new_id: int, ids: dict[int, int], *, stated: bool
@@ -329,11 +330,11 @@ class ForkTables:
             source = fact["source_message_id"]
             copies[int(fact["id"])] = steps.insert_id(self._db,
                 "INSERT INTO facts (scope, \"user\", session_id, key, value, source_message_id,"
-                " source_turn, source_session_id, created_at, updated_at, expires_at, used_at)"
-                " VALUES ('session', NULL, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                " source_turn, source_session_id, created_at, updated_at, expires_at, used_at,"
+                " speaker) VALUES ('session', NULL, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                 [new_id, fact["key"], fact["value"], ids.get(source) if source else None,
                  fact["source_turn"], new_id, fact["created_at"], fact["updated_at"],
-                 fact["expires_at"], fact["used_at"]],
+                 fact["expires_at"], fact["used_at"], fact["speaker"]],
             )
         return copies
 

@@ -202,7 +202,8 @@ def p023_who_wrote_a_row(execute: Execute) -> None:
     """Every message and turn inserted from now on says, unforgeably, which role inserted it
     (`writer`): a write share's grantee who inserted a turn into the owner's session by plain
     SQL, naming no speaker, was read as the owner, and her next turn put his "My name is
-    Mallory." into her profile (postgres_writers)."""
+    Mallory." into her profile; and a session fact keeps who stated it (`speaker`), one live
+    value of a key per speaker (postgres_writers)."""
     postgres_writers.stamp_writers(execute)
 
 

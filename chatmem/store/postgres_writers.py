@@ -13,6 +13,11 @@ privilege is granted), and chatmem reads a row another role wrote as that role's
 Rows stored before p023 have no writer (NULL): they were their owner's, or a grantee's
 turn that names him in its context, and are read as before. Nothing is rewritten, so the
 upgrade costs no pass over the tables.
+
+p023 also gives a session fact the `speaker` who stated it (SQLite's m022): one key holds
+a live value per speaker, so the owner's "我住在罗马。" no longer replaces the one bob
+stated, nor his hers. Facts stored before are the owner's (NULL), read as before. Every
+role may write it, as every other column of a fact it may write (p007 granted by name).
 """
 
 from __future__ import annotations
@@ -42,6 +47,8 @@ def statements(schema: str) -> Iterator[str]:
         yield f"ALTER TABLE {table} ADD COLUMN writer text"
         yield (f"CREATE TRIGGER {table}_writer BEFORE INSERT ON {table} FOR EACH ROW"
                " EXECUTE FUNCTION chatmem_stamp_writer()")
+    yield "ALTER TABLE facts ADD COLUMN speaker text"
+    yield "GRANT INSERT (speaker), UPDATE (speaker) ON facts TO PUBLIC"
 
 
 def stamp_writers(execute: Execute) -> None:

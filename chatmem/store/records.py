@@ -357,6 +357,9 @@ class FactRecord:
     """Its own end, when the user gave one (/remember --for 7d)."""
     used_at: str | None = None
     """When a context last sent it; an unused extracted fact can expire (fact_idle_days)."""
+    speaker: str | None = None
+    """Who stated a session fact: a group chat's member or a write share's grantee; None:
+    the session's owner (and every fact stored before facts kept it, read as before)."""
 
     def __post_init__(self) -> None:
         for column in ("created_at", "updated_at", "deleted_at", "expires_at", "used_at"):

@@ -43,6 +43,8 @@ class KeptFact:
     expires_at: str | None = None
     used_at: str | None = None
     history: tuple[EarlierValue, ...] = ()
+    speaker: str | None = None
+    """Who stated a session fact (FactRecord.speaker)."""
 
 
 @dataclass(frozen=True)
@@ -113,11 +115,11 @@ def restore_facts(connection: Connection, facts: Sequence[KeptFact],
             fact_id = steps.insert_id(
                 db, "INSERT INTO facts (scope, \"user\", session_id, key, value, source_turn,"
                     " source_session_id, created_at, updated_at, deleted_at, expires_at,"
-                    " used_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                    " used_at, speaker) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                 [fact.scope.value, profile_name(fact.user) if fact.user else None,
                  fact.session_id, fact.key, fact.value, fact.source_turn,
                  fact.source_session_id, fact.created_at, fact.updated_at, fact.deleted_at,
-                 fact.expires_at, fact.used_at])
+                 fact.expires_at, fact.used_at, fact.speaker])
             for earlier in fact.history:
                 db.execute(
                     "INSERT INTO fact_history (fact_id, key, value, source_session_id,"

@@ -354,3 +354,12 @@ def m021_vectors_and_fact_history_found_by_what_they_name(db: sqlite_utils.Datab
                     " ON message_vectors (message_id)")
     db.conn.execute("CREATE INDEX IF NOT EXISTS fact_history_source_session"
                     " ON fact_history (source_session_id)")
+
+
+@migration
+def m022_facts_keep_who_stated_them(db: sqlite_utils.Database) -> None:
+    """A session fact says who stated it (`speaker`: a group chat's member; NULL: the user),
+    and one key holds a live value per speaker: bob's "我住在巴黎。" and then the user's
+    "我住在罗马。" kept one row of 城市, and Paris was gone. Rows stored before are the
+    user's (NULL) and read as before; nothing is rewritten."""
+    db.conn.execute("ALTER TABLE facts ADD COLUMN speaker TEXT")

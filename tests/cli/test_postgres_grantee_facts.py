@@ -10,7 +10,7 @@ import json
 from pathlib import Path
 
 import pytest
-from cli_runner import run
+from cli_runner import chat, run
 from pg import Team
 
 pytest.importorskip("psycopg", reason="chatmem[postgres] (psycopg) is not installed")
@@ -120,3 +120,24 @@ def test_the_owners_session_value_is_hers_in_the_grantees_view(
     (block,) = [m["content"] for p in shown["context"]["parts"] if p["kind"] == "facts"
                 for m in p["messages"]]
     assert [json.loads(line)[1:] for line in block.split("\n")[2:-1]] == [[key, her_value, 1]]
+
+
+@pytest.mark.parametrize(("hers", "his", "key", "values"), [
+    ("city: Hangzhou", "city: Shenzhen", "city", ("Hangzhou", "Shenzhen")),
+    ("城市：杭州", "城市：深圳", "城市", ("杭州", "深圳"))], ids=["en", "zh"])
+def test_a_grantees_remembered_value_lives_beside_the_owners(
+        team: Team, tmp_path: Path, hers: str, his: str, key: str,
+        values: tuple[str, str]) -> None:
+    """Bob's /remember in ann's session replaced her value of the key, and was read as hers
+    (a fact no turn stated is the owner's): now each keeps their own, his named as his."""
+    config = tmp_path / "config.toml"
+    config.write_text('provider = "scripted"\n', encoding="utf-8")
+    ann, bob = team.url("ann"), team.url("bob")
+    c = ("--config", str(config))
+    run(ann, "ask", "proj", "hi", "--strategy", "entity", "--save", *c, code=0)
+    run(ann, "sessions", "share", "proj", "--with", "bob", "--write", code=0)
+    chat(ann, "proj", [f"/remember {hers}"], *c, code=0)
+    chat(bob, "ann/proj", [f"/remember {his}"], *c, code=0)
+    listed = json.loads(run(ann, "facts", "list", "proj", "--json", *c, code=0).stdout)
+    assert [(f["key"], f["value"], f["speaker"]) for f in listed] == [
+        (key, values[0], None), (key, values[1], "bob")]

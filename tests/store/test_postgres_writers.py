@@ -10,8 +10,11 @@ from pathlib import Path
 import pytest
 from grantees import INSUFFICIENT_PRIVILEGE, sql_as
 from pg import NOW, OldHistory, PostgresServer, Team, migrated_before
+from registered import open_session
 
+from chatmem.config.settings import Settings
 from chatmem.errors import NotChatmemDatabase
+from chatmem.providers.scripted import ScriptedProvider
 from chatmem.store import Store
 from chatmem.store import postgres_schema as schema
 
@@ -128,3 +131,50 @@ def test_a_copy_keeps_who_wrote_a_message(team: Team, tmp_path: Path) -> None:
             said = store.history.messages(forked.id)
             assert store.history.speakers(forked.id, [m.id for m in said]) \
                 == {said[1].id: "bob"}, url
+
+
+def test_an_older_databases_facts_keep_their_speakers_through_the_upgrade(
+        before_p023: OldHistory, scripted: ScriptedProvider) -> None:
+    """Facts stored before p023 keep no speaker: the owner's, or read as the member's whose
+    turn stated them, as before; after the upgrade the owner's value of the key bob stated
+    lives beside his, not over it (each speaker's own, FactRecord.speaker)."""
+    from chatmem.store.postgres_backend import PostgresBackend
+
+    old = before_p023
+    ann, bob = old.url("ann"), old.url("bob")
+    with psycopg.connect(ann, autocommit=True) as conn:
+        session_id = int(conn.execute(
+            "INSERT INTO sessions (name, strategy, created_at, updated_at) VALUES"
+            " ('旅行', 'entity', %s, %s) RETURNING id", [NOW, NOW]).fetchone()[0])
+        conn.execute("INSERT INTO session_shares (session_id, grantee, mode)"
+                     " VALUES (%s, 'bob', 'write')", [session_id])
+    hers = add_turn(ann, session_id, 1, "我叫安娜。", "{}")
+    his = add_turn(bob, session_id, 2, "我住在巴黎。", '{"speaker": "bob"}')
+    facts = "SELECT id, key, value, source_message_id, owner FROM facts ORDER BY id"
+    with psycopg.connect(ann, autocommit=True) as conn:
+        for key, value, message, turn in (("名字", "安娜", hers, 1), ("城市", "巴黎", his, 2)):
+            conn.execute(
+                "INSERT INTO facts (scope, session_id, key, value, source_message_id,"
+                " source_turn, source_session_id, created_at, updated_at) VALUES"
+                " ('session', %s, %s, %s, %s, %s, %s, %s, %s)",
+                [session_id, key, value, message, turn, session_id, NOW, NOW])
+        # The extractor read both turns already.
+        conn.execute("INSERT INTO strategy_state (session_id, strategy, key, value)"
+                     " VALUES (%s, 'facts', 'done_turn', '2')", [session_id])
+        rows = conn.execute(facts).fetchall()
+
+    PostgresBackend(old.url(old.keeper)).close()
+
+    with psycopg.connect(ann, autocommit=True) as conn:
+        assert conn.execute(facts).fetchall() == rows
+        assert conn.execute("SELECT count(*) FROM facts WHERE speaker IS NOT NULL"
+                            ).fetchone() == (0,)
+    settings = Settings(system="Be brief.", user="ann", user_facts=False)
+    with Store(ann) as store:
+        group = open_session(store, settings, scripted, "旅行", strategy="entity")
+        live = group.state.live_facts()
+        assert group.state.stated_by_others(live) == {rows[1][0]: "bob"}
+        group.run_turn("我住在罗马。")
+        assert [(f.key, f.value, f.speaker) for f in store.facts.facts(
+            session_id=session_id)] == [("名字", "安娜", None), ("城市", "巴黎", "bob"),
+                                        ("城市", "罗马", None)]
