@@ -115,8 +115,8 @@ def forget(
     session: SessionOption = None,
     db: DbOption = None,
     config: ConfigOption = None,
-    json_out: Annotated[bool, typer.Option("--json", help="With --dry-run: print the messages"
-                                                           " as JSON for scripts.")] = False,
+    json_out: Annotated[bool, typer.Option("--json", help="With --dry-run: print what the purge"
+                                                           " would change, as JSON.")] = False,
 ) -> None:
     """Forget a fact (or unpin a pinned detail) so no later context holds it; --purge erases it.
 
