@@ -28,7 +28,7 @@ if TYPE_CHECKING:
     from chatmem.store import ExpiredFact, SessionEntry
     from chatmem.store.protocols import PrivacyStore
 
-_DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([a-z]*)\s*$", re.IGNORECASE)
+_DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([a-z]*|[\u4e00-\u9fff]+)\s*$", re.IGNORECASE)
 _UNITS = {
     "": 86400, "d": 86400, "day": 86400, "days": 86400,
     "w": 7 * 86400, "week": 7 * 86400, "weeks": 7 * 86400,
@@ -37,6 +37,15 @@ _UNITS = {
     # A month is 30 days, as a year is 365: lengths, not calendar steps.
     "mo": 30 * 86400, "month": 30 * 86400, "months": 30 * 86400,
     "y": 365 * 86400, "year": 365 * 86400, "years": 365 * 86400,
+    # As a Chinese user writes them (30天, 12小时, 6个月), simplified and traditional: they
+    # were refused as "not a length of time".
+    "天": 86400, "日": 86400,
+    "周": 7 * 86400, "週": 7 * 86400, "星期": 7 * 86400, "个星期": 7 * 86400,
+    "個星期": 7 * 86400, "礼拜": 7 * 86400, "禮拜": 7 * 86400,
+    "小时": 3600, "小時": 3600, "个小时": 3600, "個小時": 3600, "钟头": 3600, "鐘頭": 3600,
+    "分钟": 60, "分鐘": 60,
+    "月": 30 * 86400, "个月": 30 * 86400, "個月": 30 * 86400,
+    "年": 365 * 86400,
 }
 
 

@@ -83,6 +83,14 @@ def notice_line(message: str) -> Text:
     return Text(message, style="dim")
 
 
+def sent_message(label: str, text: str) -> Text:
+    """A message written elsewhere than the prompt ($EDITOR), shown as the prompt shows a
+    typed one: `label` before its first line, dots before the others."""
+    more = "." * max(cell_len(label) - 1, 0) + " "
+    lines = printable(text).split("\n")
+    return Text("\n".join([label + lines[0], *(more + line for line in lines[1:])]))
+
+
 def no_model_panel(message: str) -> Panel:
     # Text, not markup: `'.[local]'` in the help is a command to copy, not a style tag.
     return Panel(Text(message), title="no model", border_style="red", expand=False)

@@ -175,7 +175,9 @@ def _table(log: _Log, question: int, session: int, priced: bool, marked: bool) -
         out.add_column("status", no_wrap=True)
     out.add_column("question", no_wrap=True, overflow="ellipsis", max_width=question)
     for row in log.rows(session, priced, marked):
-        out.add_row(*row)
+        # Cut here, between two characters: Rich's cut of a Chinese question that did not
+        # fit ended it with a space where half a character would go ("下周去 …").
+        out.add_row(*row[:-1], _cut(row[-1], question))
     return out
 
 

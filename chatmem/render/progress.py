@@ -15,6 +15,7 @@ from rich.progress import (
     TaskID,
     TextColumn,
 )
+from rich.status import Status
 from rich.text import Text
 
 from chatmem.activity import ActivityStep, ActivityWarning, Work
@@ -112,12 +113,59 @@ class ConsoleActivity:
         self.shown: set[ActivityWarning] = set()
         self._bar: Progress | None = None
         self._task: TaskID | None = None
+        self._waiting: Text | None = None
+        """What the reply's spinner says while the model has sent nothing (awaiting_reply)."""
+        self._spinner: Status | None = None
+
+    @contextmanager
+    def awaiting_reply(self, model: str) -> Iterator[Callable[[], None]]:
+        """A spinner from the input's sending to the reply's first words, which the function
+        it yields ends; on a terminal only. A model that is slow to start (a remote one's
+        first token, a local one loading) left a blank line under the input for seconds,
+        nothing said what it waited for. A strategy's step meanwhile shows instead of it."""
+        if not on_screen(self.console):
+            yield lambda: None
+            return
+        self._waiting = Text.assemble(f"waiting for {model}", ("  Ctrl-C cancels the reply",
+                                                                 "dim"))
+
+        def end() -> None:
+            self._waiting = None
+            self._spin(False)
+
+        self._spin(True)
+        try:
+            yield end
+        finally:
+            end()
+
+    def _spin(self, on: bool) -> None:
+        # A new spinner each time: a stopped Live drawn again moved up over the lines above.
+        if self._spinner is not None:
+            self._spinner.stop()
+            self._spinner = None
+        if on and self._waiting is not None:
+            self._spinner = self.console.status(self._waiting)
+            self._spinner.start()
+
+    @contextmanager
+    def _step_shown(self) -> Iterator[None]:
+        """The reply's spinner off while a step's own shows."""
+        self._spin(False)
+        try:
+            yield
+        finally:
+            self._spin(True)
 
     @contextmanager
     def series(self) -> Iterator[None]:
         if not on_screen(self.console) or self._bar is not None:
             yield  # a series inside one is part of it
             return
+        with self._step_shown():
+            yield from self._series()
+
+    def _series(self) -> Iterator[None]:
         # The description says how far ("turns 225–280 of 2,000"): with a short bar and the
         # hint it fits 80 columns.
         bar = Progress(SpinnerColumn(), TextColumn("{task.description}"),
@@ -138,7 +186,8 @@ class ConsoleActivity:
         if self._bar is not None:
             yield from self._step_of_series(self._bar, step)
             return
-        with self.console.status(Text.assemble(step_text(step), (f"  {self.hint}", "dim"))):
+        with self._step_shown(), self.console.status(
+                Text.assemble(step_text(step), (f"  {self.hint}", "dim"))):
             yield
 
     def _step_of_series(self, bar: Progress, step: ActivityStep) -> Iterator[None]:

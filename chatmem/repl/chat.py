@@ -30,6 +30,7 @@ from chatmem.errors import (
 from chatmem.memory.context import Context
 from chatmem.memory.params import strategy_label as label_of
 from chatmem.render.notices import notice_text
+from chatmem.render.progress import ConsoleActivity
 from chatmem.render.terminal import is_line, on_screen
 from chatmem.render.toolbar import ContextUsage
 from chatmem.session_notices import ModelChanged
@@ -230,33 +231,44 @@ class Chat:
         self.attached = []
         consoles = [self.out] + ([self.status] if self.mirror_replies else [])
         reply = ReplyWriter(consoles, markdown=self.markdown)
+        activity = self.engine.activity
+        awaiting = (activity.awaiting_reply(self.engine.provider.model)
+                    if isinstance(activity, ConsoleActivity) else nullcontext(lambda: None))
 
         def reply_end() -> None:
             # Before the strategy's own calls: their spinner and notices start on a new
             # line, under the whole reply.
             self.streaming = False
+            replied()
             reply.end()
+
+        def write(delta: str) -> None:
+            replied()  # its spinner gone before the reply is drawn where it was
+            reply.write(delta)
 
         # A failed attempt at replacing a turn is passed over: the turn it was to replace
         # is the one replaced (store.turns.hide_turn).
         replaces = (self.replacing or self.seen_last_turn) if replace_last else None
         self.streaming = True
         try:
-            if replace_last:
-                result = resend_last(self.engine, text, on_delta=reply.write,
-                                     on_reply_end=reply_end, attachments=attachments,
-                                     expected=replaces)
-            else:
-                assert text is not None
-                result = self.engine.run_turn(text, on_delta=reply.write,
-                                              on_reply_end=reply_end, attachments=attachments)
+            with awaiting as replied:
+                if replace_last:
+                    result = resend_last(self.engine, text, on_delta=write,
+                                         on_reply_end=reply_end, attachments=attachments,
+                                         expected=replaces)
+                else:
+                    assert text is not None
+                    result = self.engine.run_turn(text, on_delta=write,
+                                                  on_reply_end=reply_end,
+                                                  attachments=attachments)
         except ProviderError:
             # A failed turn is recorded before its error is raised: it is this chat's last.
             self.seen_last_turn = self._last_turn_id()
             self.replacing = replaces
             raise
         finally:
-            reply_end()  # a reply cut by an error or Ctrl-C still ends its line
+            self.streaming = False
+            reply.end()  # a reply cut by an error or Ctrl-C still ends its line
         self.last = result
         if result.record.id is not None:  # a cancelled turn's row is not kept after a purge
             self.seen_last_turn = result.record.id

@@ -394,6 +394,17 @@ def test_forget_me_reaches_a_replay_saved_from_the_users_own_session(tmp_path: P
     assert b"E12345678" not in raw(Path(db))
 
 
+def test_a_length_of_time_written_in_chinese_reads_as_the_english_one(aged: Path) -> None:
+    """`prune --older-than 30天` and `retention NAME 2个月` were refused: "must be a length
+    of time like 30d, 12h, 2w or 1y, got '30天'"."""
+    english = invoke("sessions", "prune", "--older-than", "30d", "--dry-run", "--db", str(aged))
+    chinese = invoke("sessions", "prune", "--older-than", "30天", "--dry-run", "--db", str(aged))
+    assert (chinese.exit_code, chinese.stderr) == (0, english.stderr)
+    assert "session old: idle 45 days" in chinese.stderr
+    kept = invoke("sessions", "retention", "recent", "2个月", "--db", str(aged))
+    assert (kept.exit_code, kept.stderr) == (0, "session recent is erased after 60 days idle\n")
+
+
 @pytest.mark.parametrize("args", [
     ["sessions", "retention", "s", "9999999999d"],
     ["sessions", "prune", "--older-than", "9000y"],

@@ -65,12 +65,16 @@ def raw(db: Path) -> bytes:
     ("30d", 30 * 86400), ("30", 30 * 86400), ("12h", 12 * 3600), ("2w", 14 * 86400),
     ("1y", 365 * 86400), ("45min", 45 * 60), ("1.5 days", 1.5 * 86400), (" 7D ", 7 * 86400),
     ("6mo", 6 * 30 * 86400), ("1 month", 30 * 86400), ("3MONTHS", 90 * 86400),
+    ("30天", 30 * 86400), ("12小时", 12 * 3600), ("2 周", 14 * 86400), ("3个星期", 21 * 86400),
+    ("6个月", 6 * 30 * 86400), ("1年", 365 * 86400), ("45分钟", 45 * 60),
+    ("1.5 天", 1.5 * 86400), ("２個小時", 2 * 3600), ("３０天", 30 * 86400),
 ])
 def test_durations(text: str, seconds: float) -> None:
     assert parse_duration(text).total_seconds() == seconds
 
 
-@pytest.mark.parametrize("text", ["", "soon", "-3d", "0d", "3 fortnights", "d30"])
+@pytest.mark.parametrize("text", ["", "soon", "-3d", "0d", "3 fortnights", "d30", "三天",
+                                  "3天d", "0天", "3秒"])
 def test_a_bad_duration_is_one_clear_error(text: str) -> None:
     with pytest.raises(UsageError, match=rf"^--older-than must be a length of time like 30d, "
                                          rf"12h, 2w or 1y, got {text!r}$"):

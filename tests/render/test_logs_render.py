@@ -37,6 +37,27 @@ def test_logs_shows_each_cut_question_without_half_a_character(tmp_path: Path) -
     assert [row.split()[-1] for row in rows] == ["b" * 58 + "…", "a" * 58 + "…", "a" * 57 + "…"]
 
 
+def test_a_chinese_question_cut_to_the_column_ends_on_a_character_not_a_space(
+        tmp_path: Path) -> None:
+    """At 80 columns `logs` showed "我叫小明，我住在杭州，下周去 …": Rich's cut left a space
+    where half of 北 would have gone, read as a break between words."""
+    db = tmp_path / "h.db"
+    said = ["我叫小明，我住在杭州，下周去北京出差。",
+            "请帮我订一个酒店，靠近天安门，预算每晚八百元以内。"]
+    chat(db, "trip", said, code=0)
+    for width in (80, 81, 100):
+        rows = run(db, "logs", width=width, code=0).stdout.splitlines()[2:]
+        shown = [row.split()[-1] for row in rows]
+        assert all(cell_len(row) <= width for row in rows)
+        for question, cell in zip(reversed(said), shown, strict=True):
+            # A space before … splits the row there: its last word is … alone.
+            assert cell == question or (
+                len(cell) > 1 and cell.endswith("…") and question.startswith(cell[:-1])), (
+                    width, cell)
+        if width == 80:
+            assert all(cell.endswith("…") for cell in shown)
+
+
 def test_a_flag_after_flags_and_a_skin_tone_stay_whole() -> None:
     flags = "🇨🇳🇯🇵🇰🇷"
     assert question_start("中" * 56 + flags, 60) == "中" * 56 + "🇨🇳…"

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import io
 import re
 import shlex
 import sys
@@ -151,6 +152,44 @@ def test_edit_keeps_the_draft_in_memory_not_on_disk(tmp_path: Path) -> None:
                     env={"EDITOR": f"{sys.executable} {editor} {seen}", "VISUAL": ""})
     assert (result.exit_code, result.stdout) == (0, "echo #1: 门禁 4412\n"), result.stderr
     assert Path(seen.read_text(encoding="utf-8")).parent == Path("/dev/shm")
+
+
+class _Screen(io.StringIO):
+    """A terminal the test can read: what isatty() says of one."""
+
+    def isatty(self) -> bool:
+        return True
+
+
+def test_edit_shows_the_message_it_sends_on_a_terminal(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """On a terminal the prompt line kept `/edit` and the editor's screen went: the message
+    sent was shown nowhere, so the scrollback held the reply under no question."""
+    from registered import open_session
+
+    from chatmem.config.settings import Settings
+    from chatmem.providers.scripted import ScriptedProvider
+    from chatmem.render.terminal import SafeConsole
+    from chatmem.repl.loop import Repl
+
+    editor = tmp_path / "editor.py"
+    editor.write_text("import sys, pathlib\npathlib.Path(sys.argv[1])"
+                      ".write_text('明天去杭州\\nthen Shanghai\\n')\n", encoding="utf-8")
+    monkeypatch.setenv("EDITOR", f"{sys.executable} {editor}")
+    monkeypatch.setenv("VISUAL", "")
+    monkeypatch.setenv("TERM", "xterm-256color")
+    screen = _Screen()
+    console = SafeConsole(file=screen, force_terminal=True, color_system=None, width=60,
+                          highlight=False, soft_wrap=False)
+    with Store(tmp_path / "e.db") as store:
+        engine = open_session(store, Settings(), ScriptedProvider(), "旅行", strategy="window")
+        Repl(engine, console, console).command("/edit")
+        [turn] = store.turns.turns(engine.session.id)
+    assert turn.input == "明天去杭州\nthen Shanghai"
+    shown = screen.getvalue()
+    assert "旅行> 明天去杭州\n..... then Shanghai\n" in shown
+    assert shown.index("旅行> 明天去杭州") < shown.index("echo #1")
 
 
 def test_edit_with_an_empty_message_sends_nothing(tmp_path: Path) -> None:

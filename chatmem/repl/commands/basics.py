@@ -9,7 +9,7 @@ from chatmem import render
 from chatmem.app import sessions
 from chatmem.errors import UsageError
 from chatmem.render.counts import counted
-from chatmem.render.terminal import on_screen
+from chatmem.render.terminal import on_screen, prompt_label
 from chatmem.repl.blocks import trimmed
 from chatmem.repl.chat import Chat, strategy_label
 from chatmem.repl.table import SLASH, QuitRepl, slash
@@ -238,6 +238,10 @@ def _edit(repl: Chat, args: list[str]) -> None:
     if not text:
         repl.notice("nothing sent: the message is empty")
         return
+    if on_screen(repl.status):
+        # The editor's screen is gone and the prompt line reads `/edit`: without this the
+        # scrollback held each reply under no message, as a typed one stays in view.
+        repl.show(render.sent_message(prompt_label(repl.address, repl.status.width), text))
     repl.turn(text)
 
 
