@@ -60,6 +60,8 @@ BATCHES_VERSION = "2025-03-26"
 """The one MCP protocol version that allows JSON-RPC batches."""
 OFFERED_INSTEAD = "2024-11-05"
 """What a client asking BATCHES_VERSION is offered: the version before, without batches."""
+BATCH_REFUSED = ("Invalid Request: a batch is not taken (MCP has none since 2025-06-18); "
+                 "send each message on its own")
 
 _HUNG_UP = select.POLLERR | select.POLLHUP | select.POLLNVAL
 _READ = 65536
@@ -337,9 +339,7 @@ def unread_line(error: Exception) -> SessionMessage:
     if any(detail["type"] == "json_invalid" for detail in details):
         answer = ErrorData(code=PARSE_ERROR, message="Parse error: this line is not JSON")
     elif isinstance(given, list):
-        answer = ErrorData(code=INVALID_REQUEST, message=(
-            "Invalid Request: a batch is not taken (MCP has none since 2025-06-18); "
-            "send each message on a line of its own"))
+        answer = ErrorData(code=INVALID_REQUEST, message=BATCH_REFUSED)
     else:
         answer = ErrorData(code=INVALID_REQUEST,
                            message="Invalid Request: this line is no JSON-RPC 2.0 message")
