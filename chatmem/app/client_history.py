@@ -168,8 +168,15 @@ def session_of_opening(workspace: Workspace, first: str, prior: Sequence[ClientM
             if session is None:
                 free = free or name
                 break
-            match = _Match.NONE if not prior else _continues(store.history, session.id,
-                                                              prior, text)
+            if not prior:
+                # A session whose history is still empty (its first reply was cut off, so
+                # nothing but a cancelled turn's record was kept) is this chat's, sent
+                # again: not another chat that began alike, which would leave it empty
+                # for good and go on in `-2`.
+                empty = store.history.message_count(session.id, at_most=1) == 0
+                match = _Match.GOES_ON if empty else _Match.NONE
+            else:
+                match = _continues(store.history, session.id, prior, text)
             if match is _Match.GOES_ON:
                 return name, False
             if match is _Match.ASKED_AGAIN and asked_again is None:

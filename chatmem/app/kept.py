@@ -258,20 +258,26 @@ class KeptConversations:
         # it is the one under way, not one waiting for it.
         behind = self._waiting[key] - (0 if self._under_way[key] else 1)
         if self.queued is not None and behind >= self.queued:
+            # What to do is the point: a client that sends its turns without waiting and
+            # sends a refused one again later has it stored after the ones sent after it.
             raise ConversationBusy(
-                f"this conversation is busy: {behind} calls already wait for "
-                "the one under way; call again once they are answered")
+                f"this conversation is busy: {behind} calls already wait for the one under "
+                "way, and nothing of this call was done; send it again, with any sent after "
+                f"it, once they are answered (to keep the order sent, have at most {self.queued}"
+                " waiting)")
         if (self.queued_by_owner is not None
                 and self._owners_waiting[owner] >= self.queued_by_owner):
             # Before the server's count: whoever fills their share hears it is theirs,
             # and the rest of the server's places stay for everyone else.
             raise ConversationBusy(
                 f"your conversations are busy: {self._owners_waiting[owner]} calls already "
-                "wait for the ones under way; call again once they are answered")
+                "wait for the ones under way, and nothing of this call was done; "
+                "send it again once they are answered")
         if self.queued_in_all is not None and self._waiting.total() >= self.queued_in_all:
             raise ConversationBusy(
                 f"the server is busy: {self._waiting.total()} calls already wait for their "
-                "conversations; call again once they are answered")
+                "conversations, and nothing of this call was done; "
+                "send it again once they are answered")
         self._waiting[key] += 1
         self._owners_waiting[owner] += 1
 

@@ -136,8 +136,11 @@ def mcp(
     # a rebound page cannot send, and the SDK's refused the public name a reverse proxy
     # passes on (421, and a multi-line warning in the log).
     security = TransportSecuritySettings(enable_dns_rebinding_protection=False)
-    app = guarded(server.streamable_http_app(host=where.host, transport_security=security),
-                  where, people, refused=_log_line, origins=origins, pages=MCP_PAGES)
+    from chatmem.mcp.http_bodies import OneMessageBodies
+
+    app = guarded(OneMessageBodies(server.streamable_http_app(
+        host=where.host, transport_security=security)),
+        where, people, refused=_log_line, origins=origins, pages=MCP_PAGES)
     serve_http(app, where, _announcer("/mcp"))
 
 

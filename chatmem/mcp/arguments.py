@@ -57,7 +57,7 @@ class ToolServer(MCPServer[Any]):
         async with stdio_server() as (read_stream, write_stream):
             owed = AnswersOwed()
             await self._lowlevel_server.run(
-                owed.reading(read_stream), owed.writing(write_stream),
+                owed.reading(read_stream, write_stream), owed.writing(write_stream),
                 self._lowlevel_server.create_initialization_options())
 
     async def call_tool(self, name: str, arguments: dict[str, Any],
@@ -75,6 +75,9 @@ class ToolServer(MCPServer[Any]):
                             context: Context[Any, Any] | None
                             ) -> CallToolResult | InputRequiredResult:
         schema = next((t.input_schema for t in await self.list_tools() if t.name == name), {})
+        unknown = unknown_arguments(schema, arguments)
+        if unknown:
+            raise ToolError(f"Error executing tool {name}: {unknown}")
         truths = truth_for_number(schema, arguments)
         if truths:
             raise ToolError(f"Error executing tool {name}: " + "; ".join(
@@ -88,6 +91,19 @@ class ToolServer(MCPServer[Any]):
             if isinstance(e, UnexpectedToolError) or not isinstance(refused, ValidationError):
                 raise
             raise ToolError(f"Error executing tool {name}: {refusal(refused)}") from refused
+
+
+def unknown_arguments(schema: dict[str, Any], arguments: Any) -> str:
+    """The arguments `schema` does not name, and the ones it does, in one line; "" when
+    there are none. pydantic drops them without a word, so `get_context` given `user` for
+    `input` built a context for no input at all, and the model believed it had asked."""
+    known = list(schema.get("properties", {}))
+    unknown = [key for key in (arguments or {}) if key not in known]
+    if not unknown:
+        return ""
+    takes = ", ".join(known) if known else "no arguments"
+    return (f"unknown argument{'s' if len(unknown) > 1 else ''} "
+            f"{', '.join(unknown)} (it takes {takes})")
 
 
 def truth_for_number(schema: dict[str, Any], arguments: Any) -> list[tuple[str, bool]]:

@@ -18,10 +18,19 @@ answered (AnswersOwed): the SDK cancels the calls still running or waiting when 
 the end, and a client that wrote its record_turn lines and closed stdin, as a shell pipe
 does, lost the ones still waiting for their conversation (nothing stored) and heard no
 answer to any.
+
+A line the SDK cannot read as one JSON-RPC message it drops without a word, and the client
+waits forever: it is answered here as JSON-RPC says, a parse error for what is not JSON
+and an invalid request for the rest. A batch (an array of messages) is one of the rest:
+MCP took batches out in 2025-06-18, the SDK's own HTTP transport refuses them, and its
+client never sends one, so a client asking for 2025-03-26, the one version with batches, is
+offered 2024-11-05 (which every client of 2025-03-26 speaks, and which serves chatmem's
+tools the same) rather than told it may send what will be refused.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import re
@@ -46,6 +55,13 @@ _SURROGATE_ESCAPE = re.compile(rb"\\u[dD][89a-fA-F][0-9a-fA-F]{2}")
 STOPPING_GRACE = 3.0
 """Seconds a server whose client has gone gets to stop by itself (an idle one closes its
 conversations well within it) before what it still runs is abandoned."""
+
+BATCHES_VERSION = "2025-03-26"
+"""The one MCP protocol version that allows JSON-RPC batches."""
+OFFERED_INSTEAD = "2024-11-05"
+"""What a client asking BATCHES_VERSION is offered: the version before, without batches."""
+BATCH_REFUSED = ("Invalid Request: a batch is not taken (MCP has none since 2025-06-18); "
+                 "send each message on its own")
 
 _HUNG_UP = select.POLLERR | select.POLLHUP | select.POLLNVAL
 _READ = 65536
@@ -199,10 +215,11 @@ class AnswersOwed:
         self._paid = anyio.Event()
         self._paid.set()
 
-    def reading(self, stream: ReadStream[SessionMessage | Exception]
-                ) -> ReadStream[SessionMessage | Exception]:
-        """`stream` (the client's requests), its end held back until nothing is owed."""
-        return _Reading(stream, self)
+    def reading(self, stream: ReadStream[SessionMessage | Exception],
+                answers: WriteStream[SessionMessage]) -> ReadStream[SessionMessage | Exception]:
+        """`stream` (the client's requests), its end held back until nothing is owed, and
+        each line it could not read answered on `answers` (unread_line)."""
+        return _Reading(stream, self, answers)
 
     def writing(self, stream: WriteStream[SessionMessage]) -> WriteStream[SessionMessage]:
         """`stream` (the server's answers), each answer paying what it answers."""
@@ -247,8 +264,8 @@ class _Reading:
     """A read stream whose end comes once its AnswersOwed owes nothing."""
 
     def __init__(self, inner: ReadStream[SessionMessage | Exception],
-                 owed: AnswersOwed) -> None:
-        self._inner, self._owed = inner, owed
+                 owed: AnswersOwed, answers: WriteStream[SessionMessage]) -> None:
+        self._inner, self._owed, self._answers = inner, owed, answers
 
     @property
     def last_context(self) -> Any:
@@ -256,13 +273,17 @@ class _Reading:
         return getattr(self._inner, "last_context", None)
 
     async def receive(self) -> SessionMessage | Exception:
-        try:
-            item = await self._inner.receive()
-        except anyio.EndOfStream:
-            await self._owed.all_paid()
-            raise
+        while True:
+            try:
+                item = await self._inner.receive()
+            except anyio.EndOfStream:
+                await self._owed.all_paid()
+                raise
+            if not isinstance(item, Exception):
+                break
+            await self._answers.send(unread_line(item))
         self._owed.read(item)
-        return item
+        return without_batches(item)
 
     async def aclose(self) -> None:
         await self._inner.aclose()
@@ -303,3 +324,40 @@ class _Writing:
 
     async def __aexit__(self, *_: object) -> None:
         await self.aclose()
+
+
+def unread_line(error: Exception) -> SessionMessage:
+    """The answer to a line the SDK could not read (`error`, its ValidationError): a parse
+    error where it was no JSON, else an invalid request, with the line's id where it has
+    one (JSON-RPC's null where it has none, as for a batch)."""
+    from mcp.shared.message import SessionMessage
+    from mcp.types import INVALID_REQUEST, PARSE_ERROR, ErrorData, JSONRPCError
+    from pydantic import ValidationError
+
+    details = error.errors() if isinstance(error, ValidationError) else []
+    given = details[0].get("input") if details else None
+    if any(detail["type"] == "json_invalid" for detail in details):
+        answer = ErrorData(code=PARSE_ERROR, message="Parse error: this line is not JSON")
+    elif isinstance(given, list):
+        answer = ErrorData(code=INVALID_REQUEST, message=BATCH_REFUSED)
+    else:
+        answer = ErrorData(code=INVALID_REQUEST,
+                           message="Invalid Request: this line is no JSON-RPC 2.0 message")
+    line_id = given.get("id") if isinstance(given, dict) else None
+    if isinstance(line_id, bool) or not isinstance(line_id, int | str):
+        line_id = None
+    return SessionMessage(JSONRPCError(jsonrpc="2.0", id=line_id, error=answer))
+
+
+def without_batches(item: SessionMessage) -> SessionMessage:
+    """`item`, but an initialize asking for BATCHES_VERSION asks for OFFERED_INSTEAD."""
+    from mcp.types import JSONRPCRequest
+
+    message = item.message
+    if not (isinstance(message, JSONRPCRequest) and message.method == "initialize"
+            and isinstance(message.params, dict)
+            and message.params.get("protocolVersion") == BATCHES_VERSION):
+        return item
+    asked = message.model_copy(update={
+        "params": {**message.params, "protocolVersion": OFFERED_INSTEAD}})
+    return dataclasses.replace(item, message=asked)

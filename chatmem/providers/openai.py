@@ -36,6 +36,11 @@ if TYPE_CHECKING:
 
 DEFAULT_MAX_REPLY_TOKENS = OPENAI_MAX_REPLY_TOKENS
 """The reply cap when max_reply_tokens is unset (config.settings says why)."""
+LISTING_TIMEOUT = 8.0
+"""Seconds a model listing may take, asked once: front ends ask `serve` for /v1/models as
+they open and give up within about 10 s (Open WebUI), and a hung endpoint held the listing
+for 3 x `timeout` (180 s by default), a chat's bounds, while it answers with the configured
+model as soon as the endpoint's list fails."""
 
 class OpenAIReply:
     def __init__(
@@ -309,9 +314,14 @@ class OpenAIProvider:
                                 stream=True, stream_cls=openai.Stream[ChatCompletionChunk])
 
     def list_models(self) -> list[str]:
-        """The model names the endpoint serves (`GET /models`), sorted."""
+        """The model names the endpoint serves (`GET /models`), sorted; asked once, and
+        given at most LISTING_TIMEOUT (or `timeout`, if shorter) to answer."""
+        timeout = self.client.timeout
+        bound = min(timeout, LISTING_TIMEOUT) if isinstance(timeout, int | float) \
+            else LISTING_TIMEOUT
+        listing = self.client.with_options(timeout=bound, max_retries=0)
         try:
-            return sorted(model.id for model in self.client.models.list())
+            return sorted(model.id for model in listing.models.list())
         except Exception as e:
             raise self.translate(e) from None
 

@@ -71,3 +71,29 @@ def test_true_or_false_is_no_whole_number(tmp_path: Path) -> None:
         "fact_id must be a whole number, not true", "turn must be a whole number, not true",
         "page must be a whole number, not false"]
     assert [(f["key"], f["value"]) for f in facts["facts"]] == [("城市", "杭州")]
+
+
+def test_an_argument_the_tool_does_not_take_is_refused_naming_it(tmp_path: Path) -> None:
+    """Review: pydantic drops an argument a tool does not name, so `get_context` given
+    `user` where it takes `input` answered with a context built for no input at all (and
+    `record_turn` given `reply` for `assistant`, and so on). It is refused naming the
+    argument and the ones the tool takes, and nothing is stored."""
+    async def work(session: ClientSession) -> tuple[list[str], Any]:
+        await call(session, "start_conversation", name="旅行")
+        said = []
+        for tool, arguments in [
+                ("get_context", {"conversation_id": "旅行", "user": "去哪里？"}),
+                ("record_turn", {"conversation_id": "旅行", "user": "你好", "assistant": "好",
+                                 "用户": "x", "extra": 1})]:
+            result = await session.call_tool(tool, arguments)
+            assert result.is_error, (tool, arguments)
+            said.append(result.content[0].text)  # type: ignore[union-attr]
+        shown = await call(session, "get_context", conversation_id="旅行", input="去哪里？")
+        return said, shown
+
+    said, shown = with_client(tmp_path / "h.db", work)
+    assert said[0].startswith("Error executing tool get_context: unknown argument user (")
+    assert "conversation_id" in said[0] and "input" in said[0]
+    assert said[1].startswith("Error executing tool record_turn: unknown arguments 用户, extra (")
+    assert "assistant" in said[1]
+    assert "你好" not in str(shown)  # the refused record_turn stored nothing

@@ -68,6 +68,11 @@ def test_a_flood_on_one_slow_conversation_is_answered_busy_and_other_clients_go_
     busy, recorded, listed, held = asyncio.run(asyncio.wait_for(run(), HANG))
     assert held  # all of it answered while the first call still waited for the model
     assert all(answer.is_error and "busy" in answer.content[0].text for answer in busy)
+    # What to do, as a client that sent its turns without waiting needs it to keep their
+    # order (review: "call again once they are answered" left it to store them out of it).
+    said = busy[0].content[0].text
+    assert "nothing of this call was done" in said and "with any sent after it" in said
+    assert f"at most {QUEUED} waiting" in said
     assert not listed.is_error
     assert [r.is_error for r in recorded] == [False] * (QUEUED + 1)
     assert sorted(r.structured_content["turn"] for r in recorded) == list(range(1, QUEUED + 2))

@@ -94,3 +94,29 @@ def test_without_a_token_a_page_is_answered_only_from_an_allowed_origin_and_as_j
         said.wait_for(lambda t: "sent a body of Content-Type 'text/plain'" in t,
                       "the refusals logged")
         assert said.text.count("refused POST /mcp from") == 3
+
+
+def test_a_batch_is_refused_in_one_line_and_2025_03_26_is_offered_the_version_before(
+        tmp_path: Path) -> None:
+    """Review: over HTTP the server agreed to protocol 2025-03-26, whose JSON-RPC allows
+    batches, then answered a batch with pydantic's multi-line dump of four union members
+    as "invalid params" (-32602). As over stdio: 2024-11-05 is offered, and a batch is an
+    invalid request (-32600) in one line; a line that is no JSON is a parse error still."""
+    hello = {**HELLO, "params": {**HELLO["params"], "protocolVersion": "2025-03-26"}}
+    with mcp_http("--provider", "scripted", "--db", str(tmp_path / "h.db")) as (url, _):
+        agreed = httpx.post(url, json=hello, timeout=HANG, headers=ACCEPT)
+        session = {**ACCEPT, "Mcp-Session-Id": agreed.headers["mcp-session-id"],
+                   "Mcp-Protocol-Version": "2024-11-05"}
+        batch = httpx.post(url, json=[{"jsonrpc": "2.0", "id": 1, "method": "ping"}],
+                           timeout=HANG, headers=session)
+        garbage = httpx.post(url, content=b"garbage", timeout=HANG,
+                             headers={**session, "Content-Type": "application/json"})
+        pong = httpx.post(url, json={"jsonrpc": "2.0", "id": 2, "method": "ping"},
+                          timeout=HANG, headers=session)
+    assert '"protocolVersion":"2024-11-05"' in agreed.text
+    assert batch.status_code == 400
+    refused = batch.json()
+    assert (refused["id"], refused["error"]["code"]) == (None, -32600)
+    assert "\n" not in refused["error"]["message"] and "batch" in refused["error"]["message"]
+    assert garbage.json()["error"]["code"] == -32700
+    assert pong.status_code == 200 and '"id":2,"result":{}' in pong.text

@@ -207,3 +207,31 @@ def test_a_long_line_is_relayed_in_time_that_grows_with_its_length_not_its_squar
     took_one = min(_relayed_in(one) for _ in range(2))
     took_many = min(_relayed_in(many) for _ in range(2))
     assert took_one < 15 * took_many + 0.5, (took_one, took_many)
+
+
+def test_a_batch_and_a_line_that_is_no_json_are_answered_not_left_waiting(
+        tmp_path: Path) -> None:
+    """Review: the server agreed to protocol 2025-03-26, whose JSON-RPC allows batches, but
+    the SDK drops a line it cannot read as one message: a batch, or a line that is no JSON,
+    got no answer and the client waited forever. Each is answered (invalid request, parse
+    error; id null) and a client asking for 2025-03-26 is offered 2024-11-05, which has no
+    batches; the requests after them are answered as ever."""
+    client = LineClient(tmp_path / "h.db")
+    try:
+        agreed = client.request("initialize", {
+            "protocolVersion": "2025-03-26", "capabilities": {},
+            "clientInfo": {"name": "test", "version": "1"}})
+        client.send(json.dumps({"jsonrpc": "2.0", "method": "notifications/initialized"}))
+        client.send(json.dumps([{"jsonrpc": "2.0", "id": 50, "method": "ping"}]))
+        client.send("garbage 不是 JSON")
+        client.send("[]")
+        pong = client.request("ping", {})
+        lines = client.said.wait_for(lambda t: t.count("\n") >= 5, "five answers")
+    finally:
+        client.close()
+    answers = [json.loads(line) for line in lines.split("\n")[:-1]]
+    assert agreed["result"]["protocolVersion"] == "2024-11-05"
+    refused = [(a["id"], a["error"]["code"]) for a in answers if "error" in a]
+    assert refused == [(None, -32600), (None, -32700), (None, -32600)]
+    assert pong == {"jsonrpc": "2.0", "id": 2, "result": {}}
+    assert not any(a.get("id") == 50 for a in answers)  # nothing of the batch was done

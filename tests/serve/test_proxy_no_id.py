@@ -4,11 +4,12 @@ each request sends: two alike stay two, and neither's turn is replaced by the ot
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 from urllib.parse import unquote
 
 import pytest
 from chat_server import ChatServer
-from waiting import HANG
+from waiting import HANG, wait_until
 
 pytest.importorskip("uvicorn", reason="chatmem[serve] is not installed")
 
@@ -189,3 +190,41 @@ def test_an_id_left_unfilled_names_no_conversation(
     assert first != second
     sent = [m["content"] for m in chat_server.requests[-1]["messages"]]
     assert not any("A-778" in said for said in sent), sent
+
+
+def test_a_chat_whose_first_reply_was_cut_off_goes_on_in_its_session_when_sent_again(
+        chat_server: ChatServer, db_path: Path) -> None:
+    """Review: a chat no id names whose first reply the client stopped (a stop button, a
+    closed tab) left its session with no message, only the cancelled turn's record; the
+    same first message sent again was taken for another chat that began alike and went on
+    in `-2`, and the empty session stayed in the list for good."""
+    from test_proxy import statuses
+
+    settings = Settings(provider="openai", base_url=chat_server.base_url, model="test-small",
+                        db=str(db_path))
+    asked = [{"role": "user", "content": "杭州有什么好玩的？"}]
+    with RunningProxy(settings, strategy="window") as running:
+        chat_server.plan = ["drip"]
+        with httpx.stream("POST", f"{running.base_url}/chat/completions", timeout=HANG,
+                          json={"model": "test-small", "messages": asked,
+                                "stream": True}) as streamed:
+            cut = unquote(streamed.headers["X-Chatmem-Turn"]).rpartition("@")[0]
+            lines = streamed.iter_lines()
+            next(lines), next(lines)  # two pieces of the reply, then the client stops
+        wait_until(lambda: statuses(db_path, cut) == ["cancelled"], "the turn is settled")
+        # The cancelled turn's record is written a moment before its request lets the
+        # name go: a client sending again in that moment is another chat begun alike.
+        wait_until(lambda: not openings(running), "the cut-off request is over")
+        again, stored_as, _ = _ask(running, asked)
+    assert again == f"{cut}@1"
+    assert stored_as == "new-session"  # it held nothing before: as the first time
+    with Store(db_path) as store:
+        assert [s.name for s in store.sessions.list_sessions()] == [cut]
+
+
+def openings(running: RunningProxy) -> set[tuple[str, str]]:
+    """The names the proxy keeps for the requests of chats no id names under way."""
+    app: Any = running.server.config.app
+    while not hasattr(app, "routes"):
+        app = app.app
+    return app.routes[0].endpoint.__self__._openings  # type: ignore[no-any-return]

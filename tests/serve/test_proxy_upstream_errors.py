@@ -180,3 +180,44 @@ def test_a_model_failure_is_not_asked_again_by_the_clients_sdk(
     assert failed.value.response.headers["x-should-retry"] == "false"
     assert len(chat_server.requests) == len(plan)  # chatmem's own tries only
     assert statuses(db_path, "长诗") == ["failed"]
+
+
+def test_a_hung_upstream_holds_the_model_list_a_moment_not_three_timeouts(
+        db_path: Path) -> None:
+    """Review: /v1/models asked the upstream's /models with a chat's bounds, `timeout` per
+    try and two retries, so an upstream that took the connection and never answered held
+    the listing 3 x 60 s, past any front end's wait for its model menu. It is asked once,
+    for at most LISTING_TIMEOUT, then the configured model is listed as when it fails."""
+    import socket
+    import threading
+    import time
+
+    from chatmem.providers.openai import LISTING_TIMEOUT
+
+    listener = socket.create_server(("127.0.0.1", 0))
+    taken: list[socket.socket] = []
+
+    def take() -> None:  # takes each connection and its request, and never answers
+        while True:
+            try:
+                taken.append(listener.accept()[0])
+            except OSError:
+                return
+
+    threading.Thread(target=take, daemon=True).start()
+    base_url = f"http://127.0.0.1:{listener.getsockname()[1]}/v1"
+    settings = Settings(provider="openai", base_url=base_url, model="模型-small",
+                        db=str(db_path), timeout=60.0, max_retries=2)
+    try:
+        with RunningProxy(settings, strategy="window") as running:
+            began = time.monotonic()
+            listed = httpx.get(f"{running.base_url}/models", timeout=HANG)
+            took = time.monotonic() - began
+    finally:
+        listener.close()
+        for connection in taken:
+            connection.close()
+    assert listed.status_code == 200
+    assert "模型-small" in [model["id"] for model in listed.json()["data"]]
+    assert took < LISTING_TIMEOUT + 5
+    assert len(taken) == 1  # asked once: no retry of a listing

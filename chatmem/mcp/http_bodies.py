@@ -1,0 +1,94 @@
+"""`chatmem mcp --http` answers batches and offers protocol versions as over stdio
+(chatmem.mcp.stdio): the SDK agreed to 2025-03-26, whose JSON-RPC allows batches, then
+answered a batch with a 400 holding pydantic's multi-line dump of four union members, as
+"invalid params" (-32602). A batch is refused as an invalid request in one line, and a
+client asking for 2025-03-26 is offered 2024-11-05."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import MutableMapping
+from typing import Any
+
+from chatmem.mcp.stdio import BATCH_REFUSED, BATCHES_VERSION, OFFERED_INSTEAD
+from chatmem.serve.asgi import App, Receive, Scope, Send
+
+Message = MutableMapping[str, Any]
+
+
+class OneMessageBodies:
+    """An ASGI app around the SDK's streamable HTTP app: each POST body is read whole (as
+    the SDK reads it; the server's guard has bounded it), then a batch is refused and an
+    initialize asking for BATCHES_VERSION asks for OFFERED_INSTEAD; any other body goes on
+    exactly as it came."""
+
+    def __init__(self, app: App) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http" or scope.get("method") != "POST":
+            await self.app(scope, receive, send)
+            return
+        pieces: list[bytes] = []
+        ended = False
+        while not ended:
+            message = await receive()
+            if message["type"] != "http.request":  # gone before its body came
+                await self.app(scope, _replayed(b"".join(pieces), message, receive), send)
+                return
+            pieces.append(message.get("body", b""))
+            ended = not message.get("more_body", False)
+        body = b"".join(pieces)
+        if _batch(body):
+            await _refuse_batch(send)
+            return
+        await self.app(scope, _replayed(offered(body), None, receive), send)
+
+
+def offered(body: bytes) -> bytes:
+    """`body`, but an initialize asking for BATCHES_VERSION asks for OFFERED_INSTEAD."""
+    if BATCHES_VERSION.encode() not in body:  # most bodies: no second parse
+        return body
+    try:
+        request = json.loads(body)
+    except ValueError:
+        return body
+    if not isinstance(request, dict) or request.get("method") != "initialize":
+        return body
+    params = request.get("params")
+    if not isinstance(params, dict) or params.get("protocolVersion") != BATCHES_VERSION:
+        return body
+    asked = {**request, "params": {**params, "protocolVersion": OFFERED_INSTEAD}}
+    return json.dumps(asked, ensure_ascii=False).encode("utf-8")
+
+
+def _batch(body: bytes) -> bool:
+    """Whether `body` is a JSON array (one that is no JSON the SDK answers as a parse error)."""
+    if body.lstrip()[:1] != b"[":
+        return False
+    try:
+        return isinstance(json.loads(body), list)
+    except ValueError:
+        return False
+
+
+def _replayed(body: bytes, then: Message | None, receive: Receive) -> Receive:
+    """A `receive` that gives `body` whole, then `then` (a disconnect already read), then
+    what the client sends (its disconnect)."""
+    pending: list[Message] = [{"type": "http.request", "body": body, "more_body": False}]
+    if then is not None:
+        pending.append(then)
+
+    async def replay() -> Message:
+        return pending.pop(0) if pending else await receive()
+
+    return replay
+
+
+async def _refuse_batch(send: Send) -> None:
+    answer = json.dumps({"jsonrpc": "2.0", "id": None,
+                         "error": {"code": -32600, "message": BATCH_REFUSED}}).encode()
+    await send({"type": "http.response.start", "status": 400,
+                "headers": [(b"content-type", b"application/json"),
+                            (b"content-length", str(len(answer)).encode())]})
+    await send({"type": "http.response.body", "body": answer})
