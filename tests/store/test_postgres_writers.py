@@ -29,6 +29,17 @@ def before_p023(pg_server: PostgresServer) -> Iterator[OldHistory]:
         yield old
 
 
+def shared_session(url: str) -> int:
+    """The id of `url`'s role's new entity session 旅行, shared with bob for writing."""
+    with psycopg.connect(url, autocommit=True) as conn:
+        session_id = int(conn.execute(
+            "INSERT INTO sessions (name, strategy, created_at, updated_at) VALUES"
+            " ('旅行', 'entity', %s, %s) RETURNING id", [NOW, NOW]).fetchone()[0])
+        conn.execute("INSERT INTO session_shares (session_id, grantee, mode)"
+                     " VALUES (%s, 'bob', 'write')", [session_id])
+    return session_id
+
+
 def add_turn(url: str, session_id: int, number: int, text: str, context: str) -> int:
     """A message and the turn that asked it, by plain SQL as `url`'s role: its id."""
     with psycopg.connect(url, autocommit=True) as conn:
@@ -55,12 +66,7 @@ def test_an_older_database_upgrades_its_rows_read_as_before(
 
     old = before_p023
     ann, bob = old.url("ann"), old.url("bob")
-    with psycopg.connect(ann, autocommit=True) as conn:
-        session_id = int(conn.execute(
-            "INSERT INTO sessions (name, strategy, created_at, updated_at) VALUES"
-            " ('旅行', 'entity', %s, %s) RETURNING id", [NOW, NOW]).fetchone()[0])
-        conn.execute("INSERT INTO session_shares (session_id, grantee, mode)"
-                     " VALUES (%s, 'bob', 'write')", [session_id])
+    session_id = shared_session(ann)
     hers = add_turn(ann, session_id, 1, "我叫安娜。", "{}")
     # Bob's turn as chatmem's own client stored it before p023: his role in its context.
     his = add_turn(bob, session_id, 2, "我叫小明。", '{"speaker": "bob"}')
@@ -99,12 +105,7 @@ def test_a_copy_keeps_who_wrote_a_message(team: Team, tmp_path: Path) -> None:
     from chatmem.store.copying import copy_sessions
 
     ann, bob = team.url("ann"), team.url("bob")
-    with psycopg.connect(ann, autocommit=True) as conn:
-        session_id = int(conn.execute(
-            "INSERT INTO sessions (name, strategy, created_at, updated_at) VALUES"
-            " ('旅行', 'entity', %s, %s) RETURNING id", [NOW, NOW]).fetchone()[0])
-        conn.execute("INSERT INTO session_shares (session_id, grantee, mode)"
-                     " VALUES (%s, 'bob', 'write')", [session_id])
+    session_id = shared_session(ann)
     add_turn(ann, session_id, 1, "我叫安娜。", "{}")
     add_turn(bob, session_id, 2, "我住在深圳。", '{"speaker": "ann"}')
     with psycopg.connect(bob, autocommit=True) as conn:  # the model's reply to his turn
@@ -142,12 +143,7 @@ def test_an_older_databases_facts_keep_their_speakers_through_the_upgrade(
 
     old = before_p023
     ann, bob = old.url("ann"), old.url("bob")
-    with psycopg.connect(ann, autocommit=True) as conn:
-        session_id = int(conn.execute(
-            "INSERT INTO sessions (name, strategy, created_at, updated_at) VALUES"
-            " ('旅行', 'entity', %s, %s) RETURNING id", [NOW, NOW]).fetchone()[0])
-        conn.execute("INSERT INTO session_shares (session_id, grantee, mode)"
-                     " VALUES (%s, 'bob', 'write')", [session_id])
+    session_id = shared_session(ann)
     hers = add_turn(ann, session_id, 1, "我叫安娜。", "{}")
     his = add_turn(bob, session_id, 2, "我住在巴黎。", '{"speaker": "bob"}')
     facts = "SELECT id, key, value, source_message_id, owner FROM facts ORDER BY id"
