@@ -3,6 +3,8 @@ of what a grantee may do to the owner's session start."""
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
 from typing import Any
 
 import psycopg
@@ -34,3 +36,29 @@ def sql_as(url: str, sql: str, params: Any = ()) -> int | str:
             return conn.execute(sql, params).rowcount
         except psycopg.Error as e:
             return str(e.sqlstate)
+
+
+def profile(url: str, config: Path) -> dict[str, str]:
+    """The profile facts of `url`'s role: key → value."""
+    facts = json.loads(run(url, "facts", "list", "--json", "--config", str(config),
+                           code=0).stdout)
+    return {f["key"]: f["value"] for f in facts if f["scope"] == "user"}
+
+
+def session_facts(url: str, session: str, config: Path) -> dict[str, tuple[str, str | None]]:
+    """Key → (value, who stated it: a speaker other than the session's owner)."""
+    facts = json.loads(run(url, "facts", "list", session, "--json", "--config", str(config),
+                           code=0).stdout)
+    return {f["key"]: (f["value"], f["speaker"]) for f in facts if f["scope"] == "session"}
+
+
+def shared_after(team: Team, tmp_path: Path, hers: str) -> tuple[str, str, Path]:
+    """Ann's and bob's URLs and a config (scripted, `user_facts = true`), once ann's entity
+    session `proj` heard `hers` and is shared with bob for writing."""
+    config = tmp_path / "config.toml"
+    config.write_text('provider = "scripted"\nuser_facts = true\n', encoding="utf-8")
+    ann, bob = team.url("ann"), team.url("bob")
+    run(ann, "ask", "proj", hers, "--strategy", "entity", "--save", "--config", str(config),
+        code=0)
+    run(ann, "sessions", "share", "proj", "--with", "bob", "--write", code=0)
+    return ann, bob, config

@@ -11,22 +11,10 @@ from pathlib import Path
 
 import pytest
 from cli_runner import chat, run
+from grantees import profile, session_facts, shared_after
 from pg import Team
 
 pytest.importorskip("psycopg", reason="chatmem[postgres] (psycopg) is not installed")
-
-
-def profile(url: str, config: Path) -> dict[str, str]:
-    facts = json.loads(run(url, "facts", "list", "--json", "--config", str(config),
-                           code=0).stdout)
-    return {f["key"]: f["value"] for f in facts if f["scope"] == "user"}
-
-
-def session_facts(url: str, session: str, config: Path) -> dict[str, tuple[str, str | None]]:
-    """Key → (value, who stated it: a speaker other than the session's owner)."""
-    facts = json.loads(run(url, "facts", "list", session, "--json", "--config", str(config),
-                           code=0).stdout)
-    return {f["key"]: (f["value"], f["speaker"]) for f in facts if f["scope"] == "session"}
 
 
 @pytest.mark.parametrize("words", [
@@ -36,12 +24,8 @@ def session_facts(url: str, session: str, config: Path) -> dict[str, tuple[str, 
 def test_a_grantees_statement_caught_up_by_the_owner_is_not_her_profile(
         team: Team, tmp_path: Path, words: tuple[str, str, str, str, str]) -> None:
     his, key, his_value, hers, her_value = words
-    config = tmp_path / "config.toml"
-    config.write_text('provider = "scripted"\nuser_facts = true\n', encoding="utf-8")
-    ann, bob = team.url("ann"), team.url("bob")
+    ann, bob, config = shared_after(team, tmp_path, hers)
     c = ("--config", str(config))
-    run(ann, "ask", "proj", hers, "--strategy", "entity", "--save", *c, code=0)
-    run(ann, "sessions", "share", "proj", "--with", "bob", "--write", code=0)
     assert profile(ann, config) == {key: her_value}
     # Bob's run extracts nothing (his strategy holds for his run: a helper down does the
     # same), so the owner's next turn catches his up.
@@ -67,12 +51,8 @@ def test_a_grantees_value_of_her_key_sits_beside_her_profile_fact(
     which hides the profile's: `inspect proj --next "who am I?"` sent her model only
     `[8,"name","Mallory",2,null,"bob"]`, not her own name. Both are sent, his as his."""
     hers, his, key, her_value, his_value = words
-    config = tmp_path / "config.toml"
-    config.write_text('provider = "scripted"\nuser_facts = true\n', encoding="utf-8")
-    ann, bob = team.url("ann"), team.url("bob")
+    ann, bob, config = shared_after(team, tmp_path, hers)
     c = ("--config", str(config))
-    run(ann, "ask", "proj", hers, "--strategy", "entity", "--save", *c, code=0)
-    run(ann, "sessions", "share", "proj", "--with", "bob", "--write", code=0)
     run(bob, "ask", "ann/proj", his, *c, code=0)
     assert profile(ann, config) == {key: her_value}
     assert session_facts(ann, "proj", config) == {key: (his_value, "bob")}

@@ -6,26 +6,14 @@ the engine reads that, not a speaker the grantee wrote into the turn's context."
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import pytest
 from cli_runner import run
+from grantees import INSUFFICIENT_PRIVILEGE, profile, session_facts, shared_after, sql_as
 from pg import NOW, Team
 
 psycopg = pytest.importorskip("psycopg", reason="chatmem[postgres] (psycopg) is not installed")
-
-
-def profile(url: str, config: Path) -> dict[str, str]:
-    facts = json.loads(run(url, "facts", "list", "--json", "--config", str(config),
-                           code=0).stdout)
-    return {f["key"]: f["value"] for f in facts if f["scope"] == "user"}
-
-
-def session_facts(url: str, session: str, config: Path) -> dict[str, tuple[str, str | None]]:
-    facts = json.loads(run(url, "facts", "list", session, "--json", "--config", str(config),
-                           code=0).stdout)
-    return {f["key"]: (f["value"], f["speaker"]) for f in facts if f["scope"] == "session"}
 
 
 def insert_turn(url: str, text: str, context: str = "{}") -> None:
@@ -61,12 +49,8 @@ def test_a_turn_a_grantee_inserts_by_sql_is_his(
         team: Team, tmp_path: Path, words: tuple[str, str, str, str, str],
         context: str) -> None:
     his, key, his_value, hers, her_value = words
-    config = tmp_path / "config.toml"
-    config.write_text('provider = "scripted"\nuser_facts = true\n', encoding="utf-8")
-    ann, bob = team.url("ann"), team.url("bob")
+    ann, bob, config = shared_after(team, tmp_path, hers)
     c = ("--config", str(config))
-    run(ann, "ask", "proj", hers, "--strategy", "entity", "--save", *c, code=0)
-    run(ann, "sessions", "share", "proj", "--with", "bob", "--write", code=0)
     assert profile(ann, config) == {key: her_value}
     insert_turn(bob, his, context)
     # Her next turn catches his up: not her profile, and in the session as his.
@@ -78,8 +62,6 @@ def test_a_turn_a_grantee_inserts_by_sql_is_his(
 def test_no_role_writes_who_wrote_a_row(team: Team, tmp_path: Path) -> None:
     """The stamp is the server's: not named in an INSERT, not changed by an UPDATE, by the
     grantee nor by the owner."""
-    from grantees import INSUFFICIENT_PRIVILEGE, sql_as
-
     ann, bob = team.url("ann"), team.url("bob")
     run(ann, "ask", "proj", "我叫安娜。", "--strategy", "entity", "--provider", "scripted",
         code=0)
