@@ -323,18 +323,12 @@ def _not_installed(workspace: Workspace, strategy: str) -> bool:
             and any(part not in workspace.registries.strategies for part in parts))
 
 
-def _from_a_plugin(workspace: Workspace, strategy: str) -> bool:
-    """Whether a part of `strategy` (installed) is a plugin's: only a plugin's version can
-    change under a saved session; chatmem's own parameters are checked as given."""
+def _built_in(workspace: Workspace, strategy: str) -> dict[str, bool]:
+    """Each installed part of `strategy` → whether it is chatmem's own: only a plugin's
+    version can change under a saved session; chatmem's own parameters are checked as given."""
     registries = workspace.registries
-    return any((origin := registries.origin("strategy", part)) is not None
-               and not origin.builtin for part in strategy.split("+"))
-
-
-def _built_in_parts(workspace: Workspace, strategy: str) -> set[str]:
-    registries = workspace.registries
-    return {part for part in strategy.split("+")
-            if (origin := registries.origin("strategy", part)) is not None and origin.builtin}
+    return {part: origin.builtin for part in strategy.split("+")
+            if (origin := registries.origin("strategy", part)) is not None}
 
 
 def _transcript_strategy(workspace: Workspace, transcript: Transcript
@@ -353,11 +347,12 @@ def _transcript_strategy(workspace: Workspace, transcript: Transcript
                               " 'params' without 'strategy': name the strategy they are for"
                               " (\"strategy\": \"window\") or leave params out")
     try:
-        if transcript.strategy and _from_a_plugin(workspace, transcript.strategy):
+        built_in = _built_in(workspace, transcript.strategy or "")
+        if transcript.strategy and not all(built_in.values()):  # a part is a plugin's
             # A built-in part's parameter is refused as a lone built-in's is.
             return saved_strategy(transcript.strategy, transcript.params, strategies,
                                   transcript.title or str(transcript.source),
-                                  fixed=_built_in_parts(workspace, transcript.strategy))
+                                  fixed={part for part, own in built_in.items() if own})
         return strategies.strategy(
             transcript.strategy or settings.strategy,
             transcript.params if transcript.strategy else settings.params_for(settings.strategy)
