@@ -69,8 +69,8 @@ class Known:
 
     said: dict[tuple[int, int], int] = field(default_factory=dict)
     """`said_key` of each."""
-    written: dict[tuple[int, int], str | None] = field(default_factory=dict)
-    """The speaker label each opens with, as written (chatmem.memory.speaker_prior)."""
+    labels: dict[tuple[int, int], str | None] = field(default_factory=dict)
+    """The speaker label each opens with, compared (chatmem.memory.speaker_prior)."""
 
 
 @dataclass

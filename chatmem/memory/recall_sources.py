@@ -234,9 +234,9 @@ class StoredRecall:
         # What is worked out of their texts is kept with the session's other caches, up to
         # KNOWN_AT_MOST messages (a long history's pools would otherwise keep them all).
         known: Known = self.state.caches.setdefault("known", Known())
-        if max(len(known.said), len(known.written)) > KNOWN_AT_MOST:
+        if max(len(known.said), len(known.labels)) > KNOWN_AT_MOST:
             known.said.clear()
-            known.written.clear()
+            known.labels.clear()
         return Candidates(ordered, self.state.message_counts(self.counter).tokens_of(ordered),
                           known)
 

@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
-from functools import lru_cache
 
 from chatmem import fts
 from chatmem.memory.packing import Ranked
@@ -58,21 +57,20 @@ def _written(text: str | None) -> str | None:
     return None if found is None else found.group(1)
 
 
-def _written_of(r: Ranked) -> str | None:
-    """`_written` of a candidate's text, kept in its `known` (a build reads 150-300)."""
+def _label_of(r: Ranked) -> str | None:
+    """`speaker_of` a candidate's text, kept in its `known` (a build reads 150-300, the same
+    from turn to turn): with the session's caches, which go when text leaves its memory
+    (a purge), not with the process, which would hold any message's opening."""
     if r.known is None or r.text is None:
-        return _written(r.text)
-    labels, at = r.known.written, (r.key, hash(r.text))
+        return None if r.text is None else speaker_of(r.text)
+    labels, at = r.known.labels, (r.key, hash(r.text))
     if at not in labels:
-        labels[at] = _written(r.text)
+        labels[at] = speaker_of(r.text)
     return labels[at]
 
 
-@lru_cache(maxsize=4096)
 def _as_label(written: str) -> str | None:
-    """A label as written before its colon, compared; None if it cannot be a name. Kept
-    per label (64 characters at most): a build asks it of every label its pool's messages
-    open with, the same few dozen again at each turn (3 µs each, folded and compared)."""
+    """A label as written before its colon, compared; None if it cannot be a name."""
     label = written.strip()
     # One letter is no name but a form's: "Q: … A: …", "问：… 答：…", "我：…"; as a label,
     # "a" (or 我) in a question named it, and every answer of a pasted Q&A gained.
@@ -129,13 +127,10 @@ def prefer_named(ranked: Sequence[Ranked], query: str, amount: float,
     taken for the asker's when it is a speaker's."""
     if not amount:
         return list(ranked)
-    # Per label as written: a conversation has a few speakers, and a build 150-300 candidates.
-    written = [_written_of(r) for r in ranked]
-    spoken = {w: label for w in set(written) if w is not None
-              if (label := _as_label(w)) is not None}
-    if not spoken:
+    labels = [_label_of(r) for r in ranked]
+    speakers = {label for label in labels if label is not None}
+    if not speakers:
         return list(ranked)
-    speakers = set(spoken.values())
     # A group chat's input opens with its own speaker's label: who asks, not who is asked
     # about. Only a speaker's: "Quick question about Bob: …" is about Bob.
     opening = None if asker else _LABEL.match(query, 0, OPENING)
@@ -146,7 +141,7 @@ def prefer_named(ranked: Sequence[Ranked], query: str, amount: float,
     named = {label for label in speakers if _named(asked, words, label)}
     if not named:
         return list(ranked)
-    for r, w in zip(ranked, written, strict=True):
-        if w in spoken and spoken[w] in named:
+    for r, label in zip(ranked, labels, strict=True):
+        if label in named:
             r.fused += amount
     return sorted(ranked, key=lambda r: -r.fused)

@@ -8,7 +8,7 @@ import pytest
 from fact_conversations import context_with, run_conversation
 
 from chatmem.memory import speaker_prior
-from chatmem.memory.packing import Ranked
+from chatmem.memory.packing import Known, Ranked
 from chatmem.memory.speaker_prior import names, prefer_named, speaker_of
 
 # A group chat: alice says what she does, bob reacts to each on topic, saying nothing of it.
@@ -115,9 +115,7 @@ def test_a_question_naming_a_speaker_recalls_what_they_said_over_others_reaction
 
 
 def _calls(query: str, pool: list[Ranked]) -> int:
-    """Python and C calls prefer_named makes for `query` over `pool`: counted, not timed,
-    each count with the labels worked out anew (they are kept per process)."""
-    speaker_prior._as_label.cache_clear()
+    """Python and C calls prefer_named makes for `query` over `pool`: counted, not timed."""
     count = 0
 
     def counted(frame: object, event: str, arg: object) -> None:
@@ -193,3 +191,19 @@ def test_a_one_letter_label_is_a_form_not_a_speaker() -> None:
     assert [r.position for r in prefer_named(pool, "when is a flight booked?", 0.2)] == [1, 2]
     pool = [candidate(1, "机票订在周五"), candidate(2, "我：打印机在二楼")]
     assert [r.position for r in prefer_named(pool, "我的机票订在哪天？", 0.2)] == [1, 2]
+
+
+def test_no_opening_outlives_the_session_caches() -> None:
+    """The labels a build works out of its messages' openings are kept with the session's
+    caches (packing.Known, cleared when text leaves its memory: a purge): a memo of the
+    process kept every opening before a colon, a question's too ("sk-…: why is it
+    refused?"), for any session, purged or not, as long as a server ran."""
+    secret = "sk-proj-Zq81XvT0"
+    known = Known()
+    pool = [Ranked(1, 1, 1, "user", 0.0, 0.0, None, 1.0, 10, f"{secret}: 这个密钥为什么失效？",
+                   known=known),
+            Ranked(2, 2, 1, "user", 0.0, 0.0, None, 1.0, 10, "alice: 我去过杭州。", known=known)]
+    assert [r.key for r in prefer_named(pool, f"{secret}: alice 去过哪里？", 0.1)] == [2, 1]
+    memos = [f for f in vars(speaker_prior).values() if hasattr(f, "cache_info")]
+    assert [f.cache_info().currsize for f in memos] == [0] * len(memos)
+    assert sorted(known.labels.values(), key=str) == ["alice", "sk-proj-zq81xvt0"]
