@@ -180,7 +180,7 @@ def resumed_model(settings: Settings, session: SessionRecord, store: Store) -> S
     if (settings.source_of("model").kind in CHOSEN or not session.model
             or session.provider in (None, "auto", "local")
             or session.provider != resolve_provider_name(settings)
-            or not store.turns.ran_on(session.provider, session.model)):
+            or not store.turns.ran_on(session.id, session.provider, session.model)):
         return settings
     # Not for_model: the name stored is the model's own, never an alias to resolve.
     return dataclasses.replace(settings, model=session.model, sources={

@@ -186,13 +186,18 @@ class TurnTables:
                 turn=turn.number, why=why)
         return turn
 
-    def ran_on(self, provider: str, model: str) -> bool:
+    def ran_on(self, session_id: int, provider: str, model: str) -> bool:
         """Whether a turn stored in this history ran on `provider`'s `model`: an imported
         session's is only what its transcript's header says, while a fork (which copies no
-        turn) names one its parent's turns ran on here."""
+        turn) names one its parent's turns ran on here. The session's own latest turn first
+        (its model is that turn's), by its index: no index holds a model, so the history
+        is read from its first turn only for a session none of whose turns ran on it."""
+        if fetch_value(self._db, "SELECT provider = ? AND model = ? FROM turns"
+                       " WHERE session_id = ? ORDER BY number DESC LIMIT 1",
+                       [provider, model, session_id]):
+            return True
         return bool(fetch_rows(self._db,
-            "SELECT 1 FROM turns WHERE provider = ? AND model = ? LIMIT 1",
-            [provider, model]))
+            "SELECT 1 FROM turns WHERE provider = ? AND model = ? LIMIT 1", [provider, model]))
 
     def last_completed_id(self, session_id: int) -> int | None:
         """The id of the session's last completed turn, when it is still in memory (failed

@@ -165,3 +165,35 @@ def test_a_fork_goes_on_on_its_parents_model(setup, chat_server) -> None:
     said = chat(where, env, "旅行2", lines=["住哪里?"])
     assert sent_models(chat_server) == ["m2"]
     assert not [line for line in said if "ran on" in line]
+
+
+def test_resuming_reads_the_sessions_latest_turn_not_the_whole_history(
+        tmp_path: Path) -> None:
+    """Whether a turn here ran on the session's model read the history's turns from the
+    first (no index holds a model, and each row's context comes before it): a session on
+    a model the history took up lately read every earlier turn at each resume, `ask`
+    included (0.2 s at 20,000 turns of 20 KB contexts). Its own latest turn says it."""
+    from meter import metered
+
+    from chatmem.app.conversations import resumed_model
+    from chatmem.config.settings import Settings
+
+    settings = Settings(provider="openai", model="m1")
+    steps = []
+    for earlier in (10, 300):
+        with Store(tmp_path / f"{earlier}.db") as store:
+            old = store.sessions.create_session("旧", "buffer", provider="openai", model="m1")
+            new = store.sessions.create_session("新", "buffer", provider="openai", model="m2")
+            with store.db.write():
+                for number, (session, model) in enumerate(
+                        [(old, "m1")] * earlier + [(new, "m2")], 1):
+                    store.db.execute(
+                        "INSERT INTO turns (session_id, number, status, input, context,"
+                        " strategy, provider, model, created_at) VALUES"
+                        " (?, ?, 'ok', '你好', ?, 'buffer', 'openai', ?, ?)",
+                        [session.id, number, "{}" + " " * 5000, model,
+                         "2026-05-01T09:00:00+00:00"])
+            with metered(store) as meter:
+                assert resumed_model(settings, new, store).model == "m2"
+            steps.append(meter.steps)
+    assert steps[1] <= steps[0] + 1, steps
