@@ -1,6 +1,7 @@
 """`inspect --strategy` (a what-if) rebuilds a stateful strategy's memory in a scratch store:
 an update of a plugin's strategy that fails there is said as a chat and an eval say it, since
-the context shown then rests on state that was never written."""
+the context shown then rests on state that was never written; and the messages it shows are
+named by the session's own rows, not the scratch copy's."""
 
 from __future__ import annotations
 
@@ -25,3 +26,59 @@ def test_a_what_if_whose_memory_update_fails_says_so(installed: Install, tmp_pat
     as_json = invoke("inspect", "旅行", "-s", "forgets", "--provider", "scripted", "--db", db,
                      "--json", code=0)
     assert json.loads(as_json.stdout)["notices"] == [FAILED]
+
+
+NOTED = """
+from chatmem.memory.assembly import assemble
+from chatmem.memory.buffer import BufferStrategy
+from chatmem.memory.context import Message, Part
+from chatmem.memory.reasons import TextReason
+
+
+class Noted(BufferStrategy):
+    name = "noted"
+    description = "the user's words noted so far, and every turn"
+    keeps_state = True
+
+    def update(self, env):
+        said = [m.content for t in env.history.turns(1, env.history.turn_count())
+                for m in t.messages if m.role == "user"]
+        env.state.set(self.name, said=said)
+        return []
+
+    def build(self, request):
+        said = request.state.get(self.name).get("said", [])
+        context = super().build(request)
+        if not said:
+            return context
+        note = Message.counted("system", "noted: " + "、".join(said), request.counter)
+        history = [p for p in context.parts if p.kind == "history"]
+        return assemble(request, [Part("facts", (note,), TextReason("noted")), *history],
+                        budget=self.budget(request))
+
+
+def register(plugins):
+    plugins.add_strategy(Noted)
+"""
+"""A plugin strategy whose state notes every user message."""
+
+
+def test_a_what_if_rebuilt_in_scratch_names_the_sessions_own_messages(
+        installed: Install, tmp_path: Path) -> None:
+    installed("chatmem-noted", "chatmem_noted", NOTED, name="noted")
+    db = str(tmp_path / "h.db")
+    invoke("chat", "旅行", "--provider", "scripted", "--db", db, input="我想去杭州\n", code=0)
+    invoke("chat", "出差", "--provider", "scripted", "--db", db,
+           input="下周去北京\n订好酒店了\n", code=0)
+    sent = invoke("inspect", "出差", "--turn", "2", "--json", "--db", db, code=0)
+    what_if = invoke("inspect", "出差", "--turn", "2", "-s", "noted", "--provider", "scripted",
+                     "--json", "--db", db, code=0)
+
+    def history(shown: str) -> list[tuple[int, str]]:
+        parts = json.loads(shown)["context"]["parts"]
+        return [(m["id"], m["content"]) for p in parts if p["kind"] == "history"
+                for m in p["messages"]]
+
+    # The session's rows are 3 and 4 (旅行 holds 1 and 2), not the scratch copy's 1 and 2.
+    assert history(what_if.stdout) == history(sent.stdout) == [(3, "下周去北京"),
+                                                                (4, "echo #1: 下周去北京")]
