@@ -1,7 +1,8 @@
 """`inspect --strategy` (a what-if) rebuilds a stateful strategy's memory in a scratch store:
 an update of a plugin's strategy that fails there is said as a chat and an eval say it, since
 the context shown then rests on state that was never written; and the messages it shows are
-named by the session's own rows, not the scratch copy's."""
+named by the session's own rows, not the scratch copy's. `inspect --next` on a session that
+holds none of its strategy's memory yet (a fork) rebuilds it the same way."""
 
 from __future__ import annotations
 
@@ -10,6 +11,8 @@ from pathlib import Path
 
 from cli_runner import invoke
 from plugin_site import FORGETS, Install
+
+from chatmem.store import Store
 
 FAILED = ("memory update failed, will retry next turn: strategy 'forgets' could not update "
           "its memory: KeyError: '记忆更新失败' (plugin forgets (chatmem-forgets 0.1.0))")
@@ -60,7 +63,27 @@ class Noted(BufferStrategy):
 def register(plugins):
     plugins.add_strategy(Noted)
 """
-"""A plugin strategy whose state notes every user message."""
+"""A plugin strategy whose state notes every user message; a fork before its last turn has
+none of it until the fork's first turn catches up."""
+
+
+def test_inspect_next_shows_the_memory_a_forks_first_turn_rebuilds(
+        installed: Install, tmp_path: Path) -> None:
+    installed("chatmem-noted", "chatmem_noted", NOTED, name="noted")
+    db = str(tmp_path / "h.db")
+    invoke("chat", "旅行", "-s", "noted", "--provider", "scripted", "--db", db,
+           input="我想去杭州\n住三晚\n带上小明\n", code=0)
+    invoke("sessions", "fork", "旅行", "分支", "--at-turn", "2", "--db", db, code=0)
+    shown = invoke("inspect", "分支", "--next", "还记得吗", "--provider", "scripted", "--db", db,
+                   "--json", code=0)
+    with Store(tmp_path / "h.db") as store:
+        fork = store.sessions.session("分支").id
+        assert store.memory.strategy_state(fork, "noted") == {}  # inspecting wrote nothing
+    invoke("ask", "分支", "还记得吗", "--provider", "scripted", "--db", db, code=0)
+    sent = invoke("inspect", "分支", "--json", "--db", db, code=0)
+    expected = json.loads(sent.stdout)["context"]["parts"]
+    assert json.loads(shown.stdout)["context"]["parts"] == expected
+    assert expected[1]["messages"][0]["content"] == "noted: 我想去杭州、住三晚"
 
 
 def test_a_what_if_rebuilt_in_scratch_names_the_sessions_own_messages(
