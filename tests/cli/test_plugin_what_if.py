@@ -10,7 +10,7 @@ import json
 from pathlib import Path
 
 from cli_runner import invoke
-from plugin_site import FORGETS, Install
+from plugin_site import FORGETS, NOTED, Install
 
 from chatmem.store import Store
 
@@ -30,41 +30,6 @@ def test_a_what_if_whose_memory_update_fails_says_so(installed: Install, tmp_pat
                      "--json", code=0)
     assert json.loads(as_json.stdout)["notices"] == [FAILED]
 
-
-NOTED = """
-from chatmem.memory.assembly import assemble
-from chatmem.memory.buffer import BufferStrategy
-from chatmem.memory.context import Message, Part
-from chatmem.memory.reasons import TextReason
-
-
-class Noted(BufferStrategy):
-    name = "noted"
-    description = "the user's words noted so far, and every turn"
-    keeps_state = True
-
-    def update(self, env):
-        said = [m.content for t in env.history.turns(1, env.history.turn_count())
-                for m in t.messages if m.role == "user"]
-        env.state.set(self.name, said=said)
-        return []
-
-    def build(self, request):
-        said = request.state.get(self.name).get("said", [])
-        context = super().build(request)
-        if not said:
-            return context
-        note = Message.counted("system", "noted: " + "、".join(said), request.counter)
-        history = [p for p in context.parts if p.kind == "history"]
-        return assemble(request, [Part("facts", (note,), TextReason("noted")), *history],
-                        budget=self.budget(request))
-
-
-def register(plugins):
-    plugins.add_strategy(Noted)
-"""
-"""A plugin strategy whose state notes every user message; a fork before its last turn has
-none of it until the fork's first turn catches up."""
 
 
 def test_inspect_next_shows_the_memory_a_forks_first_turn_rebuilds(
