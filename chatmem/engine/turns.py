@@ -347,6 +347,9 @@ class Engine(SessionChanges, MemoryUpkeep, TurnChecks, TurnRows, Generic[StoreT]
         files the recorded turn sent with it.
         """
         text, reply = valid_text(text), valid_text(reply)
+        # As send's: a fork's or an import's turns before this one are first folded in (an
+        # MCP client's record_turn on one; a replay starts empty, where this does nothing).
+        caught = self.catch_up()
         context = self.build_context(text, attachments, said_at=said_at, speaker=speaker)
         self._keep_changes()
         self.store.images.keep_images(self.session.id, [a.image for a in attachments if a.image])
@@ -355,4 +358,4 @@ class Engine(SessionChanges, MemoryUpkeep, TurnChecks, TurnRows, Generic[StoreT]
             sent_at=times[0], replied_at=times[1], external_ids=ids,
             message_tokens=self._message_tokens(context, text, reply))
         return TurnResult(record, context, reply,
-                          self.update_memory(turns=record.history_turn))
+                          caught + self.update_memory(turns=record.history_turn))
