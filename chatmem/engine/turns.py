@@ -329,7 +329,8 @@ class Engine(SessionChanges, MemoryUpkeep, TurnChecks, TurnRows, Generic[StoreT]
                                     stored=self.keeps_memory))
         if self.keeps_memory:
             # The commit checked the erasures against `_erasures` under the write lock.
-            notices += self.update_memory(turns=record.history_turn, erasures=self._erasures)
+            notices += _unsaid(notices, self.update_memory(turns=record.history_turn,
+                                                          erasures=self._erasures))
         return TurnResult(record, context, reply, notices)
 
     def replay_turn(self, text: str, reply: str,
@@ -358,4 +359,11 @@ class Engine(SessionChanges, MemoryUpkeep, TurnChecks, TurnRows, Generic[StoreT]
             sent_at=times[0], replied_at=times[1], external_ids=ids,
             message_tokens=self._message_tokens(context, text, reply))
         return TurnResult(record, context, reply,
-                          caught + self.update_memory(turns=record.history_turn))
+                          caught + _unsaid(caught, self.update_memory(
+                              turns=record.history_turn)))
+
+
+def _unsaid(said: Sequence[Notice], more: Sequence[Notice]) -> list[Notice]:
+    """`more` less what `said` holds already: an update failing as the catch-up before the
+    turn failed (a plugin's that raises each time) is one line, not the same line twice."""
+    return [n for n in more if n not in said]

@@ -70,3 +70,15 @@ def test_a_what_if_rebuilt_in_scratch_names_the_sessions_own_messages(
     # The session's rows are 3 and 4 (旅行 holds 1 and 2), not the scratch copy's 1 and 2.
     assert history(what_if.stdout) == history(sent.stdout) == [(3, "下周去北京"),
                                                                 (4, "echo #1: 下周去北京")]
+
+
+def test_an_update_failing_before_and_after_a_turn_is_said_once(
+        installed: Install, tmp_path: Path) -> None:
+    """A second `ask` retries the failed update as its catch-up, then updates after the turn:
+    both failed alike, and the same line was printed twice."""
+    installed("chatmem-forgets", "chatmem_forgets", FORGETS, name="forgets")
+    db = str(tmp_path / "h.db")
+    invoke("ask", "旅行", "我想去杭州", "-s", "forgets", "--save", "--provider", "scripted",
+           "--db", db, code=0)
+    again = invoke("ask", "旅行", "住三晚", "--provider", "scripted", "--db", db, code=0)
+    assert again.stderr.splitlines().count(FAILED) == 1
