@@ -222,3 +222,39 @@ def install(site: Path, dist: str, module: str, code: str, *, entry: str | None 
         f"Metadata-Version: 2.1\nName: {dist}\nVersion: {version}\n", encoding="utf-8")
     (info / "entry_points.txt").write_text(
         f"[chatmem.plugins]\n{name or module} = {entry or module}\n", encoding="utf-8")
+
+
+NOTED = """
+from chatmem.memory.assembly import assemble
+from chatmem.memory.buffer import BufferStrategy
+from chatmem.memory.context import Message, Part
+from chatmem.memory.reasons import TextReason
+
+
+class Noted(BufferStrategy):
+    name = "noted"
+    description = "the user's words noted so far, and every turn"
+    keeps_state = True
+
+    def update(self, env):
+        said = [m.content for t in env.history.turns(1, env.history.turn_count())
+                for m in t.messages if m.role == "user"]
+        env.state.set(self.name, said=said)
+        return []
+
+    def build(self, request):
+        said = request.state.get(self.name).get("said", [])
+        context = super().build(request)
+        if not said:
+            return context
+        note = Message.counted("system", "noted: " + "、".join(said), request.counter)
+        history = [p for p in context.parts if p.kind == "history"]
+        return assemble(request, [Part("facts", (note,), TextReason("noted")), *history],
+                        budget=self.budget(request))
+
+
+def register(plugins):
+    plugins.add_strategy(Noted)
+"""
+"""A plugin strategy whose state notes every user message; a fork before its last turn has
+none of it until the fork's first turn catches up."""

@@ -116,10 +116,57 @@ def inspect_turn(workspace: Workspace, session: str, number: int | None = None, 
 
 
 def inspect_next(workspace: Workspace, session: str, text: str, *,
-                 explicit: bool = False) -> Inspection:
+                 explicit: bool = False, catch_up: bool = False,
+                 activity: Activity = QUIET) -> Inspection:
     """What the session's strategy would send for `text` now, counted with the tokenizer the
-    session was recorded with unless `explicit` (a provider or model named on purpose)."""
-    return inspect_on(next_engine(workspace, session, explicit=explicit), text)
+    session was recorded with unless `explicit` (a provider or model named on purpose);
+    `catch_up` as inspect_on's."""
+    return inspect_on(next_engine(workspace, session, explicit=explicit), text,
+                      catch_up=catch_up, activity=activity)
+
+
+def _memory_missing(engine: Engine[Store]) -> bool:
+    """Whether the session has turns but none of the memory its strategy derives from them (a
+    fork before the turns its state covered, an import, a strategy switched to): the next
+    turn then starts with one catch-up from nothing, which a build alone leaves out (a
+    plugin's notes, a summary shown as turns not yet summarized)."""
+    from chatmem.store.state_coverage import FACTS_OWNER
+
+    store, session = engine.store, engine.session.id
+    keeping = [m.name for m in engine.strategy.members if m.keeps_state]
+    if not keeping or not store.history.turn_count(session):
+        return False
+    # Any memory at all (a summary, facts, a member's state) and the catch-up starts from it:
+    # a rebuild from nothing would then show another context than the turn sends.
+    return not (any(store.memory.strategy_state(session, owner)
+                    for owner in [*keeping, FACTS_OWNER])
+                or store.memory.summaries(session) or store.facts.facts(session_id=session))
+
+
+def _after_catch_up(engine: Engine[Store], text: str, activity: Activity) -> Inspection:
+    """inspect_on's answer for a session whose memory `_memory_missing`: built after a
+    catch-up from nothing in a scratch copy of its history, the session left unchanged."""
+    from chatmem.evaluation.recording import describe_counter
+    from chatmem.evaluation.whatif import what_if
+
+    store = engine.store
+    record = store.sessions.session_by_id(engine.session.id)
+    turns = store.history.turn_count(record.id)
+    user = record.user
+    facts = ([f for f in store.facts.facts(user=user) if f.scope == FactScope.USER]
+             if user else [])
+    result = what_if(store, record, engine.strategy, text, history_turns=turns,
+                     system=store.sessions.system_for_turn(record.id, turns + 1),
+                     chat_provider=engine.provider, budget=engine.budget, user=user,
+                     user_facts=facts, embedder=engine.embedder, activity=activity,
+                     zone=engine.zone, said_at=_time_or_none(store.now(), engine.zone))
+    return Inspection(record, InspectMode.NEXT, result.context, text, engine.strategy.name,
+                      dict(engine.strategy.params),
+                      describe_counter(engine.counter, record.tokenizer),
+                      replayed=Replayed(result.replayed, result.model_calls),
+                      left_out=result.left_out, notices=result.notices,
+                      address=store.sessions.address(record.id),
+                      external_ids=result.external_ids)
 
 
 def next_engine(workspace: Workspace, session: str, *, explicit: bool = False) -> Engine[Store]:
@@ -142,11 +189,16 @@ def next_engine(workspace: Workspace, session: str, *, explicit: bool = False) -
                        zone=workspace.settings.zone)
 
 
-def inspect_on(engine: Engine[Store], text: str) -> Inspection:
-    """What `engine` (next_engine's, perhaps kept open by a server) would send for `text`."""
+def inspect_on(engine: Engine[Store], text: str, *, catch_up: bool = False,
+               activity: Activity = QUIET) -> Inspection:
+    """What `engine` (next_engine's, perhaps kept open by a server) would send for `text`.
+    With `catch_up`, a session that holds none of its strategy's memory yet has it rebuilt in
+    memory first, as the next turn's catch-up will (it may ask the model for summaries)."""
     from chatmem.evaluation.recording import describe_counter
     from chatmem.evaluation.whatif import external_ids, left_out_texts
 
+    if catch_up and _memory_missing(engine):
+        return _after_catch_up(engine, text, activity)
     context = engine.build_context(text)
     record = engine.store.sessions.session_by_id(engine.session.id)  # as stored now
     strategy = engine.strategy

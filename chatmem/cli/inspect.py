@@ -25,7 +25,8 @@
     replayed         for a what-if: the turns its summaries or facts were rebuilt from in one
                      catch-up (not turn by turn as replay and eval: they can differ) and
                      the model calls that made (turns 0: a strategy without summaries or
-                     facts builds from the stored history, as a replay would)
+                     facts builds from the stored history, as a replay would); for --next,
+                     the catch-up the next turn starts with when none is stored yet
 
 With --summaries: {"command": "inspect", "mode": "summaries", "session",
 "summaries": [version, strategy, created_at, covered_messages, covered_turn, tokens,
@@ -139,7 +140,8 @@ def inspect(
                 with_user_facts=with_user_facts,
                 activity=ConsoleActivity(consoles()[1], "Ctrl-C stops it"))
         elif next_text is not None:
-            seen = inspect_next(ws, session, next_text, explicit=explicit)
+            seen = inspect_next(ws, session, next_text, explicit=explicit, catch_up=True,
+                                activity=ConsoleActivity(consoles()[1], "Ctrl-C stops it"))
         else:
             try:
                 seen = inspect_turn(ws, session, turn, request=request)
@@ -195,7 +197,12 @@ def _show(data: dict[str, Any], context: "Context", approximate: bool,
         "speaker": data["speaker"],
     }
     replayed = data["replayed"]
-    if replayed and replayed["turns"]:
+    if replayed and data["mode"] == "next":
+        # The session holds none of its strategy's memory yet: the next turn makes it first.
+        info["memory"] = (f"none stored yet: rebuilt in memory from {replayed['turns']:,} turns,"
+                          " as the next turn first does"
+                          f" ({replayed['strategy_model_calls']:,} strategy model calls)")
+    elif replayed and replayed["turns"]:
         # One catch-up over every turn, not an update after each as replay and eval make:
         # a summary of 79 turns at once is not the one they had at turn 80.
         info["what-if"] = (f"rebuilt in memory from {replayed['turns']:,} turns in one catch-up"

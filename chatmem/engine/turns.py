@@ -329,7 +329,8 @@ class Engine(SessionChanges, MemoryUpkeep, TurnChecks, TurnRows, Generic[StoreT]
                                     stored=self.keeps_memory))
         if self.keeps_memory:
             # The commit checked the erasures against `_erasures` under the write lock.
-            notices += self.update_memory(turns=record.history_turn, erasures=self._erasures)
+            notices += _unsaid(notices, self.update_memory(turns=record.history_turn,
+                                                          erasures=self._erasures))
         return TurnResult(record, context, reply, notices)
 
     def replay_turn(self, text: str, reply: str,
@@ -347,6 +348,9 @@ class Engine(SessionChanges, MemoryUpkeep, TurnChecks, TurnRows, Generic[StoreT]
         files the recorded turn sent with it.
         """
         text, reply = valid_text(text), valid_text(reply)
+        # As send's: a fork's or an import's turns before this one are first folded in (an
+        # MCP client's record_turn on one; a replay starts empty, where this does nothing).
+        caught = self.catch_up()
         context = self.build_context(text, attachments, said_at=said_at, speaker=speaker)
         self._keep_changes()
         self.store.images.keep_images(self.session.id, [a.image for a in attachments if a.image])
@@ -355,4 +359,11 @@ class Engine(SessionChanges, MemoryUpkeep, TurnChecks, TurnRows, Generic[StoreT]
             sent_at=times[0], replied_at=times[1], external_ids=ids,
             message_tokens=self._message_tokens(context, text, reply))
         return TurnResult(record, context, reply,
-                          self.update_memory(turns=record.history_turn))
+                          caught + _unsaid(caught, self.update_memory(
+                              turns=record.history_turn)))
+
+
+def _unsaid(said: Sequence[Notice], more: Sequence[Notice]) -> list[Notice]:
+    """`more` less what `said` holds already: an update failing as the catch-up before the
+    turn failed (a plugin's that raises each time) is one line, not the same line twice."""
+    return [n for n in more if n not in said]

@@ -126,10 +126,36 @@ def what_if(
         request = engine.request(text, said_at=Said.AS_NEWEST if said_at is None else said_at,
                                  speaker=speaker)
         context = build_guarded(strategy, replace(request, attached=files))
-        # The candidates' ids are the scratch store's: read their texts before it closes.
-        return WhatIf(context, history_turns, sum(helper.calls.values()),
-                      left_out_texts(scratch.history, copy.id, context), said,
-                      external_ids(scratch.history, copy.id, context))
+        # Built from the scratch store's rows: named by the session's own before it closes.
+        context = _named_as_stored(context, scratch.history, copy.id, store.history,
+                                   session.id)
+    return WhatIf(context, history_turns, sum(helper.calls.values()),
+                  left_out_texts(store.history, session.id, context), said,
+                  external_ids(store.history, session.id, context))
+
+
+def _named_as_stored(context: Context, scratch: HistoryRepository, copy_id: int,
+                     history: HistoryRepository, session_id: int) -> Context:
+    """`context`, built over a scratch copy of the session, with its messages and recall's
+    rows named by the session's stored ids (the copy holds the same messages of the same
+    turns in the same order): `inspect --json` says a message's `id` is the stored row's."""
+    turns = ({m.turn for p in context.parts for m in p.messages
+              if m.id is not None and m.turn is not None}
+             | {t for row in context.recall if isinstance(t := row.get("turn"), int)})
+    if not turns:
+        return context
+    stored = {copied.id: own.id for copied, own in zip(
+        scratch.messages_in_turns(copy_id, turns), history.messages_in_turns(session_id, turns),
+        strict=True)}
+
+    def named(m: Message) -> Message:
+        return m if m.id is None else replace(m, id=stored.get(m.id, m.id))
+
+    parts = tuple(replace(p, messages=tuple(named(m) for m in p.messages))
+                  for p in context.parts)
+    recall = tuple({**row, "id": stored.get(row["id"], row["id"])}
+                   if isinstance(row.get("id"), int) else row for row in context.recall)
+    return replace(context, parts=parts, recall=recall)
 
 
 def sent_with(recorded: Context, system: str | None) -> tuple[str | None, tuple[Message, ...]]:

@@ -197,7 +197,9 @@ def _add_tools(server: MCPServer[Any], memory: Memory) -> None:
                 ctx, conversation_id, "read",
                 lambda ws: inspection.next_engine(ws, conversation_id),
                 lambda engine: (_opening_notices(engine, settings),
-                                inspection.inspect_on(engine, input)))
+                                # What the client sends its model: with the memory the
+                                # turn's catch-up makes first (a fork's, an import's).
+                                inspection.inspect_on(engine, input, catch_up=True)))
         whole = context_resource(conversation_id, strategy)
 
         def whole_in(part: ContextPart, message: ContextMessage) -> str:

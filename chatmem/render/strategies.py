@@ -40,10 +40,13 @@ def sentence(text: str) -> str:
     text = text.strip()
     if not text or text[-1] in ".。！？!?":
         return text[:1].upper() + text[1:]
-    stop = "。" if _CJK_LAST.match(text[-1]) else "."
+    # A closing bracket or quote belongs to what it closes: `上限（0 表示不限）` is Chinese.
+    last = text.rstrip(_CLOSING)[-1:] or text[-1]
+    stop = "。" if _CJK_LAST.match(last) else "."
     return text[:1].upper() + text[1:] + stop
 
 
 _CJK_LAST = re.compile("[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff"
                        "\U00020000-\U0002fa1f]")
 """Chinese and Japanese, which end a sentence with 。 (Korean takes a full stop)."""
+_CLOSING = ")]}\"'）】」』》〉”’"

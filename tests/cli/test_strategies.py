@@ -66,3 +66,6 @@ def test_a_parameters_help_ends_as_its_own_language_ends_a_sentence() -> None:
     assert sentence("which mode?") == "Which mode?"
     assert sentence("最近のターン") == "最近のターン。"
     assert sentence("한국어 도움말") == "한국어 도움말."
+    assert sentence("上下文的令牌上限（0 表示不限）") == "上下文的令牌上限（0 表示不限）。"
+    assert sentence("风格「简洁」") == "风格「简洁」。"
+    assert sentence("the cap (0: none)") == "The cap (0: none)."
