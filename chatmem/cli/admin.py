@@ -18,7 +18,6 @@ app = ChatmemTyper(help="Set up a PostgreSQL history for a team: one role per pe
                         "\b\nExample: chatmem admin add-user ann --db postgresql://admin@db/team",
                    no_args_is_help=True)
 
-RoleArgument = Annotated[str, typer.Argument(metavar="ROLE", help="A PostgreSQL login role.")]
 SessionArgument = Annotated[str, typer.Argument(metavar="SESSION", help="One of your sessions.")]
 
 

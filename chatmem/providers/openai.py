@@ -42,6 +42,7 @@ they open and give up within about 10 s (Open WebUI), and a hung endpoint held t
 for 3 x `timeout` (180 s by default), a chat's bounds, while it answers with the configured
 model as soon as the endpoint's list fails."""
 
+
 class OpenAIReply:
     def __init__(
         self, provider: OpenAIProvider, messages: ChatMessages, *,

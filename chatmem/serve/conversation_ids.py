@@ -79,8 +79,8 @@ def conversation_of(body: Mapping[str, Any], headers: Mapping[str, str],
     from chatmem.app.client_history import history_digest
     from chatmem.app.sessions import session_name_of, shared_address
 
-    named, field = next(((header_text(headers[h]), h) for h in CONVERSATION_HEADERS
-                         if headers.get(h) and not _unfilled(header_text(headers[h]))),
+    named, field = next(((text, h) for h in CONVERSATION_HEADERS if h in headers
+                         for text in [header_text(headers[h])] if not _unfilled(text)),
                         (None, ""))
     if not named:
         metadata = body.get("metadata")
@@ -89,8 +89,7 @@ def conversation_of(body: Mapping[str, Any], headers: Mapping[str, str],
                         and not _unfilled(metadata[k])), None)
             field = f"metadata.{key}"
             named = None if key is None else _id_text(metadata[key], field)
-    if not named and isinstance(body.get("user"), str) and body["user"].strip() and not (
-            _unfilled(body["user"])):
+    if not named and isinstance(body.get("user"), str) and not _unfilled(body["user"]):
         named, field = body["user"], "user"
     if named:
         address = shared_address(named)

@@ -120,13 +120,6 @@ HISTORY_SCOPE_KEY = "chatmem.db"
 """Where BearerGuard leaves the history a request's token names (None: the server's own)."""
 
 
-def token_in(headers: Mapping[str, str] | None) -> str | None:
-    """The bearer token of a request's headers, if any."""
-    given = (headers or {}).get("authorization") or ""
-    kind, _, token = given.partition(" ")
-    return token.strip() if kind.lower() == "bearer" and token.strip() else None
-
-
 class BearerGuard:
     """ASGI middleware: a request without `Authorization: Bearer TOKEN` for one of the known
     tokens gets 401, an OpenAI-shaped error, and never reaches the app (tokens compared in
