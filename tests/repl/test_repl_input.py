@@ -347,6 +347,22 @@ def test_the_toolbar_names_session_strategy_model_and_the_last_context(tmp_path:
                                                 "total 22 tokens ")
 
 
+def test_the_toolbar_shows_the_budget_a_strategy_or_budget_change_sets(tmp_path: Path) -> None:
+    store, repl = make_repl(tmp_path / "t.db")
+    with store:
+        repl.turn("我们五月去杭州")
+        assert "last context 21 / 4,000 tokens" in toolbar_text(repl)
+        repl.command("/strategy summary-buffer")  # its own budget: max_tokens
+        assert "last context 21 / 2,000 tokens" in toolbar_text(repl)
+        repl.command("/strategy summary-buffer max_tokens=3000")
+        assert "last context 21 / 3,000 tokens" in toolbar_text(repl)
+        repl.command("/strategy window")
+        repl.command("/budget 8000")  # the budget of a strategy without one of its own
+        assert "last context 21 / 8,000 tokens" in toolbar_text(repl)
+        repl.turn("hello")
+        assert toolbar_text(repl).count(" / 8,000 tokens") == 1
+
+
 def test_the_toolbar_keeps_a_running_total_of_tokens_and_cost(tmp_path: Path) -> None:
     store = Store(tmp_path / "t.db")
     settings = Settings(system="Be brief.",
