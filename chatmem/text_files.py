@@ -21,11 +21,18 @@ class NotUtf8:
 
     line: int
     byte: int
+    gbk: bool = False
+    """Whether the whole of it reads as Chinese in GB18030 (GBK's superset: what Notepad's
+    "ANSI" saves on a Chinese Windows). Only said, never read so: the same bytes may be
+    Big5 or Shift-JIS, and a guess between them would garble the text."""
 
     def said(self, name: str, what: str) -> str:
         """One line naming the file `name` (a `what`: "transcript", "config file")."""
+        # "Save it as UTF-8" left a person with a GBK file nothing to do it with.
+        how = (" (it reads as Chinese in GBK; iconv -f gb18030 -t utf-8 converts it)"
+               if self.gbk else "")
         return (f"{name}:{self.line}: not UTF-8 text (byte {self.byte:#04x}); save the "
-                f"{what} as UTF-8")
+                f"{what} as UTF-8{how}")
 
 
 def utf8_text(data: bytes) -> str | NotUtf8:
@@ -33,7 +40,17 @@ def utf8_text(data: bytes) -> str | NotUtf8:
     try:
         return data.decode("utf-8-sig")
     except UnicodeDecodeError as e:
-        return NotUtf8(_line_at(data, e.start), data[e.start])
+        return NotUtf8(_line_at(data, e.start), data[e.start], _reads_as_gbk(data))
+
+
+def _reads_as_gbk(data: bytes) -> bool:
+    """Whether `data` decodes cleanly as GB2312 (GBK's common characters) into text with
+    Chinese characters: Big5 and Shift-JIS text decodes as GB18030 too, rarely as GB2312."""
+    try:
+        text = data.decode("gb2312")
+    except UnicodeDecodeError:
+        return False
+    return any("\u4e00" <= c <= "\u9fff" for c in text)
 
 
 def _line_at(data: bytes, offset: int) -> int:

@@ -144,7 +144,7 @@ def rekey(db: DbOption = None, config: ConfigOption = None) -> None:
 
 def _erasure_lines(erased: "Erasure", now: datetime, zone: tzinfo | None) -> list[str]:
     from chatmem.render.counts import counted
-    from chatmem.render.sessions import days_text, expiry_why
+    from chatmem.render.sessions import days_text, expiry_why, unanswered_words
 
     lines = []
     for s in erased.sessions:
@@ -154,8 +154,10 @@ def _erasure_lines(erased: "Erasure", now: datetime, zone: tzinfo | None) -> lis
         else:
             # forget-me lists sessions whatever their retention; most have none.
             keep = f"retention {days_text(s.keep_days)}" if s.keep_days else "no retention"
+        held = (counted(s.turns, "turn"), unanswered_words(s.failed, s.cancelled),
+                counted(s.messages, "message"))
         lines.append(f"session {s.name}: idle {days_text(s.idle_days(now), measured=True)}, {keep}"
-                     f" ({counted(s.turns, 'turn')}, {counted(s.messages, 'message')})")
+                     f" ({', '.join(w for w in held if w)})")
     for e in erased.facts:
         lines.append(f"fact {e.fact.id} {e.fact.key} ({e.fact.scope}): {expiry_why(e, zone)}")
     return lines

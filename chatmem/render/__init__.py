@@ -23,7 +23,7 @@ from chatmem.render.fields import Field, FittedLine
 from chatmem.render.layout import Fitted, Hanging
 from chatmem.render.notices import notice_text
 from chatmem.render.reasons import dropped_line, reason_text
-from chatmem.render.sessions import shared_cell, shared_words
+from chatmem.render.sessions import shared_cell, shared_words, unanswered_words
 from chatmem.render.terminal import SafeConsole
 from chatmem.render.terminal import printable as printable
 from chatmem.timestamps import dated_time, is_date
@@ -263,7 +263,9 @@ def _sessions_grid(rows: Sequence[SessionSummary], current: int | None, *,
         if params:
             strategy.append(f"\n{params}", style="dim")
         mark = [] if current is None else ["*" if row.id == current else ""]
-        out.add_row(*mark, row.address, strategy, f"{row.messages:,}", f"{row.turns:,}",
+        unanswered = unanswered_words(row.failed, row.cancelled)
+        turns = f"{row.turns:,}" + (f" ({unanswered})" if unanswered else "")
+        out.add_row(*mark, row.address, strategy, f"{row.messages:,}", turns,
                     *([shared_cell(row)] if shared else []),
                     *([when(row.updated_at, zone)] if updated else []))
     return out
@@ -277,6 +279,7 @@ def _sessions_stacked(rows: Sequence[SessionSummary], current: int | None,
         params = format_params(row.params or {})
         details = [f"{row.strategy}{f' {params}' if params else ''}",
                    counted(row.messages, "message"), counted(row.turns, "turn"),
+                   unanswered_words(row.failed, row.cancelled),
                    when(row.updated_at, zone), shared_words(row)]
         lines.append(Text.assemble(mark, (row.address, "bold")))
         lines.append(Text(f"{' ' * len(mark)}{' · '.join(d for d in details if d)}",

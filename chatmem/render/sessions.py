@@ -122,6 +122,7 @@ def erasure_json(erasure: Erasure, now: datetime, zone: tzinfo | None) -> dict[s
         "sessions": [{"name": s.name, "user": s.user, "updated_at": s.updated_at,
                       "idle_days": round(s.idle_days(now), 1), "keep_days": s.keep_days,
                       "own_retention": s.own, "messages": s.messages, "turns": s.turns,
+                      "failed": s.failed, "cancelled": s.cancelled,
                       "profile_facts": erasure.taught.get(s.id, [])}
                      for s in erasure.sessions],
         "facts": [{"id": e.fact.id, "key": e.fact.key, "scope": e.fact.scope,
@@ -132,6 +133,14 @@ def erasure_json(erasure: Erasure, now: datetime, zone: tzinfo | None) -> dict[s
 def erasure_text(erasure: Erasure) -> str:
     """`erased 1 session (4 messages)`; `would erase …` for a dry run."""
     return f"{'would erase' if erasure.dry_run else 'erased'} {erased_what(erasure)}"
+
+
+def unanswered_words(failed: int, cancelled: int) -> str:
+    """`1 failed, 2 cancelled`: a session's stored requests with no reply in its history
+    (`logs` lists them); empty when none. A session of cancelled turns only was listed
+    with 0 turns and 0 messages, as if it held nothing."""
+    return ", ".join(f"{n:,} {word}" for n, word in ((failed, "failed"),
+                                                     (cancelled, "cancelled")) if n)
 
 
 def shared_cell(row: SessionSummary) -> str:

@@ -215,6 +215,18 @@ class Chat:
         # Without a turn record the history may still hold turns (imported, forked).
         self.history_turns = 0 if record is not None else turn_count(self.workspace, session)
 
+    def note_budget(self) -> Context | None:
+        """The next context, built without a message (None: it cannot be built now); its
+        budget is the toolbar's from now on. After a /strategy or /budget the toolbar kept
+        the last context's (`last context 25 / 4,000` under a summary_buffer of 2,000)."""
+        try:
+            context = self.engine.build_context("")
+        except ChatmemError:
+            return None  # the turn meets it and says so
+        if self.usage is not None:
+            self.usage = dataclasses.replace(self.usage, budget=context.budget)
+        return context
+
     def _last_turn_id(self) -> int | None:
         record = last_turn(self.workspace, self.engine.session)
         return None if record is None else record.id

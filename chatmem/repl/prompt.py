@@ -10,6 +10,7 @@
   reach it once its history is in the line, so an Up typed ahead recalls.
 - Esc Enter (Alt Enter) starts a new line; a message that opens with `\"\"\"`
   goes on until a line ends with `\"\"\"`. Ctrl-X Ctrl-E edits the line in $EDITOR.
+  Text of several lines whose last line is a slash command is not sent (NoCommandAtTheEnd).
 - The prompt is drawn on the terminal even when stdout is redirected (stderr).
 - The bottom toolbar: session · strategy · model · last context tokens / budget, what
   the session cost, and how many messages are still to be embedded for recall by
@@ -27,15 +28,18 @@ from prompt_toolkit.enums import DEFAULT_BUFFER
 from prompt_toolkit.filters import Condition, has_focus
 from prompt_toolkit.history import History
 from prompt_toolkit.key_binding import KeyBindings, KeyPressEvent
+from prompt_toolkit.validation import ValidationError, Validator
 
 from chatmem.errors import ChatmemError
 from chatmem.render.terminal import prompt_label
 from chatmem.render.toolbar import ToolbarState, toolbar_line
-from chatmem.repl.blocks import open_block, unfence
+from chatmem.repl.blocks import FENCE, open_block, unfence
 from chatmem.repl.chat import strategy_label
 from chatmem.repl.completion import SlashCompleter
+from chatmem.repl.table import SLASH
 
 if TYPE_CHECKING:
+    from prompt_toolkit.document import Document
     from prompt_toolkit.key_binding import KeyPress
     from prompt_toolkit.output import Output
 
@@ -135,6 +139,30 @@ def key_bindings(history: SessionHistory,
     return bindings
 
 
+class NoCommandAtTheEnd(Validator):
+    """Refuses a text of several lines whose last line is a slash command.
+
+    Ctrl-U clears only the line the cursor is on (emacs, readline): after Up recalled a
+    pasted message of many lines, Ctrl-U and `/switch x` sent the whole old message with
+    the command as one turn, and stored it. The text stays at the prompt, and the foot
+    of the screen says what to do; a command is a line of its own, and a line typed
+    after the command sends the text as a message.
+    """
+
+    def validate(self, document: Document) -> None:
+        text = document.text.strip()
+        if "\n" not in text or text.startswith(("/", "／", FENCE)):
+            return
+        last = text.rsplit("\n", 1)[1].strip()
+        name = "/" + last[1:].split(maxsplit=1)[0] if last[:1] in ("/", "／") and (
+            last[1:2].strip()) else ""
+        if name in SLASH:
+            # One line, shown at the foot of an 80-column terminal whole.
+            raise ValidationError(len(document.text), (
+                f"not sent: {name} is a command, on the last of {text.count(chr(10)) + 1} "
+                "lines. Ctrl-C clears them all"))
+
+
 def _in_open_block() -> bool:
     from prompt_toolkit.application import get_app
 
@@ -192,6 +220,8 @@ class Prompt:
             bottom_toolbar=lambda: toolbar_text(self.chat, self._columns()),
             refresh_interval=TOOLBAR_REFRESH_SECONDS,
             enable_open_in_editor=True,
+            validator=NoCommandAtTheEnd(),
+            validate_while_typing=False,
             output=self.output,
         )
 

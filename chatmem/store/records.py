@@ -178,6 +178,11 @@ class SessionSummary:
     shares: int | None = 0
     """How many roles the user shared their own session with; None for one shared with them
     (row security shows a grantee only their own share)."""
+    failed: int = 0
+    """Its requests the provider failed: stored (`logs` lists them), none in the history."""
+    cancelled: int = 0
+    """Its requests cancelled during the reply (Ctrl-C): stored, none in the history. A
+    session of cancelled turns only listed "0 turns, 0 messages" as if it held nothing."""
 
     @property
     def address(self) -> str:

@@ -36,6 +36,9 @@ class SessionEntry:
     """Whether `keep_days` is the session's own retention rather than the default."""
     messages: int
     turns: int
+    failed: int = 0
+    """Requests stored with no reply in the history (as SessionSummary's)."""
+    cancelled: int = 0
 
     def idle_days(self, now: datetime) -> float:
         return (now - parse_time(self.updated_at)) / timedelta(days=1)
@@ -111,11 +114,16 @@ class RetentionTables:
                 " (SELECT count(*) FROM messages m WHERE m.session_id = s.id"
                 " AND m.superseded = 0) AS messages,"
                 " (SELECT coalesce(max(m.turn), 0) FROM messages m WHERE m.session_id = s.id"
-                " AND m.superseded = 0)"
-                " AS turns FROM sessions s WHERE s.id = ?", [session_id])[0]
+                " AND m.superseded = 0) AS turns,"
+                " (SELECT count(*) FROM turns t WHERE t.session_id = s.id"
+                " AND t.status = 'failed') AS failed,"
+                " (SELECT count(*) FROM turns t WHERE t.session_id = s.id"
+                " AND t.status = 'cancelled') AS cancelled"
+                " FROM sessions s WHERE s.id = ?", [session_id])[0]
             entries.append(SessionEntry(
                 row["id"], row["name"], row["user"], row["updated_at"], days,
-                row["retention_days"] is not None, row["messages"], row["turns"]))
+                row["retention_days"] is not None, row["messages"], row["turns"],
+                row["failed"], row["cancelled"]))
         return entries
 
     def expired_facts(self, now: datetime, idle_days: float | None) -> list[ExpiredFact]:

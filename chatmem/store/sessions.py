@@ -296,6 +296,10 @@ class SessionTables:
                    (SELECT coalesce(max(m.turn), 0) FROM messages m
                     WHERE m.session_id = s.id AND m.superseded = 0) AS turns,
                    (SELECT count(*) FROM turns t WHERE t.session_id = s.id) AS requests,
+                   (SELECT count(*) FROM turns t WHERE t.session_id = s.id
+                    AND t.status = 'failed') AS failed,
+                   (SELECT count(*) FROM turns t WHERE t.session_id = s.id
+                    AND t.status = 'cancelled') AS cancelled,
                    s.id, {self._db.shared_by} AS shared_by,
                    {sharing.listed_access(self._db.kind)}
             FROM sessions s ORDER BY s.updated_at DESC, s.id DESC

@@ -131,13 +131,21 @@ def test_chinese_text_saved_as_gbk_is_named_by_its_line_and_how_to_attach_it(
     gbk = b"budget notes\n" + "会议纪要：预算三百万元\n".encode("gbk")
     notes.write_bytes(gbk)
     attached = ask(tmp_path, "summarize", "-f", str(notes))
+    # "Save the file as UTF-8" said what, not how: the encoding it reads as, and the command.
+    how = " (it reads as Chinese in GBK; iconv -f gb18030 -t utf-8 converts it)"
     assert (attached.exit_code, attached.stderr) == (2, (
-        f"error: {notes}:2: not UTF-8 text (byte 0xbb); save the file as UTF-8; nothing was "
-        "sent\n"))
+        f"error: {notes}:2: not UTF-8 text (byte 0xbb); save the file as UTF-8{how}; nothing "
+        "was sent\n"))
     piped = ask(tmp_path, "summarize", input=gbk)
     assert (piped.exit_code, piped.stderr) == (2, (
-        "error: standard input:2: not UTF-8 text (byte 0xbb); save the text as UTF-8; nothing "
-        "was sent\n"))
+        f"error: standard input:2: not UTF-8 text (byte 0xbb); save the text as UTF-8{how}; "
+        "nothing was sent\n"))
+    # Big5 and Shift-JIS text read as GB18030 too (garbled): no encoding is named for them.
+    for other in ("會議紀要：預算三百萬元".encode("big5"), "会議の議事録です".encode("shift-jis")):
+        notes.write_bytes(other)
+        refused = ask(tmp_path, "summarize", "-f", str(notes))
+        assert refused.exit_code == 2 and refused.stderr.endswith(
+            "save the file as UTF-8; nothing was sent\n"), refused.stderr
     assert not (tmp_path / "sent.jsonl").exists()
 
 

@@ -86,7 +86,8 @@ def test_a_script_is_read_as_every_text_file_is(tmp_path: Path) -> None:
     with pytest.raises(ConfigError) as caught:
         ScriptedProvider(script=script)
     assert str(caught.value) == (f"{script}:2: not UTF-8 text (byte 0xb9); save the reply "
-                                 "script as UTF-8")
+                                 "script as UTF-8 (it reads as Chinese in GBK; iconv -f "
+                                 "gb18030 -t utf-8 converts it)")
 
 
 def test_paths_from_settings_and_environment_expand_the_home_folder(

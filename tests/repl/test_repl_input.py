@@ -347,6 +347,22 @@ def test_the_toolbar_names_session_strategy_model_and_the_last_context(tmp_path:
                                                 "total 22 tokens ")
 
 
+def test_the_toolbar_shows_the_budget_a_strategy_or_budget_change_sets(tmp_path: Path) -> None:
+    store, repl = make_repl(tmp_path / "t.db")
+    with store:
+        repl.turn("我们五月去杭州")
+        assert "last context 21 / 4,000 tokens" in toolbar_text(repl)
+        repl.command("/strategy summary-buffer")  # its own budget: max_tokens
+        assert "last context 21 / 2,000 tokens" in toolbar_text(repl)
+        repl.command("/strategy summary-buffer max_tokens=3000")
+        assert "last context 21 / 3,000 tokens" in toolbar_text(repl)
+        repl.command("/strategy window")
+        repl.command("/budget 8000")  # the budget of a strategy without one of its own
+        assert "last context 21 / 8,000 tokens" in toolbar_text(repl)
+        repl.turn("hello")
+        assert toolbar_text(repl).count(" / 8,000 tokens") == 1
+
+
 def test_the_toolbar_keeps_a_running_total_of_tokens_and_cost(tmp_path: Path) -> None:
     store = Store(tmp_path / "t.db")
     settings = Settings(system="Be brief.",
@@ -606,3 +622,46 @@ def test_tab_reads_an_apostrophe_in_a_file_name_as_enter_does(
             assert split_closed(line) == ["/attach", name]
         assert offered("/attach '会议") == ["'会议 纪要.md'"]  # a quote opening a word, closed
         assert offered("/attach mom's no") == []  # two words, as Enter reads them
+
+
+def test_a_recalled_message_cleared_by_ctrl_u_to_its_last_line_and_a_command_is_not_sent(
+    tmp_path: Path, tty: None
+) -> None:
+    db = tmp_path / "u.db"
+    store, repl = make_repl(db)
+    pasted = "第一段：我们五月去杭州。\nsecond paragraph\n第三段"
+    with store:
+        repl.turn(pasted)
+    store, restarted = make_repl(db)
+
+    def refused(session: PromptSession[str]) -> bool:
+        error = session.default_buffer.validation_error
+        return error is not None and "/switch" in error.message
+
+    # Ctrl-U clears the line the cursor is on only: the text above it stays in the buffer.
+    with store, typing(restarted, fresh_prompt, UP, shows(pasted), "\x15", "/switch 旅行计划\r",
+                       refused, "\x03", fresh_prompt, "/switch 旅行计划\r") as lines:
+        assert next(lines) == "/switch 旅行计划"  # the command alone, once the text is cleared
+        assert [m.content for m in store.history.messages(restarted.engine.session.id)
+                if m.role == "user"] == [pasted]
+
+
+def test_only_a_known_command_on_the_last_of_several_lines_is_refused() -> None:
+    from prompt_toolkit.document import Document
+    from prompt_toolkit.validation import ValidationError
+
+    import chatmem.repl.commands  # noqa: F401  (fills the table)
+    from chatmem.repl.prompt import NoCommandAtTheEnd
+
+    def refused(text: str) -> bool:
+        try:
+            NoCommandAtTheEnd().validate(Document(text))
+        except ValidationError:
+            return True
+        return False
+
+    assert refused("old message\n/switch x") and refused("旧消息\n\n／help\n")
+    assert not refused("/switch x") and not refused("a slash\n/") and not refused("a\n/ help")
+    assert not refused("where is it?\n/usr/local/bin")  # a path, not a command
+    assert not refused("/system be brief\nand kind")  # a command's own lines
+    assert not refused('"""\nsee\n/help\n"""')  # a block is a message whatever it holds

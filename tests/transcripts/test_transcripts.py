@@ -228,7 +228,8 @@ def test_unsupported_version_and_unreadable_files(tmp_path: Path) -> None:
     with pytest.raises(TranscriptError) as caught:
         read_transcript(gbk)
     assert str(caught.value) == (f"{gbk}:2: not UTF-8 text (byte 0xc4); save the transcript "
-                                 "as UTF-8")
+                                 "as UTF-8 (it reads as Chinese in GBK; iconv -f gb18030 -t "
+                                 "utf-8 converts it)")
 
 
 def test_a_transcript_whose_lines_end_in_a_lone_cr_reads(tmp_path: Path) -> None:

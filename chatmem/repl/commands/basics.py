@@ -74,16 +74,12 @@ def _strategy(repl: Chat, args: list[str]) -> None:
 def _warn_if_over_budget(repl: Chat) -> None:
     """Say now when the switch makes the next context go over the budget (buffer on a long
     history): the turn would send it, and its warning come only after the reply. One build,
-    as /tokens makes it; the turn builds its own."""
-    from chatmem.errors import ChatmemError
+    as /tokens makes it (which gives the toolbar its budget); the turn builds its own."""
     from chatmem.tokens import format_count
 
     engine = repl.engine
-    try:
-        context = engine.build_context("")
-    except ChatmemError:
-        return  # the turn meets it and says so
-    if context.budget is None or not context.over_budget:
+    context = repl.note_budget()
+    if context is None or context.budget is None or not context.over_budget:
         return
     tokens = format_count(engine.estimate(context), engine.counter.approximate)
     repl.notice(f"the next context is {tokens} tokens before your message, over the budget "

@@ -129,6 +129,7 @@ def _budget(repl: Chat, args: list[str]) -> None:
             raise SLASH["/budget"].usage_error(
                 f"N must be a whole number of tokens, at least 1; got {args[0]!r}")
         engine.budget = int(value)
+        repl.note_budget()
     shown = f"{engine.budget:,} tokens" if engine.budget is not None else "none"
     line = (f"context budget: {shown}; strategies without a budget of their own are measured"
             " against it")
