@@ -173,14 +173,14 @@ def remember(workspace: Workspace, session: SessionRecord, text: str, *,
     pair = split_key_value(text)
     pairs = [pair] if pair else extract(text)[0]
     scope = FactScope.USER if in_profile and session.user else FactScope.SESSION
-    # A write share's grantee remembers his own value, beside the owner's (FactRecord.speaker).
-    access = store.sessions.session_access(session.id)
-    speaker = access.role if access.level is not AccessLevel.OWN else None
     stored: list[FactRecord] = []
     with store.write():
         # Under the write lock: a session deleted meanwhile (another shell, retention) is
         # said so, as a turn says it, not as the database's foreign key or row security.
         store.sessions.check_kept(session.id, "nothing was remembered")
+        # A write share's grantee remembers his own value, beside the owner's (FactRecord.speaker).
+        access = store.sessions.session_access(session.id)
+        speaker = access.role if access.level is not AccessLevel.OWN else None
         # A member's value stored before facts kept their speaker is not the user's to replace.
         SessionState(store, session.id, session.user).keep_speakers()
         live = store.facts.facts(user=session.user, session_id=session.id)
