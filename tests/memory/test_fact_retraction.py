@@ -8,7 +8,8 @@ import sqlite3
 import unicodedata
 from pathlib import Path
 
-from chatmem.memory.extraction import Extraction, FactRetraction, apply_extraction
+from chatmem.memory.extraction_answer import Extraction, FactRetraction
+from chatmem.memory.fact_writes import apply_extraction
 from chatmem.memory.state import SessionState
 from chatmem.store import FactScope, Store
 

@@ -324,7 +324,8 @@ def test_a_catch_up_passes_over_turn_numbers_no_turn_holds(make_engine, store: S
 def test_a_value_made_of_symbols_is_a_fact_and_only_an_erased_one_is_dropped() -> None:
     # The extractor drops what a purge left of a value ([forgotten]), not a value that
     # never had a letter or digit: a favourite emoji is a fact like any other.
-    from chatmem.memory.extraction import Extraction, FactChange, without_erased
+    from chatmem.memory.extraction import without_erased
+    from chatmem.memory.extraction_answer import Extraction, FactChange
     from chatmem.privacy.mentions import MARKER
     from chatmem.store.records import FactScope
 

@@ -9,12 +9,8 @@ import itertools
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from chatmem.memory.extraction import (
-    Extraction,
-    FactChange,
-    FactRetraction,
-    apply_extraction,
-)
+from chatmem.memory.extraction_answer import Extraction, FactChange, FactRetraction
+from chatmem.memory.fact_writes import apply_extraction
 from chatmem.memory.history_view import HistoryTurn
 from chatmem.memory.later_facts import LaterFacts
 from chatmem.memory.state import SessionState
