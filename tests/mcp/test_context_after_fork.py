@@ -17,13 +17,20 @@ from test_strategy_gone import run_server
 from chatmem.store import Store
 
 
-def test_get_context_on_a_fork_sends_the_memory_its_first_turn_rebuilds(
-        installed: Install, tmp_path: Path) -> None:
-    installed("chatmem-noted", "chatmem_noted", NOTED, name="noted")
+def _forked(installed: Install, tmp_path: Path, strategy: str, code: str) -> Path:
+    """The database of a fork 分支 at turn 2 of a three-turn chat 旅行 under the plugin
+    strategy `strategy` (installed from `code`), which the fork holds none of yet."""
+    installed(f"chatmem-{strategy}", f"chatmem_{strategy}", code, name=strategy)
     db = tmp_path / "h.db"
-    invoke("chat", "旅行", "-s", "noted", "--provider", "scripted", "--db", str(db),
+    invoke("chat", "旅行", "-s", strategy, "--provider", "scripted", "--db", str(db),
            input="我想去杭州\n住三晚\n带上小明\n", code=0)
     invoke("sessions", "fork", "旅行", "分支", "--at-turn", "2", "--db", str(db), code=0)
+    return db
+
+
+def test_get_context_on_a_fork_sends_the_memory_its_first_turn_rebuilds(
+        installed: Install, tmp_path: Path) -> None:
+    db = _forked(installed, tmp_path, "noted", NOTED)
     [(failed, seen)] = run_server(db, tmp_path / "site", [
         ("get_context", {"conversation_id": "分支", "input": "还记得吗"})])
     assert failed is False
@@ -60,11 +67,7 @@ def test_record_turn_on_a_fork_first_catches_its_strategy_up(
         installed: Install, tmp_path: Path) -> None:
     """record_turn updated a fork's memory one step, never catching up: a plugin doing one
     step per turn (as the README allows unless env.catch_up) lost the fork's turns for good."""
-    installed("chatmem-steps", "chatmem_steps", STEPS, name="steps")
-    db = tmp_path / "h.db"
-    invoke("chat", "旅行", "-s", "steps", "--provider", "scripted", "--db", str(db),
-           input="我想去杭州\n住三晚\n带上小明\n", code=0)
-    invoke("sessions", "fork", "旅行", "分支", "--at-turn", "2", "--db", str(db), code=0)
+    db = _forked(installed, tmp_path, "steps", STEPS)
     [(failed, _)] = run_server(db, tmp_path / "site", [
         ("record_turn", {"conversation_id": "分支", "user": "还记得吗", "assistant": "记得"})])
     assert failed is False
