@@ -19,6 +19,7 @@ and an exit code::
     │       └── KeyUnavailable        key_command was not found, failed or timed out
     ├── NotFound                      no such session, turn, fact or summary version
     ├── ProbesUnanswered              eval --answer: some probes got no answer (the rest scored)
+    ├── WrongParts                    assemble() given parts that are not Parts of Messages
     ├── ExtensionFailed               a plugin's code raised what chatmem does not know
     │   ├── StrategyFailed            … a strategy's build or update
     │   ├── EmbedderFailed            … an embedder
@@ -508,6 +509,17 @@ class ExtensionFailed(ChatmemError):
 
 class StrategyFailed(ExtensionFailed):
     kind = "strategy"
+
+
+class WrongParts(ChatmemError):
+    """`assemble()` was given what is not a `Part` of chatmem `Message` values (a plugin's
+    build, dicts as a chat API takes them): checked there, where they are first used, not as
+    an AttributeError from deep inside; `build_guarded` says it as StrategyFailed naming the
+    strategy. `wrong`: what was given, as `wrong_context` words a returned value."""
+
+    def __init__(self, wrong: str) -> None:
+        self.wrong = wrong
+        super().__init__(f"assemble() was given {wrong}")
 
 
 class EmbedderFailed(ExtensionFailed):

@@ -8,9 +8,11 @@ from the store (a turn's commit writes them) or are computed in memory
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Iterable, Iterator
 from datetime import datetime, tzinfo
 
+from chatmem.errors import WrongThread
 from chatmem.memory.context import Message
 from chatmem.memory.history_view import HistoryTurn
 from chatmem.memory.message_counts import MessageCounts
@@ -36,11 +38,23 @@ class StoredHistory:
         self._count = store.history.turn_count(session_id) if turns is None else turns
         if upto is not None:
             self._count = min(self._count, upto)
+        self._thread = threading.get_ident()
+        """The store's thread (the count was read, or a commit made, on it): the only one
+        to read this history (`_on_its_thread`)."""
+
+    def _on_its_thread(self) -> None:
+        """WrongThread on another thread: what is known already (the turn count, an empty
+        history's turns) answered a plugin's thread where the store refuses it, so README's
+        "not from a thread of your own (one error line)" held only for some reads."""
+        if threading.get_ident() != self._thread:
+            raise WrongThread(getattr(self.store, "location", "the history"))
 
     def turn_count(self) -> int:
+        self._on_its_thread()
         return self._count
 
     def newest_first(self, wanted: int | None = None) -> Iterator[HistoryTurn]:
+        self._on_its_thread()
         last = self._count
         # `recent=1` or `k=5` need one or five turns: a first page of PAGE_TURNS would read
         # and count three to sixteen times the messages they send.
@@ -52,6 +66,7 @@ class StoredHistory:
             page *= 2
 
     def turns(self, first: int, last: int) -> list[HistoryTurn]:
+        self._on_its_thread()
         first, last = max(first, 1), min(last, self._count)
         if first > last:
             return []
@@ -63,6 +78,7 @@ class StoredHistory:
         return [HistoryTurn(n, tuple(ms)) for n, ms in sorted(turns.items())]
 
     def said_at(self, messages: Iterable[Message], zone: tzinfo) -> dict[int, datetime]:
+        self._on_its_thread()
         ids = [m.id for m in messages if m.id is not None]
         times = self.store.history.created_times(self.session_id, ids)
         return {i: moment for i, text in times.items()

@@ -19,7 +19,8 @@ from typing import Any, ParamSpec, TextIO, TypeVar
 
 _plugin_code = threading.local()
 """`depth`: how many plugin calls this thread is inside (a provider's stream may call its
-token counter)."""
+token counter); `label`: while a plugin loads, what opens each line it prints (`labelled`),
+and `fresh`, whether its next write opens a line."""
 _installing = threading.Lock()
 _users = 0
 P = ParamSpec("P")
@@ -36,7 +37,15 @@ class _StdoutRouter:
         return sys.stderr if getattr(_plugin_code, "depth", 0) else self.stdout
 
     def write(self, text: str) -> int:
-        return self._target().write(text)
+        label = getattr(_plugin_code, "label", None)
+        if label is None or not getattr(_plugin_code, "depth", 0):
+            return self._target().write(text)
+        pieces = []
+        for line in text.splitlines(keepends=True):
+            pieces.append(label + line if _plugin_code.fresh else line)
+            _plugin_code.fresh = line.endswith(("\n", "\r"))
+        self._target().write("".join(pieces))
+        return len(text)
 
     def flush(self) -> None:
         self._target().flush()
@@ -65,6 +74,21 @@ def plugin_prints_to_stderr() -> Iterator[None]:
             # Whoever replaced sys.stdout meanwhile (a test's capture) keeps theirs.
             if _users == 0 and sys.stdout is router:
                 sys.stdout = router.stdout
+
+
+@contextlib.contextmanager
+def labelled(label: str | None) -> Iterator[None]:
+    """Inside `plugin_prints_to_stderr`, while a plugin loads: each line this thread prints
+    opens with `label` (`plugin noisy (chatmem-noisy 0.1.0): `). A line printed as it was
+    imported came on every command with nothing saying which plugin printed it."""
+    before = getattr(_plugin_code, "label", None), getattr(_plugin_code, "fresh", True)
+    _plugin_code.label, _plugin_code.fresh = label, True
+    try:
+        yield
+    finally:
+        if label is not None and not _plugin_code.fresh:
+            sys.stderr.write("\n")  # its last line left open: chatmem's next opens its own
+        _plugin_code.label, _plugin_code.fresh = before
 
 
 def printing_to_stderr(call: Callable[P, R], *args: P.args, **kwargs: P.kwargs) -> R:

@@ -37,7 +37,7 @@ from chatmem.plugin_entries import (
     check_entries,
     registered_by,
 )
-from chatmem.plugin_output import plugin_prints_to_stderr
+from chatmem.plugin_output import labelled, plugin_prints_to_stderr
 from chatmem.privacy.secrets import plugin_mask
 
 if TYPE_CHECKING:
@@ -102,7 +102,8 @@ class Registries:
                 # holds a command's --json, ask's reply, and MCP's protocol stream.
                 with plugin_prints_to_stderr():
                     for source, load in self._plugins():
-                        self._load(source, load)
+                        with labelled(None if source.builtin else f"{registered_by(source)}: "):
+                            self._load(source, load)
                 self._ready = True
                 self._report()
             return self._contents

@@ -209,3 +209,39 @@ def test_only_the_thread_running_plugin_code_prints_to_stderr(
     captured = capsys.readouterr()
     assert (captured.out, captured.err) == ("回复的一帧\n", "插件的调试行\n")
     assert sys.stdout is stdout
+
+
+LOUD_IMPORT = '''
+import sys
+
+from chatmem.memory.buffer import BufferStrategy
+
+print("正在加载 loading,", end=" ")
+print("two lines\\nof it")
+sys.stdout.write("half a line")
+
+
+class Loud(BufferStrategy):
+    name = "loud"
+    description = "prints as it is imported and registered"
+
+
+def register(plugins):
+    print("registering")
+    plugins.add_strategy(Loud)
+'''
+
+
+def test_what_a_plugin_prints_while_it_loads_names_the_plugin(
+        installed: Install, tmp_path: Path) -> None:
+    """A plugin author's report: a line a plugin printed as it was imported came on stderr on
+    every command with nothing saying which of the installed plugins printed it."""
+    installed("chatmem-loud", "chatmem_loud", LOUD_IMPORT, name="loud")
+    listed = invoke("strategies", "--json", code=0)
+    assert "loud" in [s["name"] for s in json.loads(listed.stdout)]  # stdout stays clean
+    by = "plugin loud (chatmem-loud 0.1.0): "
+    assert listed.stderr.splitlines() == [
+        f"{by}正在加载 loading, two lines", f"{by}of it", f"{by}half a lineregistering"]
+    assert listed.stderr.endswith("registering\n")
+    assert (invoke("ask", "你好", "-s", "loud", "--provider", "scripted", "--db",
+                   str(tmp_path / "h.db"), code=0).stdout == "echo #1: 你好\n")

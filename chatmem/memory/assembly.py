@@ -7,8 +7,9 @@ from collections.abc import Iterable, Sequence
 from typing import Any
 
 from chatmem.context_warnings import ContextWarning
+from chatmem.errors import WrongParts
 from chatmem.memory.base import ContextRequest
-from chatmem.memory.context import PART_ORDER, Context, Part
+from chatmem.memory.context import PART_ORDER, Context, Message, Part
 from chatmem.memory.guards import over_budget
 from chatmem.memory.history_view import HistoryTurn
 from chatmem.memory.reasons import (
@@ -21,6 +22,7 @@ from chatmem.memory.reasons import (
     SystemPrompt,
     turn_run,
 )
+from chatmem.plugin_calls import kind_of
 
 
 def system_part(request: ContextRequest) -> Part | None:
@@ -48,7 +50,10 @@ def assemble(
     recall: Iterable[dict[str, Any]] = (),
 ) -> Context:
     """Put the parts in their fixed order and check the budget honestly."""
-    parts = [p for p in (system_part(request), *middle, files_part(request),
+    given = [p for p in middle if p is not None]
+    for part in given:
+        _check_part(part)
+    parts = [p for p in (system_part(request), *given, files_part(request),
                          input_part(request)) if p is not None]
     parts.sort(key=lambda p: PART_ORDER.index(p.kind))
     notes = list(warnings)
@@ -58,6 +63,25 @@ def assemble(
     if context.over_budget:
         notes.append(over_budget(context, request))
     return Context(tuple(parts), budget, left_out, tuple(notes), priming, tuple(recall))
+
+
+def _check_part(part: object) -> None:
+    """WrongParts unless `part` is a Part of a known kind holding chatmem Messages: a
+    plugin's build passing dicts (as a chat API takes them) failed here, deep in the token
+    sums, as "AttributeError: 'dict' object has no attribute 'tokens'". A type check per
+    message, every turn: the rest of a context is checked once built (`wrong_context`)."""
+    if not isinstance(part, Part):
+        raise WrongParts(f"{kind_of(part)}, not a chatmem.memory.context.Part")
+    if part.kind not in PART_ORDER:
+        raise WrongParts(f"a part of kind {part.kind!r} (kinds: {', '.join(PART_ORDER)})")
+    messages = part.messages
+    if not isinstance(messages, tuple | list):
+        raise WrongParts(f"a {part.kind!r} part whose messages are {kind_of(messages)}, not a"
+                         " tuple of chatmem.memory.context.Message values")
+    for message in messages:
+        if not isinstance(message, Message):
+            raise WrongParts(f"a {part.kind!r} part holding {kind_of(message)}, not a"
+                             " chatmem.memory.context.Message")
 
 
 def span(numbers: Sequence[int]) -> str:

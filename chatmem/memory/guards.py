@@ -15,7 +15,7 @@ from datetime import date
 from typing import TYPE_CHECKING, TypeVar
 
 from chatmem.context_warnings import OverBudget
-from chatmem.errors import ChatmemError, SessionGone, StrategyFailed, WrongThread
+from chatmem.errors import ChatmemError, SessionGone, StrategyFailed, WrongParts, WrongThread
 from chatmem.memory.base import ContextRequest, MemoryEnv, Strategy
 from chatmem.memory.context import FIXED_KINDS, PART_ORDER, Context, Message, Part
 from chatmem.memory.packing import wrong_recall
@@ -34,6 +34,11 @@ OWN_THREAD = ("it used the history from a thread of its own: a strategy reads an
 """Why a plugin strategy's WrongThread is its own doing: its caller is on the store's thread
 (run_turn checks before the build), a thread the plugin started is not."""
 
+PARTS = ("each part is Part(kind, messages, reason) whose messages are chatmem Message values"
+         " (stored ones as given, your own text as Message.counted(role, text,"
+         " request.counter)), not dicts: README, \"Writing a plugin\", What a strategy is")
+"""What a plugin's build must give `assemble()`, and where README documents it."""
+
 
 def build_guarded(strategy: Strategy, request: ContextRequest) -> Context:
     """`strategy.build(request)`: an exception other than chatmem's (a plugin's strategy may
@@ -48,6 +53,9 @@ def build_guarded(strategy: Strategy, request: ContextRequest) -> Context:
         if _ships_with_chatmem(strategy):
             raise  # the caller's thread, not the strategy's
         raise StrategyFailed(strategy.name, OWN_THREAD) from None
+    except WrongParts as e:
+        raise StrategyFailed(strategy.name, f"its build gave assemble() {e.wrong}: {PARTS}"
+                             ) from None
     wrong = wrong_context(context, request, recall_checked=_ships_with_chatmem(strategy))
     if wrong is not None:
         raise StrategyFailed(strategy.name, f"its build returned {wrong}")

@@ -441,6 +441,66 @@ def test_a_strategy_using_the_history_from_its_own_thread_is_named_not_the_calle
         " build and update (plugin threader (chatmem-threader 0.1.0))"]
 
 
+COUNTER = '''
+from concurrent.futures import ThreadPoolExecutor
+
+from chatmem.memory.window import WindowStrategy
+
+
+def on_a_thread(call):
+    with ThreadPoolExecutor(1) as pool:
+        return pool.submit(call).result()
+
+
+class Counter(WindowStrategy):
+    name = "counter"
+    description = "counts the turns on a thread of its own"
+
+    def build(self, request):
+        on_a_thread(request.history.turn_count)
+        return super().build(request)
+
+
+class Lister(WindowStrategy):
+    name = "lister"
+    description = "lists the newest turns on a thread of its own"
+
+    def update(self, env):
+        on_a_thread(lambda: list(env.history.newest_first()))
+        return []
+
+
+def register(plugins):
+    plugins.add_strategy(Counter)
+    plugins.add_strategy(Lister)
+'''
+
+
+def test_what_the_history_knows_already_is_not_read_from_a_thread_of_its_own_either(
+        installed: Install, tmp_path: Path) -> None:
+    """A plugin author's report: `request.history.turn_count()` on a thread of the plugin's
+    own answered (the count is read once), where README says such a read is an error line;
+    only reads reaching the store were refused. Now every read is, on the first turn too."""
+    installed("chatmem-counter", "chatmem_counter", COUNTER, name="counter")
+    db = str(tmp_path / "h.db")
+    line = ("error: strategy '{}' {}: it used the history from a thread of its own: a"
+            " strategy reads and writes it (request.history, env.state) only as chatmem calls"
+            " build and update (plugin counter (chatmem-counter 0.1.0))")
+    for turn in ("第一个问题", "second"):
+        asked = invoke("ask", turn, "--session", "c", "-s", "counter", "--provider",
+                       "scripted", "--db", db)
+        assert asked.exit_code == 1 and "Traceback" not in asked.output
+        assert [s for s in asked.stderr.splitlines() if s.startswith("error:")] == [
+            line.format("counter", "failed")]
+        invoke("ask", turn, "--session", "c", "-s", "window", "--provider", "scripted",
+               "--db", db, code=0)
+    listed = invoke("ask", "third", "--session", "c", "-s", "lister", "--provider",
+                    "scripted", "--db", db, code=0)  # the turn stands; its update is retried
+    assert ("memory update failed, will retry next turn: "
+            + line.format("lister", "could not update its memory").removeprefix("error: ")
+            in listed.stderr.splitlines())
+
+
 FRAGILE = '''
 from chatmem.memory.buffer import BufferStrategy
 

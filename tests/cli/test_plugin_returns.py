@@ -13,7 +13,7 @@ import json
 from pathlib import Path
 
 from cli_runner import invoke
-from plugin_site import Install
+from plugin_site import Install, readme_section
 
 from chatmem.store import Store
 
@@ -454,3 +454,46 @@ def test_a_context_that_leaves_its_budget_out_is_still_held_to_it(
     fits = invoke("ask", "q", "你好", "-s", "quiet", "--provider", "scripted", "--db", db,
                   "--config", str(config), code=0)
     assert "tokens of 40" in fits.stderr
+
+
+DICTS = '''
+from chatmem.memory.assembly import assemble
+from chatmem.memory.base import BaseStrategy
+from chatmem.memory.context import Part
+from chatmem.memory.reasons import TextReason
+
+
+class Dicts(BaseStrategy):
+    name = "dicts"
+    description = "gives assemble() messages as a chat API takes them"
+
+    def build(self, request):
+        said = ({"role": "user", "content": "记住 x"},)
+        return assemble(request, [Part("summary", said, TextReason("摘要"))],
+                        budget=self.budget(request))
+
+
+def register(plugins):
+    plugins.add_strategy(Dicts)
+'''
+
+
+def test_a_build_giving_assemble_dicts_is_one_line_saying_what_a_part_holds(
+        installed: Install, tmp_path: Path) -> None:
+    """A plugin author's report: "AttributeError: 'dict' object has no attribute 'tokens'"
+    (from deep in assemble's token sums), not what a part must hold or where it is said."""
+    installed("chatmem-dicts", "chatmem_dicts", DICTS, name="dicts")
+    db = str(tmp_path / "h.db")
+    for strategy in ("dicts", "dicts+window"):
+        asked = invoke("ask", "hi 你好", "--session", "d", "-s", strategy, "--provider",
+                       "scripted", "--db", db)
+        assert asked.exit_code == 1 and "Traceback" not in asked.output, strategy
+        assert asked.stderr.splitlines() == [
+            "error: strategy 'dicts' failed: its build gave assemble() a 'summary' part"
+            " holding dict, not a chatmem.memory.context.Message: each part is Part(kind,"
+            " messages, reason) whose messages are chatmem Message values (stored ones as"
+            " given, your own text as Message.counted(role, text, request.counter)), not"
+            ' dicts: README, "Writing a plugin", What a strategy is (plugin dicts'
+            " (chatmem-dicts 0.1.0))"], strategy
+    assert turns_stored(db, "d") == 0
+    assert "Message.counted(role, text, request.counter)" in readme_section()
