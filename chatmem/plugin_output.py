@@ -86,8 +86,11 @@ def labelled(label: str | None) -> Iterator[None]:
     try:
         yield
     finally:
-        if label is not None and not _plugin_code.fresh:
-            sys.stderr.write("\n")  # its last line left open: chatmem's next opens its own
+        router = sys.stdout
+        if label is not None and not _plugin_code.fresh and isinstance(router, _StdoutRouter):
+            # Its last line left open: ended in the plugin's own stream (to stderr, as the
+            # rest of it), so chatmem's next output opens its own line.
+            router.write("\n")
         _plugin_code.label, _plugin_code.fresh = before
 
 
