@@ -350,7 +350,7 @@ class Engine(SessionChanges, MemoryUpkeep, TurnChecks, TurnRows, Generic[StoreT]
         text, reply = valid_text(text), valid_text(reply)
         # As send's: a fork's or an import's turns before this one are first folded in (an
         # MCP client's record_turn on one; a replay starts empty, where this does nothing).
-        caught = self.catch_up()
+        caught = self.catch_up(backlog_after_turn=True)
         context = self.build_context(text, attachments, said_at=said_at, speaker=speaker)
         self._keep_changes()
         self.store.images.keep_images(self.session.id, [a.image for a in attachments if a.image])

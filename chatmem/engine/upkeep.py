@@ -97,7 +97,7 @@ class MemoryUpkeep:
         return (not self._caught_up and self.strategy.keeps_state
                 and self.history().turn_count() > 0)
 
-    def catch_up(self) -> list[Notice]:
+    def catch_up(self, *, backlog_after_turn: bool = False) -> list[Notice]:
         """Bring the strategy's state up to date before this engine's first turn.
 
         A strategy switched to mid-session, a fork, an imported history or a
@@ -106,18 +106,25 @@ class MemoryUpkeep:
         facts. The strategy works through them in bounded batches, one model
         call each, each shown by the engine's activity ("summarizing turns
         41–80 of 5,000"). A no-op when the state is current.
+
+        `backlog_after_turn`: the vector backlog waits for the turn's own update, which
+        follows at once (one embedding attempt a turn, as the backoff from a dead endpoint
+        counts them).
         """
         if self._caught_up:
             return []
         self._caught_up = True
         try:
-            return self.update_memory(catch_up=True) if self.history().turn_count() else []
+            if not self.history().turn_count():
+                return []
+            return self.update_memory(catch_up=True, backlog_after_turn=backlog_after_turn)
         except KeyboardInterrupt:
             self._caught_up = False  # (interrupt_ends) a server's kept engine tries again
             raise
 
     def update_memory(self, *, catch_up: bool = False, turns: int | None = None,
-                      erasures: int | None = None) -> list[Notice]:
+                      erasures: int | None = None,
+                      backlog_after_turn: bool = False) -> list[Notice]:
         """`turns`: the history's turn count as a commit just left it; `erasures`: the
         session's erasures count that commit found unchanged under the write lock. Known,
         neither is read again (an older erasures count only makes the update's own check
@@ -128,7 +135,7 @@ class MemoryUpkeep:
                 notices = self._update_strategy(catch_up)
         else:
             notices = self._update_strategy(catch_up, turns, erasures)
-        if catch_up and self.background_indexing:
+        if catch_up and (self.background_indexing or backlog_after_turn):
             return notices  # the backlog waits until the turn has committed
         if self.embedder is not None:
             # The reply took a while: a purge meanwhile makes what the backlog holds stale.
