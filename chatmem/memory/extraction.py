@@ -230,8 +230,7 @@ def _extract(env: MemoryEnv, model: Provider, turns: Sequence[HistoryTurn],
                              later=LaterFacts(state, turns), asked=asked,
                              asked_said=[t for n, text, shown in said if n in asked
                                          for t in (text, shown)],
-                             members_said=[t for n, text, shown in said if n in speakers
-                                           for t in (text, shown)], speakers=speakers)
+                             members_said=_said_by_members(said, speakers), speakers=speakers)
         done()
     found = [kind for _, text, shown in said for kind in sensitive.kinds_between(text, shown)]
     if found or refused:
@@ -273,6 +272,16 @@ def without_sensitive(
         elif kind != sensitive.REDACTED:
             refused.append(kind)
     return replace(extraction, set=kept), refused
+
+
+def _said_by_members(said: Sequence[tuple[int, str, str]], speakers: Mapping[int, str]
+                     ) -> dict[str, list[str]]:
+    """Group chat member → what he said in the batch (each message as stored and as shown)."""
+    by: dict[str, list[str]] = {}
+    for number, text, shown in said:
+        if number in speakers:
+            by.setdefault(speakers[number], []).extend((text, shown))
+    return by
 
 
 def _first_user_messages(turns: Sequence[HistoryTurn]) -> dict[int, int | None]:

@@ -26,7 +26,8 @@ def apply_extraction(
     state: SessionState, extraction: Extraction, sources: Mapping[int, int | None],
     *, user_scope: bool = False, later: LaterFacts | None = None,
     asked: Collection[int] | None = None, asked_said: Sequence[str] | None = None,
-    members_said: Sequence[str] = (), speakers: Mapping[int, str] | None = None,
+    members_said: Mapping[str, Sequence[str]] | None = None,
+    speakers: Mapping[int, str] | None = None,
 ) -> list[str]:
     """Write an extraction turn by turn, so what was said last wins; the keys of the facts
     it forgot and set no value for again.
@@ -39,9 +40,10 @@ def apply_extraction(
     forgets this session's facts only, never the profile's. `asked_said`: what the asked
     turns' user said; a value set under an asked turn that none of it holds is another
     turn's words, cited wrong (by a helper's slip, or as a member's message told it to).
-    `members_said`: what group chat members said in the batch; a retraction under an asked
-    turn of a key their words name and the asked turns' do not is a member's, cited wrong
-    (bob's "Forget my city." must not forget the owner's city). `speakers`: turn → the
+    `members_said`: member → what he said in the batch; a retraction under an asked turn of
+    a key his words name and the asked turns' do not is his, cited wrong (bob's "Forget my
+    city." must not forget the owner's city, but his own); when several members' words name
+    the key, nobody's is forgotten. `speakers`: turn → the
     group chat member who said it; his values and retractions are his own (a fact keeps
     who stated it), never another speaker's nor the user's.
     """
@@ -57,12 +59,15 @@ def apply_extraction(
         if here and asked_said is not None and isinstance(step, FactChange) \
                 and not said_in(step.value, asked_said):
             here = False
-        if isinstance(step, FactRetraction) and here and members_said \
-                and asked_said is not None and key_named(step.key, members_said) \
-                and not key_named(step.key, asked_said):
-            here = False
         # Who said it, as a fact keeps it: None for the user's own turn.
         who = None if here or speakers is None else speakers.get(step.turn)
+        if isinstance(step, FactRetraction) and here and members_said \
+                and asked_said is not None and not key_named(step.key, asked_said):
+            named_by = [m for m, said in members_said.items() if key_named(step.key, said)]
+            if len(named_by) > 1:
+                continue
+            if named_by:
+                here, who = False, named_by[0]
         if isinstance(step, FactRetraction):
             forgot += _forget(state, step, later, here, who)
         else:

@@ -294,6 +294,32 @@ def test_a_members_retraction_cited_to_the_owners_turn_keeps_the_owners_fact(
         (city.key, city.value, FactScope.USER)]
 
 
+@pytest.mark.parametrize(("owner_lives", "member_lives", "forget", "after"), [
+    ("I live in Porto.", "bob: I live in Lyon.", "bob: Forget my city.", "nice weather today"),
+    ("我住在杭州。", "小明：我住在成都。", "小明：忘掉我的城市。", "今天天气不错"),
+], ids=["en", "zh"])
+def test_a_members_retraction_cited_to_the_owners_turn_forgets_his_value_not_hers(
+        store, owner_lives: str, member_lives: str, forget: str, after: str) -> None:
+    """Session facts keep who stated them: the owner's city and bob's sit side by side. His
+    "Forget my city.", cited to the owner's next turn, forgot her session value (it ran as
+    nobody's) and left his."""
+    helper = MisciteRetractions()
+    helper.down = False
+    group = open_session(store, Settings(system="Be brief.", user="ana"), helper, "group",
+                         strategy="entity")
+    member = forget.split("：" if "：" in forget else ":")[0]
+    group.run_turn(owner_lives)
+    group.run_turn(member_lives, speaker=member)
+    [hers] = [f for f in store.facts.facts(session_id=group.session.id) if f.speaker is None]
+    assert [f.speaker for f in store.facts.facts(session_id=group.session.id)] == [None, member]
+    helper.down = True
+    group.run_turn(forget, speaker=member)
+    helper.down = False
+    group.run_turn(after)
+    assert [(f.key, f.value, f.speaker) for f in store.facts.facts(
+        session_id=group.session.id)] == [(hers.key, hers.value, None)]
+
+
 def test_the_owners_own_retraction_beside_a_member_still_forgets_the_profiles_fact(
         store) -> None:
     helper = MisciteRetractions()
