@@ -114,7 +114,10 @@ def stopped_as_by_ctrl_c() -> Iterator[None]:
     except KeyboardInterrupt:
         if not received:
             raise
-        raise typer.Exit(128 + received[0]) from None
+        # The shell's 128 + N, named (RELIABILITY's exit table lists them).
+        code = ExitCode.HUNG_UP if received[0] == getattr(signal, "SIGHUP", None) \
+            else ExitCode.TERMINATED
+        raise typer.Exit(int(code)) from None
     finally:
         for number, handler in previous.items():
             signal.signal(number, signal.SIG_DFL if handler is None else handler)
