@@ -6,7 +6,7 @@ the end, all or nothing (store.unfinished)."""
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -71,8 +71,17 @@ def export_everything(workspace: Workspace, path: Path, *, force: bool = False) 
     if path.suffix.lower() != ".zip":
         raise UsageError(f"--all writes a zip archive: name it FILE.zip, not {str(path)!r}")
     store = workspace.store
-    return write_archive(store, path, lambda s: to_jsonl(stored_transcript(store, s)),
-                         version=__version__, force=force)
+    attached: dict[str, int] = {}
+
+    def transcript(session: SessionRecord) -> str:
+        # The files its turns attached went to the model; the transcript holds only the
+        # words typed, so the export says how many stay behind, as a single one does.
+        if left := files_left_out(workspace, session):
+            attached[session.name] = len(left)
+        return to_jsonl(stored_transcript(store, session))
+
+    report = write_archive(store, path, transcript, version=__version__, force=force)
+    return replace(report, files_left_out=tuple(attached.items()))
 
 
 @dataclass(frozen=True)

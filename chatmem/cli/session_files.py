@@ -124,6 +124,7 @@ def export_all(name: str | None, output: str | None, force: bool, settings: "Set
     from chatmem.app.session_files import export_everything
     from chatmem.errors import UsageError
     from chatmem.render.counts import counted
+    from chatmem.render.sessions import archive_files_left_out_line
 
     if name is not None:
         raise UsageError("give a SESSION or --all, not both")
@@ -143,6 +144,8 @@ def export_all(name: str | None, output: str | None, force: bool, settings: "Set
             f"not in the archive: {counted(report.images_left_out, 'image')} sent with"
             " messages (an archive keeps none; chatmem sessions copy --to FILE.db does)",
             markup=False, soft_wrap=True)
+    if line := archive_files_left_out_line(report.files_left_out):
+        consoles()[1].print(line, markup=False, soft_wrap=True)
 
 
 @handles_errors

@@ -90,6 +90,8 @@ class ArchiveReport:
     images_left_out: int = 0
     """Images the sessions hold, which an archive does not (README)."""
     passed_over: tuple[PassedOver, ...] = ()
+    files_left_out: tuple[tuple[str, int], ...] = ()
+    """(session, how many files its turns attached): a transcript holds none (README)."""
 
 
 def _member_names(sessions: list[SessionSummary]) -> dict[int, str]:

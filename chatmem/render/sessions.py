@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from datetime import datetime, tzinfo
 from typing import TYPE_CHECKING, Any
 
@@ -180,3 +181,13 @@ def files_left_out_line(left_out: list[FileLeftOut]) -> str | None:
     return (f"not in the transcript: {counted(len(left_out), 'file')} attached to"
             f" turn{'' if len(turns) == 1 else 's'} {listed(turns, 5)} ({listed(names)}):"
             " a transcript holds no files (chatmem sessions copy --to FILE.db copies them)")
+
+
+def archive_files_left_out_line(left_out: Sequence[tuple[str, int]]) -> str | None:
+    """What `sessions export --all` did not carry: the files the sessions' turns attached."""
+    if not left_out:
+        return None
+    names = [name for name, _ in left_out]
+    return (f"not in the archive: {counted(sum(n for _, n in left_out), 'file')} attached to"
+            f" turns of {counted(len(names), 'session')} ({listed(names)}): a transcript"
+            " holds no files (chatmem sessions copy --to FILE.db copies them)")

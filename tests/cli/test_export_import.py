@@ -468,3 +468,23 @@ def test_an_export_says_which_attached_files_it_leaves_out(tmp_path: Path) -> No
     assert said in chatted.stderr.splitlines()
     invoke("ask", "plain", "hi", "--provider", "scripted", "--db", db, code=0)
     assert invoke("sessions", "export", "plain", "--db", db, code=0).stderr == ""
+
+
+def test_an_export_of_everything_says_which_sessions_attached_files_it_leaves_out(
+        tmp_path: Path) -> None:
+    """`sessions export --all` wrote the invoice's turn as "what is the total?" and said only
+    how many sessions and messages it exported: the file that turn sent was gone unsaid."""
+    db, invoice = str(tmp_path / "h.db"), tmp_path / "发票.txt"
+    invoice.write_text("Total: 42 EUR\n", encoding="utf-8")
+    for args in (["what is the total?", "-a", str(invoice)], ["再看一次", "-a", str(invoice)]):
+        invoke("ask", "账单", *args, "--provider", "scripted", "--db", db, code=0)
+    invoke("ask", "plain", "hi", "--provider", "scripted", "--db", db, code=0)
+    written = invoke("sessions", "export", "--all", "-o", str(tmp_path / "all.zip"),
+                     "--db", db, code=0)
+    assert written.stderr.splitlines()[-1] == (
+        "not in the archive: 2 files attached to turns of 1 session (账单): a transcript"
+        " holds no files (chatmem sessions copy --to FILE.db copies them)")
+    invoke("sessions", "delete", "账单", "--yes", "--db", db, code=0)
+    alone = invoke("sessions", "export", "--all", "-o", str(tmp_path / "plain.zip"),
+                   "--db", db, code=0)
+    assert "not in the archive" not in alone.stderr
