@@ -119,8 +119,10 @@ class OverBudget(UsageError):
 
     def __init__(self, fixed: tuple[tuple[str, int], ...], priming: int, budget: int, *,
                  strategy: str = "", budget_params: tuple[str, ...] = (),
-                 context_budget_too: bool = False) -> None:
+                 context_budget_too: bool = False,
+                 files: tuple[tuple[str, int], ...] = ()) -> None:
         self.fixed = fixed
+        self.files = files  # (name, tokens) of each attached file, largest first
         self.priming = priming
         self.budget = budget
         self.strategy = strategy

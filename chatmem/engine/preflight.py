@@ -11,6 +11,7 @@ from chatmem.activity import SendingOverBudget
 from chatmem.errors import OverBudget, ReadOnlyShare, SessionGone, StoreError
 from chatmem.memory.guards import falls_with_setting
 from chatmem.memory.params import budget_params
+from chatmem.memory.quoting import attached_from_block
 
 if TYPE_CHECKING:
     from chatmem.activity import Activity
@@ -107,4 +108,16 @@ class TurnChecks:
         raise OverBudget(fixed, context.priming, context.budget, strategy=self.strategy.name,
                          budget_params=budget_params(self.strategy.params, context.budget),
                          context_budget_too=self.budget == context.budget and falls_with_setting(
-                             self.strategy, self.request("")))
+                             self.strategy, self.request("")),
+                         files=_files(context))
+
+
+def _files(context: Context) -> tuple[tuple[str, int], ...]:
+    """Each attached file's name and tokens, largest first: "files 7,195" alone did not say
+    which of the files given to leave out."""
+    part = context.part("files")
+    if part is None:
+        return ()
+    named = [(quoted[0] if (quoted := attached_from_block(m.content)) else "a file", m.tokens)
+             for m in part.messages]
+    return tuple(sorted(named, key=lambda file: -file[1]))

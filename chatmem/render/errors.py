@@ -30,6 +30,7 @@ from chatmem.errors import (
     ReplyNotShown,
     StrategyGone,
 )
+from chatmem.render.counts import listed
 
 if TYPE_CHECKING:
     from chatmem.config.settings import Settings
@@ -116,9 +117,16 @@ def _own_budget(error: OverBudget) -> str:
 
 
 def _over_budget(error: OverBudget) -> str:
-    parts = " + ".join(f"{kind} {tokens:,}" for kind, tokens in error.fixed)
+    parts = " + ".join(f"{kind} {tokens:,}" + (_files(error) if kind == "files" else "")
+                       for kind, tokens in error.fixed)
     return (f"not sent: {parts} + chat format {error.priming:,} = {error.total:,} tokens, over "
             f"the context budget of {error.budget:,}, before any history")
+
+
+def _files(error: OverBudget) -> str:
+    """` (big.txt 6,001, notes.md 1,176)`: which attached file takes the room, largest first."""
+    named = [f"{name} {tokens:,}" for name, tokens in error.files]
+    return f" ({listed(named)})" if named else ""
 
 
 class Client(Enum):

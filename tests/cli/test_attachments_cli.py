@@ -122,6 +122,23 @@ def test_a_file_that_cannot_be_attached_is_one_line_exit_2_and_nothing_sent(
     assert not (tmp_path / "sent.jsonl").exists() and not (tmp_path / "h.db").exists()
 
 
+def test_a_refusal_over_the_budget_names_the_files_that_take_the_room(tmp_path: Path) -> None:
+    """Two files sent with one question: the refusal said "files 7,195" and not which of
+    them took the room, so the user could not tell which to leave out."""
+    big, notes = tmp_path / "big.txt", tmp_path / "笔记.txt"
+    big.write_text("word " * 4000, encoding="utf-8")
+    notes.write_text("我们五月去杭州旅行，住在西湖边。\n" * 20, encoding="utf-8")
+    result = ask(tmp_path, "summarize", "-f", str(notes), "-f", str(big))
+    assert result.exit_code == 2
+    [line] = result.stderr.splitlines()
+    total, _, named = line.partition(" + files ")[2].partition(")")[0].partition(" (")
+    files = [file.rpartition(" ") for file in named.split(", ")]
+    assert [path for path, _, _ in files] == [str(big), str(notes)]  # the largest first
+    tokens = [int(n.replace(",", "")) for _, _, n in files]
+    assert sum(tokens) == int(total.replace(",", "")) and tokens[0] > 4000 > tokens[1] > 200
+    assert not (tmp_path / "sent.jsonl").exists()
+
+
 def test_chinese_text_saved_as_gbk_is_named_by_its_line_and_how_to_attach_it(
         tmp_path: Path) -> None:
     """A file Windows' Notepad saved as "ANSI" on a Chinese system (GBK), attached or piped,
