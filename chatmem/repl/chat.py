@@ -214,6 +214,12 @@ class Chat:
             bool(record.context.get("approximate", False)))
         # Without a turn record the history may still hold turns (imported, forked).
         self.history_turns = 0 if record is not None else turn_count(self.workspace, session)
+        strategy = self.engine.strategy
+        if record is not None and (record.strategy, dict(record.params)) != (
+                strategy.name, dict(strategy.params)):
+            # Switched since its last turn (a /strategy with no turn after it, `-s`): the
+            # toolbar showed that turn's budget (`2,337 / 4,000` under max_tokens=1500).
+            self.note_budget()
 
     def note_budget(self) -> Context | None:
         """The next context, built without a message (None: it cannot be built now); its

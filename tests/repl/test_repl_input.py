@@ -363,6 +363,26 @@ def test_the_toolbar_shows_the_budget_a_strategy_or_budget_change_sets(tmp_path:
         assert toolbar_text(repl).count(" / 8,000 tokens") == 1
 
 
+def test_a_session_reopened_under_another_strategy_shows_its_budget(tmp_path: Path) -> None:
+    """A /strategy with no turn after it, then the chat left and opened again: the toolbar
+    said `last context 21 / 4,000 tokens` under summary-buffer max_tokens=1500."""
+    db = tmp_path / "t.db"
+    store, repl = make_repl(db)
+    with store:
+        repl.turn("我们五月去杭州")
+        repl.command("/strategy summary-buffer max_tokens=1500")
+        assert "last context 21 / 1,500 tokens" in toolbar_text(repl)
+    store = Store(db)
+    engine = open_session(store, Settings(system="Be brief."), ScriptedProvider(), "t")
+    with store:
+        reopened = Repl(engine, make_console(), make_console(stderr=True))
+        assert "summary-buffer max_tokens=1500" in toolbar_text(reopened)
+        assert "last context 21 / 1,500 tokens" in toolbar_text(reopened)
+    store, switched = make_repl(db, strategy="window")  # -s window: the config's budget
+    with store:
+        assert "last context 21 / 4,000 tokens" in toolbar_text(switched)
+
+
 def test_the_toolbar_keeps_a_running_total_of_tokens_and_cost(tmp_path: Path) -> None:
     store = Store(tmp_path / "t.db")
     settings = Settings(system="Be brief.",
