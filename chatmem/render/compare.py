@@ -297,7 +297,9 @@ def token_chart(
     out.append(" " * (label_width + 2) + axis + "\n", style="dim")
     # The legend breaks between entries, never between a marker and its name.
     entries = [(f"{marker(index)} {label}", series_style(index))
-               for index, label in enumerate(series)] + [(f"{OVERLAP[0]} several", OVERLAP[1])]
+               for index, label in enumerate(series)]
+    if any(cell == OVERLAP for cells in grid for cell in cells):  # else it keys no marker
+        entries.append((f"{OVERLAP[0]} several", OVERLAP[1]))
     line_width = max(label_width + 2 + columns, 40)
     used = 0
     for entry, style in entries:

@@ -40,6 +40,17 @@ def test_chart_places_each_turn_by_its_value() -> None:
     assert f"{MARKERS[0]} a" in chart and f"{MARKERS[1]} b" in chart and "turn 3" in chart
 
 
+def test_the_legend_keys_the_overlap_marker_only_when_the_chart_shows_it() -> None:
+    """`replay trip -s window:k=1`: one strategy, and the legend read `● window k=1  ✱ several`
+    under a chart with no ✱ in it."""
+    alone = token_chart({"window k=1": [81, 116, 53]}, height=5).plain
+    assert OVERLAP[0] not in alone and "several" not in alone
+    apart = token_chart({"a": [10, 20], "b": [90, 100]}, height=5).plain
+    assert OVERLAP[0] not in apart and "several" not in apart
+    together = token_chart({"a": [10, 100], "b": [10, 50]}, height=5).plain
+    assert rows(together)[-1].startswith(OVERLAP[0]) and f"{OVERLAP[0]} several" in together
+
+
 def test_long_series_are_bucketed_to_the_width() -> None:
     values = list(range(1, 201))
     grid = rows(token_chart({"x": values}, width=50, height=5).plain)
