@@ -47,7 +47,8 @@ def _read_message(data: Mapping[str, Any], where: str, number: int) -> Transcrip
         role = "system"  # OpenAI's newer name for it, as serve takes it
     if role not in ROLES:
         shown = "missing" if role is None else repr(role)
-        raise TranscriptError(f"{where}: role must be user, assistant or system (got {shown})")
+        raise TranscriptError(f"{where}: role must be user, assistant, system or developer"
+                              f" (got {shown})")
     if "content" not in data or data["content"] is None:
         raise TranscriptError(f"{where}: message has no content")
     speaker = speaker_of(data.get("name"), f"{where}: name", TranscriptError, role)

@@ -116,7 +116,7 @@ def test_bad_file_imports_nothing(tmp_path: Path) -> None:
                    encoding="utf-8")
     result = invoke("sessions", "import", str(bad), "--db", str(db))
     assert result.exit_code == 2
-    assert result.stderr == (f"error: {bad}:2: role must be user, assistant or system "
+    assert result.stderr == (f"error: {bad}:2: role must be user, assistant, system or developer "
                              "(got 'bot')\n")
     assert not db.exists()
 

@@ -70,7 +70,7 @@ def test_report_writes_self_contained_html(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize(("line", "message"), [
     ('{"role": "robot", "content": "x"}',
-     "{path}:7: role must be user, assistant or system (got 'robot')"),
+     "{path}:7: role must be user, assistant, system or developer (got 'robot')"),
     ('{"role": "user"}', "{path}:7: message has no content"),
     ('{"role": "user", "content": "unterminated', "{path}:7: not valid JSON "
                                                   "(Unterminated string starting at column 29)"),

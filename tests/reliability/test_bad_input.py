@@ -58,7 +58,7 @@ def test_any_transcript_text_parses_or_is_one_transcript_error(text: str) -> Non
      "junk.jsonl:1: tool calls are not taken as chatmem turns; leave the tool messages and"
      " tool_calls out to import the rest"),
     ('{"role": "robot", "content": "x"}',
-     "junk.jsonl:1: role must be user, assistant or system (got 'robot')"),
+     "junk.jsonl:1: role must be user, assistant, system or developer (got 'robot')"),
 ])
 def test_hostile_transcripts_are_one_line(text: str, message: str) -> None:
     with pytest.raises(ChatmemError) as caught:

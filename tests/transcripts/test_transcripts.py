@@ -79,20 +79,22 @@ def test_plain_json_list_and_its_error_lines() -> None:
     bad = '[\n  {"role": "user", "content": "a"},\n\n  {"role": "robot", "content": "b"}\n]'
     with pytest.raises(TranscriptError) as e:
         parse_transcript(bad, "l.json")
-    assert str(e.value) == "l.json:4: role must be user, assistant or system (got 'robot')"
+    assert str(e.value) == ("l.json:4: role must be user, assistant, system or developer"
+                            " (got 'robot')")
 
 
 @pytest.mark.parametrize(("line", "message"), [
-    ({"role": "bot", "content": "x"}, "x.jsonl:3: role must be user, assistant or system "
-                                      "(got 'bot')"),
-    ({"content": "x"}, "x.jsonl:3: role must be user, assistant or system (got missing)"),
+    ({"role": "bot", "content": "x"}, "x.jsonl:3: role must be user, assistant, system or "
+                                      "developer (got 'bot')"),
+    ({"content": "x"}, "x.jsonl:3: role must be user, assistant, system or developer (got "
+                       "missing)"),
     ({"role": "user"}, "x.jsonl:3: message has no content"),
     ({"role": "user", "content": 5}, "x.jsonl:3: content must be a string"),
     ({"role": "user", "content": "x", "id": "u1"}, "x.jsonl:3: id 'u1' is used twice"),
     ({"probe": "q", "expect_ids": ["nope"]},
      "x.jsonl:3: expect_ids 'nope' names no message before this probe"),
     ({"probe": "q"}, "x.jsonl:3: probe needs expect_ids or expect_text"),
-    # Read as a message: "role must be user, assistant or system (got missing)".
+    # Read as a message: "role must be user, assistant, system or developer (got missing)".
     ({"expect_ids": ["u1"], "expect_text": ["李雷"]},
      'x.jsonl:3: a probe line needs "probe", the question to ask'),
     ({"probe": "q", "expect_text": "x"}, "x.jsonl:3: expect_text must be a list of strings"),
@@ -345,7 +347,8 @@ def test_an_error_after_a_decodable_nested_messages_key_names_its_own_line() -> 
             '  {"role": "robot", "content": "嗨"}\n]}\n')
     with pytest.raises(TranscriptError) as e:
         parse_transcript(text, "nested3.json")
-    assert str(e.value) == "nested3.json:8: role must be user, assistant or system (got 'robot')"
+    assert str(e.value) == ("nested3.json:8: role must be user, assistant, system or developer"
+                            " (got 'robot')")
 
 
 class CountingText(str):
