@@ -234,8 +234,11 @@ def _(error: OverBudget) -> str:
            else "/budget N, context_budget")
     if values and error.context_budget_too:
         way += ", and /budget N"
+    # A file goes with one message, sent or not: unsaid, the next message went without it.
+    files = "; its files are no longer attached (/attach again those to send)" \
+        if error.files else ""
     return (f"{_over_budget(error)}; shorten the input or the system prompt, raise the budget "
-            f"({way}), or start the chat with --allow-over-budget to send it anyway")
+            f"({way}), or start the chat with --allow-over-budget to send it anyway{files}")
 
 
 @error_text.register

@@ -250,3 +250,19 @@ def test_tokens_counts_the_files_attached_to_the_next_message(tmp_path: Path,
     with Store(db) as store:
         turns = store.turns.turns(store.sessions.session("t").id)
     assert previewed == turns[-1].estimated_tokens
+
+
+def test_a_message_refused_over_the_budget_says_its_files_are_no_longer_attached(
+        tmp_path: Path) -> None:
+    """Two files attached, the message refused over the budget: both were let go unsaid,
+    and the next message ("just the notes then") went without the notes too."""
+    db, big, notes = tmp_path / "h.db", tmp_path / "big.txt", tmp_path / "笔记.txt"
+    big.write_text("word " * 4000, encoding="utf-8")
+    notes.write_text("我们五月去杭州。\n", encoding="utf-8")
+    result = chat(db, "t", [f"/attach {big}", f"/attach {notes}", "sum up", "/attach"])
+    refused = [line for line in result.stderr.splitlines() if "not sent" in line]
+    assert len(refused) == 1 and refused[0].endswith(
+        "; its files are no longer attached (/attach again those to send)")
+    assert result.stderr.splitlines()[-1].startswith("nothing attached")
+    plain = chat(db, "t", ["x " * 4500])  # no file: nothing to say of files
+    assert "no longer attached" not in plain.stderr and "not sent" in plain.stderr
