@@ -199,7 +199,24 @@ class Engine(SessionChanges, MemoryUpkeep, TurnChecks, TurnRows, Generic[StoreT]
         """What would be sent for `text` (and files attached to it), said at `said_at`
         (default now), without calling the model."""
         self.follow_erasures()
-        return build_guarded(self.strategy, self.request(text, attachments, said_at, speaker))
+        try:
+            return build_guarded(self.strategy, self.request(text, attachments, said_at, speaker))
+        except StrategyFailed as e:
+            self._name_held_state(e)
+            raise
+
+    def _name_held_state(self, error: StrategyFailed) -> None:
+        """Tell `error` the session holds a state of the strategy that failed (a member's, in
+        a combination), when it is this user's own to drop: the way on from a plugin's new
+        version failing on what its old one stored, every turn."""
+        if self.settings_owner is not None:
+            return  # another's session: only its owner drops its state
+        try:
+            held = bool(self.state.get(error.name))
+        except ChatmemError:  # that state unreadable: the build's error is the one to tell
+            return
+        if held:
+            error.held_in = self.session.name
 
     def run_turn(self, text: str, on_delta: Callable[[str], None] | None = None,
                  on_reply_end: Callable[[], None] | None = None,
@@ -244,8 +261,10 @@ class Engine(SessionChanges, MemoryUpkeep, TurnChecks, TurnRows, Generic[StoreT]
                                     self.request(text, attachments, parse_time(sent_at),
                                                  speaker))
             self.check_budget(context)
-        except (OverBudget, StrategyFailed):
+        except (OverBudget, StrategyFailed) as e:
             self._refused = True
+            if isinstance(e, StrategyFailed):
+                self._name_held_state(e)
             raise
         self._keep_changes()
         # Kept by content hash, once per session, before it is sent: inspect shows it

@@ -28,6 +28,7 @@ from chatmem.errors import (
     ReadOnlyShare,
     RepeatedStrategy,
     ReplyNotShown,
+    StrategyFailed,
     StrategyGone,
 )
 
@@ -252,6 +253,21 @@ def way_back(warning: str) -> str:
 @error_text.register
 def _(error: ExtensionFailed) -> str:
     return f"{error}{by_plugin(error.kind, error.name)}"
+
+
+@error_text.register
+def _(error: StrategyFailed) -> str:
+    by = by_plugin(error.kind, error.name)
+    if not by or error.held_in is None:
+        return f"{error}{by}"
+    return (f"{error}{by}; if it fails on the state an earlier version of it stored, `chatmem "
+            f"sessions reset-state {error.held_in} {error.name}` drops that state (never the "
+            "turns) and it is built again")
+
+
+@_for_a_client.register
+def _(error: StrategyFailed, client: Client) -> str:
+    return f"{error}{by_plugin(error.kind, error.name)}"  # not a command its client can run
 
 
 def by_plugin(kind: str, name: str) -> str:
