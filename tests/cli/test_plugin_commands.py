@@ -42,6 +42,13 @@ def test_a_plugin_strategy_is_listed_explained_and_chosen(anchor: None, tmp_path
     assert "anchor" in table and "chatmem-anchor" in table and listed.stderr == ""
     explained = invoke("strategies", "anchor+window", width=100, code=0).stdout
     assert "anchor.head" in explained and "how many of the first turns" in explained.lower()
+    # Which installed distribution a name comes from, as the listing says (a plugin author's
+    # report: `strategies NAME` alone did not).
+    wide = invoke("strategies", "anchor+window", width=200, code=0).stdout
+    titles = [line for line in wide.splitlines() if line.startswith(("anchor ", "window "))]
+    assert titles == ["anchor  Send the first turns (where the task was set) and the last k "
+                      "turns.  (plugin chatmem-anchor 0.1.0)",
+                      "window  Send the last k complete turns; older turns are dropped."]
     db = str(tmp_path / "a.db")
     chatted = invoke("chat", "trip", "-s", "anchor:k=1", "--provider", "scripted", "--db", db,
                      input="my order is ORD-7731\n我们五月去杭州\nthe hotel\nand now?\n", code=0)
