@@ -3,6 +3,7 @@ stored: the error says how that state is dropped, so the session chats again."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 from cli_runner import invoke
@@ -80,3 +81,16 @@ def test_a_plugin_build_failing_on_its_stored_state_names_the_way_to_drop_it(
     assert "reset-state" in error_text(held)
     assert client_error_text(held, client=Client.MCP) == (
         "strategy 'tally' failed: RuntimeError: boom (plugin tally (chatmem-tally 0.1.0))")
+
+
+def test_a_replay_failing_with_a_state_held_names_no_session_to_reset(
+        installed: Install, tmp_path: Path) -> None:
+    """A replay's history is its own scratch copy, not a session the user could reset."""
+    installed("chatmem-tally", "chatmem_tally", TALLY, name="tally")
+    transcript = tmp_path / "t.jsonl"
+    transcript.write_text("\n".join(json.dumps({"role": role, "content": text}) for text in (
+        "第一句", "boom") for role in ("user", "assistant")) + "\n", encoding="utf-8")
+    failed = invoke("replay", str(transcript), "-s", "tally", "--provider", "scripted", code=1)
+    assert failed.stderr.splitlines()[-1] == (
+        "error: strategy 'tally' failed: RuntimeError: boom (plugin tally (chatmem-tally "
+        "0.1.0))")
