@@ -206,19 +206,7 @@ class Engine(SessionChanges, MemoryUpkeep, TurnChecks, TurnRows, Generic[StoreT]
             raise
 
     def _name_held_state(self, error: StrategyFailed) -> None:
-        """Tell `error` the session holds a state of the strategy that failed (a member's, in
-        a combination), when it is this user's own to drop: the way on from a plugin's new
-        version failing on what its old one stored, every turn."""
-        if self.settings is None or self.settings_owner is not None:
-            # A replay's or an eval's scratch history is no session of the user's; another's
-            # session only its owner drops the state of.
-            return
-        try:
-            held = bool(self.state.get(error.name))
-        except ChatmemError:  # that state unreadable: the build's error is the one to tell
-            return
-        if held:
-            error.held_in = self.session.name
+        error.held_in = self.state_held_in(error.name)
 
     def run_turn(self, text: str, on_delta: Callable[[str], None] | None = None,
                  on_reply_end: Callable[[], None] | None = None,

@@ -260,9 +260,15 @@ def _(error: StrategyFailed) -> str:
     by = by_plugin(error.kind, error.name)
     if not by or error.held_in is None:
         return f"{error}{by}"
-    return (f"{error}{by}; if it fails on the state an earlier version of it stored, `chatmem "
-            f"sessions reset-state {error.held_in} {error.name}` drops that state (never the "
-            "turns) and it is built again")
+    return f"{error}{by}{held_state_way(error.held_in, error.name)}"
+
+
+def held_state_way(session: str, strategy: str) -> str:
+    """How a session's state of a plugin strategy failing on it is dropped: a new version of
+    the plugin may fail on what an earlier one stored, every turn."""
+    return (f"; if it fails on the state an earlier version of it stored, `chatmem sessions "
+            f"reset-state {session} {strategy}` drops that state (never the turns) and it is "
+            "built again")
 
 
 @_for_a_client.register

@@ -94,3 +94,26 @@ def test_a_replay_failing_with_a_state_held_names_no_session_to_reset(
     assert failed.stderr.splitlines()[-1] == (
         "error: strategy 'tally' failed: RuntimeError: boom (plugin tally (chatmem-tally "
         "0.1.0))")
+
+
+def test_a_plugin_update_failing_on_its_stored_state_names_the_way_to_drop_it(
+        installed: Install, tmp_path: Path) -> None:
+    """A build that reads no state chats on, but every turn's update failed on the old
+    version's state (its memory never moving again), said as 'will retry next turn' alone."""
+    lenient = TALLY.replace("        turns_counted(request.state.get(self.name))\n", "")
+    installed("chatmem-tally", "chatmem_tally", lenient, name="tally")
+    db = str(tmp_path / "h.db")
+    invoke("ask", "旅行", "第一句", "-s", "tally", "--save", "--provider", "scripted", "--db", db,
+           code=0)
+    asked = invoke("ask", "旅行", "第二句", "--provider", "scripted", "--db", db,
+                   env={"TALLY_VERSION": "2"}, code=0)
+    failed = [line for line in asked.stderr.splitlines() if line.startswith("memory update")]
+    assert failed and set(failed) == {
+        "memory update failed, will retry next turn: strategy 'tally' could not update its "
+        "memory: TypeError: 'int' object is not subscriptable (plugin tally (chatmem-tally "
+        "0.1.0)); if it fails on the state an earlier version of it stored, `chatmem sessions "
+        "reset-state 旅行 tally` drops that state (never the turns) and it is built again"}
+    invoke("sessions", "reset-state", "旅行", "tally", "--db", db, code=0)
+    asked = invoke("ask", "旅行", "第三句", "--provider", "scripted", "--db", db,
+                   env={"TALLY_VERSION": "2"}, code=0)
+    assert "memory update" not in asked.stderr
