@@ -189,6 +189,9 @@ class MemoryUpdateFailed:
     stored: bool = False
     """The update ran to its end and only its answer was wrong (not a list of Notices): what
     it stored is kept and sent, and nothing is retried."""
+    held_in: str | None = None
+    """The user's session holding a state of the failing strategy, which its owner may drop
+    (`sessions reset-state`): as StrategyFailed.held_in."""
 
 
 @dataclass(frozen=True)

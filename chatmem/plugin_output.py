@@ -37,21 +37,53 @@ class _StdoutRouter:
         return sys.stderr if getattr(_plugin_code, "depth", 0) else self.stdout
 
     def write(self, text: str) -> int:
-        label = getattr(_plugin_code, "label", None)
-        if label is None or not getattr(_plugin_code, "depth", 0):
+        if getattr(_plugin_code, "label", None) is None or not getattr(_plugin_code, "depth", 0):
             return self._target().write(text)
-        pieces = []
-        for line in text.splitlines(keepends=True):
-            pieces.append(label + line if _plugin_code.fresh else line)
-            _plugin_code.fresh = line.endswith(("\n", "\r"))
-        self._target().write("".join(pieces))
-        return len(text)
+        return _write_labelled(_unrouted(sys.stderr), text)
 
     def flush(self) -> None:
         self._target().flush()
 
     def __getattr__(self, attribute: str) -> Any:
         return getattr(self._target(), attribute)
+
+
+class _StderrLabeller:
+    """`sys.stderr` while a plugin loads (`labelled`): what the loading thread writes there
+    (a warning printed to stderr, a `logging` record through logging's last-resort handler,
+    which writes to the `sys.stderr` of the moment) opens with the plugin's label, as what it
+    prints does; every other thread's writes pass through."""
+
+    def __init__(self, stderr: TextIO) -> None:
+        self.stderr = stderr
+
+    def write(self, text: str) -> int:
+        if getattr(_plugin_code, "label", None) is None or not getattr(_plugin_code, "depth", 0):
+            return self.stderr.write(text)
+        return _write_labelled(self.stderr, text)
+
+    def flush(self) -> None:
+        self.stderr.flush()
+
+    def __getattr__(self, attribute: str) -> Any:
+        return getattr(self.stderr, attribute)
+
+
+def _unrouted(stream: TextIO) -> TextIO:
+    return stream.stderr if isinstance(stream, _StderrLabeller) else stream
+
+
+def _write_labelled(target: TextIO, text: str) -> int:
+    """`text` to `target`, each line this thread opens there (on stdout or stderr alike: one
+    line state, so a line begun on one and ended on the other is labelled once) opening with
+    its label."""
+    label = _plugin_code.label
+    pieces = []
+    for line in text.splitlines(keepends=True):
+        pieces.append(label + line if _plugin_code.fresh else line)
+        _plugin_code.fresh = line.endswith(("\n", "\r"))
+    target.write("".join(pieces))
+    return len(text)
 
 
 @contextlib.contextmanager
@@ -83,14 +115,21 @@ def labelled(label: str | None) -> Iterator[None]:
     imported came on every command with nothing saying which plugin printed it."""
     before = getattr(_plugin_code, "label", None), getattr(_plugin_code, "fresh", True)
     _plugin_code.label, _plugin_code.fresh = label, True
+    stderr = sys.stderr
+    labeller = None
+    if label is not None and not isinstance(stderr, _StderrLabeller):
+        labeller = _StderrLabeller(stderr)
+        sys.stderr = labeller
     try:
         yield
     finally:
-        router = sys.stdout
-        if label is not None and not _plugin_code.fresh and isinstance(router, _StdoutRouter):
-            # Its last line left open: ended in the plugin's own stream (to stderr, as the
-            # rest of it), so chatmem's next output opens its own line.
-            router.write("\n")
+        if label is not None and not _plugin_code.fresh:
+            # Its last line left open: ended in the plugin's own stream (stderr, as the rest
+            # of it), so chatmem's next output opens its own line.
+            _write_labelled(_unrouted(sys.stderr), "\n")
+        # Whoever replaced sys.stderr meanwhile (the plugin itself) keeps theirs.
+        if labeller is not None and sys.stderr is labeller:
+            sys.stderr = stderr
         _plugin_code.label, _plugin_code.fresh = before
 
 

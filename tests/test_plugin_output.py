@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import subprocess
 import sys
 import threading
 from pathlib import Path
@@ -16,6 +17,7 @@ from cli_runner import invoke
 from plugin_site import Install
 from waiting import HANG
 
+import chatmem
 from chatmem.plugin_output import plugin_prints_to_stderr
 
 NOISY = '''
@@ -245,3 +247,45 @@ def test_what_a_plugin_prints_while_it_loads_names_the_plugin(
     assert listed.stderr.endswith("registering\n")
     assert (invoke("ask", "你好", "-s", "loud", "--provider", "scripted", "--db",
                    str(tmp_path / "h.db"), code=0).stdout == "echo #1: 你好\n")
+
+
+STDERR_IMPORT = '''
+import logging
+import sys
+
+from chatmem.memory.buffer import BufferStrategy
+
+print("导入时的警告 on stderr", file=sys.stderr)
+sys.stderr.write("half ")
+print("of a line")
+logging.getLogger("chatmem_grumpy").warning("a logged warning 日志")
+
+
+class Grumpy(BufferStrategy):
+    name = "grumpy"
+    description = "writes to stderr and logs as it is imported and registered"
+
+
+def register(plugins):
+    print("registering on stderr", file=sys.stderr)
+    plugins.add_strategy(Grumpy)
+'''
+
+
+def test_what_a_plugin_writes_to_stderr_or_logs_while_it_loads_names_the_plugin(
+        installed: Install, tmp_path: Path) -> None:
+    """A plugin's stderr lines and `logging` warnings as it was imported came on every command
+    with nothing saying which of the installed plugins wrote them (its print() lines did)."""
+    installed("chatmem-grumpy", "chatmem_grumpy", STDERR_IMPORT, name="grumpy")
+    # A process of its own: logging set up by nobody, as in a user's shell (pytest's log
+    # capture would take the warning here).
+    listed = subprocess.run(
+        [sys.executable, "-m", "chatmem", "strategies", "--json"], capture_output=True,
+        text=True, encoding="utf-8", timeout=HANG, check=True, env={
+            **os.environ, "PYTHONPATH": os.pathsep.join(
+                [str(tmp_path / "site"), str(Path(chatmem.__file__).parent.parent)])})
+    assert "grumpy" in [s["name"] for s in json.loads(listed.stdout)]
+    by = "plugin grumpy (chatmem-grumpy 0.1.0): "
+    assert listed.stderr.splitlines() == [
+        f"{by}导入时的警告 on stderr", f"{by}half of a line", f"{by}a logged warning 日志",
+        f"{by}registering on stderr"]

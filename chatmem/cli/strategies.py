@@ -102,4 +102,4 @@ def explain(text: str, json_out: bool) -> None:
         if i:
             out.print()
         out.print(strategy_help(name, loaded[name].description, loaded[name].PARAMS,
-                                prefix=f"{name}." if prefix else ""))
+                                prefix=f"{name}." if prefix else "", plugin=_plugin(name)))

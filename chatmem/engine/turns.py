@@ -199,7 +199,14 @@ class Engine(SessionChanges, MemoryUpkeep, TurnChecks, TurnRows, Generic[StoreT]
         """What would be sent for `text` (and files attached to it), said at `said_at`
         (default now), without calling the model."""
         self.follow_erasures()
-        return build_guarded(self.strategy, self.request(text, attachments, said_at, speaker))
+        try:
+            return build_guarded(self.strategy, self.request(text, attachments, said_at, speaker))
+        except StrategyFailed as e:
+            self._name_held_state(e)
+            raise
+
+    def _name_held_state(self, error: StrategyFailed) -> None:
+        error.held_in = self.state_held_in(error.name)
 
     def run_turn(self, text: str, on_delta: Callable[[str], None] | None = None,
                  on_reply_end: Callable[[], None] | None = None,
@@ -244,8 +251,10 @@ class Engine(SessionChanges, MemoryUpkeep, TurnChecks, TurnRows, Generic[StoreT]
                                     self.request(text, attachments, parse_time(sent_at),
                                                  speaker))
             self.check_budget(context)
-        except (OverBudget, StrategyFailed):
+        except (OverBudget, StrategyFailed) as e:
             self._refused = True
+            if isinstance(e, StrategyFailed):
+                self._name_held_state(e)
             raise
         self._keep_changes()
         # Kept by content hash, once per session, before it is sent: inspect shows it

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from chatmem.errors import ChatmemError, ExtensionFailed, SessionGone
+from chatmem.errors import ChatmemError, ExtensionFailed, SessionGone, StrategyFailed
 from chatmem.memory.base import MemoryEnv
 from chatmem.memory.guards import update_guarded
 from chatmem.notices import HelperTooSmall, MemoryUpdateCancelled, MemoryUpdateFailed, Notice
@@ -46,6 +46,7 @@ class MemoryUpkeep:
     indexing: Indexing
     background_indexing: bool
     interrupt_ends: bool
+    settings_owner: str | None
     _caught_up: bool
     _said_helper_too_small: bool
     _turns_unfolded: int
@@ -63,6 +64,20 @@ class MemoryUpkeep:
         def history(self, turns: int | None = None) -> StoredHistory: ...
 
         def follow_erasures(self) -> None: ...
+
+    def state_held_in(self, strategy: str) -> str | None:
+        """The session's name when it holds a state of `strategy` (a member's, in a
+        combination) that this user may drop, for the way on from a plugin's new version
+        failing on what its old one stored, every turn; else None."""
+        if self.settings is None or self.settings_owner is not None:
+            # A replay's or an eval's scratch history is no session of the user's; another's
+            # session only its owner drops the state of.
+            return None
+        try:
+            held = bool(self.state.get(strategy))
+        except ChatmemError:  # that state unreadable: the failure is the one to tell
+            return None
+        return self.address if held else None
 
     def between_turns(self) -> None:
         """Upkeep nobody waits for, for a front end to call once a turn is shown and
@@ -170,7 +185,8 @@ class MemoryUpkeep:
         except ChatmemError as e:
             # The turn stands; the strategy catches up on a later turn.
             culprit = (e.kind, e.name) if isinstance(e, ExtensionFailed) else None
-            return [*said, MemoryUpdateFailed(str(e), culprit)]
+            held = self.state_held_in(e.name) if isinstance(e, StrategyFailed) else None
+            return [*said, MemoryUpdateFailed(str(e), culprit, held_in=held)]
         except KeyboardInterrupt:
             if self.interrupt_ends:
                 raise

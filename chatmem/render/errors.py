@@ -28,6 +28,7 @@ from chatmem.errors import (
     ReadOnlyShare,
     RepeatedStrategy,
     ReplyNotShown,
+    StrategyFailed,
     StrategyGone,
 )
 from chatmem.render.counts import listed
@@ -263,6 +264,27 @@ def way_back(warning: str) -> str:
 @error_text.register
 def _(error: ExtensionFailed) -> str:
     return f"{error}{by_plugin(error.kind, error.name)}"
+
+
+@error_text.register
+def _(error: StrategyFailed) -> str:
+    by = by_plugin(error.kind, error.name)
+    if not by or error.held_in is None:
+        return f"{error}{by}"
+    return f"{error}{by}{held_state_way(error.held_in, error.name)}"
+
+
+def held_state_way(session: str, strategy: str) -> str:
+    """How a session's state of a plugin strategy failing on it is dropped: a new version of
+    the plugin may fail on what an earlier one stored, every turn."""
+    return (f"; if it fails on the state an earlier version of it stored, `chatmem sessions "
+            f"reset-state {session} {strategy}` drops that state (never the turns) and it is "
+            "built again")
+
+
+@_for_a_client.register
+def _(error: StrategyFailed, client: Client) -> str:
+    return f"{error}{by_plugin(error.kind, error.name)}"  # not a command its client can run
 
 
 def by_plugin(kind: str, name: str) -> str:

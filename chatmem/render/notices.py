@@ -61,7 +61,7 @@ from chatmem.notices import (
 )
 from chatmem.privacy.sensitive import describe
 from chatmem.render.counts import counted, listed
-from chatmem.render.errors import by_plugin
+from chatmem.render.errors import by_plugin, held_state_way
 from chatmem.render.history_notices import history_notice_text
 from chatmem.render.session_notices import session_notice_text
 from chatmem.session_notices import (
@@ -234,6 +234,8 @@ def _(n: MemoryUpdateFailed, repl_hints: bool) -> str:
     by = by_plugin(*n.culprit) if n.culprit else ""
     if n.stored:
         return f"memory updated (what it stored is kept), its answer ignored: {n.error}{by}"
+    if by and n.held_in is not None and repl_hints:
+        by += held_state_way(n.held_in, n.culprit[1] if n.culprit else "")
     return f"memory update failed, will retry next turn: {n.error}{by}"
 
 

@@ -14,12 +14,15 @@ from chatmem.memory.params import Param
 
 
 def strategy_help(name: str, description: str, params: Sequence[Param],
-                  prefix: str = "") -> RenderableType:
+                  prefix: str = "", plugin: str | None = None) -> RenderableType:
     """The strategy's line, then a row per parameter: name, default, range, meaning.
 
-    `prefix` is how a combination addresses a member's parameters (`window.`).
+    `prefix` is how a combination addresses a member's parameters (`window.`); `plugin`,
+    the distribution a plugin's strategy comes from (`chatmem-echo 0.1.0`).
     """
     title = Text.assemble((name, "bold"), f"  {description}")
+    if plugin is not None:
+        title.append(f"  (plugin {plugin})", style="dim")
     if not params:
         return Group(title, Text("no parameters", style="dim"))
     out = Table(header_style="bold", box=box.SIMPLE_HEAD, show_edge=False, pad_edge=False,

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 from cli_runner import invoke
-from plugin_site import BUILT_IN, CLASH, Install, readme_files
+from plugin_site import BUILT_IN, CLASH, STREAM, Install, readme_files
 
 from chatmem.plugins import load_registries
 from chatmem.store import Store
@@ -42,6 +42,13 @@ def test_a_plugin_strategy_is_listed_explained_and_chosen(anchor: None, tmp_path
     assert "anchor" in table and "chatmem-anchor" in table and listed.stderr == ""
     explained = invoke("strategies", "anchor+window", width=100, code=0).stdout
     assert "anchor.head" in explained and "how many of the first turns" in explained.lower()
+    # Which installed distribution a name comes from, as the listing says (a plugin author's
+    # report: `strategies NAME` alone did not).
+    wide = invoke("strategies", "anchor+window", width=200, code=0).stdout
+    titles = [line for line in wide.splitlines() if line.startswith(("anchor ", "window "))]
+    assert titles == ["anchor  Send the first turns (where the task was set) and the last k "
+                      "turns.  (plugin chatmem-anchor 0.1.0)",
+                      "window  Send the last k complete turns; older turns are dropped."]
     db = str(tmp_path / "a.db")
     chatted = invoke("chat", "trip", "-s", "anchor:k=1", "--provider", "scripted", "--db", db,
                      input="my order is ORD-7731\n我们五月去杭州\nthe hotel\nand now?\n", code=0)
@@ -191,6 +198,47 @@ def test_a_plugin_provider_and_embedder_are_chosen_by_name(installed: Install,
     bad = invoke("eval", support, "-s", "retrieval", "--config", str(config), code=2)
     assert bad.stderr == (f"error: {config}: key 'embeddings.provider' must be one of auto, "
                           "local, openai, hash, letters, none, got 'bert'\n")
+
+
+GREETER = """
+from chatmem.providers.scripted import ScriptedProvider
+
+
+class Greeter(ScriptedProvider):
+    def __init__(self, greeting):
+        super().__init__()
+        self.greeting = greeting
+
+    def complete(self, messages, **options):
+        return self.greeting + " " + super().complete(messages, **options)
+
+    def stream(self, messages):
+        return _Stream(iter([self.complete(messages)]))
+
+
+def register(plugins):
+    plugins.add_provider("greeter", lambda settings: Greeter(
+        str(settings.options.get("greeting", "你好"))))
+"""
+
+
+def test_a_plugin_provider_reads_a_setting_of_its_own_as_the_readme_says(
+        installed: Install, tmp_path: Path) -> None:
+    """The config has no table for a plugin (a plugin author's question: where do my settings
+    go?); the README sends a setting of one's own through `-o` or a template's options."""
+    installed("chatmem-greeter", "chatmem_greeter", STREAM + GREETER, name="greeter")
+    db = str(tmp_path / "g.db")
+    asked = invoke("ask", "hi", "--provider", "greeter", "-o", "greeting=嗨", "--db", db, code=0)
+    assert asked.stdout == "嗨 echo #1: hi\n"
+    config = tmp_path / "config.toml"
+    config.write_text('[templates.warm]\noptions = { greeting = "welcome" }\n', encoding="utf-8")
+    asked = invoke("ask", "hi", "--provider", "greeter", "-t", "warm", "--config", str(config),
+                   "--db", db, code=0)
+    assert asked.stdout == "welcome echo #1: hi\n"
+    config.write_text('[greeter]\ngreeting = "welcome"\n', encoding="utf-8")
+    refused = invoke("ask", "hi", "--provider", "greeter", "--config", str(config), "--db", db,
+                     code=2)
+    assert refused.stderr.startswith(f"error: {config}: unknown key 'greeter'")
 
 
 # -- a bad plugin, seen from the command line --------------------------------------------
