@@ -17,6 +17,8 @@ from collections.abc import Callable
 from functools import update_wrapper
 from typing import Generic, TypeVar
 
+from chatmem.text_caches import kept
+
 T = TypeVar("T")
 
 KEPT = 32768
@@ -37,6 +39,7 @@ class by_digest(Generic[T]):  # a decorator, named as functools' are
         self._known: OrderedDict[bytes, T] = OrderedDict()
         self._lock = threading.Lock()  # a server's turns and its catch-ups run in threads
         update_wrapper(self, work)
+        kept(self)  # emptied after an erasure: its results may hold what was erased
 
     def __call__(self, text: str) -> T:
         key = digest(text)

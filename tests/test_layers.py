@@ -70,7 +70,7 @@ LAYERS: dict[str, int] = {
     "chatmem.errors": 0, "chatmem.activity": 0, "chatmem.attachments": 0, "chatmem.privacy": 0,
     "chatmem.notices": 0, "chatmem.history_notices": 0, "chatmem.context_warnings": 0,
     "chatmem.session_notices": 0,
-    "chatmem.text_files": 0, "chatmem.text_digests": 0,
+    "chatmem.text_files": 0, "chatmem.text_digests": 0, "chatmem.text_caches": 0,
     "chatmem.clipboard": 0, "chatmem.child_processes": 0,
     "chatmem.timestamps": 0,
     "chatmem.timezones": 0,

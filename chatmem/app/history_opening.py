@@ -52,6 +52,10 @@ def open_history(settings: Settings, *, create: bool, one_off: bool,
                            "create it)")
         return Store.empty_standing_in(where), False  # nothing stored yet, nothing on disk
     try:
+        if key_elsewhere and _plain(path):
+            # `sessions copy` between an encrypted file and a plain one: the key set is the
+            # other file's, and a plain file refuses a key it would be opened with.
+            return Store(where, on_upgrade=tell), False
         return _keyed_store(settings, where, path, tell, pool), False
     except HistoryLocked as e:
         if not (e.missing and ask_key is not None):
@@ -87,6 +91,12 @@ def _move_legacy_file(tell: Callable[[Notice], None]) -> None:
         tell(HistoryMoved(*moved))
     elif (left := legacy_db_left()) is not None:
         tell(OldHistoryLeft(*left))
+
+
+def _plain(path: Path) -> bool:
+    from chatmem.store.cipher import file_kind
+
+    return file_kind(path) == "plain"
 
 
 def _history_key(settings: Settings, path: Path) -> str | None:

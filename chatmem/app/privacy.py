@@ -130,7 +130,10 @@ def key_hint() -> str:
 def drop_vector_cache() -> bool:
     """After an erasure (a command's, or retention's at start-up): the user's vector cache
     (evals and replays keep vectors and digests of the texts they embedded there) may hold
-    some of what was erased, so it goes too. Whether there was one."""
+    some of what was erased, so it goes too; and so do this process's caches of texts (a
+    server's run for days: chatmem.text_caches). Whether there was a vector cache."""
     from chatmem.config.paths import drop_vector_cache as drop
+    from chatmem.text_caches import forget_texts
 
+    forget_texts()
     return drop()

@@ -3,10 +3,16 @@ history file's key (CHATMEM_KEY or key_command's output) and an endpoint's API k
 
 from __future__ import annotations
 
+import contextlib
 import os
+import signal
+from typing import TYPE_CHECKING
 
 from chatmem.errors import ConfigError
 from chatmem.text import is_valid
+
+if TYPE_CHECKING:
+    import subprocess
 
 KEY_ENV = "CHATMEM_KEY"
 """The history file's key; read when a file is opened, never copied into the settings."""
@@ -57,7 +63,8 @@ def run_key_command(command: str, timeout: float) -> str:
     stdin stays the terminal's, and stderr too when it is one: a password manager may
     ask there. Elsewhere (a script, a pipe) its stderr is discarded, never quoted: a
     failing command may print the key or a secret of its own there. The error says
-    the exit status and how to see why.
+    the exit status and how to see why. It runs in a process group of its own, so that
+    what it started goes with it when it times out (`_run_in_own_group`).
     """
     import subprocess
     import sys
@@ -67,8 +74,7 @@ def run_key_command(command: str, timeout: float) -> str:
     stderr = None if sys.stderr.isatty() else subprocess.DEVNULL
     try:
         # `chatmem rekey` runs it for the current key with the new one in CHATMEM_NEW_KEY.
-        done = subprocess.run(command, shell=True, stdout=subprocess.PIPE, stderr=stderr,
-                              env=program_environment(), timeout=timeout, check=False)
+        done = _run_in_own_group(command, stderr, timeout)
     except subprocess.TimeoutExpired:
         raise KeyUnavailable(f"key_command gave no key within {timeout:g} s "
                              "(key_command_timeout); nothing opened") from None
@@ -77,6 +83,8 @@ def run_key_command(command: str, timeout: float) -> str:
         why = e.strerror or "the system could not start it"
         raise KeyUnavailable(f"key_command could not run ({why}); no key, nothing opened"
                              ) from None
+    if done.returncode == -signal.SIGINT:  # Ctrl-C at its prompt: the terminal was its
+        raise KeyboardInterrupt
     if done.returncode != 0:
         why = {127: "command not found, ", 126: "command not executable, "}.get(
             done.returncode, "")
@@ -93,3 +101,73 @@ def run_key_command(command: str, timeout: float) -> str:
     if "\x00" in key:  # SQLCipher takes a key as a C string: it would end there
         raise KeyUnavailable("key_command printed a NUL byte; nothing opened")
     return key
+
+
+def _run_in_own_group(command: str, stderr: int | None,
+                      timeout: float) -> subprocess.CompletedProcess[bytes]:
+    """`command` run by the shell in a new process group, killed with everything in that
+    group when it takes longer than `timeout` (or on Ctrl-C): a shell killed alone left the
+    password manager it had started running, holding the terminal. At a terminal the group
+    is put in front while it runs, as a shell does with a job, so it may still read a
+    passphrase there (a group behind would be stopped when it tried)."""
+    import subprocess
+
+    groups = hasattr(os, "killpg")  # POSIX; Windows has no process groups to kill
+    terminal = _front_terminal() if groups else None
+    try:
+        process = subprocess.Popen(command, shell=True, stdout=subprocess.PIPE, stderr=stderr,
+                                   env=program_environment(),
+                                   process_group=0 if groups else None)
+    except BaseException:
+        if terminal is not None:
+            os.close(terminal)
+        raise
+    try:
+        if terminal is not None:
+            _give_terminal(terminal, process.pid)
+        try:
+            out, _ = process.communicate(timeout=timeout)
+        except BaseException:
+            with contextlib.suppress(OSError):
+                if groups:
+                    os.killpg(process.pid, signal.SIGKILL)
+                else:
+                    process.kill()
+            process.wait()
+            raise
+    finally:
+        if terminal is not None:
+            _give_terminal(terminal, os.getpgrp())
+            os.close(terminal)
+    return subprocess.CompletedProcess(command, process.returncode, out)
+
+
+def _front_terminal() -> int | None:
+    """This process's terminal, open, when this process's group is in front there; None
+    when there is none or chatmem runs behind (a job sent to the background)."""
+    try:
+        terminal = os.open("/dev/tty", os.O_RDWR | os.O_NOCTTY)
+    except OSError:
+        return None
+    try:
+        if os.tcgetpgrp(terminal) == os.getpgrp():
+            return terminal
+    except OSError:
+        pass
+    os.close(terminal)
+    return None
+
+
+def _give_terminal(terminal: int, group: int) -> None:
+    """Put process group `group` in front at `terminal`; woken, if it was stopped for
+    reading before it was there. SIGTTOU is held meanwhile: a process behind may not set
+    the group in front otherwise (it would be stopped)."""
+    held = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGTTOU})
+    try:
+        os.tcsetpgrp(terminal, group)
+        if group != os.getpgrp():
+            os.killpg(group, signal.SIGCONT)
+    except OSError:
+        pass  # it has gone already: nothing to hand over
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, held)

@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable
-from functools import lru_cache
 
 from chatmem.memory.anchor_determiners import after_determiner
 from chatmem.memory.anchor_names_zh import chinese_names
@@ -44,6 +43,7 @@ from chatmem.memory.anchor_words import (
 )
 from chatmem.privacy.findings import MARK_CLOSE, MARK_OPEN
 from chatmem.text import CJK_LETTERS, FULL_WIDTH, FULL_WIDTH_SIGNS
+from chatmem.text_caches import text_cache
 from chatmem.text_digests import by_digest
 
 # The number of a port: "port 8443", "port: 8443", STAGING_PORT: "8443", 端口8443.
@@ -282,7 +282,7 @@ def anchors_of(texts: Iterable[str]) -> list[str]:
     return list(seen)
 
 
-@lru_cache(maxsize=4096)
+@text_cache(maxsize=4096)
 def _normal(text: str) -> str:
     # Cached: the drift guard asks about the same summary and messages for every anchor.
     spaced = _SPACES.sub(" ", text.translate(_WIDTH)).casefold()

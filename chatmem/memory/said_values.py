@@ -11,11 +11,11 @@ from __future__ import annotations
 import re
 import unicodedata
 from collections.abc import Sequence
-from functools import lru_cache
 
 from chatmem import fts
 from chatmem.memory import anchors
 from chatmem.text import CJK_LETTERS
+from chatmem.text_caches import text_cache
 
 # Quotes and end punctuation are the helper's framing ("Lisbon." for "in Lisbon").
 FRAMING = " \t.,;:!?\"'`“”‘’「」『』。，；：！？、"
@@ -59,7 +59,7 @@ def key_named(key: str, texts: Sequence[str]) -> bool:
                if len(word) > 1 or not word.isascii())
 
 
-@lru_cache(maxsize=256)  # each of a batch's messages is asked once a value
+@text_cache(maxsize=256)  # each of a batch's messages is asked once a value
 def _normal(text: str) -> str:
     """`text` as a value is compared: folded as search folds it (張偉 is 张伟, 臺北 台北,
     Zoë Zoe: a helper writing the user's name in simplified Chinese wrote what was said),
@@ -139,7 +139,7 @@ _NUMBER_EDGE = re.compile(rf"(?<=\d) (?={_LETTER})|(?<={_LETTER}) (?=\d)")
 "ORD7731", as a helper writes either for the other."""
 
 
-@lru_cache(maxsize=256)  # a batch's messages, asked once a value: few, and maybe long
+@text_cache(maxsize=256)  # a batch's messages, asked once a value: few, and maybe long
 def _forms(text: str) -> tuple[str, str]:
     """`text` as words (punctuation as spaces), and those words with numbers as digits;
     in both, a number and a word beside it are one (_NUMBER_EDGE)."""

@@ -15,7 +15,6 @@ import re
 import unicodedata
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from functools import lru_cache
 from typing import TYPE_CHECKING
 
 from chatmem.config.schema import LINES_SLOT, SUMMARY_SLOT
@@ -26,6 +25,7 @@ from chatmem.memory.context import Message
 from chatmem.privacy import sensitive
 from chatmem.providers.base import Purpose
 from chatmem.reasoning import without_reasoning
+from chatmem.text_caches import text_cache
 from chatmem.tokens import TokenCounter
 
 if TYPE_CHECKING:
@@ -267,7 +267,7 @@ def word_diff(old: str, new: str) -> list[tuple[str, str]]:
     return list(_word_diff(old, new))
 
 
-@lru_cache(maxsize=4)
+@text_cache(maxsize=4)
 def _word_diff(old: str, new: str) -> tuple[tuple[str, str], ...]:
     # Kept for the next call: a fold, and `summary show`, ask diff_size and diff_unit about
     # the same two versions, and the diff was a long catch-up's costliest step after the call.

@@ -26,9 +26,9 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass, field
-from functools import lru_cache
 
 from chatmem.privacy.findings import Finding
+from chatmem.text_caches import text_cache
 
 _NUMBER = re.compile(r"[\d\s()+-]+")
 _DIGIT_GROUPS = re.compile(r"\d+(?:[\s()+-]\d+)*")
@@ -166,7 +166,7 @@ def folded(text: str) -> str:
     return text.lower() if text.isascii() else text.translate(_LETTERS)
 
 
-@lru_cache(maxsize=256)
+@text_cache(maxsize=256)
 def _pattern(entries: tuple[_Entry, ...]) -> re.Pattern[str]:
     """At each position of a folded text, the longest of the values of `entries` said
     there, in group 1."""

@@ -121,12 +121,17 @@ def needles(value: str) -> list[str]:
     """What every row of ASCII text mentioning `value` holds, in some ASCII case, once the
     characters that draw nothing are taken out (A\u200bda mentions Ada): its `needle`, or
     none when the needle is empty (every row may mention it)."""
-    from chatmem.privacy.phones import needle as number_needle
-
     # A phone number is written in many layouts (415.555.0134, +14155550134): only its
     # last digits are sure to stand together.
+    from chatmem.privacy.number_forms import amount_of
+    from chatmem.privacy.number_forms import needles as amount_needles
+    from chatmem.privacy.phones import needle as number_needle
+
     found = number_needle(value) or needle(value)
-    return [found] if found else []
+    if not found:
+        return []
+    amount = amount_of(value)  # written in words too (fifteen thousand): their needles
+    return [found, *(amount_needles(amount) if amount is not None else [])]
 
 
 def mention_spans(text: str, value: str, wide: bool = False) -> list[Span]:
@@ -135,11 +140,15 @@ def mention_spans(text: str, value: str, wide: bool = False) -> list[Span]:
     value = value.strip()
     if not searchable(value):
         return []
+    from chatmem.privacy.number_forms import amount_of, amount_spans
     from chatmem.privacy.phones import find
 
     spans = _written_spans(text, value, wide)
     if numbers := find(text, value).same:  # the same phone number, laid out otherwise
         spans = _merged(sorted([*spans, *(Span(*s) for s in numbers)]))
+    if (amount := amount_of(value)) is not None:  # the same amount in other words
+        spans = _merged(sorted([*spans, *(Span(*s) for s in amount_spans(text, amount)
+                                          if _stands_alone(text, *s))]))
     return spans
 
 

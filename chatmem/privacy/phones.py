@@ -22,10 +22,10 @@ import unicodedata
 from bisect import bisect_left, bisect_right
 from dataclasses import dataclass
 from enum import Enum
-from functools import lru_cache
 from typing import TYPE_CHECKING
 
 from chatmem import fts
+from chatmem.text_caches import text_cache
 
 if TYPE_CHECKING:
     from collections.abc import Iterable
@@ -72,7 +72,7 @@ def _ascii_digits(text: str) -> str:
     return "".join(str(unicodedata.decimal(ch)) for ch in text if ch.isdecimal())
 
 
-@lru_cache(maxsize=256)
+@text_cache(maxsize=256)
 def number_of(value: str) -> Number | None:
     """`value` as a phone number, or None when it is not one (a date, too few digits, words)."""
     import phonenumbers
@@ -273,7 +273,7 @@ def _among_another(number: Number, plus: bool, written: str, before: list[int],
     return False
 
 
-@lru_cache(maxsize=1024)
+@text_cache(maxsize=1024)
 def _valid(raw: str, region: str | None) -> PhoneNumber | None:
     """`raw` read in `region` when it is a valid number (cached: a table repeats its numbers)."""
     import phonenumbers

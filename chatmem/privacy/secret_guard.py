@@ -237,8 +237,35 @@ def _label_of(text: str) -> str | None:
     lowered, held = lowered_text(text), dict[tuple[str, ...], bool]()
     for pattern, gate, label in _LABELS:
         if gate.admits(lowered, held) and pattern.search(text):
+            if label != "harmless" and _declines(text):
+                return None
             return None if _gave_own_value(text, label) else label
     return None
+
+
+# "I will not store your card number.", "请勿提供密码。": a message that says it will not
+# keep, or ask for, the detail it names asks nobody for it.
+_DECLINES = re.compile(
+    r"(?<![A-Za-z])(?:won'?t|will not|can'?t|cannot|can not|don'?t|do not|never|not going to"
+    r"|shouldn'?t|should not|no need to)\s+(?:[A-Za-z]+\s+){0,2}?(?:store|save|keep|ask"
+    r"|need|share|record|remember|log|collect|request|want)(?![A-Za-z])"
+    r"|(?:不会|不能|不要|无法|不用|不需要|别|请勿|切勿|不得|不必|从不)\s*(?:再|帮你|为你|替你)?"
+    r"\s*(?:保存|存储|储存|存|记录|记住|记下|询问|问|索取|要|提供|发|分享|透露|收集|需要)",
+    re.IGNORECASE)
+# ...unless it asks for it all the same: "I won't store it: please give me the card number",
+# "我不会保存卡号，请告诉我后四位。" (a question mark is `_asks`).
+_REQUESTS = re.compile(
+    r"(?<![A-Za-z])(?:(?:please|kindly)(?!\s+(?:do not|don'?t|never|avoid))|tell me|give me"
+    r"|send me|can you|could you|would you|type it|enter it|again)(?![A-Za-z])"
+    r"|请(?![勿不别])|告诉我|发给我|发我|输入|报一下|说一下|再发",
+    re.IGNORECASE)
+
+
+def _declines(text: str) -> bool:
+    """Whether a message naming a detail says it will not keep or ask for it, and asks for
+    nothing: then a short message after it is no answer."""
+    return _DECLINES.search(text) is not None and not _asks(text) \
+        and _REQUESTS.search(text) is None
 
 
 def _gave_own_value(text: str, label: str) -> bool:

@@ -1,0 +1,97 @@
+"""A purged amount is erased in every way it is written, in every session of the profile.
+
+A purge of `salary: 15000` left "fifteen thousand", "15,000", "1.5万" and "一万五千" in the
+user's other messages; of `rent: €900` it left "900 euros" and "九百欧元"; of `kids: 3 kids`
+it left "three kids" (only the message the fact was read from was searched for forms:
+said_values.written_otherwise). Decided: the same number in digits (grouped or not, with
+k, thousand or 万/千), English words or Chinese numerals; with the value's currency in any
+of its names (symbol, code, word, Chinese) or the same words after it. A number of one
+digit alone is searched in no form (3 is too short to search out, and so is "three").
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+from pathlib import Path
+
+import pytest
+from cli_runner import invoke
+
+from chatmem.privacy.mentions import MARKER, erase_mentions
+from chatmem.store import Store
+
+F = MARKER
+
+
+@pytest.mark.parametrize(("value", "text", "erased"), [
+    ("15000", "fifteen thousand, Fifteen Thousand, 15,000, 15k, 15000 and 15 thousand",
+     f"{F}, {F}, {F}, {F}, {F} and {F}"),
+    ("15000", "一万五千，一万五，1.5万，1万5，15000元，壹", f"{F}，{F}，{F}，{F}，{F}元，壹"),
+    # Other numbers stay: inside a longer one or a code, another amount.
+    ("15000", "150000, ORD15000, 1500, fifteen thousand five hundred, 十五万, 五千",
+     "150000, ORD15000, 1500, fifteen thousand five hundred, 十五万, 五千"),
+    ("€900", "€900, 900€, 900 euros, EUR 900, 900 Euro, 九百欧元, 900欧元",
+     f"{F}, {F}, {F}, {F}, {F}, {F}, {F}"),
+    ("€900", "900 dollars, $900, 900 people", "900 dollars, $900, 900 people"),
+    ("5000元", "5千元，五千块，5000 yuan，¥5000，五千人", f"{F}，{F}，{F}，{F}，五千人"),
+    ("3 kids", "three kids, Three Kids, 3 kids; three kidneys, 3 cats",
+     f"{F}, {F}, {F}; three kidneys, 3 cats"),
+    ("3个孩子", "我有三个孩子，3个孩子，三只猫", f"我有{F}，{F}，三只猫"),
+    ("25 cats", "twenty-five cats, twenty five cats, 25 cats", f"{F}, {F}, {F}"),
+    ("120", "a hundred and twenty, one hundred twenty, 一百二十", f"{F}, {F}, {F}"),
+    # One digit alone is no search (mentions.MIN_CHARACTERS): "three" stays, and 3.
+    ("3", "three, 3, 三", "three, 3, 三"),
+    # Words that only hold numerals are not numbers: 万一, 千万, one two.
+    ("10000", "万一，千万，一万", f"万一，千万，{F}"),
+])
+def test_an_amount_is_erased_in_each_of_its_forms(value: str, text: str, erased: str) -> None:
+    assert erase_mentions(text, [value]) == erased
+
+
+def test_a_name_is_found_in_any_case_and_with_or_without_its_accents() -> None:
+    nfd = unicodedata.normalize("NFD", "José")
+    text = f"José, JOSÉ, Jose, jose, {nfd}; Josefina"
+    for value in ("José", "JOSE", nfd):
+        assert erase_mentions(text, [value]) == f"{F}, {F}, {F}, {F}, {F}; Josefina"
+
+
+SAID = [
+    ("I make fifteen thousand a month.", f"I make {F} a month."),
+    ("That is 15,000 before tax, 15k.", f"That is {F} before tax, {F}."),
+    ("月薪一万五，也就是1.5万。", f"月薪{F}，也就是{F}。"),
+    ("The rent is 900 euros, EUR 900.", f"The rent is {F}, {F}."),
+    ("房租九百欧元。", f"房租{F}。"),
+]
+
+
+def _stored(db: str) -> tuple[list[int], int, int]:
+    with Store(db) as store:
+        sessions = [store.sessions.create_session(name, "buffer", user="me").id
+                    for name in ("s1", "s2")]
+        for i, (said, _) in enumerate(SAID):
+            store.history.import_messages(sessions[i % 2], [{"role": "user", "content": said}])
+        salary = store.facts.upsert_fact("salary", "15000", scope="user", user="me").id
+        rent = store.facts.upsert_fact("rent", "€900", scope="user", user="me").id
+    return sessions, salary, rent
+
+
+def _purged(db: str) -> list[str]:
+    sessions, salary, rent = _stored(db)
+    for fact in (salary, rent):
+        invoke("facts", "forget", str(fact), "--purge", "--yes", "--db", db, code=0)
+    with Store(db) as store:
+        by_session = [[m.content for m in store.history.messages(s)] for s in sessions]
+    return [by_session[i % 2][i // 2] for i in range(len(SAID))]
+
+
+def test_a_purge_erases_every_form_in_every_session_and_leaves_no_byte(tmp_path: Path) -> None:
+    db = tmp_path / "h.db"
+    assert _purged(str(db)) == [erased for _, erased in SAID]
+    data = b"".join(p.read_bytes() for p in tmp_path.glob("h.db*"))
+    for form in ("fifteen", "15,000", "15k", "1.5万", "一万五", "900 euros", "九百"):
+        assert re.search(re.escape(form).encode(), data, re.IGNORECASE) is None, form
+
+
+def test_on_postgresql_too(pg_url: str) -> None:
+    assert _purged(pg_url) == [erased for _, erased in SAID]

@@ -1,0 +1,38 @@
+"""A message that declines to keep or ask for a detail asks nobody for it.
+
+"我不会保存卡号。" named a card, so the guard read the user's next short message as its
+answer: "下午见，8443，浙A1" was masked as a card number in summaries (and "see you at 8443
+then" after "I will not store your card number."). A refusal that asks for the detail all
+the same, by a question or a request, is still a label: no leak opens.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from chatmem.privacy.secret_guard import SecretGuard
+
+
+@pytest.mark.parametrize("said", [
+    ["我不会保存卡号。", "下午见，8443，浙A1"],
+    ["我不会记录你的密码。", "好的，明天8443见"],
+    ["请勿提供密码。", "8443"],
+    ["I will not store your card number.", "see you at 8443 then"],
+    ["I won't keep your password.", "ok, tomorrow at 8443"],
+    ["Please don't share your PIN.", "see you at 8443"],
+], ids=["zh-card", "zh-password", "zh-do-not-give", "en-card", "en-password", "en-pin"])
+def test_a_refusal_naming_a_detail_is_no_question(said: list[str]) -> None:
+    assert SecretGuard().read(said) == said
+
+
+@pytest.mark.parametrize(("said", "masked"), [
+    (["卡号是多少？", "4111 1111 1111 1111"], "⟦card number⟧"),
+    (["卡号是多少？", "8443"], "⟦card number⟧"),
+    (["我不会保存卡号，能告诉我后四位吗？", "8443"], "⟦card number⟧"),
+    (["我不会保存卡号，请告诉我后四位。", "8443"], "⟦card number⟧"),
+    (["What is your card number?", "4111 1111 1111 1111"], "⟦card number⟧"),
+    (["I won't store it, but please give me the card number", "8443"], "⟦card number⟧"),
+    (["What is the door code?", "8443"], "⟦PIN or security code⟧"),
+])
+def test_a_question_or_request_for_it_is_still_answered(said: list[str], masked: str) -> None:
+    assert SecretGuard().read(said) == [said[0], masked]
