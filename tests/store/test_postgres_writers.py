@@ -93,10 +93,12 @@ def test_an_older_database_upgrades_its_rows_read_as_before(
     assert sql_as(bob, "UPDATE messages SET writer = NULL WHERE id = %s",
                   [again]) == INSUFFICIENT_PRIVILEGE
     # An older chatmem (one that knows no p023) refuses the upgraded database.
-    monkeypatch.setattr(schema.MIGRATION_LIST, "functions", schema.MIGRATIONS[:-1])
+    known = [fn.__name__ for fn in schema.MIGRATIONS].index(P023)
+    monkeypatch.setattr(schema.MIGRATION_LIST, "functions", schema.MIGRATIONS[:known])
     with pytest.raises(NotChatmemDatabase) as e:
         PostgresBackend(ann)
-    assert e.value.newer_schema == P023
+    # It names the newest migration it does not know (the upgrade ran them all).
+    assert e.value.newer_schema == schema.MIGRATIONS[-1].__name__
 
 
 def test_a_copy_keeps_who_wrote_a_message(team: Team, tmp_path: Path) -> None:
