@@ -211,7 +211,9 @@ def p024_grantee_facts_are_his(execute: Execute) -> None:
     """A session fact a role other than the session's owner inserts, or whose key, value or
     speaker it changes, is that role's (`speaker`, set by the server): a write share's
     grantee inserted a fact by plain SQL naming no speaker, or the owner, and her next turn
-    sent his "name: Mallory" as hers (postgres_writers)."""
+    sent his "name: Mallory" as hers. And a copy of a message into one's own session that
+    names the message it copies (`copied_from`, same words) keeps its writer: a grantee's
+    fork of her session read her words as his (postgres_writers)."""
     postgres_writers.stamp_fact_speakers(execute)
 
 

@@ -1,4 +1,4 @@
-"""Who inserted a message or a turn: p023.
+"""Who inserted a message or a turn: p023; who stated a session fact, who wrote a copy: p024.
 
 A row's `owner` is its session's owner whoever wrote it (postgres_access), so a write
 share's grantee who inserted a message and a turn into the owner's session by plain SQL,
@@ -100,8 +100,42 @@ END $$
 """
 
 
+# p024 too: a copy keeps who wrote a message. A grantee's fork of the owner's session copied
+# her messages into his session, where the trigger stamped him, so they read as his (her
+# facts landed in his profile). A message inserted into one's own session naming the message
+# it copies (`copied_from`: one the role reads, in another session, with the same role and
+# words) keeps that message's writer (its owner's, stored before p023); any other is stamped
+# with the role that inserts it, as before. So a copy says who wrote the words, and no role
+# makes new words anyone's but his. `copied_from` is not kept: the original may go.
+COPY_STAMPED = """
+CREATE FUNCTION chatmem_stamp_message_writer() RETURNS trigger LANGUAGE plpgsql
+SET search_path = {path} AS $$
+BEGIN
+    NEW.writer := current_user;
+    IF NEW.copied_from IS NOT NULL AND current_user =
+            (SELECT s.owner FROM sessions s WHERE s.id = NEW.session_id) THEN
+        NEW.writer := coalesce((SELECT coalesce(m.writer, m.owner) FROM messages m
+                                WHERE m.id = NEW.copied_from
+                                AND m.session_id <> NEW.session_id
+                                AND m.role = NEW.role AND m.content = NEW.content),
+                               current_user);
+    END IF;
+    NEW.copied_from := NULL;
+    RETURN NEW;
+END $$
+"""
+
+
 def speaker_statements(schema: str) -> Iterator[str]:
-    yield SPEAKER_STAMPED.format(path=f"pg_catalog, {schema}, pg_temp", exempt=EXEMPT)
+    path = f"pg_catalog, {schema}, pg_temp"
+    yield COPY_STAMPED.format(path=path)
+    yield "REVOKE ALL ON FUNCTION chatmem_stamp_message_writer() FROM PUBLIC"
+    yield "ALTER TABLE messages ADD COLUMN copied_from bigint"
+    yield "GRANT INSERT (copied_from) ON messages TO PUBLIC"
+    yield "DROP TRIGGER messages_writer ON messages"
+    yield ("CREATE TRIGGER messages_writer BEFORE INSERT ON messages FOR EACH ROW"
+           " EXECUTE FUNCTION chatmem_stamp_message_writer()")
+    yield SPEAKER_STAMPED.format(path=path, exempt=EXEMPT)
     yield "REVOKE ALL ON FUNCTION chatmem_fact_speaker_stamped() FROM PUBLIC"
     # Named to run after p007's facts_owner (triggers of one event run in name order).
     yield ("CREATE TRIGGER facts_speaker_stamped BEFORE INSERT OR UPDATE ON facts"
