@@ -19,6 +19,7 @@ from chatmem.store.fact_keys import (
 )
 from chatmem.store.records import (
     MOST_INTEGER,
+    AccessLevel,
     FactHistoryRecord,
     FactRecord,
     FactScope,
@@ -54,6 +55,25 @@ class FactTables:
         self._connection = connection
         self._db = connection.db
 
+    def _as_stamped(self, session_id: int, value: str,
+                    source_message_id: int | None) -> str | None:
+        """Who the server says states a fact with no speaker this role writes into the
+        session (postgres_writers, p024): in a session another owns, this role, unless it
+        cites a message of hers (not a reply) holding its value. The fact is then found
+        again under that speaker, not written twice."""
+        if self._db.kind != "postgresql":
+            return None
+        access = self._db.session_access(session_id)
+        if access is None or access.level is not AccessLevel.WRITE:
+            return None
+        hers = source_message_id is not None and fetch_value(
+            self._db, "SELECT count(*) FROM messages m JOIN sessions s ON s.id = m.session_id"
+            " WHERE m.id = ? AND m.session_id = ? AND m.role <> 'assistant'"
+            " AND (m.writer IS NULL OR m.writer = s.owner)"
+            " AND strpos(lower(m.content), lower(?)) > 0",
+            [source_message_id, session_id, value])
+        return None if hers else access.role
+
     def upsert_fact(
         self,
         key: str,
@@ -75,6 +95,8 @@ class FactTables:
         """
         stamp = self._connection.now()
         speaker = speaker if scope == "session" else None  # a profile is its user's own
+        if scope == "session" and speaker is None and session_id is not None:
+            speaker = self._as_stamped(session_id, value, source_message_id)
         owner_sql, owner = self._fact_owner(scope, user, session_id)
         if scope == "session":
             owner_sql, owner = (f"{owner_sql} AND speaker IS NULL", owner) if speaker is None \

@@ -24,7 +24,7 @@ from chatmem.store.connection import Connection, fetch_rows, fetch_value
 from chatmem.store.memory_state import MemoryTables
 from chatmem.store.messages import MessageTables
 from chatmem.store.recall import pause
-from chatmem.store.records import SessionRecord
+from chatmem.store.records import AccessLevel, SessionRecord
 from chatmem.store.sessions import SessionTables
 from chatmem.store.state_coverage import FACTS_OWNER, SPEAKERS_OWNER, state_coverage
 from chatmem.store.stored_values import json_text
@@ -83,6 +83,8 @@ class ForkTables:
         self._history = history
         self._memory = memory
         self._turns = turns
+        self._theirs: str | None = None
+        """The owner of the session being forked when it is not the forker's own."""
 
     def fork_session(self, name: str, new_name: str, *, at_turn: int | None = None,
                      progress: Progress | None = None) -> ForkReport:
@@ -116,7 +118,12 @@ class ForkTables:
                                  [source.retention_days, new_id])
             for first, text in prompts:
                 steps.set_prompt(self._db, new_id, first, text)
-            ids = self._copy_messages(source.id, new_id, upto, progress)
+            access = self._db.session_access(source.id)
+            # Another's session (a share): her words and facts are hers in his copy too.
+            self._theirs = access.owner \
+                if access is not None and access.level is not AccessLevel.OWN else None
+            ids = self._copy_messages(source.id, new_id, upto, progress,
+                                      carried=self._carried_writers(source.id))
             positions = {m.id: m.position for m in self._history.messages(new_id)}
             last_position = max(positions.values(), default=0)
             # A group chat's speakers: turn records stay behind, so the fork keeps them by
@@ -158,8 +165,25 @@ class ForkTables:
         return ForkReport(source, self._sessions.session_by_id(new_id), upto, last, len(ids),
                           copied, rebuilt, len(stated))
 
+    def _speaker(self, speaker: str | None) -> str | None:
+        """Who stated a copied fact: the source's owner's (no speaker) is hers, not the
+        forker's, when he forks a session she shares with him."""
+        return self._theirs if speaker is None else speaker
+
+    def _carried_writers(self, source_id: int) -> tuple[set[int], set[int]] | None:
+        """On PostgreSQL, the source's messages whose copy does not keep who wrote them (the
+        server's `writer`, postgres_writers), by id and by position: those a group chat's
+        member said, whom the source names by its turns or by position and the fork keeps
+        by position. None: a file (one user)."""
+        if self._db.kind != "postgresql":
+            return None
+        named = set(self._history.turn_speakers(source_id)) \
+            - set(self._history.written_by_others(source_id))
+        return named, set(self._history.speakers_by_position(source_id))
+
     def _copy_messages(self, source_id: int, new_id: int, upto: int,
-                       progress: Progress | None = None) -> dict[int, int]:
+                       progress: Progress | None = None, *,
+                       carried: tuple[set[int], set[int]] | None = None) -> dict[int, int]:
         """Messages of turns ≤ `upto`, positions, turns and times kept; old id → new id.
 
         Their token counts and vectors come along: a copy has the same text and the
@@ -180,9 +204,12 @@ class ForkTables:
                 rows.append([new_id, message.position, message.turn, message.role,
                              message.content, message.external_id, message.created_at,
                              pause(before, message.created_at)])
+                if carried is not None:
+                    named = message.id in carried[0] or message.position in carried[1]
+                    rows[-1].append(None if named else message.id)
                 before = message.created_at
             # Each copy is found by its original's position.
-            copies = steps.insert_messages(self._db, rows)
+            copies = steps.insert_messages(self._db, rows, copied=carried is not None)
             for message in batch:
                 ids[message.id] = copies[message.position]
             self._db.index_words([(copies[m.position], fts.message_index_text(m.role, m.content))
@@ -312,7 +339,8 @@ class ForkTables:
             " source_session_id, created_at, updated_at, deleted_at, speaker)"
             " VALUES ('session', NULL, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
             [new_id, fact["key"], fact["value"], fact["source_turn"], new_id,
-             fact["created_at"], fact["updated_at"], fact["deleted_at"], fact["speaker"]])
+             fact["created_at"], fact["updated_at"], fact["deleted_at"],
+             self._speaker(fact["speaker"])])
             for fact in rows}
 
     def _copy_facts(
@@ -334,7 +362,7 @@ class ForkTables:
                 " speaker) VALUES ('session', NULL, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                 [new_id, fact["key"], fact["value"], ids.get(source) if source else None,
                  fact["source_turn"], new_id, fact["created_at"], fact["updated_at"],
-                 fact["expires_at"], fact["used_at"], fact["speaker"]],
+                 fact["expires_at"], fact["used_at"], self._speaker(fact["speaker"])],
             )
         return copies
 

@@ -163,6 +163,11 @@ class MessageTables:
                 found[message_id] = speaker
         return found | self._written_by_others(session_id, None)
 
+    def written_by_others(self, session_id: int) -> dict[int, str]:
+        """Every message of the session another role than its owner inserted (id → that
+        role), a reply left out (`_written_by_others`)."""
+        return self._written_by_others(session_id, None)
+
     def _by_owner(self, table: str) -> str:
         """` AND` a condition true of a row of `table` (messages, turns) its session's owner
         inserted: on PostgreSQL, a row a write share's grantee inserted (by plain SQL too)

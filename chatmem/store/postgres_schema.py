@@ -207,6 +207,16 @@ def p023_who_wrote_a_row(execute: Execute) -> None:
     postgres_writers.stamp_writers(execute)
 
 
+def p024_grantee_facts_are_his(execute: Execute) -> None:
+    """A session fact a role other than the session's owner inserts, or whose key, value or
+    speaker it changes, is that role's (`speaker`, set by the server): a write share's
+    grantee inserted a fact by plain SQL naming no speaker, or the owner, and her next turn
+    sent his "name: Mallory" as hers. And a copy of a message into one's own session that
+    names the message it copies (`copied_from`, same words) keeps its writer: a grantee's
+    fork of her session read her words as his (postgres_writers)."""
+    postgres_writers.stamp_fact_speakers(execute)
+
+
 MIGRATION_LIST: MigrationList[Migration] = MigrationList()
 for _migration in (
     p001_schema,
@@ -232,6 +242,7 @@ for _migration in (
     p021_rendered_pieces_read_as_chatmem_reads_them,
     p022_fact_history_found_by_its_session,
     p023_who_wrote_a_row,
+    p024_grantee_facts_are_his,
 ):
     MIGRATION_LIST.add(_migration)
 MIGRATIONS = MIGRATION_LIST.functions

@@ -1,4 +1,4 @@
-"""Who inserted a message or a turn: p023.
+"""Who inserted a message or a turn: p023; who stated a session fact, who wrote a copy: p024.
 
 A row's `owner` is its session's owner whoever wrote it (postgres_access), so a write
 share's grantee who inserted a message and a turn into the owner's session by plain SQL,
@@ -24,6 +24,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
+from chatmem.store.postgres_access import EXEMPT
 from chatmem.store.postgres_write_shares import Execute, _run_in_schema
 
 STAMPED = ("messages", "turns")
@@ -59,3 +60,87 @@ def written_by_owner(alias: str) -> str:
     """A condition true of a `messages` or `turns` row (`alias`) its session's owner wrote,
     or that was stored before p023 (read as before)."""
     return f"({alias}.writer IS NULL OR {alias}.writer = {alias}.owner)"
+
+
+# p024: a session fact's `speaker` is the server's word when a role other than the session's
+# owner inserts it or changes what it says (its key, value or speaker): p023 let every role
+# write `speaker`, so a write share's grantee inserted (or rewrote) a fact naming no speaker,
+# or the owner, and it went into her context as hers. Now such a fact is his (his role, as
+# chatmem's client names him: engine.turn_rows) unless it cites, as its source, a message of
+# that session its owner wrote (not a reply) whose words hold its value: what his client's
+# catch-up of her statement writes ("I am allergic to penicillin." → allergy: penicillin),
+# and no value she never said. A use, a forget, an expiry change none of the three.
+SPEAKER_STAMPED = """
+CREATE FUNCTION chatmem_fact_speaker_stamped() RETURNS trigger LANGUAGE plpgsql
+SET search_path = {path} AS $$
+DECLARE
+    session_owner text;
+BEGIN
+    IF NEW.session_id IS NULL OR {exempt} THEN
+        RETURN NEW;  -- a profile fact is its writer's own (p013)
+    END IF;
+    session_owner := (SELECT s.owner FROM sessions s WHERE s.id = NEW.session_id);
+    IF session_owner IS NULL OR session_owner = current_user
+            OR NEW.speaker IS NOT DISTINCT FROM current_user THEN
+        RETURN NEW;
+    END IF;
+    IF TG_OP = 'UPDATE' AND NEW.key IS NOT DISTINCT FROM OLD.key
+            AND NEW.value IS NOT DISTINCT FROM OLD.value
+            AND NEW.speaker IS NOT DISTINCT FROM OLD.speaker THEN
+        RETURN NEW;
+    END IF;
+    IF NOT EXISTS (SELECT 1 FROM messages m WHERE m.id = NEW.source_message_id
+                   AND m.session_id = NEW.session_id AND m.role <> 'assistant'
+                   AND (m.writer IS NULL OR m.writer = session_owner)
+                   AND strpos(lower(m.content), lower(NEW.value)) > 0) THEN
+        NEW.speaker := current_user;
+    END IF;
+    RETURN NEW;
+END $$
+"""
+
+
+# p024 too: a copy keeps who wrote a message. A grantee's fork of the owner's session copied
+# her messages into his session, where the trigger stamped him, so they read as his (her
+# facts landed in his profile). A message inserted into one's own session naming the message
+# it copies (`copied_from`: one the role reads, in another session, with the same role and
+# words) keeps that message's writer (its owner's, stored before p023); any other is stamped
+# with the role that inserts it, as before. So a copy says who wrote the words, and no role
+# makes new words anyone's but his. `copied_from` is not kept: the original may go.
+COPY_STAMPED = """
+CREATE FUNCTION chatmem_stamp_message_writer() RETURNS trigger LANGUAGE plpgsql
+SET search_path = {path} AS $$
+BEGIN
+    NEW.writer := current_user;
+    IF NEW.copied_from IS NOT NULL AND current_user =
+            (SELECT s.owner FROM sessions s WHERE s.id = NEW.session_id) THEN
+        NEW.writer := coalesce((SELECT coalesce(m.writer, m.owner) FROM messages m
+                                WHERE m.id = NEW.copied_from
+                                AND m.session_id <> NEW.session_id
+                                AND m.role = NEW.role AND m.content = NEW.content),
+                               current_user);
+    END IF;
+    NEW.copied_from := NULL;
+    RETURN NEW;
+END $$
+"""
+
+
+def speaker_statements(schema: str) -> Iterator[str]:
+    path = f"pg_catalog, {schema}, pg_temp"
+    yield COPY_STAMPED.format(path=path)
+    yield "REVOKE ALL ON FUNCTION chatmem_stamp_message_writer() FROM PUBLIC"
+    yield "ALTER TABLE messages ADD COLUMN copied_from bigint"
+    yield "GRANT INSERT (copied_from) ON messages TO PUBLIC"
+    yield "DROP TRIGGER messages_writer ON messages"
+    yield ("CREATE TRIGGER messages_writer BEFORE INSERT ON messages FOR EACH ROW"
+           " EXECUTE FUNCTION chatmem_stamp_message_writer()")
+    yield SPEAKER_STAMPED.format(path=path, exempt=EXEMPT)
+    yield "REVOKE ALL ON FUNCTION chatmem_fact_speaker_stamped() FROM PUBLIC"
+    # Named to run after p007's facts_owner (triggers of one event run in name order).
+    yield ("CREATE TRIGGER facts_speaker_stamped BEFORE INSERT OR UPDATE ON facts"
+           " FOR EACH ROW EXECUTE FUNCTION chatmem_fact_speaker_stamped()")
+
+
+def stamp_fact_speakers(execute: Execute) -> None:
+    _run_in_schema(execute, speaker_statements)

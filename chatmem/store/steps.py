@@ -21,8 +21,9 @@ from chatmem.store.stored_values import json_text
 from chatmem.text import is_valid, profile_name
 
 MESSAGES_A_STATEMENT = 500
-"""Messages one INSERT adds (8 parameters each: within SQLite's 32,766 and PostgreSQL's
-65,535): a turn's, an import's, a fork's copies (insert_messages)."""
+"""Messages one INSERT adds (8 parameters each, 9 for a fork's on PostgreSQL: within
+SQLite's 32,766 and PostgreSQL's 65,535): a turn's, an import's, a fork's copies
+(insert_messages)."""
 
 
 def insert_id(db: Backend, sql: str, params: Sequence[Any]) -> int:
@@ -30,13 +31,17 @@ def insert_id(db: Backend, sql: str, params: Sequence[Any]) -> int:
     return int(db.execute(sql + " RETURNING id", list(params)).fetchall()[0][0])
 
 
-def insert_messages(db: Backend, rows: Sequence[Sequence[Any]]) -> dict[int, int]:
+def insert_messages(db: Backend, rows: Sequence[Sequence[Any]], *,
+                    copied: bool = False) -> dict[int, int]:
     """Insert message rows (session_id, position, turn, role, content, external_id,
-    created_at, gap_s; at most MESSAGES_A_STATEMENT) in one statement; position → new id
-    (positions are unique in a session)."""
+    created_at, gap_s, and when `copied` the id of the message each copies or None:
+    PostgreSQL's `copied_from`, postgres_writers; at most MESSAGES_A_STATEMENT) in one
+    statement; position → new id (positions are unique in a session)."""
+    width = 9 if copied else 8
     inserted = db.execute(
         "INSERT INTO messages (session_id, position, turn, role, content, external_id,"
-        " created_at, gap_s) VALUES " + ", ".join(["(?, ?, ?, ?, ?, ?, ?, ?)"] * len(rows))
+        f" created_at, gap_s{', copied_from' if copied else ''}) VALUES "
+        + ", ".join(["(" + ", ".join(["?"] * width) + ")"] * len(rows))
         + " RETURNING position, id", [value for row in rows for value in row]).fetchall()
     return {int(position): int(message_id) for position, message_id in inserted}
 

@@ -87,7 +87,8 @@ def test_the_schema_has_every_sqlite_table_and_column_with_matching_types(
         # PostgreSQL's own: the owner, pgvector's copies of the vectors (p002), and who
         # inserted a message or a turn (p023: a file has one user).
         own = {("owner", "text"), ("embedding", "USER-DEFINED"),
-               ("context_embedding", "USER-DEFINED"), ("writer", "text")}
+               ("context_embedding", "USER-DEFINED"), ("writer", "text"),
+               ("copied_from", "bigint")}
         assert found - own == expected, table
         assert pg_backend.has_column(table, sorted(expected)[0][0])
     sqlite_indexes = {r[0] for r in sqlite.execute(

@@ -1,0 +1,69 @@
+"""Whose a fact a write share's grantee writes into the owner's session by plain SQL is
+(PostgreSQL): his, whatever speaker his statement names (none, the owner, another). The
+server sets a session fact's `speaker` to the role that inserts it, or that changes its key
+or value, when that role is not the session's owner (p024); the engine reads that."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from cli_runner import run
+from grantees import session_facts, sql_as
+from pg import NOW, Team
+
+psycopg = pytest.importorskip("psycopg", reason="chatmem[postgres] (psycopg) is not installed")
+
+
+def shared_after(team: Team, tmp_path: Path, hers: str) -> tuple[str, str, Path]:
+    """Ann's and bob's URLs and a config (scripted; session facts), once ann's entity
+    session `proj` heard `hers` and is shared with bob for writing."""
+    config = tmp_path / "config.toml"
+    config.write_text('provider = "scripted"\n', encoding="utf-8")
+    ann, bob = team.url("ann"), team.url("bob")
+    run(ann, "ask", "proj", hers, "--strategy", "entity", "--save", "--config", str(config),
+        code=0)
+    run(ann, "sessions", "share", "proj", "--with", "bob", "--write", code=0)
+    return ann, bob, config
+
+
+def session_id(team: Team) -> int:
+    (found,), = team.rows("SELECT id FROM sessions WHERE name = 'proj'")
+    return int(found)
+
+
+@pytest.mark.parametrize("named", [None, "ann", "小明"])
+@pytest.mark.parametrize(("hers", "key", "her_value", "his_value"), [
+    ("My name is Ann.", "name", "Ann", "Mallory"),
+    ("我住在杭州。", "城市", "杭州", "深圳"),
+])
+def test_a_fact_a_grantee_inserts_by_sql_is_his(
+        team: Team, tmp_path: Path, named: str | None, hers: str, key: str, her_value: str,
+        his_value: str) -> None:
+    ann, bob, config = shared_after(team, tmp_path, hers)
+    assert session_facts(ann, "proj", config) == {key: (her_value, None)}
+    assert sql_as(bob, "UPDATE facts SET deleted_at = %s WHERE session_id = %s",
+                  [NOW, session_id(team)]) == 1
+    assert sql_as(bob, "INSERT INTO facts (scope, session_id, key, value, created_at,"
+                       " updated_at, speaker) VALUES ('session', %s, %s, %s, %s, %s, %s)",
+                  [session_id(team), key, his_value, NOW, NOW, named]) == 1
+    # Her next turn reads it as his, not as hers.
+    run(ann, "ask", "proj", "ok", "--config", str(config), code=0)
+    assert session_facts(ann, "proj", config) == {key: (his_value, "bob")}
+
+
+@pytest.mark.parametrize(("hers", "key", "her_value", "his_value"), [
+    ("My name is Ann.", "name", "Ann", "Mallory"),
+    ("我住在杭州。", "城市", "杭州", "深圳"),
+])
+def test_her_fact_a_grantee_rewrites_by_sql_is_his(
+        team: Team, tmp_path: Path, hers: str, key: str, her_value: str,
+        his_value: str) -> None:
+    ann, bob, config = shared_after(team, tmp_path, hers)
+    assert sql_as(bob, "UPDATE facts SET value = %s, speaker = NULL WHERE session_id = %s",
+                  [his_value, session_id(team)]) == 1
+    assert session_facts(ann, "proj", config) == {key: (his_value, "bob")}
+    # Her own changes of her facts are hers, as before.
+    assert sql_as(ann, "UPDATE facts SET value = %s, speaker = NULL WHERE session_id = %s",
+                  [her_value, session_id(team)]) == 1
+    assert session_facts(ann, "proj", config) == {key: (her_value, None)}
