@@ -61,8 +61,19 @@ def _compatible(exact: bool = False) -> dict[int, int | None]:
 
 
 @cache
+def _mark_table() -> dict[int, None]:
+    """Every combining mark outside the CJK blocks (a kana's voicing mark stays its own), to
+    delete by str.translate: _marks' class of 298 ranges is read range by range for each
+    character (9.6 us a 19-character question, 9 ms 10,000 characters, against 2.7 us and
+    1.1 ms by this table)."""
+    from chatmem.combining_marks import MARK_RANGES
+
+    return dict.fromkeys(code for first, last in MARK_RANGES for code in range(first, last + 1))
+
+
+@cache
 def _marks() -> re.Pattern[str]:
-    """Every combining mark outside the CJK blocks (a kana's voicing mark stays its own)."""
+    """_mark_table as a pattern, for a search (`indexed_differently`)."""
     from chatmem.combining_marks import MARK_RANGES
 
     return re.compile("[" + "".join(
@@ -93,7 +104,7 @@ def _unaccented() -> tuple[re.Pattern[str], dict[str, str]]:
             letter = chr(code)
             if not letter.isalpha():  # a Unicode letter (L*), as category() would say
                 continue
-            bare = _marks().sub("", unicodedata.normalize("NFD", letter))
+            bare = unicodedata.normalize("NFD", letter).translate(_mark_table())
             if bare and bare != letter:
                 plain[letter] = bare
     plain.update(_ALEFS)
@@ -110,7 +121,7 @@ def folded(text: str, exact: bool = False) -> str:
     text = unicodedata.normalize("NFC", text.translate(_compatible(exact)))
     accented, plain = _unaccented()
     text = accented.sub(lambda letter: plain[letter.group()], text)
-    return _marks().sub("", text)
+    return text.translate(_mark_table())
 
 
 _CHINESE_COMMA = "\uff0c"

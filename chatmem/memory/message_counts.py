@@ -52,6 +52,12 @@ class MessageCounts:
         """Each candidate's tokens as sent: its stored count, else counted once per process."""
         counts = []
         for _, message_id, _, role, content, stored, _ in rows:
+            # A user's message is sent as stored, and its count is of that: no calls for
+            # the most of 150-300 candidates a build (`sent_text`, `_as_stored` inline).
+            if role == "user":
+                counts.append(stored if stored is not None
+                              else self._counted(message_id, role, content))
+                continue
             sent = sent_text(role, content)
             counts.append(stored if stored is not None and _as_stored(role, content, sent)
                           else self._counted(message_id, role, sent))

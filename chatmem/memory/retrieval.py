@@ -16,7 +16,6 @@ ranking, and say so once.
 
 from __future__ import annotations
 
-from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 from datetime import date, tzinfo
@@ -277,7 +276,9 @@ class RetrievalStrategy(BaseStrategy[RetrievalParams]):
         for r in kept:
             best_by_turn[r.turn] = max(r.fused, best_by_turn.get(r.turn, 0.0))
         sent = tuple([said(message_at(r.position), days.get(r.position), r.tokens) for r in kept])
-        routes = Counter([r.route for r in kept])
+        # Counted by list.count, whose comparisons start with identity: a Counter hashes
+        # each kept message's route by Enum.__hash__, a Python call (~70 a build).
+        routes = [r.route for r in kept]
         # In a combination the budget recall fills is the shared one, which it names.
         budget = self.options.max_tokens if request.cap is None else min(
             self.options.max_tokens, request.cap)
@@ -285,12 +286,12 @@ class RetrievalStrategy(BaseStrategy[RetrievalParams]):
                           min([r.fused for r in kept]), max([r.fused for r in kept]),
                           left=len(ranked) - len(kept),
                           embedded=embedded if embedded < count else None,
-                          by_words=routes[RecallRoute.WORDS],
-                          by_meaning=routes[RecallRoute.MEANING],
-                          by_neighbour=routes[RecallRoute.NEIGHBOUR],
-                          by_time=routes[RecallRoute.TIME],
-                          by_sitting=routes[RecallRoute.SITTING],
-                          by_later=routes[RecallRoute.LATER],
+                          by_words=routes.count(RecallRoute.WORDS),
+                          by_meaning=routes.count(RecallRoute.MEANING),
+                          by_neighbour=routes.count(RecallRoute.NEIGHBOUR),
+                          by_time=routes.count(RecallRoute.TIME),
+                          by_sitting=routes.count(RecallRoute.SITTING),
+                          by_later=routes.count(RecallRoute.LATER),
                           times_named=tuple(span.days for span in named),
                           shared=request.cap is not None, dated=len(days))
         part = Part("recalled", sent, reason, scores=tuple(sorted(best_by_turn.items())),

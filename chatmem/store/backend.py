@@ -113,6 +113,12 @@ class Backend(Protocol):
         `most` + 1 (a count above `most` means "too many"): all in one statement."""
         ...
 
+    def count_words_and_entries(self, terms: Sequence[str],
+                                most: int) -> tuple[list[int], int]:
+        """`count_words_matches`, with the index's entries as an IDF takes them: the highest
+        message id, read in the same statement (recall weighs what it searched by it)."""
+        ...
+
     def session_word_counts(self, terms: Sequence[str], session_id: int,
                             most: int) -> SessionWords | None:
         """Per term, how many of the conversation's index entries match it, counted up

@@ -96,6 +96,15 @@ class PostgresWords:
                            [v for t in terms for v in (_term_value(t), most + 1)]).fetchone()
         return [int(n) for n in row]
 
+    def count_words_and_entries(self, terms: Sequence[str],
+                                most: int) -> tuple[list[int], int]:
+        counts = "".join(", (SELECT count(*) FROM (SELECT 1 FROM message_words"
+                         f" WHERE terms @@ {_term_query(t)} LIMIT ?) AS found)" for t in terms)
+        newest, *found = self.execute(
+            f"SELECT (SELECT max(id) FROM messages){counts}",
+            [v for t in terms for v in (_term_value(t), most + 1)]).fetchone()
+        return [int(n) for n in found], int(newest or 0)
+
     def session_word_counts(self, terms: Sequence[str], session_id: int,
                             most: int) -> SessionWords | None:
         own, readable = self.execute(

@@ -63,6 +63,21 @@ def rare_counts(db: Backend, terms: Iterable[str], postings: int) -> list[tuple[
     return within_budget([(counts[term], term) for term in terms], postings)
 
 
+def rare_counts_and_entries(db: Backend, terms: Iterable[str],
+                            postings: int) -> tuple[list[tuple[int, str]], int]:
+    """`rare_counts`, with the index's entries (its highest message id) read alongside."""
+    terms = list(terms)
+    unique = list(dict.fromkeys(terms))
+    counts: dict[str, int] = {}
+    entries = 0
+    for start in range(0, len(unique), COUNTED_TOGETHER):
+        chunk = unique[start : start + COUNTED_TOGETHER]
+        found, newest = db.count_words_and_entries(chunk, postings // 2)
+        counts.update(zip(chunk, found, strict=True))
+        entries = max(entries, newest)
+    return within_budget([(counts[term], term) for term in terms], postings), entries
+
+
 def term_counts(db: Backend, terms: Sequence[str], most: int) -> dict[str, int]:
     """Each distinct term's index entries, counted up to `most` + 1."""
     unique = list(dict.fromkeys(terms))
@@ -212,19 +227,18 @@ class RecallTables:
 
         In a file of one conversation, the ceiling's IDFs count entries as FTS5 does,
         over the whole index; the number of entries is taken as the highest message
-        id, one read of the primary key (deleted messages make it a little high: IDF
+        id, read with the terms' counts (deleted messages make it a little high: IDF
         is a logarithm). Where others are stored, terms are chosen, weighed and
         bounded by this conversation's own counts (`_conversation_matches`)."""
         terms = fts.search_terms(query)
         here = self._db.session_word_counts(terms, session_id, POSTINGS // 2) if terms else None
         if here is not None:
             return self._conversation_matches(session_id, terms, here, before_turn, limit)
-        counted = rare_counts(self._db, terms, POSTINGS)
+        counted, entries = rare_counts_and_entries(self._db, terms, POSTINGS)
         if not counted:
             return WordMatches()
         scores = {position: score for _, position, score in self._db.word_scores(
             [term for _, term in counted], session_id, before_turn, limit)}
-        entries = int(fetch_value(self._db, "SELECT max(id) FROM messages") or 0)
         ceiling = sum(idf(max(entries, found), found) for found, term in counted
                       if term not in fts.UNSCORED_WORDS)
         return WordMatches(scores, ceiling, {term: found for found, term in counted})

@@ -33,6 +33,8 @@ class SqliteWords:
     _session_runs: SessionRuns
     _word_counts: WordCounts
     _merges_from_two: bool
+    _newest_counted: int | None = None
+    """The highest message id the last count of index entries read (count_words_and_entries)."""
     conn: Any
     busy_timeout_ms: int
 
@@ -124,6 +126,17 @@ class SqliteWords:
     def count_words_matches(self, terms: Sequence[str], most: int) -> list[int]:
         return self._count_entries(terms, most, None, None)
 
+    def count_words_and_entries(self, terms: Sequence[str],
+                                most: int) -> tuple[list[int], int]:
+        # The count's first statement reads the highest id (what its known counts rest
+        # on): a statement of its own was one more a build.
+        self._newest_counted = None
+        counts = self._count_entries(terms, most, None, None)
+        newest = self._newest_counted
+        if newest is None:  # no terms: nothing read
+            newest = self.execute("SELECT max(id) FROM messages").fetchone()[0]
+        return counts, int(newest or 0)
+
     def session_word_counts(self, terms: Sequence[str], session_id: int,
                             most: int) -> SessionWords | None:
         ranges, last = self._session_ranges(session_id)
@@ -185,6 +198,7 @@ class SqliteWords:
                 params += bounds
             version, newest, *found = self.execute("SELECT " + ", ".join(columns),
                                                    params).fetchone()
+            self._newest_counted = newest
             fresh = {r.term: min(r.entries + int(n), most + 1)
                      for r, n in zip(chunk, found, strict=True)}
             counted.update(fresh)
