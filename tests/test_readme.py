@@ -288,3 +288,13 @@ def test_the_strategies_table_s_defaults_are_the_code_s() -> None:
                 assert str(defaults[key]) == value, f"{name}: {pair}"
                 shown += 1
     assert shown >= 12
+
+
+def test_the_readme_states_serve_s_limits_as_the_code_has_them() -> None:
+    from chatmem.serve.connections import BODY_SECONDS, HEAD_SECONDS, REQUESTS
+
+    text = " ".join((ROOT / "README.md").read_text(encoding="utf-8").split())
+    assert (f"Past {REQUESTS} requests under way at once (`serve` and `mcp --http` alike"
+            in text)
+    assert f"head must be sent within {HEAD_SECONDS:g} s and its body within {BODY_SECONDS:g} s" \
+        in text

@@ -54,6 +54,17 @@ class CallSteps:
             self._cancelled.set()
             raise
 
+    @property
+    def cancellation(self) -> threading.Event:
+        """Set once the call is seen cancelled (by `check`, `watch` or `cancelled`)."""
+        return self._cancelled
+
+    def cancelled(self) -> bool:
+        """Whether the client has cancelled the call, looked at now (on the call's thread)."""
+        with suppress(BaseException):
+            self.check()
+        return self._cancelled.is_set()
+
     def watch(self, queued: bool) -> None:
         """While the call's thread waits for a conversation's job: note a cancellation
         for the job's next `check`; a job `queued` behind another call's on the same

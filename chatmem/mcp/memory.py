@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any, Literal, NoReturn, TypeVar
 from mcp.server.mcpserver import Context
 
 from chatmem.errors import ChatmemError, NotFound, StoreError
+from chatmem.mcp.unanswered import UnansweredTurns
 
 if TYPE_CHECKING:
     from chatmem.app.kept import Place
@@ -80,6 +81,8 @@ class Memory:
             queued=QUEUED, queued_by_owner=QUEUED_BY_HISTORY if histories else None,
             queued_in_all=QUEUED_IN_ALL)
         """The engines of the conversations recorded and read, open between calls."""
+        self.unanswered = UnansweredTurns()
+        """The turn each conversation's last record_turn stored, until it is answered."""
 
     def settings_for(self, ctx: Context | None) -> Settings:
         """The history of the caller: the one BearerGuard found for its token (a tokens

@@ -48,6 +48,7 @@ from chatmem.mcp.results import (
     transcript_of,
     with_text,
 )
+from chatmem.mcp.unanswered import ALREADY_STORED
 from chatmem.memory.params import strategy_label
 
 if TYPE_CHECKING:
@@ -150,16 +151,32 @@ def _add_tools(server: MCPServer[Any], memory: Memory) -> None:
             return conversations.recording_engine(ws, conversation_id)
 
         settings = memory.settings_for(ctx)
+        steps = CallSteps(ctx)
+        key = (settings.location, conversation_id)
 
-        def record(engine: Engine[Store]) -> tuple[list[str], TurnResult]:
+        def record(engine: Engine[Store]) -> tuple[list[str], TurnResult] | Recorded:
             opened = _opening_notices(engine, settings)
+            again = memory.unanswered.sent_again(
+                key, user, assistant, engine.store.history.turn_count(engine.session.id),
+                steps.cancellation)
+            if again is not None:  # a cancelled call stored it: this one is its answer
+                return Recorded(conversation_id=conversation_id, turn=again[0],
+                                context_tokens=again[1],
+                                notices=[*opened, ALREADY_STORED.format(turn=again[0])])
             result = conversations.record_on(engine, user, assistant)
+            memory.unanswered.stored(key, user, assistant, result.record.turn,
+                                     result.context.tokens, steps.cancellation)
             engine.between_turns()
             return opened, result
 
         waited: list[Notice] = []
-        opened, result = memory.in_conversation(ctx, conversation_id, "record", open_recording,
-                                                record, heard=waited, steps=CallSteps(ctx))
+        done = memory.in_conversation(ctx, conversation_id, "record", open_recording, record,
+                                      heard=waited, steps=steps)
+        if not steps.cancelled():
+            memory.unanswered.answered(key, steps.cancellation)
+        if isinstance(done, Recorded):
+            return done
+        opened, result = done
         return Recorded(conversation_id=conversation_id, turn=result.record.turn,
                         context_tokens=result.context.tokens,
                         notices=[*opened, *(client_notice_text(n, Client.MCP, settings)

@@ -26,7 +26,13 @@ from chatmem.render.errors import Client, without_history
 from chatmem.render.history_notices import migrations_text, retention_applied_text
 from chatmem.render.notices import facts_left_text, not_remembered_text, notice_text
 from chatmem.render.session_notices import session_notice_text
-from chatmem.session_notices import ModelChanged, SavedParamsDropped, StrategyChanged
+from chatmem.session_notices import (
+    ModelChanged,
+    SavedParamsDropped,
+    SettingsNotSaved,
+    StrategyChanged,
+    SystemPromptReplaced,
+)
 
 if TYPE_CHECKING:
     from chatmem.config.settings import Settings
@@ -47,8 +53,9 @@ def _for_a_client(notice: Notice | ContextWarning, client: Client) -> str:
 
 
 @_for_a_client.register
-def _(n: StrategyChanged | ModelChanged | SavedParamsDropped, client: Client) -> str:
-    return f"conversation {session_notice_text(n)}"
+def _(n: StrategyChanged | ModelChanged | SavedParamsDropped | SettingsNotSaved
+      | SystemPromptReplaced, client: Client) -> str:
+    return f"conversation {session_notice_text(n, flags=False)}"
 
 
 @_for_a_client.register

@@ -20,23 +20,26 @@ SessionNotice = (StrategyChanged | ModelChanged | SettingsNotSaved | SavedParams
                  | SystemPromptReplaced)
 
 
-def session_notice_text(notice: SessionNotice) -> str:
-    """One line for `notice`, opening with the session's name; none has REPL-only advice."""
-    return _said(notice)
+def session_notice_text(notice: SessionNotice, *, flags: bool = True) -> str:
+    """One line for `notice`, opening with the session's name; none has REPL-only advice.
+    `flags` False: no command-line flag is named (a client of the servers has none to
+    give)."""
+    return _said(notice, flags)
 
 
 @singledispatch
-def _said(notice: object) -> str:
+def _said(notice: object, flags: bool) -> str:
     raise TypeError(f"no wording for {type(notice).__name__}")
 
 
 @_said.register
-def _(n: StrategyChanged) -> str:
-    return f"{n.session}: strategy {n.before} → {n.after}{for_this_call(n.kept, n.owner)}"
+def _(n: StrategyChanged, flags: bool) -> str:
+    return (f"{n.session}: strategy {n.before} → {n.after}"
+            f"{for_this_call(n.kept, n.owner, flags=flags)}")
 
 
 @_said.register
-def _(n: ModelChanged) -> str:
+def _(n: ModelChanged, flags: bool) -> str:
     by = f" ({n.by})" if n.by else ""
     if n.owner is not None:
         return (f"{n.session} ran on {n.before}; this run runs on {n.after}{by}"
@@ -45,7 +48,7 @@ def _(n: ModelChanged) -> str:
 
 
 @_said.register
-def _(n: SettingsNotSaved) -> str:
+def _(n: SettingsNotSaved, flags: bool) -> str:
     return f"{n.session}: {n.what} for this chat only ({not_saved(n.owner)})"
 
 
@@ -56,7 +59,7 @@ def not_saved(owner: str) -> str:
 
 
 @_said.register
-def _(n: SavedParamsDropped) -> str:
+def _(n: SavedParamsDropped, flags: bool) -> str:
     left_out = [*(f"{p} (no longer a parameter of it)" for p in n.unknown),
                 *(f"{p} (refused now: the default is used)" for p in n.refused)]
     return (f"{n.session} was saved by another version of strategy {n.strategy}; "
@@ -64,12 +67,12 @@ def _(n: SavedParamsDropped) -> str:
 
 
 @_said.register
-def _(n: SystemPromptReplaced) -> str:
-    return (f"{n.session}: system prompt replaced "
-            f"({n.before_chars} → {n.after_chars} characters){for_this_call(n.kept, n.owner)}")
+def _(n: SystemPromptReplaced, flags: bool) -> str:
+    return (f"{n.session}: system prompt replaced ({n.before_chars} → {n.after_chars} "
+            f"characters){for_this_call(n.kept, n.owner, flags=flags)}")
 
 
-def for_this_call(kept: bool, owner: str | None = None) -> str:
+def for_this_call(kept: bool, owner: str | None = None, *, flags: bool = True) -> str:
     if owner is not None:
         return f" for this call ({not_saved(owner)})"
-    return "" if kept else " for this call (--save keeps it)"
+    return "" if kept else " for this call (--save keeps it)" if flags else " for this call"

@@ -257,3 +257,25 @@ def test_every_count_agrees_with_its_noun_and_groups_its_thousands() -> None:
     assert [counted(n, "turn") for n in (0, 1, 2, 1_200)] == [
         "0 turns", "1 turn", "2 turns", "1,200 turns"]
     assert [counted(n, "summary", "summaries") for n in (1, 3)] == ["1 summary", "3 summaries"]
+
+
+def test_a_client_is_told_a_system_prompt_or_a_setting_held_for_one_call_as_its_own() -> None:
+    """SystemPromptReplaced and SettingsNotSaved had no client wording: a client of the
+    servers read "session …" where every other notice says "conversation …", and "--save
+    keeps it", a flag it has no way to give."""
+    from chatmem.render.client_notices import client_notice_text
+    from chatmem.render.errors import Client
+    from chatmem.session_notices import SettingsNotSaved, StrategyChanged, SystemPromptReplaced
+
+    replaced = SystemPromptReplaced("旅行", 28, 12, kept=False)
+    changed = StrategyChanged("旅行", "window k=5", "buffer", kept=False)
+    assert notice_text(replaced).endswith(" for this call (--save keeps it)")
+    for client in Client:
+        assert client_notice_text(replaced, client) == (
+            "conversation 旅行: system prompt replaced (28 → 12 characters) for this call")
+        assert client_notice_text(changed, client) == (
+            "conversation 旅行: strategy window k=5 → buffer for this call")
+        assert client_notice_text(SettingsNotSaved("ann/trip", "system prompt", "ann"),
+                                  client) == (
+            "conversation ann/trip: system prompt for this chat only (not saved: only ann,"
+            " its owner, changes the session's settings)")
