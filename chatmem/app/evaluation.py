@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from chatmem.errors import TranscriptError
 from chatmem.store.records import FactScope
@@ -23,7 +23,7 @@ if TYPE_CHECKING:
     from chatmem.memory.registry import StrategyRegistry
     from chatmem.memory.spec import StrategySpec
     from chatmem.store import FactRecord, SessionRecord, Store
-    from chatmem.transcripts.format import Transcript, TranscriptMessage
+    from chatmem.transcripts.format import Item, Transcript, TranscriptMessage
 
 
 @dataclass
@@ -73,12 +73,15 @@ def load_source(workspace: Workspace, source: str, name: str | None = None) -> T
 
 def as_sent(store: Store, session: SessionRecord, transcript: Transcript) -> Transcript:
     """`session`'s `transcript` (stored_transcript) with each input as its turn sent it: its
-    files (chatmem.engine.resend.sent_files), for a replay to send them again (in a group
-    chat who said it comes with stored_transcript: store.history.speakers)."""
+    files (chatmem.engine.resend.sent_files) and its system prompt, for a replay to send them
+    again (in a group chat who said it comes with stored_transcript: store.history.speakers).
+    A prompt given for one turn (`ask --system`, a template, a serve request's) is not in the
+    session's prompt history, so the turn after it goes back to that history's prompt."""
     from chatmem.engine.resend import sent_files
-    from chatmem.transcripts.format import TranscriptMessage
+    from chatmem.transcripts.format import SystemPrompt, TranscriptMessage
 
     files: dict[int, SentFiles] = {}
+    systems: dict[int, str | None] = {}
     # Read as /retry reads a turn: the files part is inline, and expanding each turn's
     # runs of history read the whole history again a turn (1.1 s at 600 buffer turns).
     for record in store.turns.turns(session.id, expanded=False):
@@ -86,13 +89,35 @@ def as_sent(store: Store, session: SessionRecord, transcript: Transcript) -> Tra
             sent = sent_files(store, record)
             if sent.attachments or sent.lost:
                 files[record.user_message_id] = sent
-    if not files:
-        return transcript
+            if record.context.get("parts"):  # a context recorded empty sent nothing
+                systems[record.user_message_id] = _sent_system(record.context)
     records = iter(store.history.messages(session.id))
+    items: list[Item] = []
+    held = sending = transcript.system  # the prompt history's, and what the replay sends
     # stored_transcript makes one message of each stored one, in order.
-    items = [_as_sent(item, next(records).id, files)
-             if isinstance(item, TranscriptMessage) else item for item in transcript.items]
+    for item in transcript.items:
+        if isinstance(item, SystemPrompt):
+            held = sending = item.system
+        elif isinstance(item, TranscriptMessage):
+            message_id = next(records).id
+            if item.role == "user":
+                wanted = systems.get(message_id, held)
+                if wanted != sending:
+                    items.append(SystemPrompt(wanted))
+                    sending = wanted
+            item = _as_sent(item, message_id, files)
+        items.append(item)
     return replace(transcript, items=items)
+
+
+def _sent_system(context: Mapping[str, Any]) -> str | None:
+    """The system prompt a recorded context sent (None: it sent none)."""
+    for part in context.get("parts", ()):
+        if isinstance(part, Mapping) and part.get("kind") == "system":
+            for message in part.get("messages", ()):
+                if isinstance(message, Mapping) and isinstance(message.get("content"), str):
+                    return message["content"]
+    return None
 
 
 def _as_sent(message: TranscriptMessage, message_id: int,

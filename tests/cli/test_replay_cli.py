@@ -409,3 +409,20 @@ def test_regenerate_leaves_out_what_only_the_recorded_replies_held(tmp_path: Pat
                              "scripted", "--json", code=0).stdout)["strategies"][0]
     assert (kept["eval"]["id_recall"], kept["eval"]["text_recall"], kept["notices"]) == (
         1.0, 1.0, [])
+
+
+@pytest.mark.parametrize("one_off", ["Answer in one word.", "只用一个词回答。"])
+def test_a_stored_sessions_replay_sends_each_turn_the_system_prompt_it_was_sent_with(
+        tmp_path: Path, one_off: str) -> None:
+    """An `ask --system` holds for that question only, and the turn records it; a replay of
+    the session (README: the numbers reproduce) sent that turn the session's prompt
+    instead (`ask s 二 --system 短`: recorded 30 tokens, replayed under buffer as 33)."""
+    db = str(tmp_path / "x.db")
+    for text, extra in [("一", ()), ("二", ("--system", one_off)), ("三", ())]:
+        output("ask", "s", text, "-s", "buffer", *extra, "--provider", "scripted", "--db", db)
+    sent = [json.loads(output("inspect", "s", str(n), "--json", "--db", db))
+            for n in (1, 2, 3)]
+    assert [m["content"] for m in sent[1]["messages"] if m["role"] == "system"] == [one_off]
+    data = json.loads(output("replay", "s", "-s", "buffer", "--json", "--db", db))
+    assert data["strategies"][0]["prompt_tokens"]["per_turn"] == [
+        turn["turn"]["estimated_tokens"] for turn in sent]
