@@ -12,10 +12,11 @@ from __future__ import annotations
 
 import hashlib
 import threading
+import weakref
 from collections import OrderedDict
 from collections.abc import Callable
 from functools import update_wrapper
-from typing import Generic, TypeVar
+from typing import Any, Generic, TypeVar
 
 T = TypeVar("T")
 
@@ -37,6 +38,7 @@ class by_digest(Generic[T]):  # a decorator, named as functools' are
         self._known: OrderedDict[bytes, T] = OrderedDict()
         self._lock = threading.Lock()  # a server's turns and its catch-ups run in threads
         update_wrapper(self, work)
+        _EVERY.add(self)
 
     def __call__(self, text: str) -> T:
         key = digest(text)
@@ -55,3 +57,13 @@ class by_digest(Generic[T]):  # a decorator, named as functools' are
         """Forget every result (as functools' caches do: a test reads as a new process)."""
         with self._lock:
             self._known.clear()
+
+
+_EVERY: weakref.WeakSet[by_digest[Any]] = weakref.WeakSet()
+
+
+def forget_every_result() -> None:
+    """`cache_clear` of every function kept by digest: a test timing the work itself (a
+    result kept from its first run made every later run a look-up)."""
+    for kept in list(_EVERY):
+        kept.cache_clear()
