@@ -13,7 +13,8 @@ from __future__ import annotations
 
 import signal
 import threading
-from collections.abc import Iterator, Sequence
+import time
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from functools import cache
 from typing import TYPE_CHECKING
@@ -30,6 +31,9 @@ if TYPE_CHECKING:
 CODE_THEME = "monokai"
 REFRESH_PER_SECOND = 8
 """Redraws while streaming: each parses the whole reply, so not one per delta."""
+DRAW_SHARE = 4
+"""A redraw comes no sooner than this many times the last one's time after it ended: drawing
+a long reply takes at most a fifth of the time it streams in."""
 
 
 class _GrowingMarkdown:
@@ -164,14 +168,12 @@ class ReplyWriter:
             self.failures[id(console)] = e
 
     def _start(self) -> None:
-        from rich.live import Live
-
         for console in self.live_consoles:
             # No redirection: the status console (stderr) must never be drawn into
             # the reply's console (stdout), which holds replies only.
-            live = Live(Printable(self.reply), console=console,
-                        refresh_per_second=REFRESH_PER_SECOND,
-                        redirect_stdout=False, redirect_stderr=False)
+            live = paced_live()(Printable(self.reply), console=console,
+                                refresh_per_second=REFRESH_PER_SECOND,
+                                redirect_stdout=False, redirect_stderr=False)
             with self._writing(console):
                 live.start()
                 self.lives.append(live)
@@ -189,6 +191,34 @@ class ReplyWriter:
                 with self._writing(live.console):
                     live.stop()  # the last draw shows the whole reply, however tall
         self._write_plain(printable(self.held) + "\n")
+
+
+@cache
+def paced_live() -> type[Live]:
+    """rich's Live, whose redraws wait for DRAW_SHARE times as long as the last one took.
+
+    Each redraw parses, lays out and writes the whole reply, so a long one takes long: 32 KB
+    of code blocks or of a table about a second. Redrawn REFRESH_PER_SECOND times a second
+    regardless, such a reply kept a core busy drawing until it ended (the stream read about
+    4 times slower beside it, a local model's threads slowed); now the last draw stays on
+    screen meanwhile. The draw at the end (`stop`) is never put off: it shows the reply whole.
+    """
+    from rich.live import Live
+
+    class Paced(Live):
+        clock: Callable[[], float] = staticmethod(time.monotonic)
+        next_draw = 0.0
+
+        def refresh(self) -> None:
+            started = self.clock()
+            # Not started: `stop` is drawing the reply whole, once and for all.
+            if self._started and started < self.next_draw:
+                return
+            super().refresh()
+            done = self.clock()
+            self.next_draw = done + DRAW_SHARE * (done - started)
+
+    return Paced
 
 
 @contextmanager

@@ -242,3 +242,35 @@ def test_html_in_a_reply_is_shown_as_the_text_it_is(reply: str, words: list[str]
     shown = " ".join(STYLES.sub("", screen.getvalue()).split())
     assert all(w in shown for w in words), shown
     assert "**" not in shown  # still Markdown
+
+
+def test_a_reply_slow_to_draw_is_redrawn_less_often_and_drawn_whole_at_its_end() -> None:
+    """Each redraw parses, lays out and writes the whole reply: 100 KB of code blocks took
+    about 1.5 s a draw, and redrawn 8 times a second regardless such a reply kept a core
+    drawing until it ended (the stream read 4 times slower beside it). A redraw waits
+    DRAW_SHARE times as long as the last one took; the draw at the end is never put off."""
+    from rich.text import Text
+
+    from chatmem.render.reply import DRAW_SHARE, paced_live
+
+    out, screen = console(terminal=True)
+    reply = Text("first")
+    live = paced_live()(reply, console=out, auto_refresh=False)
+    readings = iter([0.0, 1.0,  # the first draw takes a second
+                     1.0 + DRAW_SHARE - 0.5,  # too soon: not drawn
+                     1.0 + DRAW_SHARE, 1.0 + DRAW_SHARE + 0.1,  # drawn, in 0.1 s
+                     1.0 + DRAW_SHARE + 0.2,  # too soon again
+                     1.0 + DRAW_SHARE + 0.3, 1.0 + DRAW_SHARE + 0.3])  # the end's draw
+    live.clock = lambda: next(readings)  # type: ignore[method-assign]
+    live.start(refresh=True)
+    assert "first" in screen.getvalue()
+    reply.append(" second")
+    live.refresh()
+    assert "second" not in screen.getvalue()
+    live.refresh()
+    assert "second" in screen.getvalue()
+    reply.append(" third")
+    live.refresh()
+    assert "third" not in screen.getvalue()
+    live.stop()
+    assert "first second third" in STYLES.sub("", screen.getvalue())
