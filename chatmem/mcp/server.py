@@ -157,8 +157,8 @@ def _add_tools(server: MCPServer[Any], memory: Memory) -> None:
         def record(engine: Engine[Store]) -> tuple[list[str], TurnResult] | Recorded:
             opened = _opening_notices(engine, settings)
             again = memory.unanswered.sent_again(
-                key, user, assistant, engine.store.history.turn_count(engine.session.id),
-                steps.cancellation)
+                key, user, assistant,
+                lambda: engine.store.history.turn_count(engine.session.id), steps.cancellation)
             if again is not None:  # a cancelled call stored it: this one is its answer
                 return Recorded(conversation_id=conversation_id, turn=again[0],
                                 context_tokens=again[1],

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import hashlib
 import threading
-from collections.abc import Hashable
+from collections.abc import Callable, Hashable
 from dataclasses import dataclass
 
 ALREADY_STORED = ("turn {turn} already held this exchange: it was stored by a call of it "
@@ -56,15 +56,20 @@ class UnansweredTurns:
             if last is not None and last.cancelled is cancelled:
                 del self._last[key]
 
-    def sent_again(self, key: Hashable, user: str, assistant: str, turns_now: int,
+    def sent_again(self, key: Hashable, user: str, assistant: str,
+                   turns_now: Callable[[], int],
                    cancelled: threading.Event) -> tuple[int, int] | None:
         """(turn, context tokens) when this exchange is the one a cancelled call stored as
-        the conversation's last turn, still its last: it now waits for this call's answer
-        (`cancelled` its flag). None otherwise: the call is a turn of its own."""
+        the conversation's last turn, still its last (`turns_now`, asked only then: a query
+        every record_turn would pay for): it now waits for this call's answer (`cancelled`
+        its flag). None otherwise: the call is a turn of its own."""
         with self._lock:
             last = self._last.pop(key, None)
-            if (last is None or not last.cancelled.is_set() or last.turn != turns_now
-                    or last.exchange != _exchange(user, assistant)):
-                return None
+        # Outside the lock (every conversation's): only this conversation's thread, busy
+        # here, stores under `key`.
+        if (last is None or not last.cancelled.is_set()
+                or last.exchange != _exchange(user, assistant) or last.turn != turns_now()):
+            return None
+        with self._lock:
             self._last[key] = _Stored(last.exchange, last.turn, last.context_tokens, cancelled)
         return last.turn, last.context_tokens
