@@ -7,9 +7,12 @@ import os
 import sys
 from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from waiting import HANG
+
+if TYPE_CHECKING:
+    from mcp import StdioServerParameters
 
 
 def mcp_calls(args: list[str], calls: list[tuple[str, dict[str, Any]]], *,
@@ -52,3 +55,24 @@ def mcp_calls(args: list[str], calls: list[tuple[str, dict[str, Any]]], *,
             return answers
 
     return asyncio.run(asyncio.wait_for(work(), HANG))
+
+
+def held_server(tmp_path: Path) -> tuple[StdioServerParameters, int, int]:
+    """A server whose model blocks writing its (larger than a pipe) request log, a FIFO,
+    until the test reads it: (its parameters, the log's read end, a write end that keeps it
+    open)."""
+    from mcp import StdioServerParameters
+
+    log = tmp_path / "model.log"
+    os.mkfifo(log)
+    config = tmp_path / "config.toml"
+    config.write_text(f'provider = "scripted"\n\n[scripted]\nlog = "{log}"\n',
+                      encoding="utf-8")
+    params = StdioServerParameters(
+        command=sys.executable,
+        args=["-m", "chatmem", "mcp", "--db", str(tmp_path / "h.db"), "--config", str(config)],
+        env=dict(os.environ))
+    reader = os.open(log, os.O_RDONLY | os.O_NONBLOCK)
+    keeper = os.open(log, os.O_WRONLY)  # no EOF before the server writes
+    os.set_blocking(reader, True)
+    return params, reader, keeper

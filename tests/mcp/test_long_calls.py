@@ -18,6 +18,7 @@ pytest.importorskip("mcp", reason="chatmem[serve] (the mcp SDK) is not installed
 
 from mcp import ClientSession, StdioServerParameters
 from mcp.client.stdio import stdio_client
+from mcp_calls import held_server
 from test_mcp_server import call
 
 from chatmem.app import Workspace
@@ -151,18 +152,7 @@ def test_a_record_turn_cancelled_while_it_waits_for_the_conversation_stores_noth
         tmp_path: Path) -> None:
     # The model's request log is a FIFO that nobody drains: the first turn's summary call
     # blocks writing its (larger than a pipe) log entry until the test reads it all.
-    log = tmp_path / "model.log"
-    os.mkfifo(log)
-    config = tmp_path / "config.toml"
-    config.write_text(f'provider = "scripted"\n\n[scripted]\nlog = "{log}"\n',
-                      encoding="utf-8")
-    params = StdioServerParameters(
-        command=sys.executable,
-        args=["-m", "chatmem", "mcp", "--db", str(tmp_path / "h.db"), "--config", str(config)],
-        env=dict(os.environ))
-    reader = os.open(log, os.O_RDONLY | os.O_NONBLOCK)
-    keeper = os.open(log, os.O_WRONLY)  # no EOF before the server writes
-    os.set_blocking(reader, True)
+    params, reader, keeper = held_server(tmp_path)
     long = "我们五月去杭州，住在西湖边。" * 8000
     queued = anyio.Event()
 

@@ -21,29 +21,12 @@ pytest.importorskip("mcp", reason="chatmem[serve] (the mcp SDK) is not installed
 
 from mcp import ClientSession, StdioServerParameters
 from mcp.client.stdio import stdio_client
+from mcp_calls import held_server
 from test_mcp_server import call
 
 from chatmem.app import Workspace
 from chatmem.config.settings import Settings
 from chatmem.mcp.unanswered import ALREADY_STORED
-
-
-def held_server(tmp_path: Path) -> tuple[StdioServerParameters, int, int]:
-    """A server whose model blocks writing its (larger than a pipe) request log until the
-    test reads it: (its parameters, the log's read end, a write end that keeps it open)."""
-    log = tmp_path / "model.log"
-    os.mkfifo(log)
-    config = tmp_path / "config.toml"
-    config.write_text(f'provider = "scripted"\n\n[scripted]\nlog = "{log}"\n',
-                      encoding="utf-8")
-    params = StdioServerParameters(
-        command=sys.executable,
-        args=["-m", "chatmem", "mcp", "--db", str(tmp_path / "h.db"), "--config", str(config)],
-        env=dict(os.environ))
-    reader = os.open(log, os.O_RDONLY | os.O_NONBLOCK)
-    keeper = os.open(log, os.O_WRONLY)  # no EOF before the server writes
-    os.set_blocking(reader, True)
-    return params, reader, keeper
 
 
 @pytest.mark.parametrize(("user", "assistant"), [
