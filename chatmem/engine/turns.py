@@ -199,14 +199,16 @@ class Engine(SessionChanges, MemoryUpkeep, TurnChecks, TurnRows, Generic[StoreT]
         """What would be sent for `text` (and files attached to it), said at `said_at`
         (default now), without calling the model."""
         self.follow_erasures()
-        try:
-            return build_guarded(self.strategy, self.request(text, attachments, said_at, speaker))
-        except StrategyFailed as e:
-            self._name_held_state(e)
-            raise
+        return self._build(self.request(text, attachments, said_at, speaker))
 
-    def _name_held_state(self, error: StrategyFailed) -> None:
-        error.held_in = self.state_held_in(error.name)
+    def _build(self, request: ContextRequest) -> Context:
+        """The strategy's context for `request`; its failure names the session holding a
+        state it may have failed on (StrategyFailed.held_in)."""
+        try:
+            return build_guarded(self.strategy, request)
+        except StrategyFailed as e:
+            e.held_in = self.state_held_in(e.name)
+            raise
 
     def run_turn(self, text: str, on_delta: Callable[[str], None] | None = None,
                  on_reply_end: Callable[[], None] | None = None,
@@ -247,14 +249,10 @@ class Engine(SessionChanges, MemoryUpkeep, TurnChecks, TurnRows, Generic[StoreT]
         notices += self.indexing.pause()
         sent_at = self.store.now()  # stamps the input and the reply; its context reads its day
         try:
-            context = build_guarded(self.strategy,
-                                    self.request(text, attachments, parse_time(sent_at),
-                                                 speaker))
+            context = self._build(self.request(text, attachments, parse_time(sent_at), speaker))
             self.check_budget(context)
-        except (OverBudget, StrategyFailed) as e:
+        except (OverBudget, StrategyFailed):
             self._refused = True
-            if isinstance(e, StrategyFailed):
-                self._name_held_state(e)
             raise
         self._keep_changes()
         # Kept by content hash, once per session, before it is sent: inspect shows it
