@@ -37,7 +37,7 @@ class _StdoutRouter:
         return sys.stderr if getattr(_plugin_code, "depth", 0) else self.stdout
 
     def write(self, text: str) -> int:
-        if getattr(_plugin_code, "label", None) is None or not getattr(_plugin_code, "depth", 0):
+        if not _labelling():
             return self._target().write(text)
         return _write_labelled(_unrouted(sys.stderr), text)
 
@@ -58,7 +58,7 @@ class _StderrLabeller:
         self.stderr = stderr
 
     def write(self, text: str) -> int:
-        if getattr(_plugin_code, "label", None) is None or not getattr(_plugin_code, "depth", 0):
+        if not _labelling():
             return self.stderr.write(text)
         return _write_labelled(self.stderr, text)
 
@@ -67,6 +67,12 @@ class _StderrLabeller:
 
     def __getattr__(self, attribute: str) -> Any:
         return getattr(self.stderr, attribute)
+
+
+def _labelling() -> bool:
+    """Whether this thread runs plugin code while a plugin loads (`labelled`)."""
+    return getattr(_plugin_code, "label", None) is not None and bool(
+        getattr(_plugin_code, "depth", 0))
 
 
 def _unrouted(stream: TextIO) -> TextIO:
