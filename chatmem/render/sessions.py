@@ -172,6 +172,9 @@ def sharing_rows(access: SessionAccess, shares: list[Share] | None) -> dict[str,
             or "nobody"}
 
 
+_NO_FILES = "a transcript holds no files (chatmem sessions copy --to FILE.db copies them)"
+
+
 def files_left_out_line(left_out: list[FileLeftOut]) -> str | None:
     """What an export of a transcript did not carry: the files its turns attached."""
     if not left_out:
@@ -180,7 +183,7 @@ def files_left_out_line(left_out: list[FileLeftOut]) -> str | None:
     names = list(dict.fromkeys(f.name for f in left_out))
     return (f"not in the transcript: {counted(len(left_out), 'file')} attached to"
             f" turn{'' if len(turns) == 1 else 's'} {listed(turns, 5)} ({listed(names)}):"
-            " a transcript holds no files (chatmem sessions copy --to FILE.db copies them)")
+            f" {_NO_FILES}")
 
 
 def archive_files_left_out_line(left_out: Sequence[tuple[str, int]]) -> str | None:
@@ -189,5 +192,4 @@ def archive_files_left_out_line(left_out: Sequence[tuple[str, int]]) -> str | No
         return None
     names = [name for name, _ in left_out]
     return (f"not in the archive: {counted(sum(n for _, n in left_out), 'file')} attached to"
-            f" turns of {counted(len(names), 'session')} ({listed(names)}): a transcript"
-            " holds no files (chatmem sessions copy --to FILE.db copies them)")
+            f" turns of {counted(len(names), 'session')} ({listed(names)}): {_NO_FILES}")
