@@ -493,10 +493,6 @@ class ExtensionFailed(ChatmemError):
     A front end adds which plugin registered it (`chatmem.plugins.Registries.origin`)."""
 
     kind = "strategy"
-    held_in: str | None = None
-    """The session holding a state stored under this name, which its owner may drop (`sessions
-    reset-state`): a plugin upgraded under a session may fail on what its earlier version
-    stored. None: no state held, or not the user's to drop."""
 
     def __init__(self, name: str, error: BaseException | str, doing: str = "failed", *,
                  where: str | None = None) -> None:
@@ -515,6 +511,10 @@ class ExtensionFailed(ChatmemError):
 
 class StrategyFailed(ExtensionFailed):
     kind = "strategy"
+    held_in: str | None = None
+    """The session holding a state stored under this name, which its owner may drop (`sessions
+    reset-state`): a plugin upgraded under a session may fail on what its earlier version
+    stored. None: no state held, or not the user's to drop."""
 
 
 class WrongParts(ChatmemError):
