@@ -51,15 +51,20 @@ class MessageCounts:
     def tokens_of(self, rows: Sequence[CandidateRow]) -> list[int]:
         """Each candidate's tokens as sent: its stored count, else counted once per process."""
         counts = []
+        computed = self._computed
         for _, message_id, _, role, content, stored, _ in rows:
             # A user's message is sent as stored, and its count is of that: no calls for
             # the most of 150-300 candidates a build (`sent_text`, `_as_stored` inline).
             if role == "user":
+                if stored is None:  # one counted before: `_counted`'s lookup, inline
+                    stored = computed.get((message_id, hash(content)))
                 counts.append(stored if stored is not None
                               else self._counted(message_id, role, content))
                 continue
             sent = sent_text(role, content)
-            counts.append(stored if stored is not None and _as_stored(role, content, sent)
+            if stored is None or not _as_stored(role, content, sent):
+                stored = computed.get((message_id, hash(sent)))
+            counts.append(stored if stored is not None
                           else self._counted(message_id, role, sent))
         return counts
 

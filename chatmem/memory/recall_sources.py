@@ -178,8 +178,8 @@ class StoredRecall:
             unread = [p for p in missing if p not in read]
             records = self.state.store.recall.messages_at(session_id, unread) if unread else {}
             said = {position: record.created_at for position, record in records.items()}
-            for (position, message_id, turn, role, content, _, created_at) in (
-                    read[p] for p in missing if p in read):
+            for (position, message_id, turn, role, content, _, created_at) in [
+                    read[p] for p in missing if p in read]:  # a list: one call, not one a row
                 try:
                     read_time(created_at)
                 except (TypeError, ValueError):
