@@ -22,6 +22,7 @@ after a move and in a replay. Two readings of it:
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from datetime import UTC, date, datetime, time, timedelta, tzinfo
 
 LONGEST_DURATION = timedelta(days=365_000)
@@ -96,6 +97,33 @@ def local_moment(text: str | None, zone: tzinfo) -> datetime | None:
     if is_date(text):
         return datetime.combine(moment.date(), time(12), tzinfo=zone)
     return moment.astimezone(zone)
+
+
+def local_moments(texts: Iterable[str | None], zone: tzinfo) -> list[datetime | None]:
+    """`local_moment` of each of `texts`, the same values in one call: recall reads the
+    times of a build's new candidates (some hundred in a session's first turns), and the
+    four calls a time took through dated_time were most of what a first read cost."""
+    moments: list[datetime | None] = []
+    for text in texts:
+        if not text:
+            moments.append(None)
+            continue
+        try:
+            day = date.fromisoformat(text)  # a date alone (is_date)
+        except ValueError:
+            try:
+                moment = datetime.fromisoformat(text)
+            except ValueError:
+                moments.append(None)
+                continue
+            if moment.tzinfo is None:
+                moment = moment.replace(tzinfo=UTC)
+            moments.append(moment.astimezone(zone) if EARLIEST <= moment <= LATEST else None)
+            continue
+        noon = datetime.combine(day, MIDDAY)
+        moments.append(datetime.combine(day, time(12), tzinfo=zone)
+                       if EARLIEST <= noon <= LATEST else None)
+    return moments
 
 
 def is_date(text: str) -> bool:

@@ -112,7 +112,9 @@ class TiktokenCounter:
             role_tokens = self.count_text(role)
             if len(self._roles) < ROLES_KEPT:
                 self._roles[role] = role_tokens
-        return TOKENS_PER_MESSAGE + role_tokens + self.count_text(content)
+        # count_text's encoding, inline: a session's first builds count 150 candidates each.
+        return TOKENS_PER_MESSAGE + role_tokens + len(
+            self._encoding.encode(content, disallowed_special=()))
 
     def count_messages(self, messages: Iterable[Mapping[str, Any]]) -> int:
         return REPLY_PRIMING + sum(

@@ -11,6 +11,8 @@ from chatmem.chinese_variants import PAIRS, simplified
 def test_each_character_folds_to_one_that_folds_no_further() -> None:
     table = simplified()
     assert len(PAIRS) == 2 * len(table)
+    # str.maketrans builds what a dict of the pairs' code points held, astral ones too.
+    assert table == dict(zip(map(ord, PAIRS[::2]), map(ord, PAIRS[1::2]), strict=True))
     assert all(key != value and table.get(value, value) == value
                for key, value in table.items())
 

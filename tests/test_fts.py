@@ -411,3 +411,17 @@ def test_text_that_folds_to_ascii_has_the_terms_the_general_tokenizer_finds(
     folded = fts.folded(text)
     assert fts._terms(text, run_ends=run_ends, prefixes=prefixes) == fts._tokens(
         folded, run_ends=run_ends, prefixes=prefixes)
+
+
+@given(st.text(st.characters(min_codepoint=0x4E00, max_codepoint=0x9FFF)
+               | st.characters(min_codepoint=0x20000, max_codepoint=0x2A6DF)
+               | st.sampled_from("カナ한글。"), min_size=2, max_size=12))
+def test_a_run_s_bigrams_are_each_character_with_the_next(run: str) -> None:
+    # Made by joining neighbours (map in C): the slices they were made of, astral too.
+    runs = [found.group() for found in fts._RUN.finditer(run)]
+    expected = []
+    for token in runs:
+        expected += [token[i : i + 2] for i in range(len(token) - 1)] if len(token) > 1 \
+            else [token]
+    assert [t for t in fts._tokens(run, run_ends=False, prefixes=False)
+            if fts._RUN.fullmatch(t[:1])] == expected

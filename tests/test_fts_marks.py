@@ -36,3 +36,30 @@ def test_folded_words_keep_their_forms() -> None:
     assert fts.folded("Nguyễn Café ἀρχή") == "Nguyen Cafe αρχη"
     assert fts.folded("がっこう 北京天气") == "がっこう 北京天气"
     assert fts.folded("שָׁלוֹם") == "שלום"
+
+
+def _two_passes(text: str) -> str:
+    """What folded did after NFC before the one table: each accented letter replaced by
+    a pattern of them (as NFD without its marks gives it, alefs bare), then the marks deleted."""
+    import re
+    import unicodedata
+
+    plain = {chr(code): unicodedata.normalize("NFD", chr(code)).translate(fts._mark_table())
+             for first, last in fts._ACCENTED_RANGES for code in range(first, last + 1)
+             if chr(code).isalpha()}
+    plain = {letter: bare for letter, bare in plain.items() if bare and bare != letter}
+    plain.update(fts._ALEFS)
+    pattern = re.compile("[" + "".join(map(re.escape, plain)) + "]")
+    return pattern.sub(lambda m: plain[m.group()], text).translate(fts._mark_table())
+
+
+def test_one_table_folds_every_accented_letter_and_mark_as_two_passes_did() -> None:
+    codes = [code for first, last in (*fts._ACCENTED_RANGES, *MARK_RANGES)
+             for code in range(first, last + 1)] + [ord(alef) for alef in fts._ALEFS]
+    for code in codes:
+        assert chr(code).translate(fts._unaccented()) == _two_passes(chr(code)), hex(code)
+
+
+@given(_MARKED)
+def test_a_text_is_unaccented_as_two_passes_did(text: str) -> None:
+    assert text.translate(fts._unaccented()) == _two_passes(text)

@@ -11,7 +11,7 @@ from registered import create_strategy
 from chatmem.history import PAGE_TURNS, StoredHistory
 from chatmem.memory.base import ContextRequest
 from chatmem.memory.context import Message
-from chatmem.memory.message_counts import MessageCounts
+from chatmem.memory.message_counts import MessageCounts, sent_text
 from chatmem.memory.state import SessionState
 from chatmem.store import Store, TurnRecord
 from chatmem.tokens import counter_for_model
@@ -153,3 +153,22 @@ def test_said_at_gives_each_stored_message_its_time_in_the_zone_asked(store: Sto
     assert history.said_at(turn_1.messages, new_york)[answer].date() == date(2026, 3, 7)
     # Text not (yet) stored has no time.
     assert history.said_at([Message("user", "new", 3)], shanghai) == {}
+
+
+def test_candidates_count_as_sent_once_each_whatever_is_stored(store: Store) -> None:
+    # Rows as recall reads them: a stored count taken as it is, a reply's stored with its
+    # reasoning or none stored counted as sent, once in this process however often read.
+    rows = [(1, 11, 1, "user", "预算五千元", None, "2026-03-07"),
+            (2, 12, 1, "assistant", "<think>先想想</think>好的", 40, "2026-03-07"),
+            (3, 13, 2, "user", "ok", 7, "2026-03-07"),
+            (4, 14, 2, "assistant", "Fine.", None, "2026-03-07"),
+            (5, 15, 3, "system", "be brief", None, "2026-03-07"),
+            (6, 16, 3, "assistant", "Sure.", 9, "2026-03-07")]
+    tally = Tally()
+    counts = MessageCounts(store, tally)  # type: ignore[arg-type]
+    as_sent = [COUNTER.count_message("user", "预算五千元"),
+               COUNTER.count_message("assistant", "好的"), 7,
+               COUNTER.count_message("assistant", "Fine."),
+               COUNTER.count_message("system", sent_text("system", "be brief")), 9]
+    assert counts.tokens_of(rows) == as_sent and tally.calls == 4
+    assert counts.tokens_of(rows[::-1]) == as_sent[::-1] and tally.calls == 4

@@ -17,6 +17,7 @@ from chatmem.timestamps import (
     has_zone,
     is_time,
     local_moment,
+    local_moments,
     parse_time,
     stamp,
     stamp_seconds,
@@ -161,3 +162,21 @@ def test_a_time_of_day_is_moved_into_the_users_zone(text: str, zone: str,
 @pytest.mark.parametrize("text", ["0001-01-01", "9999-12-31", "", None, "不是"])
 def test_an_undated_time_has_no_local_moment(text: str | None) -> None:
     assert local_moment(text, ZoneInfo("Pacific/Kiritimati")) is None
+
+
+_ODD = ["0001-01-01T00:00:00Z", "0001-01-01T00:00:00+05:45", "9999-12-31T23:59:59-05:00",
+        "0001-01-01", "9999-12-31", "0001-01-02", "9999-12-30", "2026-03-07", "20260307",
+        "2026-W10-1", "2026-01-10T11:30:00", "", None, "不是", "2026-13-01", "2026-03-07T25:00"]
+
+
+@given(st.lists(st.one_of(iso_texts(), moments.map(lambda m: m.date().isoformat()),
+                          st.sampled_from(_ODD), st.text(max_size=12)), max_size=8),
+       st.sampled_from(["Pacific/Kiritimati", "Etc/GMT+12", "Asia/Shanghai", "UTC"]))
+def test_times_read_at_once_are_each_as_local_moment_reads_it(texts: list[str | None],
+                                                               zone: str) -> None:
+    moments_read = local_moments(texts, ZoneInfo(zone))
+    one_by_one = [local_moment(text, ZoneInfo(zone)) for text in texts]
+    assert moments_read == one_by_one
+    # The same instants in the same zone, not only equal ones (a day is read off them).
+    assert [m and (m.utcoffset(), m.replace(tzinfo=None)) for m in moments_read] == \
+        [m and (m.utcoffset(), m.replace(tzinfo=None)) for m in one_by_one]

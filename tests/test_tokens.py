@@ -107,3 +107,12 @@ def test_a_message_s_role_is_tokenized_once_not_with_every_message() -> None:
                       for text in texts for role in ("user", "assistant", "system",
                                                      "<|endoftext|>")]
     assert len(encoded) == len(texts) * 4 + 4  # each text, and each role once
+
+
+@pytest.mark.parametrize("text", [*KNOWN, "\ud800 a lone surrogate", "<|im_start|>user"])
+def test_a_message_counts_its_text_as_count_text_does(text: str) -> None:
+    # count_message encodes the text itself (a call fewer a message), to count_text's count.
+    counter = counter_for_model("gpt-4")
+    for role in ("user", "assistant", "system"):
+        assert counter.count_message(role, text) == \
+            TOKENS_PER_MESSAGE + counter.count_text(role) + counter.count_text(text)

@@ -51,16 +51,23 @@ class MessageCounts:
     def tokens_of(self, rows: Sequence[CandidateRow]) -> list[int]:
         """Each candidate's tokens as sent: its stored count, else counted once per process."""
         counts = []
+        computed, count = self._computed, self.counter.count_message
         for _, message_id, _, role, content, stored, _ in rows:
             # A user's message is sent as stored, and its count is of that: no calls for
             # the most of 150-300 candidates a build (`sent_text`, `_as_stored` inline).
             if role == "user":
-                counts.append(stored if stored is not None
-                              else self._counted(message_id, role, content))
-                continue
-            sent = sent_text(role, content)
-            counts.append(stored if stored is not None and _as_stored(role, content, sent)
-                          else self._counted(message_id, role, sent))
+                sent = content
+            else:
+                sent = sent_text(role, content)
+                if stored is not None and not _as_stored(role, content, sent):
+                    stored = None
+            if stored is None:
+                # `_counted`, inline: a session's first builds meet 150 new candidates each.
+                key = (message_id, hash(sent))
+                stored = computed.get(key)
+                if stored is None:
+                    stored = computed[key] = count(role, sent)
+            counts.append(stored)
         return counts
 
     def sent_tokens(self, message_id: int, role: str, text: str) -> int:

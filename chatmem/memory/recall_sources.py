@@ -29,7 +29,8 @@ from chatmem.memory.ranking import (
 )
 from chatmem.memory.recall_vectors import Dense, Vectors, candidate_dense, held_vectors, rows_of
 from chatmem.store.records import MessageRecord
-from chatmem.timestamps import local_moment
+from chatmem.store.stored_values import read_time
+from chatmem.timestamps import local_moment, local_moments
 
 DATABASE_RANKING_FROM = 20_000
 """Messages from which pgvector picks the dense candidates. Below it numpy ranks every
@@ -176,14 +177,19 @@ class StoredRecall:
             session_id, read = self.state.session_id, self.read
             unread = [p for p in missing if p not in read]
             records = self.state.store.recall.messages_at(session_id, unread) if unread else {}
-            for (position, message_id, turn, role, content, _, created_at) in (
-                    read[p] for p in missing if p in read):
-                # A record checks its time as messages_at's do (a damaged one is named).
-                records[position] = MessageRecord(message_id, session_id, position, turn, role,
-                                                  content, None, created_at)
-            for p in missing:
-                record = records.get(p)
-                cache[p] = local_moment(record.created_at, self.zone) if record else None
+            said = {position: record.created_at for position, record in records.items()}
+            for (position, message_id, turn, role, content, _, created_at) in [
+                    read[p] for p in missing if p in read]:  # a list: one call, not one a row
+                try:
+                    read_time(created_at)
+                except (TypeError, ValueError):
+                    # As messages_at's records do, a damaged time is named by the record.
+                    MessageRecord(message_id, session_id, position, turn, role, content, None,
+                                  created_at)
+                said[position] = created_at
+            # All at once: a session's first builds read a hundred or more new ones each.
+            cache.update(zip(missing, local_moments(map(said.get, missing), self.zone),
+                             strict=True))
         return {p: t for p in positions if (t := cache.get(p)) is not None}
 
     def days_at(self, positions: Sequence[int]) -> Mapping[int, date | None]:

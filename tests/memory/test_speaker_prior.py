@@ -6,6 +6,8 @@ import sys
 
 import pytest
 from fact_conversations import context_with, run_conversation
+from hypothesis import given
+from hypothesis import strategies as st
 
 from chatmem.memory import speaker_prior
 from chatmem.memory.packing import Known, Ranked
@@ -207,3 +209,19 @@ def test_no_opening_outlives_the_session_caches() -> None:
     memos = [f for f in vars(speaker_prior).values() if hasattr(f, "cache_info")]
     assert [f.cache_info().currsize for f in memos] == [0] * len(memos)
     assert sorted(known.labels.values(), key=str) == ["alice", "sk-proj-zq81xvt0"]
+
+
+_PIECES = [":", "：", "\u2236", " ", "alice", "小明", "Mary Ann", "A", "我", "12",
+           "(8 May 2023) ", "ＡＬＩＣＥ"]
+_OPENINGS = st.lists(st.one_of(st.sampled_from(_PIECES), st.characters()), max_size=8).map(
+    "".join)
+
+
+@given(_OPENINGS)
+def test_a_candidate_s_kept_label_is_its_text_s_speaker(text: str) -> None:
+    # A text without a colon is labelled without speaker_of's calls, to the same None.
+    known = Known()
+    ranked = Ranked(1, 1, 1, "user", 0.0, 0.0, None, 1.0, 10, text, known=known)
+    assert speaker_prior._label_of(ranked) == speaker_of(text)
+    assert known.labels == {(1, hash(text)): speaker_of(text)}
+    assert speaker_prior._label_of(ranked) == speaker_of(text)
