@@ -58,4 +58,3 @@ class by_digest(Generic[T]):  # a decorator, named as functools' are
         """Forget every result (as functools' caches do: a test reads as a new process)."""
         with self._lock:
             self._known.clear()
-

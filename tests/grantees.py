@@ -9,7 +9,7 @@ from typing import Any
 
 import psycopg
 from cli_runner import run
-from pg import Team
+from pg import NOW, Team
 
 from chatmem.errors import StoreError
 
@@ -27,6 +27,18 @@ def shared(team: Team, mode: str = "--write") -> tuple[str, str]:
         "--provider", "scripted", code=0)
     run(ann, "sessions", "share", "proj", "--with", "bob", *([mode] if mode else []), code=0)
     return ann, bob
+
+
+def shared_session(url: str) -> int:
+    """The id of `url`'s role's new entity session 旅行, shared with bob for writing (made by
+    plain SQL, as the server's rules are what is tested)."""
+    with psycopg.connect(url, autocommit=True) as conn:
+        session_id = int(conn.execute(
+            "INSERT INTO sessions (name, strategy, created_at, updated_at) VALUES"
+            " ('旅行', 'entity', %s, %s) RETURNING id", [NOW, NOW]).fetchone()[0])
+        conn.execute("INSERT INTO session_shares (session_id, grantee, mode)"
+                     " VALUES (%s, 'bob', 'write')", [session_id])
+    return session_id
 
 
 def sql_as(url: str, sql: str, params: Any = ()) -> int | str:
@@ -52,11 +64,13 @@ def session_facts(url: str, session: str, config: Path) -> dict[str, tuple[str, 
     return {f["key"]: (f["value"], f["speaker"]) for f in facts if f["scope"] == "session"}
 
 
-def shared_after(team: Team, tmp_path: Path, hers: str) -> tuple[str, str, Path]:
-    """Ann's and bob's URLs and a config (scripted, `user_facts = true`), once ann's entity
+def shared_after(team: Team, tmp_path: Path, hers: str,
+                 user_facts: bool = True) -> tuple[str, str, Path]:
+    """Ann's and bob's URLs and a config (scripted, `user_facts`), once ann's entity
     session `proj` heard `hers` and is shared with bob for writing."""
     config = tmp_path / "config.toml"
-    config.write_text('provider = "scripted"\nuser_facts = true\n', encoding="utf-8")
+    config.write_text(f'provider = "scripted"\nuser_facts = {str(user_facts).lower()}\n',
+                      encoding="utf-8")
     ann, bob = team.url("ann"), team.url("bob")
     run(ann, "ask", "proj", hers, "--strategy", "entity", "--save", "--config", str(config),
         code=0)

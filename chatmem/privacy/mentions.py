@@ -118,15 +118,16 @@ def needle(value: str) -> str:
 
 
 def needles(value: str) -> list[str]:
-    """What every row of ASCII text mentioning `value` holds, in some ASCII case, once the
-    characters that draw nothing are taken out (A\u200bda mentions Ada): its `needle`, or
-    none when the needle is empty (every row may mention it)."""
-    # A phone number is written in many layouts (415.555.0134, +14155550134): only its
-    # last digits are sure to stand together.
+    """What a row of ASCII text mentioning `value` holds one of at least, in some ASCII
+    case, once the characters that draw nothing are taken out (A\u200bda mentions Ada): its
+    `needle`, and an amount's in its other forms; none when the needle is empty (every row
+    may mention it)."""
     from chatmem.privacy.number_forms import amount_of
     from chatmem.privacy.number_forms import needles as amount_needles
     from chatmem.privacy.phones import needle as number_needle
 
+    # A phone number is written in many layouts (415.555.0134, +14155550134): only its
+    # last digits are sure to stand together.
     found = number_needle(value) or needle(value)
     if not found:
         return []

@@ -83,8 +83,6 @@ class ForkTables:
         self._history = history
         self._memory = memory
         self._turns = turns
-        self._theirs: str | None = None
-        """The owner of the session being forked when it is not the forker's own."""
 
     def fork_session(self, name: str, new_name: str, *, at_turn: int | None = None,
                      progress: Progress | None = None) -> ForkReport:
@@ -120,10 +118,14 @@ class ForkTables:
                 steps.set_prompt(self._db, new_id, first, text)
             access = self._db.session_access(source.id)
             # Another's session (a share): her words and facts are hers in his copy too.
-            self._theirs = access.owner \
+            theirs = access.owner \
                 if access is not None and access.level is not AccessLevel.OWN else None
-            ids = self._copy_messages(source.id, new_id, upto, progress,
-                                      carried=self._carried_writers(source.id))
+            # A group chat's speakers, read once: who wrote each copy, and kept by position.
+            by_position = self._history.speakers_by_position(source.id)
+            turn_speakers = self._history.turn_speakers(source.id)
+            ids = self._copy_messages(
+                source.id, new_id, upto, progress,
+                carried=self._carried_writers(source.id, turn_speakers, by_position))
             positions = {m.id: m.position for m in self._history.messages(new_id)}
             last_position = max(positions.values(), default=0)
             # A group chat's speakers: turn records stay behind, so the fork keeps them by
@@ -132,10 +134,9 @@ class ForkTables:
             copied_at = set(positions.values())
             steps.keep_speakers(self._db, new_id, {
                 **{position: speaker for position, speaker
-                   in self._history.speakers_by_position(source.id).items()
-                   if position in copied_at},
+                   in by_position.items() if position in copied_at},
                 **{positions[ids[old]]: speaker for old, speaker
-                   in self._history.turn_speakers(source.id).items() if old in ids}})
+                   in turn_speakers.items() if old in ids}})
             self._db.execute(
                 "INSERT INTO probes (session_id, after_position, question, expect_ids,"
                 " expect_text, before_prompt) SELECT ?, after_position, question, expect_ids,"
@@ -151,35 +152,30 @@ class ForkTables:
                 if group is None or group.covers_turn > upto:
                     rebuilt.append(group or DerivedGroup(owner, last))
                     continue
-                facts |= self._copy_group(source.id, new_id, owner, ids)
+                facts |= self._copy_group(source.id, new_id, owner, ids, theirs)
                 if group.covers_turn or group.summaries or group.facts:
                     # Bookkeeping that covers no turn (an id counter) goes unreported.
                     copied.append(group)
-            stated = self._copy_facts(source.id, new_id, ids, stated=True)
+            stated = self._copy_facts(source.id, new_id, ids, theirs, stated=True)
             facts |= stated
             # On every fork, not only one whose extractor reads its turns again: a fork of
             # this fork may (memory.later_facts goes by when they were forgotten).
-            facts |= self._copy_forgotten(source.id, new_id, upto)
+            facts |= self._copy_forgotten(source.id, new_id, upto, theirs)
             self._copy_fact_history(facts, source.id, new_id, upto)
             self._copy_images(source.id, new_id, upto)
         return ForkReport(source, self._sessions.session_by_id(new_id), upto, last, len(ids),
                           copied, rebuilt, len(stated))
 
-    def _speaker(self, speaker: str | None) -> str | None:
-        """Who stated a copied fact: the source's owner's (no speaker) is hers, not the
-        forker's, when he forks a session she shares with him."""
-        return self._theirs if speaker is None else speaker
-
-    def _carried_writers(self, source_id: int) -> tuple[set[int], set[int]] | None:
+    def _carried_writers(self, source_id: int, turn_speakers: dict[int, str],
+                         by_position: dict[int, str]) -> tuple[set[int], set[int]] | None:
         """On PostgreSQL, the source's messages whose copy does not keep who wrote them (the
         server's `writer`, postgres_writers), by id and by position: those a group chat's
-        member said, whom the source names by its turns or by position and the fork keeps
-        by position. None: a file (one user)."""
+        member said, whom the source names by its turns (`turn_speakers`) or by position
+        (`by_position`) and the fork keeps by position. None: a file (one user)."""
         if self._db.kind != "postgresql":
             return None
-        named = set(self._history.turn_speakers(source_id)) \
-            - set(self._history.written_by_others(source_id))
-        return named, set(self._history.speakers_by_position(source_id))
+        named = set(turn_speakers) - set(self._history.written_by_others(source_id))
+        return named, set(by_position)
 
     def _copy_messages(self, source_id: int, new_id: int, upto: int,
                        progress: Progress | None = None, *,
@@ -303,10 +299,10 @@ class ForkTables:
             facts = int(sources["live"] or 0)
         return DerivedGroup(owner, max(turns, default=0), len(summaries), facts)
 
-    def _copy_group(self, source_id: int, new_id: int, owner: str, ids: dict[int, int]
-                    ) -> dict[int, int]:
+    def _copy_group(self, source_id: int, new_id: int, owner: str, ids: dict[int, int],
+                    theirs: str | None) -> dict[int, int]:
         """Copy the owner's state and summaries, and the fact extractor's its facts (their
-        ids → their copies')."""
+        ids → their copies'; `theirs`: `_copy_facts`)."""
         self._db.execute(
             "INSERT INTO strategy_state (session_id, strategy, key, value)"
             " SELECT ?, strategy, key, value FROM strategy_state"
@@ -323,10 +319,11 @@ class ForkTables:
                  json_text(s.anchors), json_text(s.dropped_anchors), s.model, s.created_at],
             )
         if owner == FACTS_OWNER:
-            return self._copy_facts(source_id, new_id, ids, stated=False)
+            return self._copy_facts(source_id, new_id, ids, theirs, stated=False)
         return {}
 
-    def _copy_forgotten(self, source_id: int, new_id: int, upto: int) -> dict[int, int]:
+    def _copy_forgotten(self, source_id: int, new_id: int, upto: int,
+                        theirs: str | None) -> dict[int, int]:
         """Copy the session facts forgotten (from the copied turns, or stated), their ids →
         their copies': when the fork's extractor, or a fork's of it, reads its turns again,
         what was forgotten since stays forgotten (memory.later_facts goes by when they were)."""
@@ -340,14 +337,16 @@ class ForkTables:
             " VALUES ('session', NULL, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
             [new_id, fact["key"], fact["value"], fact["source_turn"], new_id,
              fact["created_at"], fact["updated_at"], fact["deleted_at"],
-             self._speaker(fact["speaker"])])
+             _stated_by(fact["speaker"], theirs)])
             for fact in rows}
 
     def _copy_facts(
-        self, source_id: int, new_id: int, ids: dict[int, int], *, stated: bool
+        self, source_id: int, new_id: int, ids: dict[int, int], theirs: str | None, *,
+        stated: bool
     ) -> dict[int, int]:
         """Copy the live session facts the user stated, or those extracted from messages;
-        their ids → their copies'."""
+        their ids → their copies'. `theirs`: the source's owner when she is not the forker
+        (`_stated_by`)."""
         which = "IS NULL" if stated else "IS NOT NULL"
         rows = fetch_rows(self._db,
             f"SELECT * FROM facts WHERE scope = 'session' AND session_id = ?"
@@ -362,7 +361,7 @@ class ForkTables:
                 " speaker) VALUES ('session', NULL, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                 [new_id, fact["key"], fact["value"], ids.get(source) if source else None,
                  fact["source_turn"], new_id, fact["created_at"], fact["updated_at"],
-                 fact["expires_at"], fact["used_at"], self._speaker(fact["speaker"])],
+                 fact["expires_at"], fact["used_at"], _stated_by(fact["speaker"], theirs)],
             )
         return copies
 
@@ -387,3 +386,9 @@ class ForkTables:
                 [(copies[int(r["fact_id"])], r["key"], r["value"],
                   new_id if r["source_session_id"] == source_id else r["source_session_id"],
                   r["source_turn"], r["stated_at"], r["replaced_at"]) for r in rows])
+
+
+def _stated_by(speaker: str | None, theirs: str | None) -> str | None:
+    """Who stated a copied fact: the source's owner's (no speaker) is hers (`theirs`), not
+    the forker's, when he forks a session she shares with him."""
+    return theirs if speaker is None else speaker

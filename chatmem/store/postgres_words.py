@@ -88,22 +88,20 @@ class PostgresWords:
             self.execute("VACUUM message_words")
 
     def count_words_matches(self, terms: Sequence[str], most: int) -> list[int]:
-        if not terms:
-            return []
-        counts = ", ".join("(SELECT count(*) FROM (SELECT 1 FROM message_words"
-                           f" WHERE terms @@ {_term_query(t)} LIMIT ?) AS found)" for t in terms)
-        row = self.execute(f"SELECT {counts}",
-                           [v for t in terms for v in (_term_value(t), most + 1)]).fetchone()
-        return [int(n) for n in row]
+        return [int(n) for n in self._counted(terms, most)] if terms else []
 
     def count_words_and_entries(self, terms: Sequence[str],
                                 most: int) -> tuple[list[int], int]:
-        counts = "".join(", (SELECT count(*) FROM (SELECT 1 FROM message_words"
-                         f" WHERE terms @@ {_term_query(t)} LIMIT ?) AS found)" for t in terms)
-        newest, *found = self.execute(
-            f"SELECT (SELECT max(id) FROM messages){counts}",
-            [v for t in terms for v in (_term_value(t), most + 1)]).fetchone()
+        newest, *found = self._counted(terms, most, "(SELECT max(id) FROM messages)")
         return [int(n) for n in found], int(newest or 0)
+
+    def _counted(self, terms: Sequence[str], most: int, *first: str) -> Sequence[Any]:
+        """The columns `first`, then each term's index entries up to `most` + 1, in one
+        statement."""
+        counts = [f"(SELECT count(*) FROM (SELECT 1 FROM message_words"
+                  f" WHERE terms @@ {_term_query(t)} LIMIT ?) AS found)" for t in terms]
+        return self.execute("SELECT " + ", ".join([*first, *counts]),
+                            [v for t in terms for v in (_term_value(t), most + 1)]).fetchone()
 
     def session_word_counts(self, terms: Sequence[str], session_id: int,
                             most: int) -> SessionWords | None:

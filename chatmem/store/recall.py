@@ -53,19 +53,13 @@ def rare_terms(db: Backend, terms: Iterable[str], postings: int) -> list[str]:
     left out. Each count stops there, so the check itself reads at most half the budget
     per term.
     """
-    return [term for _, term in rare_counts(db, terms, postings)]
+    return [term for _, term in rare_counts(db, terms, postings)[0]]
 
 
-def rare_counts(db: Backend, terms: Iterable[str], postings: int) -> list[tuple[int, str]]:
-    """`rare_terms`, each with its count of index entries, rarest first."""
-    terms = list(terms)
-    counts = term_counts(db, terms, postings // 2)
-    return within_budget([(counts[term], term) for term in terms], postings)
-
-
-def rare_counts_and_entries(db: Backend, terms: Iterable[str],
-                            postings: int) -> tuple[list[tuple[int, str]], int]:
-    """`rare_counts`, with the index's entries (its highest message id) read alongside."""
+def rare_counts(db: Backend, terms: Iterable[str],
+                postings: int) -> tuple[list[tuple[int, str]], int]:
+    """`rare_terms`, each with its count of index entries, rarest first; with the index's
+    entries (its highest message id), read alongside."""
     terms = list(terms)
     unique = list(dict.fromkeys(terms))
     counts: dict[str, int] = {}
@@ -234,7 +228,7 @@ class RecallTables:
         here = self._db.session_word_counts(terms, session_id, POSTINGS // 2) if terms else None
         if here is not None:
             return self._conversation_matches(session_id, terms, here, before_turn, limit)
-        counted, entries = rare_counts_and_entries(self._db, terms, POSTINGS)
+        counted, entries = rare_counts(self._db, terms, POSTINGS)
         if not counted:
             return WordMatches()
         scores = {position: score for _, position, score in self._db.word_scores(

@@ -33,8 +33,6 @@ class SqliteWords:
     _session_runs: SessionRuns
     _word_counts: WordCounts
     _merges_from_two: bool
-    _newest_counted: int | None = None
-    """The highest message id the last count of index entries read (count_words_and_entries)."""
     conn: Any
     busy_timeout_ms: int
 
@@ -124,16 +122,14 @@ class SqliteWords:
             self.execute(f"PRAGMA busy_timeout = {self.busy_timeout_ms}")
 
     def count_words_matches(self, terms: Sequence[str], most: int) -> list[int]:
-        return self._count_entries(terms, most, None, None)
+        return self._count_entries(terms, most, None, None)[0]
 
     def count_words_and_entries(self, terms: Sequence[str],
                                 most: int) -> tuple[list[int], int]:
         # The count's first statement reads the highest id (what its known counts rest
         # on): a statement of its own was one more a build.
-        self._newest_counted = None
-        counts = self._count_entries(terms, most, None, None)
-        newest = self._newest_counted
-        if newest is None:  # no terms: nothing read
+        counts, newest = self._count_entries(terms, most, None, None)
+        if not terms:  # nothing read
             newest = self.execute("SELECT max(id) FROM messages").fetchone()[0]
         return counts, int(newest or 0)
 
@@ -144,28 +140,31 @@ class SqliteWords:
             return None
         if not ranges:
             return SessionWords((0,) * len(terms), 0)
-        return SessionWords(tuple(self._count_entries(terms, most, session_id, tuple(ranges))),
-                            last)
+        return SessionWords(
+            tuple(self._count_entries(terms, most, session_id, tuple(ranges))[0]), last)
 
     def _count_entries(self, terms: Sequence[str], most: int, scope: int | None,
-                       ranges: Ranges | None) -> list[int]:
+                       ranges: Ranges | None) -> tuple[list[int], int | None]:
         """Each term's index entries (in `ranges`, a conversation's; None: all), up to
         `most` + 1: what this connection counted before, and the entries added since
         (chatmem.store.word_counts). Inside a transaction, whose writes may yet be rolled
-        back, everything is counted and nothing kept."""
+        back, everything is counted and nothing kept. With the highest message id its last
+        statement read (None: no terms, or no messages)."""
         if not terms:
-            return []
+            return [], None
         unique = list(dict.fromkeys(terms))
         reuse = not self.conn.in_transaction
-        counts = self._entries_counted(unique, most, scope, ranges, reuse=reuse)
-        if counts is None:  # another connection committed since: count again, in full
-            counts = self._entries_counted(unique, most, scope, ranges, reuse=reuse, again=True)
-        assert counts is not None
-        return [counts[t] for t in terms]
+        counted = self._entries_counted(unique, most, scope, ranges, reuse=reuse)
+        if counted is None:  # another connection committed since: count again, in full
+            counted = self._entries_counted(unique, most, scope, ranges, reuse=reuse,
+                                            again=True)
+        assert counted is not None
+        counts, newest = counted
+        return [counts[t] for t in terms], newest
 
     def _entries_counted(self, terms: list[str], most: int, scope: int | None,
                          ranges: Ranges | None, *, reuse: bool,
-                         again: bool = False) -> dict[str, int] | None:
+                         again: bool = False) -> tuple[dict[str, int], int | None] | None:
         """`_count_entries`; None if counts it built on no longer hold."""
         known = self._word_counts
         if reuse:
@@ -176,6 +175,7 @@ class SqliteWords:
         # One statement counts many terms (a Chinese question has a dozen or more), up to
         # MOST_ARMS reads of the index (SQLite's limit on a compound is 500).
         chunks: list[list[Reading]] = [[]]
+        newest = None
         arms = 0
         for reading in reads:
             if reading.ranges == ():
@@ -198,7 +198,6 @@ class SqliteWords:
                 params += bounds
             version, newest, *found = self.execute("SELECT " + ", ".join(columns),
                                                    params).fetchone()
-            self._newest_counted = newest
             fresh = {r.term: min(r.entries + int(n), most + 1)
                      for r, n in zip(chunk, found, strict=True)}
             counted.update(fresh)
@@ -211,7 +210,7 @@ class SqliteWords:
                 return None
             # The call's later statements tell nothing of other writers between calls.
             basis = replace(basis, again=True)
-        return counted
+        return counted, newest
 
     @staticmethod
     def _entries_after(reading: Reading, most: int) -> tuple[str, list[Any]]:

@@ -9,22 +9,10 @@ from pathlib import Path
 
 import pytest
 from cli_runner import run
-from grantees import session_facts, sql_as
+from grantees import session_facts, shared_after, sql_as
 from pg import NOW, Team
 
 psycopg = pytest.importorskip("psycopg", reason="chatmem[postgres] (psycopg) is not installed")
-
-
-def shared_after(team: Team, tmp_path: Path, hers: str) -> tuple[str, str, Path]:
-    """Ann's and bob's URLs and a config (scripted; session facts), once ann's entity
-    session `proj` heard `hers` and is shared with bob for writing."""
-    config = tmp_path / "config.toml"
-    config.write_text('provider = "scripted"\n', encoding="utf-8")
-    ann, bob = team.url("ann"), team.url("bob")
-    run(ann, "ask", "proj", hers, "--strategy", "entity", "--save", "--config", str(config),
-        code=0)
-    run(ann, "sessions", "share", "proj", "--with", "bob", "--write", code=0)
-    return ann, bob, config
 
 
 def session_id(team: Team) -> int:
@@ -40,7 +28,7 @@ def session_id(team: Team) -> int:
 def test_a_fact_a_grantee_inserts_by_sql_is_his(
         team: Team, tmp_path: Path, named: str | None, hers: str, key: str, her_value: str,
         his_value: str) -> None:
-    ann, bob, config = shared_after(team, tmp_path, hers)
+    ann, bob, config = shared_after(team, tmp_path, hers, user_facts=False)
     assert session_facts(ann, "proj", config) == {key: (her_value, None)}
     assert sql_as(bob, "UPDATE facts SET deleted_at = %s WHERE session_id = %s",
                   [NOW, session_id(team)]) == 1
@@ -59,7 +47,7 @@ def test_a_fact_a_grantee_inserts_by_sql_is_his(
 def test_her_fact_a_grantee_rewrites_by_sql_is_his(
         team: Team, tmp_path: Path, hers: str, key: str, her_value: str,
         his_value: str) -> None:
-    ann, bob, config = shared_after(team, tmp_path, hers)
+    ann, bob, config = shared_after(team, tmp_path, hers, user_facts=False)
     assert sql_as(bob, "UPDATE facts SET value = %s, speaker = NULL WHERE session_id = %s",
                   [his_value, session_id(team)]) == 1
     assert session_facts(ann, "proj", config) == {key: (his_value, "bob")}

@@ -8,7 +8,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 import pytest
-from grantees import sql_as
+from grantees import shared_session, sql_as
 from pg import NOW, OldHistory, PostgresServer, migrated_before
 
 from chatmem.errors import NotChatmemDatabase
@@ -27,16 +27,6 @@ def before_p024(pg_server: PostgresServer) -> Iterator[OldHistory]:
     with migrated_before(pg_server, P024) as old:
         yield old
 
-
-def shared_session(url: str) -> int:
-    """The id of `url`'s role's new session 旅行, shared with bob for writing."""
-    with psycopg.connect(url, autocommit=True) as conn:
-        session_id = int(conn.execute(
-            "INSERT INTO sessions (name, strategy, created_at, updated_at) VALUES"
-            " ('旅行', 'entity', %s, %s) RETURNING id", [NOW, NOW]).fetchone()[0])
-        conn.execute("INSERT INTO session_shares (session_id, grantee, mode)"
-                     " VALUES (%s, 'bob', 'write')", [session_id])
-    return session_id
 
 
 def add_fact(url: str, session_id: int, key: str, value: str, speaker: str | None,

@@ -8,7 +8,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from grantees import INSUFFICIENT_PRIVILEGE, sql_as
+from grantees import INSUFFICIENT_PRIVILEGE, shared_session, sql_as
 from pg import NOW, OldHistory, PostgresServer, Team, migrated_before
 from registered import open_session
 
@@ -28,16 +28,6 @@ def before_p023(pg_server: PostgresServer) -> Iterator[OldHistory]:
     with migrated_before(pg_server, P023) as old:
         yield old
 
-
-def shared_session(url: str) -> int:
-    """The id of `url`'s role's new entity session 旅行, shared with bob for writing."""
-    with psycopg.connect(url, autocommit=True) as conn:
-        session_id = int(conn.execute(
-            "INSERT INTO sessions (name, strategy, created_at, updated_at) VALUES"
-            " ('旅行', 'entity', %s, %s) RETURNING id", [NOW, NOW]).fetchone()[0])
-        conn.execute("INSERT INTO session_shares (session_id, grantee, mode)"
-                     " VALUES (%s, 'bob', 'write')", [session_id])
-    return session_id
 
 
 def add_turn(url: str, session_id: int, number: int, text: str, context: str) -> int:
