@@ -24,6 +24,7 @@ from chatmem.store.records import FactRecord
 from chatmem.store.restored_facts import ProfileValue, is_live, repeated_profile_facts
 from chatmem.store.session_names import is_reserved, is_session_name, normal_name
 from chatmem.store.sharing import Exemption, row_security_exemption
+from chatmem.store.state_coverage import SPEAKERS_OWNER
 from chatmem.store.stored_values import json_text
 from chatmem.text import profile_name
 
@@ -64,6 +65,7 @@ TABLES = (
     # Kept once per session by hash: a copied session's are its own rows, as its turns are.
     _Table("images", _SESSIONS, {"session_id": "sessions"}, keyed=False),
 )
+_DERIVED = ("summaries", "strategy_state")
 _SKIPPED = frozenset({"owner", "erasures", "writer"})
 """The PostgreSQL row's owner is whoever copies it in (row-level security checks it), and
 so is its writer (the server stamps it: who wrote a message kept by `_kept_writers`).
@@ -158,6 +160,11 @@ def copy_sessions(source: Store, target: Store,
     with target.write():
         for table in TABLES:
             where, params = _rows_of(table, marks, ids, new_ids)
+            if table.name in _DERIVED:
+                # Only the derived memory the copier reads as the session's (p025): a write
+                # grantee's summary copied in would be the copier's own in the target.
+                where = (f"({where}) AND ({table.name}.strategy = '{SPEAKERS_OWNER}' OR 1 = 1"
+                         f"{source.memory.trusted(table.name, f'{table.name}.strategy')})")
             rows = fetch_rows(source.db, f"SELECT * FROM {table.name} WHERE {where} ORDER BY "
                               f"{'id' if table.keyed else '1'}", params)
             if table.name == "facts":

@@ -305,8 +305,8 @@ class ForkTables:
         ids → their copies'; `theirs`: `_copy_facts`)."""
         self._db.execute(
             "INSERT INTO strategy_state (session_id, strategy, key, value)"
-            " SELECT ?, strategy, key, value FROM strategy_state"
-            " WHERE session_id = ? AND strategy = ?",
+            " SELECT ?, strategy, key, value FROM strategy_state s"
+            " WHERE session_id = ? AND strategy = ?" + self._memory.trusted("s", "s.strategy"),
             [new_id, source_id, owner],
         )
         for s in self._memory.summaries(source_id, owner):

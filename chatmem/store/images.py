@@ -4,6 +4,7 @@ and deleting the session erases it (the rows go with the session)."""
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -50,6 +51,12 @@ class ImageTables:
                 for r in rows]
 
     def image_bytes(self, session_id: int, digest: str) -> bytes | None:
+        """The bytes of the session's image of that sha256; None when it has none, or when
+        the bytes stored under it are not that hash's: a write share's grantee who replaced
+        the owner's image by plain SQL (PostgreSQL) put his picture under her hash, and her
+        `inspect` and her resent turn showed it as the image she sent. Gone, not his."""
         data = fetch_value(self._db, "SELECT data FROM images WHERE session_id = ? AND digest = ?",
                            [session_id, digest])
-        return bytes(data) if data is not None else None
+        if data is None or hashlib.sha256(bytes(data)).hexdigest() != digest:
+            return None
+        return bytes(data)

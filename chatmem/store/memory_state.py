@@ -10,6 +10,7 @@ from typing import Any
 from chatmem.errors import NotFound
 from chatmem.store import steps
 from chatmem.store.connection import Connection, fetch_rows, fetch_value
+from chatmem.store.postgres_writers import trusted_by_reader
 from chatmem.store.records import (
     StateRow,
     SummaryRecord,
@@ -19,11 +20,28 @@ from chatmem.store.stored_values import json_text
 
 
 class MemoryTables:
-    """A strategy's own state and its versioned summaries (`store.memory`)."""
+    """A strategy's own state and its versioned summaries (`store.memory`).
+
+    On PostgreSQL a strategy's derived memory in a session is read only as the reader or the
+    session's owner wrote it (p025's `writer`): a write share's grantee who put a summary or
+    a state row there (his turns' upkeep, or plain SQL) is not her memory. A strategy with a
+    state row another role wrote has no state and no summaries for this reader, so its next
+    update builds them again from the turns (which say who wrote them), and that update's
+    state replaces the rows it did not trust. Rows stored before p025 read as before."""
 
     def __init__(self, connection: Connection) -> None:
         self._connection = connection
         self._db = connection.db
+        self._postgres = self._db.kind == "postgresql"
+
+    def trusted(self, alias: str, strategy: str) -> str:
+        """` AND` a condition true of a row of `alias` (summaries, strategy_state) whose
+        strategy (`strategy`, SQL) has derived memory this reader trusts in its session."""
+        if not self._postgres:
+            return ""
+        return (f" AND {trusted_by_reader(alias)} AND NOT EXISTS (SELECT 1 FROM strategy_state"
+                f" t WHERE t.session_id = {alias}.session_id AND t.strategy = {strategy}"
+                f" AND NOT {trusted_by_reader('t')})")
 
     # -- strategy state -----------------------------------------------------
 
@@ -32,9 +50,15 @@ class MemoryTables:
         that is not JSON (edited by hand, or by a write grantee's SQL) is one line naming
         the session and how its owner drops that state (`sessions reset-state`)."""
         values = {}
-        for r in fetch_rows(self._db,
-                "SELECT key, value FROM strategy_state WHERE session_id = ? AND strategy = ?"
-                " AND key <> ?", [session_id, strategy, COVERS_KEY]):
+        trusted = trusted_by_reader("strategy_state") if self._postgres else "1 = 1"
+        rows = fetch_rows(self._db,
+            f"SELECT key, value, {trusted} AS trusted FROM strategy_state"
+            " WHERE session_id = ? AND strategy = ?", [session_id, strategy])
+        if not all(r["trusted"] for r in rows):
+            return {}
+        for r in rows:
+            if r["key"] == COVERS_KEY:
+                continue
             try:
                 values[r["key"]] = json.loads(r["value"] or "null")
             except (ValueError, RecursionError):
@@ -91,6 +115,11 @@ class MemoryTables:
             erasures = steps.check_session_kept(self._db, session_id)
             if unless_erased_since is not None and unless_erased_since != erasures:
                 return False
+            if self._postgres:
+                # What this reader read as absent is not kept beside what it derived instead.
+                self._db.execute(
+                    "DELETE FROM strategy_state WHERE session_id = ? AND strategy = ?"
+                    f" AND NOT {trusted_by_reader('strategy_state')}", [session_id, strategy])
             self._db.executemany(
                 "INSERT INTO strategy_state (session_id, strategy, key, value)"
                 " VALUES (?, ?, ?, ?) ON CONFLICT (session_id, strategy, key)"
@@ -103,7 +132,8 @@ class MemoryTables:
         with its session's name and owner. A value that is not JSON comes back unread
         (`readable` False): the caller passes over another's session's and names the user's
         own (StateRow.error), so a row a sharer wrote never blocks the user's listing."""
-        sql = "SELECT session_id, strategy, value FROM strategy_state WHERE key = ?"
+        sql = ("SELECT session_id, strategy, value FROM strategy_state s WHERE key = ?"
+               + self.trusted("s", "s.strategy"))
         params: list[Any] = [key]
         if session_id is not None:
             sql += " AND session_id = ?"
@@ -151,10 +181,14 @@ class MemoryTables:
                  json_text(anchors or []),
                  json_text(dropped_anchors or []), model, self._connection.now()],
             )
-        return self.summary(session_id, strategy, version)
+        # Read back as stored: its strategy may hold state rows this update is yet to replace.
+        rows = fetch_rows(self._db, "SELECT * FROM summaries WHERE session_id = ?"
+                          " AND strategy = ? AND version = ?", [session_id, strategy, version])
+        return SummaryRecord.from_row(rows[0])
 
     def summaries(self, session_id: int, strategy: str | None = None) -> list[SummaryRecord]:
-        sql = "SELECT * FROM summaries WHERE session_id = ?"
+        sql = ("SELECT * FROM summaries WHERE session_id = ?"
+               + self.trusted("summaries", "summaries.strategy"))
         params: list[Any] = [session_id]
         if strategy:
             sql += " AND strategy = ?"
@@ -170,7 +204,8 @@ class MemoryTables:
             found = self.latest_summary(session_id, strategy)
         else:
             rows = fetch_rows(self._db,
-                "SELECT * FROM summaries WHERE session_id = ? AND strategy = ? AND version = ?",
+                "SELECT * FROM summaries WHERE session_id = ? AND strategy = ? AND version = ?"
+                + self.trusted("summaries", "summaries.strategy"),
                 [session_id, strategy, version],
             )
             found = SummaryRecord.from_row(rows[0]) if rows else None
@@ -182,7 +217,8 @@ class MemoryTables:
     def latest_summary(self, session_id: int, strategy: str) -> SummaryRecord | None:
         rows = fetch_rows(self._db,
             "SELECT * FROM summaries WHERE session_id = ? AND strategy = ?"
-            " ORDER BY version DESC LIMIT 1",
+            + self.trusted("summaries", "summaries.strategy")
+            + " ORDER BY version DESC LIMIT 1",
             [session_id, strategy],
         )
         return SummaryRecord.from_row(rows[0]) if rows else None

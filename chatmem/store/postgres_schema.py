@@ -217,6 +217,15 @@ def p024_grantee_facts_are_his(execute: Execute) -> None:
     postgres_writers.stamp_fact_speakers(execute)
 
 
+def p025_derived_memory_says_who_wrote_it(execute: Execute) -> None:
+    """Every summary and strategy state row inserted or changed from now on says which role
+    wrote it (`writer`, set by the server): a write share's grantee inserted by plain SQL a
+    summary ("The user is named Mallory.") or a summary's boundary, and the owner's next
+    context sent it as her memory. A reader trusts only what it or the session's owner wrote
+    (postgres_writers)."""
+    postgres_writers.stamp_derived_writers(execute)
+
+
 MIGRATION_LIST: MigrationList[Migration] = MigrationList()
 for _migration in (
     p001_schema,
@@ -243,6 +252,7 @@ for _migration in (
     p022_fact_history_found_by_its_session,
     p023_who_wrote_a_row,
     p024_grantee_facts_are_his,
+    p025_derived_memory_says_who_wrote_it,
 ):
     MIGRATION_LIST.add(_migration)
 MIGRATIONS = MIGRATION_LIST.functions

@@ -1,4 +1,5 @@
-"""Who inserted a message or a turn: p023; who stated a session fact, who wrote a copy: p024.
+"""Who inserted a message or a turn: p023; who stated a session fact, who wrote a copy: p024;
+who wrote a summary or a strategy's state: p025.
 
 A row's `owner` is its session's owner whoever wrote it (postgres_access), so a write
 share's grantee who inserted a message and a turn into the owner's session by plain SQL,
@@ -144,3 +145,33 @@ def speaker_statements(schema: str) -> Iterator[str]:
 
 def stamp_fact_speakers(execute: Execute) -> None:
     _run_in_schema(execute, speaker_statements)
+
+
+# p025: derived memory says who wrote it too. `summaries` and `strategy_state` rows carried
+# no writer, so a write share's grantee inserted by plain SQL a summary (a version above hers,
+# covering every message) or a strategy's state (a boundary, pins) and the owner's next
+# context sent it as her memory. Now the server stamps each row inserted or changed with the
+# role that did it (p023's chatmem_stamp_writer; no column privilege is granted), and a
+# reader trusts a strategy's derived memory only as written by itself or by the session's
+# owner (store.memory_state): anything else is absent, rebuilt from the turns, which carry
+# their writers. Rows stored before p025 have no writer and read as before.
+DERIVED = ("summaries", "strategy_state")
+"""The tables of memory derived from the turns whose rows say who wrote them."""
+
+
+def derived_statements(schema: str) -> Iterator[str]:
+    for table in DERIVED:
+        yield f"ALTER TABLE {table} ADD COLUMN writer text"
+        yield (f"CREATE TRIGGER {table}_writer BEFORE INSERT OR UPDATE ON {table}"
+               " FOR EACH ROW EXECUTE FUNCTION chatmem_stamp_writer()")
+
+
+def stamp_derived_writers(execute: Execute) -> None:
+    _run_in_schema(execute, derived_statements)
+
+
+def trusted_by_reader(alias: str) -> str:
+    """A condition true of a `summaries` or `strategy_state` row (`alias`) the reading role
+    or the session's owner wrote, or that was stored before p025 (read as before)."""
+    return (f"({alias}.writer IS NULL OR {alias}.writer = {alias}.owner"
+            f" OR {alias}.writer = current_user)")
