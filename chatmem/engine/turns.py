@@ -215,7 +215,8 @@ class Engine(SessionChanges, MemoryUpkeep, TurnChecks, TurnRows, Generic[StoreT]
                  attachments: Sequence[Attachment] = (),
                  supersedes: int | None = None, external_id: str | None = None,
                  cancel: threading.Event | None = None,
-                 speaker: str | None = None) -> TurnResult:
+                 speaker: str | None = None,
+                 on_stored: Callable[[TurnResult], None] | None = None) -> TurnResult:
         """Send one user input, with `attachments` quoted as data; returns the result,
         cancelled on Ctrl-C, or once `cancel` is set (a served client hung up) even while
         the model sends nothing.
@@ -227,7 +228,10 @@ class Engine(SessionChanges, MemoryUpkeep, TurnChecks, TurnRows, Generic[StoreT]
         it is. The reply's stream is closed on any early end. `supersedes`: the number of the
         turn this one replaces once stored (chatmem.engine.resend); `external_id`: the
         input's id in the transcript a replay plays; `speaker`: a group chat's, who said
-        `text` (ContextRequest.speaker).
+        `text` (ContextRequest.speaker). `on_stored` gets the result (its notices as
+        they are then) once an ok turn is stored, before memory's update, which may wait
+        long for the helper model: a server answers its client there; the update's notices
+        are in the result returned.
         """
         # Pre-flight, before any model call (catching up may call the helper model).
         try:
@@ -334,6 +338,8 @@ class Engine(SessionChanges, MemoryUpkeep, TurnChecks, TurnRows, Generic[StoreT]
         if usage.cut_at_limit or usage.filtered:
             notices.append(ReplyCut(CutBy.FILTER if usage.filtered else CutBy.LIMIT, not reply,
                                     stored=self.keeps_memory))
+        if on_stored is not None:
+            on_stored(TurnResult(record, context, reply, list(notices)))
         if self.keeps_memory:
             # The commit checked the erasures against `_erasures` under the write lock.
             notices += _unsaid(notices, self.update_memory(turns=record.history_turn,

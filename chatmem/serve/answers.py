@@ -3,9 +3,11 @@ and an error as OpenAI words one, with the HTTP status it is answered with."""
 
 from __future__ import annotations
 
+import json
 import math
 import time
 import uuid
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, TypeGuard
 
@@ -56,6 +58,21 @@ def finish_reason(result: TurnResult) -> str:
     if result.status != TurnStatus.OK:
         return "cancelled"
     return {None: "stop", CutBy.LIMIT: "length", CutBy.FILTER: "content_filter"}[result.cut]
+
+
+def chunk_json(completion_id: str, model: str, delta: dict[str, Any], finish: str | None,
+               *, with_usage: bool) -> dict[str, Any]:
+    """One chunk of a streamed reply; `with_usage`: the client asked for its usage."""
+    chunk = {"id": completion_id, "object": "chat.completion.chunk",
+             "created": int(time.time()), "model": model,
+             "choices": [{"index": 0, "delta": delta, "finish_reason": finish}]}
+    if with_usage:
+        chunk["usage"] = None  # OpenAI's every chunk but the last, when usage is asked
+    return chunk
+
+
+def sse_event(data: Mapping[str, Any]) -> str:
+    return f"data: {json.dumps(data, ensure_ascii=False)}\n\n"
 
 
 def completion_json(result: TurnResult, model: str, turn_id: str) -> dict[str, Any]:

@@ -199,11 +199,14 @@ class ServedConversations:
         return found
 
     @contextmanager
-    def session_of_opening(self, asked: TurnAsked, settings: Settings) -> Iterator[str]:
+    def session_of_opening(self, asked: TurnAsked,
+                           settings: Settings) -> Iterator[tuple[str, Callable[[], None]]]:
         """The session of a chat no id names (`client_history.session_of_opening`), else of
         a trimmed history the end of one this server answered (`session_of_window`), kept
-        from other requests until the turn is over: two chats that began alike at once get
-        a session each."""
+        from other requests until the turn is stored (the function given with its name is
+        called then) or over: two chats that began alike at once get a session each. Not
+        until memory's update after it is over: the chat's next message, sent once it is
+        answered, would not find the session it goes on, and begin `NAME-2`."""
         from chatmem.app import Workspace
         from chatmem.app.client_history import session_of_opening, session_of_window, window_key
 
@@ -227,9 +230,16 @@ class ServedConversations:
                         name, new = went_on, False
                 if new:
                     self._openings.add((where, name))
-        try:
-            yield name
-        finally:
-            if new:
+        released: list[bool] = []
+
+        def stored() -> None:
+            # Stored, its history tells the chat that goes on from one that only began alike.
+            if new and not released:
+                released.append(True)
                 with self._openings_guard:
                     self._openings.discard((where, name))
+
+        try:
+            yield name, stored
+        finally:
+            stored()

@@ -6,8 +6,10 @@ its `user`, else a fingerprint of how the conversation began); the client's
 history is authoritative (what it has past the stored history is stored), its newest user
 message is taken as a turn exactly as the REPL takes one: the strategy builds the context,
 the configured model answers, the reply streams through while it is recorded, and the turn
-is stored. Every response carries `X-Chatmem-Turn`; `GET /v1/chatmem/turns/{id}` returns
-what `chatmem inspect --json` shows for it.
+is stored; the response ends there, and memory's update after it (the helper model's
+summary or facts) runs on, before the conversation's next request. Every response carries
+`X-Chatmem-Turn`; `GET /v1/chatmem/turns/{id}` returns what `chatmem inspect --json` shows
+for it.
 
 A conversation's requests run on a thread of its own, where its workspace and engine stay
 open between requests (chatmem.app.kept: SQLite connections stay on the thread that opened

@@ -4,11 +4,9 @@ pieces reach the event loop through a queue, as OpenAI's stream of chunks when s
 from __future__ import annotations
 
 import asyncio
-import json
 import threading
-import time
 import uuid
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncIterator, Callable
 from contextlib import suppress
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
@@ -26,8 +24,10 @@ from chatmem.serve.answers import (
     NOT_STORED,
     Unstored,
     answered_unstored,
+    chunk_json,
     error_json,
     finish_reason,
+    sse_event,
     unstored_field,
     usage_json,
 )
@@ -88,6 +88,7 @@ class Turn:
         self.gone = threading.Event()
         """The client went away: the reply is cancelled, whether or not the model sends."""
         self.result: TurnResult | None = None
+        """The stored turn the client is answered with, set as it is answered (`_answer`)."""
         self.turn_id = ""
         self.stored_as = "next-turn"
         self.branched = False
@@ -101,6 +102,8 @@ class Turn:
         self._said: list[str] = []
         self._place: Place | None = None
         """Its place in its conversation's line, taken as the request was read (`start`)."""
+        self._opening_stored: Callable[[], None] = lambda: None
+        """Called once the turn is stored (ServedConversations.session_of_opening)."""
         self.unstored: str | None = None
         """The reply the model completed (paid for), until the engine returns it stored: a
         failure meanwhile (the history's disk full) is answered with it (Unstored)."""
@@ -155,15 +158,22 @@ class Turn:
     def _run_turn(self) -> None:
         try:
             if self.asked.fingerprinted:
-                with self.proxy.session_of_opening(self.asked, self.settings) as name:
-                    self.asked = replace(self.asked, conversation=name)
-                    self.result = self._take_turn()
+                with self.proxy.session_of_opening(self.asked, self.settings) as opening:
+                    self.asked = replace(self.asked, conversation=opening[0])
+                    self._opening_stored = opening[1]
+                    self._take_turn()
             else:
                 if self.asked.shared is not None:
                     self.asked = replace(self.asked, conversation=self.proxy.session_of_shared_id(
                         self.asked, self.settings))
-                self.result = self._take_turn()
+                self._take_turn()
         except BaseException as e:  # every failure reaches the client, as OpenAI words one
+            if self.result is not None:
+                # Answered: what failed is memory's update after the turn (its session
+                # deleted meanwhile), the turn stands; only a fault of chatmem's is logged.
+                if not isinstance(e, ChatmemError | KeyboardInterrupt):
+                    self.proxy.failed_unexpectedly(self.asked.conversation, e, self.settings)
+                return
             if self.unstored is not None and answered_unstored(e):
                 # Paid for: answered, not refused for a retry that would pay again.
                 self.stored_as = NOT_STORED
@@ -177,10 +187,16 @@ class Turn:
             elif not isinstance(e, ChatmemError | KeyboardInterrupt):
                 self.proxy.failed_unexpectedly(self.asked.conversation, e, self.settings)
             self._put(e)
-            return
-        self._put(DONE)
 
-    def _take_turn(self) -> TurnResult:
+    def _answer(self, result: TurnResult) -> None:
+        """Answer the client with `result`, stored: its response ends now, whatever memory's
+        update after the turn still does (the conversation's next request waits for that)."""
+        if self.result is None:
+            self._opening_stored()
+            self.result = result
+            self._put(DONE)
+
+    def _take_turn(self) -> None:
         from functools import partial
 
         from chatmem.app import Workspace
@@ -194,7 +210,7 @@ class Turn:
         )
         from chatmem.app.conversations import apply_retention, start_conversation
         from chatmem.app.kept import options_key
-        from chatmem.app.sessions import last_completed_turn_id, turn_count
+        from chatmem.app.sessions import last_completed_turn_id, recorded_turn, turn_count
         from chatmem.config.settings import Source, SourceKind, for_model, with_options
         from chatmem.engine.resend import resend_last
 
@@ -208,6 +224,7 @@ class Turn:
             # memory's summaries and extractions are asked as the server is configured.
             settings = with_options(settings, asked.options, by_request)
         proxy = self.proxy
+        where = str(self.settings.location)
         opened: list[Workspace] = []
         created_here: list[bool] = []
 
@@ -235,7 +252,27 @@ class Turn:
                 engine.follow_strategy_changes()  # the server's default started it
             return engine
 
-        def take(ws: Workspace, engine: Engine[Store]) -> TurnResult:
+        def stored(ws: Workspace, engine: Engine[Store], result: TurnResult) -> None:
+            """The turn is stored: its client is answered, before memory's update."""
+            self.unstored, record = None, result.record
+            # As `GET /v1/chatmem/turns/ID@N` finds it: a cancelled turn stored no history
+            # turn, and is read back at the turn it was tried as.
+            turn = (record.turn if record.history_turn is not None
+                    else recorded_turn(ws, engine.session, record.number).turn)
+            self.turn_id = f"{asked.conversation}@{turn}"
+            if record.id is not None:
+                proxy.note_answered(where, asked.conversation, record.id,
+                                    AskedWith.of(asked.prior))
+            if asked.fingerprinted and record.history_turn is not None:
+                # The exchange before this one too: a trimmed history that regenerates
+                # this reply ends there.
+                proxy.note_window(where, asked.conversation, (
+                    window_key(asked.system, [ClientMessage("user", asked.text),
+                                              ClientMessage("assistant", result.reply)]),
+                    window_key(asked.system, asked.prior[-2:])))
+            self._answer(result)
+
+        def take(ws: Workspace, engine: Engine[Store]) -> None:
             if not opened:
                 # Once per server: a conversation kept open tries again until it ran.
                 apply_retention(ws, in_use=engine.session.id)
@@ -248,7 +285,6 @@ class Turn:
                               or None)
             with proxy.one_turn_at_a_time(str(self.settings.location), asked.conversation):
                 engine.settle()  # a new session exists before the client's history goes in
-                where = str(self.settings.location)
                 done = last_completed_turn_id(ws, engine.session)
                 answered = proxy.answered(where, asked.conversation, before=self.came)
                 asked_before = answered[1] if answered and answered[0] == done else None
@@ -274,6 +310,7 @@ class Turn:
                 self.stored_as = ("branched" if self.branched else "new-session" if fresh
                                   else "next-turn-last-kept"
                                   if replacing is Replacing.UNPROVEN else "next-turn")
+                on_stored = partial(stored, ws, engine)
                 if replacing is Replacing.YES:
                     self.turn_id = f"{asked.conversation}@{held}"
                     self.stored_as = "replaced-last-turn"
@@ -283,29 +320,21 @@ class Turn:
                         result = resend_last(engine, asked.text, on_delta=self._delta,
                                              on_reply_end=self._reply_end,
                                              expected=done, cancel=self.gone,
-                                             speaker=asked.speaker)
+                                             speaker=asked.speaker, on_stored=on_stored)
                     if result is None:
                         self.turn_id = f"{asked.conversation}@{held + 1}"
                         self.stored_as = "next-turn"
                 if result is None:
                     result = engine.run_turn(asked.text, on_delta=self._delta,
                                              on_reply_end=self._reply_end,
-                                             cancel=self.gone, speaker=asked.speaker)
-                self.unstored = None  # the engine returned: the turn is stored
-                self.turn_id = f"{asked.conversation}@{self._turn_of(ws, engine, result)}"
-                if result.record.id is not None:
-                    proxy.note_answered(where, asked.conversation, result.record.id,
-                                        AskedWith.of(asked.prior))
-                if asked.fingerprinted and result.record.history_turn is not None:
-                    # The exchange before this one too: a trimmed history that regenerates
-                    # this reply ends there.
-                    proxy.note_window(where, asked.conversation, (window_key(
-                        asked.system, [ClientMessage("user", asked.text),
-                                       ClientMessage("assistant", result.reply)]),
-                        window_key(asked.system, asked.prior[-2:])))
+                                             cancel=self.gone, speaker=asked.speaker,
+                                             on_stored=on_stored)
+                if self.result is None:
+                    stored(ws, engine, result)  # not ok (cancelled): no update followed
+                # Held until here, memory's update included: the conversation's next request
+                # (another model's or strategy's engine too) is built on what it made.
             engine.between_turns()
             proxy.told(asked.conversation, ws.take_notices(), self.settings)
-            return result
 
         # Whatever chooses the engine is in the key: a request that differs gets its own.
         # The model the request names, not the settings' (the config's when it names none):
@@ -315,28 +344,17 @@ class Turn:
         opening = partial(Workspace, self.settings, models=proxy.pool,
                           registries=proxy.registries)
         try:
-            return proxy.kept.run(key, opening, open_engine, take, place=self._place)
+            proxy.kept.run(key, opening, open_engine, take, place=self._place)
         except _Adopted:
             # Its engine was closed with the failed job (its session is gone): this opens
             # the one holding the client's history.
             self.adopted = True
-            return proxy.kept.run(key, opening, open_engine, take)
+            proxy.kept.run(key, opening, open_engine, take)
         except _Branched as branched:
             # Its engine was closed with the failed job: this opens the new session's.
             proxy.branched(asked.conversation, branched.kept_as)
             self.branched = True
-            return proxy.kept.run(key, opening, open_engine, take)
-
-    @staticmethod
-    def _turn_of(ws: Workspace, engine: Engine[Store], result: TurnResult) -> int:
-        """The conversation's turn `result` is, as `GET /v1/chatmem/turns/ID@N` finds it: a
-        cancelled one stored no history turn, and is read back at the turn it was tried as."""
-        from chatmem.app.sessions import recorded_turn
-
-        record = result.record
-        if record.history_turn is not None:
-            return record.turn
-        return recorded_turn(ws, engine.session, record.number).turn
+            proxy.kept.run(key, opening, open_engine, take)
 
     def _delta(self, text: str) -> None:
         if self.gone.is_set():
@@ -352,45 +370,37 @@ class Turn:
         """The reply as OpenAI's stream of chunks, then the chatmem turn and [DONE]."""
         event = first
         try:
-            yield _sse(self._chunk({"role": "assistant", "content": ""}))
+            yield sse_event(self._chunk({"role": "assistant", "content": ""}))
             while True:
                 if event is DONE:
                     break
                 if isinstance(event, BaseException):
-                    yield _sse(error_json(event, self.settings))
+                    yield sse_event(error_json(event, self.settings))
                     yield "data: [DONE]\n\n"
                     return
                 if isinstance(event, Unstored):
                     # Every piece was sent: it ends as a reply, not as an error to retry.
                     end = self._chunk({}, finish="stop")
                     end["chatmem"] = unstored_field(event, self.settings)
-                    yield _sse(end)
+                    yield sse_event(end)
                     yield "data: [DONE]\n\n"
                     return
                 if isinstance(event, tuple) and event[0] == "delta":
-                    yield _sse(self._chunk({"content": event[1]}))
+                    yield sse_event(self._chunk({"content": event[1]}))
                 event = await self.next_event()
             result = self.result
             assert result is not None
             end = self._chunk({}, finish=finish_reason(result))
             end["chatmem"] = {"turn": self.turn_id, "status": str(result.status)}
-            yield _sse(end)
+            yield sse_event(end)
             if self.asked.include_usage:
                 # As OpenAI sends it: a chunk of its own, without choices, that clients
                 # look for by its empty `choices`.
-                yield _sse({**self._chunk({}), "choices": [], "usage": usage_json(result)})
+                yield sse_event({**self._chunk({}), "choices": [], "usage": usage_json(result)})
             yield "data: [DONE]\n\n"
         finally:
             self.gone.set()  # a client that left mid-reply cancels the rest
 
     def _chunk(self, delta: dict[str, Any], finish: str | None = None) -> dict[str, Any]:
-        chunk = {"id": self.completion_id, "object": "chat.completion.chunk",
-                 "created": int(time.time()), "model": self.model_asked,
-                 "choices": [{"index": 0, "delta": delta, "finish_reason": finish}]}
-        if self.asked.include_usage:
-            chunk["usage"] = None  # OpenAI's every chunk but the last, when usage is asked
-        return chunk
-
-
-def _sse(data: Mapping[str, Any]) -> str:
-    return f"data: {json.dumps(data, ensure_ascii=False)}\n\n"
+        return chunk_json(self.completion_id, self.model_asked, delta, finish,
+                          with_usage=self.asked.include_usage)

@@ -1,0 +1,183 @@
+"""A reply is answered once its turn is stored, not after the memory update that follows it
+(a summary, facts: a call to the helper model). The response waited for that update: a slow
+or stalled helper made an SDK client with a timeout fail although the whole reply had come and
+was stored, and its retries asked the model again (billed twice, the turn stored twice).
+The conversation's next request still waits for the update, and a server stopped meanwhile
+finishes it before it exits. Real HTTP both ways, a real history file."""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import subprocess
+import sys
+import threading
+import time
+import urllib.request
+from pathlib import Path
+from urllib.parse import quote, unquote
+
+import pytest
+from chat_server import ChatServer
+from waiting import HANG, wait_until
+
+pytest.importorskip("uvicorn", reason="chatmem[serve] is not installed")
+
+from openai import OpenAI
+from test_proxy import RunningProxy
+
+from chatmem.config.settings import Settings
+from chatmem.memory.summarizer import DEFAULT_PROMPT
+from chatmem.store import Store
+
+REPLY = "Hello from the test server."
+CLIENT_TIMEOUT = 20.0
+"""The client's own timeout: the reply and its storing take milliseconds, the held summary
+until the test releases it (which it does only once the reply is answered)."""
+SPOKEN = [("memory-after-en", "I live in Lisbon.", "Where do I live?"),
+          ("之后再记", "我住在里斯本。", "我住在哪里？")]
+
+
+def ask(base_url: str, conversation: str, text: str, stream: bool) -> tuple[str, str]:
+    """The reply's text and the turn chatmem names, as an SDK client with a timeout gets
+    them (no retries: a retry would hide the timeout)."""
+    client = OpenAI(base_url=base_url, api_key="unused", max_retries=0,
+                    timeout=CLIENT_TIMEOUT)
+    headers = {"X-Chatmem-Conversation": quote(conversation)}
+    messages = [{"role": "user", "content": text}]
+    if not stream:
+        raw = client.chat.completions.with_raw_response.create(
+            model="test-small", messages=messages,  # type: ignore[arg-type]
+            extra_headers=headers)
+        return raw.parse().choices[0].message.content or "", raw.headers["x-chatmem-turn"]
+    said, turn = "", ""
+    for chunk in client.chat.completions.create(
+            model="test-small", messages=messages,  # type: ignore[arg-type]
+            extra_headers=headers, stream=True):
+        if chunk.choices:
+            said += chunk.choices[0].delta.content or ""
+        turn = (chunk.model_extra or {}).get("chatmem", {}).get("turn", turn)
+    return said, quote(turn, safe="@")
+
+
+def summarizing(request: dict[str, object]) -> bool:
+    return DEFAULT_PROMPT[:40] in str(request.get("messages"))
+
+
+@pytest.mark.parametrize("stream", [True, False], ids=["streamed", "not-streamed"])
+@pytest.mark.parametrize(("conversation", "first", "second"), SPOKEN, ids=["en", "zh"])
+def test_a_reply_is_answered_once_stored_and_the_next_waits_for_its_memory_update(
+        chat_server: ChatServer, db_path: Path, stream: bool, conversation: str,
+        first: str, second: str) -> None:
+    chat_server.plan = ["ok", "slow"]  # the reply; then the summary, held after its first piece
+    settings = Settings(provider="openai", base_url=chat_server.base_url, model="test-small",
+                        db=str(db_path))
+    with RunningProxy(settings, strategy="summary") as proxy:
+        try:
+            answered = ask(proxy.base_url, conversation, first, stream)
+            # Answered while the summary of its turn is still being made.
+            assert not chat_server.release.is_set()
+            assert answered == (REPLY, f"{quote(conversation)}@1")
+            wait_until(lambda: len(chat_server.requests) == 2, "the summary asked")
+            assert summarizing(chat_server.requests[1])
+            seen: list[tuple[str, str]] = []
+            later = threading.Thread(target=lambda: seen.append(
+                ask(proxy.base_url, conversation, second, stream)))
+            later.start()
+            time.sleep(0.5)
+            # The conversation's next request waits for the update: not sent meanwhile.
+            assert len(chat_server.requests) == 2 and later.is_alive()
+        finally:
+            chat_server.release.set()
+        later.join(HANG)
+        assert seen == [(REPLY, f"{quote(conversation)}@2")]
+    replied = [r for r in chat_server.requests if not summarizing(r)]
+    assert len(replied) == 2
+    # Sent with the summary the first turn's update made (`summary` sends no earlier turn).
+    assert second in str(replied[1]["messages"]) and REPLY in str(replied[1]["messages"])
+    with Store(db_path) as store:
+        session = store.sessions.session(conversation)
+        assert [(t.input, t.status) for t in store.turns.turns(session.id)] == [
+            (first, "ok"), (second, "ok")]
+        assert [s.text for s in store.memory.summaries(session.id)] == [REPLY, REPLY]
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def test_a_server_stopped_while_a_memory_update_runs_finishes_it_before_it_exits(
+        chat_server: ChatServer, tmp_path: Path) -> None:
+    """Stopped (SIGTERM) after a reply was answered, while its summary is being made: the
+    server waits for it, and stores it, before it exits (the real process)."""
+    conversation, first, _ = SPOKEN[1]
+    db, port, config = tmp_path / "h.db", free_port(), tmp_path / "config.toml"
+    config.write_text(f'provider = "openai"\nmodel = "test-small"\n'
+                      f'base_url = "{chat_server.base_url}"\n', encoding="utf-8")
+    server = subprocess.Popen(
+        [sys.executable, "-m", "chatmem", "serve", "--port", str(port), "--db", str(db),
+         "--config", str(config), "-s", "summary"],
+        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=dict(os.environ))
+    base = f"http://127.0.0.1:{port}/v1"
+
+    def up() -> bool:
+        try:
+            urllib.request.urlopen(f"{base}/models", timeout=1).read()
+        except OSError:
+            return False
+        return True
+
+    try:
+        wait_until(up, "the server listening")
+        chat_server.plan = ["ok", "slow"]  # set now: each GET /v1/models asked the model's
+        assert ask(base, conversation, first, stream=True)[0] == REPLY
+        wait_until(lambda: len(chat_server.requests) == 2, "the summary asked")
+        server.send_signal(signal.SIGTERM)
+        time.sleep(0.5)
+        assert server.poll() is None  # still making the summary
+    finally:
+        chat_server.release.set()
+        server.terminate()  # (again: as a second SIGTERM, it still finishes what runs)
+        server.wait(timeout=HANG)
+    with Store(db) as store:
+        session = store.sessions.session(conversation)
+        assert [s.text for s in store.memory.summaries(session.id)] == [REPLY]
+
+
+@pytest.mark.parametrize(("conversation", "first", "second"), SPOKEN, ids=["en", "zh"])
+def test_a_chat_no_id_names_goes_on_in_its_session_while_its_memory_update_runs(
+        chat_server: ChatServer, db_path: Path, conversation: str, first: str,
+        second: str) -> None:
+    """Its session was kept from other requests until its first turn's job ended, memory's
+    update included: the chat's next message, sent once answered, began a session `-2`."""
+    chat_server.plan = ["ok", "slow"]
+    settings = Settings(provider="openai", base_url=chat_server.base_url, model="test-small",
+                        db=str(db_path))
+    client = OpenAI(base_url="", api_key="unused", max_retries=0, timeout=CLIENT_TIMEOUT)
+    with RunningProxy(settings, strategy="summary") as proxy:
+        client = client.with_options(base_url=proxy.base_url)
+        history = [{"role": "user", "content": first}]
+        try:
+            answered = client.chat.completions.with_raw_response.create(
+                model="test-small", messages=history)  # type: ignore[arg-type]
+            assert not chat_server.release.is_set()  # its summary still being made
+            history.append({"role": "assistant",
+                            "content": answered.parse().choices[0].message.content or ""})
+            history.append({"role": "user", "content": second})
+            seen: list[str] = []
+            later = threading.Thread(target=lambda: seen.append(
+                client.chat.completions.with_raw_response.create(
+                    model="test-small", messages=history,  # type: ignore[arg-type]
+                ).headers["x-chatmem-turn"]))
+            later.start()
+            time.sleep(0.5)
+        finally:
+            chat_server.release.set()
+        later.join(HANG)
+    name = answered.headers["x-chatmem-turn"].rpartition("@")[0]
+    assert seen == [f"{name}@2"]
+    with Store(db_path) as store:
+        assert [s.name for s in store.sessions.list_sessions()] == [unquote(name)]
