@@ -23,6 +23,11 @@ if TYPE_CHECKING:
 ANSWERED_KEPT = 4096
 """Conversations whose last answered turn the server remembers (for a regenerate or an
 edit of it); one beyond is regenerated only by asking its last question again."""
+UPDATES_AFTER_ANSWER = 128
+"""Memory updates that may run at once after their turns were answered, as many as requests
+may run at once (connections.REQUESTS): past it a turn is answered after its update, holding
+its request's place, so a stalled helper model under a flood of conversations no longer has
+a thread waiting for each of any number of them."""
 
 
 class ServedConversations:
@@ -54,6 +59,8 @@ class ServedConversations:
         it keeps of the history its request sent, and when (`moment`): a client that sends
         that history again may edit it, one that sends less than the session holds then has
         left it (at most ANSWERED_KEPT conversations)."""
+        self.updates_after_answer = threading.BoundedSemaphore(UPDATES_AFTER_ANSWER)
+        """Places for memory updates running after their turns were answered (Turn)."""
         self._moments = itertools.count()
         self._windows: OrderedDict[tuple[str, str], tuple[str, ...]] = OrderedDict()
         """Conversations no id names by the `window_key`s of the turn this server last

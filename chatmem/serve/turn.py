@@ -102,6 +102,10 @@ class Turn:
         self._said: list[str] = []
         self._place: Place | None = None
         """Its place in its conversation's line, taken as the request was read (`start`)."""
+        self._noted = False
+        """The stored turn was noted (`stored`), whether or not its client was answered."""
+        self._update_place = False
+        """It holds one of the server's places for an update after its answer."""
         self._opening_stored: Callable[[], None] = lambda: None
         """Called once the turn is stored (ServedConversations.session_of_opening)."""
         self.unstored: str | None = None
@@ -154,6 +158,8 @@ class Turn:
         finally:
             if self._place is not None:
                 self.proxy.kept.leave(self._place)  # its job handed on, or none will be
+            if self._update_place:
+                self.proxy.updates_after_answer.release()
 
     def _run_turn(self) -> None:
         try:
@@ -255,6 +261,7 @@ class Turn:
         def stored(ws: Workspace, engine: Engine[Store], result: TurnResult) -> None:
             """The turn is stored: its client is answered, before memory's update."""
             self.unstored, record = None, result.record
+            self._noted = True
             # As `GET /v1/chatmem/turns/ID@N` finds it: a cancelled turn stored no history
             # turn, and is read back at the turn it was tried as.
             turn = (record.turn if record.history_turn is not None
@@ -270,7 +277,11 @@ class Turn:
                     window_key(asked.system, [ClientMessage("user", asked.text),
                                               ClientMessage("assistant", result.reply)]),
                     window_key(asked.system, asked.prior[-2:])))
-            self._answer(result)
+            if self.proxy.updates_after_answer.acquire(blocking=False):
+                self._update_place = True
+                self._answer(result)
+            # Else every place for an update after its answer is taken: this turn is
+            # answered after its own update (`take`), as its request's place is held.
 
         def take(ws: Workspace, engine: Engine[Store]) -> None:
             if not opened:
@@ -329,8 +340,9 @@ class Turn:
                                              on_reply_end=self._reply_end,
                                              cancel=self.gone, speaker=asked.speaker,
                                              on_stored=on_stored)
-                if self.result is None:
+                if not self._noted:
                     stored(ws, engine, result)  # not ok (cancelled): no update followed
+                self._answer(result)  # if no place was free for an update after its answer
                 # Held until here, memory's update included: the conversation's next request
                 # (another model's or strategy's engine too) is built on what it made.
             engine.between_turns()

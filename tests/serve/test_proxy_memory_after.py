@@ -181,3 +181,44 @@ def test_a_chat_no_id_names_goes_on_in_its_session_while_its_memory_update_runs(
     assert seen == [f"{name}@2"]
     with Store(db_path) as store:
         assert [s.name for s in store.sessions.list_sessions()] == [unquote(name)]
+
+
+@pytest.mark.parametrize(("conversation", "first", "_"), SPOKEN, ids=["en", "zh"])
+def test_past_its_places_for_updates_a_reply_is_answered_after_its_own_update(
+        chat_server: ChatServer, db_path: Path, monkeypatch: pytest.MonkeyPatch,
+        conversation: str, first: str, _: str) -> None:
+    """Updates after their answers are bounded (here 1): a flood of conversations with a
+    stalled helper made a waiting thread for each of any number of them. The next one is
+    answered after its own update, and a place freed is taken again."""
+    import chatmem.serve.conversations as conversations
+
+    monkeypatch.setattr(conversations, "UPDATES_AFTER_ANSWER", 1)
+    chat_server.plan = ["ok", "slow", "ok", "slow"]  # two replies, each summary held
+    settings = Settings(provider="openai", base_url=chat_server.base_url, model="test-small",
+                        db=str(db_path))
+    with RunningProxy(settings, strategy="summary") as proxy:
+        try:
+            assert ask(proxy.base_url, conversation, first, stream=True)[0] == REPLY
+            wait_until(lambda: len(chat_server.requests) == 2, "the first summary asked")
+            seen: list[tuple[str, str]] = []
+            other = threading.Thread(target=lambda: seen.append(
+                ask(proxy.base_url, f"{conversation}-2", first, stream=False)))
+            other.start()
+            wait_until(lambda: len(chat_server.requests) == 4, "the second summary asked")
+            time.sleep(0.3)
+            # Its reply is stored, but the one place is taken: answered after its update.
+            assert seen == [] and other.is_alive()
+        finally:
+            chat_server.release.set()
+        other.join(HANG)
+        assert seen == [(REPLY, f"{quote(conversation)}-2@1")]
+        # Both updates ended and gave their places back: the next reply is answered early.
+        wait_until(lambda: not any(t.name == "chatmem-turn" for t in threading.enumerate()),
+                   "both turns' threads ended")
+        chat_server.release.clear()
+        chat_server.plan = ["ok", "slow"]
+        try:
+            assert ask(proxy.base_url, f"{conversation}-3", first, stream=True)[0] == REPLY
+            assert not chat_server.release.is_set()
+        finally:
+            chat_server.release.set()
