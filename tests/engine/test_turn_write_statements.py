@@ -142,7 +142,8 @@ def test_a_chunk_holding_a_replaced_text_is_indexed_whole(history: History) -> N
             {"role": "user", "content": "the walrus in Hangzhou"},
             {"role": "assistant", "content": "noted"}])
         first = store.recall.last_position(session.id) - 1
-        ids = [m.id for m in store.recall.messages_at(session.id, [first, first + 1]).values()]
+        at = store.recall.messages_at(session.id, [first, first + 1])
+        ids = [at[first].id, at[first + 1].id]  # by position: the rows come in no set order
         with store.db.write():
             store.db.index_words([(ids[0], "the zebra in 杭州"), (ids[1], "noted")])
         def found(word: str) -> set[int]:
