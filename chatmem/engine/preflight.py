@@ -12,6 +12,7 @@ from chatmem.errors import OverBudget, ReadOnlyShare, SessionGone, StoreError
 from chatmem.memory.guards import falls_with_setting
 from chatmem.memory.params import budget_params
 from chatmem.memory.quoting import attached_from_block
+from chatmem.text_caches import forget_texts
 
 if TYPE_CHECKING:
     from chatmem.activity import Activity
@@ -59,6 +60,9 @@ class TurnChecks:
             self._erasures = erasures
             self.state.caches.clear()
             self.indexing.abandon()
+            # The process's caches of texts too: an erasure by another process (`facts
+            # forget --purge` beside a running serve or mcp) emptied only its own.
+            forget_texts()
 
     def estimate(self, context: Context) -> int:
         """chatmem's count of the whole request, compared with what the provider reports."""

@@ -56,3 +56,34 @@ def test_forgetting_empties_every_registered_cache() -> None:
     phones.number_of(PHONE)
     forget_texts()
     assert phones.number_of.cache_info().currsize == 0
+
+
+@pytest.mark.parametrize("said", [f"My phone is {PHONE}.", f"我的电话是{PHONE}。"],
+                         ids=["en", "zh"])
+def test_a_purge_by_another_process_empties_them_once_an_open_engine_sees_it(
+        tmp_path: Path, said: str) -> None:
+    """`facts forget --purge` beside a running serve or mcp emptied its own process's
+    caches only: the server kept the purged number in memory for as long as it ran."""
+    import subprocess
+    import sys
+
+    from chatmem.app import Workspace
+    from chatmem.app.conversations import start_conversation
+    from chatmem.config.settings import Settings
+
+    db = str(tmp_path / "h.db")
+    chat(db, "t", [said], code=0)
+    with Store(db) as store:
+        session = store.sessions.session("t")
+        store.facts.upsert_fact("phone", PHONE, scope=FactScope.USER, user="default",
+                                source_session_id=session.id, source_turn=1)
+    with Workspace(Settings(provider="scripted", db=db)) as ws:
+        engine = start_conversation(ws, "t")  # kept open, as a server keeps it
+        phones.number_of(PHONE)
+        said_values._forms(said)
+        subprocess.run([sys.executable, "-m", "chatmem", "facts", "forget", "t", "phone",
+                        "--purge", "--yes", "--db", db], check=True, capture_output=True)
+        assert phones.number_of.cache_info().currsize  # the other process's purge alone
+        engine.follow_erasures()  # as the engine's next turn or context does first
+        assert phones.number_of.cache_info().currsize == 0
+        assert said_values._forms.cache_info().currsize == 0
