@@ -29,13 +29,13 @@ def shared(team: Team, mode: str = "--write") -> tuple[str, str]:
     return ann, bob
 
 
-def shared_session(url: str) -> int:
-    """The id of `url`'s role's new entity session 旅行, shared with bob for writing (made by
-    plain SQL, as the server's rules are what is tested)."""
+def shared_session(url: str, strategy: str = "entity") -> int:
+    """The id of `url`'s role's new `strategy` session 旅行, shared with bob for writing
+    (made by plain SQL, as the server's rules are what is tested)."""
     with psycopg.connect(url, autocommit=True) as conn:
         session_id = int(conn.execute(
             "INSERT INTO sessions (name, strategy, created_at, updated_at) VALUES"
-            " ('旅行', 'entity', %s, %s) RETURNING id", [NOW, NOW]).fetchone()[0])
+            " ('旅行', %s, %s, %s) RETURNING id", [strategy, NOW, NOW]).fetchone()[0])
         conn.execute("INSERT INTO session_shares (session_id, grantee, mode)"
                      " VALUES (%s, 'bob', 'write')", [session_id])
     return session_id

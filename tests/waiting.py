@@ -111,3 +111,14 @@ def at_once(action: Callable[[], object], times: int = 2) -> list[BaseException]
     for thread in threads:
         thread.join(HANG)
     return failures
+
+
+def answers(url: str) -> bool:
+    """Whether a GET of `url` is answered within a second (a server started is listening)."""
+    import urllib.request
+
+    try:
+        urllib.request.urlopen(url, timeout=1).read()
+    except OSError:
+        return False
+    return True

@@ -30,15 +30,20 @@ def _cached() -> dict[str, int]:
             "sensitive._found": len(sensitive._found._known)}
 
 
-@pytest.mark.parametrize("said", [f"My phone is {PHONE}, card {CARD}.",
-                                  f"我的电话是{PHONE}，卡号{CARD}。"], ids=["en", "zh"])
-def test_a_purge_empties_the_caches_that_held_the_value(tmp_path: Path, said: str) -> None:
-    db = str(tmp_path / "h.db")
+def _said_with_a_fact(db: str, said: str) -> None:
+    """Session t holds `said`; the user's profile, PHONE as a fact it cites."""
     chat(db, "t", [said], code=0)
     with Store(db) as store:
         session = store.sessions.session("t")
         store.facts.upsert_fact("phone", PHONE, scope=FactScope.USER, user="default",
                                 source_session_id=session.id, source_turn=1)
+
+
+@pytest.mark.parametrize("said", [f"My phone is {PHONE}, card {CARD}.",
+                                  f"我的电话是{PHONE}，卡号{CARD}。"], ids=["en", "zh"])
+def test_a_purge_empties_the_caches_that_held_the_value(tmp_path: Path, said: str) -> None:
+    db = str(tmp_path / "h.db")
+    _said_with_a_fact(db, said)
     # What a long-lived server has done with the value before the purge.
     phones.number_of(PHONE)
     phones._valid("4155550134", "US")
@@ -72,11 +77,7 @@ def test_a_purge_by_another_process_empties_them_once_an_open_engine_sees_it(
     from chatmem.config.settings import Settings
 
     db = str(tmp_path / "h.db")
-    chat(db, "t", [said], code=0)
-    with Store(db) as store:
-        session = store.sessions.session("t")
-        store.facts.upsert_fact("phone", PHONE, scope=FactScope.USER, user="default",
-                                source_session_id=session.id, source_turn=1)
+    _said_with_a_fact(db, said)
     with Workspace(Settings(provider="scripted", db=db)) as ws:
         engine = start_conversation(ws, "t")  # kept open, as a server keeps it
         phones.number_of(PHONE)

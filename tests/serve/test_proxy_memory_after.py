@@ -14,13 +14,12 @@ import subprocess
 import sys
 import threading
 import time
-import urllib.request
 from pathlib import Path
 from urllib.parse import quote, unquote
 
 import pytest
 from chat_server import ChatServer
-from waiting import HANG, wait_until
+from waiting import HANG, answers, wait_until
 
 pytest.importorskip("uvicorn", reason="chatmem[serve] is not installed")
 
@@ -123,15 +122,8 @@ def test_a_server_stopped_while_a_memory_update_runs_finishes_it_before_it_exits
         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=dict(os.environ))
     base = f"http://127.0.0.1:{port}/v1"
 
-    def up() -> bool:
-        try:
-            urllib.request.urlopen(f"{base}/models", timeout=1).read()
-        except OSError:
-            return False
-        return True
-
     try:
-        wait_until(up, "the server listening")
+        wait_until(lambda: answers(f"{base}/models"), "the server listening")
         chat_server.plan = ["ok", "slow"]  # set now: each GET /v1/models asked the model's
         assert ask(base, conversation, first, stream=True)[0] == REPLY
         wait_until(lambda: len(chat_server.requests) == 2, "the summary asked")

@@ -13,12 +13,11 @@ import socket
 import subprocess
 import sys
 import time
-import urllib.request
 from contextlib import closing
 from pathlib import Path
 
 import pytest
-from waiting import HANG, wait_until
+from waiting import HANG, answers, wait_until
 
 pytest.importorskip("uvicorn", reason="chatmem[serve] is not installed")
 
@@ -46,13 +45,6 @@ def test_requests_of_one_conversation_are_stored_in_the_order_they_came(
         env=dict(os.environ))
     base = f"http://127.0.0.1:{port}/v1"
 
-    def up() -> bool:
-        try:
-            urllib.request.urlopen(f"{base}/models", timeout=1).read()
-        except OSError:
-            return False
-        return True
-
     def send(conversation: str, text: str) -> http.client.HTTPConnection:
         """`text` sent whole on a connection of its own; its answer read later."""
         connection = http.client.HTTPConnection("127.0.0.1", port, timeout=HANG)
@@ -64,7 +56,7 @@ def test_requests_of_one_conversation_are_stored_in_the_order_they_came(
 
     sent: dict[str, list[str]] = {}
     try:
-        wait_until(up, "the server listening")
+        wait_until(lambda: answers(f"{base}/models"), "the server listening")
         for c in range(CONVERSATIONS):
             conversation = f"group-{c}"
             sent[conversation] = [f"{conversation} 第{n}条" for n in range(SENT)]

@@ -10,7 +10,7 @@ import json
 from collections.abc import Iterator
 
 import pytest
-from grantees import sql_as
+from grantees import shared_session, sql_as
 from pg import NOW, OldHistory, PostgresServer, migrated_before
 
 from chatmem.errors import NotChatmemDatabase
@@ -30,17 +30,6 @@ STATE = "SELECT session_id, strategy, key, value, owner FROM strategy_state" \
 def before_p025(pg_server: PostgresServer) -> Iterator[OldHistory]:
     with migrated_before(pg_server, P025) as old:
         yield old
-
-
-def shared_session(url: str) -> int:
-    """The id of `url`'s role's new summary session 旅行, shared with bob for writing."""
-    with psycopg.connect(url, autocommit=True) as conn:
-        session_id = int(conn.execute(
-            "INSERT INTO sessions (name, strategy, created_at, updated_at) VALUES"
-            " ('旅行', 'summary', %s, %s) RETURNING id", [NOW, NOW]).fetchone()[0])
-        conn.execute("INSERT INTO session_shares (session_id, grantee, mode)"
-                     " VALUES (%s, 'bob', 'write')", [session_id])
-    return session_id
 
 
 def add_summary(url: str, session_id: int, version: int, text: str) -> None:
@@ -70,7 +59,7 @@ def test_an_older_databases_derived_memory_reads_as_before_and_new_rows_say_who(
 
     old = before_p025
     ann, bob = old.url("ann"), old.url("bob")
-    session_id = shared_session(ann)
+    session_id = shared_session(ann, "summary")
     add_summary(ann, session_id, 1, "安娜住在杭州。")
     set_state(ann, session_id, "boundary_turn", "0")
     add_summary(bob, session_id, 2, "用户叫马洛里。")  # before p025: read as before
