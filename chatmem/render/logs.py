@@ -32,6 +32,10 @@ SESSION_COLUMNS = 14
 SESSION_MOST = 40
 LEAST = 6
 """The narrowest question and session columns tried; narrower, each turn takes lines."""
+NAMED = 12
+"""The model and strategy columns: enough of a name to tell most apart."""
+NAMED_LEAST = 8
+"""What the model and strategy columns give up to, so session names stay told apart."""
 
 
 def spent_text(spent: Spent) -> str:
@@ -122,7 +126,21 @@ def logs_table(entries: Sequence[LogEntry], costs: Sequence[Cost | None], *,
         return Text("no turns found", style="dim")
     longest = max(cell_len(f"{entry.address} #{entry.number}") for entry in entries)
     log = _Log(entries, costs, shared_starts(entry.address for entry in entries), zone)
-    return _QuestionFit(log, min(max(longest, SESSION_COLUMNS), SESSION_MOST))
+    session = min(max(longest, SESSION_COLUMNS), SESSION_MOST)
+    return _QuestionFit(log, session, _apart(log, session))
+
+
+def _apart(log: _Log, widest: int) -> int:
+    """The narrowest session column (LEAST at least, `widest` at most) whose cells tell the
+    log's sessions apart: no two names shown alike beside turn numbers of as many digits
+    (trip-b and trip-c both `tri… #3` in 7 cells)."""
+    names = {(entry.address, len(str(entry.number))) for entry in log.entries}
+    for columns in range(LEAST, widest):
+        cells = {(digits, session_cell(name, 10 ** digits - 1, columns,
+                                       log.shared.get(name, 0))) for name, digits in names}
+        if len(cells) == len(names):
+            return columns
+    return widest
 
 
 @dataclass(frozen=True)
@@ -161,12 +179,13 @@ class _Log:
                     self.shared, self.zone)
 
 
-def _table(log: _Log, question: int, session: int, priced: bool, marked: bool) -> Table:
+def _table(log: _Log, question: int, session: int, priced: bool, marked: bool,
+           named: int = NAMED) -> Table:
     out = Table(header_style="bold", box=box.SIMPLE_HEAD, show_edge=False, pad_edge=False,
                 padding=(0, 1, 0, 0))
     out.add_column("time", no_wrap=True)
     # Names keep their start: enough to tell sessions and models apart in 80 columns.
-    for name, widest in (("session", session), ("model", 12), ("strategy", 12)):
+    for name, widest in (("session", session), ("model", named), ("strategy", named)):
         out.add_column(name, no_wrap=True, overflow="ellipsis", max_width=widest)
     out.add_column("tokens", justify="right", no_wrap=True)
     if priced:
@@ -185,21 +204,30 @@ class _QuestionFit:
     """The table with the widest question and session columns that fit the console (Rich
     would squeeze the other columns to nothing instead): the question gives up room first,
     down to QUESTION_FIRST, then the session names down to SESSION_COLUMNS, then the
-    question again, then the names to their first characters and the turn number. Where not
-    even those fit, each turn takes a few lines instead (`_Stacked`): a column squeezed by
-    Rich shows `1…` for 166."""
+    question again, then the names to what still tells them apart (`apart`: their first
+    characters and the turn number where those do), then the model and strategy columns to
+    NAMED_LEAST. Where not even those fit, each turn takes a few lines instead (`_Stacked`),
+    names whole: a column squeezed by Rich shows `1…` for 166, names cut shorter than
+    `apart` show two sessions alike."""
 
-    def __init__(self, log: _Log, session: int) -> None:
+    def __init__(self, log: _Log, session: int, apart: int = LEAST) -> None:
         self.log = log
         self.session = session
+        self.apart = apart
 
-    def _widths(self) -> list[tuple[int, int]]:
+    def _widths(self) -> list[tuple[int, int, int]]:
+        """(question, session, model and strategy) column widths, in the order tried."""
         names = range(self.session, SESSION_COLUMNS - 1, -2)
-        return ([(question, self.session) for question in range(QUESTION_CHARS,
-                                                                QUESTION_FIRST - 1, -2)]
-                + [(QUESTION_FIRST, session) for session in names]
-                + [(question, names[-1]) for question in range(QUESTION_FIRST - 2, LEAST - 1, -2)]
-                + [(LEAST, session) for session in range(names[-1] - 1, LEAST - 1, -1)])
+        least = max(LEAST, min(self.apart, names[-1]))
+        # Only to keep names apart: names told apart in LEAST take lines next, as before.
+        named = range(NAMED - 1, NAMED_LEAST - 1, -1) if least > LEAST else range(0)
+        return ([(question, self.session, NAMED) for question in range(QUESTION_CHARS,
+                                                                       QUESTION_FIRST - 1, -2)]
+                + [(QUESTION_FIRST, session, NAMED) for session in names]
+                + [(question, names[-1], NAMED)
+                   for question in range(QUESTION_FIRST - 2, LEAST - 1, -2)]
+                + [(LEAST, session, NAMED) for session in range(names[-1] - 1, least - 1, -1)]
+                + [(LEAST, least, width) for width in named])
 
     def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
         roomy = options.update_width(10_000)
@@ -209,10 +237,10 @@ class _QuestionFit:
         # row again (47 s of CPU for `logs -n 10000` in 80 columns).
         few = self.log.only(_widest_rows(console, roomy, self.log, self.session, priced,
                                          marked))
-        for question, session in self._widths():
-            table = _table(few, question, session, priced, marked)
+        for question, session, named in self._widths():
+            table = _table(few, question, session, priced, marked, named)
             if Measurement.get(console, roomy, table).maximum <= options.max_width:
-                yield _table(self.log, question, session, priced, marked)
+                yield _table(self.log, question, session, priced, marked, named)
                 return
         yield _Stacked(self.log)
 

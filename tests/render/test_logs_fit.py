@@ -13,7 +13,7 @@ from rich.console import Console
 from rich.measure import Measurement
 
 from chatmem.config.options import Cost
-from chatmem.render.logs import _Log, _QuestionFit, _Stacked, _table, logs_table
+from chatmem.render.logs import NAMED, _Log, _QuestionFit, _Stacked, _table, logs_table
 from chatmem.store import LogEntry, TurnStatus
 
 NAMES = ["trip", "北京上海旅行计划二零二六", "Renée-Zoë-Ångström-Müller-a-long-session-name",
@@ -49,10 +49,11 @@ class EveryRowMeasured:
         assert isinstance(fit, _QuestionFit)
         self.widths = fit._widths()
         self.whole = _Log(log, costs)
-        self.chosen: tuple[int, int] | None = None
+        self.chosen: tuple[int, int, int] | None = None
 
-    def table(self, question: int, session: int) -> Any:
-        return _table(self.whole, question, session, self.whole.priced, self.whole.marked)
+    def table(self, question: int, session: int, named: int = NAMED) -> Any:
+        return _table(self.whole, question, session, self.whole.priced, self.whole.marked,
+                      named)
 
     def __rich_console__(self, console: Console, options: Any) -> Iterator[Any]:
         roomy = options.update_width(10_000)

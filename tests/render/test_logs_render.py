@@ -92,3 +92,48 @@ def test_logs_shows_the_turn_number_of_long_names_and_grows_the_column(tmp_path:
         rows = run(db, "logs", width=width, code=0).stdout.splitlines()[2:]
         assert [row.split()[3] for row in rows] == ["#1", "#1", "#2", "#1"], rows
         assert all(cell_len(row) <= width for row in rows)
+
+
+@pytest.mark.parametrize(("names", "question"), [
+    (["trip", "trip-b", "trip-c"], "plan a trip to Hangzhou " * 200),
+    (["杭州", "杭州-乙", "杭州-丙"], "我们下周去杭州旅行，预算五千元。" * 120),
+])
+def test_sessions_alike_stay_told_apart_when_other_columns_take_the_room(
+        tmp_path: Path, names: list[str], question: str) -> None:
+    """At 80 columns (and piped) a log with wide tokens, a long model and strategy and a
+    cancelled turn's status column showed trip-b and trip-c both as `tri… #3`: the model and
+    strategy columns give up room before the names go shorter than tells them apart."""
+    from registered import open_session
+
+    from chatmem.config.settings import Settings
+    from chatmem.providers.scripted import ScriptedProvider
+    from chatmem.store import Store
+
+    db = tmp_path / "h.db"
+    for name in names:
+        for _ in range(3):
+            run(db, "ask", name, question, "--provider", "scripted",
+                "-m", "gpt-4o-mini-2024-07-18", "-s", "summary-buffer:max_tokens=20000", code=0)
+
+    def interrupted() -> None:
+        raise KeyboardInterrupt
+
+    with Store(db) as store:
+        engine = open_session(store, Settings(system="Be brief."), ScriptedProvider(), names[1],
+                              strategy="window")
+        engine.run_turn("hi", on_reply_end=interrupted)
+    for width in (80, 86, 100):
+        rows = run(db, "logs", width=width, code=0).stdout.splitlines()
+        assert rows[0].split()[:2] == ["time", "session"], rows  # a table, not lines
+        cells = [row[13:].split("  ")[0].rsplit(" ", 1) for row in rows[2:]]
+        said = [(names[1], 4), *((name, number) for name in reversed(names)
+                                 for number in (3, 2, 1))]
+        assert [number for _, number in cells] == [f"#{number}" for _, number in said], rows
+        shown: dict[str, set[str]] = {name: set() for name in names}
+        for (name, _), (cell, _) in zip(said, cells, strict=True):
+            # Whole, or cut once (`trip…`, `杭…乙`) keeping its start and its end.
+            start, _, end = cell.partition("…")
+            assert cell == name or (name.startswith(start) and name.endswith(end)), (cell, rows)
+            shown[name].add(cell)
+        assert len(set.union(*shown.values())) == sum(map(len, shown.values())), (width, rows)
+        assert all(cell_len(row.rstrip()) <= width for row in rows)
