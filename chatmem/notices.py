@@ -43,7 +43,8 @@ class SummaryUpdated:
     added: int
     removed: int
     unit: str
-    """What `added` and `removed` count: "words", or "characters" for mostly-CJK changes."""
+    """What `added` and `removed` count: "words", "characters" (CJK), or "characters and
+    words" for changes of both (summarizer.diff_unit)."""
     clipped_to: int | None = None
     """The summary's limit in tokens when its oldest part was clipped to fit, else None."""
     pinned: tuple[str, ...] = ()

@@ -287,11 +287,16 @@ def _word_diff(old: str, new: str) -> tuple[tuple[str, str], ...]:
 
 
 def diff_unit(old: str, new: str) -> str:
-    """What diff_size counts: "characters" when the changes are mostly CJK, else "words"."""
-    changed = "".join(run for op, run in word_diff(old, new) if op != "=")
-    tokens = [t for t in diff_tokens(changed) if any(c.isalnum() for c in t)]
+    """What diff_size counts: "characters" when the changes are all CJK, "words" when none
+    is, else "characters and words" (it counts a CJK character and a Latin word alike: a
+    new `第6件事：我的订单号是 ORD-776，金额五千元` read "+16 characters", 6 and ORD-776
+    two of them)."""
+    tokens = [t for op, run in word_diff(old, new) if op != "="
+              for t in diff_tokens(run) if any(c.isalnum() for c in t)]
     cjk = sum(1 for t in tokens if re.fullmatch(f"[{CJK}]", t))
-    return "characters" if cjk * 2 > len(tokens) else "words"
+    if not cjk:
+        return "words"
+    return "characters" if cjk == len(tokens) else "characters and words"
 
 
 def diff_size(old: str, new: str) -> tuple[int, int]:

@@ -21,6 +21,7 @@ from chatmem.memory.summarizer import (
     clip,
     diff_size,
     diff_tokens,
+    diff_unit,
     format_lines,
     strip_clip_marker,
     summarize,
@@ -221,6 +222,21 @@ def test_latin_is_diffed_by_word() -> None:
     assert diff_tokens("ORD-7731, 杭州 a@b.com") == [
         "ORD-7731", ",", " ", "杭", "州", " ", "a@b.com"]
     assert diff_size("Paid $120 on 2026-05-01.", "Paid.") == (0, 3)
+
+
+@pytest.mark.parametrize(("old", "new", "size", "unit"), [
+    # A line of both: 14 characters and 2 words (6, ORD-776) read "+16 characters".
+    ("- 第5件事：我住在杭州", "- 第5件事：我住在杭州\n- 第6件事：我的订单号是 ORD-776，金额五千元",
+     (16, 0), "characters and words"),
+    ("- We fly to Hangzhou.", "- We fly to Hangzhou to meet 王小明.", (5, 0),
+     "characters and words"),
+    ("- 预算五千元。", "- 预算六千元。", (1, 1), "characters"),
+    ("- Budget 5000 EUR.", "- Budget 6000 EUR, order ORD-776.", (3, 1), "words"),
+])
+def test_the_diff_unit_names_what_the_count_counted(old: str, new: str, size: tuple[int, int],
+                                                    unit: str) -> None:
+    assert diff_size(old, new) == size
+    assert diff_unit(old, new) == unit
 
 
 @given(st.text(max_size=80), st.text(max_size=80))

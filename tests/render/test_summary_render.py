@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from itertools import pairwise
 
+import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 from rich.console import Console
@@ -103,6 +104,19 @@ def test_chinese_diffs_count_characters_not_words() -> None:
     assert "+1 −1 characters" in out and "words" not in out
     english = show(summary_panel(record(2, "- Budget 6000 EUR."), record(1, "- Budget 5000 EUR.")))
     assert "+1 −1 words" in english
+
+
+@pytest.mark.parametrize(("old", "new", "said"), [
+    ("- 第5件事：我住在杭州。",
+     "- 第5件事：我住在杭州。\n- 第6件事：我的订单号是 ORD-776，金额五千元",
+     "+16 −0 characters and words"),
+    ("- We fly to Hangzhou.", "- We fly to Hangzhou to meet 王小明.", "+5 −0 characters and words"),
+])
+def test_a_change_of_chinese_and_latin_says_it_counts_both(old: str, new: str,
+                                                           said: str) -> None:
+    """A new line of 14 Chinese characters and 2 words (6, ORD-776) read "+16 characters"."""
+    out = show(summary_panel(record(2, new), record(1, old)))
+    assert f"removed [-…-] · added [+…+] · {said}" in out
 
 
 def test_coverage_counts_turns() -> None:
