@@ -19,7 +19,8 @@ from typing import Any, ParamSpec, TextIO, TypeVar
 
 _plugin_code = threading.local()
 """`depth`: how many plugin calls this thread is inside (a provider's stream may call its
-token counter); `label`: while a plugin loads, what opens each line it prints (`labelled`),
+token counter); `label`: while a plugin loads, or its strategy builds or updates, what opens
+each line it prints (`labelled`),
 and `fresh`, whether its next write opens a line."""
 _installing = threading.Lock()
 _users = 0
@@ -104,7 +105,13 @@ def plugin_prints_to_stderr() -> Iterator[None]:
     depth = getattr(_plugin_code, "depth", 0)
     _plugin_code.depth = depth + 1
     try:
-        yield
+        if getattr(_plugin_code, "label", None) is None:
+            yield
+        else:
+            # Another plugin's code (a provider's, an embedder's) called inside a labelled
+            # one's (a strategy's build): its lines are not that plugin's.
+            with labelled(None):
+                yield
     finally:
         _plugin_code.depth = depth
         with _installing:
@@ -116,9 +123,10 @@ def plugin_prints_to_stderr() -> Iterator[None]:
 
 @contextlib.contextmanager
 def labelled(label: str | None) -> Iterator[None]:
-    """Inside `plugin_prints_to_stderr`, while a plugin loads: each line this thread prints
-    opens with `label` (`plugin noisy (chatmem-noisy 0.1.0): `). A line printed as it was
-    imported came on every command with nothing saying which plugin printed it."""
+    """Inside `plugin_prints_to_stderr`, while a plugin loads (or its strategy builds or
+    updates): each line this thread prints opens with `label` (`plugin noisy (chatmem-noisy
+    0.1.0): `). A line printed as it was imported came on every command with nothing saying
+    which plugin printed it."""
     before = getattr(_plugin_code, "label", None), getattr(_plugin_code, "fresh", True)
     _plugin_code.label, _plugin_code.fresh = label, True
     stderr = sys.stderr
@@ -143,7 +151,7 @@ def printing_to_stderr(call: Callable[P, R], *args: P.args, **kwargs: P.kwargs) 
     """`call(...)`, plugin code: what it prints goes to stderr. For calls made often (a
     plugin's token counter, once per message): inside plugin code already (a strategy's
     build counting its messages) it costs one thread-local read, not a swap of stdout."""
-    if getattr(_plugin_code, "depth", 0):
+    if getattr(_plugin_code, "depth", 0) and getattr(_plugin_code, "label", None) is None:
         return call(*args, **kwargs)
     with plugin_prints_to_stderr():
         return call(*args, **kwargs)

@@ -185,7 +185,8 @@ class Registries:
                 raise ValueError(f"strategy {cls.name!r} is already registered by "
                                  f"{registered_by(owner)}")
         # Last of the checks, and all or none: each strategy is checked (built) once here.
-        contents.strategies.add(*staged.strategies)
+        contents.strategies.add(*staged.strategies,
+                                label=None if source.builtin else f"{registered_by(source)}: ")
         for cls in staged.strategies:
             contents.origins[("strategy", cls.name)] = source
         for entry in providers:

@@ -289,3 +289,56 @@ def test_what_a_plugin_writes_to_stderr_or_logs_while_it_loads_names_the_plugin(
     assert listed.stderr.splitlines() == [
         f"{by}导入时的警告 on stderr", f"{by}half of a line", f"{by}a logged warning 日志",
         f"{by}registering on stderr"]
+
+
+PRINTY = '''
+import sys
+
+from chatmem.memory.buffer import BufferStrategy
+
+
+class Printy(BufferStrategy):
+    name = "printy"
+    description = "every turn, printing as it builds and updates"
+
+    def build(self, request):
+        print("PRINTY BUILD")
+        request.counter.count_text("数一数")  # the provider's code, called inside the build
+        print("组装上下文")
+        return super().build(request)
+
+    def update(self, env):
+        print("PRINTY UPDATE 更新记忆", file=sys.stderr)
+        return super().update(env)
+
+
+def register(plugins):
+    plugins.add_strategy(Printy)
+'''
+
+
+def test_what_a_plugin_strategy_prints_as_it_builds_and_updates_names_the_plugin(
+        installed: Install, tmp_path: Path) -> None:
+    """`PRINTY BUILD` came bare on stderr, in the middle of the REPL, where what the plugin
+    printed as it loaded named it: alone and in a combination; beside a plugin provider,
+    whose own lines (its token counter's, called inside the build) are not the strategy's."""
+    installed("chatmem-printy", "chatmem_printy", PRINTY, name="printy")
+    installed("chatmem-counting", "chatmem_counting", COUNTING, name="counting")
+    db = str(tmp_path / "h.db")
+    by = "plugin printy (chatmem-printy 0.1.0): "
+    for strategy in ("printy", "window+printy"):
+        asked = invoke("ask", strategy, "你好", "-s", strategy, "--provider", "scripted",
+                       "--db", db, code=0)
+        assert asked.stdout == "echo #1: 你好\n"
+        assert asked.stderr.splitlines()[:3] == [
+            f"{by}PRINTY BUILD", f"{by}组装上下文", f"{by}PRINTY UPDATE 更新记忆"], asked.stderr
+    counted = invoke("ask", "计数", "你好", "-s", "printy", "--provider", "counting",
+                     "--db", db, code=0)
+    assert counted.stdout == "echo #1: 你好\n"
+    lines = counted.stderr.splitlines()
+    built = lines.index(f"{by}PRINTY BUILD")
+    # The counter's line, called inside the build, unlabelled: the provider's, not printy's.
+    assert lines[built:built + 3] == [f"{by}PRINTY BUILD", "counting: 数文字",
+                                      f"{by}组装上下文"], lines
+    assert f"{by}PRINTY UPDATE 更新记忆" in lines
+    assert not any(line.startswith(by) and "counting" in line for line in lines), lines

@@ -9,6 +9,7 @@ given and gives back is in chatmem.memory.base.
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Callable, Mapping
 from dataclasses import replace
 from datetime import date
@@ -21,7 +22,7 @@ from chatmem.memory.context import FIXED_KINDS, PART_ORDER, Context, Message, Pa
 from chatmem.memory.packing import wrong_recall
 from chatmem.notices import DerivedMemory, ErasedWhileUpdating, MemoryUpdateFailed, Notice
 from chatmem.plugin_calls import guarded, kind_of
-from chatmem.plugin_output import plugin_prints_to_stderr
+from chatmem.plugin_output import labelled, plugin_prints_to_stderr
 from chatmem.privacy.secrets import plugin_mask
 from chatmem.text import is_valid
 
@@ -48,7 +49,8 @@ def build_guarded(strategy: Strategy, request: ContextRequest) -> Context:
     mask = masking(request.secrets)
     try:
         context = guarded(lambda e: StrategyFailed(strategy.name, e),
-                          lambda: _printing_to_stderr(lambda: strategy.build(request)), mask)
+                          lambda: _printing_to_stderr(lambda: strategy.build(request),
+                                                      _label(strategy)), mask)
     except WrongThread:
         if _ships_with_chatmem(strategy):
             raise  # the caller's thread, not the strategy's
@@ -113,11 +115,38 @@ def _credentials(settings: Settings | None) -> Mapping[str, str]:
     return {} if settings is None else settings.credentials()
 
 
-def _printing_to_stderr(call: Callable[[], Result]) -> Result:
+def _printing_to_stderr(call: Callable[[], Result], label: str | None) -> Result:
     """`call()`, what it prints on stderr: a plugin strategy's debug line on stdout broke
-    `ask`'s reply-only output and every --json."""
+    `ask`'s reply-only output and every --json. Each line opens with `label` (its plugin's,
+    `label_output`) as what it printed while it loaded did: bare, in the middle of the
+    REPL, it said nothing of which plugin printed it."""
     with plugin_prints_to_stderr():
-        return call()
+        if label is None:
+            return call()
+        with labelled(label):
+            return call()
+
+
+_LABEL = "_chatmem_output_label"
+"""The attribute of a strategy `label_output` sets (chatmem's, on a plugin's instance)."""
+
+
+Built = TypeVar("Built")
+
+
+def label_output(strategy: Built, label: str | None) -> Built:
+    """`strategy`, what it prints as it builds and updates opening with `label` (given by
+    the plugin registry through the strategy registry that built it; None: left bare)."""
+    if label is not None:
+        # A frozen dataclass's too; one whose class leaves no room for it stays bare.
+        with contextlib.suppress(AttributeError, TypeError):
+            object.__setattr__(strategy, _LABEL, label)
+    return strategy
+
+
+def _label(strategy: Strategy) -> str | None:
+    label = getattr(strategy, "__dict__", {}).get(_LABEL)
+    return label if isinstance(label, str) else None
 
 
 def update_guarded(strategy: Strategy, env: MemoryEnv, *,
@@ -133,7 +162,8 @@ def update_guarded(strategy: Strategy, env: MemoryEnv, *,
     with env.state.updating(env.history.turn_count(), erasures) as run:
         try:
             notices = guarded(lambda e: StrategyFailed(strategy.name, e, doing),
-                              lambda: _printing_to_stderr(lambda: strategy.update(env)),
+                              lambda: _printing_to_stderr(lambda: strategy.update(env),
+                                                          _label(strategy)),
                               masking(lambda: _credentials(env.settings)))
         except SessionGone:
             raise

@@ -13,7 +13,7 @@ from typing import Any
 from chatmem.errors import Listed, StrategyError, StrategyFailed
 from chatmem.memory.base import BaseStrategy, Strategy
 from chatmem.memory.combined import CombinedStrategy
-from chatmem.memory.guards import masking
+from chatmem.memory.guards import label_output, masking
 from chatmem.memory.params import format_params
 from chatmem.memory.spec import SpecPart, StrategySpec, split_text
 from chatmem.names import did_you_mean
@@ -32,6 +32,7 @@ class StrategyRegistry(Mapping[str, type[BaseStrategy]]):
 
     def __init__(self) -> None:
         self._classes: dict[str, type[BaseStrategy]] = {}
+        self._labels: dict[str, str] = {}
 
     def check(self, cls: Any) -> None:
         """Raise TypeError or ValueError, saying why, unless `add(cls)` would take `cls`: a
@@ -69,9 +70,11 @@ class StrategyRegistry(Mapping[str, type[BaseStrategy]]):
             except StrategyError as e:
                 raise ValueError(f"default {e}") from None
 
-    def add(self, *classes: type[BaseStrategy]) -> None:
+    def add(self, *classes: type[BaseStrategy], label: str | None = None) -> None:
         """Register each class under its `name`, all or none: each is checked once (see
-        `check` for what is refused; two of one name are refused too), then all are added."""
+        `check` for what is refused; two of one name are refused too), then all are added.
+        `label`: what opens each line a strategy of them prints as it builds or updates (the
+        plugin registry's `plugin NAME (DIST VERSION): `; None for chatmem's own)."""
         names: set[str] = set()
         for cls in classes:
             self.check(cls)
@@ -80,6 +83,8 @@ class StrategyRegistry(Mapping[str, type[BaseStrategy]]):
             names.add(cls.name)
         for cls in classes:
             self._classes[cls.name] = cls
+            if label is not None:
+                self._labels[cls.name] = label
 
     def __getitem__(self, name: str) -> type[BaseStrategy]:
         return self._classes[name]
@@ -165,7 +170,7 @@ class StrategyRegistry(Mapping[str, type[BaseStrategy]]):
                                     f"(valid: {', '.join(self._classes)})"
                                     f"{did_you_mean(part.name, self._classes)}",
                                     listed=Listed.STRATEGIES)
-            members.append(_built(cls, part))
+            members.append(label_output(_built(cls, part), self._labels.get(part.name)))
         return CombinedStrategy(members) if len(members) > 1 else members[0]
 
     def strategy(self, text: str, params: Mapping[str, Any] | None = None) -> Strategy:
