@@ -56,7 +56,9 @@ class MessageCounts:
             # A user's message is sent as stored, and its count is of that: no calls for
             # the most of 150-300 candidates a build (`sent_text`, `_as_stored` inline).
             if role == "user":
-                sent = content
+                sent = quoting.day_lines_escaped(content)
+                if sent != content:
+                    stored = None  # its stored count is of the text as said
             else:
                 sent = sent_text(role, content)
                 if stored is not None and not _as_stored(role, content, sent):
@@ -94,14 +96,17 @@ def as_sent(record: MessageRecord) -> str:
 
 def sent_text(role: str, content: str) -> str:
     """`as_sent` of a message with this role and content: a reply without the reasoning it
-    opens with (reasoning.sent_reply)."""
+    opens with (reasoning.sent_reply), and no line of it that reads as a day line
+    (quoting.day_lines_escaped: recall puts those above messages)."""
     if role == "system":
-        return quoting.imported_system_block(content)
-    return sent_reply(content) if role == "assistant" else content
+        return quoting.imported_system_block(quoting.day_lines_escaped(content))
+    return quoting.day_lines_escaped(sent_reply(content) if role == "assistant" else content)
 
 
 def _as_stored(role: str, content: str, sent: str) -> bool:
     """Whether the store's count of a message stored as `content` is of `sent`: a system
     message's is of its quotation, a reply's of what the model said, its reasoning too (a
-    turn's commit), which it is sent without."""
-    return role != "assistant" or sent == content
+    turn's commit), which it is sent without; a day line escaped is a text of its own."""
+    if role == "system":
+        return sent == quoting.imported_system_block(content)
+    return sent == content

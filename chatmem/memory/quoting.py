@@ -12,6 +12,10 @@ above the block, not the role, is what tells the model how to read it.
 
 from __future__ import annotations
 
+import re
+
+from chatmem.text import INVISIBLE
+
 
 def escape(text: str) -> str:
     """`text` with the characters that could close a block or spell a marker escaped.
@@ -19,6 +23,34 @@ def escape(text: str) -> str:
     `&` stays as it is, so URLs with query strings reach the model verbatim.
     """
     return text.replace("<", "&lt;").replace(">", "&gt;")
+
+
+# A line that opens as the line recall sends above a message said on an earlier day
+# (context.said_line: `[2026-05-04 Monday]`), or as one in another writing would
+# (`[2026-05-04 星期一]`, `【2026年5月4日】`, `［２０２６-05-04］`): an opening bracket, then a
+# year and its separator.
+_BEFORE_BRACKET = " \t\u3000" + INVISIBLE
+_DAY_LINE = re.compile(rf"[{_BEFORE_BRACKET}]*[\[［【](?=[ \t\u3000]*\d{{4}}[-/.年])")
+
+
+def day_lines_escaped(text: str) -> str:
+    """`text` with each line that opens as a day line broken by a word joiner after its
+    bracket (as a template marker without angle brackets is, providers/local.py): a stored
+    message saying `[2020-01-01 Wednesday]` cannot pass for the line recall puts above a
+    message, which would date what follows it. A line ends at any break a model may read
+    as one (str.splitlines). `text` itself, at once, for text without an opening bracket:
+    a context's build asks it of hundreds of candidates."""
+    if "[" not in text and "［" not in text and "【" not in text:
+        return text
+    lines = text.splitlines(keepends=True)
+    changed = False
+    for i, line in enumerate(lines):
+        if line.lstrip(_BEFORE_BRACKET)[:1] in ("[", "［", "【"):
+            opening = _DAY_LINE.match(line)
+            if opening is not None:
+                lines[i] = f"{line[:opening.end()]}\u2060{line[opening.end():]}"
+                changed = True
+    return "".join(lines) if changed else text
 
 
 def data_block(tag: str, heading: str, text: str) -> str:

@@ -62,6 +62,9 @@ class ServedConversations:
         self.updates_after_answer = threading.BoundedSemaphore(UPDATES_AFTER_ANSWER)
         """Places for memory updates running after their turns were answered (Turn)."""
         self._moments = itertools.count()
+        self._memory_failing: OrderedDict[tuple[str, str, str], None] = OrderedDict()
+        """Conversations (location, name, the kind of notice) whose memory update failed
+        and has not run since (at most ANSWERED_KEPT): logged once, not every turn."""
         self._windows: OrderedDict[tuple[str, str], tuple[str, ...]] = OrderedDict()
         """Conversations no id names by the `window_key`s of the turn this server last
         answered in each and of the exchange before it (at most ANSWERED_KEPT): where a
@@ -126,6 +129,36 @@ class ServedConversations:
         if self.log is not None:
             for notice in notices:
                 self.log(f"{conversation}: {client_notice_text(notice, Client.API, settings)}")
+
+    def memory_told(self, location: str, conversation: str, notices: list[Notice],
+                    settings: Settings) -> None:
+        """A turn's memory update that failed (the helper model's 500 as it summarized or
+        extracted facts, a plugin's bug) or was never asked (HelperTooSmall) in the server's
+        log, once for each kind until that kind's update runs again: its client is answered
+        all the same, and the server's owner, who alone can mend the helper, learnt nothing
+        while memory stopped growing."""
+        from chatmem.notices import FactsFailed, HelperTooSmall, MemoryUpdateFailed, SummaryFailed
+        from chatmem.render.client_notices import client_notice_text
+        from chatmem.render.errors import Client
+
+        kinds = (SummaryFailed, FactsFailed, MemoryUpdateFailed, HelperTooSmall)
+        said = {kind: next((n for n in notices if isinstance(n, kind)), None) for kind in kinds}
+        new: list[Notice] = []
+        with self._turns_guard:
+            for kind, notice in said.items():
+                key = (location, conversation, kind.__name__)
+                if notice is None:
+                    self._memory_failing.pop(key, None)
+                    continue
+                if key not in self._memory_failing:
+                    new.append(notice)
+                self._memory_failing[key] = None
+                self._memory_failing.move_to_end(key)
+            while len(self._memory_failing) > ANSWERED_KEPT:
+                self._memory_failing.popitem(last=False)
+        if self.log is not None:
+            for failed in new:
+                self.log(f"{conversation}: {client_notice_text(failed, Client.API, settings)}")
 
     def model_failed(self, conversation: str, error: ProviderError) -> None:
         """The model's failure in full in the server's log: its client is told only that

@@ -219,6 +219,7 @@ class Turn:
         from chatmem.app.sessions import last_completed_turn_id, recorded_turn, turn_count
         from chatmem.config.settings import Source, SourceKind, for_model, with_options
         from chatmem.engine.resend import resend_last
+        from chatmem.store.records import TurnStatus
 
         asked = self.asked
         settings = self.settings
@@ -343,6 +344,8 @@ class Turn:
                 if not self._noted:
                     stored(ws, engine, result)  # not ok (cancelled): no update followed
                 self._answer(result)  # if no place was free for an update after its answer
+                if result.status == TurnStatus.OK:  # else no update ran
+                    proxy.memory_told(where, asked.conversation, result.notices, self.settings)
                 # Held until here, memory's update included: the conversation's next request
                 # (another model's or strategy's engine too) is built on what it made.
             engine.between_turns()
