@@ -143,7 +143,9 @@ def test_an_anchor_the_summarizer_drops_is_pinned_in_the_next_context(
     boundary = engine.state.get("summary-buffer")["boundary_turn"]
     assert len(result.notices) == 1
     assert isinstance(notice := result.notices[0], SummaryUpdated)
-    assert (notice.version, notice.upto, notice.unit) == (1, boundary, "words")
+    # The summary's change counts the Chinese statement's characters beside the notes' words.
+    unit = "words" if statement.isascii() else "characters and words"
+    assert (notice.version, notice.upto, notice.unit) == (1, boundary, unit)
     assert (notice.pinned, notice.unpinned, notice.released) == ((anchor,), (), ())
     context = engine.build_context("what did I say?")
     facts = context.part("facts")
