@@ -56,9 +56,11 @@ class MessageCounts:
             # A user's message is sent as stored, and its count is of that: no calls for
             # the most of 150-300 candidates a build (`sent_text`, `_as_stored` inline).
             if role == "user":
-                sent = quoting.day_lines_escaped(content)
-                if sent != content:
-                    stored = None  # its stored count is of the text as said
+                sent = content
+                if "[" in content or "［" in content or "【" in content:  # a call only then
+                    sent = quoting.day_lines_escaped(content)
+                    if sent != content:
+                        stored = None  # its stored count is of the text as said
             else:
                 sent = sent_text(role, content)
                 if stored is not None and not _as_stored(role, content, sent):
