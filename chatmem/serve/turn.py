@@ -47,11 +47,11 @@ TURN_HEADER = "X-Chatmem-Turn"
 STORED_AS_HEADER = "X-Chatmem-Stored-As"
 """How the request's turn was stored: `new-session` (the conversation held nothing before),
 `next-turn`, `replaced-last-turn` (a regenerate or an edit of the last message),
-`next-turn-last-kept` (it looked like an edit of the last message, but nothing showed that
-exchange was this client's: it stays, and the request is a turn of its own), or `branched`
-(the client's history left the stored one earlier: an earlier message edited or asked
-again; the id now names a new session holding the client's history, and the one it named
-is kept under another name, which the server's log says)."""
+`next-turn-last-kept` (it looked like an edit of the last message, but that exchange was
+not shown to be this client's, or memory holds it: it stays, the request a turn of its own),
+or `branched` (the client's history left the stored one earlier: an earlier message
+edited or asked again; the id now names a new session holding the client's history, and
+the one it named is kept under another name, which the server's log says)."""
 DISCONNECT_POLL = 0.2
 """Seconds between looks at whether the client of a reply that is not streamed is there."""
 DONE = object()
@@ -327,7 +327,7 @@ class Turn:
                     self.turn_id = f"{asked.conversation}@{held}"
                     self.stored_as = "replaced-last-turn"
                     # Not a turn it may replace (one a summary was made from, or messages
-                    # imported without a turn): then it is a turn of its own.
+                    # imported without a turn): a turn of its own then, that exchange kept.
                     with suppress(TurnNotReplaceable, NotFound):
                         result = resend_last(engine, asked.text, on_delta=self._delta,
                                              on_reply_end=self._reply_end,
@@ -335,7 +335,7 @@ class Turn:
                                              speaker=asked.speaker, on_stored=on_stored)
                     if result is None:
                         self.turn_id = f"{asked.conversation}@{held + 1}"
-                        self.stored_as = "next-turn"
+                        self.stored_as = "next-turn-last-kept"
                 if result is None:
                     result = engine.run_turn(asked.text, on_delta=self._delta,
                                              on_reply_end=self._reply_end,

@@ -8,7 +8,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
-from urllib.parse import unquote
+from urllib.parse import quote, unquote
 
 import pytest
 from chat_server import ChatServer
@@ -246,3 +246,37 @@ def test_a_message_sent_while_the_last_was_being_answered_is_not_taken_for_its_e
                                      ("bob: 我后天到", "ok", False)]}
     # The second's model got the first's exchange.
     assert "alice: 我明天到" in [m["content"] for m in chat_server.requests[-1]["messages"]]
+
+
+
+@pytest.fixture
+def summarizing_proxy(chat_server: ChatServer, db_path: Path) -> Iterator[RunningProxy]:
+    settings = Settings(provider="openai", base_url=chat_server.base_url, model="test-small",
+                        db=str(db_path))
+    with RunningProxy(settings, strategy="summary") as running:
+        yield running
+
+
+@pytest.mark.parametrize(("name", "question", "edited"), [
+    ("summed", "My dog is called Rex.", "My dog is called Fido."),
+    ("总结", "我的狗叫旺财。", "我的狗叫来福。"),
+])
+def test_an_edit_memory_already_holds_says_the_last_exchange_stayed(
+        summarizing_proxy: RunningProxy, db_path: Path, name: str, question: str,
+        edited: str) -> None:
+    """Under `summary` a turn is summarized right after it is answered, so a regenerate or
+    an edit of the last message cannot replace it (memory built on a reply must not outlive
+    it): the request is a turn of its own, as it must be, but it said `next-turn`, so a
+    client could not tell that the exchange it meant to replace stayed in memory."""
+    for conversation, again in ((f"{name}-regenerated", question), (f"{name}-edited", edited)):
+        ask = asker(summarizing_proxy,
+                    extra_headers={"X-Chatmem-Conversation": quote(conversation)})
+        opening = [{"role": "user", "content": "Hello 你好"}]
+        reply, _, _ = ask(opening)
+        history = [*opening, {"role": "assistant", "content": reply}]
+        assert ask([*history, {"role": "user", "content": question}])[1:] == (
+            f"{conversation}@2", "next-turn")
+        assert ask([*history, {"role": "user", "content": again}])[1:] == (
+            f"{conversation}@3", "next-turn-last-kept")
+        assert turns(db_path)[conversation] == [
+            ("Hello 你好", "ok", False), (question, "ok", False), (again, "ok", False)]
