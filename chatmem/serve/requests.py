@@ -69,7 +69,9 @@ CHECKED_AS_OPTIONS = ("top_k", "min_p")
 
 
 def _stop_words(value: Any) -> bool:
-    return isinstance(value, str) or (isinstance(value, list) and 0 < len(value) <= 4
+    # Any number: OpenAI takes 4, llama.cpp, vLLM and Ollama more (a group chat's names), and
+    # a model that takes fewer refuses the request naming `stop`, as for any field.
+    return isinstance(value, str) or (isinstance(value, list) and len(value) > 0
                                       and all(isinstance(v, str) for v in value))
 
 
@@ -80,7 +82,7 @@ def _bias(value: Any) -> bool:
 
 
 PASSED_ON: dict[str, tuple[Callable[[Any], bool], str]] = {
-    "stop": (_stop_words, "a string or a list of up to 4 strings"),
+    "stop": (_stop_words, "a string or a list of strings"),
     "response_format": (lambda v: isinstance(v, dict) and isinstance(v.get("type"), str),
                         'an object with a "type", e.g. {"type": "json_object"}'),
     "logit_bias": (_bias, "an object of token ids to numbers from -100 to 100"),

@@ -786,7 +786,7 @@ def test_what_a_client_gets_wrong_is_a_400_that_names_it_and_stores_nothing(
             ('{"messages": [{"role": "user", "content": "你好"}], "max_tokens": -%s}'
              % ("9" * 5000), "max_tokens", "max_tokens must be a whole number of 1 or more"),
             ({"messages": [{"role": "user", "content": "hi"}], "stop": ["a", 1]},
-             "stop", "stop must be a string or a list of up to 4 strings"),
+             "stop", "stop must be a string or a list of strings"),
             ({"messages": [{"role": "user", "content": "hi"}], "response_format": "json"},
              "response_format",
              'response_format must be an object with a "type", e.g. {"type": "json_object"}'),

@@ -144,3 +144,23 @@ def test_no_stop_words_and_a_cap_of_minus_one_ask_for_nothing(
         sent = chat_server.requests[-1]
     assert "stop" not in sent
     assert sent["max_tokens"] == 77
+
+
+def test_more_than_four_stop_words_reach_the_model_as_given(
+        chat_server: ChatServer, db_path: Path) -> None:
+    """SillyTavern's group chats stop at each member's name, and Continue at a local model's
+    template markers: more than OpenAI's 4, which llama.cpp, vLLM and Ollama take. Each
+    request of such a client was refused (400, stop) before the model saw it, whatever it
+    takes; the model's own refusal is passed on naming the field, as for any field."""
+    settings = Settings(provider="openai", base_url=chat_server.base_url, model="test-small",
+                        db=str(db_path))
+    stop = ["\nAlice:", "\nBob:", "\n小明：", "\n小红：", "<|eot_id|>", "<|im_end|>"]
+    with RunningProxy(settings, strategy="window") as proxy:
+        ask(proxy, "group", [{"role": "user", "name": "Alice", "content": "大家好"}], stop=stop)
+        assert chat_server.requests[-1]["stop"] == stop
+        chat_server.refuses = "stop"  # as api.openai.com refuses a fifth
+        refused = httpx.post(f"{proxy.base_url}/chat/completions", timeout=HANG,
+                             headers={"X-Chatmem-Conversation": "group"},
+                             json={"model": "test-small", "stop": stop, "messages": [
+                                 {"role": "user", "name": "Bob", "content": "Hi all"}]})
+        assert refused.status_code == 400 and refused.json()["error"]["param"] == "stop"
