@@ -50,10 +50,13 @@ conversations, 16 of the 40 threads stay free for the calls that need no convers
 total, not the share, is what protects the threads."""
 
 
-LINED_UP = {"record_turn": "record"}
-"""Tools whose calls on one conversation run in the order they came, and the purpose of
-the kept engine they run on (`Memory.in_conversation`): a client that records its turns
-without waiting for each answer has them stored in the order it sent them."""
+LINED_UP = {"record_turn": ("record", "conversation_id"),
+            "start_conversation": ("record", "name")}
+"""Tools whose calls on one conversation run in the order they came: the purpose of the
+kept engine they run on (`Memory.in_conversation`), and the argument naming the
+conversation. A client that records its turns without waiting for each answer has them
+stored in the order it sent them, after the start_conversation sent before them (a model's
+parallel calls): a turn that overtook its start was refused, no session of that name."""
 
 _PLACE: ContextVar[Place | None] = ContextVar("chatmem_mcp_place", default=None)
 """The place a call took in its conversation's line as it came (`Memory.lined_up`); the
@@ -111,8 +114,8 @@ class Memory:
         calls come in the order the client sent them): one of LINED_UP takes its place in
         its conversation's line, or is refused busy then; the place is left when the call
         ends, whether or not its job ran."""
-        purpose = LINED_UP.get(tool)
-        conversation_id = arguments.get("conversation_id")
+        purpose, naming = LINED_UP.get(tool, (None, ""))
+        conversation_id = arguments.get(naming)
         if purpose is None or not isinstance(conversation_id, str):
             yield
             return

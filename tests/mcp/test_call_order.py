@@ -161,3 +161,47 @@ def test_turns_sent_just_before_stdin_ends_are_all_stored_and_answered(
     answered = {a["id"]: a for a in map(json.loads, said.rest().splitlines()) if "id" in a}
     assert [answered[request_id]["result"]["structuredContent"]["turn"]
             for request_id in sent] == list(range(1, len(sent) + 1))
+
+
+@pytest.mark.parametrize("name", ["trip", "旅行"])
+def test_a_turn_sent_right_after_its_start_conversation_waits_for_it(
+        tmp_path: Path, name: str) -> None:
+    """A client that starts a conversation and records its first turn without waiting for
+    the first answer (a model's parallel tool calls: the handle is the name it chose) had the
+    turn refused, "no session named", whenever the start was slower than the turn's look
+    for the session (here: another process writing the history while both come)."""
+    import sqlite3
+
+    db = tmp_path / "h.db"
+    server = subprocess.Popen(
+        [sys.executable, "-m", "chatmem", "mcp", "--db", str(db), "--provider", "scripted"],
+        stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+        env=dict(os.environ))
+    assert server.stdin is not None and server.stdout is not None
+    said = Watched(server.stdout)
+    try:
+        server.stdin.write(line(0, "initialize", {
+            "protocolVersion": "2025-06-18", "capabilities": {},
+            "clientInfo": {"name": "parallel", "version": "1"}}))
+        server.stdin.write(b'{"jsonrpc": "2.0", "method": "notifications/initialized"}\n')
+        server.stdin.write(line(1, "tools/call", {"name": "start_conversation",
+                                                  "arguments": {"name": "warm"}}))
+        server.stdin.flush()
+        answers(said, {0, 1})  # the history exists
+        writer = sqlite3.connect(db, isolation_level=None)
+        writer.execute("BEGIN IMMEDIATE")  # another process's write under way
+        server.stdin.write(line(2, "tools/call", {"name": "start_conversation",
+                                                  "arguments": {"name": name}}))
+        server.stdin.write(line(3, "tools/call", {"name": "record_turn", "arguments": {
+            "conversation_id": name, "user": "我们五月去杭州", "assistant": "好的。"}}))
+        server.stdin.flush()
+        time.sleep(1)
+        writer.execute("ROLLBACK")
+        writer.close()
+        answered = answers(said, {2, 3})
+    finally:
+        server.stdin.close()
+        server.wait(timeout=HANG)
+    assert answered[2]["result"]["structuredContent"]["created"] is True
+    assert answered[3]["result"].get("isError", False) is False, answered[3]
+    assert answered[3]["result"]["structuredContent"]["turn"] == 1
