@@ -59,6 +59,11 @@ _WORD_SPACE = r"\s+"
 _NUMBER_GLUE = ".,"
 _APOSTROPHES = dict.fromkeys(map(ord, "\u2018\u2019\u02bc"), "'")
 """Apostrophes a phone or a word processor types for `'`."""
+_TYPED_FOR = {**_APOSTROPHES, **dict.fromkeys(map(ord, "\u2010\u2011\u2012\u2013\u2212\ufe63"),
+                                              "-")}
+"""And hyphens and dashes one types for `-` (a non-breaking hyphen, a figure dash, an en
+dash, a minus): ORD‑7731‑QX and 415‒555‒0142 write ORD-7731-QX and 415-555-0142. Not the
+em dash, which parts words (a—b)."""
 _DRAWN_NOTHING: dict[int, None] = dict.fromkeys(map(ord, INVISIBLE))
 _HALF_WIDTH_VOICING = "\uff9e\uff9f"
 
@@ -92,7 +97,7 @@ def fold(text: str, wide: bool = False) -> str:
     then Unicode's default caseless matching (case folded, canonically decomposed, so ß is
     ss), with Turkish dotted and dotless i as one letter (İstanbul, ISTANBUL, ıstanbul:
     people type the name on whatever keyboard they have)."""
-    text = fts.folded(text.translate(_APOSTROPHES), exact=not wide)
+    text = fts.folded(text.translate(_TYPED_FOR), exact=not wide)
     folded = unicodedata.normalize("NFD", text.casefold())
     return folded.replace("\u0131", "i").replace("i\u0307", "i")
 
