@@ -73,8 +73,12 @@ def fact_line(fact: FactRecord, session: str | None = None, speaker: str | None 
     if speaker:
         item.append(speaker)
     line = json.dumps(item, ensure_ascii=False, separators=(",", ":"))
-    # Escaped, a value can never spell the closing marker.
-    return line.replace("<", "\\u003c").replace(">", "\\u003e")
+    # Escaped, a value can never spell the closing marker, nor break its line where a model
+    # reads a break (json.dumps leaves U+2028, U+2029 and U+0085 as they are).
+    return line.translate(_ESCAPED)
+
+
+_ESCAPED = {ord(c): f"\\u{ord(c):04x}" for c in "<>\u2028\u2029\x85"}
 
 
 def render_block(facts: Sequence[FactRecord], origins: Mapping[int, str] | None = None,

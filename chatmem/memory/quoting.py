@@ -27,10 +27,18 @@ def escape(text: str) -> str:
 
 # A line that opens as the line recall sends above a message said on an earlier day
 # (context.said_line: `[2026-05-04 Monday]`), or as one in another writing would
-# (`[2026-05-04 星期一]`, `【2026年5月4日】`, `［２０２６-05-04］`): an opening bracket, then a
-# year and its separator.
-_BEFORE_BRACKET = " \t\u3000" + INVISIBLE
-_DAY_LINE = re.compile(rf"[{_BEFORE_BRACKET}]*[\[［【](?=[ \t\u3000]*\d{{4}}[-/.年])")
+# (`[2026-05-04 星期一]`, `【2026年5月4日】`, `［２０２６－０５－０４］`,
+# `[二〇二六年五月四日]`): an opening bracket, then a year and its separator. Any space a
+# model reads as one may stand around the bracket (a no-break space, an em space), and
+# marks that draw nothing before it (bidi marks as much as zero-width ones); the separator
+# is any hyphen or dash a keyboard or an input method types.
+_SPACES = " \t\u00a0\u1680\u2000-\u200a\u202f\u205f\u3000"
+_BEFORE_BRACKET = (" \t\u00a0\u1680" + "".join(map(chr, range(0x2000, 0x200B)))
+                   + "\u202f\u205f\u3000\u061c\u200e\u200f\u202a\u202b\u202c\u202d\u202e"
+                   + "\u2066\u2067\u2068\u2069" + INVISIBLE)
+_DAY_LINE = re.compile(
+    rf"[{re.escape(_BEFORE_BRACKET)}]*[\[［【]"
+    rf"(?=[{_SPACES}]*(?:\d{{4}}|[〇零一二三四五六七八九]{{4}})[-/.年\u2010-\u2015\u2212－／．])")
 
 
 def day_lines_escaped(text: str) -> str:

@@ -6,7 +6,9 @@ user, never erased: perhaps someone else."""
 from __future__ import annotations
 
 import unicodedata
+from bisect import bisect_left
 from collections.abc import Iterable
+from itertools import accumulate
 
 from chatmem.privacy.mentions import Span, all_spans, kept_spans, mention_spans
 
@@ -21,7 +23,7 @@ def other_spellings(text: str, values: Iterable[str], keep: Iterable[str] = ()) 
         return []
     taken = all_spans(text, values, keep) + kept_spans(text, values, keep)
     wide = sorted({s for value in values for s in mention_spans(text, value, wide=True)})
-    return [s for s in wide if not any(t.start < s.end and s.start < t.end for t in taken)]
+    return _clear_of(wide, taken)
 
 
 def other_numbers(text: str, values: Iterable[str]) -> list[Span]:
@@ -33,7 +35,23 @@ def other_numbers(text: str, values: Iterable[str]) -> list[Span]:
     values = list(values)
     taken = all_spans(text, values)
     maybe = sorted({Span(*s) for value in values for s in find(text, value).unsure})
-    return [s for s in maybe if not any(t.start < s.end and s.start < t.end for t in taken)]
+    return _clear_of(maybe, taken)
+
+
+def _clear_of(spans: list[Span], taken: list[Span]) -> list[Span]:
+    """`spans` that overlap none of `taken`. Each looked through every one taken: a 200 KB
+    message of numbers took 6.5 s a look, and a purge looks twice."""
+    ordered = sorted(taken)
+    starts = [t.start for t in ordered]
+    # The furthest any span taken so far reaches: one starting before s ends overlaps s
+    # when it reaches past s's start.
+    reach = list(accumulate((t.end for t in ordered), max))
+    clear = []
+    for s in spans:
+        before = bisect_left(starts, s.end)
+        if before == 0 or reach[before - 1] <= s.start:
+            clear.append(s)
+    return clear
 
 
 def spelled_otherwise(value: str) -> list[tuple[str, str]]:

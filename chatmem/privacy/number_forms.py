@@ -214,7 +214,15 @@ def _numbers(text: str) -> list[_Number]:
     return sorted(found, key=lambda n: n.start)
 
 
+_LONGEST_NUMBER = 100
+"""Characters of digits past which a run is no amount (a pasted id, a computed constant):
+Python refuses to read an int of more than 4,300 digits, which made a purge of any amount
+fail on a message holding such a run, the value left everywhere."""
+
+
 def _digit_value(m: re.Match[str]) -> Fraction | None:
+    if m.end() - m.start() > _LONGEST_NUMBER:
+        return None
     number = Fraction(re.sub(r"[,_'\u00a0\u202f]", "", m["n"]))
     if m["scale"]:
         scale = m["scale"].casefold()

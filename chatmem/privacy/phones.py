@@ -32,7 +32,7 @@ if TYPE_CHECKING:
 
     from phonenumbers import PhoneNumber
 
-_GAP = r"[ \u00a0\u3000().\-/\u2010\u2011\u2013\uff08\uff09\uff0d\uff0e]{1,3}"
+_GAP = r"[ \u00a0\u3000().\-/\u2010-\u2013\u2212\uff08\uff09\uff0d\uff0e]{1,3}"
 """What may stand between two digit groups of one number: a space, a dash, a dot, a slash,
 a parenthesis, in ASCII or full width, up to three of them (`) `, ` - `); never a newline."""
 _RUN = re.compile(rf"[+\uff0b]?[(\uff08]?\d+(?:{_GAP}\d+)*")

@@ -111,3 +111,27 @@ def test_an_amount_said_thousands_of_times_costs_time_linear_in_the_text(
     purge of €900, a 60 KB Chinese table 3 s of 15000."""
     assert_linear(lambda text: erase_mentions(text, [value]), lambda n: unit * n, 500, value)
     assert erase_mentions(unit * 3, [value]).count(F) == (0 if value == "15000" else 3)
+
+
+@pytest.mark.parametrize(("value", "run"), [
+    ("15000", "15000" + "7" * 5000),  # past the 4,300 digits Python reads as an int
+    ("€900", "0." + "9" * 5000),
+    ("15000", "1万" + "5" * 5000 + "千"),
+    ("一万五千", "8" * 5000 + "万"),
+])
+def test_a_message_holding_a_run_of_thousands_of_digits_is_purged_like_any(
+        tmp_path: Path, value: str, run: str) -> None:
+    """Every number a purge read was made an int, and Python refuses a string of more than
+    4,300 digits: a message pasting such a run (an id, digits of pi) made `facts forget
+    --purge` of any amount end in a ValueError's traceback, the value left in every
+    message. Such a run is no amount; the value beside it is erased as in any message."""
+    said = f"It is {value} now. {run}"
+    db = str(tmp_path / "h.db")
+    with Store(db) as store:
+        session = store.sessions.create_session("s", "buffer", user="me").id
+        store.history.import_messages(session, [{"role": "user", "content": said}])
+        fact = store.facts.upsert_fact("amount", value, scope="user", user="me").id
+    invoke("facts", "forget", str(fact), "--purge", "--yes", "--db", db, code=0)
+    with Store(db) as store:
+        (message,) = store.history.messages(session)
+    assert message.content == f"It is {F} now. {run}"  # a longer number holds no mention
