@@ -10,11 +10,11 @@ from chatmem.store import steps
 from chatmem.store.connection import Connection, fetch_rows, fetch_value
 from chatmem.store.postgres_writers import written_by_owner
 from chatmem.store.records import (
-    COUNTED_MESSAGES,
     MESSAGE_COLUMNS,
     MOST_INTEGER,
     AccessLevel,
     MessageRecord,
+    counted_messages,
 )
 from chatmem.store.state_coverage import SPEAKERS_OWNER
 
@@ -51,8 +51,8 @@ class MessageTables:
         under `tokenizer` (None: not counted there): one statement, where the messages and
         then their counts were two for every context a turn builds."""
         rows = self._db.execute(
-            f"{COUNTED_MESSAGES} WHERE m.session_id = ? AND m.turn >= ? AND m.superseded = 0"
-            " AND m.turn <= ?"
+            f"{counted_messages(self._db.kind)} WHERE m.session_id = ? AND m.turn >= ?"
+            " AND m.superseded = 0 AND m.turn <= ?"
             " ORDER BY m.position", [tokenizer, session_id, first_turn, last_turn])
         return [(MessageRecord(*row), tokens) for *row, tokens in rows]
 
