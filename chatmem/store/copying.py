@@ -20,6 +20,7 @@ from chatmem import fts
 from chatmem.errors import NotFound, StoreError, UsageError
 from chatmem.store import steps
 from chatmem.store.connection import fetch_rows, fetch_value
+from chatmem.store.postgres_writers import trusted_count
 from chatmem.store.records import FactRecord
 from chatmem.store.restored_facts import ProfileValue, is_live, repeated_profile_facts
 from chatmem.store.session_names import is_reserved, is_session_name, normal_name
@@ -165,6 +166,9 @@ def copy_sessions(source: Store, target: Store,
                 # grantee's summary copied in would be the copier's own in the target.
                 where = (f"({where}) AND ({table.name}.strategy = '{SPEAKERS_OWNER}' OR 1 = 1"
                          f"{source.memory.trusted(table.name, f'{table.name}.strategy')})")
+            if table.name == "token_counts":
+                # Nor a count the copier does not read as hers (p026).
+                where = f"({where}){trusted_count(source.db.kind, 'token_counts')}"
             rows = fetch_rows(source.db, f"SELECT * FROM {table.name} WHERE {where} ORDER BY "
                               f"{'id' if table.keyed else '1'}", params)
             if table.name == "facts":

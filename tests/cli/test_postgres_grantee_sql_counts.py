@@ -9,7 +9,7 @@ import json
 from pathlib import Path
 
 import pytest
-from cli_runner import run
+from cli_runner import invoke, run
 from grantees import sql_as
 from pg import Team
 
@@ -67,6 +67,10 @@ def test_counts_a_grantee_zeroes_by_sql_are_not_her_budget(
                            " SELECT id, %s, 1 FROM messages WHERE session_id = %s",
                       [tokenizer, session_id]) > 0
     assert budget(ann, config) == before
+    # Nor does her copy of the session into a file take his counts as hers.
+    copy = tmp_path / "mine.db"
+    invoke("sessions", "copy", "--from", ann, "--to", str(copy), "proj", code=0)
+    assert budget(str(copy), config) == before
     # Her next turn counts what she sends anew; her budget after it is as a fresh count's.
     run(ann, "ask", "proj", "ok", "--config", str(config), code=0)
     after = budget(ann, config)
