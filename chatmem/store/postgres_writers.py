@@ -177,6 +177,16 @@ def trusted_by_reader(alias: str) -> str:
             f" OR {alias}.writer = current_user)")
 
 
+def trusted_memory(alias: str, strategy: str) -> str:
+    """A condition true of a row of `alias` (summaries, strategy_state) whose strategy
+    (`strategy`, SQL) has derived memory the reader trusts in its session: the row is
+    trusted and no state row of that strategy is not (store.memory_state reads such a
+    strategy's memory as a whole as absent)."""
+    return (f"{trusted_by_reader(alias)} AND NOT EXISTS (SELECT 1 FROM strategy_state t"
+            f" WHERE t.session_id = {alias}.session_id AND t.strategy = {strategy}"
+            f" AND NOT {trusted_by_reader('t')})")
+
+
 # p026: a token count says who wrote it too. A count is a message's, and any role that may
 # write the message's session may write it: a write share's grantee ran `UPDATE token_counts
 # SET tokens = 0` on the owner's messages and her budget read them (a tokens session's
