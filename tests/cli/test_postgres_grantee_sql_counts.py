@@ -71,6 +71,9 @@ def test_counts_a_grantee_zeroes_by_sql_are_not_her_budget(
     copy = tmp_path / "mine.db"
     invoke("sessions", "copy", "--from", ann, "--to", str(copy), "proj", code=0)
     assert budget(str(copy), config) == before
+    # Nor her fork of it.
+    run(ann, "sessions", "fork", "proj", "分支", code=0)
+    assert budget(ann, config, "分支") == before
     # Her next turn counts what she sends anew; her budget after it is as a fresh count's.
     run(ann, "ask", "proj", "ok", "--config", str(config), code=0)
     after = budget(ann, config)
