@@ -38,9 +38,16 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from chatmem.store.backend import Statements
+from chatmem.store.postgres_writers import trusted_count
 
 FORMAT = 2
 _CHUNK = 500
+
+
+def _trusted(db: Statements) -> str:
+    """` AND` a condition true of a count (`c`) this reader trusts (p026: not another role's
+    on PostgreSQL). A migration's SQLite connection has no `kind`: a file's."""
+    return trusted_count(getattr(db, "kind", "sqlite"), "c")
 
 
 def _fetch(db: Statements, sql: str, params: Sequence[Any]) -> list[tuple[Any, ...]]:
@@ -59,7 +66,7 @@ def _stored(
         for row in _fetch(
             db,
             "SELECT m.id, m.position, m.role, m.content, m.turn, c.tokens FROM messages m"
-            " LEFT JOIN token_counts c ON c.message_id = m.id AND c.tokenizer = ?"
+            f" LEFT JOIN token_counts c ON c.message_id = m.id AND c.tokenizer = ?{_trusted(db)}"
             # "+": find the rows by id, never by reading the session through its index.
             f" WHERE m.id IN ({marks}) AND +m.session_id = ?",
             [tokenizer, *chunk, session_id],
@@ -119,9 +126,11 @@ def compact(
         # so the new messages' upsert clause changes nothing for these.
         save_token_counts(db, tokenizer, {**newly_counted, **counted})
     elif newly_counted:
+        # A count this reader does not trust (another role's: _trusted) reads as missing
+        # and is replaced by its own.
         db.executemany(
             "INSERT INTO token_counts (message_id, tokenizer, tokens) VALUES (?, ?, ?)"
-            " ON CONFLICT DO NOTHING",
+            " ON CONFLICT (message_id, tokenizer) DO UPDATE SET tokens = excluded.tokens",
             [(i, tokenizer, n) for i, n in newly_counted.items()],
         )
     return {**context, "parts": compacted, "format": FORMAT}
@@ -159,6 +168,7 @@ def expand(
                 db,
                 "SELECT m.id, m.role, m.content, m.turn, m.position, c.tokens FROM messages m"
                 " LEFT JOIN token_counts c ON c.message_id = m.id AND c.tokenizer = ?"
+                f"{_trusted(db)}"
                 " WHERE m.session_id = ? AND m.position BETWEEN ? AND ? ORDER BY m.position",
                 [tokenizer, session_id, item["from"], item["to"]],
             )

@@ -20,6 +20,7 @@ from chatmem import fts
 from chatmem.errors import NotFound, StoreError, UsageError
 from chatmem.store import steps
 from chatmem.store.connection import fetch_rows, fetch_value
+from chatmem.store.postgres_writers import trusted_by_reader, trusted_count, trusted_memory
 from chatmem.store.records import FactRecord
 from chatmem.store.restored_facts import ProfileValue, is_live, repeated_profile_facts
 from chatmem.store.session_names import is_reserved, is_session_name, normal_name
@@ -160,11 +161,17 @@ def copy_sessions(source: Store, target: Store,
     with target.write():
         for table in TABLES:
             where, params = _rows_of(table, marks, ids, new_ids)
-            if table.name in _DERIVED:
+            if table.name in _DERIVED and source.db.kind == "postgresql":
                 # Only the derived memory the copier reads as the session's (p025): a write
-                # grantee's summary copied in would be the copier's own in the target.
-                where = (f"({where}) AND ({table.name}.strategy = '{SPEAKERS_OWNER}' OR 1 = 1"
-                         f"{source.memory.trusted(table.name, f'{table.name}.strategy')})")
+                # grantee's summary copied in would be the copier's own in the target. A
+                # group chat's kept speakers are trusted row by row, as they are read.
+                where = (f"({where}) AND ({table.name}.strategy = '{SPEAKERS_OWNER}' AND"
+                         f" {trusted_by_reader(table.name)} OR {table.name}.strategy <>"
+                         f" '{SPEAKERS_OWNER}' AND"
+                         f" {trusted_memory(table.name, f'{table.name}.strategy')})")
+            if table.name == "token_counts":
+                # Nor a count the copier does not read as hers (p026).
+                where = f"({where}){trusted_count(source.db.kind, 'token_counts')}"
             rows = fetch_rows(source.db, f"SELECT * FROM {table.name} WHERE {where} ORDER BY "
                               f"{'id' if table.keyed else '1'}", params)
             if table.name == "facts":

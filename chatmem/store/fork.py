@@ -23,6 +23,7 @@ from chatmem.store import steps
 from chatmem.store.connection import Connection, fetch_rows, fetch_value
 from chatmem.store.memory_state import MemoryTables
 from chatmem.store.messages import MessageTables
+from chatmem.store.postgres_writers import trusted_count
 from chatmem.store.recall import pause
 from chatmem.store.records import AccessLevel, SessionRecord
 from chatmem.store.sessions import SessionTables
@@ -214,13 +215,15 @@ class ForkTables:
                 progress(start + len(batch), len(messages))
         if not ids:
             return ids
-        # Token counts are per message content: the copy costs what the original did.
+        # Token counts are per message content: the copy costs what the original did. Only
+        # the counts the forker trusts (p026): another's would be the forker's in the fork.
         copies_of = ("FROM messages n JOIN messages o ON o.session_id = ?"
                      " AND o.position = n.position")
         self._db.execute(
             "INSERT INTO token_counts (message_id, tokenizer, tokens)"
             f" SELECT n.id, t.tokenizer, t.tokens {copies_of}"
-            " JOIN token_counts t ON t.message_id = o.id WHERE n.session_id = ?",
+            " JOIN token_counts t ON t.message_id = o.id"
+            f"{trusted_count(self._db.kind, 't')} WHERE n.session_id = ?",
             [source_id, new_id])
         for model in self._vector_models():
             self._db.execute(

@@ -8,13 +8,13 @@ from typing import Any
 
 from chatmem.store import steps
 from chatmem.store.connection import Connection, fetch_rows, fetch_value
-from chatmem.store.postgres_writers import written_by_owner
+from chatmem.store.postgres_writers import trusted_by_reader, written_by_owner
 from chatmem.store.records import (
-    COUNTED_MESSAGES,
     MESSAGE_COLUMNS,
     MOST_INTEGER,
     AccessLevel,
     MessageRecord,
+    counted_messages,
 )
 from chatmem.store.state_coverage import SPEAKERS_OWNER
 
@@ -51,8 +51,8 @@ class MessageTables:
         under `tokenizer` (None: not counted there): one statement, where the messages and
         then their counts were two for every context a turn builds."""
         rows = self._db.execute(
-            f"{COUNTED_MESSAGES} WHERE m.session_id = ? AND m.turn >= ? AND m.superseded = 0"
-            " AND m.turn <= ?"
+            f"{counted_messages(self._db.kind)} WHERE m.session_id = ? AND m.turn >= ?"
+            " AND m.superseded = 0 AND m.turn <= ?"
             " ORDER BY m.position", [tokenizer, session_id, first_turn, last_turn])
         return [(MessageRecord(*row), tokens) for *row, tokens in rows]
 
@@ -142,8 +142,13 @@ class MessageTables:
         """The speakers the session keeps by message position (steps.keep_speakers), in one
         read: few messages of a group chat, none of a single user's."""
         kept: dict[int, str] = {}
+        # On PostgreSQL only as the reader or the session's owner kept them (p025's
+        # `writer`): a write share's grantee who kept a speaker of her message by plain SQL
+        # made her words another's (out of her profile, named as his in her context).
+        trusted = (f" AND {trusted_by_reader('strategy_state')}"
+                   if self._db.kind == "postgresql" else "")
         for row in fetch_rows(self._db, "SELECT key, value FROM strategy_state"
-                              " WHERE session_id = ? AND strategy = ?",
+                              f" WHERE session_id = ? AND strategy = ?{trusted}",
                               [session_id, SPEAKERS_OWNER]):
             speaker = _speaker(f'{{"speaker": {row["value"]}}}')
             if speaker is not None and str(row["key"]).isdigit():

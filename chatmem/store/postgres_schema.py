@@ -226,6 +226,14 @@ def p025_derived_memory_says_who_wrote_it(execute: Execute) -> None:
     postgres_writers.stamp_derived_writers(execute)
 
 
+def p026_token_counts_say_who_wrote_them(execute: Execute) -> None:
+    """Every token count inserted or changed from now on says which role wrote it (`writer`,
+    set by the server): a write share's grantee set the owner's counts to 0 by plain SQL and
+    her next context overran her budget. A reader trusts only a count it or the session's
+    owner wrote, and counts any other again (postgres_writers)."""
+    postgres_writers.stamp_count_writers(execute)
+
+
 MIGRATION_LIST: MigrationList[Migration] = MigrationList()
 for _migration in (
     p001_schema,
@@ -253,6 +261,7 @@ for _migration in (
     p023_who_wrote_a_row,
     p024_grantee_facts_are_his,
     p025_derived_memory_says_who_wrote_it,
+    p026_token_counts_say_who_wrote_them,
 ):
     MIGRATION_LIST.add(_migration)
 MIGRATIONS = MIGRATION_LIST.functions

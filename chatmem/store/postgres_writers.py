@@ -1,5 +1,5 @@
 """Who inserted a message or a turn: p023; who stated a session fact, who wrote a copy: p024;
-who wrote a summary or a strategy's state: p025.
+who wrote a summary or a strategy's state: p025; who wrote a token count: p026.
 
 A row's `owner` is its session's owner whoever wrote it (postgres_access), so a write
 share's grantee who inserted a message and a turn into the owner's session by plain SQL,
@@ -175,3 +175,44 @@ def trusted_by_reader(alias: str) -> str:
     or the session's owner wrote, or that was stored before p025 (read as before)."""
     return (f"({alias}.writer IS NULL OR {alias}.writer = {alias}.owner"
             f" OR {alias}.writer = current_user)")
+
+
+def trusted_memory(alias: str, strategy: str) -> str:
+    """A condition true of a row of `alias` (summaries, strategy_state) whose strategy
+    (`strategy`, SQL) has derived memory the reader trusts in its session: the row is
+    trusted and no state row of that strategy is not (store.memory_state reads such a
+    strategy's memory as a whole as absent)."""
+    return (f"{trusted_by_reader(alias)} AND NOT EXISTS (SELECT 1 FROM strategy_state t"
+            f" WHERE t.session_id = {alias}.session_id AND t.strategy = {strategy}"
+            f" AND NOT {trusted_by_reader('t')})")
+
+
+# p026: a token count says who wrote it too. A count is a message's, and any role that may
+# write the message's session may write it: a write share's grantee ran `UPDATE token_counts
+# SET tokens = 0` on the owner's messages and her budget read them (a tokens session's
+# 294 tokens in 6 messages read as 18 in 14), so her context overran her real budget. A
+# count cannot be checked by the server (it is the tokenizer's), so it is stamped with the
+# role that wrote it (p023's chatmem_stamp_writer; no column privilege is granted) and a
+# reader trusts only its own or the session's owner's (`trusted_count`): any other reads as
+# not counted, so it is counted again from the words, and her turn's count replaces his.
+# Counts stored before p026 have no writer and read as before.
+COUNTED = ("token_counts",)
+"""The tables of counts derived from a message's words whose rows say who wrote them."""
+
+
+def counted_statements(schema: str) -> Iterator[str]:
+    for table in COUNTED:
+        yield f"ALTER TABLE {table} ADD COLUMN writer text"
+        yield (f"CREATE TRIGGER {table}_writer BEFORE INSERT OR UPDATE ON {table}"
+               " FOR EACH ROW EXECUTE FUNCTION chatmem_stamp_writer()")
+
+
+def stamp_count_writers(execute: Execute) -> None:
+    _run_in_schema(execute, counted_statements)
+
+
+def trusted_count(kind: str, alias: str) -> str:
+    """` AND` a condition true of a `token_counts` row (`alias`) the reader trusts: on
+    PostgreSQL one it or the session's owner wrote, or stored before p026; every row of a
+    file (one user's)."""
+    return f" AND {trusted_by_reader(alias)}" if kind == "postgresql" else ""

@@ -15,12 +15,13 @@ from typing import TYPE_CHECKING, cast
 
 from chatmem import fts
 from chatmem.store.connection import Connection, fetch_value
+from chatmem.store.postgres_writers import trusted_count
 from chatmem.store.records import (
-    COUNTED_MESSAGES,
     MESSAGE_COLUMNS,
     MessageRecord,
     SessionWords,
     WeightedTerm,
+    counted_messages,
 )
 from chatmem.timestamps import has_zone, parse_time
 
@@ -178,8 +179,9 @@ class RecallTables:
             chunk = wanted[start : start + 500]
             marks = ", ".join("?" for _ in chunk)
             for *row, tokens in self._db.execute(
-                    f"{COUNTED_MESSAGES} WHERE m.session_id = ? AND m.position IN ({marks})"
-                    " AND m.superseded = 0", [tokenizer, session_id, *chunk]):
+                    f"{counted_messages(self._db.kind)} WHERE m.session_id = ?"
+                    f" AND m.position IN ({marks}) AND m.superseded = 0",
+                    [tokenizer, session_id, *chunk]):
                 record = MessageRecord(*row)
                 found[record.position] = (record, tokens)
         return found
@@ -198,7 +200,8 @@ class RecallTables:
             marks = ", ".join(["?"] * len(chunk))
             found += cast("list[CandidateRow]", self._db.execute(
                 "SELECT m.position, m.id, m.turn, m.role, m.content, (SELECT c.tokens"
-                " FROM token_counts c WHERE c.message_id = m.id AND c.tokenizer = ?),"
+                " FROM token_counts c WHERE c.message_id = m.id AND c.tokenizer = ?"
+                f"{trusted_count(self._db.kind, 'c')}),"
                 f" m.created_at FROM messages m WHERE m.session_id = ? AND m.position IN ({marks})"
                 " AND m.superseded = 0", [tokenizer, session_id, *chunk]).fetchall())
         return found

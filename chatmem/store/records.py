@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any
 
+from chatmem.store.postgres_writers import trusted_count
 from chatmem.store.stored_values import (
     checked_time,
     json_text,
@@ -227,12 +228,17 @@ class MessageRecord:
 MESSAGE_COLUMNS = "id, session_id, position, turn, role, content, external_id, created_at"
 """A MessageRecord's columns in its fields' order: `MessageRecord(*row)` of a row selected
 with them skips matching names row by row (recall reads hundreds of messages a turn)."""
-COUNTED_MESSAGES = ("SELECT " + ", ".join(f"m.{c}" for c in MESSAGE_COLUMNS.split(", "))
-                    + ", (SELECT c.tokens FROM token_counts c WHERE c.message_id = m.id"
-                    " AND c.tokenizer = ?) FROM messages m")
-"""MESSAGE_COLUMNS of messages `m`, then each one's stored token count under the tokenizer
-bound first (None: not counted there): a WHERE on `m` follows. A lookup by key per message:
-a join lets PostgreSQL's planner hash the whole token_counts table (every message's count)."""
+
+
+def counted_messages(kind: str) -> str:
+    """MESSAGE_COLUMNS of messages `m`, then each one's stored token count under the
+    tokenizer bound first (None: not counted there, or by a role the reader does not trust:
+    postgres_writers.trusted_count), on backend `kind`: a WHERE on `m` follows. A lookup by
+    key per message: a join lets PostgreSQL's planner hash the whole token_counts table
+    (every message's count)."""
+    return ("SELECT " + ", ".join(f"m.{c}" for c in MESSAGE_COLUMNS.split(", "))
+            + ", (SELECT c.tokens FROM token_counts c WHERE c.message_id = m.id"
+            f" AND c.tokenizer = ?{trusted_count(kind, 'c')}) FROM messages m")
 
 
 @dataclass

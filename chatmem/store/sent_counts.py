@@ -19,6 +19,7 @@ from typing import Any
 from chatmem.store.backend import Backend
 from chatmem.store.connection import fetch_rows
 from chatmem.store.contexts import FORMAT
+from chatmem.store.postgres_writers import trusted_count
 from chatmem.store.stored_values import json_text
 
 CHUNK = 500
@@ -45,6 +46,7 @@ def cached_counts(db: Backend, message_ids: Iterable[int]) -> dict[int, Counted]
         for row in fetch_rows(
                 db, "SELECT m.id, m.session_id, m.position, c.tokenizer, c.tokens"
                 " FROM messages m JOIN token_counts c ON c.message_id = m.id"
+                f"{trusted_count(db.kind, 'c')}"
                 f" WHERE m.id IN ({', '.join('?' for _ in chunk)})", chunk):
             session = counted.setdefault(row["session_id"], Counted(row["id"]))
             session.first = min(session.first, row["id"])

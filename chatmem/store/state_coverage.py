@@ -13,6 +13,7 @@ import json
 from typing import Any
 
 from chatmem.store.connection import fetch_rows, fetch_value
+from chatmem.store.postgres_writers import trusted_memory
 
 FACTS_OWNER = "facts"
 """The fact extractor's state owner (chatmem.memory.extraction.STATE_KEY): it owns
@@ -31,8 +32,14 @@ COVERS_KEY = "@covers_turn"
 def state_coverage(db: Any, session_id: int) -> dict[str, int]:
     """Owner (a strategy name, or a shared namespace) → the last turn its stored state in
     the session covers (0: none; bookkeeping such as a pin counter)."""
-    rows = fetch_rows(db, "SELECT strategy, key, value FROM strategy_state WHERE session_id = ?"
-                      " AND strategy <> ?", [session_id, SPEAKERS_OWNER])
+    # On PostgreSQL a strategy's state another role wrote is not this reader's memory (p025:
+    # read as absent, rebuilt from the turns), so it covers nothing of the reader's: a write
+    # share's grantee's planted `@covers_turn` refused the owner's /retry.
+    trusted = (f" AND {trusted_memory('s', 's.strategy')}"
+               if getattr(db, "kind", "sqlite") == "postgresql" else "")
+    rows = fetch_rows(db, "SELECT strategy, key, value FROM strategy_state s"
+                      f" WHERE session_id = ? AND strategy <> ?{trusted}",
+                      [session_id, SPEAKERS_OWNER])
     states: dict[str, dict[str, Any]] = {}
     for r in rows:
         values = states.setdefault(r["strategy"], {})
