@@ -71,17 +71,21 @@ def export_everything(workspace: Workspace, path: Path, *, force: bool = False) 
     if path.suffix.lower() != ".zip":
         raise UsageError(f"--all writes a zip archive: name it FILE.zip, not {str(path)!r}")
     store = workspace.store
-    attached: dict[str, int] = {}
+    attached: dict[int, int] = {}
 
     def transcript(session: SessionRecord) -> str:
         # The files its turns attached went to the model; the transcript holds only the
         # words typed, so the export says how many stay behind, as a single one does.
         if left := files_left_out(workspace, session):
-            attached[session.name] = len(left)
+            attached[session.id] = len(left)
         return to_jsonl(stored_transcript(store, session))
 
     report = write_archive(store, path, transcript, version=__version__, force=force)
-    return replace(report, files_left_out=tuple(attached.items()))
+    # Each named as the user names it (OWNER/NAME when shared with them): by its name, one
+    # shared under the name of one of theirs was counted as that one.
+    addresses = store.sessions.session_addresses(attached)
+    return replace(report, files_left_out=tuple((addresses.get(i, str(i)), n)
+                                                for i, n in attached.items()))
 
 
 @dataclass(frozen=True)

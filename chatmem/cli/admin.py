@@ -10,6 +10,7 @@ from chatmem.cli.options import ConfigOption, DbOption, JsonOption
 from chatmem.cli.output import consoles, handles_errors, print_json
 
 if TYPE_CHECKING:
+    from chatmem.app.workspace import Workspace
     from chatmem.store.copying import SkippedSession
     from chatmem.store.sharing import Exemption
     from chatmem.store.team_members import Removal
@@ -220,6 +221,7 @@ def copy(
     files = [s.location.kind is not LocationKind.POSTGRESQL for s in sides]
     with (open_workspace(sides[0], create=False, key_elsewhere=files[1]) as origin,
           open_workspace(sides[1], key_elsewhere=files[0]) as destination):
+        _refuse_unused_key(origin, destination, all(files))
         report = copy_sessions(origin, destination, sessions or ())
     if json_out:
         print_json(report.to_json())
@@ -234,6 +236,20 @@ def copy(
         f"({counted(report.rows['messages'], 'message')}, "
         f"{counted(report.rows['turns'], 'turn record')}) from {report.source} to "
         f"{report.target}", markup=False, soft_wrap=True)
+
+
+def _refuse_unused_key(origin: "Workspace", destination: "Workspace", files: bool) -> None:
+    """A key set is the encrypted file's (or a new target's, created encrypted with it):
+    between two plain files it would encrypt neither, and its user would believe the copy
+    encrypted, as `chat` with a key on a plain file is refused for."""
+    from chatmem.errors import StoreError
+
+    source = origin.settings.key_source()
+    if files and source is not None and not (origin.store.encrypted
+                                             or destination.store.encrypted):
+        raise StoreError(f"{origin.location} and {destination.location} are not encrypted, "
+                         f"but {source} is set: the copy would not be encrypted (`chatmem "
+                         f"encrypt` one first, or unset {source})")
 
 
 def skipped_line(skipped: "SkippedSession",

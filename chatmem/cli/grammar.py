@@ -85,6 +85,36 @@ def _texts(value: Any) -> list[str]:
     return []
 
 
+ONCE = ("strategy",)
+"""Options given twice with two values are refused: Click keeps the last, and `-s window
+-s summary` ran summary with no word of the window."""
+
+
+def _refuse_given_twice(ctx: Any, params: list[Any], args: list[str]) -> None:
+    valued = {name: param for param in params
+              if isinstance(param, TyperOption) and not param.is_flag and not param.multiple
+              and param.nargs == 1 for name in [*param.opts, *param.secondary_opts]}
+    for once in ONCE:
+        seen: list[tuple[str, str]] = []
+        at = 0
+        while at < len(args) and args[at] != "--":
+            word = args[at]
+            name, _, attached = word.partition("=") if word.startswith("--") else (
+                (word[:2], "", word[2:]) if len(word) > 2 and word[1:2] != "-" else (word, "", ""))
+            param = valued.get(name)
+            if param is None or (not attached and at + 1 >= len(args)):
+                at += 1
+                continue
+            value = attached or args[at + 1]
+            if param.name == once:
+                seen.append((name, value))
+            at += 1 if attached else 2
+        if len({value for _, value in seen}) > 1:
+            (first, one), (second, other) = seen[0], next(s for s in seen if s[1] != seen[0][1])
+            raise typer.BadParameter(f"must be given once, not as {first} {one} and "
+                                     f"{second} {other}", ctx=ctx, param=valued[first])
+
+
 class ChatmemCommand(TyperCommand):
     def parse_args(self, ctx: Any, args: list[str]) -> list[str]:
         """Text parameters are read as the UTF-8 they were typed in, whatever the locale (under
@@ -92,9 +122,11 @@ class ChatmemCommand(TyperCommand):
         hold bytes that are not UTF-8 are refused by name here, once for every command,
         before the command stores, sends or prints them. File paths are file names, bytes on
         POSIX: they pass as the locale decoded them, which is how they are opened again."""
+        given = list(args)
         rest = super().parse_args(ctx, args)  # --help ends here, importing nothing more
         if ctx.resilient_parsing:  # shell completion: words half typed, nothing run
             return rest
+        _refuse_given_twice(ctx, self.get_params(ctx), given)
         from chatmem.text import is_valid
 
         for param in self.get_params(ctx):

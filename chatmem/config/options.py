@@ -82,13 +82,23 @@ def check_option(key: str, value: Any, label: str | None = None) -> OptionValue:
             number = float(value)
     except (TypeError, ValueError):
         kind = "a whole number" if rule.kind is int else "a number"
-        raise UsageError(f"{where} must be {kind}, got {value!r}") from None
+        raise UsageError(f"{where} must be {kind}, got {_said(value)}") from None
     if (isinstance(number, float) and not math.isfinite(number)) or (
             rule.low is not None and number < rule.low) or (
             rule.high is not None and number > rule.high):
         raise UsageError(f"{where} must be between {rule.low:g} and {rule.high:g}, "
-                         f"got {value!r}")
+                         f"got {_said(value)}")
     return number
+
+
+SAID_CHARS = 40
+"""Most characters of a refused value an error shows: a served request's top_k of 300
+digits (or a 5,000-character string) was echoed whole."""
+
+
+def _said(value: Any) -> str:
+    said = repr(value)
+    return said if len(said) <= SAID_CHARS else f"{said[:SAID_CHARS - 1]}…"
 
 
 def _pass_through(key: str, value: Any, where: str) -> OptionValue:

@@ -103,6 +103,10 @@ _EVERY_REACH = 64
 # A weekday listed after one of last or this week (上周一和周三, 这周二、周四) is that week's too,
 # as "last Monday and Wednesday" names last week's Wednesday.
 _WEEK_LISTED = re.compile(rf"(?:(?P<last>上+)个?|(?P<this>这个?|本)){_S}{_WEEKDAYS_OPENED}\Z")
+# 周 五 and 上周 五 (a space typed inside) are Friday, but not 上周 五个人 (five people last
+# week), 周 一起 or 周 日报: a numeral one space off begins a count or a word as often.
+_SPACED_WD_ENDS = ("(?![0-9一二三四五六七八九十百千万个人次天日位名条件块元岁年月号点份"
+                   "起直样下些切定般共报])")
 PATTERN = re.compile(
     # 上周末, 上上个周末, 这个周末; 周末 alone, but not 每个周末 (every weekend) or 下周末
     rf"(?P<wkend_last>(?<!上)上+个?)周末|(?P<wkend_this>这个?|本)周末"
@@ -117,13 +121,15 @@ PATTERN = re.compile(
     rf"(?:(?P<wd_last>(?<!上)上+个?)|(?P<wd_this>这个?|(?<![日课书剧账资成样原基根])本)"
     rf"|(?P<wd_next>{_NEXT}下*(?:一?个)?(?:(?:周|星期|礼拜)的)?))?"
     rf"(?:星期|礼拜|周(?!一[起直样下些点切定般共]))"
-    rf"(?:(?P<wd>[一二三四五六日天])|{_S}(?P<wd_digit>[1-7])(?![0-9.:%]|{_S}[次天日个小节门篇页分元块人名条场回遍趟号点]"
+    rf"(?:(?P<wd>[一二三四五六日天])"
+    rf"|[ \u00a0\u3000](?P<wd_spaced>[一二三四五六日]){_SPACED_WD_ENDS}"
+    rf"|{_S}(?P<wd_digit>[1-7])(?![0-9.:%]|{_S}[次天日个小节门篇页分元块人名条场回遍趟号点]"
     rf"|{_S}晚(?![上饭餐间会宴点0-9一二三四五六七八九十])))"
     rf"|(?P<ago_n>{_NUM}|几)\s*(?:个)?(?P<ago_unit>天|日|周|星期|礼拜|月)(?:之)?前"
     # 去年五月底, 去年底, 去年年初
     rf"|(?P<rel_year>去年|今年|(?<!大)大*前年)(?:{_S}(?P<rel_year_month>{_NUM}){_S}月"
     rf"(?P<rel_year_part>{_PART})?|年?(?P<rel_year_edge>{_EARLY}|{_LATE}))?"
-    rf"|(?P<rel_month>(?<!上)上+个?月|这个月|本月)(?P<rel_month_part>{_PART})?"
+    rf"|(?P<rel_month>(?<!上)上+个?月|这个月|本月)(?:{_S}(?P<rel_month_part>{_PART}))?"
     rf"|(?P<rel_week>(?<!上)上+个?(?:周|星期|礼拜)|这周|本周)"
     rf"|(?P<rel_day>昨[天日晚夜]|{_TODAY}今[天日早晚]|(?<!大)大*前天|{_NIGHT_BEFORE_LAST})"
     rf"{_NOT_BOUND}"
@@ -141,7 +147,8 @@ PATTERN = re.compile(
     # 4号 alone: this month's 4th, or the latest before it; not 3号线 (Line 3), 5号楼, 第4号
     # or 选手4号 (contestant 4)
     rf"|(?<![月第])(?<![月第][ \u00a0\u3000])(?<!选手)(?<!选手[ \u00a0\u3000])"
-    rf"(?P<day_only>{_NUM}){_S}号(?!{_S}(?:[线楼房门位院机桌床口库码球]|选手))"
+    rf"(?<![^\W\d_{CJK_LETTERS}][ \u00a0\u3000])"
+    rf"(?P<day_only>{_NUM}){_S}号(?!{_S}(?:[线楼房门位院机桌床口库码球称]|选手))"
     rf"(?P<day_only_around>左右|前后)?"
     rf"|(?P<only_year>{_YEAR})\s*年(?:年?(?P<only_year_edge>{_EARLY}|{_LATE}))?"
     rf"|{_ALONE}(?:月(?P<this_month_part>{_EARLY}|{_LATE})"
@@ -194,7 +201,7 @@ def _every(m: re.Match[str]) -> bool:
 
 def read(m: re.Match[str], now: datetime) -> TimeSpan | None:
     g = m.groupdict()
-    if (g["wkend"] or g["wd"] or g["wd_digit"]) and not (
+    if (g["wkend"] or g["wd"] or g["wd_spaced"] or g["wd_digit"]) and not (
             g["wd_last"] or g["wd_this"] or g["wd_next"]) and _every(m):
         return None
     if g["wkend_last"]:
@@ -215,8 +222,8 @@ def read(m: re.Match[str], now: datetime) -> TimeSpan | None:
     if g["day_only"]:
         day = zh_number(g["day_only"])
         return None if day is None else day_of_month(day, now, around=bool(g["day_only_around"]))
-    if g["wd"] or g["wd_digit"]:
-        weekday = ZH_WEEKDAYS[g["wd"] or g["wd_digit"]]
+    if g["wd"] or g["wd_spaced"] or g["wd_digit"]:
+        weekday = ZH_WEEKDAYS[g["wd"] or g["wd_spaced"] or g["wd_digit"]]
         if g["wd_next"]:
             return None  # a day to come: nothing said of it yet (as of "next Wednesday")
         if g["wd_this"]:

@@ -1,8 +1,9 @@
-"""An amount a purge erases in every way it is written: 15000 as 15,000, fifteen thousand,
-15k, 一万五千, 一万五 and 1.5万; €900 as 900 euros, EUR 900 and 九百欧元; 3 kids as three kids.
+"""An amount a purge erases in every way it is written: 15000 as 15,000, 15 000, fifteen
+thousand, 15k, 一万五千, 一万五, 1.5万 and 壹万伍仟; 100000000 as 1亿 and 一亿; €900 as
+900 euros, EUR 900 and 九百欧元; 3 kids as three kids.
 
 A value is an amount when it is one number (in digits, English words or Chinese numerals,
-with 万 or 千 or thousand or k after it), perhaps with a currency before it, and perhaps
+with 万, 亿, 千 or thousand or k after it), perhaps with a currency before it, and perhaps
 words after it (a currency, or what it counts). It is mentioned where a text writes a
 number of the same value, standing whole (the 1500 of 15000 is none, nor is a number of
 twenty-five's words alone), with the same currency in any of its names, or the same
@@ -30,18 +31,25 @@ _EN_WORD = "|".join(sorted([*_EN_UNITS, *_EN_TENS, "hundred", *_EN_SCALES],
 _EN_RUN = re.compile(
     rf"\b(?:a[ -]+(?=(?:hundred|{'|'.join(_EN_SCALES)})\b))?"  # a hundred, a thousand
     rf"(?:{_EN_WORD})(?:(?:[ -]+|[ -]+and[ -]+)(?:{_EN_WORD}))*\b", re.IGNORECASE)
-_ZH_DIGITS = {"零": 0, "〇": 0, "一": 1, "二": 2, "两": 2, "三": 3, "四": 4, "五": 5,
-              "六": 6, "七": 7, "八": 8, "九": 9}
-_ZH_UNITS = {"十": 10, "百": 100, "千": 1000}
+# The numerals, and the capital ones of cheques and receipts (壹万伍仟元).
+_ZH_DIGITS = {"零": 0, "〇": 0, "一": 1, "壹": 1, "二": 2, "两": 2, "贰": 2, "貳": 2,
+              "三": 3, "叁": 3, "參": 3, "四": 4, "肆": 4, "五": 5, "伍": 5, "六": 6, "陆": 6,
+              "陸": 6, "七": 7, "柒": 7, "八": 8, "捌": 8, "九": 9, "玖": 9}
+_ZH_UNITS = {"十": 10, "拾": 10, "百": 100, "佰": 100, "千": 1000, "仟": 1000}
+_ZH_WAN, _ZH_YI = "万萬", "亿億"
+_ZH_NUMERALS = "".join(_ZH_DIGITS)
+_ZH_SCALES = "".join(_ZH_UNITS) + _ZH_WAN + _ZH_YI
 _DIGITS = r"\d+(?:\.\d+)?"
-_GROUPED = r"\d{1,3}(?:[,_'\u00a0\u202f]\d{3})+(?:\.\d+)?"
+# A plain space groups digits too (15 000, as in French and SI writing), not before a
+# group that runs on (15 0000).
+_GROUPED = r"\d{1,3}(?:[,_'\u00a0\u202f]\d{3})+(?:\.\d+)?|\d{1,3}(?: \d{3}(?!\d))+(?:\.\d+)?"
 # A number in digits (grouped or not), with a scale after it; or a run of Chinese numerals
-# and digits with 十百千万 among them (1万5, 1.5万, 两千五).
+# and digits with 十百千万亿 among them (1万5, 1.5万, 两千五, 1亿).
 _DIGIT_RUN = re.compile(
     rf"(?<![\d.,])(?P<n>{_GROUPED}|{_DIGITS})"
-    rf"(?:(?P<zh>(?:[十百千万]|[零〇一二两三四五六七八九]|{_DIGITS})*[十百千万](?:[零〇一二两三四五六七八九]|\d)?)"
+    rf"(?:(?P<zh>(?:[{_ZH_SCALES}]|[{_ZH_NUMERALS}]|{_DIGITS})*[{_ZH_SCALES}](?:[{_ZH_NUMERALS}]|\d)?)"
     r"|\s?(?P<scale>thousand|million|billion|[kK])\b)?(?![\d]|[.,]\d)")
-_ZH_RUN = re.compile("[零〇一二两三四五六七八九十百千万]+")
+_ZH_RUN = re.compile(f"[{_ZH_NUMERALS}{_ZH_SCALES}]+")
 _CURRENCIES: dict[str, frozenset[str]] = {}
 for _code, _names in {
         "EUR": ["€", "eur", "euro", "euros", "欧元"],
@@ -56,7 +64,9 @@ _BEFORE = re.compile(rf"(?:{'|'.join(map(re.escape, _NAMES))})\s?$", re.IGNORECA
 _BEFORE_REACH = max(map(len, _NAMES)) + 2  # and \s?, and a newline $ passes
 """How far before a number _BEFORE's match can start: it is looked for there only (looked
 for in all the text before, 8,000 amounts in a 64 KB message took 97 s)."""
-_AFTER = re.compile(rf"\s?(?:{'|'.join(map(re.escape, _NAMES))})(?![^\W\d_])",
+# A name in letters ends a word (5 euros, not 5 eurozone); a Chinese one runs on into the
+# sentence (一万元整, 1亿元存款).
+_AFTER = re.compile(rf"\s?(?:{'|'.join(map(re.escape, _NAMES))})(?:(?<=[^\x00-\x7f])|(?![^\W\d_]))",
                     re.IGNORECASE)
 _SPACES = re.compile(r"\s*")
 _WORDS = re.compile(r"[^\W\d_]+(?:\s+[^\W\d_]+)*")
@@ -223,7 +233,7 @@ fail on a message holding such a run, the value left everywhere."""
 def _digit_value(m: re.Match[str]) -> Fraction | None:
     if m.end() - m.start() > _LONGEST_NUMBER:
         return None
-    number = Fraction(re.sub(r"[,_'\u00a0\u202f]", "", m["n"]))
+    number = Fraction(re.sub(r"[,_' \u00a0\u202f]", "", m["n"]))
     if m["scale"]:
         scale = m["scale"].casefold()
         return number * (1000 if scale == "k" else _EN_SCALES[scale])
@@ -238,23 +248,23 @@ def _mixed_value(digits: str, rest: str) -> Fraction | None:
     for m in re.finditer(rf"{_DIGITS}|.", rest):
         piece = m.group()
         tokens.append(Fraction(_ZH_DIGITS[piece]) if piece in _ZH_DIGITS
-                      else piece if piece in "十百千万" else Fraction(piece))
+                      else piece if piece in _ZH_SCALES else Fraction(piece))
     return _counted(tokens)
 
 
 def _zh_value(run: str) -> Fraction | None:
     if all(c in _ZH_DIGITS for c in run) and len(run) > 1:
         return None  # 一二 is no number: digit by digit, a year or an id
-    if run[0] not in _ZH_DIGITS and run[0] != "十":
+    if run[0] not in _ZH_DIGITS and run[0] not in "十拾":
         return None  # 万一, 千万, 百分之: words, not numbers
     return _counted([Fraction(_ZH_DIGITS[c]) if c in _ZH_DIGITS else c for c in run])
 
 
 def _counted(tokens: list[Fraction | str]) -> Fraction | None:
-    """Numbers and the units 十百千万 as people say them: a last one-digit number counts a
-    tenth of the unit before it (两千五 is 2,500, 一万五 15,000, 1万5 too), unless a 零
-    stands between (两千零五)."""
-    total, section, digit, place = Fraction(0), Fraction(0), None, 1
+    """Numbers and the units 十百千万亿 as people say them: a last one-digit number counts a
+    tenth of the unit before it (两千五 is 2,500, 一万五 15,000, 1万5 too, 一亿五
+    150,000,000), unless a 零 stands between (两千零五)."""
+    done, wan, section, digit, place = Fraction(0), Fraction(0), Fraction(0), None, 1
     for token in tokens:
         if isinstance(token, Fraction):
             if digit is not None:
@@ -262,16 +272,21 @@ def _counted(tokens: list[Fraction | str]) -> Fraction | None:
             digit = token or None
             place = place if digit is not None and digit < 10 and digit.denominator == 1 \
                 else 1
-        elif token == "万":
-            if total:
+        elif token in _ZH_YI:
+            if done:
+                return None  # 亿 twice (一亿亿): not read
+            done = (wan + section + (digit or 0) * place) * 100_000_000
+            wan, section, digit, place = Fraction(0), Fraction(0), None, 10_000_000
+        elif token in _ZH_WAN:
+            if wan:
                 return None  # 万 twice (一万万): not read
-            total = (section + (digit or 0) * place) * 10_000
+            wan = (section + (digit or 0) * place) * 10_000
             section, digit, place = Fraction(0), None, 1000
         else:
             size = _ZH_UNITS[token]
             section += (1 if digit is None else digit) * size
             digit, place = None, size // 10
-    return total + section + (digit or 0) * place
+    return done + wan + section + (digit or 0) * place
 
 
 def _en_value(run: str) -> int | None:

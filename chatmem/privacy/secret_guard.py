@@ -257,7 +257,12 @@ _DECLINES = re.compile(
 _REQUESTS = re.compile(
     r"(?<![A-Za-z])(?:(?:please|kindly)(?!\s+(?:do not|don'?t|never|avoid))|tell me|give me"
     r"|send me|can you|could you|would you|type it|enter it|again)(?![A-Za-z])"
-    r"|请(?![勿不别])|告诉我|发给我|发我|输入|报一下|说一下|再发",
+    r"|请(?![勿不别])|告诉我|发给我|发我|输入|报一下|说一下|再发"
+    # A sentence or clause that opens on a verb asks without a please: "Reply with the last
+    # 4 digits", "Just send the last four.", "回复后四位就行".
+    r"|(?:^|[.!;:。！；：，,]\s*)(?:just\s+|only\s+|simply\s+)?(?:reply|respond|send|enter|type"
+    r"|give|tell|share|provide|confirm|write|text)(?![A-Za-z])"
+    r"|(?:^|[。！；：，,]\s*)(?:只需|只要|直接|就)?(?:回复|发送|发一下|提供|给我|说出)",
     re.IGNORECASE)
 
 

@@ -273,7 +273,7 @@ def _sessions_grid(rows: Sequence[SessionSummary], current: int | None, *,
 
 def _sessions_stacked(rows: Sequence[SessionSummary], current: int | None,
                       zone: tzinfo | None) -> Group:
-    lines: list[Text] = []
+    lines: list[RenderableType] = []
     for row in rows:
         mark = "" if current is None else "* " if row.id == current else "  "
         params = format_params(row.params or {})
@@ -282,8 +282,10 @@ def _sessions_stacked(rows: Sequence[SessionSummary], current: int | None,
                    unanswered_words(row.failed, row.cancelled),
                    when(row.updated_at, zone), shared_words(row)]
         lines.append(Text.assemble(mark, (row.address, "bold")))
-        lines.append(Text(f"{' ' * len(mark)}{' · '.join(d for d in details if d)}",
-                          style="dim"))
+        # Flowed between details, never inside one: wrapped as a sentence, the line split
+        # "2 messages" and "2026-12-06 19:11" and left a dot at one line's start.
+        flowing = FittedLine([Field(Text(d, style="dim"), 0) for d in details if d], flow=True)
+        lines.append(Padding(flowing, (0, 0, 0, len(mark)), expand=False) if mark else flowing)
     return Group(*lines)
 
 

@@ -253,6 +253,10 @@ def _probe_cell(result: ProbeResult) -> Text:
     return Text(text, style=PROBE_STYLES[grade])
 
 
+SPREAD_MOST = 12
+"""Most columns one turn of a short chart takes."""
+
+
 def token_chart(
     series: Mapping[str, Sequence[int]], *, width: int = 60, height: int = 12,
     title: str = "prompt tokens per turn",
@@ -268,11 +272,17 @@ def token_chart(
     if not turns or not top:
         out.append("(no turns)\n", style="dim")
         return out
-    columns = min(width, turns)
+    # A few turns get several columns each, a marker at each one's last: one column each,
+    # "turn 1" stood under the markers of turns 2 to 6 and "turn 4" under none.
+    step = min(width // turns, SPREAD_MOST) if turns > 1 else 1
+    step = step if step > len(f"turn {turns}") else 1
+    columns = turns * step if step > 1 else min(width, turns)
     grid: list[list[tuple[str, str] | None]] = [[None] * columns for _ in range(height)]
     for index, values in enumerate(series.values()):
         shape = (marker(index), series_style(index))
         for column in range(columns):
+            if (column + 1) % step:
+                continue
             turn = min(len(values), (column + 1) * turns // columns) - 1
             if turn < 0:
                 continue
@@ -291,9 +301,13 @@ def token_chart(
                 out.append(cell[0], style=cell[1])
         out.append("\n")
     out.append(" " * label_width + " └" + "─" * columns + "\n", style="dim")
-    # One turn is one label; a chart narrower than both labels still spaces them.
-    axis = "turn 1" if turns <= 1 else \
-        "turn 1" + f"turn {turns}".rjust(max(columns - 6, len(f"turn {turns}") + 1))
+    # One turn is one label; a chart narrower than both labels still spaces them. Spread,
+    # each label ends under its turn's markers.
+    if step > 1:
+        axis = "turn 1".rjust(step) + f"turn {turns}".rjust(columns - step)
+    else:
+        axis = "turn 1" if turns <= 1 else \
+            "turn 1" + f"turn {turns}".rjust(max(columns - 6, len(f"turn {turns}") + 1))
     out.append(" " * (label_width + 2) + axis + "\n", style="dim")
     # The legend breaks between entries, never between a marker and its name.
     entries = [(f"{marker(index)} {label}", series_style(index))

@@ -63,7 +63,11 @@ def flowed(fields: Sequence[Field], width: int) -> Text:
     out, used = Text(), 0
     for number, part in enumerate(fields):
         joint = part.joint if number else Text()
-        if used and used + cell_len(joint.plain + part.text.plain) > width:
+        # Room kept for the joint that would end this line if the next field went on the
+        # next one: past the width, it wrapped onto a line of its own (a lone ·).
+        after = (cell_len(fields[number + 1].joint.plain.rstrip())
+                 if number + 1 < len(fields) else 0)
+        if used and used + cell_len(joint.plain + part.text.plain) + after > width:
             out.append(joint.plain.rstrip(), style=joint.style)
             out.append("\n")
             used = 0

@@ -215,10 +215,13 @@ class Chat:
         # Without a turn record the history may still hold turns (imported, forked).
         self.history_turns = 0 if record is not None else turn_count(self.workspace, session)
         strategy = self.engine.strategy
-        if record is not None and (record.strategy, dict(record.params)) != (
-                strategy.name, dict(strategy.params)):
-            # Switched since its last turn (a /strategy with no turn after it, `-s`): the
-            # toolbar showed that turn's budget (`2,337 / 4,000` under max_tokens=1500).
+        if record is not None and ((record.strategy, dict(record.params)) != (
+                strategy.name, dict(strategy.params))
+                or record.context.get("budget") != self.engine.budget):
+            # Switched since its last turn (a /strategy with no turn after it, `-s`), or the
+            # budget is another now (context_budget in the config, --budget): the toolbar
+            # showed that turn's (`2,337 / 4,000` under max_tokens=1500, or under 2,000). A
+            # strategy's own smaller budget differs too: then its context is built once more.
             self.note_budget()
 
     def note_budget(self) -> Context | None:

@@ -284,6 +284,11 @@ def _message(message: Any, index: int) -> _Read:
     # client that cut an emoji's pair) as UTF-8.
     content = valid_text(_text(message.get("content"), where))
     name = message.get("name")
+    if name == "":
+        # As OpenAI refuses it (its names need a character), and as a blank one is here: a
+        # client that means no speaker leaves `name` out.
+        raise RequestError(f"{where}.name must be one line of 1 to 64 characters, the"
+                           " speaker's name", "messages")
     speaker = speaker_of(name, f"{where}.name", lambda why: RequestError(why, "messages"), role)
     text = with_speaker(role, content, speaker)
     if speaker is None and role == "user" and isinstance(name, str) and name.strip():

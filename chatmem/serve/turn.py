@@ -310,6 +310,10 @@ class Turn:
                 if adopt_history(ws, asked.conversation, asked.prior,
                                  opened=created_here[-1:] == [True]):
                     raise _Adopted
+                if not asked.model:
+                    # OpenAI's `model` names the model that answered: with none named, the
+                    # session's own or the server's (its @STRATEGY kept after it).
+                    self.model_asked = f"{engine.provider.model}{self.model_asked}"
                 # The conversation's turn this one takes (a regenerate: the one it replaces)
                 # unless another process writing this very conversation commits first; the
                 # stream's last piece says the real one. Not the request's number: failed,

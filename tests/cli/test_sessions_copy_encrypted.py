@@ -57,3 +57,25 @@ def test_into_a_new_file_the_copy_is_encrypted_with_the_key(tmp_path: Path) -> N
     assert done.exit_code == 0, done.stderr
     assert cipher.file_kind(new) == "encrypted"
     assert _said(new, "secret", KEY) == ["钥匙 and key", "ok"]
+
+
+@pytest.mark.parametrize("key_from", ["env", "key_command"])
+def test_a_key_between_two_plain_files_is_refused(tmp_path: Path, key_from: str) -> None:
+    """Both files plain, the key set was nobody's: the copy went on in the clear, exit 0,
+    and its user believed it encrypted (as `chat` with a key on a plain file is refused)."""
+    source, target = tmp_path / "a.db", tmp_path / "b.db"
+    _with_session(source, "trip", "我的护照号 E1234 and more", None)
+    _with_session(target, "other", "hello", None)
+    env, args = {"CHATMEM_KEY": KEY}, []
+    if key_from == "key_command":
+        config = tmp_path / "c.toml"
+        config.write_text("key_command = \"echo nope\"\n", encoding="utf-8")
+        env, args = {"CHATMEM_KEY": None}, ["--config", str(config)]
+    done = invoke("sessions", "copy", "--from", str(source), "--to", str(target), *args,
+                  env=env)
+    assert done.exit_code == 2, done.stderr
+    assert done.stderr.count("\n") == 1 and "a.db" in done.stderr and "b.db" in done.stderr
+    assert ("$CHATMEM_KEY" if key_from == "env" else "key_command") in done.stderr
+    assert cipher.file_kind(target) == "plain"
+    with Store(target) as store:
+        assert [s.name for s in store.sessions.list_sessions()] == ["other"]

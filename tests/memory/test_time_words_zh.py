@@ -272,3 +272,29 @@ def test_a_weekday_listed_after_last_weeks_is_last_weeks(text: str, days: list[s
     # 上周一和周三 read 周三 as this week's (12-02): "last Monday and Wednesday".
     found = spans(text, datetime(2026, 12, 6, 9, tzinfo=UTC))
     assert [span.days[0] for span in found] == days
+
+
+@pytest.mark.parametrize("question, first, last", [
+    # A space typed inside: 上个月 初 is early last month (it was the whole month), 周 五 and
+    # 上周 五 a Friday (周 五 named none, 上周 五 all of last week).
+    ("上个月 初我们去了杭州", "2026-05-01", "2026-05-10"),
+    ("上个月 底发工资了吗？", "2026-05-21", "2026-05-31"),
+    ("周 五见了谁？", "2026-05-29", "2026-05-29"),
+    ("上周 五吃了什么？", "2026-05-29", "2026-05-29"),
+    ("上周 五个人来了", "2026-05-25", "2026-05-31"),  # five people, last week
+])
+def test_a_space_inside_a_time_word_names_its_span(question: str, first: str,
+                                                   last: str) -> None:
+    assert named(question) == [(first, last)]
+
+
+@pytest.mark.parametrize("text", [
+    "Top 3 号选手是谁？", "排名 Top 3 号", "iPhone 15 号称最强",  # a Latin token's number
+    "这款手机号称续航两天", "周 一起吃饭",
+])
+def test_spaced_numbers_after_latin_words_name_no_day(text: str) -> None:
+    assert named(text) == []
+
+
+def test_a_word_opening_on_chu_after_a_space_is_no_part_of_the_month() -> None:
+    assert named("上个月 初中同学聚会") == [("2026-05-01", "2026-05-31")]

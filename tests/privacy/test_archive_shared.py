@@ -112,3 +112,21 @@ def test_a_superusers_archive_holding_two_peoples_default_allergy_imports_nothin
     listed = json.loads(output("facts", "list", "--json", "--db", str(restored)))
     assert sorted((f["key"], f["value"]) for f in listed) == [
         ("allergy", "peanuts"), ("城市", "杭州")]
+
+
+def test_files_left_out_name_a_shared_session_owner_slash_name(
+        urls: tuple[str, str], tmp_path: Path) -> None:
+    """Each session's files left out were keyed by its plain name: ann's own 旅行 and bob's,
+    shared with her, were counted as one session (旅行) holding the last one's files."""
+    ann, bob = urls
+    for url, said in ((bob, "Paris 行程"), (ann, "杭州 hotel")):
+        note = tmp_path / f"{urlsplit(url).username}.txt"
+        note.write_text(said, encoding="utf-8")
+        output("ask", "旅行", "read this", "-a", str(note), "--provider", "scripted",
+               "--db", url)
+    output("sessions", "share", "旅行", "--with", "ann", "--db", bob)
+    result = invoke("sessions", "export", "--all", "-o", str(tmp_path / "all.zip"),
+                    "--db", ann)
+    assert result.exit_code == 0, result.stderr
+    assert "not in the archive: 2 files attached to turns of 2 sessions (" in result.stderr
+    assert "bob/旅行" in result.stderr

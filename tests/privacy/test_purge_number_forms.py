@@ -50,6 +50,22 @@ def test_an_amount_is_erased_in_each_of_its_forms(value: str, text: str, erased:
     assert erase_mentions(text, [value]) == erased
 
 
+@pytest.mark.parametrize(("value", "text", "erased"), [
+    # Digits grouped by a space (French, SI); a group that runs on is another number.
+    ("15000", "15 000, 15 000.00 and 15 0000", f"{F}, {F} and 15 0000"),
+    ("15000元", "15 000元，壹万伍仟元整", f"{F}，{F}整"),
+    # 亿 (a hundred million), in digits and in numerals; 一亿五 as 一万五 is read.
+    ("100000000元", "1亿元存款，一亿元，壹亿元，一万元", f"{F}存款，{F}，{F}，一万元"),
+    ("¥150000000", "1.5亿元，一亿五千万元，一亿五元", f"{F}，{F}，{F}"),
+    # The capital numerals of cheques and receipts: 壹万 is 一万.
+    ("10000元", "壹万元整，一万元整，壹仟元", f"{F}整，{F}整，壹仟元"),
+])
+def test_spaced_digits_yi_and_capital_numerals_are_forms_too(
+        value: str, text: str, erased: str) -> None:
+    """"15 000", 1亿 and 壹万 were not read as numbers: a purge of the amount left them."""
+    assert erase_mentions(text, [value]) == erased
+
+
 def test_a_name_is_found_in_any_case_and_with_or_without_its_accents() -> None:
     nfd = unicodedata.normalize("NFD", "José")
     text = f"José, JOSÉ, Jose, jose, {nfd}; Josefina"

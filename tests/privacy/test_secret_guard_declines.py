@@ -20,7 +20,11 @@ from chatmem.privacy.secret_guard import SecretGuard
     ["I will not store your card number.", "see you at 8443 then"],
     ["I won't keep your password.", "ok, tomorrow at 8443"],
     ["Please don't share your PIN.", "see you at 8443"],
-], ids=["zh-card", "zh-password", "zh-do-not-give", "en-card", "en-password", "en-pin"])
+    # A verb that is part of the refusal asks nothing.
+    ["I won't keep your password. Don't send it here.", "ok, tomorrow at 8443"],
+    ["我不会记录你的密码，也不需要提供。", "好的，明天8443见"],
+], ids=["zh-card", "zh-password", "zh-do-not-give", "en-card", "en-password", "en-pin",
+        "en-do-not-send", "zh-no-need-to-give"])
 def test_a_refusal_naming_a_detail_is_no_question(said: list[str]) -> None:
     assert SecretGuard().read(said) == said
 
@@ -33,6 +37,13 @@ def test_a_refusal_naming_a_detail_is_no_question(said: list[str]) -> None:
     (["What is your card number?", "4111 1111 1111 1111"], "⟦card number⟧"),
     (["I won't store it, but please give me the card number", "8443"], "⟦card number⟧"),
     (["What is the door code?", "8443"], "⟦PIN or security code⟧"),
+    # A request by its verb alone, with no please and no question mark.
+    (["I won't store your card number. Reply with the last 4 digits", "8443"],
+     "⟦card number⟧"),
+    (["I won't store your card number; just send the last four digits.", "8443"],
+     "⟦card number⟧"),
+    (["我不会保存卡号。回复后四位", "8443"], "⟦card number⟧"),
+    (["我不会保存卡号，只需提供后四位。", "8443"], "⟦card number⟧"),
 ])
 def test_a_question_or_request_for_it_is_still_answered(said: list[str], masked: str) -> None:
     assert SecretGuard().read(said) == [said[0], masked]

@@ -30,9 +30,16 @@ def rows(chart: str) -> list[str]:
     return [line.split("┤", 1)[1] for line in chart.splitlines() if "┤" in line]
 
 
+def turn_rows(chart: str) -> list[str]:
+    """`rows` with a column per turn: a short chart spreads its turns (blank columns between)."""
+    grid = rows(chart)
+    kept = [at for at in range(len(grid[0])) if any(row[at] != " " for row in grid)]
+    return ["".join(row[at] for at in kept) for row in grid]
+
+
 def test_chart_places_each_turn_by_its_value() -> None:
     chart = token_chart({"a": [0, 50, 100], "b": [100, 100, 100]}, height=3).plain
-    grid = rows(chart)
+    grid = turn_rows(chart)
     assert grid[0] == f"{MARKERS[1]}{MARKERS[1]}{OVERLAP[0]}"  # b at the top; a joins it
     assert grid[1] == f" {MARKERS[0]} "
     assert grid[2] == f"{MARKERS[0]}  "
@@ -48,7 +55,7 @@ def test_the_legend_keys_the_overlap_marker_only_when_the_chart_shows_it() -> No
     apart = token_chart({"a": [10, 20], "b": [90, 100]}, height=5).plain
     assert OVERLAP[0] not in apart and "several" not in apart
     together = token_chart({"a": [10, 100], "b": [10, 50]}, height=5).plain
-    assert rows(together)[-1].startswith(OVERLAP[0]) and f"{OVERLAP[0]} several" in together
+    assert turn_rows(together)[-1].startswith(OVERLAP[0]) and f"{OVERLAP[0]} several" in together
 
 
 def test_long_series_are_bucketed_to_the_width() -> None:
@@ -346,4 +353,21 @@ def test_tables_fit_any_width_and_keep_every_strategy_name(width: int, count: in
 def test_a_short_charts_turn_labels_are_apart() -> None:
     for turns, axis in ((1, "turn 1"), (2, "turn 1 turn 2"), (3, "turn 1 turn 3")):
         chart = token_chart({"buffer": list(range(10, 10 * turns + 1, 10))}).plain
-        assert chart.splitlines()[-2].strip() == axis, chart
+        assert " ".join(chart.splitlines()[-2].split()) == axis, chart
+
+
+@pytest.mark.parametrize("turns", [2, 4, 6])
+def test_a_short_charts_turn_labels_end_under_their_turns(turns: int) -> None:
+    """One column a turn, a 4-turn chart drew "turn 1" under the markers of turns 1 to 4
+    and "turn 4" past the chart's end, under none: a few turns now take several columns
+    each, and each label ends under its turn's markers."""
+    chart = token_chart({"window": [10 * (t + 1) for t in range(turns)],
+                         "buffer": [20 * (t + 1) for t in range(turns)]}, width=60).plain
+    lines = chart.splitlines()
+    axis = lines[-2]
+    plotted = [line for line in lines[1:-3] if "┤" in line]
+    marked = sorted({at for line in plotted for at, c in enumerate(line)
+                     if at > line.index("┤") and c != " "})
+    assert len(marked) == turns, chart
+    assert axis.index("turn 1") + len("turn 1") - 1 == marked[0], chart
+    assert axis.rstrip().endswith(f"turn {turns}") and len(axis.rstrip()) - 1 == marked[-1]

@@ -130,6 +130,21 @@ def test_sessions_list_says_the_access_of_a_shared_session_only_where_one_is() -
     assert "shared with 3 roles" in narrow and "shared with you read-only" in narrow
 
 
+@pytest.mark.parametrize("width", [44, 36, 30])
+@pytest.mark.parametrize("current", [None, 2], ids=["list", "repl"])
+def test_a_narrow_sessions_list_breaks_between_details_only(width: int,
+                                                             current: int | None) -> None:
+    """Stacked, a session's details wrapped as a sentence: "2026-11-28" and "09:01" on two
+    lines, "1,204" apart from "messages", a line ending "· 4" and a lone "·" on a line."""
+    out = show(sessions_table(SESSIONS, current), width=width)
+    lines = [line.rstrip() for line in out.splitlines()]
+    assert all(cell_len(line) <= width for line in lines)
+    for whole in ("1,204 messages", "602 turns", "2026-11-29 15:09", "4 messages",
+                  "2 turns", "2026-11-28 09:01"):
+        assert any(whole in line for line in lines), (whole, out)
+    assert not any(line.strip().startswith("·") or line.strip() == "·" for line in lines), out
+
+
 def test_an_empty_sessions_list_says_so() -> None:
     assert show(sessions_table([])).strip() == "no sessions yet (chatmem chat NAME starts one)"
 

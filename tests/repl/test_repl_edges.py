@@ -266,3 +266,20 @@ def test_a_message_refused_over_the_budget_says_its_files_are_no_longer_attached
     assert result.stderr.splitlines()[-1].startswith("nothing attached")
     plain = chat(db, "t", ["x " * 4500])  # no file: nothing to say of files
     assert "no longer attached" not in plain.stderr and "not sent" in plain.stderr
+
+
+def test_the_toolbar_shows_the_budget_the_config_sets_now(tmp_path: Path) -> None:
+    """context_budget lowered in the config after a session's last turn: the restarted
+    REPL's toolbar kept that turn's `/ 4,000` until the next turn, which is built to 2,000."""
+    db = tmp_path / "t.db"
+    with Store(db) as store:
+        repl = Repl(open_session(store, Settings(), ScriptedProvider(), "杭州", strategy="window"),
+                    make_console(), make_console(stderr=True))
+        repl.turn("我们五月去杭州")
+        assert " / 4,000 tokens" in toolbar_text(repl)
+    for budget in (2000, 8000):
+        with Store(db) as store:
+            restarted = Repl(open_session(store, Settings(context_budget=budget),
+                                          ScriptedProvider(), "杭州"),
+                             make_console(), make_console(stderr=True))
+            assert f" / {budget:,} tokens" in toolbar_text(restarted)

@@ -109,6 +109,9 @@ def test_fields_that_only_shape_the_models_work_are_passed_on(
      "ask the model directly"),
     ({"top_k": -1}, "top_k", "top_k must be between 0 and 1e+06, got -1"),
     ({"min_p": 1.5}, "min_p", "min_p must be between 0 and 1, got 1.5"),
+    # A value out of range is shown cut (it was echoed whole: 300 digits here).
+    ({"top_k": -int("9" * 300)}, "top_k",
+     f"top_k must be between 0 and 1e+06, got -{'9' * 38}…"),
     ({"repetition_penalty": "1.1"}, "repetition_penalty",
      "repetition_penalty must be a finite number"),
     ({"reasoning_effort": 3}, "reasoning_effort", 'reasoning_effort must be a string, e.g. "low"'),

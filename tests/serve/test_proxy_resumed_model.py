@@ -48,8 +48,9 @@ def test_a_named_model_runs_and_none_named_runs_the_sessions(
                     for n, model in enumerate(named)]
     assert [a.status_code for a in answered] == [200] * len(named), answered[-1].text
     assert [r["model"] for r in chat_server.requests] == sent
-    # The response names the model the request named (none: none).
-    assert [a.json()["model"] for a in answered] == named
+    # The response names the model that answered, as OpenAI's does: the request's, or with
+    # none named the session's own (it said "" there).
+    assert [a.json()["model"] for a in answered] == sent
 
 
 def test_a_404_for_a_model_no_request_named_does_not_blame_the_request(
@@ -71,3 +72,32 @@ def test_a_404_for_a_model_no_request_named_does_not_blame_the_request(
         "the upstream model answered 404: it is the server's configured model; name a model"
         " in the request",
         "the upstream model answered 404: check the model the request names"]
+
+
+@pytest.mark.parametrize("stream", [False, True], ids=["whole", "streamed"])
+def test_a_request_naming_no_model_is_answered_with_the_model_that_answered(
+        chat_server: ChatServer, tmp_path: Path, stream: bool) -> None:
+    """A request without `model` (or with only @STRATEGY) was answered `"model": ""`:
+    OpenAI's field names the model that answered, here the server's m1 for a new
+    conversation and the session's m2 for one that last ran on it."""
+    import json
+
+    settings = on_m2(chat_server, tmp_path)
+    chat_server.requests.clear()
+    answered = []
+    with TestClient(build_app(settings, strategy="window")) as http:
+        for conversation, body in [("新的", {}), ("行程", {}), ("行程", {"model": "@window"})]:
+            body = {**body, "stream": stream,
+                    "messages": [{"role": "user", "content": "还在吗"}]}
+            response = http.post("/v1/chat/completions", json=body,
+                                 headers={"X-Chatmem-Conversation": quote(conversation)})
+            assert response.status_code == 200, response.text
+            if stream:
+                chunks = [json.loads(line[6:]) for line in response.text.splitlines()
+                          if line.startswith("data: {")]
+                assert len({chunk["model"] for chunk in chunks}) == 1, chunks
+                answered.append(chunks[0]["model"])
+            else:
+                answered.append(response.json()["model"])
+    assert [r["model"] for r in chat_server.requests] == ["m1", "m2", "m2"]
+    assert answered == ["m1", "m2", "m2@window"]

@@ -136,7 +136,10 @@ def test_a_name_spelled_with_joiners_is_a_speaker_and_a_line_break_is_named(
             assert refused.status_code == 400, (breaking, refused.text)
             assert refused.json()["error"]["message"] == message
         # A joiner joining nothing is named (it spells no word), marks alone are not.
-        for blank, message in (("\u200d", _shows_nothing("\u200d")),
+        # An empty name too, as OpenAI refuses it ("  " was, "" was taken as no name).
+        for blank, message in (("", "messages[0].name must be one line of 1 to 64"
+                                " characters, the speaker's name"),
+                               ("\u200d", _shows_nothing("\u200d")),
                                ("\u0301\u0301", "messages[0].name must be one line of 1 to 64"
                                 " characters, the speaker's name"),
                                ("\u200c\u200d", _shows_nothing("\u200c"))):
