@@ -3,6 +3,7 @@
 import os
 import stat
 import sys
+from contextlib import ExitStack
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
@@ -103,7 +104,7 @@ def chat(
     from chatmem.app.conversations import open_conversation
     from chatmem.attachments import TextLimit, read_file
     from chatmem.errors import UsageError
-    from chatmem.render.progress import ConsoleActivity
+    from chatmem.render.progress import ConsoleActivity, opening_status
     from chatmem.repl.loop import Repl
 
     named = one_session(session, session_option)
@@ -118,10 +119,13 @@ def chat(
     attachments = [read_file(path, limit) for path in file or ()]  # all, or nothing opens
     spec, params = strategy_choice(strategy, param, templated=templated)
     out, err = consoles()
-    with (open_workspace(settings) as ws,
-          open_conversation(ws, chosen, strategy=spec, params=params, system=system,
-                            activity=ConsoleActivity(err),
-                            allow_over_budget=allow_over_budget) as engine):
+    with open_workspace(settings) as ws, ExitStack() as stack:
+        # The spinner for the opening only: the embedded model takes seconds to load (ten
+        # on a busy machine), a blank screen until the prompt before.
+        with opening_status(err, chosen):
+            engine = stack.enter_context(open_conversation(
+                ws, chosen, strategy=spec, params=params, system=system,
+                activity=ConsoleActivity(err), allow_over_budget=allow_over_budget))
         _warn_if_unguarded(ws, err)
         _print_notices(engine, err)
         _note_lookalikes(ws, engine, err)
