@@ -3,6 +3,7 @@
 import os
 import stat
 import sys
+from contextlib import ExitStack
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
@@ -103,7 +104,8 @@ def chat(
     from chatmem.app.conversations import open_conversation
     from chatmem.attachments import TextLimit, read_file
     from chatmem.errors import UsageError
-    from chatmem.render.progress import ConsoleActivity
+    from chatmem.render.progress import ConsoleActivity, opening_status
+    from chatmem.repl.keys import quiet_until_the_prompt
     from chatmem.repl.loop import Repl
 
     named = one_session(session, session_option)
@@ -118,16 +120,24 @@ def chat(
     attachments = [read_file(path, limit) for path in file or ()]  # all, or nothing opens
     spec, params = strategy_choice(strategy, param, templated=templated)
     out, err = consoles()
-    with (open_workspace(settings) as ws,
-          open_conversation(ws, chosen, strategy=spec, params=params, system=system,
-                            activity=ConsoleActivity(err),
-                            allow_over_budget=allow_over_budget) as engine):
+    interactive = sys.stdin.isatty()
+    with open_workspace(settings) as ws, ExitStack() as stack:
+        if interactive and ws.has_history:
+            # An encrypted file's key is asked now, the terminal as found, no spinner over
+            # the question (opening the conversation opens the history first too).
+            _ = ws.store
+        # For the opening only: the embedded model takes seconds to load (ten on a busy
+        # machine), a blank screen until the prompt before, and a paste meanwhile unmarked.
+        with quiet_until_the_prompt(sys.stdin, (sys.stdout, sys.stderr)), \
+                opening_status(err, chosen):
+            engine = stack.enter_context(open_conversation(
+                ws, chosen, strategy=spec, params=params, system=system,
+                activity=ConsoleActivity(err), allow_over_budget=allow_over_budget))
         _warn_if_unguarded(ws, err)
         _print_notices(engine, err)
         _note_lookalikes(ws, engine, err)
         # Only replies on stdout: `chatmem chat < script > replies.txt` works. A person
         # at the terminal with stdout redirected still sees the replies (on stderr).
-        interactive = sys.stdin.isatty()
         repl = Repl(engine, out, err, show_prompt=show_prompt,
                     mirror_replies=interactive and not sys.stdout.isatty(),
                     markdown=not (plain or settings.plain), workspace=ws)

@@ -14,11 +14,11 @@ from rich.table import Table
 from rich.text import Text
 
 from chatmem.memory.assembly import span
-from chatmem.notices import NoEmbedder, Notice, SummaryUpdated
+from chatmem.notices import HelperTooSmall, NoEmbedder, Notice, SummaryUpdated
 from chatmem.render.cells import MISSING, Grade, number, probe_cell, recall_cell
 from chatmem.render.counts import counted
 from chatmem.render.layout import Fitted, Flow, Label, Narrowing
-from chatmem.render.notices import NO_EMBEDDER, replay_notice_text
+from chatmem.render.notices import NO_EMBEDDER, helper_too_small_text, replay_notice_text
 
 if TYPE_CHECKING:
     from chatmem.evaluation.scoring import ProbeResult, StrategyRun
@@ -368,8 +368,13 @@ def eval_view(runs: Sequence[StrategyRun], source: str, counted: str | None = No
 
 def run_notice_text(notice: Notice) -> str:
     """A notice of one strategy's run, which its label already names (replay, eval, their
-    JSON and report): NoEmbedder without its own strategy name, else as replay words it."""
-    return NO_EMBEDDER if isinstance(notice, NoEmbedder) else replay_notice_text(notice)
+    JSON and report): NoEmbedder and HelperTooSmall without their own strategy name, else
+    as replay words it."""
+    if isinstance(notice, NoEmbedder):
+        return NO_EMBEDDER
+    if isinstance(notice, HelperTooSmall):
+        return helper_too_small_text(notice)
+    return replay_notice_text(notice)
 
 
 def replay_notices(runs: Sequence[StrategyRun], *, verbose: bool = False) -> list[str]:

@@ -201,9 +201,14 @@ HELPER_MODEL_HINT = ("name a stronger model for these calls: helper_model = \"gp
 
 @_worded.register
 def _(n: HelperTooSmall, repl_hints: bool) -> str:
-    return (f"{n.strategy}: {n.model} (the embedded SmolLM2-135M) is too small to write "
-            "summaries or extract facts, so none are stored and older turns are kept or left "
-            f"out as they are; {HELPER_MODEL_HINT}")
+    return f"{n.strategy}: {helper_too_small_text(n)}"
+
+
+def helper_too_small_text(n: HelperTooSmall) -> str:
+    """HelperTooSmall without its strategy's name, for a line that names it already."""
+    return (f"{n.model} (the embedded SmolLM2-135M) is too small to write summaries or "
+            "extract facts, so none are stored and older turns are kept or left out as they "
+            f"are; {HELPER_MODEL_HINT}")
 
 
 @_worded.register

@@ -53,6 +53,18 @@ def counted_progress(console: Console, label: str) -> Iterator[Callable[[int, in
         yield advance
 
 
+@contextmanager
+def opening_status(console: Console, session: str | None) -> Iterator[None]:
+    """A spinner while a chat opens its session and starts its model (`session` None: the
+    last one, --continue); on a screen only, gone when the prompt comes."""
+    if not on_screen(console):
+        yield
+        return
+    named = "the last session" if session is None else f"session {session}"
+    with console.status(Text(f"opening {named} and starting its model")):
+        yield
+
+
 class TaskBar:
     """One task's bar: `console` prints above it while it runs."""
 

@@ -32,9 +32,10 @@ import select
 import signal
 import termios
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from types import TracebackType
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TextIO
 
 if TYPE_CHECKING:
     from prompt_toolkit.key_binding import KeyPress
@@ -79,6 +80,38 @@ class QuietTerminal:
     def as_found(self) -> _AsFound:
         """The terminal as it was found for a while: for a program run in it ($EDITOR)."""
         return _AsFound(self)
+
+
+@contextmanager
+def quiet_until_the_prompt(stdin: TextIO, screens: Sequence[TextIO]) -> Iterator[None]:
+    """`stdin`'s terminal quiet and marking pastes while a chat opens, before its first
+    prompt; as found after. Not a terminal: nothing changes.
+
+    Opening takes seconds (the embedded model loads): the terminal was still the shell's,
+    so a block pasted meanwhile came unmarked and each of its lines was sent as a turn of
+    its own once the prompt read them, and typed keys were echoed over the spinner. Marked,
+    it waits at the first prompt as one message, as a paste made while a reply streams does.
+    The mark is asked of the first of `screens` that is a terminal (the prompt's).
+    """
+    if not stdin.isatty():
+        yield
+        return
+    screen = next((s for s in screens if s.isatty()), None)
+    with QuietTerminal(stdin.fileno()):
+        if screen is not None:
+            screen.write(MARK_PASTES)
+            screen.flush()
+        try:
+            yield
+        finally:
+            if screen is not None:
+                # The prompt marks them again; a chat that never prompts leaves them as found.
+                screen.write(UNMARK_PASTES)
+                screen.flush()
+
+
+MARK_PASTES = "\x1b[?2004h"
+UNMARK_PASTES = "\x1b[?2004l"
 
 
 class _AsFound:

@@ -7,6 +7,7 @@ use); the real model runs here, as in tests/providers/test_local.py."""
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -79,3 +80,18 @@ def test_inspect_strategy_asks_the_model_nothing_and_says_so_once(
     assert result.exit_code == 0, result.stderr
     assert " ".join(result.stderr.split()).count(TOO_SMALL) == 1
     assert json.loads(result.stdout)["replayed"]["strategy_model_calls"] == 0
+
+
+def test_replay_names_each_strategy_once_before_the_too_small_notice(
+    files: tuple[Path, Path]
+) -> None:
+    # The line names its strategies: the notice's own "summary: " after it said it twice
+    # ("summary: summary: SmolLM2… is too small"), and two strategies made two lines.
+    transcript, config = files
+    result = invoke("replay", str(transcript), "-s", "summary", "-s", "entity",
+                    "--config", str(config))
+    assert result.exit_code == 0, result.stderr
+    said = " ".join(result.stderr.split())
+    assert said.count(TOO_SMALL) == 1
+    assert re.search(r"summary, entity: \S+ \(the embedded SmolLM2-135M\) " + TOO_SMALL, said)
+    assert "summary: summary" not in said and "entity: entity" not in said

@@ -1,0 +1,68 @@
+"""`chatmem chat` at a terminal says what it waits for while the session and its model open.
+
+The embedded model takes seconds to load (ten on a busy machine); the screen stayed blank
+until the prompt, and a person pressed Ctrl-C or typed into nothing. Run at a
+pseudo-terminal with the real SmolLM2-135M, as a person starts it."""
+
+from __future__ import annotations
+
+import os
+import pty
+import select
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from local_model import local_model_missing
+
+pytestmark = pytest.mark.local
+
+if (missing := local_model_missing()) is not None:
+    pytest.skip(missing, allow_module_level=True)
+
+OPENING = "opening session 旅行 and starting its model"
+
+
+def shown_before_the_prompt(args: list[str], prompt: bytes) -> str:
+    """What chatmem drew at a pseudo-terminal until `prompt` came; then it is left (Ctrl-D)."""
+    leader, follower = pty.openpty()
+    env = {**os.environ, "COLUMNS": "100", "LINES": "30", "TERM": "xterm-256color"}
+    env.pop("NO_COLOR", None)
+    proc = subprocess.Popen([sys.executable, "-m", "chatmem", *args], stdin=follower,
+                            stdout=follower, stderr=follower, env=env, close_fds=True)
+    os.close(follower)
+    seen = b""
+    deadline = time.monotonic() + 90
+    try:
+        while prompt not in seen and time.monotonic() < deadline:
+            ready, _, _ = select.select([leader], [], [], 0.2)
+            if ready:
+                try:
+                    chunk = os.read(leader, 4096)
+                except OSError:
+                    break
+                if not chunk:
+                    break
+                seen += chunk
+        os.write(leader, b"\x04")
+        proc.wait(timeout=60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+        os.close(leader)
+    assert prompt in seen, seen.decode("utf-8", "replace")
+    return seen[:seen.index(prompt)].decode("utf-8", "replace")
+
+
+def test_a_chat_says_it_opens_its_session_and_model_until_the_prompt(tmp_path: Path) -> None:
+    config = tmp_path / "config.toml"
+    config.write_text("[local]\nthreads = 1\n", encoding="utf-8")
+    shown = shown_before_the_prompt(
+        ["chat", "旅行", "--provider", "local", "--db", str(tmp_path / "h.db"),
+         "--config", str(config)], "旅行>".encode())
+    assert OPENING in shown
+    # Transient: the spinner's line is erased before the session's first line is drawn.
+    assert shown.rindex("\x1b[2K") > shown.rindex(OPENING)
