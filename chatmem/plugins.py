@@ -27,7 +27,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
-from chatmem.errors import ChatmemError, ConfigError, one_line
+from chatmem.errors import ChatmemError, ConfigError, UndeclaredParam, one_line
 from chatmem.plugin_entries import (
     EmbedderEntry,
     PluginProblem,
@@ -146,6 +146,9 @@ class Registries:
             return
         try:
             loaded = load()
+        except UndeclaredParam as e:  # raised as a strategy class is defined: it imported
+            problem(ProblemKind.REJECTED, str(e))
+            return
         except (Exception, SystemExit) as e:  # a plugin's import may raise anything
             problem(ProblemKind.IMPORT_FAILED, one_line(e))
             return
@@ -159,6 +162,9 @@ class Registries:
         staged = Plugins()
         try:
             hook(staged)
+        except UndeclaredParam as e:  # a strategy class defined within register
+            problem(ProblemKind.REJECTED, str(e))
+            return
         except (Exception, SystemExit) as e:
             problem(ProblemKind.REGISTER_FAILED, one_line(e))
             return

@@ -99,6 +99,18 @@ def entry_point(name: str, value: str, dist: str | None = None) -> Any:
      "class Opt(BufferStrategy):\n    name = 'opt'\n    description = 'd'\n    OPTIONS = O\n"
      "def register(plugins):\n    plugins.add_strategy(Opt)\n", ProblemKind.REJECTED,
      "strategy 'opt': parameter limit is int | None; parameters are int, float, bool or str"),
+    # Found as the class is defined, while the plugin imports: the warning said it "could
+    # not be imported", as of a missing dependency, though it imported and declared wrong.
+    ("from dataclasses import dataclass\nfrom chatmem.memory.window import WindowStrategy\n"
+     "@dataclass(frozen=True)\nclass O:\n    k: int = 3\n"
+     "class Bare(WindowStrategy):\n    name = 'bare'\n    description = 'd'\n    OPTIONS = O\n"
+     "def register(plugins):\n    plugins.add_strategy(Bare)\n", ProblemKind.REJECTED,
+     "O.k is not declared with param(default, help)"),
+    ("from dataclasses import dataclass\nfrom chatmem.memory.window import WindowStrategy\n"
+     "def register(plugins):\n    @dataclass(frozen=True)\n    class O:\n        k: int = 3\n"
+     "    class Bare(WindowStrategy):\n        name = 'bare'\n        OPTIONS = O\n"
+     "    plugins.add_strategy(Bare)\n", ProblemKind.REJECTED,
+     "O.k is not declared with param(default, help)"),
     ("def register(plugins):\n    plugins.add_provider('scripted', print)\n",
      ProblemKind.REJECTED, "provider 'scripted' is already registered by chatmem itself"),
     ("def register(plugins):\n    plugins.add_embedder('none', print)\n",
