@@ -217,6 +217,9 @@ class Registries:
         names = [*(("strategy", getattr(cls, "name", None)) for cls in staged.strategies),
                  *(("provider", entry[0]) for entry in staged.providers),
                  *(("embedder", entry[0]) for entry in staged.embedders)]
+        if any((owner := contents.origins.get(key)) is not None and owner.builtin
+               for key in names):
+            return  # refused as any plugin taking chatmem's names is: no other is withdrawn
         clashes: list[tuple[tuple[str, str], list[PluginSource]]] = []
         for key in names:
             if not isinstance(key[1], str):

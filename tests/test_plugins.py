@@ -175,6 +175,28 @@ def test_a_name_two_plugins_register_is_neither_plugins_naming_the_other(
         sys.modules.pop(module, None)
 
 
+def test_a_plugin_refused_for_a_built_in_name_withdraws_no_other(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    for module, names in (("chatmem_keeps", "'notes'"), ("chatmem_takes", "'notes', 'window'")):
+        (tmp_path / f"{module}.py").write_text(
+            "from chatmem.memory.window import WindowStrategy\n"
+            "def register(plugins):\n"
+            f"    for n in ({names},):\n"
+            "        plugins.add_strategy(type('S', (WindowStrategy,), {'name': n, "
+            "'description': 'd'}))\n", encoding="utf-8")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    loaded = Registries(entry_points=lambda: [
+        entry_point("keeps", "chatmem_keeps", "chatmem-keeps"),
+        entry_point("takes", "chatmem_takes", "chatmem-takes")])
+    [problem] = loaded.problems
+    assert problem.plugin.name == "takes"
+    assert "is already registered" in problem.detail  # (its first clash: notes)
+    assert loaded.strategies["notes"].__module__ == "chatmem_keeps"
+    for module in ("chatmem_keeps", "chatmem_takes"):
+        sys.modules.pop(module, None)
+
+
 def test_a_provider_name_two_plugins_register_is_neither_plugins(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
