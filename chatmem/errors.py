@@ -167,6 +167,13 @@ class StrategyError(UsageError):
     pass
 
 
+class UndeclaredParam(TypeError):
+    """A strategy's OPTIONS dataclass holds a field not declared with param(): found as the
+    class is defined, so while its plugin imports, where it read as an import failure.
+    A TypeError, not a ChatmemError: it is the plugin author's to mend, and the plugin
+    registry words it as a refusal of what the plugin registers."""
+
+
 class RepeatedStrategy(StrategyError):
     """A replay, an eval or a comparison was given the same strategy (name and parameters)
     twice; each front end names how strategies are given to it."""

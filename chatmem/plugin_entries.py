@@ -27,7 +27,7 @@ class ProblemKind(Enum):
     """Its `register(plugins)` raised."""
     REJECTED = "rejected"
     """It registered something chatmem cannot use: the wrong type, or a name that is
-    invalid or already taken (a built-in's, or an earlier plugin's)."""
+    invalid or already taken (a built-in's, or another plugin's: both are skipped)."""
 
 
 @dataclass(frozen=True)

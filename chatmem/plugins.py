@@ -11,8 +11,9 @@ hook specifications, call ordering or results to collect, and no new dependency.
 
 Nothing is imported or scanned until a registry is first used (`chatmem --help` reads
 no entry point). A plugin that cannot be used (it fails to import, its `register`
-raises, it registers the wrong type or a name already taken) is skipped whole and
-recorded as a `PluginProblem`; the front end words it as one warning.
+raises, it registers the wrong type or a name already taken; two plugins of one name
+are both skipped) is skipped whole and recorded as a `PluginProblem`; the front end
+words it as one warning.
 `load_registries()` gives the one `Registries` of the process.
 """
 
@@ -26,7 +27,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
-from chatmem.errors import ChatmemError, ConfigError, one_line
+from chatmem.errors import ChatmemError, ConfigError, UndeclaredParam, one_line
 from chatmem.plugin_entries import (
     EmbedderEntry,
     PluginProblem,
@@ -69,6 +70,9 @@ class _Contents:
     embedders: dict[str, EmbedderEntry] = field(default_factory=dict)
     origins: dict[tuple[str, str], PluginSource] = field(default_factory=dict)
     problems: list[PluginProblem] = field(default_factory=list)
+    contested: dict[tuple[str, str], list[PluginSource]] = field(default_factory=dict)
+    """Names two plugins registered, and by whom: neither plugin is used, nor a later one
+    of that name (whichever sorted first would run the other's sessions, on its state)."""
 
 
 class Registries:
@@ -142,6 +146,9 @@ class Registries:
             return
         try:
             loaded = load()
+        except UndeclaredParam as e:  # raised as a strategy class is defined: it imported
+            problem(ProblemKind.REJECTED, str(e))
+            return
         except (Exception, SystemExit) as e:  # a plugin's import may raise anything
             problem(ProblemKind.IMPORT_FAILED, one_line(e))
             return
@@ -155,6 +162,9 @@ class Registries:
         staged = Plugins()
         try:
             hook(staged)
+        except UndeclaredParam as e:  # a strategy class defined within register
+            problem(ProblemKind.REJECTED, str(e))
+            return
         except (Exception, SystemExit) as e:
             problem(ProblemKind.REGISTER_FAILED, one_line(e))
             return
@@ -167,6 +177,7 @@ class Registries:
         """Check everything `staged` holds, then add it all (or raise and add nothing)."""
         contents = self._contents
         assert contents is not None
+        self._refuse_contested(source, staged)
         providers = [ProviderEntry(n, c, m, source) for n, c, m in staged.providers]
         check_entries("provider", providers, contents.providers, contents.origins,
                        PROVIDER_WORDS)
@@ -195,6 +206,53 @@ class Registries:
         for embedder in embedders:
             contents.embedders[embedder.name] = embedder
             contents.origins[("embedder", embedder.name)] = source
+
+    def _refuse_contested(self, source: PluginSource, staged: Plugins) -> None:
+        """Raise if `staged` names what another plugin (not chatmem) registered: that one is
+        withdrawn too. Which came first is only the order of distribution names, so a plugin
+        installed later could otherwise take a name over, and with it the sessions saved
+        with it, their stored parameters and the state kept under that name."""
+        contents = self._contents
+        assert contents is not None
+        names = [*(("strategy", getattr(cls, "name", None)) for cls in staged.strategies),
+                 *(("provider", entry[0]) for entry in staged.providers),
+                 *(("embedder", entry[0]) for entry in staged.embedders)]
+        if any((owner := contents.origins.get(key)) is not None and owner.builtin
+               for key in names):
+            return  # refused as any plugin taking chatmem's names is: no other is withdrawn
+        clashes: list[tuple[tuple[str, str], list[PluginSource]]] = []
+        for key in names:
+            if not isinstance(key[1], str):
+                continue
+            owner = contents.origins.get(key)
+            if owner is not None and not owner.builtin and owner != source:
+                contents.contested[key] = [owner]
+                self._withdraw(owner, key, source)
+            if key in contents.contested:
+                contents.contested[key].append(source)
+                clashes.append((key, contents.contested[key]))
+        if clashes:
+            (kind, name), holders = clashes[0]
+            others = ", ".join(registered_by(h) for h in holders if h != source)
+            raise ValueError(f"{kind} {name!r} is registered by {others} too: neither is "
+                             "used until one is uninstalled")
+
+    def _withdraw(self, owner: PluginSource, key: tuple[str, str], by: PluginSource) -> None:
+        """Take out all that `owner` registered, recorded as its problem."""
+        contents = self._contents
+        assert contents is not None
+        mine = [k for k, s in contents.origins.items() if s == owner]
+        for kind, name in mine:
+            del contents.origins[(kind, name)]
+            if kind == "strategy":
+                contents.strategies.withdraw(name)
+            elif kind == "provider":
+                contents.providers.pop(name, None)
+            else:
+                contents.embedders.pop(name, None)
+        contents.problems.append(PluginProblem(owner, ProblemKind.REJECTED, (
+            f"{key[0]} {key[1]!r} is registered by {registered_by(by)} too: neither is used "
+            "until one is uninstalled")))
 
     # -- problems ----------------------------------------------------------------------
 

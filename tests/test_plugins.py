@@ -99,6 +99,18 @@ def entry_point(name: str, value: str, dist: str | None = None) -> Any:
      "class Opt(BufferStrategy):\n    name = 'opt'\n    description = 'd'\n    OPTIONS = O\n"
      "def register(plugins):\n    plugins.add_strategy(Opt)\n", ProblemKind.REJECTED,
      "strategy 'opt': parameter limit is int | None; parameters are int, float, bool or str"),
+    # Found as the class is defined, while the plugin imports: the warning said it "could
+    # not be imported", as of a missing dependency, though it imported and declared wrong.
+    ("from dataclasses import dataclass\nfrom chatmem.memory.window import WindowStrategy\n"
+     "@dataclass(frozen=True)\nclass O:\n    k: int = 3\n"
+     "class Bare(WindowStrategy):\n    name = 'bare'\n    description = 'd'\n    OPTIONS = O\n"
+     "def register(plugins):\n    plugins.add_strategy(Bare)\n", ProblemKind.REJECTED,
+     "O.k is not declared with param(default, help)"),
+    ("from dataclasses import dataclass\nfrom chatmem.memory.window import WindowStrategy\n"
+     "def register(plugins):\n    @dataclass(frozen=True)\n    class O:\n        k: int = 3\n"
+     "    class Bare(WindowStrategy):\n        name = 'bare'\n        OPTIONS = O\n"
+     "    plugins.add_strategy(Bare)\n", ProblemKind.REJECTED,
+     "O.k is not declared with param(default, help)"),
     ("def register(plugins):\n    plugins.add_provider('scripted', print)\n",
      ProblemKind.REJECTED, "provider 'scripted' is already registered by chatmem itself"),
     ("def register(plugins):\n    plugins.add_embedder('none', print)\n",
@@ -123,26 +135,86 @@ def test_a_plugin_that_cannot_be_used_is_skipped_whole_as_one_problem(
     sys.modules.pop(module, None)
 
 
-def test_a_strategy_name_another_plugin_holds_is_refused_naming_that_plugin(
+def test_a_name_two_plugins_register_is_neither_plugins_naming_the_other(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Said as a provider's clash is: it named the holder's class (chatmem_first.Notes), not
-    the distribution to uninstall."""
-    for module in ("chatmem_first", "chatmem_second"):
+    the distribution to uninstall. The first in distribution-name order used to keep the
+    name: installing chatmem-aaa with a `notes` of its own then ran every session saved with
+    chatmem-first's `notes` with aaa's (its saved parameters "of another version" dropped,
+    its state under that name read and overwritten by another plugin's update). Neither is
+    used now, nor a third of that name, and each warning names the other plugin."""
+    for module, extra in (("chatmem_first", "also_first"), ("chatmem_second", "also_second"),
+                          ("chatmem_third", "also_third")):
         (tmp_path / f"{module}.py").write_text(
             "from chatmem.memory.window import WindowStrategy\n"
             "class Notes(WindowStrategy):\n    name = 'notes'\n    description = '笔记'\n"
-            "def register(plugins):\n    plugins.add_strategy(Notes)\n", encoding="utf-8")
+            f"class Extra(WindowStrategy):\n    name = '{extra}'\n    description = 'x'\n"
+            "def register(plugins):\n    plugins.add_strategy(Extra)\n"
+            "    plugins.add_strategy(Notes)\n"
+            f"    plugins.add_provider('{extra}', print)\n", encoding="utf-8")
     monkeypatch.syspath_prepend(str(tmp_path))
     loaded = Registries(entry_points=lambda: [
         entry_point("first", "chatmem_first", "chatmem-first"),
-        entry_point("second", "chatmem_second", "chatmem-second")])
+        entry_point("second", "chatmem_second", "chatmem-second"),
+        entry_point("third", "chatmem_third", "chatmem-third")])
+    assert [(p.plugin.name, p.kind, p.detail) for p in loaded.problems] == [
+        ("first", ProblemKind.REJECTED, "strategy 'notes' is registered by plugin second "
+         "(chatmem-second 1.0) too: neither is used until one is uninstalled"),
+        ("second", ProblemKind.REJECTED, "strategy 'notes' is registered by plugin first "
+         "(chatmem-first 1.0) too: neither is used until one is uninstalled"),
+        ("third", ProblemKind.REJECTED, "strategy 'notes' is registered by plugin first "
+         "(chatmem-first 1.0), plugin second (chatmem-second 1.0) too: neither is used "
+         "until one is uninstalled")]
+    # Each is skipped whole, as any refused plugin is: its other strategy and provider too.
+    assert loaded.strategies.names() == BUILT_IN
+    assert list(loaded.providers) == ["local", "openai", "scripted"]
+    assert loaded.origin("strategy", "notes") is None
+    assert loaded.origin("provider", "also_first") is None
+    for module in ("chatmem_first", "chatmem_second", "chatmem_third"):
+        sys.modules.pop(module, None)
+
+
+def test_a_plugin_refused_for_a_built_in_name_withdraws_no_other(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    for module, names in (("chatmem_keeps", "'notes'"), ("chatmem_takes", "'notes', 'window'")):
+        (tmp_path / f"{module}.py").write_text(
+            "from chatmem.memory.window import WindowStrategy\n"
+            "def register(plugins):\n"
+            f"    for n in ({names},):\n"
+            "        plugins.add_strategy(type('S', (WindowStrategy,), {'name': n, "
+            "'description': 'd'}))\n", encoding="utf-8")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    loaded = Registries(entry_points=lambda: [
+        entry_point("keeps", "chatmem_keeps", "chatmem-keeps"),
+        entry_point("takes", "chatmem_takes", "chatmem-takes")])
     [problem] = loaded.problems
-    assert (problem.plugin.name, problem.kind, problem.detail) == (
-        "second", ProblemKind.REJECTED,
-        "strategy 'notes' is already registered by plugin first (chatmem-first 1.0)")
-    assert loaded.strategies["notes"].__module__ == "chatmem_first"
-    for module in ("chatmem_first", "chatmem_second"):
+    assert problem.plugin.name == "takes"
+    assert "is already registered" in problem.detail  # (its first clash: notes)
+    assert loaded.strategies["notes"].__module__ == "chatmem_keeps"
+    for module in ("chatmem_keeps", "chatmem_takes"):
+        sys.modules.pop(module, None)
+
+
+def test_a_provider_name_two_plugins_register_is_neither_plugins(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    for module in ("chatmem_shout_a", "chatmem_shout_b"):
+        (tmp_path / f"{module}.py").write_text(
+            "def register(plugins):\n    plugins.add_provider('shout', print)\n"
+            "    plugins.add_embedder('letters', print)\n", encoding="utf-8")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    loaded = Registries(entry_points=lambda: [
+        entry_point("a", "chatmem_shout_a", "chatmem-a"),
+        entry_point("b", "chatmem_shout_b", "chatmem-b")])
+    assert [(p.plugin.name, p.detail) for p in loaded.problems] == [
+        ("a", "provider 'shout' is registered by plugin b (chatmem-b 1.0) too: neither is "
+         "used until one is uninstalled"),
+        ("b", "provider 'shout' is registered by plugin a (chatmem-a 1.0) too: neither is "
+         "used until one is uninstalled")]
+    assert "shout" not in loaded.providers and "letters" not in loaded.embedders
+    for module in ("chatmem_shout_a", "chatmem_shout_b"):
         sys.modules.pop(module, None)
 
 

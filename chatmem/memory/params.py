@@ -8,7 +8,7 @@ from collections.abc import Mapping
 from dataclasses import MISSING, dataclass, field, fields
 from typing import Any
 
-from chatmem.errors import StrategyError
+from chatmem.errors import StrategyError, UndeclaredParam
 from chatmem.text import FULL_WIDTH
 
 MAX_WHOLE_NUMBER = 10**9
@@ -111,7 +111,8 @@ def declared_params(options: type) -> tuple[Param, ...]:
     declared = []
     for f in fields(options):
         if f.default is MISSING or "param" not in f.metadata:
-            raise TypeError(f"{options.__name__}.{f.name} is not declared with param()")
+            raise UndeclaredParam(f"{options.__name__}.{f.name} is not declared with "
+                                  f"param(default, help)")
         help, minimum, maximum, choices = f.metadata["param"]
         declared.append(Param(f.name, types[f.name], f.default, help, minimum, maximum,
                               choices))

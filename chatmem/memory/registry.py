@@ -86,6 +86,11 @@ class StrategyRegistry(Mapping[str, type[BaseStrategy]]):
             if label is not None:
                 self._labels[cls.name] = label
 
+    def withdraw(self, name: str) -> None:
+        """Take `name` out again (a plugin found to share a name with a later one)."""
+        self._classes.pop(name, None)
+        self._labels.pop(name, None)
+
     def __getitem__(self, name: str) -> type[BaseStrategy]:
         return self._classes[name]
 
