@@ -115,6 +115,8 @@ class StoredRecall:
         self.sitting_cache = sittings.setdefault(gap_hours, _SittingCache())
         self.read: dict[int, CandidateRow] = {}
         """The candidates this build read, by position: their times came with them."""
+        self.alone = False
+        """This build's search found the conversation alone in the index (`bm25`)."""
 
     def count_before(self, turn: int) -> int:
         return self.state.store.recall.count_before(self.state.session_id, turn)
@@ -214,14 +216,16 @@ class StoredRecall:
         return by_zone.setdefault(self.zone, {})
 
     def bm25(self, query: str, before_turn: int) -> WordMatches:
-        return self.state.store.recall.word_matches(self.state.session_id, query,
-                                                    before_turn=before_turn, limit=SEARCH_LIMIT)
+        matches = self.state.store.recall.word_matches(
+            self.state.session_id, query, before_turn=before_turn, limit=SEARCH_LIMIT)
+        self.alone = matches.alone
+        return matches
 
     def rare_matches(self, text: str, before_turn: int, most: int) -> WordMatches:
         """The messages holding words of `text` at most `most` messages of the session hold."""
         return self.state.store.recall.rare_word_matches(
             self.state.session_id, text, before_turn=before_turn, most=most,
-            limit=SEARCH_LIMIT)
+            limit=SEARCH_LIMIT, alone=self.alone)
 
     def sent_tokens(self, message: Message) -> int:
         """`message`'s tokens as it is sent (`Message.sent`), counted once per process."""

@@ -108,6 +108,8 @@ class WordMatches:
     entries: dict[str, int] = field(default_factory=dict)
     """Each searched term's index entries (in this conversation, where others are
     stored too), counted up to half of POSTINGS: how rare it is."""
+    alone: bool = False
+    """The search found the conversation alone in the index (no other's entries)."""
 
 
 def idf(entries: int, found: int) -> float:
@@ -233,12 +235,13 @@ class RecallTables:
             return self._conversation_matches(session_id, terms, here, before_turn, limit)
         counted, entries = rare_counts(self._db, terms, POSTINGS)
         if not counted:
-            return WordMatches()
+            return WordMatches(alone=bool(terms))
         scores = {position: score for _, position, score in self._db.word_scores(
             [term for _, term in counted], session_id, before_turn, limit)}
         ceiling = sum(idf(max(entries, found), found) for found, term in counted
                       if term not in fts.UNSCORED_WORDS)
-        return WordMatches(scores, ceiling, {term: found for found, term in counted})
+        return WordMatches(scores, ceiling, {term: found for found, term in counted},
+                           alone=bool(terms))
 
     def _conversation_matches(self, session_id: int, terms: list[str], here: SessionWords,
                               before_turn: int, limit: int) -> WordMatches:
@@ -260,13 +263,16 @@ class RecallTables:
                            {term: found for found, term in kept})
 
     def rare_word_matches(self, session_id: int, text: str, *, before_turn: int, most: int,
-                          limit: int) -> WordMatches:
+                          limit: int, alone: bool = False) -> WordMatches:
         """The messages before `before_turn` holding words of `text` that at most `most` of
         this conversation's messages hold (`entries`: those words, with their counts), as
         `word_matches` scores them: a search of a few short index entries, its counts
-        stopped at `most` (chatmem.memory.later_mentions)."""
+        stopped at `most` (chatmem.memory.later_mentions). `alone`: a search of the same
+        build found the conversation alone in the index (WordMatches.alone), not asked
+        again (a statement of each retrieval build)."""
         terms = fts.search_terms(text)
-        here = self._db.session_word_counts(terms, session_id, most) if terms else None
+        here = (self._db.session_word_counts(terms, session_id, most)
+                if terms and not alone else None)
         if here is not None:
             rare = [(found, term) for found, term in zip(here.counts, terms, strict=True)
                     if 0 < found <= most]

@@ -14,6 +14,7 @@ import math
 from collections.abc import Iterable, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import replace
+from operator import itemgetter
 from typing import Any
 
 from chatmem import fts
@@ -291,13 +292,18 @@ class SqliteWords:
         if expression is None:
             return []
         where, params = match_conditions("m.session_id", session_id, before_turn)
-        rows = self.execute(
+        # Sorted here, not by ORDER BY: the matches are few (callers search at most
+        # POSTINGS entries), and SQLite's sort of them was a third of the statement (0.1-0.2
+        # ms a search of 335 matches). Sorted stably, as SQLite's bounded sort keeps equal
+        # scores in the order the index gives them. CROSS JOIN: without the ORDER BY, the
+        # planner would read the session's messages and probe the index for each.
+        rows = sorted(self.execute(
             "SELECT m.id, m.position, bm25(messages_fts) AS score FROM messages_fts"
-            " JOIN messages m ON m.id = messages_fts.rowid"
-            f" WHERE messages_fts MATCH ? AND {where} ORDER BY score LIMIT ?",
-            [expression, *params, limit]).fetchall()
-        # bm25() is lower for better matches. All at once (at most `limit`): read one by
-        # one, each row cost a step of the cursor's error-wrapping generator.
+            " CROSS JOIN messages m ON m.id = messages_fts.rowid"
+            f" WHERE messages_fts MATCH ? AND {where}",
+            [expression, *params]).fetchall(), key=itemgetter(2))[:limit]
+        # bm25() is lower for better matches. All at once: read one by one, each row cost
+        # a step of the cursor's error-wrapping generator.
         return [(message_id, position, -score) for message_id, position, score in rows]
 
     def newest_word_matches(self, terms: Sequence[str], limit: int,

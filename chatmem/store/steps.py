@@ -52,20 +52,28 @@ def append_messages(db: Backend, session_id: int, messages: Iterable[Mapping[str
     return append_numbered(db, session_id, messages, now)[0]
 
 
+LastMessage = tuple[int, int, str | None, int]
+"""A session's last message as append_numbered numbers after it: position, turn,
+created_at, superseded ((0, 0, None, 0): none)."""
+# Turns never decrease with position: the last message holds both maxima, and the
+# (session_id, position) index finds it without reading the session (a replaced turn's
+# messages hold the same number as its replacement's).
+_LAST_MESSAGE = ("SELECT position, turn, created_at, superseded FROM messages"
+                 " WHERE session_id = ? ORDER BY position DESC LIMIT 1")
+
+
 def append_numbered(db: Backend, session_id: int, messages: Iterable[Mapping[str, Any]],
-                    now: Callable[[], str]) -> tuple[list[int], int]:
+                    now: Callable[[], str], *,
+                    last: LastMessage | None = None) -> tuple[list[int], int]:
     """`append_messages`, and the history's last turn after it (the last one's turn: no
     message in history is past it), which a committed turn records without a read. A
-    message's "speaker" (a group chat member's, no turn's input) is kept (keep_speakers)."""
-    # Turns never decrease with position: the last message holds both maxima, and
-    # the (session_id, position) index finds it without reading the session (a replaced
-    # turn's messages hold the same number as its replacement's).
-    row = db.execute(
-        "SELECT position, turn, created_at, superseded FROM messages WHERE session_id = ?"
-        " ORDER BY position DESC LIMIT 1",
-        [session_id],
-    ).fetchone()
-    position, turn, last_time, superseded = row or (0, 0, None, 0)
+    message's "speaker" (a group chat member's, no turn's input) is kept (keep_speakers).
+    `last`: the session's last message, read under this write lock (kept_and_last)."""
+    if last is None:
+        row = db.execute(_LAST_MESSAGE, [session_id]).fetchone()
+        position, turn, last_time, superseded = row or (0, 0, None, 0)
+    else:
+        position, turn, last_time, superseded = last
     if turn and superseded:
         # A replaced turn's messages (superseded, only ever at the end) keep their number
         # out of history: its replacement takes it, so the history's turns stay 1, 2, 3 …
@@ -173,6 +181,22 @@ def erase_session_rows(db: Backend, session_id: int) -> None:
 
 
 MEMORY_NOT_UPDATED = "its memory was not updated"
+
+
+def kept_and_last(db: Backend, session_id: int,
+                  consequence: str = MEMORY_NOT_UPDATED) -> tuple[int, LastMessage]:
+    """`check_session_kept`, with the session's last message as `append_numbered` reads
+    it: one statement of a turn's write, not two (each is ~10 us of the turn)."""
+    row = db.execute(
+        "SELECT s.erasures, m.position, m.turn, m.created_at, m.superseded FROM sessions s"
+        f" LEFT JOIN ({_LAST_MESSAGE}) m ON 1 = 1 WHERE s.id = ?",
+        [session_id, session_id]).fetchone()
+    if row is None:
+        raise SessionGone(None, consequence)
+    erasures, position, turn, created_at, superseded = row
+    if position is None:
+        return int(erasures), (0, 0, None, 0)
+    return int(erasures), (position, turn, created_at, superseded)
 
 
 def check_session_kept(db: Backend, session_id: int,

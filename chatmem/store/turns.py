@@ -77,14 +77,20 @@ class TurnTables:
             # Patient: the reply is paid for, and another process's long write (an import)
             # must not cost it.
             with self._db.write(patient=True):
-                self._check_not_erased(turn.session_id, erasures, "the turn was not stored")
+                last = None
+                if erasures is not None:
+                    # The check and the last message, which numbering reads: one statement.
+                    found, last = steps.kept_and_last(self._db, turn.session_id,
+                                                      "the turn was not stored")
+                    self._check_not_erased(turn.session_id, erasures, "the turn was not stored",
+                                           found=found)
                 (user_id, assistant_id), turn.history_turn = steps.append_numbered(
                     self._db, turn.session_id,
                     [{"role": "user", "content": turn.input, "ts": sent_at,
                       "id": external_ids[0]},
                      {"role": "assistant", "content": turn.reply, "ts": replied_at,
                       "id": external_ids[1]}],
-                    self._connection.now)
+                    self._connection.now, last=last)
                 turn.user_message_id, turn.assistant_message_id = user_id, assistant_id
                 counts = {} if message_tokens is None or not turn.tokenizer else dict(
                     zip((user_id, assistant_id), message_tokens, strict=True))
@@ -112,7 +118,7 @@ class TurnTables:
         return turn
 
     def _check_not_erased(self, session_id: int, erasures: int | None,
-                          consequence: str) -> None:
+                          consequence: str, *, found: int | None = None) -> None:
         """Under the write lock: a purge (or a replaced turn) that left its mark on the
         session after the turn's context was built (`erasures` then) may have erased what
         that context, its reply and its rendered prompt hold; storing them would bring
@@ -121,9 +127,13 @@ class TurnTables:
 
         A session deleted meanwhile is refused here too: the insert would otherwise fail
         with the database's own words, a foreign key on SQLite and row security on
-        PostgreSQL, neither saying what happened."""
-        if erasures is not None and self._sessions.erased_since(session_id, erasures,
-                                                                 consequence):
+        PostgreSQL, neither saying what happened. `found`: the count already read under
+        this lock (steps.kept_and_last)."""
+        if erasures is None:
+            return
+        if found is None:
+            found = steps.check_session_kept(self._db, session_id, consequence)
+        if found != erasures:
             raise StoreError("text left this session's memory while the reply came (a purge,"
                              " or a turn replaced by another chat), and what this turn was"
                              " sent may hold it; send it again",

@@ -34,3 +34,22 @@ def test_a_search_of_the_only_conversation_reads_the_index_size_with_the_counts(
             idf(max(newest, n), n) for term, n in found.entries.items()
             if term not in fts.UNSCORED_WORDS)), query
         assert found.ceiling > 0
+
+
+@pytest.mark.sqlite_only(reason="SQLite's ORDER BY kept equal scores in the index's order,"
+                         " which word_scores now sorts itself (PostgreSQL sorts in SQL)")
+def test_equal_scores_come_in_the_index_s_order_and_a_limit_keeps_the_first(
+        store: Store) -> None:
+    mine = store.sessions.create_session("s", "window", {})
+    store.history.import_messages(mine.id, [
+        {"role": "user", "content": text} for text in
+        ["杭州 walnut", "杭州 walnut tea tea", "杭州 walnut"] * 3 + ["walnut 杭州 杭州"]])
+    found = store.db.word_scores(["杭州", "walnut"], mine.id, None, 20)
+    ties = [message_id for message_id, _, score in found if score == found[-1][2]]
+    assert len(found) == 10 and len(ties) == 3  # the three long ones score lowest
+    for level in {score for _, _, score in found}:
+        equal = [message_id for message_id, _, score in found if score == level]
+        assert equal == sorted(equal), level
+    assert [score for _, _, score in found] == sorted((s for _, _, s in found), reverse=True)
+    for limit in (1, 4, 9):
+        assert store.db.word_scores(["杭州", "walnut"], mine.id, None, limit) == found[:limit]
