@@ -35,7 +35,10 @@ def mcp_calls(args: list[str], calls: list[tuple[str, dict[str, Any]]], *,
         args=["-m", "chatmem", "mcp", "--provider", "scripted", *args], env=env)
 
     async def work() -> list[dict[str, Any]]:
-        async with stdio_client(params) as (read, write), ClientSession(read, write) as session:
+        # errlog given: the SDK's default is the sys.stderr of its first import (a
+        # CliRunner's stream without a file descriptor, if an earlier test imported it).
+        async with stdio_client(params, errlog=sys.stderr) as (read, write), \
+                ClientSession(read, write) as session:
             await session.initialize()
             answers = []
             for i, (tool, arguments) in enumerate(calls):

@@ -474,7 +474,11 @@ def test_inspect_logs_and_explain_turn_number_turns_as_the_conversation_does(
     async def explain() -> tuple[dict[str, object], bool]:
         params = StdioServerParameters(command=sys.executable, args=[
             "-m", "chatmem", "mcp", "--db", db, "--provider", "scripted"], env=dict(os.environ))
-        async with stdio_client(params) as (read, write), ClientSession(read, write) as client:
+        # errlog given: stdio_client's default is the sys.stderr of when the mcp SDK was
+        # first imported, a CliRunner's stream without a file descriptor if that was in
+        # an earlier test's command.
+        async with stdio_client(params, errlog=sys.stderr) as (read, write), \
+                ClientSession(read, write) as client:
             await client.initialize()
             got = await client.call_tool("explain_turn", {"conversation_id": "support",
                                                           "turn": 31})

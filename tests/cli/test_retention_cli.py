@@ -17,8 +17,18 @@ from in_a_terminal import in_a_terminal
 from chatmem.errors import StoreError
 from chatmem.store import Store
 
-pytestmark = pytest.mark.usefixtures("history_key")
+pytestmark = pytest.mark.usefixtures("history_key", "now_is_the_tests_start")
 NOW = datetime.now(UTC)
+"""The test's present: its histories' clocks count back from it, the commands it runs read
+the real clock. Set when each test starts (now_is_the_tests_start)."""
+
+
+@pytest.fixture
+def now_is_the_tests_start(monkeypatch: pytest.MonkeyPatch) -> None:
+    """NOW read as the test starts, not as the module was imported: a run that reached a test
+    more than half an hour after collecting it (the loaded machine) read a session made
+    '12 hours ago' as idle 13 hours."""
+    monkeypatch.setattr(f"{__name__}.NOW", datetime.now(UTC))
 
 
 def history(db: Path, *, days_ago: float = 0) -> Store:

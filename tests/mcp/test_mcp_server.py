@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any, TextIO
 
 import pytest
+from cli_runner import output
 from file_hash import checkpointed_hash as file_hash
 from other_account import NOBODY, needs_root, status_as_nobody
 from waiting import HANG, Watched
@@ -365,12 +366,11 @@ def test_four_server_processes_on_one_conversation_keep_every_turn(tmp_path: Pat
         await asyncio.wait_for(asyncio.gather(*(writer(c) for c in range(4))), 4 * HANG)
 
     asyncio.run(all_writers())
-    shown = subprocess.run([sys.executable, "-m", "chatmem", "sessions", "show", "shared",
-                            "--all", "--json", "--db", str(db)], capture_output=True, text=True,
-                           check=True)
+    # What the four servers stored, read in this process (theirs are the processes under test).
+    shown = output("sessions", "show", "shared", "--all", "--json", "--db", str(db))
     import json
 
-    data = json.loads(shown.stdout)
+    data = json.loads(shown)
     users = [m["content"] for m in data["messages"] if m["role"] == "user"]
     assert data["turns"]["total"] == 100
     assert sorted(users) == sorted(f"client {c} turn {n}" for c in range(4) for n in range(25))

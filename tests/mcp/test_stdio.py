@@ -19,6 +19,7 @@ from typing import Any
 
 import pytest
 from chat_server import running_chat_server
+from cli_runner import output
 from waiting import HANG, Watched, wait_until
 
 pytest.importorskip("mcp", reason="chatmem[serve] (the mcp SDK) is not installed")
@@ -83,11 +84,10 @@ def test_a_lone_surrogate_in_a_tool_call_is_answered_and_stored_as_a_replacement
     assert recorded["structuredContent"]["turn"] == 1
     assert "hits" in found["structuredContent"]
     assert remembered["structuredContent"]["facts"][0]["value"] == "\ufffd李"
-    shown = subprocess.run([sys.executable, "-m", "chatmem", "sessions", "show", "代理", "--all",
-                            "--json", "--db", str(db)], capture_output=True, text=True,
-                           encoding="utf-8", check=True)
+    # What the server stored, read in this process (the server's is the process under test).
+    shown = output("sessions", "show", "代理", "--all", "--json", "--db", str(db))
     # A whole pair (😀, sent as two escapes) is the character it spells.
-    assert [m["content"] for m in json.loads(shown.stdout)["messages"]] == [
+    assert [m["content"] for m in json.loads(shown)["messages"]] == [
         "用户 \ufffd 说", "回复 \ufffd 😀"]
 
 
@@ -141,11 +141,9 @@ def test_a_server_whose_client_has_gone_mid_call_ends_and_its_history_is_intact(
         finally:
             server.kill()
         assert time.monotonic() - gone < 30
-    shown = subprocess.run([sys.executable, "-m", "chatmem", "sessions", "show", "旅行", "--all",
-                            "--json", "--db", str(db)], capture_output=True, text=True,
-                           encoding="utf-8", env={**os.environ, "CHATMEM_CONFIG": str(config)})
-    assert shown.returncode == 0, shown.stderr
-    stored = [m["content"] for m in json.loads(shown.stdout)["messages"]]
+    shown = output("sessions", "show", "旅行", "--all", "--json", "--db", str(db),
+                   env={"CHATMEM_CONFIG": str(config)})
+    stored = [m["content"] for m in json.loads(shown)["messages"]]
     # Each turn recorded before the client left is whole; none is half there. Their order
     # is not asserted: the calls were sent without waiting for answers, and the SDK runs
     # each on a worker thread of its own, so two may reach the conversation either way

@@ -4,6 +4,7 @@ writes it, the next process resumes it, and its thread fails, stops and reports 
 from __future__ import annotations
 
 import hashlib
+import shutil
 import threading
 from collections.abc import Sequence
 from pathlib import Path
@@ -40,11 +41,11 @@ class FailingEmbedder(HashEmbedder):
         return super().embed(texts, query=query)
 
 
-@pytest.fixture
-def path(tmp_path: Path) -> Path:
+@pytest.fixture(scope="module")
+def imported(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A history file with a session of TURNS imported turns, English and Chinese, none
-    embedded."""
-    path = tmp_path / "history.db"
+    embedded: made once for the module, each test given a copy (`path`)."""
+    path = tmp_path_factory.mktemp("imported") / "history.db"
     with Store(path) as store:
         session = store.sessions.create_session("imported", "retrieval", system="Be brief.")
         messages = []
@@ -61,6 +62,15 @@ def path(tmp_path: Path) -> Path:
             messages += [{"role": "user", "content": user, "ts": when},
                          {"role": "assistant", "content": reply, "ts": when}]
         store.history.import_messages(session.id, messages)
+    assert [p.name for p in path.parent.iterdir()] == [path.name]  # closed: one file whole
+    return path
+
+
+@pytest.fixture
+def path(imported: Path, tmp_path: Path) -> Path:
+    """A copy of `imported` of the test's own."""
+    path = tmp_path / "history.db"
+    shutil.copyfile(imported, path)
     return path
 
 

@@ -39,13 +39,13 @@ def run(args: list[str], home: Path, stdin: str = "") -> tuple[int, str]:
     return done.returncode, done.stdout + done.stderr
 
 
-def run_here(args: list[str], home: Path) -> tuple[int, str]:
+def run_here(args: list[str], home: Path, stdin: str | None = None) -> tuple[int, str]:
     """`run` in this process (the commands that only read and write files: a process
     costs over a second of CPU here), in the same environment."""
     env: dict[str, str | None] = {k: None for k in os.environ
                                   if k.startswith(("OPENAI_", "CHATMEM_"))}
     env.update(HOME=str(home), OPENAI_API_KEY=KEY, NO_COLOR="1")
-    done = invoke(*args, env=env, width=200)
+    done = invoke(*args, input=stdin, env=env, width=200)
     return done.exit_code, done.stdout + done.stderr
 
 
@@ -62,9 +62,11 @@ def test_the_key_reaches_no_file_and_no_output(tmp_path: Path, chat_server) -> N
     common = ["--db", str(db), "--config", str(config)]
     outputs = []
     chat_server.plan = ["ok", "ok", "ok", "ok", "401", "echo-key"]  # chat + summary calls
-    for text in ("my order is ORD-1\n", "and again\n", "this one fails\n", "echo it\n"):
-        outputs.append(run(["chat", "s", "--provider", "openai", "-s", "summary", *common],
-                           home, text))
+    chat = ["chat", "s", "--provider", "openai", "-s", "summary", *common]
+    # The two turns that go well only make the history: in this process. The failing two
+    # are real processes (a failed turn's exit code and its traceback-free stderr).
+    outputs += [run_here(chat, home, text) for text in ("my order is ORD-1\n", "and again\n")]
+    outputs += [run(chat, home, text) for text in ("this one fails\n", "echo it\n")]
     assert [code for code, _ in outputs] == [0, 0, 1, 1]
     for args in (["config", "show", "--config", str(config)],
                  ["config", "show", "--json", "--config", str(config)],
@@ -75,8 +77,7 @@ def test_the_key_reaches_no_file_and_no_output(tmp_path: Path, chat_server) -> N
                  ["inspect", "s", "--json", *common],
                  ["inspect", "s", "--turn", "3", *common],
                  ["replay", "s", "-s", "window", "--report", str(work / "r.html"), *common]):
-        # The chats above are real processes (a failed turn, its traceback-free stderr);
-        # these only read the history and write files, the same code in this process.
+        # These only read the history and write files: the same code in this process.
         outputs.append(run_here(args, home))
         assert outputs[-1][0] == 0, outputs[-1][1]
     everything = "\n".join(text for _, text in outputs)

@@ -198,11 +198,13 @@ def test_an_assistant_message_of_unclosed_tags_is_compared_in_one_pass(
     import time
 
     ask = asker(proxy)
-    started = time.monotonic()
+    # CPU seconds of this process, the proxy's threads with it: a loaded machine stretches
+    # the wall time of the same work (6.8 s of 10 seen beside seven other test runs).
+    started = time.process_time()
     reply, _, _ = ask([{"role": "user", "content": "你好"},
                        {"role": "assistant", "content": "<think>想" * 25_000},
                        {"role": "user", "content": "再见"}])
-    assert reply and time.monotonic() - started < 10
+    assert reply and time.process_time() - started < 10
 
 
 def test_a_message_sent_while_the_last_was_being_answered_is_not_taken_for_its_edit(
