@@ -249,6 +249,8 @@ class Engine(SessionChanges, MemoryUpkeep, TurnChecks, TurnRows, Generic[StoreT]
         if not is_valid(text):
             text = valid_text(text)
             notices.append(InputNotUtf8(REPLACEMENT))
+        [text], replaced = self.without_credentials(text)
+        notices += replaced
         # a build itself never writes
         notices += self.indexing.pause()
         sent_at = self.store.now()  # stamps the input and the reply; its context reads its day
@@ -360,7 +362,7 @@ class Engine(SessionChanges, MemoryUpkeep, TurnChecks, TurnRows, Generic[StoreT]
         `speaker` who said it in a group chat (ContextRequest.speaker), `attachments` the
         files the recorded turn sent with it.
         """
-        text, reply = valid_text(text), valid_text(reply)
+        [text, reply], replaced = self.without_credentials(valid_text(text), valid_text(reply))
         # As send's: a fork's or an import's turns before this one are first folded in (an
         # MCP client's record_turn on one; a replay starts empty, where this does nothing).
         caught = self.catch_up(backlog_after_turn=True)
@@ -372,7 +374,7 @@ class Engine(SessionChanges, MemoryUpkeep, TurnChecks, TurnRows, Generic[StoreT]
             sent_at=times[0], replied_at=times[1], external_ids=ids,
             message_tokens=self._message_tokens(context, text, reply))
         return TurnResult(record, context, reply,
-                          caught + _unsaid(caught, self.update_memory(
+                          replaced + caught + _unsaid(caught, self.update_memory(
                               turns=record.history_turn)))
 
 
