@@ -8,6 +8,7 @@ key in a reply is masked `[api key]`.
 from __future__ import annotations
 
 import base64
+import json
 from pathlib import Path
 
 import pytest
@@ -86,3 +87,26 @@ def test_a_placeholder_key_is_not_masked_in_what_the_user_types(
     with Store(db) as store:
         sid = store.sessions.session("p").id
         assert store.history.messages(sid)[0].content == "I run ollama locally"
+
+
+@pytest.mark.parametrize("language", ["en", "zh"])
+def test_an_imported_transcript_holding_the_key_is_stored_masked(
+        tmp_path: Path, language: str) -> None:
+    """A chat exported elsewhere with the key pasted in, imported here: the key is no more
+    stored than it is from a turn typed here."""
+    typed, masked = SAID[language]
+    transcript = tmp_path / "t.jsonl"
+    transcript.write_text(
+        json.dumps({"role": "user", "content": typed.format(key=KEY)}, ensure_ascii=False)
+        + "\n" + json.dumps({"role": "assistant", "content": f"收到 {KEY}"}) + "\n",
+        encoding="utf-8")
+    db = tmp_path / "i.db"
+    env = {"OPENAI_API_KEY": KEY, "CHATMEM_KEY": None}
+    result = invoke("sessions", "import", str(transcript), "导入", "--db", str(db), env=env,
+                    code=0)
+    assert "the input held your api key; it was replaced by [api key]" in result.stderr
+    transcript.unlink()
+    with Store(db) as store:
+        sid = store.sessions.session("导入").id
+        assert [m.content for m in store.history.messages(sid)] == [masked, "收到 [api key]"]
+    no_byte_of([KEY], tmp_path)
