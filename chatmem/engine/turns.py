@@ -197,8 +197,10 @@ class Engine(SessionChanges, MemoryUpkeep, TurnChecks, TurnRows, Generic[StoreT]
     def build_context(self, text: str, attachments: Sequence[Attachment] = (),
                       said_at: SaidAt = Said.NOW, speaker: str | None = None) -> Context:
         """What would be sent for `text` (and files attached to it), said at `said_at`
-        (default now), without calling the model."""
+        (default now), without calling the model: with the credentials masked, as a turn
+        would send it."""
         self.follow_erasures()
+        [text], _ = self.without_credentials(text)
         return self._build(self.request(text, attachments, said_at, speaker))
 
     def _build(self, request: ContextRequest) -> Context:

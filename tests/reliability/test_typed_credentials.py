@@ -110,3 +110,16 @@ def test_an_imported_transcript_holding_the_key_is_stored_masked(
         sid = store.sessions.session("导入").id
         assert [m.content for m in store.history.messages(sid)] == [masked, "收到 [api key]"]
     no_byte_of([KEY], tmp_path)
+
+
+@pytest.mark.parametrize("what_if", [[], ["--strategy", "tokens"]], ids=["next", "what-if"])
+def test_inspect_shows_the_input_masked_as_a_turn_sends_it(
+        tmp_path: Path, what_if: list[str]) -> None:
+    db = tmp_path / "n.db"
+    env = {"OPENAI_API_KEY": KEY, "CHATMEM_KEY": None}
+    invoke("ask", "n", "你好", "--db", str(db), "--provider", "scripted", env=env, code=0)
+    shown = invoke("inspect", "n", "--next", f"钥匙 {KEY} 在这", *what_if, "--db", str(db),
+                   "--json", env=env, code=0)
+    assert KEY not in shown.output
+    seen = json.loads(shown.stdout)
+    assert seen["input"] == seen["messages"][-1]["content"] == "钥匙 [api key] 在这"
