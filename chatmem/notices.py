@@ -161,6 +161,14 @@ class InputNotUtf8:
     replacement: str
 
 
+@dataclass(frozen=True)
+class CredentialInInput:
+    """The input held a credential chatmem runs with; each was replaced by its label
+    (`labels`: "[api key]", "[history key]") in what is sent and stored."""
+
+    labels: tuple[str, ...]
+
+
 class CutBy(Enum):
     LIMIT = "limit"
     """The reply-length limit (max_reply_tokens)."""
@@ -347,7 +355,7 @@ class FilesNotReplayed:
 
 Notice = (IndexingNotice | VectorsResized | SummaryUpdated | SummaryFailed | FactsFailed
           | FactsTooLong | FactsNotSaid | FactsForgotten | FactsBehind | SensitiveNotRemembered
-          | NoEmbedder | InputNotUtf8 | VectorCacheUnused
+          | NoEmbedder | InputNotUtf8 | CredentialInInput | VectorCacheUnused
           | ReplyCut | UsageIgnored
           | MemoryUpdateFailed | MemoryUpdateCancelled | ErasedWhileUpdating
           | StrategyChanged | ModelChanged

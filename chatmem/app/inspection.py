@@ -121,8 +121,17 @@ def inspect_next(workspace: Workspace, session: str, text: str, *,
     """What the session's strategy would send for `text` now, counted with the tokenizer the
     session was recorded with unless `explicit` (a provider or model named on purpose);
     `catch_up` as inspect_on's."""
-    return inspect_on(next_engine(workspace, session, explicit=explicit), text,
-                      catch_up=catch_up, activity=activity)
+    return inspect_on(next_engine(workspace, session, explicit=explicit),
+                      _as_sent(workspace, text), catch_up=catch_up, activity=activity)
+
+
+def _as_sent(workspace: Workspace, text: str) -> str:
+    """`text` with the credentials a turn masks in its input masked (Engine.run_turn): what
+    a turn would send, which the inspection shows."""
+    from chatmem.privacy.secrets import without_credentials
+    from chatmem.providers import typed_secrets
+
+    return without_credentials(text, typed_secrets(workspace.settings))[0]
 
 
 def _memory_missing(engine: Engine[Store]) -> bool:
@@ -224,6 +233,8 @@ def inspect_what_if(workspace: Workspace, session: str, strategy: StrategySpec |
     from chatmem.evaluation.recording import describe_counter
     from chatmem.evaluation.whatif import external_ids, left_out_texts, sent_with, what_if
     from chatmem.memory.context import Context
+
+    text = None if text is None else _as_sent(workspace, text)
 
     store = workspace.store
     record = store.sessions.session(session)

@@ -8,7 +8,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from chatmem.errors import StrategyError, TranscriptError, UsageError
 
@@ -16,7 +16,7 @@ if TYPE_CHECKING:
     from chatmem.app.workspace import Workspace
     from chatmem.history_notices import RestoredPastRetention
     from chatmem.memory.base import Strategy
-    from chatmem.notices import SavedParamsDropped
+    from chatmem.notices import CredentialInInput, SavedParamsDropped
     from chatmem.privacy.archive import ArchiveReport
     from chatmem.privacy.restore import Archive
     from chatmem.store import FactRecord, SessionRecord
@@ -98,6 +98,9 @@ class Imported:
     params_dropped: SavedParamsDropped | None = None
     """The saved parameters of its plugin strategy that the installed version no longer
     takes: stored as the transcript has them, left out as opening the session leaves them."""
+    credentials_replaced: CredentialInInput | None = None
+    """The transcript's messages held a credential chatmem runs with, stored replaced by
+    its label (as a turn's input is: Engine.without_credentials)."""
 
 
 IMPORT_BATCH = 2_000
@@ -189,8 +192,8 @@ def _write_unfinished(workspace: Workspace, transcript: Transcript,
         if transcript.retention_days is not None:
             store.retention.set_retention(session.id, transcript.retention_days)
         store.sessions.set_system_prompts(session.id, prompts)
-    messages = message_dicts(
-        [m for m in transcript.on_its_clock() if isinstance(m, TranscriptMessage)])
+    messages, replaced = _without_credentials(workspace, message_dicts(
+        [m for m in transcript.on_its_clock() if isinstance(m, TranscriptMessage)]))
     batch = max(batch, 1)
     for start in range(0, len(messages), batch):
         # Each batch its own transaction: it goes on after the last stored message.
@@ -202,7 +205,23 @@ def _write_unfinished(workspace: Workspace, transcript: Transcript,
          "expect_text": p.expect_text, "before_prompt": before_prompt}
         for position, p, before_prompt in transcript.probe_positions()])
     return Imported(session, chosen, len(transcript.messages), len(transcript.probes),
-                    dropped)
+                    dropped, replaced)
+
+
+def _without_credentials(workspace: Workspace, messages: list[dict[str, Any]]
+                         ) -> tuple[list[dict[str, Any]], CredentialInInput | None]:
+    """`messages` with the credentials chatmem runs with replaced by their labels (the
+    user's key pasted into a chat elsewhere, exported, imported here), and the notice."""
+    from chatmem.notices import CredentialInInput
+    from chatmem.privacy.secrets import without_credentials
+    from chatmem.providers import typed_secrets
+
+    secrets = typed_secrets(workspace.settings)
+    labels: dict[str, None] = {}
+    for message in messages:
+        message["content"], found = without_credentials(message["content"], secrets)
+        labels |= dict.fromkeys(found)
+    return messages, CredentialInInput(tuple(labels)) if labels else None
 
 
 @dataclass(frozen=True)

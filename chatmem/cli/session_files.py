@@ -251,9 +251,9 @@ def import_(
                 f"the transcript sets the session's system prompt, which the model follows: "
                 f"{question_start(imported.session.system, 80)!r} (/system in the chat changes it)",
                 markup=False, soft_wrap=True)
-        if imported.params_dropped is not None:
-            consoles()[1].print(notice_text(imported.params_dropped), markup=False,
-                                soft_wrap=True)
+        for notice in (imported.params_dropped, imported.credentials_replaced):
+            if notice is not None:
+                consoles()[1].print(notice_text(notice), markup=False, soft_wrap=True)
         if imported.strategy is None:
             consoles()[1].print(
                 f"session {session_name} keeps its memory with strategy "
@@ -289,8 +289,9 @@ def import_all(archive: "Archive", index: bool, config: "Path | None",
                       + ("" if kept is None else ", kept for good" if kept == 0
                          else f", erased after {kept} days idle") + ")",
                       markup=False, soft_wrap=True)
-            if one.params_dropped is not None:
-                err.print(notice_text(one.params_dropped), markup=False, soft_wrap=True)
+            for notice in (one.params_dropped, one.credentials_replaced):
+                if notice is not None:
+                    err.print(notice_text(notice), markup=False, soft_wrap=True)
         by_user: dict[str, list[str]] = {}
         for fact in imported.profile_facts:
             by_user.setdefault(str(fact.user), []).append(fact.key)

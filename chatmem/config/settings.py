@@ -236,11 +236,12 @@ class Settings:
         return {**{f"{member}.{key}": value for member in members
                    for key, value in self.strategies.get(member, {}).items()}, **own}
 
-    def credentials(self) -> dict[str, str]:
+    def credentials(self, *, urls: bool = True) -> dict[str, str]:
         """What no reply or error may repeat, with the label shown in its place
         (privacy.secrets.credentials_of): the chat endpoint's key and base URL, and the
-        embedder's own when `[embeddings]` names them. Never raises: a key that is no header
-        value is left to the environment's mask (privacy.secrets.environment_secrets)."""
+        embedder's own when `[embeddings]` names them; `urls=False`: the keys alone. Never
+        raises: a key that is no header value is left to the environment's mask
+        (privacy.secrets.environment_secrets)."""
         from chatmem.errors import ChatmemError
         from chatmem.privacy.secrets import credentials_of
 
@@ -248,11 +249,11 @@ class Settings:
             key = self.api_key()
         except ChatmemError:
             key = None
-        found = credentials_of(key, self.base_url, None)
+        found = credentials_of(key, self.base_url if urls else None, None)
         table = self.embeddings
         if table.base_url or table.api_key_env:
             own = os.environ.get(table.api_key_env, "").strip() if table.api_key_env else ""
-            found |= credentials_of(own or None, table.base_url, None)
+            found |= credentials_of(own or None, table.base_url if urls else None, None)
         return found
 
     def public(self) -> dict[str, Any]:

@@ -12,10 +12,13 @@ from chatmem.errors import OverBudget, ReadOnlyShare, SessionGone, StoreError
 from chatmem.memory.guards import falls_with_setting
 from chatmem.memory.params import budget_params
 from chatmem.memory.quoting import attached_from_block
+from chatmem.notices import CredentialInInput
+from chatmem.privacy.secrets import without_credentials
 from chatmem.text_caches import forget_texts
 
 if TYPE_CHECKING:
     from chatmem.activity import Activity
+    from chatmem.config.settings import Settings
     from chatmem.memory.base import ContextRequest, Strategy
     from chatmem.memory.context import Context
     from chatmem.memory.state import SessionState
@@ -38,12 +41,27 @@ class TurnChecks:
     state: SessionState
     indexing: Indexing
     _erasures: int | None
+    settings: Settings | None
 
     if TYPE_CHECKING:
         @property
         def address(self) -> str: ...
 
         def request(self, text: str) -> ContextRequest: ...
+
+    def without_credentials(self, *texts: str) -> tuple[list[str], list[CredentialInInput]]:
+        """`texts` (an input, a recorded reply) with the credentials chatmem runs with
+        replaced by their labels, and the notice saying so if any was: what is sent and
+        stored, so `inspect` shows what the model read and no byte of a key is stored
+        (README: the key never reaches the database)."""
+        if self.settings is None:
+            return list(texts), []
+        from chatmem.providers import typed_secrets
+
+        secrets = typed_secrets(self.settings)
+        masked = [without_credentials(text, secrets) for text in texts]
+        labels = tuple(dict.fromkeys(label for _, found in masked for label in found))
+        return [text for text, _ in masked], [CredentialInInput(labels)] if labels else []
 
     def follow_erasures(self) -> None:
         """Forget what this engine derived from text that has left the session's memory

@@ -197,8 +197,10 @@ class Engine(SessionChanges, MemoryUpkeep, TurnChecks, TurnRows, Generic[StoreT]
     def build_context(self, text: str, attachments: Sequence[Attachment] = (),
                       said_at: SaidAt = Said.NOW, speaker: str | None = None) -> Context:
         """What would be sent for `text` (and files attached to it), said at `said_at`
-        (default now), without calling the model."""
+        (default now), without calling the model: with the credentials masked, as a turn
+        would send it."""
         self.follow_erasures()
+        [text], _ = self.without_credentials(text)
         return self._build(self.request(text, attachments, said_at, speaker))
 
     def _build(self, request: ContextRequest) -> Context:
@@ -249,6 +251,8 @@ class Engine(SessionChanges, MemoryUpkeep, TurnChecks, TurnRows, Generic[StoreT]
         if not is_valid(text):
             text = valid_text(text)
             notices.append(InputNotUtf8(REPLACEMENT))
+        [text], replaced = self.without_credentials(text)
+        notices += replaced
         # a build itself never writes
         notices += self.indexing.pause()
         sent_at = self.store.now()  # stamps the input and the reply; its context reads its day
@@ -360,7 +364,7 @@ class Engine(SessionChanges, MemoryUpkeep, TurnChecks, TurnRows, Generic[StoreT]
         `speaker` who said it in a group chat (ContextRequest.speaker), `attachments` the
         files the recorded turn sent with it.
         """
-        text, reply = valid_text(text), valid_text(reply)
+        [text, reply], replaced = self.without_credentials(valid_text(text), valid_text(reply))
         # As send's: a fork's or an import's turns before this one are first folded in (an
         # MCP client's record_turn on one; a replay starts empty, where this does nothing).
         caught = self.catch_up(backlog_after_turn=True)
@@ -372,7 +376,7 @@ class Engine(SessionChanges, MemoryUpkeep, TurnChecks, TurnRows, Generic[StoreT]
             sent_at=times[0], replied_at=times[1], external_ids=ids,
             message_tokens=self._message_tokens(context, text, reply))
         return TurnResult(record, context, reply,
-                          caught + _unsaid(caught, self.update_memory(
+                          replaced + caught + _unsaid(caught, self.update_memory(
                               turns=record.history_turn)))
 
 

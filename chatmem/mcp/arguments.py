@@ -15,7 +15,8 @@ from typing import Any
 
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ToolError, UnexpectedToolError
-from mcp.types import CallToolResult, InputRequiredResult
+from mcp.shared.exceptions import MCPError
+from mcp.types import INVALID_PARAMS, CallToolResult, GetPromptResult, InputRequiredResult
 from pydantic import ValidationError
 
 _MUST = {
@@ -59,6 +60,22 @@ class ToolServer(MCPServer[Any]):
             await self._lowlevel_server.run(
                 owed.reading(read_stream, write_stream), owed.writing(write_stream),
                 self._lowlevel_server.create_initialization_options())
+
+    async def get_prompt(self, name: str, arguments: dict[str, Any] | None = None,
+                         context: Context[Any, Any] | None = None
+                         ) -> GetPromptResult | InputRequiredResult:
+        """The SDK's, with a prompt asked for without its arguments (or one not served)
+        refused as the client's invalid params, as a tool's are: the SDK raised a ValueError
+        its dispatcher logged as a ~150-line traceback on stderr for the client's mistake."""
+        try:
+            return await super().get_prompt(name, arguments, context)
+        except ValueError as e:
+            # The SDK's own check re-raised (`from` it); a prompt that failed to render
+            # carries its cause one step further, and stays the server's to log.
+            checked = e.__cause__
+            if not isinstance(checked, ValueError) or checked.__cause__ is not None:
+                raise
+            raise MCPError(INVALID_PARAMS, f"prompt {name}: {checked}") from None
 
     async def call_tool(self, name: str, arguments: dict[str, Any],
                         context: Context[Any, Any] | None = None

@@ -68,6 +68,23 @@ def credentials_of(api_key: str | None, base_url: str | None,
     return {s: label for s, label in found.items() if len(s) >= MIN_SECRET_CHARACTERS}
 
 
+TYPED_MIN_CHARACTERS = 8
+"""A shorter key is a placeholder a local server takes (`ollama`, `EMPTY`, `dummy`), not a
+credential pasted by mistake: masked in what the user types, it would change their words."""
+
+
+def without_credentials(text: str, secrets: Mapping[str, str]) -> tuple[str, tuple[str, ...]]:
+    """`text` with each of `secrets` (secret → label) replaced by its label, and the labels
+    put in (each once, longest secret's first)."""
+    labels: list[str] = []
+    for secret, label in sorted(secrets.items(), key=lambda item: -len(item[0])):
+        if secret in text:
+            text = text.replace(secret, label)
+            if label not in labels:
+                labels.append(label)
+    return text, tuple(labels)
+
+
 ENVIRONMENT_CREDENTIALS = (("OPENAI_API_KEY", "CHATMEM_KEY"),
                            ("OPENAI_BASE_URL", "CHATMEM_BASE_URL"))
 """Where chatmem reads an API key and the history key, and a base URL, unless a config file

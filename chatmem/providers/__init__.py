@@ -15,7 +15,12 @@ from chatmem.config.options import chat_reply_cap, sampling
 from chatmem.config.paths import user_path
 from chatmem.config.settings import LOCAL_MAX_REPLY_TOKENS, Settings
 from chatmem.errors import NoModelAtAll, NoModelAvailable, ProviderAuthError, ProviderNotFound
-from chatmem.privacy.secrets import SecretMask, credentials_of, redacted_url
+from chatmem.privacy.secrets import (
+    TYPED_MIN_CHARACTERS,
+    SecretMask,
+    credentials_of,
+    redacted_url,
+)
 from chatmem.providers.base import Provider
 from chatmem.providers.masking import MaskedProvider
 
@@ -99,6 +104,15 @@ def openai_provider(settings: Settings) -> Provider:
 def secrets_of(settings: Settings) -> dict[str, str]:
     """What no reply, model name or error text may repeat (see privacy.secrets)."""
     return settings.credentials() | credentials_of(None, None, os.environ.get(KEY_ENV))
+
+
+def typed_secrets(settings: Settings) -> dict[str, str]:
+    """What is masked in what the user types before it is sent or stored (the engine): the
+    API keys and the history key, in the forms a reply is masked in. Not a base URL's query
+    values: `api-version=2024-06-01` is no secret, and a date the user typed stays."""
+    found = settings.credentials(urls=False) | credentials_of(None, None, os.environ.get(KEY_ENV))
+    return {secret: label for secret, label in found.items()
+            if len(secret) >= TYPED_MIN_CHARACTERS}
 
 
 def masked(provider: Provider, settings: Settings) -> Provider:

@@ -31,6 +31,7 @@ from chatmem.notices import (
     ContextsByWordsAlone,
     ContextsOverBudget,
     ContextsWithoutVectors,
+    CredentialInInput,
     CutBy,
     DerivedMemory,
     ErasedWhileUpdating,
@@ -209,6 +210,13 @@ def helper_too_small_text(n: HelperTooSmall) -> str:
     return (f"{n.model} (the embedded SmolLM2-135M) is too small to write summaries or "
             "extract facts, so none are stored and older turns are kept or left out as they "
             f"are; {HELPER_MODEL_HINT}")
+
+
+@_worded.register
+def _(n: CredentialInInput, repl_hints: bool) -> str:
+    named = " and ".join(label.strip("[]") for label in n.labels)
+    return (f"the input held your {named}; it was replaced by {', '.join(n.labels)} in what is "
+            "sent and stored")
 
 
 @_worded.register

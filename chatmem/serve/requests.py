@@ -149,6 +149,22 @@ def _integer(digits: str) -> int | float:
         return float(digits)
 
 
+def without_credentials_asked(asked: TurnAsked, secrets: Mapping[str, str]) -> TurnAsked:
+    """`asked` with `secrets` (the credentials the server runs with: providers.typed_secrets)
+    replaced by their labels in its history and its new message, as the engine masks a
+    turn's input: stored masked, the client's copies match what is stored (a regenerate, an
+    edit, a conversation known by its opening) only when masked alike."""
+    from dataclasses import replace
+
+    from chatmem.privacy.secrets import without_credentials
+
+    def masked(text: str) -> str:
+        return without_credentials(text, secrets)[0]
+
+    return replace(asked, text=masked(asked.text),
+                   prior=tuple(replace(m, content=masked(m.content)) for m in asked.prior))
+
+
 def read_request(body: Any, headers: Mapping[str, str]) -> TurnAsked:
     """The turn a chat-completions request asks for; RequestError naming the field when it is
     not one chatmem can take (no user message last, n > 1, tool calls, non-text parts)."""

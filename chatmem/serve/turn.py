@@ -79,8 +79,11 @@ class Turn:
 
     def __init__(self, proxy: ServedConversations, asked: TurnAsked, model_asked: str,
                  settings: Settings) -> None:
+        from chatmem.providers import typed_secrets
+        from chatmem.serve.requests import without_credentials_asked
+
         self.proxy = proxy
-        self.asked = asked
+        self.asked = without_credentials_asked(asked, typed_secrets(settings))
         self.settings = settings
         self.model_asked = model_asked
         self.events: asyncio.Queue[object] = asyncio.Queue()

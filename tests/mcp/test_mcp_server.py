@@ -189,6 +189,29 @@ def test_every_refusal_reaches_the_client_with_its_reason_and_no_traceback(
     assert "Traceback" not in errors.read_text(encoding="utf-8")
 
 
+def test_a_prompt_asked_without_its_argument_is_refused_in_one_line(tmp_path: Path) -> None:
+    """Attack, stop 62: `prompts/get resume_conversation` without conversation_id was answered
+    right, and the server wrote a ~150-line traceback of the SDK's on stderr for it."""
+    from mcp.shared.exceptions import MCPError
+    from mcp.types import INVALID_PARAMS
+
+    async def work(session: ClientSession) -> list[MCPError]:
+        refused = []
+        for name, arguments in (("resume_conversation", {}), ("nosuch", {"a": "b"})):
+            with pytest.raises(MCPError) as caught:
+                await session.get_prompt(name, arguments)
+            refused.append(caught.value)
+        return refused
+
+    errors = tmp_path / "server.err"
+    with errors.open("w") as log:
+        refused = with_client(tmp_path / "h.db", work, errlog=log)
+    assert [e.code for e in refused] == [INVALID_PARAMS, INVALID_PARAMS]
+    assert "conversation_id" in refused[0].message and "nosuch" in refused[1].message
+    assert all("\n" not in e.message for e in refused)
+    assert errors.read_text(encoding="utf-8") == ""
+
+
 def test_kept_engines_follow_what_another_process_erases(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """record_turn and get_context keep their engines between calls; a purge by another

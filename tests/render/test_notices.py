@@ -15,6 +15,7 @@ from chatmem.context_warnings import (
 )
 from chatmem.history_notices import HistoryUpgrading, LockHolder, WaitingForUpgrade, WaitingForWrite
 from chatmem.notices import (
+    CredentialInInput,
     CutBy,
     DerivedMemory,
     ErasedWhileUpdating,
@@ -87,6 +88,9 @@ WORDED: list[tuple[Notice | ContextWarning, str]] = [
     (NoEmbedder("retrieval"),
      "retrieval: no embedder, so recall ranks by words only (mode=bm25); "
      f"{install_hint('embed')}, or set [embeddings], to recall by meaning"),
+    (CredentialInInput(("[api key]", "[history key]")),
+     "the input held your api key and history key; it was replaced by [api key], [history key]"
+     " in what is sent and stored"),
     (InputNotUtf8("\ufffd"),
      "the input held bytes that are not UTF-8; each was replaced by \ufffd"),
     (ReplyCut(), "the reply stopped at the reply-length limit (max_reply_tokens); "

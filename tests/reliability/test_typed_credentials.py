@@ -1,0 +1,125 @@
+"""The user's own API key (or history key) typed into a turn is neither sent nor stored.
+
+Attack, stop 62: `chatmem ask k "my key is $OPENAI_API_KEY"` stored the key as typed in
+`messages` and `turns`, though README says the key never reaches the database and the same
+key in a reply is masked `[api key]`.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+from pathlib import Path
+
+import pytest
+from cli_runner import invoke
+
+from chatmem.app import Workspace
+from chatmem.app.conversations import record_on, recording_engine
+from chatmem.config.settings import Settings
+from chatmem.notices import CredentialInInput
+from chatmem.store import Store
+
+KEY = "sk-test-TYPED-9f8e7d6c5b4a3210"
+HISTORY_KEY = "correct-horse-battery-staple-42"
+SAID = {"en": ("my key is {key}, keep it", "my key is [api key], keep it"),
+        "zh": ("我的密钥是{key}，请记住", "我的密钥是[api key]，请记住")}
+
+
+def no_byte_of(secrets: list[str], where: Path) -> None:
+    for path in where.rglob("*"):
+        if path.is_file():
+            for secret in secrets:
+                assert secret.encode() not in path.read_bytes(), (path, secret)
+
+
+@pytest.mark.parametrize("language", ["en", "zh"])
+def test_the_api_key_typed_into_a_turn_is_masked_in_what_is_sent_and_stored(
+        tmp_path: Path, chat_server, language: str) -> None:
+    db = tmp_path / "k.db"
+    typed, masked = SAID[language]
+    env = {"OPENAI_API_KEY": KEY, "OPENAI_BASE_URL": chat_server.base_url, "CHATMEM_KEY": None}
+    result = invoke("ask", "k", typed.format(key=KEY), "--db", str(db), "--provider", "openai",
+                    "-m", "m1", env=env, code=0)
+    assert "the input held your api key; it was replaced by [api key]" in result.stderr
+    assert KEY not in result.output
+    # What the model read is what inspect shows: the masked input.
+    assert chat_server.requests[0]["messages"][-1]["content"] == masked
+    with Store(db) as store:
+        sid = store.sessions.session("k").id
+        assert store.history.messages(sid)[0].content == masked
+        assert store.turns.turns(sid)[0].input == masked
+    no_byte_of([KEY, base64.b64encode(KEY.encode()).decode()], tmp_path)
+
+
+@pytest.mark.parametrize("language", ["en", "zh"])
+def test_a_recorded_turn_masks_the_keys_in_its_input_and_its_reply(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, language: str) -> None:
+    """MCP record_turn (and replay, eval's recorded turns): the input and the recorded reply
+    hold the API key and the history key; neither is stored."""
+    monkeypatch.setenv("OPENAI_API_KEY", KEY)
+    monkeypatch.setenv("CHATMEM_KEY", HISTORY_KEY)
+    typed, masked = SAID[language]
+    db = tmp_path / "r.db"
+    with Workspace(Settings(db=str(db), provider="scripted"), create=True) as ws:
+        engine = recording_engine(ws, "对话")
+        try:
+            result = record_on(engine, typed.format(key=KEY),
+                               f"ok: {KEY} / {HISTORY_KEY}")
+        finally:
+            engine.finish()
+        assert result.notices[0] == CredentialInInput(("[api key]", "[history key]"))
+        sid = ws.store.sessions.session("对话").id
+        assert [m.content for m in ws.store.history.messages(sid)] == [
+            masked, "ok: [api key] / [history key]"]
+    no_byte_of([KEY, HISTORY_KEY], tmp_path)
+
+
+def test_a_placeholder_key_is_not_masked_in_what_the_user_types(
+        tmp_path: Path, chat_server) -> None:
+    """A local server's placeholder key (`ollama`, `EMPTY`) is a word: the user's stays."""
+    db = tmp_path / "p.db"
+    env = {"OPENAI_API_KEY": "ollama", "OPENAI_BASE_URL": chat_server.base_url,
+           "CHATMEM_KEY": None}
+    result = invoke("ask", "p", "I run ollama locally", "--db", str(db), "--provider", "openai",
+                    "-m", "m1", env=env, code=0)
+    assert "replaced" not in result.stderr
+    with Store(db) as store:
+        sid = store.sessions.session("p").id
+        assert store.history.messages(sid)[0].content == "I run ollama locally"
+
+
+@pytest.mark.parametrize("language", ["en", "zh"])
+def test_an_imported_transcript_holding_the_key_is_stored_masked(
+        tmp_path: Path, language: str) -> None:
+    """A chat exported elsewhere with the key pasted in, imported here: the key is no more
+    stored than it is from a turn typed here."""
+    typed, masked = SAID[language]
+    transcript = tmp_path / "t.jsonl"
+    transcript.write_text(
+        json.dumps({"role": "user", "content": typed.format(key=KEY)}, ensure_ascii=False)
+        + "\n" + json.dumps({"role": "assistant", "content": f"收到 {KEY}"}) + "\n",
+        encoding="utf-8")
+    db = tmp_path / "i.db"
+    env = {"OPENAI_API_KEY": KEY, "CHATMEM_KEY": None}
+    result = invoke("sessions", "import", str(transcript), "导入", "--db", str(db), env=env,
+                    code=0)
+    assert "the input held your api key; it was replaced by [api key]" in result.stderr
+    transcript.unlink()
+    with Store(db) as store:
+        sid = store.sessions.session("导入").id
+        assert [m.content for m in store.history.messages(sid)] == [masked, "收到 [api key]"]
+    no_byte_of([KEY], tmp_path)
+
+
+@pytest.mark.parametrize("what_if", [[], ["--strategy", "tokens"]], ids=["next", "what-if"])
+def test_inspect_shows_the_input_masked_as_a_turn_sends_it(
+        tmp_path: Path, what_if: list[str]) -> None:
+    db = tmp_path / "n.db"
+    env = {"OPENAI_API_KEY": KEY, "CHATMEM_KEY": None}
+    invoke("ask", "n", "你好", "--db", str(db), "--provider", "scripted", env=env, code=0)
+    shown = invoke("inspect", "n", "--next", f"钥匙 {KEY} 在这", *what_if, "--db", str(db),
+                   "--json", env=env, code=0)
+    assert KEY not in shown.output
+    seen = json.loads(shown.stdout)
+    assert seen["input"] == seen["messages"][-1]["content"] == "钥匙 [api key] 在这"
