@@ -339,6 +339,8 @@ class Indexing:
                  background: bool = True) -> None:
         self.store, self.session_id, self.background = store, session_id, background
         self._backlogs: dict[str, VectorBacklog] = {}
+        self._words_checked = 0
+        """Every message up to this id had a word entry this role trusts, or was indexed."""
 
     def _backlog(self, embedder: Embedder) -> VectorBacklog:
         backlog = self._backlogs.get(embedder.key)
@@ -352,6 +354,10 @@ class Indexing:
         if embedder is None:
             return []
         try:
+            # Words first: an entry another role deleted or rewrote comes back (p027),
+            # as a vector does in the backlog.
+            self._words_checked = self.store.recall.index_untrusted_words(
+                self.session_id, self._words_checked)
             return self._backlog(embedder).after_commit()
         except ChatmemError as e:
             return [IndexingNotice(IndexingEvent.RETRYING, Failure(str(e)))]
@@ -377,6 +383,7 @@ class Indexing:
         for backlog in self._backlogs.values():
             backlog.abandon()
         self._backlogs.clear()
+        self._words_checked = 0
 
     def close(self) -> list[IndexingStatus]:
         """Stop every thread after its batch and store what it did; what is left."""

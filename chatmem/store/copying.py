@@ -20,7 +20,12 @@ from chatmem import fts
 from chatmem.errors import NotFound, StoreError, UsageError
 from chatmem.store import steps
 from chatmem.store.connection import fetch_rows, fetch_value
-from chatmem.store.postgres_writers import trusted_by_reader, trusted_count, trusted_memory
+from chatmem.store.postgres_writers import (
+    trusted_by_reader,
+    trusted_count,
+    trusted_index,
+    trusted_memory,
+)
 from chatmem.store.records import FactRecord
 from chatmem.store.restored_facts import ProfileValue, is_live, repeated_profile_facts
 from chatmem.store.session_names import is_reserved, is_session_name, normal_name
@@ -171,7 +176,10 @@ def copy_sessions(source: Store, target: Store,
                          f" {trusted_memory(table.name, f'{table.name}.strategy')})")
             if table.name == "token_counts":
                 # Nor a count the copier does not read as hers (p026).
-                where = f"({where}){trusted_count(source.db.kind, 'token_counts')}"
+                where = f"({where}){trusted_count(source.db.kind, table.name)}"
+            if table.name == "message_vectors":
+                # Nor a vector (p027).
+                where = f"({where}){trusted_index(source.db.kind, table.name)}"
             rows = fetch_rows(source.db, f"SELECT * FROM {table.name} WHERE {where} ORDER BY "
                               f"{'id' if table.keyed else '1'}", params)
             if table.name == "facts":

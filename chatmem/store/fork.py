@@ -23,7 +23,7 @@ from chatmem.store import steps
 from chatmem.store.connection import Connection, fetch_rows, fetch_value
 from chatmem.store.memory_state import MemoryTables
 from chatmem.store.messages import MessageTables
-from chatmem.store.postgres_writers import trusted_count
+from chatmem.store.postgres_writers import trusted_count, trusted_index
 from chatmem.store.recall import pause
 from chatmem.store.records import AccessLevel, SessionRecord
 from chatmem.store.sessions import SessionTables
@@ -230,7 +230,9 @@ class ForkTables:
                 "INSERT INTO message_vectors (message_id, model, dimensions, vector,"
                 " context_vector) SELECT n.id, v.model, v.dimensions, v.vector,"
                 f" v.context_vector {copies_of} JOIN message_vectors v"
-                " ON v.model = ? AND v.message_id = o.id WHERE n.session_id = ?",
+                " ON v.model = ? AND v.message_id = o.id"
+                # Nor the vectors another wrote (p027): his would be the forker's there.
+                f"{trusted_index(self._db.kind, 'v')} WHERE n.session_id = ?",
                 [source_id, model, new_id])
         return ids
 

@@ -234,6 +234,15 @@ def p026_token_counts_say_who_wrote_them(execute: Execute) -> None:
     postgres_writers.stamp_count_writers(execute)
 
 
+def p027_recall_index_says_who_wrote_it(execute: Execute) -> None:
+    """Every word entry and vector of a message inserted or changed from now on says which
+    role wrote it (`writer`, set by the server): a write share's grantee deleted or rewrote
+    the owner's entries and her recall found nothing, or what he chose. A reader trusts
+    only an entry it or the session's owner wrote, and indexes any other message again
+    (postgres_writers)."""
+    postgres_writers.stamp_index_writers(execute)
+
+
 MIGRATION_LIST: MigrationList[Migration] = MigrationList()
 for _migration in (
     p001_schema,
@@ -262,6 +271,7 @@ for _migration in (
     p024_grantee_facts_are_his,
     p025_derived_memory_says_who_wrote_it,
     p026_token_counts_say_who_wrote_them,
+    p027_recall_index_says_who_wrote_it,
 ):
     MIGRATION_LIST.add(_migration)
 MIGRATIONS = MIGRATION_LIST.functions

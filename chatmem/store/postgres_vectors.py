@@ -9,6 +9,7 @@ from contextlib import AbstractContextManager
 from typing import Any
 
 from chatmem.store import postgres_embeddings
+from chatmem.store.postgres_writers import trusted_entry
 
 EF_SEARCH = 400
 """HNSW candidates kept per search: above recall's pool (300), so one pass finds a pool's
@@ -69,7 +70,7 @@ class PostgresVectors:
                     " ON m.id = v.message_id WHERE v.model = ? AND v.dimensions ="
                     f" {int(dimensions)} AND v.{column} IS NOT NULL"
                     " AND m.session_id = ? AND m.position <= ?"
-                    f" ORDER BY v.{column}::halfvec({int(dimensions)})"
+                    f" AND {trusted_entry('v')} ORDER BY v.{column}::halfvec({int(dimensions)})"
                     f" <=> ?::halfvec({int(dimensions)}) LIMIT ?",
                     [model, session_id, last_position, wanted, limit]):
                 found[int(position)] = None

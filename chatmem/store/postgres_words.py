@@ -10,6 +10,7 @@ from collections.abc import Iterable, Sequence
 from typing import Any
 
 from chatmem import fts
+from chatmem.store.postgres_writers import trusted_entry
 from chatmem.store.records import SessionWords, WeightedTerm, best_first, match_conditions
 
 K1, B = 1.2, 0.75
@@ -28,6 +29,9 @@ LONGEST_LEXEME = 2047
 """Bytes in the longest lexeme a tsvector holds (the server skips longer words)."""
 POSITIONS_KEPT = 256
 """Positions a tsvector keeps per lexeme (the server drops the rest)."""
+_TRUSTED = trusted_entry("w")
+"""An entry (`w`) this role, its session's owner or its message's writer wrote (p027):
+another's reads as missing (its message is indexed again: store.recall.index_untrusted_words)."""
 
 
 def token_count(terms: str) -> int:
@@ -98,8 +102,9 @@ class PostgresWords:
     def _counted(self, terms: Sequence[str], most: int, *first: str) -> Sequence[Any]:
         """The columns `first`, then each term's index entries up to `most` + 1, in one
         statement."""
-        counts = [f"(SELECT count(*) FROM (SELECT 1 FROM message_words"
-                  f" WHERE terms @@ {_term_query(t)} LIMIT ?) AS found)" for t in terms]
+        counts = [f"(SELECT count(*) FROM (SELECT 1 FROM message_words w"
+                  f" WHERE terms @@ {_term_query(t)} AND {_TRUSTED} LIMIT ?) AS found)"
+                  for t in terms]
         return self.execute("SELECT " + ", ".join([*first, *counts]),
                             [v for t in terms for v in (_term_value(t), most + 1)]).fetchone()
 
@@ -119,8 +124,9 @@ class PostgresWords:
         for start in range(0, len(terms), COUNTED_TOGETHER):
             chunk = terms[start:start + COUNTED_TOGETHER]
             row = self.execute("SELECT " + ", ".join(
-                "(SELECT count(*) FROM (SELECT 1 FROM message_words WHERE session_id = ?"
-                f" AND terms @@ {_term_query(t)} LIMIT ?) AS found)" for t in chunk),
+                "(SELECT count(*) FROM (SELECT 1 FROM message_words w WHERE session_id = ?"
+                f" AND terms @@ {_term_query(t)} AND {_TRUSTED} LIMIT ?) AS found)"
+                for t in chunk),
                 [v for t in chunk for v in (session_id, _term_value(t), most + 1)]).fetchone()
             counts += [int(n) for n in row]
         return SessionWords(tuple(counts), int(own))
@@ -139,7 +145,8 @@ class PostgresWords:
                     f" FROM (SELECT {query} AS query) AS q, message_words w"
                     " JOIN messages m ON m.id = w.message_id, unnest(w.terms) AS u"
                     " WHERE w.terms @@ q.query AND w.session_id = ? AND m.superseded = 0"
-                    f" AND m.turn < ? AND {_LEXEME_MATCHES} GROUP BY m.position, w.tokens",
+                    f" AND m.turn < ? AND {_TRUSTED} AND {_LEXEME_MATCHES}"
+                    " GROUP BY m.position, w.tokens",
                     [*map(_tsquery, lexemes), session_id, before_turn, *_wanted(lexemes)]):
                 share = 1.0 if weighted.index_count is None else bm25_weight(
                     int(found), int(length), average)
@@ -170,7 +177,7 @@ class PostgresWords:
             "SELECT m.id, m.position, w.tokens, u.lexeme, cardinality(u.positions)"
             f" FROM (SELECT {query} AS query) AS q, message_words w"
             " JOIN messages m ON m.id = w.message_id, unnest(w.terms) AS u"
-            f" WHERE w.terms @@ q.query AND {where} AND {_LEXEME_MATCHES}",
+            f" WHERE w.terms @@ q.query AND {where} AND {_TRUSTED} AND {_LEXEME_MATCHES}",
             [*map(_tsquery, lexemes), *params, *_wanted(lexemes)])
         # A prefix's hits are those of every lexeme it starts, counted as one term (FTS5).
         said: dict[tuple[int, int, str], tuple[int, int]] = {}
@@ -194,7 +201,7 @@ class PostgresWords:
         if session_id is None:
             rows = self.execute(
                 "SELECT m.id FROM message_words w JOIN messages m ON m.id = w.message_id"
-                f" WHERE w.terms @@ ({query}) AND m.superseded = 0"
+                f" WHERE w.terms @@ ({query}) AND m.superseded = 0 AND {_TRUSTED}"
                 " ORDER BY w.message_id DESC LIMIT ?", [*map(_tsquery, lexemes), limit])
             return [int(message_id) for (message_id,) in rows]
         # The session's messages from its last turn back (its (session, turn) index), each
@@ -203,7 +210,7 @@ class PostgresWords:
         rows = self.execute(
             "SELECT m.id FROM messages m JOIN message_words w ON w.message_id = m.id"
             f" WHERE m.session_id = ? AND m.superseded = 0 AND w.terms @@ ({query})"
-            " ORDER BY m.turn DESC, m.id DESC LIMIT ?",
+            f" AND {_TRUSTED} ORDER BY m.turn DESC, m.id DESC LIMIT ?",
             [session_id, *map(_tsquery, lexemes), limit])
         return [int(message_id) for (message_id,) in rows]
 
@@ -227,7 +234,8 @@ class PostgresWords:
             for lexeme in ([term] if fts.is_prefix_term(term) else found)))
 
     def count_lexeme(self, lexeme: str) -> int:
-        return int(self._value("SELECT count(*) FROM message_words WHERE terms @@ ?::tsquery",
+        return int(self._value("SELECT count(*) FROM message_words w"
+                               f" WHERE terms @@ ?::tsquery AND {_TRUSTED}",
                                [_tsquery(lexeme)]))
 
 

@@ -1,5 +1,6 @@
 """Who inserted a message or a turn: p023; who stated a session fact, who wrote a copy: p024;
-who wrote a summary or a strategy's state: p025; who wrote a token count: p026.
+who wrote a summary or a strategy's state: p025; who wrote a token count: p026; who wrote a
+message's word entry or vectors: p027.
 
 A row's `owner` is its session's owner whoever wrote it (postgres_access), so a write
 share's grantee who inserted a message and a turn into the owner's session by plain SQL,
@@ -212,7 +213,48 @@ def stamp_count_writers(execute: Execute) -> None:
 
 
 def trusted_count(kind: str, alias: str) -> str:
-    """` AND` a condition true of a `token_counts` row (`alias`) the reader trusts: on
-    PostgreSQL one it or the session's owner wrote, or stored before p026; every row of a
-    file (one user's)."""
+    """` AND` a condition true of a `token_counts`, `message_words` or `message_vectors` row
+    (`alias`) the reader trusts: on PostgreSQL one it or the session's owner wrote, or stored
+    before p026 (p027); every row of a file (one user's)."""
     return f" AND {trusted_by_reader(alias)}" if kind == "postgresql" else ""
+
+
+# p027: the recall index says who wrote it too. A message's word entry (`message_words`) and
+# its vectors (`message_vectors`) are derived from its words as its count is, and any role
+# that may write the session may write them: a write share's grantee deleted the owner's
+# entries and her recall found nothing (her next turn embedded the vectors again, the words
+# stayed gone), or rewrote an entry's terms and ranked what he chose first for as long as it
+# stood. Deletes cannot be refused (a purge, a cascade), nor other roles' writes (his purge
+# re-indexes her message; his turn embeds her messages), so each row is stamped with the role
+# that wrote it (chatmem_stamp_writer; no column privilege is granted) and a reader trusts
+# only its own, the session's owner's, or the one its message's writer wrote (`trusted_entry`:
+# a grantee's turn indexes his own words, which he could have said to match anything): any
+# other reads as missing, and a message without a trusted entry is indexed again by the
+# reader's next turn, as one without a vector is embedded again
+# (store.recall.index_untrusted_words, vector_backlog). Rows stored before p027 have no
+# writer and read as before.
+INDEXED = ("message_words", "message_vectors")
+"""The tables of a message's recall index whose rows say who wrote them."""
+
+
+def indexed_statements(schema: str) -> Iterator[str]:
+    for table in INDEXED:
+        yield f"ALTER TABLE {table} ADD COLUMN writer text"
+        yield (f"CREATE TRIGGER {table}_writer BEFORE INSERT OR UPDATE ON {table}"
+               " FOR EACH ROW EXECUTE FUNCTION chatmem_stamp_writer()")
+
+
+def stamp_index_writers(execute: Execute) -> None:
+    _run_in_schema(execute, indexed_statements)
+
+
+def trusted_entry(alias: str) -> str:
+    """A condition true of a `message_words` or `message_vectors` row (`alias`) the reading
+    role, the session's owner or its message's writer wrote, or stored before p027."""
+    return (f"({trusted_by_reader(alias)} OR {alias}.writer ="
+            f" (SELECT e.writer FROM messages e WHERE e.id = {alias}.message_id))")
+
+
+def trusted_index(kind: str, alias: str) -> str:
+    """` AND` `trusted_entry` on PostgreSQL; every row of a file (one user's)."""
+    return f" AND {trusted_entry(alias)}" if kind == "postgresql" else ""

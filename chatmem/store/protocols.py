@@ -208,6 +208,8 @@ class RecallRepository(Protocol):
     def candidate_rows(self, session_id: int, positions: Iterable[int],
                        tokenizer: str) -> list[CandidateRow]: ...
 
+    def index_untrusted_words(self, session_id: int, after_id: int = 0) -> int: ...
+
 
 class SessionRepository(Protocol):
     """Sessions by name, their settings and names (`store.sessions`)."""

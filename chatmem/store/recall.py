@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, cast
 
 from chatmem import fts
 from chatmem.store.connection import Connection, fetch_value
-from chatmem.store.postgres_writers import trusted_count
+from chatmem.store.postgres_writers import trusted_count, trusted_entry
 from chatmem.store.records import (
     MESSAGE_COLUMNS,
     MessageRecord,
@@ -156,6 +156,29 @@ class RecallTables:
         return int(fetch_value(self._db, "SELECT id FROM messages WHERE session_id = ?"
                                " AND superseded = 0 ORDER BY position DESC LIMIT 1",
                                [session_id]) or 0)
+
+    def index_untrusted_words(self, session_id: int, after_id: int = 0) -> int:
+        """Index again the session's messages past `after_id` whose word entry this role
+        does not trust (p027: gone, or another role's, as a write share's grantee deleted
+        or rewrote them by plain SQL), as its own; the id of the last message checked.
+
+        On PostgreSQL only (a file is one user's: no statement). The first look reads the
+        session's messages, each entry looked up by key, once a process (as the vectors'
+        backlog does); later ones only the messages since."""
+        if self._db.kind != "postgresql":
+            return after_id
+        last = int(fetch_value(self._db, "SELECT id FROM messages WHERE session_id = ?"
+                               " ORDER BY position DESC LIMIT 1", [session_id]) or after_id)
+        rows = self._db.execute(
+            "SELECT m.id, m.role, m.content FROM messages m WHERE m.session_id = ?"
+            " AND m.id > ? AND m.id <= ? AND m.superseded = 0 AND NOT EXISTS (SELECT 1"
+            f" FROM message_words w WHERE w.message_id = m.id AND {trusted_entry('w')})"
+            " ORDER BY m.id", [session_id, after_id, last]).fetchall()
+        for start in range(0, len(rows), 500):
+            with self._db.write():
+                self._db.index_words([(int(i), fts.message_index_text(role, content))
+                                      for i, role, content in rows[start:start + 500]])
+        return max(last, after_id)
 
     def messages_at(self, session_id: int, positions: Iterable[int]) -> dict[int, MessageRecord]:
         """The session's messages at `positions` (position → record), through its index."""

@@ -18,6 +18,7 @@ from typing import Any
 
 from chatmem.store.backend import Backend
 from chatmem.store.connection import Connection, fetch_value
+from chatmem.store.postgres_writers import trusted_entry, trusted_index
 
 CACHE_LOOKUP = 400
 """Digests looked up per statement (well under SQLite's limit of bound values)."""
@@ -64,23 +65,25 @@ class PendingText:
 
 
 
-_SESSION_VECTORS = (
-    " FROM message_vectors v JOIN messages m ON m.id = v.message_id"
-    " WHERE v.model = ? AND m.session_id = ? AND v.message_id > ? AND m.superseded = 0"
-    " ORDER BY v.message_id")
-"""A session's vectors for one model past a message id, as history has them (a replaced
-turn's are not): vector_rows and vector_batch read it."""
+def _session_vectors(kind: str) -> str:
+    """A session's vectors for one model past a message id, as history has them (a replaced
+    turn's are not) and as the reader trusts them (p027: not another role's): vector_rows
+    and vector_batch read it."""
+    return (" FROM message_vectors v JOIN messages m ON m.id = v.message_id"
+            " WHERE v.model = ? AND m.session_id = ? AND v.message_id > ? AND m.superseded = 0"
+            f"{trusted_index(kind, 'v')} ORDER BY v.message_id")
 
 
-def _without(model: str, dimensions: int) -> tuple[str, list[object]]:
+def _without(kind: str, model: str, dimensions: int) -> tuple[str, list[object]]:
     """The condition "message m has no vector for `model`", with its parameters. With
     `dimensions` (0: not known yet, as an endpoint's before its first answer), a vector of
     another size counts as none: the embedder changed under the same key (a plugin's new
     version), and the old vectors can be neither ranked against its queries nor summed
-    with its new ones, so they are embedded again (they are derived data)."""
+    with its new ones, so they are embedded again (they are derived data). A vector the
+    reader does not trust (p027: another role's) counts as none, and is embedded again."""
     sized = " AND v.dimensions = ?" if dimensions else ""
     return ("NOT EXISTS (SELECT 1 FROM message_vectors v"
-            f" WHERE v.model = ? AND v.message_id = m.id{sized})",
+            f" WHERE v.model = ? AND v.message_id = m.id{sized}{trusted_index(kind, 'v')})",
             [model, *([dimensions] if dimensions else [])])
 
 
@@ -104,7 +107,8 @@ class VectorTables:
                     after_id: int = 0) -> list[PositionedVector]:
         """The session's vectors for `model` of messages with an id above `after_id`."""
         return [PositionedVector(*row) for row in self._db.execute(
-            "SELECT v.message_id, m.position, v.vector, v.context_vector" + _SESSION_VECTORS,
+            "SELECT v.message_id, m.position, v.vector, v.context_vector"
+            + _session_vectors(self._db.kind),
             [model, session_id, after_id])]
 
     def vector_batch(self, session_id: int, model: str, *, after_id: int = 0,
@@ -112,7 +116,7 @@ class VectorTables:
         """`vector_rows` without the context vectors, as one buffer: what recall's cache
         reads when a session opens (20,000 vectors) and after each turn (two); with
         `dimensions`, only the vectors of that size (one buffer holds one size)."""
-        sql = _SESSION_VECTORS
+        sql = _session_vectors(self._db.kind)
         params: list[object] = [model, session_id, after_id]
         if dimensions:
             sql = sql.replace(" ORDER BY", " AND v.dimensions = ? ORDER BY")
@@ -151,7 +155,7 @@ class VectorTables:
                 "SELECT v.message_id, m.position, v.vector, v.context_vector"
                 " FROM messages m JOIN message_vectors v ON v.message_id = m.id"
                 f" WHERE m.session_id = ? AND m.position IN ({marks}) AND v.model = ?"
-                " AND m.superseded = 0",
+                f" AND m.superseded = 0{trusted_index(self._db.kind, 'v')}",
                 [session_id, *chunk, model])]
         return found
 
@@ -162,7 +166,8 @@ class VectorTables:
         return {int(dimensions): int(found) for dimensions, found in self._db.execute(
             "SELECT v.dimensions, count(*) FROM messages m"
             " JOIN message_vectors v ON v.message_id = m.id"
-            " WHERE m.session_id = ? AND m.position <= ? AND v.model = ? GROUP BY v.dimensions",
+            " WHERE m.session_id = ? AND m.position <= ? AND v.model = ?"
+            f"{trusted_index(self._db.kind, 'v')} GROUP BY v.dimensions",
             [session_id, last_position, model])}
 
     def texts_without_vectors(
@@ -196,7 +201,7 @@ class VectorTables:
     def _pending_rows(self, model: str, session_id: int | None, *, limit: int | None,
                       after_id: int, dimensions: int,
                       with_last: bool = False) -> list[tuple[Any, ...]]:
-        without, params = _without(model, dimensions)
+        without, params = _without(self._db.kind, model, dimensions)
         last = (", (SELECT id FROM messages WHERE session_id = ? ORDER BY position DESC"
                 " LIMIT 1)" if with_last else "")
         sql = (
@@ -220,7 +225,7 @@ class VectorTables:
     def sessions_without_vectors(self, model: str, dimensions: int = 0) -> list[int]:
         """Ids of the sessions with messages that have no vector for `model` yet (or one
         of another size than `dimensions`)."""
-        without, params = _without(model, dimensions)
+        without, params = _without(self._db.kind, model, dimensions)
         return [int(session_id) for session_id, in self._db.execute(
             f"SELECT DISTINCT m.session_id FROM messages m WHERE {without}"
             " AND m.superseded = 0 ORDER BY m.session_id", params)]
@@ -235,7 +240,7 @@ class VectorTables:
                               dimensions: int = 0, after_id: int = 0) -> int:
         """How many messages (of one session, or all) `texts_without_vectors` would hand
         out; `after_id` counts only those past a message id (the ones before were checked)."""
-        without, params = _without(model, dimensions)
+        without, params = _without(self._db.kind, model, dimensions)
         sql = f"SELECT count(*) FROM messages m WHERE {without} AND m.superseded = 0"
         if after_id:
             sql += " AND m.id > ?"
@@ -252,7 +257,8 @@ class VectorTables:
         out again."""
         sql = ("SELECT v.dimensions, count(*) FROM message_vectors v"
                " JOIN messages m ON m.id = v.message_id"
-               " WHERE v.model = ? AND v.dimensions <> ? AND m.superseded = 0")
+               " WHERE v.model = ? AND v.dimensions <> ? AND m.superseded = 0"
+               f"{trusted_index(self._db.kind, 'v')}")
         params: list[object] = [model, dimensions]
         if session_id is not None:
             sql += " AND m.session_id = ?"
@@ -266,7 +272,7 @@ class VectorTables:
                 sql = ("SELECT v.dimensions, count(*) FROM messages m"
                        " CROSS JOIN message_vectors v WHERE m.session_id = ?"
                        " AND m.superseded = 0 AND v.model = ? AND v.message_id = m.id"
-                       " AND v.dimensions <> ?")
+                       f" AND v.dimensions <> ?{trusted_index(self._db.kind, 'v')}")
                 params = [session_id, model, dimensions]
         return {int(size): int(found) for size, found in self._db.execute(
             sql + " GROUP BY v.dimensions ORDER BY v.dimensions", params)}
@@ -321,9 +327,11 @@ class VectorTables:
         wanted = list(dict.fromkeys(digests))
         sized = [dimensions] if dimensions else []
         found: dict[str, bytes] = {}
+        # Nor one another role wrote into the role's own session (p027).
+        trusted = (f" AND {trusted_entry('message_vectors')}"
+                   if self._db.kind == "postgresql" else "")
         own_vectors = ("SELECT model, message_id, dimensions, vector, context_vector"
-                       " FROM message_vectors"
-                       f" WHERE {self._db.own_rows}")
+                       f" FROM message_vectors WHERE {self._db.own_rows}{trusted}")
         for start in range(0, len(wanted), CACHE_LOOKUP):
             chunk = wanted[start : start + CACHE_LOOKUP]
             found.update((str(digest), bytes(vector)) for digest, vector in self._db.execute(
