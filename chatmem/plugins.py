@@ -24,10 +24,11 @@ import importlib
 import re
 import threading
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from chatmem.errors import ChatmemError, ConfigError, UndeclaredParam, one_line
+from chatmem.plugin_contents import Contents, refuse_contested
 from chatmem.plugin_entries import (
     EmbedderEntry,
     PluginProblem,
@@ -63,18 +64,6 @@ ENTRY_POINT_VALUE = re.compile(r"[\w.]+(?:\s*:\s*[\w.]+)?(?:\s*\[[^\]]*\])?")
 another value would fail inside importlib with a message that names nothing."""
 
 
-@dataclass
-class _Contents:
-    strategies: StrategyRegistry
-    providers: dict[str, ProviderEntry] = field(default_factory=dict)
-    embedders: dict[str, EmbedderEntry] = field(default_factory=dict)
-    origins: dict[tuple[str, str], PluginSource] = field(default_factory=dict)
-    problems: list[PluginProblem] = field(default_factory=list)
-    contested: dict[tuple[str, str], list[PluginSource]] = field(default_factory=dict)
-    """Names two plugins registered, and by whom: neither plugin is used, nor a later one
-    of that name (whichever sorted first would run the other's sessions, on its state)."""
-
-
 class Registries:
     """The strategies, providers and embedders chatmem can use, loaded on first use.
 
@@ -84,7 +73,7 @@ class Registries:
 
     def __init__(self, entry_points: Callable[[], Iterable[EntryPoint]] | None = None) -> None:
         self._entry_points = entry_points or installed_entry_points
-        self._contents: _Contents | None = None
+        self._contents: Contents | None = None
         self._listener: Callable[[PluginProblem], None] | None = None
         self._reported = 0
         # A server's requests share one Registries: the first use loads it, once. Re-entrant:
@@ -94,14 +83,14 @@ class Registries:
 
     # -- loading ---------------------------------------------------------------------
 
-    def _loaded(self) -> _Contents:
+    def _loaded(self) -> Contents:
         if self._ready and self._contents is not None:
             return self._contents
         with self._loading:  # another thread waits here until loading is done
             if self._contents is None:
                 from chatmem.memory.registry import StrategyRegistry
 
-                self._contents = _Contents(StrategyRegistry())
+                self._contents = Contents(StrategyRegistry())
                 # What a plugin prints while it loads (a debug line) goes to stderr: stdout
                 # holds a command's --json, ask's reply, and MCP's protocol stream.
                 with plugin_prints_to_stderr():
@@ -177,7 +166,7 @@ class Registries:
         """Check everything `staged` holds, then add it all (or raise and add nothing)."""
         contents = self._contents
         assert contents is not None
-        self._refuse_contested(source, staged)
+        refuse_contested(contents, source, staged)
         providers = [ProviderEntry(n, c, m, source) for n, c, m in staged.providers]
         check_entries("provider", providers, contents.providers, contents.origins,
                        PROVIDER_WORDS)
@@ -206,53 +195,6 @@ class Registries:
         for embedder in embedders:
             contents.embedders[embedder.name] = embedder
             contents.origins[("embedder", embedder.name)] = source
-
-    def _refuse_contested(self, source: PluginSource, staged: Plugins) -> None:
-        """Raise if `staged` names what another plugin (not chatmem) registered: that one is
-        withdrawn too. Which came first is only the order of distribution names, so a plugin
-        installed later could otherwise take a name over, and with it the sessions saved
-        with it, their stored parameters and the state kept under that name."""
-        contents = self._contents
-        assert contents is not None
-        names = [*(("strategy", getattr(cls, "name", None)) for cls in staged.strategies),
-                 *(("provider", entry[0]) for entry in staged.providers),
-                 *(("embedder", entry[0]) for entry in staged.embedders)]
-        if any((owner := contents.origins.get(key)) is not None and owner.builtin
-               for key in names):
-            return  # refused as any plugin taking chatmem's names is: no other is withdrawn
-        clashes: list[tuple[tuple[str, str], list[PluginSource]]] = []
-        for key in names:
-            if not isinstance(key[1], str):
-                continue
-            owner = contents.origins.get(key)
-            if owner is not None and not owner.builtin and owner != source:
-                contents.contested[key] = [owner]
-                self._withdraw(owner, key, source)
-            if key in contents.contested:
-                contents.contested[key].append(source)
-                clashes.append((key, contents.contested[key]))
-        if clashes:
-            (kind, name), holders = clashes[0]
-            others = ", ".join(registered_by(h) for h in holders if h != source)
-            raise ValueError(f"{kind} {name!r} is registered by {others} too: neither is "
-                             "used until one is uninstalled")
-
-    def _withdraw(self, owner: PluginSource, key: tuple[str, str], by: PluginSource) -> None:
-        """Take out all that `owner` registered, recorded as its problem."""
-        contents = self._contents
-        assert contents is not None
-        mine = [k for k, s in contents.origins.items() if s == owner]
-        for kind, name in mine:
-            del contents.origins[(kind, name)]
-            if kind == "strategy":
-                contents.strategies.withdraw(name)
-            elif kind == "provider":
-                contents.providers.pop(name, None)
-            else:
-                contents.embedders.pop(name, None)
-        contents.problems.append(PluginProblem(owner, ProblemKind.REJECTED, (
-            f"{key[0]} {key[1]!r} is registered by {registered_by(by)} too: neither is used "
-            "until one is uninstalled")))
 
     # -- problems ----------------------------------------------------------------------
 

@@ -19,6 +19,7 @@ or closes a cycle is caught too.
        privacy.purge,       what they register (memory never imports them: it is handed
        plugins,             the strategy registry)
        plugin_entries,
+       plugin_contents,
        builtin_plugin
     1  memory, providers,   strategies, models, embedders, the store, transcript formats;
        embeddings, store,   history is memory's view of the stored messages
@@ -62,7 +63,8 @@ LAYERS: dict[str, int] = {
     "chatmem.app": 3,
     "chatmem.engine": 2, "chatmem.evaluation": 2, "chatmem.privacy.retention": 2,
     "chatmem.privacy.archive": 2, "chatmem.privacy.restore": 2, "chatmem.privacy.purge": 2,
-    "chatmem.plugins": 2, "chatmem.plugin_entries": 2, "chatmem.builtin_plugin": 2,
+    "chatmem.plugins": 2, "chatmem.plugin_entries": 2, "chatmem.plugin_contents": 2,
+    "chatmem.builtin_plugin": 2,
     "chatmem.memory": 1, "chatmem.providers": 1, "chatmem.embeddings": 1, "chatmem.store": 1,
     "chatmem.transcripts": 1, "chatmem.history": 1,
     "chatmem": 0, "chatmem.config": 0, "chatmem.tokens": 0, "chatmem.text": 0, "chatmem.fts": 0,
@@ -215,7 +217,8 @@ def test_the_checks_catch_what_they_forbid() -> None:
 def test_strategies_are_handed_their_registry() -> None:
     # Memory builds combinations from a registry it is given; the plugins fill it from above.
     assert LAYERS[unit("chatmem.plugins")] > LAYERS[unit("chatmem.memory.registry")]
-    plugin_side = ("chatmem.plugins", "chatmem.plugin_entries", "chatmem.builtin_plugin")
+    plugin_side = ("chatmem.plugins", "chatmem.plugin_entries", "chatmem.plugin_contents",
+                   "chatmem.builtin_plugin")
     assert [m for m, t in GRAPH.items() if m.startswith("chatmem.memory")
             and any(i.startswith(plugin_side) for i in t)] == []
 

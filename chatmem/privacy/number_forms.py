@@ -238,13 +238,14 @@ def _digit_value(m: re.Match[str]) -> Fraction | None:
         scale = m["scale"].casefold()
         return number * (1000 if scale == "k" else _EN_SCALES[scale])
     if m["zh"]:
-        return _mixed_value(m["n"], m["zh"])
+        return _mixed_value(number, m["zh"])
     return number
 
 
-def _mixed_value(digits: str, rest: str) -> Fraction | None:
-    """1.5万, 1万5, 1万5千, 15万, 3千: digits, then Chinese units and numerals."""
-    tokens: list[Fraction | str] = [Fraction(digits.replace(",", ""))]
+def _mixed_value(number: Fraction, rest: str) -> Fraction | None:
+    """1.5万, 1万5, 1万5千, 15万, 3千: a number in digits (read, its groups' marks
+    gone: 15 000万, 1'500万), then Chinese units and numerals."""
+    tokens: list[Fraction | str] = [number]
     for m in re.finditer(rf"{_DIGITS}|.", rest):
         piece = m.group()
         tokens.append(Fraction(_ZH_DIGITS[piece]) if piece in _ZH_DIGITS

@@ -254,15 +254,20 @@ _DECLINES = re.compile(
     re.IGNORECASE)
 # ...unless it asks for it all the same: "I won't store it: please give me the card number",
 # "我不会保存卡号，请告诉我后四位。" (a question mark is `_asks`).
+_LINE_OPENING = r"[ \t\u00a0\u3000>*+•#_-]*"
+"""What may stand before a line's first word: spaces, a list's or a quote's mark, emphasis.
+Never a line break (each is an opening of its own): a run of 5,000 read from each of its
+breaks took 8 s a message."""
 _REQUESTS = re.compile(
     r"(?<![A-Za-z])(?:(?:please|kindly)(?!\s+(?:do not|don'?t|never|avoid))|tell me|give me"
     r"|send me|can you|could you|would you|type it|enter it|again)(?![A-Za-z])"
     r"|请(?![勿不别])|告诉我|发给我|发我|输入|报一下|说一下|再发"
-    # A sentence or clause that opens on a verb asks without a please: "Reply with the last
-    # 4 digits", "Just send the last four.", "回复后四位就行".
-    r"|(?:^|[.!;:。！；：，,]\s*)(?:just\s+|only\s+|simply\s+)?(?:reply|respond|send|enter|type"
-    r"|give|tell|share|provide|confirm|write|text)(?![A-Za-z])"
-    r"|(?:^|[。！；：，,]\s*)(?:只需|只要|直接|就)?(?:回复|发送|发一下|提供|给我|说出)",
+    # A sentence, clause or line that opens on a verb asks without a please: "Reply with
+    # the last 4 digits", "Just send the last four.", "回复后四位就行"; a model's Markdown
+    # line too ("- **Reply** with the last 4 digits").
+    rf"|(?:^|[\n.!;:。！；：，,]){_LINE_OPENING}(?:just\s+|only\s+|simply\s+)?"
+    r"(?:reply|respond|send|enter|type|give|tell|share|provide|confirm|write|text)(?![A-Za-z])"
+    rf"|(?:^|[\n。！；：，,]){_LINE_OPENING}(?:只需|只要|直接|就)?(?:回复|发送|发一下|提供|给我|说出)",
     re.IGNORECASE)
 
 

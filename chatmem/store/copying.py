@@ -21,6 +21,7 @@ from chatmem.errors import NotFound, StoreError, UsageError
 from chatmem.store import steps
 from chatmem.store.connection import fetch_rows, fetch_value
 from chatmem.store.postgres_writers import (
+    DERIVED,
     trusted_by_reader,
     trusted_count,
     trusted_index,
@@ -71,7 +72,6 @@ TABLES = (
     # Kept once per session by hash: a copied session's are its own rows, as its turns are.
     _Table("images", _SESSIONS, {"session_id": "sessions"}, keyed=False),
 )
-_DERIVED = ("summaries", "strategy_state")
 _SKIPPED = frozenset({"owner", "erasures", "writer"})
 """The PostgreSQL row's owner is whoever copies it in (row-level security checks it), and
 so is its writer (the server stamps it: who wrote a message kept by `_kept_writers`).
@@ -166,7 +166,7 @@ def copy_sessions(source: Store, target: Store,
     with target.write():
         for table in TABLES:
             where, params = _rows_of(table, marks, ids, new_ids)
-            if table.name in _DERIVED and source.db.kind == "postgresql":
+            if table.name in DERIVED and source.db.kind == "postgresql":
                 # Only the derived memory the copier reads as the session's (p025): a write
                 # grantee's summary copied in would be the copier's own in the target. A
                 # group chat's kept speakers are trusted row by row, as they are read.

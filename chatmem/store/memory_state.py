@@ -10,7 +10,7 @@ from typing import Any
 from chatmem.errors import NotFound
 from chatmem.store import steps
 from chatmem.store.connection import Connection, fetch_rows, fetch_value
-from chatmem.store.postgres_writers import trusted_by_reader, trusted_memory
+from chatmem.store.postgres_writers import trusted_by_reader, trusted_memory_on
 from chatmem.store.records import (
     StateRow,
     SummaryRecord,
@@ -37,7 +37,7 @@ class MemoryTables:
     def trusted(self, alias: str, strategy: str) -> str:
         """` AND` a condition true of a row of `alias` (summaries, strategy_state) whose
         strategy (`strategy`, SQL) has derived memory this reader trusts in its session."""
-        return f" AND {trusted_memory(alias, strategy)}" if self._postgres else ""
+        return trusted_memory_on(self._db.kind, alias, strategy)
 
     # -- strategy state -----------------------------------------------------
 

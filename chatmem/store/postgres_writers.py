@@ -24,7 +24,7 @@ role may write it, as every other column of a fact it may write (p007 granted by
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 
 from chatmem.store.postgres_access import EXEMPT
 from chatmem.store.postgres_write_shares import Execute, _run_in_schema
@@ -160,15 +160,16 @@ DERIVED = ("summaries", "strategy_state")
 """The tables of memory derived from the turns whose rows say who wrote them."""
 
 
-def derived_statements(schema: str) -> Iterator[str]:
-    for table in DERIVED:
+def writer_statements(tables: Iterable[str]) -> Iterator[str]:
+    """A `writer` column for each of `tables`, which the server stamps (p025, p026, p027)."""
+    for table in tables:
         yield f"ALTER TABLE {table} ADD COLUMN writer text"
         yield (f"CREATE TRIGGER {table}_writer BEFORE INSERT OR UPDATE ON {table}"
                " FOR EACH ROW EXECUTE FUNCTION chatmem_stamp_writer()")
 
 
 def stamp_derived_writers(execute: Execute) -> None:
-    _run_in_schema(execute, derived_statements)
+    _run_in_schema(execute, lambda _schema: writer_statements(DERIVED))
 
 
 def trusted_by_reader(alias: str) -> str:
@@ -201,15 +202,8 @@ COUNTED = ("token_counts",)
 """The tables of counts derived from a message's words whose rows say who wrote them."""
 
 
-def counted_statements(schema: str) -> Iterator[str]:
-    for table in COUNTED:
-        yield f"ALTER TABLE {table} ADD COLUMN writer text"
-        yield (f"CREATE TRIGGER {table}_writer BEFORE INSERT OR UPDATE ON {table}"
-               " FOR EACH ROW EXECUTE FUNCTION chatmem_stamp_writer()")
-
-
 def stamp_count_writers(execute: Execute) -> None:
-    _run_in_schema(execute, counted_statements)
+    _run_in_schema(execute, lambda _schema: writer_statements(COUNTED))
 
 
 def trusted_count(kind: str, alias: str) -> str:
@@ -237,15 +231,8 @@ INDEXED = ("message_words", "message_vectors")
 """The tables of a message's recall index whose rows say who wrote them."""
 
 
-def indexed_statements(schema: str) -> Iterator[str]:
-    for table in INDEXED:
-        yield f"ALTER TABLE {table} ADD COLUMN writer text"
-        yield (f"CREATE TRIGGER {table}_writer BEFORE INSERT OR UPDATE ON {table}"
-               " FOR EACH ROW EXECUTE FUNCTION chatmem_stamp_writer()")
-
-
 def stamp_index_writers(execute: Execute) -> None:
-    _run_in_schema(execute, indexed_statements)
+    _run_in_schema(execute, lambda _schema: writer_statements(INDEXED))
 
 
 def trusted_entry(alias: str) -> str:
@@ -258,3 +245,8 @@ def trusted_entry(alias: str) -> str:
 def trusted_index(kind: str, alias: str) -> str:
     """` AND` `trusted_entry` on PostgreSQL; every row of a file (one user's)."""
     return f" AND {trusted_entry(alias)}" if kind == "postgresql" else ""
+
+
+def trusted_memory_on(kind: str, alias: str, strategy: str) -> str:
+    """` AND` trusted_memory on PostgreSQL; nothing of a file (one user's)."""
+    return f" AND {trusted_memory(alias, strategy)}" if kind == "postgresql" else ""

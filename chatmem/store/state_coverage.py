@@ -13,7 +13,7 @@ import json
 from typing import Any
 
 from chatmem.store.connection import fetch_rows, fetch_value
-from chatmem.store.postgres_writers import trusted_memory
+from chatmem.store.postgres_writers import trusted_memory_on
 
 FACTS_OWNER = "facts"
 """The fact extractor's state owner (chatmem.memory.extraction.STATE_KEY): it owns
@@ -35,8 +35,7 @@ def state_coverage(db: Any, session_id: int) -> dict[str, int]:
     # On PostgreSQL a strategy's state another role wrote is not this reader's memory (p025:
     # read as absent, rebuilt from the turns), so it covers nothing of the reader's: a write
     # share's grantee's planted `@covers_turn` refused the owner's /retry.
-    trusted = (f" AND {trusted_memory('s', 's.strategy')}"
-               if getattr(db, "kind", "sqlite") == "postgresql" else "")
+    trusted = trusted_memory_on(getattr(db, "kind", "sqlite"), "s", "s.strategy")
     rows = fetch_rows(db, "SELECT strategy, key, value FROM strategy_state s"
                       f" WHERE session_id = ? AND strategy <> ?{trusted}",
                       [session_id, SPEAKERS_OWNER])

@@ -42,24 +42,47 @@ def answers(said: Watched, ids: set[int]) -> dict[int, dict[str, Any]]:
     return found(said.wait_for(lambda t: len(found(t)) == len(ids), f"answers to {ids}"))
 
 
-def test_turns_sent_without_waiting_are_stored_in_the_order_they_were_sent(
-        tmp_path: Path) -> None:
-    db = tmp_path / "h.db"
-    server = subprocess.Popen(
-        [sys.executable, "-m", "chatmem", "mcp", "--db", str(db), "--provider", "scripted"],
-        stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
-        env=dict(os.environ))
+def started(args: list[str], client: str, conversation: dict[str, Any]
+            ) -> tuple[subprocess.Popen[bytes], Watched]:
+    """The real `chatmem mcp` over stdio, initialized, `conversation` started (the answers
+    to ids 0 and 1 read)."""
+    server = subprocess.Popen([sys.executable, "-m", "chatmem", "mcp", *args],
+                              stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                              stderr=subprocess.DEVNULL, env=dict(os.environ))
     assert server.stdin is not None and server.stdout is not None
     said = Watched(server.stdout)
     try:
         server.stdin.write(line(0, "initialize", {
             "protocolVersion": "2025-06-18", "capabilities": {},
-            "clientInfo": {"name": "batch", "version": "1"}}))
+            "clientInfo": {"name": client, "version": "1"}}))
         server.stdin.write(b'{"jsonrpc": "2.0", "method": "notifications/initialized"}\n')
         server.stdin.write(line(1, "tools/call", {"name": "start_conversation",
-                                                  "arguments": {"name": "顺序"}}))
+                                                  "arguments": conversation}))
         server.stdin.flush()
         answers(said, {0, 1})
+    except BaseException:
+        server.kill()
+        server.wait()
+        raise
+    return server, said
+
+
+def stored_user_messages(db: Path, name: str) -> list[str]:
+    from chatmem.app import Workspace
+    from chatmem.app.sessions import session_named
+
+    with Workspace(Settings(provider="scripted", db=str(db))) as ws:
+        session = session_named(ws, name)
+        return [m.content for m in ws.store.history.messages(session.id) if m.role == "user"]
+
+
+def test_turns_sent_without_waiting_are_stored_in_the_order_they_were_sent(
+        tmp_path: Path) -> None:
+    db = tmp_path / "h.db"
+    server, said = started(["--db", str(db), "--provider", "scripted"], "batch",
+                           {"name": "顺序"})
+    assert server.stdin is not None
+    try:
         sent: list[str] = []
         recorded: dict[str, Any] = {}
         for batch in range(BATCHES):
@@ -83,13 +106,7 @@ def test_turns_sent_without_waiting_are_stored_in_the_order_they_were_sent(
     # Each call answered with the turn it was sent as.
     assert [recorded[user]["structuredContent"]["turn"] for user in sent] == list(
         range(1, len(sent) + 1))
-    from chatmem.app import Workspace
-    from chatmem.app.sessions import session_named
-
-    with Workspace(Settings(provider="scripted", db=str(db))) as ws:
-        session = session_named(ws, "顺序")
-        stored = [m.content for m in ws.store.history.messages(session.id) if m.role == "user"]
-    assert stored == sent
+    assert stored_user_messages(db, "顺序") == sent
 
 
 def test_turns_sent_just_before_stdin_ends_are_all_stored_and_answered(
@@ -108,12 +125,9 @@ def test_turns_sent_just_before_stdin_ends_are_all_stored_and_answered(
     keeper = os.open(log, os.O_WRONLY)  # no end of the log while the server runs
     os.set_blocking(reader, True)
     db = tmp_path / "h.db"
-    server = subprocess.Popen(
-        [sys.executable, "-m", "chatmem", "mcp", "--db", str(db), "--config", str(config)],
-        stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
-        env=dict(os.environ))
-    assert server.stdin is not None and server.stdout is not None
-    said = Watched(server.stdout)
+    server, said = started(["--db", str(db), "--config", str(config)], "pipe",
+                           {"name": "管道", "strategy": "summary"})
+    assert server.stdin is not None
     draining = threading.Event()
 
     def drain() -> None:
@@ -127,14 +141,6 @@ def test_turns_sent_just_before_stdin_ends_are_all_stored_and_answered(
     sent = {10 + n: (f"第{n}句 " + "我们五月去杭州，住在西湖边。" * (8000 if n == 0 else 1))
             for n in range(QUEUED + 1)}
     try:
-        server.stdin.write(line(0, "initialize", {
-            "protocolVersion": "2025-06-18", "capabilities": {},
-            "clientInfo": {"name": "pipe", "version": "1"}}))
-        server.stdin.write(b'{"jsonrpc": "2.0", "method": "notifications/initialized"}\n')
-        server.stdin.write(line(1, "tools/call", {"name": "start_conversation", "arguments": {
-            "name": "管道", "strategy": "summary"}}))
-        server.stdin.flush()
-        answers(said, {0, 1})
         server.stdin.write(b"".join(line(request_id, "tools/call", {
             "name": "record_turn", "arguments": {
                 "conversation_id": "管道", "user": user, "assistant": "好的。"}})
@@ -151,13 +157,7 @@ def test_turns_sent_just_before_stdin_ends_are_all_stored_and_answered(
         os.close(reader)
 
     assert server.returncode == 0
-    from chatmem.app import Workspace
-    from chatmem.app.sessions import session_named
-
-    with Workspace(Settings(provider="scripted", db=str(db))) as ws:
-        session = session_named(ws, "管道")
-        stored = [m.content for m in ws.store.history.messages(session.id) if m.role == "user"]
-    assert stored == list(sent.values())
+    assert stored_user_messages(db, "管道") == list(sent.values())
     answered = {a["id"]: a for a in map(json.loads, said.rest().splitlines()) if "id" in a}
     assert [answered[request_id]["result"]["structuredContent"]["turn"]
             for request_id in sent] == list(range(1, len(sent) + 1))
@@ -173,21 +173,10 @@ def test_a_turn_sent_right_after_its_start_conversation_waits_for_it(
     import sqlite3
 
     db = tmp_path / "h.db"
-    server = subprocess.Popen(
-        [sys.executable, "-m", "chatmem", "mcp", "--db", str(db), "--provider", "scripted"],
-        stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
-        env=dict(os.environ))
-    assert server.stdin is not None and server.stdout is not None
-    said = Watched(server.stdout)
+    server, said = started(["--db", str(db), "--provider", "scripted"], "parallel",
+                           {"name": "warm"})  # the history exists
+    assert server.stdin is not None
     try:
-        server.stdin.write(line(0, "initialize", {
-            "protocolVersion": "2025-06-18", "capabilities": {},
-            "clientInfo": {"name": "parallel", "version": "1"}}))
-        server.stdin.write(b'{"jsonrpc": "2.0", "method": "notifications/initialized"}\n')
-        server.stdin.write(line(1, "tools/call", {"name": "start_conversation",
-                                                  "arguments": {"name": "warm"}}))
-        server.stdin.flush()
-        answers(said, {0, 1})  # the history exists
         writer = sqlite3.connect(db, isolation_level=None)
         writer.execute("BEGIN IMMEDIATE")  # another process's write under way
         server.stdin.write(line(2, "tools/call", {"name": "start_conversation",

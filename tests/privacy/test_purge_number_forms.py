@@ -59,6 +59,10 @@ def test_an_amount_is_erased_in_each_of_its_forms(value: str, text: str, erased:
     ("¥150000000", "1.5亿元，一亿五千万元，一亿五元", f"{F}，{F}，{F}"),
     # The capital numerals of cheques and receipts: 壹万 is 一万.
     ("10000元", "壹万元整，一万元整，壹仟元", f"{F}整，{F}整，壹仟元"),
+    # Grouped digits before 万 (read by Fraction with their marks in: a ValueError's
+    # traceback, and the purge of any amount stopped with the value left everywhere).
+    ("15000", "15 000万，1'500万，1\u00a0500万，15 000", "15 000万，1'500万，1\u00a0500万，" + F),
+    ("¥150000000", "15 000万元，1'500万元", f"{F}，1'500万元"),
 ])
 def test_spaced_digits_yi_and_capital_numerals_are_forms_too(
         value: str, text: str, erased: str) -> None:

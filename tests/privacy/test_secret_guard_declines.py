@@ -9,6 +9,7 @@ the same, by a question or a request, is still a label: no leak opens.
 from __future__ import annotations
 
 import pytest
+from growth import assert_linear
 
 from chatmem.privacy.secret_guard import SecretGuard
 
@@ -23,8 +24,9 @@ from chatmem.privacy.secret_guard import SecretGuard
     # A verb that is part of the refusal asks nothing.
     ["I won't keep your password. Don't send it here.", "ok, tomorrow at 8443"],
     ["我不会记录你的密码，也不需要提供。", "好的，明天8443见"],
+    ["I won't keep your password.\n- Don't send it here.", "ok, tomorrow at 8443"],
 ], ids=["zh-card", "zh-password", "zh-do-not-give", "en-card", "en-password", "en-pin",
-        "en-do-not-send", "zh-no-need-to-give"])
+        "en-do-not-send", "zh-no-need-to-give", "en-do-not-send-listed"])
 def test_a_refusal_naming_a_detail_is_no_question(said: list[str]) -> None:
     assert SecretGuard().read(said) == said
 
@@ -44,6 +46,21 @@ def test_a_refusal_naming_a_detail_is_no_question(said: list[str]) -> None:
      "⟦card number⟧"),
     (["我不会保存卡号。回复后四位", "8443"], "⟦card number⟧"),
     (["我不会保存卡号，只需提供后四位。", "8443"], "⟦card number⟧"),
+    # On a line of its own, with no stop before it, or as a model's Markdown writes it.
+    (["I won't store your card number\nReply with the last 4 digits", "8443"],
+     "⟦card number⟧"),
+    (["I won't store your card number.\n\n- **Reply** with the last 4 digits", "8443"],
+     "⟦card number⟧"),
+    (["我不会保存卡号\n> 回复后四位", "8443"], "⟦card number⟧"),
 ])
 def test_a_question_or_request_for_it_is_still_answered(said: list[str], masked: str) -> None:
     assert SecretGuard().read(said) == [said[0], masked]
+
+
+@pytest.mark.parametrize("unit", ["\n", "\n- ", ". ", "1."])
+def test_a_message_of_many_lines_or_marks_costs_time_linear_in_its_length(unit: str) -> None:
+    """A request is looked for at each line's start: read from every line break on, a
+    message of 5,000 blank lines took 8 s."""
+    refusal = "I won't store your card number."
+    assert_linear(lambda text: SecretGuard().read([text, "8443"]),
+                  lambda n: refusal + unit * n, 2000, repr(unit))

@@ -1,0 +1,80 @@
+"""What chatmem's plugin registries hold once loaded, and the rule for a name two plugins
+register: neither is used (chatmem.plugins loads them)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+from chatmem.plugin_entries import (
+    EmbedderEntry,
+    PluginProblem,
+    Plugins,
+    PluginSource,
+    ProblemKind,
+    ProviderEntry,
+    registered_by,
+)
+
+if TYPE_CHECKING:
+    from chatmem.memory.registry import StrategyRegistry
+
+
+@dataclass
+class Contents:
+    """What the registries hold once loaded (chatmem.plugins.Registries)."""
+
+    strategies: StrategyRegistry
+    providers: dict[str, ProviderEntry] = field(default_factory=dict)
+    embedders: dict[str, EmbedderEntry] = field(default_factory=dict)
+    origins: dict[tuple[str, str], PluginSource] = field(default_factory=dict)
+    problems: list[PluginProblem] = field(default_factory=list)
+    contested: dict[tuple[str, str], list[PluginSource]] = field(default_factory=dict)
+    """Names two plugins registered, and by whom: neither plugin is used, nor a later one
+    of that name (whichever sorted first would run the other's sessions, on its state)."""
+
+
+def refuse_contested(contents: Contents, source: PluginSource, staged: Plugins) -> None:
+    """Raise if `staged` names what another plugin (not chatmem) registered: that one is
+    withdrawn too. Which came first is only the order of distribution names, so a plugin
+    installed later could otherwise take a name over, and with it the sessions saved
+    with it, their stored parameters and the state kept under that name."""
+    names = [*(("strategy", getattr(cls, "name", None)) for cls in staged.strategies),
+             *(("provider", entry[0]) for entry in staged.providers),
+             *(("embedder", entry[0]) for entry in staged.embedders)]
+    if any((owner := contents.origins.get(key)) is not None and owner.builtin
+           for key in names):
+        return  # refused as any plugin taking chatmem's names is: no other is withdrawn
+    clashes: list[tuple[tuple[str, str], list[PluginSource]]] = []
+    for key in names:
+        if not isinstance(key[1], str):
+            continue
+        owner = contents.origins.get(key)
+        if owner is not None and not owner.builtin and owner != source:
+            contents.contested[key] = [owner]
+            _withdraw(contents, owner, key, source)
+        if key in contents.contested:
+            contents.contested[key].append(source)
+            clashes.append((key, contents.contested[key]))
+    if clashes:
+        (kind, name), holders = clashes[0]
+        others = ", ".join(registered_by(h) for h in holders if h != source)
+        raise ValueError(f"{kind} {name!r} is registered by {others} too: neither is "
+                         "used until one is uninstalled")
+
+
+def _withdraw(contents: Contents, owner: PluginSource, key: tuple[str, str],
+              by: PluginSource) -> None:
+    """Take out all that `owner` registered, recorded as its problem."""
+    mine = [k for k, s in contents.origins.items() if s == owner]
+    for kind, name in mine:
+        del contents.origins[(kind, name)]
+        if kind == "strategy":
+            contents.strategies.withdraw(name)
+        elif kind == "provider":
+            contents.providers.pop(name, None)
+        else:
+            contents.embedders.pop(name, None)
+    contents.problems.append(PluginProblem(owner, ProblemKind.REJECTED, (
+        f"{key[0]} {key[1]!r} is registered by {registered_by(by)} too: neither is used "
+        "until one is uninstalled")))
