@@ -6,6 +6,7 @@ of a turn is ~10 us of it. The rows stored are the same either way."""
 from __future__ import annotations
 
 from conftest import History
+from meter import traced
 from registered import open_session
 
 from chatmem.config.sections import EmbeddingsSection
@@ -36,14 +37,8 @@ def _engine(store: Store) -> object:
 
 
 def _traced(store: Store, turn: object) -> list[str]:
-    statements: list[str] = []
-    conn = store.db.conn  # type: ignore[attr-defined]
-    conn.set_trace_callback(lambda sql: None if sql.startswith("--") else statements.append(
-        " ".join(sql.split())))
-    try:
+    with traced(store) as statements:
         turn()  # type: ignore[operator]
-    finally:
-        conn.set_trace_callback(None)
     return statements
 
 
