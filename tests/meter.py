@@ -90,6 +90,21 @@ def metered(store: Connection) -> Iterator[Meter]:
 
 
 @contextmanager
+def traced(store: Connection) -> Iterator[list[str]]:
+    """The statements chatmem runs on `store` (SQLite) inside the block, in order, their
+    whitespace folded; those the full-text index runs inside them (traced as comments) left
+    out."""
+    statements: list[str] = []
+    conn = store.db.conn  # type: ignore[attr-defined]
+    conn.set_trace_callback(lambda sql: None if sql.startswith("--") else statements.append(
+        " ".join(sql.split())))
+    try:
+        yield statements
+    finally:
+        conn.set_trace_callback(None)
+
+
+@contextmanager
 def _metered_postgres(store: Connection) -> Iterator[Meter]:
     from chatmem.store.postgres_backend import PostgresBackend
 

@@ -178,7 +178,9 @@ def _write_unfinished(workspace: Workspace, transcript: Transcript,
             # Kept as saved, for the version that takes them, as the exporting history kept
             # them (its own export of the session was refused here otherwise).
             params = dict(transcript.params)
-    prompts = transcript.system_prompts()
+    messages, prompts, replaced = _without_credentials(workspace, message_dicts(
+        [m for m in transcript.on_its_clock() if isinstance(m, TranscriptMessage)]),
+        transcript.system_prompts())
     store = workspace.store
     hidden = unfinished.unfinished_name("import")
     session = store.sessions.create_session(
@@ -192,8 +194,6 @@ def _write_unfinished(workspace: Workspace, transcript: Transcript,
         if transcript.retention_days is not None:
             store.retention.set_retention(session.id, transcript.retention_days)
         store.sessions.set_system_prompts(session.id, prompts)
-    messages, replaced = _without_credentials(workspace, message_dicts(
-        [m for m in transcript.on_its_clock() if isinstance(m, TranscriptMessage)]))
     batch = max(batch, 1)
     for start in range(0, len(messages), batch):
         # Each batch its own transaction: it goes on after the last stored message.
@@ -208,20 +208,31 @@ def _write_unfinished(workspace: Workspace, transcript: Transcript,
                     dropped, replaced)
 
 
-def _without_credentials(workspace: Workspace, messages: list[dict[str, Any]]
-                         ) -> tuple[list[dict[str, Any]], CredentialInInput | None]:
-    """`messages` with the credentials chatmem runs with replaced by their labels (the
-    user's key pasted into a chat elsewhere, exported, imported here), and the notice."""
+Prompts = list[tuple[int, str | None]]
+
+
+def _without_credentials(workspace: Workspace, messages: list[dict[str, Any]],
+                         prompts: Prompts
+                         ) -> tuple[list[dict[str, Any]], Prompts, CredentialInInput | None]:
+    """`messages` and the system `prompts` with the credentials chatmem runs with replaced
+    by their labels (the user's key pasted into a chat elsewhere, exported, imported here),
+    and the notice."""
     from chatmem.notices import CredentialInInput
     from chatmem.privacy.secrets import without_credentials
     from chatmem.providers import typed_secrets
 
     secrets = typed_secrets(workspace.settings)
     labels: dict[str, None] = {}
+
+    def masked(text: str) -> str:
+        text, found = without_credentials(text, secrets)
+        labels.update(dict.fromkeys(found))
+        return text
+
     for message in messages:
-        message["content"], found = without_credentials(message["content"], secrets)
-        labels |= dict.fromkeys(found)
-    return messages, CredentialInInput(tuple(labels)) if labels else None
+        message["content"] = masked(message["content"])
+    prompts = [(turn, None if system is None else masked(system)) for turn, system in prompts]
+    return messages, prompts, CredentialInInput(tuple(labels)) if labels else None
 
 
 @dataclass(frozen=True)

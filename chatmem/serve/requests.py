@@ -151,9 +151,10 @@ def _integer(digits: str) -> int | float:
 
 def without_credentials_asked(asked: TurnAsked, secrets: Mapping[str, str]) -> TurnAsked:
     """`asked` with `secrets` (the credentials the server runs with: providers.typed_secrets)
-    replaced by their labels in its history and its new message, as the engine masks a
-    turn's input: stored masked, the client's copies match what is stored (a regenerate, an
-    edit, a conversation known by its opening) only when masked alike."""
+    replaced by their labels in its system messages, its history and its new message, as
+    the engine masks a turn's input: stored masked (a turn's context holds its system
+    messages), the client's copies match what is stored (a regenerate, an edit, a
+    conversation known by its opening) only when masked alike."""
     from dataclasses import replace
 
     from chatmem.privacy.secrets import without_credentials
@@ -162,6 +163,7 @@ def without_credentials_asked(asked: TurnAsked, secrets: Mapping[str, str]) -> T
         return without_credentials(text, secrets)[0]
 
     return replace(asked, text=masked(asked.text),
+                   system=None if asked.system is None else masked(asked.system),
                    prior=tuple(replace(m, content=masked(m.content)) for m in asked.prior))
 
 

@@ -177,13 +177,12 @@ class SessionTables:
         """Under the write lock: SessionGone saying `consequence` when the session is gone."""
         steps.check_session_kept(self._db, session_id, consequence)
 
-    def erased_since(self, session_id: int, seen: int | None,
-                     consequence: str = steps.MEMORY_NOT_UPDATED) -> bool:
+    def erased_since(self, session_id: int, seen: int | None) -> bool:
         """Under the write lock, before what was made of the session's text read when its
         `erasures` were `seen` is stored: whether text left its memory since (a purge, a
-        replaced turn, here or in another process); SessionGone saying `consequence` when
-        the session is gone, not a purge."""
-        return steps.check_session_kept(self._db, session_id, consequence) != seen
+        replaced turn, here or in another process); SessionGone (its memory not updated)
+        when the session is gone, not a purge."""
+        return steps.check_session_kept(self._db, session_id) != seen
 
     def session_access(self, session_id: int) -> SessionAccess:
         """Whether the connecting role owns the session, may write it, or only read it."""

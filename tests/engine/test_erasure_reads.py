@@ -6,6 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from meter import traced
 from registered import open_session
 
 from chatmem.config.sections import EmbeddingsSection
@@ -26,12 +27,10 @@ def test_a_turn_reads_the_erasures_again_after_its_commit_only_for_a_background_
         engine.indexing = Indexing(store, engine.session.id, background=background)
         for text in ("我们五月去杭州旅行，预算五千元。", "My order is ORD-7731."):
             engine.run_turn(text)
-        seen: list[str] = []
-        store.db.conn.set_trace_callback(seen.append)
         try:
-            engine.run_turn("where are we going in May?")
+            with traced(store) as seen:
+                engine.run_turn("where are we going in May?")
         finally:
-            store.db.conn.set_trace_callback(None)
             engine.indexing.close()
         # Before sending; after the commit only where the backlog ran beside the reply.
         assert sum(sql.startswith("SELECT erasures FROM sessions") for sql in seen) == (

@@ -112,6 +112,32 @@ def test_an_imported_transcript_holding_the_key_is_stored_masked(
     no_byte_of([KEY], tmp_path)
 
 
+@pytest.mark.parametrize("language", ["en", "zh"])
+def test_an_imported_transcript_s_system_prompts_holding_the_key_are_stored_masked(
+        tmp_path: Path, language: str) -> None:
+    """Its header's system prompt and one changed in the middle: stored in session_prompts,
+    sent with the turns after them."""
+    typed, masked = SAID[language]
+    transcript = tmp_path / "t.jsonl"
+    lines = [{"chatmem": 1, "system": typed.format(key=KEY)},
+             {"role": "user", "content": "你好"}, {"role": "assistant", "content": "好"},
+             {"system_prompt": f"now: {typed.format(key=KEY)}"},
+             {"role": "user", "content": "again"}, {"role": "assistant", "content": "ok"}]
+    transcript.write_text("".join(json.dumps(line, ensure_ascii=False) + "\n"
+                                  for line in lines), encoding="utf-8")
+    db = tmp_path / "i.db"
+    env = {"OPENAI_API_KEY": KEY, "CHATMEM_KEY": None}
+    result = invoke("sessions", "import", str(transcript), "导入", "--db", str(db), env=env,
+                    code=0)
+    assert "the input held your api key; it was replaced by [api key]" in result.stderr
+    transcript.unlink()
+    with Store(db) as store:
+        session = store.sessions.session("导入")
+        assert store.sessions.system_prompts(session.id) == [(1, masked), (2, f"now: {masked}")]
+        assert session.system == f"now: {masked}"
+    no_byte_of([KEY], tmp_path)
+
+
 @pytest.mark.parametrize("what_if", [[], ["--strategy", "tokens"]], ids=["next", "what-if"])
 def test_inspect_shows_the_input_masked_as_a_turn_sends_it(
         tmp_path: Path, what_if: list[str]) -> None:

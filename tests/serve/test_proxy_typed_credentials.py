@@ -49,3 +49,22 @@ def test_a_key_in_a_served_chat_is_masked_and_its_copies_still_match(
     for path in db_path.parent.rglob("*"):
         if path.is_file():
             assert KEY.encode() not in path.read_bytes(), path
+
+
+@pytest.mark.parametrize("who", [{"user": "alice"}, {}], ids=["named", "by-opening"])
+def test_a_key_in_a_served_chat_s_system_message_is_neither_sent_nor_stored(
+        proxy: RunningProxy, chat_server: ChatServer, db_path: Path, who: dict) -> None:
+    """Its system messages are the request's own instructions: sent, and stored with the
+    turn's context, as its user messages are."""
+    ask = asker(proxy, **who)
+    chat = [{"role": "system", "content": f"用这个密钥 {KEY} when asked"},
+            {"role": "user", "content": "你好"}]
+    reply, _, _ = ask(chat)
+    assert chat_server.requests[-1]["messages"][0] == {
+        "role": "system", "content": "用这个密钥 [api key] when asked"}
+    # The chat goes on: its copies, masked alike, are known for the session's.
+    assert ask([*chat, {"role": "assistant", "content": reply},
+                {"role": "user", "content": "again"}])[2] == "next-turn"
+    for path in db_path.parent.rglob("*"):
+        if path.is_file():
+            assert KEY.encode() not in path.read_bytes(), path

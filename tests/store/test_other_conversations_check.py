@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from meter import traced
 from registered import open_session
 
 from chatmem.config.sections import EmbeddingsSection
@@ -25,12 +26,8 @@ def history(n: int, place: str) -> list[dict[str, str]]:
 
 
 def checks_in_a_build(store: Store, engine: Engine[Store], question: str) -> int:
-    seen: list[str] = []
-    store.db.conn.set_trace_callback(seen.append)
-    try:
+    with traced(store) as seen:
         engine.build_context(question)
-    finally:
-        store.db.conn.set_trace_callback(None)
     return sum(sql.startswith(CHECK) for sql in seen)
 
 
