@@ -163,10 +163,12 @@ class InputNotUtf8:
 
 @dataclass(frozen=True)
 class CredentialInInput:
-    """The input held a credential chatmem runs with; each was replaced by its label
-    (`labels`: "[api key]", "[history key]") in what is sent and stored."""
+    """The input (or, `in_system_prompt`, a system prompt given) held a credential chatmem
+    runs with; each was replaced by its label (`labels`: "[api key]", "[history key]") in
+    what is sent and stored."""
 
     labels: tuple[str, ...]
+    in_system_prompt: bool = False
 
 
 class CutBy(Enum):

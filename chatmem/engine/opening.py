@@ -10,6 +10,7 @@ from datetime import tzinfo
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from chatmem.activity import QUIET, Activity
+from chatmem.engine.preflight import without_typed_credentials
 from chatmem.engine.turns import Engine
 from chatmem.errors import StrategyError, StrategyFailed, StrategyGone
 from chatmem.memory.base import Strategy
@@ -184,6 +185,9 @@ def open_session(
     zone = settings.zone  # a timezone no zone has is refused before a session is created
     session = store.sessions.find_session(name)
     notices: list[Notice] = []
+    if system:  # stored and sent as a turn's input is: no byte of a key in the history
+        [system], replaced = without_typed_credentials(settings, system, system=True)
+        notices += replaced
     chosen = resolve_strategy(settings, strategy, params or {}, session, strategies,
                               tell=notices.append)
     created = False

@@ -54,14 +54,7 @@ class TurnChecks:
         replaced by their labels, and the notice saying so if any was: what is sent and
         stored, so `inspect` shows what the model read and no byte of a key is stored
         (README: the key never reaches the database)."""
-        if self.settings is None:
-            return list(texts), []
-        from chatmem.providers import typed_secrets
-
-        secrets = typed_secrets(self.settings)
-        masked = [without_credentials(text, secrets) for text in texts]
-        labels = tuple(dict.fromkeys(label for _, found in masked for label in found))
-        return [text for text, _ in masked], [CredentialInInput(labels)] if labels else []
+        return without_typed_credentials(self.settings, *texts)
 
     def follow_erasures(self) -> None:
         """Forget what this engine derived from text that has left the session's memory
@@ -143,3 +136,18 @@ def _files(context: Context) -> tuple[tuple[str, int], ...]:
     named = [(quoted[0] if (quoted := attached_from_block(m.content)) else "a file", m.tokens)
              for m in part.messages]
     return tuple(sorted(named, key=lambda file: -file[1]))
+
+
+def without_typed_credentials(settings: Settings | None, *texts: str, system: bool = False,
+                              ) -> tuple[list[str], list[CredentialInInput]]:
+    """`texts` with the credentials `settings` run with replaced by their labels, and the
+    notice saying so if any was (`system`: the texts are a system prompt)."""
+    if settings is None:
+        return list(texts), []
+    from chatmem.providers import typed_secrets
+
+    secrets = typed_secrets(settings)
+    masked = [without_credentials(text, secrets) for text in texts]
+    labels = tuple(dict.fromkeys(label for _, found in masked for label in found))
+    return ([text for text, _ in masked],
+            [CredentialInInput(labels, in_system_prompt=system)] if labels else [])

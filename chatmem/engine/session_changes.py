@@ -11,6 +11,7 @@ import dataclasses
 from contextlib import suppress
 from typing import TYPE_CHECKING, Any
 
+from chatmem.engine.preflight import without_typed_credentials
 from chatmem.errors import ChatmemError, SessionGone
 from chatmem.session_notices import SettingsNotSaved
 from chatmem.store.records import session_address
@@ -18,6 +19,7 @@ from chatmem.store.records import session_address
 if TYPE_CHECKING:
     from collections.abc import Sequence
 
+    from chatmem.config.settings import Settings
     from chatmem.errors import ModelFrom
     from chatmem.memory.base import Strategy
     from chatmem.memory.vector_backlog import IndexingStatus
@@ -42,6 +44,7 @@ class SessionChanges:
     _refused: bool
     _stored: bool
     notices: list[Notice]
+    settings: Settings | None
     _finished = False
     chosen_here: frozenset[str] = frozenset()
     """What whoever opened this engine chose (strategy and params, system, provider and
@@ -73,7 +76,7 @@ class SessionChanges:
         """Send the next turns with `system` (None: none) without making it the session's: a
         served request's own system messages are its instructions alone, and the next
         request (or a chat resuming the session) does not inherit them."""
-        self.own_system = (system,)
+        self.own_system = (self._without_credentials(system),)
         self.chosen_here |= {"system"}  # another's change to the session's is not this one's
 
     @property
@@ -123,7 +126,11 @@ class SessionChanges:
         """The system prompt from the next turn on (as `set_strategy`)."""
         self.pending.pop("system", None)
         self.own_system = None
-        return self._set("system prompt", system=system)
+        return self._set("system prompt", system=self._without_credentials(system))
+
+    def _without_credentials(self, system: str | None) -> str | None:
+        # Stored and sent as a turn's input is: no byte of a key in the history.
+        return system and without_typed_credentials(self.settings, system)[0][0]
 
     def _set(self, what: str, **fields: Any) -> SettingsNotSaved | None:
         if self.settings_owner is None:

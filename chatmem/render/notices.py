@@ -215,7 +215,8 @@ def helper_too_small_text(n: HelperTooSmall) -> str:
 @_worded.register
 def _(n: CredentialInInput, repl_hints: bool) -> str:
     named = " and ".join(label.strip("[]") for label in n.labels)
-    return (f"the input held your {named}; it was replaced by {', '.join(n.labels)} in what is "
+    held = "the system prompt" if n.in_system_prompt else "the input"
+    return (f"{held} held your {named}; it was replaced by {', '.join(n.labels)} in what is "
             "sent and stored")
 
 

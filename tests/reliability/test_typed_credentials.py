@@ -149,3 +149,30 @@ def test_inspect_shows_the_input_masked_as_a_turn_sends_it(
     assert KEY not in shown.output
     seen = json.loads(shown.stdout)
     assert seen["input"] == seen["messages"][-1]["content"] == "钥匙 [api key] 在这"
+
+
+@pytest.mark.parametrize("language", ["en", "zh"])
+def test_the_api_key_in_a_system_prompt_given_is_masked_in_what_is_sent_and_stored(
+        tmp_path: Path, chat_server, monkeypatch: pytest.MonkeyPatch, language: str) -> None:
+    """`--system`, the REPL's /system and a served request's own system messages are sent
+    and stored as a turn's input is: `ask x hi --system "my key $K"` stored the key as typed
+    in the session's system prompt (final reading, stop 62)."""
+    db = tmp_path / "s.db"
+    typed, masked = SAID[language]
+    env = {"OPENAI_API_KEY": KEY, "OPENAI_BASE_URL": chat_server.base_url, "CHATMEM_KEY": None}
+    result = invoke("ask", "s", "hi", "--system", typed.format(key=KEY), "--db", str(db),
+                    "--provider", "openai", "-m", "m1", env=env, code=0)
+    assert "the system prompt held your api key; it was replaced by [api key]" in result.stderr
+    assert chat_server.requests[0]["messages"][0] == {"role": "system", "content": masked}
+    monkeypatch.setenv("OPENAI_API_KEY", KEY)
+    with Workspace(Settings(db=str(db), provider="scripted")) as ws:
+        assert ws.store.sessions.session("s").system == masked
+        engine = recording_engine(ws, "s")
+        try:
+            engine.use_system(typed.format(key=KEY))  # a served request's own
+            assert engine.system_prompt == masked
+            engine.set_system(f"{typed.format(key=KEY)}!")  # /system
+            assert engine.session.system == f"{masked}!"
+        finally:
+            engine.finish()
+    no_byte_of([KEY, base64.b64encode(KEY.encode()).decode()], tmp_path)
