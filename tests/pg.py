@@ -238,6 +238,19 @@ def migrated_before(server: PostgresServer,
             conn.execute(f"DROP ROLE IF EXISTS {keeper}")
 
 
+def add_messages(url: str, session_id: int, said: Sequence[str]) -> list[int]:
+    """`said` as the session's messages (user and assistant in turn), written by `url`'s
+    role with plain SQL, as an older chatmem stored them; their ids."""
+    import psycopg
+
+    with psycopg.connect(url, autocommit=True) as conn:
+        return [int(conn.execute(
+            "INSERT INTO messages (session_id, position, turn, role, content, created_at)"
+            " VALUES (%s, %s, %s, %s, %s, %s) RETURNING id",
+            [session_id, i + 1, i // 2 + 1, ("user", "assistant")[i % 2], text, NOW],
+        ).fetchone()[0]) for i, text in enumerate(said)]
+
+
 def _migrate(driver: Any, url: str, before: str) -> None:
     """Every migration before `before`, as the release that stopped there ran them."""
     from chatmem.store import postgres_schema as schema

@@ -10,7 +10,7 @@ from collections.abc import Iterator
 
 import pytest
 from grantees import shared_session, sql_as
-from pg import NOW, OldHistory, PostgresServer, migrated_before
+from pg import OldHistory, PostgresServer, add_messages, migrated_before
 
 from chatmem.errors import NotChatmemDatabase
 from chatmem.store import Store
@@ -27,15 +27,6 @@ SAID = ["我叫安娜，住在杭州。", "好的，安娜。", "I work on the c
 def before_p026(pg_server: PostgresServer) -> Iterator[OldHistory]:
     with migrated_before(pg_server, P026) as old:
         yield old
-
-
-def add_messages(url: str, session_id: int) -> list[int]:
-    with psycopg.connect(url, autocommit=True) as conn:
-        return [int(conn.execute(
-            "INSERT INTO messages (session_id, position, turn, role, content, created_at)"
-            " VALUES (%s, %s, %s, %s, %s, %s) RETURNING id",
-            [session_id, i + 1, i // 2 + 1, ("user", "assistant")[i % 2], said, NOW],
-        ).fetchone()[0]) for i, said in enumerate(SAID)]
 
 
 def count(url: str, message_id: int, tokens: int) -> None:
@@ -64,7 +55,7 @@ def test_an_older_databases_counts_read_as_before_and_new_ones_say_who(
     old = before_p026
     ann, bob = old.url("ann"), old.url("bob")
     session_id = shared_session(ann, "tokens")
-    ids = add_messages(ann, session_id)
+    ids = add_messages(ann, session_id, SAID)
     for message_id, tokens in zip(ids[:3], (12, 5, 8), strict=True):
         count(ann, message_id, tokens)
     count(bob, ids[3], 0)  # before p026: read as before

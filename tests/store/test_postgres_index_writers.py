@@ -11,7 +11,7 @@ from collections.abc import Iterator
 
 import pytest
 from grantees import shared_session, sql_as
-from pg import NOW, OldHistory, PostgresServer, migrated_before
+from pg import NOW, OldHistory, PostgresServer, add_messages, migrated_before
 
 from chatmem import fts
 from chatmem.errors import NotChatmemDatabase
@@ -32,15 +32,6 @@ QUESTION = "我住在杭州吗？"
 def before_p027(pg_server: PostgresServer) -> Iterator[OldHistory]:
     with migrated_before(pg_server, P027) as old:
         yield old
-
-
-def add_messages(url: str, session_id: int) -> list[int]:
-    with psycopg.connect(url, autocommit=True) as conn:
-        return [int(conn.execute(
-            "INSERT INTO messages (session_id, position, turn, role, content, created_at)"
-            " VALUES (%s, %s, %s, %s, %s, %s) RETURNING id",
-            [session_id, i + 1, i // 2 + 1, ("user", "assistant")[i % 2], said, NOW],
-        ).fetchone()[0]) for i, said in enumerate(SAID)]
 
 
 def index(url: str, session_id: int, message_id: int, text: str, seen: float) -> None:
@@ -75,7 +66,7 @@ def test_an_older_databases_index_reads_as_before_and_new_entries_say_who(
     old = before_p027
     ann, bob = old.url("ann"), old.url("bob")
     session_id = shared_session(ann, "retrieval")
-    ids = add_messages(ann, session_id)
+    ids = add_messages(ann, session_id, SAID)
     for message_id, said in zip(ids[:3], SAID, strict=False):
         index(ann, session_id, message_id, said, 0.5)
     index(bob, session_id, ids[3], SAID[3], 0.25)  # before p027: read as before
