@@ -49,6 +49,8 @@ class KeptConversation:
                                           thread_name_prefix="chatmem-conversation")
         self._lock = threading.Lock()
         self._closed = False
+        self._closing: Future[None] | None = None
+        """Its close, given its thread after the jobs already given (`close`)."""
         self._opened: Opened | None = None
 
     @property
@@ -69,8 +71,17 @@ class KeptConversation:
             if self._closed:
                 return
             self._closed = True
-            self._thread.submit(self._close)
+            self._closing = self._thread.submit(self._close)
         self._thread.shutdown(wait=wait)
+
+    @property
+    def closing(self) -> bool:
+        """Closed without waiting, and its jobs or its close still run on its thread."""
+        return self._closing is not None and not self._closing.done()
+
+    def wait_closed(self) -> None:
+        """Until its jobs given and its close have run (once `close` was called)."""
+        self._thread.shutdown(wait=True)
 
     def _run(self, job: Job[T]) -> T:
         workspace, engine = self._current()
@@ -155,6 +166,9 @@ class KeptConversations:
         """The jobs running now, by key."""
         self._turns = threading.Condition(self._lock)
         """Told when a place leaves its line."""
+        self._closing: list[KeptConversation] = []
+        """Those closed without waiting (evicted, or failed to open) whose jobs may still run:
+        a server stopping waits for them too (a memory update under way, say)."""
 
     def line_up(self, key: Hashable, owner: Hashable = None) -> Place:
         """A place in `key`'s line for a call as it comes, or ConversationBusy when the
@@ -294,7 +308,7 @@ class KeptConversations:
                 while len(self._kept) > self.size:
                     evicted.append(self._kept.popitem(last=False)[1])
             for old in evicted:
-                old.close(wait=False)
+                self._close_later(old)
             try:
                 future = kept.submit(job)
             except _Closed:
@@ -312,14 +326,28 @@ class KeptConversations:
         with self._lock:
             if self._kept.get(key) is kept:
                 del self._kept[key]
+        self._close_later(kept)
+
+    def _close_later(self, kept: KeptConversation) -> None:
+        """Close `kept` without waiting for its job under way, but where `close` finds it:
+        a conversation evicted while its memory update ran was forgotten, and a server
+        stopped then exited mid-update (the summary never stored)."""
         kept.close(wait=False)
+        with self._lock:
+            self._closing = [c for c in self._closing if c.closing]
+            if kept.closing:
+                self._closing.append(kept)
 
     def close(self) -> None:
-        """Close every kept conversation (the server stops)."""
+        """Close every kept conversation (the server stops), after the jobs they were given,
+        those of the ones closed earlier without waiting included."""
         with self._lock:
             kept, self._kept = list(self._kept.values()), OrderedDict()
+            closing, self._closing = self._closing, []
         for conversation in kept:
             conversation.close()
+        for conversation in closing:
+            conversation.wait_closed()
 
     def __len__(self) -> int:
         return len(self._kept)

@@ -291,3 +291,35 @@ def test_a_conversation_that_cannot_open_keeps_no_place(settings: Settings) -> N
     finally:
         kept.close()
     assert opener.opened["a"] == 1  # never pushed out by the names that failed
+
+
+def test_closing_waits_for_the_job_of_a_conversation_evicted_while_it_ran(
+        settings: Settings) -> None:
+    """A server stopping waits for what its conversations still run (a memory update): one
+    evicted meanwhile was forgotten, and the server exited in the middle of its job."""
+    opener, kept = Opener(settings), KeptConversations(size=1)
+    release, waiting = threading.Event(), threading.Event()
+
+    def slow(ws: Workspace, engine: Engine[Store]) -> str:
+        waiting.set()
+        assert release.wait(HANG)
+        return "slow done"
+
+    results: list[str] = []
+    runner = threading.Thread(target=lambda: results.append(opener.run(kept, "a", slow)))
+    runner.start()
+    closer = threading.Thread(target=kept.close)
+    try:
+        assert waiting.wait(HANG)
+        assert opener.run(kept, "b", turn("hello"))[0] == 1  # "a" evicted, its job running
+        closer.start()
+        closer.join(0.5)
+        assert closer.is_alive()  # still waiting for "a"'s job
+    finally:
+        release.set()
+        runner.join(HANG)
+        if closer.ident is None:
+            closer.start()
+        closer.join(HANG)
+    assert results == ["slow done"]
+    assert len(opener.closed) == 2  # "a" closed too, before close returned

@@ -7,13 +7,14 @@ from __future__ import annotations
 import json
 import sqlite3
 import threading
-import time
+from collections.abc import Callable
 from contextlib import closing
 from pathlib import Path
 
 import pytest
 from cli_runner import output
 from mcp_calls import mcp_calls
+from waiting import wait_until
 
 pytest.importorskip("mcp", reason="chatmem[serve] (the mcp SDK) is not installed")
 
@@ -36,32 +37,50 @@ def test_a_turn_that_waited_for_another_process_write_says_so_to_its_client(
         tmp_path: Path) -> None:
     """The store told the wait to the server's workspace, which no listener hears: it was
     read only when a conversation opened, and record_turn's client heard nothing of it."""
-    db = tmp_path / "h.db"
-    holding = threading.Event()
-    held = threading.Thread(target=_hold, args=(db, holding))
+    db, waited = tmp_path / "h.db", tmp_path / "waited"
+    site = tmp_path / "site"
+    site.mkdir()
+    # Seen, not timed: the lock held a fixed 1.5 s was let go before a call on a loaded
+    # machine reached its write (and waited past the first 500 ms), and the test failed.
+    # The server marks the moment its store says it waits (the notice made as before).
+    (site / "sitecustomize.py").write_text(
+        "from pathlib import Path\n\n"
+        "from chatmem.store import sqlite_backend\n\n"
+        "told = sqlite_backend.WaitingForWrite\n\n\n"
+        "def waiting(*args, **kwargs):\n"
+        f"    Path({str(waited)!r}).touch()\n"
+        "    return told(*args, **kwargs)\n\n\n"
+        "sqlite_backend.WaitingForWrite = waiting\n", encoding="utf-8")
+    holding, ended = threading.Event(), threading.Event()
+    held = threading.Thread(target=_hold, args=(db, holding, lambda: waited.exists()
+                                                or ended.is_set()))
 
     def begin_write() -> None:
         held.start()
         assert holding.wait(10)
 
-    _, recorded, again = mcp_calls(["--db", str(db)], [
-        ("start_conversation", {"name": "等待"}),
-        ("record_turn", {"conversation_id": "等待", "user": "一", "assistant": "好"}),
-        ("record_turn", {"conversation_id": "等待", "user": "二", "assistant": "好"})],
-        before={1: begin_write})
-    held.join()
+    try:
+        _, recorded, again = mcp_calls(["--db", str(db)], [
+            ("start_conversation", {"name": "等待"}),
+            ("record_turn", {"conversation_id": "等待", "user": "一", "assistant": "好"}),
+            ("record_turn", {"conversation_id": "等待", "user": "二", "assistant": "好"})],
+            before={1: begin_write}, site=site)
+    finally:
+        ended.set()  # a call that ended without waiting lets it go too
+        if held.is_alive():
+            held.join()
     assert recorded["turn"] == 1
     assert recorded["notices"] == [
         "waited for another process's write to the history (a long import)"]
     assert again["notices"] == []  # told once, by the call it held up
 
 
-def _hold(db: Path, holding: threading.Event) -> None:
-    """Another process's long write: the file's write lock held for 1.5 s."""
+def _hold(db: Path, holding: threading.Event, until: Callable[[], bool]) -> None:
+    """Another process's long write: the file's write lock held `until` it is let go."""
     with closing(sqlite3.connect(db, isolation_level=None)) as other:
         other.execute("BEGIN IMMEDIATE")
         holding.set()
-        time.sleep(1.5)
+        wait_until(until, "the call waiting for the write")
         other.execute("COMMIT")
 
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import threading
 from pathlib import Path
+from typing import Any
 from urllib.parse import quote
 
 import pytest
@@ -99,23 +100,33 @@ def test_streams_waiting_on_a_stalled_model_leave_the_other_endpoints_answering(
 
 
 def test_a_turn_that_waited_for_another_process_write_is_said_in_the_server_log(
-        tmp_path: Path) -> None:
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """An OpenAI client has no place for the wait; the store told it to the conversation's
     kept workspace, which no listener hears, and it was never said anywhere."""
     import sqlite3
-    import time
     from contextlib import closing
+
+    from chatmem.store import sqlite_backend
 
     db = tmp_path / "h.db"
     settings = Settings(provider="scripted", db=str(db))
     header = {"X-Chatmem-Conversation": quote("等待")}
-    holding = threading.Event()
+    holding, waited = threading.Event(), threading.Event()
+    told = sqlite_backend.WaitingForWrite
+
+    def waiting(*args: Any, **kwargs: Any) -> Any:
+        waited.set()
+        return told(*args, **kwargs)
+
+    # Seen, not timed: the lock held a fixed 1.5 s was let go before a turn on a loaded
+    # machine reached its write (and waited past the first 500 ms), and the test failed.
+    monkeypatch.setattr(sqlite_backend, "WaitingForWrite", waiting)
 
     def hold() -> None:
         with closing(sqlite3.connect(db, isolation_level=None)) as other:
             other.execute("BEGIN IMMEDIATE")
             holding.set()
-            time.sleep(1.5)
+            waited.wait(HANG)  # held until the turn waits for it
             other.execute("COMMIT")
 
     with RunningProxy(settings, strategy="window") as running:
@@ -129,8 +140,11 @@ def test_a_turn_that_waited_for_another_process_write_is_said_in_the_server_log(
         held = threading.Thread(target=hold)
         held.start()
         assert holding.wait(10)
-        ask("二")
-        held.join()
+        try:
+            ask("二")
+        finally:
+            waited.set()  # a turn that ended without waiting lets it go too
+            held.join()
         ask("三")
     assert running.logged == [
         "等待: waited for another process's write to the history (a long import)"]
