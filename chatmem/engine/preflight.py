@@ -5,6 +5,8 @@ of `chatmem.engine.turns.Engine`."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from chatmem.activity import SendingOverBudget
@@ -18,6 +20,7 @@ from chatmem.text_caches import forget_texts
 
 if TYPE_CHECKING:
     from chatmem.activity import Activity
+    from chatmem.attachments import Attachment
     from chatmem.config.settings import Settings
     from chatmem.memory.base import ContextRequest, Strategy
     from chatmem.memory.context import Context
@@ -55,6 +58,15 @@ class TurnChecks:
         stored, so `inspect` shows what the model read and no byte of a key is stored
         (README: the key never reaches the database)."""
         return without_typed_credentials(self.settings, *texts)
+
+    def without_credentials_attached(self, text: str, attachments: Sequence[Attachment],
+                                     ) -> tuple[str, list[Attachment], list[CredentialInInput]]:
+        """`text` and the text of each of `attachments` with the credentials replaced (as
+        `without_credentials`): a file holding the key (a .env, a config pasted in) is sent
+        and stored as the input is."""
+        [text, *attached], told = self.without_credentials(text, *(a.text for a in attachments))
+        return (text, [replace(a, text=t) for a, t in zip(attachments, attached, strict=True)],
+                told)
 
     def follow_erasures(self) -> None:
         """Forget what this engine derived from text that has left the session's memory

@@ -12,7 +12,7 @@ import threading
 import time
 from collections.abc import Callable, Sequence
 from contextlib import suppress
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import tzinfo
 from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
@@ -200,8 +200,8 @@ class Engine(SessionChanges, MemoryUpkeep, TurnChecks, TurnRows, Generic[StoreT]
         (default now), without calling the model: with the credentials masked, as a turn
         would send it."""
         self.follow_erasures()
-        [text], _ = self.without_credentials(text)
-        return self._build(self.request(text, attachments, said_at, speaker))
+        text, attached, _ = self.without_credentials_attached(text, attachments)
+        return self._build(self.request(text, attached, said_at, speaker))
 
     def _build(self, request: ContextRequest) -> Context:
         """The strategy's context for `request`; its failure names the session holding a
@@ -251,7 +251,7 @@ class Engine(SessionChanges, MemoryUpkeep, TurnChecks, TurnRows, Generic[StoreT]
         if not is_valid(text):
             text = valid_text(text)
             notices.append(InputNotUtf8(REPLACEMENT))
-        [text], replaced = self.without_credentials(text)
+        text, attachments, replaced = self.without_credentials_attached(text, attachments)
         notices += replaced
         # a build itself never writes
         notices += self.indexing.pause()
@@ -364,7 +364,9 @@ class Engine(SessionChanges, MemoryUpkeep, TurnChecks, TurnRows, Generic[StoreT]
         `speaker` who said it in a group chat (ContextRequest.speaker), `attachments` the
         files the recorded turn sent with it.
         """
-        [text, reply], replaced = self.without_credentials(valid_text(text), valid_text(reply))
+        [text, reply, *attached], replaced = self.without_credentials(
+            valid_text(text), valid_text(reply), *(a.text for a in attachments))
+        attachments = [replace(a, text=t) for a, t in zip(attachments, attached, strict=True)]
         # As send's: a fork's or an import's turns before this one are first folded in (an
         # MCP client's record_turn on one; a replay starts empty, where this does nothing).
         caught = self.catch_up(backlog_after_turn=True)

@@ -176,3 +176,23 @@ def test_the_api_key_in_a_system_prompt_given_is_masked_in_what_is_sent_and_stor
         finally:
             engine.finish()
     no_byte_of([KEY, base64.b64encode(KEY.encode()).decode()], tmp_path)
+
+
+@pytest.mark.parametrize("language", ["en", "zh"])
+def test_the_api_key_in_an_attached_file_is_masked_in_what_is_sent_and_stored(
+        tmp_path: Path, chat_server, language: str) -> None:
+    """A file holding the key (a .env, a config pasted in) attached to a turn: sent and
+    stored as the input is, the key replaced (stop 62's late pass left attachments)."""
+    typed, masked = SAID[language]
+    attached = tmp_path / "notes.txt"
+    attached.write_text(f"OPENAI_API_KEY={KEY}\n{typed.format(key=KEY)}\n", encoding="utf-8")
+    db = tmp_path / "data" / "a.db"
+    env = {"OPENAI_API_KEY": KEY, "OPENAI_BASE_URL": chat_server.base_url, "CHATMEM_KEY": None}
+    result = invoke("ask", "a", "see the file", "-a", str(attached), "--db", str(db),
+                    "--provider", "openai", "-m", "m1", env=env, code=0)
+    assert "the input held your api key; it was replaced by [api key]" in result.stderr
+    sent = json.dumps(chat_server.requests[0]["messages"], ensure_ascii=False)
+    assert KEY not in sent
+    assert "OPENAI_API_KEY=[api key]" in sent and masked in sent
+    attached.unlink()
+    no_byte_of([KEY, base64.b64encode(KEY.encode()).decode()], tmp_path)
