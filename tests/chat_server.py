@@ -54,6 +54,10 @@ class ChatServer(ThreadingHTTPServer):
         """Body bytes `endless-line` sent before the client hung up (or it gave up)."""
         self.retry_after = ""
         """The Retry-After header of `429-retry-at` (an HTTP date, say)."""
+        self.thoughts = ["Let me think", " about it", " once more."]
+        """What `thinking` streams as the model's reasoning before its reply."""
+        self.think_every = 0.0
+        """Seconds `thinking` takes over each piece of its reasoning."""
         self.models = ["test-small", "test-large"]
         """What GET /v1/models lists."""
         self.refuses: str | None = None
@@ -332,6 +336,17 @@ class _Handler(BaseHTTPRequestHandler):
             self._event(self._chunk(body, None, finish))
             self._event("[DONE]")
             self._end()
+        elif mode in ("thinking", "thinking-as-reasoning"):
+            # A reasoning model that thinks a while before its answer, streaming its
+            # thoughts apart from the reply: `reasoning_content` (vLLM, llama.cpp's server,
+            # DeepSeek) or `reasoning` (Ollama, OpenRouter), one piece every `think_every` s.
+            field = "reasoning_content" if mode == "thinking" else "reasoning"
+            self._stream_head()
+            for thought in self.server.thoughts:
+                self._event({**self._chunk(body, None, None), "choices": [
+                    {"index": 0, "delta": {field: thought}, "finish_reason": None}]})
+                time.sleep(self.server.think_every)
+            self._stream(body, head=False)
         elif mode == "filtered":
             self._stream(body, finish="content_filter")
         elif mode == "cut":
@@ -432,8 +447,9 @@ class _Handler(BaseHTTPRequestHandler):
 
     def _stream(self, body: dict[str, Any], cut: bool = False, slow: bool = False,
                 usage: bool = True, finish: str = "stop",
-                after_finish: str | None = None) -> None:
-        self._stream_head()
+                after_finish: str | None = None, head: bool = True) -> None:
+        if head:
+            self._stream_head()
         words = self.server.reply_words
         limit = body.get("max_tokens") or body.get("max_completion_tokens")
         if limit and len(words) > limit:

@@ -43,6 +43,16 @@ for 3 x `timeout` (180 s by default), a chat's bounds, while it answers with the
 model as soon as the endpoint's list fails."""
 
 
+def _thinking(delta: Any) -> bool:
+    """Whether a delta carries the model's reasoning, which servers stream apart from the
+    reply (`reasoning_content`: vLLM, llama.cpp's server, DeepSeek; `reasoning`: Ollama,
+    OpenRouter). It is not the reply (neither shown, stored nor sent again), but it is the
+    server answering: a model thinking longer than idle_timeout was stopped as stalled."""
+    extra = getattr(delta, "model_extra", None) or {}
+    return any(isinstance(extra.get(name), str) and extra[name]
+               for name in ("reasoning_content", "reasoning"))
+
+
 class OpenAIReply:
     def __init__(
         self, provider: OpenAIProvider, messages: ChatMessages, *,
@@ -83,6 +93,8 @@ class OpenAIReply:
                     # A refusal (OpenAI's `delta.refusal`) is what the model said instead of
                     # a reply: it is the reply, shown and stored as any other.
                     piece = choice.delta and (choice.delta.content or choice.delta.refusal)
+                    if not piece and _thinking(choice.delta):
+                        deadline.progress()
                     if piece:
                         if not isinstance(piece, str):
                             raise ProviderResponseError(

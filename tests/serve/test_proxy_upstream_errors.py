@@ -225,3 +225,23 @@ def test_a_hung_upstream_holds_the_model_list_a_moment_not_three_timeouts(
     assert "模型-small" in [model["id"] for model in listed.json()["data"]]
     assert took < bound + 5
     assert len(taken) == 1  # asked once: no retry of a listing
+
+
+@pytest.mark.parametrize("mode", ["thinking", "thinking-as-reasoning"])
+def test_a_reasoning_model_thinking_longer_than_idle_timeout_is_answered(
+        chat_server: ChatServer, db_path: Path, mode: str) -> None:
+    # Its thoughts stream (as vLLM, llama.cpp, DeepSeek, Ollama stream them) apart from the
+    # reply: the server is answering, never idle, though no piece of the reply comes yet.
+    settings = Settings(provider="openai", base_url=chat_server.base_url, model="test-small",
+                        db=str(db_path), max_retries=0, idle_timeout=0.5)
+    chat_server.plan = [mode]
+    chat_server.think_every = 0.3
+    chat_server.thoughts = ["想一想", " step", " by", " step", " 再想想", "."]  # 1.8 s in all
+    with RunningProxy(settings, strategy="window") as running:
+        openai = OpenAI(base_url=running.base_url, api_key="x", max_retries=0, timeout=HANG)
+        reply = openai.chat.completions.create(
+            model="test-small", messages=[{"role": "user", "content": "为什么天是蓝的？"}],
+            extra_headers={"X-Chatmem-Conversation": "think"})
+    assert reply.choices[0].message.content == "Hello from the test server."
+    assert running.logged == []
+    assert statuses(db_path, "think") == ["ok"]
