@@ -62,7 +62,7 @@ class TurnAsked:
 
 SAMPLING = {"temperature": float, "top_p": float, "presence_penalty": float,
             "frequency_penalty": float, "seed": int, "top_k": int, "min_p": float,
-            "repetition_penalty": float}
+            "repetition_penalty": float, "repeat_penalty": float}
 """Request fields passed on to the model as options (max_tokens caps the reply); those
 `-o` knows (top_k, min_p) are held to its ranges too (config.options.OPTION_RULES)."""
 CHECKED_AS_OPTIONS = ("top_k", "min_p")
@@ -90,6 +90,12 @@ PASSED_ON: dict[str, tuple[Callable[[Any], bool], str]] = {
     "reasoning_effort": (lambda v: isinstance(v, str), 'a string, e.g. "low"'),
     "verbosity": (lambda v: isinstance(v, str), 'a string, e.g. "low"'),
     "service_tier": (lambda v: isinstance(v, str), 'a string, e.g. "flex"'),
+    # A server's own: its chat template's switches (vLLM, SGLang, llama.cpp's server; Qwen3's
+    # {"enable_thinking": false}) and OpenRouter's reasoning settings. Dropped unsaid, a
+    # model asked not to think thought all the same, for minutes on a local machine.
+    "chat_template_kwargs": (lambda v: isinstance(v, dict),
+                             'an object, e.g. {"enable_thinking": false}'),
+    "reasoning": (lambda v: isinstance(v, dict), 'an object, e.g. {"effort": "low"}'),
 }
 """Request fields the model is given as they are (checked for their shape): what it says
 is stored as the reply whatever they asked of it."""

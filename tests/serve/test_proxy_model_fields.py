@@ -96,6 +96,21 @@ def test_fields_that_only_shape_the_models_work_are_passed_on(
     assert not {"parallel_tool_calls", "modalities", "logprobs", "top_logprobs"} & sent.keys()
 
 
+def test_a_servers_own_fields_for_its_template_and_reasoning_are_passed_on(
+        proxy: RunningProxy, chat_server: ChatServer) -> None:
+    """chat_template_kwargs (vLLM, SGLang, llama.cpp's server: Qwen3's enable_thinking),
+    OpenRouter's reasoning and llama.cpp's and Ollama's repeat_penalty were dropped unsaid: a
+    model asked not to think thought all the same."""
+    passed = {"chat_template_kwargs": {"enable_thinking": False},
+              "reasoning": {"effort": "low", "exclude": True}, "repeat_penalty": 1.1}
+    answer = client(proxy).chat.completions.create(
+        model="o4-mini", messages=[{"role": "user", "content": "不用想，直接回答"}],
+        extra_body=passed, extra_headers={"X-Chatmem-Conversation": "template"})
+    assert answer.choices[0].message.content == "Hello from the test server."
+    sent = chat_server.requests[-1]
+    assert {key: sent.get(key) for key in passed} == passed
+
+
 @pytest.mark.parametrize(("fields", "param", "message"), [
     ({"modalities": ["text", "audio"], "audio": {"voice": "alloy", "format": "wav"}},
      "audio", "audio is not returned through chatmem; ask the model directly"),
@@ -115,6 +130,9 @@ def test_fields_that_only_shape_the_models_work_are_passed_on(
     ({"repetition_penalty": "1.1"}, "repetition_penalty",
      "repetition_penalty must be a finite number"),
     ({"reasoning_effort": 3}, "reasoning_effort", 'reasoning_effort must be a string, e.g. "low"'),
+    ({"chat_template_kwargs": "enable_thinking=false"}, "chat_template_kwargs",
+     'chat_template_kwargs must be an object, e.g. {"enable_thinking": false}'),
+    ({"repeat_penalty": True}, "repeat_penalty", "repeat_penalty must be a finite number"),
     ({"parallel_tool_calls": "no"}, "parallel_tool_calls",
      "parallel_tool_calls must be true or false"),
 ])
