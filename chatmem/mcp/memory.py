@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any, Literal, NoReturn, TypeVar
 
 from mcp.server.mcpserver import Context
 
-from chatmem.errors import ChatmemError, NotFound, StoreError
+from chatmem.errors import ChatmemError, NotFound, StoreError, UsageError
 from chatmem.mcp.unanswered import UnansweredTurns
 
 if TYPE_CHECKING:
@@ -210,19 +210,25 @@ def told_to_the_model(answer: Answer = "tool", settings: Settings | None = None,
 
             log(error_text(e))
         _fail(answer, client_error_text(e, settings, client=Client.MCP),
-              not_found=isinstance(e, NotFound))
+              not_found=isinstance(e, NotFound), invalid=isinstance(e, UsageError))
 
 
 INTERRUPTED = "interrupted before it finished (nothing half-built is answered); call again"
 """What a call a KeyboardInterrupt ended is answered with."""
 
 
-def _fail(answer: Answer, text: str, *, not_found: bool) -> NoReturn:
+def _fail(answer: Answer, text: str, *, not_found: bool, invalid: bool = False) -> NoReturn:
+    """Raise what the SDK answers `text` with. A resource's ResourceError is an internal
+    error (-32603) to the client, the server's fault: a URI that names what does not exist
+    (-32602, ResourceNotFoundError) or asks what cannot be (`invalid`: an unknown strategy
+    spec, a parameter out of range) is the client's, invalid params, as a prompt's is."""
     from mcp.server.mcpserver.exceptions import ResourceError, ResourceNotFoundError, ToolError
     from mcp.shared.exceptions import MCPError
     from mcp.types import INVALID_PARAMS
 
     if answer == "resource":
+        if invalid and not not_found:
+            raise MCPError(INVALID_PARAMS, text) from None
         raise (ResourceNotFoundError if not_found else ResourceError)(text) from None
     if answer == "prompt":
         raise MCPError(INVALID_PARAMS, text) from None

@@ -212,6 +212,31 @@ def test_a_prompt_asked_without_its_argument_is_refused_in_one_line(tmp_path: Pa
     assert errors.read_text(encoding="utf-8") == ""
 
 
+def test_a_resource_uri_asking_what_cannot_be_is_invalid_params_not_an_internal_error(
+        tmp_path: Path) -> None:
+    """A context resource with an unknown strategy or a parameter out of range was answered
+    -32603, an internal error (the server's fault, which a client may report or retry); it is
+    the client's URI, invalid params (-32602), as a conversation that does not exist is."""
+    from mcp.shared.exceptions import MCPError
+    from mcp.types import INVALID_PARAMS
+
+    async def work(session: ClientSession) -> list[MCPError]:
+        await call(session, "start_conversation", name="旅行")
+        refused = []
+        for uri in ("chatmem://conversations/旅行/context/nosuch",
+                    "chatmem://conversations/旅行/context/window:k=-1",
+                    "chatmem://conversations/nosuch/transcript"):
+            with pytest.raises(MCPError) as caught:
+                await session.read_resource(uri)
+            refused.append(caught.value)
+        return refused
+
+    refused = with_client(tmp_path / "h.db", work)
+    assert [e.code for e in refused] == [INVALID_PARAMS] * 3, [e.message for e in refused]
+    assert "unknown strategy 'nosuch'" in refused[0].message and "-1" in refused[1].message
+    assert all("\n" not in e.message for e in refused)
+
+
 def test_kept_engines_follow_what_another_process_erases(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """record_turn and get_context keep their engines between calls; a purge by another
