@@ -18,6 +18,8 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from itertools import repeat
+from operator import attrgetter, is_not
 from typing import TYPE_CHECKING
 
 from chatmem import fts
@@ -32,6 +34,12 @@ RARE = 5
 READS = 3
 """Later messages read at most per earlier message, to find the user's holding its rare
 words (the index does not know who said a message, nor which of its words it holds)."""
+
+# Keys read in C: a lambda or a generator here was a Python call a candidate, each build
+# (~430 of a retrieval build's ~3,100 calls went to this module).
+_RELEVANCE = attrgetter("fused", "position")
+_POSITION = attrgetter("position")
+_TOKENS = attrgetter("tokens")
 
 
 @dataclass(frozen=True)
@@ -56,8 +64,9 @@ def pull_in(kept: list[Ranked], ranked: list[Ranked], lookup: Lookup, room: int,
     are never the ones making room, nor the reply to what was pulled, nor a message more
     relevant than the source. `lines(messages)`: the tokens of the lines naming the days
     `messages` were said (chatmem.memory.recall_days), counted in `room` too."""
-    users = sorted((r for r in kept if r.role == "user"),
-                   key=lambda r: (-r.fused, -r.position))[:sources]
+    # Most relevant first, the later first among equals (positions differ: no ties).
+    users = sorted([r for r in kept if r.role == "user"], key=_RELEVANCE,
+                   reverse=True)[:sources]
     if not users:
         return kept
     held = {r.position for r in (*kept[:1], *users)}
@@ -73,12 +82,12 @@ def pull_in(kept: list[Ranked], ranked: list[Ranked], lookup: Lookup, room: int,
             continue
         for other in freed:
             other.kept, other.why = False, RecallVerdict.LATER_ROOM
-        if not any(r is later for r in ranked):
+        if all(map(is_not, ranked, repeat(later))):
             ranked.append(later)
         later.kept, later.why, later.route = True, RecallVerdict.KEPT, RecallRoute.LATER
         held.add(later.position)
         said.add(later.said)
-        kept = sorted((r for r in [*kept, later] if r.kept), key=lambda r: r.position)
+        kept = sorted([r for r in (*kept, later) if r.kept], key=_POSITION)
     return kept
 
 
@@ -90,7 +99,9 @@ def _latest_mention(source: Ranked, rare: set[str], scores: Mapping[int, float],
         return None
     needed = min(2, len(rare))
     by_position = {r.position: r for r in ranked}
-    best = sorted((p for p in scores if p > source.position), key=lambda p: -scores[p])
+    # Best first, equal scores in the search's order (a stable sort, reversed stably).
+    after = source.position
+    best = sorted([p for p in scores if p > after], key=scores.__getitem__, reverse=True)
     for position in sorted(best[:READS], reverse=True):
         found = by_position.get(position) or lookup.ranked_at(position)
         if found.role == "user" and len(rare.intersection(
@@ -104,16 +115,16 @@ def _room_for(later: Ranked, source: Ranked, kept: list[Ranked], held: set[int],
     """The kept messages to leave out for `later` to fit with the lines of their days (the
     least relevant first, less relevant than `source`), or None when it cannot."""
     left = [*kept, later]
-    used, count = sum(r.tokens for r in left) + lines(left), len(kept)
+    used, count = sum(map(_TOKENS, left)) + lines(left), len(kept)
     freed: list[Ranked] = []
-    spare = sorted((r for r in kept if r.position not in held and r.fused < source.fused),
-                   key=lambda r: (r.fused, r.position))
+    spare = sorted([r for r in kept if r.position not in held and r.fused < source.fused],
+                   key=_RELEVANCE)
     for other in spare:
         if used <= room and not (limit and count >= limit):
             break
         freed.append(other)
         left = [r for r in left if r is not other]
-        used, count = sum(r.tokens for r in left) + lines(left), count - 1
+        used, count = sum(map(_TOKENS, left)) + lines(left), count - 1
     if used > room or (limit and count >= limit):
         return None
     return freed

@@ -74,3 +74,29 @@ def test_a_later_message_sharing_only_common_words_is_not_brought(make_engine) -
     recall = create_strategy("retrieval", {"max_tokens": "150", "mode": "bm25"})
     context = recall.build(engine.request("What is my cat called?"))
     assert not any(r.get("route") == RecallRoute.LATER.value for r in context.recall)
+
+
+@pytest.mark.parametrize("language", sorted(CONVERSATIONS))
+@pytest.mark.parametrize("order", [(10, 20, 30, 40), (40, 30, 20, 10)])
+def test_later_matches_scoring_alike_are_read_in_the_search_order(
+    language: str, order: tuple[int, ...],
+) -> None:
+    """Of later matches scoring the same, the READS first found are read (and the latest of
+    them holding the rare words is the mention): equal scores keep the search's order."""
+    from chatmem import fts
+    from chatmem.memory.later_mentions import READS, Lookup, _latest_mention
+    from chatmem.memory.packing import Ranked
+    from chatmem.store.recall import WordMatches
+
+    statement, correction, _ = CONVERSATIONS[language]
+
+    def at(position: int) -> Ranked:
+        return Ranked(position, position, position // 2, "user", 1.0, 1.0, None, 0.5, 10,
+                      statement if position == 2 else correction)
+
+    rare = set(fts.search_terms(statement)) & set(fts.search_terms(correction))
+    scores = {p: 1.0 for p in order}
+    lookup = Lookup(search=lambda text: WordMatches(scores),
+                    text_at=lambda p: statement if p == 2 else correction, ranked_at=at)
+    found = _latest_mention(at(2), rare, scores, [], lookup)
+    assert found is not None and found.position == max(order[:READS])
