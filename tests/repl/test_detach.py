@@ -50,3 +50,34 @@ def test_chat_f_files_can_be_detached_and_an_unknown_one_is_named(
             in result.stderr.splitlines())
     assert "detached spec.md; nothing is attached now" in result.stderr.splitlines()
     assert sent_files(db, "t") == [[]]
+
+
+def test_detach_completes_the_attached_files_not_the_folder(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from prompt_toolkit.completion import CompleteEvent
+    from prompt_toolkit.document import Document
+    from registered import open_session
+
+    from chatmem.config.settings import Settings
+    from chatmem.providers.scripted import ScriptedProvider
+    from chatmem.render import make_console
+    from chatmem.repl.completion import SlashCompleter
+    from chatmem.repl.loop import Repl
+
+    monkeypatch.chdir(tmp_path)
+    for name in ("笔记.md", "会议 纪要.md", "not-attached.md"):
+        (tmp_path / name).write_text("杭州\n", encoding="utf-8")
+    with Store(tmp_path / "h.db") as store:
+        repl = Repl(open_session(store, Settings(), ScriptedProvider(), "t"), make_console(),
+                    make_console(stderr=True))
+        repl.command("/attach 笔记.md")
+        repl.command("/attach '会议 纪要.md'")
+
+        def offered(text: str) -> list[str]:
+            return [c.text for c in SlashCompleter(repl).get_completions(Document(text),
+                                                                         CompleteEvent())]
+
+        assert offered("/detach ") == ["笔记.md", "'会议 纪要.md'"]
+        assert offered("/detach 笔") == ["笔记.md"]
+        repl.command("/detach '会议 纪要.md'")  # as the menu puts it in
+        assert [a.name for a in repl.attached] == ["笔记.md"]

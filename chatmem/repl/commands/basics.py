@@ -219,7 +219,7 @@ def _file(repl: Chat, args: list[str]) -> None:
 
 @slash("/detach", "/detach [PATH]",
        "drop a file attached to your next message, or every one: it is not sent",
-       example="/detach notes.md", args=(0, 1), completes="path")
+       example="/detach notes.md", args=(0, 1), completes="attached")
 def _detach(repl: Chat, args: list[str]) -> None:
     from chatmem.attachments import STDIN
     from chatmem.config.paths import user_path
