@@ -259,7 +259,7 @@ def ask(
             out.file.close()
     if json_output and repl.last is not None:
         _print_answer(answer_json(repl.last, engine, None if one_off else engine.session.name),
-                      address, repl.last.record.number or None)
+                      address, repl.last.record.turn or None)
     from chatmem.store.records import TurnStatus
 
     if repl.last is not None and repl.last.status == TurnStatus.CANCELLED:

@@ -28,6 +28,7 @@ from chatmem.errors import (
     ReadOnlyShare,
     RepeatedStrategy,
     ReplyNotShown,
+    SessionGone,
     StrategyFailed,
     StrategyGone,
 )
@@ -224,6 +225,15 @@ def repl_error_text(error: ChatmemError) -> str:
 @repl_error_text.register
 def _(error: StrategyGone) -> str:
     return _for_a_client(error, Client.REPL)
+
+
+@repl_error_text.register
+def _(error: SessionGone) -> str:
+    # The chat stays on the session it had, so each message met this same line, naming no
+    # way on. A share (OWNER/NAME) is not one's own to start again.
+    again = (f"/new {error.name} starts it again, " if error.name and "/" not in error.name
+             else "")
+    return f"{error_text(error)}; {again}/switch SESSION goes on in another"
 
 
 @repl_error_text.register

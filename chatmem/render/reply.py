@@ -25,8 +25,9 @@ from chatmem.render.terminal import Printable, on_screen, printable
 if TYPE_CHECKING:
     from markdown_it import MarkdownIt
     from markdown_it.token import Token
-    from rich.console import Console, ConsoleOptions, RenderResult
+    from rich.console import Console, ConsoleOptions, RenderableType, RenderResult
     from rich.live import Live
+    from rich.segment import Segment
 
 CODE_THEME = "monokai"
 REFRESH_PER_SECOND = 8
@@ -112,6 +113,47 @@ def _max_nesting() -> int:
     return int(MarkdownIt().options.maxNesting)  # the parser rich.markdown builds
 
 
+class _Unpadded:
+    """A renderable drawn without the blanks that pad its lines to the full width.
+
+    rich.markdown pads each line of a paragraph with spaces to the terminal's width, and a
+    terminal narrowed while the reply streamed rewraps those spaces onto rows of their own:
+    each redraw then went back up fewer rows than the reply had come to fill, and left a
+    copy of its top in the scrollback. Blanks with a background of their own (a code
+    block's) are kept: they are drawn, not padding."""
+
+    def __init__(self, renderable: RenderableType) -> None:
+        self.renderable = renderable
+
+    def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
+        from rich.segment import Segment
+
+        lines = console.render_lines(self.renderable, options, pad=False)
+        for at, line in enumerate(lines):
+            if at:
+                yield Segment.line()
+            yield from _without_padding(line)
+
+
+def _without_padding(line: list[Segment]) -> list[Segment]:
+    """`line` without the unseen blanks at its end."""
+    kept = list(line)
+    while kept and not kept[-1].control and not _seen(kept[-1]):
+        text = kept[-1].text.rstrip(" ")
+        if text:
+            kept[-1] = kept[-1]._replace(text=text)
+            break
+        kept.pop()
+    return kept
+
+
+def _seen(segment: Segment) -> bool:
+    """Whether a blank drawn in `segment`'s style shows (a background, a line through it)."""
+    style = segment.style
+    return style is not None and bool(style.bgcolor or style.underline or style.strike
+                                      or style.reverse or style.overline)
+
+
 class ReplyWriter:
     """Where one reply goes: each console gets Markdown (a terminal, `markdown` on) or the
     plain text, flushed per delta so nothing waits in a buffer after Ctrl-C."""
@@ -171,7 +213,7 @@ class ReplyWriter:
         for console in self.live_consoles:
             # No redirection: the status console (stderr) must never be drawn into
             # the reply's console (stdout), which holds replies only.
-            live = paced_live()(Printable(self.reply), console=console,
+            live = paced_live()(_Unpadded(Printable(self.reply)), console=console,
                                 refresh_per_second=REFRESH_PER_SECOND,
                                 redirect_stdout=False, redirect_stderr=False)
             with self._writing(console):

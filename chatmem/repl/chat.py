@@ -312,7 +312,7 @@ class Chat:
         failure = reply.failure(self.out)
         if failure is not None:
             raise not_shown(failure, None if self.workspace.one_off else self.address,
-                             result.record.number or None)
+                             result.record.turn or None)
 
     def terminal_as_found(self) -> AbstractContextManager[None]:
         """The terminal as the chat found it, for a program run in it ($EDITOR)."""

@@ -150,6 +150,11 @@ class SlashCompleter(Completer):
                 name for name, cls in self.strategies.items() if cls.summarizes])
         if kind == "template":
             return _templates(engine.settings)
+        if kind == "attached":
+            # What /detach drops: the files attached, not the folder's (a name put in as a
+            # word Enter reads back whole).
+            return [(a.name if split_closed(a.name) == [a.name] else _quoted(a.name),
+                     "attached to your next message") for a in self.chat.attached]
         return []
 
     @property

@@ -21,7 +21,7 @@ if TYPE_CHECKING:
 
 Run = Callable[["Chat", list[str]], None]
 Completes = Literal["strategy", "session", "fact", "turn", "summary", "path", "model",
-                    "template"]
+                    "template", "attached"]
 """What a command's first argument is, for completion."""
 
 

@@ -212,3 +212,24 @@ def test_under_an_ascii_locale_replay_and_eval_find_a_session_by_its_chinese_nam
         else:
             assert done.returncode == 0, done.stderr
             assert json.loads(done.stdout)["strategies"]
+
+
+def test_a_reply_not_written_names_its_turn_as_sessions_show_does_after_a_retry(
+        tmp_path: Path) -> None:
+    """It named the request's number: after one /retry (two requests for turn 1) the second
+    turn was 'stored as turn 3', which `inspect --turn 3` said did not exist."""
+    retried = run(tmp_path, "chat", "--provider", "scripted", "s5", input=b"first\n/retry\n")
+    assert retried.returncode == 0, retried.stderr
+    for json_flag in ([], ["--json"]):
+        with open("/dev/full", "wb") as full:
+            asked = run(tmp_path, "ask", *json_flag, "--provider", "scripted", "s5", "第二个",
+                        stdout=full)
+        assert asked.returncode == 1
+        turn = 2 if not json_flag else 3
+        assert asked.stderr.decode().splitlines()[-1] == (
+            "error: the reply could not be written to standard output (No space left on "
+            f"device); it is stored as turn {turn} of session 's5' (`chatmem sessions show "
+            "s5` shows it)")
+        shown = run(tmp_path, "inspect", "s5", "--turn", str(turn), "--json")
+        assert shown.returncode == 0, shown.stderr
+        assert json.loads(shown.stdout)["input"] == "第二个"

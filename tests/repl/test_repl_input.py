@@ -300,6 +300,23 @@ def test_retry_and_edit_last_replace_only_this_chats_own_last_turn(tmp_path: Pat
         assert [t.superseded_by for t in store.turns.turns(session.id)] == [None, None, 4, None]
 
 
+def test_the_turn_another_chat_added_is_named_as_sessions_show_numbers_it(
+        tmp_path: Path) -> None:
+    """It was named by the request's number: after one /retry of this chat's turn 1, the
+    other chat's turn 2 was 'turn 3 was added by another chat', a turn no command finds."""
+    db = tmp_path / "t.db"
+    store, repl = make_repl(db)
+    with store:
+        repl.turn("我想去西安")
+        repl.command("/retry")
+        with Store(db) as other:
+            open_session(other, Settings(), ScriptedProvider(), "t").replay_turn(
+                "帮我订酒店", "已订好如家酒店")
+        with pytest.raises(UsageError) as refused:
+            repl.command("/retry")
+        assert "turn 2 was added by another chat since your last turn" in str(refused.value)
+
+
 def test_a_turn_another_chat_adds_while_the_edit_is_typed_or_after_model_is_not_replaced(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """The check ran before the edit window (seconds to minutes long), and /model or

@@ -124,5 +124,5 @@ def test_a_shared_session_deleted_meanwhile_is_named_owner_slash_name(
         repl.loop(["还在吗"])
     errors = [line for line in capsys.readouterr().err.splitlines() if line.startswith("error:")]
     assert errors == ["error: session 'ann/trip' was deleted meanwhile (or is no longer shared"
-                      " with you): nothing was sent"]
+                      " with you): nothing was sent; /switch SESSION goes on in another"]
     assert inputs(bob, "trip") == ["我的斑马 zebra"]  # bob's own namesake is untouched

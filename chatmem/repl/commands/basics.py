@@ -1,5 +1,5 @@
 """REPL commands about the chat itself: /help /quit /strategy /inspect /tokens /copy /file
-/show-prompt /edit."""
+/detach /show-prompt /edit."""
 
 from __future__ import annotations
 
@@ -209,12 +209,38 @@ def _file(repl: Chat, args: list[str]) -> None:
         repl.attached.append(attachment)
         tokens = message.tokens
         repl.notice(f"attached {attachment.name} (about {tokens:,} tokens); it goes with "
-                    "your next message")
+                    "your next message (/detach drops it)")
     elif repl.attached:
         repl.notice("attached to your next message: "
                     + ", ".join(a.name for a in repl.attached))
     else:
         repl.notice("nothing attached (/file PATH attaches a file to your next message)")
+
+
+@slash("/detach", "/detach [PATH]",
+       "drop a file attached to your next message, or every one: it is not sent",
+       example="/detach notes.md", args=(0, 1), completes="attached")
+def _detach(repl: Chat, args: list[str]) -> None:
+    from chatmem.attachments import STDIN
+    from chatmem.config.paths import user_path
+
+    if not repl.attached:
+        repl.notice("nothing attached (/file PATH attaches a file to your next message)")
+        return
+    if args:
+        # As /attach tells one file from another: by where it is, however its path is spelt.
+        path = user_path(args[0]).resolve()
+        dropped = [a for a in repl.attached if a.name == args[0] or (
+            a.name != STDIN and user_path(a.name).resolve() == path)]
+        if not dropped:
+            raise UsageError(f"/detach: {args[0]} is not attached; attached to your next "
+                             "message: " + ", ".join(a.name for a in repl.attached))
+    else:
+        dropped = list(repl.attached)
+    repl.attached = [a for a in repl.attached if all(a is not d for d in dropped)]
+    left = (f"still attached: {', '.join(a.name for a in repl.attached)}" if repl.attached
+            else "nothing is attached now")
+    repl.notice(f"detached {', '.join(a.name for a in dropped)}; {left}")
 
 
 @slash("/show-prompt", "/show-prompt", "toggle the panel of the exact messages sent",

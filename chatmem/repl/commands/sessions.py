@@ -155,7 +155,7 @@ def _last_turn(repl: Chat, doing: str) -> TurnRecord:
         raise UsageError(f"nothing to {doing}: session {repl.address} has no turns")
     if record.id != repl.seen_last_turn:
         # Another chat's turn (a REPL, serve, MCP's record_turn) is not this one's to replace.
-        raise TurnNotReplaceable.not_yours(record.number)
+        raise TurnNotReplaceable.not_yours(record.turn)
     return record
 
 
