@@ -42,6 +42,38 @@ def comparable_all(messages: Iterable[Said]) -> list[tuple[str, str]]:
     return [comparable(m.role, m.content) for m in messages]
 
 
+def held_as_said(held: Sequence[tuple[str, str]], said: Sequence[tuple[str, str]]) -> bool:
+    """Whether stored messages (`held`) are a client's (`said`), each in turn, compared as
+    `comparable` gives them: the same, or the same but for values a purge has replaced by
+    its marker since. The client keeps its copy and sends the value with each request: as
+    a mismatch, its chat was taken for another that began alike, and its whole history,
+    the purged value in it, stored again in a new session."""
+    return len(held) == len(said) and all(map(_purged_from, held, said))
+
+
+def _purged_from(held: tuple[str, str], said: tuple[str, str]) -> bool:
+    """`said` is `held` with some text (one character at least) in place of each marker."""
+    from chatmem.privacy.mentions import MARKER
+
+    if held == said:
+        return True
+    if held[0] != said[0] or MARKER not in held[1]:
+        return False
+    first, *pieces, last = held[1].split(MARKER)
+    text = said[1]
+    if not text.startswith(first):
+        return False
+    # Each piece found as early as it can be leaves the most room for the rest: a look
+    # from left to right, never a pattern that could try every split of a client's text.
+    at = len(first)
+    for piece in pieces:
+        found = text.find(piece, at + 1)
+        if found < 0:
+            return False
+        at = found + len(piece)
+    return len(text) - len(last) > at and text.endswith(last)
+
+
 def history_digest(messages: Iterable[Said]) -> str:
     """What tells one client's history from another's, in the compared form: a server keeps
     it for the turn it answered, not the history itself."""
@@ -118,10 +150,10 @@ def replaces_last_turn(workspace: Workspace, name: str, prior: Sequence[ClientMe
     stored = (store.history.messages(session.id) if held == len(prior) + 2
               else _newest(store.history, session.id, len(prior) + 2))
     if (len(stored) != len(prior) + 2
-            or comparable_all(stored[:len(prior)]) != comparable_all(prior)
+            or not held_as_said(comparable_all(stored[:len(prior)]), comparable_all(prior))
             or [m.role for m in stored[len(prior):]] != ["user", "assistant"]):
         return Replacing.NO
-    if comparable("user", stored[len(prior)].content) == comparable("user", text):
+    if _purged_from(comparable("user", stored[len(prior)].content), comparable("user", text)):
         return Replacing.YES
     if not prior:
         # One that sends only its new message leaves the history to chatmem: another
@@ -207,11 +239,11 @@ def _continues(history: HistoryRepository, session_id: int, prior: Sequence[Clie
     last = history.turn_count(session_id)
     tail = comparable_all(history.messages(session_id, max(1, last - 1)))
     if held == len(prior) + 2:
-        if tail[-2:-1] != [comparable("user", text)]:
+        if not held_as_said(tail[-2:-1], [comparable("user", text)]):
             return _Match.NONE
         tail = tail[:-2]
     said = comparable_all(prior)
-    if tail and said[len(said) - len(tail):] != tail:
+    if tail and not held_as_said(tail, said[len(said) - len(tail):]):
         return _Match.NONE
     return _Match.GOES_ON if held == len(prior) else _Match.ASKED_AGAIN
 
@@ -262,7 +294,7 @@ def _ends_with(workspace: Workspace, name: str,
         return False
     newest = comparable_all(_newest(store.history, session.id, len(said)))
     return len(newest) == len(said) and all(
-        role == held[0] and text in (None, held[1])
+        role == held[0] and (text is None or _purged_from(held, (role, text)))
         for (role, text), held in zip(said, newest, strict=True))
 
 

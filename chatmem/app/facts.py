@@ -157,6 +157,7 @@ def remember(workspace: Workspace, session: SessionRecord, text: str, *,
     session alone gets the session's own value beside it, which this session uses instead.
     All in one transaction; SessionGone (unnamed: the caller knows how to name it) when the
     session was deleted meanwhile."""
+    from chatmem.engine.preflight import without_typed_credentials
     from chatmem.memory.facts import find_facts, missing_half, split_key_value
     from chatmem.memory.state import SessionState
     from chatmem.providers.scripted_facts import extract
@@ -164,6 +165,9 @@ def remember(workspace: Workspace, session: SessionRecord, text: str, *,
 
     if not text.strip():
         raise UsageError("nothing to remember (empty text)")
+    # As a turn's input is (Engine.without_credentials): a fact is stored and sent with
+    # every later turn, and the key never reaches the database; the value shown says so.
+    [text], _ = without_typed_credentials(workspace.settings, text)
     half = missing_half(text)
     if half is not None:
         raise UsageError(f"nothing to remember: {text.strip()!r} has no {half}; "

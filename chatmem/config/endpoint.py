@@ -53,10 +53,23 @@ def parse_endpoint(url: str, origin: str | None = None) -> Endpoint:
                           "IPv6 address goes in [ ], both of them)") from None
     shown = redacted_url(url)
     if parts.scheme.lower() not in ("http", "https") or not parts.netloc:
-        raise ConfigError(f"{where}: {shown}: not an http:// or https:// URL "
-                          "(e.g. http://127.0.0.1:11434/v1)")
+        raise ConfigError(f"{where}: {shown if parts.netloc else _opening(url)}: not an "
+                          "http:// or https:// URL (e.g. http://127.0.0.1:11434/v1)")
     if not _HOST.fullmatch(parts.hostname or "") or port == 0:
         raise ConfigError(f"{where}: {shown}: not a valid URL (its host or port cannot be "
                           "read)")
     base = urlunsplit((parts.scheme.lower(), parts.netloc, parts.path, "", ""))
     return Endpoint(base, dict(parse_qsl(parts.query, keep_blank_values=True)), shown)
+
+
+def _opening(url: str) -> str:
+    """The first characters of a base URL whose host could not be read, for a message: with
+    no `//` nothing in it reads as a password to mask, and what it holds may be the key
+    itself (`OPENAI_BASE_URL=sk-…`, the variables swapped) or one after a user name
+    (`ann:KEY@host/v1`, `https:ann:KEY@host/v1`, the `//` left out)."""
+    url = url.strip()
+    return f"{url[:_OPENING]}… ({len(url)} characters)" if len(url) > _OPENING else url
+
+
+_OPENING = 5
+"""Enough to tell `local`host from `sk-pr`oj, never enough of a key to use."""

@@ -44,10 +44,15 @@ _DIGITS = r"\d+(?:\.\d+)?"
 # group that runs on (15 0000).
 _GROUPED = r"\d{1,3}(?:[,_'\u00a0\u202f]\d{3})+(?:\.\d+)?|\d{1,3}(?: \d{3}(?!\d))+(?:\.\d+)?"
 # A number in digits (grouped or not), with a scale after it; or a run of Chinese numerals
-# and digits with 十百千万亿 among them (1万5, 1.5万, 两千五, 1亿).
+# and digits with 十百千万亿 among them (1万5, 1.5万, 两千五, 1亿). The Chinese part opens
+# after the digits, takes each run of digits whole and has at most _ZH_ITEMS pieces: read
+# as any split of a run, a run of 26 digits and ",1" made every purge of an amount
+# take minutes (the splits are exponential), and a line of "1万11万…" was quadratic.
+_ZH_ITEMS = 32
 _DIGIT_RUN = re.compile(
     rf"(?<![\d.,])(?P<n>{_GROUPED}|{_DIGITS})"
-    rf"(?:(?P<zh>(?:[{_ZH_SCALES}]|[{_ZH_NUMERALS}]|{_DIGITS})*[{_ZH_SCALES}](?:[{_ZH_NUMERALS}]|\d)?)"
+    rf"(?:(?P<zh>(?!\d)(?:[{_ZH_SCALES}]|[{_ZH_NUMERALS}]|(?>{_DIGITS})){{0,{_ZH_ITEMS}}}"
+    rf"[{_ZH_SCALES}](?:[{_ZH_NUMERALS}]|\d)?)"
     r"|\s?(?P<scale>thousand|million|billion|[kK])\b)?(?![\d]|[.,]\d)")
 _ZH_RUN = re.compile(f"[{_ZH_NUMERALS}{_ZH_SCALES}]+")
 _CURRENCIES: dict[str, frozenset[str]] = {}

@@ -35,6 +35,12 @@ def test_a_good_base_url_has_no_query_to_keep(url: str) -> None:
     (f"ftp://{KEY}@h/v1", "not an http:// or https:// URL"),
     ("localhost:11434/v1", "not an http:// or https:// URL"),
     ("http:///v1", "not an http:// or https:// URL"),
+    # A key where the URL goes (the two variables swapped), or after a user name with the
+    # // left out: no part of it reads as a password, and it was shown whole.
+    (KEY, "URLKE… (19 characters): not an http:// or https:// URL"),
+    (f"ann:{KEY}@h/v1", "ann:U… (28 characters): not an http:// or https:// URL"),
+    (f"https:ann:{KEY}@h/v1", "not an http:// or https:// URL"),
+    (f"http:/ann:{KEY}@h/v1", "not an http:// or https:// URL"),
     ("http://a b/v1", "a URL cannot hold \\u0020"),
     ("http://h/v1\x1b[2J", "a URL cannot hold \\u001b"),
     ("http://h/v1\udcff", "must be UTF-8 text"),

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 from cli_runner import invoke
-from growth import assert_linear
+from growth import assert_linear, best_cpu_seconds
 
 from chatmem.privacy.mentions import MARKER, erase_mentions
 from chatmem.store import Store
@@ -123,6 +123,7 @@ def test_on_postgresql_too(pg_url: str) -> None:
     ("€900", "900 euros, "),
     ("3 kids", "3 kids, "),
     ("15000", "第1行：一个7元，"),  # Chinese numerals among numbers in digits
+    ("15000", "1万11"),  # digits between 万s, each run read from after the one before
 ])
 def test_an_amount_said_thousands_of_times_costs_time_linear_in_the_text(
         value: str, unit: str) -> None:
@@ -131,6 +132,20 @@ def test_an_amount_said_thousands_of_times_costs_time_linear_in_the_text(
     purge of €900, a 60 KB Chinese table 3 s of 15000."""
     assert_linear(lambda text: erase_mentions(text, [value]), lambda n: unit * n, 500, value)
     assert erase_mentions(unit * 3, [value]).count(F) == (0 if value == "15000" else 3)
+
+
+@pytest.mark.parametrize("run", ["1" * 26 + ",5", "2万" + "1" * 26 + ",5", "1" * 26 + ".5.5"])
+def test_a_run_of_digits_no_number_ends_costs_a_purge_no_time(run: str) -> None:
+    """A run of digits that ends in no number (",5" after it) was read by trying every way
+    of splitting it into a number and the digits of a Chinese amount (1万5): a log line
+    with 26 digits made `facts forget salary --purge` of 15000 run for minutes, the value
+    left everywhere meanwhile; 30 digits, hours. Whoever can put a line in the history (a
+    model's reply, an imported transcript, a served client) could keep any amount from
+    being purged."""
+    said = f"It is 15000 now. {run}"
+    seconds = best_cpu_seconds(lambda: erase_mentions(said, ["15000"]), runs=1)
+    assert erase_mentions(said, ["15000"]) == f"It is {F} now. {run}"
+    assert seconds < 0.5, seconds
 
 
 @pytest.mark.parametrize(("value", "run"), [

@@ -12,7 +12,7 @@ import json
 from pathlib import Path
 
 import pytest
-from cli_runner import invoke
+from cli_runner import chat, invoke
 
 from chatmem.app import Workspace
 from chatmem.app.conversations import record_on, recording_engine
@@ -195,4 +195,24 @@ def test_the_api_key_in_an_attached_file_is_masked_in_what_is_sent_and_stored(
     assert KEY not in sent
     assert "OPENAI_API_KEY=[api key]" in sent and masked in sent
     attached.unlink()
+    no_byte_of([KEY, base64.b64encode(KEY.encode()).decode()], tmp_path)
+
+
+@pytest.mark.parametrize("language", ["en", "zh"])
+def test_the_api_key_remembered_as_a_fact_is_stored_masked(tmp_path: Path,
+                                                             language: str) -> None:
+    """The REPL's /remember (and an MCP client's remember tool: app.facts.remember) stored
+    the key as typed, in the facts table and in the facts block every later turn sends:
+    `/remember api: $K` (attack, stop 63)."""
+    typed, _ = SAID[language]
+    db = tmp_path / "r.db"
+    env = {"OPENAI_API_KEY": KEY, "CHATMEM_KEY": None}
+    result = chat(db, "f", [f"/remember api: {KEY}", f"/remember --user {typed.format(key=KEY)}",
+                            "hello"], "-s", "entity", env=env, code=0)
+    assert KEY not in result.output + result.stderr
+    listed = invoke("facts", "list", "--db", str(db), "--json", code=0)
+    values = sorted(f["value"] for f in json.loads(listed.stdout))
+    assert values == ["[api key]", "[api key]"]  # api, and the key the statement names
+    shown = invoke("inspect", "f", "--db", str(db), "--json", code=0)
+    assert "[api key]" in shown.stdout and KEY not in shown.stdout
     no_byte_of([KEY, base64.b64encode(KEY.encode()).decode()], tmp_path)

@@ -9,6 +9,7 @@ from urllib.parse import unquote
 
 import pytest
 from chat_server import ChatServer
+from cli_runner import invoke
 from waiting import HANG, wait_until
 
 pytest.importorskip("uvicorn", reason="chatmem[serve] is not installed")
@@ -228,3 +229,34 @@ def openings(running: RunningProxy) -> set[tuple[str, str]]:
     while not hasattr(app, "routes"):
         app = app.app
     return app.routes[0].endpoint.__self__._openings  # type: ignore[no-any-return]
+
+
+@pytest.mark.parametrize(("said", "value"), [
+    ("My employer is Globex Corporation.", "Globex Corporation"),
+    ("我的雇主是环球公司。", "环球公司"),
+])
+def test_a_chat_goes_on_in_its_session_after_a_purge_and_stores_the_value_nowhere_again(
+        chat_server: ChatServer, db_path: Path, said: str, value: str) -> None:
+    """A client that names no chat keeps its own copy and sends it whole each time, the
+    value a purge erased from the session included: that copy no longer matched the
+    session's, so the chat was taken for another that began alike and its whole history
+    stored again in a new session (`chat-…-2`): the purge undone by the next request."""
+    settings = Settings(provider="openai", base_url=chat_server.base_url, model="test-small",
+                        db=str(db_path))
+    with RunningProxy(settings, strategy="window") as running:
+        history = [{"role": "user", "content": said}]
+        for then in ("What should I buy?", "And then?"):
+            turn, _, reply = _ask(running, history)
+            history += [{"role": "assistant", "content": reply}, {"role": "user", "content": then}]
+        name = turn.rpartition("@")[0]
+        with Store(db_path) as store:
+            fact = store.facts.upsert_fact("employer", value, scope="session",
+                                           session_id=store.sessions.session(name).id).id
+        invoke("facts", "forget", str(fact), "--purge", "--yes", "--db", str(db_path), code=0)
+        assert _ask(running, history)[:2] == (f"{name}@3", "next-turn")
+        # The same request again (a regenerate) is still one.
+        assert _ask(running, history)[:2] == (f"{name}@3", "replaced-last-turn")
+    with Store(db_path) as store:
+        assert [s.name for s in store.sessions.list_sessions()] == [name]
+    data = b"".join(p.read_bytes() for p in db_path.parent.glob(f"{db_path.name}*"))
+    assert value.encode() not in data
