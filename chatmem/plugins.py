@@ -32,13 +32,13 @@ from chatmem.plugin_contents import Contents, refuse_contested
 from chatmem.plugin_entries import (
     EmbedderEntry,
     PluginProblem,
-    Plugins,
     PluginSource,
     ProblemKind,
     ProviderEntry,
     check_entries,
     registered_by,
 )
+from chatmem.plugin_entries import Plugins as Plugins  # plugins import it from here (README)
 from chatmem.plugin_output import labelled, plugin_prints_to_stderr
 from chatmem.privacy.secrets import plugin_mask
 

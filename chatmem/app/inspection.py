@@ -142,14 +142,19 @@ def _memory_missing(engine: Engine[Store]) -> bool:
     from chatmem.store.state_coverage import FACTS_OWNER
 
     store, session = engine.store, engine.session.id
-    keeping = [m.name for m in engine.strategy.members if m.keeps_state]
+    keeping = [m for m in engine.strategy.members if m.keeps_state]
     if not keeping or not store.history.turn_count(session):
         return False
-    # Any memory at all (a summary, facts, a member's state) and the catch-up starts from it:
-    # a rebuild from nothing would then show another context than the turn sends.
-    return not (any(store.memory.strategy_state(session, owner)
-                    for owner in [*keeping, FACTS_OWNER])
-                or store.memory.summaries(session) or store.facts.facts(session_id=session))
+    # Any memory of its own (a member's state, the summaries of one that summarizes, the
+    # facts of one that sends them) and the catch-up starts from it: a rebuild from nothing
+    # would then show another context than the turn sends. Facts /remember put in a fork,
+    # or the summaries of a strategy used before, are no plugin's notes: it starts afresh.
+    summarizes = any(m.summarizes for m in keeping)
+    sends_facts = any(m.sends_facts for m in keeping)
+    return not (any(store.memory.strategy_state(session, m.name) for m in keeping)
+                or (summarizes and store.memory.summaries(session))
+                or (sends_facts and (store.memory.strategy_state(session, FACTS_OWNER)
+                                     or store.facts.facts(session_id=session))))
 
 
 def _after_catch_up(engine: Engine[Store], text: str, activity: Activity) -> Inspection:

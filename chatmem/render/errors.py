@@ -254,20 +254,27 @@ def _(error: OverBudget) -> str:
 
 @error_text.register
 def _(error: StrategyGone) -> str:
-    return f"{error.cause}; {way_back('its')}, or go on with another (-s NAME)"
+    return f"{error.cause}; {way_back()}, or go on with another (-s NAME)"
 
 
-def way_back(warning: str) -> str:
+def way_back(whose: str | None = None) -> str:
     """How a session's strategy comes back: its plugin installed again, or, while an
-    installed plugin fails to load (its strategy may be that one's), that plugin mended."""
+    installed plugin fails to load (its strategy may be that one's), that plugin mended.
+    `whose`: where the warnings were shown (the server's log); None: on this command's
+    stderr, each plugin's own."""
     from chatmem.plugin_entries import registered_by
     from chatmem.plugins import load_registries
 
     broken = [p.plugin for p in load_registries().problems if not p.plugin.builtin]
     if not broken:
         return "install it again"
-    return (f"{' and '.join(registered_by(source) for source in broken)} failed to load "
-            f"({warning} warning says why): mend {'it' if len(broken) == 1 else 'them'}, or "
+    one = len(broken) == 1
+    warnings = (f"{whose} warning{'' if one else 's'}" if whose
+                else "its warning" if one else "their warnings")
+    names = [registered_by(source) for source in broken]
+    listed = " and ".join([", ".join(names[:-1]), names[-1]] if len(names) > 1 else names)
+    return (f"{listed} failed to load "
+            f"({warnings} {'says' if one else 'say'} why): mend {'it' if one else 'them'}, or "
             "install the strategy's plugin again")
 
 
