@@ -14,15 +14,28 @@ security does not stop).
 So now a role that does not own the row changes `superseded` only of a message of the
 session's last turn in history (its highest turn number, replaced messages counted, as
 store.turns.replaceable_turn reads it), and `superseded_by` only of a turn at that number;
-only the session's owner changes or deletes its images and probes. Rows are not rewritten:
-a message hidden before this stays hidden until its owner shows it.
+only the session's owner changes or deletes its images and probes.
+
+What he hid before is shown again (`SHOWN_AGAIN`): chatmem leaves a message hidden only
+while a message of its role holds its turn in history (its replacement's, same number), or
+at the session's last turn (a /retry under way, or one a crash left); a hidden message of an
+earlier turn with no such replacement was never chatmem's, and its owner has no command to
+show it. Every other row stays as it was.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterator
 
+from chatmem.store.postgres_access import unforced
 from chatmem.store.postgres_write_shares import OWN, Execute, _run_in_schema
+
+SHOWN_AGAIN = """
+UPDATE messages m SET superseded = 0 WHERE m.superseded <> 0
+AND m.turn < (SELECT max(l.turn) FROM messages l WHERE l.session_id = m.session_id)
+AND NOT EXISTS (SELECT 1 FROM messages r WHERE r.session_id = m.session_id
+                AND r.turn = m.turn AND r.role = m.role AND r.superseded = 0)
+"""
 
 LAST_TURN_ONLY = """
 CREATE FUNCTION chatmem_replaces_last_turn_only() RETURNS trigger LANGUAGE plpgsql
@@ -62,4 +75,6 @@ def statements(schema: str) -> Iterator[str]:
 
 
 def last_turn_only(execute: Execute) -> None:
+    with unforced(execute, ["messages"]):  # every person's rows, as p007 reads them
+        execute(SHOWN_AGAIN)
     _run_in_schema(execute, statements)

@@ -2,7 +2,8 @@
 last turn, as his /retry or a regenerate replaces it. By plain SQL he hid any message of hers
 (`superseded`), and her next context, export and fork left it out; he deleted her images
 and eval probes (or rewrote an image's bytes), for good. An older database upgrades to it
-losing nothing, a message hidden before reading as before; an older chatmem refuses it."""
+losing nothing, a message he hid before shown again, her own replaced ones kept hidden;
+an older chatmem refuses it."""
 
 from __future__ import annotations
 
@@ -88,18 +89,31 @@ def before_p028(pg_server: PostgresServer) -> Iterator[OldHistory]:
         yield old
 
 
-def test_an_older_database_upgrades_keeping_what_it_hid(before_p028: OldHistory,
-                                                        monkeypatch: pytest.MonkeyPatch) -> None:
+def test_an_older_database_upgrades_showing_what_he_hid(before_p028: OldHistory,
+                                                       monkeypatch: pytest.MonkeyPatch) -> None:
     from chatmem.store.postgres_backend import PostgresBackend
 
     old = before_p028
     ann, bob = old.url("ann"), old.url("bob")
     session_id = shared_session(ann, "buffer")
     add_messages(ann, session_id, [*SAID, "好的。", "记下了。", "收到。"])
+    # Her own /retry of turn 3 (hidden, its replacement live at the same number), then a
+    # turn 4 whose retry a crash left hidden at the end.
+    with psycopg.connect(ann, autocommit=True) as conn:
+        for position, turn, role, text, superseded in (
+                (7, 3, "user", "记下了！", 0), (8, 3, "assistant", "收到！", 0),
+                (9, 4, "user", "我喝绿茶。", 1), (10, 4, "assistant", "好。", 1)):
+            conn.execute("INSERT INTO messages (session_id, position, turn, role, content,"
+                         " created_at, superseded) VALUES (%s, %s, %s, %s, %s, %s, %s)",
+                         [session_id, position, turn, role, text, NOW, superseded])
+    assert sql_as(ann, "UPDATE messages SET superseded = 1 WHERE session_id = %s"
+                       " AND position IN (5, 6)", [session_id]) == 2
     assert sql_as(ann, ADD_IMAGE, [session_id, NOW]) == 1
     assert sql_as(ann, ADD_PROBE, [session_id]) == 1
-    assert sql_as(bob, HIDE, [session_id, 1]) == 2  # before p028: he could
-    rows = ("SELECT position, turn, superseded, content, owner FROM messages ORDER BY 1")
+    # Before p028 he could hide any turn of hers: all of turn 1, the reply of turn 2.
+    assert sql_as(bob, HIDE, [session_id, 1]) == 2
+    assert sql_as(bob, HIDE + " AND role = 'assistant'", [session_id, 2]) == 1
+    rows = "SELECT position, turn, role, content, owner FROM messages ORDER BY 1"
     with old.server.admin(old.database) as conn:
         stored = conn.execute(rows).fetchall(), conn.execute(KEPT).fetchall()
 
@@ -107,14 +121,15 @@ def test_an_older_database_upgrades_keeping_what_it_hid(before_p028: OldHistory,
 
     with old.server.admin(old.database) as conn:
         assert (conn.execute(rows).fetchall(), conn.execute(KEPT).fetchall()) == stored
+        assert conn.execute("SELECT position FROM messages WHERE superseded = 1"
+                            " ORDER BY 1").fetchall() == [(5,), (6,), (9,), (10,)]
     with Store(ann) as store:
         assert [m.content for m in store.history.messages(session_id)] == [
-            "I like tea.", "好的。", "记下了。", "收到。"]
+            *SAID, "好的。", "记下了！", "收到！"]
     assert sql_as(bob, HIDE, [session_id, 2]) == INSUFFICIENT_PRIVILEGE
-    assert sql_as(bob, HIDE.replace("= 1", "= 0"), [session_id, 1]) == INSUFFICIENT_PRIVILEGE
-    assert sql_as(bob, HIDE, [session_id, 3]) == 2
+    assert sql_as(bob, HIDE.replace("= 1", "= 0"), [session_id, 3]) == INSUFFICIENT_PRIVILEGE
+    assert sql_as(bob, HIDE.replace("= 1", "= 0"), [session_id, 4]) == 2
     assert sql_as(bob, "DELETE FROM images") == sql_as(bob, "DELETE FROM probes") == 0
-    assert sql_as(ann, HIDE.replace("= 1", "= 0"), [session_id, 1]) == 2
     # An older chatmem (one that knows no p028) refuses the upgraded database.
     known = [fn.__name__ for fn in schema.MIGRATIONS].index(P028)
     monkeypatch.setattr(schema.MIGRATION_LIST, "functions", schema.MIGRATIONS[:known])
