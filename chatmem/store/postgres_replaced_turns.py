@@ -27,7 +27,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from chatmem.store.postgres_access import unforced
+from chatmem.store.postgres_access import RULES, unforced
 from chatmem.store.postgres_write_shares import OWN, Execute, _run_in_schema
 
 SHOWN_AGAIN = """
@@ -69,7 +69,9 @@ def statements(schema: str) -> Iterator[str]:
     for table in OWNERS_ONLY:
         for command in ("update", "delete"):
             yield f"DROP POLICY {table}_{command} ON {table}"
-        yield (f"CREATE POLICY {table}_update ON {table} FOR UPDATE USING ({OWN})"
+        # Seen as before, so a change of a row one reads is refused aloud (42501), never
+        # a silent "UPDATE 0" (as p007's policies refuse a read-only share's).
+        yield (f"CREATE POLICY {table}_update ON {table} FOR UPDATE USING ({RULES[table][0]})"
                f" WITH CHECK ({OWN})")
         yield f"CREATE POLICY {table}_delete ON {table} FOR DELETE USING ({OWN})"
 
