@@ -105,6 +105,12 @@ class LockHolder:
     role: str | None
     application: str | None
 
+    @property
+    def about(self) -> str:
+        """`pid 4242, role eve, psql`: what pg_stat_activity tells of it."""
+        return ", ".join([f"pid {self.pid}", *([f"role {self.role}"] if self.role else []),
+                          *([self.application] if self.application else [])])
+
 
 @dataclass(frozen=True)
 class WaitingForWrite:

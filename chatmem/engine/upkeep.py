@@ -150,15 +150,18 @@ class MemoryUpkeep:
                 notices = self._update_strategy(catch_up)
         else:
             notices = self._update_strategy(catch_up, turns, erasures)
+        # Not the embedder itself: opened here, it would load before the first build.
+        words = self.strategy.recalls_words or self.strategy.needs_embedder
         if catch_up and (self.background_indexing or backlog_after_turn):
-            return notices  # the backlog waits until the turn has committed
+            # The backlog waits until the turn has committed; the words do not.
+            return notices + (self.indexing.check_words() if words else [])
         if self.embedder is not None and (erasures is None or self.indexing.background):
             # The reply took a while: a purge meanwhile makes what the backlog holds stale.
             # Not after a commit that checked the count under its lock with the backlog
             # inline: that holds nothing computed before, what it embeds it reads now, and
             # the next turn's check follows a later erasure (one statement of each turn).
             self.follow_erasures()
-        return notices + self.indexing.after_commit(self.embedder)
+        return notices + self.indexing.after_commit(self.embedder, words)
 
     def _update_strategy(self, catch_up: bool, turns: int | None = None,
                          erasures: int | None = None) -> list[Notice]:

@@ -133,6 +133,11 @@ class Strategy(Protocol):
         ...
 
     @property
+    def recalls_words(self) -> bool:
+        """Whether builds recall stored messages by their words (the session's word index)."""
+        ...
+
+    @property
     def members(self) -> Sequence[BaseStrategy]:
         """The registered strategies it is made of: itself, or a combination's parts."""
         ...
@@ -233,6 +238,7 @@ class BaseStrategy(Generic[Options]):
     calls_helper: ClassVar[bool] = False
     sends_facts: ClassVar[bool] = False
     summarizes: ClassVar[bool] = False
+    recalls_words: ClassVar[bool] = False
     in_default_eval: ClassVar[bool] = False
     """`chatmem eval` without --strategy compares it (one of each kind of memory)."""
 

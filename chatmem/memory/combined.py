@@ -68,6 +68,10 @@ class CombinedStrategy:
     def summarizes(self) -> bool:
         return any(m.summarizes for m in self.members)
 
+    @property
+    def recalls_words(self) -> bool:
+        return any(m.recalls_words for m in self.members)
+
     def describe_params(self, *, changed_only: bool = False) -> str:
         return " ".join(
             f"{m.name}.{pair}"

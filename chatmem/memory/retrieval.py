@@ -114,6 +114,7 @@ class RetrievalStrategy(BaseStrategy[RetrievalParams]):
                    " into max_tokens, + recent turns.")
     OPTIONS = RetrievalParams
     in_default_eval = True
+    recalls_words = True
 
     def __init__(self, **params: object) -> None:
         super().__init__(**params)

@@ -349,18 +349,33 @@ class Indexing:
                 self.store, self.session_id, embedder, background=self.background)
         return backlog
 
-    def after_commit(self, embedder: Embedder | None) -> list[IndexingNotice | VectorsResized]:
-        """After a commit: embed the new messages (inline), or let the backlog go on."""
-        if embedder is None:
+    def after_commit(self, embedder: Embedder | None,
+                     words: bool = False) -> list[IndexingNotice | VectorsResized]:
+        """After a commit: the word entries checked (`words`: the strategy recalls by them,
+        or embeds), and the new messages embedded (inline), or the backlog let go on."""
+        if embedder is None and not words:
             return []
+        # Words first: an entry another role deleted or rewrote comes back (p027), as a
+        # vector does in the backlog. Recall by words alone (mode=bm25) opens no embedder,
+        # and its entries stayed gone.
+        notices = self.check_words()
+        if notices or embedder is None:
+            return list(notices)
         try:
-            # Words first: an entry another role deleted or rewrote comes back (p027),
-            # as a vector does in the backlog.
-            self._words_checked = self.store.recall.index_untrusted_words(
-                self.session_id, self._words_checked)
             return self._backlog(embedder).after_commit()
         except ChatmemError as e:
             return [IndexingNotice(IndexingEvent.RETRYING, Failure(str(e)))]
+
+    def check_words(self) -> list[IndexingNotice]:
+        """Index again the messages since the last check whose word entry this role does not
+        trust (p027), as its own: no model is called, so before an engine's first build too
+        (which otherwise recalled without them), where the backlog waits for the commit."""
+        try:
+            self._words_checked = self.store.recall.index_untrusted_words(
+                self.session_id, self._words_checked)
+        except ChatmemError as e:
+            return [IndexingNotice(IndexingEvent.RETRYING, Failure(str(e)))]
+        return []
 
     def pause(self) -> list[IndexingNotice]:
         """Before a build: each thread stops after its batch; what it finished is stored."""

@@ -71,14 +71,7 @@ def _(n: WaitingForWrite) -> str:
 
 def _held_by(n: WaitingForWrite) -> str:
     """`held by pid 4242, role eve, psql; `: whom to ask, or what an administrator ends."""
-    if n.holder is None:
-        return ""
-    about = [f"pid {n.holder.pid}"]
-    if n.holder.role:
-        about.append(f"role {n.holder.role}")
-    if n.holder.application:
-        about.append(n.holder.application)
-    return f"held by {', '.join(about)}; "
+    return "" if n.holder is None else f"held by {n.holder.about}; "
 
 
 @_said.register

@@ -275,7 +275,18 @@ class PostgresBackend(PostgresOpening, PostgresFailures, PostgresVectors, Postgr
 
     def _lock(self, patient: bool, *, replied: bool) -> None:
         if not patient:
-            self._conn.execute("SELECT pg_advisory_xact_lock(%s)", (WRITE_LOCK,))
+            # Tried first: when it is held, who holds it is read while the transaction still
+            # can, to be named if the wait gives up (any role may take it: a write share's
+            # grantee, any login role while the database lets PUBLIC connect).
+            if self._conn.execute("SELECT pg_try_advisory_xact_lock(%s)",
+                                  (WRITE_LOCK,)).fetchone()[0]:
+                return
+            holder = upgrading.lock_holder(self._conn, WRITE_LOCK)
+            try:
+                self._conn.execute("SELECT pg_advisory_xact_lock(%s)", (WRITE_LOCK,))
+            except self._errors.errors.LockNotAvailable:
+                raise held_too_long(self.location, self.busy_timeout_ms / 1000, self.location,
+                                    holder) from None
             return
         try:
             upgrading.take_write_lock(self._conn, WRITE_LOCK, self.busy_timeout_ms,

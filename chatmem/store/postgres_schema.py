@@ -22,9 +22,9 @@ p007 seals writes as p001 sealed reads: every right over a row is its session's
 Its first tables are in postgres_tables, the row-level policies in postgres_policies; the
 later migrations are in modules by concern (postgres_embeddings, postgres_additions,
 postgres_word_entries, postgres_access, postgres_write_shares, postgres_masked_prompts,
-postgres_rendered_pieces, postgres_writers), and MIGRATION_LIST below says the order they
-all run in. A released migration is never edited: a schema change is a new function, added
-at the end of that list.
+postgres_rendered_pieces, postgres_writers, postgres_replaced_turns), and MIGRATION_LIST
+below says the order they all run in. A released migration is never edited: a schema change
+is a new function, added at the end of that list.
 """
 
 from __future__ import annotations
@@ -36,6 +36,7 @@ from chatmem.store import (
     postgres_access,
     postgres_masked_prompts,
     postgres_rendered_pieces,
+    postgres_replaced_turns,
     postgres_write_shares,
     postgres_writers,
 )
@@ -243,6 +244,15 @@ def p027_recall_index_says_who_wrote_it(execute: Execute) -> None:
     postgres_writers.stamp_index_writers(execute)
 
 
+def p028_grantee_replaces_only_the_last_turn(execute: Execute) -> None:
+    """A write share's grantee takes only the session's last turn out of its history (what
+    /retry and a regenerate replace) and changes or deletes none of its images and probes:
+    by plain SQL he set `superseded` on any message of the owner's, and her next context,
+    exports and forks left it out; he deleted her images and probes for good
+    (postgres_replaced_turns)."""
+    postgres_replaced_turns.last_turn_only(execute)
+
+
 MIGRATION_LIST: MigrationList[Migration] = MigrationList()
 for _migration in (
     p001_schema,
@@ -272,6 +282,7 @@ for _migration in (
     p025_derived_memory_says_who_wrote_it,
     p026_token_counts_say_who_wrote_them,
     p027_recall_index_says_who_wrote_it,
+    p028_grantee_replaces_only_the_last_turn,
 ):
     MIGRATION_LIST.add(_migration)
 MIGRATIONS = MIGRATION_LIST.functions

@@ -22,7 +22,12 @@ from collections.abc import Callable
 from typing import TypeVar
 
 from chatmem.errors import StoreError, StoreFailure
-from chatmem.history_notices import HistoryUpgrading, WaitingForUpgrade, WaitingForWrite
+from chatmem.history_notices import (
+    HistoryUpgrading,
+    LockHolder,
+    WaitingForUpgrade,
+    WaitingForWrite,
+)
 from chatmem.store.result_codes import BUSY, primary_code
 
 T = TypeVar("T")
@@ -61,11 +66,13 @@ def in_use(location: str, others: str | None = None) -> StoreError:
         kind=StoreFailure.BUSY, location=location, reason="open in another chatmem process")
 
 
-def held_too_long(where: str, seconds: float, location: str) -> StoreError:
+def held_too_long(where: str, seconds: float, location: str,
+                  holder: LockHolder | None = None) -> StoreError:
     """The write lock not had: another process held it past the `seconds` this one waited
     (the busy timeout, or a turn's WRITE_WAIT_S), said alike on every backend (`where`: the
-    file's path or the database's masked URL)."""
-    return StoreError(f"{where} is busy: another process held it for over {seconds:g} s;"
+    file's path or the database's masked URL), naming the `holder` where it is known."""
+    held = f" ({holder.about})" if holder is not None else ""
+    return StoreError(f"{where} is busy: another process{held} held it for over {seconds:g} s;"
                       " try again", kind=StoreFailure.BUSY, location=location)
 
 

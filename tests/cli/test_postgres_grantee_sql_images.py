@@ -39,9 +39,16 @@ def test_an_image_a_grantee_swaps_under_her_hash_is_not_hers(
     assert sent_images(shown) == [photo.read_bytes()]
     (session_id, digest), = team.rows("SELECT session_id, digest FROM images")
     his = png(8, 8)
-    assert sql_as(bob, "DELETE FROM images WHERE session_id = %s", [session_id]) == 1
-    assert sql_as(bob, "INSERT INTO images (session_id, digest, mime, width, height, data,"
-                       " created_at) VALUES (%s, %s, 'image/png', 64, 48, %s, %s)",
-                  [session_id, digest, his, NOW]) == 1
+    swap = ("INSERT INTO images (session_id, digest, mime, width, height, data, created_at)"
+            " VALUES (%s, %s, 'image/png', 64, 48, %s, %s)")
+    # Since p028 he deletes none of her images, nor puts his under her hash ...
+    assert sql_as(bob, "DELETE FROM images WHERE session_id = %s", [session_id]) == 0
+    assert sql_as(bob, swap, [session_id, digest, his, NOW]) == "23505"
+    assert sent_images(json.loads(run(ann, "inspect", "proj", "1", "--json",
+                                      code=0).stdout)) == [photo.read_bytes()]
+    # ... but one he swapped before it (as he could) is still no image of hers.
+    with team.admin() as conn:
+        conn.execute("DELETE FROM images WHERE session_id = %s", [session_id])
+        conn.execute(swap, [session_id, digest, his, NOW])
     shown = json.loads(run(ann, "inspect", "proj", "1", "--json", code=0).stdout)
     assert his not in sent_images(shown)

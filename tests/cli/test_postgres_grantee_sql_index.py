@@ -117,3 +117,40 @@ def vector(url: str, session_id: int, message: int) -> bytes | None:
         found = [v.vector for v in store.vectors.vector_rows(session_id, "hash")
                  if v.message_id == message]
     return bytes(found[0]) if found else None
+
+
+def turn_recalled(url: str, config: Path) -> list[str]:
+    """What the last turn of ann's `proj` recalled, as stored."""
+    shown = json.loads(run(url, "inspect", "proj", "--json", "--config", str(config),
+                           code=0).stdout)
+    return [m["content"] for p in shown["context"]["parts"] if p["kind"] == "recalled"
+            for m in p["messages"]]
+
+
+@pytest.mark.parametrize(("language", "mode"), [("en", "bm25"), ("zh", "bm25"),
+                                                ("zh", "hybrid")])
+def test_her_first_turn_after_he_empties_the_words_recalls_by_them(
+        team: Team, tmp_path: Path, language: str, mode: str) -> None:
+    """Recall by words alone (mode=bm25) opens no embedder, and the entries he deleted were
+    never indexed again; by words and meaning her first turn after it recalled without them
+    (indexed again only after its commit)."""
+    config = tmp_path / "config.toml"
+    config.write_text('provider = "scripted"\n', encoding="utf-8")
+    ann, bob = team.url("ann"), team.url("bob")
+    for i, said in enumerate(HERS[language]):
+        run(ann, "ask", "proj", said, *(("--strategy", "retrieval", "-p", "top_k=2", "-p",
+                                         "recent=1", "-p", f"mode={mode}", "--save")
+                                        if i == 0 else ()), "--config", str(config), code=0)
+    run(ann, "sessions", "share", "proj", "--with", "bob", "--write", code=0)
+    (session_id,), = team.rows("SELECT id FROM sessions WHERE name = 'proj'")
+    assert sql_as(bob, "DELETE FROM message_words WHERE session_id = %s", [session_id]) > 0
+    if mode == "hybrid":  # and the meaning, which her backlog embeds after the commit
+        assert sql_as(bob, "DELETE FROM message_vectors WHERE message_id IN"
+                           " (SELECT id FROM messages WHERE session_id = %s)", [session_id]) > 0
+    run(ann, "ask", "proj", QUESTION[language], "--config", str(config), code=0)
+    assert LIVES[language] in turn_recalled(ann, config)
+    run(ann, "ask", "proj", QUESTION[language], "--config", str(config), code=0)
+    assert LIVES[language] in turn_recalled(ann, config)
+    assert team.rows("SELECT count(*) FROM messages m WHERE session_id = %s AND NOT EXISTS"
+                     " (SELECT 1 FROM message_words w WHERE w.message_id = m.id)",
+                     [session_id]) == [(0,)]

@@ -10,13 +10,14 @@ from pathlib import Path
 
 import psycopg
 import pytest
-from pg import NOW, PostgresServer, add_message, add_session, count, migrated_before
+from pg import NOW, PostgresServer, Team, add_message, add_session, count, migrated_before
 from waiting import at_once, wait_until
 
 from chatmem.errors import NotChatmemDatabase, StoreError, StoreFailure
 from chatmem.store import postgres_schema
 from chatmem.store.postgres_backend import PostgresBackend
 from chatmem.store.postgres_placeholders import translate
+from chatmem.store.postgres_upgrading import MARK, WRITE_LOCK
 
 # -- placeholders ------------------------------------------------------------------------
 
@@ -187,14 +188,39 @@ def test_writers_take_turns(pg_url: str, pg_backend: PostgresBackend) -> None:
 
 def test_a_writer_held_off_too_long_is_told_the_database_is_busy(
         pg_url: str, pg_backend: PostgresBackend) -> None:
+    holder = pg_backend.execute("SELECT pg_backend_pid()").fetchone()[0]
     with PostgresBackend(pg_url, busy_timeout_ms=200) as other, pg_backend.write():
         with pytest.raises(StoreError) as e, other.write():
             pass
-        assert e.value.message == f"{pg_url} is busy: another process held it for over 0.2 s;" \
-                                  " try again"
+        assert e.value.message == (f"{pg_url} is busy: another process (pid {holder}, role"
+                                   f" postgres, {MARK}) held it for over 0.2 s; try again")
         with pytest.raises(StoreError) as checked:
             other.check_writable()
         assert (e.value.kind, checked.value.kind) == (StoreFailure.BUSY,) * 2
+
+
+def test_a_write_held_off_by_another_role_names_it(team: Team) -> None:
+    """Any role may take the advisory lock writers queue on (a write share's grantee by
+    plain SQL, holding it for good): a write that gave up (a rename, a purge, a share: all
+    but a turn's, which waits longer and says whose) named nobody, "another process held
+    it for over 5 s", as if a colleague's import were under way."""
+    with psycopg.connect(team.url("bob") + "&application_name=psql", autocommit=True) as bob:
+        bob.execute("SELECT pg_advisory_lock(%s)", [WRITE_LOCK])
+        pid = bob.execute("SELECT pg_backend_pid()").fetchone()[0]
+        with PostgresBackend(team.url("ann"), busy_timeout_ms=200) as ann:
+            with pytest.raises(StoreError) as e, ann.write():
+                ann.execute("INSERT INTO sessions (name, strategy, created_at, updated_at)"
+                            " VALUES ('会议', 'buffer', ?, ?)", [NOW, NOW])
+            assert e.value.kind is StoreFailure.BUSY
+            assert f"another process (pid {pid}, role bob, psql) held it for over 0.2 s" \
+                in e.value.message
+            with pytest.raises(StoreError) as checked:
+                ann.check_writable()
+            assert checked.value.message == e.value.message
+    with PostgresBackend(team.url("ann")) as ann, ann.write():  # let go: writes go on
+        ann.execute("INSERT INTO sessions (name, strategy, created_at, updated_at)"
+                    " VALUES ('会议', 'buffer', ?, ?)", [NOW, NOW])
+    assert team.rows("SELECT name, owner FROM sessions") == [("会议", "ann")]
 
 
 def test_check_writable_writes_nothing_and_refuses_a_read_only_database(
