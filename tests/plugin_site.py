@@ -3,7 +3,9 @@ written as pip writes them, so importlib.metadata finds them like any installed 
 
 from __future__ import annotations
 
+import importlib
 import re
+import sys
 from collections.abc import Callable
 from pathlib import Path
 
@@ -208,6 +210,30 @@ def readme_files() -> dict[str, str]:
     "`NAME`:" followed by one fenced block."""
     return dict(re.findall(r"^`([\w.\-]+)`:\n\n```\w+\n(.*?)^```", readme_section(),
                            re.S | re.M))
+
+
+FRAGILE = '''
+from chatmem.memory.buffer import BufferStrategy
+
+
+class Fragile(BufferStrategy):
+    name = "fragile"
+    description = "needs a library of its own"
+
+
+def register(plugins):
+    plugins.add_strategy(Fragile)
+'''
+"""A plugin that a session is saved with, then `unimportable` (chatmem-fragile)."""
+
+
+def unimportable(site: Path, module: str, code: str) -> None:
+    """Installed `module` (`code`) made to fail its import, a library it needs gone, as the
+    next command finds it (load_registries' cache is the caller's to clear)."""
+    (site / f"{module}.py").write_text("import chatmem_library_gone\n" + code,
+                                       encoding="utf-8")
+    sys.modules.pop(module, None)
+    importlib.invalidate_caches()
 
 
 def install(site: Path, dist: str, module: str, code: str, *, entry: str | None = None,

@@ -15,6 +15,7 @@ from enum import Enum
 from itertools import count
 from typing import TYPE_CHECKING, Protocol
 
+from chatmem.privacy.mentions import MARKER
 from chatmem.reasoning import blocks_replaced
 
 if TYPE_CHECKING:
@@ -48,13 +49,13 @@ def held_as_said(held: Sequence[tuple[str, str]], said: Sequence[tuple[str, str]
     its marker since. The client keeps its copy and sends the value with each request: as
     a mismatch, its chat was taken for another that began alike, and its whole history,
     the purged value in it, stored again in a new session."""
-    return len(held) == len(said) and all(map(_purged_from, held, said))
+    # Equal is compared in C first: a call a message made a 2,000-message history 5 ms a
+    # request, where most hold no marker.
+    return held == said or (len(held) == len(said) and all(map(_purged_from, held, said)))
 
 
 def _purged_from(held: tuple[str, str], said: tuple[str, str]) -> bool:
     """`said` is `held` with some text (one character at least) in place of each marker."""
-    from chatmem.privacy.mentions import MARKER
-
     if held == said:
         return True
     if held[0] != said[0] or MARKER not in held[1]:

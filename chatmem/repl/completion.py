@@ -76,6 +76,9 @@ class SlashCompleter(Completer):
         if command.completes == "path":
             yield from self._paths(rest, complete_event)
             return
+        if command.completes == "attached":
+            yield from self._attached(rest)
+            return
         try:
             words = split_words(rest)
         except ValueError:
@@ -117,10 +120,20 @@ class SlashCompleter(Completer):
         word, raw = typed
         for found in self.paths.get_completions(Document(word), complete_event):
             whole = word[:len(word) + found.start_position] + found.text
-            # As Enter reads it (split_closed): it's.txt bare, as it was typed and attached.
-            as_typed = whole if split_closed(whole) == [whole] else _quoted(whole)
-            yield Completion(as_typed, start_position=-len(raw), display=found.display,
-                             display_meta=found.display_meta)
+            yield Completion(_as_word(whole), start_position=-len(raw),
+                             display=found.display, display_meta=found.display_meta)
+
+    def _attached(self, rest: str) -> Iterator[Completion]:
+        """What /detach drops: the files attached, not the folder's, each read and put in as
+        a PATH is (`会` and `'会` both offer `'会议 纪要.md'`)."""
+        typed = _typed_path(rest)
+        if typed is None:
+            return
+        word, raw = typed
+        for attachment in self.chat.attached:
+            if attachment.name.startswith(word):
+                yield Completion(_as_word(attachment.name), start_position=-len(raw),
+                                 display_meta="attached to your next message")
 
     def _commands(self, typed: str) -> Iterator[Completion]:
         for command in SLASH.values():
@@ -150,11 +163,6 @@ class SlashCompleter(Completer):
                 name for name, cls in self.strategies.items() if cls.summarizes])
         if kind == "template":
             return _templates(engine.settings)
-        if kind == "attached":
-            # What /detach drops: the files attached, not the folder's (a name put in as a
-            # word Enter reads back whole).
-            return [(a.name if split_closed(a.name) == [a.name] else _quoted(a.name),
-                     "attached to your next message") for a in self.chat.attached]
         return []
 
     @property
@@ -223,9 +231,12 @@ def _typed_path(rest: str) -> tuple[str, str] | None:
     return words[0], rest[start:]
 
 
-def _quoted(path: str) -> str:
-    """`path` as one word Enter reads back, in double quotes when it holds an apostrophe:
-    shlex.quote wrote "O'Brien notes.md" as 'O'"'"'Brien notes.md'."""
+def _as_word(path: str) -> str:
+    """`path` as one word Enter reads back (split_closed): bare when it reads so (it's.txt,
+    as it was typed and attached), else quoted, in double quotes when it holds an
+    apostrophe: shlex.quote wrote "O'Brien notes.md" as 'O'"'"'Brien notes.md'."""
+    if split_closed(path) == [path]:
+        return path
     if "'" in path and not any(c in path for c in '"\\'):
         return f'"{path}"'
     return shlex.quote(path)

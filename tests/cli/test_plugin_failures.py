@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 from cli_runner import invoke
-from plugin_site import STREAM, Install
+from plugin_site import FRAGILE, STREAM, Install, unimportable
 
 from chatmem.plugins import load_registries
 from chatmem.store import Store
@@ -501,34 +501,15 @@ def test_what_the_history_knows_already_is_not_read_from_a_thread_of_its_own_eit
             in listed.stderr.splitlines())
 
 
-FRAGILE = '''
-from chatmem.memory.buffer import BufferStrategy
-
-
-class Fragile(BufferStrategy):
-    name = "fragile"
-    description = "needs a library of its own"
-
-
-def register(plugins):
-    plugins.add_strategy(Fragile)
-'''
-
-
 def test_a_session_whose_plugin_now_fails_to_load_is_refused_naming_that_plugin(
         installed: Install, tmp_path: Path) -> None:
     """The plugin is installed but its import fails (a library it needs is gone): the
     refusal told the user to "install it again", which pip says is done."""
-    import importlib
-
     installed("chatmem-fragile", "chatmem_fragile", FRAGILE)
     db = str(tmp_path / "h.db")
     invoke("ask", "--session", "笔记", "-s", "fragile", "--save", "--provider", "scripted",
            "--db", db, "记下这个", code=0)
-    (tmp_path / "site" / "chatmem_fragile.py").write_text(
-        "import chatmem_library_gone\n" + FRAGILE, encoding="utf-8")
-    sys.modules.pop("chatmem_fragile", None)
-    importlib.invalidate_caches()
+    unimportable(tmp_path / "site", "chatmem_fragile", FRAGILE)
     load_registries.cache_clear()
 
     refused = invoke("ask", "--session", "笔记", "--provider", "scripted", "--db", db,

@@ -3,27 +3,12 @@ refusal names them all, in a list that reads, with the warnings each of them pri
 
 from __future__ import annotations
 
-import importlib
-import sys
 from pathlib import Path
 
 from cli_runner import invoke
-from plugin_site import Install
+from plugin_site import FRAGILE, Install, unimportable
 
 from chatmem.plugins import load_registries
-
-FRAGILE = '''
-from chatmem.memory.buffer import BufferStrategy
-
-
-class Fragile(BufferStrategy):
-    name = "fragile"
-    description = "needs a library of its own"
-
-
-def register(plugins):
-    plugins.add_strategy(Fragile)
-'''
 
 
 def test_the_refusal_names_every_plugin_that_failed_to_load_in_one_sentence(
@@ -32,10 +17,7 @@ def test_the_refusal_names_every_plugin_that_failed_to_load_in_one_sentence(
     db = str(tmp_path / "h.db")
     invoke("ask", "--session", "笔记", "-s", "fragile", "--save", "--provider", "scripted",
            "--db", db, "记下这个", code=0)
-    (tmp_path / "site" / "chatmem_fragile.py").write_text(
-        "import chatmem_library_gone\n" + FRAGILE, encoding="utf-8")
-    sys.modules.pop("chatmem_fragile", None)
-    importlib.invalidate_caches()
+    unimportable(tmp_path / "site", "chatmem_fragile", FRAGILE)
     for name in ("a", "b"):
         installed(f"chatmem-broken-{name}", f"chatmem_broken_{name}",
                   f"import chatmem_gone_{name}\n")

@@ -79,5 +79,7 @@ def test_detach_completes_the_attached_files_not_the_folder(
 
         assert offered("/detach ") == ["笔记.md", "'会议 纪要.md'"]
         assert offered("/detach 笔") == ["笔记.md"]
+        # A name Enter would split is read as typed, opening quote or none, as /attach's PATH.
+        assert offered("/detach 会") == offered("/detach '会") == ["'会议 纪要.md'"]
         repl.command("/detach '会议 纪要.md'")  # as the menu puts it in
         assert [a.name for a in repl.attached] == ["笔记.md"]

@@ -3,7 +3,7 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from chatmem import render
 from chatmem.app import sessions
@@ -14,6 +14,11 @@ from chatmem.repl.blocks import trimmed
 from chatmem.repl.chat import Chat, strategy_label
 from chatmem.repl.table import SLASH, QuitRepl, slash
 from chatmem.text import whole_number
+
+if TYPE_CHECKING:
+    from pathlib import Path
+
+    from chatmem.attachments import Attachment
 
 
 @slash("/help", "/help", "list the commands, each with an example", example="/help")
@@ -190,15 +195,14 @@ def _copy(repl: Chat, args: list[str]) -> None:
        example="/file notes.md", args=(0, 1), completes="path")
 def _file(repl: Chat, args: list[str]) -> None:
 
-    from chatmem.attachments import STDIN, TextLimit, read_file
+    from chatmem.attachments import TextLimit, read_file
     from chatmem.config.paths import user_path
     from chatmem.engine.attached import attached_messages
 
     if args:
         path = user_path(args[0])
         # The same file twice would be sent twice (under another spelling of its path too).
-        same = next((a for a in repl.attached if a.name != STDIN
-                     and user_path(a.name).resolve() == path.resolve()), None)
+        same = next((a for a in repl.attached if _is_file(a, path)), None)
         if same is not None:
             repl.notice(f"{same.name} is attached already; it goes with your next message once")
             return
@@ -221,7 +225,6 @@ def _file(repl: Chat, args: list[str]) -> None:
        "drop a file attached to your next message, or every one: it is not sent",
        example="/detach notes.md", args=(0, 1), completes="attached")
 def _detach(repl: Chat, args: list[str]) -> None:
-    from chatmem.attachments import STDIN
     from chatmem.config.paths import user_path
 
     if not repl.attached:
@@ -229,9 +232,8 @@ def _detach(repl: Chat, args: list[str]) -> None:
         return
     if args:
         # As /attach tells one file from another: by where it is, however its path is spelt.
-        path = user_path(args[0]).resolve()
-        dropped = [a for a in repl.attached if a.name == args[0] or (
-            a.name != STDIN and user_path(a.name).resolve() == path)]
+        path = user_path(args[0])
+        dropped = [a for a in repl.attached if a.name == args[0] or _is_file(a, path)]
         if not dropped:
             raise UsageError(f"/detach: {args[0]} is not attached; attached to your next "
                              "message: " + ", ".join(a.name for a in repl.attached))
@@ -241,6 +243,14 @@ def _detach(repl: Chat, args: list[str]) -> None:
     left = (f"still attached: {', '.join(a.name for a in repl.attached)}" if repl.attached
             else "nothing is attached now")
     repl.notice(f"detached {', '.join(a.name for a in dropped)}; {left}")
+
+
+def _is_file(attachment: Attachment, path: Path) -> bool:
+    """Whether `attachment` is the file at `path`, however either path is spelt."""
+    from chatmem.attachments import STDIN
+    from chatmem.config.paths import user_path
+
+    return attachment.name != STDIN and user_path(attachment.name).resolve() == path.resolve()
 
 
 @slash("/show-prompt", "/show-prompt", "toggle the panel of the exact messages sent",
