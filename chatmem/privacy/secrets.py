@@ -74,15 +74,62 @@ credential pasted by mistake: masked in what the user types, it would change the
 
 
 def without_credentials(text: str, secrets: Mapping[str, str]) -> tuple[str, tuple[str, ...]]:
-    """`text` with each of `secrets` (secret → label) replaced by its label, and the labels
-    put in (each once, longest secret's first)."""
+    """`text` with each of `secrets` (secret → label) replaced by its label, also as it is
+    written otherwise (`folded_with_places`), and the labels put in (each once, longest
+    secret's first)."""
     labels: list[str] = []
     for secret, label in sorted(secrets.items(), key=lambda item: -len(item[0])):
-        if secret in text:
-            text = text.replace(secret, label)
-            if label not in labels:
-                labels.append(label)
+        text, found = _replaced(text, secret, label)
+        if found and label not in labels:
+            labels.append(label)
     return text, tuple(labels)
+
+
+_IGNORED = frozenset("\u200b\u200c\u200d\u2060\ufeff\u00ad\n\r")
+"""Characters a key is read through: zero-width ones, a soft hyphen, a line break. A server
+that echoes the key with a zero-width space in it, or wrapped over two lines, still shows
+every character of it."""
+
+
+def folded_with_places(text: str) -> tuple[str, list[int]]:
+    """`text` as a key is compared with it (each character NFKC'd alone: a full-width key
+    reads as the key; `_IGNORED` left out), and for each character of that the index in
+    `text` of the character it came from."""
+    import unicodedata
+
+    if text.isascii() and "\n" not in text and "\r" not in text:
+        return text, list(range(len(text)))
+    parts: list[str] = []
+    places: list[int] = []
+    for index, character in enumerate(text):
+        if character in _IGNORED:
+            continue
+        form = character if character.isascii() else unicodedata.normalize("NFKC", character)
+        parts.append(form)
+        places += [index] * len(form)
+    return "".join(parts), places
+
+
+def _replaced(text: str, secret: str, label: str) -> tuple[str, bool]:
+    """`text` with each of `secret`'s occurrences, as `folded_with_places` reads it, replaced
+    by `label` (the characters as written, from its first to its last); whether any was."""
+    key, _ = folded_with_places(secret)
+    if not key:
+        return text, False
+    if text.isascii() and "\n" not in text and "\r" not in text:  # as it reads already
+        return (text.replace(key, label), True) if key in text else (text, False)
+    folded, places = folded_with_places(text)
+    spans: list[tuple[int, int]] = []
+    at = folded.find(key)
+    while at >= 0:
+        start, end = places[at], places[at + len(key) - 1] + 1
+        if spans and start < spans[-1][1]:  # both within one character ("㎏" reads "kg")
+            start = spans.pop()[0]
+        spans.append((start, end))
+        at = folded.find(key, at + len(key))
+    for start, end in reversed(spans):
+        text = text[:start] + label + text[end:]
+    return text, bool(spans)
 
 
 ENVIRONMENT_CREDENTIALS = (("OPENAI_API_KEY", "CHATMEM_KEY"),
@@ -124,11 +171,12 @@ class SecretMask:
     def __init__(self, secrets: dict[str, str]) -> None:
         # Longest first: a secret that contains another is replaced whole.
         self._secrets = sorted(secrets.items(), key=lambda item: -len(item[0]))
+        self._keys = [folded_with_places(secret)[0] for secret, _ in self._secrets]
         self._held = ""
 
     def mask(self, text: str) -> str:
         for secret, label in self._secrets:
-            text = text.replace(secret, label)
+            text, _ = _replaced(text, secret, label)
         return text
 
     def feed(self, piece: str) -> str:
@@ -142,11 +190,14 @@ class SecretMask:
         return held
 
     def _partial_end(self, text: str) -> int:
-        """The length of the longest end of `text` that begins some secret."""
+        """The length of the longest end of `text` that begins some secret, as `mask` reads
+        both (with what follows it in `text`: a zero-width space or a line break may go on
+        into the secret)."""
+        folded, places = folded_with_places(text)
         longest = 0
-        for secret, _ in self._secrets:
-            for size in range(min(len(secret) - 1, len(text)), longest, -1):
-                if text.endswith(secret[:size]):
+        for key in self._keys:
+            for size in range(min(len(key) - 1, len(folded)), longest, -1):
+                if folded.endswith(key[:size]):
                     longest = size
                     break
-        return longest
+        return len(text) - places[len(folded) - longest] if longest else 0
