@@ -219,9 +219,7 @@ def _without_credentials(workspace: Workspace, messages: list[dict[str, Any]],
     and the notice."""
     from chatmem.notices import CredentialInInput
     from chatmem.privacy.secrets import without_credentials
-    from chatmem.providers import typed_secrets
-
-    secrets = typed_secrets(workspace.settings)
+    secrets = workspace.typed_secrets()
     labels: dict[str, None] = {}
 
     def masked(text: str) -> str:

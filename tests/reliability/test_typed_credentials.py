@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 from cli_runner import invoke
+from conftest import needs_sqlcipher
 
 from chatmem.app import Workspace
 from chatmem.app.conversations import record_on, recording_engine
@@ -196,3 +197,31 @@ def test_the_api_key_in_an_attached_file_is_masked_in_what_is_sent_and_stored(
     assert "OPENAI_API_KEY=[api key]" in sent and masked in sent
     attached.unlink()
     no_byte_of([KEY, base64.b64encode(KEY.encode()).decode()], tmp_path)
+
+
+@needs_sqlcipher
+@pytest.mark.parametrize("language", ["en", "zh"])
+def test_the_history_key_from_key_command_typed_into_a_turn_is_masked(
+        tmp_path: Path, language: str) -> None:
+    """The key of an encrypted history that key_command gave (no $CHATMEM_KEY) was stored and
+    sent as typed in a turn, a system prompt and an import: only $CHATMEM_KEY was masked."""
+    db, config = tmp_path / "h.db", tmp_path / "config.toml"
+    Store(db, key=HISTORY_KEY).close()
+    config.write_text(f"key_command = {f'printf %s {HISTORY_KEY}'!r}\n", encoding="utf-8")
+    typed = {"en": "the history key is {key}", "zh": "历史的钥匙是{key}"}[language]
+    env = {"CHATMEM_CONFIG": str(config), "CHATMEM_KEY": None, "OPENAI_API_KEY": None}
+    result = invoke("ask", "钥", typed.format(key=HISTORY_KEY), "--db", str(db),
+                    "--provider", "scripted", "--system", f"k {HISTORY_KEY}", env=env, code=0)
+    assert "held your history key; it was replaced by [history key]" in result.stderr
+    assert HISTORY_KEY not in result.output
+    transcript = tmp_path / "t.jsonl"
+    transcript.write_text(json.dumps({"role": "user", "content": typed.format(
+        key=HISTORY_KEY)}, ensure_ascii=False) + "\n", encoding="utf-8")
+    invoke("sessions", "import", str(transcript), "导入", "--db", str(db), env=env, code=0)
+    with Store(db, key=HISTORY_KEY) as store:
+        for name in ("钥", "导入"):
+            session = store.sessions.session(name)
+            contents = [m.content for m in store.history.messages(session.id)]
+            assert contents[0] == typed.format(key="[history key]"), contents
+            assert HISTORY_KEY not in "".join([*contents, session.system or ""])
+        assert store.sessions.session("钥").system == "k [history key]"
