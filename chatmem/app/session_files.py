@@ -218,19 +218,13 @@ def _without_credentials(workspace: Workspace, messages: list[dict[str, Any]],
     by their labels (the user's key pasted into a chat elsewhere, exported, imported here),
     and the notice."""
     from chatmem.notices import CredentialInInput
-    from chatmem.privacy.secrets import without_credentials
-    secrets = workspace.typed_secrets()
-    labels: dict[str, None] = {}
+    from chatmem.privacy.secrets import TypedMask
 
-    def masked(text: str) -> str:
-        text, found = without_credentials(text, secrets)
-        labels.update(dict.fromkeys(found))
-        return text
-
+    masked = TypedMask(workspace.typed_secrets())
     for message in messages:
         message["content"] = masked(message["content"])
-    prompts = [(turn, None if system is None else masked(system)) for turn, system in prompts]
-    return messages, prompts, CredentialInInput(tuple(labels)) if labels else None
+    prompts = [(turn, masked.optional(system)) for turn, system in prompts]
+    return messages, prompts, CredentialInInput(masked.found) if masked.found else None
 
 
 @dataclass(frozen=True)

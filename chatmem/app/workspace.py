@@ -36,6 +36,7 @@ if TYPE_CHECKING:
     from chatmem.memory.base import Strategy
     from chatmem.notices import Notice
     from chatmem.plugins import Registries
+    from chatmem.privacy.secrets import Credential
     from chatmem.providers.base import Provider
     from chatmem.store import SessionRecord, Store
     from chatmem.transcripts.format import Transcript
@@ -181,7 +182,7 @@ class Workspace:
             tell=self.tell, pool=self._pool, key_elsewhere=self.key_elsewhere)
         return store
 
-    def typed_secrets(self) -> dict[str, str]:
+    def typed_secrets(self) -> dict[str, Credential]:
         """What is masked in what the user types before it is sent or stored: the settings'
         keys and the key the history opened with (providers.typed_secrets); the history is
         opened first, so a key key_command gives or the user types is one of them."""

@@ -15,7 +15,7 @@ from chatmem.memory.guards import falls_with_setting
 from chatmem.memory.params import budget_params
 from chatmem.memory.quoting import attached_from_block
 from chatmem.notices import CredentialInInput
-from chatmem.privacy.secrets import without_credentials
+from chatmem.privacy.secrets import TypedMask
 from chatmem.text_caches import forget_texts
 
 if TYPE_CHECKING:
@@ -162,8 +162,6 @@ def without_typed_credentials(settings: Settings | None, *texts: str, system: bo
         return list(texts), []
     from chatmem.providers import typed_secrets
 
-    secrets = typed_secrets(settings) if secrets is None else secrets
-    masked = [without_credentials(text, secrets) for text in texts]
-    labels = tuple(dict.fromkeys(label for _, found in masked for label in found))
-    return ([text for text, _ in masked],
-            [CredentialInInput(labels, in_system_prompt=system)] if labels else [])
+    mask = TypedMask(typed_secrets(settings) if secrets is None else secrets)
+    masked = [mask(text) for text in texts]
+    return masked, [CredentialInInput(mask.found, in_system_prompt=system)] if mask.found else []

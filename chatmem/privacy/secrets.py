@@ -8,6 +8,7 @@ those parts replaced by ***.
 from __future__ import annotations
 
 from collections.abc import Mapping
+from enum import StrEnum
 from urllib.parse import parse_qsl, quote, urlsplit, urlunsplit
 
 
@@ -35,36 +36,44 @@ def redacted_url(url: str) -> str:
     return urlunsplit((parts.scheme, netloc, parts.path, query, parts.fragment))
 
 
+class Credential(StrEnum):
+    """A credential chatmem runs with, as the label that takes its place in text: what a
+    notice names (render words each), compared as the label it is."""
+
+    API_KEY = "[api key]"
+    HISTORY_KEY = "[history key]"
+
+
 MIN_SECRET_CHARACTERS = 4
 """A shorter "secret" (a placeholder key like `x`) would mask ordinary words."""
 
 
 def credentials_of(api_key: str | None, base_url: str | None,
-                   history_key: str | None) -> dict[str, str]:
+                   history_key: str | None) -> dict[str, Credential]:
     """Each secret a reply must never repeat, with the label shown in its place: the API key,
     a key pasted into the base URL (also as the Basic auth header carries it), CHATMEM_KEY."""
     import base64
 
-    found: dict[str, str] = {}
+    found: dict[str, Credential] = {}
     if base_url:
         parts = urlsplit(base_url)
         if parts.username and parts.password:
             pair = f"{parts.username}:{parts.password}".encode()
-            found[base64.b64encode(pair).decode()] = "[api key]"
+            found[base64.b64encode(pair).decode()] = Credential.API_KEY
         for secret in url_secrets(base_url):
-            found[secret] = "[api key]"
+            found[secret] = Credential.API_KEY
     if api_key:
-        found[api_key] = "[api key]"
+        found[api_key] = Credential.API_KEY
         if len(api_key) >= MIN_SECRET_CHARACTERS:  # a placeholder's base64 is no secret either
             # As a server may quote it back in an error: the key's bytes, base64-encoded, or
             # percent-encoded as a URL's query carries it (`keyurl=sk%2Dtest%2B…`).
-            found[base64.b64encode(api_key.encode()).decode()] = "[api key]"
+            found[base64.b64encode(api_key.encode()).decode()] = Credential.API_KEY
             every = "".join(c if c.isascii() and c.isalnum() else
                             "".join(f"%{b:02X}" for b in c.encode()) for c in api_key)
             for encoded in (quote(api_key, safe=""), every):
-                found[encoded] = "[api key]"
+                found[encoded] = Credential.API_KEY
     if history_key:
-        found[history_key] = "[history key]"
+        found[history_key] = Credential.HISTORY_KEY
     return {s: label for s, label in found.items() if len(s) >= MIN_SECRET_CHARACTERS}
 
 
@@ -83,6 +92,29 @@ def without_credentials(text: str, secrets: Mapping[str, str]) -> tuple[str, tup
         if found and label not in labels:
             labels.append(label)
     return text, tuple(labels)
+
+
+class TypedMask:
+    """Masks the credentials `secrets` name (secret → Credential, as providers.typed_secrets
+    gives them) in each text it is called on, and collects which it found: the one place a
+    turn's input, an imported transcript and a served request are masked and told."""
+
+    def __init__(self, secrets: Mapping[str, str]) -> None:
+        self.secrets = secrets
+        self._found: dict[Credential, None] = {}
+
+    def __call__(self, text: str) -> str:
+        text, found = without_credentials(text, self.secrets)
+        self._found.update(dict.fromkeys(Credential(label) for label in found))
+        return text
+
+    def optional(self, text: str | None) -> str | None:
+        return None if text is None else self(text)
+
+    @property
+    def found(self) -> tuple[Credential, ...]:
+        """What was masked, in the order first found (longest secret's first in a text)."""
+        return tuple(self._found)
 
 
 _IGNORED = frozenset("\u200b\u200c\u200d\u2060\ufeff\u00ad\n\r")
@@ -139,14 +171,14 @@ says otherwise (Settings.api_key_env's default, config.keys.KEY_ENV, config.load
 ENV_KEYS)."""
 
 
-def environment_secrets() -> dict[str, str]:
+def environment_secrets() -> dict[str, Credential]:
     """The credentials the environment holds where chatmem reads them by default: what to
     mask in what plugin code says where no settings are at hand (its register, a strategy's
     __init__ or build)."""
     import os
 
     (api_key, history_key), urls = ENVIRONMENT_CREDENTIALS
-    found: dict[str, str] = {}
+    found: dict[str, Credential] = {}
     for url in urls:
         found |= credentials_of(None, os.environ.get(url), None)
     return found | credentials_of(os.environ.get(api_key, "").strip() or None, None,
@@ -168,7 +200,7 @@ class SecretMask:
     returns what is held at the end.
     """
 
-    def __init__(self, secrets: dict[str, str]) -> None:
+    def __init__(self, secrets: Mapping[str, str]) -> None:
         # Longest first: a secret that contains another is replaced whole.
         self._secrets = sorted(secrets.items(), key=lambda item: -len(item[0]))
         self._keys = [folded_with_places(secret)[0] for secret, _ in self._secrets]

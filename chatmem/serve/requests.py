@@ -157,13 +157,10 @@ def without_credentials_asked(asked: TurnAsked, secrets: Mapping[str, str]) -> T
     conversation known by its opening) only when masked alike."""
     from dataclasses import replace
 
-    from chatmem.privacy.secrets import without_credentials
+    from chatmem.privacy.secrets import TypedMask
 
-    def masked(text: str) -> str:
-        return without_credentials(text, secrets)[0]
-
-    return replace(asked, text=masked(asked.text),
-                   system=None if asked.system is None else masked(asked.system),
+    masked = TypedMask(secrets)
+    return replace(asked, text=masked(asked.text), system=masked.optional(asked.system),
                    prior=tuple(replace(m, content=masked(m.content)) for m in asked.prior))
 
 
