@@ -184,11 +184,10 @@ class Workspace:
 
     def typed_secrets(self) -> dict[str, Credential]:
         """What is masked in what the user types before it is sent or stored: the settings'
-        keys and the key the history opened with (providers.typed_secrets); the history is
-        opened first, so a key key_command gives or the user types is one of them."""
+        keys and the key the history opened with, once it is open (providers.typed_secrets):
+        not opened for it, as a command that needs no history (eval) must not ask its key."""
         from chatmem.providers import typed_secrets
 
-        _ = self.store
         return typed_secrets(self.settings, self._history_key)
 
     # -- models ------------------------------------------------------------------------

@@ -225,3 +225,36 @@ def test_the_history_key_from_key_command_typed_into_a_turn_is_masked(
             assert contents[0] == typed.format(key="[history key]"), contents
             assert HISTORY_KEY not in "".join([*contents, session.system or ""])
         assert store.sessions.session("钥").system == "k [history key]"
+
+
+@pytest.mark.parametrize("language", ["en", "zh"])
+def test_a_transcript_s_probes_holding_the_key_are_masked_in_eval_and_import(
+        tmp_path: Path, chat_server, language: str) -> None:
+    """A transcript whose probe question and expect_text held the user's API key: `eval
+    --answer` sent the question upstream and wrote both to its report; `sessions import`
+    stored both in the session's probes."""
+    typed, _ = SAID[language]
+    question = {"en": "what is my key {key}?", "zh": "我的密钥{key}是什么？"}[language]
+    transcript = tmp_path / "t.jsonl"
+    transcript.write_text("\n".join(json.dumps(line, ensure_ascii=False) for line in [
+        {"role": "user", "content": typed.format(key=KEY), "id": "u1"},
+        {"role": "assistant", "content": "ok"},
+        {"probe": question.format(key=KEY), "expect_ids": ["u1"], "expect_text": [KEY]},
+    ]) + "\n", encoding="utf-8")
+    env = {"OPENAI_API_KEY": KEY, "OPENAI_BASE_URL": chat_server.base_url, "CHATMEM_KEY": None}
+    report = tmp_path / "r.html"
+    result = invoke("eval", str(transcript), "-s", "buffer", "--answer", "--provider",
+                    "openai", "-m", "m1", "--report", str(report), "--json",
+                    "--db", str(tmp_path / "e.db"), env=env, code=0)
+    assert "the input held your api key; it was replaced by [api key]" in result.stderr
+    assert KEY not in result.output
+    assert chat_server.requests, "the probe was asked"
+    assert KEY not in json.dumps(chat_server.requests, ensure_ascii=False)
+    db = tmp_path / "i.db"
+    invoke("sessions", "import", str(transcript), "导入", "--db", str(db), env=env, code=0)
+    transcript.unlink()
+    with Store(db) as store:
+        [probe] = store.sessions.probes(store.sessions.session("导入").id)
+    assert (probe["question"], list(probe["expect_text"])) == (
+        question.format(key="[api key]"), ["[api key]"])
+    no_byte_of([KEY], tmp_path)
