@@ -182,13 +182,13 @@ def eval_table(runs: Sequence[StrategyRun], title: str | None = None,
 
 PROBE_CAPTION = ("✓ every expected id and text in the context · ✗ none of them · "
                  "n/m: n of the m expected ids and texts")
-_PROBE_KEYS = PROBE_CAPTION.split(" · ")
 
 
 def probe_legend() -> Flow:
     """PROBE_CAPTION broken between entries only (a caption wrapped mid-phrase)."""
-    return Flow([Text(key + (" ·" if i < len(_PROBE_KEYS) - 1 else ""), style="dim")
-                 for i, key in enumerate(_PROBE_KEYS)], gap=1)
+    keys = PROBE_CAPTION.split(" · ")
+    return Flow([Text(key + " ·" * (i < len(keys) - 1), style="dim")
+                 for i, key in enumerate(keys)], gap=1)
 
 
 def probe_table(runs: Sequence[StrategyRun]) -> Fitted:
@@ -312,9 +312,9 @@ def token_chart(
     # each label ends under its turn's markers.
     if step > 1:
         axis = "turn 1".rjust(step) + f"turn {turns}".rjust(columns - step)
-    else:
-        axis = "turn 1" if turns <= 1 else \
-            "turn 1" + f"turn {turns}".rjust(max(columns - 6, len(f"turn {turns}") + 1))
+    else:  # too narrow for a label at each end (3 turns in 18 columns): one for the span
+        axis = "turn 1" if turns <= 1 else f"turns 1–{turns}" if columns < len(
+            f"turn 1 turn {turns}") else "turn 1" + f"turn {turns}".rjust(columns - 6)
     out.append(" " * (label_width + 2) + axis + "\n", style="dim")
     # The legend breaks between entries, never between a marker and its name.
     entries = [(f"{marker(index)} {label}", series_style(index))

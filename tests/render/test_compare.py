@@ -384,3 +384,14 @@ def test_the_probe_legend_breaks_between_its_entries_only(width: int) -> None:
     for key in keys:
         assert any(key in line for line in legend), (key, legend)
     assert all(cell_len(line) <= width for line in legend)
+
+
+@pytest.mark.parametrize(("turns", "width"), [(3, 18), (3, 10), (4, 24), (13, 60), (30, 12)])
+def test_a_chart_too_narrow_for_a_label_at_each_end_names_the_span(turns: int,
+                                                                   width: int) -> None:
+    """A 3-turn chart under 21 columns drew one column a turn and "turn 1 turn 3" past its
+    end, "turn 3" under no marker: one label names the turns instead, within the chart."""
+    chart = token_chart({"window": [10 * (t + 1) for t in range(turns)]}, width=width).plain
+    axis, rule = chart.splitlines()[-2], chart.splitlines()[-3]
+    assert axis.strip() == f"turns 1–{turns}"
+    assert len(rule) == len(rule.split("└")[0]) + 1 + min(width, turns)
