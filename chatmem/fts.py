@@ -399,6 +399,31 @@ def search_terms(text: str) -> list[str]:
     return _kept(_terms(text, prefixes=True))
 
 
+_JOINED = re.compile(r"[0-9A-Za-z]+(?:[^\w\s][0-9A-Za-z]+)+")
+_PARTS = re.compile(r"[a-z]+|[0-9]+")
+
+
+def joined_spellings(text: str) -> list[str]:
+    """The codes of `text` written with hyphens or dots (ORD-7731-QX, ORD‑7731‑QX) as the
+    one word the index holds for them written with soft hyphens (ord7731qx): a search for
+    the code finds it however it was joined. Never in `search_terms(text)`."""
+    typed = set(search_terms(text))
+    return [term for term in dict.fromkeys(
+        re.sub(r"[^0-9A-Za-z]", "", m.group()).lower() for m in _JOINED.finditer(folded(text)))
+        if term not in typed]
+
+
+def split_spellings(text: str) -> list[str]:
+    """The words of `text` of letters and digits (ORD7731QX) as the parts the index holds
+    for them written with hyphens (ord, 7731, qx): for a search that found nothing as
+    typed (as alternatives, gpt4's parts would find every message saying 4)."""
+    typed, found = set(search_terms(text)), list[str]()
+    for term in _terms(text):
+        parts = _PARTS.findall(term) if term.isascii() else []
+        found += parts if len(parts) > 1 else []
+    return [term for term in dict.fromkeys(found) if term not in typed]
+
+
 def _kept(terms: list[str]) -> list[str]:
     terms = list(dict.fromkeys(terms))
     kept = [t for t in terms if t not in STOP_TERMS and t not in UNSCORED_WORDS]

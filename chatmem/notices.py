@@ -25,6 +25,7 @@ from chatmem.history_notices import (
     WaitingForUpgrade,
     WaitingForWrite,
 )
+from chatmem.privacy.secrets import Credential
 from chatmem.session_notices import (
     ModelChanged,
     SavedParamsDropped,
@@ -164,10 +165,10 @@ class InputNotUtf8:
 @dataclass(frozen=True)
 class CredentialInInput:
     """The input (or, `in_system_prompt`, a system prompt given) held a credential chatmem
-    runs with; each was replaced by its label (`labels`: "[api key]", "[history key]") in
-    what is sent and stored."""
+    runs with; each was replaced by its label (Credential.API_KEY is "[api key]") in what is
+    sent and stored."""
 
-    labels: tuple[str, ...]
+    credentials: tuple[Credential, ...]
     in_system_prompt: bool = False
 
 

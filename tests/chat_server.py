@@ -190,6 +190,18 @@ class _Handler(BaseHTTPRequestHandler):
             self._event(self._chunk(body, None, "stop"))
             self._event("[DONE]")
             self._end()
+        elif mode == "echo-key-disguised":
+            # A hostile server echoing the key so that a plain match misses it: a zero-width
+            # space inside, in full-width letters, wrapped over two lines (split over deltas).
+            key = self.headers["Authorization"].split()[-1]
+            wide = "".join(chr(ord(c) + 0xFEE0) if "!" <= c <= "~" else c for c in key)
+            self._stream_head()
+            for piece in ("one ", key[:6], "\u200b", key[6:], " two ", wide[:9], wide[9:],
+                          " three ", key[:11], "\n", key[11:], " 四。"):
+                self._event(self._chunk(body, piece, None))
+            self._event(self._chunk(body, None, "stop"))
+            self._event("[DONE]")
+            self._end()
         elif mode == "404":
             self._error(404, "model_not_found", f"The model {body.get('model')} does not exist")
         elif mode == "hang":

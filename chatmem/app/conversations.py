@@ -141,7 +141,8 @@ def start_conversation(
                           embedder=lambda: workspace.embedder, activity=activity,
                           allow_over_budget=allow_over_budget, save=save,
                           keeps_memory=not workspace.one_off, budget=budget,
-                          strategies=workspace.registries.strategies)
+                          strategies=workspace.registries.strategies,
+                          typed_secrets=workspace.typed_secrets())
     # A caller that never finishes the engine (`Engine.finish` stores what its backlog
     # embedded) still has its embedding thread stopped when the workspace closes.
     workspace.owns(engine.indexing.abandon)

@@ -110,6 +110,21 @@ def as_sent(store: Store, session: SessionRecord, transcript: Transcript) -> Tra
     return replace(transcript, items=items)
 
 
+def _masked(workspace: Workspace, transcript: Transcript) -> Transcript:
+    """`transcript` with the credentials chatmem runs with masked in all it sends and keeps
+    (its probes' questions and expected texts too: `--answer` asks them, a report and a
+    saved replay show them), told once as a turn's input is."""
+    from chatmem.notices import CredentialInInput
+    from chatmem.privacy.secrets import TypedMask
+    from chatmem.transcripts.format import transcript_masked
+
+    mask = TypedMask(workspace.typed_secrets())
+    transcript = transcript_masked(transcript, mask)
+    if mask.found:
+        workspace.tell(CredentialInInput(mask.found))
+    return transcript
+
+
 def _sent_system(context: Mapping[str, Any]) -> str | None:
     """The system prompt a recorded context sent (None: it sent none)."""
     for part in context.get("parts", ()):
@@ -160,6 +175,7 @@ def compare_strategies(
     if not transcript.user_turns():
         raise TranscriptError(f"{source or transcript.source}: the transcript has no user "
                               "messages to replay")
+    transcript = _masked(workspace, transcript)
     keep_replies = transcript.has_replies() if keep is None else keep
     user = workspace.settings.user if with_user_facts else None
     chat_provider = workspace.reproducing(transcript, explicit=explicit)

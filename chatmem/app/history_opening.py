@@ -21,13 +21,14 @@ if TYPE_CHECKING:
 
 def open_history(settings: Settings, *, create: bool, one_off: bool,
                  ask_key: Callable[[str], str] | None, tell: Callable[[Notice], None],
-                 pool: ModelPool | None, key_elsewhere: bool = False) -> tuple[Store, bool]:
-    """The history `settings` name, and whether `ask_key` gave its key (Workspace's
-    `create`, `one_off`, `ask_key` and models pool; `tell` hears what opening did).
-    `key_elsewhere`: a key set is another history's (`sessions copy` from or to an
-    encrypted file), not one a PostgreSQL history would ignore."""
+                 pool: ModelPool | None, key_elsewhere: bool = False,
+                 ) -> tuple[Store, str | None, bool]:
+    """The history `settings` name, the key it was opened with (None: none), and whether
+    `ask_key` gave it (Workspace's `create`, `one_off`, `ask_key` and models pool; `tell`
+    hears what opening did). `key_elsewhere`: a key set is another history's (`sessions
+    copy` from or to an encrypted file), not one a PostgreSQL history would ignore."""
     if one_off:
-        return Store(":memory:"), False
+        return Store(":memory:"), None, False
     where = settings.location  # parsed once here; the store is given it, typed
     if where.kind is LocationKind.POSTGRESQL:
         if not key_elsewhere and (source := settings.key_source()) is not None:
@@ -36,13 +37,13 @@ def open_history(settings: Settings, *, create: bool, one_off: bool,
                              "only; a PostgreSQL database is protected by its server "
                              f"(unset {source})")
         try:
-            return Store(where, on_upgrade=tell), False  # the server protects it: no key
+            return Store(where, on_upgrade=tell), None, False  # the server protects it
         except StoreError as e:
             # A reading command on a database no one has opened yet shows it empty, as
             # on a fresh file; a writing command says who must open it first.
             if create or e.kind is not StoreFailure.NO_TABLES:
                 raise
-            return Store.empty_standing_in(where), False
+            return Store.empty_standing_in(where), None, False
     if settings.db is None:
         _move_legacy_file(tell)
     path = where.path
@@ -50,35 +51,37 @@ def open_history(settings: Settings, *, create: bool, one_off: bool,
         if settings.db is not None:
             raise NotFound(f"no history file at {path} (chat, ask and sessions import "
                            "create it)")
-        return Store.empty_standing_in(where), False  # nothing stored yet, nothing on disk
+        return Store.empty_standing_in(where), None, False  # nothing stored yet, nor on disk
     try:
         if key_elsewhere and _plain(path):
             # `sessions copy` between an encrypted file and a plain one: the key set is the
             # other file's, and a plain file refuses a key it would be opened with.
-            return Store(where, on_upgrade=tell), False
-        return _keyed_store(settings, where, path, tell, pool), False
+            return Store(where, on_upgrade=tell), None, False
+        return *_keyed_store(settings, where, path, tell, pool), False
     except HistoryLocked as e:
         if not (e.missing and ask_key is not None):
             raise
-        return Store(where, key=ask_key(f"key for {path}: "), on_upgrade=tell), True
+        typed = ask_key(f"key for {path}: ")
+        return Store(where, key=typed, on_upgrade=tell), typed, True
 
 
 def _keyed_store(settings: Settings, where: HistoryLocation, path: Path,
-                 tell: Callable[[Notice], None], pool: ModelPool | None) -> Store:
-    """The history file opened with its configured key, or the one a server's pool
-    kept from an earlier open (key_command runs once for a server): a kept key the file
-    no longer takes (`chatmem rekey` since) is forgotten and the command run again."""
+                 tell: Callable[[Notice], None], pool: ModelPool | None,
+                 ) -> tuple[Store, str | None]:
+    """The history file, and the key it opened with: its configured key, or the one a
+    server's pool kept from an earlier open (key_command runs once for a server): a kept
+    key the file no longer takes (`chatmem rekey` since) is forgotten and the command run again."""
     kept = pool.history_key(where) if pool is not None else None
     if pool is not None and kept is not None:
         try:
-            return Store(where, key=kept, on_upgrade=tell)
+            return Store(where, key=kept, on_upgrade=tell), kept
         except HistoryLocked:
             pool.forget_history_key(where, kept)
     key = _history_key(settings, path)
     store = Store(where, key=key, on_upgrade=tell)
     if key is not None and pool is not None:
         pool.keep_history_key(where, key)
-    return store
+    return store, key
 
 
 def _move_legacy_file(tell: Callable[[Notice], None]) -> None:

@@ -129,9 +129,7 @@ def _as_sent(workspace: Workspace, text: str) -> str:
     """`text` with the credentials a turn masks in its input masked (Engine.run_turn): what
     a turn would send, which the inspection shows."""
     from chatmem.privacy.secrets import without_credentials
-    from chatmem.providers import typed_secrets
-
-    return without_credentials(text, typed_secrets(workspace.settings))[0]
+    return without_credentials(text, workspace.typed_secrets())[0]
 
 
 def _memory_missing(engine: Engine[Store]) -> bool:

@@ -8,7 +8,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from chatmem.errors import StrategyError, TranscriptError, UsageError
 
@@ -161,8 +161,10 @@ def _write_unfinished(workspace: Workspace, transcript: Transcript,
                       batch: int) -> Imported:
     """`transcript` written as a session under a new unfinished name, noted in `made` once
     it exists (so that a failure after it deletes it)."""
+    from chatmem.notices import CredentialInInput
+    from chatmem.privacy.secrets import TypedMask
     from chatmem.store import unfinished
-    from chatmem.transcripts.format import TranscriptMessage, message_dicts
+    from chatmem.transcripts.format import TranscriptMessage, message_dicts, transcript_masked
 
     settings = workspace.settings
     chosen: Strategy | None = None
@@ -178,10 +180,13 @@ def _write_unfinished(workspace: Workspace, transcript: Transcript,
             # Kept as saved, for the version that takes them, as the exporting history kept
             # them (its own export of the session was refused here otherwise).
             params = dict(transcript.params)
-    messages, prompts, replaced = _without_credentials(workspace, message_dicts(
-        [m for m in transcript.on_its_clock() if isinstance(m, TranscriptMessage)]),
-        transcript.system_prompts())
-    store = workspace.store
+    store = workspace.store  # first: the key it opens with is masked too
+    masked = TypedMask(workspace.typed_secrets())
+    transcript = transcript_masked(transcript, masked)
+    replaced = CredentialInInput(masked.found) if masked.found else None
+    messages = message_dicts(
+        [m for m in transcript.on_its_clock() if isinstance(m, TranscriptMessage)])
+    prompts = transcript.system_prompts()
     hidden = unfinished.unfinished_name("import")
     session = store.sessions.create_session(
         hidden, strategy, params, provider=transcript.provider,
@@ -206,33 +211,6 @@ def _write_unfinished(workspace: Workspace, transcript: Transcript,
         for position, p, before_prompt in transcript.probe_positions()])
     return Imported(session, chosen, len(transcript.messages), len(transcript.probes),
                     dropped, replaced)
-
-
-Prompts = list[tuple[int, str | None]]
-
-
-def _without_credentials(workspace: Workspace, messages: list[dict[str, Any]],
-                         prompts: Prompts
-                         ) -> tuple[list[dict[str, Any]], Prompts, CredentialInInput | None]:
-    """`messages` and the system `prompts` with the credentials chatmem runs with replaced
-    by their labels (the user's key pasted into a chat elsewhere, exported, imported here),
-    and the notice."""
-    from chatmem.notices import CredentialInInput
-    from chatmem.privacy.secrets import without_credentials
-    from chatmem.providers import typed_secrets
-
-    secrets = typed_secrets(workspace.settings)
-    labels: dict[str, None] = {}
-
-    def masked(text: str) -> str:
-        text, found = without_credentials(text, secrets)
-        labels.update(dict.fromkeys(found))
-        return text
-
-    for message in messages:
-        message["content"] = masked(message["content"])
-    prompts = [(turn, None if system is None else masked(system)) for turn, system in prompts]
-    return messages, prompts, CredentialInInput(tuple(labels)) if labels else None
 
 
 @dataclass(frozen=True)

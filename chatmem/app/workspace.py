@@ -36,6 +36,7 @@ if TYPE_CHECKING:
     from chatmem.memory.base import Strategy
     from chatmem.notices import Notice
     from chatmem.plugins import Registries
+    from chatmem.privacy.secrets import Credential
     from chatmem.providers.base import Provider
     from chatmem.store import SessionRecord, Store
     from chatmem.transcripts.format import Transcript
@@ -84,6 +85,9 @@ class Workspace:
         self.key_typed = False
         """Whether `ask_key` gave the history's key: set nowhere, so no process of chatmem's
         own (a background `chatmem index`) can open the history with it."""
+        self._history_key: str | None = None
+        """The key the history opened with (from $CHATMEM_KEY, key_command or typed): masked
+        in what the user types (typed_secrets), and never shown."""
         self._retention_checked = False
         self._store: Store | None = None
         self._providers: dict[tuple[Any, ...], Provider] = {}
@@ -173,10 +177,18 @@ class Workspace:
     def _open_store(self) -> Store:
         from chatmem.app.history_opening import open_history
 
-        store, self.key_typed = open_history(
+        store, self._history_key, self.key_typed = open_history(
             self.settings, create=self.create, one_off=self.one_off, ask_key=self.ask_key,
             tell=self.tell, pool=self._pool, key_elsewhere=self.key_elsewhere)
         return store
+
+    def typed_secrets(self) -> dict[str, Credential]:
+        """What is masked in what the user types before it is sent or stored: the settings'
+        keys and the key the history opened with, once it is open (providers.typed_secrets):
+        not opened for it, as a command that needs no history (eval) must not ask its key."""
+        from chatmem.providers import typed_secrets
+
+        return typed_secrets(self.settings, self._history_key)
 
     # -- models ------------------------------------------------------------------------
 

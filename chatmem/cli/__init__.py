@@ -7,6 +7,7 @@ commands, so `chatmem --help` stays fast.
 from __future__ import annotations
 
 import re
+import shlex
 import sys
 from collections.abc import Sequence
 from typing import Annotated, Any
@@ -81,8 +82,20 @@ def usage_error_line(error: typer.TyperException) -> str:
     ctx = getattr(error, "ctx", None)
     if message.startswith("got unexpected extra argument") and ctx is not None:
         # `logs trip`, `sessions export trip t.md`: the word is likely an option's value;
-        # the command's help names the option it goes with.
-        message += f" (`{ctx.command_path} --help` says what it takes)"
+        # a lone word where the command takes --session is likely a session's name.
+        # (The words are known only as the message lists them, space-joined: one word
+        # alone is told so; more, or one with a space, is the help's to explain.)
+        extra = re.fullmatch(r"got unexpected extra argument\(s\) \((\S+)\)", message)
+        # (A command taking words of its own, `inspect SESSION`, has them all already.)
+        params = ctx.command.params
+        takes_session = any("--session" in getattr(p, "opts", ()) for p in params) and not any(
+            getattr(p, "param_type_name", "") == "argument" for p in params)
+        if takes_session and extra is not None and not extra[1].startswith("-"):
+            word = extra[1] if re.fullmatch(r"[\w.@/-]+", extra[1]) else shlex.quote(extra[1])
+            message += (f" (a session's name goes after --session: `{ctx.command_path} "
+                        f"--session {word}`)")
+        else:
+            message += f" (`{ctx.command_path} --help` says what it takes)"
     return message
 
 

@@ -82,12 +82,12 @@ def check_option(key: str, value: Any, label: str | None = None) -> OptionValue:
             number = float(value)
     except (TypeError, ValueError):
         kind = "a whole number" if rule.kind is int else "a number"
-        raise UsageError(f"{where} must be {kind}, got {_said(value)}") from None
+        raise UsageError(f"{where} must be {kind}, got {shown_value(value)}") from None
     if (isinstance(number, float) and not math.isfinite(number)) or (
             rule.low is not None and number < rule.low) or (
             rule.high is not None and number > rule.high):
         raise UsageError(f"{where} must be between {rule.low:g} and {rule.high:g}, "
-                         f"got {_said(value)}")
+                         f"got {shown_value(value)}")
     return number
 
 
@@ -96,7 +96,9 @@ SAID_CHARS = 40
 digits (or a 5,000-character string) was echoed whole."""
 
 
-def _said(value: Any) -> str:
+def shown_value(value: Any) -> str:
+    """`value` as a message shows it, cut past SAID_CHARS (a 300-digit number was echoed
+    whole)."""
     said = repr(value)
     return said if len(said) <= SAID_CHARS else f"{said[:SAID_CHARS - 1]}…"
 

@@ -11,7 +11,7 @@ from dataclasses import dataclass, field, fields
 from datetime import tzinfo
 from enum import StrEnum
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from chatmem.config.keys import KEY_ENV, api_key_from, key_from, run_key_command
 from chatmem.config.location import HistoryLocation, LocationKind, parse_location
@@ -26,6 +26,9 @@ from chatmem.config.sections import (
     shown_repr,
 )
 from chatmem.text import profile_name
+
+if TYPE_CHECKING:
+    from chatmem.privacy.secrets import Credential
 
 # A 135M model sometimes repeats one word for as long as it may: keep that short.
 LOCAL_MAX_REPLY_TOKENS = 256
@@ -236,7 +239,7 @@ class Settings:
         return {**{f"{member}.{key}": value for member in members
                    for key, value in self.strategies.get(member, {}).items()}, **own}
 
-    def credentials(self, *, urls: bool = True) -> dict[str, str]:
+    def credentials(self, *, urls: bool = True) -> dict[str, Credential]:
         """What no reply or error may repeat, with the label shown in its place
         (privacy.secrets.credentials_of): the chat endpoint's key and base URL, and the
         embedder's own when `[embeddings]` names them; `urls=False`: the keys alone. Never

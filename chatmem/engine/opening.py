@@ -172,6 +172,7 @@ def open_session(
     save: bool = True,
     keeps_memory: bool = True,
     budget: int | None = None,
+    typed_secrets: Mapping[str, str] | None = None,
 ) -> Engine[S]:
     """Resume the named session or create it, and return its engine.
 
@@ -180,13 +181,15 @@ def open_session(
     given for a session that exists becomes its own; with `save` False it holds for this
     engine only and the stored session is left as it is. `budget` overrides the settings'
     context budget (the REPL's /budget). `strategies`: the registry `strategy` names
-    parts of, and the session's strategy is built from.
+    parts of, and the session's strategy is built from. `typed_secrets`: what is masked in
+    what the user types (Engine.typed_secrets).
     """
     zone = settings.zone  # a timezone no zone has is refused before a session is created
     session = store.sessions.find_session(name)
     notices: list[Notice] = []
     if system:  # stored and sent as a turn's input is: no byte of a key in the history
-        [system], replaced = without_typed_credentials(settings, system, system=True)
+        [system], replaced = without_typed_credentials(settings, system, system=True,
+                                                       secrets=typed_secrets)
         notices += replaced
     chosen = resolve_strategy(settings, strategy, params or {}, session, strategies,
                               tell=notices.append)
@@ -228,7 +231,7 @@ def open_session(
                     helper=helper, settings=settings, embedder=embedder, activity=activity,
                     allow_over_budget=allow_over_budget, keeps_memory=keeps_memory,
                     notices=notices, pending=changes if keep else {}, created=created,
-                    zone=zone)
+                    zone=zone, typed_secrets=typed_secrets)
     engine.settings_owner = owner
     engine.chosen_here = frozenset(
         [*(["strategy", "params"] if strategy is not None or params else []),

@@ -5,7 +5,7 @@ of `chatmem.engine.turns.Engine`."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from typing import TYPE_CHECKING
 
@@ -15,7 +15,7 @@ from chatmem.memory.guards import falls_with_setting
 from chatmem.memory.params import budget_params
 from chatmem.memory.quoting import attached_from_block
 from chatmem.notices import CredentialInInput
-from chatmem.privacy.secrets import without_credentials
+from chatmem.privacy.secrets import TypedMask
 from chatmem.text_caches import forget_texts
 
 if TYPE_CHECKING:
@@ -45,6 +45,7 @@ class TurnChecks:
     indexing: Indexing
     _erasures: int | None
     settings: Settings | None
+    typed_secrets: Mapping[str, str] | None
 
     if TYPE_CHECKING:
         @property
@@ -57,7 +58,7 @@ class TurnChecks:
         replaced by their labels, and the notice saying so if any was: what is sent and
         stored, so `inspect` shows what the model read and no byte of a key is stored
         (README: the key never reaches the database)."""
-        return without_typed_credentials(self.settings, *texts)
+        return without_typed_credentials(self.settings, *texts, secrets=self.typed_secrets)
 
     def without_credentials_attached(self, text: str, attachments: Sequence[Attachment],
                                      ) -> tuple[str, list[Attachment], list[CredentialInInput]]:
@@ -151,15 +152,16 @@ def _files(context: Context) -> tuple[tuple[str, int], ...]:
 
 
 def without_typed_credentials(settings: Settings | None, *texts: str, system: bool = False,
+                              secrets: Mapping[str, str] | None = None,
                               ) -> tuple[list[str], list[CredentialInInput]]:
-    """`texts` with the credentials `settings` run with replaced by their labels, and the
-    notice saying so if any was (`system`: the texts are a system prompt)."""
+    """`texts` with the credentials `settings` run with (`secrets`, what the workspace says
+    they are: Workspace.typed_secrets, else providers.typed_secrets(settings)) replaced by
+    their labels, and the notice saying so if any was (`system`: the texts are a system
+    prompt)."""
     if settings is None:
         return list(texts), []
     from chatmem.providers import typed_secrets
 
-    secrets = typed_secrets(settings)
-    masked = [without_credentials(text, secrets) for text in texts]
-    labels = tuple(dict.fromkeys(label for _, found in masked for label in found))
-    return ([text for text, _ in masked],
-            [CredentialInInput(labels, in_system_prompt=system)] if labels else [])
+    mask = TypedMask(typed_secrets(settings) if secrets is None else secrets)
+    masked = [mask(text) for text in texts]
+    return masked, [CredentialInInput(mask.found, in_system_prompt=system)] if mask.found else []

@@ -17,7 +17,7 @@ from chatmem.session_notices import SettingsNotSaved
 from chatmem.store.records import session_address
 
 if TYPE_CHECKING:
-    from collections.abc import Sequence
+    from collections.abc import Mapping, Sequence
 
     from chatmem.config.settings import Settings
     from chatmem.errors import ModelFrom
@@ -45,6 +45,7 @@ class SessionChanges:
     _stored: bool
     notices: list[Notice]
     settings: Settings | None
+    typed_secrets: Mapping[str, str] | None
     _finished = False
     chosen_here: frozenset[str] = frozenset()
     """What whoever opened this engine chose (strategy and params, system, provider and
@@ -130,7 +131,8 @@ class SessionChanges:
 
     def _without_credentials(self, system: str | None) -> str | None:
         # Stored and sent as a turn's input is: no byte of a key in the history.
-        return system and without_typed_credentials(self.settings, system)[0][0]
+        return system and without_typed_credentials(self.settings, system,
+                                                     secrets=self.typed_secrets)[0][0]
 
     def _set(self, what: str, **fields: Any) -> SettingsNotSaved | None:
         if self.settings_owner is None:

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from contextlib import suppress
 from dataclasses import dataclass, field, replace
 from datetime import tzinfo
@@ -105,6 +105,7 @@ class Engine(SessionChanges, MemoryUpkeep, TurnChecks, TurnRows, Generic[StoreT]
         created: bool = False,
         interrupt_ends: bool = False,
         zone: tzinfo | None = None,
+        typed_secrets: Mapping[str, str] | None = None,
     ) -> None:
         self.store = store
         self.session = session
@@ -115,6 +116,9 @@ class Engine(SessionChanges, MemoryUpkeep, TurnChecks, TurnRows, Generic[StoreT]
         """What strategy calls (summaries, facts) go to: the chat's provider unless the
         helper_model setting names another."""
         self.settings = settings
+        self.typed_secrets = typed_secrets
+        """What is masked in the user's input (Workspace.typed_secrets: with the key the
+        history opened with); None: what `settings` name (providers.typed_secrets)."""
         self.zone: tzinfo = zone or (settings.zone if settings is not None else system_zone())
         """The zone the user's days are read in: the `timezone` setting's, else the
         system's (chatmem.timezones)."""

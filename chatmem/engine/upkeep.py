@@ -10,6 +10,7 @@ from chatmem.errors import ChatmemError, ExtensionFailed, SessionGone, StrategyF
 from chatmem.memory.base import MemoryEnv
 from chatmem.memory.guards import update_guarded
 from chatmem.notices import HelperTooSmall, MemoryUpdateCancelled, MemoryUpdateFailed, Notice
+from chatmem.providers.base import innermost
 
 if TYPE_CHECKING:
     from datetime import tzinfo
@@ -180,7 +181,9 @@ class MemoryUpkeep:
         said: list[Notice] = []
         if too_small and not self._said_helper_too_small:
             self._said_helper_too_small = True
-            said.append(HelperTooSmall(self.strategy.name, helper.model))
+            # The model inside replay's and eval's wrappers: theirs is the transcript's model,
+            # "local" when it names none.
+            said.append(HelperTooSmall(self.strategy.name, innermost(helper).model))
         try:
             return said + update_guarded(self.strategy, env, erasures=erasures)
         except SessionGone:
@@ -207,7 +210,6 @@ def is_embedded_model(provider: Provider) -> bool:
     Replay, eval and what-ifs count the calls of the model they are given, and open it on
     first use: the model is the one inside those wrappers.
     """
-    from chatmem.providers.base import innermost
     from chatmem.providers.local import SMOLLM2_FILE
 
     if provider.name != "local":

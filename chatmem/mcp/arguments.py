@@ -11,12 +11,18 @@ from __future__ import annotations
 import json
 from collections.abc import Callable, Mapping
 from contextlib import AbstractContextManager, ExitStack, nullcontext
-from typing import Any
+from typing import Any, NoReturn
 
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ToolError, UnexpectedToolError
 from mcp.shared.exceptions import MCPError
-from mcp.types import INVALID_PARAMS, CallToolResult, GetPromptResult, InputRequiredResult
+from mcp.types import (
+    INTERNAL_ERROR,
+    INVALID_PARAMS,
+    CallToolResult,
+    GetPromptResult,
+    InputRequiredResult,
+)
 from pydantic import ValidationError
 
 _MUST = {
@@ -44,9 +50,12 @@ class ToolServer(MCPServer[Any]):
     each done inside its `arrival` (entered before anything waits, so in the order the
     calls came), and which over stdio answers every request read before stdin ended."""
 
-    def __init__(self, *args: Any, arrival: Arrival | None = None, **kwargs: Any) -> None:
+    def __init__(self, *args: Any, arrival: Arrival | None = None,
+                 log: Callable[[str], None] | None = None, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self._arrival = arrival
+        self._log = log
+        """The server's own log (its owner's stderr): a prompt that failed is one line there."""
 
     async def run_stdio_async(self) -> None:
         """Serve over stdio (chatmem.mcp.stdio.run_stdio), the end of stdin held back from
@@ -71,11 +80,32 @@ class ToolServer(MCPServer[Any]):
             return await super().get_prompt(name, arguments, context)
         except ValueError as e:
             # The SDK's own check re-raised (`from` it); a prompt that failed to render
-            # carries its cause one step further, and stays the server's to log.
+            # carries its cause one step further.
             checked = e.__cause__
-            if not isinstance(checked, ValueError) or checked.__cause__ is not None:
+            if isinstance(checked, ValueError) and checked.__cause__ is None:
+                raise MCPError(INVALID_PARAMS, f"prompt {name}: {checked}") from None
+            failed = checked.__cause__ if checked is not None else None
+            if failed is None or isinstance(failed, MCPError):
                 raise
-            raise MCPError(INVALID_PARAMS, f"prompt {name}: {checked}") from None
+            self._failed(name, failed)
+
+    def _failed(self, name: str, failed: BaseException) -> NoReturn:
+        """A prompt that failed to render with an error chatmem does not know (a bug, a
+        plugin's): one line of the server's log with where it was raised (the SDK's
+        dispatcher logged ~100 lines of traceback), masked as a plugin's words are; the
+        client is told its kind."""
+        import traceback
+        from pathlib import Path
+
+        from chatmem.errors import one_line
+        from chatmem.privacy.secrets import plugin_mask
+
+        frames = traceback.extract_tb(failed.__traceback__)
+        at = f" (at {Path(frames[-1].filename).name}:{frames[-1].lineno})" if frames else ""
+        if self._log is not None:
+            self._log(plugin_mask().mask(f"prompt {name} failed: {one_line(failed)}{at}"))
+        raise MCPError(INTERNAL_ERROR, f"prompt {name} failed ({type(failed).__name__}); the "
+                       "server's log says where") from None
 
     async def call_tool(self, name: str, arguments: dict[str, Any],
                         context: Context[Any, Any] | None = None

@@ -81,7 +81,7 @@ def build_server(settings: Settings, *, histories: bool = False,
 
     server: MCPServer[Any] = ToolServer(
         name="chatmem", version=_version(), log_level="WARNING", lifespan=closing_kept,
-        arrival=memory.lined_up,
+        arrival=memory.lined_up, log=log,
         instructions=(
             "chatmem keeps this conversation's memory and shows exactly what it would send. "
             "Call start_conversation once, then record_turn after each exchange; call "

@@ -76,6 +76,20 @@ def build_guarded(strategy: Strategy, request: ContextRequest) -> Context:
     return context
 
 
+def built_to(strategy: Strategy, request: ContextRequest) -> int | None:
+    """The budget `strategy` builds `request`'s context to, as build_guarded holds it: its
+    own budget() (a plugin's may lack BaseStrategy's: the request's); None when that fails
+    (a build says why)."""
+    own = getattr(strategy, "budget", None)
+    if not callable(own):
+        return request.budget
+    try:
+        budget = own(request)
+    except Exception:
+        return None
+    return budget if isinstance(budget, int) and not isinstance(budget, bool) else None
+
+
 def falls_with_setting(strategy: Strategy, request: ContextRequest) -> bool:
     """Whether the context_budget setting (`request.budget`) limits `strategy`'s budget too,
     whatever its parameters say: its budget falls with the setting's (a combination takes

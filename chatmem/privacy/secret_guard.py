@@ -258,16 +258,28 @@ _LINE_OPENING = r"[ \t\u00a0\u3000>*+•#_-]*"
 """What may stand before a line's first word: spaces, a list's or a quote's mark, emphasis.
 Never a line break (each is an opening of its own): a run of 5,000 read from each of its
 breaks took 8 s a message."""
+_TO_ELSEWHERE = r"\s+(?:it|them|that|this|those|these)\s+(?:to|with)\s+(?!me\b|us\b)"
+_ELSEWHERE = rf"\s+(?:give|send|share|provide|hand|pass|forward){_TO_ELSEWHERE}"
+"""A request that the detail go to someone else ("Give it to the bank instead.", "please send
+it to your bank"): it asks nothing of the one it was said to."""
+_ELSEWHERE_ZH = r"把?(?:[它这那][个些]?|卡号|密码)?(?:交给|发给|提供给|转给|给)(?!我)"
+"""请把它交给银行, 直接提供给银行: as _ELSEWHERE."""
 _REQUESTS = re.compile(
-    r"(?<![A-Za-z])(?:(?:please|kindly)(?!\s+(?:do not|don'?t|never|avoid))|tell me|give me"
-    r"|send me|can you|could you|would you|type it|enter it|again)(?![A-Za-z])"
-    r"|请(?![勿不别])|告诉我|发给我|发我|输入|报一下|说一下|再发"
+    rf"(?<![A-Za-z])(?:(?:please|kindly)(?!\s+(?:do not|don'?t|never|avoid)|{_ELSEWHERE})"
+    r"|tell me|give me|send me|can you|could you|would you|type it|enter it|again)(?![A-Za-z])"
+    rf"|请(?![勿不别]|{_ELSEWHERE_ZH})|告诉我|发给我|发我|输入|报一下|说一下|再发"
     # A sentence, clause or line that opens on a verb asks without a please: "Reply with
     # the last 4 digits", "Just send the last four.", "回复后四位就行"; a model's Markdown
-    # line too ("- **Reply** with the last 4 digits").
+    # line too ("- **Reply** with the last 4 digits"); or on the part wanted alone ("Just
+    # the last 4 digits.", "后四位就行").
     rf"|(?:^|[\n.!;:。！；：，,]){_LINE_OPENING}(?:just\s+|only\s+|simply\s+)?"
     r"(?:reply|respond|send|enter|type|give|tell|share|provide|confirm|write|text)(?![A-Za-z])"
-    rf"|(?:^|[\n。！；：，,]){_LINE_OPENING}(?:只需|只要|直接|就)?(?:回复|发送|发一下|提供|给我|说出)",
+    rf"(?!{_TO_ELSEWHERE})"
+    rf"|(?:^|[\n.!;:。！；：，,]){_LINE_OPENING}(?:just|only)\s+(?:the\s+)?(?:last|final|first)"
+    r"\s+(?:\d{1,2}|one|two|three|four|five|six)\s+(?:digits?|numbers?|characters?)"
+    rf"|(?:^|[\n。！；：，,]){_LINE_OPENING}(?:只需|只要|直接|就)?(?:回复|发送|发一下|提供|给我|说出)"
+    r"(?!给(?!我))"
+    rf"|(?:^|[\n。！；：，,]){_LINE_OPENING}(?:只需|只要|就要)?(?:后|末|最后)\s*[一二三四五六1-6]\s*位",
     re.IGNORECASE)
 
 

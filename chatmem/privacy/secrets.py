@@ -8,6 +8,7 @@ those parts replaced by ***.
 from __future__ import annotations
 
 from collections.abc import Mapping
+from enum import StrEnum
 from urllib.parse import parse_qsl, quote, urlsplit, urlunsplit
 
 
@@ -35,36 +36,44 @@ def redacted_url(url: str) -> str:
     return urlunsplit((parts.scheme, netloc, parts.path, query, parts.fragment))
 
 
+class Credential(StrEnum):
+    """A credential chatmem runs with, as the label that takes its place in text: what a
+    notice names (render words each), compared as the label it is."""
+
+    API_KEY = "[api key]"
+    HISTORY_KEY = "[history key]"
+
+
 MIN_SECRET_CHARACTERS = 4
 """A shorter "secret" (a placeholder key like `x`) would mask ordinary words."""
 
 
 def credentials_of(api_key: str | None, base_url: str | None,
-                   history_key: str | None) -> dict[str, str]:
+                   history_key: str | None) -> dict[str, Credential]:
     """Each secret a reply must never repeat, with the label shown in its place: the API key,
     a key pasted into the base URL (also as the Basic auth header carries it), CHATMEM_KEY."""
     import base64
 
-    found: dict[str, str] = {}
+    found: dict[str, Credential] = {}
     if base_url:
         parts = urlsplit(base_url)
         if parts.username and parts.password:
             pair = f"{parts.username}:{parts.password}".encode()
-            found[base64.b64encode(pair).decode()] = "[api key]"
+            found[base64.b64encode(pair).decode()] = Credential.API_KEY
         for secret in url_secrets(base_url):
-            found[secret] = "[api key]"
+            found[secret] = Credential.API_KEY
     if api_key:
-        found[api_key] = "[api key]"
+        found[api_key] = Credential.API_KEY
         if len(api_key) >= MIN_SECRET_CHARACTERS:  # a placeholder's base64 is no secret either
             # As a server may quote it back in an error: the key's bytes, base64-encoded, or
             # percent-encoded as a URL's query carries it (`keyurl=sk%2Dtest%2B…`).
-            found[base64.b64encode(api_key.encode()).decode()] = "[api key]"
+            found[base64.b64encode(api_key.encode()).decode()] = Credential.API_KEY
             every = "".join(c if c.isascii() and c.isalnum() else
                             "".join(f"%{b:02X}" for b in c.encode()) for c in api_key)
             for encoded in (quote(api_key, safe=""), every):
-                found[encoded] = "[api key]"
+                found[encoded] = Credential.API_KEY
     if history_key:
-        found[history_key] = "[history key]"
+        found[history_key] = Credential.HISTORY_KEY
     return {s: label for s, label in found.items() if len(s) >= MIN_SECRET_CHARACTERS}
 
 
@@ -74,15 +83,85 @@ credential pasted by mistake: masked in what the user types, it would change the
 
 
 def without_credentials(text: str, secrets: Mapping[str, str]) -> tuple[str, tuple[str, ...]]:
-    """`text` with each of `secrets` (secret → label) replaced by its label, and the labels
-    put in (each once, longest secret's first)."""
+    """`text` with each of `secrets` (secret → label) replaced by its label, also as it is
+    written otherwise (`folded_with_places`), and the labels put in (each once, longest
+    secret's first)."""
     labels: list[str] = []
     for secret, label in sorted(secrets.items(), key=lambda item: -len(item[0])):
-        if secret in text:
-            text = text.replace(secret, label)
-            if label not in labels:
-                labels.append(label)
+        text, found = _replaced(text, secret, label)
+        if found and label not in labels:
+            labels.append(label)
     return text, tuple(labels)
+
+
+class TypedMask:
+    """Masks the credentials `secrets` name (secret → Credential, as providers.typed_secrets
+    gives them) in each text it is called on, and collects which it found: the one place a
+    turn's input, an imported transcript and a served request are masked and told."""
+
+    def __init__(self, secrets: Mapping[str, str]) -> None:
+        self.secrets = secrets
+        self._found: dict[Credential, None] = {}
+
+    def __call__(self, text: str) -> str:
+        text, found = without_credentials(text, self.secrets)
+        self._found.update(dict.fromkeys(Credential(label) for label in found))
+        return text
+
+    def optional(self, text: str | None) -> str | None:
+        return None if text is None else self(text)
+
+    @property
+    def found(self) -> tuple[Credential, ...]:
+        """What was masked, in the order first found (longest secret's first in a text)."""
+        return tuple(self._found)
+
+
+_IGNORED = frozenset("\u200b\u200c\u200d\u2060\ufeff\u00ad\n\r")
+"""Characters a key is read through: zero-width ones, a soft hyphen, a line break. A server
+that echoes the key with a zero-width space in it, or wrapped over two lines, still shows
+every character of it."""
+
+
+def folded_with_places(text: str) -> tuple[str, list[int]]:
+    """`text` as a key is compared with it (each character NFKC'd alone: a full-width key
+    reads as the key; `_IGNORED` left out), and for each character of that the index in
+    `text` of the character it came from."""
+    import unicodedata
+
+    if text.isascii() and "\n" not in text and "\r" not in text:
+        return text, list(range(len(text)))
+    parts: list[str] = []
+    places: list[int] = []
+    for index, character in enumerate(text):
+        if character in _IGNORED:
+            continue
+        form = character if character.isascii() else unicodedata.normalize("NFKC", character)
+        parts.append(form)
+        places += [index] * len(form)
+    return "".join(parts), places
+
+
+def _replaced(text: str, secret: str, label: str) -> tuple[str, bool]:
+    """`text` with each of `secret`'s occurrences, as `folded_with_places` reads it, replaced
+    by `label` (the characters as written, from its first to its last); whether any was."""
+    key, _ = folded_with_places(secret)
+    if not key:
+        return text, False
+    if text.isascii() and "\n" not in text and "\r" not in text:  # as it reads already
+        return (text.replace(key, label), True) if key in text else (text, False)
+    folded, places = folded_with_places(text)
+    spans: list[tuple[int, int]] = []
+    at = folded.find(key)
+    while at >= 0:
+        start, end = places[at], places[at + len(key) - 1] + 1
+        if spans and start < spans[-1][1]:  # both within one character ("㎏" reads "kg")
+            start = spans.pop()[0]
+        spans.append((start, end))
+        at = folded.find(key, at + len(key))
+    for start, end in reversed(spans):
+        text = text[:start] + label + text[end:]
+    return text, bool(spans)
 
 
 ENVIRONMENT_CREDENTIALS = (("OPENAI_API_KEY", "CHATMEM_KEY"),
@@ -92,14 +171,14 @@ says otherwise (Settings.api_key_env's default, config.keys.KEY_ENV, config.load
 ENV_KEYS)."""
 
 
-def environment_secrets() -> dict[str, str]:
+def environment_secrets() -> dict[str, Credential]:
     """The credentials the environment holds where chatmem reads them by default: what to
     mask in what plugin code says where no settings are at hand (its register, a strategy's
     __init__ or build)."""
     import os
 
     (api_key, history_key), urls = ENVIRONMENT_CREDENTIALS
-    found: dict[str, str] = {}
+    found: dict[str, Credential] = {}
     for url in urls:
         found |= credentials_of(None, os.environ.get(url), None)
     return found | credentials_of(os.environ.get(api_key, "").strip() or None, None,
@@ -121,14 +200,15 @@ class SecretMask:
     returns what is held at the end.
     """
 
-    def __init__(self, secrets: dict[str, str]) -> None:
+    def __init__(self, secrets: Mapping[str, str]) -> None:
         # Longest first: a secret that contains another is replaced whole.
         self._secrets = sorted(secrets.items(), key=lambda item: -len(item[0]))
+        self._keys = [folded_with_places(secret)[0] for secret, _ in self._secrets]
         self._held = ""
 
     def mask(self, text: str) -> str:
         for secret, label in self._secrets:
-            text = text.replace(secret, label)
+            text, _ = _replaced(text, secret, label)
         return text
 
     def feed(self, piece: str) -> str:
@@ -142,11 +222,14 @@ class SecretMask:
         return held
 
     def _partial_end(self, text: str) -> int:
-        """The length of the longest end of `text` that begins some secret."""
+        """The length of the longest end of `text` that begins some secret, as `mask` reads
+        both (with what follows it in `text`: a zero-width space or a line break may go on
+        into the secret)."""
+        folded, places = folded_with_places(text)
         longest = 0
-        for secret, _ in self._secrets:
-            for size in range(min(len(secret) - 1, len(text)), longest, -1):
-                if text.endswith(secret[:size]):
+        for key in self._keys:
+            for size in range(min(len(key) - 1, len(folded)), longest, -1):
+                if folded.endswith(key[:size]):
                     longest = size
                     break
-        return longest
+        return len(text) - places[len(folded) - longest] if longest else 0

@@ -17,6 +17,7 @@ from chatmem.config.settings import LOCAL_MAX_REPLY_TOKENS, Settings
 from chatmem.errors import NoModelAtAll, NoModelAvailable, ProviderAuthError, ProviderNotFound
 from chatmem.privacy.secrets import (
     TYPED_MIN_CHARACTERS,
+    Credential,
     SecretMask,
     credentials_of,
     redacted_url,
@@ -101,16 +102,19 @@ def openai_provider(settings: Settings) -> Provider:
     return masked(provider, settings)
 
 
-def secrets_of(settings: Settings) -> dict[str, str]:
+def secrets_of(settings: Settings) -> dict[str, Credential]:
     """What no reply, model name or error text may repeat (see privacy.secrets)."""
     return settings.credentials() | credentials_of(None, None, os.environ.get(KEY_ENV))
 
 
-def typed_secrets(settings: Settings) -> dict[str, str]:
+def typed_secrets(settings: Settings, history_key: str | None = None,
+                  ) -> dict[str, Credential]:
     """What is masked in what the user types before it is sent or stored (the engine): the
-    API keys and the history key, in the forms a reply is masked in. Not a base URL's query
-    values: `api-version=2024-06-01` is no secret, and a date the user typed stays."""
-    found = settings.credentials(urls=False) | credentials_of(None, None, os.environ.get(KEY_ENV))
+    API keys and the history key (`history_key`, what the history opened with: key_command's
+    or a typed one, else $CHATMEM_KEY), in the forms a reply is masked in. Not a base URL's
+    query values: `api-version=2024-06-01` is no secret, and a date the user typed stays."""
+    found = settings.credentials(urls=False) | credentials_of(
+        None, None, history_key or os.environ.get(KEY_ENV))
     return {secret: label for secret, label in found.items()
             if len(secret) >= TYPED_MIN_CHARACTERS}
 

@@ -8,7 +8,7 @@ in whole replies (summaries, facts), before anything prints or stores them.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from typing import Any
 
 from chatmem.privacy.secrets import SecretMask
@@ -51,7 +51,7 @@ class MaskedReply:
 class MaskedProvider:
     """`inner` with `secrets` (secret → label) masked in what it answers."""
 
-    def __init__(self, inner: Provider, secrets: dict[str, str]) -> None:
+    def __init__(self, inner: Provider, secrets: Mapping[str, str]) -> None:
         self.inner = inner
         self.secrets = secrets
         self.name = inner.name

@@ -184,6 +184,13 @@ PROBE_CAPTION = ("✓ every expected id and text in the context · ✗ none of t
                  "n/m: n of the m expected ids and texts")
 
 
+def probe_legend() -> Flow:
+    """PROBE_CAPTION broken between entries only (a caption wrapped mid-phrase)."""
+    keys = PROBE_CAPTION.split(" · ")
+    return Flow([Text(key + " ·" * (i < len(keys) - 1), style="dim")
+                 for i, key in enumerate(keys)], gap=1)
+
+
 def probe_table(runs: Sequence[StrategyRun]) -> Fitted:
     """Each probe against each strategy: ✓ all found, ✗ none, else found/expected.
 
@@ -210,7 +217,7 @@ def probe_table(runs: Sequence[StrategyRun]) -> Fitted:
         layouts.append(Group(key, *(
             _probe_grid(probes, cells, letters, group,
                         title=f"per probe, {letters[group[0]]}–{letters[group[-1]]}",
-                        caption=PROBE_CAPTION if group is groups[-1] else None)
+                        legend=group is groups[-1])
             for group in groups)))
     blocks: list[RenderableType] = [Text("per probe", style="bold italic")]
     for index, probe in enumerate(probes):
@@ -221,7 +228,7 @@ def probe_table(runs: Sequence[StrategyRun]) -> Fitted:
             line.append_text(cells[index][i])
             line.append(f" {run.label}", style=series_style(i))
         blocks.append(line)
-    blocks.append(Text(PROBE_CAPTION, style="dim"))
+    blocks.append(probe_legend())
     return Fitted(*layouts, Group(*blocks))
 
 
@@ -232,8 +239,8 @@ the grid saves."""
 
 def _probe_grid(probes: Sequence[ProbeResult], cells: Sequence[Sequence[Text]],
                 headers: Sequence[str], which: Sequence[int], *, title: str = "per probe",
-                caption: str | None = PROBE_CAPTION) -> Table:
-    out = Table(header_style="bold", title=title, caption=caption)
+                legend: bool = True) -> RenderableType:
+    out = Table(header_style="bold", title=title)
     out.add_column("after\nturn", justify="right", no_wrap=True)
     longest = max((cell_len(p.question) for p in probes), default=0)
     out.add_column("probe", overflow="fold", ratio=1, min_width=min(longest, PROBE_WIDTH))
@@ -244,7 +251,7 @@ def _probe_grid(probes: Sequence[ProbeResult], cells: Sequence[Sequence[Text]],
                        min_width=cell_len(headers[i]))
     for index, probe in enumerate(probes):
         out.add_row(str(probe.after_turn), probe.question, *(cells[index][i] for i in which))
-    return out
+    return Group(out, probe_legend()) if legend else out
 
 
 def _probe_cell(result: ProbeResult) -> Text:
@@ -305,9 +312,9 @@ def token_chart(
     # each label ends under its turn's markers.
     if step > 1:
         axis = "turn 1".rjust(step) + f"turn {turns}".rjust(columns - step)
-    else:
-        axis = "turn 1" if turns <= 1 else \
-            "turn 1" + f"turn {turns}".rjust(max(columns - 6, len(f"turn {turns}") + 1))
+    else:  # too narrow for a label at each end (3 turns in 18 columns): one for the span
+        axis = "turn 1" if turns <= 1 else f"turns 1–{turns}" if columns < len(
+            f"turn 1 turn {turns}") else "turn 1" + f"turn {turns}".rjust(columns - 6)
     out.append(" " * (label_width + 2) + axis + "\n", style="dim")
     # The legend breaks between entries, never between a marker and its name.
     entries = [(f"{marker(index)} {label}", series_style(index))

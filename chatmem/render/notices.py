@@ -60,6 +60,7 @@ from chatmem.notices import (
     VectorCacheUnused,
     VectorsResized,
 )
+from chatmem.privacy.secrets import Credential
 from chatmem.privacy.sensitive import describe
 from chatmem.render.counts import counted, listed
 from chatmem.render.errors import by_plugin, held_state_way
@@ -214,10 +215,13 @@ def helper_too_small_text(n: HelperTooSmall) -> str:
 
 @_worded.register
 def _(n: CredentialInInput, repl_hints: bool) -> str:
-    named = " and ".join(label.strip("[]") for label in n.labels)
+    named = " and ".join(_CREDENTIAL_WORDS[credential] for credential in n.credentials)
     held = "the system prompt" if n.in_system_prompt else "the input"
-    return (f"{held} held your {named}; it was replaced by {', '.join(n.labels)} in what is "
-            "sent and stored")
+    return (f"{held} held your {named}; it was replaced by {', '.join(n.credentials)} in "
+            "what is sent and stored")
+
+
+_CREDENTIAL_WORDS = {Credential.API_KEY: "api key", Credential.HISTORY_KEY: "history key"}
 
 
 @_worded.register

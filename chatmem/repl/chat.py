@@ -28,6 +28,7 @@ from chatmem.errors import (
     UsageError,
 )
 from chatmem.memory.context import Context
+from chatmem.memory.guards import built_to
 from chatmem.memory.params import strategy_label as label_of
 from chatmem.render.notices import notice_text
 from chatmem.render.progress import ConsoleActivity
@@ -217,11 +218,12 @@ class Chat:
         strategy = self.engine.strategy
         if record is not None and ((record.strategy, dict(record.params)) != (
                 strategy.name, dict(strategy.params))
-                or record.context.get("budget") != self.engine.budget):
+                or record.context.get("budget") != built_to(strategy, self.engine.request(""))):
             # Switched since its last turn (a /strategy with no turn after it, `-s`), or the
             # budget is another now (context_budget in the config, --budget): the toolbar
-            # showed that turn's (`2,337 / 4,000` under max_tokens=1500, or under 2,000). A
-            # strategy's own smaller budget differs too: then its context is built once more.
+            # showed that turn's (`2,337 / 4,000` under max_tokens=1500, or under 2,000).
+            # Compared with the budget the strategy builds to (its own max_tokens), not the
+            # setting: each opening of such a session built its context once more for nothing.
             self.note_budget()
 
     def note_budget(self) -> Context | None:

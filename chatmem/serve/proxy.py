@@ -88,8 +88,17 @@ async def not_served(request: Request, error: Exception) -> Response:
                           status)
 
 
+MODELS_KEPT_SECONDS = 60.0
+"""How long /v1/models answers with the model list the endpoint gave, rather than ask it
+again: a client (Open WebUI, a chat UI on each page) lists the models before every request,
+and a slow or metered endpoint paid a round trip for each. A failed listing is not kept."""
+
+
 class Proxy(ServedConversations):
     """The routes of the API, over the conversations it keeps."""
+
+    _listed: tuple[float, list[str]] | None = None
+    """When the endpoint last listed its models, and what it listed (MODELS_KEPT_SECONDS)."""
 
     # -- /v1/chat/completions ----------------------------------------------------------
 
@@ -162,10 +171,7 @@ class Proxy(ServedConversations):
         return JSONResponse(await anyio.to_thread.run_sync(self._models))
 
     def _models(self) -> dict[str, Any]:
-        try:
-            _, names = self.registries.available_models(self.settings)
-        except ChatmemError:
-            names = [self.settings.model] if self.settings.model else []
+        names = self._endpoint_models()
         # Each alias ([aliases]) beside the model it names, as `chatmem models` shows them: a
         # request may name either.
         aliases = self.settings.aliases
@@ -177,6 +183,19 @@ class Proxy(ServedConversations):
                   for model in names
                   for name in [model, *(f"{model}@{s}" for s in self.registries.strategies)]]
         return {"object": "list", "data": listed}
+
+    def _endpoint_models(self) -> list[str]:
+        """The endpoint's models, asked at most once a MODELS_KEPT_SECONDS; the configured
+        model alone when it cannot say."""
+        listed, now = self._listed, time.monotonic()
+        if listed is not None and now - listed[0] < MODELS_KEPT_SECONDS:
+            return listed[1]
+        try:
+            _, names = self.registries.available_models(self.settings)
+        except ChatmemError:
+            return [self.settings.model] if self.settings.model else []
+        self._listed = (now, list(names))  # one assignment: a thread reads the old or the new
+        return list(names)
 
     async def model(self, request: Request) -> Response:
         import anyio

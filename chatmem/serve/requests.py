@@ -163,13 +163,10 @@ def without_credentials_asked(asked: TurnAsked, secrets: Mapping[str, str]) -> T
     conversation known by its opening) only when masked alike."""
     from dataclasses import replace
 
-    from chatmem.privacy.secrets import without_credentials
+    from chatmem.privacy.secrets import TypedMask
 
-    def masked(text: str) -> str:
-        return without_credentials(text, secrets)[0]
-
-    return replace(asked, text=masked(asked.text),
-                   system=None if asked.system is None else masked(asked.system),
+    masked = TypedMask(secrets)
+    return replace(asked, text=masked(asked.text), system=masked.optional(asked.system),
                    prior=tuple(replace(m, content=masked(m.content)) for m in asked.prior))
 
 
@@ -271,10 +268,22 @@ def _no_cap(value: Any) -> bool:
     return isinstance(value, int) and not isinstance(value, bool) and value == -1
 
 
+SEEDS = (-(2**63), 2**63 - 1)
+"""The seeds OpenAI's API takes (a 64-bit integer): a larger one was passed on as it came,
+for the model's server to fail on or wrap (a C sampler's seed is 32 or 64 bits), where `-o
+seed` is held to its range."""
+
+
 def _check_options(options: dict[str, Any]) -> None:
-    """The fields `-o` knows held to its ranges (a top_k of -1 is no number of tokens)."""
-    from chatmem.config.options import check_option
+    """The fields `-o` knows held to its ranges (a top_k of -1 is no number of tokens), and
+    a seed to the ones OpenAI's API takes (llama.cpp reads -1 as a random one)."""
+    from chatmem.config.options import check_option, shown_value
     from chatmem.errors import UsageError
+
+    low, high = SEEDS
+    if "seed" in options and not low <= options["seed"] <= high:
+        raise RequestError(f"seed must be a whole number from -2**63 to 2**63-1, got "
+                           f"{shown_value(options['seed'])}", "seed")
 
     for key in CHECKED_AS_OPTIONS:
         if key in options:

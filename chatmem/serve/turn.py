@@ -83,7 +83,10 @@ class Turn:
         from chatmem.serve.requests import without_credentials_asked
 
         self.proxy = proxy
-        self.asked = without_credentials_asked(asked, typed_secrets(settings))
+        # With the key the history opened with in this server (key_command's, kept by the
+        # pool after the first request): a client's history holding it is stored masked.
+        self.asked = without_credentials_asked(asked, typed_secrets(
+            settings, proxy.pool.history_key(settings.location)))
         self.settings = settings
         self.model_asked = model_asked
         self.events: asyncio.Queue[object] = asyncio.Queue()

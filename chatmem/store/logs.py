@@ -148,7 +148,16 @@ class LogTables:
         word said in thousands of messages reads every entry it has. A query of such
         words alone (or whose rarer words this session never says) finds the newest
         messages saying them, ranked newest first."""
-        terms = fts.search_terms(query)
+        # ORD-7731-QX typed finds ORD\u00ad7731\u00adQX too (one word to the index), and
+        # ORD7731QX typed finds ORD-7731-QX when nothing holds it as typed.
+        terms = fts.search_terms(query) + fts.joined_spellings(query)
+        found = self._matching_terms(terms, session_id, limit)
+        if not found and (parts := fts.split_spellings(query)):
+            found = self._matching_terms(parts, session_id, limit)
+        return found
+
+    def _matching_terms(self, terms: list[str], session_id: int | None,
+                        limit: int) -> dict[int, float]:
         rare = rare_terms(self._db, terms, POSTINGS)
         scores = {message_id: score for message_id, _, score
                   in self._db.word_scores(rare, session_id, None, limit)} if rare else {}

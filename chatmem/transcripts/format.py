@@ -17,8 +17,8 @@ the line); chatmem.transcripts.writer writes JSON Lines, one JSON document or Ma
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
 from datetime import date, datetime
 from typing import TYPE_CHECKING, Any
 
@@ -285,6 +285,22 @@ def stored_transcript(store: Store, session: SessionRecord,
                         retention_days=session.retention_days,
                         speakers=store.history.speakers(
                             session.id, [m.id for m in messages if m.role == "user"]))
+
+
+def transcript_masked(transcript: Transcript, mask: Callable[[str], str]) -> Transcript:
+    """`transcript` with `mask` applied to every text it sends or stores: each message, each
+    probe's question and expected texts, each system prompt and its header's (the user's own
+    key pasted into a chat elsewhere: an eval replays and asks it, an import stores it)."""
+    def item(one: Item) -> Item:
+        if isinstance(one, TranscriptMessage):
+            return replace(one, content=mask(one.content))
+        if isinstance(one, Probe):
+            return replace(one, question=mask(one.question),
+                           expect_text=tuple(mask(text) for text in one.expect_text))
+        return replace(one, system=None if one.system is None else mask(one.system))
+
+    return replace(transcript, items=[item(one) for one in transcript.items],
+                   system=None if transcript.system is None else mask(transcript.system))
 
 
 def message_dicts(messages: Sequence[TranscriptMessage]) -> list[dict[str, Any]]:

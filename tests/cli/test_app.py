@@ -34,9 +34,17 @@ from chatmem import __version__
         (["ask", "hi", "--sesion", "x"],
          "no such option --sesion (did you mean --json, --option, --session?)"),
         (["sessions", "nope"], "no such command 'nope'"),
-        # A session where an option's value goes: the command's help is named.
-        (["logs", "旅行"],
-         "got unexpected extra argument(s) (旅行) (`chatmem logs --help` says what it takes)"),
+        # A session where --session's value goes: the option is named (it was only the
+        # command's help, which `logs daily` left to be read for the one word it needed).
+        (["logs", "旅行"], "got unexpected extra argument(s) (旅行) (a session's name goes "
+                         "after --session: `chatmem logs --session 旅行`)"),
+        (["logs", "daily"], "got unexpected extra argument(s) (daily) (a session's name "
+                            "goes after --session: `chatmem logs --session daily`)"),
+        # More than one word, or a command without --session: the command's help is named.
+        (["logs", "旅行", "x"],
+         "got unexpected extra argument(s) (旅行 x) (`chatmem logs --help` says what it takes)"),
+        (["sessions", "export", "trip", "t.md", "x"], "got unexpected extra argument(s) (x) "
+         "(`chatmem sessions export --help` says what it takes)"),
         (["ask", "hi", "--provider", "nope"],
          "--provider must be one of auto, local, openai, scripted, got 'nope'"),
     ],

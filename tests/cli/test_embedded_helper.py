@@ -14,6 +14,7 @@ import pytest
 from cli_runner import invoke
 from local_model import local_model_missing
 
+from chatmem.providers.local import SMOLLM2_FILE
 from chatmem.store import Store
 
 pytestmark = pytest.mark.local
@@ -53,6 +54,11 @@ def test_replay_stores_no_summary_and_says_so_once(files: tuple[Path, Path],
                     "--config", str(config), "--db", str(db))
     assert result.exit_code == 0, result.stderr
     assert " ".join(result.stderr.split()).count(TOO_SMALL) == 1
+    # The transcript names no model: the notice named the provider ("summary: local (the
+    # embedded SmolLM2-135M) is too small"), as if "local" were a model.
+    said = " ".join(result.stderr.split())
+    assert "summary: local (" not in said
+    assert f"summary: {SMOLLM2_FILE.removesuffix('.gguf')} (the embedded SmolLM2-135M)" in said
     with Store(db) as store:
         session = store.sessions.session("smol")
         assert store.memory.summaries(session.id) == []

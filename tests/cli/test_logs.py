@@ -79,6 +79,22 @@ def test_q_ranks_the_better_match_first_and_a_turn_once(db: Path) -> None:
     assert [e["turn"] for e in found] == [3, 1]
 
 
+def test_q_finds_a_code_however_its_parts_were_joined(db: Path) -> None:
+    """ORD\u00ad7731\u00adQX (soft hyphens, as a web page's text may carry them) is one word
+    to the index, which `-q ORD-7731-QX` did not find; and `-q ORD7731QX` found no
+    ORD‑7731‑QX (three words to the index)."""
+    ask(db, "soft", "my order is ORD\u00ad7731\u00adQX")
+    ask(db, "订单", "订单号ORD\u20117731\u2011QX。")
+    assert {e["session"] for e in logs_json(db, "-q", "ORD-7731-QX")} == {"soft", "订单"}
+    assert {e["session"] for e in logs_json(db, "-q", "ＯＲＤ－７７３１－ＱＸ")} == {"soft", "订单"}
+    # Typed as one word, it finds the one saying it so; its parts only where none does.
+    assert {e["session"] for e in logs_json(db, "-q", "ORD7731QX")} == {"soft"}
+    ask(db, "hyphens", "order ORD-5510-ZZ shipped")
+    # (Its parts are searched as any words are: a turn holding one of them, ORD, comes after.)
+    assert logs_json(db, "-q", "ord5510zz")[0]["session"] == "hyphens"
+    assert logs_json(db, "-q", "gpt4") == []  # its parts (gpt, 4) are said nowhere either
+
+
 def test_a_search_that_matches_nothing_lists_nothing(db: Path) -> None:
     result = run(db, "logs", "-q", "zeppelin")
     assert result.exit_code == 0

@@ -25,8 +25,14 @@ from chatmem.privacy.secret_guard import SecretGuard
     ["I won't keep your password. Don't send it here.", "ok, tomorrow at 8443"],
     ["我不会记录你的密码，也不需要提供。", "好的，明天8443见"],
     ["I won't keep your password.\n- Don't send it here.", "ok, tomorrow at 8443"],
+    # A verb that sends the detail elsewhere asks nothing of the one it is said to.
+    ["I won't keep your card number. Give it to the bank instead.", "see you at 8443"],
+    ["I won't store your password. Please share it with your IT desk.", "ok 8443"],
+    ["我不会保存卡号。直接提供给银行就行。", "8443"],
+    ["我不会保存卡号，请把它交给银行。", "好的，8443见"],
 ], ids=["zh-card", "zh-password", "zh-do-not-give", "en-card", "en-password", "en-pin",
-        "en-do-not-send", "zh-no-need-to-give", "en-do-not-send-listed"])
+        "en-do-not-send", "zh-no-need-to-give", "en-do-not-send-listed", "en-to-the-bank",
+        "en-please-to-it", "zh-to-the-bank", "zh-please-to-the-bank"])
 def test_a_refusal_naming_a_detail_is_no_question(said: list[str]) -> None:
     assert SecretGuard().read(said) == said
 
@@ -52,6 +58,12 @@ def test_a_refusal_naming_a_detail_is_no_question(said: list[str]) -> None:
     (["I won't store your card number.\n\n- **Reply** with the last 4 digits", "8443"],
      "⟦card number⟧"),
     (["我不会保存卡号\n> 回复后四位", "8443"], "⟦card number⟧"),
+    # The part wanted alone, with no verb, asks for it too; so does a verb sending it to me.
+    (["I won't store your card number. Just the last 4 digits.", "8443"], "⟦card number⟧"),
+    (["我不会保存卡号。后四位就行。", "8443"], "⟦card number⟧"),
+    (["我不会保存卡号，只要后四位。", "8443"], "⟦card number⟧"),
+    (["I won't store your card number. Give it to me anyway.", "8443"], "⟦card number⟧"),
+    (["我不会保存卡号，请把它发给我。", "8443"], "⟦card number⟧"),
 ])
 def test_a_question_or_request_for_it_is_still_answered(said: list[str], masked: str) -> None:
     assert SecretGuard().read(said) == [said[0], masked]

@@ -4,17 +4,19 @@ from __future__ import annotations
 
 import itertools
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from chatmem.privacy.secrets import SecretMask, credentials_of
+from chatmem.privacy.secrets import SecretMask, credentials_of, without_credentials
 
 SECRETS = {"sk-live-ABCDEF123456": "[api key]", "钥匙-7781-key": "[history key]"}
 
 
 @settings(max_examples=200, deadline=None)
 @given(
-    parts=st.lists(st.one_of(st.sampled_from([*SECRETS, "sk-", "钥匙", "sk-live-AB"]),
+    parts=st.lists(st.one_of(st.sampled_from([*SECRETS, "sk-", "钥匙", "sk-live-AB", "\u200b",
+                                              "\n", "ｓｋ－ｌｉｖｅ", "-ABCDEF", "㎏"]),
                              st.text(max_size=8)), max_size=8),
     cuts=st.lists(st.integers(0, 200), max_size=10),
 )
@@ -29,6 +31,15 @@ def test_a_stream_cut_anywhere_is_masked_as_the_whole_text(parts: list[str],
     assert "".join(shown) == whole
     for secret in SECRETS:
         assert secret not in whole
+
+
+@pytest.mark.parametrize("shown", [
+    "sk-live-\u200bABCDEF123456", "ｓｋ－ｌｉｖｅ－ＡＢＣＤＥＦ１２３４５６",
+    "sk-live-ABC\nDEF123456", "sk-live-ABC\r\nDEF\u00ad123456", "钥匙\u200d-7781-ｋｅｙ"])
+def test_a_secret_written_otherwise_is_masked_whole_and_only_it(shown: str) -> None:
+    label = "[api key]" if shown.startswith(("s", "ｓ")) else "[history key]"
+    assert SecretMask(SECRETS).mask(f"前 {shown} 后\n") == f"前 {label} 后\n"
+    assert without_credentials(f"a{shown}", SECRETS) == (f"a{label}", (label,))
 
 
 def test_credentials_cover_the_key_the_url_and_basic_auth_but_not_placeholders() -> None:

@@ -211,6 +211,30 @@ def test_a_key_quoted_back_base64_encoded_or_as_a_model_name_is_masked(
                 assert secret.encode() not in path.read_bytes(), path
 
 
+def test_a_key_echoed_with_a_zero_width_space_in_full_width_or_wrapped_is_masked(
+        tmp_path: Path, chat_server) -> None:
+    """Attack: a hostile endpoint's reply spelled the key so that a plain match missed it
+    (a zero-width space inside, full-width letters, a line break inside): each was printed
+    and stored as sent."""
+    db = tmp_path / "h.db"
+    env = {"OPENAI_API_KEY": KEY, "OPENAI_BASE_URL": chat_server.base_url,
+           "CHATMEM_KEY": None}
+    chat_server.plan = ["echo-key-disguised"]
+    result = invoke("ask", "s", "说说", "--db", str(db), "--provider", "openai",
+                    "--model", "m", env=env)
+    assert result.exit_code == 0, result.output
+    said = "one [api key] two [api key] three [api key] 四。"
+    assert said in result.stdout
+    with Store(db) as store:
+        assert store.history.messages(store.sessions.session("s").id)[1].content == said
+    wide = "".join(chr(ord(c) + 0xFEE0) for c in KEY)
+    for form in (KEY[:6], wide[:9], KEY[11:]):
+        assert form not in result.output
+        for path in tmp_path.rglob("*"):
+            if path.is_file():
+                assert form.encode() not in path.read_bytes(), path
+
+
 def test_a_key_quoted_back_percent_encoded_is_masked(tmp_path: Path, chat_server) -> None:
     """Attack: a gateway's 400 named the URL it called with the key in its query, every
     character percent-encoded; the turn's stored error kept it."""

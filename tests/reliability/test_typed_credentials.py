@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 from cli_runner import chat, invoke
+from conftest import needs_sqlcipher
 
 from chatmem.app import Workspace
 from chatmem.app.conversations import record_on, recording_engine
@@ -216,3 +217,64 @@ def test_the_api_key_remembered_as_a_fact_is_stored_masked(tmp_path: Path,
     shown = invoke("inspect", "f", "--db", str(db), "--json", code=0)
     assert "[api key]" in shown.stdout and KEY not in shown.stdout
     no_byte_of([KEY, base64.b64encode(KEY.encode()).decode()], tmp_path)
+
+
+@needs_sqlcipher
+@pytest.mark.parametrize("language", ["en", "zh"])
+def test_the_history_key_from_key_command_typed_into_a_turn_is_masked(
+        tmp_path: Path, language: str) -> None:
+    """The key of an encrypted history that key_command gave (no $CHATMEM_KEY) was stored and
+    sent as typed in a turn, a system prompt and an import: only $CHATMEM_KEY was masked."""
+    db, config = tmp_path / "h.db", tmp_path / "config.toml"
+    Store(db, key=HISTORY_KEY).close()
+    config.write_text(f"key_command = {f'printf %s {HISTORY_KEY}'!r}\n", encoding="utf-8")
+    typed = {"en": "the history key is {key}", "zh": "历史的钥匙是{key}"}[language]
+    env = {"CHATMEM_CONFIG": str(config), "CHATMEM_KEY": None, "OPENAI_API_KEY": None}
+    result = invoke("ask", "钥", typed.format(key=HISTORY_KEY), "--db", str(db),
+                    "--provider", "scripted", "--system", f"k {HISTORY_KEY}", env=env, code=0)
+    assert "held your history key; it was replaced by [history key]" in result.stderr
+    assert HISTORY_KEY not in result.output
+    transcript = tmp_path / "t.jsonl"
+    transcript.write_text(json.dumps({"role": "user", "content": typed.format(
+        key=HISTORY_KEY)}, ensure_ascii=False) + "\n", encoding="utf-8")
+    invoke("sessions", "import", str(transcript), "导入", "--db", str(db), env=env, code=0)
+    with Store(db, key=HISTORY_KEY) as store:
+        for name in ("钥", "导入"):
+            session = store.sessions.session(name)
+            contents = [m.content for m in store.history.messages(session.id)]
+            assert contents[0] == typed.format(key="[history key]"), contents
+            assert HISTORY_KEY not in "".join([*contents, session.system or ""])
+        assert store.sessions.session("钥").system == "k [history key]"
+
+
+@pytest.mark.parametrize("language", ["en", "zh"])
+def test_a_transcript_s_probes_holding_the_key_are_masked_in_eval_and_import(
+        tmp_path: Path, chat_server, language: str) -> None:
+    """A transcript whose probe question and expect_text held the user's API key: `eval
+    --answer` sent the question upstream and wrote both to its report; `sessions import`
+    stored both in the session's probes."""
+    typed, _ = SAID[language]
+    question = {"en": "what is my key {key}?", "zh": "我的密钥{key}是什么？"}[language]
+    transcript = tmp_path / "t.jsonl"
+    transcript.write_text("\n".join(json.dumps(line, ensure_ascii=False) for line in [
+        {"role": "user", "content": typed.format(key=KEY), "id": "u1"},
+        {"role": "assistant", "content": "ok"},
+        {"probe": question.format(key=KEY), "expect_ids": ["u1"], "expect_text": [KEY]},
+    ]) + "\n", encoding="utf-8")
+    env = {"OPENAI_API_KEY": KEY, "OPENAI_BASE_URL": chat_server.base_url, "CHATMEM_KEY": None}
+    report = tmp_path / "r.html"
+    result = invoke("eval", str(transcript), "-s", "buffer", "--answer", "--provider",
+                    "openai", "-m", "m1", "--report", str(report), "--json",
+                    "--db", str(tmp_path / "e.db"), env=env, code=0)
+    assert "the input held your api key; it was replaced by [api key]" in result.stderr
+    assert KEY not in result.output
+    assert chat_server.requests, "the probe was asked"
+    assert KEY not in json.dumps(chat_server.requests, ensure_ascii=False)
+    db = tmp_path / "i.db"
+    invoke("sessions", "import", str(transcript), "导入", "--db", str(db), env=env, code=0)
+    transcript.unlink()
+    with Store(db) as store:
+        [probe] = store.sessions.probes(store.sessions.session("导入").id)
+    assert (probe["question"], list(probe["expect_text"])) == (
+        question.format(key="[api key]"), ["[api key]"])
+    no_byte_of([KEY], tmp_path)

@@ -371,3 +371,27 @@ def test_a_short_charts_turn_labels_end_under_their_turns(turns: int) -> None:
     assert len(marked) == turns, chart
     assert axis.index("turn 1") + len("turn 1") - 1 == marked[0], chart
     assert axis.rstrip().endswith(f"turn {turns}") and len(axis.rstrip()) - 1 == marked[-1]
+
+
+@pytest.mark.parametrize("width", [46, 50, 62, 80, 120])
+def test_the_probe_legend_breaks_between_its_entries_only(width: int) -> None:
+    """Wrapped as the table's caption at the table's width, the legend broke mid-phrase:
+    "n/m: n of the m expected ids" on one line, "and texts" on the next."""
+    out = show(probe_table(make_runs(["window", "buffer"])), width)
+    legend = out[out.index("✓ every"):].splitlines()
+    keys = ["✓ every expected id and text in the context", "✗ none of them",
+            "n/m: n of the m expected ids and texts"]
+    for key in keys:
+        assert any(key in line for line in legend), (key, legend)
+    assert all(cell_len(line) <= width for line in legend)
+
+
+@pytest.mark.parametrize(("turns", "width"), [(3, 18), (3, 10), (4, 24), (13, 60), (30, 12)])
+def test_a_chart_too_narrow_for_a_label_at_each_end_names_the_span(turns: int,
+                                                                   width: int) -> None:
+    """A 3-turn chart under 21 columns drew one column a turn and "turn 1 turn 3" past its
+    end, "turn 3" under no marker: one label names the turns instead, within the chart."""
+    chart = token_chart({"window": [10 * (t + 1) for t in range(turns)]}, width=width).plain
+    axis, rule = chart.splitlines()[-2], chart.splitlines()[-3]
+    assert axis.strip() == f"turns 1–{turns}"
+    assert len(rule) == len(rule.split("└")[0]) + 1 + min(width, turns)

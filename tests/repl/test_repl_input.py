@@ -400,6 +400,32 @@ def test_a_session_reopened_under_another_strategy_shows_its_budget(tmp_path: Pa
         assert "last context 21 / 4,000 tokens" in toolbar_text(switched)
 
 
+def test_opening_a_session_whose_strategy_sets_its_own_budget_builds_no_extra_context(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Its last turn was built to the strategy's own budget (summary-buffer max_tokens=1500),
+    which the opening compared with the setting's 4,000: every opening built the context
+    once more for nothing (another budget now still builds it:
+    tests/repl/test_repl_edges.py::test_the_toolbar_shows_the_budget_the_config_sets_now)."""
+    from chatmem.engine import Engine
+
+    db = tmp_path / "t.db"
+    store, repl = make_repl(db, strategy="summary-buffer:max_tokens=1500")
+    with store:
+        repl.turn("我们五月去杭州")
+    built: list[str] = []
+    build = Engine.build_context
+    monkeypatch.setattr(Engine, "build_context",
+                        lambda self, *args, **kwargs: built.append("built") or build(
+                            self, *args, **kwargs))
+    store = Store(db)
+    with store:
+        engine = open_session(store, Settings(system="Be brief."), ScriptedProvider(), "t")
+        reopened = Repl(engine, make_console(), make_console(stderr=True))
+        assert "last context" in toolbar_text(reopened) and " / 1,500 tokens" in toolbar_text(
+            reopened)
+    assert built == []
+
+
 def test_the_toolbar_keeps_a_running_total_of_tokens_and_cost(tmp_path: Path) -> None:
     store = Store(tmp_path / "t.db")
     settings = Settings(system="Be brief.",

@@ -6,6 +6,7 @@ from __future__ import annotations
 import shlex
 import sys
 from pathlib import Path
+from urllib.parse import quote
 
 import pytest
 from conftest import needs_sqlcipher
@@ -40,3 +41,26 @@ def test_key_command_runs_once_for_a_server_not_once_per_request(tmp_path: Path)
     assert runs.read_text() == "run\n"
     with Store(db, key=KEY) as store:
         assert len(store.sessions.list_sessions()) == 3
+
+
+def test_a_client_s_history_holding_the_key_command_key_is_stored_masked(tmp_path: Path) -> None:
+    """The history key key_command gave the server was masked in a request's new message
+    (the engine's) but not in the client's earlier messages it sent along, which were
+    stored as sent. Masked from the server's second request on: the first one runs
+    key_command (a client's first request holding the history key is left as it was)."""
+    db = tmp_path / "h.db"
+    Store(db, key=KEY).close()
+    command = f"{shlex.quote(sys.executable)} -c {shlex.quote(f'print({KEY!r})')}"
+    settings = Settings(provider="scripted", db=str(db), key_command=command)
+    with RunningProxy(settings, strategy="window") as running:
+        openai = OpenAI(base_url=running.base_url, api_key="unused", max_retries=0,
+                        timeout=HANG)
+        for conversation in ("opens", "旅行"):
+            openai.chat.completions.create(model="m", messages=[
+                {"role": "user", "content": f"钥匙是 {KEY}"},
+                {"role": "assistant", "content": "好"},
+                {"role": "user", "content": f"again {KEY}"}],
+                extra_headers={"X-Chatmem-Conversation": quote(conversation)})
+    with Store(db, key=KEY) as store:
+        said = [m.content for m in store.history.messages(store.sessions.session("旅行").id)]
+    assert said[:3] == ["钥匙是 [history key]", "好", "again [history key]"], said

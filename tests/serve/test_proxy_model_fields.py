@@ -127,6 +127,11 @@ def test_a_servers_own_fields_for_its_template_and_reasoning_are_passed_on(
     # A value out of range is shown cut (it was echoed whole: 300 digits here).
     ({"top_k": -int("9" * 300)}, "top_k",
      f"top_k must be between 0 and 1e+06, got -{'9' * 38}…"),
+    # A seed past what OpenAI's API takes (64 bits) was passed on as it came.
+    ({"seed": 2**64}, "seed",
+     "seed must be a whole number from -2**63 to 2**63-1, got 18446744073709551616"),
+    ({"seed": -int("9" * 300)}, "seed",
+     f"seed must be a whole number from -2**63 to 2**63-1, got -{'9' * 38}…"),
     ({"repetition_penalty": "1.1"}, "repetition_penalty",
      "repetition_penalty must be a finite number"),
     ({"reasoning_effort": 3}, "reasoning_effort", 'reasoning_effort must be a string, e.g. "low"'),
