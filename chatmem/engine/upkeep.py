@@ -6,7 +6,13 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from chatmem.errors import ChatmemError, ExtensionFailed, SessionGone, StrategyFailed
+from chatmem.errors import (
+    ChatmemError,
+    ExtensionFailed,
+    SessionGone,
+    StateRefused,
+    StrategyFailed,
+)
 from chatmem.memory.base import MemoryEnv
 from chatmem.memory.guards import update_guarded
 from chatmem.notices import HelperTooSmall, MemoryUpdateCancelled, MemoryUpdateFailed, Notice
@@ -188,7 +194,8 @@ class MemoryUpkeep:
         except ChatmemError as e:
             # The turn stands; the strategy catches up on a later turn.
             culprit = (e.kind, e.name) if isinstance(e, ExtensionFailed) else None
-            held = self.state_held_in(e.name) if isinstance(e, StrategyFailed) else None
+            held = (self.state_held_in(e.name) if isinstance(e, StrategyFailed)
+                    and not isinstance(e, StateRefused) else None)
             return [*said, MemoryUpdateFailed(str(e), culprit, held_in=held)]
         except KeyboardInterrupt:
             if self.interrupt_ends:

@@ -11,7 +11,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
-from chatmem.errors import StoreError, StoreFailure
+from chatmem.errors import StateRefused, StoreError, StoreFailure
 from chatmem.memory.fact_keys import key_identity
 from chatmem.memory.message_counts import MessageCounts
 from chatmem.store import FactRecord, FactScope
@@ -32,6 +32,12 @@ class UpdateRun:
     """Whether its writes are checked against `seen` (a built-in checks its own)."""
     dropped: bool = False
     """Whether a write was dropped: text left the session's memory since `seen`."""
+    owner: str | None = None
+    """The plugin strategy whose update this is, which writes no other name's state (a
+    member of `notes+entity` writing `entity`'s would make it the other's; `_store`); None
+    for chatmem's own, which write bookkeeping of their own (`sensitive`)."""
+    refused: StateRefused | None = None
+    """The write the owner was refused, said even when its update caught it (`_store`)."""
 
 
 ERASED_WHILE_UPDATING = ("text left this session's memory while the update ran (a purge, or a"
@@ -64,20 +70,37 @@ class SessionState:
         return self.store.memory.strategy_state(self.session_id, strategy)
 
     @contextmanager
-    def updating(self, through: int, erasures: int | None = None) -> Iterator[UpdateRun]:
+    def updating(self, through: int, erasures: int | None = None,
+                 owner: str | None = None) -> Iterator[UpdateRun]:
         """Around a strategy's update over a history of `through` turns (memory.guards.
         update_guarded): what it stores meanwhile is recorded as covering those turns, and
         is stored only if no text left the session's memory since it began: a plugin's
         update that read a message before a purge in another shell would otherwise bring
         the purged value back with its state (the run says it was `dropped`). `erasures`:
         the count as the caller last found it (a commit just checked it under the write
-        lock), not read again: an older count can only drop more, never keep erased text."""
+        lock), not read again: an older count can only drop more, never keep erased text.
+        `owner`: the plugin strategy updating (UpdateRun.owner)."""
         before = self.run
-        self.run = run = UpdateRun(through, self.erasures() if erasures is None else erasures)
+        self.run = run = UpdateRun(through, self.erasures() if erasures is None else erasures,
+                                   owner=owner)
         try:
             yield run
         finally:
             self.run = before
+
+    @contextmanager
+    def keeping_books(self) -> Iterator[None]:
+        """Around chatmem's own code writing its bookkeeping (`sensitive`) in an update: a
+        plugin's strategy subclassing a built-in one runs it, under the plugin's name."""
+        run = self.run
+        owner = None if run is None else run.owner
+        if run is not None:
+            run.owner = None
+        try:
+            yield
+        finally:
+            if run is not None:
+                run.owner = owner
 
     @contextmanager
     def checking_itself(self) -> Iterator[None]:
@@ -124,6 +147,14 @@ class SessionState:
 
     def _store(self, strategy: str, values: dict[str, Any], covers_turn: int | None) -> None:
         run = self.run
+        if run is not None and run.owner is not None and strategy != run.owner:
+            # Another's state changed under it: `notes` reads its own keys as its own doing,
+            # a fork copies them as covering turns `notes` never read.
+            run.refused = StateRefused(run.owner, (
+                f"it set the state of {strategy!r}: a strategy writes only its own, as"
+                f" env.state.set(self.name, …) (README, \"Writing a plugin\")"),
+                "could not update its memory")
+            raise run.refused
         since = run.seen if run is not None and run.checked else None
         if self.store.memory.set_strategy_state(self.session_id, strategy, values,
                                                 covers_turn=covers_turn,
