@@ -14,6 +14,7 @@ from typing import Any
 from chatmem.errors import StateRefused, StoreError, StoreFailure
 from chatmem.memory.fact_keys import key_identity
 from chatmem.memory.message_counts import MessageCounts
+from chatmem.memory.state_values import unstorable
 from chatmem.store import FactRecord, FactScope
 from chatmem.store.protocols import MemoryStore
 from chatmem.store.records import AccessLevel
@@ -155,6 +156,16 @@ class SessionState:
                 f" env.state.set(self.name, …) (README, \"Writing a plugin\")"),
                 "could not update its memory")
             raise run.refused
+        wrong = unstorable(values)
+        if wrong is not None:
+            # Refused before anything is written: the row would read back as what no other
+            # JSON reader takes (memory.state_values).
+            refused = StateRefused(strategy if run is None or run.owner is None else run.owner,
+                                   f"its state's {wrong}",
+                                   "failed" if run is None else "could not update its memory")
+            if run is not None:
+                run.refused = refused
+            raise refused
         since = run.seen if run is not None and run.checked else None
         if self.store.memory.set_strategy_state(self.session_id, strategy, values,
                                                 covers_turn=covers_turn,
