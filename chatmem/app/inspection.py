@@ -10,7 +10,7 @@ from enum import StrEnum
 from typing import TYPE_CHECKING, Any
 
 from chatmem.activity import QUIET, Activity
-from chatmem.store.records import FactScope
+from chatmem.store.records import AccessLevel, FactScope
 
 if TYPE_CHECKING:
     from chatmem.app.workspace import Workspace
@@ -198,9 +198,12 @@ def next_engine(workspace: Workspace, session: str, *, explicit: bool = False) -
         workspace.tell(notice)  # a command's notices, shown when it ends
     llm = workspace.reproducing(record, explicit=explicit)
     # The engine's too: a server keeps it open and tells the request that opened it.
-    return engine_over(store, record, llm, chosen, budget=workspace.settings.context_budget,
-                       embedder=workspace.recall_embedder([chosen]), notices=told,
-                       zone=workspace.settings.zone)
+    engine = engine_over(store, record, llm, chosen, budget=workspace.settings.context_budget,
+                         embedder=workspace.recall_embedder([chosen]), notices=told,
+                         zone=workspace.settings.zone)
+    # A build failing on a plugin's old state says how to drop it, as a chat's does.
+    engine.drops_own_state = store.sessions.session_access(record.id).level is AccessLevel.OWN
+    return engine
 
 
 def inspect_on(engine: Engine[Store], text: str, *, catch_up: bool = False,

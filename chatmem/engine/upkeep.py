@@ -53,6 +53,9 @@ class MemoryUpkeep:
     background_indexing: bool
     interrupt_ends: bool
     settings_owner: str | None
+    drops_own_state: bool = False
+    """Whether this engine is over a session of the user's own, read only, whose states she
+    may drop (`inspect --next`, which opens it with no settings, as a replay does its copy)."""
     _caught_up: bool
     _said_helper_too_small: bool
     _turns_unfolded: int
@@ -75,7 +78,8 @@ class MemoryUpkeep:
         """The session's name when it holds a state of `strategy` (a member's, in a
         combination) that this user may drop, for the way on from a plugin's new version
         failing on what its old one stored, every turn; else None."""
-        if self.settings is None or self.settings_owner is not None:
+        if not self.drops_own_state and (self.settings is None
+                                         or self.settings_owner is not None):
             # A replay's or an eval's scratch history is no session of the user's; another's
             # session only its owner drops the state of.
             return None
