@@ -119,8 +119,7 @@ def remember(state: SessionState, guard: SecretGuard, turns: Sequence[HistoryTur
         if not said <= known:
             # Covering no turn: the guard re-reads the listed turns as the history holds
             # them now, so a fork or a replaced turn makes it read one more turn at worst.
-            with state.keeping_books():
-                state.set_covering(SENSITIVE_KEY, 0, turns=sorted(known | said))
+            state.set_covering(SENSITIVE_KEY, 0, turns=sorted(known | said))
 
 
 def said_in_history(history: HistoryRepository, session_id: int) -> list[int]:

@@ -6,9 +6,11 @@ after a turn has committed.
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
+from types import FrameType
 from typing import Any
 
 from chatmem.errors import StateRefused, StoreError, StoreFailure
@@ -34,11 +36,18 @@ class UpdateRun:
     dropped: bool = False
     """Whether a write was dropped: text left the session's memory since `seen`."""
     owner: str | None = None
-    """The plugin strategy whose update this is, which writes no other name's state (a
+    """The plugin strategy whose update this is, whose code writes no other name's state (a
     member of `notes+entity` writing `entity`'s would make it the other's; `_store`); None
-    for chatmem's own, which write bookkeeping of their own (`sensitive`)."""
+    for chatmem's own. chatmem's code run by it (a built-in it subclasses) still writes its
+    bookkeeping (`sensitive`, entity's `facts`)."""
     refused: StateRefused | None = None
     """The write the owner was refused, said even when its update caught it (`_store`)."""
+
+
+def _by_chatmem(caller: FrameType) -> bool:
+    """Whether the code calling `set` is chatmem's: a plugin's strategy may run a built-in's
+    (a subclass of EntityStrategy), which writes bookkeeping under names of its own."""
+    return str(caller.f_globals.get("__name__", "")).startswith("chatmem.")
 
 
 ERASED_WHILE_UPDATING = ("text left this session's memory while the update ran (a purge, or a"
@@ -90,20 +99,6 @@ class SessionState:
             self.run = before
 
     @contextmanager
-    def keeping_books(self) -> Iterator[None]:
-        """Around chatmem's own code writing its bookkeeping (`sensitive`) in an update: a
-        plugin's strategy subclassing a built-in one runs it, under the plugin's name."""
-        run = self.run
-        owner = None if run is None else run.owner
-        if run is not None:
-            run.owner = None
-        try:
-            yield
-        finally:
-            if run is not None:
-                run.owner = owner
-
-    @contextmanager
     def checking_itself(self) -> Iterator[None]:
         """Around a built-in update that reads `erasures` before its input and checks
         `erased_since` under the write lock itself: its writes are not checked again
@@ -138,17 +133,19 @@ class SessionState:
         them, and the last turn they cover is not replaced (/retry, /edit-last). During an
         update, nothing is stored once text left the session's memory since it began
         (StoreError ERASED_MEANWHILE; `updating`)."""
-        self._store(strategy, values, self.through)
+        self._store(strategy, values, self.through, _by_chatmem(sys._getframe(1)))
 
     def set_covering(self, strategy: str, turn: int, /, **values: Any) -> None:
         """Store values derived from turns 1–`turn` alone, whatever the history holds beyond
         (a summary's boundary; 0 for bookkeeping that holds nothing a later turn made);
         checked as `set` is."""
-        self._store(strategy, values, turn)
+        self._store(strategy, values, turn, _by_chatmem(sys._getframe(1)))
 
-    def _store(self, strategy: str, values: dict[str, Any], covers_turn: int | None) -> None:
+    def _store(self, strategy: str, values: dict[str, Any], covers_turn: int | None,
+               by_chatmem: bool) -> None:
         run = self.run
-        if run is not None and run.owner is not None and strategy != run.owner:
+        if run is not None and run.owner is not None and strategy != run.owner \
+                and not by_chatmem:
             # Another's state changed under it: `notes` reads its own keys as its own doing,
             # a fork copies them as covering turns `notes` never read.
             run.refused = StateRefused(run.owner, (

@@ -16,6 +16,7 @@ MEDDLER = '''
 import os
 
 from chatmem.memory.buffer import BufferStrategy
+from chatmem.memory.entity import EntityStrategy
 
 
 class Mine(BufferStrategy):
@@ -43,9 +44,15 @@ class Meddler(BufferStrategy):
         return []
 
 
+class Remembers(EntityStrategy):
+    name = "remembers"
+    description = "entity under a name of its own"
+
+
 def register(plugins):
     plugins.add_strategy(Mine)
     plugins.add_strategy(Meddler)
+    plugins.add_strategy(Remembers)
 '''
 REFUSED = ("memory update failed, will retry next turn: strategy 'meddler' could not update "
            "its memory: it set the state of 'mine': a strategy writes only its own, as "
@@ -91,3 +98,21 @@ def test_a_member_writing_its_partners_state_is_refused(installed: Install,
                    "scripted", "--db", db, code=0)
     assert REFUSED in asked.stderr.splitlines()
     assert states(db, "旅行")["mine"] == {"turns": 1}
+
+
+def test_a_plugin_running_chatmems_own_update_keeps_its_bookkeeping(
+        installed: Install, tmp_path: Path) -> None:
+    """A plugin subclassing `entity` runs chatmem's extraction, which writes the turns it
+    read under `facts`, and the turns holding a secret under `sensitive`: chatmem's code,
+    not the plugin's, so not refused."""
+    installed("chatmem-meddler", "chatmem_meddler", MEDDLER, name="meddler")
+    db = str(tmp_path / "h.db")
+    for text in ("我叫王芳", "my card is 4111 1111 1111 1111"):
+        asked = invoke("ask", "旅行", text, "-s", "remembers", "--save", "--provider",
+                       "scripted", "--db", db, code=0)
+        assert "memory update" not in asked.stderr
+    with Store(db) as store:
+        found = store.sessions.find_session("旅行")
+        assert found is not None
+        assert store.memory.strategy_state(found.id, "facts")["done_turn"] == 2
+        assert store.memory.strategy_state(found.id, "sensitive")["turns"] == [2]
