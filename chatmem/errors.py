@@ -22,6 +22,7 @@ and an exit code::
     ├── WrongParts                    assemble() given parts that are not Parts of Messages
     ├── ExtensionFailed               a plugin's code raised what chatmem does not know
     │   ├── StrategyFailed            … a strategy's build or update
+    │   │   └── StateRefused          … its update stored what a state may not hold
     │   ├── EmbedderFailed            … an embedder
     │   └── ProviderFailed            … a provider (a ProviderError too: a failed turn)
     └── ProviderError                 the model could not answer
@@ -522,6 +523,12 @@ class StrategyFailed(ExtensionFailed):
     """The session holding a state stored under this name, which its owner may drop (`sessions
     reset-state`): a plugin upgraded under a session may fail on what its earlier version
     stored. None: no state held, or not the user's to drop."""
+
+
+class StateRefused(StrategyFailed):
+    """A strategy's `env.state.set` refused, nothing of it stored: it named another strategy's
+    state (a strategy writes only its own), or a value JSON cannot store (NaN, Infinity, a
+    set). The plugin's own doing, never a state an earlier version left: no `held_in`."""
 
 
 class WrongParts(ChatmemError):

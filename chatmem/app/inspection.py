@@ -10,7 +10,7 @@ from enum import StrEnum
 from typing import TYPE_CHECKING, Any
 
 from chatmem.activity import QUIET, Activity
-from chatmem.store.records import FactScope
+from chatmem.store.records import AccessLevel, FactScope
 
 if TYPE_CHECKING:
     from chatmem.app.workspace import Workspace
@@ -133,33 +133,24 @@ def _as_sent(workspace: Workspace, text: str) -> str:
 
 
 def _memory_missing(engine: Engine[Store]) -> bool:
-    """Whether the session has turns but none of the memory its strategy derives from them (a
-    fork before the turns its state covered, an import, a strategy switched to): the next
-    turn then starts with one catch-up from nothing, which a build alone leaves out (a
-    plugin's notes, a summary shown as turns not yet summarized)."""
-    from chatmem.store.state_coverage import FACTS_OWNER
+    """Whether the session has turns but a member of its strategy that keeps state holds none
+    of the memory it derives from them (a fork before the turns its state covered, an import,
+    a strategy switched to): the next turn then starts with a catch-up, which a build alone
+    leaves out (a plugin's notes, a summary shown as turns not yet summarized)."""
+    from chatmem.evaluation.whatif import holds_memory
 
     store, session = engine.store, engine.session.id
     keeping = [m for m in engine.strategy.members if m.keeps_state]
     if not keeping or not store.history.turn_count(session):
         return False
-    # Any memory of its own (a member's state, the summaries of one that summarizes, the
-    # facts of one that sends them) and the catch-up starts from it: a rebuild from nothing
-    # would then show another context than the turn sends. Facts /remember put in a fork,
-    # or the summaries of a strategy used before, are no plugin's notes: it starts afresh.
-    summarizes = any(m.summarizes for m in keeping)
-    sends_facts = any(m.sends_facts for m in keeping)
-    return not (any(store.memory.strategy_state(session, m.name) for m in keeping)
-                or (summarizes and store.memory.summaries(session))
-                or (sends_facts and (store.memory.strategy_state(session, FACTS_OWNER)
-                                     or store.facts.facts(session_id=session))))
+    return not all(holds_memory(store, session, m) for m in keeping)
 
 
 def _after_catch_up(engine: Engine[Store], text: str, activity: Activity) -> Inspection:
     """inspect_on's answer for a session whose memory `_memory_missing`: built after a
     catch-up from nothing in a scratch copy of its history, the session left unchanged."""
     from chatmem.evaluation.recording import describe_counter
-    from chatmem.evaluation.whatif import what_if
+    from chatmem.evaluation.whatif import holds_memory, members_rebuilt, what_if
 
     store = engine.store
     record = store.sessions.session_by_id(engine.session.id)
@@ -167,11 +158,17 @@ def _after_catch_up(engine: Engine[Store], text: str, activity: Activity) -> Ins
     user = record.user
     facts = ([f for f in store.facts.facts(user=user) if f.scope == FactScope.USER]
              if user else [])
-    result = what_if(store, record, engine.strategy, text, history_turns=turns,
-                     system=store.sessions.system_for_turn(record.id, turns + 1),
-                     chat_provider=engine.provider, budget=engine.budget, user=user,
-                     user_facts=facts, embedder=engine.embedder, activity=activity,
-                     zone=engine.zone, said_at=_time_or_none(store.now(), engine.zone))
+    keeping = [m for m in engine.strategy.members if m.keeps_state]
+    missing = [m for m in keeping if not holds_memory(store, record.id, m)]
+    if len(missing) < len(keeping) and not any(m.summarizes or m.sends_facts for m in missing):
+        # The others go on from their own memory (the facts a fork copied, `entity`'s).
+        result = members_rebuilt(engine, missing, text, activity)
+    else:
+        result = what_if(store, record, engine.strategy, text, history_turns=turns,
+                         system=store.sessions.system_for_turn(record.id, turns + 1),
+                         chat_provider=engine.provider, budget=engine.budget, user=user,
+                         user_facts=facts, embedder=engine.embedder, activity=activity,
+                         zone=engine.zone, said_at=_time_or_none(store.now(), engine.zone))
     return Inspection(record, InspectMode.NEXT, result.context, text, engine.strategy.name,
                       dict(engine.strategy.params),
                       describe_counter(engine.counter, record.tokenizer),
@@ -196,9 +193,12 @@ def next_engine(workspace: Workspace, session: str, *, explicit: bool = False) -
         workspace.tell(notice)  # a command's notices, shown when it ends
     llm = workspace.reproducing(record, explicit=explicit)
     # The engine's too: a server keeps it open and tells the request that opened it.
-    return engine_over(store, record, llm, chosen, budget=workspace.settings.context_budget,
-                       embedder=workspace.recall_embedder([chosen]), notices=told,
-                       zone=workspace.settings.zone)
+    engine = engine_over(store, record, llm, chosen, budget=workspace.settings.context_budget,
+                         embedder=workspace.recall_embedder([chosen]), notices=told,
+                         zone=workspace.settings.zone)
+    # A build failing on a plugin's old state says how to drop it, as a chat's does.
+    engine.drops_own_state = store.sessions.session_access(record.id).level is AccessLevel.OWN
+    return engine
 
 
 def inspect_on(engine: Engine[Store], text: str, *, catch_up: bool = False,

@@ -6,7 +6,13 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from chatmem.errors import ChatmemError, ExtensionFailed, SessionGone, StrategyFailed
+from chatmem.errors import (
+    ChatmemError,
+    ExtensionFailed,
+    SessionGone,
+    StateRefused,
+    StrategyFailed,
+)
 from chatmem.memory.base import MemoryEnv
 from chatmem.memory.guards import update_guarded
 from chatmem.notices import HelperTooSmall, MemoryUpdateCancelled, MemoryUpdateFailed, Notice
@@ -48,6 +54,9 @@ class MemoryUpkeep:
     background_indexing: bool
     interrupt_ends: bool
     settings_owner: str | None
+    drops_own_state: bool = False
+    """Whether this engine is over a session of the user's own, read only, whose states she
+    may drop (`inspect --next`, which opens it with no settings, as a replay does its copy)."""
     _caught_up: bool
     _said_helper_too_small: bool
     _turns_unfolded: int
@@ -70,7 +79,8 @@ class MemoryUpkeep:
         """The session's name when it holds a state of `strategy` (a member's, in a
         combination) that this user may drop, for the way on from a plugin's new version
         failing on what its old one stored, every turn; else None."""
-        if self.settings is None or self.settings_owner is not None:
+        if not self.drops_own_state and (self.settings is None
+                                         or self.settings_owner is not None):
             # A replay's or an eval's scratch history is no session of the user's; another's
             # session only its owner drops the state of.
             return None
@@ -194,7 +204,8 @@ class MemoryUpkeep:
         except ChatmemError as e:
             # The turn stands; the strategy catches up on a later turn.
             culprit = (e.kind, e.name) if isinstance(e, ExtensionFailed) else None
-            held = self.state_held_in(e.name) if isinstance(e, StrategyFailed) else None
+            held = (self.state_held_in(e.name) if isinstance(e, StrategyFailed)
+                    and not isinstance(e, StateRefused) else None)
             return [*said, MemoryUpdateFailed(str(e), culprit, held_in=held)]
         except KeyboardInterrupt:
             if self.interrupt_ends:

@@ -13,10 +13,10 @@ given).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import datetime, tzinfo
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from chatmem.activity import QUIET, Activity, ActivityStep, Work
 from chatmem.engine.opening import engine_over
@@ -24,7 +24,8 @@ from chatmem.engine.said import Said, said_time
 from chatmem.evaluation.counting_provider import CountingProvider
 from chatmem.evaluation.replay import seed_user_facts
 from chatmem.history import StoredHistory
-from chatmem.memory.base import ContextRequest, Strategy
+from chatmem.memory.base import BaseStrategy, ContextRequest, Strategy
+from chatmem.memory.combined import CombinedStrategy
 from chatmem.memory.context import Context, Message
 from chatmem.memory.guards import build_guarded
 from chatmem.memory.state import SessionState
@@ -35,6 +36,7 @@ from chatmem.timezones import system_zone
 
 if TYPE_CHECKING:
     from chatmem.embeddings import Embedder
+    from chatmem.engine import Engine
     from chatmem.providers.base import Provider
     from chatmem.store import FactRecord
     from chatmem.tokens import TokenCounter
@@ -132,6 +134,63 @@ def what_if(
     return WhatIf(context, history_turns, sum(helper.calls.values()),
                   left_out_texts(store.history, session.id, context), said,
                   external_ids(store.history, session.id, context))
+
+
+def holds_memory(store: TurnStore, session_id: int, member: Strategy) -> bool:
+    """Whether `member` holds memory of its own in the session, which its catch-up goes on
+    from: its state, the summaries of one that summarizes, the facts of one that sends them.
+    Facts /remember put in a fork, or another strategy's summaries, are no plugin's notes."""
+    from chatmem.store.state_coverage import FACTS_OWNER
+
+    return bool(store.memory.strategy_state(session_id, member.name)
+                or (member.summarizes and store.memory.summaries(session_id, member.name))
+                or (member.sends_facts and (store.memory.strategy_state(session_id, FACTS_OWNER)
+                                            or store.facts.facts(session_id=session_id))))
+
+
+def members_rebuilt(engine: Engine[Any], members: Sequence[BaseStrategy], text: str,
+                    activity: Activity = QUIET) -> WhatIf:
+    """What `engine`'s next turn sends for `text` when `members` of its combination hold no
+    state (a fork before the turns theirs covered) and the others hold their memory: theirs
+    are rebuilt as the turn's catch-up does, in a scratch copy of the history, and the build
+    reads them beside the others' own (whose ids, a fact's, are the session's)."""
+    store, session = engine.store, engine.session
+    strategy: Strategy = members[0] if len(members) == 1 else CombinedStrategy(members)
+    turns = store.history.turn_count(session.id)
+    provider = engine.provider
+    with Store(":memory:") as scratch:
+        copy = scratch.sessions.create_session(
+            "what-if", strategy.name, dict(strategy.params), provider=provider.name,
+            model=provider.model, system=session.system, user=session.user,
+            tokenizer=provider.token_counter().key)
+        helper = CountingProvider(provider)
+        with activity.series():
+            copy_history(store.history, session.id, scratch.history, copy.id, turns, activity)
+            rebuilding = engine_over(scratch, copy, CountingProvider(provider), strategy,
+                                     budget=None, helper=helper, embedder=engine.embedder,
+                                     activity=activity, zone=engine.zone)
+            said = tuple(n for n in rebuilding.catch_up() if not isinstance(n, SummaryUpdated))
+        states = {m.name: scratch.memory.strategy_state(copy.id, m.name) for m in members}
+    request = engine.request(text)
+    context = build_guarded(engine.strategy,
+                            replace(request, state=_WithRebuilt(request.state, states)))
+    return WhatIf(context, turns, sum(helper.calls.values()),
+                  left_out_texts(store.history, session.id, context), said,
+                  external_ids(store.history, session.id, context))
+
+
+class _WithRebuilt(SessionState):
+    """A session's state but for the members `rebuilt` names, read as their catch-up made
+    them (members_rebuilt): for a build, which writes nothing."""
+
+    def __init__(self, state: SessionState, rebuilt: Mapping[str, dict[str, Any]]) -> None:
+        super().__init__(state.store, state.session_id, state.user)
+        self.caches = state.caches
+        self.rebuilt = rebuilt
+
+    def get(self, strategy: str) -> dict[str, Any]:
+        found = self.rebuilt.get(strategy)
+        return dict(found) if found is not None else super().get(strategy)
 
 
 def _named_as_stored(context: Context, scratch: HistoryRepository, copy_id: int,

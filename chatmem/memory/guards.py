@@ -173,7 +173,8 @@ def update_guarded(strategy: Strategy, env: MemoryEnv, *,
     # What the update stores is recorded as covering the history it was given, and is
     # dropped after a purge since it began (SessionState.updating): said so, whether the
     # update let the refusal through or caught it; the next turn's update reads it again.
-    with env.state.updating(env.history.turn_count(), erasures) as run:
+    owner = None if _ships_with_chatmem(strategy) else strategy.name
+    with env.state.updating(env.history.turn_count(), erasures, owner) as run:
         try:
             notices = guarded(lambda e: StrategyFailed(strategy.name, e, doing),
                               lambda: _printing_to_stderr(lambda: strategy.update(env),
@@ -189,6 +190,8 @@ def update_guarded(strategy: Strategy, env: MemoryEnv, *,
             if not run.dropped:
                 raise
             notices = []
+    if run.refused is not None and not run.dropped:
+        raise run.refused  # (caught by the update, it would go unsaid)
     if run.dropped:
         return [ErasedWhileUpdating(DerivedMemory.STATE, run.through, run.through,
                                     strategy.name)]

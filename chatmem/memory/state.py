@@ -6,14 +6,17 @@ after a turn has committed.
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
+from types import FrameType
 from typing import Any
 
-from chatmem.errors import StoreError, StoreFailure
+from chatmem.errors import StateRefused, StoreError, StoreFailure
 from chatmem.memory.fact_keys import key_identity
 from chatmem.memory.message_counts import MessageCounts
+from chatmem.memory.state_values import unstorable
 from chatmem.store import FactRecord, FactScope
 from chatmem.store.protocols import MemoryStore
 from chatmem.store.records import AccessLevel
@@ -32,6 +35,19 @@ class UpdateRun:
     """Whether its writes are checked against `seen` (a built-in checks its own)."""
     dropped: bool = False
     """Whether a write was dropped: text left the session's memory since `seen`."""
+    owner: str | None = None
+    """The plugin strategy whose update this is, whose code writes no other name's state (a
+    member of `notes+entity` writing `entity`'s would make it the other's; `_store`); None
+    for chatmem's own. chatmem's code run by it (a built-in it subclasses) still writes its
+    bookkeeping (`sensitive`, entity's `facts`)."""
+    refused: StateRefused | None = None
+    """The write the owner was refused, said even when its update caught it (`_store`)."""
+
+
+def _by_chatmem(caller: FrameType) -> bool:
+    """Whether the code calling `set` is chatmem's: a plugin's strategy may run a built-in's
+    (a subclass of EntityStrategy), which writes bookkeeping under names of its own."""
+    return str(caller.f_globals.get("__name__", "")).startswith("chatmem.")
 
 
 ERASED_WHILE_UPDATING = ("text left this session's memory while the update ran (a purge, or a"
@@ -64,16 +80,19 @@ class SessionState:
         return self.store.memory.strategy_state(self.session_id, strategy)
 
     @contextmanager
-    def updating(self, through: int, erasures: int | None = None) -> Iterator[UpdateRun]:
+    def updating(self, through: int, erasures: int | None = None,
+                 owner: str | None = None) -> Iterator[UpdateRun]:
         """Around a strategy's update over a history of `through` turns (memory.guards.
         update_guarded): what it stores meanwhile is recorded as covering those turns, and
         is stored only if no text left the session's memory since it began: a plugin's
         update that read a message before a purge in another shell would otherwise bring
         the purged value back with its state (the run says it was `dropped`). `erasures`:
         the count as the caller last found it (a commit just checked it under the write
-        lock), not read again: an older count can only drop more, never keep erased text."""
+        lock), not read again: an older count can only drop more, never keep erased text.
+        `owner`: the plugin strategy updating (UpdateRun.owner)."""
         before = self.run
-        self.run = run = UpdateRun(through, self.erasures() if erasures is None else erasures)
+        self.run = run = UpdateRun(through, self.erasures() if erasures is None else erasures,
+                                   owner=owner)
         try:
             yield run
         finally:
@@ -114,16 +133,36 @@ class SessionState:
         them, and the last turn they cover is not replaced (/retry, /edit-last). During an
         update, nothing is stored once text left the session's memory since it began
         (StoreError ERASED_MEANWHILE; `updating`)."""
-        self._store(strategy, values, self.through)
+        self._store(strategy, values, self.through, _by_chatmem(sys._getframe(1)))
 
     def set_covering(self, strategy: str, turn: int, /, **values: Any) -> None:
         """Store values derived from turns 1–`turn` alone, whatever the history holds beyond
         (a summary's boundary; 0 for bookkeeping that holds nothing a later turn made);
         checked as `set` is."""
-        self._store(strategy, values, turn)
+        self._store(strategy, values, turn, _by_chatmem(sys._getframe(1)))
 
-    def _store(self, strategy: str, values: dict[str, Any], covers_turn: int | None) -> None:
+    def _store(self, strategy: str, values: dict[str, Any], covers_turn: int | None,
+               by_chatmem: bool) -> None:
         run = self.run
+        if run is not None and run.owner is not None and strategy != run.owner \
+                and not by_chatmem:
+            # Another's state changed under it: `notes` reads its own keys as its own doing,
+            # a fork copies them as covering turns `notes` never read.
+            run.refused = StateRefused(run.owner, (
+                f"it set the state of {strategy!r}: a strategy writes only its own, as"
+                f" env.state.set(self.name, …) (README, \"Writing a plugin\")"),
+                "could not update its memory")
+            raise run.refused
+        wrong = unstorable(values)
+        if wrong is not None:
+            # Refused before anything is written: the row would read back as what no other
+            # JSON reader takes (memory.state_values).
+            refused = StateRefused(strategy if run is None or run.owner is None else run.owner,
+                                   f"its state's {wrong}",
+                                   "failed" if run is None else "could not update its memory")
+            if run is not None:
+                run.refused = refused
+            raise refused
         since = run.seen if run is not None and run.checked else None
         if self.store.memory.set_strategy_state(self.session_id, strategy, values,
                                                 covers_turn=covers_turn,

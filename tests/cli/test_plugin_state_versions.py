@@ -117,3 +117,21 @@ def test_a_plugin_update_failing_on_its_stored_state_names_the_way_to_drop_it(
     asked = invoke("ask", "旅行", "第三句", "--provider", "scripted", "--db", db,
                    env={"TALLY_VERSION": "2"}, code=0)
     assert "memory update" not in asked.stderr
+
+
+def test_inspect_next_failing_on_its_stored_state_names_the_way_to_drop_it(
+        installed: Install, tmp_path: Path) -> None:
+    """`inspect --next` (the README's way to see what the next turn sends) said only the
+    TypeError, while `chat` and `ask` on the same session named `sessions reset-state`: its
+    engine is opened with no settings, as a replay's over its scratch copy is."""
+    installed("chatmem-tally", "chatmem_tally", TALLY, name="tally")
+    db = str(tmp_path / "h.db")
+    invoke("ask", "旅行", "第一句", "-s", "tally", "--save", "--provider", "scripted", "--db", db,
+           code=0)
+    failed = invoke("inspect", "旅行", "--next", "第二句", "--db", db,
+                    env={"TALLY_VERSION": "2"}, code=1)
+    assert failed.stderr.splitlines()[-1] == (
+        "error: strategy 'tally' failed: TypeError: 'int' object is not subscriptable (plugin "
+        "tally (chatmem-tally 0.1.0)); if it fails on the state an earlier version of it "
+        "stored, `chatmem sessions reset-state 旅行 tally` drops that state (never the turns) "
+        "and it is built again")

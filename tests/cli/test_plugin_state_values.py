@@ -1,0 +1,61 @@
+"""A plugin strategy storing NaN or Infinity in its state: Python's json wrote them as bare
+words no JSON reader but Python's takes, into a file and into PostgreSQL alike, and read
+them back without a word. Refused at `set` in one line naming the plugin and the key."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from cli_runner import invoke
+from plugin_site import Install
+
+from chatmem.store import Store
+
+RATIO = '''
+import os
+
+from chatmem.memory.buffer import BufferStrategy
+
+
+class Ratio(BufferStrategy):
+    name = "ratio"
+    description = "keeps a ratio of its turns"
+    keeps_state = True
+
+    def update(self, env):
+        env.state.set(self.name, turns=env.history.turn_count(),
+                      ratio={"值": [1.0, float(os.environ.get("RATIO", "0.5"))]})
+        return []
+
+
+def register(plugins):
+    plugins.add_strategy(Ratio)
+'''
+
+
+@pytest.fixture(params=["file", "postgres"])
+def db(request: pytest.FixtureRequest, tmp_path: Path) -> str:
+    if request.param == "postgres":
+        return str(request.getfixturevalue("pg_url"))
+    return str(tmp_path / "h.db")
+
+
+@pytest.mark.parametrize(("ratio", "said"), [("nan", "NaN"), ("-inf", "-Infinity")])
+def test_a_plugin_storing_nan_in_its_state_is_refused_naming_the_key(
+        installed: Install, db: str, ratio: str, said: str) -> None:
+    installed("chatmem-ratio", "chatmem_ratio", RATIO, name="ratio")
+    invoke("ask", "旅行", "第一句", "-s", "ratio", "--save", "--provider", "scripted",
+           "--db", db, code=0)
+    asked = invoke("ask", "旅行", "第二句", "--provider", "scripted", "--db", db,
+                   env={"RATIO": ratio}, code=0)
+    assert [line for line in asked.stderr.splitlines() if line.startswith("memory update")] == [
+        "memory update failed, will retry next turn: strategy 'ratio' could not update its "
+        f"memory: its state's key 'ratio' holds {said}, which JSON cannot store (plugin ratio "
+        "(chatmem-ratio 0.1.0))"]
+    with Store(db) as store:
+        found = store.sessions.find_session("旅行")
+        assert found is not None
+        # What the first turn stored stands; nothing of the refused set was.
+        assert store.memory.strategy_state(found.id, "ratio") == {
+            "turns": 1, "ratio": {"值": [1.0, 0.5]}}
