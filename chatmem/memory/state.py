@@ -6,11 +6,9 @@ after a turn has committed.
 
 from __future__ import annotations
 
-import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
-from types import FrameType
 from typing import Any
 
 from chatmem.errors import StateRefused, StoreError, StoreFailure
@@ -38,16 +36,16 @@ class UpdateRun:
     owner: str | None = None
     """The plugin strategy whose update this is, whose code writes no other name's state (a
     member of `notes+entity` writing `entity`'s would make it the other's; `_store`); None
-    for chatmem's own. chatmem's code run by it (a built-in it subclasses) still writes its
-    bookkeeping (`sensitive`, entity's `facts`)."""
+    for chatmem's own. The names chatmem's code writes for whatever strategy runs it
+    (BOOKKEEPING) stay open: a plugin may run a built-in's update (a subclass of entity)."""
     refused: StateRefused | None = None
     """The write the owner was refused, said even when its update caught it (`_store`)."""
 
 
-def _by_chatmem(caller: FrameType) -> bool:
-    """Whether the code calling `set` is chatmem's: a plugin's strategy may run a built-in's
-    (a subclass of EntityStrategy), which writes bookkeeping under names of its own."""
-    return str(caller.f_globals.get("__name__", "")).startswith("chatmem.")
+BOOKKEEPING = frozenset({"facts", "sensitive"})
+"""The names chatmem's own memory code writes under for any strategy that runs it (entity's
+extraction: memory.extraction.STATE_KEY; the turns holding a secret: memory.sensitive_turns.
+SENSITIVE_KEY): a plugin subclassing EntityStrategy writes them under its own update."""
 
 
 ERASED_WHILE_UPDATING = ("text left this session's memory while the update ran (a purge, or a"
@@ -133,19 +131,18 @@ class SessionState:
         them, and the last turn they cover is not replaced (/retry, /edit-last). During an
         update, nothing is stored once text left the session's memory since it began
         (StoreError ERASED_MEANWHILE; `updating`)."""
-        self._store(strategy, values, self.through, _by_chatmem(sys._getframe(1)))
+        self._store(strategy, values, self.through)
 
     def set_covering(self, strategy: str, turn: int, /, **values: Any) -> None:
         """Store values derived from turns 1–`turn` alone, whatever the history holds beyond
         (a summary's boundary; 0 for bookkeeping that holds nothing a later turn made);
         checked as `set` is."""
-        self._store(strategy, values, turn, _by_chatmem(sys._getframe(1)))
+        self._store(strategy, values, turn)
 
-    def _store(self, strategy: str, values: dict[str, Any], covers_turn: int | None,
-               by_chatmem: bool) -> None:
+    def _store(self, strategy: str, values: dict[str, Any], covers_turn: int | None) -> None:
         run = self.run
         if run is not None and run.owner is not None and strategy != run.owner \
-                and not by_chatmem:
+                and strategy not in BOOKKEEPING:
             # Another's state changed under it: `notes` reads its own keys as its own doing,
             # a fork copies them as covering turns `notes` never read.
             run.refused = StateRefused(run.owner, (

@@ -116,3 +116,13 @@ def test_a_plugin_running_chatmems_own_update_keeps_its_bookkeeping(
         assert found is not None
         assert store.memory.strategy_state(found.id, "facts")["done_turn"] == 2
         assert store.memory.strategy_state(found.id, "sensitive")["turns"] == [2]
+
+
+def test_the_bookkeeping_left_open_is_what_chatmems_own_updates_write() -> None:
+    """The names any update may write are exactly those chatmem's shared code writes under:
+    a new one there, not added here, would refuse a plugin that subclasses entity."""
+    from chatmem.memory.extraction import STATE_KEY
+    from chatmem.memory.sensitive_turns import SENSITIVE_KEY
+    from chatmem.memory.state import BOOKKEEPING
+
+    assert {STATE_KEY, SENSITIVE_KEY} == BOOKKEEPING
