@@ -62,7 +62,10 @@ def adopt_history(workspace: Workspace, name: str, prior: Sequence[ClientMessage
         # end's turn stored while a new conversation's history was written (and refused,
         # "send the request again") is not, and counting it dropped as many of the client's
         # first messages on the retry. One that begins as the client's is, edited since.
-        stored, said = comparable_all(store.history.messages(session.id)), comparable_all(prior)
+        # Its copy holds what a purge erased here since: the session's start all the same.
+        held_now = store.history.messages(session.id)
+        prior = erasures_kept(held_now, prior)
+        stored, said = comparable_all(held_now), comparable_all(prior)
         total = stored_up_to(stored, said) or (held if stored[0] == said[0] else 0)
     new = [_stored(m) for m in prior[total:]]
     batch = IMPORT_BATCH
