@@ -245,12 +245,32 @@ class TurnNotReplaceable(UsageError):
         self.turn = turn
         self.why = why
 
+    # Each names the turn as logs, inspect and `sessions show` number it (TurnRecord.turn):
+    # a request's number is another after a cancelled reply or a /retry.
     @classmethod
     def not_yours(cls, turn: int) -> TurnNotReplaceable:
         """Turn `turn` is another chat's, added since the caller's own last turn."""
         return cls(f"turn {turn} was added by another chat since your last turn, and only"
                    " your own last turn is replaced; send your input again instead",
                    turn=turn, why=ReplaceRefusal.NOT_YOURS)
+
+    @classmethod
+    def not_completed(cls, turn: int, status: str) -> TurnNotReplaceable:
+        """Turn `turn` failed, was cancelled (`status`) or was replaced already."""
+        return cls(f"turn {turn} is not a completed turn in history ({status}): only one can"
+                   " be sent again", turn=turn, why=ReplaceRefusal.NOT_COMPLETED)
+
+    @classmethod
+    def not_last(cls, turn: int) -> TurnNotReplaceable:
+        """Messages were added to the history after turn `turn`."""
+        return cls(f"turn {turn} is not the last turn in history (messages were added after"
+                   " it): only that one can be replaced", turn=turn, why=ReplaceRefusal.NOT_LAST)
+
+    @classmethod
+    def in_memory(cls, turn: int, why: ReplaceRefusal, held: str) -> TurnNotReplaceable:
+        """Memory holds turn `turn` (`held` says how): a fork before it asks again."""
+        return cls(f"turn {turn} is already in memory ({held}); /fork SESSION --at-turn"
+                   f" {turn - 1} asks again on a branch", turn=turn, why=why)
 
 
 class StoreFailure(Enum):

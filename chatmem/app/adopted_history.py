@@ -9,7 +9,15 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-from chatmem.app.client_history import AskedWith, ClientMessage, comparable_all, history_digest
+from chatmem.app.client_history import (
+    AskedWith,
+    ClientMessage,
+    Said,
+    as_sent,
+    comparable_all,
+    erasures_kept,
+    history_digest,
+)
 
 if TYPE_CHECKING:
     from chatmem.app.session_files import ImportProgress
@@ -17,7 +25,8 @@ if TYPE_CHECKING:
 
 
 def adopt_history(workspace: Workspace, name: str, prior: Sequence[ClientMessage], *,
-                  progress: ImportProgress | None = None, opened: bool = False) -> bool:
+                  progress: ImportProgress | None = None, opened: bool = False,
+                  branched: Sequence[Said] = ()) -> bool:
     """Make session `name`'s history hold what a client says came before its new message
     (the client's is authoritative): what of it the session does not end with is stored
     after the session's (`stored_up_to`). Its new suffix when the session holds its start,
@@ -34,7 +43,10 @@ def adopt_history(workspace: Workspace, name: str, prior: Sequence[ClientMessage
     leaves it as it was): True, its engine to be opened anew. Any other gets them after its
     own (an empty one that holds facts, a prompt, a strategy's state keeps them: only its
     settings would go with a copy); a failure halfway leaves a start of them, and the
-    client's next request stores the rest (what the session does not end with)."""
+    client's next request stores the rest (what the session does not end with).
+
+    `branched`: the history of the session the client's chat left (`branched_from`), whose
+    erasures the messages it shares with the client's are stored with (`erasures_kept`)."""
     from chatmem.app.client_sessions import adopt_in_place_of
     from chatmem.app.session_files import IMPORT_BATCH
     from chatmem.store.sharing import shared_address
@@ -43,13 +55,17 @@ def adopt_history(workspace: Workspace, name: str, prior: Sequence[ClientMessage
     session = store.sessions.find_session(name)
     if session is None:
         return False
+    prior = erasures_kept(branched, prior)
     total = held = store.history.message_count(session.id, at_most=len(prior))
     if 0 < held < len(prior):
         # Past what the session holds only if the session is the client's: another front
         # end's turn stored while a new conversation's history was written (and refused,
         # "send the request again") is not, and counting it dropped as many of the client's
         # first messages on the retry. One that begins as the client's is, edited since.
-        stored, said = comparable_all(store.history.messages(session.id)), comparable_all(prior)
+        # Its copy holds what a purge erased here since: the session's start all the same.
+        held_now = store.history.messages(session.id)
+        prior = erasures_kept(held_now, prior)
+        stored, said = comparable_all(held_now), comparable_all(prior)
         total = stored_up_to(stored, said) or (held if stored[0] == said[0] else 0)
     new = [_stored(m) for m in prior[total:]]
     batch = IMPORT_BATCH
@@ -122,9 +138,10 @@ def leaves_history(workspace: Workspace, name: str, prior: Sequence[ClientMessag
             session.id, at_most=asked_with.length + 3) != asked_with.length + 2:
         return False
     stored = store.history.messages(session.id)
-    if history_digest(stored[:-2]) != asked_with.digest:
+    # As the client sent them: a value purged since is in its copy still.
+    if history_digest(as_sent(stored[:-2], prior)) != asked_with.digest:
         return False  # another front end or another chat wrote some of it
-    held, said = comparable_all(stored), comparable_all(prior)
+    held, said = comparable_all(as_sent(stored, prior)), comparable_all(prior)
     if said and any(len(said) <= end and held[end - len(said):end] == said
                     for end in (len(held), len(held) - 2)):
         return False  # its window of the session's end (the last exchange asked again)
@@ -139,14 +156,16 @@ def branch_session(workspace: Workspace, name: str, prior: Sequence[ClientMessag
     with the strategy, parameters, model, retention and shares the session of that name
     had: the memory it built (summaries, facts, a strategy's state) is of a history the
     client left, and is not carried over. That session stays, whole, under its `kept_name`,
-    returned: nothing stored is lost or changed but its name. A long history is written as
+    returned: nothing stored is lost or changed but its name. What a purge erased from the
+    history they share stays erased (`erasures_kept`). A long history is written as
     `adopt_history` writes one (`branch_in_batches`)."""
     from chatmem.app import client_sessions as made
     from chatmem.app.session_files import IMPORT_BATCH
 
     store = workspace.store
     sessions = store.sessions
-    said = [_stored(m) for m in prior]
+    held = store.history.messages(sessions.session(name).id)[:len(prior)]
+    said = [_stored(m) for m in erasures_kept(held, prior)]
     if len(said) > IMPORT_BATCH:
         return made.branch_in_batches(workspace, sessions.session(name), said, progress,
                                       IMPORT_BATCH)

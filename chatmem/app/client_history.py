@@ -75,6 +75,64 @@ def _purged_from(held: tuple[str, str], said: tuple[str, str]) -> bool:
     return len(text) - len(last) > at and text.endswith(last)
 
 
+def erasures_kept(held: Sequence[Said], prior: Sequence[ClientMessage]) -> list[ClientMessage]:
+    """A client's `prior` as the session it goes on or branched from (holding `held`) keeps
+    it: each message of their common start that `held` holds with a purge's marker in place
+    of a value (`held_as_said`) as held, the value left out. The client keeps its copy and
+    sends the value with each request: stored as sent, an edit after a purge undid it."""
+    kept = list(prior)
+    for at in _erased_at(held, prior):
+        kept[at] = ClientMessage(prior[at].role, held[at].content, prior[at].speaker)
+    return kept
+
+
+def as_sent(held: Sequence[Said], prior: Sequence[ClientMessage]) -> list[Said]:
+    """A session's messages `held` as the client whose copy is `prior` sent them: each of
+    their common start a purge's marker stands in as the client's (`erasures_kept` the
+    other way), so its digest is the one a request sending them had (`AskedWith`)."""
+    sent: list[Said] = list(held)
+    for at in _erased_at(held, prior):
+        sent[at] = prior[at]
+    return sent
+
+
+def _erased_at(held: Sequence[Said], prior: Sequence[Said]) -> list[int]:
+    """Where, in the start `held` and `prior` share (`held_as_said`), the two differ."""
+    erased = []
+    for at, (stored, said) in enumerate(zip(held, prior, strict=False)):
+        was, now = comparable(stored.role, stored.content), comparable(said.role, said.content)
+        if was != now:
+            if not _purged_from(was, now):
+                break
+            erased.append(at)
+    return erased
+
+
+def branched_from(workspace: Workspace, first: str, prior: Sequence[ClientMessage], *,
+                  named_before: str | None = None) -> list[Said]:
+    """The history (up to `prior`'s length) of the session a chat no id names began alike
+    with (`first`, `first-2`…, then `named_before`'s, as `session_of_opening` looks) whose
+    start is the longest of the client's `prior` (`held_as_said`): the one an edit of the
+    chat leaves, whose erasures its new session keeps (`erasures_kept`). Read only for a
+    chat's new session, which stores all of `prior` anyway."""
+    history = workspace.store.history
+    said = comparable_all(prior)
+    best: list[Said] = []
+    longest = 0
+    for stem in dict.fromkeys([first, named_before or first]):
+        for n in count(1):
+            session = workspace.store.sessions.find_session(stem if n == 1 else f"{stem}-{n}")
+            if session is None:
+                break
+            held = history.messages(session.id, 1, len(prior))[:len(prior)]
+            start = next((i for i, pair in enumerate(zip(comparable_all(held), said,
+                                                         strict=False))
+                          if not held_as_said([pair[0]], [pair[1]])), len(held))
+            if start > longest:
+                best, longest = list(held[:start]), start
+    return best
+
+
 def history_digest(messages: Iterable[Said]) -> str:
     """What tells one client's history from another's, in the compared form: a server keeps
     it for the turn it answered, not the history itself."""

@@ -51,7 +51,8 @@ MIN_SECRET_CHARACTERS = 4
 def credentials_of(api_key: str | None, base_url: str | None,
                    history_key: str | None) -> dict[str, Credential]:
     """Each secret a reply must never repeat, with the label shown in its place: the API key,
-    a key pasted into the base URL (also as the Basic auth header carries it), CHATMEM_KEY."""
+    a key pasted into the base URL (also as the Basic auth header carries it), CHATMEM_KEY;
+    both keys in their encoded forms too (`_forms_of`)."""
     import base64
 
     found: dict[str, Credential] = {}
@@ -62,19 +63,23 @@ def credentials_of(api_key: str | None, base_url: str | None,
             found[base64.b64encode(pair).decode()] = Credential.API_KEY
         for secret in url_secrets(base_url):
             found[secret] = Credential.API_KEY
-    if api_key:
-        found[api_key] = Credential.API_KEY
-        if len(api_key) >= MIN_SECRET_CHARACTERS:  # a placeholder's base64 is no secret either
-            # As a server may quote it back in an error: the key's bytes, base64-encoded, or
-            # percent-encoded as a URL's query carries it (`keyurl=sk%2Dtest%2B…`).
-            found[base64.b64encode(api_key.encode()).decode()] = Credential.API_KEY
-            every = "".join(c if c.isascii() and c.isalnum() else
-                            "".join(f"%{b:02X}" for b in c.encode()) for c in api_key)
-            for encoded in (quote(api_key, safe=""), every):
-                found[encoded] = Credential.API_KEY
-    if history_key:
-        found[history_key] = Credential.HISTORY_KEY
+    for key, label in ((api_key, Credential.API_KEY), (history_key, Credential.HISTORY_KEY)):
+        if key:
+            found |= dict.fromkeys(_forms_of(key), label)
     return {s: label for s, label in found.items() if len(s) >= MIN_SECRET_CHARACTERS}
+
+
+def _forms_of(key: str) -> list[str]:
+    """`key` and, unless a placeholder (whose base64 is no secret either), the forms a
+    server may quote it back in or a user may paste it in: its bytes base64-encoded (a
+    Basic header), percent-encoded as a URL's query carries it (`keyurl=sk%2Dtest%2B…`)."""
+    import base64
+
+    if len(key) < MIN_SECRET_CHARACTERS:
+        return [key]
+    every = "".join(c if c.isascii() and c.isalnum() else
+                    "".join(f"%{b:02X}" for b in c.encode()) for c in key)
+    return [key, base64.b64encode(key.encode()).decode(), quote(key, safe=""), every]
 
 
 TYPED_MIN_CHARACTERS = 8

@@ -114,6 +114,8 @@ class Turn:
         """It holds one of the server's places for an update after its answer."""
         self._opening_stored: Callable[[], None] = lambda: None
         """Called once the turn is stored (ServedConversations.session_of_opening)."""
+        self._opening: str | None = None
+        """The name a chat no id names gets from its opening, its session's or not."""
         self.unstored: str | None = None
         """The reply the model completed (paid for), until the engine returns it stored: a
         failure meanwhile (the history's disk full) is answered with it (Unstored)."""
@@ -171,6 +173,7 @@ class Turn:
         try:
             if self.asked.fingerprinted:
                 with self.proxy.session_of_opening(self.asked, self.settings) as opening:
+                    self._opening = self.asked.conversation
                     self.asked = replace(self.asked, conversation=opening[0])
                     self._opening_stored = opening[1]
                     self._take_turn()
@@ -217,6 +220,7 @@ class Turn:
             AskedWith,
             ClientMessage,
             Replacing,
+            branched_from,
             replaces_last_turn,
             window_key,
         )
@@ -313,7 +317,11 @@ class Turn:
                     raise _Branched(branch_session(ws, asked.conversation, asked.prior))
                 fresh = self.adopted or ws.store.history.message_count(
                     engine.session.id, at_most=1) == 0
-                if adopt_history(ws, asked.conversation, asked.prior,
+                # A chat that left one begun alike (an edit) keeps what a purge erased there.
+                left = (branched_from(ws, self._opening, asked.prior,
+                                      named_before=asked.named_before)
+                        if fresh and self._opening is not None else ())
+                if adopt_history(ws, asked.conversation, asked.prior, branched=left,
                                  opened=created_here[-1:] == [True]):
                     raise _Adopted
                 if not asked.model:

@@ -172,29 +172,19 @@ class TurnTables:
                     self._db, "SELECT * FROM turns WHERE id = ?", [expected])[0],
                     expanded=False)
             else:
-                raise TurnNotReplaceable.not_yours(turn.number)
+                raise TurnNotReplaceable.not_yours(turn.turn)
         if turn.status != "ok" or turn.user_message_id is None \
                 or turn.assistant_message_id is None or turn.superseded_by is not None:
-            raise TurnNotReplaceable(
-                f"turn {turn.number} is not a completed turn in history ({turn.status}):"
-                " only one can be sent again",
-                turn=turn.number, why=ReplaceRefusal.NOT_COMPLETED)
+            raise TurnNotReplaceable.not_completed(turn.turn, str(turn.status))
         # Replaced turns' messages count here: a turn a crash left hidden (between
         # hide_turn and its replacement's commit) can still be sent again.
         last = fetch_value(self._db, "SELECT max(turn) FROM messages WHERE session_id = ?",
                            [session_id])
         if (turn.history_turn or 0) != last:
-            raise TurnNotReplaceable(
-                f"turn {turn.number} is not the last turn in history"
-                " (messages were added after it): only that one can be replaced",
-                turn=turn.number, why=ReplaceRefusal.NOT_LAST)
+            raise TurnNotReplaceable.not_last(turn.turn)
         derived = self._derived_from(turn)
         if derived is not None:
-            why, held = derived
-            raise TurnNotReplaceable(
-                f"turn {turn.number} is already in memory ({held}); /fork SESSION "
-                f"--at-turn {(turn.history_turn or 1) - 1} asks again on a branch",
-                turn=turn.number, why=why)
+            raise TurnNotReplaceable.in_memory(turn.turn, *derived)
         return turn
 
     def ran_on(self, session_id: int, provider: str, model: str) -> bool:

@@ -185,3 +185,22 @@ def test_a_fact_remembered_while_the_history_is_stored_is_kept_and_the_retry_sto
     assert [m.content for m in workspace.store.history.messages(opened.id)] == [
         m.content for m in SAID]
     assert [f.value for f in workspace.store.facts.facts(session_id=opened.id)] == ["4417"]
+
+
+@pytest.mark.parametrize("said", ["My employer is Globex Corporation.", "我在环球公司上班。"])
+def test_a_longer_history_after_a_purge_stores_only_what_the_session_lacks(
+        workspace: Workspace, said: str) -> None:
+    """The session holds its start with a value purged ("[forgotten]"), the client's copy
+    the value and an exchange more (answered elsewhere): that start no longer matched the
+    client's, and its whole history, the value in it, went after the session's."""
+    store = workspace.store
+    session = store.sessions.create_session("续", "window", {"turns": 3})
+    value = "Globex Corporation" if said.startswith("My") else "环球公司"
+    store.history.import_messages(session.id, [
+        {"role": "user", "content": said.replace(value, "[forgotten]")},
+        {"role": "assistant", "content": "好的"}])
+    prior = [ClientMessage("user", said), ClientMessage("assistant", "好的"),
+             ClientMessage("user", "预算三千"), ClientMessage("assistant", "记下了")]
+    assert adopt_history(workspace, "续", prior) is False
+    assert [m.content for m in store.history.messages(session.id)] == [
+        said.replace(value, "[forgotten]"), "好的", "预算三千", "记下了"]

@@ -49,7 +49,9 @@ def test_credentials_cover_the_key_the_url_and_basic_auth_but_not_placeholders()
                      "Q1W2E3": "[api key]", "sk-abc12345": "[api key]",
                      "c2stYWJjMTIzNDU=": "[api key]",  # the key base64-encoded
                      "sk%2Dabc12345": "[api key]",  # every character percent-encoded
-                     "hist-key-1": "[history key]"}
+                     "hist-key-1": "[history key]",
+                     # The history key as the API key: base64, every character percent-encoded.
+                     "aGlzdC1rZXktMQ==": "[history key]", "hist%2Dkey%2D1": "[history key]"}
     assert credentials_of("x", None, None) == {}
 
 

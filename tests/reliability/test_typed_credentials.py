@@ -278,3 +278,30 @@ def test_a_transcript_s_probes_holding_the_key_are_masked_in_eval_and_import(
     assert (probe["question"], list(probe["expect_text"])) == (
         question.format(key="[api key]"), ["[api key]"])
     no_byte_of([KEY], tmp_path)
+
+
+@pytest.mark.parametrize("language", ["en", "zh"])
+def test_the_history_key_typed_base64_or_percent_encoded_is_masked_as_the_api_key_is(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, language: str) -> None:
+    """An API key's base64 and percent-encoded forms were masked in what the user types (and
+    in replies), the history key's only as itself: pasted from a Basic header or a URL, it
+    was sent and stored."""
+    from urllib.parse import quote
+
+    history_key = "历史钥匙+horse/battery=42"
+    monkeypatch.setenv("CHATMEM_KEY", history_key)
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    forms = [base64.b64encode(history_key.encode()).decode(), quote(history_key, safe="")]
+    typed = {"en": "it is {} and {}", "zh": "它是{}和{}"}[language]
+    db = tmp_path / "h.db"
+    with Workspace(Settings(db=str(db), provider="scripted"), create=True) as ws:
+        engine = recording_engine(ws, "钥匙")
+        try:
+            result = record_on(engine, typed.format(*forms), f"ok: {forms[1]} {forms[0]}")
+        finally:
+            engine.finish()
+        assert result.notices[0] == CredentialInInput(("[history key]",))
+        sid = ws.store.sessions.session("钥匙").id
+        assert [m.content for m in ws.store.history.messages(sid)] == [
+            typed.format("[history key]", "[history key]"),
+            "ok: [history key] [history key]"]

@@ -533,8 +533,10 @@ def test_undo_and_edit_last_keep_a_plugin_state_true_to_the_history(
     result = chat(db, "U1", ["first 111", "typo, I meant 9999", "/undo U2", "what now?",
                              "price 5555", "/edit-last price 6666"], "--strategy", "ledger")
     assert result.exit_code == 2
+    # Named as logs number it (U2 holds turn 1 copied by /undo: "price 5555" is its turn 3,
+    # its second request), the fork's turn the one before it.
     assert status_lines(result.stderr)[-1] == (
-        "error: turn 2 is already in memory (ledger's stored state covers it); "
+        "error: turn 3 is already in memory (ledger's stored state covers it); "
         "/fork SESSION --at-turn 2 asks again on a branch")
     with Store(db) as store:
         session = store.sessions.session("U2")

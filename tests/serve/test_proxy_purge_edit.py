@@ -1,0 +1,91 @@
+"""A chat edited after a purge: its client keeps its own copy, the purged value in it, and
+sends it with each request; the session its edit goes on in keeps the erasure."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from urllib.parse import quote
+
+import pytest
+from chat_server import ChatServer
+from cli_runner import invoke
+
+pytest.importorskip("uvicorn", reason="chatmem[serve] is not installed")
+
+from test_proxy import RunningProxy
+from test_proxy_conversations import asker
+
+from chatmem.config.settings import Settings
+from chatmem.store import Store
+
+SAID = [("My employer is Globex Corporation.", "Globex Corporation"),
+        ("我在环球公司上班。", "环球公司")]
+
+
+def _purge(db_path: Path, name: str, value: str) -> None:
+    with Store(db_path) as store:
+        fact = store.facts.upsert_fact("employer", value, scope="session",
+                                       session_id=store.sessions.session(name).id).id
+    invoke("facts", "forget", str(fact), "--purge", "--yes", "--db", str(db_path), code=0)
+
+
+def _histories(db_path: Path) -> dict[str, list[str]]:
+    with Store(db_path) as store:
+        return {s.name: [m.content for m in store.history.messages(s.id)][::2]
+                for s in store.sessions.list_sessions()}
+
+
+def _nowhere(db_path: Path, value: str) -> bool:
+    data = b"".join(p.read_bytes() for p in db_path.parent.glob(f"{db_path.name}*"))
+    return value.encode() not in data
+
+
+@pytest.mark.parametrize(("said", "value"), SAID)
+def test_an_edit_of_a_chat_no_id_names_keeps_a_purge_in_its_new_session(
+        chat_server: ChatServer, db_path: Path, said: str, value: str) -> None:
+    """Its edit of the last message begins a session of its own holding the client's
+    history: that copy held the value the purge erased (`chat-…-2` had "Globex")."""
+    settings = Settings(provider="openai", base_url=chat_server.base_url, model="test-small",
+                        db=str(db_path))
+    with RunningProxy(settings, strategy="window") as running:
+        ask = asker(running)
+        history = [{"role": "user", "content": said}]
+        reply, turn, _ = ask(history)
+        history += [{"role": "assistant", "content": reply},
+                    {"role": "user", "content": "What should I buy?"}]
+        assert ask(history)[1:] == (turn.replace("@1", "@2"), "next-turn")
+        name = turn.rpartition("@")[0]
+        _purge(db_path, name, value)
+        edited = [*history[:2], {"role": "user", "content": "What should I sell?"}]
+        reply, turn, stored = ask(edited)
+        assert (turn, stored) == (f"{name}-2@2", "new-session")
+        edited += [{"role": "assistant", "content": reply}, {"role": "user", "content": "再说说"}]
+        assert ask(edited)[1:] == (f"{name}-2@3", "next-turn")  # it goes on there
+    erased = said.replace(value, "[forgotten]")
+    assert _histories(db_path) == {name: [erased, "What should I buy?"],
+                                   f"{name}-2": [erased, "What should I sell?", "再说说"]}
+    assert _nowhere(db_path, value)
+
+
+@pytest.mark.parametrize(("said", "value"), SAID)
+def test_an_edit_of_an_earlier_message_of_a_named_chat_keeps_a_purge_in_its_branch(
+        chat_server: ChatServer, db_path: Path, said: str, value: str) -> None:
+    """The history it sent then no longer matched the session's (the client's copy holds
+    the value): its edit was taken for the chat's next turn, after the messages it left; and
+    branched, the new session stored the client's history, the value in it."""
+    settings = Settings(provider="openai", base_url=chat_server.base_url, model="test-small",
+                        db=str(db_path))
+    with RunningProxy(settings, strategy="window") as running:
+        ask = asker(running, extra_headers={"X-Chatmem-Conversation": quote("工作")})
+        history: list[dict[str, str]] = []
+        for text in (said, "What should I buy?", "And then?"):
+            history.append({"role": "user", "content": text})
+            history.append({"role": "assistant", "content": ask(history)[0]})
+        _purge(db_path, "工作", value)
+        edited = [*history[:2], {"role": "user", "content": "What should I sell?"}]
+        assert ask(edited)[1:] == ("工作@2", "branched")
+    erased = said.replace(value, "[forgotten]")
+    assert _histories(db_path) == {
+        "工作": [erased, "What should I sell?"],
+        "工作.before-edit-1": [erased, "What should I buy?", "And then?"]}
+    assert _nowhere(db_path, value)
