@@ -112,9 +112,12 @@ class Proxy(ServedConversations):
         turn = Turn(self, asked, valid_text(str(body.get("model") or "")), settings)
         turn.start()
         if asked.stream:
-            # The reply's first piece (or its end), or why there is none: a turn refused
-            # before it was sent (over the budget) or by the model (401, 429) is answered with
-            # its own status, as a request not streamed is, not as an error inside a 200.
+            # The model answering (its server took the request: ANSWERING), the reply's first
+            # piece or its end, or why there is none: a turn refused before it was sent (over
+            # the budget) or by the model (401, 429) is answered with its own status, as a
+            # request not streamed is, not as an error inside a 200. The headers go out once
+            # the model answers, not at its first word: a reasoning model thinking for minutes
+            # had clients (undici's 300 s wait for headers) and proxies give up on it.
             async with anyio.create_task_group() as watching:
                 # A client that hangs up before the first piece (a stalled model) cancels
                 # the turn too; once streaming, Starlette tells the stream.
