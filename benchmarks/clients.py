@@ -242,7 +242,7 @@ def measure_request(upstream: Upstream, sizes: list[int], requests: int) -> list
         started = time.perf_counter()
         if by == "chatmem":
             reply = iter(provider.stream(messages))
-            next(reply)
+            next(piece for piece in reply if piece)  # past the empty one: it is answering
             first = time.perf_counter()
             list(reply)  # read to the end, as the client below does
             return (first - started) * 1000

@@ -159,9 +159,12 @@ class RequestError(UsageError):
     (OpenAI's error shape has one)."""
 
     def __init__(self, message: str, param: str | None = None, *,
-                 listed: Listed | None = None) -> None:
+                 listed: Listed | None = None, code: str | None = None) -> None:
         super().__init__(message, listed=listed)
         self.param = param
+        self.code = code
+        """OpenAI's error code for it, where OpenAI has one (`context_length_exceeded`):
+        clients match on it."""
 
 
 class StrategyError(UsageError):

@@ -58,6 +58,9 @@ class ChatServer(ThreadingHTTPServer):
         """What `thinking` streams as the model's reasoning before its reply."""
         self.think_every = 0.0
         """Seconds `thinking` takes over each piece of its reasoning."""
+        self.thinks_until_released = False
+        """`thinking` goes on thinking after its thoughts (sending nothing) until `release`
+        is set: a reasoning model that takes as long as the test needs."""
         self.models = ["test-small", "test-large"]
         """What GET /v1/models lists."""
         self.refuses: str | None = None
@@ -358,6 +361,8 @@ class _Handler(BaseHTTPRequestHandler):
                 self._event({**self._chunk(body, None, None), "choices": [
                     {"index": 0, "delta": {field: thought}, "finish_reason": None}]})
                 time.sleep(self.server.think_every)
+            if self.server.thinks_until_released:
+                self.server.release.wait(HANG)
             self._stream(body, head=False)
         elif mode == "filtered":
             self._stream(body, finish="content_filter")

@@ -222,7 +222,8 @@ class Engine(SessionChanges, MemoryUpkeep, TurnChecks, TurnRows, Generic[StoreT]
                  supersedes: int | None = None, external_id: str | None = None,
                  cancel: threading.Event | None = None,
                  speaker: str | None = None,
-                 on_stored: Callable[[TurnResult], None] | None = None) -> TurnResult:
+                 on_stored: Callable[[TurnResult], None] | None = None,
+                 on_answering: Callable[[], None] | None = None) -> TurnResult:
         """Send one user input, with `attachments` quoted as data; returns the result,
         cancelled on Ctrl-C, or once `cancel` is set (a served client hung up) even while
         the model sends nothing.
@@ -237,7 +238,9 @@ class Engine(SessionChanges, MemoryUpkeep, TurnChecks, TurnRows, Generic[StoreT]
         `text` (ContextRequest.speaker). `on_stored` gets the result (its notices as
         they are then) once an ok turn is stored, before memory's update, which may wait
         long for the helper model: a server answers its client there; the update's notices
-        are in the result returned.
+        are in the result returned. `on_answering` is called when the model's server says it
+        took the request (ReplyStream's empty piece), before any text: a reasoning model may
+        think minutes before its first word, and a server sends its client its headers then.
         """
         # Pre-flight, before any model call (catching up may call the helper model).
         try:
@@ -288,6 +291,10 @@ class Engine(SessionChanges, MemoryUpkeep, TurnChecks, TurnRows, Generic[StoreT]
             if cancel is not None:
                 stream = InterruptibleReply(stream, cancel)
             for delta in calls.deltas(stream):
+                if not delta:
+                    if on_answering:
+                        on_answering()
+                    continue
                 chunks.append(delta)
                 if on_delta:
                     on_delta(delta)

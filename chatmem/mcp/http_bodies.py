@@ -2,7 +2,10 @@
 (chatmem.mcp.stdio): the SDK agreed to 2025-03-26, whose JSON-RPC allows batches, then
 answered a batch with a 400 holding pydantic's multi-line dump of four union members, as
 "invalid params" (-32602). A batch is refused as an invalid request in one line, and a
-client asking for 2025-03-26 is offered 2024-11-05."""
+client asking for 2025-03-26 is offered 2024-11-05. A request without a session id that the
+SDK refuses (anything but an initialize) is answered without the session id it made for it:
+that session is gone with the refusal, and a client that kept the id was told "Session not
+found" on its next call."""
 
 from __future__ import annotations
 
@@ -14,6 +17,7 @@ from chatmem.mcp.stdio import BATCH_REFUSED, BATCHES_VERSION, OFFERED_INSTEAD
 from chatmem.serve.asgi import App, Receive, Scope, Send
 
 Message = MutableMapping[str, Any]
+SESSION_HEADER = b"mcp-session-id"
 
 
 class OneMessageBodies:
@@ -26,6 +30,9 @@ class OneMessageBodies:
         self.app = app
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "http" and not any(
+                name.lower() == SESSION_HEADER for name, _ in scope.get("headers", ())):
+            send = _no_session_refused(send)
         if scope["type"] != "http" or scope.get("method") != "POST":
             await self.app(scope, receive, send)
             return
@@ -43,6 +50,20 @@ class OneMessageBodies:
             await _refuse_batch(send)
             return
         await self.app(scope, _replayed(offered(body), None, receive), send)
+
+
+def _no_session_refused(send: Send) -> Send:
+    """`send` for a request that opens a session, without the session id of a refusal (a
+    status of 400 or more): the SDK discarded that session as it refused the request."""
+
+    async def sending(message: Message) -> None:
+        if message["type"] == "http.response.start" and message.get("status", 200) >= 400:
+            message = {**message, "headers": [
+                (name, value) for name, value in message.get("headers", ())
+                if bytes(name).lower() != SESSION_HEADER]}
+        await send(message)
+
+    return sending
 
 
 def offered(body: bytes) -> bytes:

@@ -82,7 +82,11 @@ def _shown(value: object) -> str:
 
 
 class ReplyStream(Protocol):
-    """Iterate for text deltas; afterwards `usage` and `rendered_prompt` are set."""
+    """Iterate for text deltas; afterwards `usage` and `rendered_prompt` are set. An empty
+    piece is no text: it says the model's server took the request and is answering (a
+    reasoning model thinks before its first word), so a server front end can send its
+    client the response's headers without waiting for that word (Engine.run_turn's
+    `on_answering`)."""
 
     usage: Usage
     rendered_prompt: str | None

@@ -39,7 +39,9 @@ class MaskedReply:
 
     def __iter__(self) -> Iterator[str]:
         for piece in self._inner:
-            if shown := self._mask.feed(piece):
+            if not piece:
+                yield piece  # the server answering (ReplyStream): nothing to mask
+            elif shown := self._mask.feed(piece):
                 yield shown
         if rest := self._mask.flush():
             yield rest

@@ -85,6 +85,7 @@ class OpenAIReply:
                 # Some servers ignore stream=True and answer once, as JSON.
                 yield from self._whole_answer(kind)
                 return
+            yield ""  # accepted: it is answering (ReplyStream), before its first word
             received = 0
             for chunk in self._stream:
                 if chunk.usage is not None:

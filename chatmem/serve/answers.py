@@ -84,6 +84,8 @@ def completion_json(result: TurnResult, model: str, turn_id: str) -> dict[str, A
             "chatmem": {"turn": turn_id, "status": str(result.status)}}
 
 
+CONTEXT_LENGTH_EXCEEDED = "context_length_exceeded"
+"""OpenAI's error code for a request its model's context cannot hold."""
 NOT_STORED = "not-stored"
 """X-Chatmem-Stored-As and `chatmem.status` of a reply answered but not stored (Unstored)."""
 
@@ -167,11 +169,16 @@ def error_json(error: BaseException, settings: Settings | None = None) -> dict[s
     # and a used-up quota as OpenAI's (an SDK tells it from a limit that waiting ends).
     kind = ("rate_limit_error" if status == 429 else "invalid_request_error" if status < 500
             else "api_error")
-    code = "rate_limit_exceeded" if status == 429 else None
+    code = ("rate_limit_exceeded" if status == 429 else
+            error.code if isinstance(error, RequestError) else None)
+    param = getattr(error, "param", None)
     if isinstance(error, ProviderQuotaExhausted):
         kind = code = "insufficient_quota"
-    return {"error": {"message": message, "type": kind,
-                      "param": getattr(error, "param", None), "code": code}}
+    if isinstance(error, OverBudget):
+        # As OpenAI refuses a context past the model's window: clients (LangChain, the
+        # agents that trim and retry) match on the code and the field.
+        code, param = CONTEXT_LENGTH_EXCEEDED, "messages"
+    return {"error": {"message": message, "type": kind, "param": param, "code": code}}
 
 
 RETRY_AFTER_S = 5

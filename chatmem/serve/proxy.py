@@ -67,12 +67,19 @@ def build_app(settings: Settings, *, strategy: str | None = None,
                 proxy.kept.close()  # each kept conversation's engine, then its history
                 proxy.pool.close()  # the models the requests shared, closed once
 
-    return Starlette(routes=[
+    app = Starlette(routes=[
         Route("/v1/chat/completions", proxy.chat_completions, methods=["POST"]),
+        Route("/v1/chat/completions/", proxy.chat_completions, methods=["POST"]),
         Route("/v1/models", proxy.models, methods=["GET"]),
         Route("/v1/models/{model_id:path}", proxy.model, methods=["GET"]),
         Route("/v1/chatmem/turns/{turn_id:path}", proxy.turn, methods=["GET"]),
     ], lifespan=lifespan, exception_handlers={404: not_served, 405: not_served})
+    # A base URL ending in a slash (`/v1/chat/completions/`) was a 307 with an empty body:
+    # the SDKs follow it, but curl, httpx and many a bot's HTTP code do not, and showed an
+    # error without words. It is served as it is (and `GET /v1/models/` lists the models);
+    # any other path is a 404 naming what is served, never a redirect.
+    app.router.redirect_slashes = False
+    return app
 
 
 SERVED = ("POST /v1/chat/completions, GET /v1/models[/ID] and "
@@ -84,8 +91,10 @@ async def not_served(request: Request, error: Exception) -> Response:
     shows its message; Starlette's own is a bare "Not Found")."""
     status = getattr(error, "status_code", 404)
     what = f"{request.method} {request.url.path}"
-    return error_response(RequestError(f"{what} is not served here: chatmem serves {SERVED}"),
-                          status)
+    # OpenAI's code for a path it does not serve.
+    code = "unknown_url" if status == 404 else None
+    return error_response(RequestError(f"{what} is not served here: chatmem serves {SERVED}",
+                                       code=code), status)
 
 
 MODELS_KEPT_SECONDS = 60.0
@@ -121,9 +130,12 @@ class Proxy(ServedConversations):
         turn = Turn(self, asked, valid_text(str(body.get("model") or "")), settings)
         turn.start()
         if asked.stream:
-            # The reply's first piece (or its end), or why there is none: a turn refused
-            # before it was sent (over the budget) or by the model (401, 429) is answered with
-            # its own status, as a request not streamed is, not as an error inside a 200.
+            # The model answering (its server took the request: ANSWERING), the reply's first
+            # piece or its end, or why there is none: a turn refused before it was sent (over
+            # the budget) or by the model (401, 429) is answered with its own status, as a
+            # request not streamed is, not as an error inside a 200. The headers go out once
+            # the model answers, not at its first word: a reasoning model thinking for minutes
+            # had clients (undici's 300 s wait for headers) and proxies give up on it.
             async with anyio.create_task_group() as watching:
                 # A client that hangs up before the first piece (a stalled model) cancels
                 # the turn too; once streaming, Starlette tells the stream.
@@ -201,6 +213,8 @@ class Proxy(ServedConversations):
         import anyio
 
         wanted = request.path_params["model_id"]
+        if not wanted:  # `/v1/models/`
+            return await self.models(request)
         listed = (await anyio.to_thread.run_sync(self._models))["data"]
         found = next((m for m in listed if m["id"] == wanted), None)
         if found is None:

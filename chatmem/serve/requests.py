@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from chatmem.errors import RequestError
+from chatmem.serve.answers import CONTEXT_LENGTH_EXCEEDED
 from chatmem.serve.conversation_ids import (
     SharedId,
     conversation_of,
@@ -133,7 +134,7 @@ def refuse_past_budget(asked: TurnAsked, budget: int) -> None:
         raise RequestError(
             f"not sent: the system messages and the last message are {size:,} bytes, more "
             f"than {size // MOST_BYTES_PER_TOKEN:,} tokens, over the context budget of "
-            f"{budget:,}; shorten them", "messages")
+            f"{budget:,}; shorten them", "messages", code=CONTEXT_LENGTH_EXCEEDED)
 
 
 def parsed_body(raw: bytes) -> Any:

@@ -55,6 +55,15 @@ the one it named is kept under another name, which the server's log says)."""
 DISCONNECT_POLL = 0.2
 """Seconds between looks at whether the client of a reply that is not streamed is there."""
 DONE = object()
+ANSWERING = object()
+"""The model's server took the request and is answering, before any text (a reasoning model
+thinking): a streamed response's status and headers go out then."""
+KEEPALIVE_S = 15.0
+"""Seconds a streamed response goes without a byte before it sends an SSE comment: a model
+thinking for minutes before its first word left it silent, and proxies (nginx's 60 s read
+timeout) and clients' idle timers closed it. The interval the SSE standard suggests."""
+KEEPALIVE = ": keepalive\n\n"
+"""An SSE comment: every client's parser skips it (OpenAI's SDKs, EventSource)."""
 
 
 class _Branched(Exception):
@@ -350,7 +359,8 @@ class Turn:
                         result = resend_last(engine, asked.text, on_delta=self._delta,
                                              on_reply_end=self._reply_end,
                                              expected=done, cancel=self.gone,
-                                             speaker=asked.speaker, on_stored=on_stored)
+                                             speaker=asked.speaker, on_stored=on_stored,
+                                             on_answering=self._answering)
                     if result is None:
                         self.turn_id = f"{asked.conversation}@{held + 1}"
                         self.stored_as = "next-turn-last-kept"
@@ -358,7 +368,8 @@ class Turn:
                     result = engine.run_turn(asked.text, on_delta=self._delta,
                                              on_reply_end=self._reply_end,
                                              cancel=self.gone, speaker=asked.speaker,
-                                             on_stored=on_stored)
+                                             on_stored=on_stored,
+                                             on_answering=self._answering)
                 if not self._noted:
                     stored(ws, engine, result)  # not ok (cancelled): no update followed
                 self._answer(result)  # if no place was free for an update after its answer
@@ -395,16 +406,30 @@ class Turn:
         self._said.append(text)
         self._put(("delta", text))
 
+    def _answering(self) -> None:
+        self._put(ANSWERING)
+
     def _reply_end(self) -> None:
         """The model's reply is complete (paid for), before the engine stores it."""
         self.unstored = "".join(self._said)
 
     async def sse(self, first: object) -> AsyncIterator[str]:
-        """The reply as OpenAI's stream of chunks, then the chatmem turn and [DONE]."""
+        """The reply as OpenAI's stream of chunks, then the chatmem turn and [DONE]. Begun
+        before the reply's first word (ANSWERING), it can no longer answer with an error's
+        status: an error is an `error` event then, as OpenAI's and vLLM's streams send one,
+        which the openai SDKs raise as an APIError."""
+        import anyio
+
         event = first
         try:
             yield sse_event(self._chunk({"role": "assistant", "content": ""}))
             while True:
+                if event is ANSWERING:
+                    with anyio.move_on_after(KEEPALIVE_S) as waited:
+                        event = await self.next_event()
+                    if waited.cancelled_caught:
+                        yield KEEPALIVE  # still thinking
+                    continue
                 if event is DONE:
                     break
                 if isinstance(event, BaseException):

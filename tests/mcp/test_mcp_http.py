@@ -120,3 +120,20 @@ def test_a_batch_is_refused_in_one_line_and_2025_03_26_is_offered_the_version_be
     assert "\n" not in refused["error"]["message"] and "batch" in refused["error"]["message"]
     assert garbage.json()["error"]["code"] == -32700
     assert pong.status_code == 200 and '"id":2,"result":{}' in pong.text
+
+
+def test_a_refused_request_without_a_session_is_given_no_session_id(tmp_path: Path) -> None:
+    """A POST that is no initialize, or a GET, without a session id got its 400 with a fresh
+    `mcp-session-id`: the id of a session the SDK made for the request and dropped as it
+    refused it, which a client that kept it was then told was not found."""
+    with mcp_http("--provider", "scripted", "--db", str(tmp_path / "h.db")) as (url, _):
+        listed = httpx.post(url, timeout=HANG, headers=ACCEPT, json={
+            "jsonrpc": "2.0", "id": 1, "method": "tools/list"})
+        got = httpx.get(url, timeout=HANG, headers={"Accept": "text/event-stream"})
+        opened = httpx.post(url, json=HELLO, timeout=HANG, headers=ACCEPT)
+    for refused in (listed, got):
+        assert refused.status_code == 400, refused.text
+        assert "mcp-session-id" not in refused.headers, refused.headers
+        assert "error" in refused.json()
+    assert opened.status_code == 200
+    assert len(opened.headers["mcp-session-id"]) == 32  # an initialize still opens one
