@@ -20,16 +20,12 @@ from chatmem.errors import (
     StrategyError,
     TurnNotReplaceable,
 )
+from chatmem.serve import event_stream
 from chatmem.serve.answers import (
     NOT_STORED,
     Unstored,
     answered_unstored,
     chunk_json,
-    error_json,
-    finish_reason,
-    sse_event,
-    unstored_field,
-    usage_json,
 )
 
 if TYPE_CHECKING:
@@ -54,16 +50,6 @@ edited or asked again; the id now names a new session holding the client's histo
 the one it named is kept under another name, which the server's log says)."""
 DISCONNECT_POLL = 0.2
 """Seconds between looks at whether the client of a reply that is not streamed is there."""
-DONE = object()
-ANSWERING = object()
-"""The model's server took the request and is answering, before any text (a reasoning model
-thinking): a streamed response's status and headers go out then."""
-KEEPALIVE_S = 15.0
-"""Seconds a streamed response goes without a byte before it sends an SSE comment: a model
-thinking for minutes before its first word left it silent, and proxies (nginx's 60 s read
-timeout) and clients' idle timers closed it. The interval the SSE standard suggests."""
-KEEPALIVE = ": keepalive\n\n"
-"""An SSE comment: every client's parser skips it (OpenAI's SDKs, EventSource)."""
 
 
 class _Branched(Exception):
@@ -218,7 +204,7 @@ class Turn:
         if self.result is None:
             self._opening_stored()
             self.result = result
-            self._put(DONE)
+            self._put(event_stream.DONE)
 
     def _take_turn(self) -> None:
         from functools import partial
@@ -407,58 +393,16 @@ class Turn:
         self._put(("delta", text))
 
     def _answering(self) -> None:
-        self._put(ANSWERING)
+        self._put(event_stream.ANSWERING)
 
     def _reply_end(self) -> None:
         """The model's reply is complete (paid for), before the engine stores it."""
         self.unstored = "".join(self._said)
 
-    async def sse(self, first: object) -> AsyncIterator[str]:
-        """The reply as OpenAI's stream of chunks, then the chatmem turn and [DONE]. Begun
-        before the reply's first word (ANSWERING), it can no longer answer with an error's
-        status: an error is an `error` event then, as OpenAI's and vLLM's streams send one,
-        which the openai SDKs raise as an APIError."""
-        import anyio
+    def sse(self, first: object) -> AsyncIterator[str]:
+        """The reply as OpenAI's stream of chunks (serve.event_stream)."""
+        return event_stream.sse(self, first)
 
-        event = first
-        try:
-            yield sse_event(self._chunk({"role": "assistant", "content": ""}))
-            while True:
-                if event is ANSWERING:
-                    with anyio.move_on_after(KEEPALIVE_S) as waited:
-                        event = await self.next_event()
-                    if waited.cancelled_caught:
-                        yield KEEPALIVE  # still thinking
-                    continue
-                if event is DONE:
-                    break
-                if isinstance(event, BaseException):
-                    yield sse_event(error_json(event, self.settings))
-                    yield "data: [DONE]\n\n"
-                    return
-                if isinstance(event, Unstored):
-                    # Every piece was sent: it ends as a reply, not as an error to retry.
-                    end = self._chunk({}, finish="stop")
-                    end["chatmem"] = unstored_field(event, self.settings)
-                    yield sse_event(end)
-                    yield "data: [DONE]\n\n"
-                    return
-                if isinstance(event, tuple) and event[0] == "delta":
-                    yield sse_event(self._chunk({"content": event[1]}))
-                event = await self.next_event()
-            result = self.result
-            assert result is not None
-            end = self._chunk({}, finish=finish_reason(result))
-            end["chatmem"] = {"turn": self.turn_id, "status": str(result.status)}
-            yield sse_event(end)
-            if self.asked.include_usage:
-                # As OpenAI sends it: a chunk of its own, without choices, that clients
-                # look for by its empty `choices`.
-                yield sse_event({**self._chunk({}), "choices": [], "usage": usage_json(result)})
-            yield "data: [DONE]\n\n"
-        finally:
-            self.gone.set()  # a client that left mid-reply cancels the rest
-
-    def _chunk(self, delta: dict[str, Any], finish: str | None = None) -> dict[str, Any]:
+    def chunk(self, delta: dict[str, Any], finish: str | None = None) -> dict[str, Any]:
         return chunk_json(self.completion_id, self.model_asked, delta, finish,
                           with_usage=self.asked.include_usage)

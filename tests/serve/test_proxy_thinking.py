@@ -17,7 +17,7 @@ import httpx2 as httpx
 import openai as sdk
 from test_proxy import RunningProxy, statuses
 
-import chatmem.serve.turn
+import chatmem.serve.event_stream
 from chatmem.config.settings import Settings
 
 
@@ -31,7 +31,7 @@ def test_a_streamed_reply_has_its_headers_while_the_model_thinks(
     """No byte of the response came until the reply's first word: Node clients (undici waits
     300 s for headers) and proxies (nginx: 60 s without a byte) gave up on a reasoning model
     thinking longer, though it was answering."""
-    monkeypatch.setattr(chatmem.serve.turn, "KEEPALIVE_S", 0.2, raising=False)
+    monkeypatch.setattr(chatmem.serve.event_stream, "KEEPALIVE_S", 0.2)
     chat_server.plan = ["thinking"]
     chat_server.thoughts = ["想一想"]
     chat_server.thinks_until_released = True
