@@ -51,11 +51,15 @@ class ToolServer(MCPServer[Any]):
     calls came), and which over stdio answers every request read before stdin ended."""
 
     def __init__(self, *args: Any, arrival: Arrival | None = None,
-                 log: Callable[[str], None] | None = None, **kwargs: Any) -> None:
+                 log: Callable[[str], None] | None = None,
+                 secrets: Mapping[str, str] | None = None, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self._arrival = arrival
         self._log = log
         """The server's own log (its owner's stderr): a prompt that failed is one line there."""
+        self._secrets = secrets
+        """The settings' credentials (providers.secrets_of), masked in that line as in a
+        plugin's words: a key read from `api_key_env` or the base URL is no environment's."""
 
     async def run_stdio_async(self) -> None:
         """Serve over stdio (chatmem.mcp.stdio.run_stdio), the end of stdin held back from
@@ -103,7 +107,8 @@ class ToolServer(MCPServer[Any]):
         frames = traceback.extract_tb(failed.__traceback__)
         at = f" (at {Path(frames[-1].filename).name}:{frames[-1].lineno})" if frames else ""
         if self._log is not None:
-            self._log(plugin_mask().mask(f"prompt {name} failed: {one_line(failed)}{at}"))
+            said = f"prompt {name} failed: {one_line(failed)}{at}"
+            self._log(plugin_mask(self._secrets).mask(said))
         raise MCPError(INTERNAL_ERROR, f"prompt {name} failed ({type(failed).__name__}); the "
                        "server's log says where") from None
 

@@ -69,6 +69,7 @@ def build_server(settings: Settings, *, histories: bool = False,
     BearerGuard found for its token: `histories`, a tokens file); `log`: the server's own
     log, told of a history only its owner can mend."""
     from chatmem.mcp.arguments import ToolServer
+    from chatmem.providers import secrets_of
 
     memory = Memory(settings, histories=histories, log=log)
 
@@ -81,7 +82,7 @@ def build_server(settings: Settings, *, histories: bool = False,
 
     server: MCPServer[Any] = ToolServer(
         name="chatmem", version=_version(), log_level="WARNING", lifespan=closing_kept,
-        arrival=memory.lined_up, log=log,
+        arrival=memory.lined_up, log=log, secrets=secrets_of(settings),
         instructions=(
             "chatmem keeps this conversation's memory and shows exactly what it would send. "
             "Call start_conversation once, then record_turn after each exchange; call "
