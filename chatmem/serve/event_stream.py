@@ -4,7 +4,7 @@ thread puts on its queue (serve.turn) read on the event loop and written as SSE.
 from __future__ import annotations
 
 from collections.abc import AsyncIterator
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any, Protocol
 
 from chatmem.serve.answers import (
     Unstored,
@@ -16,7 +16,26 @@ from chatmem.serve.answers import (
 )
 
 if TYPE_CHECKING:
-    from chatmem.serve.turn import Turn
+    import threading
+
+    from chatmem.config.settings import Settings
+    from chatmem.engine import TurnResult
+    from chatmem.serve.requests import TurnAsked
+
+
+class StreamedTurn(Protocol):
+    """What `sse` reads of a turn (serve.turn.Turn), which imports this module: named here,
+    not imported back."""
+
+    settings: Settings
+    asked: TurnAsked
+    result: TurnResult | None
+    turn_id: str
+    gone: threading.Event
+
+    def chunk(self, delta: dict[str, Any], finish: str | None = None) -> dict[str, Any]: ...
+
+    async def next_event(self) -> object: ...
 
 DONE = object()
 ANSWERING = object()
@@ -30,7 +49,7 @@ KEEPALIVE = ": keepalive\n\n"
 """An SSE comment: every client's parser skips it (OpenAI's SDKs, EventSource)."""
 
 
-async def sse(turn: Turn, first: object) -> AsyncIterator[str]:
+async def sse(turn: StreamedTurn, first: object) -> AsyncIterator[str]:
     """The reply as OpenAI's stream of chunks, then the chatmem turn and [DONE]. Begun
     before the reply's first word (ANSWERING), it can no longer answer with an error's
     status: an error is an `error` event then, as OpenAI's and vLLM's streams send one,
