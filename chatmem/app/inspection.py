@@ -16,7 +16,7 @@ if TYPE_CHECKING:
     from chatmem.app.workspace import Workspace
     from chatmem.engine import Engine
     from chatmem.evaluation.recording import Tokenizer
-    from chatmem.memory.base import Strategy
+    from chatmem.memory.base import BaseStrategy, Strategy
     from chatmem.memory.context import Context
     from chatmem.memory.spec import StrategySpec
     from chatmem.notices import Notice
@@ -132,38 +132,39 @@ def _as_sent(workspace: Workspace, text: str) -> str:
     return without_credentials(text, workspace.typed_secrets())[0]
 
 
-def _memory_missing(engine: Engine[Store]) -> bool:
-    """Whether the session has turns but a member of its strategy that keeps state holds none
-    of the memory it derives from them (a fork before the turns its state covered, an import,
-    a strategy switched to): the next turn then starts with a catch-up, which a build alone
+def _memory_missing(engine: Engine[Store]) -> list[BaseStrategy]:
+    """The members of the session's strategy that keep state but hold none of the memory
+    they derive from its turns (a fork before the turns their state covered, an import, a
+    strategy switched to): the next turn then starts with a catch-up, which a build alone
     leaves out (a plugin's notes, a summary shown as turns not yet summarized)."""
     from chatmem.evaluation.whatif import holds_memory
 
     store, session = engine.store, engine.session.id
     keeping = [m for m in engine.strategy.members if m.keeps_state]
     if not keeping or not store.history.turn_count(session):
-        return False
-    return not all(holds_memory(store, session, m) for m in keeping)
+        return []
+    return [m for m in keeping if not holds_memory(store, session, m)]
 
 
-def _after_catch_up(engine: Engine[Store], text: str, activity: Activity) -> Inspection:
-    """inspect_on's answer for a session whose memory `_memory_missing`: built after a
-    catch-up from nothing in a scratch copy of its history, the session left unchanged."""
+def _after_catch_up(engine: Engine[Store], missing: list[BaseStrategy], text: str,
+                    activity: Activity) -> Inspection:
+    """inspect_on's answer for a session whose `missing` members hold no memory
+    (`_memory_missing`): built after their catch-up in a scratch copy of its history, the
+    session left unchanged."""
     from chatmem.evaluation.recording import describe_counter
-    from chatmem.evaluation.whatif import holds_memory, members_rebuilt, what_if
+    from chatmem.evaluation.whatif import members_rebuilt, what_if
 
     store = engine.store
     record = store.sessions.session_by_id(engine.session.id)
-    turns = store.history.turn_count(record.id)
-    user = record.user
-    facts = ([f for f in store.facts.facts(user=user) if f.scope == FactScope.USER]
-             if user else [])
-    keeping = [m for m in engine.strategy.members if m.keeps_state]
-    missing = [m for m in keeping if not holds_memory(store, record.id, m)]
-    if len(missing) < len(keeping) and not any(m.summarizes or m.sends_facts for m in missing):
+    keeping = sum(1 for m in engine.strategy.members if m.keeps_state)
+    if len(missing) < keeping and not any(m.summarizes or m.sends_facts for m in missing):
         # The others go on from their own memory (the facts a fork copied, `entity`'s).
         result = members_rebuilt(engine, missing, text, activity)
     else:
+        turns = store.history.turn_count(record.id)
+        user = record.user
+        facts = ([f for f in store.facts.facts(user=user) if f.scope == FactScope.USER]
+                 if user else [])
         result = what_if(store, record, engine.strategy, text, history_turns=turns,
                          system=store.sessions.system_for_turn(record.id, turns + 1),
                          chat_provider=engine.provider, budget=engine.budget, user=user,
@@ -209,8 +210,8 @@ def inspect_on(engine: Engine[Store], text: str, *, catch_up: bool = False,
     from chatmem.evaluation.recording import describe_counter
     from chatmem.evaluation.whatif import external_ids, left_out_texts
 
-    if catch_up and _memory_missing(engine):
-        return _after_catch_up(engine, text, activity)
+    if catch_up and (missing := _memory_missing(engine)):
+        return _after_catch_up(engine, missing, text, activity)
     context = engine.build_context(text)
     record = engine.store.sessions.session_by_id(engine.session.id)  # as stored now
     strategy = engine.strategy
