@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import copy
 import gc
+import http.client
 import json
 import os
 import shutil
@@ -16,7 +17,7 @@ import threading
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
-from urllib.parse import quote
+from urllib.parse import quote, urlsplit
 
 import pytest
 from chat_server import ChatServer
@@ -692,11 +693,18 @@ def test_a_client_that_leaves_while_the_model_is_stalled_leaves_a_cancelled_turn
     failed ("did not answer in time"), not cancelled."""
     chat_server.plan = ["hang"]  # takes the request, and answers nothing until released
     url, header = f"{proxy.base_url}/chat/completions", {"X-Chatmem-Conversation": "stalled"}
+    address = urlsplit(url)
+    leaving = http.client.HTTPConnection(address.hostname or "", address.port, timeout=HANG)
     try:
-        with pytest.raises(httpx.ReadTimeout):  # the client gives up waiting, and hangs up
-            httpx.post(url, timeout=1.0, headers=header, json={
-                "model": "test-small", "stream": stream,
-                "messages": [{"role": "user", "content": "模型卡住了吗？"}]})
+        leaving.request("POST", address.path, json.dumps({
+            "model": "test-small", "stream": stream,
+            "messages": [{"role": "user", "content": "模型卡住了吗？"}]}).encode(),
+            {"Content-Type": "application/json", **header})
+        # The client gives up waiting, and hangs up, once the model holds its request (a
+        # read timeout of 1 s ran out before a loaded machine's server had sent it: 0
+        # requests at the model, the test failed).
+        wait_until(lambda: len(chat_server.requests) == 1, "the model holds the request")
+        leaving.close()
         wait_until(lambda: statuses(db_path, "stalled") == ["cancelled"],
                    "the turn is stored as cancelled")
         # While the model still holds the request: not after the client's read timeout
@@ -709,6 +717,7 @@ def test_a_client_that_leaves_while_the_model_is_stalled_leaves_a_cancelled_turn
         assert not chat_server.release.is_set()
     finally:
         chat_server.release.set()
+        leaving.close()
     assert answer.status_code == 200
     assert answer.json()["choices"][0]["message"]["content"] == "Hello from the test server."
     assert statuses(db_path, "stalled") == ["cancelled", "ok"]
