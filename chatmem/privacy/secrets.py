@@ -7,6 +7,7 @@ those parts replaced by ***.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from enum import StrEnum
 from urllib.parse import parse_qsl, quote, urlsplit, urlunsplit
@@ -122,24 +123,44 @@ class TypedMask:
         return tuple(self._found)
 
 
-_IGNORED = frozenset("\u200b\u200c\u200d\u2060\ufeff\u00ad\n\r")
-"""Characters a key is read through: zero-width ones, a soft hyphen, a line break. A server
-that echoes the key with a zero-width space in it, or wrapped over two lines, still shows
-every character of it."""
+_IGNORED_KINDS = frozenset({"Cf", "Cc", "Zl", "Zp"})
+"""Kinds of characters a key is read through: every invisible format character (zero-width
+ones, a soft hyphen, direction marks, invisible operators, tags), every control character
+but a tab, a line or paragraph separator. A server that echoes the key with one of them in
+it, or wrapped over two lines, still shows every character of it."""
+_IGNORED_ALSO = frozenset([chr(0x034F), *map(chr, range(0xFE00, 0xFE10)),
+                           *map(chr, range(0xE0100, 0xE01F0))])
+"""Invisible marks of another kind: the combining grapheme joiner, variation selectors."""
+_ASCII_IGNORED = re.compile(r"[\x00-\x08\x0a-\x1f\x7f]")
+
+
+def _ignored(character: str) -> bool:
+    # isprintable() first: every kind ignored is unprintable, and most characters are
+    # printable (a category look-up for each made masking a long Chinese text 1.5x as slow).
+    if character.isprintable():
+        return character in _IGNORED_ALSO
+    import unicodedata
+
+    return character != "\t" and unicodedata.category(character) in _IGNORED_KINDS
+
+
+def _as_written(text: str) -> bool:
+    """Whether `text` reads as a key is compared with it already (ASCII, nothing ignored)."""
+    return text.isascii() and _ASCII_IGNORED.search(text) is None
 
 
 def folded_with_places(text: str) -> tuple[str, list[int]]:
     """`text` as a key is compared with it (each character NFKC'd alone: a full-width key
-    reads as the key; `_IGNORED` left out), and for each character of that the index in
-    `text` of the character it came from."""
+    reads as the key; what `_ignored` says left out), and for each character of that the
+    index in `text` of the character it came from."""
     import unicodedata
 
-    if text.isascii() and "\n" not in text and "\r" not in text:
+    if _as_written(text):
         return text, list(range(len(text)))
     parts: list[str] = []
     places: list[int] = []
     for index, character in enumerate(text):
-        if character in _IGNORED:
+        if _ignored(character):
             continue
         form = character if character.isascii() else unicodedata.normalize("NFKC", character)
         parts.append(form)
@@ -153,7 +174,7 @@ def _replaced(text: str, secret: str, label: str) -> tuple[str, bool]:
     key, _ = folded_with_places(secret)
     if not key:
         return text, False
-    if text.isascii() and "\n" not in text and "\r" not in text:  # as it reads already
+    if _as_written(text):
         return (text.replace(key, label), True) if key in text else (text, False)
     folded, places = folded_with_places(text)
     spans: list[tuple[int, int]] = []
