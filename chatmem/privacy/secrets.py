@@ -51,9 +51,10 @@ MIN_SECRET_CHARACTERS = 4
 
 def credentials_of(api_key: str | None, base_url: str | None,
                    history_key: str | None) -> dict[str, Credential]:
-    """Each secret a reply must never repeat, with the label shown in its place: the API key,
-    a key pasted into the base URL (also as the Basic auth header carries it), CHATMEM_KEY;
-    both keys in their encoded forms too (`_forms_of`)."""
+    """Each secret a reply must never repeat, with the label shown in its place: the API key
+    (unless a placeholder, `placeholder_key`), a key pasted into the base URL (also as the
+    Basic auth header carries it), CHATMEM_KEY; both keys in their encoded forms too
+    (`_forms_of`)."""
     import base64
 
     found: dict[str, Credential] = {}
@@ -64,10 +65,21 @@ def credentials_of(api_key: str | None, base_url: str | None,
             found[base64.b64encode(pair).decode()] = Credential.API_KEY
         for secret in url_secrets(base_url):
             found[secret] = Credential.API_KEY
-    for key, label in ((api_key, Credential.API_KEY), (history_key, Credential.HISTORY_KEY)):
-        if key:
-            found |= dict.fromkeys(_forms_of(key), label)
+    if api_key and not placeholder_key(api_key):
+        found |= dict.fromkeys(_forms_of(api_key), Credential.API_KEY)
+    if history_key:
+        found |= dict.fromkeys(_forms_of(history_key), Credential.HISTORY_KEY)
     return {s: label for s, label in found.items() if len(s) >= MIN_SECRET_CHARACTERS}
+
+
+def placeholder_key(api_key: str) -> bool:
+    """Whether an API key is a word a local server takes in place of one (`ollama`, `EMPTY`,
+    `dummy`, `none`): letters alone, shorter than any provider's key. It opens nothing, and
+    masked it turned the model's own words into `[api key]` ("Run `[api key] pull llama3`",
+    "[api key] of these"), stored so and sent back as memory. A short key with a digit or a
+    sign (LiteLLM's `sk-1234`) may be a real one and is masked. Never the history key: a
+    short passphrase is still one."""
+    return len(api_key) < TYPED_MIN_CHARACTERS and api_key.isalpha()
 
 
 def _forms_of(key: str) -> list[str]:

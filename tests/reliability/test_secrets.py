@@ -258,6 +258,28 @@ def test_a_key_echoed_with_an_invisible_mark_inside_is_masked(tmp_path: Path,
                 assert form.encode() not in path.read_bytes(), path
 
 
+@pytest.mark.parametrize("key", ["ollama", "none", "EMPTY"])
+def test_a_placeholder_key_leaves_the_model_s_own_words_alone(tmp_path: Path, chat_server,
+                                                              key: str) -> None:
+    """False positive: with the word a local server takes for a key (Ollama's own docs say
+    api_key='ollama'; vLLM's EMPTY), every such word in a reply was printed and stored as
+    [api key] ("Run `[api key] pull qwen2`", "[api key] of it"), and so sent back as memory.
+    A short key with a digit (LiteLLM's sk-1234) may be real, and is still masked."""
+    db = tmp_path / "h.db"
+    chat_server.reply_words = ["Run `ollama pull qwen2`; ", "none of it ", "is EMPTY, ",
+                               "nor sk-1234. 完。"]
+    said = "Run `ollama pull qwen2`; none of it is EMPTY, nor sk-1234. 完。"
+    for api_key, shown in ((key, said), ("sk-1234", said.replace("sk-1234", "[api key]"))):
+        env = {"OPENAI_API_KEY": api_key, "OPENAI_BASE_URL": chat_server.base_url,
+               "CHATMEM_KEY": None}
+        result = invoke("ask", api_key, "说说", "--db", str(db), "--provider", "openai",
+                        "--model", "m", env=env)
+        assert result.exit_code == 0, result.output
+        assert shown in result.stdout
+        with Store(db) as store:
+            assert store.history.messages(store.sessions.session(api_key).id)[1].content == shown
+
+
 def test_a_key_quoted_back_percent_encoded_is_masked(tmp_path: Path, chat_server) -> None:
     """Attack: a gateway's 400 named the URL it called with the key in its query, every
     character percent-encoded; the turn's stored error kept it."""
