@@ -205,6 +205,19 @@ class _Handler(BaseHTTPRequestHandler):
             self._event(self._chunk(body, None, "stop"))
             self._event("[DONE]")
             self._end()
+        elif mode == "echo-key-invisible":
+            # The key with an invisible mark the folded reading once kept in it: a
+            # left-to-right mark, a line separator, a NUL, a variation selector, a tag.
+            key = self.headers["Authorization"].split()[-1]
+            self._stream_head()
+            for at, mark in enumerate(("\u200e", "\u2028", "\x00", "\ufe0f", "\U000e0041"),
+                                      start=4):
+                for piece in (f"{at} ", key[:at], mark, key[at:], " "):
+                    self._event(self._chunk(body, piece, None))
+            self._event(self._chunk(body, "完。", None))
+            self._event(self._chunk(body, None, "stop"))
+            self._event("[DONE]")
+            self._end()
         elif mode == "404":
             self._error(404, "model_not_found", f"The model {body.get('model')} does not exist")
         elif mode == "hang":

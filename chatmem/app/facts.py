@@ -167,7 +167,9 @@ def remember(workspace: Workspace, session: SessionRecord, text: str, *,
         raise UsageError("nothing to remember (empty text)")
     # As a turn's input is (Engine.without_credentials): a fact is stored and sent with
     # every later turn, and the key never reaches the database; the value shown says so.
-    [text], _ = without_typed_credentials(workspace.settings, text)
+    # The workspace's: the key the history opened with (key_command's) too.
+    [text], _ = without_typed_credentials(workspace.settings, text,
+                                          secrets=workspace.typed_secrets())
     half = missing_half(text)
     if half is not None:
         raise UsageError(f"nothing to remember: {text.strip()!r} has no {half}; "

@@ -48,9 +48,10 @@ def build_guarded(strategy: Strategy, request: ContextRequest) -> Context:
     Whatever it raises is masked of secrets (`request.secrets()`, the environment's)."""
     mask = masking(request.secrets)
     try:
-        context = guarded(lambda e: StrategyFailed(strategy.name, e),
-                          lambda: _printing_to_stderr(lambda: strategy.build(request),
-                                                      _label(strategy)), mask)
+        with request.state.built_by(strategy.name):
+            context = guarded(lambda e: StrategyFailed(strategy.name, e),
+                              lambda: _printing_to_stderr(lambda: strategy.build(request),
+                                                          _label(strategy)), mask)
     except WrongThread:
         if _ships_with_chatmem(strategy):
             raise  # the caller's thread, not the strategy's

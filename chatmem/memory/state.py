@@ -62,6 +62,8 @@ class SessionState:
         """What strategies read once and extend as turns commit (recall's timeline, vectors)."""
         self.run: UpdateRun | None = None
         """The update under way (`updating`); None otherwise."""
+        self.building: str | None = None
+        """The strategy whose build runs (`built_by`): a build reads state, never writes it."""
 
     @property
     def through(self) -> int | None:
@@ -95,6 +97,17 @@ class SessionState:
             yield run
         finally:
             self.run = before
+
+    @contextmanager
+    def built_by(self, strategy: str) -> Iterator[None]:
+        """Around `strategy`'s build (memory.guards.build_guarded): a `set` then is refused.
+        Outside an update no owner is checked, so a plugin's build wrote any strategy's
+        state, its partner's too, and with no turn to cover (`inspect --next` wrote it)."""
+        before, self.building = self.building, strategy
+        try:
+            yield
+        finally:
+            self.building = before
 
     @contextmanager
     def checking_itself(self) -> Iterator[None]:
@@ -140,6 +153,10 @@ class SessionState:
         self._store(strategy, values, turn)
 
     def _store(self, strategy: str, values: dict[str, Any], covers_turn: int | None) -> None:
+        if self.building is not None:
+            raise StateRefused(self.building, (
+                f"its build set the state of {strategy!r}: a build reads state "
+                "(request.state.get), update writes it (README, \"Writing a plugin\")"))
         run = self.run
         if run is not None and run.owner is not None and strategy != run.owner \
                 and strategy not in BOOKKEEPING:

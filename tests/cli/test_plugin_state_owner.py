@@ -44,6 +44,16 @@ class Meddler(BufferStrategy):
         return []
 
 
+class Builder(BufferStrategy):
+    name = "builder"
+    description = "writes mine's state while it builds"
+    keeps_state = True
+
+    def build(self, request):
+        request.state.set("mine", turns=99)
+        return super().build(request)
+
+
 class Remembers(EntityStrategy):
     name = "remembers"
     description = "entity under a name of its own"
@@ -53,6 +63,7 @@ def register(plugins):
     plugins.add_strategy(Mine)
     plugins.add_strategy(Meddler)
     plugins.add_strategy(Remembers)
+    plugins.add_strategy(Builder)
 '''
 REFUSED = ("memory update failed, will retry next turn: strategy 'meddler' could not update "
            "its memory: it set the state of 'mine': a strategy writes only its own, as "
@@ -126,3 +137,20 @@ def test_the_bookkeeping_left_open_is_what_chatmems_own_updates_write() -> None:
     from chatmem.memory.state import BOOKKEEPING
 
     assert {STATE_KEY, SENSITIVE_KEY} == BOOKKEEPING
+
+
+@pytest.mark.parametrize("command", [["ask", "旅行", "第二句", "--save"],
+                                     ["inspect", "旅行", "--next", "第二句"]])
+def test_a_plugin_s_build_writing_state_is_refused_naming_it(
+        installed: Install, tmp_path: Path, command: list[str]) -> None:
+    """The owner check ran only in an update: `builder`'s build set mine's turns to 99, in
+    a turn and in `inspect --next` alike, and nothing said so."""
+    installed("chatmem-meddler", "chatmem_meddler", MEDDLER, name="meddler")
+    db = str(tmp_path / "h.db")
+    invoke("ask", "旅行", "第一句", "-s", "mine", "--save", "--provider", "scripted",
+           "--db", db, code=0)
+    refused = invoke(*command, "-s", "builder", "--provider", "scripted", "--db", db)
+    assert refused.exit_code != 0
+    assert ("error: strategy 'builder' failed: its build set the state of 'mine'"
+            in refused.stderr)
+    assert states(db, "旅行")["mine"] == {"turns": 1}

@@ -16,7 +16,8 @@ SECRETS = {"sk-live-ABCDEF123456": "[api key]", "钥匙-7781-key": "[history key
 @settings(max_examples=200, deadline=None)
 @given(
     parts=st.lists(st.one_of(st.sampled_from([*SECRETS, "sk-", "钥匙", "sk-live-AB", "\u200b",
-                                              "\n", "ｓｋ－ｌｉｖｅ", "-ABCDEF", "㎏"]),
+                                              "\n", "ｓｋ－ｌｉｖｅ", "-ABCDEF", "㎏", "\u200e",
+                                              "\u2028", "\x00"]),
                              st.text(max_size=8)), max_size=8),
     cuts=st.lists(st.integers(0, 200), max_size=10),
 )
@@ -35,7 +36,10 @@ def test_a_stream_cut_anywhere_is_masked_as_the_whole_text(parts: list[str],
 
 @pytest.mark.parametrize("shown", [
     "sk-live-\u200bABCDEF123456", "ｓｋ－ｌｉｖｅ－ＡＢＣＤＥＦ１２３４５６",
-    "sk-live-ABC\nDEF123456", "sk-live-ABC\r\nDEF\u00ad123456", "钥匙\u200d-7781-ｋｅｙ"])
+    "sk-live-ABC\nDEF123456", "sk-live-ABC\r\nDEF\u00ad123456", "钥匙\u200d-7781-ｋｅｙ",
+    # Marks that show nothing either: direction, separators, controls, selectors, tags.
+    "sk-live-\u200eABC\u202aDEF\u2066123456", "sk-live-ABC\u2028DEF\u2029123456",
+    "sk-live-ABC\x00DEF\x0b123\x7f456", "钥匙\ufe0f-7781\u034f-k\U000e0041ey"])
 def test_a_secret_written_otherwise_is_masked_whole_and_only_it(shown: str) -> None:
     label = "[api key]" if shown.startswith(("s", "ｓ")) else "[history key]"
     assert SecretMask(SECRETS).mask(f"前 {shown} 后\n") == f"前 {label} 后\n"

@@ -235,6 +235,51 @@ def test_a_key_echoed_with_a_zero_width_space_in_full_width_or_wrapped_is_masked
                 assert form.encode() not in path.read_bytes(), path
 
 
+def test_a_key_echoed_with_an_invisible_mark_inside_is_masked(tmp_path: Path,
+                                                             chat_server) -> None:
+    """Attack: a hostile endpoint's reply put in the key a character that shows nothing and
+    that the folded reading did not leave out (a direction mark, U+2028, a NUL, a variation
+    selector, a tag character): each was printed and stored with the key's characters."""
+    db = tmp_path / "h.db"
+    env = {"OPENAI_API_KEY": KEY, "OPENAI_BASE_URL": chat_server.base_url,
+           "CHATMEM_KEY": None}
+    chat_server.plan = ["echo-key-invisible"]
+    result = invoke("ask", "s", "说说", "--db", str(db), "--provider", "openai",
+                    "--model", "m", env=env)
+    assert result.exit_code == 0, result.output
+    said = "4 [api key] 5 [api key] 6 [api key] 7 [api key] 8 [api key] 完。"
+    assert said in result.stdout
+    with Store(db) as store:
+        assert store.history.messages(store.sessions.session("s").id)[1].content == said
+    for form in (KEY[4:], KEY[8:]):
+        assert form not in result.output
+        for path in tmp_path.rglob("*"):
+            if path.is_file():
+                assert form.encode() not in path.read_bytes(), path
+
+
+@pytest.mark.parametrize("key", ["ollama", "none", "EMPTY"])
+def test_a_placeholder_key_leaves_the_model_s_own_words_alone(tmp_path: Path, chat_server,
+                                                              key: str) -> None:
+    """False positive: with the word a local server takes for a key (Ollama's own docs say
+    api_key='ollama'; vLLM's EMPTY), every such word in a reply was printed and stored as
+    [api key] ("Run `[api key] pull qwen2`", "[api key] of it"), and so sent back as memory.
+    A short key with a digit (LiteLLM's sk-1234) may be real, and is still masked."""
+    db = tmp_path / "h.db"
+    chat_server.reply_words = ["Run `ollama pull qwen2`; ", "none of it ", "is EMPTY, ",
+                               "nor sk-1234. 完。"]
+    said = "Run `ollama pull qwen2`; none of it is EMPTY, nor sk-1234. 完。"
+    for api_key, shown in ((key, said), ("sk-1234", said.replace("sk-1234", "[api key]"))):
+        env = {"OPENAI_API_KEY": api_key, "OPENAI_BASE_URL": chat_server.base_url,
+               "CHATMEM_KEY": None}
+        result = invoke("ask", api_key, "说说", "--db", str(db), "--provider", "openai",
+                        "--model", "m", env=env)
+        assert result.exit_code == 0, result.output
+        assert shown in result.stdout
+        with Store(db) as store:
+            assert store.history.messages(store.sessions.session(api_key).id)[1].content == shown
+
+
 def test_a_key_quoted_back_percent_encoded_is_masked(tmp_path: Path, chat_server) -> None:
     """Attack: a gateway's 400 named the URL it called with the key in its query, every
     character percent-encoded; the turn's stored error kept it."""

@@ -247,6 +247,31 @@ def test_the_history_key_from_key_command_typed_into_a_turn_is_masked(
         assert store.sessions.session("钥").system == "k [history key]"
 
 
+@needs_sqlcipher
+@pytest.mark.parametrize("language", ["en", "zh"])
+def test_the_history_key_from_key_command_remembered_as_a_fact_is_stored_masked(
+        tmp_path: Path, language: str) -> None:
+    """/remember (app.facts.remember, MCP's remember tool too) masked the settings' keys
+    alone: the key key_command opened the history with, remembered, was stored in facts
+    and sent with every later turn's facts block, where a turn's input masks it."""
+    typed = {"en": "the history key is {key}", "zh": "历史的钥匙是{key}"}[language]
+    db, config = tmp_path / "h.db", tmp_path / "config.toml"
+    Store(db, key=HISTORY_KEY).close()
+    config.write_text(f"key_command = {f'printf %s {HISTORY_KEY}'!r}\n", encoding="utf-8")
+    env = {"CHATMEM_CONFIG": str(config), "CHATMEM_KEY": None, "OPENAI_API_KEY": None}
+    result = chat(db, "f", [f"/remember hk: {HISTORY_KEY}",
+                            f"/remember {typed.format(key=HISTORY_KEY)}", "hello"],
+                  "-s", "entity", env=env, code=0)
+    assert HISTORY_KEY not in result.output + result.stderr
+    with Store(db, key=HISTORY_KEY) as store:
+        session = store.sessions.session("f")
+        values = [f.value for f in store.facts.facts(session_id=session.id)]
+    assert "[history key]" in values and HISTORY_KEY not in "".join(values), values
+    # The facts block of the turn after: what was sent.
+    shown = invoke("inspect", "f", "--db", str(db), "--json", env=env, code=0)
+    assert "[history key]" in shown.stdout and HISTORY_KEY not in shown.stdout
+
+
 @pytest.mark.parametrize("language", ["en", "zh"])
 def test_a_transcript_s_probes_holding_the_key_are_masked_in_eval_and_import(
         tmp_path: Path, chat_server, language: str) -> None:
