@@ -42,6 +42,14 @@ class UpdateRun:
     """The write the owner was refused, said even when its update caught it (`_store`)."""
 
 
+def _owned_by(name: str, owner: str) -> bool:
+    """Whether a state stored under `name` is `owner`'s to write: its own name, a name of
+    its own beneath it (`keeps-count`, `notes.index`: a separator after its name, so `sum`
+    owns no `summary`), or chatmem's BOOKKEEPING."""
+    return (name == owner or name in BOOKKEEPING
+            or (name.startswith(owner) and not name[len(owner)].isalnum()))
+
+
 BOOKKEEPING = frozenset({"facts", "sensitive"})
 """The names chatmem's own memory code writes under for any strategy that runs it (entity's
 extraction: memory.extraction.STATE_KEY; the turns holding a secret: memory.sensitive_turns.
@@ -158,8 +166,7 @@ class SessionState:
                 f"its build set the state of {strategy!r}: a build reads state "
                 "(request.state.get), update writes it (README, \"Writing a plugin\")"))
         run = self.run
-        if run is not None and run.owner is not None and strategy != run.owner \
-                and strategy not in BOOKKEEPING:
+        if run is not None and run.owner is not None and not _owned_by(strategy, run.owner):
             # Another's state changed under it: `notes` reads its own keys as its own doing,
             # a fork copies them as covering turns `notes` never read.
             run.refused = StateRefused(run.owner, (

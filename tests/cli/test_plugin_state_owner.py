@@ -154,3 +154,16 @@ def test_a_plugin_s_build_writing_state_is_refused_naming_it(
     assert ("error: strategy 'builder' failed: its build set the state of 'mine'"
             in refused.stderr)
     assert states(db, "旅行")["mine"] == {"turns": 1}
+
+
+@pytest.mark.parametrize(("name", "owned"), [
+    ("keeps", True), ("keeps-count", True), ("keeps.index", True), ("keeps:旧", True),
+    ("facts", True), ("keepsake", False), ("kee", False), ("mine", False), ("记忆-count", False),
+])
+def test_a_strategy_owns_its_name_and_the_names_beneath_it(name: str, owned: bool) -> None:
+    """A plugin keeping a second record under `keeps-count` (README: a name beneath its own)
+    writes it; `sum` would own no `summary`, nor `keeps` a `keepsake`."""
+    from chatmem.memory.state import _owned_by
+
+    assert _owned_by(name, "keeps") is owned
+    assert _owned_by("记忆-索引", "记忆") is True
