@@ -90,6 +90,10 @@ def _forms_of(key: str) -> list[str]:
 
     if len(key) < MIN_SECRET_CHARACTERS:
         return [key]
+    try:
+        key.encode()
+    except UnicodeEncodeError:  # bytes no UTF-8 reads (an environment's): refused where used
+        return [key]
     every = "".join(c if c.isascii() and c.isalnum() else
                     "".join(f"%{b:02X}" for b in c.encode()) for c in key)
     return [key, base64.b64encode(key.encode()).decode(), quote(key, safe=""), every]
