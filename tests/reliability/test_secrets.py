@@ -211,28 +211,37 @@ def test_a_key_quoted_back_base64_encoded_or_as_a_model_name_is_masked(
                 assert secret.encode() not in path.read_bytes(), path
 
 
+def _echoed_reply_masked(tmp_path: Path, chat_server, plan: str, said: str,
+                         forms: tuple[str, ...]) -> None:
+    """`ask` against an endpoint replying with the key disguised by `plan`: the reply is
+    printed and stored as `said`, and no piece of the key in `forms` is in the output or any
+    file under the test's directory."""
+    db = tmp_path / "h.db"
+    env = {"OPENAI_API_KEY": KEY, "OPENAI_BASE_URL": chat_server.base_url,
+           "CHATMEM_KEY": None}
+    chat_server.plan = [plan]
+    result = invoke("ask", "s", "说说", "--db", str(db), "--provider", "openai",
+                    "--model", "m", env=env)
+    assert result.exit_code == 0, result.output
+    assert said in result.stdout
+    with Store(db) as store:
+        assert store.history.messages(store.sessions.session("s").id)[1].content == said
+    for form in forms:
+        assert form not in result.output
+        for path in tmp_path.rglob("*"):
+            if path.is_file():
+                assert form.encode() not in path.read_bytes(), path
+
+
 def test_a_key_echoed_with_a_zero_width_space_in_full_width_or_wrapped_is_masked(
         tmp_path: Path, chat_server) -> None:
     """Attack: a hostile endpoint's reply spelled the key so that a plain match missed it
     (a zero-width space inside, full-width letters, a line break inside): each was printed
     and stored as sent."""
-    db = tmp_path / "h.db"
-    env = {"OPENAI_API_KEY": KEY, "OPENAI_BASE_URL": chat_server.base_url,
-           "CHATMEM_KEY": None}
-    chat_server.plan = ["echo-key-disguised"]
-    result = invoke("ask", "s", "说说", "--db", str(db), "--provider", "openai",
-                    "--model", "m", env=env)
-    assert result.exit_code == 0, result.output
-    said = "one [api key] two [api key] three [api key] 四。"
-    assert said in result.stdout
-    with Store(db) as store:
-        assert store.history.messages(store.sessions.session("s").id)[1].content == said
     wide = "".join(chr(ord(c) + 0xFEE0) for c in KEY)
-    for form in (KEY[:6], wide[:9], KEY[11:]):
-        assert form not in result.output
-        for path in tmp_path.rglob("*"):
-            if path.is_file():
-                assert form.encode() not in path.read_bytes(), path
+    _echoed_reply_masked(tmp_path, chat_server, "echo-key-disguised",
+                         "one [api key] two [api key] three [api key] 四。",
+                         (KEY[:6], wide[:9], KEY[11:]))
 
 
 def test_a_key_echoed_with_an_invisible_mark_inside_is_masked(tmp_path: Path,
@@ -240,22 +249,9 @@ def test_a_key_echoed_with_an_invisible_mark_inside_is_masked(tmp_path: Path,
     """Attack: a hostile endpoint's reply put in the key a character that shows nothing and
     that the folded reading did not leave out (a direction mark, U+2028, a NUL, a variation
     selector, a tag character): each was printed and stored with the key's characters."""
-    db = tmp_path / "h.db"
-    env = {"OPENAI_API_KEY": KEY, "OPENAI_BASE_URL": chat_server.base_url,
-           "CHATMEM_KEY": None}
-    chat_server.plan = ["echo-key-invisible"]
-    result = invoke("ask", "s", "说说", "--db", str(db), "--provider", "openai",
-                    "--model", "m", env=env)
-    assert result.exit_code == 0, result.output
-    said = "4 [api key] 5 [api key] 6 [api key] 7 [api key] 8 [api key] 完。"
-    assert said in result.stdout
-    with Store(db) as store:
-        assert store.history.messages(store.sessions.session("s").id)[1].content == said
-    for form in (KEY[4:], KEY[8:]):
-        assert form not in result.output
-        for path in tmp_path.rglob("*"):
-            if path.is_file():
-                assert form.encode() not in path.read_bytes(), path
+    _echoed_reply_masked(tmp_path, chat_server, "echo-key-invisible",
+                         "4 [api key] 5 [api key] 6 [api key] 7 [api key] 8 [api key] 完。",
+                         (KEY[4:], KEY[8:]))
 
 
 @pytest.mark.parametrize("key", ["ollama", "none", "EMPTY"])
