@@ -90,23 +90,28 @@ def test_a_placeholder_key_is_not_masked_in_what_the_user_types(
         assert store.history.messages(sid)[0].content == "I run ollama locally"
 
 
+def _imported_with_the_key(tmp_path: Path, lines: list[dict[str, object]]) -> Path:
+    """`lines` imported as session 导入 with $OPENAI_API_KEY set: the masking notice said, the
+    transcript then deleted (so no byte of the key is left but what chatmem stored)."""
+    transcript = tmp_path / "t.jsonl"
+    transcript.write_text("".join(json.dumps(line, ensure_ascii=False) + "\n"
+                                  for line in lines), encoding="utf-8")
+    db = tmp_path / "i.db"
+    result = invoke("sessions", "import", str(transcript), "导入", "--db", str(db),
+                    env={"OPENAI_API_KEY": KEY, "CHATMEM_KEY": None}, code=0)
+    assert "the input held your api key; it was replaced by [api key]" in result.stderr
+    transcript.unlink()
+    return db
+
+
 @pytest.mark.parametrize("language", ["en", "zh"])
 def test_an_imported_transcript_holding_the_key_is_stored_masked(
         tmp_path: Path, language: str) -> None:
     """A chat exported elsewhere with the key pasted in, imported here: the key is no more
     stored than it is from a turn typed here."""
     typed, masked = SAID[language]
-    transcript = tmp_path / "t.jsonl"
-    transcript.write_text(
-        json.dumps({"role": "user", "content": typed.format(key=KEY)}, ensure_ascii=False)
-        + "\n" + json.dumps({"role": "assistant", "content": f"收到 {KEY}"}) + "\n",
-        encoding="utf-8")
-    db = tmp_path / "i.db"
-    env = {"OPENAI_API_KEY": KEY, "CHATMEM_KEY": None}
-    result = invoke("sessions", "import", str(transcript), "导入", "--db", str(db), env=env,
-                    code=0)
-    assert "the input held your api key; it was replaced by [api key]" in result.stderr
-    transcript.unlink()
+    db = _imported_with_the_key(tmp_path, [{"role": "user", "content": typed.format(key=KEY)},
+                                           {"role": "assistant", "content": f"收到 {KEY}"}])
     with Store(db) as store:
         sid = store.sessions.session("导入").id
         assert [m.content for m in store.history.messages(sid)] == [masked, "收到 [api key]"]
@@ -119,19 +124,11 @@ def test_an_imported_transcript_s_system_prompts_holding_the_key_are_stored_mask
     """Its header's system prompt and one changed in the middle: stored in session_prompts,
     sent with the turns after them."""
     typed, masked = SAID[language]
-    transcript = tmp_path / "t.jsonl"
-    lines = [{"chatmem": 1, "system": typed.format(key=KEY)},
-             {"role": "user", "content": "你好"}, {"role": "assistant", "content": "好"},
-             {"system_prompt": f"now: {typed.format(key=KEY)}"},
-             {"role": "user", "content": "again"}, {"role": "assistant", "content": "ok"}]
-    transcript.write_text("".join(json.dumps(line, ensure_ascii=False) + "\n"
-                                  for line in lines), encoding="utf-8")
-    db = tmp_path / "i.db"
-    env = {"OPENAI_API_KEY": KEY, "CHATMEM_KEY": None}
-    result = invoke("sessions", "import", str(transcript), "导入", "--db", str(db), env=env,
-                    code=0)
-    assert "the input held your api key; it was replaced by [api key]" in result.stderr
-    transcript.unlink()
+    db = _imported_with_the_key(tmp_path, [
+        {"chatmem": 1, "system": typed.format(key=KEY)},
+        {"role": "user", "content": "你好"}, {"role": "assistant", "content": "好"},
+        {"system_prompt": f"now: {typed.format(key=KEY)}"},
+        {"role": "user", "content": "again"}, {"role": "assistant", "content": "ok"}])
     with Store(db) as store:
         session = store.sessions.session("导入")
         assert store.sessions.system_prompts(session.id) == [(1, masked), (2, f"now: {masked}")]
