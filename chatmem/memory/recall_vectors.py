@@ -8,7 +8,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from chatmem.memory.ranking import meaning, scaled, similarities
+from chatmem.memory.ranking import distinct, meaning, scaled, similarities
 
 if TYPE_CHECKING:
     import numpy as np
@@ -106,7 +106,7 @@ def held_vectors(state: SessionState, embedder: Embedder, count: int, width: int
         cache.vectors[rows] = np.frombuffer(batch.vectors, np.float16).reshape(-1, width)
         cache.present[rows] = True
         # A new vector changes its own link and the next row's.
-        at = np.unique(np.concatenate([rows, rows + 1]))
+        at = distinct(np.concatenate([rows, rows + 1]))
         at = at[(at > 0) & (at < size)]
         cache.links[at] = np.einsum("ij,ij->i", cache.vectors[at], cache.vectors[at - 1])
         cache.last_id = batch.last_id

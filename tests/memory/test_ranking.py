@@ -2,14 +2,27 @@
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
+from pathlib import Path
+
 import numpy as np
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 from meter import metered
 
+import chatmem
 from chatmem.memory.packing import POOL, Ranked, pack, pool
-from chatmem.memory.ranking import Sittings, Weights, dense_scores, fuse, words_scores
+from chatmem.memory.ranking import (
+    Sittings,
+    Weights,
+    dense_scores,
+    distinct,
+    fuse,
+    words_scores,
+)
 from chatmem.memory.reasons import RecallVerdict
 from chatmem.store import Store
 
@@ -368,3 +381,59 @@ def test_the_pool_keeps_the_latest_of_equals_at_its_edge() -> None:
     best = pool(fused)
     assert len(best) == POOL and best[0] == POOL + 5
     assert best[1:] == list(range(POOL + 4, 5, -1))
+
+
+@given(st.lists(st.integers(-3, 2**40), max_size=40))
+def test_distinct_gives_np_uniques_values(values: list[int]) -> None:
+    array = np.array(values, dtype=np.int64)
+    found = distinct(array)
+    assert found.dtype == np.int64
+    assert found.tolist() == np.unique(array).tolist() == sorted(set(values))
+
+
+FIRST_BUILD = """
+import sys
+from pathlib import Path
+
+from chatmem.config.sections import EmbeddingsSection
+from chatmem.config.settings import Settings
+from chatmem.embeddings.hashed import HashEmbedder
+from chatmem.engine import open_session
+from chatmem.memory.vector_backlog import Indexing, VectorBacklog
+from chatmem.plugins import load_registries
+from chatmem.providers.scripted import ScriptedProvider
+from chatmem.store import Store
+
+with Store(Path(sys.argv[1])) as store:
+    session = store.sessions.create_session("r", "retrieval", {}, provider="scripted",
+                                            model="scripted")
+    store.history.import_messages(session.id, [
+        {"role": ("user", "assistant")[i % 2],
+         "content": f"item {i}: the parcel went to Porto" if i % 3 else f"第{i}条：包裹寄到了杭州"}
+        for i in range(120)])
+    VectorBacklog(store, session.id, HashEmbedder(), background=False).finish()
+    settings = Settings(embeddings=EmbeddingsSection(provider="hash"))
+    registries = load_registries()
+    engine = open_session(store, settings, ScriptedProvider(), "r",
+                          strategy=registries.strategies.parse("retrieval", {"max_tokens": 300}),
+                          strategies=registries.strategies,
+                          embedder=registries.create_embedder("hash", settings))
+    engine.background_indexing = False
+    engine.indexing = Indexing(store, engine.session.id, background=False)
+    for question in ("Where did item 40 go yesterday?", "第42条寄到哪里了？"):
+        result = engine.run_turn(question)
+        assert result.context.recall and any(row["kept"] for row in result.context.recall)
+print(sorted(name for name in sys.modules if name.split(".")[:2] == ["numpy", "ma"]))
+"""
+
+
+def test_a_processs_first_retrieval_builds_do_not_import_numpy_ma(tmp_path: Path) -> None:
+    """numpy 2's np.unique imports numpy.ma (16-19 ms of CPU on a loaded machine) to ask
+    whether an array is masked: each process's first build paid it, twice a build's
+    path used it (raise_by, the vectors' links). A fresh process: two hybrid turns, the
+    second after the first's vectors were stored, English and Chinese."""
+    done = subprocess.run([sys.executable, "-c", FIRST_BUILD, str(tmp_path / "h.db")],
+                          capture_output=True, text=True, timeout=120,
+                          env={**os.environ, "PYTHONPATH": str(Path(chatmem.__file__).parents[1])})
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split("\n")[-2] == "[]"
