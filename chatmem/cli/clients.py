@@ -87,6 +87,14 @@ def _announcer(path: str) -> "Callable[[Listening], None]":
     return announce
 
 
+def _stopping(under_way: int) -> None:
+    requests = "request" if under_way == 1 else "requests"
+    consoles()[1].print(f"stopping: waiting for {under_way} {requests} under way to be "
+                        f"answered and stored; Ctrl-C again stops at once, and loses "
+                        f"{'it' if under_way == 1 else 'them'}", markup=False,
+                        soft_wrap=True)
+
+
 @handles_errors
 def mcp(
     http: Annotated[str | None, typer.Option(
@@ -141,7 +149,7 @@ def mcp(
     app = guarded(OneMessageBodies(server.streamable_http_app(
         host=where.host, transport_security=security)),
         where, people, refused=_log_line, origins=origins, pages=MCP_PAGES)
-    serve_http(app, where, _announcer("/mcp"))
+    serve_http(app, where, _announcer("/mcp"), _stopping)
 
 
 def _log_line(line: str) -> None:
@@ -207,4 +215,4 @@ def serve(
                       tokens_given=people is not None)
     app = guarded(build_app(settings, strategy=strategy, log=_log_line), where, people,
                   refused=_log_line, origins=origins)
-    serve_http(app, where, _announcer("/v1"))
+    serve_http(app, where, _announcer("/v1"), _stopping)

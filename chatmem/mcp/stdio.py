@@ -335,7 +335,7 @@ def unread_line(error: Exception) -> SessionMessage:
     from pydantic import ValidationError
 
     details = error.errors() if isinstance(error, ValidationError) else []
-    given = details[0].get("input") if details else None
+    given = _whole_line(details)
     if any(detail["type"] == "json_invalid" for detail in details):
         answer = ErrorData(code=PARSE_ERROR, message="Parse error: this line is not JSON")
     elif isinstance(given, list):
@@ -347,6 +347,20 @@ def unread_line(error: Exception) -> SessionMessage:
     if isinstance(line_id, bool) or not isinstance(line_id, int | str):
         line_id = None
     return SessionMessage(JSONRPCError(jsonrpc="2.0", id=line_id, error=answer))
+
+
+def _whole_line(details: list[Any]) -> Any:
+    """The line a ValidationError's `details` are about, as JSON read it: the input of an
+    error about the line itself (a batch, a string), else of a field missing from the line
+    (a response's `result`). The first error's input is that of whatever failed first: a
+    request's list of `params` was refused as a batch, and the id of one whose `jsonrpc`
+    was "1.0" was not given back, the error's input being that "1.0"."""
+    for detail in details:
+        if len(detail.get("loc", ())) <= 1:
+            return detail.get("input")
+    return next((detail.get("input") for detail in details
+                 if detail.get("type") == "missing" and len(detail.get("loc", ())) == 2
+                 and isinstance(detail.get("input"), dict)), None)
 
 
 def without_batches(item: SessionMessage) -> SessionMessage:

@@ -23,6 +23,9 @@ from chatmem.providers.openai_limits import rate_limit_error
 _CREDENTIALS = re.compile(r"(?i)\b(bearer|basic)\s+[A-Za-z0-9+/=._~-]{8,}")
 _FIELD = re.compile(r"[A-Za-z_][A-Za-z0-9_.\[\]-]{0,63}")
 """A request field's name as a server's 400 names it (`reasoning_effort`, `messages[0]`)."""
+_UNRECOGNIZED = re.compile(
+    r"Unrecognized request arguments? supplied: ([A-Za-z_][A-Za-z0-9_]{0,63})\b")
+"""OpenAI's words for a field it does not know, which its `param` leaves null."""
 
 
 def translated(error: Exception, *, where: str, base_url: str, model: str, api_key_env: str,
@@ -89,6 +92,10 @@ def translated(error: Exception, *, where: str, base_url: str, model: str, api_k
         # Only a field's name: the server may put anything there (its own echo of a header).
         param = error.param if isinstance(error.param, str) and _FIELD.fullmatch(
             error.param) else None
+        if param is None and isinstance(said, str):
+            # OpenAI names a field it does not know (typical_p) in its words only.
+            unknown = _UNRECOGNIZED.match(said)
+            param = unknown.group(1) if unknown else None
         return ProviderRefusedRequest(
             f"{where} answered 400: {short()}", detail=detail, param=param)
     if isinstance(error, openai.APIStatusError):

@@ -294,9 +294,12 @@ def server_config(app: App, limits: Limits | None = None) -> uvicorn.Config:
                           h11_max_incomplete_event_size=kept.head_bytes)
 
 
-def serve_http(app: App, where: Listening, announce: Callable[[Listening], None]) -> None:
+def serve_http(app: App, where: Listening, announce: Callable[[Listening], None],
+               stopping: Callable[[int], None] | None = None) -> None:
     """Serve `app` on `where` until interrupted; port 0 takes a free port, and `announce`
-    hears the address really bound (and the token) before the first request is taken."""
+    hears the address really bound (and the token) before the first request is taken;
+    `stopping` hears how many requests the server still waits for once it is told to stop
+    (_told_when_stopping)."""
     import dataclasses
     import socket
 
@@ -316,11 +319,47 @@ def serve_http(app: App, where: Listening, announce: Callable[[Listening], None]
     bound = dataclasses.replace(where, port=sock.getsockname()[1])
     announce(bound)
     server = uvicorn.Server(server_config(app))
+    if stopping is not None:
+        _told_when_stopping(server, stopping)
     try:
         with _hangup_ends(server):
             server.run(sockets=[sock])
     finally:
         sock.close()
+
+
+STOPPING_NOTICE_S = 0.5
+"""Seconds after it is told to stop that a server still answering says what it waits for:
+idle connections close at once, those it waits for are replies under way."""
+
+
+def _told_when_stopping(server: uvicorn.Server, stopping: Callable[[int], None]) -> None:
+    """Once told to stop (SIGINT, SIGTERM, SIGHUP), `stopping` hears how many requests
+    the server still waits for, if any: it finishes and stores them first, which took as
+    long as a slow model's reply (up to `idle_timeout`, `reply_timeout`), with not a word
+    where Ctrl-C was pressed (uvicorn says so only at its info level), so the server
+    looked hung, and a second Ctrl-C, which stops it at once, lost them unsaid."""
+    import threading
+
+    handle = server.handle_exit
+    told: list[int] = []
+
+    def handle_exit(number: int, frame: FrameType | None) -> None:
+        handle(number, frame)
+        if told or server.force_exit:
+            return
+        told.append(number)
+
+        def waiting() -> None:
+            under_way = len(server.server_state.connections)
+            if under_way and not server.force_exit:
+                stopping(under_way)
+
+        timer = threading.Timer(STOPPING_NOTICE_S, waiting)
+        timer.daemon = True
+        timer.start()
+
+    server.handle_exit = handle_exit  # type: ignore[method-assign,assignment]
 
 
 @contextmanager

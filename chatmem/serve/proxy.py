@@ -94,8 +94,11 @@ async def not_served(request: Request, error: Exception) -> Response:
     what = f"{request.method} {request.url.path}"
     # OpenAI's code for a path it does not serve.
     code = "unknown_url" if status == 404 else None
-    return error_response(RequestError(f"{what} is not served here: chatmem serves {SERVED}",
-                                       code=code), status)
+    answer = error_response(RequestError(f"{what} is not served here: chatmem serves "
+                                         f"{SERVED}", code=code), status)
+    # A 405 says which methods the path takes (its Allow header), as HTTP requires.
+    answer.headers.update(getattr(error, "headers", None) or {})
+    return answer
 
 
 MODELS_KEPT_SECONDS = 60.0

@@ -63,7 +63,17 @@ class TurnAsked:
 
 SAMPLING = {"temperature": float, "top_p": float, "presence_penalty": float,
             "frequency_penalty": float, "seed": int, "top_k": int, "min_p": float,
-            "repetition_penalty": float, "repeat_penalty": float}
+            "repetition_penalty": float, "repeat_penalty": float,
+            # The samplers of the servers a client is pointed at through chatmem (llama.cpp's
+            # server, vLLM, text-generation-webui, koboldcpp), as their clients (SillyTavern)
+            # send them: dropped unsaid, a reply was sampled otherwise than asked. A server
+            # that does not read one ignores it, as they do; OpenAI's refuses it, naming it.
+            "typical_p": float, "min_tokens": int, "tfs_z": float, "top_a": float,
+            "mirostat": int, "mirostat_tau": float, "mirostat_eta": float,
+            "repeat_last_n": int, "min_keep": int, "length_penalty": float,
+            "dynatemp_range": float, "dynatemp_exponent": float, "top_n_sigma": float,
+            "dry_multiplier": float, "dry_base": float, "dry_allowed_length": int,
+            "dry_penalty_last_n": int, "xtc_probability": float, "xtc_threshold": float}
 """Request fields passed on to the model as options (max_tokens caps the reply); those
 `-o` knows (top_k, min_p) are held to its ranges too (config.options.OPTION_RULES)."""
 CHECKED_AS_OPTIONS = ("top_k", "min_p")

@@ -233,3 +233,27 @@ def test_a_batch_and_a_line_that_is_no_json_are_answered_not_left_waiting(
     assert refused == [(None, -32600), (None, -32700), (None, -32600)]
     assert pong == {"jsonrpc": "2.0", "id": 2, "result": {}}
     assert not any(a.get("id") == 50 for a in answers)  # nothing of the batch was done
+
+
+def test_a_request_that_is_not_json_rpc_2_is_answered_with_its_id_and_not_as_a_batch(
+        tmp_path: Path) -> None:
+    """A request whose params were a list was refused as a batch, and one whose jsonrpc was
+    "1.0" was answered with id null, so its client could not tell which request failed."""
+    client = LineClient(tmp_path / "h.db")
+    try:
+        client.request("initialize", {
+            "protocolVersion": "2025-06-18", "capabilities": {},
+            "clientInfo": {"name": "test", "version": "1"}})
+        client.send(json.dumps({"jsonrpc": "2.0", "method": "notifications/initialized"}))
+        client.send(json.dumps({"jsonrpc": "2.0", "id": 41, "method": "ping", "params": []}))
+        client.send(json.dumps({"jsonrpc": "1.0", "id": "四十二", "method": "ping"}))
+        pong = client.request("ping", {})
+        lines = client.said.wait_for(lambda t: t.count("\n") >= 4, "four answers")
+    finally:
+        client.close()
+    answers = [json.loads(line) for line in lines.split("\n")[:-1]]
+    refused = {a["id"]: a["error"] for a in answers if "error" in a}
+    assert refused.keys() == {41, "四十二"}
+    assert {e["code"] for e in refused.values()} == {-32600}
+    assert all("batch" not in e["message"] for e in refused.values())
+    assert pong["result"] == {}

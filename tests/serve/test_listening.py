@@ -78,3 +78,45 @@ def test_under_nohup_a_hangup_changes_nothing(chat_server: ChatServer, tmp_path:
         answer = httpx.post(f"{url}/chat/completions", timeout=HANG, json={
             "model": "test-small", "messages": [{"role": "user", "content": "hi"}]})
         assert answer.status_code == 200 and server.poll() is None
+
+
+def test_a_server_told_to_stop_says_it_waits_for_the_reply_under_way(
+        chat_server: ChatServer, tmp_path: Path) -> None:
+    """Ctrl-C while a reply was under way: the server finished and stored it first, as long
+    as the model took (a minute for one that stalls), saying nothing, so it looked hung."""
+    db = tmp_path / "h.db"
+    chat_server.plan = ["slow"]  # the first word, then held until released
+    server = subprocess.Popen(
+        [sys.executable, "-m", "chatmem", "serve", "--port", "0", "--provider", "openai",
+         "--model", "test-small", "--db", str(db), "-s", "window"],
+        stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+        env={**os.environ, "OPENAI_BASE_URL": chat_server.base_url})
+    streamed: list[str] = []
+    try:
+        said = Watched(server.stderr)  # type: ignore[arg-type]
+        url = said.wait_for(lambda t: "listening on" in t, "the server listens").split(
+            "listening on ", 1)[1].split()[0]
+
+        def ask() -> None:
+            with httpx.stream("POST", f"{url}/chat/completions", timeout=HANG, json={
+                    "model": "test-small", "stream": True,
+                    "messages": [{"role": "user", "content": "讲个故事"}]},
+                    headers={"X-Chatmem-Conversation": "story"}) as answer:
+                streamed.extend(line for line in answer.iter_lines() if line)
+
+        asking = threading.Thread(target=ask)
+        asking.start()
+        assert chat_server.first_delta_sent.wait(HANG)
+        server.send_signal(signal.SIGINT)
+        told = said.wait_for(lambda t: "stopping:" in t, "the server says it waits")
+        assert server.poll() is None  # still waiting for the reply
+        chat_server.release.set()
+        asking.join(HANG)
+        server.wait(HANG)
+    finally:
+        if server.poll() is None:
+            server.terminate()
+        server.wait(HANG)
+    assert "waiting for 1 request under way" in told and "Ctrl-C again" in told
+    assert streamed[-1] == "data: [DONE]"
+    assert statuses(db, "story") == ["ok"]

@@ -46,8 +46,7 @@ def test_key_command_runs_once_for_a_server_not_once_per_request(tmp_path: Path)
 def test_a_client_s_history_holding_the_key_command_key_is_stored_masked(tmp_path: Path) -> None:
     """The history key key_command gave the server was masked in a request's new message
     (the engine's) but not in the client's earlier messages it sent along, which were
-    stored as sent. Masked from the server's second request on: the first one runs
-    key_command (a client's first request holding the history key is left as it was)."""
+    stored as sent."""
     db = tmp_path / "h.db"
     Store(db, key=KEY).close()
     command = f"{shlex.quote(sys.executable)} -c {shlex.quote(f'print({KEY!r})')}"
@@ -64,3 +63,30 @@ def test_a_client_s_history_holding_the_key_command_key_is_stored_masked(tmp_pat
     with Store(db, key=KEY) as store:
         said = [m.content for m in store.history.messages(store.sessions.session("旅行").id)]
     assert said[:3] == ["钥匙是 [history key]", "好", "again [history key]"], said
+
+
+def test_the_first_request_s_history_holding_the_key_command_key_is_stored_masked(
+        tmp_path: Path) -> None:
+    """Said to leave the history key in the first request's earlier messages unmasked (the
+    request that ran key_command): the server opens its history, key_command's key and all,
+    before it listens (app.server_history.held_open), so its first request is masked as
+    every later one, system message included."""
+    db = tmp_path / "h.db"
+    Store(db, key=KEY).close()
+    command = f"{shlex.quote(sys.executable)} -c {shlex.quote(f'print({KEY!r})')}"
+    settings = Settings(provider="scripted", db=str(db), key_command=command)
+    with RunningProxy(settings, strategy="window") as running:
+        openai = OpenAI(base_url=running.base_url, api_key="unused", max_retries=0,
+                        timeout=HANG)
+        openai.chat.completions.create(model="m", messages=[
+            {"role": "system", "content": f"系统 {KEY}"},
+            {"role": "user", "content": f"钥匙是 {KEY}"},
+            {"role": "assistant", "content": "好"},
+            {"role": "user", "content": f"again {KEY}"}],
+            extra_headers={"X-Chatmem-Conversation": quote("旅行")})
+    with Store(db, key=KEY) as store:
+        session = store.sessions.session("旅行")
+        said = [m.content for m in store.history.messages(session.id)]
+        sent = str([(t.context, t.rendered_prompt) for t in store.turns.turns(session.id)])
+    assert said[:3] == ["钥匙是 [history key]", "好", "again [history key]"], said
+    assert KEY not in sent and "系统 [history key]" in sent

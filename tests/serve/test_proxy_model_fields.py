@@ -111,6 +111,30 @@ def test_a_servers_own_fields_for_its_template_and_reasoning_are_passed_on(
     assert {key: sent.get(key) for key in passed} == passed
 
 
+def test_a_local_servers_samplers_are_passed_on(proxy: RunningProxy,
+                                               chat_server: ChatServer) -> None:
+    """typical_p and min_tokens (llama.cpp's server, vLLM, text-generation-webui, as
+    SillyTavern sends them) were dropped unsaid: the reply was sampled as not asked."""
+    passed = {"typical_p": 0.9, "min_tokens": 8, "mirostat": 2, "mirostat_tau": 5.0,
+              "repeat_last_n": 64, "dry_multiplier": 0.8, "xtc_probability": 0.5}
+    answer = client(proxy).chat.completions.create(
+        model="o4-mini", messages=[{"role": "user", "content": "写一首短诗"}],
+        extra_body=passed, extra_headers={"X-Chatmem-Conversation": "samplers"})
+    assert answer.choices[0].message.content == "Hello from the test server."
+    sent = chat_server.requests[-1]
+    assert {key: sent.get(key) for key in passed} == passed
+
+
+def test_a_sampler_openai_does_not_take_is_a_400_naming_it(
+        proxy: RunningProxy, chat_server: ChatServer) -> None:
+    """OpenAI refuses a field it does not know naming it in its words only (`param` null)."""
+    chat_server.refuses = "typical_p"
+    chat_server.refused_as = ("Unrecognized request argument supplied: typical_p", "")
+    answer = post(proxy, "openai-refuses", typical_p=0.9)
+    assert answer.status_code == 400, answer.text
+    assert answer.json()["error"]["param"] == "typical_p"
+
+
 @pytest.mark.parametrize(("fields", "param", "message"), [
     ({"modalities": ["text", "audio"], "audio": {"voice": "alloy", "format": "wav"}},
      "audio", "audio is not returned through chatmem; ask the model directly"),
@@ -138,6 +162,8 @@ def test_a_servers_own_fields_for_its_template_and_reasoning_are_passed_on(
     ({"chat_template_kwargs": "enable_thinking=false"}, "chat_template_kwargs",
      'chat_template_kwargs must be an object, e.g. {"enable_thinking": false}'),
     ({"repeat_penalty": True}, "repeat_penalty", "repeat_penalty must be a finite number"),
+    ({"typical_p": "0.9"}, "typical_p", "typical_p must be a finite number"),
+    ({"min_tokens": 1.5}, "min_tokens", "min_tokens must be a whole number"),
     ({"parallel_tool_calls": "no"}, "parallel_tool_calls",
      "parallel_tool_calls must be true or false"),
 ])

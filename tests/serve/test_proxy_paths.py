@@ -44,3 +44,18 @@ def test_a_path_with_a_trailing_slash_is_served_not_redirected(
     assert error["message"].startswith("POST /v1/completions is not served here: "
                                        "chatmem serves POST /v1/chat/completions")
     assert (error["type"], error["code"]) == ("invalid_request_error", "unknown_url")
+
+
+def test_a_method_not_served_says_which_methods_are(chat_server: ChatServer,
+                                                    db_path: Path) -> None:
+    """A 405 came without the Allow header HTTP requires of it (RFC 9110, 15.5.6): a client
+    (curl -I, a health check's HEAD or GET on the chat path) was not told what to send."""
+    settings = Settings(provider="openai", base_url=chat_server.base_url, model="test-small",
+                        db=str(db_path))
+    with RunningProxy(settings, strategy="window") as running:
+        got = httpx.get(f"{running.base_url}/chat/completions", timeout=HANG)
+        posted = httpx.post(f"{running.base_url}/models", timeout=HANG, json={})
+    assert (got.status_code, got.headers.get("allow")) == (405, "POST")
+    assert posted.status_code == 405
+    assert set(posted.headers.get("allow", "").split(", ")) == {"GET", "HEAD"}
+    assert got.json()["error"]["type"] == "invalid_request_error"
