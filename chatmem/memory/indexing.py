@@ -6,8 +6,8 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from chatmem.errors import ChatmemError
-from chatmem.memory.vector_backlog import IndexingStatus, VectorBacklog
-from chatmem.notices import Failure, IndexingEvent, IndexingNotice, VectorsResized
+from chatmem.memory.vector_backlog import IndexingStatus, VectorBacklog, describe
+from chatmem.notices import IndexingEvent, IndexingNotice, VectorsResized
 
 if TYPE_CHECKING:
     from chatmem.embeddings import Embedder
@@ -46,7 +46,7 @@ class Indexing:
         try:
             return self._backlog(embedder).after_commit()
         except ChatmemError as e:
-            return [IndexingNotice(IndexingEvent.RETRYING, Failure(str(e)))]
+            return [IndexingNotice(IndexingEvent.RETRYING, describe(e))]
 
     def check_words(self) -> list[IndexingNotice]:
         """Index again the messages since the last check whose word entry this role does not
@@ -56,7 +56,7 @@ class Indexing:
             self._words_checked = self.store.recall.index_untrusted_words(
                 self.session_id, self._words_checked)
         except ChatmemError as e:
-            return [IndexingNotice(IndexingEvent.RETRYING, Failure(str(e)))]
+            return [IndexingNotice(IndexingEvent.RETRYING, describe(e))]
         return []
 
     def pause(self) -> list[IndexingNotice]:
@@ -66,7 +66,7 @@ class Indexing:
             try:
                 notices += backlog.pause()
             except ChatmemError as e:
-                notices.append(IndexingNotice(IndexingEvent.NOT_STORED, Failure(str(e))))
+                notices.append(IndexingNotice(IndexingEvent.NOT_STORED, describe(e)))
         return notices
 
     def finish(self, embedder: Embedder | None) -> None:
