@@ -95,7 +95,7 @@ class _Handler(BaseHTTPRequestHandler):
 
 def build_history(db: Path, turns: int, strategy: str = "window") -> None:
     from chatmem.embeddings.hashed import HashEmbedder
-    from chatmem.memory.vector_backlog import Indexing
+    from chatmem.memory.indexing import Indexing
     from chatmem.store import Store
 
     with Store(db) as store:

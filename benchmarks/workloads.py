@@ -246,7 +246,7 @@ def chatmem_cell(spec: dict[str, Any]) -> dict[str, Any]:
     from chatmem.config.sections import EmbeddingsSection
     from chatmem.config.settings import Settings
     from chatmem.engine import open_session
-    from chatmem.memory.vector_backlog import Indexing
+    from chatmem.memory.indexing import Indexing
     from chatmem.plugins import load_registries
     from chatmem.store import Store
 

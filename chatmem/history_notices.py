@@ -126,7 +126,3 @@ class WaitingForWrite:
     """Who holds the lock, where the backend can tell (PostgreSQL; a SQLite file cannot)."""
 
 
-
-OpeningNotice = (HistoryMoved | OldHistoryLeft | RetentionApplied | RetentionSkipped
-                 | HistoryUpgrading | WaitingForUpgrade)
-"""What opening a workspace did that the user should know."""

@@ -30,8 +30,8 @@ from chatmem.activity import Work as ActivityWork
 from chatmem.config.sections import EmbeddingsSection
 from chatmem.config.settings import Settings
 from chatmem.engine import Engine
+from chatmem.memory.indexing import Indexing
 from chatmem.memory.summary_memory import FOLD_TOKENS
-from chatmem.memory.vector_backlog import Indexing
 from chatmem.memory.vector_rows import embed_pending
 from chatmem.notices import SummaryUpdated
 from chatmem.providers.scripted import ScriptedProvider

@@ -24,8 +24,8 @@ if TYPE_CHECKING:
     from chatmem.config.settings import Settings
     from chatmem.memory.base import ContextRequest, Strategy
     from chatmem.memory.context import Context
+    from chatmem.memory.indexing import Indexing
     from chatmem.memory.state import SessionState
-    from chatmem.memory.vector_backlog import Indexing
     from chatmem.store import SessionRecord
     from chatmem.store.protocols import TurnStore
     from chatmem.tokens import TokenCounter

@@ -39,8 +39,8 @@ from chatmem.errors import (
 from chatmem.history import StoredHistory
 from chatmem.memory.base import Context, ContextRequest, Message, Strategy
 from chatmem.memory.guards import build_guarded
+from chatmem.memory.indexing import Indexing
 from chatmem.memory.state import SessionState
-from chatmem.memory.vector_backlog import Indexing
 from chatmem.notices import CutBy, InputNotUtf8, Notice, ReplyCut
 from chatmem.providers.base import Provider, ReplyStream
 from chatmem.providers.interruptible import InterruptibleReply

@@ -26,8 +26,9 @@ if TYPE_CHECKING:
     from chatmem.embeddings import Embedder
     from chatmem.history import StoredHistory
     from chatmem.memory.base import Strategy
+    from chatmem.memory.indexing import Indexing
     from chatmem.memory.state import SessionState
-    from chatmem.memory.vector_backlog import Indexing, IndexingStatus
+    from chatmem.memory.vector_backlog import IndexingStatus
     from chatmem.providers.base import Provider
     from chatmem.store import SessionRecord
     from chatmem.store.protocols import TurnStore

@@ -7,6 +7,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from chatmem.store import steps
+from chatmem.store.batches import in_batches
 from chatmem.store.connection import Connection, fetch_rows, fetch_value
 from chatmem.store.postgres_writers import trusted_by_reader, written_by_owner
 from chatmem.store.records import (
@@ -61,9 +62,7 @@ class MessageTables:
         a few turns far apart read through the turn index, not the whole span between."""
         wanted = sorted(set(turns))
         found: list[MessageRecord] = []
-        for start in range(0, len(wanted), 500):
-            chunk = wanted[start : start + 500]
-            marks = ", ".join("?" for _ in chunk)
+        for chunk, marks in in_batches(wanted):
             # "+position": ordered by the position index, SQLite read the whole session.
             found += [MessageRecord(*row) for row in self._db.execute(
                 f"SELECT {MESSAGE_COLUMNS} FROM messages WHERE session_id = ?"
@@ -104,9 +103,7 @@ class MessageTables:
             return set()
         ids = sorted({i for i in message_ids if 0 < i <= MOST_INTEGER})
         found: set[int] = set()
-        for start in range(0, len(ids), 500):
-            chunk = ids[start : start + 500]
-            marks = ", ".join("?" for _ in chunk)
+        for chunk, marks in in_batches(ids):
             found.update(row[0] for row in self._db.execute(
                 # "+session_id": by the session's index, SQLite read every turn of it.
                 f"SELECT user_message_id FROM turns WHERE +session_id = ?"
@@ -122,9 +119,7 @@ class MessageTables:
         session (PostgreSQL's `writer`) is that role's, whatever any row names."""
         ids = sorted({i for i in message_ids if 0 < i <= MOST_INTEGER})
         found: dict[int, str] = {}
-        for start in range(0, len(ids), 500):
-            chunk = ids[start : start + 500]
-            marks = ", ".join("?" for _ in chunk)
+        for chunk, marks in in_batches(ids):
             # LIKE first: a single user's turns (nearly all) are not parsed at all.
             for message_id, context in self._db.execute(
                     f"SELECT user_message_id, context FROM turns WHERE +session_id = ?"
@@ -192,9 +187,7 @@ class MessageTables:
             return {int(i): str(w) for i, w in self._db.execute(
                 f"SELECT id, writer FROM messages WHERE {others}", [session_id])}
         found: dict[int, str] = {}
-        for start in range(0, len(ids), 500):
-            chunk = ids[start : start + 500]
-            marks = ", ".join("?" for _ in chunk)
+        for chunk, marks in in_batches(ids):
             found.update((int(i), str(w)) for i, w in self._db.execute(
                 f"SELECT id, writer FROM messages WHERE {others} AND id IN ({marks})",
                 [session_id, *chunk]))
@@ -206,9 +199,7 @@ class MessageTables:
         found: dict[int, str] = {}
         if not kept or not ids:
             return found
-        for start in range(0, len(ids), 500):
-            chunk = ids[start : start + 500]
-            marks = ", ".join("?" for _ in chunk)
+        for chunk, marks in in_batches(ids):
             for message_id, position in self._db.execute(
                     f"SELECT id, position FROM messages WHERE session_id = ? AND id IN ({marks})",
                     [session_id, *chunk]):
@@ -222,9 +213,7 @@ class MessageTables:
         # integer names no message (SQLite raised OverflowError for it, inspect a traceback).
         ids = sorted({i for i in message_ids if 0 < i <= MOST_INTEGER})
         found: dict[int, str] = {}
-        for start in range(0, len(ids), 500):
-            chunk = ids[start : start + 500]
-            marks = ", ".join("?" for _ in chunk)
+        for chunk, marks in in_batches(ids):
             for message_id, value in self._db.execute(
                     f"SELECT id, {column} FROM messages WHERE session_id = ? AND id IN ({marks})"
                     f" AND {column} IS NOT NULL", [session_id, *chunk]):

@@ -26,12 +26,11 @@ from collections.abc import Iterator
 
 from chatmem.store.postgres_write_shares import STAMP, Execute, _run_in_schema
 
-FORGOTTEN = "[forgotten]"
-"""privacy.mentions.MARKER: a purge's eraser writes it in place of a mention."""
 PURGED_LINE = r'\{"id": \d{1,19}, "purged": true\}'
 """memory.facts.purged_line, as a pattern: a purged fact's line in a context or prompt."""
 MARKS = r"\[forgotten\]|" + PURGED_LINE
-"""Every marker a purge writes into stored text (tests check it against both)."""
+"""Every marker a purge writes into stored text: privacy.mentions.MARKER in place of a
+mention, and a purged fact's line (tests check it against both)."""
 
 RENDERED_TEXT = r"""
 CREATE FUNCTION chatmem_rendered_text(session bigint, whole text, pieces text)

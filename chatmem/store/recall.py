@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, cast
 
 from chatmem import fts
+from chatmem.store.batches import in_batches
 from chatmem.store.connection import Connection, fetch_value
 from chatmem.store.postgres_writers import trusted_count, trusted_entry
 from chatmem.store.records import (
@@ -184,9 +185,7 @@ class RecallTables:
         """The session's messages at `positions` (position → record), through its index."""
         wanted = sorted(set(positions))
         found: dict[int, MessageRecord] = {}
-        for start in range(0, len(wanted), 500):
-            chunk = wanted[start : start + 500]
-            marks = ", ".join("?" for _ in chunk)
+        for chunk, marks in in_batches(wanted):
             for row in self._db.execute(f"SELECT {MESSAGE_COLUMNS} FROM messages"
                                        f" WHERE session_id = ? AND position IN ({marks})"
                                        " AND superseded = 0", [session_id, *chunk]):
@@ -200,9 +199,7 @@ class RecallTables:
         counted there): one statement where recall would need two."""
         wanted = sorted(set(positions))
         found: dict[int, tuple[MessageRecord, int | None]] = {}
-        for start in range(0, len(wanted), 500):
-            chunk = wanted[start : start + 500]
-            marks = ", ".join("?" for _ in chunk)
+        for chunk, marks in in_batches(wanted):
             for *row, tokens in self._db.execute(
                     f"{counted_messages(self._db.kind)} WHERE m.session_id = ?"
                     f" AND m.position IN ({marks}) AND m.superseded = 0",

@@ -19,11 +19,11 @@ from typing import Any
 
 from chatmem import fts
 from chatmem.errors import StoreConflict, StoreError, StoreFailure
+from chatmem.store.batches import BATCH, in_batches
 from chatmem.store.records import SessionWords, WeightedTerm, best_first, match_conditions
 from chatmem.store.session_runs import SessionRuns
 from chatmem.store.word_counts import Ranges, Reading, WordCounts
 
-_CHUNK = 500
 MOST_ARMS = 400
 """Index reads (FTS5 queries) one statement of a conversation's word search holds."""
 
@@ -49,8 +49,8 @@ class SqliteWords:
     def index_words(self, entries: Sequence[tuple[int, str]]) -> None:
         # One statement for a chunk (a turn's two messages: one, not two); a chunk holding a
         # replaced text fails whole, and is then indexed a message at a time.
-        for start in range(0, len(entries), _CHUNK):
-            chunk = entries[start:start + _CHUNK]
+        for start in range(0, len(entries), BATCH):
+            chunk = entries[start:start + BATCH]
             try:
                 self.execute("INSERT INTO messages_fts (rowid, terms) VALUES "
                              + ", ".join(["(?, ?)"] * len(chunk)),
@@ -76,9 +76,7 @@ class SqliteWords:
         # of its content table each (see unindex_session_words).
         ids = sorted(message_ids)
         self._word_counts.forget()
-        for start in range(0, len(ids), _CHUNK):
-            chunk = ids[start : start + _CHUNK]
-            marks = ", ".join("?" for _ in chunk)
+        for chunk, marks in in_batches(ids):
             self.execute(f"DELETE FROM messages_fts WHERE rowid IN ({marks})", chunk)
 
     def unindex_session_words(self, session_ids: Sequence[int]) -> None:
@@ -89,9 +87,7 @@ class SqliteWords:
         # took 2.9 s of CPU that way, 1.1 s in one statement: the subquery's ids come sorted.
         ids = sorted(set(session_ids))
         self._word_counts.forget()
-        for start in range(0, len(ids), _CHUNK):
-            chunk = ids[start : start + _CHUNK]
-            marks = ", ".join("?" for _ in chunk)
+        for chunk, marks in in_batches(ids):
             self.execute("DELETE FROM messages_fts WHERE rowid IN"
                          f" (SELECT id FROM messages WHERE session_id IN ({marks}))", chunk)
 

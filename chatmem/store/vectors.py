@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from chatmem.store.backend import Backend
+from chatmem.store.batches import in_batches
 from chatmem.store.connection import Connection, fetch_value
 from chatmem.store.postgres_writers import trusted_entry, trusted_index
 
@@ -148,9 +149,7 @@ class VectorTables:
         memory (a replaced turn's are not, as in vector_rows)."""
         wanted = sorted(set(positions))
         found: list[PositionedVector] = []
-        for start in range(0, len(wanted), 500):
-            chunk = wanted[start : start + 500]
-            marks = ", ".join("?" for _ in chunk)
+        for chunk, marks in in_batches(wanted):
             found += [PositionedVector(*row) for row in self._db.execute(
                 "SELECT v.message_id, m.position, v.vector, v.context_vector"
                 " FROM messages m JOIN message_vectors v ON v.message_id = m.id"

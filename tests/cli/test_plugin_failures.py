@@ -292,9 +292,10 @@ def test_an_eval_whose_embedder_is_down_says_so_once_not_per_turn(
     evaluated = invoke("eval", str(transcript), "-s", "retrieval", "--provider", "scripted",
                        "--config", str(config), "--json", code=0)
     notices = json.loads(evaluated.stdout)["strategies"][0]["notices"]
+    # It names the plugin, as the chat's own indexing and `chatmem index` do.
     assert [n for n in notices if n.startswith("indexing failed")] == [
         "indexing failed, will retry next turn: embedder 'down' failed: RuntimeError: "
-        "embedding service down"]
+        "embedding service down (plugin flaky (chatmem-flaky 0.1.0))"]
 
 
 def test_what_a_plugin_prints_while_it_loads_goes_to_stderr_not_into_json(
@@ -392,7 +393,8 @@ def test_an_eval_whose_embedder_is_down_throughout_says_which_figures_are_of_wor
             encoding="utf-8")
     # The probe's context recalled by words alone; the second turn's recalled nothing.
     failure = ("1 context of 3 ranked messages without a vector by words alone: indexing them"
-               " failed (embedder 'down' failed: RuntimeError: embedding service down)")
+               " failed (embedder 'down' failed: RuntimeError: embedding service down"
+               " (plugin flaky (chatmem-flaky 0.1.0)))")
     shown = invoke("eval", str(folder), "-s", "retrieval:recent=0", "--provider", "scripted",
                    "--config", str(config), "-j", "1", code=0)
     assert sorted(line for line in shown.stderr.splitlines() if failure in line) == [

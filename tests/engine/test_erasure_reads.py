@@ -11,7 +11,7 @@ from registered import open_session
 
 from chatmem.config.sections import EmbeddingsSection
 from chatmem.config.settings import Settings
-from chatmem.memory.vector_backlog import Indexing
+from chatmem.memory.indexing import Indexing
 from chatmem.plugins import load_registries
 from chatmem.providers.scripted import ScriptedProvider
 from chatmem.store import Store

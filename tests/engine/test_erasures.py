@@ -23,7 +23,7 @@ from chatmem.config.settings import Settings
 from chatmem.embeddings.hashed import HashEmbedder
 from chatmem.engine import Engine
 from chatmem.errors import ExitCode, NotFound, StoreError, StoreFailure
-from chatmem.memory.vector_backlog import Indexing
+from chatmem.memory.indexing import Indexing
 from chatmem.providers.scripted import ScriptedProvider
 from chatmem.store import Store, TurnStatus
 

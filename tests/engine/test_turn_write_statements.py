@@ -12,7 +12,7 @@ from registered import open_session
 from chatmem.config.sections import EmbeddingsSection
 from chatmem.config.settings import Settings
 from chatmem.embeddings.hashed import HashEmbedder
-from chatmem.memory.vector_backlog import Indexing
+from chatmem.memory.indexing import Indexing
 from chatmem.providers.scripted import ScriptedProvider
 from chatmem.store import Store
 
