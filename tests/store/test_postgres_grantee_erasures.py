@@ -2,7 +2,8 @@
 one with nothing erased (`UPDATE sessions SET erasures = erasures + 1`), and the owner's turn
 under way was refused ("text left this session's memory while the reply came"), its reply
 not stored. His /retry and his SQL's hide of the last turn still count theirs. An older
-database upgrades to it losing nothing; an older chatmem refuses it."""
+database upgrades to it losing nothing (an earlier value of her fact he added before
+stays: its owner sees and deletes it); an older chatmem refuses it."""
 
 from __future__ import annotations
 
@@ -13,7 +14,7 @@ import pytest
 from acting_providers import ActsWhile
 from cli_runner import run
 from grantees import shared_session, sql_as
-from pg import OldHistory, PostgresServer, Team, add_messages, migrated_before
+from pg import NOW, OldHistory, PostgresServer, Team, add_messages, migrated_before
 from registered import open_session
 
 from chatmem.config.settings import Settings
@@ -23,8 +24,10 @@ from chatmem.providers.scripted import ScriptedProvider
 from chatmem.store import Store, TurnStatus
 from chatmem.store import postgres_schema as schema
 
-P029 = "p029_grantee_erasures_counted_with_what_they_erase"
+P029 = "p029_grantee_counts_only_erasures_and_keeps_fact_history"
 COUNT = "UPDATE sessions SET erasures = erasures + 1 WHERE id = %s"
+ADD_EARLIER = ("INSERT INTO fact_history (fact_id, key, value, source_session_id, stated_at,"
+               " replaced_at) VALUES (%s, '城市', %s, %s, %s, %s)")
 HIDE_LAST = ("UPDATE messages SET superseded = 1 WHERE session_id = %s"
              " AND turn = (SELECT max(turn) FROM messages WHERE session_id = %s)")
 
@@ -100,19 +103,29 @@ def test_an_older_database_upgrades_and_counts_only_erasures(
     ann, bob = old.url("ann"), old.url("bob")
     session_id = shared_session(ann, "buffer")
     add_messages(ann, session_id, ["My name is Ann.", "好的。", "我住在杭州。", "记下了。"])
-    # Before p029 his count with nothing erased stood.
+    with psycopg.connect(ann, autocommit=True) as conn:
+        fact_id = conn.execute(
+            "INSERT INTO facts (scope, session_id, key, value, source_session_id, created_at,"
+            " updated_at) VALUES ('session', %s, '城市', '杭州', %s, %s, %s) RETURNING id",
+            [session_id, session_id, NOW, NOW]).fetchone()[0]
+    # Before p029 his count with nothing erased stood, and so did an earlier value of her
+    # fact she never stated.
     assert sql_as(bob, COUNT, [session_id]) == 1
+    assert sql_as(bob, ADD_EARLIER, [fact_id, "深圳", session_id, NOW, NOW]) == 1
     rows = "SELECT id, erasures, owner FROM sessions ORDER BY 1"
-    said = "SELECT position, turn, content, superseded, owner FROM messages ORDER BY 1"
+    said = ("SELECT position, turn, content, superseded, owner FROM messages ORDER BY 1",
+            "SELECT fact_id, key, value, stated_at, owner FROM fact_history ORDER BY 1")
     with old.server.admin(old.database) as conn:
-        stored = conn.execute(rows).fetchall(), conn.execute(said).fetchall()
+        stored = [conn.execute(sql).fetchall() for sql in (rows, *said)]
     assert stored[0] == [(session_id, 1, "ann")]
 
     PostgresBackend(old.url(old.keeper)).close()
 
     with old.server.admin(old.database) as conn:
-        assert (conn.execute(rows).fetchall(), conn.execute(said).fetchall()) == stored
+        assert [conn.execute(sql).fetchall() for sql in (rows, *said)] == stored
     assert sql_as(bob, COUNT, [session_id]) == 1
+    assert sql_as(bob, ADD_EARLIER, [fact_id, "深圳", session_id, NOW, NOW]) == "42501"
+    assert sql_as(bob, "DELETE FROM fact_history") == 0
     in_one_transaction(bob, (HIDE_LAST, [session_id, session_id]), (COUNT, [session_id]))
     with old.server.admin(old.database) as conn:
         assert conn.execute(rows).fetchall() == [(session_id, 2, "ann")]
