@@ -22,7 +22,8 @@ p007 seals writes as p001 sealed reads: every right over a row is its session's
 Its first tables are in postgres_tables, the row-level policies in postgres_policies; the
 later migrations are in modules by concern (postgres_embeddings, postgres_additions,
 postgres_word_entries, postgres_access, postgres_write_shares, postgres_masked_prompts,
-postgres_rendered_pieces, postgres_writers, postgres_replaced_turns), and MIGRATION_LIST
+postgres_rendered_pieces, postgres_writers, postgres_replaced_turns,
+postgres_counted_erasures, postgres_fact_history), and MIGRATION_LIST
 below says the order they all run in. A released migration is never edited: a schema change
 is a new function, added at the end of that list.
 """
@@ -34,6 +35,8 @@ from typing import Any
 
 from chatmem.store import (
     postgres_access,
+    postgres_counted_erasures,
+    postgres_fact_history,
     postgres_masked_prompts,
     postgres_rendered_pieces,
     postgres_replaced_turns,
@@ -253,6 +256,17 @@ def p028_grantee_replaces_only_the_last_turn(execute: Execute) -> None:
     postgres_replaced_turns.last_turn_only(execute)
 
 
+def p029_grantee_counts_only_erasures_and_keeps_fact_history(execute: Execute) -> None:
+    """An erasure a write share's grantee counts in the owner's session stands only in the
+    transaction that changed or deleted a row of it (his /retry, /undo, purge): by plain SQL
+    he counted one with nothing erased, and each failed her turn under way, its reply not
+    stored (postgres_counted_erasures). And the earlier values of the session's facts he
+    adds are what a fact there said, and he deletes none: by plain SQL he added "name was:
+    Mallory" under her fact and deleted her earlier values (postgres_fact_history)."""
+    postgres_counted_erasures.count_only_erasures(execute)
+    postgres_fact_history.kept_as_stated(execute)
+
+
 MIGRATION_LIST: MigrationList[Migration] = MigrationList()
 for _migration in (
     p001_schema,
@@ -283,6 +297,7 @@ for _migration in (
     p026_token_counts_say_who_wrote_them,
     p027_recall_index_says_who_wrote_it,
     p028_grantee_replaces_only_the_last_turn,
+    p029_grantee_counts_only_erasures_and_keeps_fact_history,
 ):
     MIGRATION_LIST.add(_migration)
 MIGRATIONS = MIGRATION_LIST.functions

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 from cli_runner import run
-from grantees import session_facts, shared_after, sql_as
+from grantees import INSUFFICIENT_PRIVILEGE, session_facts, shared_after, sql_as
 from pg import NOW, Team
 
 psycopg = pytest.importorskip("psycopg", reason="chatmem[postgres] (psycopg) is not installed")
@@ -55,3 +55,39 @@ def test_her_fact_a_grantee_rewrites_by_sql_is_his(
     assert sql_as(ann, "UPDATE facts SET value = %s, speaker = NULL WHERE session_id = %s",
                   [her_value, session_id(team)]) == 1
     assert session_facts(ann, "proj", config) == {key: (her_value, None)}
+
+
+HISTORY = "SELECT fact_id, key, value, stated_at FROM fact_history ORDER BY id"
+ADD_EARLIER = ("INSERT INTO fact_history (fact_id, key, value, source_session_id, stated_at,"
+               " replaced_at) VALUES (%s, %s, %s, %s, %s, %s)")
+
+
+def test_a_grantee_adds_no_earlier_value_to_her_facts_and_deletes_none(
+        team: Team, tmp_path: Path) -> None:
+    """By plain SQL he added "name was: Mallory" under her fact (`facts list` showed it as
+    an earlier value of hers) and deleted her earlier values for good (p029)."""
+    ann, bob, config = shared_after(team, tmp_path, "我住在杭州。", user_facts=False)
+    run(ann, "ask", "proj", "我住在上海。", "--config", str(config), code=0)
+    (fact_id, stated), = team.rows("SELECT id, updated_at FROM facts WHERE deleted_at IS NULL")
+    before = team.rows(HISTORY)
+    assert [row[1:3] for row in before] == [("城市", "杭州")]
+
+    for key, value, at in (("城市", "深圳", NOW), ("name", "Mallory", NOW),
+                           ("城市", "上海", NOW)):
+        assert sql_as(bob, ADD_EARLIER, [fact_id, key, value, session_id(team), at,
+                                         NOW]) == INSUFFICIENT_PRIVILEGE, value
+    assert sql_as(bob, "DELETE FROM fact_history") == 0
+    assert team.rows(HISTORY) == before
+
+    # His chatmem keeps the earlier values of his own facts there, as they were.
+    run(bob, "ask", "ann/proj", "我住在广州。", "--config", str(config), code=0)
+    run(bob, "ask", "ann/proj", "我住在成都。", "--config", str(config), code=0)
+    assert team.rows("SELECT value, speaker FROM facts WHERE deleted_at IS NULL"
+                     " ORDER BY id") == [("上海", None), ("成都", "bob")]
+    his = team.rows("SELECT h.value FROM fact_history h JOIN facts f ON f.id = h.fact_id"
+                    " WHERE f.speaker = 'bob'")
+    assert his == [("广州",)]
+    # Her own rows are hers to change.
+    assert sql_as(ann, ADD_EARLIER, [fact_id, "城市", "北京", session_id(team), stated,
+                                     NOW]) == 1
+    assert sql_as(ann, "DELETE FROM fact_history WHERE fact_id = %s", [fact_id]) == 2

@@ -38,7 +38,9 @@ psycopg = pytest.importorskip("psycopg", reason="chatmem[postgres] (psycopg) is 
 ATTACKER, VICTIM = "ann", "bob"
 REFUSED = "42501"
 """insufficient_privilege: row-level security, a missing column grant, chatmem's triggers."""
-BOOKKEEPING = {"chatmem_meta", "chatmem_migrations"}
+BOOKKEEPING = {"chatmem_meta", "chatmem_migrations", "chatmem_erasing"}
+"""Tables of no one's data (chatmem_erasing: no role but the tables' owner has any right on
+it, test_postgres_grantee_erasures)."""
 LINES = ["My name is Ana and my order is ORD-7731.", "我们五月去杭州旅行，预算五千元。",
          "Actually my order is ORD-7732 now.", "请记住：酒店是琉璃客栈，三月十五日入住。"]
 

@@ -222,13 +222,17 @@ def test_what_a_grantee_adds_is_dated_by_the_server_and_reads_back(team: Team,
 
 
 def test_an_erasure_a_grantee_counts_is_one(team: Team) -> None:
-    """The largest bigint he wrote broke her /retry and purge ("bigint out of range")."""
+    """The largest bigint he wrote broke her /retry and purge ("bigint out of range"). Since
+    p029 a count stands only with what it erases (test_postgres_grantee_erasures)."""
     ann, bob = shared(team)
     run(ann, "ask", "w", "第一个问题", "--strategy", "window", "--provider", "scripted", code=0)
     run(ann, "sessions", "share", "w", "--with", "bob", "--write", code=0)
     before = team.rows("SELECT id, erasures FROM sessions ORDER BY id")
     for value in (LARGEST, -5, 0):
-        assert sql_as(bob, "UPDATE sessions SET erasures = %s", [value]) == 2
+        with psycopg.connect(bob) as conn, conn.transaction():
+            assert conn.execute("UPDATE messages SET superseded = 1 - superseded WHERE"
+                                " turn = 1").rowcount == 4
+            assert conn.execute("UPDATE sessions SET erasures = %s", [value]).rowcount == 2
     assert team.rows("SELECT id, erasures FROM sessions ORDER BY id") == [
         (session_id, erasures + 3) for session_id, erasures in before]
     with Store(ann) as store:

@@ -138,7 +138,8 @@ def test_a_shared_session_is_the_one_exception(
 def test_a_writer_of_a_shared_session_counts_what_left_its_memory(
         ann_and_bob: tuple[PostgresBackend, PostgresBackend]) -> None:
     """sessions.erasures (p008): a role that may write a session shared with it counts its
-    purge or replaced turn there, for engines others keep open; one that only reads may not."""
+    purge or replaced turn there, for engines others keep open (only with what it erases:
+    p029); one that only reads may not."""
     from chatmem.store import steps
 
     ann, bob = ann_and_bob
@@ -146,6 +147,12 @@ def test_a_writer_of_a_shared_session_counts_what_left_its_memory(
     with ann.write():
         ann.execute("INSERT INTO session_shares (session_id, grantee, mode) VALUES (?, 'bob',"
                     " 'write')", [shared])
+    with bob.write():
+        # In the transaction that takes text out (here his SQL hides the last turn, as his
+        # /retry does); one erasing nothing counts nothing (p029).
+        bob.execute("UPDATE messages SET superseded = 1 WHERE session_id = ? AND turn ="
+                    " (SELECT max(turn) FROM messages WHERE session_id = ?)", [shared, shared])
+        steps.count_erasure(bob, [shared])
     with bob.write():
         steps.count_erasure(bob, [shared])
     assert ann.execute("SELECT erasures FROM sessions WHERE id = ?", [shared]).fetchone() == (1,)

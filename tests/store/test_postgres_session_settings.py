@@ -65,12 +65,13 @@ def test_a_write_grantee_changes_none_of_the_owners_settings_by_sql(team: Team) 
     assert shown["system"] == "You are Ann's assistant. 只说中文。", shown
 
     # What his ordinary work moves still moves: his turn there (updated_at, dated by the
-    # server since p018: test_postgres_grantee_writes), an erasure.
+    # server since p018: test_postgres_grantee_writes), an erasure with what it erases
+    # (none here, so none counted since p029: test_postgres_grantee_erasures).
     run(bob, "ask", "ann/proj", "下一个问题", "--provider", "scripted", code=0)
     assert sql_as(bob, "UPDATE sessions SET erasures = erasures + 1, updated_at = %s"
                        " WHERE id = %s", [NOW, session_id]) == 1
     ((updated, erasures),) = team.rows("SELECT updated_at, erasures FROM sessions")
-    assert erasures == 1 and updated not in (NOW, before[0][0][10]), updated
+    assert erasures == 0 and updated not in (NOW, before[0][0][10]), updated
     assert team.rows(f"SELECT {SETTINGS} FROM sessions")[0][:10] == before[0][0][:10]
     assert stored(team.rows)[1] == before[1]
 
