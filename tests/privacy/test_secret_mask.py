@@ -92,3 +92,24 @@ def test_a_long_chinese_history_holding_no_key_is_masked_without_a_look_at_each_
     mask = SecretMask(secrets)
     assert best_cpu_seconds(lambda: [without_credentials(m, secrets) for m in history]) < 0.1
     assert best_cpu_seconds(lambda: [mask.mask(m) for m in history]) < 0.1
+
+
+@pytest.mark.parametrize("between", ["\u200b", "\n", "\u200e\x00"])
+def test_a_stream_of_what_shows_nothing_after_a_key_s_start_is_masked_in_linear_time(
+        between: str) -> None:
+    # A hostile server's reply: the key's first characters, then a piece a character of
+    # what a key is read through, for ever. Each piece read the whole held text again:
+    # 8,000 zero-width spaces after "sk-" took 10 s of CPU, 50,000 minutes.
+    from tests.growth import assert_linear
+
+    def streamed(text: str) -> str:
+        mask = SecretMask(SECRETS)
+        return "".join([mask.feed(c) for c in text] + [mask.flush()])
+
+    def reply(size: int) -> str:
+        return "好 sk-li" + between * (size // len(between)) + "ve-ABCDEF123456 后" + \
+            "sk-" + between * (size // len(between)) + "x 钥" + between * 8
+
+    assert streamed(reply(50)) == SecretMask(SECRETS).mask(reply(50))
+    assert streamed(reply(50)).startswith("好 [api key] 后sk-")
+    assert_linear(streamed, reply, 2000, between)
