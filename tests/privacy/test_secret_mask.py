@@ -113,3 +113,15 @@ def test_a_stream_of_what_shows_nothing_after_a_key_s_start_is_masked_in_linear_
     assert streamed(reply(50)) == SecretMask(SECRETS).mask(reply(50))
     assert streamed(reply(50)).startswith("好 [api key] 后sk-")
     assert_linear(streamed, reply, 2000, between)
+
+
+def test_a_text_echoing_a_key_many_times_is_masked_in_linear_time() -> None:
+    # A hostile server's reply, not plain ASCII, the key in it tens of thousands of times:
+    # each place masked copied the whole text (40,000 in 1 MB: 9 s).
+    from tests.growth import assert_linear
+
+    def echoed(size: int) -> str:
+        return "好sk-live-\u200bABCDEF123456" * size
+
+    assert without_credentials(echoed(2), SECRETS) == ("好[api key]" * 2, ("[api key]",))
+    assert_linear(lambda text: without_credentials(text, SECRETS), echoed, 5000)
