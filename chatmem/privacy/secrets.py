@@ -96,7 +96,24 @@ def _forms_of(key: str) -> list[str]:
         return [key]
     every = "".join(c if c.isascii() and c.isalnum() else
                     "".join(f"%{b:02X}" for b in c.encode()) for c in key)
-    return [key, base64.b64encode(key.encode()).decode(), quote(key, safe=""), every]
+    return [key, base64.b64encode(key.encode()).decode(), *_base64_cores(key.encode()),
+            quote(key, safe=""), every]
+
+
+def _base64_cores(raw: bytes) -> list[str]:
+    """The base64 characters that write `raw` whatever bytes are encoded before and after
+    it: a Basic header carries a key after a user name and a colon (`curl -u user:KEY`,
+    `:KEY`) or before one (`-u KEY:`), and its base64 alone is in none of them. One for
+    each of the three places in a group of three bytes `raw` can start at; the characters
+    that hold bits of a byte around it left out."""
+    import base64
+
+    cores = []
+    for offset in range(3):
+        encoded = base64.b64encode(bytes(offset) + raw).decode()
+        cores.append(encoded[-(-8 * offset // 6):8 * (offset + len(raw)) // 6])
+    # (a short key's are a few letters text may hold: its own forms cover it)
+    return [core for core in cores if len(core) >= TYPED_MIN_CHARACTERS]
 
 
 TYPED_MIN_CHARACTERS = 8
