@@ -96,7 +96,24 @@ def _forms_of(key: str) -> list[str]:
         return [key]
     every = "".join(c if c.isascii() and c.isalnum() else
                     "".join(f"%{b:02X}" for b in c.encode()) for c in key)
-    return [key, base64.b64encode(key.encode()).decode(), quote(key, safe=""), every]
+    return [key, base64.b64encode(key.encode()).decode(), *_base64_cores(key.encode()),
+            quote(key, safe=""), every]
+
+
+def _base64_cores(raw: bytes) -> list[str]:
+    """The base64 characters that write `raw` whatever bytes are encoded before and after
+    it: a Basic header carries a key after a user name and a colon (`curl -u user:KEY`,
+    `:KEY`) or before one (`-u KEY:`), and its base64 alone is in none of them. One for
+    each of the three places in a group of three bytes `raw` can start at; the characters
+    that hold bits of a byte around it left out."""
+    import base64
+
+    cores = []
+    for offset in range(3):
+        encoded = base64.b64encode(bytes(offset) + raw).decode()
+        cores.append(encoded[-(-8 * offset // 6):8 * (offset + len(raw)) // 6])
+    # (a short key's are a few letters text may hold: its own forms cover it)
+    return [core for core in cores if len(core) >= TYPED_MIN_CHARACTERS]
 
 
 TYPED_MIN_CHARACTERS = 8
@@ -229,9 +246,13 @@ def _replaced(text: str, secret: str, label: str) -> tuple[str, bool]:
             start = spans.pop()[0]
         spans.append((start, end))
         at = folded.find(key, at + len(key))
-    for start, end in reversed(spans):
-        text = text[:start] + label + text[end:]
-    return text, bool(spans)
+    # Joined once: a copy of the text for each place made a 1 MB reply echoing the key
+    # 40,000 times take 9 s to mask.
+    pieces, last = [], 0
+    for start, end in spans:
+        pieces += [text[last:start], label]
+        last = end
+    return "".join([*pieces, text[last:]]), bool(spans)
 
 
 ENVIRONMENT_CREDENTIALS = (("OPENAI_API_KEY", "CHATMEM_KEY"),
@@ -275,6 +296,12 @@ class SecretMask:
         self._secrets = sorted(secrets.items(), key=lambda item: -len(item[0]))
         self._keys = [folded_with_places(secret)[0] for secret, _ in self._secrets]
         self._held = ""
+        # What is held as `folded_with_places` reads it, kept: the held text may be long
+        # (what shows nothing after the start of a key: a zero-width space a piece, from a
+        # hostile server), its folded form never longer than a key. Read again at each
+        # piece, 8,000 such pieces took 10 s of CPU, 50,000 minutes, the reply held.
+        self._held_folded = ""
+        self._held_places: list[int] = []
 
     def mask(self, text: str) -> str:
         readable = _folded(text)
@@ -284,24 +311,34 @@ class SecretMask:
         return text
 
     def feed(self, piece: str) -> str:
-        text = self.mask(self._held + piece)
-        keep = self._partial_end(text)
+        shown, added = folded_with_places(piece)
+        text, folded = self._held + piece, self._held_folded + shown
+        if any(key in folded for key in self._keys):  # (once a secret: its text read anew)
+            text = self.mask(text)
+            folded, places = folded_with_places(text)
+        else:
+            offset = len(self._held)
+            places = self._held_places + [offset + at for at in added]
+        longest = self._partial_end(folded)
+        keep = len(text) - places[len(folded) - longest] if longest else 0
         self._held = text[len(text) - keep:] if keep else ""
+        self._held_folded = folded[len(folded) - longest:] if longest else ""
+        self._held_places = [at - (len(text) - keep) for at in places[len(folded) - longest:]] \
+            if longest else []
         return text[:len(text) - keep]
 
     def flush(self) -> str:
-        held, self._held = self._held, ""
+        held, self._held, self._held_folded, self._held_places = self._held, "", "", []
         return held
 
-    def _partial_end(self, text: str) -> int:
-        """The length of the longest end of `text` that begins some secret, as `mask` reads
-        both (with what follows it in `text`: a zero-width space or a line break may go on
-        into the secret)."""
-        folded, places = folded_with_places(text)
+    def _partial_end(self, folded: str) -> int:
+        """The length of the longest end of `folded` (a text as `mask` reads it) that
+        begins some secret: what is held is the text from its first character on (with
+        what follows it: a zero-width space or a line break may go on into the secret)."""
         longest = 0
         for key in self._keys:
             for size in range(min(len(key) - 1, len(folded)), longest, -1):
                 if folded.endswith(key[:size]):
                     longest = size
                     break
-        return len(text) - places[len(folded) - longest] if longest else 0
+        return longest

@@ -52,10 +52,15 @@ def test_credentials_cover_the_key_the_url_and_basic_auth_but_not_placeholders()
     assert found == {"YW5hOlVSTEtFWS05OQ==": "[api key]", "URLKEY-99": "[api key]",
                      "Q1W2E3": "[api key]", "sk-abc12345": "[api key]",
                      "c2stYWJjMTIzNDU=": "[api key]",  # the key base64-encoded
+                     # … and after 0, 1 or 2 bytes of a Basic header's user:
+                     "c2stYWJjMTIzND": "[api key]", "NrLWFiYzEyMzQ1": "[api key]",
+                     "zay1hYmMxMjM0N": "[api key]",
                      "sk%2Dabc12345": "[api key]",  # every character percent-encoded
                      "hist-key-1": "[history key]",
                      # The history key as the API key: base64, every character percent-encoded.
-                     "aGlzdC1rZXktMQ==": "[history key]", "hist%2Dkey%2D1": "[history key]"}
+                     "aGlzdC1rZXktMQ==": "[history key]", "hist%2Dkey%2D1": "[history key]",
+                     "aGlzdC1rZXktM": "[history key]", "hpc3Qta2V5LT": "[history key]",
+                     "oaXN0LWtleS0x": "[history key]"}
     assert credentials_of("x", None, None) == {}
 
 
@@ -92,3 +97,61 @@ def test_a_long_chinese_history_holding_no_key_is_masked_without_a_look_at_each_
     mask = SecretMask(secrets)
     assert best_cpu_seconds(lambda: [without_credentials(m, secrets) for m in history]) < 0.1
     assert best_cpu_seconds(lambda: [mask.mask(m) for m in history]) < 0.1
+
+
+@pytest.mark.parametrize("between", ["\u200b", "\n", "\u200e\x00"])
+def test_a_stream_of_what_shows_nothing_after_a_key_s_start_is_masked_in_linear_time(
+        between: str) -> None:
+    # A hostile server's reply: the key's first characters, then a piece a character of
+    # what a key is read through, for ever. Each piece read the whole held text again:
+    # 8,000 zero-width spaces after "sk-" took 10 s of CPU, 50,000 minutes.
+    from tests.growth import assert_linear
+
+    def streamed(text: str) -> str:
+        mask = SecretMask(SECRETS)
+        return "".join([mask.feed(c) for c in text] + [mask.flush()])
+
+    def reply(size: int) -> str:
+        return "好 sk-li" + between * (size // len(between)) + "ve-ABCDEF123456 后" + \
+            "sk-" + between * (size // len(between)) + "x 钥" + between * 8
+
+    assert streamed(reply(50)) == SecretMask(SECRETS).mask(reply(50))
+    assert streamed(reply(50)).startswith("好 [api key] 后sk-")
+    assert_linear(streamed, reply, 2000, between)
+
+
+def test_a_text_echoing_a_key_many_times_is_masked_in_linear_time() -> None:
+    # A hostile server's reply, not plain ASCII, the key in it tens of thousands of times:
+    # each place masked copied the whole text (40,000 in 1 MB: 9 s).
+    from tests.growth import assert_linear
+
+    def echoed(size: int) -> str:
+        return "好sk-live-\u200bABCDEF123456" * size
+
+    assert without_credentials(echoed(2), SECRETS) == ("好[api key]" * 2, ("[api key]",))
+    assert_linear(lambda text: without_credentials(text, SECRETS), echoed, 5000)
+
+
+@pytest.mark.parametrize("before", [b"", b":", b"x:", b"user:", b"apikey:"])
+@pytest.mark.parametrize("after", [b"", b":", b"\n"])
+def test_a_key_inside_a_basic_header_is_masked_whatever_comes_around_it(
+        before: bytes, after: bytes) -> None:
+    # `curl -u user:KEY` (or `:KEY`, `KEY:`) sends the key base64-encoded after (or before)
+    # other bytes: only the key's base64 alone was masked, so a header pasted into a chat,
+    # an import or an echoing server's reply kept the key, two decodes away.
+    import base64
+
+    key, history_key = "sk-proj-Ab3dEf6hIj9kLmN0pQrStUvWxYz", "马 horse battery 42"
+    secrets = credentials_of(key, None, history_key)
+    for secret, label in ((key, "[api key]"), (history_key, "[history key]")):
+        header = base64.b64encode(before + secret.encode() + after).decode()
+        masked, found = without_credentials(f"Authorization: Basic {header}\n", secrets)
+        assert found == (label,)
+        shown = masked.removeprefix("Authorization: Basic ").split(label)
+        assert len(shown) == 2 and all(len(side) <= 12 for side in shown), masked
+        assert SecretMask(secrets).mask(f"Authorization: Basic {header}\n") == masked
+
+
+def test_a_short_key_s_base64_pieces_mask_nothing_else() -> None:
+    secrets = credentials_of("sk-12345", None, "test")
+    assert without_credentials("Rlc3 dGVz 0ZXN0 AHRl", secrets) == ("Rlc3 dGVz 0ZXN0 AHRl", ())
