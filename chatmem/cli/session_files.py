@@ -229,9 +229,15 @@ def import_(
             # refuses it too, worded for no command).
             raise UsageError(f"a session named {session_name!r} already exists; import it"
                              f" under another name: chatmem sessions import {file} NAME")
-        with stopped_as_by_ctrl_c(), counted_progress(
-                err, f"importing into {session_name}") as progress:
-            imported = import_transcript(ws, transcript, session_name, progress=progress)
+        try:
+            with stopped_as_by_ctrl_c(), counted_progress(
+                    err, f"importing into {session_name}") as progress:
+                imported = import_transcript(ws, transcript, session_name, progress=progress)
+        except (KeyboardInterrupt, typer.Exit):
+            # Said only "interrupted": whether half a session was left was not.
+            err.print(f"nothing was imported: session {session_name} was not created",
+                      markup=False, soft_wrap=True)
+            raise
         probes = imported.probes
         note = f" and {counted(probes, 'probe')}" if probes else ""
         named = (f" (named from {origin!r})"

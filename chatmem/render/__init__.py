@@ -20,7 +20,7 @@ from chatmem.memory.context import Context, said_line
 from chatmem.memory.params import format_params
 from chatmem.render.counts import counted
 from chatmem.render.fields import Field, FittedLine
-from chatmem.render.layout import Fitted, Hanging
+from chatmem.render.layout import Fitted, Hanging, Trimmed
 from chatmem.render.notices import notice_text
 from chatmem.render.reasons import dropped_line, reason_text
 from chatmem.render.sessions import shared_cell, shared_words, unanswered_words
@@ -314,13 +314,13 @@ def config_table(rows: Sequence[Mapping[str, Any]]) -> RenderableType:
     return Fitted(out, Group(*stacked))
 
 
-def key_values(data: Mapping[str, Any], title: str | None = None) -> Table:
+def key_values(data: Mapping[str, Any], title: str | None = None) -> RenderableType:
     out = Table(title=title, show_header=False, box=None, padding=(0, 2, 0, 0))
     out.add_column(style="bold")
     out.add_column(overflow="fold")
     for key, value in data.items():
         out.add_row(key, "" if value is None else printable(str(value)))
-    return out
+    return Trimmed(out)
 
 
 def transcript(messages: Iterable[Mapping[str, Any]]) -> Group:

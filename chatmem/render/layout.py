@@ -9,6 +9,7 @@ from collections.abc import Callable, Sequence
 from rich.cells import cell_len
 from rich.console import Console, ConsoleOptions, RenderableType, RenderResult
 from rich.measure import Measurement
+from rich.segment import Segment
 from rich.table import Table
 from rich.text import Text
 
@@ -33,7 +34,7 @@ class Fitted:
         return self.layouts[-1]
 
     def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
-        yield self.choose(console, options)
+        yield Trimmed(self.choose(console, options))
 
     def __rich_measure__(self, console: Console, options: ConsoleOptions) -> Measurement:
         return Measurement.get(console, options, self.choose(console, options))
@@ -164,3 +165,35 @@ class Hanging:
         text = Measurement.get(console, options, self.text)
         return Measurement(text.minimum + self.indent, text.maximum + self.indent
                            ).clamp(max_width=options.max_width)
+
+
+class Trimmed:
+    """`inner` with each line ending at its last mark: a table pads its last column to its
+    width (and centres its title in spaces), so `chatmem sessions list | cat -A` showed every
+    header and parameter line padded, and a script's `grep 'k=2$'` missed them."""
+
+    def __init__(self, inner: RenderableType) -> None:
+        self.inner = inner
+
+    def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
+        for line in console.render_lines(self.inner, options, pad=False):
+            yield from trimmed(line)
+            yield Segment.line()
+
+    def __rich_measure__(self, console: Console, options: ConsoleOptions) -> Measurement:
+        return Measurement.get(console, options, self.inner)
+
+
+def trimmed(line: list[Segment]) -> list[Segment]:
+    """`line` without its trailing blanks, unless a background colour shows them."""
+    out = list(line)
+    while out:
+        last = out[-1]
+        if last.control or (last.style is not None and last.style.bgcolor is not None):
+            break
+        text = last.text.rstrip(" ")
+        if text:
+            out[-1] = Segment(text, last.style)
+            break
+        out.pop()
+    return out

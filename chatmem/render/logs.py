@@ -19,7 +19,7 @@ from chatmem.config.options import Cost, Spent
 from chatmem.graphemes import grapheme_start, one_line
 from chatmem.render import cost_text, when
 from chatmem.render.fields import Field, FittedLine
-from chatmem.render.layout import Hanging
+from chatmem.render.layout import Hanging, Trimmed
 from chatmem.render.terminal import cells_prefix
 from chatmem.store import LogEntry, TurnStatus
 
@@ -240,9 +240,10 @@ class _QuestionFit:
         for question, session, named in self._widths():
             table = _table(few, question, session, priced, marked, named)
             if Measurement.get(console, roomy, table).maximum <= options.max_width:
-                yield _table(self.log, question, session, priced, marked, named)
+                # Its lines end at their last mark (a pipe's lines, too).
+                yield Trimmed(_table(self.log, question, session, priced, marked, named))
                 return
-        yield _Stacked(self.log)
+        yield Trimmed(_Stacked(self.log))
 
 
 class _Stacked:

@@ -155,6 +155,9 @@ class Repl(Chat):
                     self.command("/" + text[1:])
                 else:
                     self.turn(message)
+                    if (self.prompt is not None and message in self.prompt.unsent
+                            and self.last is not None and self.last.status == TurnStatus.OK):
+                        self.prompt.unsent.remove(message)  # a stored message now
                     if self.last is not None and self.last.status == TurnStatus.CANCELLED \
                             and not sys.stdin.isatty():
                         # Ctrl-C stops a script (as in any pipeline): the lines after
@@ -168,6 +171,8 @@ class Repl(Chat):
             except ChatmemError as e:
                 self.exit_code = max(self.exit_code, int(e.exit_code))
                 self.error(repl_error_text(e))
+                if self.prompt is not None and not text.startswith(("/", "／")):
+                    self.prompt.keep_unsent(message)
             except KeyboardInterrupt:
                 if not sys.stdin.isatty():
                     raise  # a script is stopped, not resumed

@@ -20,7 +20,7 @@
 from __future__ import annotations
 
 import sys
-from collections.abc import AsyncGenerator, Callable, Iterable
+from collections.abc import AsyncGenerator, Callable, Iterable, Sequence
 from typing import TYPE_CHECKING
 
 from prompt_toolkit import PromptSession
@@ -60,12 +60,14 @@ class SessionHistory(History):
     """Up/Down history drawn from a session's stored user messages, newest first."""
 
     def __init__(self, workspace: Workspace, session: SessionRecord,
-                 loaded: Callable[[], None]) -> None:
+                 loaded: Callable[[], None], unsent: Sequence[str] = ()) -> None:
         super().__init__()
         self.workspace = workspace
         self.session = session
         self.loaded = loaded
         """Called each time a prompt's line has taken the whole history."""
+        self.unsent = unsent
+        """Messages of this run no turn stored (Prompt.unsent): offered first."""
         self.version: int | None = None
         """The session's history_version when its messages were read."""
 
@@ -99,14 +101,16 @@ class SessionHistory(History):
     def load_history_strings(self) -> Iterable[str]:
         from chatmem.app.sessions import last_messages
 
+        previous = None
+        for previous in reversed(self.unsent):
+            yield previous
         try:
             messages = last_messages(self.workspace, self.session, HISTORY_TURNS)
         except ChatmemError:
             # The history cannot be read (its file deleted or replaced under the chat, a
             # failing disk): prompt-toolkit printed a traceback and "Press ENTER to
-            # continue"; Up offers nothing, and the next turn says what is wrong in one line.
+            # continue"; Up offers nothing more, and the next turn says what is wrong.
             return
-        previous = None
         for message in reversed(messages):
             if message.role == "user" and message.content != previous:
                 previous = message.content
@@ -205,11 +209,22 @@ class Prompt:
         self.typed_ahead: list[KeyPress] = []
         """Keys pressed before the next prompt (while a turn ran: chatmem.repl.keys), which
         it takes once its history has loaded."""
+        self.unsent: list[str] = []
+        """Messages refused before anything was stored (their session deleted meanwhile,
+        over the budget, the model unreachable), oldest first: no stored message holds them,
+        so Up lost one once the history was read again (the session gone, /new, /switch)."""
+
+    def keep_unsent(self, message: str) -> None:
+        """Offer `message` with Up in every session of this run until it is stored."""
+        if message in self.unsent:
+            self.unsent.remove(message)
+        self.unsent.append(message)
 
     def _build(self) -> PromptSession[str]:
         engine = self.chat.engine
         self.session_id = engine.session.id
-        history = SessionHistory(self.chat.workspace, engine.session, self._press_typed_ahead)
+        history = SessionHistory(self.chat.workspace, engine.session, self._press_typed_ahead,
+                                 self.unsent)
         return PromptSession(
             history=history,
             completer=SlashCompleter(self.chat),

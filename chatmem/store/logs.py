@@ -27,6 +27,8 @@ _COLUMNS = (
 )
 
 
+TURNS_READ_AT_ONCE = 500
+"""Message ids looked up per statement when matches are mapped to their turns."""
 _COUNT = f"CASE WHEN {{0}} BETWEEN 0 AND {MOST_TOKENS_COUNTED} THEN {{0}} END"
 """A stored token count, NULL when it is no count (text sorts above every number)."""
 
@@ -123,22 +125,40 @@ class LogTables:
                 f"SELECT {columns} FROM turns t JOIN sessions s ON s.id = t.session_id"
                 f"{where} ORDER BY {order} DESC LIMIT ?", [*scope, limit])
             return [LogEntry.from_row(row) for row in rows]
-        # A turn holds two messages: twice the hits find `limit` turns when both match.
-        scores = self._matching_messages(query, session_id, 2 * limit)
-        if not scores:
-            return []
-        marks = ", ".join("?" for _ in scores)
-        rows = fetch_rows(self._db,
-            f"SELECT {columns}, t.user_message_id, t.assistant_message_id FROM turns t"
-            " JOIN sessions s ON s.id = t.session_id"
-            f" WHERE (t.user_message_id IN ({marks}) OR t.assistant_message_id IN ({marks}))"
-            + (" AND t.reply IS NOT NULL" if replied else ""),
-            [*scores, *scores])
+        # A turn holds two messages: twice the hits find `limit` turns when both match. An
+        # imported or copied session's messages are no turn's: 200 imported messages saying
+        # 杭州 took every hit, and `logs -q 杭州` found no turn. Asked again for more hits
+        # until `limit` turns are found or no more messages match.
+        asked = 2 * limit
+        while True:
+            scores = self._matching_messages(query, session_id, asked)
+            if not scores:
+                return []
+            rows = self._turns_holding(list(scores), columns, replied)
+            if len(rows) >= limit or len(scores) < asked:
+                break
+            asked *= 4
         best = {row["id"]: max(scores.get(row["user_message_id"], float("-inf")),
                                scores.get(row["assistant_message_id"], float("-inf")))
                 for row in rows}
         rows.sort(key=lambda row: (-best[row["id"]], row["created_at"]))
         return [LogEntry.from_row(row) for row in rows[:limit]]
+
+    def _turns_holding(self, message_ids: list[int], columns: str,
+                       replied: bool) -> list[dict[str, Any]]:
+        """The turns whose question or reply is one of `message_ids`, read a few hundred
+        ids at a time (SQLite takes at most 32,766 values in one statement)."""
+        rows: list[dict[str, Any]] = []
+        for start in range(0, len(message_ids), TURNS_READ_AT_ONCE):
+            ids = message_ids[start:start + TURNS_READ_AT_ONCE]
+            marks = ", ".join("?" for _ in ids)
+            rows += fetch_rows(self._db,
+                f"SELECT {columns}, t.user_message_id, t.assistant_message_id FROM turns t"
+                " JOIN sessions s ON s.id = t.session_id"
+                f" WHERE (t.user_message_id IN ({marks}) OR t.assistant_message_id IN ({marks}))"
+                + (" AND t.reply IS NOT NULL" if replied else ""),
+                [*ids, *ids])
+        return rows
 
     def _matching_messages(self, query: str, session_id: int | None,
                            limit: int) -> dict[int, float]:

@@ -34,6 +34,11 @@ def _rows(db: Path, sql: str) -> list[tuple[object, ...]]:
 
 
 def _stopped_after_a_batch(tmp_path: Path, how: signal.Signals) -> int:
+    return _stopped_saying(tmp_path, how)[0]
+
+
+def _stopped_saying(tmp_path: Path, how: signal.Signals) -> tuple[int, Watched]:
+    """The import's exit code and its stderr."""
     db = tmp_path / "x.db"
     process = subprocess.Popen(
         [sys.executable, "-m", "chatmem", "sessions", "import",
@@ -57,11 +62,21 @@ def _stopped_after_a_batch(tmp_path: Path, how: signal.Signals) -> int:
     wait_until(a_batch_is_in, "the import's first batch committed")
     assert process.poll() is None, err.rest()
     process.send_signal(how)
-    return process.wait(timeout=HANG)
+    return process.wait(timeout=HANG), err
 
 
 def test_sigterm_deletes_what_the_import_wrote(tmp_path: Path) -> None:
     assert _stopped_after_a_batch(tmp_path, signal.SIGTERM) == 128 + signal.SIGTERM
+    assert _rows(tmp_path / "x.db", "SELECT name FROM sessions") == []
+    assert _rows(tmp_path / "x.db", "SELECT count(*) FROM messages") == [(0,)]
+
+
+def test_ctrl_c_says_nothing_was_imported(tmp_path: Path) -> None:
+    """Ctrl-C said only "interrupted": whether half a session was left was not said."""
+    code, err = _stopped_saying(tmp_path, signal.SIGINT)
+    assert code == 130
+    said = err.wait_for(lambda text: "interrupted" in text, "its last line")
+    assert "nothing was imported" in said and "session 大" in said
     assert _rows(tmp_path / "x.db", "SELECT name FROM sessions") == []
     assert _rows(tmp_path / "x.db", "SELECT count(*) FROM messages") == [(0,)]
 

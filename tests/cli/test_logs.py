@@ -312,6 +312,26 @@ def test_logs_r_on_an_imported_session_says_its_turns_are_not_in_the_logs(
     assert run(db, "logs", "-r", "--session", "empty").stdout == "echo #1: hi\n"
 
 
+def test_q_finds_turns_past_an_imported_session_saying_the_same(
+        db: Path, tmp_path: Path) -> None:
+    """The best matching messages were looked up, then their turns: an imported session's
+    messages are no turn's, so 60 imported messages saying 杭州 took every hit and
+    `logs -q 杭州` said "no turns found" beside trip's turn saying it."""
+    transcript = tmp_path / "imported.jsonl"
+    transcript.write_text("".join(json.dumps(
+        {"role": "user" if i % 2 == 0 else "assistant",
+         "content": f"杭州，杭州，杭州：西湖 {i}"}, ensure_ascii=False) + "\n"
+        for i in range(60)), encoding="utf-8")
+    imported = run(db, "sessions", "import", str(transcript), "旧的")
+    assert imported.exit_code == 0, imported.stderr
+    for count in ("1", "3"):
+        found = logs_json(db, "-q", "杭州", "-n", count)
+        assert [(e["session"], e["turn"]) for e in found] == [("trip", 1)]
+        assert found[0]["input"] == "我们五月去杭州旅行，想看西湖"
+    either = logs_json(db, "-q", "西湖 kubernetes")
+    assert {(e["session"], e["turn"]) for e in either} == {("trip", 1), ("work", 1)}
+
+
 def _turns_saying(store: Store, count: int) -> None:
     """`count` turns whose questions all say 北京 and Paris (stored messages, each turn
     written straight into the table, as `_many_turns`), before a session that never does."""

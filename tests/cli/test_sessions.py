@@ -61,6 +61,22 @@ def test_list_table_shows_only_the_parameters_chosen(db: Path) -> None:
     assert "k=2" in listed.stdout  # window's k=2 is not its default
 
 
+@pytest.mark.parametrize("command", [["sessions", "list"], ["sessions", "show", "alpha"],
+                                     ["sessions", "show", "秘密"], ["logs"]])
+@pytest.mark.parametrize("width", [50, 120])
+def test_a_table_in_a_pipe_ends_each_line_at_its_last_mark(db: Path, command: list[str],
+                                                           width: int) -> None:
+    """A table padded its last column (and centred its title) in spaces: `sessions list |
+    cat -A` showed `updated         $` and `k=2    $`, and `grep 'k=2$'` found nothing."""
+    result = invoke(*command, "--db", str(db), width=width, code=0)
+    lines = result.stdout.splitlines()
+    assert len(lines) >= 3
+    assert [line for line in lines if line != line.rstrip()] == []
+    if command == ["sessions", "list"]:
+        assert [line.split() for line in lines if line.endswith("k=2")] == [["k=2"]]
+        assert lines[0].split()[-1] in ("turns", "updated")
+
+
 @pytest.mark.parametrize("command", [
     ["sessions", "list"], ["sessions", "list", "--json"], ["sessions", "show", "a"],
     ["sessions", "export", "a"], ["sessions", "delete", "a", "--yes"], ["facts", "list"],

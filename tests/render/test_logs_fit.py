@@ -38,7 +38,8 @@ def entries(count: int, first: int = 1) -> list[LogEntry]:
 def shown(table: Any, width: int) -> str:
     console = Console(width=width, record=True, color_system=None, file=io.StringIO())
     console.print(table)
-    return console.export_text()
+    # The fitted table's lines end at their last mark; EveryRowMeasured's are padded.
+    return "\n".join(line.rstrip() for line in console.export_text().split("\n"))
 
 
 class EveryRowMeasured:

@@ -172,3 +172,38 @@ def test_the_clipboard_command_runs_without_the_history_key(
     written = seen.read_text(encoding="utf-8")
     assert written.endswith("杭州") and "PATH=" in written
     assert "secret" not in written
+
+
+def test_copy_after_a_cancelled_reply_says_it_copies_a_reply_cut_short(tmp_path: Path) -> None:
+    """A reply cancelled half-way is stored as far as it came, and /copy copied it as "the
+    last reply": pasted elsewhere, it passed for the whole answer. Copied still, said so."""
+    from registered import open_session
+
+    from chatmem.config.settings import Settings
+    from chatmem.providers.scripted import ScriptedProvider
+    from chatmem.render import make_console
+    from chatmem.repl.loop import Repl
+
+    clip, tool = tmp_path / "clipboard.txt", tmp_path / "clip.sh"
+    tool.write_text(f"#!/bin/sh\ncat > '{clip}'\n", encoding="utf-8")
+    tool.chmod(0o755)
+    with Store(tmp_path / "t.db") as store:
+        engine = open_session(store, Settings(clipboard_command=str(tool)), ScriptedProvider(),
+                              "t", strategy="window")
+        deltas: list[str] = []
+
+        def ctrl_c_after_two(delta: str) -> None:
+            deltas.append(delta)
+            if len(deltas) == 2:
+                raise KeyboardInterrupt
+
+        cancelled = engine.run_turn("我们五月去杭州 and then to Suzhou by train",
+                                    on_delta=ctrl_c_after_two)
+        assert cancelled.record.status == "cancelled"
+        partial = cancelled.record.reply
+        assert partial and partial != "echo #1: 我们五月去杭州 and then to Suzhou by train"
+        err = make_console(stderr=True)
+        with err.capture() as said:
+            Repl(engine, make_console(), err).command("/copy")
+    assert clip.read_text(encoding="utf-8") == partial
+    assert "cut short" in said.get() and "cancelled" in said.get() and "turn 1" in said.get()

@@ -227,6 +227,38 @@ def test_history_follows_a_switch_and_a_deleted_session_takes_its_history(
                                         p.is_file() and p.suffix != ".db")
 
 
+def test_a_message_refused_because_its_session_was_deleted_stays_in_up_history(
+    tmp_path: Path, tty: None, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Refused ("session 't' was deleted meanwhile ... nothing was sent"), the message was in
+    no stored message, and Up, reading the history again, offered nothing: the typed text was
+    lost. Up offers it, also in the session /new starts, until it is sent."""
+    db = tmp_path / "h.db"
+    store, repl = make_repl(db)
+    message = "a long carefully written message: 我们五月去杭州"
+    def deleted_elsewhere(session: PromptSession[str]) -> bool:
+        invoke("sessions", "delete", "t", "--yes", "--db", str(db), code=0)
+        return True
+
+    with store:
+        repl.turn("first")
+        with typing(repl, fresh_prompt, deleted_elsewhere, message + "\r", fresh_prompt, UP,
+                    shows(message), "\r", "/new t\r", fresh_prompt, UP, shows(message), "\r",
+                    fresh_prompt, UP, shows(message), UP, shows(message), "\r") as lines:
+            repl.loop([next(lines)])
+            assert "deleted meanwhile" in capsys.readouterr().err
+            assert next(lines) == message  # recalled, not sent: the session is gone
+            command = next(lines)
+            assert command == "/new t"
+            repl.loop([command])
+            sent = next(lines)
+            assert sent == message
+            repl.loop([sent])
+            assert repl.last is not None and repl.last.status == "ok"
+            # Stored now: Up offers it as the new session's message.
+            assert next(lines) == message
+
+
 def test_up_no_longer_recalls_text_another_process_erased(tmp_path: Path, tty: None) -> None:
     """The history was read once per chat: after a purge in another shell, Up still
     recalled 'my name is Zebulon' from the prompt's copy."""

@@ -382,6 +382,24 @@ def test_budget_shows_and_sets_the_shared_budget(db: Path) -> None:
             ("over_budget", 20)]
 
 
+def test_a_budget_below_the_system_prompt_is_refused_at_once(db: Path) -> None:
+    """`/budget 10` under a 21-token system prompt was accepted, and only the next message,
+    once typed, was refused: now /budget refuses it, naming the prompt's tokens, and the
+    budget stays as it was, so the message after it is sent."""
+    system = "You are a careful assistant who answers in detail with many examples."
+    result = chat(db, "trip", [f"/system {system}", "/budget 10", "hello again", "/budget"])
+    assert result.exit_code == 2
+    tokens = ScriptedProvider().token_counter().count_message("system", system)
+    errors = [line for line in result.stderr.splitlines() if line.startswith("error:")]
+    assert len(errors) == 1
+    assert "/budget" in errors[0] and "10" in errors[0] and f"{tokens} tokens" in errors[0]
+    assert result.stderr.splitlines()[-1].startswith("context budget: 4,000 tokens")
+    with Store(db) as store:
+        last = store.turns.turn(store.sessions.session("trip").id)
+        assert last.input == "hello again" and last.status == "ok"
+        assert last.context["budget"] == 4000
+
+
 def test_budget_carries_over_a_switch(db: Path) -> None:
     result = chat(db, "other", ["/budget 50", "/switch trip", "/budget"])
     assert result.exit_code == 0, result.stderr

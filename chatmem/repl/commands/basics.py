@@ -13,6 +13,7 @@ from chatmem.render.terminal import on_screen, prompt_label
 from chatmem.repl.blocks import trimmed
 from chatmem.repl.chat import Chat, strategy_label
 from chatmem.repl.table import SLASH, QuitRepl, slash
+from chatmem.store.records import TurnStatus
 from chatmem.text import whole_number
 
 if TYPE_CHECKING:
@@ -151,12 +152,16 @@ def _copy(repl: Chat, args: list[str]) -> None:
     if args and not (number is not None and number >= 1):
         raise UsageError(f"/copy takes one code block number (1 or more), got {args[0]!r}")
     engine = repl.engine
+    cut = ""
     record = repl.last.record if repl.last else sessions.last_turn(repl.workspace,
                                                                    engine.session)
     if record is not None:
         if record.reply is None:
             raise UsageError(f"/copy: turn {record.turn} has no reply ({record.status})")
         reply = record.reply
+        # A cancelled (or broken) reply is stored as far as it came: copied, said so.
+        if record.status != TurnStatus.OK:
+            cut = f"; cut short: turn {record.turn} was {record.status}"
     else:
         # An imported or forked session's turns have no records: its messages hold them.
         last = sessions.last_history_reply(repl.workspace, engine.session)
@@ -172,7 +177,7 @@ def _copy(repl: Chat, args: list[str]) -> None:
                 if dropped else "")
     if command:
         clipboard.copy_with_command(command, text)
-        repl.notice(f"copied {what} ({len(text):,} characters) with clipboard_command"
+        repl.notice(f"copied {what} ({len(text):,} characters{cut}) with clipboard_command"
                     f"{left_out}")
         return
     console = next((c for c in (repl.status, repl.out) if on_screen(c)), None)
@@ -182,7 +187,7 @@ def _copy(repl: Chat, args: list[str]) -> None:
                          '"wl-copy"')
     console.file.write(clipboard.osc52(text))
     console.file.flush()
-    repl.notice(f"copied {what} ({len(text):,} characters) through the terminal (OSC 52)"
+    repl.notice(f"copied {what} ({len(text):,} characters{cut}) through the terminal (OSC 52)"
                 f"{left_out}")
 
 

@@ -19,7 +19,7 @@ from chatmem.memory.spec import StrategySpec
 from chatmem.render.counts import counted, listed
 from chatmem.repl.blocks import trimmed
 from chatmem.repl.chat import Chat, strategy_label
-from chatmem.repl.table import SLASH, slash
+from chatmem.repl.table import SLASH, QuitRepl, slash
 from chatmem.store.records import TurnStatus
 from chatmem.text import whole_number
 
@@ -219,7 +219,15 @@ def _edit_last(repl: Chat, args: list[str]) -> None:
     record = _last_turn(repl, "edit")
     if record.status == TurnStatus.OK or repl.replacing is not None:
         _check_replaceable(repl)
-    text = repl.raw_args.strip() if args else trimmed(repl.edit_line(record.input))
+    try:
+        text = repl.raw_args.strip() if args else trimmed(repl.edit_line(record.input))
+    except (KeyboardInterrupt, EOFError) as e:
+        # Ctrl-C said only "(interrupted)"; Ctrl-D on the emptied line left the chat with
+        # "aborted" and exit 1. Ctrl-D leaves, as at the prompt, once this is said.
+        repl.notice(f"edit cancelled: turn {record.turn} stays as it was; nothing was sent")
+        if isinstance(e, EOFError):
+            raise QuitRepl from None
+        return
     if not text:
         raise UsageError("/edit-last: the edited input is empty; nothing was sent")
     if not args and text.lstrip().startswith("/"):

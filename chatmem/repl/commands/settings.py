@@ -128,7 +128,7 @@ def _budget(repl: Chat, args: list[str]) -> None:
         if not re.fullmatch(r"\d+", value) or int(value) < 1:
             raise SLASH["/budget"].usage_error(
                 f"N must be a whole number of tokens, at least 1; got {args[0]!r}")
-        engine.budget = int(value)
+        _refuse_below_the_fixed_parts(repl, int(value))
         repl.note_budget()
     shown = f"{engine.budget:,} tokens" if engine.budget is not None else "none"
     line = (f"context budget: {shown}; strategies without a budget of their own are measured"
@@ -139,6 +139,35 @@ def _budget(repl: Chat, args: list[str]) -> None:
     if args:
         line += " (this chat only; the config key context_budget sets the default)"
     repl.notice(line)
+
+
+def _refuse_below_the_fixed_parts(repl: Chat, budget: int) -> None:
+    """Set `budget`, unless the system prompt and the chat format alone exceed it: accepted,
+    `/budget 10` under a 21-token system prompt refused only the next message, after it was
+    typed. Refused, the budget stays as it was and the error names the system prompt's
+    tokens. Under --allow-over-budget the turn sends it anyway, saying so: set."""
+    from chatmem.errors import ChatmemError, OverBudget, UsageError
+
+    engine = repl.engine
+    before = engine.budget
+    engine.budget = budget
+    if engine.allow_over_budget:
+        return
+    try:
+        context = engine.build_context("")
+        if context.budget == budget:  # not a strategy's own budget
+            engine.check_budget(context)
+    except OverBudget as e:
+        engine.budget = before
+        kept = f"{before:,} tokens" if before is not None else "none"
+        system = dict(e.fixed).get("system")
+        prompt = f"the system prompt is {system:,} tokens, " if system else ""
+        raise UsageError(
+            f"/budget {budget:,} leaves no room for a message: {prompt}{e.total:,} "
+            f"with the chat format and an empty message; the budget stays {kept}"
+            + (" (/system shortens the prompt)" if system else "")) from None
+    except ChatmemError:
+        pass  # anything else: the turn meets it and says so, as note_budget leaves it
 
 
 def _own_budget(repl: Chat) -> int | None:
