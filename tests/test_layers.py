@@ -53,7 +53,10 @@ from __future__ import annotations
 
 import ast
 import functools
+from collections.abc import Iterator
 from pathlib import Path
+
+import pytest
 
 PACKAGE = Path(__file__).resolve().parent.parent / "chatmem"
 
@@ -90,6 +93,19 @@ LAYERS: dict[str, int] = {
     "chatmem.images": 0, "chatmem.field_types": 0, "chatmem.reasoning": 0,
 }
 
+@functools.cache
+def parsed(path: Path) -> ast.Module:
+    """A module's syntax tree, parsed once for all the checks below (each walked every
+    module's anew: ~2 s of CPU a check), and let go after this file's tests."""
+    return ast.parse(path.read_text(encoding="utf-8"))
+
+
+@pytest.fixture(autouse=True, scope="module")
+def _parsed_once() -> Iterator[None]:
+    yield
+    parsed.cache_clear()
+
+
 def module_name(path: Path) -> str:
     parts = path.relative_to(PACKAGE.parent).with_suffix("").parts
     return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
@@ -108,7 +124,7 @@ def _resolve(name: str) -> str:
 def imports(name: str, path: Path) -> set[str]:
     package = name if path.name == "__init__.py" else name.rpartition(".")[0]
     found: set[str] = set()
-    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+    for node in ast.walk(parsed(path)):
         if isinstance(node, ast.Import):
             found.update(_resolve(a.name) for a in node.names if a.name.startswith("chatmem"))
         elif isinstance(node, ast.ImportFrom):
@@ -256,7 +272,7 @@ def drivers_named(path: Path) -> list[str]:
         return name.split(".")[0] in DRIVERS
 
     found = []
-    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+    for node in ast.walk(parsed(path)):
         if isinstance(node, ast.Import):
             found += [a.name for a in node.names if is_driver(a.name)]
         elif isinstance(node, ast.ImportFrom) and not node.level and node.module:
@@ -288,7 +304,7 @@ def test_the_driver_check_sees_imports_and_module_names(tmp_path: Path) -> None:
 def third_party_imports(path: Path, package: str) -> list[tuple[str, str]]:
     """(module, name) of every import from `package` in a module, anywhere in it."""
     found = []
-    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+    for node in ast.walk(parsed(path)):
         if isinstance(node, ast.Import):
             found += [(a.name, "") for a in node.names if a.name.split(".")[0] == package]
         elif isinstance(node, ast.ImportFrom) and not node.level and node.module \
@@ -317,7 +333,7 @@ def printers(path: Path) -> list[str]:
     """print() calls and writes to sys.stdout or sys.stderr in a module (asking whether
     one is a terminal is not writing)."""
     found = []
-    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+    for node in ast.walk(parsed(path)):
         if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) \
                 and node.func.id == "print":
             found.append(f"print() at line {node.lineno}")
@@ -351,7 +367,7 @@ def test_the_print_and_rich_checks_see_what_they_forbid(tmp_path: Path) -> None:
 @functools.cache
 def classes_in(path: Path) -> frozenset[str]:
     """The classes a module defines (read once: every module is checked against errors')."""
-    return frozenset(node.name for node in ast.walk(ast.parse(path.read_text(encoding="utf-8")))
+    return frozenset(node.name for node in ast.walk(parsed(path))
                      if isinstance(node, ast.ClassDef))
 
 
@@ -359,7 +375,7 @@ def error_classes_outside(errors: Path, path: Path) -> list[str]:
     """Classes a module derives from one of chatmem.errors' exceptions."""
     ours = classes_in(errors)
     found = []
-    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+    for node in ast.walk(parsed(path)):
         if isinstance(node, ast.ClassDef):
             bases = {b.id if isinstance(b, ast.Name) else b.attr
                      for b in node.bases if isinstance(b, ast.Name | ast.Attribute)}
