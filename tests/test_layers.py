@@ -52,7 +52,11 @@ privacy split by what each module does (policy over the store vs pure text check
 from __future__ import annotations
 
 import ast
+import functools
+from collections.abc import Iterator
 from pathlib import Path
+
+import pytest
 
 PACKAGE = Path(__file__).resolve().parent.parent / "chatmem"
 
@@ -89,6 +93,19 @@ LAYERS: dict[str, int] = {
     "chatmem.images": 0, "chatmem.field_types": 0, "chatmem.reasoning": 0,
 }
 
+@functools.cache
+def parsed(path: Path) -> ast.Module:
+    """A module's syntax tree, parsed once for all the checks below (each walked every
+    module's anew: ~2 s of CPU a check), and let go after this file's tests."""
+    return ast.parse(path.read_text(encoding="utf-8"))
+
+
+@pytest.fixture(autouse=True, scope="module")
+def _parsed_once() -> Iterator[None]:
+    yield
+    parsed.cache_clear()
+
+
 def module_name(path: Path) -> str:
     parts = path.relative_to(PACKAGE.parent).with_suffix("").parts
     return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
@@ -107,7 +124,7 @@ def _resolve(name: str) -> str:
 def imports(name: str, path: Path) -> set[str]:
     package = name if path.name == "__init__.py" else name.rpartition(".")[0]
     found: set[str] = set()
-    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+    for node in ast.walk(parsed(path)):
         if isinstance(node, ast.Import):
             found.update(_resolve(a.name) for a in node.names if a.name.startswith("chatmem"))
         elif isinstance(node, ast.ImportFrom):
@@ -123,7 +140,12 @@ def imports(name: str, path: Path) -> set[str]:
     return found
 
 
-GRAPH = {name: imports(name, path) for name, path in PATHS.items()}
+@functools.cache
+def graph() -> dict[str, set[str]]:
+    """Every chatmem module's chatmem imports. Read when a test asks, not at import: every
+    pytest-xdist worker imports this module to collect it, and reading ~370 modules' source
+    was a sixth of the suite's collection time on each of them."""
+    return {name: imports(name, path) for name, path in PATHS.items()}
 
 
 def unit(module: str) -> str:
@@ -185,19 +207,19 @@ def test_no_module_imports_a_higher_layer() -> None:
     upward = sorted(
         f"{module} (layer {LAYERS[unit(module)]}) imports {target} "
         f"(layer {LAYERS[unit(target)]})"
-        for module, targets in GRAPH.items() for target in targets
+        for module, targets in graph().items() for target in targets
         if LAYERS[unit(target)] > LAYERS[unit(module)]
     )
     assert upward == []
 
 
 def test_no_import_cycle_between_modules() -> None:
-    assert cycles(GRAPH) == []
+    assert cycles(graph()) == []
 
 
 def test_no_import_cycle_between_packages_of_one_layer() -> None:
     units: dict[str, set[str]] = {}
-    for module, targets in GRAPH.items():
+    for module, targets in graph().items():
         units.setdefault(unit(module), set()).update(
             unit(t) for t in targets if unit(t) != unit(module))
     assert cycles(units) == []
@@ -207,9 +229,9 @@ def test_the_checks_catch_what_they_forbid() -> None:
     # The checker itself can fail: cycles, lazy and TYPE_CHECKING imports are all seen.
     assert cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
     assert cycles({"a": {"b"}, "b": set()}) == []
-    assert "chatmem.plugins" in GRAPH["chatmem.cli.opening"]  # inside a function
-    assert "chatmem.store" in GRAPH["chatmem.transcripts.format"]  # under TYPE_CHECKING
-    assert "chatmem.memory.context" in GRAPH["chatmem.history"]  # `from chatmem.memory.x`
+    assert "chatmem.plugins" in graph()["chatmem.cli.opening"]  # inside a function
+    assert "chatmem.store" in graph()["chatmem.transcripts.format"]  # under TYPE_CHECKING
+    assert "chatmem.memory.context" in graph()["chatmem.history"]  # `from chatmem.memory.x`
     assert LAYERS[unit("chatmem.repl.commands.sessions")] == 5
     assert LAYERS[unit("chatmem.privacy.purge")] > LAYERS[unit("chatmem.store.records")]
 
@@ -219,20 +241,20 @@ def test_strategies_are_handed_their_registry() -> None:
     assert LAYERS[unit("chatmem.plugins")] > LAYERS[unit("chatmem.memory.registry")]
     plugin_side = ("chatmem.plugins", "chatmem.plugin_entries", "chatmem.plugin_contents",
                    "chatmem.builtin_plugin")
-    assert [m for m, t in GRAPH.items() if m.startswith("chatmem.memory")
+    assert [m for m, t in graph().items() if m.startswith("chatmem.memory")
             and any(i.startswith(plugin_side) for i in t)] == []
 
 
 def test_repl_commands_never_import_the_loop() -> None:
     # The loop imports the commands to fill the table; the way back would be a cycle.
-    assert [m for m, t in GRAPH.items()
+    assert [m for m, t in graph().items()
             if m.startswith("chatmem.repl") and "chatmem.repl.loop" in t] == []
-    assert GRAPH["chatmem.repl"] == set(), "the package's __init__ imports nothing"
+    assert graph()["chatmem.repl"] == set(), "the package's __init__ imports nothing"
 
 
 def test_table_and_chat_sit_below_the_commands() -> None:
     def importers(target: str, among: str) -> list[str]:
-        return [m for m, t in GRAPH.items() if m.startswith(among)
+        return [m for m, t in graph().items() if m.startswith(among)
                 and any(i == target or i.startswith(target + ".") for i in t)]
 
     assert importers("chatmem.repl.commands", "chatmem.repl.table") == []
@@ -250,7 +272,7 @@ def drivers_named(path: Path) -> list[str]:
         return name.split(".")[0] in DRIVERS
 
     found = []
-    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+    for node in ast.walk(parsed(path)):
         if isinstance(node, ast.Import):
             found += [a.name for a in node.names if is_driver(a.name)]
         elif isinstance(node, ast.ImportFrom) and not node.level and node.module:
@@ -282,7 +304,7 @@ def test_the_driver_check_sees_imports_and_module_names(tmp_path: Path) -> None:
 def third_party_imports(path: Path, package: str) -> list[tuple[str, str]]:
     """(module, name) of every import from `package` in a module, anywhere in it."""
     found = []
-    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+    for node in ast.walk(parsed(path)):
         if isinstance(node, ast.Import):
             found += [(a.name, "") for a in node.names if a.name.split(".")[0] == package]
         elif isinstance(node, ast.ImportFrom) and not node.level and node.module \
@@ -311,7 +333,7 @@ def printers(path: Path) -> list[str]:
     """print() calls and writes to sys.stdout or sys.stderr in a module (asking whether
     one is a terminal is not writing)."""
     found = []
-    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+    for node in ast.walk(parsed(path)):
         if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) \
                 and node.func.id == "print":
             found.append(f"print() at line {node.lineno}")
@@ -342,12 +364,18 @@ def test_the_print_and_rich_checks_see_what_they_forbid(tmp_path: Path) -> None:
     assert printers(module) == ["print() at line 6", "sys.stderr.write at line 7"]
 
 
+@functools.cache
+def classes_in(path: Path) -> frozenset[str]:
+    """The classes a module defines (read once: every module is checked against errors')."""
+    return frozenset(node.name for node in ast.walk(parsed(path))
+                     if isinstance(node, ast.ClassDef))
+
+
 def error_classes_outside(errors: Path, path: Path) -> list[str]:
     """Classes a module derives from one of chatmem.errors' exceptions."""
-    ours = {node.name for node in ast.walk(ast.parse(errors.read_text(encoding="utf-8")))
-            if isinstance(node, ast.ClassDef)}
+    ours = classes_in(errors)
     found = []
-    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+    for node in ast.walk(parsed(path)):
         if isinstance(node, ast.ClassDef):
             bases = {b.id if isinstance(b, ast.Name) else b.attr
                      for b in node.bases if isinstance(b, ast.Name | ast.Attribute)}

@@ -34,6 +34,7 @@ from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
 from other_account import NOBODY, needs_root
 from typer.core import TyperArgument, TyperOption
+from waiting import HANG
 
 from chatmem.cli import app
 from chatmem.cli.grammar import file_name, raw_text
@@ -166,14 +167,17 @@ def snapshot(folder: Path) -> dict[str, bytes]:
 
 
 @contextmanager
-def stopped_after(seconds: int, args: list[str]) -> Iterator[None]:
-    """A command that took bad input and kept running (a server) fails instead of hanging."""
+def stopped_after(seconds: float, args: list[str]) -> Iterator[None]:
+    """A command that took bad input and kept running (a server) fails instead of hanging.
+
+    After HANG, as every wait of the suite: 30 s ran out on a loaded machine (load 20 on 2
+    cores) while `mcp --db <bad URL>` still imported its modules, and the fuzz failed."""
 
     def still_running(*_: object) -> None:
         raise TimeoutError(f"chatmem {args} took bad input and kept running")
 
     previous = signal.signal(signal.SIGALRM, still_running)
-    signal.alarm(seconds)
+    signal.alarm(int(seconds))
     try:
         yield
     finally:
@@ -189,7 +193,7 @@ def refused(args: list[str], work: Path, env: dict[str, str] | None = None,
     cwd = os.getcwd()
     os.chdir(work)
     try:
-        with stopped_after(30, args):
+        with stopped_after(HANG, args):
             result = invoke(*args, input=input, env={"COLUMNS": "300", **(env or {})})
     finally:
         os.chdir(cwd)
