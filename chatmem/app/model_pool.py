@@ -75,5 +75,11 @@ class ModelPool:
     def close(self) -> None:
         with self._lock:
             models, self._models = list(self._models.values()), {}
+        failed: BaseException | None = None
         for model in reversed(models):
-            model.close()
+            try:
+                model.close()
+            except Exception as e:  # a plugin's close: the others are closed all the same
+                failed = failed or e
+        if failed is not None:
+            raise failed

@@ -174,21 +174,24 @@ class SessionState:
                 f" env.state.set(self.name, …) (README, \"Writing a plugin\")"),
                 "could not update its memory")
             raise run.refused
-        wrong = unstorable(values)
-        if wrong is not None:
-            # Refused before anything is written: the row would read back as what no other
-            # JSON reader takes (memory.state_values).
+        since = run.seen if run is not None and run.checked else None
+        try:
+            # The store converts each value to JSON once, refusing what no other JSON reader
+            # takes before anything is written (memory.state_values says which key).
+            if self.store.memory.set_strategy_state(self.session_id, strategy, values,
+                                                    covers_turn=covers_turn,
+                                                    unless_erased_since=since):
+                return
+        except (ValueError, TypeError, RecursionError):
+            wrong = unstorable(values)
+            if wrong is None:
+                raise
             refused = StateRefused(strategy if run is None or run.owner is None else run.owner,
                                    f"its state's {wrong}",
                                    "failed" if run is None else "could not update its memory")
             if run is not None:
                 run.refused = refused
-            raise refused
-        since = run.seen if run is not None and run.checked else None
-        if self.store.memory.set_strategy_state(self.session_id, strategy, values,
-                                                covers_turn=covers_turn,
-                                                unless_erased_since=since):
-            return
+            raise refused from None
         assert run is not None  # (only a checked write is dropped)
         run.dropped = True
         raise StoreError(ERASED_WHILE_UPDATING, kind=StoreFailure.ERASED_MEANWHILE)

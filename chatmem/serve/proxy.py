@@ -66,7 +66,15 @@ def build_app(settings: Settings, *, strategy: str | None = None,
                 yield
             finally:
                 proxy.kept.close()  # each kept conversation's engine, then its history
-                proxy.pool.close()  # the models the requests shared, closed once
+                try:
+                    proxy.pool.close()  # the models the requests shared, closed once
+                except ChatmemError as e:
+                    # A plugin provider's close that raises: one line in the log, where a
+                    # traceback and "Application shutdown failed" were.
+                    if log is not None:
+                        from chatmem.render.errors import error_text
+
+                        log(f"closing the models: {error_text(e)}")
 
     app = Starlette(routes=[
         Route("/v1/chat/completions", proxy.chat_completions, methods=["POST"]),

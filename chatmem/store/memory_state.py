@@ -103,8 +103,11 @@ class MemoryTables:
 
         `unless_erased_since`: the session's `erasures` when the update that made `values`
         began reading; if text left its memory since (a purge, a replaced turn), nothing is
-        stored and False is returned, checked under the write lock the purge takes too."""
-        rows = [(session_id, strategy, k, json_text(v)) for k, v in values.items()]
+        stored and False is returned, checked under the write lock the purge takes too.
+
+        A value JSON cannot store as every reader reads it (NaN, infinity, a set) raises
+        what json raises (ValueError, TypeError, RecursionError) before anything is written."""
+        rows = [(session_id, strategy, k, json_text(v, finite=True)) for k, v in values.items()]
         if covers_turn is not None:
             rows.append((session_id, strategy, COVERS_KEY, json_text(int(covers_turn))))
         with self._db.write():

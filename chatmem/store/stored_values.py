@@ -28,10 +28,12 @@ def stored_enum(kind: type[E], value: Any, what: str) -> E:
                          " (was it edited by hand?)", kind=StoreFailure.DAMAGED) from None
 
 
-def json_text(value: Any) -> str:
+def json_text(value: Any, *, finite: bool = False) -> str:
     """JSON as stored: Chinese and other text stay readable in the file, not \\u-escaped. A
-    lone surrogate (a plugin's reason text, say) would make the row unstorable: U+FFFD."""
-    return valid_text(json.dumps(value, ensure_ascii=False))
+    lone surrogate (a plugin's reason text, say) would make the row unstorable: U+FFFD.
+    `finite`: NaN and infinities raise ValueError, as what JSON cannot store (a set, bytes)
+    raises TypeError: Python's json writes them as bare words no other reader takes."""
+    return valid_text(json.dumps(value, ensure_ascii=False, allow_nan=not finite))
 
 
 def stored_json(text: str | None, what: str, default: str = "null", *,

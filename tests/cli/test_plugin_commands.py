@@ -281,6 +281,23 @@ def test_each_bad_plugin_is_one_warning_naming_it_and_the_cli_works(
     assert "warning" not in helped.stderr  # help loads no plugin
 
 
+def test_a_provider_whose_plugin_was_skipped_is_refused_with_the_reason(
+    installed: Install, tmp_path: Path
+) -> None:
+    """`--provider NAME` is checked as the options are read, before the command runs: the
+    plugin's warning, printed when the command began, was lost, and the user read only that
+    NAME is not one of the built-in providers."""
+    installed("chatmem-shout", "chatmem_shout",
+              "def register(plugins):\n    raise RuntimeError('注册失败')\n", name="shout")
+    refused = invoke("ask", "你好", "--provider", "shout", "--db", str(tmp_path / "h.db"),
+                     code=2)
+    lines = refused.stderr.splitlines()
+    assert lines[0] == ("warning: plugin shout (chatmem-shout 0.1.0, entry point shout = "
+                        "chatmem_shout) skipped: its register(plugins) raised: RuntimeError: "
+                        "注册失败")
+    assert "'shout'" in lines[-1] and len(lines) == 2
+
+
 def test_a_second_use_in_one_process_does_not_warn_again(installed: Install) -> None:
     installed("chatmem-broken", "chatmem_broken2", "raise SystemError('half installed')\n",
               name="broken")

@@ -4,6 +4,7 @@ them back without a word. Refused at `set` in one line naming the plugin and the
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 
 import pytest
@@ -59,3 +60,46 @@ def test_a_plugin_storing_nan_in_its_state_is_refused_naming_the_key(
         # What the first turn stored stands; nothing of the refused set was.
         assert store.memory.strategy_state(found.id, "ratio") == {
             "turns": 1, "ratio": {"值": [1.0, 0.5]}}
+
+
+COUNTED = '''
+from chatmem.memory.buffer import BufferStrategy
+
+READ = []
+
+
+class Counted(dict):
+    """A dict that notes each time JSON reads its items."""
+
+    def items(self):
+        READ.append(1)
+        return super().items()
+
+
+class Tally(BufferStrategy):
+    name = "tally"
+    description = "keeps a count of its turns"
+    keeps_state = True
+
+    def update(self, env):
+        env.state.set(self.name, seen=Counted({"轮": env.history.turn_count()}))
+        return []
+
+
+def register(plugins):
+    plugins.add_strategy(Tally)
+'''
+
+
+def test_each_state_value_is_converted_to_json_once(installed: Install, tmp_path: Path) -> None:
+    """It was converted twice, once to check it and once to store it: a plugin's large state
+    cost twice the time on every turn."""
+    installed("chatmem-counted", "chatmem_counted", COUNTED, name="counted")
+    db = str(tmp_path / "h.db")
+    invoke("ask", "旅行", "第一句", "-s", "tally", "--save", "--provider", "scripted",
+           "--db", db, code=0)
+    assert len(sys.modules["chatmem_counted"].READ) == 1
+    with Store(db) as store:
+        found = store.sessions.find_session("旅行")
+        assert found is not None
+        assert store.memory.strategy_state(found.id, "tally") == {"seen": {"轮": 1}}

@@ -49,3 +49,36 @@ def test_a_stored_turn_whose_update_returned_no_notices_is_a_success(
     with Store(db) as store:
         said = [m.content for m in store.history.messages(store.sessions.session("trip").id)]
     assert said == ["我叫李雷", "echo #1: 我叫李雷", "我叫什么?", "echo #2: 我叫什么?"]
+
+
+SHUT = '''
+from chatmem.providers.scripted import ScriptedProvider
+
+class Shut(ScriptedProvider):
+    name = "shut"
+
+    def close(self):
+        raise OSError("关不上 socket already gone")
+
+def register(plugins):
+    plugins.add_provider("shut", lambda settings: Shut())
+'''
+
+
+def test_a_plugin_provider_whose_close_raises_is_one_log_line_at_shutdown(
+        installed: Install, tmp_path: Path) -> None:
+    """It was a traceback and "Application shutdown failed" on serve's stderr."""
+    installed("chatmem-shut", "chatmem_shut", SHUT, name="shut")
+    logged: list[str] = []
+    db = tmp_path / "h.db"
+    app = build_app(Settings(provider="shut", db=str(db)), strategy="window",
+                    log=logged.append)
+    with TestClient(app) as http:
+        answered = http.post("/v1/chat/completions",
+                             json={"model": "shut",
+                                   "messages": [{"role": "user", "content": "你好"}]})
+        assert answered.status_code == 200, answered.text
+    assert len(logged) == 1
+    assert "closing the models" in logged[0] and "'shut'" in logged[0]
+    assert "OSError: 关不上 socket already gone" in logged[0]
+    assert "plugin shut (chatmem-shut 0.1.0)" in logged[0]
