@@ -177,6 +177,7 @@ def run_conversation(name: str, convo: dict[str, Any], folder: Path, embedder: s
             # Part counts are honest: they add up to a fresh count of what was sent.
             fresh = provider.token_counter().count_messages(result.context.messages())
             assert result.record.estimated_tokens == result.context.tokens == fresh
+        check_prepared_builds_alike(engine, name, params, strategies, text, db)
         # What the model received is what each stored turn says was sent.
         chats = [json.loads(line) for line in log.read_text(encoding="utf-8").splitlines()]
         sent = [c["messages"] for c in chats if c["purpose"] == "chat"]
@@ -259,6 +260,27 @@ def check_opening_kept(history: Part, opened: bool) -> None:
             kept = reason.turns[1] - reason.turns[0] + 1
             assert reason.to_fit or reason.cut or kept >= reason.value, (
                 "the greeting was left out", reason)
+
+
+def check_prepared_builds_alike(engine: Engine[Store], name: str, params: dict[str, str],
+                                strategies: StrategyRegistry, text: str,
+                                db: Path | None) -> None:
+    """What a front end's opening reads ahead (Engine.prepare, the strategy's `prepare`)
+    writes nothing, and the first build after it is the one an engine opened without it
+    makes: the same context, recall's rows and scores included."""
+    def opened() -> Engine[Store]:
+        return open_session(engine.store, engine.settings, engine.provider,  # type: ignore[arg-type]
+                            engine.session.name, strategy=name, params=params,
+                            strategies=strategies, allow_over_budget=True,
+                            embedder=engine.embedder)
+
+    engine.indexing.close()  # every vector stored: both builds read the same
+    plain, prepared = opened(), opened()
+    stored = checkpointed_hash(db) if db else None
+    prepared.prepare()
+    if db:
+        assert checkpointed_hash(db) == stored, "preparing wrote to the store"
+    assert prepared.build_context(text).to_json() == plain.build_context(text).to_json()
 
 
 def check_build_writes_nothing(engine: Engine[Store], text: str, db: Path | None) -> None:

@@ -48,6 +48,8 @@ def open_conversation(
                                 system=system, activity=activity,
                                 allow_over_budget=allow_over_budget, save=save)
     try:
+        # Before the first message (the REPL's prompt): what the first build reads whole.
+        engine.prepare()
         yield engine
     except BaseException:
         with suppress(ChatmemError):  # the error on its way out says more

@@ -30,6 +30,14 @@ class Embedder(Protocol):
         ...
 
 
+def load(embedder: object) -> None:
+    """Open `embedder`'s model now, if it has an optional `load()` (the bundled e5 reads its
+    weights on first use, else): what a front end does before the first message."""
+    opening = getattr(embedder, "load", None)
+    if callable(opening):
+        opening()
+
+
 def normalised(rows: np.ndarray) -> np.ndarray:
     import numpy as np
 
@@ -125,6 +133,9 @@ class Remembering:
     @property
     def dimensions(self) -> int:
         return self.inner.dimensions
+
+    def load(self) -> None:
+        load(self.inner)
 
     def embed(self, texts: Sequence[str], *, query: bool = False) -> np.ndarray:
         import numpy as np

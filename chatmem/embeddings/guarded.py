@@ -7,7 +7,7 @@ import operator
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
-from chatmem.embeddings.base import checked_rows
+from chatmem.embeddings.base import checked_rows, load
 from chatmem.errors import EmbedderFailed
 from chatmem.plugin_calls import guarded, kind_of
 from chatmem.plugin_output import plugin_prints_to_stderr
@@ -58,6 +58,12 @@ class GuardedEmbedder:
     def _read(self, attribute: str) -> object:
         return guarded(lambda e: EmbedderFailed(self._name, e),
                        lambda: getattr(self.inner, attribute), self._mask)
+
+    def load(self) -> None:
+        """The plugin's optional `load()`, guarded as `embed` is."""
+        with plugin_prints_to_stderr():
+            guarded(lambda e: EmbedderFailed(self._name, e), lambda: load(self.inner),
+                    self._mask)
 
     def embed(self, texts: Sequence[str], *, query: bool = False) -> np.ndarray:
         with plugin_prints_to_stderr():  # not into a command's --json (plugin_output)

@@ -57,6 +57,10 @@ class LocalEmbedder:
                 self._model = model
             return self._model
 
+    def load(self) -> None:
+        """Read the model's weights now (else the first embed does)."""
+        self._loaded()
+
     def embed(self, texts: Sequence[str], *, query: bool = False) -> np.ndarray:
         import numpy as np
 

@@ -4,6 +4,7 @@ store's tidying between turns. A base of `chatmem.engine.turns.Engine`."""
 
 from __future__ import annotations
 
+from contextlib import suppress
 from typing import TYPE_CHECKING
 
 from chatmem.errors import (
@@ -13,8 +14,8 @@ from chatmem.errors import (
     StateRefused,
     StrategyFailed,
 )
-from chatmem.memory.base import MemoryEnv
-from chatmem.memory.guards import update_guarded
+from chatmem.memory.base import MemoryEnv, Opening
+from chatmem.memory.guards import prepare_guarded, update_guarded
 from chatmem.notices import HelperTooSmall, MemoryUpdateCancelled, MemoryUpdateFailed, Notice
 from chatmem.providers.base import innermost
 
@@ -116,6 +117,17 @@ class MemoryUpkeep:
             self.indexing.abandon()
             raise
         return self.indexing.close()
+
+    def prepare(self) -> None:
+        """Let the strategy read ahead what its first build would (Strategy `prepare`: recall's
+        stored vectors), and open the embedder, when a front end opens the engine before the
+        first message (the REPL before its prompt): the first reply waits on less. Nothing
+        sent or stored changes. A failure is left for the first build to meet and say;
+        Ctrl-C ends the opening, with the state's caches as they were (empty)."""
+        # A failure: the first turn's build meets it again, and says it where it belongs.
+        with suppress(ChatmemError):
+            prepare_guarded(self.strategy, Opening(self.history(), self.counter, self.state,
+                                                   self.embedder))
 
     @property
     def memory_behind(self) -> bool:

@@ -176,6 +176,17 @@ class MemoryEnv:
     history), each call shown by `activity`; otherwise one bounded step, as after a turn."""
 
 
+@dataclass
+class Opening:
+    """What a strategy may look at to prepare, when a front end opens its engine ahead of the
+    first message (`prepare`): the history as stored, its state, and the embedder."""
+
+    history: HistoryView
+    counter: TokenCounter
+    state: SessionState
+    embedder: Embedder | None = None
+
+
 def catching_up(env: MemoryEnv, total: int) -> int | None:
     """The turns in all, for an activity step during a catch-up; None after a turn."""
     return total if env.catch_up else None
@@ -227,6 +238,12 @@ class BaseStrategy(Generic[Options]):
 
     def budget(self, request: ContextRequest) -> int | None:
         return request.budget
+
+    def prepare(self, opening: Opening) -> None:
+        """Read ahead what the first build would (recall's stored vectors), when a front end
+        opens the engine before the first message; optional (a strategy without it is
+        called as it is). It must change nothing a build sends or stores: only caches on
+        `opening.state`. Default: nothing."""
 
     @property
     def needs_embedder(self) -> bool:

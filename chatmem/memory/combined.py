@@ -18,9 +18,9 @@ from typing import Any
 
 from chatmem.context_warnings import OverBudget
 from chatmem.memory.assembly import assemble
-from chatmem.memory.base import BaseStrategy, ContextRequest, MemoryEnv
+from chatmem.memory.base import BaseStrategy, ContextRequest, MemoryEnv, Opening
 from chatmem.memory.context import PART_ORDER, Context, Message, Part, PartKind, SaidDays
-from chatmem.memory.guards import build_guarded, update_guarded
+from chatmem.memory.guards import build_guarded, prepare_guarded, update_guarded
 from chatmem.memory.reasons import (
     DroppedNote,
     DroppedTurns,
@@ -106,6 +106,10 @@ class CombinedStrategy:
 
     def update(self, env: MemoryEnv) -> list[Notice]:
         return [notice for m in self.members for notice in update_guarded(m, env)]
+
+    def prepare(self, opening: Opening) -> None:
+        for m in self.members:  # each guarded on its own, as builds are
+            prepare_guarded(m, opening)
 
 
 def merge_parts(contexts: Sequence[Context]) -> list[Part]:

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, TypeVar
 
 from chatmem.context_warnings import OverBudget
 from chatmem.errors import ChatmemError, SessionGone, StrategyFailed, WrongParts, WrongThread
-from chatmem.memory.base import ContextRequest, MemoryEnv, Strategy
+from chatmem.memory.base import ContextRequest, MemoryEnv, Opening, Strategy
 from chatmem.memory.context import FIXED_KINDS, PART_ORDER, Context, Message, Part
 from chatmem.memory.packing import wrong_recall
 from chatmem.notices import DerivedMemory, ErasedWhileUpdating, MemoryUpdateFailed, Notice
@@ -75,6 +75,24 @@ def build_guarded(strategy: Strategy, request: ContextRequest) -> Context:
         # over its budget with no warning.
         context = replace(context, warnings=(*context.warnings, over_budget(context, request)))
     return context
+
+
+def prepare_guarded(strategy: Strategy, opening: Opening) -> None:
+    """`strategy.prepare(opening)` if it has one (optional: a plugin's may not), as a build
+    is called: a state write refused, whatever it raises StrategyFailed naming it, masked.
+    Ctrl-C (or a failure) leaves nothing half read: the state's caches are emptied, and the
+    first build reads them whole as it would have."""
+    prepare = getattr(strategy, "prepare", None)
+    if not callable(prepare):
+        return
+    try:
+        with opening.state.built_by(strategy.name):
+            guarded(lambda e: StrategyFailed(strategy.name, e, "could not prepare"),
+                    lambda: _printing_to_stderr(lambda: prepare(opening), _label(strategy)),
+                    masking(dict))
+    except BaseException:
+        opening.state.caches.clear()
+        raise
 
 
 def built_to(strategy: Strategy, request: ContextRequest) -> int | None:

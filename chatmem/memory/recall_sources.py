@@ -256,6 +256,20 @@ class StoredRecall:
         assert self.embedder is not None
         return held_vectors(self.state, self.embedder, count, width)
 
+    def read_ahead(self, count: int, *, sittings: bool) -> None:
+        """Read what a build of the first `count` messages reads whole once per process,
+        before it (RetrievalStrategy.prepare): the stored vectors numpy ranks (not where the
+        database ranks them, nor an endpoint's whose size its first answer tells), and,
+        with `sittings`, where the sittings start. Only the caches on the state change."""
+        if sittings:
+            self.sittings()
+        if self.embedder is None or not count:
+            return
+        width = self.embedder.dimensions
+        vectors = self.state.store.vectors
+        if width and not (vectors.ranks_vectors and count >= DATABASE_RANKING_FROM):
+            self.vectors(count, width)
+
     def dense(self, count: int, query: str, also: Callable[[], Sequence[int]]) -> Dense:
         """Meaning scores for `query` of the first `count` messages.
 
