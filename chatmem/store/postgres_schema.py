@@ -23,7 +23,8 @@ Its first tables are in postgres_tables, the row-level policies in postgres_poli
 later migrations are in modules by concern (postgres_embeddings, postgres_additions,
 postgres_word_entries, postgres_access, postgres_write_shares, postgres_masked_prompts,
 postgres_rendered_pieces, postgres_writers, postgres_replaced_turns,
-postgres_counted_erasures, postgres_fact_history), and MIGRATION_LIST
+postgres_counted_erasures, postgres_fact_history, postgres_forgotten_digests), and
+MIGRATION_LIST
 below says the order they all run in. A released migration is never edited: a schema change
 is a new function, added at the end of that list.
 """
@@ -37,6 +38,7 @@ from chatmem.store import (
     postgres_access,
     postgres_counted_erasures,
     postgres_fact_history,
+    postgres_forgotten_digests,
     postgres_masked_prompts,
     postgres_rendered_pieces,
     postgres_replaced_turns,
@@ -262,9 +264,13 @@ def p029_grantee_counts_only_erasures_and_keeps_fact_history(execute: Execute) -
     he counted one with nothing erased, and each failed her turn under way, its reply not
     stored (postgres_counted_erasures). And the earlier values of the session's facts he
     adds are what a fact there said, and he deletes none: by plain SQL he added "name was:
-    Mallory" under her fact and deleted her earlier values (postgres_fact_history)."""
+    Mallory" under her fact and deleted her earlier values (postgres_fact_history). And a
+    message whose text changes (a purge's mask) loses every cache entry pointing at it,
+    whoever's: his entry of her erased text stayed, found by its digest
+    (postgres_forgotten_digests)."""
     postgres_counted_erasures.count_only_erasures(execute)
     postgres_fact_history.kept_as_stated(execute)
+    postgres_forgotten_digests.forget_changed_texts(execute)
 
 
 MIGRATION_LIST: MigrationList[Migration] = MigrationList()
