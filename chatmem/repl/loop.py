@@ -151,13 +151,12 @@ class Repl(Chat):
             try:
                 if text.startswith(ESCAPE):
                     self.turn(message.lstrip()[1:])
+                    self.forget_unsent(message)
                 elif text.startswith(("/", "／")):  # ／: the slash a Chinese input method types
                     self.command("/" + text[1:])
                 else:
                     self.turn(message)
-                    if (self.prompt is not None and message in self.prompt.unsent
-                            and self.last is not None and self.last.status == TurnStatus.OK):
-                        self.prompt.unsent.remove(message)  # a stored message now
+                    self.forget_unsent(message)
                     if self.last is not None and self.last.status == TurnStatus.CANCELLED \
                             and not sys.stdin.isatty():
                         # Ctrl-C stops a script (as in any pipeline): the lines after
@@ -171,7 +170,8 @@ class Repl(Chat):
             except ChatmemError as e:
                 self.exit_code = max(self.exit_code, int(e.exit_code))
                 self.error(repl_error_text(e))
-                if self.prompt is not None and not text.startswith(("/", "／")):
+                if self.prompt is not None and (text.startswith(ESCAPE)
+                                                or not text.startswith(("/", "／"))):
                     self.prompt.keep_unsent(message)
             except KeyboardInterrupt:
                 if not sys.stdin.isatty():
@@ -181,6 +181,12 @@ class Repl(Chat):
                 self.notice("(interrupted)")
             if self.leaving:
                 return
+
+    def forget_unsent(self, message: str) -> None:
+        """Up no longer offers a refused message first once a turn stored it."""
+        if (self.prompt is not None and message in self.prompt.unsent
+                and self.last is not None and self.last.status == TurnStatus.OK):
+            self.prompt.unsent.remove(message)
 
     def command(self, text: str) -> None:
         words = split_closed(text)

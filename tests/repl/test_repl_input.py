@@ -259,6 +259,39 @@ def test_a_message_refused_because_its_session_was_deleted_stays_in_up_history(
             assert next(lines) == message
 
 
+def test_a_refused_message_opening_with_the_escape_stays_in_up_until_stored(
+    tmp_path: Path, tty: None, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A message sent with // (one that opens with a slash) refused because its session was
+    deleted was kept for Up only if it did not open with a slash, so it was lost; and a
+    refused message once stored by a // line stayed offered first by Up."""
+    db = tmp_path / "h.db"
+    store, repl = make_repl(db)
+    message = "//usr/local/bin 是我的路径"
+
+    def deleted_elsewhere(session: PromptSession[str]) -> bool:
+        invoke("sessions", "delete", "t", "--yes", "--db", str(db), code=0)
+        return True
+
+    with store:
+        repl.turn("first")
+        with typing(repl, fresh_prompt, deleted_elsewhere, message + "\r", fresh_prompt, UP,
+                    shows(message), "\r", "/new t\r", fresh_prompt, UP, shows(message),
+                    "\r") as lines:
+            repl.loop([next(lines)])
+            assert "deleted meanwhile" in capsys.readouterr().err
+            assert repl.prompt is not None and repl.prompt.unsent == [message]
+            assert next(lines) == message  # recalled, not sent: the session is gone
+            command = next(lines)
+            repl.loop([command])
+            sent = next(lines)
+            assert sent == message
+            repl.loop([sent])
+            assert repl.last is not None and repl.last.status == "ok"
+            assert f"echo #2: {message[1:]}" in capsys.readouterr().out  # sent without one /
+            assert repl.prompt.unsent == []
+
+
 def test_up_no_longer_recalls_text_another_process_erased(tmp_path: Path, tty: None) -> None:
     """The history was read once per chat: after a purge in another shell, Up still
     recalled 'my name is Zebulon' from the prompt's copy."""
