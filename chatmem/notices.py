@@ -201,6 +201,16 @@ class ContextNotBuilt:
 
 
 @dataclass(frozen=True)
+class ModelNotClosed:
+    """A model's close (a plugin's) failed as the workspace closed, after the work was done:
+    told, not an error (a script retrying a failed `ask` would store its turn twice)."""
+
+    error: str
+    culprit: tuple[str, str] | None = None
+    """As MemoryUpdateFailed.culprit."""
+
+
+@dataclass(frozen=True)
 class MemoryUpdateFailed:
     """The strategy's update failed after the turn committed; it is retried next turn."""
 
@@ -370,7 +380,8 @@ Notice = (IndexingNotice | VectorsResized | SummaryUpdated | SummaryFailed | Fac
           | FactsTooLong | FactsNotSaid | FactsForgotten | FactsBehind | SensitiveNotRemembered
           | NoEmbedder | InputNotUtf8 | CredentialInInput | VectorCacheUnused
           | ReplyCut | UsageIgnored
-          | ContextNotBuilt | MemoryUpdateFailed | MemoryUpdateCancelled | ErasedWhileUpdating
+          | ContextNotBuilt | ModelNotClosed
+          | MemoryUpdateFailed | MemoryUpdateCancelled | ErasedWhileUpdating
           | StrategyChanged | ModelChanged
           | SavedParamsDropped | SystemPromptReplaced | SettingsNotSaved
           | HelperTooSmall

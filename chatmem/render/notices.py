@@ -51,6 +51,7 @@ from chatmem.notices import (
     InputNotUtf8,
     MemoryUpdateCancelled,
     MemoryUpdateFailed,
+    ModelNotClosed,
     NoEmbedder,
     Notice,
     ReplyCut,
@@ -252,6 +253,12 @@ def _(n: UsageIgnored, repl_hints: bool) -> str:
 def _(n: ContextNotBuilt, repl_hints: bool) -> str:
     by = by_plugin(*n.culprit) if n.culprit else ""
     return f"turn stored with only its input as context, memory failed: {n.error}{by}"
+
+
+@_worded.register
+def _(n: ModelNotClosed, repl_hints: bool) -> str:
+    by = by_plugin(*n.culprit) if n.culprit else ""
+    return f"the work is done, then closing the model failed: {n.error}{by}"
 
 
 @_worded.register
