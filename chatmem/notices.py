@@ -191,6 +191,26 @@ class ReplyCut:
 
 
 @dataclass(frozen=True)
+class ContextNotBuilt:
+    """The strategy failed to build the context of an exchange another program already had
+    (MCP's record_turn): the exchange is stored all the same, with only its input as context."""
+
+    error: str
+    culprit: tuple[str, str] | None = None
+    """As MemoryUpdateFailed.culprit."""
+
+
+@dataclass(frozen=True)
+class ModelNotClosed:
+    """A model's close (a plugin's) failed as the workspace closed, after the work was done:
+    told, not an error (a script retrying a failed `ask` would store its turn twice)."""
+
+    error: str
+    culprit: tuple[str, str] | None = None
+    """As MemoryUpdateFailed.culprit."""
+
+
+@dataclass(frozen=True)
 class MemoryUpdateFailed:
     """The strategy's update failed after the turn committed; it is retried next turn."""
 
@@ -360,6 +380,7 @@ Notice = (IndexingNotice | VectorsResized | SummaryUpdated | SummaryFailed | Fac
           | FactsTooLong | FactsNotSaid | FactsForgotten | FactsBehind | SensitiveNotRemembered
           | NoEmbedder | InputNotUtf8 | CredentialInInput | VectorCacheUnused
           | ReplyCut | UsageIgnored
+          | ContextNotBuilt | ModelNotClosed
           | MemoryUpdateFailed | MemoryUpdateCancelled | ErasedWhileUpdating
           | StrategyChanged | ModelChanged
           | SavedParamsDropped | SystemPromptReplaced | SettingsNotSaved

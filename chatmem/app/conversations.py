@@ -298,4 +298,4 @@ def record_on(engine: Engine[Store], user: str, assistant: str) -> TurnResult:
     if not user.strip():
         raise UsageError("nothing to record (the user's message is empty)")
     engine.check_writable()
-    return engine.replay_turn(user, assistant)
+    return engine.replay_turn(user, assistant, kept=True)

@@ -22,6 +22,7 @@ from chatmem.app.model_pool import ModelPool as ModelPool  # front ends imported
 from chatmem.config.location import LocationKind
 from chatmem.errors import (
     ConfigError,
+    ExtensionFailed,
     StoreError,
     StoreFailure,
     TranscriptError,
@@ -192,6 +193,19 @@ class Workspace:
 
     # -- models ------------------------------------------------------------------------
 
+    def owns_model(self, model: Provider) -> None:
+        """Close `model` with the workspace; a plugin's close that fails is told
+        (ModelNotClosed), not raised: what the command did with it is done."""
+        from chatmem.notices import ModelNotClosed
+
+        def close() -> None:
+            try:
+                model.close()
+            except ExtensionFailed as e:
+                self.tell(ModelNotClosed(str(e), (e.kind, e.name)))
+
+        self.owns(close)
+
     @property
     def chat_provider(self) -> Provider:
         """The chat model the settings name, opened on first use."""
@@ -208,7 +222,7 @@ class Workspace:
                 provider = self._pool.get(key, lambda: create_provider(settings))
             else:
                 provider = create_provider(settings)
-                self.owns(provider.close)
+                self.owns_model(provider)
             self._providers[key] = provider
         return provider
 
@@ -257,7 +271,7 @@ class Workspace:
         provider = reproducing(self.settings, Recording(recorded.provider, recorded.model,
                                                         recorded.tokenizer),
                                explicit=explicit, create_provider=create_provider)
-        self.owns(provider.close)
+        self.owns_model(provider)
         return provider
 
     # -- embeddings --------------------------------------------------------------------

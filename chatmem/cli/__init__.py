@@ -269,9 +269,11 @@ def main() -> None:
     # Named as installed, also under `python -m chatmem`: shell completion keys on the name
     # (_CHATMEM_COMPLETE), and the usage line shows what a person types.
     from chatmem.cli.streams import discard_unwritten, prepare_streams
+    from chatmem.cli.threads import say_plugin_threads_failing
     from chatmem.errors import OutputFailed
 
     prepare_streams()
+    say_plugin_threads_failing()
     try:
         try:
             app(prog_name="chatmem")

@@ -37,11 +37,12 @@ from chatmem.errors import (
     UsageError,
 )
 from chatmem.history import StoredHistory
+from chatmem.memory.assembly import assemble
 from chatmem.memory.base import Context, ContextRequest, Message, Strategy
 from chatmem.memory.guards import build_guarded
 from chatmem.memory.indexing import Indexing
 from chatmem.memory.state import SessionState
-from chatmem.notices import CutBy, InputNotUtf8, Notice, ReplyCut
+from chatmem.notices import ContextNotBuilt, CutBy, InputNotUtf8, Notice, ReplyCut
 from chatmem.providers.base import Provider, ReplyStream
 from chatmem.providers.interruptible import InterruptibleReply
 from chatmem.store import SessionRecord, TurnRecord, TurnStatus
@@ -365,7 +366,8 @@ class Engine(SessionChanges, MemoryUpkeep, TurnChecks, TurnRows, Generic[StoreT]
                     times: tuple[str | None, str | None] = (None, None),
                     ids: tuple[str | None, str | None] = (None, None),
                     said_at: SaidAt = Said.NOW, speaker: str | None = None,
-                    attachments: Sequence[Attachment] = ()) -> TurnResult:
+                    attachments: Sequence[Attachment] = (), *, kept: bool = False
+                    ) -> TurnResult:
         """Commit `text` with a recorded `reply` as an ok turn, without calling the model.
 
         Replay uses it so strategies are compared on identical conversations;
@@ -373,7 +375,8 @@ class Engine(SessionChanges, MemoryUpkeep, TurnChecks, TurnRows, Generic[StoreT]
         their transcript ids (a saved replay's probes name messages by them), `said_at`
         when its context reads the input as said (a transcript's time; default now),
         `speaker` who said it in a group chat (ContextRequest.speaker), `attachments` the
-        files the recorded turn sent with it.
+        files the recorded turn sent with it. `kept`: an exchange another program had, kept
+        even when the strategy fails to build (with only its input as context; MCP).
         """
         [text, reply, *attached], replaced = self.without_credentials(
             valid_text(text), valid_text(reply), *(a.text for a in attachments))
@@ -381,7 +384,13 @@ class Engine(SessionChanges, MemoryUpkeep, TurnChecks, TurnRows, Generic[StoreT]
         # As send's: a fork's or an import's turns before this one are first folded in (an
         # MCP client's record_turn on one; a replay starts empty, where this does nothing).
         caught = self.catch_up(backlog_after_turn=True)
-        context = self.build_context(text, attachments, said_at=said_at, speaker=speaker)
+        try:
+            context = self.build_context(text, attachments, said_at=said_at, speaker=speaker)
+        except StrategyFailed as e:
+            if not kept:
+                raise
+            context = assemble(self.request(text, attachments, said_at, speaker), [])
+            caught = [*caught, ContextNotBuilt(str(e), (e.kind, e.name))]
         self._keep_changes()
         self.store.images.keep_images(self.session.id, [a.image for a in attachments if a.image])
         record = self.store.turns.commit_turn(

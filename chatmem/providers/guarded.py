@@ -244,11 +244,13 @@ class GuardedStream:
         # A plugin's stream may have no usage (a bare generator): the provider then
         # reported no counts, as a server that sends none.
         try:
-            usage = self.inner.usage
-        except Exception:  # a plugin's attribute may raise anything
+            usage = getattr(self.inner, "usage", None)
+        except Exception as e:  # a plugin's attribute may raise anything
+            return self._ignored(f"its reply's usage raised {one_line(e)}")
+        if usage is None:
             return self._usage
-        if not isinstance(usage, Usage):
-            return self._usage
+        if not isinstance(usage, Usage):  # README: said in one line, as wrong counts are
+            return self._ignored(f"its reply's usage is {kind_of(usage)}, not a Usage")
         counts, wrong = checked_counts(usage)
         if wrong is None:
             return counts
@@ -263,6 +265,11 @@ class GuardedStream:
         self._usage = value
         with contextlib.suppress(Exception):  # a stream that takes no attributes: kept here
             self.inner.usage = value
+
+    def _ignored(self, wrong: str) -> Usage:
+        """No counts, with the notice saying why (`wrong`, masked)."""
+        said = wrong if self._mask is None else self._mask(wrong)
+        return Usage(ignored=UsageIgnored(self._provider, said))
 
     @property
     def rendered_prompt(self) -> str | None:

@@ -28,6 +28,7 @@ from chatmem.history_notices import (
 )
 from chatmem.memory.assembly import span
 from chatmem.notices import (
+    ContextNotBuilt,
     ContextsByWordsAlone,
     ContextsOverBudget,
     ContextsWithoutVectors,
@@ -50,6 +51,7 @@ from chatmem.notices import (
     InputNotUtf8,
     MemoryUpdateCancelled,
     MemoryUpdateFailed,
+    ModelNotClosed,
     NoEmbedder,
     Notice,
     ReplyCut,
@@ -245,6 +247,18 @@ def _(n: ReplyCut, repl_hints: bool) -> str:
 def _(n: UsageIgnored, repl_hints: bool) -> str:
     return (f"token counts of provider {n.provider!r} ignored: {n.wrong}; the turn is stored"
             f" without them{by_plugin('provider', n.provider)}")
+
+
+@_worded.register
+def _(n: ContextNotBuilt, repl_hints: bool) -> str:
+    by = by_plugin(*n.culprit) if n.culprit else ""
+    return f"turn stored with only its input as context, memory failed: {n.error}{by}"
+
+
+@_worded.register
+def _(n: ModelNotClosed, repl_hints: bool) -> str:
+    by = by_plugin(*n.culprit) if n.culprit else ""
+    return f"the work is done, then closing the model failed: {n.error}{by}"
 
 
 @_worded.register

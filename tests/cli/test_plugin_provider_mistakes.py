@@ -9,6 +9,8 @@ import pytest
 from cli_runner import invoke
 from plugin_site import Install
 
+from chatmem.store import Store
+
 CARELESS = '''
 import os
 from chatmem.providers.scripted import ScriptedProvider
@@ -28,6 +30,8 @@ def create(settings):
         return Unconfigured(settings.model)
     if mistake == "model-number":
         return Unconfigured(7)
+    if mistake == "close-fails":
+        return Unclosable()
     return ScriptedProvider()
 
 class Cut(ScriptedProvider):
@@ -46,6 +50,10 @@ class Unconfigured(ScriptedProvider):
     def __init__(self, model):
         super().__init__()
         self.name, self.model = "careless", model
+
+class Unclosable(ScriptedProvider):
+    def close(self):
+        raise OSError("关不上 socket already gone")
 
 class Nameless:
     """A provider's methods, without the `name` the README lists among its attributes."""
@@ -124,3 +132,19 @@ def test_a_provider_whose_model_is_not_text_says_what_it_is(tmp_path: Path) -> N
     assert ask(tmp_path, "model-number", code=1) == [
         "error: provider 'careless' could not start: its provider (Unconfigured) has a model "
         "that is int, not text or None (plugin careless (chatmem-careless 0.1.0))"]
+
+
+@pytest.mark.usefixtures("careless")
+def test_a_close_failing_after_the_turn_is_stored_is_a_warning_not_a_failure(
+        tmp_path: Path) -> None:
+    """plugin64: exit 1 "provider failed" after the reply was printed and the turn stored,
+    so a script retrying the failed command stored the turn twice."""
+    db = tmp_path / "h.db"
+    asked = invoke("ask", "旅行", "你好 hi", "--provider", "careless", "--db", str(db),
+                   env={"MISTAKE": "close-fails"}, code=0)
+    assert asked.stdout.strip()
+    [warning] = [line for line in asked.stderr.splitlines() if "关不上" in line]
+    assert "OSError" in warning and "(plugin careless (chatmem-careless 0.1.0))" in warning
+    assert "Traceback" not in asked.output
+    with Store(db) as store:
+        assert store.history.turn_count(store.sessions.session("旅行").id) == 1

@@ -47,10 +47,25 @@ class Letters:
         return rows / np.maximum(np.linalg.norm(rows, axis=1, keepdims=True), 1e-9)
 
 
+class Worded:
+    """A reply whose usage is text, not a Usage."""
+
+    def __init__(self):
+        self.usage, self.rendered_prompt = "9 tokens", None
+
+    def __iter__(self):
+        yield "好的 fine"
+
+    def close(self):
+        pass
+
+
 class Counted(ScriptedProvider):
     """Reports usage as $USAGE says."""
 
     def stream(self, messages):
+        if os.environ["USAGE"] == "words":
+            return Worded()
         reply = super().stream(messages)
         prompt, completion = {"numpy": (np.int64(9), np.int64(3)), "text": ("9", "3"),
                               "float": (9.0, 3.0), "negative": (-1, -1),
@@ -160,6 +175,20 @@ def test_a_providers_usage_that_is_no_count_is_ignored_in_one_line_and_the_chat_
     asked = invoke("ask", "u", "and again", "--provider", "counted", "--db", db, "--json",
                    env={"USAGE": usage}, code=0)
     assert line in asked.stderr
+    turn = json.loads(invoke("inspect", "u", "--json", "--db", db, code=0).stdout)["turn"]
+    assert (turn["prompt_tokens"], turn["completion_tokens"]) == (None, None)
+
+
+@pytest.mark.usefixtures("values")
+def test_a_providers_usage_that_is_no_usage_is_ignored_in_one_line(tmp_path: Path) -> None:
+    """plugin64: a usage of text was ignored without a word, where README promises one."""
+    db = str(tmp_path / "h.db")
+    asked = invoke("ask", "u", "hi 你好", "--provider", "counted", "--db", db,
+                   env={"USAGE": "words"}, code=0)
+    assert asked.stdout == "好的 fine\n"
+    assert (f"token counts of provider 'counted' ignored: its reply's usage is str, not a "
+            f"Usage; the turn is stored without them {BY}") in asked.stderr
+    assert turns_stored(db, "u") == 1
     turn = json.loads(invoke("inspect", "u", "--json", "--db", db, code=0).stdout)["turn"]
     assert (turn["prompt_tokens"], turn["completion_tokens"]) == (None, None)
 
