@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from chatmem import fts
+from chatmem.store.batches import in_batches
 from chatmem.store.connection import Connection, fetch_rows
 from chatmem.store.recall import POSTINGS, rare_terms
 from chatmem.store.records import TurnStatus, session_address
@@ -27,8 +28,6 @@ _COLUMNS = (
 )
 
 
-TURNS_READ_AT_ONCE = 500
-"""Message ids looked up per statement when matches are mapped to their turns."""
 _COUNT = f"CASE WHEN {{0}} BETWEEN 0 AND {MOST_TOKENS_COUNTED} THEN {{0}} END"
 """A stored token count, NULL when it is no count (text sorts above every number)."""
 
@@ -146,19 +145,20 @@ class LogTables:
 
     def _turns_holding(self, message_ids: list[int], columns: str,
                        replied: bool) -> list[dict[str, Any]]:
-        """The turns whose question or reply is one of `message_ids`, read a few hundred
-        ids at a time (SQLite takes at most 32,766 values in one statement)."""
-        rows: list[dict[str, Any]] = []
-        for start in range(0, len(message_ids), TURNS_READ_AT_ONCE):
-            ids = message_ids[start:start + TURNS_READ_AT_ONCE]
-            marks = ", ".join("?" for _ in ids)
-            rows += fetch_rows(self._db,
-                f"SELECT {columns}, t.user_message_id, t.assistant_message_id FROM turns t"
-                " JOIN sessions s ON s.id = t.session_id"
-                f" WHERE (t.user_message_id IN ({marks}) OR t.assistant_message_id IN ({marks}))"
-                + (" AND t.reply IS NOT NULL" if replied else ""),
-                [*ids, *ids])
-        return rows
+        """The turns whose question or reply is one of `message_ids`, each once, read a
+        batch of ids at a time (SQLite takes at most 32,766 values in one statement): a
+        turn whose question is in one batch and its reply in another is read twice."""
+        rows: dict[int, dict[str, Any]] = {}
+        for ids, marks in in_batches(message_ids):
+            for row in fetch_rows(self._db,
+                    f"SELECT {columns}, t.user_message_id, t.assistant_message_id FROM turns t"
+                    " JOIN sessions s ON s.id = t.session_id"
+                    f" WHERE (t.user_message_id IN ({marks})"
+                    f" OR t.assistant_message_id IN ({marks}))"
+                    + (" AND t.reply IS NOT NULL" if replied else ""),
+                    [*ids, *ids]):
+                rows.setdefault(row["id"], row)
+        return list(rows.values())
 
     def _matching_messages(self, query: str, session_id: int | None,
                            limit: int) -> dict[int, float]:

@@ -332,6 +332,30 @@ def test_q_finds_turns_past_an_imported_session_saying_the_same(
     assert {(e["session"], e["turn"]) for e in either} == {("trip", 1), ("work", 1)}
 
 
+def test_q_lists_each_turn_once_when_its_question_and_reply_match_far_apart(
+        tmp_path: Path) -> None:
+    """Matches are mapped to turns 500 message ids at a time: a turn whose short question
+    ranked in the first batch and its long reply in the next was listed twice (`logs -q 北京
+    -n 300` over 300 such turns: 300 lines, 250 turns, 50 twice and 50 missing)."""
+    db = tmp_path / "h.db"
+    count = 300
+    with Store(db) as store:
+        session = store.sessions.create_session("长对话", strategy="window")
+        ids = store.history.import_messages(session.id, [
+            message for n in range(count) for message in (
+                {"role": "user", "content": "北京"},
+                {"role": "assistant", "content": f"关于北京 the weather is fine today, {n}"})])
+        store.db.conn.executemany(
+            "INSERT INTO turns (session_id, number, history_turn, status, input, reply,"
+            " context, strategy, created_at, user_message_id, assistant_message_id)"
+            " VALUES (?, ?, ?, 'ok', ?, ?, '{}', 'window', ?, ?, ?)",
+            [(session.id, n + 1, n + 1, "北京", f"关于北京 the weather is fine today, {n}",
+              f"2026-01-01T00:00:{n:06d}", ids[2 * n], ids[2 * n + 1]) for n in range(count)])
+        store.db.conn.commit()
+    found = logs_json(db, "-q", "北京", "-n", str(count))
+    assert sorted(e["turn"] for e in found) == list(range(1, count + 1))
+
+
 def _turns_saying(store: Store, count: int) -> None:
     """`count` turns whose questions all say 北京 and Paris (stored messages, each turn
     written straight into the table, as `_many_turns`), before a session that never does."""

@@ -399,7 +399,8 @@ from chatmem.config.sections import EmbeddingsSection
 from chatmem.config.settings import Settings
 from chatmem.embeddings.hashed import HashEmbedder
 from chatmem.engine import open_session
-from chatmem.memory.vector_backlog import Indexing, VectorBacklog
+from chatmem.memory.indexing import Indexing
+from chatmem.memory.vector_backlog import VectorBacklog
 from chatmem.plugins import load_registries
 from chatmem.providers.scripted import ScriptedProvider
 from chatmem.store import Store
