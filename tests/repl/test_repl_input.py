@@ -227,15 +227,18 @@ def test_history_follows_a_switch_and_a_deleted_session_takes_its_history(
                                         p.is_file() and p.suffix != ".db")
 
 
+@pytest.mark.parametrize("message", ["a long carefully written message: 我们五月去杭州",
+                                     "//usr/local/bin 是我的路径"])
 def test_a_message_refused_because_its_session_was_deleted_stays_in_up_history(
-    tmp_path: Path, tty: None, capsys: pytest.CaptureFixture[str]
+    tmp_path: Path, tty: None, capsys: pytest.CaptureFixture[str], message: str
 ) -> None:
     """Refused ("session 't' was deleted meanwhile ... nothing was sent"), the message was in
     no stored message, and Up, reading the history again, offered nothing: the typed text was
-    lost. Up offers it, also in the session /new starts, until it is sent."""
+    lost. Up offers it, also in the session /new starts, until it is sent. A message sent with
+    // (one opening with a slash) was not kept at all, and once stored stayed offered first."""
     db = tmp_path / "h.db"
     store, repl = make_repl(db)
-    message = "a long carefully written message: 我们五月去杭州"
+
     def deleted_elsewhere(session: PromptSession[str]) -> bool:
         invoke("sessions", "delete", "t", "--yes", "--db", str(db), code=0)
         return True
@@ -247,6 +250,7 @@ def test_a_message_refused_because_its_session_was_deleted_stays_in_up_history(
                     fresh_prompt, UP, shows(message), UP, shows(message), "\r") as lines:
             repl.loop([next(lines)])
             assert "deleted meanwhile" in capsys.readouterr().err
+            assert repl.prompt is not None and repl.prompt.unsent == [message]
             assert next(lines) == message  # recalled, not sent: the session is gone
             command = next(lines)
             assert command == "/new t"
@@ -255,41 +259,11 @@ def test_a_message_refused_because_its_session_was_deleted_stays_in_up_history(
             assert sent == message
             repl.loop([sent])
             assert repl.last is not None and repl.last.status == "ok"
+            said = message.removeprefix("/") if message.startswith("//") else message
+            assert f"echo #2: {said}" in capsys.readouterr().out
+            assert repl.prompt.unsent == []
             # Stored now: Up offers it as the new session's message.
             assert next(lines) == message
-
-
-def test_a_refused_message_opening_with_the_escape_stays_in_up_until_stored(
-    tmp_path: Path, tty: None, capsys: pytest.CaptureFixture[str]
-) -> None:
-    """A message sent with // (one that opens with a slash) refused because its session was
-    deleted was kept for Up only if it did not open with a slash, so it was lost; and a
-    refused message once stored by a // line stayed offered first by Up."""
-    db = tmp_path / "h.db"
-    store, repl = make_repl(db)
-    message = "//usr/local/bin 是我的路径"
-
-    def deleted_elsewhere(session: PromptSession[str]) -> bool:
-        invoke("sessions", "delete", "t", "--yes", "--db", str(db), code=0)
-        return True
-
-    with store:
-        repl.turn("first")
-        with typing(repl, fresh_prompt, deleted_elsewhere, message + "\r", fresh_prompt, UP,
-                    shows(message), "\r", "/new t\r", fresh_prompt, UP, shows(message),
-                    "\r") as lines:
-            repl.loop([next(lines)])
-            assert "deleted meanwhile" in capsys.readouterr().err
-            assert repl.prompt is not None and repl.prompt.unsent == [message]
-            assert next(lines) == message  # recalled, not sent: the session is gone
-            command = next(lines)
-            repl.loop([command])
-            sent = next(lines)
-            assert sent == message
-            repl.loop([sent])
-            assert repl.last is not None and repl.last.status == "ok"
-            assert f"echo #2: {message[1:]}" in capsys.readouterr().out  # sent without one /
-            assert repl.prompt.unsent == []
 
 
 def test_up_no_longer_recalls_text_another_process_erased(tmp_path: Path, tty: None) -> None:
