@@ -3,8 +3,10 @@ runs once for the server, not once per request (it may ask a person each time)."
 
 from __future__ import annotations
 
+import contextlib
 import shlex
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 from urllib.parse import quote
 
@@ -43,17 +45,22 @@ def test_key_command_runs_once_for_a_server_not_once_per_request(tmp_path: Path)
         assert len(store.sessions.list_sessions()) == 3
 
 
+@contextlib.contextmanager
+def _served_with_the_key(db: Path) -> Iterator[OpenAI]:
+    """A client of a server over a new encrypted history whose key key_command prints."""
+    Store(db, key=KEY).close()
+    command = f"{shlex.quote(sys.executable)} -c {shlex.quote(f'print({KEY!r})')}"
+    settings = Settings(provider="scripted", db=str(db), key_command=command)
+    with RunningProxy(settings, strategy="window") as running:
+        yield OpenAI(base_url=running.base_url, api_key="unused", max_retries=0, timeout=HANG)
+
+
 def test_a_client_s_history_holding_the_key_command_key_is_stored_masked(tmp_path: Path) -> None:
     """The history key key_command gave the server was masked in a request's new message
     (the engine's) but not in the client's earlier messages it sent along, which were
     stored as sent."""
     db = tmp_path / "h.db"
-    Store(db, key=KEY).close()
-    command = f"{shlex.quote(sys.executable)} -c {shlex.quote(f'print({KEY!r})')}"
-    settings = Settings(provider="scripted", db=str(db), key_command=command)
-    with RunningProxy(settings, strategy="window") as running:
-        openai = OpenAI(base_url=running.base_url, api_key="unused", max_retries=0,
-                        timeout=HANG)
+    with _served_with_the_key(db) as openai:
         for conversation in ("opens", "旅行"):
             openai.chat.completions.create(model="m", messages=[
                 {"role": "user", "content": f"钥匙是 {KEY}"},
@@ -72,12 +79,7 @@ def test_the_first_request_s_history_holding_the_key_command_key_is_stored_maske
     before it listens (app.server_history.held_open), so its first request is masked as
     every later one, system message included."""
     db = tmp_path / "h.db"
-    Store(db, key=KEY).close()
-    command = f"{shlex.quote(sys.executable)} -c {shlex.quote(f'print({KEY!r})')}"
-    settings = Settings(provider="scripted", db=str(db), key_command=command)
-    with RunningProxy(settings, strategy="window") as running:
-        openai = OpenAI(base_url=running.base_url, api_key="unused", max_retries=0,
-                        timeout=HANG)
+    with _served_with_the_key(db) as openai:
         openai.chat.completions.create(model="m", messages=[
             {"role": "system", "content": f"系统 {KEY}"},
             {"role": "user", "content": f"钥匙是 {KEY}"},
