@@ -197,20 +197,21 @@ def test_tokens_counts_what_the_local_models_template_adds_as_the_turn_does(tmp_
 
 
 def test_the_budget_check_before_sending_counts_what_the_template_adds(tmp_path) -> None:
-    """Input 9 and priming 4 fit a budget of 20, but the template's default system prompt
-    (+21) does not: the turn was sent at 34 tokens; it is refused as /tokens foretold."""
+    """Input 9 and priming 4 fit a budget of 33, but not with the template's default system
+    prompt (+21): the turn was sent at 34 tokens; it is refused as /tokens foretold. (A
+    budget that leaves no room for an empty message, 20, is refused by /budget itself.)"""
     db = tmp_path / "h.db"
     result = invoke("chat", "模板", "--provider", "local", "--db", str(db),
                     "-o", "max_reply_tokens=4",
-                    input='/system ""\n/tokens 你好\n/budget 20\n你好\n', env={"COLUMNS": "300"})
+                    input='/system ""\n/tokens 你好\n/budget 33\n你好\n', env={"COLUMNS": "300"})
     assert result.exit_code == 2, result.stderr  # piped input: the refusal is the exit code
     previewed = next(line for line in result.stderr.splitlines() if line.startswith("input "))
     template = int(previewed.split("chat template +")[1].split(" ")[0])
     total = int(previewed.split(" = ")[1].split(" tokens")[0])
-    assert total - template <= 20 < total  # over the budget only with the template's tokens
+    assert total - template <= 33 < total  # over the budget only with the template's tokens
     refused = next(line for line in result.stderr.splitlines() if "not sent" in line)
     assert f"chat template {template} + chat format" in refused
-    assert f"= {total} tokens, over the context budget of 20" in refused
+    assert f"= {total} tokens, over the context budget of 33" in refused
     with Store(db) as store:  # nothing was sent: no turn, no message
         session = store.sessions.find_session("模板")
         assert session is None or store.turns.turns(session.id) == []
