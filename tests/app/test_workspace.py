@@ -10,6 +10,7 @@ from importlib.metadata import EntryPoint
 from pathlib import Path
 
 import pytest
+from chat_server import ChatServer
 from conftest import History
 
 from chatmem.app import Workspace
@@ -19,6 +20,7 @@ from chatmem.config.settings import Settings
 from chatmem.errors import ExitCode, NotFound, WrongThread
 from chatmem.plugin_entries import Plugins
 from chatmem.plugins import ENTRY_POINT_GROUP, Registries
+from chatmem.providers.base import Provider
 from chatmem.providers.scripted import ScriptedProvider
 from chatmem.store import open_files
 
@@ -75,6 +77,41 @@ def test_a_pool_shares_models_between_workspaces_and_its_owner_closes_them(
     assert OPENED == [None] and Counted.closed == 0  # the pool's, not the workspaces'
     pool.close()
     assert Counted.closed == 1
+
+
+def test_a_pools_chat_model_is_opened_once_whatever_options_each_request_brings(
+        tmp_path: Path, chat_server: ChatServer, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A server's workspaces share a pool: a model was opened (and kept for the server's
+    life) for each set of options a request brought, and a client sending a seed of its own
+    each time grew the server by ~0.8 MB a request. Each reply is still asked with its own."""
+    from chatmem.config.settings import Source, SourceKind, with_options
+    from chatmem.plugins import load_registries
+
+    registries = load_registries()
+    opened: list[dict[str, object]] = []
+    create = registries.create_provider
+
+    def counted(settings: Settings) -> Provider:
+        opened.append(dict(settings.options))
+        return create(settings)
+
+    monkeypatch.setattr(registries, "create_provider", counted)
+    pool = ModelPool()
+    settings = Settings(provider="openai", base_url=chat_server.base_url, model="test-small",
+                        db=str(tmp_path / "历史.db"))
+    asked = [{"seed": 1}, {"seed": 2, "temperature": 0.5}, {"seed": 3, "max_reply_tokens": 9}]
+    try:
+        for options in asked:
+            with Workspace(with_options(settings, options, Source(SourceKind.FLAG, "request")),
+                           models=pool, registries=registries) as ws:
+                assert "".join(ws.chat_provider.stream(
+                    [{"role": "user", "content": "你好"}])) == "Hello from the test server."
+    finally:
+        pool.close()
+    assert opened == [{}]
+    sent = chat_server.requests
+    assert [(r.get("seed"), r.get("temperature"), r["max_tokens"]) for r in sent] == [
+        (1, None, 4096), (2, 0.5, 4096), (3, None, 9)]
 
 
 def test_a_reading_workspace_creates_no_file(tmp_path: Path) -> None:

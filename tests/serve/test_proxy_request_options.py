@@ -164,3 +164,63 @@ def test_more_than_four_stop_words_reach_the_model_as_given(
                              json={"model": "test-small", "stop": stop, "messages": [
                                  {"role": "user", "name": "Bob", "content": "Hi all"}]})
         assert refused.status_code == 400 and refused.json()["error"]["param"] == "stop"
+
+
+def test_requests_with_options_of_their_own_share_their_conversations_engine(
+        chat_server: ChatServer, db_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A request's options were part of its kept engine's key: a client sending a seed of
+    its own each time had its conversation opened anew on every request, every stored
+    vector read again (0.6 s of CPU a request at 10,000 turns) and the other conversations
+    pushed out. Each request's options still reach its own reply alone."""
+    from urllib.parse import quote
+
+    from chatmem.app import conversations
+    from chatmem.config.sections import EmbeddingsSection
+    from chatmem.embeddings.hashed import HashEmbedder
+    from chatmem.memory.indexing import Indexing
+    from chatmem.store.vectors import VectorTables
+
+    opened: list[str | None] = []
+    start = conversations.start_conversation
+
+    def counted(ws: Any, name: str | None, **options: Any) -> Any:
+        opened.append(name)
+        return start(ws, name, **options)
+
+    read: list[int] = []
+    batch = VectorTables.vector_batch
+
+    def reading(self: VectorTables, *args: Any, **kwargs: Any) -> Any:
+        found = batch(self, *args, **kwargs)
+        read.append(len(found.positions))
+        return found
+
+    with Store(db_path) as store:  # a conversation whose 40 messages have their vectors
+        session = store.sessions.create_session("储物柜", "retrieval", {"recent": 1},
+                                                provider="openai", model="test-small")
+        store.history.import_messages(session.id, [
+            {"role": role, "content": f"第{n}轮：储物柜 {n} 号 / locker {n}, order ORD-{n}."}
+            for n in range(20) for role in ("user", "assistant")])
+        Indexing(store, session.id, background=False).finish(HashEmbedder())
+    monkeypatch.setattr(conversations, "start_conversation", counted)
+    monkeypatch.setattr(VectorTables, "vector_batch", reading)
+    settings = Settings(provider="openai", base_url=chat_server.base_url, model="test-small",
+                        db=str(db_path), embeddings=EmbeddingsSection(provider="hash"))
+    asked: list[dict[str, Any]] = [
+        {"seed": 1}, {"seed": 2, "temperature": 0.2}, {}, {"seed": 3, "max_tokens": 9},
+        {"seed": 4}, {}]
+    said = ["我的储物柜是 17 号，在窗边。", "My order is ORD-7731.", "它什么时候到？",
+            "The boat cost 300 euros.", "储物柜在哪里？", "What was my order?"]
+    with RunningProxy(settings, strategy="retrieval:recent=1") as proxy:
+        for text, fields in zip(said, asked, strict=True):
+            ask(proxy, quote("储物柜"), [{"role": "user", "content": text}], **fields)
+    assert opened == ["储物柜"]
+    sent = [r for r in chat_server.requests if r["messages"][-1]["content"] in said]
+    assert [r["messages"][-1]["content"] for r in sent] == said
+    for request, fields in zip(sent, asked, strict=True):
+        assert request.get("seed") == fields.get("seed")
+        assert request.get("temperature") == fields.get("temperature")
+        assert request["max_tokens"] == fields.get("max_tokens", 4096)
+    # The stored vectors are read once, then only those of the turns since: an engine
+    # opened anew read all 40 again.
+    assert read[0] == 40 and sum(read[1:]) <= 2 * len(said)
