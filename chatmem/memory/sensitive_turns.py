@@ -106,17 +106,21 @@ def _read(state: SessionState, guard: SecretGuard, numbers: list[int], before: l
 
 
 def remember(state: SessionState, guard: SecretGuard, turns: Sequence[HistoryTurn]) -> None:
-    """Note the turns of `turns` that hold something the guard masks."""
+    """Note the turns of `turns` that hold something the guard masks. A note that reads as
+    absent because another role wrote it (`_said_in`) is made again, whole, as the reader's."""
     if not turns:
         return
     said = {t.number for t in turns if any(guard.holds(m.content) for m in t.messages)}
-    if said <= _said_in(state):
+    distrusted = _distrusted(state)
+    if not distrusted and said <= _said_in(state):
         return
+    rebuilt = _said_in(state) if distrusted else set()
     # Read again under the write lock and extended there: a note another process wrote
     # since (a chat and a catch-up folding at once) is kept, not overwritten by this one.
     with state.store.write():
-        known = _said_in(state)
-        if not said <= known:
+        still = _distrusted(state)
+        known = rebuilt if distrusted and still else _said_in(state)
+        if still or not said <= known:
             # Covering no turn: the guard re-reads the listed turns as the history holds
             # them now, so a fork or a replaced turn makes it read one more turn at worst.
             state.set_covering(SENSITIVE_KEY, 0, turns=sorted(known | said))
@@ -143,6 +147,16 @@ def said_in_history(history: HistoryRepository, session_id: int) -> list[int]:
     return sorted(said)
 
 
+def _distrusted(state: SessionState) -> bool:
+    return state.store.memory.state_distrusted(state.session_id, SENSITIVE_KEY)
+
+
 def _said_in(state: SessionState) -> set[int]:
+    """The turns the note lists. On PostgreSQL a note a role the reader does not trust wrote
+    (a write grantee's turn noting his secret there, or his SQL) reads as absent (p025), and
+    the guard then forgot every secret said before its batch: a later bare repeat reached
+    the owner's helper model. So such a note is read from the history instead."""
+    if _distrusted(state):
+        return set(said_in_history(state.store.history, state.session_id))
     stored = state.get(SENSITIVE_KEY).get("turns", [])
     return {int(t) for t in stored if isinstance(t, int)} if isinstance(stored, list) else set()

@@ -61,6 +61,13 @@ class MemoryTables:
                 raise self.state_row(session_id, strategy, r["key"]).error() from None
         return values
 
+    def state_distrusted(self, session_id: int, strategy: str) -> bool:
+        """Whether the strategy's state in the session reads as absent because a role this
+        reader does not trust wrote a row of it (PostgreSQL, p025); never on a file."""
+        return self._postgres and bool(fetch_rows(self._db,
+            "SELECT 1 FROM strategy_state WHERE session_id = ? AND strategy = ?"
+            f" AND NOT {trusted_by_reader('strategy_state')} LIMIT 1", [session_id, strategy]))
+
     def state_row(self, session_id: int, strategy: str, key: str) -> StateRow:
         """The row's session as the user names it (for a line naming a row that cannot be
         read), its value unread."""

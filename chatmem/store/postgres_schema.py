@@ -23,8 +23,8 @@ Its first tables are in postgres_tables, the row-level policies in postgres_poli
 later migrations are in modules by concern (postgres_embeddings, postgres_additions,
 postgres_word_entries, postgres_access, postgres_write_shares, postgres_masked_prompts,
 postgres_rendered_pieces, postgres_writers, postgres_replaced_turns,
-postgres_counted_erasures, postgres_fact_history, postgres_forgotten_digests), and
-MIGRATION_LIST
+postgres_counted_erasures, postgres_fact_history, postgres_forgotten_digests,
+postgres_derived_rows), and MIGRATION_LIST
 below says the order they all run in. A released migration is never edited: a schema change
 is a new function, added at the end of that list.
 """
@@ -37,6 +37,7 @@ from typing import Any
 from chatmem.store import (
     postgres_access,
     postgres_counted_erasures,
+    postgres_derived_rows,
     postgres_fact_history,
     postgres_forgotten_digests,
     postgres_masked_prompts,
@@ -273,6 +274,17 @@ def p029_grantee_counts_only_erasures_and_keeps_fact_history(execute: Execute) -
     postgres_forgotten_digests.forget_changed_texts(execute)
 
 
+
+def p030_grantee_adds_to_derived_memory(execute: Execute) -> None:
+    """A write share's grantee adds a summary only as its next version and changes or
+    deletes none; of a strategy's state he changes only a value and deletes only rows a third
+    role wrote: by plain SQL he deleted the owner's latest summary and her next context sent
+    the one before as covering every turn, deleted a key of her state (the rest read as all
+    of it), and set a version to the largest bigint, failing each of her summary updates
+    (postgres_derived_rows)."""
+    postgres_derived_rows.derived_rows_kept(execute)
+
+
 MIGRATION_LIST: MigrationList[Migration] = MigrationList()
 for _migration in (
     p001_schema,
@@ -304,6 +316,7 @@ for _migration in (
     p027_recall_index_says_who_wrote_it,
     p028_grantee_replaces_only_the_last_turn,
     p029_grantee_counts_only_erasures_and_keeps_fact_history,
+    p030_grantee_adds_to_derived_memory,
 ):
     MIGRATION_LIST.add(_migration)
 MIGRATIONS = MIGRATION_LIST.functions

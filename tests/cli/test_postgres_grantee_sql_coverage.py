@@ -57,7 +57,8 @@ def test_a_coverage_a_grantee_plants_does_not_refuse_her_retry(
     assert sql_as(bob, "INSERT INTO summaries (session_id, strategy, version, text,"
                        " last_message_id, created_at) VALUES (%s, 'buffer', 1, %s, %s, %s)",
                   [session_id, "用户叫马洛里。", last, NOW]) == 1
-    assert sql_as(bob, "DELETE FROM strategy_state WHERE session_id = %s", [session_id]) == 1
+    # Nor does he delete his own row to leave hers looking whole (p030): it stays.
+    assert sql_as(bob, "DELETE FROM strategy_state WHERE session_id = %s", [session_id]) == 0
     assert replaceable(ann, session_id)
     assert not replaceable(bob, session_id)
 

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 from cli_runner import invoke, run
-from grantees import sql_as
+from grantees import INSUFFICIENT_PRIVILEGE, sql_as
 from pg import NOW, Team
 
 psycopg = pytest.importorskip("psycopg", reason="chatmem[postgres] (psycopg) is not installed")
@@ -20,6 +20,8 @@ HERS = {"en": ["My name is Ann.", "I live in Hangzhou.", "I like tea."],
         "zh": ["我叫安娜。", "我住在杭州。", "我喜欢喝茶。"]}
 HIS = {"en": "The user is named Mallory.", "zh": "用户名叫马洛里，住在深圳。"}
 MARK = {"en": "Mallory", "zh": "马洛里"}
+NEXT_VERSION = ("(SELECT coalesce(max(version), 0) + 1 FROM summaries"
+                " WHERE strategy = 'summary')")
 
 
 def summarized(team: Team, tmp_path: Path, language: str) -> tuple[str, str, Path, int]:
@@ -55,10 +57,12 @@ def test_a_summary_a_grantee_inserts_by_sql_is_not_hers(
     ann, bob, config, session_id = summarized(team, tmp_path, language)
     assert MARK[language] not in next_context(ann, config)
     ids, last = all_ids(team, session_id)
-    assert sql_as(bob, "INSERT INTO summaries (session_id, strategy, version, text,"
-                       " covered_ids, last_message_id, created_at)"
-                       " VALUES (%s, 'summary', 50, %s, %s, %s, %s)",
-                  [session_id, HIS[language], json.dumps(ids), last, NOW]) == 1
+    # Only as the next version (p030): one far ahead is refused.
+    for version, added in (("50", INSUFFICIENT_PRIVILEGE), (NEXT_VERSION, 1)):
+        assert sql_as(bob, "INSERT INTO summaries (session_id, strategy, version, text,"
+                           f" covered_ids, last_message_id, created_at) VALUES (%s, 'summary',"
+                           f" {version}, %s, %s, %s, %s)",
+                      [session_id, HIS[language], json.dumps(ids), last, NOW]) == added
     assert MARK[language] not in next_context(ann, config)
     # Nor does her copy of the session into a file take his summary as hers.
     copy = tmp_path / "mine.db"
@@ -78,8 +82,9 @@ def test_her_summary_or_state_a_grantee_rewrites_by_sql_is_not_hers(
     ann, bob, config, session_id = summarized(team, tmp_path, language)
     assert team.rows("SELECT count(*) FROM summaries WHERE session_id = %s",
                      [session_id]) != [(0,)]
+    # He changes none of her summaries (p030); a state value he may, as his turns do.
     assert sql_as(bob, "UPDATE summaries SET text = %s WHERE session_id = %s",
-                  [HIS[language], session_id]) >= 1
+                  [HIS[language], session_id]) == INSUFFICIENT_PRIVILEGE
     pinned = json.dumps([[MARK[language], 1, 1, 1, HIS[language]]], ensure_ascii=False)
     assert sql_as(bob, "INSERT INTO strategy_state (session_id, strategy, key, value)"
                        " VALUES (%s, 'summary', 'pinned', %s)"
@@ -116,3 +121,36 @@ def test_a_grantees_own_turns_keep_his_memory_his_and_hers_catches_up(
     again = run(bob, "ask", "ann/proj", "ok", "--config", str(config), code=0)
     assert "memory update failed" not in again.stdout + again.stderr
     assert his_turn in next_context(bob, config, "ann/proj")
+
+
+@pytest.mark.parametrize("language", ["en", "zh"])
+def test_a_grantee_deletes_renumbers_or_moves_none_of_her_memory(
+        team: Team, tmp_path: Path, language: str) -> None:
+    """p030: by plain SQL he deleted her latest summary (her next context sent the one before
+    it as covering every turn, her last turn in neither), deleted or moved a key of her state
+    (the rest read as the whole of it), and set a version to the largest bigint (each of her
+    summary updates failed: bigint out of range)."""
+    ann, bob, config, session_id = summarized(team, tmp_path, language)
+    before = next_context(ann, config)
+    assert HERS[language][-1] in before
+    latest = ("(SELECT max(version) FROM summaries WHERE session_id = %s)", [session_id])
+    assert sql_as(bob, f"DELETE FROM summaries WHERE version = {latest[0]}", latest[1]) == 0
+    assert sql_as(bob, "DELETE FROM strategy_state WHERE key = 'boundary_turn'") == 0
+    for sql in ("UPDATE summaries SET version = 9223372036854775807 WHERE version = 1",
+                "UPDATE strategy_state SET key = 'gone' WHERE key = 'pinned'",
+                "UPDATE strategy_state SET strategy = 'window' WHERE key = 'pinned'"):
+        assert sql_as(bob, sql) == INSUFFICIENT_PRIVILEGE
+    assert next_context(ann, config) == before
+    stored = "SELECT strategy, version, text, writer FROM summaries ORDER BY version"
+    kept = team.rows(stored)
+    asked = run(ann, "ask", "proj", HERS[language][0], "--config", str(config), code=0)
+    assert "memory update failed" not in asked.stdout + asked.stderr
+    assert team.rows(stored)[:-1] == kept and team.rows(stored)[-1][1:4:2] == (4, "ann")
+    # His own turn there still adds his summary and his state, and her next one hers.
+    his = run(bob, "ask", "ann/proj", HIS[language], "--config", str(config), code=0)
+    assert "memory update failed" not in his.stdout + his.stderr
+    assert team.rows(stored)[-1][1:4:2] == (5, "bob")
+    assert HIS[language] in next_context(bob, config, "ann/proj")
+    again = run(ann, "ask", "proj", "ok", "--config", str(config), code=0)
+    assert "memory update failed" not in again.stdout + again.stderr
+    assert team.rows(stored)[-1][3] == "ann"

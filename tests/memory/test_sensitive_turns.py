@@ -5,7 +5,11 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
+from registered import open_session
+
+from chatmem.config.settings import Settings
 from chatmem.engine import Engine
 from chatmem.memory import pins, sensitive_turns
 from chatmem.memory.context import Message
@@ -140,3 +144,26 @@ def test_a_guard_kept_between_folds_forgets_a_turn_taken_out_of_memory(
     assert sensitive_turns.guard_for(state, [turn_three])[1] == ["Was it ⟦password⟧?"]
     store.turns.hide_turn(sid)  # what /retry does first
     assert sensitive_turns.guard_for(state, [turn_three])[1] == [f"Was it {SECRET}?"]
+
+
+def test_a_write_grantees_note_does_not_make_the_owners_guard_forget_her_secret(
+        team: Any, tmp_path: Path) -> None:
+    """PostgreSQL: a note of the turns that said a secret that another role wrote reads as
+    absent for the session's owner (p025). Bob's plain SQL writing ann's note (a value, as
+    his turn's upsert of it does) made her guard forget her secret while her summary went
+    on, and her assistant's bare repeat turns later reached her summarizer; the note is read
+    from her history instead."""
+    from cli_runner import run
+    from grantees import sql_as
+
+    ann, bob = team.url("ann"), team.url("bob")
+    run(ann, "ask", "proj", f"The lake house wifi password is {SECRET}.", "--strategy",
+        "summary", "--provider", "scripted", code=0)
+    run(ann, "sessions", "share", "proj", "--with", "bob", "--write", code=0)
+    assert sql_as(bob, "UPDATE strategy_state SET value = '[]' WHERE strategy = %s"
+                       " AND key = 'turns'", [SENSITIVE_KEY]) == 1
+    log = tmp_path / "calls.jsonl"
+    with Store(ann) as store:
+        engine = open_session(store, Settings(), ScriptedProvider(log_path=log), "proj")
+        _play(engine, [*FILLER, ("What was the wifi again?", REPEAT)])
+    assert SECRET not in _helper_requests(log)
