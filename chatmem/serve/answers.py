@@ -15,6 +15,7 @@ from starlette.responses import JSONResponse
 
 from chatmem.errors import (
     ChatmemError,
+    ExtensionFailed,
     NotFound,
     OverBudget,
     ProviderError,
@@ -193,10 +194,11 @@ def error_response(error: BaseException, status: int,
         # The model's server said how long; without it an SDK retried at once (and was
         # refused again), and a wait of a day looked like one of a second.
         headers = {"Retry-After": str(max(1, math.ceil(wait)))}
-    if isinstance(error, ProviderError) and status >= 500:
+    if isinstance(error, ProviderError | ExtensionFailed) and status >= 500:
         # chatmem's own client asked the model again what it never began on (max_retries),
         # and not what it may be answering and billing (a reply cut off, a timeout, a
         # gateway's 502/504): the openai SDKs, which retry any 5xx twice unless this says
-        # not to, asked it all again, three times over.
+        # not to, asked it all again, three times over. A plugin's strategy that failed to
+        # build the context fails the same way on the same history: asked again, it did.
         headers = {"x-should-retry": "false"}
     return JSONResponse(error_json(error, settings), status_code=status, headers=headers)
