@@ -53,6 +53,8 @@ class ServedConversations:
         self._openings: set[tuple[str, str]] = set()
         """Sessions chosen for chats no id names that have no turn yet (location, name)."""
         self._openings_guard = threading.Lock()
+        self._files: dict[str, tuple[int, int] | None] = {}
+        """Which file each history path held at the last request (history_checked)."""
         self._answered: OrderedDict[tuple[str, str], tuple[int, AskedWith, int]] = (
             OrderedDict())
         """The stored turn (its row id) this server last answered in a conversation, what
@@ -159,6 +161,32 @@ class ServedConversations:
         if self.log is not None:
             for failed in new:
                 self.log(f"{conversation}: {client_notice_text(failed, Client.API, settings)}")
+
+    def history_checked(self, settings: Settings) -> None:
+        """A history file deleted or replaced under the running server, said once in its
+        log: the next request went on, without a word, in a new empty file at that path
+        (every conversation's memory begun again), or in the file put there."""
+        import os
+
+        from chatmem.config.location import LocationKind
+
+        where = settings.location
+        if self.log is None or where.kind is not LocationKind.SQLITE:
+            return
+        try:
+            found = os.stat(where.target)
+            now: tuple[int, int] | None = (found.st_dev, found.st_ino)
+        except OSError:
+            now = None
+        with self._turns_guard:
+            before = self._files.get(where.target, now)
+            self._files[where.target] = now
+        if before is not None and now != before:
+            self.log(f"{where.shown} was deleted while serving: a new, empty history is "
+                     "started at that path (every conversation's memory begins again)"
+                     if now is None else
+                     f"{where.shown} was replaced while serving (another file renamed over "
+                     "it: a restore, an encrypt, a new key): requests go on in that one")
 
     def turn_failed(self, conversation: str, error: BaseException, settings: Settings) -> None:
         """A request's turn that `error` refused or failed, in the server's log when only its

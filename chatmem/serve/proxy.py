@@ -130,6 +130,7 @@ class Proxy(ServedConversations):
         if isinstance(raw, BodyRefused):
             return error_response(raw.error, raw.status)
         settings = self.settings_for(request.scope.get(HISTORY_SCOPE_KEY))
+        self.history_checked(settings)
         try:
             # A large body is parsed on a thread: other requests' replies stream meanwhile.
             body = (parsed_body(raw) if len(raw) < 2**20 else
