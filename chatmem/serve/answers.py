@@ -85,6 +85,8 @@ def completion_json(result: TurnResult, model: str, turn_id: str) -> dict[str, A
             "chatmem": {"turn": turn_id, "status": str(result.status)}}
 
 
+MODEL_NOT_FOUND = "model_not_found"
+"""OpenAI's error code for a model it does not have (a 404)."""
 CONTEXT_LENGTH_EXCEEDED = "context_length_exceeded"
 """OpenAI's error code for a request its model's context cannot hold."""
 NOT_STORED = "not-stored"
@@ -175,6 +177,8 @@ def error_json(error: BaseException, settings: Settings | None = None) -> dict[s
     param = getattr(error, "param", None)
     if isinstance(error, ProviderQuotaExhausted):
         kind = code = "insufficient_quota"
+    if isinstance(error, ProviderNotFound):
+        code = MODEL_NOT_FOUND  # as OpenAI's: a client tells it from a path it lacks
     if isinstance(error, OverBudget):
         # As OpenAI refuses a context past the model's window: clients (LangChain, the
         # agents that trim and retry) match on the code and the field.

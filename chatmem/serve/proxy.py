@@ -32,6 +32,7 @@ from starlette.routing import Route
 
 from chatmem.errors import ChatmemError, RequestError
 from chatmem.serve.answers import (
+    MODEL_NOT_FOUND,
     Unstored,
     completion_json,
     error_response,
@@ -232,7 +233,7 @@ class Proxy(ServedConversations):
         found = next((m for m in listed if m["id"] == wanted), None)
         if found is None:
             return error_response(RequestError(f"no model {wanted!r} here (GET /v1/models lists"
-                                              " them)", "model"), 404)
+                                              " them)", "model", code=MODEL_NOT_FOUND), 404)
         return JSONResponse(found)
 
     # -- /v1/chatmem/turns/{id} --------------------------------------------------------
