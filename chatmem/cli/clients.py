@@ -87,10 +87,18 @@ def _announcer(path: str) -> "Callable[[Listening], None]":
     return announce
 
 
-def _stopping(under_way: int) -> None:
+def _stopping(under_way: int, told_by: int) -> None:
+    import os
+    import signal
+
     requests = "request" if under_way == 1 else "requests"
+    # Only a SIGINT after the first stops the server at once: told by a SIGTERM (a
+    # service manager, kill) or a SIGHUP, nobody may be at a terminal to press Ctrl-C, and
+    # a second SIGTERM waits as the first does.
+    at_once = ("Ctrl-C again stops at once" if told_by == signal.SIGINT
+               else f"a SIGINT (kill -INT {os.getpid()}) stops at once")
     consoles()[1].print(f"stopping: waiting for {under_way} {requests} under way to be "
-                        f"answered and stored; Ctrl-C again stops at once, and loses "
+                        f"answered and stored; {at_once}, and loses "
                         f"{'it' if under_way == 1 else 'them'}", markup=False,
                         soft_wrap=True)
 

@@ -5,7 +5,9 @@ answered a batch with a 400 holding pydantic's multi-line dump of four union mem
 client asking for 2025-03-26 is offered 2024-11-05. A request without a session id that the
 SDK refuses (anything but an initialize) is answered without the session id it made for it:
 that session is gone with the refusal, and a client that kept the id was told "Session not
-found" on its next call."""
+found" on its next call. A request whose id is no string and no integer (null, true, 1.5),
+which the SDK took as a notification (202, no answer), is refused as over stdio: a 400 with
+an invalid request error, id null."""
 
 from __future__ import annotations
 
@@ -13,6 +15,7 @@ import json
 from collections.abc import MutableMapping
 from typing import Any
 
+from chatmem.mcp.odd_ids import ID_REFUSED, odd_id_of
 from chatmem.mcp.stdio import BATCH_REFUSED, BATCHES_VERSION, OFFERED_INSTEAD
 from chatmem.serve.asgi import App, Receive, Scope, Send
 
@@ -47,7 +50,11 @@ class OneMessageBodies:
             ended = not message.get("more_body", False)
         body = b"".join(pieces)
         if _batch(body):
-            await _refuse_batch(send)
+            await _refuse(send, BATCH_REFUSED)
+            return
+        odd = odd_id_of(body)
+        if odd is not None:
+            await _refuse(send, ID_REFUSED.format(id=odd))
             return
         await self.app(scope, _replayed(offered(body), None, receive), send)
 
@@ -106,9 +113,10 @@ def _replayed(body: bytes, then: Message | None, receive: Receive) -> Receive:
     return replay
 
 
-async def _refuse_batch(send: Send) -> None:
+async def _refuse(send: Send, why: str) -> None:
+    """A 400 holding an invalid request error (-32600) saying `why`, id null."""
     answer = json.dumps({"jsonrpc": "2.0", "id": None,
-                         "error": {"code": -32600, "message": BATCH_REFUSED}}).encode()
+                         "error": {"code": -32600, "message": why}}).encode()
     await send({"type": "http.response.start", "status": 400,
                 "headers": [(b"content-type", b"application/json"),
                             (b"content-length", str(len(answer)).encode())]})

@@ -117,7 +117,6 @@ def _add_tools(server: MCPServer[Any], memory: Memory) -> None:
     ) -> Started:
         """Start a conversation (or resume the one of that name) and get its handle."""
         with memory.workspace(ctx, create=True) as ws:
-            existing = sessions.find_session(ws, name)
             # Given for an existing conversation, it switches it, as `chat NAME -s X` does:
             # the only way on for an MCP client whose strategy's plugin is gone.
             chosen = ws.registries.strategies.parse(strategy) if strategy else None
@@ -130,7 +129,9 @@ def _add_tools(server: MCPServer[Any], memory: Memory) -> None:
                 handle = sessions.session_address(ws, engine.session)
             finally:
                 engine.finish()  # a conversation asked for is kept, turns or not
-            return Started(conversation_id=handle, created=existing is None,
+            # Whether this call made it, not whether it was there before: another call of
+            # that name, answered at the same time, found none either.
+            return Started(conversation_id=handle, created=engine.created,
                            turns=turns, strategy=strategy_label(engine.strategy.name,
                                                                 engine.strategy.params),
                            notices=_opening_notices(engine, ws.settings))

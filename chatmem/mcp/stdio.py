@@ -26,6 +26,7 @@ MCP took batches out in 2025-06-18, the SDK's own HTTP transport refuses them, a
 client never sends one, so a client asking for 2025-03-26, the one version with batches, is
 offered 2024-11-05 (which every client of 2025-03-26 speaks, and which serves chatmem's
 tools the same) rather than told it may send what will be refused.
+A request whose id is no string and no integer is answered too (chatmem.mcp.odd_ids).
 """
 
 from __future__ import annotations
@@ -42,6 +43,7 @@ from typing import TYPE_CHECKING, Any
 
 import anyio
 
+from chatmem.mcp.odd_ids import ID_REFUSED, MARK, ODD_ID, refused_id
 from chatmem.text import is_valid, valid_text
 
 if TYPE_CHECKING:
@@ -169,17 +171,24 @@ def _finish_relay(sink: int, last: bytes) -> bool:
 
 
 def mended(line: bytes) -> bytes:
-    """`line` with every lone surrogate its JSON spells written as U+FFFD; any other line
-    (whatever it holds, valid JSON or not) exactly as it came."""
-    if not _SURROGATE_ESCAPE.search(line):
+    """`line` with every lone surrogate its JSON spells written as U+FFFD, and a request
+    with an odd id (chatmem.mcp.odd_ids) as a line the SDK refuses and unread_line answers;
+    any other line (whatever it holds, valid JSON or not) exactly as it came."""
+    surrogates = _SURROGATE_ESCAPE.search(line)
+    if not surrogates and not ODD_ID.search(line):
         return line
     try:
         message = json.loads(line)
     except ValueError:
         return line
+    ending = line[len(line.rstrip(b"\r\n")):]
+    odd = refused_id(message)
+    if odd is not None:
+        return json.dumps({MARK: odd}).encode("utf-8") + ending
+    if not surrogates:
+        return line
     if _all_valid(message):
         return line  # only whole pairs, which the SDK reads itself
-    ending = line[len(line.rstrip(b"\r\n")):]
     return json.dumps(_valid(message), ensure_ascii=False).encode("utf-8") + ending
 
 
@@ -340,6 +349,8 @@ def unread_line(error: Exception) -> SessionMessage:
         answer = ErrorData(code=PARSE_ERROR, message="Parse error: this line is not JSON")
     elif isinstance(given, list):
         answer = ErrorData(code=INVALID_REQUEST, message=BATCH_REFUSED)
+    elif isinstance(given, dict) and isinstance(given.get(MARK), str):
+        answer = ErrorData(code=INVALID_REQUEST, message=ID_REFUSED.format(id=given[MARK]))
     else:
         answer = ErrorData(code=INVALID_REQUEST,
                            message="Invalid Request: this line is no JSON-RPC 2.0 message")

@@ -15,6 +15,7 @@ from starlette.responses import JSONResponse
 
 from chatmem.errors import (
     ChatmemError,
+    ExtensionFailed,
     NotFound,
     OverBudget,
     ProviderError,
@@ -84,6 +85,8 @@ def completion_json(result: TurnResult, model: str, turn_id: str) -> dict[str, A
             "chatmem": {"turn": turn_id, "status": str(result.status)}}
 
 
+MODEL_NOT_FOUND = "model_not_found"
+"""OpenAI's error code for a model it does not have (a 404)."""
 CONTEXT_LENGTH_EXCEEDED = "context_length_exceeded"
 """OpenAI's error code for a request its model's context cannot hold."""
 NOT_STORED = "not-stored"
@@ -174,6 +177,8 @@ def error_json(error: BaseException, settings: Settings | None = None) -> dict[s
     param = getattr(error, "param", None)
     if isinstance(error, ProviderQuotaExhausted):
         kind = code = "insufficient_quota"
+    if isinstance(error, ProviderNotFound):
+        code = MODEL_NOT_FOUND  # as OpenAI's: a client tells it from a path it lacks
     if isinstance(error, OverBudget):
         # As OpenAI refuses a context past the model's window: clients (LangChain, the
         # agents that trim and retry) match on the code and the field.
@@ -193,10 +198,11 @@ def error_response(error: BaseException, status: int,
         # The model's server said how long; without it an SDK retried at once (and was
         # refused again), and a wait of a day looked like one of a second.
         headers = {"Retry-After": str(max(1, math.ceil(wait)))}
-    if isinstance(error, ProviderError) and status >= 500:
+    if isinstance(error, ProviderError | ExtensionFailed) and status >= 500:
         # chatmem's own client asked the model again what it never began on (max_retries),
         # and not what it may be answering and billing (a reply cut off, a timeout, a
         # gateway's 502/504): the openai SDKs, which retry any 5xx twice unless this says
-        # not to, asked it all again, three times over.
+        # not to, asked it all again, three times over. A plugin's strategy that failed to
+        # build the context fails the same way on the same history: asked again, it did.
         headers = {"x-should-retry": "false"}
     return JSONResponse(error_json(error, settings), status_code=status, headers=headers)

@@ -16,7 +16,7 @@ if TYPE_CHECKING:
     from chatmem.app.client_history import AskedWith
     from chatmem.app.model_pool import ModelPool
     from chatmem.config.settings import Settings
-    from chatmem.errors import ProviderError, StoreError
+    from chatmem.errors import ExtensionFailed, ProviderError, StoreError
     from chatmem.notices import Notice
     from chatmem.serve.requests import TurnAsked
 
@@ -53,6 +53,8 @@ class ServedConversations:
         self._openings: set[tuple[str, str]] = set()
         """Sessions chosen for chats no id names that have no turn yet (location, name)."""
         self._openings_guard = threading.Lock()
+        self._files: dict[str, tuple[int, int] | None] = {}
+        """Which file each history path held at the last request (history_checked)."""
         self._answered: OrderedDict[tuple[str, str], tuple[int, AskedWith, int]] = (
             OrderedDict())
         """The stored turn (its row id) this server last answered in a conversation, what
@@ -160,6 +162,47 @@ class ServedConversations:
             for failed in new:
                 self.log(f"{conversation}: {client_notice_text(failed, Client.API, settings)}")
 
+    def history_checked(self, settings: Settings) -> None:
+        """A history file deleted or replaced under the running server, said once in its
+        log: the next request went on, without a word, in a new empty file at that path
+        (every conversation's memory begun again), or in the file put there."""
+        import os
+
+        from chatmem.config.location import LocationKind
+
+        where = settings.location
+        if self.log is None or where.kind is not LocationKind.SQLITE:
+            return
+        try:
+            found = os.stat(where.target)
+            now: tuple[int, int] | None = (found.st_dev, found.st_ino)
+        except OSError:
+            now = None
+        with self._turns_guard:
+            before = self._files.get(where.target, now)
+            self._files[where.target] = now
+        if before is not None and now != before:
+            self.log(f"{where.shown} was deleted while serving: a new, empty history is "
+                     "started at that path (every conversation's memory begins again)"
+                     if now is None else
+                     f"{where.shown} was replaced while serving (another file renamed over "
+                     "it: a restore, an encrypt, a new key): requests go on in that one")
+
+    def turn_failed(self, conversation: str, error: BaseException, settings: Settings) -> None:
+        """A request's turn that `error` refused or failed, in the server's log when only its
+        owner can mend it (the model, the history, a plugin, a fault of chatmem's); what the
+        client alone may change (its request, a budget) is its client's to hear."""
+        from chatmem.errors import ChatmemError, ExtensionFailed, ProviderError, StoreError
+
+        if isinstance(error, ProviderError):
+            self.model_failed(conversation, error)
+        elif isinstance(error, StoreError) and error.only_owner_mends:
+            self.history_failed(conversation, error)
+        elif isinstance(error, ExtensionFailed):
+            self.plugin_failed(conversation, error, settings)
+        elif not isinstance(error, ChatmemError | KeyboardInterrupt):
+            self.failed_unexpectedly(conversation, error, settings)
+
     def model_failed(self, conversation: str, error: ProviderError) -> None:
         """The model's failure in full in the server's log: its client is told only that
         it failed, and how (chatmem.render.errors), not the model's address or words."""
@@ -176,6 +219,21 @@ class ServedConversations:
 
         if self.log is not None:
             self.log(f"{conversation}: {error_text(error)}")
+
+    def plugin_failed(self, conversation: str, error: ExtensionFailed,
+                      settings: Settings) -> None:
+        """A strategy (a provider, an embedder) whose code failed, in the server's log,
+        naming the plugin that registered it and how to drop a state it fails on: its
+        client is told, and the one who installed the plugin, who alone can mend it,
+        learnt nothing while every request of the conversation failed. Masked as a
+        plugin's words are: it may quote a key."""
+        from chatmem.privacy.secrets import plugin_mask
+        from chatmem.providers import secrets_of
+        from chatmem.render.errors import error_text
+
+        if self.log is not None:
+            self.log(plugin_mask(secrets_of(settings)).mask(
+                f"{conversation}: {error_text(error)}"))
 
     def reply_not_stored(self, conversation: str, error: StoreError) -> None:
         """A reply paid for and answered that `error` kept out of the history, in the

@@ -295,11 +295,11 @@ def server_config(app: App, limits: Limits | None = None) -> uvicorn.Config:
 
 
 def serve_http(app: App, where: Listening, announce: Callable[[Listening], None],
-               stopping: Callable[[int], None] | None = None) -> None:
+               stopping: Callable[[int, int], None] | None = None) -> None:
     """Serve `app` on `where` until interrupted; port 0 takes a free port, and `announce`
     hears the address really bound (and the token) before the first request is taken;
-    `stopping` hears how many requests the server still waits for once it is told to stop
-    (_told_when_stopping)."""
+    `stopping` hears how many requests the server still waits for once it is told to stop,
+    and the signal that told it (_told_when_stopping)."""
     import dataclasses
     import socket
 
@@ -333,12 +333,15 @@ STOPPING_NOTICE_S = 0.5
 idle connections close at once, those it waits for are replies under way."""
 
 
-def _told_when_stopping(server: uvicorn.Server, stopping: Callable[[int], None]) -> None:
+def _told_when_stopping(server: uvicorn.Server, stopping: Callable[[int, int], None]) -> None:
     """Once told to stop (SIGINT, SIGTERM, SIGHUP), `stopping` hears how many requests
-    the server still waits for, if any: it finishes and stores them first, which took as
-    long as a slow model's reply (up to `idle_timeout`, `reply_timeout`), with not a word
-    where Ctrl-C was pressed (uvicorn says so only at its info level), so the server
-    looked hung, and a second Ctrl-C, which stops it at once, lost them unsaid."""
+    the server still waits for, if any, and the signal's number: it finishes and stores them
+    first, which took as long as a slow model's reply (up to `idle_timeout`,
+    `reply_timeout`), with not a word where Ctrl-C was pressed (uvicorn says so only at its
+    info level), so the server looked hung, and a second Ctrl-C, which stops it at once,
+    lost them unsaid. Only a SIGINT stops it at once (uvicorn's rule): after a SIGTERM
+    (systemd, docker stop, kill) a second SIGTERM waits as the first did, so what stops it
+    at once is worded by the signal that told it."""
     import threading
 
     handle = server.handle_exit
@@ -353,7 +356,7 @@ def _told_when_stopping(server: uvicorn.Server, stopping: Callable[[int], None])
         def waiting() -> None:
             under_way = len(server.server_state.connections)
             if under_way and not server.force_exit:
-                stopping(under_way)
+                stopping(under_way, number)
 
         timer = threading.Timer(STOPPING_NOTICE_S, waiting)
         timer.daemon = True

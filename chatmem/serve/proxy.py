@@ -32,6 +32,7 @@ from starlette.routing import Route
 
 from chatmem.errors import ChatmemError, RequestError
 from chatmem.serve.answers import (
+    MODEL_NOT_FOUND,
     Unstored,
     completion_json,
     error_response,
@@ -130,6 +131,7 @@ class Proxy(ServedConversations):
         if isinstance(raw, BodyRefused):
             return error_response(raw.error, raw.status)
         settings = self.settings_for(request.scope.get(HISTORY_SCOPE_KEY))
+        self.history_checked(settings)
         try:
             # A large body is parsed on a thread: other requests' replies stream meanwhile.
             body = (parsed_body(raw) if len(raw) < 2**20 else
@@ -231,7 +233,7 @@ class Proxy(ServedConversations):
         found = next((m for m in listed if m["id"] == wanted), None)
         if found is None:
             return error_response(RequestError(f"no model {wanted!r} here (GET /v1/models lists"
-                                              " them)", "model"), 404)
+                                              " them)", "model", code=MODEL_NOT_FOUND), 404)
         return JSONResponse(found)
 
     # -- /v1/chatmem/turns/{id} --------------------------------------------------------

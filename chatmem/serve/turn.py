@@ -14,9 +14,7 @@ from typing import TYPE_CHECKING, Any
 from chatmem.errors import (
     ChatmemError,
     NotFound,
-    ProviderError,
     RequestError,
-    StoreError,
     StrategyError,
     TurnNotReplaceable,
 )
@@ -190,12 +188,7 @@ class Turn:
                 self.proxy.reply_not_stored(self.asked.conversation, e)
                 self._put(Unstored(self.unstored, e))
                 return
-            if isinstance(e, ProviderError):
-                self.proxy.model_failed(self.asked.conversation, e)
-            elif isinstance(e, StoreError) and e.only_owner_mends:
-                self.proxy.history_failed(self.asked.conversation, e)
-            elif not isinstance(e, ChatmemError | KeyboardInterrupt):
-                self.proxy.failed_unexpectedly(self.asked.conversation, e, self.settings)
+            self.proxy.turn_failed(self.asked.conversation, e, self.settings)
             self._put(e)
 
     def _answer(self, result: TurnResult) -> None:

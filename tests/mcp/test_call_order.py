@@ -194,3 +194,35 @@ def test_a_turn_sent_right_after_its_start_conversation_waits_for_it(
     assert answered[2]["result"]["structuredContent"]["created"] is True
     assert answered[3]["result"].get("isError", False) is False, answered[3]
     assert answered[3]["result"]["structuredContent"]["turn"] == 1
+
+
+def test_of_two_starts_of_one_new_conversation_sent_at_once_one_says_it_created_it(
+        tmp_path: Path) -> None:
+    """Two start_conversation calls of one new name, sent without waiting (two windows of a
+    client, a model's parallel calls), both answered created: true, each having looked for
+    the conversation before either made it. The one that made it says so; the other joined
+    it (created: false); the history holds it once."""
+    db = tmp_path / "h.db"
+    server, said = started(["--db", str(db), "--provider", "scripted"], "parallel",
+                           {"name": "warm"})  # the history exists
+    assert server.stdin is not None
+    try:
+        import sqlite3
+
+        writer = sqlite3.connect(db, isolation_level=None)
+        writer.execute("BEGIN IMMEDIATE")  # both look before either can write
+        for request_id in (2, 3):
+            server.stdin.write(line(request_id, "tools/call", {
+                "name": "start_conversation", "arguments": {"name": "晚餐"}}))
+        server.stdin.flush()
+        time.sleep(1)
+        writer.execute("ROLLBACK")
+        writer.close()
+        answered = answers(said, {2, 3})
+    finally:
+        server.stdin.close()
+        server.wait(timeout=HANG)
+    results = [answered[i]["result"]["structuredContent"] for i in (2, 3)]
+    assert sorted(r["created"] for r in results) == [False, True]
+    assert {r["conversation_id"] for r in results} == {"晚餐"}
+    assert stored_user_messages(db, "晚餐") == []

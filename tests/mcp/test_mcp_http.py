@@ -137,3 +137,24 @@ def test_a_refused_request_without_a_session_is_given_no_session_id(tmp_path: Pa
         assert "error" in refused.json()
     assert opened.status_code == 200
     assert len(opened.headers["mcp-session-id"]) == 32  # an initialize still opens one
+
+
+def test_a_request_whose_id_is_no_string_nor_integer_is_refused_not_accepted(
+        tmp_path: Path) -> None:
+    """A POST of a request with id null, true or 1.5 was taken by the SDK as a notification:
+    202 and no body, so a client waited for an answer that never came. It is a 400 holding
+    an invalid request error with id null; a notification is still accepted (202), written
+    with id null as JSON-RPC 1.0 wrote one too."""
+    with mcp_http("--provider", "scripted", "--db", str(tmp_path / "h.db")) as (url, _):
+        opened = httpx.post(url, json=HELLO, timeout=HANG, headers=ACCEPT)
+        session = {**ACCEPT, "Mcp-Session-Id": opened.headers["mcp-session-id"],
+                   "Mcp-Protocol-Version": "2025-06-18"}
+        refused = [httpx.post(url, json={"jsonrpc": "2.0", "id": given, "method": "ping"},
+                              timeout=HANG, headers=session) for given in (None, True, 1.5)]
+        noticed = httpx.post(url, json={"jsonrpc": "2.0", "id": None,  # JSON-RPC 1.0's way
+                                        "method": "notifications/initialized"},
+                             timeout=HANG, headers=session)
+    assert [r.status_code for r in refused] == [400] * 3
+    assert [(r.json()["id"], r.json()["error"]["code"]) for r in refused] == [(None, -32600)] * 3
+    assert "1.5" in refused[2].json()["error"]["message"]
+    assert noticed.status_code == 202

@@ -257,3 +257,40 @@ def test_a_request_that_is_not_json_rpc_2_is_answered_with_its_id_and_not_as_a_b
     assert {e["code"] for e in refused.values()} == {-32600}
     assert all("batch" not in e["message"] for e in refused.values())
     assert pong["result"] == {}
+
+
+def test_a_request_whose_id_is_no_string_nor_integer_is_answered_with_id_null(
+        tmp_path: Path) -> None:
+    """A request with id null, true, 1.5, an object or an array was read by the SDK as a
+    notification and never answered: its client waited forever. Each is an invalid request
+    (id null, as JSON-RPC answers a request whose id it cannot use), nothing of it is done
+    (a record_turn stores nothing), and a notification (no id, or JSON-RPC 1.0's id null) is
+    still not answered."""
+    db = tmp_path / "h.db"
+    client = LineClient(db)
+    odd: list[Any] = [None, True, 1.5, {"对": 1}, [7]]
+    try:
+        client.request("initialize", {"protocolVersion": "2025-06-18", "capabilities": {},
+                                      "clientInfo": {"name": "test", "version": "1"}})
+        # A notification as JSON-RPC 1.0 wrote one (id null) is taken as one: no answer.
+        client.send(json.dumps({"jsonrpc": "2.0", "id": None,
+                                "method": "notifications/initialized"}))
+        client.call("start_conversation", name="代理")
+        for given in odd:
+            client.send(json.dumps({"jsonrpc": "2.0", "id": given, "method": "tools/call",
+                                    "params": {"name": "record_turn", "arguments": {
+                                        "conversation_id": "代理", "user": "你好",
+                                        "assistant": "好"}}}))
+        client.send(json.dumps({"jsonrpc": "2.0", "method": "tools/list"}))
+        pong = client.request("ping", {})
+        lines = client.said.wait_for(lambda t: t.count("\n") >= 8, "eight answers")
+    finally:
+        client.close()
+    answers = [json.loads(line) for line in lines.split("\n")[:-1]]
+    refused = [a for a in answers if "error" in a]
+    assert [(a["id"], a["error"]["code"]) for a in refused] == [(None, -32600)] * len(odd)
+    assert [a["error"]["message"].split("was ", 1)[1] for a in refused] == [
+        "null", "true", "1.5", '{"对": 1}', "[7]"]
+    assert pong["result"] == {} and len(answers) == 8  # initialize, start, 5 refused, ping
+    shown = output("sessions", "show", "代理", "--json", "--db", str(db))
+    assert json.loads(shown)["messages"] == []

@@ -895,6 +895,7 @@ def test_what_is_not_served_is_an_openai_shaped_error_and_a_listed_model_is_foun
     assert openai.models.retrieve("test-small@window").id == "test-small@window"
     missing = httpx.get(f"{proxy.base_url}/models/nope", timeout=HANG)
     assert missing.status_code == 404 and missing.json()["error"]["param"] == "model"
+    assert missing.json()["error"]["code"] == "model_not_found"  # as OpenAI's
     for turn in ("trip@²", "trip@٣", "trip@x"):
         odd = httpx.get(f"{proxy.base_url}/chatmem/turns/{quote(turn)}", timeout=HANG)
         assert odd.status_code == 404, odd.text

@@ -56,3 +56,34 @@ def test_a_missing_history_is_named_without_its_path(chat_server: ChatServer,
     assert answer.json()["error"]["message"] == \
         "no history file (chat, ask and sessions import create it)"
     assert str(tmp_path) not in answer.text
+
+
+def test_a_history_file_deleted_under_the_server_is_said_once_in_its_log(
+        tmp_path: Path) -> None:
+    """The history file deleted while serve ran: the next request went on in a new, empty
+    file at that path (its conversation's memory begun again, turn 1 anew), and nothing said
+    so to the one running the server. Its log says it once; a file made by the server's
+    first request, or there from the start, is said nothing of."""
+    from urllib.parse import quote
+
+    db = tmp_path / "h.db"
+
+    def ask(running: RunningProxy, text: str) -> str:
+        answered = httpx.post(f"{running.base_url}/chat/completions", timeout=HANG, json={
+            "model": "scripted", "messages": [{"role": "user", "content": text}]},
+            headers={"X-Chatmem-Conversation": quote("旅行")})
+        assert answered.status_code == 200, answered.text
+        return answered.headers["x-chatmem-turn"]
+
+    with RunningProxy(Settings(provider="scripted", db=str(db))) as running:
+        turns = [ask(running, "你好")]
+        for part in tmp_path.glob("h.db*"):
+            part.unlink()
+        turns += [ask(running, "第二"), ask(running, "第三")]
+        logged = list(running.logged)
+    with RunningProxy(Settings(provider="scripted", db=str(db))) as running:
+        turns.append(ask(running, "第四"))
+        logged += running.logged
+    assert turns == [quote(t, safe="@") for t in ("旅行@1", "旅行@1", "旅行@2", "旅行@3")]
+    [line] = logged
+    assert line.startswith(f"{db} was deleted while serving") and "new, empty" in line

@@ -82,3 +82,32 @@ def test_a_plugin_provider_whose_close_raises_is_one_log_line_at_shutdown(
     assert "closing the models" in logged[0] and "'shut'" in logged[0]
     assert "OSError: 关不上 socket already gone" in logged[0]
     assert "plugin shut (chatmem-shut 0.1.0)" in logged[0]
+
+
+@pytest.mark.parametrize("stream", [False, True])
+def test_a_plugin_strategy_that_fails_to_build_is_logged_and_not_asked_again(
+        installed: Install, tmp_path: Path, stream: bool) -> None:
+    """A plugin strategy failing to build the context on every request was a 500 the openai
+    SDKs asked twice again (3.5 s, three failed builds), and serve's log said nothing: the
+    one who installed the plugin, who alone can mend it, never knew. The log names the
+    plugin, the 500 says not to retry (x-should-retry: false), and nothing is stored."""
+    from plugin_site import BUILD_FAILS
+
+    installed("chatmem-boom", "chatmem_boom", BUILD_FAILS, name="boom")
+    logged: list[str] = []
+    db = tmp_path / "h.db"
+    app = build_app(Settings(provider="scripted", db=str(db)), strategy="boom",
+                    log=logged.append)
+    with TestClient(app) as http:
+        answered = http.post("/v1/chat/completions",
+                             headers={"X-Chatmem-Conversation": "trip"},
+                             json={"model": "scripted", "stream": stream,
+                                   "messages": [{"role": "user", "content": "你好"}]})
+    assert answered.status_code == 500, answered.text
+    assert answered.headers["x-should-retry"] == "false"
+    assert "上下文炸了" in answered.json()["error"]["message"]
+    [line] = logged
+    assert line.startswith("trip: strategy 'boom' failed: RuntimeError: 上下文炸了")
+    assert "(plugin boom (chatmem-boom 0.1.0))" in line
+    with Store(db) as store:
+        assert store.sessions.find_session("trip") is None

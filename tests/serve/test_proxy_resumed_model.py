@@ -65,6 +65,8 @@ def test_a_404_for_a_model_no_request_named_does_not_blame_the_request(
                                 json={"model": model, "messages": [
                                     {"role": "user", "content": "还在吗"}]})
             assert refused.status_code == 404, refused.text
+            # OpenAI's code, which a client tells from a path it lacks (unknown_url).
+            assert refused.json()["error"]["code"] == "model_not_found"
             said.append(refused.json()["error"]["message"])
     assert said == [
         "the upstream model answered 404: the conversation's latest turn ran on that model;"
