@@ -24,13 +24,18 @@ from chatmem.render.terminal import on_screen
 
 
 @contextmanager
-def replay_progress(console: Console) -> Iterator[Callable[[str, int, int], None]]:
+def replay_progress(console: Console, starting: str = "starting the strategies and their "
+                    "models") -> Iterator[Callable[[str, int, int], None]]:
     """Yields advance(label, done, total); the bar disappears when the replay ends, and
-    shows on a screen only."""
+    shows on a screen only. Until the first step, it says `starting` (loading an embedding
+    model took seconds with nothing shown)."""
     with Progress(console=console, transient=True, disable=not on_screen(console)) as bar:
         tasks: dict[str, Any] = {}
+        waiting = [bar.add_task(starting, total=None)]
 
         def advance(label: str, done: int, total: int) -> None:
+            while waiting:
+                bar.remove_task(waiting.pop())
             if label not in tasks:
                 tasks[label] = bar.add_task(f"replaying with {label}", total=total)
             bar.update(tasks[label], completed=done)
@@ -41,14 +46,14 @@ def replay_progress(console: Console) -> Iterator[Callable[[str, int, int], None
 @contextmanager
 def counted_progress(console: Console, label: str) -> Iterator[Callable[[int, int], None]]:
     """Yields advance(done, total) for a task whose total its first step tells (a fork's
-    messages); the bar disappears when it ends, and shows on a screen only."""
+    messages); the bar disappears when it ends, and shows on a screen only. It shows
+    `label` at once, its total unknown until that step (an import's first batch came after
+    seconds of nothing shown)."""
     with Progress(console=console, transient=True, disable=not on_screen(console)) as bar:
-        tasks: list[Any] = []
+        task = bar.add_task(label, total=None)
 
         def advance(done: int, total: int) -> None:
-            if not tasks:
-                tasks.append(bar.add_task(label, total=total))
-            bar.update(tasks[0], completed=done, total=total)
+            bar.update(task, completed=done, total=total)
 
         yield advance
 
