@@ -105,6 +105,6 @@ def exit_if_cut(outcome: Comparison) -> None:
     if outcome.cut:
         done = len(outcome.runs) + len(outcome.failed)
         consoles()[1].print(
-            f"interrupted: {done} of {done + len(outcome.cut)} strategies finished; not run: "
+            f"interrupted: {done} of {done + len(outcome.cut)} strategies finished; cut: "
             + ", ".join(outcome.cut), markup=False, soft_wrap=True)
         raise typer.Exit(int(ExitCode.INTERRUPTED))
