@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
@@ -114,6 +115,22 @@ def activity_warning_text(warning: ActivityWarning) -> str:
             "sending anyway (--allow-over-budget)")
 
 
+class _Waited:
+    """What the reply's spinner says, redrawn with the whole seconds waited from the first
+    (the embedded model reading a long prompt sent nothing for a minute, and nothing said
+    whether it was still at work)."""
+
+    def __init__(self, model: str) -> None:
+        self.model = model
+        self.since = time.monotonic()
+
+    def __rich__(self) -> Text:
+        seconds = int(time.monotonic() - self.since)
+        waited = f" · {seconds:,} s" if seconds else ""
+        return Text.assemble(f"waiting for {self.model}{waited}",
+                             ("  Ctrl-C cancels the reply", "dim"))
+
+
 class ConsoleActivity:
     """An `Activity` (chatmem.activity) shown on a console, stderr in the CLI.
 
@@ -130,7 +147,7 @@ class ConsoleActivity:
         self.shown: set[ActivityWarning] = set()
         self._bar: Progress | None = None
         self._task: TaskID | None = None
-        self._waiting: Text | None = None
+        self._waiting: _Waited | None = None
         """What the reply's spinner says while the model has sent nothing (awaiting_reply)."""
         self._spinner: Status | None = None
 
@@ -143,8 +160,7 @@ class ConsoleActivity:
         if not on_screen(self.console):
             yield lambda: None
             return
-        self._waiting = Text.assemble(f"waiting for {model}", ("  Ctrl-C cancels the reply",
-                                                                 "dim"))
+        self._waiting = _Waited(model)
 
         def end() -> None:
             self._waiting = None
