@@ -186,8 +186,7 @@ def replay_command(
 
 def _show_outcome(command: str, source: str, outcome: "Comparison", *, report: Path | None,
                   json_out: bool, verbose: bool) -> None:
-    """What replay or eval prints of `outcome` (and writes to `report`), its failed runs,
-    and its exit 130 if Ctrl-C cut it."""
+    """What replay or eval prints of `outcome` (writes to `report`): failed, cut (exit 130)."""
     from chatmem.render import compare
 
     data = outcome_json(command, source, outcome)
