@@ -40,6 +40,9 @@ class Comparison:
     failed: list[FailedRun] = field(default_factory=list)
     """The strategies whose own code failed partway (a plugin's), in the order given: not
     among `runs`, whose results stand without them."""
+    cut: list[str] = field(default_factory=list)
+    """The strategies Ctrl-C stopped or kept from starting, in the order given (with
+    `finished_on_ctrl_c`): not among `runs`, which finished before it."""
 
     @property
     def turns_replayed(self) -> int:
@@ -157,6 +160,7 @@ def compare_strategies(
     progress: Progress | None = None,
     collect: dict[tuple[str, bool], None] | None = None,
     known: Mapping[tuple[str, bool], np.ndarray] | None = None,
+    finished_on_ctrl_c: bool = False,
 ) -> Comparison:
     """Replay `transcript` under each strategy (in memory unless `save_as` names sessions to
     keep) with the provider and tokenizer it was recorded with unless `explicit`; recorded
@@ -165,6 +169,8 @@ def compare_strategies(
     `source` names the conversation in errors (default: the transcript's own source).
     With `collect`, a dry run: nothing is embedded, each text the runs would embed is
     noted in it (embeddings.base.Collecting); `known`: vectors embedded ahead (embed_ahead).
+    With `finished_on_ctrl_c`, Ctrl-C after a strategy in memory has finished returns the
+    finished ones, the others named in the comparison's `cut`.
     Each spec is as the user gave it: the config's [strategies.NAME] fills what it leaves
     out, as for `chat -s`, and the run's label names what the user typed and what the
     table changes from the defaults (as `sessions list` shows a session's): a table that
@@ -191,6 +197,7 @@ def compare_strategies(
     if remembering is not None and collect is not None:
         embedder = Collecting(remembering, collect)
     failed: list[FailedRun] = []
+    cut: list[str] | None = [] if finished_on_ctrl_c else None
     runs = replay(transcript, specs, chat_provider=chat_provider, strategies=strategies,
                   # Each strategy on a model of its own: a scripted reply file is read
                   # from its first line for each, whatever order -s gave them in.
@@ -201,7 +208,7 @@ def compare_strategies(
                   budget=workspace.settings.context_budget, user=user,
                   user_facts=profile_facts(workspace, user), answer=answer, progress=progress,
                   probes_only=probes_only, zone=workspace.settings.zone,
-                  embedder=embedder, failed=failed)
+                  embedder=embedder, failed=failed, cut=cut)
     if isinstance(embedder, Remembering):
         # A run that fails leaves its last vectors (fewer than KEEP_EVERY) unwritten:
         # the next run embeds them again.
@@ -217,7 +224,7 @@ def compare_strategies(
     from chatmem.timezones import zone_name
 
     return Comparison(transcript, runs, keep_replies, tokenizer,
-                      zone_name(workspace.settings.zone), failed)
+                      zone_name(workspace.settings.zone), failed, cut or [])
 
 
 def texts_to_embed(workspace: Workspace, transcript: Transcript, specs: Sequence[StrategySpec],

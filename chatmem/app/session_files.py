@@ -114,12 +114,14 @@ ImportProgress = Callable[[int, int], None]
 
 def import_transcript(workspace: Workspace, transcript: Transcript, name: str, *,
                       progress: ImportProgress | None = None,
-                      batch: int = IMPORT_BATCH) -> Imported:
+                      batch: int = IMPORT_BATCH,
+                      published: Callable[[], None] | None = None) -> Imported:
     """A new session `name` from `transcript`: messages, system prompts, probes and what it
     was recorded with, under its own strategy (else the configured one). Written `batch`
     messages a transaction under an unfinished name (store.unfinished), and named in one
     short transaction at the end: an import that fails or is stopped leaves no session,
-    and another process's write waits for one batch, not the whole import."""
+    and another process's write waits for one batch, not the whole import. `published` is
+    called once the session has its name (from then on it stands, whatever stops us)."""
     from chatmem.errors import StoreError
     from chatmem.store import unfinished
 
@@ -134,6 +136,8 @@ def import_transcript(workspace: Workspace, transcript: Transcript, name: str, *
     except BaseException:
         unfinished.discard(store, made)  # after kill -9: the next import's remove_leftovers
         raise
+    if published is not None:
+        published()
     return _named(workspace, written)
 
 

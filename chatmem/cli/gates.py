@@ -1,6 +1,6 @@
 """`--min-recall`: the recall gates `eval` FILE and `eval` DIR exit on, the error
 naming the probes a model gave no answer to, and the exit of a replay or an eval one of
-whose strategies failed."""
+whose strategies failed or Ctrl-C cut."""
 
 from __future__ import annotations
 
@@ -13,6 +13,7 @@ from chatmem.cli.output import consoles, fail
 from chatmem.errors import ExitCode, ProbesUnanswered, UsageError
 
 if TYPE_CHECKING:
+    from chatmem.app.evaluation import Comparison
     from chatmem.evaluation.scoring import FailedRun, RecallGate, StrategyRun
 
 
@@ -96,3 +97,14 @@ def exit_if_failed(failed: Sequence[FailedRun]) -> None:
     """Exit with the first failed strategy's code, if one failed."""
     if failed:
         raise typer.Exit(int(failed[0].error.exit_code))
+
+
+def exit_if_cut(outcome: Comparison) -> None:
+    """Ctrl-C stopped the run after some strategies finished (shown): which were not, and
+    exit as an interrupt does."""
+    if outcome.cut:
+        done = len(outcome.runs) + len(outcome.failed)
+        consoles()[1].print(
+            f"interrupted: {done} of {done + len(outcome.cut)} strategies finished; cut: "
+            + ", ".join(outcome.cut), markup=False, soft_wrap=True)
+        raise typer.Exit(int(ExitCode.INTERRUPTED))

@@ -10,6 +10,7 @@ import typer
 from chatmem.cli.completion import session_names, strategy_specs
 from chatmem.cli.gates import (
     check_gates,
+    exit_if_cut,
     exit_if_failed,
     recall_gates,
     say_failed,
@@ -126,6 +127,8 @@ def _run(
                                           explicit=explicit, with_user_facts=with_user_facts,
                                           save_as=save_as, answer=answer,
                                           probes_only=probes_only, progress=progress or bar,
+                                          # not a folder's transcript's, nor a save's
+                                          finished_on_ctrl_c=show_progress and not save_as,
                                           **embedding)
         if save_as:
             done_for_good()  # the sessions are saved: what is left is saying so
@@ -183,7 +186,7 @@ def replay_command(
 
 def _show_outcome(command: str, source: str, outcome: "Comparison", *, report: Path | None,
                   json_out: bool, verbose: bool) -> None:
-    """What replay or eval prints of `outcome` (and writes to `report`), and its failed runs."""
+    """What replay or eval prints of `outcome` (writes to `report`): failed, cut (exit 130)."""
     from chatmem.render import compare
 
     data = outcome_json(command, source, outcome)
@@ -198,6 +201,7 @@ def _show_outcome(command: str, source: str, outcome: "Comparison", *, report: P
         for line in compare.replay_notices(outcome.runs, verbose=verbose):
             err.print(line, style="dim", markup=False, soft_wrap=True)
     say_failed(outcome.failed)
+    exit_if_cut(outcome)
 
 
 def _start_backlogs(ws: "Workspace", config: Path | None,
@@ -228,6 +232,7 @@ def outcome_json(command: str, source: str, outcome: "Comparison") -> dict[str, 
         "timezone": outcome.zone,
         "strategies": [r.to_json(run_notice_text) for r in outcome.runs],
         "failed": [{"strategy": f.label, "error": error_text(f.error)} for f in outcome.failed],
+        "cut": list(outcome.cut),
     }
 
 

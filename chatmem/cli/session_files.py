@@ -11,6 +11,7 @@ from chatmem.cli.opening import open_workspace, settings_from
 from chatmem.cli.options import ConfigOption, DbOption, JsonOption
 from chatmem.cli.output import (
     consoles,
+    done_for_good,
     handles_errors,
     print_json,
     say_passed_over,
@@ -232,10 +233,16 @@ def import_(
         try:
             with stopped_as_by_ctrl_c(), counted_progress(
                     err, f"importing into {session_name}") as progress:
-                imported = import_transcript(ws, transcript, session_name, progress=progress)
+                # Named, it stands: Ctrl-C then no longer stops what says so.
+                imported = import_transcript(ws, transcript, session_name, progress=progress,
+                                             published=done_for_good)
         except (KeyboardInterrupt, typer.Exit):
-            # Said only "interrupted": whether half a session was left was not.
-            err.print(f"nothing was imported: session {session_name} was not created",
+            # Said only "interrupted": whether half a session was left was not. Stopped as
+            # it was named (a kill), it stands: "nothing was imported" said it did not.
+            done = find_session(ws, session_name) is not None
+            err.print(f"interrupted after the import: session {session_name} was created"
+                      if done else
+                      f"nothing was imported: session {session_name} was not created",
                       markup=False, soft_wrap=True)
             raise
         probes = imported.probes

@@ -64,6 +64,7 @@ def replay(
     probes_only: bool = False,
     zone: tzinfo | None = None,
     failed: list[FailedRun] | None = None,
+    cut: list[str] | None = None,
 ) -> list[StrategyRun]:
     """Run the transcript under each strategy; `store` and `save_as` keep the sessions,
     each message with its transcript id and the probes where they were asked, as `sessions
@@ -80,6 +81,9 @@ def replay(
     With `failed`, a run in memory whose strategy's own code fails (StrategyFailed) is
     noted there and the others run on; a saved one still stops them all (nothing of a
     replay that does not stand is kept).
+    With `cut`, Ctrl-C in a run in memory after another has finished ends the replay there:
+    the finished runs are returned and the labels of the run stopped and of those not
+    started go in `cut` (else their results were lost with it).
     """
     strategies = strategies or load_registries().strategies
     check_distinct(specs, strategies)
@@ -101,7 +105,7 @@ def replay(
     saved: list[tuple[str, int]] = []
     if save_as and store is not None:
         unfinished.remove_leftovers(store)
-    for spec, name in zip(specs, names, strict=True):
+    for at, (spec, name) in enumerate(zip(specs, names, strict=True)):
         if name and store is not None:
             try:
                 # Saved under an unfinished name: a run stopped halfway must not look finished
@@ -125,6 +129,11 @@ def replay(
                 if failed is None:
                     raise
                 failed.append(FailedRun(spec.label, e))
+            except KeyboardInterrupt:
+                if cut is None or not runs:
+                    raise
+                cut.extend(s.label for s in specs[at:])
+                break
     if saved and store is not None:
         try:
             unfinished.publish(store, saved, [run.session or "" for run in runs], _taken)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
@@ -24,13 +25,18 @@ from chatmem.render.terminal import on_screen
 
 
 @contextmanager
-def replay_progress(console: Console) -> Iterator[Callable[[str, int, int], None]]:
+def replay_progress(console: Console, starting: str = "starting the strategies and their "
+                    "models") -> Iterator[Callable[[str, int, int], None]]:
     """Yields advance(label, done, total); the bar disappears when the replay ends, and
-    shows on a screen only."""
+    shows on a screen only. Until the first step, it says `starting` (loading an embedding
+    model took seconds with nothing shown)."""
     with Progress(console=console, transient=True, disable=not on_screen(console)) as bar:
         tasks: dict[str, Any] = {}
+        waiting = [bar.add_task(starting, total=None)]
 
         def advance(label: str, done: int, total: int) -> None:
+            while waiting:
+                bar.remove_task(waiting.pop())
             if label not in tasks:
                 tasks[label] = bar.add_task(f"replaying with {label}", total=total)
             bar.update(tasks[label], completed=done)
@@ -41,14 +47,14 @@ def replay_progress(console: Console) -> Iterator[Callable[[str, int, int], None
 @contextmanager
 def counted_progress(console: Console, label: str) -> Iterator[Callable[[int, int], None]]:
     """Yields advance(done, total) for a task whose total its first step tells (a fork's
-    messages); the bar disappears when it ends, and shows on a screen only."""
+    messages); the bar disappears when it ends, and shows on a screen only. It shows
+    `label` at once, its total unknown until that step (an import's first batch came after
+    seconds of nothing shown)."""
     with Progress(console=console, transient=True, disable=not on_screen(console)) as bar:
-        tasks: list[Any] = []
+        task = bar.add_task(label, total=None)
 
         def advance(done: int, total: int) -> None:
-            if not tasks:
-                tasks.append(bar.add_task(label, total=total))
-            bar.update(tasks[0], completed=done, total=total)
+            bar.update(task, completed=done, total=total)
 
         yield advance
 
@@ -109,6 +115,22 @@ def activity_warning_text(warning: ActivityWarning) -> str:
             "sending anyway (--allow-over-budget)")
 
 
+class _Waited:
+    """What the reply's spinner says, redrawn with the whole seconds waited from the first
+    (the embedded model reading a long prompt sent nothing for a minute, and nothing said
+    whether it was still at work)."""
+
+    def __init__(self, model: str) -> None:
+        self.model = model
+        self.since = time.monotonic()
+
+    def __rich__(self) -> Text:
+        seconds = int(time.monotonic() - self.since)
+        waited = f" · {seconds:,} s" if seconds else ""
+        return Text.assemble(f"waiting for {self.model}{waited}",
+                             ("  Ctrl-C cancels the reply", "dim"))
+
+
 class ConsoleActivity:
     """An `Activity` (chatmem.activity) shown on a console, stderr in the CLI.
 
@@ -125,7 +147,7 @@ class ConsoleActivity:
         self.shown: set[ActivityWarning] = set()
         self._bar: Progress | None = None
         self._task: TaskID | None = None
-        self._waiting: Text | None = None
+        self._waiting: _Waited | None = None
         """What the reply's spinner says while the model has sent nothing (awaiting_reply)."""
         self._spinner: Status | None = None
 
@@ -138,8 +160,7 @@ class ConsoleActivity:
         if not on_screen(self.console):
             yield lambda: None
             return
-        self._waiting = Text.assemble(f"waiting for {model}", ("  Ctrl-C cancels the reply",
-                                                                 "dim"))
+        self._waiting = _Waited(model)
 
         def end() -> None:
             self._waiting = None

@@ -226,12 +226,13 @@ class Chat:
             # setting: each opening of such a session built its context once more for nothing.
             self.note_budget()
 
-    def note_budget(self) -> Context | None:
-        """The next context, built without a message (None: it cannot be built now); its
-        budget is the toolbar's from now on. After a /strategy or /budget the toolbar kept
-        the last context's (`last context 25 / 4,000` under a summary_buffer of 2,000)."""
+    def note_budget(self, built: Context | None = None) -> Context | None:
+        """The next context, built without a message (None: it cannot be built now) unless
+        `built` is it; its budget is the toolbar's from now on. After a /strategy or /budget
+        the toolbar kept the last context's (`last context 25 / 4,000` under a summary_buffer
+        of 2,000)."""
         try:
-            context = self.engine.build_context("")
+            context = built or self.engine.build_context("")
         except ChatmemError:
             return None  # the turn meets it and says so
         if self.usage is not None:

@@ -33,7 +33,7 @@ from prompt_toolkit.validation import ValidationError, Validator
 from chatmem.errors import ChatmemError
 from chatmem.render.terminal import prompt_label
 from chatmem.render.toolbar import ToolbarState, toolbar_line
-from chatmem.repl.blocks import FENCE, open_block, unfence
+from chatmem.repl.blocks import ESCAPE, FENCE, open_block, unfence
 from chatmem.repl.chat import strategy_label
 from chatmem.repl.completion import SlashCompleter
 from chatmem.repl.table import SLASH
@@ -284,6 +284,16 @@ class Prompt:
             return unfence(self.session.prompt(
                 lambda: prompt_label(self.chat.address, self._columns()),
                 default=default))
+        except KeyboardInterrupt:
+            # Ctrl-C clears the line, as in a shell; a draft typed there is not lost: Up
+            # offers it first, a message as a refused one (a line /edit-last gave, unchanged,
+            # is not kept).
+            draft = self.session.default_buffer.text
+            if draft.strip() and draft != default:
+                if draft.startswith(ESCAPE) or not draft.startswith(("/", "／")):
+                    self.keep_unsent(draft)
+                self.session.history.append_string(draft)
+            raise
         finally:
             self.mark_pastes(True)
 

@@ -11,7 +11,9 @@ import sqlite3
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
+import pytest
 from cli_runner import invoke
 from waiting import HANG, Watched, wait_until
 
@@ -91,5 +93,29 @@ def test_after_kill_9_it_is_hidden_and_the_next_import_removes_it(tmp_path: Path
     small = tmp_path / "small.jsonl"
     small.write_text('{"role": "user", "content": "又是我"}\n', encoding="utf-8")
     invoke("sessions", "import", str(small), "大", "--no-index", "--db", str(db), code=0)
+    assert _rows(db, "SELECT name FROM sessions") == [("大",)]
+    assert _rows(db, "SELECT count(*) FROM messages") == [(1,)]
+
+
+def test_ctrl_c_as_the_session_is_named_says_it_was_created(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A real SIGINT the moment the import's last transaction named the session: it said
+    "nothing was imported: session 大 was not created" beside the session, whole."""
+    from chatmem.store import unfinished
+
+    publish = unfinished.publish
+
+    def then_ctrl_c(*args: Any, **kwargs: Any) -> None:
+        publish(*args, **kwargs)
+        signal.raise_signal(signal.SIGINT)
+
+    monkeypatch.setattr(unfinished, "publish", then_ctrl_c)
+    db = tmp_path / "x.db"
+    small = tmp_path / "small.jsonl"
+    small.write_text('{"role": "user", "content": "我们去波尔图"}\n', encoding="utf-8")
+    result = invoke("sessions", "import", str(small), "大", "--no-index", "--db", str(db))
+    assert result.exit_code == 130
+    assert "nothing was imported" not in result.stderr
+    assert "session 大 was created" in result.stderr
     assert _rows(db, "SELECT name FROM sessions") == [("大",)]
     assert _rows(db, "SELECT count(*) FROM messages") == [(1,)]

@@ -11,7 +11,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from waiting import HANG, Watched, wait_until
+from waiting import HANG, Watched, ctrl_c_reaches_it, wait_until
 
 from chatmem.store import Store
 from chatmem.store.session_names import is_unfinished
@@ -106,3 +106,39 @@ def test_after_kill_9_nothing_looks_finished_and_the_next_save_as_removes_it(
     with Store(db) as store:
         assert store.history.turn_count(store.sessions.session("trip").id) == 2
     _run_to_the_end(tmp_path, chat_server, "trip")
+
+
+def test_ctrl_c_in_an_eval_keeps_the_strategies_that_finished(tmp_path: Path,
+                                                             chat_server) -> None:
+    """Ctrl-C while the second strategy's probe answer is at the model: the first's scores
+    are printed, the others named as cut, exit 130. Before: only "interrupted", exit 130,
+    and the first strategy's finished work was lost."""
+    transcript = _transcript(tmp_path / "t.jsonl")
+    with transcript.open("a", encoding="utf-8") as f:
+        f.write(json.dumps({"probe": "我们去哪里？", "expect_text": ["Porto"]},
+                           ensure_ascii=False) + "\n")
+    chat_server.plan = ["ok", "hang"]
+    env = {**os.environ, "HOME": str(tmp_path), "OPENAI_BASE_URL": chat_server.base_url,
+           "OPENAI_API_KEY": "sk-x", "NO_COLOR": "1"}
+    process = subprocess.Popen(
+        [sys.executable, "-m", "chatmem", "eval", str(transcript), "-s", "buffer", "-s",
+         "window:k=1", "-s", "window:k=2", "--answer", "--provider", "openai", "--model", "m",
+         "--json", "--db", str(tmp_path / "x.db")],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env,
+        preexec_fn=ctrl_c_reaches_it)
+    assert process.stdout is not None and process.stderr is not None
+    err = Watched(process.stderr)
+    out = Watched(process.stdout)
+    wait_until(lambda: len(chat_server.requests) >= 2 or process.poll() is not None,
+               "the second strategy's answer reached the server")
+    assert process.poll() is None, err.rest()
+    process.send_signal(signal.SIGINT)
+    code = process.wait(timeout=HANG)
+    chat_server.release.set()
+    printed, said = out.rest(), err.rest()
+    assert code == 130, said
+    data = json.loads(printed)
+    assert [s["strategy"]["label"] for s in data["strategies"]] == ["buffer"]
+    assert data["strategies"][0]["eval"]["text_recall"] == 1.0
+    assert data["cut"] == ["window k=1", "window k=2"]
+    assert "1 of 3" in said and "window k=1, window k=2" in said

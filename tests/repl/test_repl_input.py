@@ -266,6 +266,22 @@ def test_a_message_refused_because_its_session_was_deleted_stays_in_up_history(
             assert next(lines) == message
 
 
+def test_a_draft_ctrl_c_cleared_comes_back_with_up(tmp_path: Path, tty: None) -> None:
+    """Ctrl-C at the prompt cleared a long draft for good: Up offered only the stored
+    messages. Up offers it first, a message as a refused one (in every session of the
+    run), a command in this prompt's history only."""
+    store, repl = make_repl(tmp_path / "h.db")
+    draft = "五月去杭州的计划\nsecond line"
+    with store:
+        repl.turn("first")
+        with typing(repl, "五月去杭州的计划", ESC_ENTER, "second line", shows(draft), "\x03",
+                    fresh_prompt, "/strategy buf", shows("/strategy buf"), "\x03",
+                    fresh_prompt, "\x03", fresh_prompt, UP, shows("/strategy buf"), UP,
+                    shows(draft), "\r") as lines:
+            assert next(lines) == draft
+        assert repl.prompt is not None and repl.prompt.unsent == [draft]
+
+
 def test_up_no_longer_recalls_text_another_process_erased(tmp_path: Path, tty: None) -> None:
     """The history was read once per chat: after a purge in another shell, Up still
     recalled 'my name is Zebulon' from the prompt's copy."""

@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 from registered import open_session
 from rich.console import Console
+from waiting import wait_until
 
 from chatmem.activity import ActivityStep, Work
 from chatmem.config.settings import Settings
@@ -96,3 +97,14 @@ def test_off_a_terminal_nothing_is_shown_while_waiting() -> None:
     with activity.awaiting_reply("m") as replied:
         replied()
     assert err.getvalue() == ""
+
+
+def test_the_wait_counts_its_seconds() -> None:
+    """The spinner said only "waiting for M" while the embedded model read a long prompt,
+    a minute at times: nothing showed it was still at work. It counts the seconds."""
+    screen = Screen()
+    activity = ConsoleActivity(terminal(screen))
+    with activity.awaiting_reply("本地模型") as replied:
+        wait_until(lambda: "waiting for 本地模型 · 1 s" in screen.getvalue(), "a second counted")
+        replied()
+    assert "waiting for 本地模型  Ctrl-C" in screen.getvalue()  # before a whole second

@@ -26,9 +26,9 @@ if TYPE_CHECKING:
 def _help(repl: Chat, args: list[str]) -> None:
     repl.show(render.help_table([(c.usage, c.help, c.example) for c in SLASH.values()]))
     repl.notice("Tab completes commands, strategies, parameters, sessions and facts; Up recalls "
-                "this session's messages; Esc Enter (or Alt Enter) starts a new line, and a "
-                'message that opens with """ goes on until a line ends with """; Ctrl-X Ctrl-E '
-                "or /edit writes it in $EDITOR")
+                "this session's messages (and a draft Ctrl-C cleared); Esc Enter (or Alt "
+                'Enter) starts a new line, and a message that opens with """ goes on until a '
+                'line ends with """; Ctrl-X Ctrl-E or /edit writes it in $EDITOR')
 
 
 @slash("/quit", "/quit", "leave (Ctrl-D works too)", example="/quit")

@@ -7,10 +7,14 @@ from __future__ import annotations
 
 import dataclasses
 import re
+from typing import TYPE_CHECKING
 
 from chatmem import render
 from chatmem.repl.chat import Chat, strategy_label
 from chatmem.repl.table import SLASH, slash, split_words
+
+if TYPE_CHECKING:
+    from chatmem.memory.context import Context
 
 _QUOTE_PAIRS = {"“": "”", "＂": "＂", "‘": "’", "＇": "＇"}
 """The quotes a Chinese or Japanese input method types for " and ': opening, closing."""
@@ -128,8 +132,7 @@ def _budget(repl: Chat, args: list[str]) -> None:
         if not re.fullmatch(r"\d+", value) or int(value) < 1:
             raise SLASH["/budget"].usage_error(
                 f"N must be a whole number of tokens, at least 1; got {args[0]!r}")
-        _refuse_below_the_fixed_parts(repl, int(value))
-        repl.note_budget()
+        repl.note_budget(_refuse_below_the_fixed_parts(repl, int(value)))
     shown = f"{engine.budget:,} tokens" if engine.budget is not None else "none"
     line = (f"context budget: {shown}; strategies without a budget of their own are measured"
             " against it")
@@ -141,22 +144,24 @@ def _budget(repl: Chat, args: list[str]) -> None:
     repl.notice(line)
 
 
-def _refuse_below_the_fixed_parts(repl: Chat, budget: int) -> None:
+def _refuse_below_the_fixed_parts(repl: Chat, budget: int) -> Context | None:
     """Set `budget`, unless the system prompt and the chat format alone exceed it: accepted,
     `/budget 10` under a 21-token system prompt refused only the next message, after it was
     typed. Refused, the budget stays as it was and the error names the system prompt's
-    tokens. Under --allow-over-budget the turn sends it anyway, saying so: set."""
+    tokens. Under --allow-over-budget the turn sends it anyway, saying so: set. The context
+    built to check it, for the toolbar (None: none was)."""
     from chatmem.errors import ChatmemError, OverBudget, UsageError
 
     engine = repl.engine
     before = engine.budget
     engine.budget = budget
     if engine.allow_over_budget:
-        return
+        return None
     try:
         context = engine.build_context("")
         if context.budget == budget:  # not a strategy's own budget
             engine.check_budget(context)
+        return context
     except OverBudget as e:
         engine.budget = before
         kept = f"{before:,} tokens" if before is not None else "none"
@@ -167,7 +172,7 @@ def _refuse_below_the_fixed_parts(repl: Chat, budget: int) -> None:
             f"with the chat format and an empty message; the budget stays {kept}"
             + (" (/system shortens the prompt)" if system else "")) from None
     except ChatmemError:
-        pass  # anything else: the turn meets it and says so, as note_budget leaves it
+        return None  # anything else: the turn meets it and says so, as note_budget leaves it
 
 
 def _own_budget(repl: Chat) -> int | None:
