@@ -156,11 +156,19 @@ class AskedWith:
     """A short digest of each message, one after another (`_EACH` bytes each): what shows
     the session's messages are the ones it sent where a purge has since changed some the
     client no longer sends (it edited an earlier one), so the whole `digest` cannot match."""
+    asked: bytes = b""
+    """A short digest of the request's new message: a regenerate sends it again, an edit
+    another, which a purge's marker in the stored one cannot tell apart (`input_kept`)."""
 
     @classmethod
-    def of(cls, prior: Sequence[Said]) -> AskedWith:
+    def of(cls, prior: Sequence[Said], text: str | None = None) -> AskedWith:
         said = comparable_all(prior)
-        return cls(json_digest(said), len(prior), b"".join(map(_message_digest, said)))
+        return cls(json_digest(said), len(prior), b"".join(map(_message_digest, said)),
+                   b"" if text is None else _message_digest(comparable("user", text)))
+
+    def asked_again(self, text: str) -> bool | None:
+        """Whether `text` is the message the request asked (None: not kept)."""
+        return self.asked == _message_digest(comparable("user", text)) if self.asked else None
 
     def held_by(self, held: Sequence[Said], prior: Sequence[ClientMessage]) -> bool:
         """Whether a session's messages `held` are this history, but for values a purge has
@@ -170,9 +178,7 @@ class AskedWith:
         sent = as_sent(held, prior)
         if json_digest(comparable_all(sent)) == self.digest:
             return True
-        if len(sent) != self.length or len(self.each) != _EACH * self.length:
-            return False
-        return all(
+        return len(sent) == self.length and len(self.each) == _EACH * self.length and all(
             self.each[at * _EACH:(at + 1) * _EACH] == _message_digest(message)
             or (at >= len(prior) and MARKER in message[1])
             for at, message in enumerate(comparable_all(sent)))

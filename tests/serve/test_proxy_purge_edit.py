@@ -118,3 +118,26 @@ def test_an_edit_before_a_purged_message_of_a_named_chat_branches(
         "工作": ["Hello", "What should I buy?", other] if of_it else ["Hello", text],
         "工作.before-edit-1": ["Hello", "What should I buy?", erased, "And then?"]}
     assert _nowhere(db_path, value)
+
+
+@pytest.mark.parametrize(("said", "value"), SAID)
+def test_a_regenerate_of_a_named_chat_s_purged_last_message_keeps_the_purge(
+        chat_server: ChatServer, db_path: Path, said: str, value: str) -> None:
+    """Its client asks the last exchange again with its own copy of the message, the value
+    in it: that text replaced the stored one, and the purged value was stored again."""
+    settings = Settings(provider="openai", base_url=chat_server.base_url, model="test-small",
+                        db=str(db_path))
+    with RunningProxy(settings, strategy="buffer") as running:
+        ask = asker(running, extra_headers={"X-Chatmem-Conversation": quote("工作")})
+        history: list[dict[str, str]] = []
+        for text in ("Hello", said):
+            history.append({"role": "user", "content": text})
+            history.append({"role": "assistant", "content": ask(history)[0]})
+        _purge(db_path, "工作", value)
+        assert ask(history[:3])[1:] == ("工作@2", "replaced-last-turn")
+        # An edit is still one, also where its words fit around the marker.
+        other = said.replace(value, "Initech" if value.isascii() else "别处")
+        edited = [*history[:2], {"role": "user", "content": other}]
+        assert ask(edited)[1:] == ("工作@2", "replaced-last-turn")
+    assert _histories(db_path)["工作"] == ["Hello", other]
+    assert _nowhere(db_path, value)
