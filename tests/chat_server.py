@@ -205,6 +205,21 @@ class _Handler(BaseHTTPRequestHandler):
             self._event(self._chunk(body, None, "stop"))
             self._event("[DONE]")
             self._end()
+        elif mode == "echo-key-reformatted":
+            # The key as a model reformats it when told to hide it: in groups of four, as
+            # lowercase percent escapes, as hex bytes, struck through, split by a tab.
+            key = self.headers["Authorization"].split()[-1]
+            self._stream_head()
+            for piece in ("1 ", " ".join(key[at:at + 4] for at in range(0, len(key), 4)),
+                          " 2 ", "".join(c if c.isalnum() else f"%{ord(c):02x}" for c in key),
+                          " 3 ", " ".join(f"{b:02x}" for b in key.encode()),
+                          " 4 ", "".join(c + "\u0336" for c in key),
+                          " 5 ", key[:9], "\t", key[9:], " 完。"):
+                for at in range(0, len(piece), 7):
+                    self._event(self._chunk(body, piece[at:at + 7], None))
+            self._event(self._chunk(body, None, "stop"))
+            self._event("[DONE]")
+            self._end()
         elif mode == "echo-key-invisible":
             # The key with an invisible mark the folded reading once kept in it: a
             # left-to-right mark, a line separator, a NUL, a variation selector, a tag.

@@ -14,8 +14,10 @@ from chatmem.app.client_history import (
     ClientMessage,
     Said,
     as_sent,
+    comparable,
     comparable_all,
     erasures_kept,
+    held_as_said,
     history_digest,
 )
 
@@ -139,7 +141,7 @@ def leaves_history(workspace: Workspace, name: str, prior: Sequence[ClientMessag
         return False
     stored = store.history.messages(session.id)
     # As the client sent them: a value purged since is in its copy still.
-    if history_digest(as_sent(stored[:-2], prior)) != asked_with.digest:
+    if not asked_with.held_by(stored[:-2], prior):
         return False  # another front end or another chat wrote some of it
     held, said = comparable_all(as_sent(stored, prior)), comparable_all(prior)
     if said and any(len(said) <= end and held[end - len(said):end] == said
@@ -182,3 +184,25 @@ def branch_session(workspace: Workspace, name: str, prior: Sequence[ClientMessag
         if said:
             store.history.import_messages(new_id, said)
     return kept
+
+
+def input_kept(workspace: Workspace, name: str, text: str,
+               asked_with: AskedWith | None) -> str:
+    """What a request that asks session `name`'s last exchange again (`replaces_last_turn`)
+    sends in its place: the client's `text`, or the session's last input when that is `text`
+    but for values a purge has replaced by its marker since, unless this server answered
+    that exchange for a message other than `text` (`asked_with`: an edit). The client's copy
+    holds those values: sent as it is, a regenerate stored the erased value again."""
+    from chatmem.privacy.mentions import MARKER
+
+    history = workspace.store.history
+    session = workspace.store.sessions.find_session(name)
+    if session is None:
+        return text
+    last = [m for m in history.messages(session.id, max(1, history.turn_count(session.id)))
+            if m.role == "user"][-1:]
+    if last and MARKER in last[0].content and held_as_said(
+            [comparable("user", last[0].content)], [comparable("user", text)]) and (
+            asked_with is None or asked_with.asked_again(text) is not False):
+        return last[0].content
+    return text

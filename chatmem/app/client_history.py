@@ -152,10 +152,44 @@ class AskedWith:
 
     digest: str
     length: int
+    each: bytes = b""
+    """A short digest of each message, one after another (`_EACH` bytes each): what shows
+    the session's messages are the ones it sent where a purge has since changed some the
+    client no longer sends (it edited an earlier one), so the whole `digest` cannot match."""
+    asked: bytes = b""
+    """A short digest of the request's new message: a regenerate sends it again, an edit
+    another, which a purge's marker in the stored one cannot tell apart (`input_kept`)."""
 
     @classmethod
-    def of(cls, prior: Sequence[Said]) -> AskedWith:
-        return cls(history_digest(prior), len(prior))
+    def of(cls, prior: Sequence[Said], text: str | None = None) -> AskedWith:
+        said = comparable_all(prior)
+        return cls(json_digest(said), len(prior), b"".join(map(_message_digest, said)),
+                   b"" if text is None else _message_digest(comparable("user", text)))
+
+    def asked_again(self, text: str) -> bool | None:
+        """Whether `text` is the message the request asked (None: not kept)."""
+        return self.asked == _message_digest(comparable("user", text)) if self.asked else None
+
+    def held_by(self, held: Sequence[Said], prior: Sequence[ClientMessage]) -> bool:
+        """Whether a session's messages `held` are this history, but for values a purge has
+        replaced by its marker since: the client's copy `prior` still holds those it sends
+        again (`as_sent`), and a message it no longer sends is its own when the marker is in
+        it (its other messages are the same, each)."""
+        sent = as_sent(held, prior)
+        if json_digest(comparable_all(sent)) == self.digest:
+            return True
+        return len(sent) == self.length and len(self.each) == _EACH * self.length and all(
+            self.each[at * _EACH:(at + 1) * _EACH] == _message_digest(message)
+            or (at >= len(prior) and MARKER in message[1])
+            for at, message in enumerate(comparable_all(sent)))
+
+
+_EACH = 8
+
+
+def _message_digest(message: tuple[str, str]) -> bytes:
+    return hashlib.blake2b(json.dumps(message, ensure_ascii=False).encode(
+        "utf-8", "surrogatepass"), digest_size=_EACH).digest()
 
 
 @dataclass(frozen=True)

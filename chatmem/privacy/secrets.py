@@ -10,7 +10,9 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 from enum import StrEnum
-from urllib.parse import parse_qsl, quote, urlsplit, urlunsplit
+from urllib.parse import parse_qsl, quote, quote_plus, urlsplit, urlunsplit
+
+from chatmem.privacy.key_reading import Readings, folded, folded_with_places, key_of, replaced
 
 
 def url_secrets(url: str) -> list[str]:
@@ -85,7 +87,8 @@ def placeholder_key(api_key: str) -> bool:
 def _forms_of(key: str) -> list[str]:
     """`key` and, unless a placeholder (whose base64 is no secret either), the forms a
     server may quote it back in or a user may paste it in: its bytes base64-encoded (a
-    Basic header), percent-encoded as a URL's query carries it (`keyurl=sk%2Dtest%2B…`)."""
+    Basic header), percent-encoded as a URL's query carries it (`keyurl=sk%2Dtest%2B…`,
+    `sk%2dtest`, a space as `+` too), and in hex."""
     import base64
 
     if len(key) < MIN_SECRET_CHARACTERS:
@@ -96,8 +99,17 @@ def _forms_of(key: str) -> list[str]:
         return [key]
     every = "".join(c if c.isascii() and c.isalnum() else
                     "".join(f"%{b:02X}" for b in c.encode()) for c in key)
-    return [key, base64.b64encode(key.encode()).decode(), *_base64_cores(key.encode()),
-            quote(key, safe=""), every]
+    encoded = [quote(key, safe=""), every, quote_plus(key, safe="")]
+    # A client library may write the escapes in lowercase (`sk%2dtest`), a form a space as
+    # `+`; a dump or a debug log the bytes in hex (a short key's hex could be a number).
+    encoded += [_ESCAPE.sub(lambda m: m.group().lower(), form) for form in encoded]
+    if len(key) >= TYPED_MIN_CHARACTERS:
+        encoded += [key.encode().hex(), key.encode().hex().upper()]
+    return list(dict.fromkeys([key, base64.b64encode(key.encode()).decode(),
+                               *_base64_cores(key.encode()), *encoded]))
+
+
+_ESCAPE = re.compile(r"%[0-9A-F]{2}")
 
 
 def _base64_cores(raw: bytes) -> list[str]:
@@ -126,11 +138,12 @@ def without_credentials(text: str, secrets: Mapping[str, str]) -> tuple[str, tup
     written otherwise (`folded_with_places`), and the labels put in (each once, longest
     secret's first)."""
     labels: list[str] = []
-    readable = _folded(text)
+    readable = Readings(text)
     for secret, label in sorted(secrets.items(), key=lambda item: -len(item[0])):
-        if _folded(secret) not in readable:  # most texts hold none: no places to find
+        spaceless, key = key_of(secret)
+        if not key or key not in readable[spaceless]:  # most texts hold none: no places
             continue
-        text, found = _replaced(text, secret, label)
+        text, found = replaced(text, secret, label)
         if found and label not in labels:
             labels.append(label)
     return text, tuple(labels)
@@ -157,102 +170,6 @@ class TypedMask:
     def found(self) -> tuple[Credential, ...]:
         """What was masked, in the order first found (longest secret's first in a text)."""
         return tuple(self._found)
-
-
-_IGNORED_KINDS = frozenset({"Cf", "Cc", "Zl", "Zp"})
-"""Kinds of characters a key is read through: every invisible format character (zero-width
-ones, a soft hyphen, direction marks, invisible operators, tags), every control character
-but a tab, a line or paragraph separator. A server that echoes the key with one of them in
-it, or wrapped over two lines, still shows every character of it."""
-_IGNORED_ALSO = frozenset([chr(0x034F), *map(chr, range(0xFE00, 0xFE10)),
-                           *map(chr, range(0xE0100, 0xE01F0))])
-"""Invisible marks of another kind: the combining grapheme joiner, variation selectors."""
-_ASCII_IGNORED = re.compile(r"[\x00-\x08\x0a-\x1f\x7f]")
-
-
-def _ignored(character: str) -> bool:
-    # isprintable() first: every kind ignored is unprintable, and most characters are
-    # printable (a category look-up for each made masking a long Chinese text 1.5x as slow).
-    if character.isprintable():
-        return character in _IGNORED_ALSO
-    import unicodedata
-
-    return character != "\t" and unicodedata.category(character) in _IGNORED_KINDS
-
-
-def _as_written(text: str) -> bool:
-    """Whether `text` reads as a key is compared with it already (ASCII, nothing ignored)."""
-    return text.isascii() and _ASCII_IGNORED.search(text) is None
-
-
-class _Forms(dict[int, str | None]):
-    """Each character's form as a key is compared with it (NFKC'd alone: a full-width key
-    reads as the key; None: what `_ignored` leaves out), by code point, as `str.translate`
-    reads a table: a served request masks every message of its history, and one `normalize` call
-    a character made a 1,000-character Chinese message 3.7 ms a text (0.6 ms a secret)."""
-
-    def __missing__(self, code: int) -> str | None:
-        import unicodedata
-
-        character = chr(code)
-        form = (None if _ignored(character) else character if character.isascii()
-                else unicodedata.normalize("NFKC", character))
-        if len(self) < _FORMS_KEPT:  # (a text of every code point would keep them all)
-            self[code] = form
-        return form
-
-
-_FORMS_KEPT = 1 << 16
-_FORMS = _Forms()
-
-
-def _folded(text: str) -> str:
-    """`folded_with_places(text)`'s text alone, in one pass in C."""
-    if _as_written(text):
-        return text
-    return text.translate(_FORMS)
-
-
-def folded_with_places(text: str) -> tuple[str, list[int]]:
-    """`text` as a key is compared with it (each character NFKC'd alone: a full-width key
-    reads as the key; what `_ignored` says left out), and for each character of that the
-    index in `text` of the character it came from."""
-    if _as_written(text):
-        return text, list(range(len(text)))
-    parts: list[str] = []
-    places: list[int] = []
-    for index, character in enumerate(text):
-        form = _FORMS[ord(character)]
-        if form:
-            parts.append(form)
-            places += [index] * len(form)
-    return "".join(parts), places
-
-
-def _replaced(text: str, secret: str, label: str) -> tuple[str, bool]:
-    """`text` with each of `secret`'s occurrences, as `folded_with_places` reads it, replaced
-    by `label` (the characters as written, from its first to its last); whether any was."""
-    key, _ = folded_with_places(secret)
-    if not key:
-        return text, False
-    if _as_written(text):
-        return (text.replace(key, label), True) if key in text else (text, False)
-    folded, places = folded_with_places(text)
-    spans: list[tuple[int, int]] = []
-    at = folded.find(key)
-    while at >= 0:
-        start, end = places[at], places[at + len(key) - 1] + 1
-        if spans and start < spans[-1][1]:  # both within one character ("㎏" reads "kg")
-            start = spans.pop()[0]
-        spans.append((start, end))
-        at = folded.find(key, at + len(key))
-    # Joined once: a copy of the text for each place made a 1 MB reply echoing the key
-    # 40,000 times take 9 s to mask.
-    pieces, last = [], 0
-    for start, end in spans:
-        pieces += [text[last:start], label]
-        last = end
-    return "".join([*pieces, text[last:]]), bool(spans)
 
 
 ENVIRONMENT_CREDENTIALS = (("OPENAI_API_KEY", "CHATMEM_KEY"),
@@ -294,7 +211,11 @@ class SecretMask:
     def __init__(self, secrets: Mapping[str, str]) -> None:
         # Longest first: a secret that contains another is replaced whole.
         self._secrets = sorted(secrets.items(), key=lambda item: -len(item[0]))
-        self._keys = [folded_with_places(secret)[0] for secret, _ in self._secrets]
+        self._forms = [key_of(secret) for secret, _ in self._secrets]
+        # What is held back is read without spaces whatever the key: a key read with them
+        # (shorter than SPACED_MIN) begins where its spaceless form does, so the end held
+        # for it is held for either reading.
+        self._keys = [held for _, key in self._forms if (held := folded(key, True))]
         self._held = ""
         # What is held as `folded_with_places` reads it, kept: the held text may be long
         # (what shows nothing after the start of a key: a zero-width space a piece, from a
@@ -304,18 +225,18 @@ class SecretMask:
         self._held_places: list[int] = []
 
     def mask(self, text: str) -> str:
-        readable = _folded(text)
-        for (secret, label), key in zip(self._secrets, self._keys, strict=True):
-            if key in readable:  # (without_credentials: most texts hold none)
-                text, _ = _replaced(text, secret, label)
+        readable = Readings(text)
+        for (secret, label), (spaceless, key) in zip(self._secrets, self._forms, strict=True):
+            if key and key in readable[spaceless]:  # (without_credentials: most hold none)
+                text, _ = replaced(text, secret, label)
         return text
 
     def feed(self, piece: str) -> str:
-        shown, added = folded_with_places(piece)
+        shown, added = folded_with_places(piece, True)
         text, folded = self._held + piece, self._held_folded + shown
         if any(key in folded for key in self._keys):  # (once a secret: its text read anew)
             text = self.mask(text)
-            folded, places = folded_with_places(text)
+            folded, places = folded_with_places(text, True)
         else:
             offset = len(self._held)
             places = self._held_places + [offset + at for at in added]
@@ -336,9 +257,15 @@ class SecretMask:
         begins some secret: what is held is the text from its first character on (with
         what follows it: a zero-width space or a line break may go on into the secret)."""
         longest = 0
-        for key in self._keys:
-            for size in range(min(len(key) - 1, len(folded)), longest, -1):
-                if folded.endswith(key[:size]):
-                    longest = size
+        for key in self._keys:  # (each place its first character stands, longest first:
+            # an endswith a length made a reply streamed 20 characters a piece take 4 s a
+            # megabyte, keys as long as a key's hex 7 s)
+            size = min(len(key) - 1, len(folded))
+            tail = folded[len(folded) - size:]
+            at = tail.find(key[0])
+            while 0 <= at < size - longest:
+                if key.startswith(tail[at:]):
+                    longest = size - at
                     break
+                at = tail.find(key[0], at + 1)
         return longest

@@ -203,7 +203,12 @@ class Turn:
         from functools import partial
 
         from chatmem.app import Workspace
-        from chatmem.app.adopted_history import adopt_history, branch_session, leaves_history
+        from chatmem.app.adopted_history import (
+            adopt_history,
+            branch_session,
+            input_kept,
+            leaves_history,
+        )
         from chatmem.app.client_history import (
             AskedWith,
             ClientMessage,
@@ -267,7 +272,7 @@ class Turn:
             self.turn_id = f"{asked.conversation}@{turn}"
             if record.id is not None:
                 proxy.note_answered(where, asked.conversation, record.id,
-                                    AskedWith.of(asked.prior))
+                                    AskedWith.of(asked.prior, asked.text))
             if asked.fingerprinted and record.history_turn is not None:
                 # The exchange before this one too: a trimmed history that regenerates
                 # this reply ends there.
@@ -335,7 +340,9 @@ class Turn:
                     # Not a turn it may replace (one a summary was made from, or messages
                     # imported without a turn): a turn of its own then, that exchange kept.
                     with suppress(TurnNotReplaceable, NotFound):
-                        result = resend_last(engine, asked.text, on_delta=self._delta,
+                        # (as stored: the client's copy holds what a purge erased there)
+                        again = input_kept(ws, asked.conversation, asked.text, asked_before)
+                        result = resend_last(engine, again, on_delta=self._delta,
                                              on_reply_end=self._reply_end,
                                              expected=done, cancel=self.gone,
                                              speaker=asked.speaker, on_stored=on_stored,

@@ -17,7 +17,8 @@ SECRETS = {"sk-live-ABCDEF123456": "[api key]", "钥匙-7781-key": "[history key
 @given(
     parts=st.lists(st.one_of(st.sampled_from([*SECRETS, "sk-", "钥匙", "sk-live-AB", "\u200b",
                                               "\n", "ｓｋ－ｌｉｖｅ", "-ABCDEF", "㎏", "\u200e",
-                                              "\u2028", "\x00"]),
+                                              "\u2028", "\x00", " ", "\t", "\u0336",
+                                              "\u3000", "sk-l ive", "7781"]),
                              st.text(max_size=8)), max_size=8),
     cuts=st.lists(st.integers(0, 200), max_size=10),
 )
@@ -56,11 +57,16 @@ def test_credentials_cover_the_key_the_url_and_basic_auth_but_not_placeholders()
                      "c2stYWJjMTIzND": "[api key]", "NrLWFiYzEyMzQ1": "[api key]",
                      "zay1hYmMxMjM0N": "[api key]",
                      "sk%2Dabc12345": "[api key]",  # every character percent-encoded
+                     "sk%2dabc12345": "[api key]",  # … in lowercase; in hex:
+                     "736b2d6162633132333435": "[api key]",
+                     "736B2D6162633132333435": "[api key]",
                      "hist-key-1": "[history key]",
                      # The history key as the API key: base64, every character percent-encoded.
                      "aGlzdC1rZXktMQ==": "[history key]", "hist%2Dkey%2D1": "[history key]",
                      "aGlzdC1rZXktM": "[history key]", "hpc3Qta2V5LT": "[history key]",
-                     "oaXN0LWtleS0x": "[history key]"}
+                     "oaXN0LWtleS0x": "[history key]", "hist%2dkey%2d1": "[history key]",
+                     "686973742d6b65792d31": "[history key]",
+                     "686973742D6B65792D31": "[history key]"}
     assert credentials_of("x", None, None) == {}
 
 
@@ -155,3 +161,43 @@ def test_a_key_inside_a_basic_header_is_masked_whatever_comes_around_it(
 def test_a_short_key_s_base64_pieces_mask_nothing_else() -> None:
     secrets = credentials_of("sk-12345", None, "test")
     assert without_credentials("Rlc3 dGVz 0ZXN0 AHRl", secrets) == ("Rlc3 dGVz 0ZXN0 AHRl", ())
+
+
+_KEY = "sk-proj-Ab3dEf6hIj9kLmN0pQrStUvWxYz"
+_HISTORY_KEY = "马 horse battery 42"
+
+
+@pytest.mark.parametrize(("shown", "label"), [
+    # As a model reformats a key it is told to hide, or a log or a library writes it.
+    (" ".join(_KEY[at:at + 4] for at in range(0, len(_KEY), 4)), "[api key]"),
+    (" ".join(_KEY), "[api key]"), (f"{_KEY[:10]}\t{_KEY[10:]}", "[api key]"),
+    (f"{_KEY[:8]}\u00a0{_KEY[8:]}", "[api key]"), (f"{_KEY[:8]}\u3000{_KEY[8:]}", "[api key]"),
+    ("".join(c if c.isalnum() else f"%{ord(c):02x}" for c in _KEY), "[api key]"),
+    (_KEY.encode().hex(), "[api key]"), (_KEY.encode().hex().upper(), "[api key]"),
+    (" ".join(f"{b:02x}" for b in _KEY.encode()), "[api key]"),
+    ("".join(c + "\u0336" for c in _KEY), "[api key]"),
+    ("".join(c + "\u0301\u0323" for c in _KEY), "[api key]"),
+    ("%e9%a9%ac%20horse%20battery%2042", "[history key]"),
+    ("%E9%A9%AC+horse+battery+42", "[history key]"),
+    (_HISTORY_KEY.encode().hex(), "[history key]"),
+])
+def test_a_key_reformatted_is_masked_whole(shown: str, label: str) -> None:
+    secrets = credentials_of(_KEY, None, _HISTORY_KEY)
+    marks = shown[len(shown.rstrip("\u0336\u0301\u0323")):]  # (the last letter's stay)
+    assert without_credentials(f"前 {shown} 后", secrets) == (f"前 {label}{marks} 后", (label,))
+    mask = SecretMask(secrets)
+    streamed = "".join([mask.feed(shown[at:at + 3]) for at in range(0, len(shown), 3)])
+    assert streamed + mask.flush() == label + marks
+
+
+@pytest.mark.parametrize(("history_key", "text"), [
+    # A passphrase's letters run on over spaces in ordinary text: read with its spaces.
+    ("test", "a best estimate"), ("mydogisthebest", "my dog is the best"),
+    ("thankyousomuch2", "thank you so much 2 days"), ("correcthorse", "correct horse"),
+    ("钥匙2024春天", "钥匙 2024 春天"),
+])
+def test_a_short_or_worded_key_is_not_read_through_spaces(history_key: str,
+                                                           text: str) -> None:
+    secrets = credentials_of(None, None, history_key)
+    assert without_credentials(text, secrets) == (text, ())
+    assert SecretMask(secrets).mask(text) == text

@@ -311,3 +311,13 @@ def test_a_reply_that_says_chatmem_key_is_masked(tmp_path: Path, chat_server) ->
         assert store.history.messages(sid)[1].content == "I know it: [history key] indeed"
     everything = _texts_of_every_output(db, tmp_path, env)
     assert history_key not in everything and "[history key]" in everything
+
+
+def test_a_key_echoed_reformatted_is_masked(tmp_path: Path, chat_server) -> None:
+    """Attack: a hostile endpoint's reply wrote the key as a model reformats it when told to
+    hide it (in groups of four, lowercase percent escapes, hex bytes, struck through with a
+    combining mark, split by a tab): each was printed and stored with every character."""
+    _echoed_reply_masked(tmp_path, chat_server, "echo-key-reformatted",
+                         "1 [api key] 2 [api key] 3 [api key] 4 [api key]\u0336 5 [api key] 完。",
+                         (KEY[:8], KEY[-12:], KEY.encode().hex()[:16], "73 6b 2d 74",
+                          KEY[-12:].lower(), "e\u0336s\u0336t"))

@@ -89,3 +89,55 @@ def test_an_edit_of_an_earlier_message_of_a_named_chat_keeps_a_purge_in_its_bran
         "工作": [erased, "What should I sell?"],
         "工作.before-edit-1": [erased, "What should I buy?", "And then?"]}
     assert _nowhere(db_path, value)
+
+
+@pytest.mark.parametrize("of_it", [False, True], ids=["before", "of-it"])
+@pytest.mark.parametrize(("said", "value"), SAID)
+def test_an_edit_before_a_purged_message_of_a_named_chat_branches(
+        chat_server: ChatServer, db_path: Path, said: str, value: str, of_it: bool) -> None:
+    """The edited message came before the purged one, which the client no longer sends: the
+    history its last request sent (the value in it) could not be matched with the session's
+    (the marker in it), so the edit was taken for the chat's next turn, stored after the
+    messages it left (工作@5 next-turn: the model was sent the history the user edited away)."""
+    settings = Settings(provider="openai", base_url=chat_server.base_url, model="test-small",
+                        db=str(db_path))
+    with RunningProxy(settings, strategy="buffer") as running:
+        ask = asker(running, extra_headers={"X-Chatmem-Conversation": quote("工作")})
+        history: list[dict[str, str]] = []
+        for text in ("Hello", "What should I buy?", said, "And then?"):
+            history.append({"role": "user", "content": text})
+            history.append({"role": "assistant", "content": ask(history)[0]})
+        _purge(db_path, "工作", value)
+        # (or of the purged message itself, its words fitting around the marker)
+        other = said.replace(value, "Initech" if value.isascii() else "别处")
+        at, text = (4, other) if of_it else (2, "What should I sell?")
+        edited = [*history[:at], {"role": "user", "content": text}]
+        assert ask(edited)[1:] == (f"工作@{at // 2 + 1}", "branched")
+    erased = said.replace(value, "[forgotten]")
+    assert _histories(db_path) == {
+        "工作": ["Hello", "What should I buy?", other] if of_it else ["Hello", text],
+        "工作.before-edit-1": ["Hello", "What should I buy?", erased, "And then?"]}
+    assert _nowhere(db_path, value)
+
+
+@pytest.mark.parametrize(("said", "value"), SAID)
+def test_a_regenerate_of_a_named_chat_s_purged_last_message_keeps_the_purge(
+        chat_server: ChatServer, db_path: Path, said: str, value: str) -> None:
+    """Its client asks the last exchange again with its own copy of the message, the value
+    in it: that text replaced the stored one, and the purged value was stored again."""
+    settings = Settings(provider="openai", base_url=chat_server.base_url, model="test-small",
+                        db=str(db_path))
+    with RunningProxy(settings, strategy="buffer") as running:
+        ask = asker(running, extra_headers={"X-Chatmem-Conversation": quote("工作")})
+        history: list[dict[str, str]] = []
+        for text in ("Hello", said):
+            history.append({"role": "user", "content": text})
+            history.append({"role": "assistant", "content": ask(history)[0]})
+        _purge(db_path, "工作", value)
+        assert ask(history[:3])[1:] == ("工作@2", "replaced-last-turn")
+        # An edit is still one, also where its words fit around the marker.
+        other = said.replace(value, "Initech" if value.isascii() else "别处")
+        edited = [*history[:2], {"role": "user", "content": other}]
+        assert ask(edited)[1:] == ("工作@2", "replaced-last-turn")
+    assert _histories(db_path)["工作"] == ["Hello", other]
+    assert _nowhere(db_path, value)
