@@ -203,6 +203,14 @@ def test_every_module_has_a_layer() -> None:
     assert unmapped == [], "add these to LAYERS"
 
 
+def test_every_package_is_a_regular_package() -> None:
+    """serve/ had no __init__.py, the one folder of fifteen: a namespace package, which
+    pkgutil and packaging tools that look for __init__.py pass over."""
+    folders = {p.parent for p in PATHS.values()}
+    assert sorted(str(f.relative_to(PACKAGE)) for f in folders
+                  if not (f / "__init__.py").exists()) == []
+
+
 def test_no_module_imports_a_higher_layer() -> None:
     upward = sorted(
         f"{module} (layer {LAYERS[unit(module)]}) imports {target} "
