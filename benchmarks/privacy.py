@@ -317,8 +317,13 @@ def every_corpus() -> dict[str, CorpusFigures]:
     return {name: corpus_figures(corpora=[name]) for name in CORPORA}
 
 
-def main() -> int:
-    if "--corpus" in sys.argv[1:]:
+def main(argv: Sequence[str] | None = None) -> int:
+    import argparse
+
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--corpus", action="store_true",
+                        help="only the phrasing corpus's figures (and misses): table 4")
+    if parser.parse_args(argv).corpus:
         print_corpus(every_corpus())
         return 0
     with tempfile.TemporaryDirectory(prefix="chatmem-privacy-") as tmp:

@@ -262,3 +262,16 @@ def _migrate(driver: Any, url: str, before: str) -> None:
             migration(conn.execute)
             conn.execute(f"INSERT INTO {schema.BOOKKEEPING} VALUES (%s, %s)",
                          [migration.__name__, NOW])
+
+
+def older_chatmem_refuses(url: str, migration: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A chatmem that knows no `migration` refuses the database at `url`, upgraded past it,
+    naming the newest migration it does not know (the upgrade ran them all)."""
+    from chatmem.errors import NotChatmemDatabase
+    from chatmem.store import postgres_schema as schema
+
+    known = [fn.__name__ for fn in schema.MIGRATIONS].index(migration)
+    monkeypatch.setattr(schema.MIGRATION_LIST, "functions", schema.MIGRATIONS[:known])
+    with pytest.raises(NotChatmemDatabase) as e:
+        PostgresBackend(url)
+    assert e.value.newer_schema == schema.MIGRATIONS[-1].__name__

@@ -25,7 +25,9 @@ or closes a cycle is caught too.
        embeddings, store,   history is memory's view of the stored messages
        transcripts, history
     0  config, tokens,      settings, the tokenizer, text and FTS helpers, errors, the
-       text, fts, errors,   activity log, files attached to an input, and the privacy
+       text, fts,           activity log, files attached to an input, what recall
+       expected_text,       scoring counts as said (expected_text), and the privacy
+       errors,
        activity,            checks that are pure functions
        attachments, privacy.secrets, privacy.sensitive (privacy.findings,
        privacy.named_details, privacy.unnamed_details), privacy.secret_names,
@@ -72,6 +74,7 @@ LAYERS: dict[str, int] = {
     "chatmem.memory": 1, "chatmem.providers": 1, "chatmem.embeddings": 1, "chatmem.store": 1,
     "chatmem.transcripts": 1, "chatmem.history": 1,
     "chatmem": 0, "chatmem.config": 0, "chatmem.tokens": 0, "chatmem.text": 0, "chatmem.fts": 0,
+    "chatmem.expected_text": 0,
     "chatmem.graphemes": 0, "chatmem.combining_marks": 0, "chatmem.chinese_variants": 0,
     "chatmem.errors": 0, "chatmem.activity": 0, "chatmem.attachments": 0, "chatmem.privacy": 0,
     "chatmem.notices": 0, "chatmem.history_notices": 0, "chatmem.context_warnings": 0,
@@ -201,6 +204,14 @@ def cycles(graph: dict[str, set[str]]) -> list[list[str]]:
 def test_every_module_has_a_layer() -> None:
     unmapped = sorted(m for m in PATHS if m != "chatmem" and unit(m) == "chatmem")
     assert unmapped == [], "add these to LAYERS"
+
+
+def test_every_package_is_a_regular_package() -> None:
+    """serve/ had no __init__.py, the one folder of fifteen: a namespace package, which
+    pkgutil and packaging tools that look for __init__.py pass over."""
+    folders = {p.parent for p in PATHS.values()}
+    assert sorted(str(f.relative_to(PACKAGE)) for f in folders
+                  if not (f / "__init__.py").exists()) == []
 
 
 def test_no_module_imports_a_higher_layer() -> None:

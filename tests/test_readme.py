@@ -298,3 +298,17 @@ def test_the_readme_states_serve_s_limits_as_the_code_has_them() -> None:
             in text)
     assert f"head must be sent within {HEAD_SECONDS:g} s and its body within {BODY_SECONDS:g} s" \
         in text
+
+
+def test_the_development_layout_names_every_package_and_only_modules_that_exist() -> None:
+    """The layout a newcomer reads to find their way named no app/ (the composition root),
+    serve/ or mcp/, the three packages every front end goes through or is."""
+    text = (ROOT / "README.md").read_text(encoding="utf-8")
+    layout = re.search(r"^## Development\n+```\nchatmem/\n(.*?)^```", text, re.S | re.M)
+    assert layout is not None
+    named = set(re.findall(r"^  (\w+)/ ", layout.group(1), re.M))
+    packages = {p.parent.name for p in (ROOT / "chatmem").glob("*/*.py")}  # serve/: no __init__
+    assert packages - named == set()
+    modules = {p.name for folder in ("chatmem", "tests", "sessions")
+               for p in (ROOT / folder).rglob("*.py")}
+    assert set(re.findall(r"\b\w+\.py\b", layout.group(1))) - modules == set()

@@ -6,7 +6,7 @@ import typer
 
 from chatmem.cli.grammar import ChatmemTyper, file_name
 from chatmem.cli.opening import open_workspace, settings_from
-from chatmem.cli.options import ConfigOption, DbOption, JsonOption
+from chatmem.cli.options import ConfigOption, DbOption, JsonOption, YesOption
 from chatmem.cli.output import consoles, handles_errors, print_json
 
 if TYPE_CHECKING:
@@ -89,7 +89,7 @@ def remove_user(
     drop_role: Annotated[bool, typer.Option(
         "--drop-role", help="Drop the role too (it must hold nothing on other "
                             "databases).")] = False,
-    yes: Annotated[bool, typer.Option("--yes", "-y", help="Do not ask for confirmation.")] = False,
+    yes: YesOption = False,
     dry_run: Annotated[bool, typer.Option("--dry-run", help="Count what would be erased; "
                                                             "change nothing.")] = False,
     db: DbOption = None,

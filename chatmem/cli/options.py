@@ -72,6 +72,7 @@ ParamOption = Annotated[
 ]
 
 JsonOption = Annotated[bool, typer.Option("--json", help="Print JSON for scripts.")]
+YesOption = Annotated[bool, typer.Option("--yes", "-y", help="Do not ask for confirmation.")]
 ModelOptionsOption = Annotated[
     list[str] | None,
     typer.Option("--option", "-o", metavar="KEY=VALUE", show_default=False,

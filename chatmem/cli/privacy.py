@@ -9,7 +9,7 @@ import typer
 
 from chatmem.cli.completion import session_names
 from chatmem.cli.opening import ask_key, erasure_done, open_workspace, settings_from
-from chatmem.cli.options import ConfigOption, DbOption, JsonOption
+from chatmem.cli.options import ConfigOption, DbOption, JsonOption, YesOption
 from chatmem.cli.output import consoles, done_for_good, handles_errors, print_json
 
 if TYPE_CHECKING:
@@ -293,7 +293,7 @@ def forget_me(
                                  help="The user profile to erase (default: the configured "
                                       "user).")
     ] = None,
-    yes: Annotated[bool, typer.Option("--yes", "-y", help="Do not ask for confirmation.")] = False,
+    yes: YesOption = False,
     dry_run: Annotated[bool, typer.Option("--dry-run", help="List what would be erased; "
                                                             "change nothing.")] = False,
     db: DbOption = None,

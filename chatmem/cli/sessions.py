@@ -8,7 +8,7 @@ import typer
 from chatmem.cli.completion import session_names
 from chatmem.cli.grammar import ChatmemTyper
 from chatmem.cli.opening import open_workspace, registries, settings_from
-from chatmem.cli.options import ConfigOption, DbOption, JsonOption
+from chatmem.cli.options import ConfigOption, DbOption, JsonOption, YesOption
 from chatmem.cli.output import consoles, handles_errors, print_json
 from chatmem.cli.session_files import export, import_
 
@@ -123,7 +123,7 @@ def show(
 @handles_errors
 def delete(
     name: NameArgument,
-    yes: Annotated[bool, typer.Option("--yes", "-y", help="Do not ask for confirmation.")] = False,
+    yes: YesOption = False,
     db: DbOption = None,
     config: ConfigOption = None,
 ) -> None:

@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any
 
-from chatmem import fts
+from chatmem import expected_text
 from chatmem.errors import StrategyFailed
 from chatmem.evaluation.steps import Replaced
 from chatmem.memory.context import Context
@@ -74,11 +74,11 @@ class ProbeResult:
         self.answer = reply
         # Compared as the context is (score_probe): an answer saying ＯＲＤ７７３１ in
         # Zürich has recalled ORD7731 and zurich.
-        answer, question = fts.compared(reply), fts.compared(self.question)
+        answer, question = expected_text.compared(reply), expected_text.compared(self.question)
         self.answer_in_question = [t for t in self.expect_text
-                                   if fts.mentions(question, fts.compared(t))]
+                                   if expected_text.mentions(question, expected_text.compared(t))]
         self.answer_found = [t for t in self.answer_scored()
-                             if fts.mentions(answer, fts.compared(t))]
+                             if expected_text.mentions(answer, expected_text.compared(t))]
 
     def answer_scored(self) -> list[str]:
         """The expected strings the answer is scored on: those the question does not say."""
@@ -296,12 +296,13 @@ def score_probe(
     # Compared as the word index compares (full-width forms as ASCII, accents and marks
     # folded, any case): ＯＲＤ７７３１ in the context is ORD7731 expected. Each message
     # on its own: joined, "ABC\nDEF" would be found across the end of one and the start
-    # of the next, which no message says. Whole words and numbers (fts.mentions): Tom is
+    # of the next, which no message says. Whole words and numbers (expected_text.mentions): Tom is
     # not recalled by Tomorrow, nor 950 by 9500.
-    memory_texts = [fts.compared(m.content)
+    memory_texts = [expected_text.compared(m.content)
                     for p in context.parts if p.kind in MEMORY_PARTS for m in p.messages]
     found_text = [t for t in probe.expect_text if t not in replaced.text
-                  and any(fts.mentions(text, fts.compared(t)) for text in memory_texts)]
+                  and any(expected_text.mentions(text, expected_text.compared(t))
+                          for text in memory_texts)]
     return ProbeResult(probe.question, after_turn, list(probe.expect_ids), found_ids,
                        list(probe.expect_text), found_text, context.tokens,
                        replaced_ids=list(replaced.ids), replaced_text=list(replaced.text))

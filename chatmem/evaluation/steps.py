@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from enum import StrEnum
 
-from chatmem import fts
+from chatmem import expected_text
 from chatmem.transcripts.format import Item, Probe, SystemPrompt, Transcript, TranscriptMessage
 
 
@@ -69,7 +69,7 @@ def plan(transcript: Transcript, keep_replies: bool) -> list[Step]:
         if index in taken:
             continue
         if not keep_replies and isinstance(item, TranscriptMessage):
-            compared = fts.compared(item.content)
+            compared = expected_text.compared(item.content)
             if item.role == "assistant":
                 dropped.append((item.id, compared))
                 continue
@@ -122,6 +122,6 @@ def _replaced(probe: Probe, dropped: list[tuple[str | None, str]], kept: list[st
     every other message before it; both as the word index compares)."""
     ids = {i for i, _ in dropped if i}
     text = [t for t in probe.expect_text
-            if any(fts.mentions(g, fts.compared(t)) for _, g in dropped)
-            and not any(fts.mentions(k, fts.compared(t)) for k in kept)]
+            if any(expected_text.mentions(g, expected_text.compared(t)) for _, g in dropped)
+            and not any(expected_text.mentions(k, expected_text.compared(t)) for k in kept)]
     return Replaced(tuple(i for i in probe.expect_ids if i in ids), tuple(text))

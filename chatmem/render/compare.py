@@ -1,14 +1,15 @@
-"""Replay and eval output: per-strategy tables and a terminal chart (HTML: render.report)."""
+"""Replay and eval output: per-strategy tables, probe grids and notices, with the terminal
+chart of render.token_chart (HTML: render.report)."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from rich import box
 from rich.cells import cell_len
 from rich.columns import Columns
-from rich.console import Console, ConsoleOptions, Group, RenderableType, RenderResult
+from rich.console import Group, RenderableType
 from rich.padding import Padding
 from rich.table import Table
 from rich.text import Text
@@ -19,26 +20,10 @@ from chatmem.render.cells import MISSING, Grade, number, probe_cell, recall_cell
 from chatmem.render.counts import counted
 from chatmem.render.layout import Fitted, Flow, Label, Narrowing
 from chatmem.render.notices import NO_EMBEDDER, helper_too_small_text, replay_notice_text
+from chatmem.render.token_chart import LETTERS, FittedChart, series_style
 
 if TYPE_CHECKING:
     from chatmem.evaluation.scoring import ProbeResult, StrategyRun
-
-SERIES_STYLES = ("green", "yellow", "cyan", "magenta", "blue", "red", "white")
-MARKERS = ("●", "▲", "■", "◆", "✚", "★", "○", "△", "□", "◇", "✕", "☆")
-OVERLAP = ("✱", "bold white")
-LETTERS = "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
-
-
-def marker(index: int) -> str:
-    """A chart marker per series that tells series apart without colour; letters after shapes."""
-    if index < len(MARKERS):
-        return MARKERS[index]
-    return LETTERS[(index - len(MARKERS)) % len(LETTERS)]
-
-
-def series_style(index: int) -> str:
-    return SERIES_STYLES[index % len(SERIES_STYLES)]
-
 
 RECALL_STYLES = {Grade.GOOD: "green", Grade.MID: "yellow", Grade.BAD: "red"}
 PROBE_STYLES = {Grade.GOOD: "bold green", Grade.MID: "yellow", Grade.BAD: "bold red",
@@ -258,91 +243,6 @@ def _probe_cell(result: ProbeResult) -> Text:
     text, grade = probe_cell(len(result.found_ids) + len(result.found_text),
                              len(result.scored_ids()) + len(result.scored_text()))
     return Text(text, style=PROBE_STYLES[grade])
-
-
-SPREAD_MOST = 12
-"""Most columns one turn of a short chart takes."""
-
-
-def token_chart(
-    series: Mapping[str, Sequence[int]], *, width: int = 60, height: int = 12,
-    title: str = "prompt tokens per turn",
-) -> Text:
-    """A scatter chart of prompt tokens per turn, one marker and colour per strategy.
-
-    With more turns than columns, a column shows the last turn it covers.
-    """
-    turns = max((len(v) for v in series.values()), default=0)
-    top = max((max(v, default=0) for v in series.values()), default=0)
-    out = Text()
-    out.append(f"{title}\n", style="bold")
-    if not turns or not top:
-        out.append("(no turns)\n", style="dim")
-        return out
-    # A few turns get several columns each, a marker at each one's last: one column each,
-    # "turn 1" stood under the markers of turns 2 to 6 and "turn 4" under none.
-    step = min(width // turns, SPREAD_MOST) if turns > 1 else 1
-    step = step if step > len(f"turn {turns}") else 1
-    columns = turns * step if step > 1 else min(width, turns)
-    grid: list[list[tuple[str, str] | None]] = [[None] * columns for _ in range(height)]
-    for index, values in enumerate(series.values()):
-        shape = (marker(index), series_style(index))
-        for column in range(columns):
-            if (column + 1) % step:
-                continue
-            turn = min(len(values), (column + 1) * turns // columns) - 1
-            if turn < 0:
-                continue
-            row = height - 1 - round(values[turn] / top * (height - 1))
-            taken = grid[row][column]
-            grid[row][column] = shape if taken is None or taken == shape else OVERLAP
-    label_width = len(f"{top:,}")
-    for r, cells in enumerate(grid):
-        value = round(top * (height - 1 - r) / (height - 1))
-        label = f"{value:,}" if r in (0, height // 2, height - 1) else ""
-        out.append(f"{label:>{label_width}} ┤", style="dim")
-        for cell in cells:
-            if cell is None:
-                out.append(" ")
-            else:
-                out.append(cell[0], style=cell[1])
-        out.append("\n")
-    out.append(" " * label_width + " └" + "─" * columns + "\n", style="dim")
-    # One turn is one label; a chart narrower than both labels still spaces them. Spread,
-    # each label ends under its turn's markers.
-    if step > 1:
-        axis = "turn 1".rjust(step) + f"turn {turns}".rjust(columns - step)
-    else:  # too narrow for a label at each end (3 turns in 18 columns): one for the span
-        axis = "turn 1" if turns <= 1 else f"turns 1–{turns}" if columns < len(
-            f"turn 1 turn {turns}") else "turn 1" + f"turn {turns}".rjust(columns - 6)
-    out.append(" " * (label_width + 2) + axis + "\n", style="dim")
-    # The legend breaks between entries, never between a marker and its name.
-    entries = [(f"{marker(index)} {label}", series_style(index))
-               for index, label in enumerate(series)]
-    if any(cell == OVERLAP for cells in grid for cell in cells):  # else it keys no marker
-        entries.append((f"{OVERLAP[0]} several", OVERLAP[1]))
-    line_width = max(label_width + 2 + columns, 40)
-    used = 0
-    for entry, style in entries:
-        if used and used + 2 + cell_len(entry) > line_width:
-            out.append("\n")
-            used = 0
-        out.append("  " + entry, style=style)
-        used += 2 + cell_len(entry)
-    out.append("\n")
-    return out
-
-
-class FittedChart:
-    """token_chart drawn as wide as the console allows, at most `width` columns."""
-
-    def __init__(self, series: Mapping[str, Sequence[int]], width: int = 60) -> None:
-        self.series, self.width = series, width
-
-    def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
-        top = max((max(v, default=0) for v in self.series.values()), default=0)
-        room = options.max_width - len(f"{top:,}") - 2
-        yield token_chart(self.series, width=max(min(self.width, room), 10))
 
 
 def zone_text(zone: str) -> str:

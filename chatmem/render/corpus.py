@@ -10,9 +10,10 @@ from rich.text import Text
 
 from chatmem.notices import ContextsByWordsAlone, ContextsOverBudget, ContextsWithoutVectors
 from chatmem.render.cells import number
-from chatmem.render.compare import fitted_summary, recall_text, series_style, zone_text
+from chatmem.render.compare import fitted_summary, recall_text, zone_text
 from chatmem.render.layout import Fitted
 from chatmem.render.notices import replay_notice_text
+from chatmem.render.token_chart import series_style
 
 if TYPE_CHECKING:
     from chatmem.evaluation.corpus import StrategyTotals

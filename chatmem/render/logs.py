@@ -38,14 +38,10 @@ NAMED_LEAST = 8
 """What the model and strategy columns give up to, so session names stay told apart."""
 
 
-def spent_text(spent: Spent) -> str:
-    """`total 1,234 tokens · $0.0123` (a `+` when some model has no configured price)."""
-    return " · ".join(part for part in spent_parts(spent) if part)
-
-
 def spent_parts(spent: Spent) -> tuple[str, str | None]:
-    """(`total 1,234 tokens`, `$0.0123`): the tokens, and the cost (None: no price known);
-    `$0.0123 + €0.05` when models were priced in different currencies."""
+    """(`total 1,234 tokens`, `$0.0123`): the tokens, and the cost (None: no price known;
+    a `+` after it when some model has no configured price); `$0.0123 + €0.05` when models
+    were priced in different currencies."""
     cost = None if not spent.costs else " + ".join(cost_text(c) for c in spent.costs) + (
         "+" if spent.unpriced else "")
     return f"total {spent.tokens:,} tokens", cost

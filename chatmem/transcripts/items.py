@@ -7,7 +7,7 @@ import difflib
 from collections.abc import Mapping
 from typing import Any
 
-from chatmem import fts
+from chatmem import expected_text
 from chatmem.errors import TranscriptError
 from chatmem.speakers import speaker_of, with_speaker
 from chatmem.text import valid_text
@@ -141,8 +141,8 @@ def _check_probe_keys(data: Mapping[str, Any], where: str) -> None:
 
 def _check_expected(key: str, values: tuple[str, ...], where: str) -> None:
     """Refuse what scoring would count wrongly: expected text is compared as
-    fts.compared makes it, so blanks and repeats are judged in that form too."""
-    as_scored = (lambda v: fts.compared(v).strip()) if key == "expect_text" else str.strip
+    expected_text.compared makes it, so blanks and repeats are judged in that form too."""
+    as_scored = (lambda v: expected_text.compared(v).strip()) if key == "expect_text" else str.strip
     forms = [as_scored(v) for v in values]
     blank = next((v for v, form in zip(values, forms, strict=True) if not form), None)
     if blank is not None:

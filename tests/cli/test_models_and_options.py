@@ -12,7 +12,7 @@ from cli_runner import invoke
 from chatmem.config.options import Cost, Price, Spent, parse_options, price_of
 from chatmem.errors import UsageError
 from chatmem.render import cost_text
-from chatmem.render.logs import spent_text
+from chatmem.render.logs import spent_parts
 
 PRICED = """
 [aliases]
@@ -230,10 +230,10 @@ def test_the_running_total_adds_tokens_and_cost() -> None:
     spent = Spent().plus(1000, 200, Price(1.0, 2.0)).plus(500, 100, Price(1.0, 2.0))
     assert spent.tokens == 1800
     assert len(spent.costs) == 1 and spent.costs[0].amount == pytest.approx(0.0021)
-    assert spent_text(spent) == "total 1,800 tokens · $0.0021"
+    assert spent_parts(spent) == ("total 1,800 tokens", "$0.0021")
     unpriced = spent.plus(10, 0, None)
-    assert unpriced.unpriced and spent_text(unpriced) == "total 1,810 tokens · $0.0021+"
-    assert spent_text(Spent().plus(10, 5, None)) == "total 15 tokens"
+    assert unpriced.unpriced and spent_parts(unpriced) == ("total 1,810 tokens", "$0.0021+")
+    assert spent_parts(Spent().plus(10, 5, None)) == ("total 15 tokens", None)
 
 
 def test_a_total_in_two_currencies_keeps_one_sum_per_currency() -> None:
@@ -241,8 +241,8 @@ def test_a_total_in_two_currencies_keeps_one_sum_per_currency() -> None:
     yuan, dollar = Price(1_000_000.0, 0.0, "¥"), Price(1_000_000.0, 0.0, "$")
     spent = Spent().plus(19, 0, yuan).plus(35, 0, dollar).plus(1, 0, yuan)
     assert spent.costs == (Cost(20.0, "¥"), Cost(35.0, "$"))
-    assert spent_text(spent) == "total 55 tokens · ¥20.00 + $35.00"
-    assert spent_text(spent.plus(4, 0, None)) == "total 59 tokens · ¥20.00 + $35.00+"
+    assert spent_parts(spent) == ("total 55 tokens", "¥20.00 + $35.00")
+    assert spent_parts(spent.plus(4, 0, None)) == ("total 59 tokens", "¥20.00 + $35.00+")
     with pytest.raises(ValueError, match="cannot add"):
         Cost(1.0, "¥") + Cost(1.0, "$")
 

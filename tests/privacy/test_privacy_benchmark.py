@@ -95,3 +95,15 @@ def test_a_leak_and_a_masked_value_are_each_counted() -> None:
     assert bench.leaked_into("9999", seen) is None
     masked = bench.Seen(sent=["New lines:\nuser: order ⟦card number⟧", "{\"messages\": []}"])
     assert bench.masked("4539 1488 0343 6467", ["order 4539 1488 0343 6467"], masked)
+
+
+def test_help_says_the_options_and_runs_nothing(capsys: pytest.CaptureFixture[str]) -> None:
+    """`python benchmarks/privacy.py --help` ran the whole benchmark (minutes of chats) and
+    printed no usage: every argument but --corpus was ignored."""
+    with pytest.raises(SystemExit) as e:
+        bench.main(["--help"])
+    assert e.value.code == 0
+    assert "--corpus" in capsys.readouterr().out
+    with pytest.raises(SystemExit) as e:
+        bench.main(["--corpsu"])
+    assert e.value.code == 2

@@ -96,30 +96,27 @@ def test_fields_that_only_shape_the_models_work_are_passed_on(
     assert not {"parallel_tool_calls", "modalities", "logprobs", "top_logprobs"} & sent.keys()
 
 
-def test_a_servers_own_fields_for_its_template_and_reasoning_are_passed_on(
-        proxy: RunningProxy, chat_server: ChatServer) -> None:
-    """chat_template_kwargs (vLLM, SGLang, llama.cpp's server: Qwen3's enable_thinking),
-    OpenRouter's reasoning and llama.cpp's and Ollama's repeat_penalty were dropped unsaid: a
-    model asked not to think thought all the same."""
-    passed = {"chat_template_kwargs": {"enable_thinking": False},
-              "reasoning": {"effort": "low", "exclude": True}, "repeat_penalty": 1.1}
+@pytest.mark.parametrize(("conversation", "asked", "passed"), [
+    # chat_template_kwargs (vLLM, SGLang, llama.cpp's server: Qwen3's enable_thinking),
+    # OpenRouter's reasoning and llama.cpp's and Ollama's repeat_penalty were dropped unsaid: a
+    # model asked not to think thought all the same.
+    ("template", "不用想，直接回答", {"chat_template_kwargs": {"enable_thinking": False},
+                                   "reasoning": {"effort": "low", "exclude": True},
+                                   "repeat_penalty": 1.1}),
+    # typical_p and min_tokens (llama.cpp's server, vLLM, text-generation-webui, as
+    # SillyTavern sends them) were dropped unsaid: the reply was sampled as not asked.
+    ("samplers", "写一首短诗", {"typical_p": 0.9, "min_tokens": 8, "mirostat": 2,
+                             "mirostat_tau": 5.0, "repeat_last_n": 64, "dry_multiplier": 0.8,
+                             "xtc_probability": 0.5}),
+])
+def test_a_servers_own_fields_are_passed_on(
+        proxy: RunningProxy, chat_server: ChatServer, conversation: str, asked: str,
+        passed: dict[str, Any]) -> None:
+    """Fields only a local or routing server reads (its template's, its samplers) go to it as
+    the client sent them."""
     answer = client(proxy).chat.completions.create(
-        model="o4-mini", messages=[{"role": "user", "content": "不用想，直接回答"}],
-        extra_body=passed, extra_headers={"X-Chatmem-Conversation": "template"})
-    assert answer.choices[0].message.content == "Hello from the test server."
-    sent = chat_server.requests[-1]
-    assert {key: sent.get(key) for key in passed} == passed
-
-
-def test_a_local_servers_samplers_are_passed_on(proxy: RunningProxy,
-                                               chat_server: ChatServer) -> None:
-    """typical_p and min_tokens (llama.cpp's server, vLLM, text-generation-webui, as
-    SillyTavern sends them) were dropped unsaid: the reply was sampled as not asked."""
-    passed = {"typical_p": 0.9, "min_tokens": 8, "mirostat": 2, "mirostat_tau": 5.0,
-              "repeat_last_n": 64, "dry_multiplier": 0.8, "xtc_probability": 0.5}
-    answer = client(proxy).chat.completions.create(
-        model="o4-mini", messages=[{"role": "user", "content": "写一首短诗"}],
-        extra_body=passed, extra_headers={"X-Chatmem-Conversation": "samplers"})
+        model="o4-mini", messages=[{"role": "user", "content": asked}],
+        extra_body=passed, extra_headers={"X-Chatmem-Conversation": conversation})
     assert answer.choices[0].message.content == "Hello from the test server."
     sent = chat_server.requests[-1]
     assert {key: sent.get(key) for key in passed} == passed

@@ -10,11 +10,9 @@ from collections.abc import Iterator
 
 import pytest
 from grantees import shared_session, sql_as
-from pg import OldHistory, PostgresServer, add_messages, migrated_before
+from pg import OldHistory, PostgresServer, add_messages, migrated_before, older_chatmem_refuses
 
-from chatmem.errors import NotChatmemDatabase
 from chatmem.store import Store
-from chatmem.store import postgres_schema as schema
 
 psycopg = pytest.importorskip("psycopg", reason="chatmem[postgres] (psycopg) is not installed")
 
@@ -85,8 +83,4 @@ def test_an_older_databases_counts_read_as_before_and_new_ones_say_who(
         assert conn.execute("SELECT tokens, writer FROM token_counts WHERE message_id = %s",
                             [ids[0]]).fetchall() == [(12, "ann")]
     # An older chatmem (one that knows no p026) refuses the upgraded database.
-    known = [fn.__name__ for fn in schema.MIGRATIONS].index(P026)
-    monkeypatch.setattr(schema.MIGRATION_LIST, "functions", schema.MIGRATIONS[:known])
-    with pytest.raises(NotChatmemDatabase) as e:
-        PostgresBackend(ann)
-    assert e.value.newer_schema == schema.MIGRATIONS[-1].__name__
+    older_chatmem_refuses(ann, P026, monkeypatch)

@@ -9,11 +9,9 @@ from collections.abc import Iterator
 
 import pytest
 from grantees import shared_session, sql_as
-from pg import NOW, OldHistory, PostgresServer, migrated_before
+from pg import NOW, OldHistory, PostgresServer, migrated_before, older_chatmem_refuses
 
-from chatmem.errors import NotChatmemDatabase
 from chatmem.store import Store
-from chatmem.store import postgres_schema as schema
 
 psycopg = pytest.importorskip("psycopg", reason="chatmem[postgres] (psycopg) is not installed")
 
@@ -116,8 +114,4 @@ def test_an_older_databases_facts_read_as_before_and_new_ones_say_who(
                             " AND speaker IS DISTINCT FROM 'bob' ORDER BY id").fetchall() == [
             ("爱好", "ann"), ("宠物", "ann"), ("drink", "ann")]
     # An older chatmem (one that knows no p024) refuses the upgraded database.
-    known = [fn.__name__ for fn in schema.MIGRATIONS].index(P024)
-    monkeypatch.setattr(schema.MIGRATION_LIST, "functions", schema.MIGRATIONS[:known])
-    with pytest.raises(NotChatmemDatabase) as e:
-        PostgresBackend(ann)
-    assert e.value.newer_schema == schema.MIGRATIONS[-1].__name__
+    older_chatmem_refuses(ann, P024, monkeypatch)

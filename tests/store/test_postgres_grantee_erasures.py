@@ -14,15 +14,21 @@ import pytest
 from acting_providers import ActsWhile
 from cli_runner import run
 from grantees import shared_session, sql_as
-from pg import NOW, OldHistory, PostgresServer, Team, add_messages, migrated_before
+from pg import (
+    NOW,
+    OldHistory,
+    PostgresServer,
+    Team,
+    add_messages,
+    migrated_before,
+    older_chatmem_refuses,
+)
 from registered import open_session
 
 from chatmem.config.settings import Settings
 from chatmem.engine.resend import resend_last
-from chatmem.errors import NotChatmemDatabase
 from chatmem.providers.scripted import ScriptedProvider
 from chatmem.store import Store, TurnStatus
-from chatmem.store import postgres_schema as schema
 
 P029 = "p029_grantee_counts_only_erasures_and_keeps_fact_history"
 COUNT = "UPDATE sessions SET erasures = erasures + 1 WHERE id = %s"
@@ -133,8 +139,4 @@ def test_an_older_database_upgrades_and_counts_only_erasures(
         assert [m.content for m in store.history.messages(session_id)] == [
             "My name is Ann.", "好的。"]
     # An older chatmem (one that knows no p029) refuses the upgraded database.
-    known = [fn.__name__ for fn in schema.MIGRATIONS].index(P029)
-    monkeypatch.setattr(schema.MIGRATION_LIST, "functions", schema.MIGRATIONS[:known])
-    with pytest.raises(NotChatmemDatabase) as e:
-        PostgresBackend(ann)
-    assert e.value.newer_schema == schema.MIGRATIONS[-1].__name__
+    older_chatmem_refuses(ann, P029, monkeypatch)

@@ -11,12 +11,10 @@ from collections.abc import Iterator
 
 import pytest
 from grantees import shared_session, sql_as
-from pg import NOW, OldHistory, PostgresServer, add_messages, migrated_before
+from pg import NOW, OldHistory, PostgresServer, add_messages, migrated_before, older_chatmem_refuses
 
 from chatmem import fts
-from chatmem.errors import NotChatmemDatabase
 from chatmem.store import Store
-from chatmem.store import postgres_schema as schema
 
 psycopg = pytest.importorskip("psycopg", reason="chatmem[postgres] (psycopg) is not installed")
 
@@ -116,8 +114,4 @@ def test_an_older_databases_index_reads_as_before_and_new_entries_say_who(
         assert conn.execute("SELECT writer FROM message_words WHERE message_id = %s",
                             [his_own]).fetchall() == [("bob",)]
     # An older chatmem (one that knows no p027) refuses the upgraded database.
-    known = [fn.__name__ for fn in schema.MIGRATIONS].index(P027)
-    monkeypatch.setattr(schema.MIGRATION_LIST, "functions", schema.MIGRATIONS[:known])
-    with pytest.raises(NotChatmemDatabase) as e:
-        PostgresBackend(ann)
-    assert e.value.newer_schema == schema.MIGRATIONS[-1].__name__
+    older_chatmem_refuses(ann, P027, monkeypatch)

@@ -13,15 +13,21 @@ from collections.abc import Iterator
 import pytest
 from cli_runner import run
 from grantees import INSUFFICIENT_PRIVILEGE, shared_session, sql_as
-from pg import NOW, OldHistory, PostgresServer, Team, add_messages, migrated_before
+from pg import (
+    NOW,
+    OldHistory,
+    PostgresServer,
+    Team,
+    add_messages,
+    migrated_before,
+    older_chatmem_refuses,
+)
 from registered import open_session
 
 from chatmem.config.settings import Settings
 from chatmem.engine.resend import resend_last
-from chatmem.errors import NotChatmemDatabase
 from chatmem.providers.scripted import ScriptedProvider
 from chatmem.store import Store, TurnStatus
-from chatmem.store import postgres_schema as schema
 
 psycopg = pytest.importorskip("psycopg", reason="chatmem[postgres] (psycopg) is not installed")
 
@@ -133,8 +139,4 @@ def test_an_older_database_upgrades_showing_what_he_hid(before_p028: OldHistory,
     assert sql_as(bob, HIDE.replace("= 1", "= 0"), [session_id, 4]) == 2
     assert sql_as(bob, "DELETE FROM images") == sql_as(bob, "DELETE FROM probes") == 0
     # An older chatmem (one that knows no p028) refuses the upgraded database.
-    known = [fn.__name__ for fn in schema.MIGRATIONS].index(P028)
-    monkeypatch.setattr(schema.MIGRATION_LIST, "functions", schema.MIGRATIONS[:known])
-    with pytest.raises(NotChatmemDatabase) as e:
-        PostgresBackend(ann)
-    assert e.value.newer_schema == schema.MIGRATIONS[-1].__name__
+    older_chatmem_refuses(ann, P028, monkeypatch)

@@ -9,14 +9,12 @@ from pathlib import Path
 
 import pytest
 from grantees import INSUFFICIENT_PRIVILEGE, shared_session, sql_as
-from pg import NOW, OldHistory, PostgresServer, Team, migrated_before
+from pg import NOW, OldHistory, PostgresServer, Team, migrated_before, older_chatmem_refuses
 from registered import open_session
 
 from chatmem.config.settings import Settings
-from chatmem.errors import NotChatmemDatabase
 from chatmem.providers.scripted import ScriptedProvider
 from chatmem.store import Store
-from chatmem.store import postgres_schema as schema
 
 psycopg = pytest.importorskip("psycopg", reason="chatmem[postgres] (psycopg) is not installed")
 
@@ -83,12 +81,7 @@ def test_an_older_database_upgrades_its_rows_read_as_before(
     assert sql_as(bob, "UPDATE messages SET writer = NULL WHERE id = %s",
                   [again]) == INSUFFICIENT_PRIVILEGE
     # An older chatmem (one that knows no p023) refuses the upgraded database.
-    known = [fn.__name__ for fn in schema.MIGRATIONS].index(P023)
-    monkeypatch.setattr(schema.MIGRATION_LIST, "functions", schema.MIGRATIONS[:known])
-    with pytest.raises(NotChatmemDatabase) as e:
-        PostgresBackend(ann)
-    # It names the newest migration it does not know (the upgrade ran them all).
-    assert e.value.newer_schema == schema.MIGRATIONS[-1].__name__
+    older_chatmem_refuses(ann, P023, monkeypatch)
 
 
 def test_a_copy_keeps_who_wrote_a_message(team: Team, tmp_path: Path) -> None:
