@@ -328,11 +328,13 @@ class ContextsOverBudget:
 @dataclass(frozen=True)
 class ContextsByWordsAlone:
     """Of the `built` contexts a replay or an eval built, `failed` ranked by words alone:
-    embedding the input failed (`error`, the first failure's)."""
+    embedding the input failed (`error`, the first failure's; `embedder`, the registered
+    embedder that raised it, for a front end to name its plugin)."""
 
     failed: int
     built: int
     error: str
+    embedder: str | None = None
 
 
 @dataclass(frozen=True)

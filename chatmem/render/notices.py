@@ -308,7 +308,7 @@ def _(n: ContextsOverBudget, repl_hints: bool) -> str:
 @_worded.register
 def _(n: ContextsByWordsAlone, repl_hints: bool) -> str:
     return (f"{counted(n.failed, 'context')} of {n.built:,} ranked by words alone: embedding "
-            f"the input failed ({n.error})")
+            f"the input failed ({n.error}{by_plugin('embedder', n.embedder)})")
 
 
 @_worded.register
@@ -358,7 +358,8 @@ def _(n: SummaryBehind, repl_hints: bool) -> str:
 
 @_worded.register
 def _(n: EmbeddingFailed, repl_hints: bool) -> str:
-    return f"recall: embedding failed ({n.error}), ranked by words only"
+    by = by_plugin("embedder", n.embedder)
+    return f"recall: embedding failed ({n.error}{by}), ranked by words only"
 
 
 @_worded.register
