@@ -30,6 +30,7 @@ from chatmem.session_notices import (
     ModelChanged,
     SavedParamsDropped,
     SettingsNotSaved,
+    StateLarge,
     StrategyChanged,
     SystemPromptReplaced,
 )
@@ -385,7 +386,7 @@ Notice = (IndexingNotice | VectorsResized | SummaryUpdated | SummaryFailed | Fac
           | ContextNotBuilt | ModelNotClosed
           | MemoryUpdateFailed | MemoryUpdateCancelled | ErasedWhileUpdating
           | StrategyChanged | ModelChanged
-          | SavedParamsDropped | SystemPromptReplaced | SettingsNotSaved
+          | SavedParamsDropped | SystemPromptReplaced | SettingsNotSaved | StateLarge
           | HelperTooSmall
           | HistoryMoved | OldHistoryLeft | RetentionApplied | RetentionSkipped
           | HistoryUpgrading | WaitingForUpgrade | WaitingForWrite

@@ -72,6 +72,7 @@ from chatmem.session_notices import (
     ModelChanged,
     SavedParamsDropped,
     SettingsNotSaved,
+    StateLarge,
     StrategyChanged,
     SystemPromptReplaced,
 )
@@ -201,6 +202,12 @@ def _(n: VectorCacheUnused, repl_hints: bool) -> str:
 HELPER_MODEL_HINT = ("name a stronger model for these calls: helper_model = \"gpt-4o-mini\" "
                      "with helper_provider = \"openai\" in the config (or a GGUF path for the "
                      "local provider), env CHATMEM_HELPER_MODEL, or --helper-model")
+
+
+@_worded.register
+def _(n: StateLarge, repl_hints: bool) -> str:
+    return (f"session {n.session}: strategy {n.strategy!r}{by_plugin('strategy', n.strategy)}"
+            f" keeps about {n.size / 1e6:.0f} MB of state, read whole each turn: turns are slow")
 
 
 @_worded.register
