@@ -36,9 +36,11 @@ class SummaryBehind:
 
 @dataclass(frozen=True)
 class EmbeddingFailed:
-    """Embedding the input failed (`error`), so recall ranked by words only."""
+    """Embedding the input failed (`error`), so recall ranked by words only; `embedder`:
+    the registered embedder whose code raised, for a front end to name its plugin."""
 
     error: str
+    embedder: str | None = None
 
 
 @dataclass(frozen=True)

@@ -30,6 +30,7 @@ from chatmem.session_notices import (
     ModelChanged,
     SavedParamsDropped,
     SettingsNotSaved,
+    StateLarge,
     StrategyChanged,
     SystemPromptReplaced,
 )
@@ -328,11 +329,13 @@ class ContextsOverBudget:
 @dataclass(frozen=True)
 class ContextsByWordsAlone:
     """Of the `built` contexts a replay or an eval built, `failed` ranked by words alone:
-    embedding the input failed (`error`, the first failure's)."""
+    embedding the input failed (`error`, the first failure's; `embedder`, the registered
+    embedder that raised it, for a front end to name its plugin)."""
 
     failed: int
     built: int
     error: str
+    embedder: str | None = None
 
 
 @dataclass(frozen=True)
@@ -383,7 +386,7 @@ Notice = (IndexingNotice | VectorsResized | SummaryUpdated | SummaryFailed | Fac
           | ContextNotBuilt | ModelNotClosed
           | MemoryUpdateFailed | MemoryUpdateCancelled | ErasedWhileUpdating
           | StrategyChanged | ModelChanged
-          | SavedParamsDropped | SystemPromptReplaced | SettingsNotSaved
+          | SavedParamsDropped | SystemPromptReplaced | SettingsNotSaved | StateLarge
           | HelperTooSmall
           | HistoryMoved | OldHistoryLeft | RetentionApplied | RetentionSkipped
           | HistoryUpgrading | WaitingForUpgrade | WaitingForWrite

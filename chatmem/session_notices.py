@@ -73,3 +73,18 @@ class SettingsNotSaved:
     session: str
     what: str
     owner: str
+
+
+LARGE_STATE = 8_000_000
+"""Bytes of a plugin strategy's stored state (UTF-8) past which each turn is said to be slowed
+by it (reading and writing 60 MB took 10-15 s a turn): StateLarge, once per chat."""
+
+
+@dataclass(frozen=True)
+class StateLarge:
+    """Session `session` holds `size` bytes of plugin strategy `strategy`'s state,
+    over LARGE_STATE: each turn reads it whole and each update writes what it sets."""
+
+    session: str
+    strategy: str
+    size: int

@@ -11,7 +11,8 @@ or closes a cycle is caught too.
     4  render               every Rich renderable and JSON document; words app, engine and
                             evaluation values
     3  app                  the composition root (Workspace) and the use cases every front
-                            end calls, with typed outcomes
+                            end calls, with typed outcomes; testing, the strategy contract a
+                            plugin author's tests run (the engine over a real store)
     2  engine, evaluation,  one turn; replay, what-ifs, scoring; product policy over the
        privacy.retention,   store (retention, the export archive, forgetting by mention);
        privacy.archive,     the registries filled by plugins and chatmem's own plugin, above
@@ -66,7 +67,7 @@ LAYERS: dict[str, int] = {
     "chatmem.cli": 6, "chatmem.__main__": 6,
     "chatmem.repl": 5, "chatmem.mcp": 5, "chatmem.serve": 5,
     "chatmem.render": 4,
-    "chatmem.app": 3,
+    "chatmem.app": 3, "chatmem.testing": 3,
     "chatmem.engine": 2, "chatmem.evaluation": 2, "chatmem.privacy.retention": 2,
     "chatmem.privacy.archive": 2, "chatmem.privacy.restore": 2, "chatmem.privacy.purge": 2,
     "chatmem.plugins": 2, "chatmem.plugin_entries": 2, "chatmem.plugin_contents": 2,

@@ -73,6 +73,8 @@ def test_test_extra_installs_what_the_suite_imports() -> None:
 
     project = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["project"]
     extras = " ".join(project["optional-dependencies"]["test"])
+    for named in re.findall(r"chatmem\[(\w+)\]", extras):  # the extras it installs too
+        extras += " " + " ".join(project["optional-dependencies"][named])
     for package in ("pytest", "hypothesis"):
         assert package in extras
     assert any(d.startswith("xllamacpp") for d in project["optional-dependencies"]["local"])

@@ -28,8 +28,11 @@ def run(*args: str | Path, stdin: str = "", cwd: Path = ROOT) -> subprocess.Comp
     env = {k: v for k, v in os.environ.items()
            if k not in ("OPENAI_API_KEY", "OPENAI_BASE_URL", "CHATMEM_CONFIG", "CHATMEM_DB",
                         "PYTHONPATH")}
+    # chatmem from this checkout, as the tests' own imports: the outer environment's may be
+    # installed from another (a worktree's tests would run the other's chatmem).
     return subprocess.run([str(a) for a in args], input=stdin, capture_output=True, text=True,
-                          env={**env, "COLUMNS": "120"}, cwd=cwd, timeout=300)
+                          env={**env, "COLUMNS": "120", "PYTHONPATH": str(ROOT)}, cwd=cwd,
+                          timeout=300)
 
 
 @pytest.fixture(scope="module")
@@ -41,7 +44,7 @@ def python(tmp_path_factory: pytest.TempPathFactory) -> Path:
     package = folder / "chatmem-anchor"
     package.mkdir()
     files = readme_files()
-    for name in ("pyproject.toml", "chatmem_anchor.py"):
+    for name in ("pyproject.toml", "chatmem_anchor.py", "test_chatmem_anchor.py"):
         (package / name).write_text(files[name], encoding="utf-8")
     venv.create(folder / "venv", with_pip=False)
     python = folder / "venv" / "bin" / "python"
@@ -105,10 +108,22 @@ def test_the_contract_test_covers_the_installed_plugin(python: Path) -> None:
         collected.stdout
 
 
-@pytest.mark.slow
-def test_the_readme_plugin_keeps_the_strategy_contract(python: Path) -> None:
-    """Slow (about 25 s here): 25 generated conversations through the real engine."""
-    checked = run(python, "-m", "pytest", "tests/test_contract.py", "-q", "-p",
-                  "no:cacheprovider", "-k", "test_strategy_contract and anchor and not postgres")
+def test_the_readme_contract_test_runs_outside_a_checkout(python: Path) -> None:
+    """The README's test of the package calls chatmem.testing: from the package's folder,
+    with none of a checkout's tests/ helpers on the path. Its quick test here;
+    check_strategy's whole run is in the slow one below."""
+    package = python.parent.parent.parent / "chatmem-anchor"
+    checked = run(python, "-m", "pytest", "test_chatmem_anchor.py", "-q", "-p",
+                  "no:cacheprovider", "-k", "greeting", cwd=package)
     assert checked.returncode == 0, checked.stdout[-3000:]
     assert "1 passed" in checked.stdout
+
+
+@pytest.mark.slow
+def test_the_readme_contract_test_passes_the_readme_plugin(python: Path) -> None:
+    """Slow (about 35 s here): check_strategy("anchor"), 34 conversations."""
+    package = python.parent.parent.parent / "chatmem-anchor"
+    checked = run(python, "-m", "pytest", "test_chatmem_anchor.py", "-q", "-p",
+                  "no:cacheprovider", cwd=package)
+    assert checked.returncode == 0, checked.stdout[-3000:]
+    assert "2 passed" in checked.stdout

@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from chatmem.cli.output import consoles
+from chatmem.cli.threads import mask_credentials_of
 
 if TYPE_CHECKING:
     from chatmem.app import Workspace
@@ -47,7 +48,9 @@ def settings_from(
         "db": None if db is None else str(db), "provider": provider, "model": model,
         "helper_model": helper_model,
     }, flags={"db": db_flag})
-    return with_options(settings, chosen, OPTION_FLAG)
+    settings = with_options(settings, chosen, OPTION_FLAG)
+    mask_credentials_of(settings)
+    return settings
 
 
 def apply_template(settings: Settings, name: str | None, *, strategy: str | None,
@@ -89,6 +92,7 @@ def open_workspace(settings: Settings, *, create: bool = True, one_off: bool = F
     """
     from chatmem.app import Workspace
 
+    mask_credentials_of(settings)  # a template's too
     interactive = sys.stdin.isatty() and sys.stderr.isatty()
     with Workspace(settings, create=create, one_off=one_off, registries=registries(),
                    ask_key=ask_key if interactive else None, on_notice=say_notice,

@@ -10,11 +10,16 @@ set here, by `chatmem` as it starts, never by code a program embedding chatmem i
 from __future__ import annotations
 
 import threading
+from collections.abc import Callable, Mapping
 from types import TracebackType
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
+    from chatmem.config.settings import Settings
     from chatmem.plugin_entries import PluginSource
+
+_credentials: list[Callable[[], Mapping[str, str]]] = []
+"""The credentials of the settings the command opened last (Settings.credentials)."""
 
 ITS_OWN_THREAD = ("it used the history from a thread of its own: a plugin reads and writes it "
                   "(request.history, env.state) only as chatmem calls it")
@@ -35,6 +40,13 @@ def say_plugin_threads_failing() -> None:
     threading.excepthook = hook
 
 
+def mask_credentials_of(settings: Settings) -> None:
+    """What a plugin's thread says is masked with `settings`' credentials, as what chatmem's
+    guarded calls of plugin code say is (memory.guards.masking): the environment's alone
+    left a key read from a variable `api_key_env` names, or a base URL's, as it was."""
+    _credentials[:] = [settings.credentials]
+
+
 def _say(source: PluginSource, error: BaseException) -> None:
     from chatmem.cli.output import consoles
     from chatmem.errors import WrongThread, one_line
@@ -42,7 +54,7 @@ def _say(source: PluginSource, error: BaseException) -> None:
     from chatmem.privacy.secrets import plugin_mask
 
     why = (ITS_OWN_THREAD if isinstance(error, WrongThread)
-           else plugin_mask().mask(one_line(error)))
+           else plugin_mask(_credentials[0]() if _credentials else None).mask(one_line(error)))
     consoles()[1].print(f"warning: a thread {registered_by(source)} started failed: {why}",
                         markup=False, soft_wrap=True)
 
@@ -68,9 +80,9 @@ def _plugin_in(trace: TracebackType | None) -> PluginSource | None:
 
 def _plugin_sources() -> list[PluginSource]:
     """The plugins that registered anything, built-ins left out."""
-    from chatmem.cli.opening import registries
+    from chatmem.plugins import load_registries
 
-    loaded = registries()
+    loaded = load_registries()
     named = [*(("strategy", n) for n in loaded.strategies),
              *(("provider", n) for n in loaded.providers),
              *(("embedder", n) for n in loaded.embedders)]

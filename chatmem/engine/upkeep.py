@@ -18,6 +18,7 @@ from chatmem.memory.base import MemoryEnv, Opening
 from chatmem.memory.guards import prepare_guarded, update_guarded
 from chatmem.notices import HelperTooSmall, MemoryUpdateCancelled, MemoryUpdateFailed, Notice
 from chatmem.providers.base import innermost
+from chatmem.session_notices import LARGE_STATE, StateLarge
 
 if TYPE_CHECKING:
     from datetime import tzinfo
@@ -91,6 +92,22 @@ class MemoryUpkeep:
         except ChatmemError:  # that state unreadable: the failure is the one to tell
             return None
         return self.address if held else None
+
+    def _large_states(self) -> list[Notice]:
+        """Each plugin member's state over LARGE_STATE bytes, said once per chat (an
+        engine's state object): a turn reads it whole, so a plugin keeping 60 MB made each
+        turn take 10-15 s and nothing said why. chatmem's own keep theirs small."""
+        said: set[str] = self.state.caches.setdefault("large_states_said", set())
+        large: list[Notice] = []
+        for member in self.strategy.members:
+            if (member.name in said or type(member).__module__.startswith("chatmem.")
+                    or not member.keeps_state):
+                continue
+            size = self.state.store.memory.strategy_state_size(self.session.id, member.name)
+            if size > LARGE_STATE:
+                said.add(member.name)
+                large.append(StateLarge(self.address, member.name, size))
+        return large
 
     def between_turns(self) -> None:
         """Upkeep nobody waits for, for a front end to call once a turn is shown and
@@ -208,7 +225,8 @@ class MemoryUpkeep:
             # "local" when it names none.
             said.append(HelperTooSmall(self.strategy.name, innermost(helper).model))
         try:
-            return said + update_guarded(self.strategy, env, erasures=erasures)
+            return said + update_guarded(self.strategy, env, erasures=erasures) + \
+                self._large_states()
         except SessionGone:
             # Not a failure to retry: there is no next turn. Said as a deletion while the
             # reply came is, by the name the user knows (the store knows only its id).

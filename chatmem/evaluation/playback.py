@@ -198,7 +198,7 @@ def _measure_turn(run: StrategyRun, context: Context) -> None:
 
 
 def _note_failed_embedding(run: StrategyRun, context: Context) -> None:
-    run.embedding_failures.extend(w.error for w in context.warnings
+    run.embedding_failures.extend(w for w in context.warnings
                                   if isinstance(w, EmbeddingFailed))
     if any(isinstance(r, Recalled) and r.embedded is not None for r in _reasons(context)):
         run.partly_unembedded += 1

@@ -27,6 +27,7 @@ from enum import StrEnum
 from typing import Any
 
 from chatmem import expected_text
+from chatmem.context_warnings import EmbeddingFailed
 from chatmem.errors import StrategyFailed
 from chatmem.evaluation.steps import Replaced
 from chatmem.memory.context import Context
@@ -121,7 +122,7 @@ class StrategyRun:
     become one notice (`over_budget`)."""
     indexing_said: set[IndexingNotice] = field(default_factory=set)
     """The vector backlog's notices already among `notices` (each said once per run)."""
-    embedding_failures: list[str] = field(default_factory=list)
+    embedding_failures: list[EmbeddingFailed] = field(default_factory=list)
     """The error of each context built by words alone because embedding its input failed:
     one notice (`by_words_alone`), else the figures read as those of words and meaning."""
     partly_unembedded: int = 0
@@ -140,8 +141,9 @@ class StrategyRun:
     def by_words_alone(self) -> ContextsByWordsAlone | None:
         if not self.embedding_failures:
             return None
+        first = self.embedding_failures[0]
         return ContextsByWordsAlone(len(self.embedding_failures), len(self.contexts),
-                                    self.embedding_failures[0])
+                                    first.error, first.embedder)
 
     def without_vectors(self) -> ContextsWithoutVectors | None:
         failure = next((n.failure for n in self.notices if isinstance(n, IndexingNotice)), None)

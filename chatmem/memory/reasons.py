@@ -121,7 +121,8 @@ class FactsSelected:
 @dataclass(frozen=True)
 class RecallMethod:
     """How recall ranked: the `mode` and its weights; `no_embedder` or `embedding_error`
-    when it fell back to words only."""
+    when it fell back to words only (`failed_embedder`: the registered embedder that raised
+    it, for a front end to name its plugin)."""
 
     mode: str
     dense_weight: float
@@ -130,6 +131,7 @@ class RecallMethod:
     mmr: float
     no_embedder: bool = False
     embedding_error: str | None = None
+    failed_embedder: str | None = None
 
 
 @dataclass(frozen=True)

@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING
 
 from chatmem.context_warnings import ContextWarning, EmbeddingFailed
 from chatmem.embeddings.base import load
-from chatmem.errors import ChatmemError
+from chatmem.errors import ChatmemError, EmbedderFailed
 from chatmem.memory import later_mentions, recall_days, speaker_prior, time_words
 from chatmem.memory.assembly import (
     assemble,
@@ -184,6 +184,7 @@ class RetrievalStrategy(BaseStrategy[RetrievalParams]):
         embedder = request.embedder if self.needs_embedder else None
         no_embedder = self.needs_embedder and embedder is None
         embedding_error: str | None = None
+        failed_embedder: str | None = None
         count = source.count_before(first_recent)
         query = request.query  # not the asker's own label: it would find all they said
         weights = self.weights(embedder)
@@ -211,7 +212,8 @@ class RetrievalStrategy(BaseStrategy[RetrievalParams]):
                     dense, present, rows = found.scores, found.present, found.rows
             except ChatmemError as e:
                 embedding_error = str(e)
-                warnings.append(EmbeddingFailed(str(e)))
+                failed_embedder = e.name if isinstance(e, EmbedderFailed) else None
+                warnings.append(EmbeddingFailed(str(e), failed_embedder))
                 weights = replace(weights, mode="bm25")
                 embedder = dense = rows = present = None
                 embedded = count
@@ -284,7 +286,8 @@ class RetrievalStrategy(BaseStrategy[RetrievalParams]):
                 r.route = route_of(r.bm25, r.words, r.dense, weights, r.position in dated,
                                    beside)
         method = RecallMethod(weights.mode, weights.dense_weight, weights.smooth,
-                              weights.sitting, weights.mmr, no_embedder, embedding_error)
+                              weights.sitting, weights.mmr, no_embedder, embedding_error,
+                              failed_embedder)
         if not kept:
             return None, as_json(shown, self.options.top_k)
         best_by_turn: dict[int, float] = {}

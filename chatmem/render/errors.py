@@ -304,11 +304,14 @@ def _(error: StrategyFailed, client: Client) -> str:
     return f"{error}{by_plugin(error.kind, error.name)}"  # not a command its client can run
 
 
-def by_plugin(kind: str, name: str) -> str:
-    """` (plugin echo (chatmem-echo 0.1.0))` for what a plugin registered, else nothing:
-    when its code fails, that is whom to tell."""
+def by_plugin(kind: str, name: str | None) -> str:
+    """` (plugin echo (chatmem-echo 0.1.0))` for what a plugin registered, else nothing
+    (nothing for no name): when its code fails, that is whom to tell."""
     from chatmem.plugin_entries import registered_by
     from chatmem.plugins import load_registries
+
+    if name is None:
+        return ""
 
     source = load_registries().origin(kind, name)
     return "" if source is None or source.builtin else f" ({registered_by(source)})"

@@ -72,6 +72,7 @@ from chatmem.session_notices import (
     ModelChanged,
     SavedParamsDropped,
     SettingsNotSaved,
+    StateLarge,
     StrategyChanged,
     SystemPromptReplaced,
 )
@@ -204,6 +205,12 @@ HELPER_MODEL_HINT = ("name a stronger model for these calls: helper_model = \"gp
 
 
 @_worded.register
+def _(n: StateLarge, repl_hints: bool) -> str:
+    return (f"session {n.session}: strategy {n.strategy!r}{by_plugin('strategy', n.strategy)}"
+            f" keeps about {n.size / 1e6:.0f} MB of state, read whole each turn: turns are slow")
+
+
+@_worded.register
 def _(n: HelperTooSmall, repl_hints: bool) -> str:
     return f"{n.strategy}: {helper_too_small_text(n)}"
 
@@ -308,7 +315,7 @@ def _(n: ContextsOverBudget, repl_hints: bool) -> str:
 @_worded.register
 def _(n: ContextsByWordsAlone, repl_hints: bool) -> str:
     return (f"{counted(n.failed, 'context')} of {n.built:,} ranked by words alone: embedding "
-            f"the input failed ({n.error})")
+            f"the input failed ({n.error}{by_plugin('embedder', n.embedder)})")
 
 
 @_worded.register
@@ -358,7 +365,8 @@ def _(n: SummaryBehind, repl_hints: bool) -> str:
 
 @_worded.register
 def _(n: EmbeddingFailed, repl_hints: bool) -> str:
-    return f"recall: embedding failed ({n.error}), ranked by words only"
+    by = by_plugin("embedder", n.embedder)
+    return f"recall: embedding failed ({n.error}{by}), ranked by words only"
 
 
 @_worded.register

@@ -42,6 +42,7 @@ from chatmem.memory.reasons import (
     Unsummarized,
 )
 from chatmem.render.counts import counted
+from chatmem.render.errors import by_plugin
 
 
 def reason_text(reason: PartReason) -> str:
@@ -157,7 +158,8 @@ def method_text(m: RecallMethod) -> str:
         weights.append(f"mmr {m.mmr:g}")
     text = f"{m.mode} ({', '.join(weights)})"
     if m.embedding_error is not None:
-        return f"{text}; embedding failed ({m.embedding_error}), ranked by words only"
+        by = by_plugin("embedder", m.failed_embedder)
+        return f"{text}; embedding failed ({m.embedding_error}{by}), ranked by words only"
     return f"{text}; no embedder" if m.no_embedder else text
 
 

@@ -133,6 +133,14 @@ class MemoryTables:
             )
         return True
 
+    def strategy_state_size(self, session_id: int, strategy: str) -> int:
+        """The bytes (UTF-8) of the strategy's stored values in the session, all keys."""
+        size = "octet_length(value)" if self._postgres else "LENGTH(CAST(value AS BLOB))"
+        rows = fetch_rows(self._db, f"SELECT COALESCE(SUM({size}), 0) AS size"
+                          " FROM strategy_state WHERE session_id = ? AND strategy = ?",
+                          [session_id, strategy])
+        return int(rows[0]["size"])
+
     def strategy_state_values(self, key: str, session_id: int | None = None) -> list[StateRow]:
         """Every stored `key`, in one session or all of them, by session and strategy, each
         with its session's name and owner. A value that is not JSON comes back unread

@@ -3,6 +3,7 @@ its key, folding its write-ahead log, and telling when another file has taken it
 
 from __future__ import annotations
 
+import hashlib
 import os
 import shutil
 import sqlite3
@@ -111,6 +112,22 @@ def fold_wal(path: Path) -> None:
     except sqlite3.Error as e:
         raise StoreError(f"{path}: {e}", kind=StoreFailure.CANNOT_OPEN, location=str(path),
                          reason=str(e)) from None
+
+
+def checkpointed_hash(path: Path) -> str:
+    """What a history file holds, as one SHA-256: the file with its write-ahead log folded
+    in (and the log's own bytes, when one is left). chatmem.testing's check that a build
+    writes nothing compares it before and after."""
+    connection = sqlite3.connect(path)
+    try:
+        connection.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    finally:
+        connection.close()
+    digest = hashlib.sha256(path.read_bytes())
+    wal = path.with_name(path.name + "-wal")
+    if wal.exists():
+        digest.update(wal.read_bytes())
+    return digest.hexdigest()
 
 
 def connect(path: str | Path, key: str | None = None, *,

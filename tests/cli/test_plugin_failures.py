@@ -204,7 +204,24 @@ def test_an_eval_whose_embedder_fails_says_its_figures_are_of_words_alone(
         said = [n for n in notices if "ranked by words alone" in n]
         assert said == [f"{failed} ranked by words alone: embedding the input failed "
                         "(embedder 'asksdown' failed: RuntimeError: query endpoint down "
-                        "查询服务不可用)"], notices
+                        "查询服务不可用 (plugin flaky (chatmem-flaky 0.1.0)))"], notices
+
+
+def test_a_plugin_embedder_failing_on_the_input_is_named_with_its_plugin(
+        installed: Install, tmp_path: Path) -> None:
+    """A chat's warning and inspect's recall line named the embedder but not the plugin that
+    registered it, as every other failure of a plugin's code is named."""
+    installed("chatmem-flaky", "chatmem_flaky", FLAKY, name="flaky")
+    config, db = tmp_path / "config.toml", tmp_path / "h.db"
+    config.write_text('[embeddings]\nprovider = "asksdown"\n', encoding="utf-8")
+    common = ["--provider", "scripted", "--config", str(config), "--db", str(db)]
+    invoke("chat", "猫", "-s", "retrieval:recent=0", *common, input="我的猫叫小黑\n", code=0)
+    invoke("index", "猫", *common[2:], code=0)  # a stored vector: the input's is asked for
+    chatted = invoke("chat", "猫", *common, input="猫叫什么?\n", code=0)
+    by = "查询服务不可用 (plugin flaky (chatmem-flaky 0.1.0))"
+    assert by in chatted.stderr, chatted.stderr
+    inspected = invoke("inspect", "猫", "--next", "小黑?", *common, code=0)
+    assert by in " ".join(inspected.stdout.split()), inspected.stdout
 
 
 KEYED = '''
