@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 from cli_runner import invoke
-from waiting import HANG, Watched, wait_until
+from waiting import HANG, Watched, ctrl_c_reaches_it, wait_until
 
 from chatmem.app.session_files import IMPORT_BATCH
 
@@ -45,7 +45,7 @@ def _stopped_saying(tmp_path: Path, how: signal.Signals) -> tuple[int, Watched]:
     process = subprocess.Popen(
         [sys.executable, "-m", "chatmem", "sessions", "import",
          str(_transcript(tmp_path / "big.jsonl")), "大", "--no-index", "--db", str(db)],
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, preexec_fn=ctrl_c_reaches_it,
         env={**os.environ, "HOME": str(tmp_path), "NO_COLOR": "1"})
     assert process.stdout is not None and process.stderr is not None
     err = Watched(process.stderr)
@@ -110,10 +110,16 @@ def test_ctrl_c_as_the_session_is_named_says_it_was_created(
         signal.raise_signal(signal.SIGINT)
 
     monkeypatch.setattr(unfinished, "publish", then_ctrl_c)
+    # As a terminal's Ctrl-C acts, whatever pytest started with (SIGINT ignored in a
+    # background job): put back as found at the end.
+    found = signal.signal(signal.SIGINT, signal.default_int_handler)
     db = tmp_path / "x.db"
     small = tmp_path / "small.jsonl"
     small.write_text('{"role": "user", "content": "我们去波尔图"}\n', encoding="utf-8")
-    result = invoke("sessions", "import", str(small), "大", "--no-index", "--db", str(db))
+    try:
+        result = invoke("sessions", "import", str(small), "大", "--no-index", "--db", str(db))
+    finally:
+        signal.signal(signal.SIGINT, found)
     assert result.exit_code == 130
     assert "nothing was imported" not in result.stderr
     assert "session 大 was created" in result.stderr
