@@ -10,7 +10,8 @@ generated English, Chinese and mixed conversations, alone and as `NAME+window`, 
 AssertionError at the first rule broken (README: What a strategy is). For a finer grain,
 `run_conversation(name, conversation, folder)` runs one conversation, `conversations()` is
 the Hypothesis strategy that generates them and `contract_settings(n)` the settings
-chatmem draws them with. Needs Hypothesis: `pip install 'chatmem[testing]'`.
+chatmem draws them with. Needs Hypothesis: the `testing` extra
+(`pip install -e '.[testing]'` in the chatmem checkout) brings it.
 """
 
 from __future__ import annotations

@@ -4,7 +4,7 @@ The conversations are Hypothesis strategies (English, Chinese and mixed inputs, 
 that push budgets, a system prompt or none, an opening greeting or none, small windows and
 budgets), drawn derandomized: the same conversations on every run, and a failure is shrunk
 to the smallest conversation that still breaks the rule. Hypothesis is imported only when
-they are drawn (`pip install 'chatmem[testing]'` brings it).
+they are drawn (the `testing` extra brings it).
 """
 
 from __future__ import annotations
