@@ -266,6 +266,37 @@ app.add_typer(admin.app, name="admin")
 
 
 def main() -> None:
+    try:
+        _main()
+    finally:
+        _leave_the_local_model_reading()
+
+
+def _leave_the_local_model_reading() -> None:
+    """End now, as the command ends, when the embedded model may still be reading the prompt
+    of a cancelled reply: Python's own ending would wait for the read (a chat left with
+    Ctrl-D stayed 90-110 s after a 2,000-token prompt), and ending while it reads crashes.
+    What the command stored is committed and its history closed by now."""
+    local = sys.modules.get("chatmem.providers.local")
+    if local is None or not local.left_reading():
+        return
+    ending = sys.exc_info()[1]
+    if ending is not None and not isinstance(ending, SystemExit):
+        return  # a traceback to show: Python's own ending shows it
+    code = ending.code if isinstance(ending, SystemExit) else 0
+    import os
+    from contextlib import suppress
+
+    with suppress(Exception):
+        if code is not None and not isinstance(code, int):
+            print(code, file=sys.stderr)
+            code = 1
+        sys.stdout.flush()
+        sys.stderr.flush()
+    os._exit(code if isinstance(code, int) else 0)
+
+
+def _main() -> None:
     # Named as installed, also under `python -m chatmem`: shell completion keys on the name
     # (_CHATMEM_COMPLETE), and the usage line shows what a person types.
     from chatmem.cli.streams import discard_unwritten, prepare_streams

@@ -11,6 +11,7 @@ from __future__ import annotations
 import importlib.util
 import json
 import secrets
+import threading
 import urllib.request
 from collections.abc import Iterable, Iterator, Mapping
 from functools import cached_property, lru_cache
@@ -24,6 +25,15 @@ from chatmem.providers.base import ChatMessages, Purpose
 from chatmem.providers.openai import OpenAIProvider, OpenAIReply
 
 SMOLLM2_FILE = "SmolLM2-135M-Instruct.Q4_1.gguf"
+_left_reading = threading.Event()
+"""Set once a reply is closed before its end: its server may be reading its prompt still."""
+
+
+def left_reading() -> bool:
+    """Whether a reply was left before its end (a cancelled turn): llama.cpp sees the closed
+    connection only when it answers, so its server reads the prompt to the end, and its
+    destructor, run as Python ends, waits for that (~100 s for 2,000 tokens)."""
+    return _left_reading.is_set()
 
 
 def bundled_model_path() -> Path | None:
@@ -93,9 +103,17 @@ class LocalTokenCounter:
 
 
 class LocalReply(OpenAIReply):
+    _ended = False
+
     def __iter__(self) -> Iterator[str]:
         self.rendered_prompt = self._provider.render_prompt(self._messages)  # type: ignore[attr-defined]
         yield from super().__iter__()
+        self._ended = True
+
+    def close(self) -> None:
+        if not self._ended:
+            _left_reading.set()
+        super().close()
 
 
 class LocalProvider(OpenAIProvider):

@@ -215,3 +215,51 @@ def test_the_budget_check_before_sending_counts_what_the_template_adds(tmp_path)
     with Store(db) as store:  # nothing was sent: no turn, no message
         session = store.sessions.find_session("模板")
         assert session is None or store.turns.turns(session.id) == []
+
+
+LEAVE_WHILE_READING = """
+import sys, threading, time
+from contextlib import suppress
+from chatmem.providers.local import LocalProvider
+
+local = LocalProvider(max_tokens=1, threads=1)
+
+def prompt(where):
+    return [{"role": "user", "content": (where + "，我们在西湖边住了三天，每天都下雨。") * 25}]
+
+started = time.monotonic()
+"".join(local.stream(prompt("五月去杭州")))
+read = time.monotonic() - started
+
+def cancelled():
+    with suppress(Exception):
+        "".join(reply)
+
+reply = local.stream(prompt("六月去苏州"))  # another prompt: none of it is cached
+threading.Thread(target=cancelled, daemon=True).start()
+time.sleep(read / 4)
+reply.close()  # as a Ctrl-D does, while the model still reads it
+print(read, time.monotonic(), flush=True)
+sys.argv = ["chatmem", "--version"]  # and the process ends as a command's does
+from chatmem.cli import main
+main()
+"""
+
+
+def test_leaving_while_the_model_reads_a_long_prompt_does_not_wait_for_the_read(
+        tmp_path) -> None:
+    """Ctrl-D while the embedded model read a ~2,000-token prompt: the reply was cancelled,
+    then the process stayed alive 90-110 s, the server's destructor waiting for the read."""
+    import subprocess
+    import sys
+    import time
+
+    script = tmp_path / "leave.py"
+    script.write_text(LEAVE_WHILE_READING, encoding="utf-8")
+    done = subprocess.run([sys.executable, str(script)], capture_output=True, text=True,
+                          timeout=600, check=False)
+    ended = time.monotonic()
+    assert done.returncode == 0, done.stderr  # not the crash of ending while it reads
+    read, left = (float(x) for x in done.stdout.split()[:2])
+    # Three quarters of the read were left when it left: it ended long before those.
+    assert ended - left < read / 3, (ended - left, read)
