@@ -32,7 +32,6 @@ import argparse
 import asyncio
 import json
 import os
-import socket
 import statistics
 import sys
 import tempfile
@@ -42,7 +41,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
-from workloads import percentile
+from workloads import percentile, serving
 
 REPLY = ["Noted", ", ", "thanks", "."]
 
@@ -135,39 +134,25 @@ def stats(values: list[float]) -> tuple[float, float]:
 
 def measure_proxy(turns: int, requests: int, upstream: Upstream,
                   strategy: str = "window") -> dict[str, Any]:
-    import uvicorn
     from openai import OpenAI
 
     from chatmem.config.sections import EmbeddingsSection
     from chatmem.config.settings import Settings
-    from chatmem.serve.proxy import build_app
 
     with tempfile.TemporaryDirectory() as folder:
         db = Path(folder) / "h.db"
         build_history(db, turns, strategy)
         settings = Settings(provider="openai", base_url=upstream.base_url, model="bench",
                             db=str(db), embeddings=EmbeddingsSection(provider="hash"))
-        sock = socket.socket()
-        sock.bind(("127.0.0.1", 0))
-        server = uvicorn.Server(uvicorn.Config(build_app(settings), log_level="warning"))
-        thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
-        thread.start()
-        while not server.started:
-            time.sleep(0.01)
-        try:
+        with serving(settings) as served:
             direct = OpenAI(base_url=upstream.base_url, api_key="x", max_retries=0)
-            proxied = OpenAI(base_url=f"http://127.0.0.1:{sock.getsockname()[1]}/v1",
-                             api_key="x", max_retries=0)
+            proxied = OpenAI(base_url=f"{served}/v1", api_key="x", max_retries=0)
             header = {"X-Chatmem-Conversation": "bench"}
             timed_stream(proxied, header)  # the first request opens the model and the file
             rows: dict[str, list[tuple[float, float]]] = {"direct": [], "proxy": []}
             for _ in range(requests):
                 rows["direct"].append(timed_stream(direct, {}))
                 rows["proxy"].append(timed_stream(proxied, header))
-        finally:
-            server.should_exit = True
-            thread.join(60)
-            sock.close()
     out: dict[str, Any] = {"turns": turns}
     for name, values in rows.items():
         out[name] = {"first_ms": stats([v[0] for v in values]),

@@ -15,35 +15,23 @@ recall's vectors) kept open between requests.
 
 from __future__ import annotations
 
-import socket
-import threading
 import time
 from pathlib import Path
 from typing import Any
 
-from workloads import copy_base, measured, phase, question, summary
+from workloads import copy_base, measured, phase, question, serving, summary
 
 
 def served_cell(spec: dict[str, Any]) -> dict[str, Any]:
     import httpx2 as httpx
-    import uvicorn
 
     from chatmem.config.sections import EmbeddingsSection
     from chatmem.config.settings import Settings
-    from chatmem.serve.proxy import build_app
 
     path = Path(spec["db"])
     copy_base(Path(spec["base"]), path)
     settings = Settings(provider="scripted", db=str(path),
                         embeddings=EmbeddingsSection(provider=spec.get("embedder", "hash")))
-    sock = socket.socket()
-    sock.bind(("127.0.0.1", 0))
-    server = uvicorn.Server(uvicorn.Config(build_app(settings), log_level="warning"))
-    thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
-    thread.start()
-    while not server.started:
-        time.sleep(0.01)
-    url = f"http://127.0.0.1:{sock.getsockname()[1]}/v1/chat/completions"
     model = f"scripted@{spec.get('strategy', 'retrieval')}"  # the cell's strategy, by name
     headers = {"X-Chatmem-Conversation": "bench"}
     cpu: list[float] = []
@@ -62,18 +50,14 @@ def served_cell(spec: dict[str, Any]) -> dict[str, Any]:
         cpu.append((time.process_time() - cpu_started) * 1000)
         return took
 
-    try:
-        with httpx.Client(timeout=600) as client:
-            phase("first request")
-            started = time.perf_counter()
-            one(0)  # opens the history, the engine, reads every stored vector
-            first_ms = (time.perf_counter() - started) * 1000 - settle * 1000
-            cpu.clear()
-            phase("requests")
-            samples = measured(one, spec["repeat"], spec["seconds"])
-    finally:
-        server.should_exit = True
-        thread.join(60)
-        sock.close()
+    with serving(settings) as served, httpx.Client(timeout=600) as client:
+        url = f"{served}/v1/chat/completions"
+        phase("first request")
+        started = time.perf_counter()
+        one(0)  # opens the history, the engine, reads every stored vector
+        first_ms = (time.perf_counter() - started) * 1000 - settle * 1000
+        cpu.clear()
+        phase("requests")
+        samples = measured(one, spec["repeat"], spec["seconds"])
     return {"turn": summary(samples, cpu), "first_turn_ms": first_ms,
             "options": spec.get("options", "same")}

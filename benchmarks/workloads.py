@@ -93,6 +93,32 @@ def phase(name: str) -> None:
 # -- stored histories -----------------------------------------------------------------
 
 
+@contextlib.contextmanager
+def serving(settings: Any) -> Iterator[str]:
+    """`chatmem serve`'s app over `settings`, in this process on a port of its own (real
+    HTTP, uvicorn): its `http://127.0.0.1:PORT`, the server stopped on leaving."""
+    import socket
+    import threading
+
+    import uvicorn
+
+    from chatmem.serve.proxy import build_app
+
+    sock = socket.socket()
+    sock.bind(("127.0.0.1", 0))
+    server = uvicorn.Server(uvicorn.Config(build_app(settings), log_level="warning"))
+    thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
+    thread.start()
+    try:
+        while not server.started:
+            time.sleep(0.01)
+        yield f"http://127.0.0.1:{sock.getsockname()[1]}"
+    finally:
+        server.should_exit = True
+        thread.join(60)
+        sock.close()
+
+
 def is_url(location: str | Path) -> bool:
     return str(location).startswith(("postgresql://", "postgres://"))
 
