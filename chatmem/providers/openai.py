@@ -238,9 +238,8 @@ class OpenAIProvider:
         request's max_tokens) when one is given."""
         self.base_url = base_url or "https://api.openai.com/v1"
         endpoint = parse_endpoint(self.base_url)
-        self.cap_field = cap_field_for(endpoint.base)
-        """The request field the reply cap goes in (`cap_field_for`); a server that refuses it
-        naming the other is asked again with that one, and from then on."""
+        self._cap_field = [cap_field_for(endpoint.base)]
+        """`cap_field`, in a list its copies (`with_options`) share."""
         self.where = endpoint.shown
         """The base URL as errors show it: credentials in it are never repeated."""
         self.api_key_env = api_key_env
@@ -262,6 +261,18 @@ class OpenAIProvider:
             max_retries=max_retries,
             http_client=ResendOnlyUnsent(event_hooks={"response": [self._watch_body]}),
         )
+
+    @property
+    def cap_field(self) -> str:
+        """The request field the reply cap goes in (`cap_field_for`); a server that refuses it
+        naming the other is asked again with that one, and from then on, by this model and
+        every copy of it with other options (a served request's): each learnt it anew, and
+        a client switching options was refused, and asked again, on every switch."""
+        return self._cap_field[0]
+
+    @cap_field.setter
+    def cap_field(self, field: str) -> None:
+        self._cap_field[0] = field
 
     def begin_reply(self, most_bytes: float = float("inf")) -> ReplyDeadline:
         """The deadline of the reply this thread is about to request; `most_bytes`: the body
@@ -347,8 +358,9 @@ class OpenAIProvider:
         return counter_for_model(self.model)
 
     def with_options(self, sampling: Mapping[str, Any], chat_max_tokens: int | None) -> Self:
-        """This model with other per-call options (as opened with them), sharing its client:
-        closed with this one, never on its own."""
+        """This model with other per-call options (as opened with them), sharing its client
+        and what it learns of the server (`cap_field`): closed with this one, never on its
+        own."""
         other = copy.copy(self)
         other.sampling, other.chat_max_tokens = dict(sampling), chat_max_tokens or self.max_tokens
         return other

@@ -334,14 +334,14 @@ class Turn:
                                   else "next-turn-last-kept"
                                   if replacing is Replacing.UNPROVEN else "next-turn")
                 on_stored = partial(stored, ws, engine)
+                again = asked.text
                 if replacing is Replacing.YES:
                     self.turn_id = f"{asked.conversation}@{held}"
                     self.stored_as = "replaced-last-turn"
-                    # Not a turn it may replace (one a summary was made from, or messages
-                    # imported without a turn): a turn of its own then, that exchange kept.
+                    # Not a turn it may replace (a summary's, or imported without one): one of
+                    # its own, that exchange kept; as stored either way (a purge's erasures).
+                    again = input_kept(ws, asked.conversation, asked.text, asked_before)
                     with suppress(TurnNotReplaceable, NotFound):
-                        # (as stored: the client's copy holds what a purge erased there)
-                        again = input_kept(ws, asked.conversation, asked.text, asked_before)
                         result = resend_last(engine, again, on_delta=self._delta,
                                              on_reply_end=self._reply_end,
                                              expected=done, cancel=self.gone,
@@ -351,7 +351,7 @@ class Turn:
                         self.turn_id = f"{asked.conversation}@{held + 1}"
                         self.stored_as = "next-turn-last-kept"
                 if result is None:
-                    result = engine.run_turn(asked.text, on_delta=self._delta,
+                    result = engine.run_turn(again, on_delta=self._delta,
                                              on_reply_end=self._reply_end,
                                              cancel=self.gone, speaker=asked.speaker,
                                              on_stored=on_stored,

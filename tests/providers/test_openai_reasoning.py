@@ -3,6 +3,8 @@ a reply the cap or a content filter stopped before any text."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 from chat_server import ChatServer
 from registered import create_provider, open_session
@@ -122,3 +124,31 @@ def test_an_empty_reply_the_model_ended_is_still_a_fault(chat_server: ChatServer
             "".join(provider.stream([{"role": "user", "content": "hi"}]))
     finally:
         provider.close()
+
+
+def test_a_cap_field_learnt_once_holds_for_every_requests_options(
+        chat_server: ChatServer, tmp_path: Path) -> None:
+    """A server's requests bring options of their own (a temperature here, none there, a
+    seed): each gets a copy of the pooled model with them (`with_call_options`). What one
+    learnt from a refused cap field stayed with that copy, so a client switching options
+    was refused, and asked again, on every switch (a round trip each, and a 400 logged)."""
+    from chatmem.app import Workspace
+    from chatmem.app.model_pool import ModelPool
+    from chatmem.config.settings import Source, SourceKind, with_options
+
+    chat_server.refuses = "max_tokens"
+    pool = ModelPool()
+    settings = settings_for(chat_server, db=str(tmp_path / "历史.db"))
+    asked = [{"temperature": 0.2}, {}, {"seed": 7}, {"temperature": 0.2}, {"seed": 8}]
+    try:
+        for options in asked:
+            with Workspace(with_options(settings, options, Source(SourceKind.FLAG, "request")),
+                           models=pool) as ws:
+                assert "".join(ws.chat_provider.stream(
+                    [{"role": "user", "content": "你好"}])) == "Hello from the test server."
+    finally:
+        pool.close()
+    sent = chat_server.requests
+    assert ["max_tokens" in r for r in sent] == [True] + [False] * len(asked)
+    assert [(r.get("temperature"), r.get("seed")) for r in sent[1:]] == [
+        (o.get("temperature"), o.get("seed")) for o in asked]

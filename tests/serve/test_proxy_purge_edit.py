@@ -141,3 +141,29 @@ def test_a_regenerate_of_a_named_chat_s_purged_last_message_keeps_the_purge(
         assert ask(edited)[1:] == ("工作@2", "replaced-last-turn")
     assert _histories(db_path)["工作"] == ["Hello", other]
     assert _nowhere(db_path, value)
+
+
+@pytest.mark.parametrize(("said", "value"), SAID)
+def test_a_regenerate_of_a_purged_message_no_turn_holds_keeps_the_purge(
+        chat_server: ChatServer, db_path: Path, said: str, value: str) -> None:
+    """The last exchange was imported (no turn a regenerate may replace): the client's copy
+    was stored as a turn of its own, the purged value in it, where a regenerate of a turn
+    sends and stores the message as the purge left it."""
+    with Store(db_path) as store:
+        session = store.sessions.create_session("工作", "buffer", {}, provider="openai",
+                                                model="test-small")
+        store.history.import_messages(session.id, [
+            {"role": "user", "content": "Hello"}, {"role": "assistant", "content": "Hi!"},
+            {"role": "user", "content": said}, {"role": "assistant", "content": "Noted."}])
+    _purge(db_path, "工作", value)
+    settings = Settings(provider="openai", base_url=chat_server.base_url, model="test-small",
+                        db=str(db_path))
+    with RunningProxy(settings, strategy="buffer") as running:
+        ask = asker(running, extra_headers={"X-Chatmem-Conversation": quote("工作")})
+        assert ask([{"role": "user", "content": "Hello"},
+                    {"role": "assistant", "content": "Hi!"},
+                    {"role": "user", "content": said}])[2] == "next-turn-last-kept"
+    erased = said.replace(value, "[forgotten]")
+    assert _histories(db_path)["工作"] == ["Hello", erased, erased]
+    assert value not in chat_server.requests[-1]["messages"][-1]["content"]
+    assert _nowhere(db_path, value)
