@@ -81,9 +81,9 @@ def replay(
     With `failed`, a run in memory whose strategy's own code fails (StrategyFailed) is
     noted there and the others run on; a saved one still stops them all (nothing of a
     replay that does not stand is kept).
-    With `cut`, Ctrl-C in a run in memory after another has finished ends the replay there:
-    the finished runs are returned and the labels of the run stopped and of those not
-    started go in `cut` (else their results were lost with it).
+    With `cut`, Ctrl-C in a run in memory after another has finished (or failed, noted in
+    `failed`) ends the replay there: the finished runs are returned and the labels of the
+    run stopped and of those not started go in `cut` (else their results were lost with it).
     """
     strategies = strategies or load_registries().strategies
     check_distinct(specs, strategies)
@@ -130,7 +130,7 @@ def replay(
                     raise
                 failed.append(FailedRun(spec.label, e))
             except KeyboardInterrupt:
-                if cut is None or not runs:
+                if cut is None or not (runs or failed):  # a failure noted is a result too
                     raise
                 cut.extend(s.label for s in specs[at:])
                 break

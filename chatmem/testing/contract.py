@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import itertools
 import json
+import uuid
 from pathlib import Path
 from typing import Any
 
@@ -30,8 +31,13 @@ from chatmem.store import Store
 from chatmem.store.sqlite_files import checkpointed_hash
 from chatmem.tokens import REPLY_PRIMING
 
-_conversations = itertools.count(1)
-"""Each conversation's session gets a name of its own (on PostgreSQL they share a database)."""
+
+def _session_name() -> str:
+    """A name no other conversation's session has: on PostgreSQL they share a database, and
+    the next run there (another process, another test) numbering them c1, c2... again went on
+    in the sessions the last run left, failing the rule that what was sent is what is
+    stored."""
+    return f"contract-{uuid.uuid4().hex[:12]}"
 
 
 def strategy_params(strategies: StrategyRegistry, name: str,
@@ -63,7 +69,7 @@ def run_conversation(name: str, convo: dict[str, Any], folder: Path, embedder: s
     with Store(location or folder / "c.db") as store:
         # The contract is about what a strategy builds, over budget too: the engine's
         # pre-flight refusal of an input that cannot fit is tested in test_engine.py.
-        engine = open_session(store, settings, provider, f"c{next(_conversations)}",
+        engine = open_session(store, settings, provider, _session_name(),
                               strategy=strategies.parse(name, params),
                               strategies=strategies, allow_over_budget=True)
         if convo["greeting"]:

@@ -11,6 +11,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from plugin_site import BUILD_FAILS, install
 from waiting import HANG, Watched, ctrl_c_reaches_it, wait_until
 
 from chatmem.store import Store
@@ -142,3 +143,40 @@ def test_ctrl_c_in_an_eval_keeps_the_strategies_that_finished(tmp_path: Path,
     assert data["strategies"][0]["eval"]["text_recall"] == 1.0
     assert data["cut"] == ["window k=1", "window k=2"]
     assert "1 of 3" in said and "window k=1, window k=2" in said
+
+
+def test_ctrl_c_in_an_eval_after_a_plugin_strategy_failed_still_says_its_failure(
+        tmp_path: Path, chat_server) -> None:
+    """A plugin strategy that failed (its build raised) is a result too: Ctrl-C in the next
+    strategy said only "interrupted", exit 130, and nothing of whose code failed."""
+    transcript = _transcript(tmp_path / "t.jsonl")
+    with transcript.open("a", encoding="utf-8") as f:
+        f.write(json.dumps({"probe": "我们去哪里？", "expect_text": ["Porto"]},
+                           ensure_ascii=False) + "\n")
+    install(tmp_path / "site", "chatmem-boom", "chatmem_boom", BUILD_FAILS)
+    chat_server.plan = ["hang"]
+    env = {**os.environ, "HOME": str(tmp_path), "OPENAI_BASE_URL": chat_server.base_url,
+           "OPENAI_API_KEY": "sk-x", "NO_COLOR": "1",
+           "PYTHONPATH": os.pathsep.join([str(tmp_path / "site"), *sys.path])}
+    process = subprocess.Popen(
+        [sys.executable, "-m", "chatmem", "eval", str(transcript), "-s", "boom", "-s",
+         "buffer", "-s", "window:k=1", "--answer", "--provider", "openai", "--model", "m",
+         "--json", "--db", str(tmp_path / "x.db")],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env,
+        preexec_fn=ctrl_c_reaches_it)
+    assert process.stdout is not None and process.stderr is not None
+    err = Watched(process.stderr)
+    out = Watched(process.stdout)
+    wait_until(lambda: len(chat_server.requests) >= 1 or process.poll() is not None,
+               "buffer's answer reached the server")
+    assert process.poll() is None, err.rest()
+    process.send_signal(signal.SIGINT)
+    code = process.wait(timeout=HANG)
+    chat_server.release.set()
+    printed, said = out.rest(), err.rest()
+    assert code == 130, said
+    data = json.loads(printed)
+    assert data["strategies"] == []
+    assert [f["strategy"] for f in data["failed"]] == ["boom"]
+    assert data["cut"] == ["buffer", "window k=1"]
+    assert "1 of 3" in said and "chatmem-boom" in said

@@ -3,11 +3,16 @@ keeping the contract and fails, naming the rule, one that breaks it."""
 
 from __future__ import annotations
 
+import subprocess
+import sys
+from pathlib import Path
+
 import pytest
 from plugin_site import Install
 from test_contract import COUNTS
 
-from chatmem.testing import check_strategy
+from chatmem.store import Store
+from chatmem.testing import OPENED_BY_THE_ASSISTANT, check_strategy, run_conversation
 
 
 def test_check_strategy_passes_a_plugin_strategy_keeping_the_contract(
@@ -25,3 +30,23 @@ def test_check_strategy_fails_a_plugin_strategy_breaking_a_rule(
     installed("chatmem-counts", "chatmem_counts", COUNTS)
     with pytest.raises(AssertionError, match=caught):
         check_strategy(name, examples=2, combined=0)
+
+
+def test_a_second_run_on_the_same_postgres_database_checks_a_conversation_of_its_own(
+        pg_url: str, tmp_path: Path) -> None:
+    """check_strategy(NAME, postgres=URL) run again (the author's next pytest run, a fresh
+    process) named its conversations c1, c2... again: each went on in the session the last
+    run left there, and the rule comparing what was sent with what was stored failed."""
+    for folder in ("first", "second"):
+        (tmp_path / folder).mkdir()
+    run_conversation("window", OPENED_BY_THE_ASSISTANT, tmp_path / "first", location=pg_url)
+    again = subprocess.run(
+        [sys.executable, "-c", "import sys; from pathlib import Path;"
+         " from chatmem.testing import OPENED_BY_THE_ASSISTANT, run_conversation;"
+         " run_conversation('window', OPENED_BY_THE_ASSISTANT, Path(sys.argv[1]),"
+         " location=sys.argv[2])", str(tmp_path / "second"), pg_url],
+        capture_output=True, text=True, encoding="utf-8", timeout=120, check=False)
+    assert again.returncode == 0, again.stderr
+    with Store(pg_url) as store:
+        assert [s.messages for s in store.sessions.list_sessions()] == [7, 7]
+        # the greeting and three exchanges, each run in a session of its own
