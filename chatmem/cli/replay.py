@@ -216,7 +216,7 @@ def _start_backlogs(ws: "Workspace", config: Path | None,
 
 
 def outcome_json(command: str, source: str, outcome: "Comparison") -> dict[str, Any]:
-    """The one JSON shape of replay and eval (docs/schema/chatmem.schema.json)."""
+    """The one JSON shape of replay and eval (docs/chatmem.schema.json)."""
     from chatmem.render.compare import run_notice_text
     from chatmem.render.errors import error_text
 

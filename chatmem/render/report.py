@@ -1,7 +1,7 @@
 """The HTML report of a replay or an eval (its page in report_page, its charts in
 report_charts).
 
-It takes the command's JSON (docs/schema/chatmem.schema.json), so the page
+It takes the command's JSON (docs/chatmem.schema.json), so the page
 shows exactly what `--json` prints. The page is self-contained (inline CSS
 and SVG, no script, nothing fetched), its tables reflow into labelled blocks
 on a narrow screen instead of scrolling sideways, its text wraps anywhere
