@@ -215,6 +215,17 @@ def test_every_package_is_a_regular_package() -> None:
                   if not (f / "__init__.py").exists()) == []
 
 
+def test_every_test_module_has_a_name_of_its_own() -> None:
+    """tests/ has no __init__.py files, so pytest imports each test module by its file name:
+    tests/repl/commands/test_settings.py beside tests/config/test_settings.py stopped the
+    whole run's collection ("import file mismatch") though each file passed alone."""
+    tests = Path(__file__).parent
+    seen: dict[str, list[str]] = {}
+    for path in tests.rglob("test_*.py"):
+        seen.setdefault(path.name, []).append(str(path.relative_to(tests)))
+    assert {name: paths for name, paths in seen.items() if len(paths) > 1} == {}
+
+
 def test_no_module_imports_a_higher_layer() -> None:
     upward = sorted(
         f"{module} (layer {LAYERS[unit(module)]}) imports {target} "
