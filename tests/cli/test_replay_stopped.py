@@ -109,34 +109,42 @@ def test_after_kill_9_nothing_looks_finished_and_the_next_save_as_removes_it(
     _run_to_the_end(tmp_path, chat_server, "trip")
 
 
+def _eval_stopped(tmp_path: Path, chat_server, strategies: list[str], answers: int,
+                  **env: str) -> tuple[int, str, str]:
+    """`eval --answer --json` of a transcript with one probe over `strategies`, given a real
+    SIGINT once `answers` probe answers reached the model (the last one held): its exit
+    code, stdout and stderr."""
+    transcript = _transcript(tmp_path / "t.jsonl")
+    with transcript.open("a", encoding="utf-8") as f:
+        f.write(json.dumps({"probe": "我们去哪里？", "expect_text": ["Porto"]},
+                           ensure_ascii=False) + "\n")
+    chat_server.plan = [*["ok"] * (answers - 1), "hang"]
+    chosen = [part for name in strategies for part in ("-s", name)]
+    process = subprocess.Popen(
+        [sys.executable, "-m", "chatmem", "eval", str(transcript), *chosen, "--answer",
+         "--provider", "openai", "--model", "m", "--json", "--db", str(tmp_path / "x.db")],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, preexec_fn=ctrl_c_reaches_it,
+        env={**os.environ, "HOME": str(tmp_path), "OPENAI_BASE_URL": chat_server.base_url,
+             "OPENAI_API_KEY": "sk-x", "NO_COLOR": "1", **env})
+    assert process.stdout is not None and process.stderr is not None
+    err = Watched(process.stderr)
+    out = Watched(process.stdout)
+    wait_until(lambda: len(chat_server.requests) >= answers or process.poll() is not None,
+               f"probe answer {answers} reached the server")
+    assert process.poll() is None, err.rest()
+    process.send_signal(signal.SIGINT)
+    code = process.wait(timeout=HANG)
+    chat_server.release.set()
+    return code, out.rest(), err.rest()
+
+
 def test_ctrl_c_in_an_eval_keeps_the_strategies_that_finished(tmp_path: Path,
                                                              chat_server) -> None:
     """Ctrl-C while the second strategy's probe answer is at the model: the first's scores
     are printed, the others named as cut, exit 130. Before: only "interrupted", exit 130,
     and the first strategy's finished work was lost."""
-    transcript = _transcript(tmp_path / "t.jsonl")
-    with transcript.open("a", encoding="utf-8") as f:
-        f.write(json.dumps({"probe": "我们去哪里？", "expect_text": ["Porto"]},
-                           ensure_ascii=False) + "\n")
-    chat_server.plan = ["ok", "hang"]
-    env = {**os.environ, "HOME": str(tmp_path), "OPENAI_BASE_URL": chat_server.base_url,
-           "OPENAI_API_KEY": "sk-x", "NO_COLOR": "1"}
-    process = subprocess.Popen(
-        [sys.executable, "-m", "chatmem", "eval", str(transcript), "-s", "buffer", "-s",
-         "window:k=1", "-s", "window:k=2", "--answer", "--provider", "openai", "--model", "m",
-         "--json", "--db", str(tmp_path / "x.db")],
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env,
-        preexec_fn=ctrl_c_reaches_it)
-    assert process.stdout is not None and process.stderr is not None
-    err = Watched(process.stderr)
-    out = Watched(process.stdout)
-    wait_until(lambda: len(chat_server.requests) >= 2 or process.poll() is not None,
-               "the second strategy's answer reached the server")
-    assert process.poll() is None, err.rest()
-    process.send_signal(signal.SIGINT)
-    code = process.wait(timeout=HANG)
-    chat_server.release.set()
-    printed, said = out.rest(), err.rest()
+    code, printed, said = _eval_stopped(tmp_path, chat_server,
+                                        ["buffer", "window:k=1", "window:k=2"], 2)
     assert code == 130, said
     data = json.loads(printed)
     assert [s["strategy"]["label"] for s in data["strategies"]] == ["buffer"]
@@ -149,31 +157,10 @@ def test_ctrl_c_in_an_eval_after_a_plugin_strategy_failed_still_says_its_failure
         tmp_path: Path, chat_server) -> None:
     """A plugin strategy that failed (its build raised) is a result too: Ctrl-C in the next
     strategy said only "interrupted", exit 130, and nothing of whose code failed."""
-    transcript = _transcript(tmp_path / "t.jsonl")
-    with transcript.open("a", encoding="utf-8") as f:
-        f.write(json.dumps({"probe": "我们去哪里？", "expect_text": ["Porto"]},
-                           ensure_ascii=False) + "\n")
     install(tmp_path / "site", "chatmem-boom", "chatmem_boom", BUILD_FAILS)
-    chat_server.plan = ["hang"]
-    env = {**os.environ, "HOME": str(tmp_path), "OPENAI_BASE_URL": chat_server.base_url,
-           "OPENAI_API_KEY": "sk-x", "NO_COLOR": "1",
-           "PYTHONPATH": os.pathsep.join([str(tmp_path / "site"), *sys.path])}
-    process = subprocess.Popen(
-        [sys.executable, "-m", "chatmem", "eval", str(transcript), "-s", "boom", "-s",
-         "buffer", "-s", "window:k=1", "--answer", "--provider", "openai", "--model", "m",
-         "--json", "--db", str(tmp_path / "x.db")],
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env,
-        preexec_fn=ctrl_c_reaches_it)
-    assert process.stdout is not None and process.stderr is not None
-    err = Watched(process.stderr)
-    out = Watched(process.stdout)
-    wait_until(lambda: len(chat_server.requests) >= 1 or process.poll() is not None,
-               "buffer's answer reached the server")
-    assert process.poll() is None, err.rest()
-    process.send_signal(signal.SIGINT)
-    code = process.wait(timeout=HANG)
-    chat_server.release.set()
-    printed, said = out.rest(), err.rest()
+    code, printed, said = _eval_stopped(
+        tmp_path, chat_server, ["boom", "buffer", "window:k=1"], 1,
+        PYTHONPATH=os.pathsep.join([str(tmp_path / "site"), *sys.path]))
     assert code == 130, said
     data = json.loads(printed)
     assert data["strategies"] == []
