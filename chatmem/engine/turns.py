@@ -265,7 +265,8 @@ class Engine(SessionChanges, MemoryUpkeep, TurnChecks, TurnRows, Generic[StoreT]
         notices += self.indexing.pause()
         sent_at = self.store.now()  # stamps the input and the reply; its context reads its day
         try:
-            context = self._build(self.request(text, attachments, parse_time(sent_at), speaker))
+            request = self.request(text, attachments, parse_time(sent_at), speaker)
+            context = self._build(request)
             self.check_budget(context)
         except (OverBudget, StrategyFailed):
             self._refused = True
@@ -339,11 +340,10 @@ class Engine(SessionChanges, MemoryUpkeep, TurnChecks, TurnRows, Generic[StoreT]
         try:
             record = self.store.turns.commit_turn(self._record(
                 text, context, TurnStatus.OK, speaker, reply=reply, latency_ms=elapsed(),
-                prompt_tokens=usage.prompt_tokens,
-                completion_tokens=usage.completion_tokens,
-                rendered_prompt=rendered_prompt,
-            ), sent_at=sent_at, message_tokens=self._message_tokens(context, text, reply),
-                supersedes=supersedes, erasures=self._erasures, external_ids=(external_id, None))
+                prompt_tokens=usage.prompt_tokens, completion_tokens=usage.completion_tokens,
+                rendered_prompt=rendered_prompt), sent_at=sent_at, supersedes=supersedes,
+                message_tokens=self._message_tokens(context, text, reply), erasures=self._erasures,
+                external_ids=(external_id, None), after_turn=request.history.turn_count())
         except SessionGone as gone:
             raise gone.named(self.address) from None
         # Read extends life: a fact this context sent is not idle (fact_idle_days).

@@ -37,7 +37,7 @@ from chatmem.memory.fact_keys import key_identity
 from chatmem.memory.fact_writes import apply_extraction
 from chatmem.memory.history_view import HistoryTurn, HistoryView
 from chatmem.memory.later_facts import LaterFacts
-from chatmem.memory.sensitive_turns import guard_for, remember
+from chatmem.memory.sensitive_turns import guard_for, noted, remember
 from chatmem.notices import (
     DerivedMemory,
     ErasedWhileUpdating,
@@ -192,8 +192,9 @@ def _extract(env: MemoryEnv, model: Provider, turns: Sequence[HistoryTurn],
     state = env.state
     # Every message of the batch is read (a secret the assistant said first, a value
     # answering a label), and values earlier turns found are followed into these.
-    guard, masked = guard_for(state, turns)
-    remember(state, guard, turns)
+    note = noted(state)
+    guard, masked = guard_for(state, turns, note)
+    remember(state, guard, turns, note)
     said = [(t.number, m.content, text) for t, m, text in zip(
         [t for t in turns for _ in t.messages], [m for t in turns for m in t.messages], masked,
         strict=True) if m.role == "user"]

@@ -27,18 +27,36 @@ SENSITIVE_KEY = "sensitive"
 READ_PAGE_TURNS = 32
 
 
+@dataclass(frozen=True)
+class Note:
+    """The turns the session's note lists (`noted`), as a fold reads it once."""
+
+    distrusted: bool
+    """The stored note reads as absent: another role wrote a row of it (p025)."""
+    turns: frozenset[int]
+
+
+def noted(state: SessionState) -> Note:
+    """The note, read once for a fold's guard_for and remember: each read it again, and
+    on PostgreSQL asked again whether it was distrusted, up to five times a fold (and read
+    the whole history twice while it was)."""
+    distrusted = _distrusted(state)
+    return Note(distrusted, frozenset(_said_in(state, distrusted)))
+
+
 def guard_for(
-    state: SessionState, turns: Sequence[HistoryTurn]
+    state: SessionState, turns: Sequence[HistoryTurn], note: Note | None = None
 ) -> tuple[SecretGuard, list[str]]:
     """A guard that knows what earlier turns found and has read `turns`, in order, and
-    the text of each message of `turns` as a helper model may see it."""
+    the text of each message of `turns` as a helper model may see it. `note`: `noted`,
+    when the caller read it already."""
     first = turns[0].number if turns else 0
     guard, before = SecretGuard(), list[str]()
     if first:
         # Each turn that said a secret, with the turn before it (a bare value answers a
         # label there), and the turn just before the batch.
-        said = sorted(n for n in {n for t in _said_in(state) for n in (t - 1, t)}
-                      if 0 < n < first)
+        known = (note or noted(state)).turns
+        said = sorted(n for n in {n for t in known for n in (t - 1, t)} if 0 < n < first)
         reading = _earlier_read(state, said) if said else _Reading(None)
         guard, before = reading.guard.copy(), reading.before
         if first - 1 not in said and first > 1:
@@ -105,21 +123,22 @@ def _read(state: SessionState, guard: SecretGuard, numbers: list[int], before: l
     return before, last_read
 
 
-def remember(state: SessionState, guard: SecretGuard, turns: Sequence[HistoryTurn]) -> None:
+def remember(state: SessionState, guard: SecretGuard, turns: Sequence[HistoryTurn],
+             note: Note | None = None) -> None:
     """Note the turns of `turns` that hold something the guard masks. A note that reads as
-    absent because another role wrote it (`_said_in`) is made again, whole, as the reader's."""
+    absent because another role wrote it (`_said_in`) is made again, whole, as the reader's.
+    `note`: `noted`, when the caller read it already (before this fold's guard read)."""
     if not turns:
         return
     said = {t.number for t in turns if any(guard.holds(m.content) for m in t.messages)}
-    distrusted = _distrusted(state)
-    if not distrusted and said <= _said_in(state):
+    note = note or noted(state)
+    if not note.distrusted and said <= note.turns:
         return
-    rebuilt = _said_in(state) if distrusted else set()
     # Read again under the write lock and extended there: a note another process wrote
     # since (a chat and a catch-up folding at once) is kept, not overwritten by this one.
     with state.store.write():
         still = _distrusted(state)
-        known = rebuilt if distrusted and still else _said_in(state)
+        known = set(note.turns) if note.distrusted and still else _said_in(state, still)
         if still or not said <= known:
             # Covering no turn: the guard re-reads the listed turns as the history holds
             # them now, so a fork or a replaced turn makes it read one more turn at worst.
@@ -151,12 +170,12 @@ def _distrusted(state: SessionState) -> bool:
     return state.store.memory.state_distrusted(state.session_id, SENSITIVE_KEY)
 
 
-def _said_in(state: SessionState) -> set[int]:
+def _said_in(state: SessionState, distrusted: bool) -> set[int]:
     """The turns the note lists. On PostgreSQL a note a role the reader does not trust wrote
     (a write grantee's turn noting his secret there, or his SQL) reads as absent (p025), and
     the guard then forgot every secret said before its batch: a later bare repeat reached
-    the owner's helper model. So such a note is read from the history instead."""
-    if _distrusted(state):
+    the owner's helper model. So such a note (`distrusted`) is read from the history."""
+    if distrusted:
         return set(said_in_history(state.store.history, state.session_id))
     stored = state.get(SENSITIVE_KEY).get("turns", [])
     return {int(t) for t in stored if isinstance(t, int)} if isinstance(stored, list) else set()

@@ -220,8 +220,9 @@ class SummaryMemory(BaseStrategy[Limited]):
         messages = [m for t in turns for m in t.messages]
         # What these turns say that is sensitive, and every value earlier turns found,
         # whoever repeats it, is masked before the summarizer or the drift guard sees it.
-        guard, masked = sensitive_turns.guard_for(env.state, turns)
-        sensitive_turns.remember(env.state, guard, turns)
+        note = sensitive_turns.noted(env.state)
+        guard, masked = sensitive_turns.guard_for(env.state, turns, note)
+        sensitive_turns.remember(env.state, guard, turns, note)
         # A reply's reasoning is the model thinking aloud, not what it said: folded in, its
         # guesses (another order id, a date it wondered about) were pinned as the turn's.
         messages = [replace(m, content=without_reasoning(m.content))

@@ -18,6 +18,7 @@ from datetime import datetime, timedelta
 from pathlib import Path
 
 from chatmem.store.connection import Connection, fetch_rows
+from chatmem.store.postgres_writers import trusted_by_reader
 from chatmem.timestamps import parse_time, stamp
 
 LEASE_SECONDS = 60.0
@@ -93,9 +94,13 @@ class LeaseTables:
 
     def index_lease(self, session_id: int, model: str) -> IndexLease | None:
         """The live lease on the session's backlog for `model`; None when nobody holds one,
-        or its holder is gone or let it expire."""
-        rows = fetch_rows(self._db, "SELECT * FROM index_leases WHERE session_id = ? AND model = ?",
-                          [session_id, model])
+        or its holder is gone or let it expire, or (PostgreSQL) another role than this one
+        or the session's owner took it: none of its vectors would be read here."""
+        # On PostgreSQL only a lease whose holder's vectors this reader trusts (p031).
+        trusted = (f" AND {trusted_by_reader('index_leases')}"
+                   if self._db.kind == "postgresql" else "")
+        rows = fetch_rows(self._db, "SELECT * FROM index_leases WHERE session_id = ?"
+                          f" AND model = ?{trusted}", [session_id, model])
         if not rows:
             return None
         row = rows[0]

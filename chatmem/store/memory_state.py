@@ -7,7 +7,7 @@ import json
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from chatmem.errors import NotFound
+from chatmem.errors import NotFound, StoreConflict
 from chatmem.store import steps
 from chatmem.store.connection import Connection, fetch_rows, fetch_value
 from chatmem.store.postgres_writers import trusted_by_reader, trusted_memory_on
@@ -17,6 +17,9 @@ from chatmem.store.records import (
 )
 from chatmem.store.state_coverage import COVERS_KEY
 from chatmem.store.stored_values import json_text
+
+VERSION_TRIES = 5
+"""How many next versions a summary's insert takes before it gives up (add_summary)."""
 
 
 class MemoryTables:
@@ -178,23 +181,33 @@ class MemoryTables:
         dropped_anchors: list[str] | None = None,
         model: str | None = None,
     ) -> SummaryRecord:
-        """Store a new summary version; versions count up per session and strategy."""
+        """Store a new summary version; versions count up per session and strategy.
+
+        A version another transaction added meanwhile without chatmem's write lock (a
+        write share's grantee's plain SQL on PostgreSQL) is passed over, not failed on:
+        its unique key made this update "duplicate key value…", the owner's memory not
+        updated. The next number is taken instead, a few times at most."""
+        values = [text, json_text(covered_ids), max(covered_ids) if covered_ids else None,
+                  json_text(anchors or []), json_text(dropped_anchors or []), model]
         with self._db.write():
             steps.check_session_kept(self._db, session_id)
-            version = int(fetch_value(self._db,
-                "SELECT coalesce(max(version), 0) + 1 FROM summaries"
-                " WHERE session_id = ? AND strategy = ?",
-                [session_id, strategy],
-            ))
-            self._db.execute(
-                "INSERT INTO summaries (session_id, strategy, version, text, covered_ids,"
-                " last_message_id, anchors, dropped_anchors, model, created_at)"
-                " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                [session_id, strategy, version, text, json_text(covered_ids),
-                 max(covered_ids) if covered_ids else None,
-                 json_text(anchors or []),
-                 json_text(dropped_anchors or []), model, self._connection.now()],
-            )
+            for _ in range(VERSION_TRIES):
+                version = int(fetch_value(self._db,
+                    "SELECT coalesce(max(version), 0) + 1 FROM summaries"
+                    " WHERE session_id = ? AND strategy = ?",
+                    [session_id, strategy],
+                ))
+                if self._db.execute(
+                        "INSERT INTO summaries (session_id, strategy, version, text,"
+                        " covered_ids, last_message_id, anchors, dropped_anchors, model,"
+                        " created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
+                        " ON CONFLICT DO NOTHING RETURNING version",
+                        [session_id, strategy, version, *values, self._connection.now()],
+                ).fetchall():
+                    break
+            else:
+                raise StoreConflict(f"another writer added each next summary version of"
+                                    f" {strategy!r} ({VERSION_TRIES} tries)")
         # Read back as stored: its strategy may hold state rows this update is yet to replace.
         rows = fetch_rows(self._db, "SELECT * FROM summaries WHERE session_id = ?"
                           " AND strategy = ? AND version = ?", [session_id, strategy, version])

@@ -24,7 +24,7 @@ later migrations are in modules by concern (postgres_embeddings, postgres_additi
 postgres_word_entries, postgres_access, postgres_write_shares, postgres_masked_prompts,
 postgres_rendered_pieces, postgres_writers, postgres_replaced_turns,
 postgres_counted_erasures, postgres_fact_history, postgres_forgotten_digests,
-postgres_derived_rows), and MIGRATION_LIST
+postgres_derived_rows, postgres_lease_writers), and MIGRATION_LIST
 below says the order they all run in. A released migration is never edited: a schema change
 is a new function, added at the end of that list.
 """
@@ -40,6 +40,7 @@ from chatmem.store import (
     postgres_derived_rows,
     postgres_fact_history,
     postgres_forgotten_digests,
+    postgres_lease_writers,
     postgres_masked_prompts,
     postgres_rendered_pieces,
     postgres_replaced_turns,
@@ -285,6 +286,14 @@ def p030_grantee_adds_to_derived_memory(execute: Execute) -> None:
     postgres_derived_rows.derived_rows_kept(execute)
 
 
+def p031_index_leases_say_who_wrote_them(execute: Execute) -> None:
+    """A lease names the role that took it, and a reader honours only its own, the
+    session's owner's or one from before: a write share's grantee's `chatmem index` (or
+    his SQL renewing one) kept the owner's chat from embedding her new messages, his
+    vectors of them being none she reads (postgres_lease_writers)."""
+    postgres_lease_writers.lease_writers(execute)
+
+
 MIGRATION_LIST: MigrationList[Migration] = MigrationList()
 for _migration in (
     p001_schema,
@@ -317,6 +326,7 @@ for _migration in (
     p028_grantee_replaces_only_the_last_turn,
     p029_grantee_counts_only_erasures_and_keeps_fact_history,
     p030_grantee_adds_to_derived_memory,
+    p031_index_leases_say_who_wrote_them,
 ):
     MIGRATION_LIST.add(_migration)
 MIGRATIONS = MIGRATION_LIST.functions

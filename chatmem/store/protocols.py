@@ -277,8 +277,8 @@ class TurnRepository(Protocol):
                     message_tokens: tuple[int, int] | None = None,
                     supersedes: int | None = None,
                     erasures: int | None = None,
-                    external_ids: tuple[str | None, str | None] = (None, None)
-                    ) -> TurnRecord: ...
+                    external_ids: tuple[str | None, str | None] = (None, None),
+                    after_turn: int | None = None) -> TurnRecord: ...
 
     def hide_turn(self, session_id: int, expected: int | None = None) -> TurnRecord: ...
 

@@ -40,6 +40,11 @@ the earlier requests read them all, once per failed request, growing with the sq
 session."""
 
 
+ERASED_MEANWHILE = ("text left this session's memory while the reply came (a purge, or a turn"
+                    " replaced by another chat), and what this turn was sent may hold it;"
+                    " send it again")
+
+
 _NEXT_NUMBER = "(SELECT coalesce(max(number), 0) + 1 FROM turns WHERE session_id = ?)"
 """A turn's number as it is inserted (its parameter: the session's id)."""
 
@@ -57,7 +62,8 @@ class TurnTables:
                     message_tokens: tuple[int, int] | None = None,
                     supersedes: int | None = None,
                     erasures: int | None = None,
-                    external_ids: tuple[str | None, str | None] = (None, None)) -> TurnRecord:
+                    external_ids: tuple[str | None, str | None] = (None, None),
+                    after_turn: int | None = None) -> TurnRecord:
         """Store a completed turn: user message, reply and turn row, all or nothing.
 
         The user message is stamped when it was sent (`sent_at`), the reply when it ended
@@ -68,7 +74,10 @@ class TurnTables:
         messages out of memory); it is marked replaced by this one in the same write.
         `erasures`: the session's count of erasures the context was built after (see
         `_check_not_erased`). `external_ids`: the user message's and the reply's ids in
-        the transcript a replay plays (probes name messages by them).
+        the transcript a replay plays (probes name messages by them). `after_turn`: the
+        history's turn count its context was built on; a turn taken out of history since
+        (hidden by another's plain SQL, counting no erasure) is refused as an erasure is:
+        stored, this turn would take the hidden turn's number, two turns at it once shown.
         """
         if turn.status != "ok" or turn.reply is None:
             raise TurnNotCommittable("only a completed turn with a reply can be committed",
@@ -91,6 +100,8 @@ class TurnTables:
                      {"role": "assistant", "content": turn.reply, "ts": replied_at,
                       "id": external_ids[1]}],
                     self._connection.now, last=last)
+                if after_turn is not None and turn.history_turn <= after_turn:
+                    raise StoreError(ERASED_MEANWHILE, kind=StoreFailure.ERASED_MEANWHILE)
                 turn.user_message_id, turn.assistant_message_id = user_id, assistant_id
                 counts = {} if message_tokens is None or not turn.tokenizer else dict(
                     zip((user_id, assistant_id), message_tokens, strict=True))
@@ -134,10 +145,7 @@ class TurnTables:
         if found is None:
             found = steps.check_session_kept(self._db, session_id, consequence)
         if found != erasures:
-            raise StoreError("text left this session's memory while the reply came (a purge,"
-                             " or a turn replaced by another chat), and what this turn was"
-                             " sent may hold it; send it again",
-                             kind=StoreFailure.ERASED_MEANWHILE)
+            raise StoreError(ERASED_MEANWHILE, kind=StoreFailure.ERASED_MEANWHILE)
 
     # -- replacing the last turn (/retry, /edit-last) -----------------------------
 

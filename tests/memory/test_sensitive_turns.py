@@ -167,3 +167,35 @@ def test_a_write_grantees_note_does_not_make_the_owners_guard_forget_her_secret(
         engine = open_session(store, Settings(), ScriptedProvider(log_path=log), "proj")
         _play(engine, [*FILLER, ("What was the wifi again?", REPEAT)])
     assert SECRET not in _helper_requests(log)
+
+
+def test_a_fold_asks_once_whether_the_note_is_distrusted_and_reads_it_once(
+        team: Any) -> None:
+    """PostgreSQL: each fold asked whether the note was another's (p025) up to five times
+    (guard_for, then remember before and under its write lock), and while it was, read the
+    whole history twice to make it again. Now once before the fold's guard and once under
+    the lock it writes in; the history once."""
+    from cli_runner import run
+    from grantees import sql_as
+
+    ann, bob = team.url("ann"), team.url("bob")
+    run(ann, "ask", "proj", f"我家的 wifi 密码是 {SECRET}。", "--strategy", "summary",
+        "--provider", "scripted", code=0)
+    run(ann, "sessions", "share", "proj", "--with", "bob", "--write", code=0)
+    assert sql_as(bob, "UPDATE strategy_state SET value = '[]' WHERE strategy = %s"
+                       " AND key = 'turns'", [SENSITIVE_KEY]) == 1
+    said: list[tuple[str, Any]] = []
+    with Store(ann) as store:
+        engine = open_session(store, Settings(), ScriptedProvider(), "proj")
+        store.db.observe = lambda sql, params, _: said.append((sql, params))  # type: ignore
+        _play(engine, [*FILLER, ("What was the wifi again?", REPEAT)])
+    asked = [sql for sql, params in said if sql.startswith("SELECT 1 FROM strategy_state")
+             and SENSITIVE_KEY in params]
+    folds = [sql for sql, _ in said if sql.startswith("INSERT INTO summaries")]
+    whole = [sql for sql, params in said if sql.startswith("SELECT") and "FROM messages" in sql
+             and " AND turn <= " in sql and list(params)[1:2] == [1]]
+    # Main: 24 asked over 7 folds, the history from its first turn read 4 times (twice
+    # each, said_in_history's two passes); now 9 (7 folds, 2 under the lock) and 2.
+    assert folds
+    assert len(asked) <= len(folds) + 2
+    assert len(whole) <= 2

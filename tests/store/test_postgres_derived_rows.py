@@ -5,11 +5,12 @@ older database upgrades to it losing nothing; an older chatmem refuses it."""
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Iterator
 
 import pytest
 from grantees import INSUFFICIENT_PRIVILEGE, shared_session, sql_as
-from pg import NOW, OldHistory, PostgresServer, migrated_before
+from pg import NOW, OldHistory, PostgresServer, Team, migrated_before
 
 from chatmem.errors import NotChatmemDatabase
 from chatmem.store import Store
@@ -97,3 +98,28 @@ def test_an_older_database_upgrades_and_her_derived_memory_stays_hers(
     with pytest.raises(NotChatmemDatabase) as e:
         PostgresBackend(ann)
     assert e.value.newer_schema == schema.MIGRATIONS[-1].__name__
+
+
+@pytest.mark.parametrize(("writer", "other"), [("ann", "bob"), ("bob", "ann")])
+def test_a_summary_added_meanwhile_takes_nothing_from_chatmems_own(
+        team: Team, writer: str, other: str) -> None:
+    """Two writers add the session's next summary version at once: the other's plain SQL
+    (no chatmem write lock) in an open transaction, committed while chatmem's waits on its
+    row. chatmem's update failed on the unique key ("duplicate key value…", her memory not
+    updated); now it takes the version after, and both are kept."""
+    ann = team.url("ann")
+    session_id = shared_session(ann, "summary")
+    with psycopg.connect(team.url(other)) as conn:
+        conn.execute("INSERT INTO summaries (session_id, strategy, version, text, created_at)"
+                     " VALUES (%s, 'summary', 1, '他的摘要', %s)", [session_id, NOW])
+        committed = threading.Timer(1.0, conn.commit)
+        committed.start()
+        try:
+            with Store(team.url(writer)) as store:
+                added = store.memory.add_summary(session_id, "summary", "她住在杭州。",
+                                                 covered_ids=[])
+        finally:
+            committed.join()
+    assert (added.version, added.text) == (2, "她住在杭州。")
+    assert team.rows("SELECT version, text, writer FROM summaries ORDER BY version") == [
+        (1, "他的摘要", other), (2, "她住在杭州。", writer)]

@@ -11,6 +11,7 @@ import json
 from collections.abc import Iterator
 
 import pytest
+from acting_providers import ActsWhile
 from cli_runner import run
 from grantees import INSUFFICIENT_PRIVILEGE, shared_session, sql_as
 from pg import (
@@ -26,6 +27,7 @@ from registered import open_session
 
 from chatmem.config.settings import Settings
 from chatmem.engine.resend import resend_last
+from chatmem.errors import StoreError, StoreFailure
 from chatmem.providers.scripted import ScriptedProvider
 from chatmem.store import Store, TurnStatus
 
@@ -89,6 +91,58 @@ def test_a_grantee_hides_none_of_the_owners_earlier_turns_nor_her_images(team: T
     # Her own rows are hers to change.
     assert sql_as(ann, HIDE, [session_id, 1]) == 2
     assert sql_as(ann, "DELETE FROM probes") == 1
+
+
+HISTORY = ("SELECT m.turn, m.content, m.superseded FROM messages m"
+           " WHERE m.session_id = %s ORDER BY m.position")
+
+
+@pytest.mark.parametrize("shown_at_once", [False, True])
+@pytest.mark.parametrize("said", [("I like tea.", "I like green tea."),
+                                  ("我喜欢茶。", "我喜欢绿茶。")])
+def test_the_owners_turn_under_way_keeps_the_turn_he_hid_and_showed(
+        team: Team, said: tuple[str, str], shown_at_once: bool) -> None:
+    """His SQL hid her last turn while her reply came (no erasure counted: a /retry of his
+    would have), then showed it again. Her turn took the hidden turn's number, and once
+    shown her history held two turns 2 (her context, forks and `--at-turn` read it so).
+    Now her turn is refused as after an erasure (nothing of it stored, her history as it
+    was), or stored after it when he showed it again before her turn was stored."""
+    ann, bob = team.url("ann"), team.url("bob")
+    first, second = said
+    for text in ("My name is Ann.", first):
+        run(ann, "ask", "proj", text, "--strategy", "buffer", "--provider", "scripted", code=0)
+    run(ann, "sessions", "share", "proj", "--with", "bob", "--write", code=0)
+    (session_id,), = team.rows("SELECT id FROM sessions WHERE owner = 'ann'")
+    history = team.rows(HISTORY, [session_id])
+
+    def hide() -> None:
+        assert sql_as(bob, HIDE, [session_id, 2]) == 2
+        if shown_at_once:
+            assert sql_as(bob, HIDE.replace("= 1", "= 0"), [session_id, 2]) == 2
+
+    with Store(ann) as store:
+        engine = open_session(store, Settings(), ScriptedProvider(), "proj")
+        engine.provider = ActsWhile("stream", hide)
+        if shown_at_once:
+            assert engine.run_turn(second).record.history_turn == 3
+        else:
+            with pytest.raises(StoreError) as refused:
+                engine.run_turn(second)
+            assert refused.value.kind is StoreFailure.ERASED_MEANWHILE
+            assert "send it again" in str(refused.value)
+            assert sql_as(bob, HIDE.replace("= 1", "= 0"), [session_id, 2]) == 2
+            assert team.rows(HISTORY, [session_id]) == history
+            # Sent again, it goes in after her turn 2.
+            assert engine.run_turn(second).record.history_turn == 3
+    assert team.rows(HISTORY, [session_id]) == [
+        *history, (3, second, 0), (3, f"echo #{1 if shown_at_once else 2}: {second}", 0)]
+    assert team.rows("SELECT history_turn FROM turns WHERE session_id = %s AND status = 'ok'"
+                     " ORDER BY number", [session_id]) == [(1,), (2,), (3,)]
+    # Her own /retry of it still replaces it.
+    with Store(ann) as store:
+        engine = open_session(store, Settings(), ScriptedProvider(), "proj")
+        assert resend_last(engine, first).record.history_turn == 3
+    assert sent(ann, "proj")[-2:] == [first, f"echo #1: {first}"]
 
 
 @pytest.fixture
