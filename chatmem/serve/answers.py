@@ -9,7 +9,7 @@ import time
 import uuid
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, TypeGuard
+from typing import TYPE_CHECKING, Any
 
 from starlette.responses import JSONResponse
 
@@ -108,11 +108,15 @@ KEPT_FROM_CLIENT = frozenset({StoreFailure.ERASED_MEANWHILE, StoreFailure.NOT_PE
 erased meanwhile, or on a share this role lost."""
 
 
-def answered_unstored(error: BaseException) -> TypeGuard[StoreError]:
+def answered_unstored(error: BaseException) -> bool:
     """Whether a completed reply `error` kept out of the history is answered all the same
-    (Unstored): a history that could not store it (its disk full, busy, read-only), not an
-    erasure, a lost share or a deleted session (NotFound), nor a bug."""
-    return isinstance(error, StoreError) and error.kind not in KEPT_FROM_CLIENT
+    (Unstored): a history that could not store it (its disk full, busy, read-only) or a
+    fault of chatmem's own (a bug: a 500 had the openai SDKs ask, and pay, twice more), not
+    an erasure, a lost share, a deleted session (NotFound) nor a client gone or a server
+    stopping (KeyboardInterrupt)."""
+    if isinstance(error, StoreError):
+        return error.kind not in KEPT_FROM_CLIENT
+    return not isinstance(error, NotFound | KeyboardInterrupt)
 
 
 def unstored_json(unstored: Unstored, model: str, completion_id: str,

@@ -185,7 +185,7 @@ class Turn:
             if self.unstored is not None and answered_unstored(e):
                 # Paid for: answered, not refused for a retry that would pay again.
                 self.stored_as = NOT_STORED
-                self.proxy.reply_not_stored(self.asked.conversation, e)
+                self.proxy.reply_not_stored(self.asked.conversation, e, self.settings)
                 self._put(Unstored(self.unstored, e))
                 return
             self.proxy.turn_failed(self.asked.conversation, e, self.settings)
