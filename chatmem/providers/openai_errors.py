@@ -130,13 +130,15 @@ def said_model_unknown(error: Exception) -> bool:
     """Whether a server's 404 says the model is unknown (OpenAI's code model_not_found,
     Azure's DeploymentNotFound, vLLM's "The model `x` does not exist", Ollama's 'model "x"
     not found'), not that the path is (FastAPI's "Not Found", Go's "404 page not found", an
-    nginx page)."""
-    code = getattr(error, "code", None)
-    if code in ("model_not_found", "DeploymentNotFound"):
+    nginx page). Anthropic's says it by its type: {"type": "not_found_error", "message":
+    "model: NAME"}."""
+    if getattr(error, "code", None) in ("model_not_found", "DeploymentNotFound"):
         return True
     body = getattr(error, "body", None)
-    said = [getattr(error, "message", ""), *([body[:300]] if isinstance(body, str) else [])]
-    return any(_MODEL.search(text) and _UNKNOWN.search(text) for text in said)
+    said = " ".join(str(part) for part in (getattr(error, "message", ""),
+                                           getattr(error, "type", None) or "",
+                                           body[:300] if isinstance(body, str) else ""))
+    return bool(_MODEL.search(said) and _UNKNOWN.search(said))
 
 
 def masked(said: str, limit: int, *, api_key: str | None, base_url: str) -> str:
