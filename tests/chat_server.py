@@ -97,6 +97,10 @@ _ERRORS: dict[str, tuple[int, str, str, dict[str, str]]] = {
     # A gateway's: the model behind it may have the request, or be answering it still.
     "502": (502, "bad_gateway", "Bad gateway", {"retry-after-ms": "10"}),
     "504": (504, "gateway_timeout", "Gateway timeout", {"retry-after-ms": "10"}),
+    # A 404 for the path, not the model (a base_url missing its /v1, a gateway's route).
+    "404-path": (404, "not_found", "no route /chat/completions", {}),
+    # Ollama's words for a model it does not have: no model_not_found code.
+    "404-ollama": (404, "api_error", 'model "qwen2:7b" not found, try pulling it first', {}),
     "500-internal": (500, "server_error", "vLLM at http://10.0.0.7:9000/internal/llm failed",
                      {"retry-after-ms": "10"}),
 }

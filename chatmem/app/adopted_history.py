@@ -19,6 +19,7 @@ from chatmem.app.client_history import (
     erasures_kept,
     held_as_said,
     history_digest,
+    json_digest,
 )
 
 if TYPE_CHECKING:
@@ -132,7 +133,7 @@ def leaves_history(workspace: Workspace, name: str, prior: Sequence[ClientMessag
     if asked_with is None:
         return False
     if asked_with.digest == history_digest(prior) or (
-            len(prior) >= 2 and asked_with.digest == history_digest(prior[:-2])):
+            len(prior) >= 2 and asked_with.digest == json_digest(comparable_all(prior)[:-2])):
         return False
     store = workspace.store
     session = store.sessions.find_session(name)

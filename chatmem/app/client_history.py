@@ -8,39 +8,24 @@ chat that goes on is found again, and a regenerate is one, whatever the client t
 from __future__ import annotations
 
 import hashlib
-import json
 from collections.abc import Collection, Iterable, Sequence
 from dataclasses import dataclass, field
 from enum import Enum
 from itertools import count
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING
 
+from chatmem.app.compared_text import (
+    Said,
+    comparable,
+    comparable_all,
+    history_digest,
+    json_digest,
+)
 from chatmem.privacy.mentions import MARKER
-from chatmem.reasoning import blocks_replaced
 
 if TYPE_CHECKING:
     from chatmem.app.workspace import Workspace
     from chatmem.store.protocols import HistoryRepository
-
-
-class Said(Protocol):
-    @property
-    def role(self) -> str: ...
-
-    @property
-    def content(self) -> str: ...
-
-
-def comparable(role: str, content: str) -> tuple[str, str]:
-    """A message as its copies are compared: its role, and its words (every run of
-    whitespace one space, none around them; an assistant's reasoning blocks left out)."""
-    # Clients drop the reasoning block chatmem stored with a reply from the history they send.
-    text = blocks_replaced(content, " ") if role == "assistant" else content
-    return role, " ".join(text.split())
-
-
-def comparable_all(messages: Iterable[Said]) -> list[tuple[str, str]]:
-    return [comparable(m.role, m.content) for m in messages]
 
 
 def held_as_said(held: Sequence[tuple[str, str]], said: Sequence[tuple[str, str]]) -> bool:
@@ -133,18 +118,6 @@ def branched_from(workspace: Workspace, first: str, prior: Sequence[ClientMessag
     return best
 
 
-def history_digest(messages: Iterable[Said]) -> str:
-    """What tells one client's history from another's, in the compared form: a server keeps
-    it for the turn it answered, not the history itself."""
-    return json_digest(comparable_all(messages))
-
-
-def json_digest(value: object) -> str:
-    """A SHA-256 of `value` as JSON (Chinese as itself, a lone surrogate kept as its bytes)."""
-    text = json.dumps(value, ensure_ascii=False)
-    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
-
-
 @dataclass(frozen=True)
 class AskedWith:
     """What a server keeps of the history a request it answered sent: its `history_digest`
@@ -163,7 +136,7 @@ class AskedWith:
     @classmethod
     def of(cls, prior: Sequence[Said], text: str | None = None) -> AskedWith:
         said = comparable_all(prior)
-        return cls(json_digest(said), len(prior), b"".join(map(_message_digest, said)),
+        return cls(history_digest(prior), len(prior), b"".join(map(_message_digest, said)),
                    b"" if text is None else _message_digest(comparable("user", text)))
 
     def asked_again(self, text: str) -> bool | None:
@@ -188,8 +161,10 @@ _EACH = 8
 
 
 def _message_digest(message: tuple[str, str]) -> bytes:
-    return hashlib.blake2b(json.dumps(message, ensure_ascii=False).encode(
-        "utf-8", "surrogatepass"), digest_size=_EACH).digest()
+    # Kept in this process only (AskedWith): no JSON each, which was half of AskedWith.of.
+    role, text = message
+    return hashlib.blake2b(f"{len(role)}:{role}{text}".encode("utf-8", "surrogatepass"),
+                           digest_size=_EACH).digest()
 
 
 @dataclass(frozen=True)

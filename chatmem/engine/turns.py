@@ -43,7 +43,7 @@ from chatmem.memory.guards import build_guarded
 from chatmem.memory.indexing import Indexing
 from chatmem.memory.state import SessionState
 from chatmem.notices import ContextNotBuilt, CutBy, InputNotUtf8, Notice, ReplyCut
-from chatmem.providers.base import Provider, ReplyStream
+from chatmem.providers.base import Provider, ReplyStream, Usage
 from chatmem.providers.interruptible import InterruptibleReply
 from chatmem.store import SessionRecord, TurnRecord, TurnStatus
 from chatmem.store.protocols import TurnStore
@@ -146,6 +146,8 @@ class Engine(SessionChanges, MemoryUpkeep, TurnChecks, TurnRows, Generic[StoreT]
         """This engine's command created the session (removed again if nothing is kept)."""
         self._refused = False
         self._stored = False
+        self.replied: tuple[Usage, Context] | None = None
+        """The last reply's usage and context, set as it is complete (before `on_reply_end`)."""
         self._grantee_of: tuple[int, str | None] | None = None
         """(session id, this role's name when it is a write share's grantee there), once
         asked."""
@@ -302,6 +304,7 @@ class Engine(SessionChanges, MemoryUpkeep, TurnChecks, TurnRows, Generic[StoreT]
                     on_delta(delta)
             # Inside the net: a Ctrl-C while the finished reply is drawn cancels it like
             # one during the stream, and the turn is still recorded.
+            self.replied = stream.usage, context
             if on_reply_end:
                 on_reply_end()
         except KeyboardInterrupt:

@@ -70,10 +70,16 @@ def translated(error: Exception, *, where: str, base_url: str, model: str, api_k
         return ProviderAuthError(
             f"{where} refused the API key ({error.status_code}): check ${api_key_env}",
             status=error.status_code)
-    if isinstance(error, openai.NotFoundError):
+    if isinstance(error, openai.NotFoundError) and said_model_unknown(error):
         return ProviderNotFound(
             f"{where} answered 404 for model {model!r}: check the model name and base_url",
             status=404)
+    if isinstance(error, openai.NotFoundError):
+        # No such path (a base_url without /v1, a gateway's route): not a model it lacks, and
+        # not the served client's to mend by naming another (serve's model_not_found was).
+        return ProviderResponseError(
+            f"{where} answered 404 without saying model {model!r} is unknown ({short()}):"
+            " check base_url", status=404)
     if isinstance(error, openai.RateLimitError):
         return rate_limit_error(where, error, max_retries)
     if isinstance(error, openai.APITimeoutError):
@@ -114,6 +120,25 @@ def translated(error: Exception, *, where: str, base_url: str, model: str, api_k
         f"the reply stream from {where} held data that is not an OpenAI-compatible"
         " chat completion: check base_url and the server"
     )
+
+
+_MODEL = re.compile(r"(?i)model|deployment")
+_UNKNOWN = re.compile(r"(?i)not[ _]?found|does ?n[o']t exist|not exist|unknown|no such")
+
+
+def said_model_unknown(error: Exception) -> bool:
+    """Whether a server's 404 says the model is unknown (OpenAI's code model_not_found,
+    Azure's DeploymentNotFound, vLLM's "The model `x` does not exist", Ollama's 'model "x"
+    not found'), not that the path is (FastAPI's "Not Found", Go's "404 page not found", an
+    nginx page). Anthropic's says it by its type: {"type": "not_found_error", "message":
+    "model: NAME"}."""
+    if getattr(error, "code", None) in ("model_not_found", "DeploymentNotFound"):
+        return True
+    body = getattr(error, "body", None)
+    said = " ".join(str(part) for part in (getattr(error, "message", ""),
+                                           getattr(error, "type", None) or "",
+                                           body[:300] if isinstance(body, str) else ""))
+    return bool(_MODEL.search(said) and _UNKNOWN.search(said))
 
 
 def masked(said: str, limit: int, *, api_key: str | None, base_url: str) -> str:

@@ -7,9 +7,9 @@ import json
 import math
 import time
 import uuid
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, TypeGuard
+from typing import TYPE_CHECKING, Any
 
 from starlette.responses import JSONResponse
 
@@ -32,21 +32,30 @@ from chatmem.errors import (
 
 if TYPE_CHECKING:
     from chatmem.config.settings import Settings
-    from chatmem.engine import TurnResult
+    from chatmem.engine import Engine, TurnResult
+    from chatmem.store import Store
 
 
 def usage_json(result: TurnResult) -> dict[str, int]:
     """The usage the model said, else chatmem's count (as the prompt's estimate): a model
     that streams none (some servers, proxies that drop it) used tokens all the same, and a
     client that adds them up was told 0."""
+    record = result.record
+    return counted_usage(record.prompt_tokens, record.completion_tokens,
+                         lambda: record.estimated_tokens or 0, record.model, result.reply)
+
+
+def counted_usage(prompt: int | None, completion: int | None, estimate: Callable[[], int],
+                  model: str | None, reply: str) -> dict[str, int]:
+    """OpenAI's usage of the counts the model said, else of chatmem's (`estimate`: the
+    prompt's; the reply counted for `model`)."""
     from chatmem.tokens import counter_for_model
 
-    record = result.record
-    prompt = record.prompt_tokens if record.prompt_tokens is not None else (
-        record.estimated_tokens or 0)
-    reply = record.completion_tokens if record.completion_tokens is not None else (
-        counter_for_model(record.model).count_text(result.reply) if result.reply else 0)
-    return {"prompt_tokens": prompt, "completion_tokens": reply, "total_tokens": prompt + reply}
+    prompt = prompt if prompt is not None else estimate()
+    if completion is None:
+        completion = counter_for_model(model).count_text(reply) if reply else 0
+    return {"prompt_tokens": prompt, "completion_tokens": completion,
+            "total_tokens": prompt + completion}
 
 
 def finish_reason(result: TurnResult) -> str:
@@ -85,6 +94,15 @@ def completion_json(result: TurnResult, model: str, turn_id: str) -> dict[str, A
             "chatmem": {"turn": turn_id, "status": str(result.status)}}
 
 
+def replied_usage(engine: Engine[Store] | None, reply: str) -> dict[str, int] | None:
+    """The usage of `reply`, which `engine` took and did not store, when it says it."""
+    if engine is None or engine.replied is None:
+        return None
+    usage, context = engine.replied
+    return counted_usage(usage.prompt_tokens, usage.completion_tokens,
+                         lambda: engine.estimate(context), engine.provider.model, reply)
+
+
 MODEL_NOT_FOUND = "model_not_found"
 """OpenAI's error code for a model it does not have (a 404)."""
 CONTEXT_LENGTH_EXCEEDED = "context_length_exceeded"
@@ -101,6 +119,8 @@ class Unstored:
 
     reply: str
     error: BaseException
+    usage: dict[str, int] | None = None
+    """Its usage (counted_usage), when the engine said what the reply was sent with."""
 
 
 KEPT_FROM_CLIENT = frozenset({StoreFailure.ERASED_MEANWHILE, StoreFailure.NOT_PERMITTED})
@@ -108,11 +128,15 @@ KEPT_FROM_CLIENT = frozenset({StoreFailure.ERASED_MEANWHILE, StoreFailure.NOT_PE
 erased meanwhile, or on a share this role lost."""
 
 
-def answered_unstored(error: BaseException) -> TypeGuard[StoreError]:
+def answered_unstored(error: BaseException) -> bool:
     """Whether a completed reply `error` kept out of the history is answered all the same
-    (Unstored): a history that could not store it (its disk full, busy, read-only), not an
-    erasure, a lost share or a deleted session (NotFound), nor a bug."""
-    return isinstance(error, StoreError) and error.kind not in KEPT_FROM_CLIENT
+    (Unstored): a history that could not store it (its disk full, busy, read-only) or a
+    fault of chatmem's own (a bug: a 500 had the openai SDKs ask, and pay, twice more), not
+    an erasure, a lost share, a deleted session (NotFound) nor a client gone or a server
+    stopping (KeyboardInterrupt)."""
+    if isinstance(error, StoreError):
+        return error.kind not in KEPT_FROM_CLIENT
+    return not isinstance(error, NotFound | KeyboardInterrupt)
 
 
 def unstored_json(unstored: Unstored, model: str, completion_id: str,
@@ -123,6 +147,7 @@ def unstored_json(unstored: Unstored, model: str, completion_id: str,
             "model": model,
             "choices": [{"index": 0, "message": {"role": "assistant", "content": unstored.reply},
                          "finish_reason": "stop"}],
+            **({"usage": unstored.usage} if unstored.usage is not None else {}),
             "chatmem": unstored_field(unstored, settings)}
 
 

@@ -235,20 +235,34 @@ class ServedConversations:
             self.log(plugin_mask(secrets_of(settings)).mask(
                 f"{conversation}: {error_text(error)}"))
 
-    def reply_not_stored(self, conversation: str, error: StoreError) -> None:
+    def reply_not_stored(self, conversation: str, error: BaseException,
+                         settings: Settings) -> None:
         """A reply paid for and answered that `error` kept out of the history, in the
-        server's log (the history's file named): the client has words the history lacks."""
+        server's log (the history's file named; a fault of chatmem's with where it was
+        raised): the client has words the history lacks."""
+        from chatmem.errors import StoreError
         from chatmem.render.errors import error_text
 
-        if self.log is not None:
-            self.log(f"{conversation}: the client has the reply all the same; "
-                     f"{error_text(error)}")
+        if self.log is None:
+            return
+        said = f"{conversation}: the client has the reply all the same; "
+        if isinstance(error, StoreError):
+            self.log(f"{said}{error_text(error)}")
+        else:
+            self.log(self._unexpected(f"{said}chatmem could not store it", error, settings))
 
     def failed_unexpectedly(self, conversation: str, error: BaseException,
                             settings: Settings) -> None:
         """A failure chatmem does not know (a bug, a library's) in one line of the server's
         log, with where it was raised: its client is told only its kind, and without this
         its owner learnt nothing. Masked as a plugin's words are: it may quote a key."""
+        if self.log is not None:
+            self.log(self._unexpected(f"{conversation}: chatmem could not take this turn",
+                                      error, settings))
+
+    @staticmethod
+    def _unexpected(said: str, error: BaseException, settings: Settings) -> str:
+        """`said`, then `error` in one line with where it was raised, masked."""
         import traceback
         from pathlib import Path
 
@@ -256,12 +270,9 @@ class ServedConversations:
         from chatmem.privacy.secrets import plugin_mask
         from chatmem.providers import secrets_of
 
-        if self.log is None:
-            return
         frames = traceback.extract_tb(error.__traceback__)
         at = f" (at {Path(frames[-1].filename).name}:{frames[-1].lineno})" if frames else ""
-        self.log(plugin_mask(secrets_of(settings)).mask(
-            f"{conversation}: chatmem could not take this turn: {one_line(error)}{at}"))
+        return plugin_mask(secrets_of(settings)).mask(f"{said}: {one_line(error)}{at}")
 
     def one_turn_at_a_time(self, location: str, conversation: str) -> threading.Lock:
         """The lock a conversation's turns take: requests of one conversation that differ in

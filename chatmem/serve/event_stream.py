@@ -77,6 +77,8 @@ async def sse(turn: StreamedTurn, first: object) -> AsyncIterator[str]:
                 end = turn.chunk({}, finish="stop")
                 end["chatmem"] = unstored_field(event, turn.settings)
                 yield sse_event(end)
+                if turn.asked.include_usage and event.usage is not None:
+                    yield sse_event({**turn.chunk({}), "choices": [], "usage": event.usage})
                 yield "data: [DONE]\n\n"
                 return
             if isinstance(event, tuple) and event[0] == "delta":

@@ -24,6 +24,7 @@ from chatmem.serve.answers import (
     Unstored,
     answered_unstored,
     chunk_json,
+    replied_usage,
 )
 
 if TYPE_CHECKING:
@@ -112,6 +113,7 @@ class Turn:
         self.unstored: str | None = None
         """The reply the model completed (paid for), until the engine returns it stored: a
         failure meanwhile (the history's disk full) is answered with it (Unstored)."""
+        self._replied: Engine[Store] | None = None  # its engine, which says its usage
 
     def start(self) -> None:
         """Start the turn's thread (on the event loop: its events are put on this loop).
@@ -185,8 +187,8 @@ class Turn:
             if self.unstored is not None and answered_unstored(e):
                 # Paid for: answered, not refused for a retry that would pay again.
                 self.stored_as = NOT_STORED
-                self.proxy.reply_not_stored(self.asked.conversation, e)
-                self._put(Unstored(self.unstored, e))
+                self.proxy.reply_not_stored(self.asked.conversation, e, self.settings)
+                self._put(Unstored(self.unstored, e, replied_usage(self._replied, self.unstored)))
                 return
             self.proxy.turn_failed(self.asked.conversation, e, self.settings)
             self._put(e)
@@ -343,7 +345,7 @@ class Turn:
                     again = input_kept(ws, asked.conversation, asked.text, asked_before)
                     with suppress(TurnNotReplaceable, NotFound):
                         result = resend_last(engine, again, on_delta=self._delta,
-                                             on_reply_end=self._reply_end,
+                                             on_reply_end=partial(self._reply_end, engine),
                                              expected=done, cancel=self.gone,
                                              speaker=asked.speaker, on_stored=on_stored,
                                              on_answering=self._answering)
@@ -352,7 +354,7 @@ class Turn:
                         self.stored_as = "next-turn-last-kept"
                 if result is None:
                     result = engine.run_turn(again, on_delta=self._delta,
-                                             on_reply_end=self._reply_end,
+                                             on_reply_end=partial(self._reply_end, engine),
                                              cancel=self.gone, speaker=asked.speaker,
                                              on_stored=on_stored,
                                              on_answering=self._answering)
@@ -395,9 +397,10 @@ class Turn:
     def _answering(self) -> None:
         self._put(event_stream.ANSWERING)
 
-    def _reply_end(self) -> None:
+    def _reply_end(self, engine: Engine[Store]) -> None:
         """The model's reply is complete (paid for), before the engine stores it."""
         self.unstored = "".join(self._said)
+        self._replied = engine
 
     def sse(self, first: object) -> AsyncIterator[str]:
         """The reply as OpenAI's stream of chunks (serve.event_stream)."""

@@ -60,6 +60,10 @@ FAULTS = [
     # The key was taken: the refusal is the server's to say, not "check $OPENAI_API_KEY".
     ("403-region", 1, "refused the request (403): Country, region, or territory not supported"),
     ("404", 1, "answered 404 for model 'm': check the model name and base_url"),
+    ("404-ollama", 1, "answered 404 for model 'm': check the model name and base_url"),
+    # Not the model's name to check: the server has no such path.
+    ("404-path", 1, "answered 404 without saying model 'm' is unknown"
+                    " (Error code: 404 - no route /chat/completions): check base_url"),
     ("429-retry-after", RETRIES + 1, "is rate limiting requests (429) after retries"),
     # Not "wait and try again": no wait ends a used-up quota, and a day is not retried.
     ("429-quota", RETRIES + 1, "answered 429 insufficient_quota: the account's quota is used up;"

@@ -37,3 +37,34 @@ def test_a_message_over_the_budget_is_context_length_exceeded_as_openai_codes_it
         "invalid_request_error", "messages", "context_length_exceeded")
     assert "over the context budget of 60" in error["message"]
     assert chat_server.requests == []
+
+
+@pytest.mark.parametrize(("plan", "status", "code"), [
+    ("404", 404, "model_not_found"), ("404-ollama", 404, "model_not_found"),
+    ("404-path", 502, None)])
+def test_only_an_upstream_404_saying_the_model_is_unknown_is_model_not_found(
+        chat_server: ChatServer, db_path: Path, plan: str, status: int,
+        code: str | None) -> None:
+    """Leftover: any upstream 404 was a 404 `model_not_found`, a server's base_url without
+    its path too: a client told its model is unknown changed or dropped a model that was
+    right (the SDK raises NotFoundError). A path the model's server lacks is the server's
+    to mend: a 502, not retried, the details in its log."""
+    settings = Settings(provider="openai", base_url=chat_server.base_url, model="test-small",
+                        db=str(db_path), max_retries=0)
+    chat_server.plan = [plan]
+    with RunningProxy(settings, strategy="window") as running:
+        refused = httpx.post(f"{running.base_url}/chat/completions", timeout=HANG,
+                             headers={"X-Chatmem-Conversation": "404"},
+                             json={"model": "test-small",
+                                   "messages": [{"role": "user", "content": "你好"}]})
+        logged = running.logged
+    assert refused.status_code == status, refused.text
+    assert refused.json()["error"]["code"] == code
+    if status == 502:
+        assert refused.headers["x-should-retry"] == "false"
+        assert refused.json()["error"]["message"] == (
+            "the upstream model failed (it answered 404); the details are in chatmem serve's"
+            " log")
+        [line] = logged
+        assert line.endswith("(Error code: 404 - no route /chat/completions): check base_url")
+    assert len(chat_server.requests) == 1
