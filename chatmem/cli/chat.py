@@ -329,12 +329,11 @@ def answer_json(result: "TurnResult", engine: "Engine[Store]",
 def cost_json(engine: "Engine[Store]", result: "TurnResult") -> dict[str, Any] | None:
     """The turn's money cost at the configured price of its model; None without a price."""
     from chatmem.config.options import price_of
-    from chatmem.repl.chat import billed_tokens
 
     price = price_of(engine.settings.prices, result.record.model) if engine.settings else None
     if price is None:
         return None
-    cost = price.cost(*billed_tokens(result))
+    cost = price.cost(*result.billed_tokens())
     return {"amount": cost.amount, "currency": cost.currency}
 
 
