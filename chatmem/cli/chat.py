@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
+from chatmem.cli.chat_lines import finish_and_say, say_opened, say_stdin_attached
 from chatmem.cli.completion import first_session, session_names
 from chatmem.cli.grammar import raw_text
 from chatmem.cli.opening import apply_template, open_workspace, settings_from
@@ -31,10 +32,6 @@ from chatmem.cli.output import consoles, handles_errors, print_json
 from chatmem.errors import ExitCode
 
 if TYPE_CHECKING:
-    from rich.console import Console
-
-    from chatmem.app.workspace import Workspace
-    from chatmem.attachments import Attachment
     from chatmem.engine import Engine, TurnResult
     from chatmem.store import Store
 
@@ -133,9 +130,7 @@ def chat(
             engine = stack.enter_context(open_conversation(
                 ws, chosen, strategy=spec, params=params, system=system,
                 activity=ConsoleActivity(err), allow_over_budget=allow_over_budget))
-        _warn_if_unguarded(ws, err)
-        _print_notices(engine, err)
-        _note_lookalikes(ws, engine, err)
+        say_opened(ws, engine, err)
         # Only replies on stdout: `chatmem chat < script > replies.txt` works. A person
         # at the terminal with stdout redirected still sees the replies (on stderr).
         repl = Repl(engine, out, err, show_prompt=show_prompt,
@@ -145,7 +140,7 @@ def chat(
         try:
             repl.run()
         finally:
-            _finish(repl.engine, err)
+            finish_and_say(repl.engine, err)
     if repl.exit_code and not interactive:
         # Lines piped in are a script: a failed turn must fail the script.
         raise typer.Exit(repl.exit_code)
@@ -243,16 +238,13 @@ def ask(
             if continue_last:  # chat names it in its banner; ask shows nothing else before
                 err.print(f"continuing session {engine.session.name}", markup=False,
                           soft_wrap=True)
-            _warn_if_unguarded(ws, err)
-            _print_notices(engine, err)
-            if not one_off:
-                _note_lookalikes(ws, engine, err)
-            _say_stdin_attached(attachments, err)
+            say_opened(ws, engine, err, lookalikes=not one_off)
+            say_stdin_attached(attachments, err)
             repl = Repl(engine, out, err, markdown=not (plain or settings.plain), workspace=ws)
             try:
                 repl.turn(text.strip(), attachments)
             finally:
-                _finish(repl.engine, err)
+                finish_and_say(repl.engine, err)
             address = None if one_off or repl.last is None else repl.address
     finally:
         if json_output:
@@ -278,21 +270,6 @@ def _print_answer(answer: dict[str, Any], address: str | None, turn: int | None)
         sys.stdout.flush()  # a full disk fails here, past a write the buffer took
     except (OutputFailed, BrokenPipeError) as e:
         raise not_shown(e, address, turn) from None
-
-
-def _say_stdin_attached(attachments: "list[Attachment]", err: "Console") -> None:
-    """A pipe meant for the question cannot be told from one shared with a `while read`
-    loop (whose next lines would go too): say what goes, and how not to. Said once the
-    session is open, so a refusal before it stays the one line it is."""
-    from chatmem.attachments import STDIN
-    from chatmem.render.counts import counted
-
-    piped = next((a for a in attachments if a.name == STDIN), None)
-    if piped is not None:
-        what = ("an image" if piped.image is not None
-                else counted(len(piped.text.splitlines()), "line"))
-        err.print(f"attached standard input ({what});"
-                  " --no-stdin leaves it unread", markup=False, soft_wrap=True)
 
 
 def answer_json(result: "TurnResult", engine: "Engine[Store]",
@@ -329,12 +306,11 @@ def answer_json(result: "TurnResult", engine: "Engine[Store]",
 def cost_json(engine: "Engine[Store]", result: "TurnResult") -> dict[str, Any] | None:
     """The turn's money cost at the configured price of its model; None without a price."""
     from chatmem.config.options import price_of
-    from chatmem.repl.chat import billed_tokens
 
     price = price_of(engine.settings.prices, result.record.model) if engine.settings else None
     if price is None:
         return None
-    cost = price.cost(*billed_tokens(result))
+    cost = price.cost(*result.billed_tokens())
     return {"amount": cost.amount, "currency": cost.currency}
 
 
@@ -349,60 +325,3 @@ def stdin_is_piped() -> bool:
     except (OSError, ValueError):
         return not sys.stdin.isatty()  # a stream without a descriptor: text handed to us
     return stat.S_ISFIFO(mode) or stat.S_ISREG(mode)
-
-
-def _finish(engine: "Engine[Store]", err: "Console") -> None:
-    """Finish the engine the chat ended on (it stops embedding earlier messages after the
-    batch at hand) and say what is left."""
-    from chatmem.render import notice_line
-    from chatmem.render.notices import failure_text
-
-    for left in engine.finish():
-        name = engine.session.name
-        why = f" after an error ({failure_text(left.error)})" if left.error else ""
-        if left.elsewhere is not None and left.error is None:
-            err.print(notice_line(
-                f"{left.missing:,} messages of session {name} have no vector for {left.model}"
-                f" yet: process {left.elsewhere.pid} is embedding them"), soft_wrap=True)
-            continue
-        err.print(notice_line(
-            f"indexing stopped{why}: {left.missing:,} messages of session {name} have no "
-            f"vector for {left.model} yet and are recalled by words only; the next chat "
-            f"goes on, or run `chatmem index {name}`"), soft_wrap=True)
-
-
-def _warn_if_unguarded(ws: "Workspace", err: "Console") -> None:
-    """One line when row security does not bind the role chatting (chat and ask only:
-    admin commands need such a role): what it writes and reads is every person's."""
-    from chatmem.app.team import row_security_exemption
-
-    exempt = row_security_exemption(ws)
-    if exempt is not None:
-        role, why = exempt
-        err.print(f"warning: connected as {role}, {why}: row security does not bind it, so "
-                  "every person's sessions are open to it; chat as your own role (chatmem "
-                  "admin add-user NAME makes one)", markup=False, soft_wrap=True)
-
-
-def _print_notices(engine: "Engine[Store]", err: "Console") -> None:
-    from chatmem.render import notice_line
-    from chatmem.render.notices import notice_text
-
-    for notice in engine.notices:
-        err.print(notice_line(notice_text(notice)), soft_wrap=True)
-
-
-def _note_lookalikes(ws: "Workspace", engine: "Engine[Store]", err: "Console") -> None:
-    """A session this command created beside one whose name reads the same (ｔｒｉｐ beside
-    trip): said in one line, and the command goes on in the new one, as it was named."""
-    from chatmem.app.sessions import lookalike_sessions
-    from chatmem.render import notice_line
-
-    if not engine.created:
-        return
-    name = engine.session.name
-    existing = lookalike_sessions(ws, name)
-    if existing:
-        which = (f"session {existing[0]!r} exists" if len(existing) == 1 else
-                 f"sessions {', '.join(map(repr, existing))} exist")
-        err.print(notice_line(f"note: {which}; this creates {name!r}"), soft_wrap=True)

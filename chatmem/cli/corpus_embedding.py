@@ -106,7 +106,7 @@ def embedded_ahead(pool: Any, jobs: Sequence[CorpusJob], err: Console) -> list[C
 
 
 def specs_of(strategies: Sequence[str], params: Sequence[str]) -> list[StrategySpec]:
-    """The strategies a job names, as its run parses them (cli.replay._run)."""
+    """The strategies a job names, as its run parses them (cli.comparing.run_comparison)."""
     from chatmem.cli.opening import registries
     from chatmem.cli.options import parse_params
 

@@ -1,12 +1,12 @@
 """`chatmem replay` and `chatmem eval`: one conversation, several strategies, measured."""
 
-from collections.abc import Iterator, Sequence
-from contextlib import contextmanager, nullcontext
+from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
+from chatmem.cli.comparing import evaluate_transcript, outcome_json, run_comparison
 from chatmem.cli.completion import session_names, strategy_specs
 from chatmem.cli.gates import (
     check_gates,
@@ -29,23 +29,15 @@ from chatmem.cli.options import (
 )
 from chatmem.cli.output import (
     consoles,
-    done_for_good,
     handles_errors,
     print_json,
     stdin_transcript,
-    stopped_as_by_ctrl_c,
-    warn_if_dated_back,
 )
 from chatmem.errors import ExitCode, TranscriptError
 
 if TYPE_CHECKING:
-    from chatmem.app import Workspace
     from chatmem.app.evaluation import Comparison
-    from chatmem.cli.corpus import CorpusJob, TranscriptResult
-    from chatmem.config.settings import Settings
-    from chatmem.evaluation.replay import Progress
-    from chatmem.evaluation.scoring import RecallGate, StrategyRun
-    from chatmem.transcripts.format import Transcript
+    from chatmem.evaluation.scoring import RecallGate
 
 SourceArgument = Annotated[
     str, typer.Argument(help="A transcript file (.jsonl, .json; - reads stdin) or a session name.",
@@ -81,60 +73,11 @@ ReportOption = Annotated[
     typer.Option("--report", show_default=False,
                  help="Also write a self-contained HTML report."),
 ]
-PROGRESS_AFTER_STEPS = 50
 
 
 VerboseOption = Annotated[
     bool, typer.Option("--verbose", "-v",
                        help="Print every memory notice (each summary version), not a count.")]
-
-
-@contextmanager
-def progress_bar(steps: int) -> "Iterator[Progress | None]":
-    """A Rich progress bar on stderr for long replays; nothing when stderr is not a screen
-    (a file or pipe, FORCE_COLOR or not)."""
-    from chatmem.render.terminal import on_screen
-
-    err = consoles()[1]
-    if steps < PROGRESS_AFTER_STEPS or not on_screen(err):
-        yield None
-        return
-    from chatmem.render.progress import replay_progress
-
-    with replay_progress(err) as advance:
-        yield advance
-
-
-def _run(
-    source: str, strategy: Sequence[str], param: Sequence[str] | None, settings: "Settings",
-    *, keep: bool | None, explicit: bool, with_user_facts: bool, save_as: str | None = None,
-    answer: bool = False, transcript: "Transcript | None" = None, show_progress: bool = True,
-    probes_only: bool = False, progress: "Progress | None" = None, config: Path | None = None,
-    **embedding: Any,
-) -> "Comparison":
-    from chatmem.app.evaluation import compare_strategies, load_source
-
-    shared = parse_params(param)
-    specs = [registries().strategies.parse(s, shared) for s in strategy]
-    # A kill or a closed terminal undoes a save as Ctrl-C does (nothing else to undo).
-    with (stopped_as_by_ctrl_c() if save_as else nullcontext(),
-          open_workspace(settings, create=bool(save_as)) as ws):
-        transcript = transcript or load_source(ws, source, utf8_argument(source))
-        warn_if_dated_back(transcript)
-        steps = len(transcript.items) * len(specs) if show_progress else 0
-        with progress_bar(steps) as bar:
-            compared = compare_strategies(ws, transcript, specs, source=source, keep=keep,
-                                          explicit=explicit, with_user_facts=with_user_facts,
-                                          save_as=save_as, answer=answer,
-                                          probes_only=probes_only, progress=progress or bar,
-                                          # not a folder's transcript's, nor a save's
-                                          finished_on_ctrl_c=show_progress and not save_as,
-                                          **embedding)
-        if save_as:
-            done_for_good()  # the sessions are saved: what is left is saying so
-            # In this workspace: another would ask a typed key again, the sessions saved.
-            _start_backlogs(ws, config, compared.runs)
-        return compared
 
 
 @handles_errors
@@ -174,11 +117,11 @@ def replay_command(
     """
 
     settings = settings_from(config, db, provider, model)
-    outcome = _run(source, strategy or registries().strategies.default_eval(), param, settings,
-                   keep=keep_replies,
-                   save_as=save_as, transcript=stdin_transcript() if source == "-" else None,
-                   explicit=provider is not None or model is not None,
-                   with_user_facts=with_user_facts, config=config)
+    outcome = run_comparison(source, strategy or registries().strategies.default_eval(), param,
+                             settings, keep=keep_replies, save_as=save_as,
+                             transcript=stdin_transcript() if source == "-" else None,
+                             explicit=provider is not None or model is not None,
+                             with_user_facts=with_user_facts, config=config)
     _show_outcome("replay", source, outcome, report=report, json_out=json_out,
                   verbose=verbose)
     exit_if_failed(outcome.failed)
@@ -202,38 +145,6 @@ def _show_outcome(command: str, source: str, outcome: "Comparison", *, report: P
             err.print(line, style="dim", markup=False, soft_wrap=True)
     say_failed(outcome.failed)
     exit_if_cut(outcome)
-
-
-def _start_backlogs(ws: "Workspace", config: Path | None,
-                    runs: "Sequence[StrategyRun]") -> None:
-    """Saved sessions that recall by meaning get vectors for their messages in the
-    background."""
-    from chatmem.app.indexing import start_backlogs
-    from chatmem.render.sessions import backlog_line
-
-    for started in start_backlogs(ws, config, [r.session for r in runs if r.session]):
-        consoles()[1].print(backlog_line(started), markup=False, soft_wrap=True)
-
-
-def outcome_json(command: str, source: str, outcome: "Comparison") -> dict[str, Any]:
-    """The one JSON shape of replay and eval (docs/chatmem.schema.json)."""
-    from chatmem.render.compare import run_notice_text
-    from chatmem.render.errors import error_text
-
-    transcript = outcome.transcript
-    return {
-        "command": command,
-        "source": source,
-        "title": transcript.title,
-        "turns": outcome.turns_replayed,
-        "probes": len(transcript.probes),
-        "keep_replies": outcome.keep_replies,
-        "tokenizer": outcome.tokenizer.to_json(),
-        "timezone": outcome.zone,
-        "strategies": [r.to_json(run_notice_text) for r in outcome.runs],
-        "failed": [{"strategy": f.label, "error": error_text(f.error)} for f in outcome.failed],
-        "cut": list(outcome.cut),
-    }
 
 
 def _write_report(path: Path, data: dict[str, Any]) -> None:
@@ -319,9 +230,10 @@ def eval_command(
                 f"session {name} has no probe lines to evaluate: export it (chatmem sessions"
                 f" export {name} {name}.jsonl), add {probe} lines, and eval that file")
         raise TranscriptError(f"{source}: no probe lines to evaluate (add {probe})")
-    outcome = _run(source, strategy, param, settings, keep=None, answer=answer,
-                   transcript=transcript, explicit=provider is not None or model is not None,
-                   with_user_facts=with_user_facts, probes_only=probes_only)
+    outcome = run_comparison(source, strategy, param, settings, keep=None, answer=answer,
+                             transcript=transcript,
+                             explicit=provider is not None or model is not None,
+                             with_user_facts=with_user_facts, probes_only=probes_only)
     _show_outcome("eval", source, outcome, report=report, json_out=json_out,
                   verbose=verbose)
     unanswered = unanswered_error(outcome.runs)
@@ -368,36 +280,3 @@ def _eval_folder(directory: Path, strategy: Sequence[str], param: Sequence[str] 
                 zone=zone_name(settings.zone), ahead=embedded_ahead)
 
 
-def evaluate_transcript(job: "CorpusJob") -> "TranscriptResult":
-    """A worker's task; a chatmem error is returned as its one line, not raised."""
-    import time
-
-    from chatmem.cli.corpus import TranscriptResult, transcript_progress
-    from chatmem.cli.corpus_embedding import known_vectors
-    from chatmem.errors import ChatmemError
-    from chatmem.render.errors import error_text
-    from chatmem.transcripts.reader import read_transcript
-
-    started = time.monotonic()
-    try:
-        settings = settings_from(job.config, job.db, job.provider, job.model)
-        transcript = read_transcript(Path(job.path))
-        if not transcript.probes:
-            raise TranscriptError(f"{job.path}: no probe lines to evaluate")
-        outcome = _run(job.path, job.strategies, job.params, settings, keep=None,
-                       answer=job.answer, transcript=transcript,
-                       explicit=job.provider is not None or job.model is not None,
-                       with_user_facts=job.with_user_facts, show_progress=False,
-                       probes_only=job.probes_only, progress=transcript_progress(job),
-                       known=known_vectors(job))
-    except ChatmemError as e:
-        # As the CLI says it (a plugin's failure names the plugin): it is printed as it is.
-        return TranscriptResult(job.path, error=error_text(e),
-                                seconds=time.monotonic() - started)
-    if outcome.failed:
-        # A folder's figures are over every strategy's runs: one missing fails the file,
-        # as before.
-        return TranscriptResult(job.path, error=error_text(outcome.failed[0].error),
-                                seconds=time.monotonic() - started)
-    return TranscriptResult(job.path, outcome_json("eval", job.path, outcome), outcome.runs,
-                            seconds=time.monotonic() - started)

@@ -1,5 +1,6 @@
 """The engine: a session opened (chatmem.engine.opening), then its turns run
-(chatmem.engine.turns), its memory kept up (upkeep) and its session row (session_changes)."""
+(chatmem.engine.turns, each giving a results.TurnResult), its memory kept up (upkeep) and its
+session row (session_changes)."""
 
 from chatmem.engine.opening import engine_over, open_session, resolve_strategy
 from chatmem.engine.turns import Engine, TurnResult

@@ -12,13 +12,14 @@ import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
 from contextlib import suppress
-from dataclasses import dataclass, field, replace
+from dataclasses import replace
 from datetime import tzinfo
 from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 from chatmem.activity import QUIET, Activity
 from chatmem.engine.attached import attached_messages, refuse_unseen_images
 from chatmem.engine.preflight import TurnChecks
+from chatmem.engine.results import TurnResult
 from chatmem.engine.said import Said, SaidAt, said_time
 from chatmem.engine.session_changes import SessionChanges
 from chatmem.engine.streaming import ProviderCalls, caller_failure, close_quietly
@@ -45,7 +46,7 @@ from chatmem.memory.state import SessionState
 from chatmem.notices import ContextNotBuilt, CutBy, InputNotUtf8, Notice, ReplyCut
 from chatmem.providers.base import Provider, ReplyStream, Usage
 from chatmem.providers.interruptible import InterruptibleReply
-from chatmem.store import SessionRecord, TurnRecord, TurnStatus
+from chatmem.store import SessionRecord, TurnStatus
 from chatmem.store.protocols import TurnStore
 from chatmem.text import REPLACEMENT, is_valid, shows_something, valid_text
 from chatmem.timestamps import parse_time
@@ -56,23 +57,6 @@ if TYPE_CHECKING:
     from chatmem.attachments import Attachment
     from chatmem.config.settings import Settings
     from chatmem.embeddings import Embedder
-
-
-@dataclass
-class TurnResult:
-    record: TurnRecord
-    context: Context
-    reply: str
-    notices: list[Notice] = field(default_factory=list)
-
-    @property
-    def status(self) -> str:
-        return self.record.status
-
-    @property
-    def cut(self) -> CutBy | None:
-        """What cut the reply short (the cap, a content filter); None: the model ended it."""
-        return next((n.by for n in self.notices if isinstance(n, ReplyCut)), None)
 
 
 StoreT = TypeVar("StoreT", bound=TurnStore, covariant=True)

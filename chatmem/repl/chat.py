@@ -300,7 +300,7 @@ class Chat:
         self.usage = ContextUsage(result.record.estimated_tokens or result.context.tokens,
                                   result.context.budget, self.engine.counter.approximate)
         if result.status != TurnStatus.FAILED:
-            self.spent = self.spent.plus(*billed_tokens(result), self.price_of(
+            self.spent = self.spent.plus(*result.billed_tokens(), self.price_of(
                 result.record.model))
         if result.status == TurnStatus.CANCELLED:
             self.notice("(reply cancelled; it stays out of memory)")
@@ -348,7 +348,7 @@ class Chat:
             reported=record.prompt_tokens,
             latency_ms=record.latency_ms,
             strategy=strategy_label(self.engine, changed_only=True),
-            cost=price.cost(*billed_tokens(result)) if price is not None else None,
+            cost=price.cost(*result.billed_tokens()) if price is not None else None,
         )
 
     def prompt_panel(self, context: Context, estimated: int | None = None, *,
@@ -373,14 +373,6 @@ def not_shown(failure: Exception, address: str | None, turn: int | None) -> Repl
     else:
         reason = str(failure)
     return ReplyNotShown(reason, closed=closed, address=address, turn=turn)
-
-
-def billed_tokens(result: TurnResult) -> tuple[int, int]:
-    """(prompt, reply) tokens of a turn: the provider's counts when it reported them."""
-    record = result.record
-    prompt = record.prompt_tokens if record.prompt_tokens is not None else (
-        record.estimated_tokens or 0)
-    return prompt, record.completion_tokens or 0
 
 
 def strategy_label(engine: Engine[Any], *, changed_only: bool = False) -> str:

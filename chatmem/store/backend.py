@@ -13,7 +13,8 @@ from collections.abc import Iterable, Iterator, Sequence
 from contextlib import AbstractContextManager
 from typing import Any, Protocol
 
-from chatmem.store.records import SessionAccess, SessionWords, WeightedTerm
+from chatmem.store.records import SessionAccess
+from chatmem.store.word_terms import SessionWords, WeightedTerm
 
 
 class Cursor(Protocol):

@@ -11,7 +11,7 @@ from typing import Any
 
 from chatmem import fts
 from chatmem.store.postgres_writers import trusted_entry
-from chatmem.store.records import SessionWords, WeightedTerm, best_first, match_conditions
+from chatmem.store.word_terms import SessionWords, WeightedTerm, best_first, match_conditions
 
 K1, B = 1.2, 0.75
 """BM25's parameters, FTS5's defaults."""

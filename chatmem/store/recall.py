@@ -17,13 +17,8 @@ from chatmem import fts
 from chatmem.store.batches import in_batches
 from chatmem.store.connection import Connection, fetch_value
 from chatmem.store.postgres_writers import trusted_count, trusted_entry
-from chatmem.store.records import (
-    MESSAGE_COLUMNS,
-    MessageRecord,
-    SessionWords,
-    WeightedTerm,
-    counted_messages,
-)
+from chatmem.store.records import MESSAGE_COLUMNS, MessageRecord, counted_messages
+from chatmem.store.word_terms import SessionWords, WeightedTerm
 from chatmem.timestamps import has_zone, parse_time
 
 if TYPE_CHECKING:

@@ -20,9 +20,9 @@ from typing import Any
 from chatmem import fts
 from chatmem.errors import StoreConflict, StoreError, StoreFailure
 from chatmem.store.batches import BATCH, in_batches
-from chatmem.store.records import SessionWords, WeightedTerm, best_first, match_conditions
 from chatmem.store.session_runs import SessionRuns
 from chatmem.store.word_counts import Ranges, Reading, WordCounts
+from chatmem.store.word_terms import SessionWords, WeightedTerm, best_first, match_conditions
 
 MOST_ARMS = 400
 """Index reads (FTS5 queries) one statement of a conversation's word search holds."""

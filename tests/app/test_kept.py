@@ -69,28 +69,39 @@ def test_a_conversations_jobs_share_one_engine_on_one_thread(settings: Settings)
     assert len(opener.closed) == 1  # closed once, when the server stops
 
 
-def test_another_conversation_runs_while_one_waits(settings: Settings) -> None:
-    opener, kept = Opener(settings), KeptConversations()
-    release, waiting = threading.Event(), threading.Event()
+class SlowJob:
+    """A job of conversation "a", run through `kept` on a thread of this test's, that holds
+    its conversation's thread until `finish`."""
 
-    def slow(ws: Workspace, engine: Engine[Store]) -> str:
-        waiting.set()
-        assert release.wait(HANG)
+    def __init__(self, opener: Opener, kept: KeptConversations) -> None:
+        self.release, self.waiting = threading.Event(), threading.Event()
+        self.results: list[str] = []
+        self.runner = threading.Thread(
+            target=lambda: self.results.append(opener.run(kept, "a", self.job)))
+        self.runner.start()
+
+    def job(self, ws: Workspace, engine: Engine[Store]) -> str:
+        self.waiting.set()
+        assert self.release.wait(HANG)
         return "slow done"
 
-    results: list[str] = []
-    runner = threading.Thread(target=lambda: results.append(opener.run(kept, "a", slow)))
-    runner.start()
+    def finish(self) -> None:
+        self.release.set()
+        self.runner.join(HANG)
+
+
+def test_another_conversation_runs_while_one_waits(settings: Settings) -> None:
+    opener, kept = Opener(settings), KeptConversations()
+    slow = SlowJob(opener, kept)
     try:
-        assert waiting.wait(HANG)
+        assert slow.waiting.wait(HANG)
         # "a" holds its thread; "b" has a thread of its own and is not held up.
         assert opener.run(kept, "b", turn("hello"))[0] == 1
-        assert results == []
+        assert slow.results == []
     finally:
-        release.set()
-        runner.join(HANG)
+        slow.finish()
         kept.close()
-    assert results == ["slow done"]
+    assert slow.results == ["slow done"]
 
 
 def test_past_the_limit_the_least_recently_used_is_closed_and_opened_again_later(
@@ -298,28 +309,18 @@ def test_closing_waits_for_the_job_of_a_conversation_evicted_while_it_ran(
     """A server stopping waits for what its conversations still run (a memory update): one
     evicted meanwhile was forgotten, and the server exited in the middle of its job."""
     opener, kept = Opener(settings), KeptConversations(size=1)
-    release, waiting = threading.Event(), threading.Event()
-
-    def slow(ws: Workspace, engine: Engine[Store]) -> str:
-        waiting.set()
-        assert release.wait(HANG)
-        return "slow done"
-
-    results: list[str] = []
-    runner = threading.Thread(target=lambda: results.append(opener.run(kept, "a", slow)))
-    runner.start()
+    slow = SlowJob(opener, kept)
     closer = threading.Thread(target=kept.close)
     try:
-        assert waiting.wait(HANG)
+        assert slow.waiting.wait(HANG)
         assert opener.run(kept, "b", turn("hello"))[0] == 1  # "a" evicted, its job running
         closer.start()
         closer.join(0.5)
         assert closer.is_alive()  # still waiting for "a"'s job
     finally:
-        release.set()
-        runner.join(HANG)
+        slow.finish()
         if closer.ident is None:
             closer.start()
         closer.join(HANG)
-    assert results == ["slow done"]
+    assert slow.results == ["slow done"]
     assert len(opener.closed) == 2  # "a" closed too, before close returned

@@ -184,7 +184,7 @@ def test_long_replays_show_a_progress_bar_on_a_terminal(
 ) -> None:
     from rich.console import Console
 
-    import chatmem.cli.replay as command
+    import chatmem.cli.comparing as command
 
     screen = Screen()
     terminal = Console(file=screen, force_terminal=True, width=100)

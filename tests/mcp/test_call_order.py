@@ -67,6 +67,30 @@ def started(args: list[str], client: str, conversation: dict[str, Any]
     return server, said
 
 
+def sent_while_another_process_writes(db: Path, calls: list[bytes]) -> dict[int, dict[str, Any]]:
+    """`calls` (ids 2, 3, ...) sent at once to a real `chatmem mcp` over `db` (a conversation
+    `warm` started first: the history exists) while another process holds the history's write
+    lock for a second; their answers, by id."""
+    import sqlite3
+
+    server, said = started(["--db", str(db), "--provider", "scripted"], "parallel",
+                           {"name": "warm"})
+    assert server.stdin is not None
+    try:
+        writer = sqlite3.connect(db, isolation_level=None)
+        writer.execute("BEGIN IMMEDIATE")
+        for call in calls:
+            server.stdin.write(call)
+        server.stdin.flush()
+        time.sleep(1)
+        writer.execute("ROLLBACK")
+        writer.close()
+        return answers(said, set(range(2, 2 + len(calls))))
+    finally:
+        server.stdin.close()
+        server.wait(timeout=HANG)
+
+
 def stored_user_messages(db: Path, name: str) -> list[str]:
     from chatmem.app import Workspace
     from chatmem.app.sessions import session_named
@@ -170,27 +194,10 @@ def test_a_turn_sent_right_after_its_start_conversation_waits_for_it(
     the first answer (a model's parallel tool calls: the handle is the name it chose) had the
     turn refused, "no session named", whenever the start was slower than the turn's look
     for the session (here: another process writing the history while both come)."""
-    import sqlite3
-
-    db = tmp_path / "h.db"
-    server, said = started(["--db", str(db), "--provider", "scripted"], "parallel",
-                           {"name": "warm"})  # the history exists
-    assert server.stdin is not None
-    try:
-        writer = sqlite3.connect(db, isolation_level=None)
-        writer.execute("BEGIN IMMEDIATE")  # another process's write under way
-        server.stdin.write(line(2, "tools/call", {"name": "start_conversation",
-                                                  "arguments": {"name": name}}))
-        server.stdin.write(line(3, "tools/call", {"name": "record_turn", "arguments": {
-            "conversation_id": name, "user": "我们五月去杭州", "assistant": "好的。"}}))
-        server.stdin.flush()
-        time.sleep(1)
-        writer.execute("ROLLBACK")
-        writer.close()
-        answered = answers(said, {2, 3})
-    finally:
-        server.stdin.close()
-        server.wait(timeout=HANG)
+    answered = sent_while_another_process_writes(tmp_path / "h.db", [
+        line(2, "tools/call", {"name": "start_conversation", "arguments": {"name": name}}),
+        line(3, "tools/call", {"name": "record_turn", "arguments": {
+            "conversation_id": name, "user": "我们五月去杭州", "assistant": "好的。"}})])
     assert answered[2]["result"]["structuredContent"]["created"] is True
     assert answered[3]["result"].get("isError", False) is False, answered[3]
     assert answered[3]["result"]["structuredContent"]["turn"] == 1
@@ -203,25 +210,10 @@ def test_of_two_starts_of_one_new_conversation_sent_at_once_one_says_it_created_
     the conversation before either made it. The one that made it says so; the other joined
     it (created: false); the history holds it once."""
     db = tmp_path / "h.db"
-    server, said = started(["--db", str(db), "--provider", "scripted"], "parallel",
-                           {"name": "warm"})  # the history exists
-    assert server.stdin is not None
-    try:
-        import sqlite3
-
-        writer = sqlite3.connect(db, isolation_level=None)
-        writer.execute("BEGIN IMMEDIATE")  # both look before either can write
-        for request_id in (2, 3):
-            server.stdin.write(line(request_id, "tools/call", {
-                "name": "start_conversation", "arguments": {"name": "晚餐"}}))
-        server.stdin.flush()
-        time.sleep(1)
-        writer.execute("ROLLBACK")
-        writer.close()
-        answered = answers(said, {2, 3})
-    finally:
-        server.stdin.close()
-        server.wait(timeout=HANG)
+    answered = sent_while_another_process_writes(db, [  # both look before either can write
+        line(request_id, "tools/call", {"name": "start_conversation",
+                                        "arguments": {"name": "晚餐"}})
+        for request_id in (2, 3)])
     results = [answered[i]["result"]["structuredContent"] for i in (2, 3)]
     assert sorted(r["created"] for r in results) == [False, True]
     assert {r["conversation_id"] for r in results} == {"晚餐"}

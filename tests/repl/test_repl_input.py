@@ -23,6 +23,7 @@ from registered import open_session
 from waiting import HANG
 
 from chatmem.config.settings import Settings
+from chatmem.embeddings import Embedder
 from chatmem.errors import UsageError
 from chatmem.memory.vector_backlog import IndexingStatus
 from chatmem.privacy.mentions import MARKER
@@ -110,6 +111,18 @@ def make_repl(db: Path, session: str = "t", strategy: str = "window") -> tuple[S
     store = Store(db)
     engine = open_session(store, Settings(system="Be brief."), ScriptedProvider(), session,
                           strategy=strategy)
+    return store, Repl(engine, make_console(), make_console(stderr=True))
+
+
+def backlog_repl(db: Path, embedder: Embedder) -> tuple[Store, Repl]:
+    """A REPL over a `retrieval` session of 600 imported messages (602 to embed after its
+    first turn), recalling by `embedder`'s vectors."""
+    store = Store(db)
+    engine = open_session(store, Settings(system="Be brief."), ScriptedProvider(), "t",
+                          strategy="retrieval", embedder=embedder)
+    store.history.import_messages(engine.session.id, [
+        {"role": role, "content": f"{role} {n}: 第{n}次 the ferry timetable"}
+        for n in range(300) for role in ("user", "assistant")])
     return store, Repl(engine, make_console(), make_console(stderr=True))
 
 
@@ -540,13 +553,8 @@ def test_the_toolbar_says_how_many_messages_are_still_to_embed(tmp_path: Path) -
             return super().embed(texts, query=query)
 
     embedder = Held()
-    store = Store(tmp_path / "t.db")
-    engine = open_session(store, Settings(system="Be brief."), ScriptedProvider(), "t",
-                          strategy="retrieval", embedder=embedder)
-    store.history.import_messages(engine.session.id, [
-        {"role": role, "content": f"{role} {n}: 第{n}次 the ferry timetable"}
-        for n in range(300) for role in ("user", "assistant")])
-    repl = Repl(engine, make_console(), make_console(stderr=True))
+    store, repl = backlog_repl(tmp_path / "t.db", embedder)
+    engine = repl.engine
     with store:
         assert "index" not in toolbar_text(repl)
         repl.turn("when is the ferry?")
@@ -588,13 +596,8 @@ def test_the_toolbar_counts_batches_embedded_while_the_prompt_waits(tmp_path: Pa
             return super().embed(texts, query=query)
 
     embedder = Metered()
-    store = Store(tmp_path / "t.db")
-    engine = open_session(store, Settings(system="Be brief."), ScriptedProvider(), "t",
-                          strategy="retrieval", embedder=embedder)
-    store.history.import_messages(engine.session.id, [
-        {"role": role, "content": f"{role} {n}: 第{n}次 the ferry timetable"}
-        for n in range(300) for role in ("user", "assistant")])
-    repl = Repl(engine, make_console(), make_console(stderr=True))
+    store, repl = backlog_repl(tmp_path / "t.db", embedder)
+    engine = repl.engine
     with store:
         repl.turn("when is the ferry?")
         assert toolbar_text(repl).endswith(" · indexing, 602 left ")

@@ -14,7 +14,7 @@ from chatmem.config.settings import Settings
 from chatmem.engine.resend import resend_last
 from chatmem.providers.scripted import ScriptedProvider
 from chatmem.store import Store
-from chatmem.store.records import WeightedTerm
+from chatmem.store.word_terms import WeightedTerm
 
 
 def test_records_and_counts_match_the_two_reads_they_replace(tmp_path: Path) -> None:
