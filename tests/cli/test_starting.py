@@ -2,16 +2,21 @@
 
 from __future__ import annotations
 
+import fcntl
 import os
 import pty
 import re
 import select
 import subprocess
 import sys
+import termios
 import time
 from pathlib import Path
 
+from conftest import needs_sqlcipher
+
 from chatmem.cli.starting import loading_line
+from chatmem.store import Store
 
 REPO = Path(__file__).resolve().parents[2]
 TRAVEL = REPO / "sessions" / "travel-zh.jsonl"
@@ -26,11 +31,23 @@ def _env(tmp_path: Path) -> dict[str, str]:
             "XDG_CACHE_HOME": str(tmp_path / "cache")}
 
 
-def _at_a_terminal(args: list[str], env: dict[str, str]) -> tuple[str, int]:
-    """All the command wrote, stdout and stderr a pseudo-terminal, and its exit code."""
+def _own_terminal() -> None:
+    """The pseudo-terminal (stdin) as the child's controlling terminal: its /dev/tty, where
+    getpass asks a key, as a shell's command has."""
+    os.setsid()
+    fcntl.ioctl(0, termios.TIOCSCTTY, 0)
+
+
+def _at_a_terminal(args: list[str], env: dict[str, str],
+                   answers: dict[str, str] | None = None) -> tuple[str, int]:
+    """All the command wrote, stdout and stderr a pseudo-terminal, and its exit code;
+    `answers`: what is typed once a question shows (stdin the terminal too)."""
     leader, follower = pty.openpty()
-    proc = subprocess.Popen([sys.executable, "-c", AT_ONCE, *args], stdin=subprocess.DEVNULL,
-                            stdout=follower, stderr=follower, env=env, close_fds=True)
+    answers = dict(answers or {})
+    proc = subprocess.Popen([sys.executable, "-c", AT_ONCE, *args],
+                            stdin=follower if answers else subprocess.DEVNULL,
+                            stdout=follower, stderr=follower, env=env, close_fds=True,
+                            preexec_fn=_own_terminal if answers else None)
     os.close(follower)
     seen = b""
     deadline = time.monotonic() + 120
@@ -44,6 +61,8 @@ def _at_a_terminal(args: list[str], env: dict[str, str]) -> tuple[str, int]:
             if not chunk:
                 break
             seen += chunk
+            for question in [q for q in answers if q.encode() in seen]:
+                os.write(leader, answers.pop(question).encode() + b"\r")
         elif proc.poll() is not None:
             break
     code = proc.wait(timeout=30)
@@ -69,6 +88,18 @@ def test_an_error_comes_on_a_line_of_its_own(tmp_path: Path) -> None:
     assert shown.startswith("chatmem sessions export: loading strategies and plugins…" + ERASE)
     after = shown.split(ERASE, 1)[1]
     assert re.sub(r"\x1b\[[0-9;]*m", "", after).startswith("error: no history file")
+
+
+@needs_sqlcipher
+def test_a_key_asked_at_the_terminal_comes_on_a_line_of_its_own(tmp_path: Path) -> None:
+    db = tmp_path / "h.db"
+    Store(db, key="钥匙 key 7").close()
+    env = {**_env(tmp_path), "CHATMEM_DB": str(db)}
+    env.pop("CHATMEM_KEY", None)
+    shown, code = _at_a_terminal(["sessions", "list"], env, {"key for": "钥匙 key 7"})
+    assert code == 0, shown
+    before = shown[:shown.index("key for")]
+    assert before == "chatmem sessions list: loading strategies and plugins…" + ERASE, shown
 
 
 def test_a_pipe_never_sees_it(tmp_path: Path) -> None:
