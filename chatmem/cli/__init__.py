@@ -299,11 +299,14 @@ def _leave_the_local_model_reading() -> None:
 def _main() -> None:
     # Named as installed, also under `python -m chatmem`: shell completion keys on the name
     # (_CHATMEM_COMPLETE), and the usage line shows what a person types.
+    from chatmem.cli.starting import say_while_starting, started
     from chatmem.cli.streams import discard_unwritten, prepare_streams
     from chatmem.cli.threads import say_plugin_threads_failing
     from chatmem.errors import OutputFailed
 
     prepare_streams()
+    if (words := _starting_words(sys.argv[1:])) is not None:
+        say_while_starting(words)
     say_plugin_threads_failing()
     try:
         try:
@@ -319,4 +322,29 @@ def _main() -> None:
 
         raise SystemExit(fail(str(e), e.exit_code).exit_code) from None
     finally:
+        started()  # a command that printed nothing leaves no loading line behind
         discard_unwritten()
+
+
+def _starting_words(args: Sequence[str]) -> str | None:
+    """The command's words for the line shown while it loads (`eval`, `sessions import`);
+    None where none may show: help, the version and completion print at once, and `mcp`
+    speaks its protocol on stdin and stdout, where a person reads nothing."""
+    import os
+
+    if any(a in ("--help", "-h", "--version") for a in args) or any(
+            k.startswith("_CHATMEM_COMPLETE") for k in os.environ):
+        return None
+    words: list[str] = []
+    for arg in args:
+        if arg.startswith("-") or len(words) == 2:
+            break
+        words.append(arg)
+    if words[:1] == ["mcp"]:
+        return None
+    known = {c.name for c in app.registered_commands} | {
+        g.name for g in app.registered_groups}
+    if not words or words[0] not in known:
+        return ""
+    return " ".join(words[:2] if words[0] in {g.name for g in app.registered_groups}
+                    else words[:1])

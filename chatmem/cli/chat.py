@@ -187,7 +187,7 @@ def ask(
     from chatmem.app.conversations import open_conversation
     from chatmem.attachments import STDIN, TextLimit, piped_file_kind, read_file, read_piped
     from chatmem.errors import EmptyInput, UsageError
-    from chatmem.render.progress import ConsoleActivity
+    from chatmem.render.progress import ConsoleActivity, opening_status
     from chatmem.repl.loop import Repl
     from chatmem.text_files import Oversized
 
@@ -231,10 +231,14 @@ def ask(
     if json_output:
         out.file = open(os.devnull, "w", encoding="utf-8")  # noqa: SIM115 (closed below)
     try:
-        with (open_workspace(settings, one_off=one_off) as ws,
-              open_conversation(ws, ONE_OFF if one_off else named, strategy=spec,
-                                params=params, system=system, activity=ConsoleActivity(err),
-                                allow_over_budget=allow_over_budget, save=save) as engine):
+        with open_workspace(settings, one_off=one_off) as ws, ExitStack() as stack:
+            if sys.stdin.isatty() and ws.has_history:
+                _ = ws.store  # an encrypted file's key is asked first, no spinner over it
+            with opening_status(err, named, one_off=one_off):  # a model loads for seconds
+                engine = stack.enter_context(open_conversation(
+                    ws, ONE_OFF if one_off else named, strategy=spec, params=params,
+                    system=system, activity=ConsoleActivity(err),
+                    allow_over_budget=allow_over_budget, save=save))
             if continue_last:  # chat names it in its banner; ask shows nothing else before
                 err.print(f"continuing session {engine.session.name}", markup=False,
                           soft_wrap=True)

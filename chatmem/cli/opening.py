@@ -91,7 +91,11 @@ def open_workspace(settings: Settings, *, create: bool = True, one_off: bool = F
     what opening did (a file moved, retention) is said on stderr as it happens.
     """
     from chatmem.app import Workspace
+    from chatmem.cli.starting import started
 
+    # The loading line goes now: a key is asked (getpass, a key command's pinentry) on the
+    # terminal itself, not through stderr, and came after it on its line.
+    started()
     mask_credentials_of(settings)  # a template's too
     interactive = sys.stdin.isatty() and sys.stderr.isatty()
     with Workspace(settings, create=create, one_off=one_off, registries=registries(),

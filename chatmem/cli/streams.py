@@ -21,6 +21,7 @@ import os
 import sys
 from typing import TextIO
 
+from chatmem.cli.starting import started
 from chatmem.errors import OutputFailed
 
 _NAMES = ("stdin", "stdout", "stderr")
@@ -35,6 +36,7 @@ def prepare_streams() -> None:
         sys.stdin.reconfigure(encoding="utf-8", errors="surrogateescape")  # type: ignore[union-attr]
     sys.stderr.reconfigure(errors="backslashreplace")  # type: ignore[union-attr]
     sys.stdout = _guarded(sys.stdout)
+    sys.stderr = _erasing(sys.stderr)
 
 
 def discard_unwritten() -> None:
@@ -117,6 +119,7 @@ class _Stdout(io.RawIOBase):
         # landing just after os.write, in this Python code, left a BufferedWriter holding
         # bytes already written, which it wrote again ("HelloHello").
         view = memoryview(data).cast("B")  # type: ignore[arg-type]
+        started()  # the line shown while the command loaded goes first
         try:
             written = 0
             while written < len(view):
@@ -145,3 +148,41 @@ def _guarded(stdout: TextIO) -> TextIO:
                             errors=errors, line_buffering=getattr(stdout, "line_buffering",
                                                                   False),
                             write_through=getattr(stdout, "write_through", False))
+
+
+class _Stderr(io.RawIOBase):
+    """Descriptor 2, erasing the line shown while the command loaded (cli.starting) before
+    its first write: a warning, an error, a progress bar or a traceback."""
+
+    def __init__(self, fd: int) -> None:
+        super().__init__()
+        self._fd = fd
+
+    def writable(self) -> bool:
+        return True
+
+    def fileno(self) -> int:
+        return self._fd
+
+    def isatty(self) -> bool:
+        return os.isatty(self._fd)
+
+    def write(self, data: object) -> int:
+        view = memoryview(data).cast("B")  # type: ignore[arg-type]
+        started()
+        written = 0
+        while written < len(view):
+            written += os.write(self._fd, view[written:])
+        return written
+
+
+def _erasing(stderr: TextIO) -> TextIO:
+    """`stderr` writing through _Stderr, its encoding and error handling kept, each write
+    going out at once (as Python's own stderr does, unbuffered in effect)."""
+    try:
+        fd = stderr.fileno()
+    except (OSError, ValueError):
+        return stderr  # not a descriptor: left as it is
+    stderr.flush()
+    return io.TextIOWrapper(_Stderr(fd), encoding=stderr.encoding,  # type: ignore[type-var]
+                            errors=stderr.errors, line_buffering=True, write_through=True)

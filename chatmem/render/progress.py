@@ -60,14 +60,17 @@ def counted_progress(console: Console, label: str) -> Iterator[Callable[[int, in
 
 
 @contextmanager
-def opening_status(console: Console, session: str | None) -> Iterator[None]:
-    """A spinner while a chat opens its session and starts its model (`session` None: the
-    last one, --continue); on a screen only, gone when the prompt comes."""
+def opening_status(console: Console, session: str | None, *,
+                   one_off: bool = False) -> Iterator[None]:
+    """A spinner while a chat (or an ask) opens its session and starts its model (`session`
+    None: the last one, --continue; `one_off`: an ask with no session); on a screen only,
+    gone when the prompt (the reply's own wait) comes."""
     if not on_screen(console):
         yield
         return
     named = "the last session" if session is None else f"session {session}"
-    with console.status(Text(f"opening {named} and starting its model")):
+    with console.status(Text("starting the model" if one_off else
+                             f"opening {named} and starting its model")):
         yield
 
 

@@ -66,3 +66,14 @@ def test_a_chat_says_it_opens_its_session_and_model_until_the_prompt(tmp_path: P
     assert OPENING in shown
     # Transient: the spinner's line is erased before the session's first line is drawn.
     assert shown.rindex("\x1b[2K") > shown.rindex(OPENING)
+
+
+def test_an_ask_says_it_starts_the_model_until_the_reply_is_awaited(tmp_path: Path) -> None:
+    """`ask` loaded the model for seconds (20 on a busy machine) with nothing shown."""
+    config = tmp_path / "config.toml"
+    config.write_text("[local]\nthreads = 1\n", encoding="utf-8")
+    shown = shown_before_the_prompt(
+        ["ask", "你好", "--provider", "local", "--db", str(tmp_path / "h.db"),
+         "--config", str(config)], b"waiting for")
+    assert "starting the model" in shown
+    assert shown.rindex("\x1b[2K") > shown.rindex("starting the model")

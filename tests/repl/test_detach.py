@@ -83,3 +83,26 @@ def test_detach_completes_the_attached_files_not_the_folder(
         assert offered("/detach 会") == offered("/detach '会") == ["'会议 纪要.md'"]
         repl.command("/detach '会议 纪要.md'")  # as the menu puts it in
         assert [a.name for a in repl.attached] == ["笔记.md"]
+
+
+def test_a_file_over_the_budget_on_its_own_is_refused_when_attached(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """It was attached, the message typed, then refused at the send and the file dropped."""
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "big.md").write_text("杭州西湖的游记，第一天。\n" * 300, encoding="utf-8")
+    (tmp_path / "笔记.md").write_text("杭州：西湖、灵隐寺\n", encoding="utf-8")
+    db = tmp_path / "h.db"
+    result = chat(db, "t", ["/budget 1000", "/attach big.md", "/attach 笔记.md", "/attach",
+                            "去哪里？"], "-s", "window")
+    assert result.exit_code == 2, result.stderr
+    lines = result.stderr.splitlines()
+    refused = next(line for line in lines if line.startswith("error: big.md"))
+    assert "context budget of 1,000" in refused and "not attached" in refused
+    assert "/budget N" in refused
+    assert "attached to your next message: 笔记.md" in lines
+    [sent] = sent_files(db, "t")
+    assert len(sent) == 1 and "灵隐寺" in sent[0]
+    allowed = chat(db, "u", ["/budget 1000", "/attach big.md", "/detach"], "-s", "window",
+                   "--allow-over-budget")
+    assert allowed.exit_code == 0, allowed.stderr
+    assert "detached big.md; nothing is attached now" in allowed.stderr.splitlines()

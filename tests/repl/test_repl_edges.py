@@ -257,7 +257,7 @@ def test_a_message_refused_over_the_budget_says_its_files_are_no_longer_attached
     """Two files attached, the message refused over the budget: both were let go unsaid,
     and the next message ("just the notes then") went without the notes too."""
     db, big, notes = tmp_path / "h.db", tmp_path / "big.txt", tmp_path / "笔记.txt"
-    big.write_text("word " * 4000, encoding="utf-8")
+    big.write_text("word " * 3900, encoding="utf-8")  # fits alone, not with the rest
     notes.write_text("我们五月去杭州。\n", encoding="utf-8")
     result = chat(db, "t", [f"/attach {big}", f"/attach {notes}", "sum up", "/attach"])
     refused = [line for line in result.stderr.splitlines() if "not sent" in line]

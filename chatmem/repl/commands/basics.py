@@ -203,6 +203,8 @@ def _file(repl: Chat, args: list[str]) -> None:
     from chatmem.attachments import TextLimit, read_file
     from chatmem.config.paths import user_path
     from chatmem.engine.attached import attached_messages
+    from chatmem.memory.guards import built_to
+    from chatmem.memory.params import budget_params
 
     if args:
         path = user_path(args[0])
@@ -215,8 +217,19 @@ def _file(repl: Chat, args: list[str]) -> None:
         attachment = read_file(path, TextLimit(engine.budget, engine.allow_over_budget))
         # An image for a model that cannot see it is refused now, not at the next message.
         [message] = attached_messages([attachment], repl.engine.counter, repl.engine.provider)
-        repl.attached.append(attachment)
         tokens = message.tokens
+        # Over the budget on its own, no message with it can be sent: said at the send,
+        # after the message was typed, and the file then dropped, it is said now.
+        budget = None if engine.allow_over_budget else built_to(engine.strategy,
+                                                                engine.request(""))
+        if budget and tokens > budget:
+            values = " ".join(f"{n}=N" for n in budget_params(engine.strategy.params, budget))
+            way = f"/strategy {engine.strategy.name} {values}" if values else "/budget N"
+            raise UsageError(
+                f"{attachment.name} is about {tokens:,} tokens, more than the context budget of"
+                f" {budget:,} on its own: not attached (raise the budget with {way}, or start"
+                " the chat with --allow-over-budget)")
+        repl.attached.append(attachment)
         repl.notice(f"attached {attachment.name} (about {tokens:,} tokens); it goes with "
                     "your next message (/detach drops it)")
     elif repl.attached:
