@@ -206,3 +206,31 @@ def input_kept(workspace: Workspace, name: str, text: str,
             asked_with is None or asked_with.asked_again(text) is not False):
         return last[0].content
     return text
+
+
+def earlier_input_kept(workspace: Workspace, name: str, prior: Sequence[ClientMessage],
+                       text: str) -> str:
+    """What a request whose history is the start of session `name`'s, ended before its last
+    exchange, sends as its turn of its own: the client's `text`, or the session's message
+    after that start when that is `text` but for values a purge has replaced by its marker
+    since (a regenerate of an earlier reply, taken for a new turn as nothing shows it an
+    edit: this server answered it before a restart, or for another chat of a `user`). The
+    client's copy holds those values: sent as it is, the purged value was stored again.
+    Reads no more of the session than the request carries (its first turns), and only of
+    one holding more than the request and an exchange."""
+    from chatmem.privacy.mentions import MARKER
+
+    history = workspace.store.history
+    session = workspace.store.sessions.find_session(name)
+    if session is None:
+        return text
+    at = len(prior)
+    if history.message_count(session.id, at_most=at + 3) <= at + 2:
+        return text  # the chat goes on, or asks its last exchange again (`input_kept`)
+    held = history.messages(session.id, 1, at + 1)[:at + 1]
+    if (len(held) == at + 1 and held[at].role == "user" and MARKER in held[at].content
+            and held_as_said([comparable("user", held[at].content)],
+                             [comparable("user", text)])
+            and held_as_said(comparable_all(held[:at]), comparable_all(prior))):
+        return held[at].content
+    return text

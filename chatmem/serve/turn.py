@@ -206,6 +206,7 @@ class Turn:
         from chatmem.app.adopted_history import (
             adopt_history,
             branch_session,
+            earlier_input_kept,
             input_kept,
             leaves_history,
         )
@@ -334,7 +335,7 @@ class Turn:
                                   else "next-turn-last-kept"
                                   if replacing is Replacing.UNPROVEN else "next-turn")
                 on_stored = partial(stored, ws, engine)
-                again = asked.text
+                again = earlier_input_kept(ws, asked.conversation, asked.prior, asked.text)
                 if replacing is Replacing.YES:
                     self.turn_id = f"{asked.conversation}@{held}"
                     self.stored_as = "replaced-last-turn"
