@@ -209,25 +209,33 @@ def input_kept(workspace: Workspace, name: str, text: str,
 
 
 def earlier_input_kept(workspace: Workspace, name: str, prior: Sequence[ClientMessage],
-                       text: str) -> str:
+                       text: str, left: Sequence[Said] = ()) -> str:
     """What a request whose history is the start of session `name`'s, ended before its last
     exchange, sends as its turn of its own: the client's `text`, or the session's message
     after that start when that is `text` but for values a purge has replaced by its marker
     since (a regenerate of an earlier reply, taken for a new turn as nothing shows it an
     edit: this server answered it before a restart, or for another chat of a `user`). The
-    client's copy holds those values: sent as it is, the purged value was stored again.
+    client's copy holds those values: sent as it is, the purged value was stored again. A
+    chat no id names begins a session of its own there: `left` is the history of the one it
+    left (`branched_from`), that message after `prior` when it holds it.
     Reads no more of the session than the request carries (its first turns), and only of
     one holding more than the request and an exchange."""
-    from chatmem.privacy.mentions import MARKER
-
+    at = len(prior)
+    if len(left) == at + 1:
+        return _kept_input(left, prior, text)
     history = workspace.store.history
     session = workspace.store.sessions.find_session(name)
-    if session is None:
-        return text
-    at = len(prior)
-    if history.message_count(session.id, at_most=at + 3) <= at + 2:
+    if session is None or history.message_count(session.id, at_most=at + 3) <= at + 2:
         return text  # the chat goes on, or asks its last exchange again (`input_kept`)
-    held = history.messages(session.id, 1, at + 1)[:at + 1]
+    return _kept_input(history.messages(session.id, 1, at + 1)[:at + 1], prior, text)
+
+
+def _kept_input(held: Sequence[Said], prior: Sequence[ClientMessage], text: str) -> str:
+    """`held`'s message after `prior` when `held` is `prior` and then `text`, but for a
+    purge's markers in it; else `text`."""
+    from chatmem.privacy.mentions import MARKER
+
+    at = len(prior)
     if (len(held) == at + 1 and held[at].role == "user" and MARKER in held[at].content
             and held_as_said([comparable("user", held[at].content)],
                              [comparable("user", text)])

@@ -113,8 +113,9 @@ def branched_from(workspace: Workspace, first: str, prior: Sequence[ClientMessag
     """The history (up to `prior`'s length) of the session a chat no id names began alike
     with (`first`, `first-2`…, then `named_before`'s, as `session_of_opening` looks) whose
     start is the longest of the client's `prior` (`held_as_said`): the one an edit of the
-    chat leaves, whose erasures its new session keeps (`erasures_kept`). Read only for a
-    chat's new session, which stores all of `prior` anyway."""
+    chat leaves, whose erasures its new session keeps (`erasures_kept`), and its message
+    after all of `prior` (a regenerate's: `earlier_input_kept`). Read only for a chat's new
+    session, which stores all of `prior` anyway."""
     history = workspace.store.history
     said = comparable_all(prior)
     best: list[Said] = []
@@ -124,12 +125,12 @@ def branched_from(workspace: Workspace, first: str, prior: Sequence[ClientMessag
             session = workspace.store.sessions.find_session(stem if n == 1 else f"{stem}-{n}")
             if session is None:
                 break
-            held = history.messages(session.id, 1, len(prior))[:len(prior)]
+            held = history.messages(session.id, 1, len(prior) + 1)[:len(prior) + 1]
             start = next((i for i, pair in enumerate(zip(comparable_all(held), said,
                                                          strict=False))
-                          if not held_as_said([pair[0]], [pair[1]])), len(held))
-            if start > longest:
-                best, longest = list(held[:start]), start
+                          if not held_as_said([pair[0]], [pair[1]])), min(len(held), len(said)))
+            if start > longest or (start == longest == len(prior) > 0 and len(held) > len(best)):
+                best, longest = list(held[:start + (0 < start == len(prior))]), start
     return best
 
 

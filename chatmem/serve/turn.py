@@ -335,7 +335,7 @@ class Turn:
                                   else "next-turn-last-kept"
                                   if replacing is Replacing.UNPROVEN else "next-turn")
                 on_stored = partial(stored, ws, engine)
-                again = earlier_input_kept(ws, asked.conversation, asked.prior, asked.text)
+                again = earlier_input_kept(ws, asked.conversation, asked.prior, asked.text, left)
                 if replacing is Replacing.YES:
                     self.turn_id = f"{asked.conversation}@{held}"
                     self.stored_as = "replaced-last-turn"
