@@ -209,7 +209,8 @@ def input_kept(workspace: Workspace, name: str, text: str,
 
 
 def earlier_input_kept(workspace: Workspace, name: str, prior: Sequence[ClientMessage],
-                       text: str, left: Sequence[Said] = ()) -> str:
+                       text: str, left: Sequence[Said] = (), *,
+                       asked_with: AskedWith | None = None) -> str:
     """What a request whose history is the start of session `name`'s, ended before its last
     exchange, sends as its turn of its own: the client's `text`, or the session's message
     after that start when that is `text` but for values a purge has replaced by its marker
@@ -217,10 +218,15 @@ def earlier_input_kept(workspace: Workspace, name: str, prior: Sequence[ClientMe
     edit: this server answered it before a restart, or for another chat of a `user`). The
     client's copy holds those values: sent as it is, the purged value was stored again. A
     chat no id names begins a session of its own there: `left` is the history of the one it
-    left (`branched_from`), that message after `prior` when it holds it.
+    left (`branched_from`), that message after `prior` when it holds it; a named one's
+    branched (`branch_session`): `name` is then the one it left, kept, and `asked_with`
+    what this server answered it with, which tells a regenerate from an edit (the words of
+    one fitting around the marker are the client's).
     Reads no more of the session than the request carries (its first turns), and only of
     one holding more than the request and an exchange."""
     at = len(prior)
+    if asked_with is not None and not asked_with.said_at(at, text):
+        return text
     if len(left) == at + 1:
         return _kept_input(left, prior, text)
     history = workspace.store.history

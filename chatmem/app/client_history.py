@@ -171,6 +171,10 @@ class AskedWith:
         """Whether `text` is the message the request asked (None: not kept)."""
         return self.asked == _message_digest(comparable("user", text)) if self.asked else None
 
+    def said_at(self, at: int, text: str) -> bool:
+        """Whether this history held `text` as its message `at` (a user's)."""
+        return self.each[at * _EACH:(at + 1) * _EACH] == _message_digest(comparable("user", text))
+
     def held_by(self, held: Sequence[Said], prior: Sequence[ClientMessage]) -> bool:
         """Whether a session's messages `held` are this history, but for values a purge has
         replaced by its marker since: the client's copy `prior` still holds those it sends

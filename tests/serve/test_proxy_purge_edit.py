@@ -226,3 +226,26 @@ def test_a_regenerate_of_an_earlier_purged_message_of_a_chat_no_id_names_keeps_t
                                    f"{name}-3": ["Hello", "再说说"]}
     assert value not in chat_server.requests[-2]["messages"][-1]["content"]
     assert _nowhere(db_path, value)
+
+
+@pytest.mark.parametrize(("said", "value"), SAID)
+def test_a_regenerate_of_an_earlier_purged_message_of_a_named_chat_branches_keeping_the_purge(
+        chat_server: ChatServer, db_path: Path, said: str, value: str) -> None:
+    """Its history left the session's, so it branched: the history it shares with the one
+    kept kept the erasure, but its new message, its copy of the purged one, was sent and
+    stored with the value (工作 held "Globex" beside 工作.before-edit-1's marker)."""
+    settings = Settings(provider="openai", base_url=chat_server.base_url, model="test-small",
+                        db=str(db_path))
+    with RunningProxy(settings, strategy="buffer") as running:
+        ask = asker(running, extra_headers={"X-Chatmem-Conversation": quote("工作")})
+        history: list[dict[str, str]] = []
+        for text in ("Hello", said, "And then?"):
+            history.append({"role": "user", "content": text})
+            history.append({"role": "assistant", "content": ask(history)[0]})
+        _purge(db_path, "工作", value)
+        assert ask(history[:3])[1:] == ("工作@2", "branched")
+    erased = said.replace(value, "[forgotten]")
+    assert _histories(db_path) == {"工作": ["Hello", erased],
+                                   "工作.before-edit-1": ["Hello", erased, "And then?"]}
+    assert value not in chat_server.requests[-1]["messages"][-1]["content"]
+    assert _nowhere(db_path, value)
