@@ -207,3 +207,45 @@ def input_kept(workspace: Workspace, name: str, text: str,
             asked_with is None or asked_with.asked_again(text) is not False):
         return last[0].content
     return text
+
+
+def earlier_input_kept(workspace: Workspace, name: str, prior: Sequence[ClientMessage],
+                       text: str, left: Sequence[Said] = (), *,
+                       asked_with: AskedWith | None = None) -> str:
+    """What a request whose history is the start of session `name`'s, ended before its last
+    exchange, sends as its turn of its own: the client's `text`, or the session's message
+    after that start when that is `text` but for values a purge has replaced by its marker
+    since (a regenerate of an earlier reply, taken for a new turn as nothing shows it an
+    edit: this server answered it before a restart, or for another chat of a `user`). The
+    client's copy holds those values: sent as it is, the purged value was stored again. A
+    chat no id names begins a session of its own there: `left` is the history of the one it
+    left (`branched_from`), that message after `prior` when it holds it; a named one's
+    branched (`branch_session`): `name` is then the one it left, kept, and `asked_with`
+    what this server answered it with, which tells a regenerate from an edit (the words of
+    one fitting around the marker are the client's).
+    Reads no more of the session than the request carries (its first turns), and only of
+    one holding more than the request and an exchange."""
+    at = len(prior)
+    if asked_with is not None and not asked_with.said_at(at, text):
+        return text
+    if len(left) == at + 1:
+        return _kept_input(left, prior, text)
+    history = workspace.store.history
+    session = workspace.store.sessions.find_session(name)
+    if session is None or history.message_count(session.id, at_most=at + 3) <= at + 2:
+        return text  # the chat goes on, or asks its last exchange again (`input_kept`)
+    return _kept_input(history.messages(session.id, 1, at + 1)[:at + 1], prior, text)
+
+
+def _kept_input(held: Sequence[Said], prior: Sequence[ClientMessage], text: str) -> str:
+    """`held`'s message after `prior` when `held` is `prior` and then `text`, but for a
+    purge's markers in it; else `text`."""
+    from chatmem.privacy.mentions import MARKER
+
+    at = len(prior)
+    if (len(held) == at + 1 and held[at].role == "user" and MARKER in held[at].content
+            and held_as_said([comparable("user", held[at].content)],
+                             [comparable("user", text)])
+            and held_as_said(comparable_all(held[:at]), comparable_all(prior))):
+        return held[at].content
+    return text

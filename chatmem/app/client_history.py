@@ -98,8 +98,9 @@ def branched_from(workspace: Workspace, first: str, prior: Sequence[ClientMessag
     """The history (up to `prior`'s length) of the session a chat no id names began alike
     with (`first`, `first-2`…, then `named_before`'s, as `session_of_opening` looks) whose
     start is the longest of the client's `prior` (`held_as_said`): the one an edit of the
-    chat leaves, whose erasures its new session keeps (`erasures_kept`). Read only for a
-    chat's new session, which stores all of `prior` anyway."""
+    chat leaves, whose erasures its new session keeps (`erasures_kept`), and its message
+    after all of `prior` (a regenerate's: `earlier_input_kept`). Read only for a chat's new
+    session, which stores all of `prior` anyway."""
     history = workspace.store.history
     said = comparable_all(prior)
     best: list[Said] = []
@@ -109,12 +110,12 @@ def branched_from(workspace: Workspace, first: str, prior: Sequence[ClientMessag
             session = workspace.store.sessions.find_session(stem if n == 1 else f"{stem}-{n}")
             if session is None:
                 break
-            held = history.messages(session.id, 1, len(prior))[:len(prior)]
+            held = history.messages(session.id, 1, len(prior) + 1)[:len(prior) + 1]
             start = next((i for i, pair in enumerate(zip(comparable_all(held), said,
                                                          strict=False))
-                          if not held_as_said([pair[0]], [pair[1]])), len(held))
-            if start > longest:
-                best, longest = list(held[:start]), start
+                          if not held_as_said([pair[0]], [pair[1]])), min(len(held), len(said)))
+            if start > longest or (start == longest == len(prior) > 0 and len(held) > len(best)):
+                best, longest = list(held[:start + (0 < start == len(prior))]), start
     return best
 
 
@@ -142,6 +143,10 @@ class AskedWith:
     def asked_again(self, text: str) -> bool | None:
         """Whether `text` is the message the request asked (None: not kept)."""
         return self.asked == _message_digest(comparable("user", text)) if self.asked else None
+
+    def said_at(self, at: int, text: str) -> bool:
+        """Whether this history held `text` as its message `at` (a user's)."""
+        return self.each[at * _EACH:(at + 1) * _EACH] == _message_digest(comparable("user", text))
 
     def held_by(self, held: Sequence[Said], prior: Sequence[ClientMessage]) -> bool:
         """Whether a session's messages `held` are this history, but for values a purge has

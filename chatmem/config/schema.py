@@ -100,13 +100,16 @@ def _type_name(kind: type | tuple[type, ...]) -> str:
 
 def _check_value(path: Path, key: str, value: Any, kind: type | tuple[type, ...]) -> None:
     kinds = kind if isinstance(kind, tuple) else (kind,)
-    if key == "api_key_env" and not (isinstance(value, str) and ENV_NAME.fullmatch(value)):
+    # A table's keys too ([embeddings] api_key_env, base_url): `config show` printed a key
+    # pasted there, and a wrong type's value, as it was.
+    own = key.rpartition(".")[2]
+    if own == "api_key_env" and not (isinstance(value, str) and ENV_NAME.fullmatch(value)):
         # Never echoed: the usual mistake is pasting the key itself here.
-        raise ConfigError(f"{path}: key 'api_key_env' must name an environment variable"
+        raise ConfigError(f"{path}: key {key!r} must name an environment variable"
                           " (e.g. OPENAI_API_KEY), not hold the key itself")
     if (isinstance(value, bool) and bool not in kinds) or not isinstance(value, kinds):
         # A URL may carry a password or a key: its wrong type is named, it is not repeated.
-        got = f"a {type(value).__name__}" if key in ("db", "base_url") else repr(value)
+        got = f"a {type(value).__name__}" if own in ("db", "base_url") else repr(value)
         raise ConfigError(f"{path}: key {key!r} must be {_type_name(kind)}, got {got}")
     number: Any = value  # checked to be a number above when the key has a minimum
     if isinstance(value, float) and not math.isfinite(value):

@@ -251,11 +251,19 @@ class ThisMachineOnly:
         return why
 
 
+_HOST = re.compile(r"(?:\[(?P<v6>[0-9A-Fa-f:.]+)\]|(?P<name>[0-9A-Za-z.\-]+))"
+                   r"(?::[0-9]{1,5})?")
+"""A Host header as RFC 9110 has one: `name[:port]` or `[IPv6][:port]`, nothing else."""
+
+
 def _names_this_machine(host: str) -> bool:
-    """Whether a Host header (`name[:port]`) names this machine's loopback."""
-    name = host[1:host.index("]")] if host.startswith("[") and "]" in host else (
-        host.rpartition(":")[0] if host.count(":") == 1 else host)
-    return bool(name) and is_loopback(name.lower())
+    """Whether a Host header (`name[:port]`) names this machine's loopback. Read whole:
+    `127.0.0.1:PORT@evil.example` (userinfo), a port not of digits, text after `]` are
+    no Host anyone's program sends, and were taken as 127.0.0.1's."""
+    given = _HOST.fullmatch(host)
+    if given is None:
+        return False
+    return is_loopback((given["v6"] or given["name"]).lower())
 
 
 def guarded(app: App, where: Listening, tokens: Mapping[str, str] | TokensFile | None = None,

@@ -55,9 +55,9 @@ class _Branched(Exception):
     """The client's history left the session's (`leaves_history`): the session was kept
     under another name (`kept_as`) and the conversation's engine must open its new one."""
 
-    def __init__(self, kept_as: str) -> None:
+    def __init__(self, kept_as: str, again: str) -> None:
         super().__init__(kept_as)
-        self.kept_as = kept_as
+        self.kept_as, self.again = kept_as, again  # the input, as a purge left it there
 
 
 class _Adopted(Exception):
@@ -93,6 +93,7 @@ class Turn:
         self.stored_as = "next-turn"
         self.branched = False
         """The client's history left the stored one: this turn is its new session's."""
+        self._again: str | None = None
         self.adopted = False
         """The client's history took the place of the session opened for it: this turn is
         the first of that one."""
@@ -208,6 +209,7 @@ class Turn:
         from chatmem.app.adopted_history import (
             adopt_history,
             branch_session,
+            earlier_input_kept,
             input_kept,
             leaves_history,
         )
@@ -309,7 +311,9 @@ class Turn:
                         ws, asked.conversation, asked.prior, asked_with=asked_before):
                     # An edit of an earlier message: the client's history wins, in a
                     # session of its own (memory built on what it left is not its).
-                    raise _Branched(branch_session(ws, asked.conversation, asked.prior))
+                    kept = branch_session(ws, asked.conversation, asked.prior)
+                    raise _Branched(kept, earlier_input_kept(ws, kept, asked.prior, asked.text,
+                                                             asked_with=asked_before))
                 fresh = self.adopted or ws.store.history.message_count(
                     engine.session.id, at_most=1) == 0
                 # A chat that left one begun alike (an edit) keeps what a purge erased there.
@@ -336,7 +340,8 @@ class Turn:
                                   else "next-turn-last-kept"
                                   if replacing is Replacing.UNPROVEN else "next-turn")
                 on_stored = partial(stored, ws, engine)
-                again = asked.text
+                again = self._again or earlier_input_kept(ws, asked.conversation, asked.prior,
+                                                          asked.text, left)
                 if replacing is Replacing.YES:
                     self.turn_id = f"{asked.conversation}@{held}"
                     self.stored_as = "replaced-last-turn"
@@ -385,7 +390,7 @@ class Turn:
         except _Branched as branched:
             # Its engine was closed with the failed job: this opens the new session's.
             proxy.branched(asked.conversation, branched.kept_as)
-            self.branched = True
+            self.branched, self._again = True, branched.again
             proxy.kept.run(key, opening, open_engine, take)
 
     def _delta(self, text: str) -> None:

@@ -115,14 +115,30 @@ def test_config_init_creates_a_private_file(tmp_path: Path) -> None:
     assert mode(target) == 0o600
 
 
-def test_a_key_pasted_into_api_key_env_is_refused_without_repeating_it(tmp_path: Path) -> None:
+@pytest.mark.parametrize(("table", "key"), [("", "api_key_env"),
+                                            ("[embeddings]\n", "embeddings.api_key_env")])
+def test_a_key_pasted_into_api_key_env_is_refused_without_repeating_it(
+        tmp_path: Path, table: str, key: str) -> None:
+    """[embeddings]' own api_key_env was not checked: `config show` printed the key."""
     config = tmp_path / "config.toml"
-    config.write_text(f'api_key_env = "{KEY}"\n', encoding="utf-8")
+    config.write_text(f'{table}api_key_env = "{KEY}"\n', encoding="utf-8")
     result = invoke("config", "show", "--config", str(config))
     assert result.exit_code == 2
-    assert result.stderr == (f"error: {config}: key 'api_key_env' must name an environment"
+    assert result.stderr == (f"error: {config}: key '{key}' must name an environment"
                              " variable (e.g. OPENAI_API_KEY), not hold the key itself\n")
     assert KEY not in result.output
+
+
+@pytest.mark.parametrize("table", ["", "[embeddings]\n"])
+def test_a_base_url_of_the_wrong_type_is_named_not_repeated(tmp_path: Path, table: str) -> None:
+    """A URL in a list (a TOML slip) holding a key: [embeddings]' error quoted it whole."""
+    config = tmp_path / "config.toml"
+    config.write_text(f'{table}base_url = ["https://user:{URL_KEY}@api.example.com/v1"]\n',
+                      encoding="utf-8")
+    result = invoke("config", "show", "--config", str(config))
+    assert result.exit_code == 2
+    assert "base_url" in result.stderr and "a list" in result.stderr
+    assert URL_KEY not in result.output
 
 
 @pytest.mark.parametrize(("url", "shown"), [

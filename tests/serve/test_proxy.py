@@ -879,6 +879,25 @@ def test_without_a_token_only_this_machines_programs_are_answered_not_web_pages(
     assert proxy.refused == []
 
 
+def test_a_host_header_is_read_whole_userinfo_or_a_port_not_of_digits_is_no_loopback_name(
+        proxy: RunningProxy, chat_server: ChatServer, db_path: Path) -> None:
+    """`127.0.0.1:PORT@evil.example` was read as 127.0.0.1 (the text before its one colon):
+    a Host nobody's browser or SDK sends, refused as another name is; a loopback name in
+    any case, with or without a port, bracketed IPv6, is still this machine."""
+    url = f"{proxy.base_url}/models"
+    for host in (f"127.0.0.1:{proxy.port}@evil.example", f"localhost:{proxy.port}@evil.example",
+                 "127.0.0.1:x", f"[::1]evil.example:{proxy.port}", f"[::1]:{proxy.port}@evil",
+                 f"127.0.0.1:{proxy.port}/evil.example", f"ann@127.0.0.1:{proxy.port}"):
+        refused = httpx.get(url, headers={"Host": host}, timeout=HANG)
+        assert refused.status_code == 403, (host, refused.text)
+        assert refused.json()["error"]["code"] == "forbidden"
+    assert len(proxy.refused) == 7
+    for host in (f"LOCALHOST:{proxy.port}", "127.0.0.1", f"[::1]:{proxy.port}", "127.9.9.9:80"):
+        answered = httpx.get(url, headers={"Host": host}, timeout=HANG)
+        assert answered.status_code == 200, (host, answered.text)
+    assert len(proxy.refused) == 7
+
+
 def test_what_is_not_served_is_an_openai_shaped_error_and_a_listed_model_is_found(
         proxy: RunningProxy) -> None:
     openai = client(proxy)

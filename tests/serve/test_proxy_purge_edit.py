@@ -167,3 +167,85 @@ def test_a_regenerate_of_a_purged_message_no_turn_holds_keeps_the_purge(
     assert _histories(db_path)["工作"] == ["Hello", erased, erased]
     assert value not in chat_server.requests[-1]["messages"][-1]["content"]
     assert _nowhere(db_path, value)
+
+
+@pytest.mark.parametrize(("said", "value"), SAID)
+def test_a_regenerate_of_an_earlier_purged_message_after_a_restart_keeps_the_purge(
+        chat_server: ChatServer, db_path: Path, said: str, value: str) -> None:
+    """The client asks again the reply to its purged message, two exchanges back, of a
+    server restarted since (nothing shows it an edit, so it is a turn of its own): its copy
+    of the message was sent and stored as that turn, the purged value back in the file."""
+    settings = Settings(provider="openai", base_url=chat_server.base_url, model="test-small",
+                        db=str(db_path))
+    headers = {"X-Chatmem-Conversation": quote("工作")}
+    history: list[dict[str, str]] = []
+    with RunningProxy(settings, strategy="buffer") as running:
+        ask = asker(running, extra_headers=headers)
+        for text in ("Hello", said, "And then?"):
+            history.append({"role": "user", "content": text})
+            history.append({"role": "assistant", "content": ask(history)[0]})
+    _purge(db_path, "工作", value)
+    with RunningProxy(settings, strategy="buffer") as running:
+        assert asker(running, extra_headers=headers)(history[:3])[1:] == ("工作@4", "next-turn")
+    erased = said.replace(value, "[forgotten]")
+    assert _histories(db_path)["工作"] == ["Hello", erased, "And then?", erased]
+    assert value not in chat_server.requests[-1]["messages"][-1]["content"]
+    assert _nowhere(db_path, value)
+    # Another message after that same start is the client's own, as it typed it.
+    with RunningProxy(settings, strategy="buffer") as running:
+        assert asker(running, extra_headers=headers)(
+            [*history[:2], {"role": "user", "content": "What should I buy?"}])[1:] == (
+            "工作@5", "next-turn")
+    assert _histories(db_path)["工作"][-1] == "What should I buy?"
+
+
+@pytest.mark.parametrize(("said", "value"), SAID)
+def test_a_regenerate_of_an_earlier_purged_message_of_a_chat_no_id_names_keeps_the_purge(
+        chat_server: ChatServer, db_path: Path, said: str, value: str) -> None:
+    """Asked again two exchanges back, the chat begins a session of its own: the history it
+    shares with the one it left kept the erasure, but its new message, its copy of the
+    purged one, was sent and stored with the value (`chat-…-2` held "Globex")."""
+    settings = Settings(provider="openai", base_url=chat_server.base_url, model="test-small",
+                        db=str(db_path))
+    with RunningProxy(settings, strategy="buffer") as running:
+        ask = asker(running)
+        history: list[dict[str, str]] = []
+        for text in ("Hello", said, "And then?"):
+            history.append({"role": "user", "content": text})
+            reply, turn, _ = ask(history)
+            history.append({"role": "assistant", "content": reply})
+        name = turn.rpartition("@")[0]
+        _purge(db_path, name, value)
+        assert ask(history[:3])[1:] == (f"{name}-2@2", "new-session")
+        # Another message there is the client's own, as it typed it.
+        assert ask([*history[:2], {"role": "user", "content": "再说说"}])[1:] == (
+            f"{name}-3@2", "new-session")
+    erased = said.replace(value, "[forgotten]")
+    assert _histories(db_path) == {name: ["Hello", erased, "And then?"],
+                                   f"{name}-2": ["Hello", erased],
+                                   f"{name}-3": ["Hello", "再说说"]}
+    assert value not in chat_server.requests[-2]["messages"][-1]["content"]
+    assert _nowhere(db_path, value)
+
+
+@pytest.mark.parametrize(("said", "value"), SAID)
+def test_a_regenerate_of_an_earlier_purged_message_of_a_named_chat_branches_keeping_the_purge(
+        chat_server: ChatServer, db_path: Path, said: str, value: str) -> None:
+    """Its history left the session's, so it branched: the history it shares with the one
+    kept kept the erasure, but its new message, its copy of the purged one, was sent and
+    stored with the value (工作 held "Globex" beside 工作.before-edit-1's marker)."""
+    settings = Settings(provider="openai", base_url=chat_server.base_url, model="test-small",
+                        db=str(db_path))
+    with RunningProxy(settings, strategy="buffer") as running:
+        ask = asker(running, extra_headers={"X-Chatmem-Conversation": quote("工作")})
+        history: list[dict[str, str]] = []
+        for text in ("Hello", said, "And then?"):
+            history.append({"role": "user", "content": text})
+            history.append({"role": "assistant", "content": ask(history)[0]})
+        _purge(db_path, "工作", value)
+        assert ask(history[:3])[1:] == ("工作@2", "branched")
+    erased = said.replace(value, "[forgotten]")
+    assert _histories(db_path) == {"工作": ["Hello", erased],
+                                   "工作.before-edit-1": ["Hello", erased, "And then?"]}
+    assert value not in chat_server.requests[-1]["messages"][-1]["content"]
+    assert _nowhere(db_path, value)
