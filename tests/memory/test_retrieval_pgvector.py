@@ -31,34 +31,37 @@ def recall_rows(engine, query: str, **params: object) -> list[dict[str, object]]
     return chosen.build(engine.request(query)).recall
 
 
-@pytest.mark.parametrize("hnsw", [False, True], ids=["planner", "hnsw"])
-@pytest.mark.parametrize("mode", ["hybrid", "dense"])
 def test_pgvector_recall_equals_the_numpy_ranking(make_engine, store: Store,
-                                                  monkeypatch: pytest.MonkeyPatch,
-                                                  mode: str, hnsw: bool) -> None:
+                                                  monkeypatch: pytest.MonkeyPatch) -> None:
     """Whether the planner sorts the session's rows (as at this size) or walks the HNSW
-    index (as on a large table; forced here), recall is the numpy path's, row for row."""
-    if hnsw:
-        store.db.execute("SET enable_sort = off")
+    index (as on a large table; forced here), recall is the numpy path's, row for row, in
+    hybrid and dense mode. One conversation for the four: which path ranks is decided at
+    each recall, and the conversation was most of the time."""
     embedder = HashEmbedder(64)
     engine = make_engine("retrieval", embedder=embedder)
     run_conversation(engine, [*(mixed_line(i) for i in range(1, 41)), *ENGLISH_FILLER[:10],
                               *CHINESE_FILLER[:10]])
     engine.indexing.finish(embedder)
-    by_database = {}
-    with monkeypatch.context() as patch:
-        # The database path (taken here from the first message) never reads every vector.
-        patch.setattr(recall_sources, "DATABASE_RANKING_FROM", 0)
-        patch.setattr(store.vectors, "vector_batch", lambda *a,
-                      **k: pytest.fail("read every vector"))
-        for query in QUERIES:
-            by_database[query] = recall_rows(engine, query, mode=mode)
-    monkeypatch.setattr(store.db, "ranks_vectors", False)
-    for query in QUERIES:
-        by_numpy = recall_rows(engine, query, mode=mode)
-        assert any(r["kept"] and r["dense"] is not None for r in by_numpy), query
-        # Every shown row: id, scores (words, dense, fused), kept or not and why.
-        assert by_database[query] == by_numpy, query
+    for hnsw in (False, True):
+        store.db.execute("SET enable_sort = off" if hnsw else "RESET enable_sort")
+        for mode in ("hybrid", "dense"):
+            by_database = {}
+            with monkeypatch.context() as patch:
+                # The database path (taken here from the first message) never reads every
+                # vector.
+                patch.setattr(recall_sources, "DATABASE_RANKING_FROM", 0)
+                patch.setattr(store.vectors, "vector_batch", lambda *a,
+                              **k: pytest.fail("read every vector"))
+                for query in QUERIES:
+                    by_database[query] = recall_rows(engine, query, mode=mode)
+            with monkeypatch.context() as patch:
+                patch.setattr(store.db, "ranks_vectors", False)
+                for query in QUERIES:
+                    by_numpy = recall_rows(engine, query, mode=mode)
+                    asked = (query, mode, "hnsw" if hnsw else "planner")
+                    assert any(r["kept"] and r["dense"] is not None for r in by_numpy), asked
+                    # Every shown row: id, scores (words, dense, fused), kept or not and why.
+                    assert by_database[query] == by_numpy, asked
 
 
 def test_below_the_threshold_numpy_ranks_though_the_database_could(make_engine,

@@ -7,25 +7,21 @@ Usage: python launch.py GATE_FILE|- chatmem-args...
 - CHATMEM_TEST_KILL_AT=N: the process kills itself (SIGKILL, as `kill -9`) just
   before its Nth SQL statement, so a test can stop it at any point of a turn,
   a commit, a migration, a purge or a delete.
-- CHATMEM_TEST_COUNT_TO=FILE: write how many SQL statements the run executed.
 """
 
 from __future__ import annotations
 
-import atexit
 import os
 import signal
 import sqlite3
 import sys
 import time
-from pathlib import Path
 
 import chatmem.cli
 import chatmem.engine
 import chatmem.repl
 
 kill_at = int(os.environ.get("CHATMEM_TEST_KILL_AT", "0"))
-count_to = os.environ.get("CHATMEM_TEST_COUNT_TO")
 statements = 0
 
 
@@ -36,7 +32,7 @@ def _trace(sql: str) -> None:
         os.kill(os.getpid(), signal.SIGKILL)
 
 
-if kill_at or count_to:
+if kill_at:
     opened = sqlite3.connect
 
     def connect_traced(*args: object, **kwargs: object) -> sqlite3.Connection:
@@ -45,8 +41,6 @@ if kill_at or count_to:
         return conn
 
     sqlite3.connect = connect_traced  # type: ignore[assignment]
-if count_to:
-    atexit.register(lambda: Path(count_to).write_text(str(statements)))
 
 gate = sys.argv[1]
 if gate != "-":

@@ -83,14 +83,11 @@ def message_positions(db: Path, session: str) -> list[tuple[int, str, str]]:
 
 
 def run_chatmem(args: Sequence[str], home: Path, stdin: str = "", *, kill_at: int = 0,
-                count_to: Path | None = None, timeout: float = 120,
-                **env: str) -> Finished:
+                timeout: float = 120, **env: str) -> Finished:
     """One chatmem process; with kill_at it kills itself before that SQL statement."""
     extra = dict(env)
     if kill_at:
         extra["CHATMEM_TEST_KILL_AT"] = str(kill_at)
-    if count_to is not None:
-        extra["CHATMEM_TEST_COUNT_TO"] = str(count_to)
     done = subprocess.run([sys.executable, str(LAUNCH), "-", *args], input=stdin.encode(),
                           capture_output=True, env=chatmem_env(home, **extra), timeout=timeout)
     return Finished(args, done.returncode, done.stdout.decode(errors="replace"),
@@ -111,9 +108,25 @@ def run_in_process(args: Sequence[str], home: Path, stdin: str = "") -> Finished
     return Finished(args, done.exit_code, done.stdout, done.stderr)
 
 
-def statements_run(args: Sequence[str], home: Path, stdin: str = "", **env: str) -> int:
-    """How many SQL statements a full run of `args` executes (the range kill points fall in)."""
-    count = home / "statements.count"
-    done = run_chatmem(args, home, stdin, count_to=count, **env)
+def statements_run(args: Sequence[str], home: Path, stdin: str = "") -> int:
+    """How many SQL statements a full run of `args` executes (the range kill points fall in),
+    counted in this process as launch.py counts a process's: the same count for every
+    command test_crash kills, without a process's start-up."""
+    statements = [0]
+    opened = sqlite3.connect
+
+    def count(sql: str) -> None:
+        statements[0] += 1
+
+    def connect_traced(*args: object, **kwargs: object) -> sqlite3.Connection:
+        conn = opened(*args, **kwargs)  # type: ignore[arg-type]
+        conn.set_trace_callback(count)
+        return conn
+
+    sqlite3.connect = connect_traced  # type: ignore[assignment]
+    try:
+        done = run_in_process(args, home, stdin)
+    finally:
+        sqlite3.connect = opened  # type: ignore[assignment]
     assert done.code == 0, done.stderr
-    return int(count.read_text())
+    return statements[0]
