@@ -71,13 +71,23 @@ class Candidates:
     for hundreds of candidates of which a few dozen are sent."""
 
     def __init__(self, rows: Sequence[CandidateRow], tokens: Sequence[int],
-                 known: Known | None = None) -> None:
+                 known: Known | None = None, messages: dict[int, Message] | None = None,
+                 ) -> None:
         self.rows, self.tokens, self.known = rows, tokens, known
         self.positions = [row[0] for row in rows]
+        self.messages = messages
+        """Where each candidate's message as sent is kept by position across builds (None:
+        nowhere): a build sends some sixty, most of them the last build's too."""
 
     def message(self, i: int) -> Message:
-        _, message_id, turn, role, content, _, _ = self.rows[i]
-        return Message(role, sent_text(role, content), self.tokens[i], message_id, turn)
+        messages = self.messages
+        if messages is not None and (made := messages.get(self.positions[i])) is not None:
+            return made
+        position, message_id, turn, role, content, _, _ = self.rows[i]
+        made = Message(role, sent_text(role, content), self.tokens[i], message_id, turn)
+        if messages is not None:
+            messages[position] = made
+        return made
 
     def ranked(self, words: WordScores, bm25: Mapping[int, float], dense: np.ndarray | None,
                present: np.ndarray | None, fused: np.ndarray | None) -> list[Ranked]:
@@ -235,20 +245,41 @@ class StoredRecall:
 
     def candidates(self, positions: Sequence[int]) -> Candidates:
         """The messages at `positions` that history holds, in that order, with their
-        tokens: one read, and each message's tokens counted once per process."""
-        rows = self.state.store.recall.candidate_rows(self.state.session_id, positions,
-                                                      self.counter.key)
-        by_position = {row[0]: row for row in rows}
-        self.read.update(by_position)
-        ordered = [by_position[p] for p in positions if p in by_position]
+        tokens: those no earlier build read, in one read, and each message's tokens counted
+        once per process.
+
+        A session's pools overlap from build to build (97-99% on the benchmark's), and the
+        pool was read again whole every build (~150 rows, ~1 ms a turn at 1,000 turns). The
+        rows are kept, with their tokens as sent, with the session's other caches: messages
+        are appended, and what changes one already stored (a purge, a replaced or restored
+        turn) counts an erasure, which empties the caches (Engine.follow_erasures). A
+        position with no message in memory is read again each time (a turn shown again after
+        a failed replacement brings its messages back). Up to KNOWN_AT_MOST rows, and the
+        messages made of them as sent (Candidates.message)."""
+        held: dict[int, tuple[CandidateRow, int]] = self.state.caches.setdefault(
+            f"candidates:{self.counter.key}", {})
+        messages: dict[int, Message] = self.state.caches.setdefault(
+            f"candidate_messages:{self.counter.key}", {})
+        if len(held) > KNOWN_AT_MOST:
+            held.clear()
+            messages.clear()
+        missing = [p for p in positions if p not in held]
+        if missing:
+            rows = self.state.store.recall.candidate_rows(self.state.session_id, missing,
+                                                          self.counter.key)
+            tokens = self.state.message_counts(self.counter).tokens_of(rows)
+            held.update(zip([row[0] for row in rows], zip(rows, tokens, strict=True),
+                            strict=True))
+        found = [pair for p in positions if (pair := held.get(p)) is not None]
+        ordered = [row for row, _ in found]
+        self.read.update(zip([row[0] for row in ordered], ordered, strict=True))
         # What is worked out of their texts is kept with the session's other caches, up to
         # KNOWN_AT_MOST messages (a long history's pools would otherwise keep them all).
         known: Known = self.state.caches.setdefault("known", Known())
         if max(len(known.said), len(known.labels)) > KNOWN_AT_MOST:
             known.said.clear()
             known.labels.clear()
-        return Candidates(ordered, self.state.message_counts(self.counter).tokens_of(ordered),
-                          known)
+        return Candidates(ordered, [n for _, n in found], known, messages)
 
     def vectors(self, count: int, width: int = 0) -> Vectors:
         """The stored vectors of `width` dimensions (default: the embedder's) of the first

@@ -82,3 +82,26 @@ def test_what_is_kept_is_bounded(make_engine: Callable[..., Engine],
     assert engine.build_context(question).messages() == first.messages()
     assert stale not in known.said and stale not in known.labels
     assert known.said and known.labels
+
+
+def test_a_second_build_makes_no_sent_message_again(
+        make_engine: Callable[..., Engine], monkeypatch: pytest.MonkeyPatch) -> None:
+    """A build makes tens of messages as sent (some sixty at 2,000 tokens), most of them the
+    last build's: each was made again (its reasoning cut, day lines escaped) at every build.
+    Kept with the session's caches, which a purge empties (tests/engine/test_erasures.py)."""
+    from chatmem.memory import recall_sources
+
+    engine = chatted(make_engine)
+    question = "What did alice say about the hiking maps? 王小明的预算呢？"
+    first = engine.build_context(question)
+    made: list[str] = []
+    sent_text = recall_sources.sent_text
+    monkeypatch.setattr(recall_sources, "sent_text", lambda role, content: made.append(content)
+                        or sent_text(role, content))
+    again = engine.build_context(question)
+    assert made == []
+    assert again.messages() == first.messages()
+    assert len(first.part("recalled").messages) >= 5
+    engine.state.caches.clear()  # as an erasure does: made anew, alike
+    assert engine.build_context(question).messages() == first.messages()
+    assert made
