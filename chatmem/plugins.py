@@ -27,7 +27,9 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
+from chatmem.config.pairs import split_names
 from chatmem.errors import ChatmemError, ConfigError, UndeclaredParam, one_line
+from chatmem.names import did_you_mean
 from chatmem.plugin_contents import Contents, refuse_contested
 from chatmem.plugin_entries import (
     EmbedderEntry,
@@ -239,12 +241,13 @@ class Registries:
 
     def check_strategy(self, name: str, params: Mapping[str, Any]) -> None:
         """Raise StrategyError (StrategyFailed: a plugin's own check or bug) unless `name`
-        with `params` is a strategy chatmem can build.
-        A name none registered is let be while a plugin failed to load: it may be that
-        plugin's, and its warning says so already; refusing would stop every command, the
-        ones that build no strategy included. Choosing it still fails, saying why."""
-        if name not in self.strategies and any(
-                not p.plugin.builtin for p in self.problems):
+        with `params` is a strategy chatmem can build. A name none registered and near none
+        (`windw` is a typo: refused) is let be: an uninstalled plugin's, or one failing to
+        load, stopped every command. Choosing it fails naming the setting (configured_strategy)."""
+        from chatmem.memory.registry import VALID_NAME
+        known = self.strategies.names()
+        if any(part not in known and VALID_NAME.fullmatch(part) and not did_you_mean(part, known)
+               for part in split_names(name)):
             return
         self.strategies.parse(name, params)
 
@@ -263,8 +266,10 @@ class Registries:
         name = resolve_provider_name(settings)
         entry = self.providers.get(name)
         if entry is None:
-            raise ConfigError(f"unknown provider {name!r} (valid: "
-                              f"{', '.join(self.provider_names())})")
+            # A name none provides was let be as the settings loaded (check_provider_name).
+            said = f"unknown provider {name!r} (valid: {', '.join(self.provider_names())})"
+            raise ConfigError(settings.unprovided("provider", said)
+                              if name == settings.provider else said)
         return entry
 
     def create_provider(self, settings: Settings) -> Provider:
@@ -332,8 +337,10 @@ class Registries:
 
         entry = self.embedders.get(name)
         if entry is None:
-            raise ConfigError(f"unknown embedder {name!r} (valid: "
-                              f"{', '.join(self.embedder_names())})")
+            said = f"unknown embedder {name!r} (valid: {', '.join(self.embedder_names())})"
+            raise ConfigError(settings.unprovided("embeddings.provider", said)
+                              if settings is not None and name == settings.embeddings.provider
+                              else said)
         settings = settings or Settings()
         if entry.plugin.builtin:
             return entry.create(settings)
