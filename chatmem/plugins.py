@@ -140,7 +140,9 @@ class Registries:
         except UndeclaredParam as e:  # raised as a strategy class is defined: it imported
             problem(ProblemKind.REJECTED, str(e))
             return
-        except (Exception, SystemExit) as e:  # a plugin's import may raise anything
+        except KeyboardInterrupt:
+            raise
+        except BaseException as e:  # a plugin's import may raise anything (CancelledError)
             problem(ProblemKind.IMPORT_FAILED, one_line(e))
             return
         hook = loaded if callable(loaded) and not isinstance(loaded, type) else getattr(
@@ -156,12 +158,16 @@ class Registries:
         except UndeclaredParam as e:  # a strategy class defined within register
             problem(ProblemKind.REJECTED, str(e))
             return
-        except (Exception, SystemExit) as e:
+        except KeyboardInterrupt:
+            raise
+        except BaseException as e:
             problem(ProblemKind.REGISTER_FAILED, one_line(e))
             return
         try:
             self._admit(source, staged)
-        except (Exception, SystemExit) as e:  # checks call the plugin's classes: anything
+        except KeyboardInterrupt:
+            raise
+        except BaseException as e:  # checks call the plugin's classes: anything
             problem(ProblemKind.REJECTED, " ".join(str(e).split()) or one_line(e))
 
     def _admit(self, source: PluginSource, staged: Plugins) -> None:
@@ -301,7 +307,7 @@ class Registries:
 
     def available_models(self, settings: Settings) -> tuple[str, list[str]]:
         """(provider name, model names) of what the chosen provider serves."""
-        from chatmem.plugin_calls import guarded
+        from chatmem.plugin_calls import guarded, kinds_of
         from chatmem.providers import secrets_of
         from chatmem.providers.guarded import failure
 
@@ -322,7 +328,7 @@ class Registries:
                 if isinstance(given, Iterable) and not isinstance(given, str | bytes) else given
         if not isinstance(names, list) or not all(isinstance(name, str) for name in names):
             # Names are keys and text everywhere they go (a listing, --json, /v1/models).
-            raise failure(entry.name, f"its models returned {_kinds(names)}, not a list of "
+            raise failure(entry.name, f"its models returned {kinds_of(names)}, not a list of "
                           "model names (text)", mask, "could not list its models")
         return entry.name, [mask.mask(name) for name in names]
 
@@ -386,14 +392,3 @@ def installed_entry_points() -> Iterable[EntryPoint]:
 def load_registries() -> Registries:
     """The registries of this process (loaded on first use, then kept)."""
     return Registries()
-
-
-def _kinds(value: object) -> str:
-    """`a list holding dict, int`: what a plugin returned instead of names."""
-    from chatmem.plugin_calls import kind_of
-
-    if isinstance(value, list):
-        wrong = sorted({kind_of(v) for v in value if not isinstance(v, str)})
-        return f"a list holding {', '.join(wrong)}"
-    return kind_of(value)
-
