@@ -15,7 +15,8 @@ def guarded(make: Callable[[BaseException], ChatmemError], call: Callable[[], T]
             mask: Callable[[str], str] | None = None) -> T:
     """`call()`; an exception other than chatmem's raised as `make(it)`: where chatmem calls
     code it does not own (a plugin's), whatever that raises is one line. SystemExit too (a
-    plugin's argparse or click): it ended a chat or a server without a word. Not Ctrl-C.
+    plugin's argparse or click): it ended a chat or a server without a word; and any other
+    BaseException (asyncio's CancelledError, a library's own), a traceback. Not Ctrl-C.
 
     With `mask`, every text of what is raised (chatmem's own errors a plugin raises, as
     README tells it to, included) is passed through it: a plugin's error may quote a key."""
@@ -27,7 +28,7 @@ def guarded(make: Callable[[BaseException], ChatmemError], call: Callable[[], T]
         if mask is None:
             raise
         raise masked(e, mask) from None
-    except (Exception, SystemExit) as e:  # a plugin's code may raise anything
+    except BaseException as e:  # a plugin's code may raise anything (asyncio's CancelledError)
         if mask is None:
             raise make(e) from e
         # The original, its text unmasked, is not chained: a traceback would show it.
@@ -52,3 +53,11 @@ def masked(error: E, mask: Callable[[str], str]) -> E:
 def kind_of(value: object) -> str:
     """`None`, `int`, `generator`: what a plugin returned instead, for one line saying so."""
     return "None" if value is None else type(value).__name__
+
+
+def kinds_of(value: object) -> str:
+    """`a list holding dict, int`: what a plugin returned instead of a list of names."""
+    if isinstance(value, list):
+        wrong = sorted({kind_of(v) for v in value if not isinstance(v, str)})
+        return f"a list holding {', '.join(wrong)}"
+    return kind_of(value)

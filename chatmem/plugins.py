@@ -27,7 +27,9 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
+from chatmem.config.pairs import split_names
 from chatmem.errors import ChatmemError, ConfigError, UndeclaredParam, one_line
+from chatmem.names import did_you_mean
 from chatmem.plugin_contents import Contents, refuse_contested
 from chatmem.plugin_entries import (
     EmbedderEntry,
@@ -138,7 +140,9 @@ class Registries:
         except UndeclaredParam as e:  # raised as a strategy class is defined: it imported
             problem(ProblemKind.REJECTED, str(e))
             return
-        except (Exception, SystemExit) as e:  # a plugin's import may raise anything
+        except KeyboardInterrupt:
+            raise
+        except BaseException as e:  # a plugin's import may raise anything (CancelledError)
             problem(ProblemKind.IMPORT_FAILED, one_line(e))
             return
         hook = loaded if callable(loaded) and not isinstance(loaded, type) else getattr(
@@ -154,12 +158,16 @@ class Registries:
         except UndeclaredParam as e:  # a strategy class defined within register
             problem(ProblemKind.REJECTED, str(e))
             return
-        except (Exception, SystemExit) as e:
+        except KeyboardInterrupt:
+            raise
+        except BaseException as e:
             problem(ProblemKind.REGISTER_FAILED, one_line(e))
             return
         try:
             self._admit(source, staged)
-        except (Exception, SystemExit) as e:  # checks call the plugin's classes: anything
+        except KeyboardInterrupt:
+            raise
+        except BaseException as e:  # checks call the plugin's classes: anything
             problem(ProblemKind.REJECTED, " ".join(str(e).split()) or one_line(e))
 
     def _admit(self, source: PluginSource, staged: Plugins) -> None:
@@ -239,12 +247,13 @@ class Registries:
 
     def check_strategy(self, name: str, params: Mapping[str, Any]) -> None:
         """Raise StrategyError (StrategyFailed: a plugin's own check or bug) unless `name`
-        with `params` is a strategy chatmem can build.
-        A name none registered is let be while a plugin failed to load: it may be that
-        plugin's, and its warning says so already; refusing would stop every command, the
-        ones that build no strategy included. Choosing it still fails, saying why."""
-        if name not in self.strategies and any(
-                not p.plugin.builtin for p in self.problems):
+        with `params` is a strategy chatmem can build. A name none registered and near none
+        (`windw` is a typo: refused) is let be: an uninstalled plugin's, or one failing to
+        load, stopped every command. Choosing it fails naming the setting (configured_strategy)."""
+        from chatmem.memory.registry import VALID_NAME
+        known = self.strategies.names()
+        if any(part not in known and VALID_NAME.fullmatch(part) and not did_you_mean(part, known)
+               for part in split_names(name)):
             return
         self.strategies.parse(name, params)
 
@@ -263,8 +272,10 @@ class Registries:
         name = resolve_provider_name(settings)
         entry = self.providers.get(name)
         if entry is None:
-            raise ConfigError(f"unknown provider {name!r} (valid: "
-                              f"{', '.join(self.provider_names())})")
+            # A name none provides was let be as the settings loaded (check_provider_name).
+            said = f"unknown provider {name!r} (valid: {', '.join(self.provider_names())})"
+            raise ConfigError(settings.unprovided("provider", said)
+                              if name == settings.provider else said)
         return entry
 
     def create_provider(self, settings: Settings) -> Provider:
@@ -296,7 +307,7 @@ class Registries:
 
     def available_models(self, settings: Settings) -> tuple[str, list[str]]:
         """(provider name, model names) of what the chosen provider serves."""
-        from chatmem.plugin_calls import guarded
+        from chatmem.plugin_calls import guarded, kinds_of
         from chatmem.providers import secrets_of
         from chatmem.providers.guarded import failure
 
@@ -317,7 +328,7 @@ class Registries:
                 if isinstance(given, Iterable) and not isinstance(given, str | bytes) else given
         if not isinstance(names, list) or not all(isinstance(name, str) for name in names):
             # Names are keys and text everywhere they go (a listing, --json, /v1/models).
-            raise failure(entry.name, f"its models returned {_kinds(names)}, not a list of "
+            raise failure(entry.name, f"its models returned {kinds_of(names)}, not a list of "
                           "model names (text)", mask, "could not list its models")
         return entry.name, [mask.mask(name) for name in names]
 
@@ -332,8 +343,10 @@ class Registries:
 
         entry = self.embedders.get(name)
         if entry is None:
-            raise ConfigError(f"unknown embedder {name!r} (valid: "
-                              f"{', '.join(self.embedder_names())})")
+            said = f"unknown embedder {name!r} (valid: {', '.join(self.embedder_names())})"
+            raise ConfigError(settings.unprovided("embeddings.provider", said)
+                              if settings is not None and name == settings.embeddings.provider
+                              else said)
         settings = settings or Settings()
         if entry.plugin.builtin:
             return entry.create(settings)
@@ -379,14 +392,3 @@ def installed_entry_points() -> Iterable[EntryPoint]:
 def load_registries() -> Registries:
     """The registries of this process (loaded on first use, then kept)."""
     return Registries()
-
-
-def _kinds(value: object) -> str:
-    """`a list holding dict, int`: what a plugin returned instead of names."""
-    from chatmem.plugin_calls import kind_of
-
-    if isinstance(value, list):
-        wrong = sorted({kind_of(v) for v in value if not isinstance(v, str)})
-        return f"a list holding {', '.join(wrong)}"
-    return kind_of(value)
-

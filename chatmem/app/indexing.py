@@ -183,6 +183,7 @@ def start_backlogs(workspace: Workspace, config: Path | None, sessions: Sequence
     A process of its own, at a lower priority: the import returns at once, the first
     chat finds the vectors ready or on their way, and its reply keeps the CPU first.
     """
+    from chatmem.engine.opening import configured_strategy
     from chatmem.errors import StrategyError, StrategyFailed
     from chatmem.store import LeaseHolder
 
@@ -195,7 +196,7 @@ def start_backlogs(workspace: Workspace, config: Path | None, sessions: Sequence
         try:
             own = strategies.strategy(session.strategy, session.params)
         except (StrategyError, StrategyFailed):
-            own = strategies.strategy(settings.strategy, settings.params_for(settings.strategy))
+            own = configured_strategy(settings, strategies)
         return own.needs_embedder
 
     waiting = [name for name in sessions if recalls_by_meaning(name)]

@@ -361,7 +361,7 @@ def _transcript_strategy(workspace: Workspace, transcript: Transcript
     """The strategy the transcript's header names, on its parameters (else the configured
     one). A plugin's new version may no longer take parameters its old one saved with a
     session: those are left out, as opening the session leaves them out, and said."""
-    from chatmem.engine.opening import saved_strategy
+    from chatmem.engine.opening import configured_strategy, saved_strategy
 
     settings = workspace.settings
     strategies = workspace.registries.strategies
@@ -378,10 +378,9 @@ def _transcript_strategy(workspace: Workspace, transcript: Transcript
             return saved_strategy(transcript.strategy, transcript.params, strategies,
                                   transcript.title or str(transcript.source),
                                   fixed={part for part, own in built_in.items() if own})
-        return strategies.strategy(
-            transcript.strategy or settings.strategy,
-            transcript.params if transcript.strategy else settings.params_for(settings.strategy)
-        ), None
+        if not transcript.strategy:
+            return configured_strategy(settings, strategies), None
+        return strategies.strategy(transcript.strategy, transcript.params), None
     except StrategyError as e:
         if not transcript.strategy:
             raise

@@ -166,9 +166,11 @@ def _check_names(path: Path, data: Mapping[str, Any], registered: Registered) ->
         check_template_strategy(f"{path}: key 'templates.{template}.strategy'", table,
                                 data.get("strategies", {}), registered)
     embedder = data.get("embeddings", {}).get("provider")
-    if embedder is not None and embedder not in (names := registered.embedder_names()):
+    if (embedder is not None and embedder not in (names := registered.embedder_names())
+            and not (isinstance(embedder, str) and could_be_plugins(embedder, names))):
         raise ConfigError(f"{path}: key 'embeddings.provider' must be one of "
-                          f"{', '.join(names)}, got {embedder!r}")
+                          f"{', '.join(names)}, got {embedder!r}"
+                          f"{did_you_mean(str(embedder), names)}")
 
 
 def check_prompt(prompt: str, where: str = "summary.prompt") -> str:
@@ -195,10 +197,25 @@ def _check_provider(path: Path, key: str, table: Mapping[str, Any],
 
 
 def check_provider_name(value: str, registered: Registered, where: str) -> None:
-    """ConfigError (`WHERE must be one of …`) unless `value` names a provider or `auto`."""
+    """ConfigError (`WHERE must be one of …`) unless `value` names a provider or `auto`,
+    or may be a plugin's: a name no installed plugin provides (uninstalled, or failing to
+    load) is let be, so the commands that ask no model run; choosing it fails naming the
+    setting (chatmem.plugins.Registries.provider_entry)."""
     names = registered.provider_names()
-    if value not in names:
-        raise ConfigError(f"{where} must be one of {', '.join(names)}, got {value!r}")
+    if value not in names and not could_be_plugins(value, names):
+        raise ConfigError(f"{where} must be one of {', '.join(names)}, got {value!r}"
+                          f"{did_you_mean(value, names)}")
+
+
+PLUGIN_NAME = re.compile(r"[a-z0-9][a-z0-9_-]*")
+"""What a plugin's provider or embedder may be named (chatmem.memory.registry.VALID_NAME):
+other text is refused as the file is read, as no plugin can provide it."""
+
+
+def could_be_plugins(value: str, names: Sequence[str]) -> bool:
+    """Whether `value`, registered by none, may be an absent plugin's: a name a plugin can
+    have, near none of `names` (`scriptd` is a typo, refused as the file is read)."""
+    return PLUGIN_NAME.fullmatch(value) is not None and not did_you_mean(value, names)
 
 
 def _table(path: Path, key: str, value: Any) -> Mapping[str, Any]:

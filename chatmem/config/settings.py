@@ -286,6 +286,17 @@ class Settings:
         """Where a dotted key's value came from (DEFAULT_SOURCE when nothing set it)."""
         return self.sources.get(key, DEFAULT_SOURCE)
 
+    def unprovided(self, key: str, said: str) -> str:
+        """`said` (`unknown strategy 'anchor' (valid: …)`) of the name `key` holds, which
+        nothing installed provides, as one line naming where it was set and the way on: the
+        name was let be as the settings loaded, so the commands that need none of it run."""
+        source = self.source_of(key)
+        if source.kind is SourceKind.DEFAULT:
+            return said
+        where = f"{source}: key {key!r}" if source.kind is SourceKind.FILE else str(source)
+        return (f"{where}: {said}; if a plugin provided it, install that plugin again, or "
+                "choose another there")
+
     def rows(self) -> list[tuple[str, str, str]]:
         """(key, value, source) for `config show`: tables flattened as `local.threads`."""
         data = self.public()

@@ -51,11 +51,26 @@ def resolve_strategy(
                 # Its plugin was uninstalled, or fails to load: say whose strategy it is.
                 raise StrategyGone(session.name, gone[0])
             return _resumed(session, params, strategies, tell)
-        name = settings.strategy
-        return strategies.strategy(name, {**settings.params_for(name), **params})
+        return configured_strategy(settings, strategies, params)
     if params:
         raise ValueError("a StrategySpec holds its parameters: parse them with its text")
     return strategies.create(with_config_table(strategy, settings, strategies))
+
+
+def configured_strategy(settings: Settings, strategies: StrategyRegistry,
+                        params: Mapping[str, Any] | None = None) -> Strategy:
+    """The configured default strategy with its [strategies.NAME] table and `params`.
+    A name no installed plugin provides (its plugin uninstalled, or failing to load) was
+    let be as the settings loaded, so the commands that need no strategy run: this, the
+    one that needs it, names the setting that chose it and the way on."""
+    name = settings.strategy
+    try:
+        return strategies.strategy(name, {**settings.params_for(name), **(params or {})})
+    except StrategyError as e:
+        if all(part in strategies for part in split_text(name)[0]):
+            raise
+        raise StrategyError(settings.unprovided("strategy", str(e)), listed=e.listed
+                            ) from None
 
 
 def _resumed(session: SessionRecord, params: Mapping[str, Any], strategies: StrategyRegistry,

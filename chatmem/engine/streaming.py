@@ -40,7 +40,7 @@ class ProviderCalls:
             return self.provider.stream(messages)
         except (ChatmemError, KeyboardInterrupt):
             raise
-        except (Exception, SystemExit) as e:
+        except BaseException as e:  # not Ctrl-C (raised above): CancelledError too
             # Not chained: the original's text is not masked, and a traceback shows it.
             raise self.failed(e) from None
 
@@ -51,7 +51,7 @@ class ProviderCalls:
             pieces = iter(stream)
         except (ChatmemError, KeyboardInterrupt):
             raise
-        except (Exception, SystemExit) as e:
+        except BaseException as e:  # not Ctrl-C: raised above
             raise self.failed(e) from None
         while True:
             try:
@@ -60,7 +60,7 @@ class ProviderCalls:
                 return
             except (ChatmemError, KeyboardInterrupt):
                 raise
-            except (Exception, SystemExit) as e:
+            except BaseException as e:  # not Ctrl-C: raised above
                 raise self.failed(e) from None
             yield delta
 

@@ -307,7 +307,7 @@ class GuardedStream:
                 if self._mask is None:
                     raise
                 raise masked(e, self._mask) from None
-            except (Exception, SystemExit) as e:  # a plugin's stream may raise anything
+            except BaseException as e:  # a plugin's stream may raise anything (not Ctrl-C)
                 raise self._failed(e) from None
             if not isinstance(delta, str):
                 # Before anyone shows, stores or forwards it: the turn fails as on a raise.

@@ -196,8 +196,12 @@ def test_a_plugin_provider_and_embedder_are_chosen_by_name(installed: Install,
     assert "no embedder" not in notes  # ranked by the plugin's vectors, not by words alone
     config.write_text('[embeddings]\nprovider = "bert"\n', encoding="utf-8")
     bad = invoke("eval", support, "-s", "retrieval", "--config", str(config), code=2)
-    assert bad.stderr == (f"error: {config}: key 'embeddings.provider' must be one of auto, "
-                          "local, openai, hash, letters, none, got 'bert'\n")
+    # A name near none may be an uninstalled plugin's: refused where it is chosen, naming
+    # where it was set.
+    assert bad.stderr == (f"error: {config}: key 'embeddings.provider': unknown embedder "
+                          "'bert' (valid: auto, local, openai, hash, letters, none); if a "
+                          "plugin provided it, install that plugin again, or choose another "
+                          "there\n")
 
 
 GREETER = """

@@ -544,3 +544,78 @@ def test_a_session_whose_plugin_now_fails_to_load_is_refused_naming_that_plugin(
         "with another (-s NAME) (`chatmem strategies` lists them)")
     with Store(db) as store:
         assert len(store.history.messages(store.sessions.session("笔记").id)) == 2
+
+
+def test_a_config_naming_an_uninstalled_plugin_stops_only_the_commands_that_need_it(
+        tmp_path: Path) -> None:
+    """`strategy = "anchor"`, `provider = "shout"`, `[embeddings] provider = "letters"` once
+    their plugin is uninstalled: every command stopped at the config with `unknown strategy
+    'anchor' (valid: …)`; now those that need none of them run, and the one that does names
+    the key that chose it and the way on."""
+    config = tmp_path / "config.toml"
+    config.write_text('strategy = "anchor"\n[strategies.anchor]\nk = 2\n'
+                      '[embeddings]\nprovider = "letters"\n', encoding="utf-8")
+    db = str(tmp_path / "h.db")
+    given = ("--db", db, "--config", str(config))
+    invoke("chat", "s", "-s", "window", "--provider", "scripted", *given, input="你好\n",
+           code=0)
+    for command in (("sessions", "list", *given), ("config", "show", "--config", str(config)),
+                    ("facts", "list", *given), ("inspect", "s", *given),
+                    ("chat", "s", "--provider", "scripted", *given)):
+        done = invoke(*command)
+        assert done.exit_code == 0, (command, done.stderr)
+    chosen = invoke("ask", "hi", "--provider", "scripted", *given, code=2)
+    assert chosen.stderr.startswith(f"error: {config}: key 'strategy': unknown strategy "
+                                    "'anchor'")
+    assert "install that plugin again" in chosen.stderr
+    recalled = invoke("ask", "hi", "-s", "retrieval", "--provider", "scripted", *given, code=2)
+    assert recalled.stderr.startswith(f"error: {config}: key 'embeddings.provider': unknown "
+                                      "embedder 'letters'")
+    config.write_text('provider = "shout"\n', encoding="utf-8")
+    assert invoke("sessions", "list", *given).exit_code == 0
+    asked = invoke("ask", "hi", *given, code=2)
+    assert asked.stderr.startswith(f"error: {config}: key 'provider': unknown provider 'shout'")
+
+
+CANCELLED = '''
+import asyncio
+
+from chatmem.memory.window import WindowStrategy
+
+
+class Cancelled(WindowStrategy):
+    name = "cancelled"
+    description = "its build awaits what was cancelled (asyncio)"
+
+    def build(self, request):
+        if request.history.turn_count() >= 1:
+            raise asyncio.CancelledError("取消了")
+        return super().build(request)
+
+
+def register(plugins):
+    plugins.add_strategy(Cancelled)
+'''
+
+
+def test_a_plugin_raising_a_base_exception_is_one_line_and_the_chat_goes_on(
+        installed: Install, tmp_path: Path) -> None:
+    """asyncio's CancelledError is a BaseException, not an Exception: from a strategy's build
+    the chat ended in a traceback (from a plugin's register, every command did), where a
+    plugin's other failures are one line."""
+    installed("chatmem-cancelled", "chatmem_cancelled", CANCELLED, name="cancelled")
+    installed("chatmem-gone", "chatmem_gone",
+              "import asyncio\n\ndef register(plugins):\n    raise asyncio.CancelledError()\n",
+              name="gone")
+    db = str(tmp_path / "h.db")
+    chatted = invoke("chat", "c", "-s", "cancelled", "--provider", "scripted", "--db", db,
+                     input="one 一\ntwo 二\n/strategy window\nthree 三\n")
+    assert "Traceback" not in chatted.output
+    assert [line for line in chatted.stderr.splitlines() if line.startswith("error:")
+            ] == ["error: strategy 'cancelled' failed: CancelledError: 取消了 "
+                  "(plugin cancelled (chatmem-cancelled 0.1.0))"]
+    assert ("warning: plugin gone (chatmem-gone 0.1.0, entry point gone = chatmem_gone) "
+            "skipped: its register(plugins) raised: CancelledError") in chatted.stderr
+    with Store(db) as store:
+        said = [m.content for m in store.history.messages(store.sessions.session("c").id)]
+    assert said == ["one 一", "echo #1: one 一", "three 三", "echo #2: three 三"]

@@ -66,14 +66,16 @@ def test_base_url_chatmem_variable_wins_over_openai(tmp_path: Path) -> None:
         ("max_retries = true\n", "key 'max_retries' must be a whole number, got True"),
         ("[local]\nthreds = 2\n", "unknown key 'local.threds' (valid: model_path, threads, n_ctx)"),
         ('local = "x"\n', "key 'local' must be a table ([local])"),
-        ('provider = "claude"\n',
-         "key 'provider' must be one of auto, local, openai, scripted, got 'claude'"),
+        # A name a plugin could have is let be (an uninstalled one's), other text is not:
+        # test_a_plugin_name_none_provides_is_refused_where_it_is_chosen.
+        ('provider = "claude 3"\n',
+         "key 'provider' must be one of auto, local, openai, scripted, got 'claude 3'"),
         ("[strategies.window]\nk = \"abc\"\n",
          "key 'strategies.window': parameter k='abc' of strategy 'window' must be a whole number"),
         ("[strategies.window]\nsize = 3\n",
          "key 'strategies.window': unknown parameter 'size' for strategy 'window' (valid: k)"),
-        ('[embeddings]\nprovider = "bert"\n',
-         "key 'embeddings.provider' must be one of auto, local, openai, hash, none, got 'bert'"),
+        ('[embeddings]\nprovider = "BERT"\n',
+         "key 'embeddings.provider' must be one of auto, local, openai, hash, none, got 'BERT'"),
         ("[embeddings]\nthreads = 0\n", "key 'embeddings.threads' must be at least 1, got 0"),
         ('[embeddings]\ndims = 3\n',
          "unknown key 'embeddings.dims' (valid: provider, model, base_url, api_key_env, threads)"),
@@ -88,13 +90,30 @@ def test_bad_config_names_key_and_file(tmp_path: Path, text: str, message: str) 
 
 
 def test_unknown_strategy_in_config(tmp_path: Path) -> None:
-    path = write(tmp_path, 'strategy = "nope"\n')
+    path = write(tmp_path, 'strategy = "windw"\n')
     with pytest.raises(ConfigError) as caught:
         load_settings(path, env={}, registered=REGISTRIES)
     valid = ", ".join(REGISTRIES.strategies.names())
     assert str(caught.value) == (
-        f"{path}: key 'strategy': unknown strategy 'nope' (valid: {valid})"
+        f"{path}: key 'strategy': unknown strategy 'windw' (valid: {valid}); "
+        "did you mean 'window'?"
     )
+
+
+def test_a_plugin_name_none_provides_is_refused_where_it_is_chosen(tmp_path: Path) -> None:
+    # An uninstalled plugin's names (near no known one) load, so the commands that need
+    # none of them run; choosing one names the setting (tests/cli/test_plugin_failures).
+    path = write(tmp_path, 'strategy = "anchor"\nprovider = "shout"\n[strategies.anchor]\n'
+                           'k = 2\n[embeddings]\nprovider = "letters"\n')
+    settings = load_settings(path, env={}, registered=REGISTRIES)
+    assert (settings.strategy, settings.provider, settings.embeddings.provider,
+            settings.params_for("anchor")) == ("anchor", "shout", "letters", {"k": 2})
+    with pytest.raises(ConfigError, match=rf"^{re.escape(str(path))}: key 'provider': "
+                                          r"unknown provider 'shout' \(valid: "):
+        REGISTRIES.provider_entry(settings)
+    with pytest.raises(ConfigError, match=rf"^{re.escape(str(path))}: key "
+                                          r"'embeddings.provider': unknown embedder 'letters'"):
+        REGISTRIES.create_embedder("letters", settings)
 
 
 def test_invalid_toml_and_missing_file(tmp_path: Path) -> None:
@@ -119,11 +138,11 @@ def test_a_config_saved_with_a_byte_order_mark_reads(tmp_path: Path) -> None:
 
 def test_bad_provider_from_environment() -> None:
     with pytest.raises(ConfigError, match="CHATMEM_PROVIDER must be one of"):
-        load_settings(env={"CHATMEM_PROVIDER": "claude"}, registered=REGISTRIES)
+        load_settings(env={"CHATMEM_PROVIDER": "Claude"}, registered=REGISTRIES)
 
 
 @pytest.mark.parametrize(("value", "said"), [
-    ("nosuch", "unknown strategy 'nosuch'"),
+    ("No such", "unknown strategy 'No such'"),
     ("window:x=1", "unknown parameter 'x' for strategy 'window'"),
     ("window:k=-1", "parameter k='-1' of strategy 'window' must be at least 0"),
     (" ", "unknown strategy ''"),
@@ -306,11 +325,11 @@ def test_helper_model_from_file_env_and_its_old_name(tmp_path: Path) -> None:
     assert str(error.value) == (f"{both}: keys 'summary.model' and 'helper_model' disagree; "
                                 "'summary.model' is the old name of 'helper_model': keep "
                                 "'helper_model' only")
-    bad = write(tmp_path, 'helper_provider = "cheap"\n')
+    bad = write(tmp_path, 'helper_provider = "scriptd"\n')
     with pytest.raises(ConfigError, match="key 'helper_provider' must be one of auto, local"):
         load_settings(bad, env={}, registered=REGISTRIES)
     with pytest.raises(ConfigError, match="CHATMEM_HELPER_PROVIDER must be one of"):
-        load_settings(env={"CHATMEM_HELPER_PROVIDER": "cheap"}, registered=REGISTRIES)
+        load_settings(env={"CHATMEM_HELPER_PROVIDER": "scriptd"}, registered=REGISTRIES)
 
 
 def test_embeddings_table_is_read(tmp_path: Path) -> None:
