@@ -96,9 +96,10 @@ def _json_escape(error: UnicodeError) -> tuple[str, int]:
 codecs.register_error(_ESCAPE, _json_escape)
 
 
-class _Stdout(io.RawIOBase):
-    """Descriptor 1, whose write errors other than a broken pipe are OutputFailed (a broken
-    pipe keeps its own way out: exit 141, quietly, as git's and cat's)."""
+class _Descriptor(io.RawIOBase):
+    """A descriptor written whole at each write, erasing the line shown while the command
+    loaded (cli.starting) before the first: a reply, a warning, a progress bar or a
+    traceback."""
 
     def __init__(self, fd: int) -> None:
         super().__init__()
@@ -120,11 +121,19 @@ class _Stdout(io.RawIOBase):
         # bytes already written, which it wrote again ("HelloHello").
         view = memoryview(data).cast("B")  # type: ignore[arg-type]
         started()  # the line shown while the command loaded goes first
+        written = 0
+        while written < len(view):
+            written += os.write(self._fd, view[written:])
+        return written
+
+
+class _Stdout(_Descriptor):
+    """Descriptor 1, whose write errors other than a broken pipe are OutputFailed (a broken
+    pipe keeps its own way out: exit 141, quietly, as git's and cat's)."""
+
+    def write(self, data: object) -> int:
         try:
-            written = 0
-            while written < len(view):
-                written += os.write(self._fd, view[written:])
-            return written
+            return super().write(data)
         except BrokenPipeError:
             raise
         except OSError as e:
@@ -150,39 +159,13 @@ def _guarded(stdout: TextIO) -> TextIO:
                             write_through=getattr(stdout, "write_through", False))
 
 
-class _Stderr(io.RawIOBase):
-    """Descriptor 2, erasing the line shown while the command loaded (cli.starting) before
-    its first write: a warning, an error, a progress bar or a traceback."""
-
-    def __init__(self, fd: int) -> None:
-        super().__init__()
-        self._fd = fd
-
-    def writable(self) -> bool:
-        return True
-
-    def fileno(self) -> int:
-        return self._fd
-
-    def isatty(self) -> bool:
-        return os.isatty(self._fd)
-
-    def write(self, data: object) -> int:
-        view = memoryview(data).cast("B")  # type: ignore[arg-type]
-        started()
-        written = 0
-        while written < len(view):
-            written += os.write(self._fd, view[written:])
-        return written
-
-
 def _erasing(stderr: TextIO) -> TextIO:
-    """`stderr` writing through _Stderr, its encoding and error handling kept, each write
+    """`stderr` writing through _Descriptor, its encoding and error handling kept, each write
     going out at once (as Python's own stderr does, unbuffered in effect)."""
     try:
         fd = stderr.fileno()
     except (OSError, ValueError):
         return stderr  # not a descriptor: left as it is
     stderr.flush()
-    return io.TextIOWrapper(_Stderr(fd), encoding=stderr.encoding,  # type: ignore[type-var]
+    return io.TextIOWrapper(_Descriptor(fd), encoding=stderr.encoding,  # type: ignore[type-var]
                             errors=stderr.errors, line_buffering=True, write_through=True)
