@@ -114,8 +114,10 @@ def branched_from(workspace: Workspace, first: str, prior: Sequence[ClientMessag
             start = next((i for i, pair in enumerate(zip(comparable_all(held), said,
                                                          strict=False))
                           if not held_as_said([pair[0]], [pair[1]])), min(len(held), len(said)))
-            if start > longest or (start == longest == len(prior) > 0 and len(held) > len(best)):
-                best, longest = list(held[:start + (0 < start == len(prior))]), start
+            # All of `prior` held (none: its first message, the opening it was named by),
+            # the message after it too.
+            if start > longest or (start == longest == len(prior) and len(held) > len(best)):
+                best, longest = list(held[:start + (start == len(prior))]), start
     return best
 
 

@@ -14,6 +14,27 @@ if TYPE_CHECKING:
     from chatmem.app.model_pool import ModelPool
     from chatmem.app.workspace import Listener
     from chatmem.config.settings import Settings
+    from chatmem.plugins import Registries
+
+
+def check_choices(settings: Settings, registries: Registries, strategy: str | None) -> None:
+    """Refuse, before a server says it listens, a configured provider, strategy (unless
+    `strategy` is its new conversations') or embedder that strategy recalls by, that nothing
+    installed provides: let be as the settings loaded (an uninstalled plugin's), so the
+    commands that need none run, it is needed by every request, each refused with it while
+    the server looked well."""
+    from chatmem.engine.opening import configured_strategy, with_config_table
+
+    if settings.provider not in registries.provider_names():
+        registries.provider_entry(settings)  # raises, naming the setting
+    strategies = registries.strategies
+    # Raises, naming the setting, for a name nothing provides.
+    chosen = (configured_strategy(settings, strategies) if strategy is None else
+              strategies.create(with_config_table(strategies.parse(strategy), settings,
+                                                  strategies)))
+    embedder = settings.embeddings.provider
+    if chosen.needs_embedder and embedder not in registries.embedder_names():
+        registries.create_embedder(embedder, settings)  # raises, naming the setting
 
 
 def check_history(settings: Settings, on_notice: Listener | None = None) -> None:

@@ -209,13 +209,14 @@ def serve(
     Example: chatmem serve --port 8765 -s summary-buffer   (base_url http://127.0.0.1:8765/v1)
     """
     _needs("serve", "uvicorn")
-    from chatmem.app.server_history import check_history
+    from chatmem.app.server_history import check_choices, check_history
     from chatmem.serve.listening import guarded, listening, serve_http
     from chatmem.serve.proxy import build_app
 
     settings = settings_from(config, db, provider, model)
     if strategy is not None:
         registries().strategies.parse(strategy)  # a bad name is said now, not at a request
+    check_choices(settings, registries(), strategy)  # an uninstalled plugin's: said now too
     people = _tokens(tokens)
     origins = _origins(allow_origin)
     check_history(settings, say_notice)  # said before "listening", not as a traceback

@@ -70,3 +70,36 @@ def test_a_made_token_is_said_with_the_environment_variable_to_give_it_in(
     said = capsys.readouterr().err
     assert f"CHATMEM_TOKEN, not with --token, which `ps` shows to every account): {where.token}" \
         in said.replace("\n", "")
+
+
+@pytest.mark.parametrize(("chosen", "key", "said"), [
+    ('strategy = "anchor"\n[strategies.anchor]\nk = 2\n', "strategy", "strategy 'anchor'"),
+    ('strategy = "window+anchor"\n', "strategy", "strategy 'anchor'"),
+    ('provider = "shout"\n', "provider", "provider 'shout'"),
+    ('strategy = "retrieval"\n[embeddings]\nprovider = "letters"\n', "embeddings.provider",
+     "embedder 'letters'")])
+def test_a_configured_provider_or_strategy_nothing_installed_provides_is_refused_before_serving(
+        isolated_home: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, chosen: str,
+        key: str, said: str) -> None:
+    """An uninstalled plugin's name is let be as the config loads (the commands that need
+    none run): serve said "listening on …" and answered every request a 400 with it, its
+    own log silent, where it refused to start before."""
+    import chatmem.serve.listening
+
+    def listened(*_: object, **__: object) -> None:
+        raise AssertionError("serve listened")
+
+    monkeypatch.setattr(chatmem.serve.listening, "serve_http", listened)
+    config = tmp_path / "配置.toml"
+    config.write_text(chosen, encoding="utf-8")
+    result = invoke("serve", "--port", "0", "--config", str(config),
+                    "--db", str(tmp_path / "h.db"))
+    assert result.exit_code == ExitCode.USAGE, (result.stdout, result.stderr)
+    [line] = result.stderr.strip().splitlines()
+    assert line.startswith(f"error: {config}: key {key!r}: unknown {said}")
+    assert "install that plugin again" in line
+    # Chosen for its new conversations on the command line, the configured one is not needed.
+    if key != "provider":
+        started = invoke("serve", "--port", "0", "-s", "window", "--provider", "scripted",
+                         "--config", str(config), "--db", str(tmp_path / "h.db"))
+        assert "serve listened" in repr(started.exception)

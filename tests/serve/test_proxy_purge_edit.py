@@ -249,3 +249,31 @@ def test_a_regenerate_of_an_earlier_purged_message_of_a_named_chat_branches_keep
                                    "工作.before-edit-1": ["Hello", erased, "And then?"]}
     assert value not in chat_server.requests[-1]["messages"][-1]["content"]
     assert _nowhere(db_path, value)
+
+
+@pytest.mark.parametrize(("said", "value"), SAID)
+def test_a_regenerate_of_the_first_reply_to_a_purged_opening_of_a_chat_no_id_names_keeps_the_purge(
+        chat_server: ChatServer, db_path: Path, said: str, value: str) -> None:
+    """The purged value in the chat's first message (the opening it is named by) and its
+    first reply asked again (the client sends that message alone): the chat began a session
+    of its own with the client's copy, sent and stored with the value, and went on there."""
+    settings = Settings(provider="openai", base_url=chat_server.base_url, model="test-small",
+                        db=str(db_path))
+    with RunningProxy(settings, strategy="buffer") as running:
+        ask = asker(running)
+        history: list[dict[str, str]] = []
+        for text in (said, "Hello", "And then?"):
+            history.append({"role": "user", "content": text})
+            reply, turn, _ = ask(history)
+            history.append({"role": "assistant", "content": reply})
+        name = turn.rpartition("@")[0]
+        _purge(db_path, name, value)
+        assert ask(history[:1])[1:] == (f"{name}-2@1", "new-session")
+        assert ask([history[0], {"role": "assistant", "content": reply},
+                    {"role": "user", "content": "再说说"}])[1:] == (f"{name}-2@2", "next-turn")
+    erased = said.replace(value, "[forgotten]")
+    assert _histories(db_path) == {name: [erased, "Hello", "And then?"],
+                                   f"{name}-2": [erased, "再说说"]}
+    assert all(value not in m["content"] for r in chat_server.requests[-2:]
+               for m in r["messages"])
+    assert _nowhere(db_path, value)
