@@ -173,7 +173,13 @@ class MemoryUpkeep:
         try:
             if not self.history().turn_count():
                 return []
-            return self.update_memory(catch_up=True, backlog_after_turn=backlog_after_turn)
+            notices = self.update_memory(catch_up=True, backlog_after_turn=backlog_after_turn)
+            if self.strategy.keeps_state:
+                # Minutes of the helper model, maybe: a purge meanwhile left recall's kept
+                # candidate rows (read before it, the turn having followed the erasures)
+                # holding the erased text, which the build after this would send.
+                self.follow_erasures()
+            return notices
         except KeyboardInterrupt:
             self._caught_up = False  # (interrupt_ends) a server's kept engine tries again
             raise

@@ -16,7 +16,7 @@ import pytest
 from acting_providers import ActsWhile
 from conftest import History
 from pg import PostgresServer
-from registered import open_session
+from registered import create_strategy, open_session
 
 from chatmem.config.sections import EmbeddingsSection
 from chatmem.config.settings import Settings
@@ -24,6 +24,7 @@ from chatmem.embeddings.hashed import HashEmbedder
 from chatmem.engine import Engine
 from chatmem.errors import ExitCode, NotFound, StoreError, StoreFailure
 from chatmem.memory.indexing import Indexing
+from chatmem.providers.base import Purpose
 from chatmem.providers.scripted import ScriptedProvider
 from chatmem.store import Store, TurnStatus
 
@@ -271,3 +272,47 @@ def test_a_session_deleted_while_its_memory_updates_is_said_not_retried(
     assert store.sessions.find_session("s6") is None
     for table in ("summaries", "strategy_state", "facts"):
         assert store.db.execute(f"SELECT count(*) FROM {table}").fetchone()[0] == 0
+
+
+class Recording(ScriptedProvider):
+    """The scripted model, keeping each chat request's messages as it was sent them."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.sent: list[str] = []
+
+    def stream(self, messages: Any) -> Any:
+        self.sent.append(json.dumps(list(messages), ensure_ascii=False))
+        return super().stream(messages)
+
+
+def test_a_purge_while_a_turn_catches_up_is_not_sent_from_recalls_kept_candidates(
+        store: Store, history: History) -> None:
+    """Recall keeps the candidate rows (and the messages made of them) it read between
+    builds, emptied when a turn follows the erasures, before its catch-up (a strategy
+    switched to, its helper model reading every turn): a purge in another shell meanwhile
+    had the turn send the purged name from the rows kept (recall by words; only an
+    embedder indexing inline had the catch-up follow them, to drop its stale vectors)."""
+    settings = Settings(system="Be brief.", embeddings=EmbeddingsSection(provider="none"))
+    engine = open_session(store, settings, ScriptedProvider(), "kept", strategy="retrieval",
+                          params={"recent": "1", "max_tokens": "400"})
+    assert engine.embedder is None
+    chat(engine)
+    sid = engine.session.id
+    question = "What does my friend cook on Sundays? 我朋友周日做什么菜？"
+    recalled = engine.build_context(question).part("recalled")
+    assert recalled is not None and any("José" in m.content for m in recalled.messages)
+
+    def purge() -> None:
+        with history.open() as other:
+            other.redactions.rewrite_stored_text([sid], None, ["José"], erase_jose)
+
+    engine.set_strategy(create_strategy("entity+retrieval", {
+        "retrieval.recent": "1", "retrieval.max_tokens": "400"}))
+    engine.helper = ActsWhile("complete", purge, purpose=Purpose.FACTS)
+    engine.provider = model = Recording()
+    result = engine.run_turn(question)  # built after the purge: stored
+    assert result.status is TurnStatus.OK and result.record.number == len(SAID) + 1
+    assert engine.helper.armed is None  # the purge ran, inside the catch-up's extraction
+    assert len(model.sent) == 1 and "José" not in model.sent[0]
+    assert "My friend [erased] lives in Porto" in model.sent[0]  # recalled, as it is now
