@@ -49,8 +49,8 @@ def open_history(settings: Settings, *, create: bool, one_off: bool,
     path = where.path
     if not create and not path.exists():
         if settings.db is not None:
-            raise NotFound(f"no history file at {path} (chat, ask and sessions import "
-                           "create it)")
+            raise NotFound(f"no history file at {path} (chat, ask SESSION and sessions "
+                           "import create it)")
         return Store.empty_standing_in(where), None, False  # nothing stored yet, nor on disk
     try:
         if key_elsewhere and _plain(path):

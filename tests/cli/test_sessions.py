@@ -95,7 +95,7 @@ def test_read_only_commands_do_not_create_the_history_file(tmp_path: Path,
         return
     assert result.exit_code == 1
     assert result.stderr == (
-        f"error: no history file at {missing} (chat, ask and sessions import create it)\n")
+        f"error: no history file at {missing} (chat, ask SESSION and sessions import create it)\n")
     assert result.stdout == ""
 
 

@@ -54,7 +54,7 @@ def test_a_missing_history_is_named_without_its_path(chat_server: ChatServer,
                            headers={"Authorization": f"Bearer {TOKEN}"})
     assert answer.status_code == 404, answer.text
     assert answer.json()["error"]["message"] == \
-        "no history file (chat, ask and sessions import create it)"
+        "no history file (chat, ask SESSION and sessions import create it)"
     assert str(tmp_path) not in answer.text
 
 
