@@ -575,6 +575,13 @@ def test_a_config_naming_an_uninstalled_plugin_stops_only_the_commands_that_need
     assert invoke("sessions", "list", *given).exit_code == 0
     asked = invoke("ask", "hi", *given, code=2)
     assert asked.stderr.startswith(f"error: {config}: key 'provider': unknown provider 'shout'")
+    # The helper model's provider ([summary] provider, its old name): named as itself, not
+    # as the chat's --provider the command was given.
+    config.write_text('[summary]\nprovider = "cheap"\n', encoding="utf-8")
+    assert invoke("sessions", "list", *given).exit_code == 0
+    helped = invoke("ask", "s", "hi", "-s", "summary", "--provider", "scripted", *given, code=2)
+    assert helped.stderr.startswith(f"error: {config}: key 'helper_provider': unknown provider "
+                                    "'cheap'")
 
 
 CANCELLED = '''

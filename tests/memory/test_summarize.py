@@ -267,12 +267,14 @@ def test_config_summary_table_is_read_and_checked(tmp_path: Path) -> None:
     assert settings.helper_model == "small"
     assert str(settings.source_of("helper_model")) == str(config)
     assert load_settings(env={}).summary == SummarySection()
-    config.write_text('[summary]\nprovider = "cheap"\n', encoding="utf-8")
+    # A name no plugin could have is refused as the file loads (one a plugin could have,
+    # `cheap`, is refused where it is used: tests/cli/test_plugin_failures.py).
+    config.write_text('[summary]\nprovider = "cheap 1"\n', encoding="utf-8")
     with pytest.raises(ConfigError) as info:
         load_settings(config, env={}, registered=load_registries())
     assert str(info.value) == (
         f"{config}: key 'summary.provider' must be one of auto, local, openai, scripted,"
-        " got 'cheap'"
+        " got 'cheap 1'"
     )
     config.write_text("[summary]\ndrift_guard = 1\n", encoding="utf-8")
     with pytest.raises(ConfigError, match=r"key 'summary.drift_guard' must be true or false"):

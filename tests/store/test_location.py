@@ -202,8 +202,8 @@ def test_a_history_named_with_a_tilde_no_user_has_is_that_file(tmp_path: Path,
     traceback; it names a file of that name, here."""
     monkeypatch.chdir(tmp_path)
     said = invoke("sessions", "list", "--db", "~nosuchuser_chatmem/h.db", code=1)
-    assert said.stderr == ("error: no history file at ~nosuchuser_chatmem/h.db (chat, ask and"
-                           " sessions import create it)\n")
+    assert said.stderr == ("error: no history file at ~nosuchuser_chatmem/h.db (chat, ask"
+                           " SESSION and sessions import create it)\n")
     assert parse_location("~/h.db").path == Path.home() / "h.db"
 
 
