@@ -246,7 +246,7 @@ class Workspace:
         """The model for strategy calls (helper_provider/helper_model) when it is not the
         chat's own; None when the chat model does them."""
         name = settings.helper_provider or chat.name
-        if name not in self.registries.provider_names():
+        if settings.helper_provider not in (None, *self.registries.provider_names()):
             # A name none provides was let be as the settings loaded (check_provider_name):
             # named where helper_provider was set, not where the chat's provider was.
             said = (f"unknown provider {name!r} "
