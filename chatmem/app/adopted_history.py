@@ -220,13 +220,14 @@ def earlier_input_kept(workspace: Workspace, name: str, prior: Sequence[ClientMe
     client's copy holds those values: sent as it is, the purged value was stored again. A
     chat no id names begins a session of its own there: `left` is the history of the one it
     left (`branched_from`), that message after `prior` when it holds it; a named one's
-    branched (`branch_session`): `name` is then the one it left, kept, and `asked_with`
-    what this server answered it with, which tells a regenerate from an edit (the words of
-    one fitting around the marker are the client's).
+    branched (`branch_session`): `name` is then the one it left, kept. `asked_with`: what
+    this server last answered the session it left with (in this process), which tells a
+    regenerate from an edit (`edited_at`: the words of one fitting around the marker are
+    the client's); without it, one fitting around the marker is taken for a regenerate.
     Reads no more of the session than the request carries (its first turns), and only of
     one holding more than the request and an exchange."""
     at = len(prior)
-    if asked_with is not None and not asked_with.said_at(at, text):
+    if asked_with is not None and asked_with.edited_at(prior, text):
         return text
     if len(left) == at + 1:
         return _kept_input(left, prior, text)

@@ -94,8 +94,8 @@ def _erased_at(held: Sequence[Said], prior: Sequence[Said]) -> list[int]:
 
 
 def branched_from(workspace: Workspace, first: str, prior: Sequence[ClientMessage], *,
-                  named_before: str | None = None) -> list[Said]:
-    """The history (up to `prior`'s length) of the session a chat no id names began alike
+                  named_before: str | None = None) -> tuple[str | None, list[Said]]:
+    """The name and history (up to `prior`'s length) of the session a chat no id names began alike
     with (`first`, `first-2`…, then `named_before`'s, as `session_of_opening` looks) whose
     start is the longest of the client's `prior` (`held_as_said`): the one an edit of the
     chat leaves, whose erasures its new session keeps (`erasures_kept`), and its message
@@ -105,6 +105,7 @@ def branched_from(workspace: Workspace, first: str, prior: Sequence[ClientMessag
     said = comparable_all(prior)
     best: list[Said] = []
     longest = 0
+    name: str | None = None
     for stem in dict.fromkeys([first, named_before or first]):
         for n in count(1):
             session = workspace.store.sessions.find_session(stem if n == 1 else f"{stem}-{n}")
@@ -118,7 +119,8 @@ def branched_from(workspace: Workspace, first: str, prior: Sequence[ClientMessag
             # the message after it too.
             if start > longest or (start == longest == len(prior) and len(held) > len(best)):
                 best, longest = list(held[:start + (start == len(prior))]), start
-    return best
+                name = session.name
+    return name, best
 
 
 @dataclass(frozen=True)
@@ -149,6 +151,16 @@ class AskedWith:
     def said_at(self, at: int, text: str) -> bool:
         """Whether this history held `text` as its message `at` (a user's)."""
         return self.each[at * _EACH:(at + 1) * _EACH] == _message_digest(comparable("user", text))
+
+    def edited_at(self, prior: Sequence[Said], text: str) -> bool:
+        """Whether this history began as `prior` and then held a message other than `text`
+        (a user's): the client edited the one this server answered. False when it held less,
+        or began otherwise (another chat's): no evidence."""
+        at = len(prior)
+        return (len(self.each) > at * _EACH
+                and self.each[:at * _EACH] == b"".join(map(_message_digest,
+                                                           comparable_all(prior)))
+                and not self.said_at(at, text))
 
     def held_by(self, held: Sequence[Said], prior: Sequence[ClientMessage]) -> bool:
         """Whether a session's messages `held` are this history, but for values a purge has

@@ -62,3 +62,9 @@ def json_digest(value: object) -> str:
     """A SHA-256 of `value` as JSON (Chinese as itself, a lone surrogate kept as its bytes)."""
     text = json.dumps(value, ensure_ascii=False)
     return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
+
+
+def opening_name(opening: Said) -> str:
+    """The session name a chat no id names is given by its first user message (`serve`):
+    a digest of it, as `comparable` gives it (a second chat that began alike is NAME-2…)."""
+    return "chat-" + history_digest([opening])[:12]

@@ -77,6 +77,7 @@ def conversation_of(body: Mapping[str, Any], headers: Mapping[str, str],
     their history (`session_of_opening`). Chats of one `user` share its session: one's
     message is never taken for an edit of another's (`replaces_last_turn`)."""
     from chatmem.app.client_history import history_digest
+    from chatmem.app.compared_text import opening_name
     from chatmem.app.sessions import session_name_of, shared_address
 
     named, field = next(((text, h) for h in CONVERSATION_HEADERS if h in headers
@@ -98,7 +99,8 @@ def conversation_of(body: Mapping[str, Any], headers: Mapping[str, str],
     # Compared as a client's copies are (`comparable`): the same opening, retyped with
     # another space, is the same chat.
     opening = [m for m in read if m.role == "user"][:1]
-    return "chat-" + history_digest(opening)[:12], True, None, False
+    return ("chat-" + history_digest(opening)[:12] if not opening else opening_name(opening[0]),
+            True, None, False)
 
 
 def _unfilled(value: Any) -> bool:

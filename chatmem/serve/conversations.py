@@ -104,6 +104,14 @@ class ServedConversations:
             found = self._answered.get((location, conversation))
         return None if found is None or found[2] >= before else found[:2]
 
+    def answered_with(self, location: str, conversation: str | None, *, before: int
+                      ) -> AskedWith | None:
+        """The history the request this server last answered in `conversation` sent
+        (`answered`), if any."""
+        found = None if conversation is None else self.answered(location, conversation,
+                                                               before=before)
+        return None if found is None else found[1]
+
     def note_answered(self, location: str, conversation: str, turn_id: int,
                       asked_with: AskedWith) -> None:
         with self._turns_guard:

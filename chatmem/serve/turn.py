@@ -317,9 +317,9 @@ class Turn:
                 fresh = self.adopted or ws.store.history.message_count(
                     engine.session.id, at_most=1) == 0
                 # A chat that left one begun alike (an edit) keeps what a purge erased there.
-                left = (branched_from(ws, self._opening, asked.prior,
-                                      named_before=asked.named_before)
-                        if fresh and self._opening is not None else ())
+                left_name, left = (branched_from(ws, self._opening, asked.prior,
+                                                 named_before=asked.named_before)
+                                   if fresh and self._opening is not None else (None, []))
                 if adopt_history(ws, asked.conversation, asked.prior, branched=left,
                                  opened=created_here[-1:] == [True]):
                     raise _Adopted
@@ -340,8 +340,10 @@ class Turn:
                                   else "next-turn-last-kept"
                                   if replacing is Replacing.UNPROVEN else "next-turn")
                 on_stored = partial(stored, ws, engine)
-                again = self._again or earlier_input_kept(ws, asked.conversation, asked.prior,
-                                                          asked.text, left)
+                # What this server answered there tells an edit from a regenerate.
+                again = self._again or earlier_input_kept(
+                    ws, asked.conversation, asked.prior, asked.text, left,
+                    asked_with=proxy.answered_with(where, left_name, before=self.came))
                 if replacing is Replacing.YES:
                     self.turn_id = f"{asked.conversation}@{held}"
                     self.stored_as = "replaced-last-turn"

@@ -9,7 +9,7 @@ from cli_runner import run
 from pg import Team
 
 from chatmem.app.adopted_history import branch_session
-from chatmem.app.client_history import ClientMessage
+from chatmem.app.client_history import AskedWith, ClientMessage
 from chatmem.app.workspace import Workspace
 from chatmem.config.settings import Settings
 from chatmem.errors import StoreError
@@ -60,3 +60,19 @@ def test_a_branch_of_a_shared_chat_stays_shared_as_it_was(team: Team) -> None:
     with Store(ann) as store:
         said = store.history.messages(store.sessions.session("proj3").id)
         assert [m.content for m in said if m.role == "user"] == ["我们去苏州", "还有谁去？"]
+
+
+@pytest.mark.parametrize(("said", "edited"), [("My employer is Globex.", "My employer is Initech."),
+                                              ("我在环球公司上班。", "我在微软公司上班。")])
+def test_an_edit_is_told_only_where_the_history_answered_held_the_message(
+        said: str, edited: str) -> None:
+    """An answered history tells an edit of its message after `prior` from its regenerate;
+    one that held no message there, or began otherwise (another chat's), tells nothing."""
+    prior = [ClientMessage("user", "Hello"), ClientMessage("assistant", "Hi")]
+    answered = AskedWith.of([*prior, ClientMessage("user", said),
+                             ClientMessage("assistant", "OK")], "And then?")
+    assert answered.edited_at(prior, edited) is True
+    assert answered.edited_at(prior, f"  {said}\n") is False
+    assert AskedWith.of(prior, said).edited_at(prior, edited) is False
+    other = [ClientMessage("user", "Hello"), ClientMessage("assistant", "Hey")]
+    assert answered.edited_at(other, edited) is False

@@ -437,3 +437,26 @@ def test_forget_me_the_database_refuses_part_way_changes_nothing(tmp_path: Path)
     done = invoke("forget-me", "--yes", "--db", str(db))
     assert done.exit_code == 0, done.stderr
     assert b"Stra\xc3\x9fe" not in raw_bytes(db)
+
+
+@pytest.mark.parametrize(("opening", "key", "value"), [
+    ("My phone is 415-555-0134, note it.", "phone", "415-555-0134"),
+    ("我的电话是13912345678，请记住。", "电话", "13912345678")])
+def test_a_purge_says_a_chat_named_by_a_digest_of_its_opening_still_holds_the_value(
+        tmp_path: Path, opening: str, key: str, value: str) -> None:
+    """A chat `serve` names by its first message (no id) is called by a digest of it: the
+    purge erased the value from the message and said nothing of the name, from which the
+    value was found again by trying numbers (one in 10,000 in 0.2 s)."""
+    from chatmem.app.client_history import ClientMessage
+    from chatmem.serve.conversation_ids import conversation_of
+
+    db = tmp_path / "h.db"
+    name = conversation_of({}, {}, [ClientMessage("user", opening)])[0]
+    chat(db, name, [opening, f"/remember {key}: {value}"], code=0)
+    chat(db, "chat-0123456789ab", ["Nothing of it here"], code=0)
+    done = invoke("facts", "forget", key, "--purge", "--yes", "--db", str(db))
+    assert done.exit_code == 0, done.stderr
+    assert done.stderr.splitlines()[-1] == (
+        f"still in the name of session {name}: a purge leaves names as they are; "
+        f"`chatmem sessions rename {name} NEW` renames it")
+    assert MARKER in contents(db, name)[0]

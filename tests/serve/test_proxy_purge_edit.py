@@ -277,3 +277,34 @@ def test_a_regenerate_of_the_first_reply_to_a_purged_opening_of_a_chat_no_id_nam
     assert all(value not in m["content"] for r in chat_server.requests[-2:]
                for m in r["messages"])
     assert _nowhere(db_path, value)
+
+
+@pytest.mark.parametrize(("said", "value", "edited"),
+                         [(*SAID[0], "My employer is Initech."), (*SAID[1], "我在微软公司上班。")])
+def test_an_edit_fitting_around_a_purge_of_a_chat_no_id_names_is_the_client_s(
+        chat_server: ChatServer, db_path: Path, said: str, value: str, edited: str) -> None:
+    """The client edits its purged message, two exchanges back, with other words where the
+    marker stands, and this server answered that message (it knows the one it was sent):
+    its edit was taken for a regenerate, and the marker sent and stored in its place (the
+    reply was to "My employer is [forgotten]." and the client's "Initech" was lost)."""
+    settings = Settings(provider="openai", base_url=chat_server.base_url, model="test-small",
+                        db=str(db_path))
+    with RunningProxy(settings, strategy="buffer") as running:
+        ask = asker(running)
+        history: list[dict[str, str]] = []
+        for text in ("Hello", said, "And then?"):
+            history.append({"role": "user", "content": text})
+            reply, turn, _ = ask(history)
+            history.append({"role": "assistant", "content": reply})
+        name = turn.rpartition("@")[0]
+        _purge(db_path, name, value)
+        assert ask([*history[:2], {"role": "user", "content": edited}])[1:] == (
+            f"{name}-2@2", "new-session")
+        # Its regenerate still keeps the purge.
+        assert ask(history[:3])[1:] == (f"{name}-3@2", "new-session")
+    erased = said.replace(value, "[forgotten]")
+    assert _histories(db_path) == {name: ["Hello", erased, "And then?"],
+                                   f"{name}-2": ["Hello", edited],
+                                   f"{name}-3": ["Hello", erased]}
+    assert chat_server.requests[-2]["messages"][-1]["content"] == edited
+    assert _nowhere(db_path, value)
