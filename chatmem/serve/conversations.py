@@ -130,7 +130,7 @@ class ServedConversations:
                 else recorded_turn(ws, engine.session, record.number).turn)
         if record.id is not None:
             self.note_answered(location, asked.conversation, record.id,
-                               AskedWith.of(asked.prior, asked.text))
+                               AskedWith.of(asked.prior, asked.text, result.reply))
         if asked.fingerprinted and record.history_turn is not None:
             # The exchange before this one too: a trimmed history that regenerates this
             # reply ends there.
