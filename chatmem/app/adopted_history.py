@@ -133,8 +133,9 @@ def leaves_history(workspace: Workspace, name: str, prior: Sequence[ClientMessag
     if asked_with is None:
         return False
     if asked_with.digest == history_digest(prior) or (
-            len(prior) >= 2 and asked_with.digest == json_digest(comparable_all(prior)[:-2])):
-        return False
+            len(prior) >= 2 and asked_with.digest == json_digest(comparable_all(prior)[:-2])
+            and asked_with.answered_by(prior[-1])):
+        return False  # unless its user edited the reply it was answered with, and went on
     store = workspace.store
     session = store.sessions.find_session(name)
     if session is None or store.history.message_count(

@@ -137,12 +137,24 @@ class AskedWith:
     asked: bytes = b""
     """A short digest of the request's new message: a regenerate sends it again, an edit
     another, which a purge's marker in the stored one cannot tell apart (`input_kept`)."""
+    replied: str | None = None
+    """The reply it was answered with, in the compared form: a client whose user edited it,
+    then went on, sends other words (`answered_by`)."""
 
     @classmethod
-    def of(cls, prior: Sequence[Said], text: str | None = None) -> AskedWith:
+    def of(cls, prior: Sequence[Said], text: str | None = None,
+           reply: str | None = None) -> AskedWith:
         said = comparable_all(prior)
         return cls(history_digest(prior), len(prior), b"".join(map(_message_digest, said)),
-                   b"" if text is None else _message_digest(comparable("user", text)))
+                   b"" if text is None else _message_digest(comparable("user", text)),
+                   None if reply is None else comparable("assistant", reply)[1])
+
+    def answered_by(self, message: Said) -> bool:
+        """Whether `message`, a client's copy of its reply, holds the reply it was answered
+        with, in the compared form (True when that was not kept): a client may add to the
+        copy it sends back (SillyTavern a speaker's "Name: ", others their sources)."""
+        return self.replied is None or (message.role == "assistant" and self.replied in
+                                        comparable("assistant", message.content)[1])
 
     def asked_again(self, text: str) -> bool | None:
         """Whether `text` is the message the request asked (None: not kept)."""

@@ -17,21 +17,26 @@ if TYPE_CHECKING:
     from chatmem.plugins import Registries
 
 
-def check_choices(settings: Settings, registries: Registries, strategy: str | None) -> None:
+def check_choices(settings: Settings, registries: Registries, strategy: str | None, *,
+                  replies: bool = True) -> None:
     """Refuse, before a server says it listens, a configured provider, strategy (unless
     `strategy` is its new conversations') or embedder that strategy recalls by, that nothing
     installed provides: let be as the settings loaded (an uninstalled plugin's), so the
     commands that need none run, it is needed by every request, each refused with it while
-    the server looked well."""
+    the server looked well. A server whose model does not write the `replies` (`chatmem
+    mcp`: its client's does) needs the provider only for a strategy that calls it."""
     from chatmem.engine.opening import configured_strategy, with_config_table
 
-    if settings.provider not in registries.provider_names():
+    provided = settings.provider in registries.provider_names()
+    if replies and not provided:
         registries.provider_entry(settings)  # raises, naming the setting
     strategies = registries.strategies
     # Raises, naming the setting, for a name nothing provides.
     chosen = (configured_strategy(settings, strategies) if strategy is None else
               strategies.create(with_config_table(strategies.parse(strategy), settings,
                                                   strategies)))
+    if chosen.calls_helper and not provided:
+        registries.provider_entry(settings)
     embedder = settings.embeddings.provider
     if chosen.needs_embedder and embedder not in registries.embedder_names():
         registries.create_embedder(embedder, settings)  # raises, naming the setting

@@ -138,10 +138,13 @@ def mcp(
 
         run_stdio(server, abandon=_client_gone)
         return
+    from chatmem.app.server_history import check_choices
     from chatmem.serve.listening import guarded, listening, serve_http
     from chatmem.serve.origins import MCP_PAGES
 
-    check_history(settings, say_notice)  # said before "listening", not by every tool call
+    # Said before "listening", not by every tool call: an uninstalled plugin's name too.
+    check_choices(settings, registries(), None, replies=False)
+    check_history(settings, say_notice)
 
     where = listening(http, token, tokens_given=people is not None)
     from mcp.server.transport_security import TransportSecuritySettings

@@ -122,16 +122,17 @@ def translated(error: Exception, *, where: str, base_url: str, model: str, api_k
     )
 
 
-_MODEL = re.compile(r"(?i)model|deployment")
-_UNKNOWN = re.compile(r"(?i)not[ _]?found|does ?n[o']t exist|not exist|unknown|no such")
+_MODEL = re.compile(r"(?i)model|deployment|模型")
+_UNKNOWN = re.compile(r"(?i)not[ _]?found|does ?n[o']t exist|not exist|unknown|no such"
+                      r"|不存在|未找到|找不到|[没沒]有找到|未知")
 
 
 def said_model_unknown(error: Exception) -> bool:
     """Whether a server's 404 says the model is unknown (OpenAI's code model_not_found,
     Azure's DeploymentNotFound, vLLM's "The model `x` does not exist", Ollama's 'model "x"
     not found'), not that the path is (FastAPI's "Not Found", Go's "404 page not found", an
-    nginx page). Anthropic's says it by its type: {"type": "not_found_error", "message":
-    "model: NAME"}."""
+    nginx page), in English or Chinese ("模型 x 不存在", "未找到模型"). Anthropic's says it by
+    its type: {"type": "not_found_error", "message": "model: NAME"}."""
     if getattr(error, "code", None) in ("model_not_found", "DeploymentNotFound"):
         return True
     body = getattr(error, "body", None)

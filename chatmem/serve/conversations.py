@@ -13,12 +13,15 @@ from contextlib import contextmanager
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
+    from chatmem.app import Workspace
     from chatmem.app.client_history import AskedWith
     from chatmem.app.model_pool import ModelPool
     from chatmem.config.settings import Settings
+    from chatmem.engine import Engine, TurnResult
     from chatmem.errors import ExtensionFailed, ProviderError, StoreError
     from chatmem.notices import Notice
     from chatmem.serve.requests import TurnAsked
+    from chatmem.store import Store
 
 ANSWERED_KEPT = 4096
 """Conversations whose last answered turn the server remembers (for a regenerate or an
@@ -120,6 +123,38 @@ class ServedConversations:
             self._answered.move_to_end((location, conversation))
             while len(self._answered) > ANSWERED_KEPT:
                 self._answered.popitem(last=False)
+
+    def note_stored(self, location: str, asked: TurnAsked, ws: Workspace,
+                    engine: Engine[Store], result: TurnResult) -> str:
+        """Note the turn `asked` just stored in `ws` (a regenerate or an edit of it finds it,
+        as a trimmed window that goes on from it does), and say its id (CONVERSATION@TURN)."""
+        from chatmem.app.client_history import AskedWith, ClientMessage, window_key
+        from chatmem.app.sessions import recorded_turn
+
+        record = result.record
+        # As `GET /v1/chatmem/turns/ID@N` finds it: a cancelled turn stored no history turn,
+        # and is read back at the turn it was tried as.
+        turn = (record.turn if record.history_turn is not None
+                else recorded_turn(ws, engine.session, record.number).turn)
+        if record.id is not None:
+            self.note_answered(location, asked.conversation, record.id,
+                               AskedWith.of(asked.prior, asked.text, result.reply))
+        if asked.fingerprinted and record.history_turn is not None:
+            # The exchange before this one too: a trimmed history that regenerates this
+            # reply ends there.
+            self.note_window(location, asked.conversation, (
+                window_key(asked.system, [ClientMessage("user", asked.text),
+                                          ClientMessage("assistant", result.reply)]),
+                window_key(asked.system, asked.prior[-2:])))
+        return f"{asked.conversation}@{turn}"
+
+    def not_noted(self, conversation: str, error: BaseException, settings: Settings) -> None:
+        """A turn stored and answered that `error` (a fault of chatmem's) kept out of this
+        server's notes (`note_stored`), in its log."""
+        if self.log is not None:
+            self.log(self._unexpected(f"{conversation}: stored and answered, but not noted for"
+                                      " a regenerate, an edit or a trimmed window", error,
+                                      settings))
 
     def branched(self, conversation: str, kept_as: str) -> None:
         """Say in the server's log where a conversation whose client left its history is

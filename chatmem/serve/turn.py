@@ -214,15 +214,12 @@ class Turn:
             leaves_history,
         )
         from chatmem.app.client_history import (
-            AskedWith,
-            ClientMessage,
             Replacing,
             branched_from,
             replaces_last_turn,
-            window_key,
         )
         from chatmem.app.conversations import apply_retention, start_conversation, use_options
-        from chatmem.app.sessions import last_completed_turn_id, recorded_turn, turn_count
+        from chatmem.app.sessions import last_completed_turn_id, turn_count
         from chatmem.config.settings import Source, SourceKind, for_model, with_options
         from chatmem.engine.resend import resend_last
         from chatmem.store.records import TurnStatus
@@ -267,23 +264,14 @@ class Turn:
 
         def stored(ws: Workspace, engine: Engine[Store], result: TurnResult) -> None:
             """The turn is stored: its client is answered, before memory's update."""
-            self.unstored, record = None, result.record
+            self.unstored = None
             self._noted = True
-            # As `GET /v1/chatmem/turns/ID@N` finds it: a cancelled turn stored no history
-            # turn, and is read back at the turn it was tried as.
-            turn = (record.turn if record.history_turn is not None
-                    else recorded_turn(ws, engine.session, record.number).turn)
-            self.turn_id = f"{asked.conversation}@{turn}"
-            if record.id is not None:
-                proxy.note_answered(where, asked.conversation, record.id,
-                                    AskedWith.of(asked.prior, asked.text))
-            if asked.fingerprinted and record.history_turn is not None:
-                # The exchange before this one too: a trimmed history that regenerates
-                # this reply ends there.
-                proxy.note_window(where, asked.conversation, (
-                    window_key(asked.system, [ClientMessage("user", asked.text),
-                                              ClientMessage("assistant", result.reply)]),
-                    window_key(asked.system, asked.prior[-2:])))
+            try:
+                self.turn_id = proxy.note_stored(where, asked, ws, engine, result)
+            except Exception as e:
+                # Stored and paid for: a 500 had the SDKs ask, pay and store it twice more,
+                # and the client never had the reply; only this server's notes are missing.
+                proxy.not_noted(asked.conversation, e, self.settings)
             if self.proxy.updates_after_answer.acquire(blocking=False):
                 self._update_place = True
                 self._answer(result)

@@ -103,3 +103,32 @@ def test_a_configured_provider_or_strategy_nothing_installed_provides_is_refused
         started = invoke("serve", "--port", "0", "-s", "window", "--provider", "scripted",
                          "--config", str(config), "--db", str(tmp_path / "h.db"))
         assert "serve listened" in repr(started.exception)
+
+
+@pytest.mark.parametrize(("chosen", "key", "said"), [
+    ('strategy = "anchor"\n', "strategy", "strategy 'anchor'"),
+    ('strategy = "retrieval"\n[embeddings]\nprovider = "letters"\n', "embeddings.provider",
+     "embedder 'letters'"),
+    ('strategy = "summary"\nprovider = "shout"\n', "provider", "provider 'shout'")])
+def test_mcp_over_http_refuses_a_configured_name_nothing_installed_provides(
+        isolated_home: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, chosen: str,
+        key: str, said: str) -> None:
+    """Leftover: `chatmem mcp --http` said "listening on …" over an uninstalled plugin's
+    strategy, embedder or (for a strategy that calls the model) provider, every tool call
+    then failed with it and the server's own log was silent; serve refused to start."""
+    import chatmem.serve.listening
+
+    def listened(*_: object, **__: object) -> None:
+        raise AssertionError("mcp listened")
+
+    monkeypatch.setattr(chatmem.serve.listening, "serve_http", listened)
+    config = tmp_path / "配置.toml"
+    config.write_text(chosen, encoding="utf-8")
+    given = ("mcp", "--http", "0", "--config", str(config), "--db", str(tmp_path / "h.db"))
+    result = invoke(*given)
+    assert result.exit_code == ExitCode.USAGE, (result.stdout, result.stderr)
+    [line] = result.stderr.strip().splitlines()
+    assert line.startswith(f"error: {config}: key {key!r}: unknown {said}")
+    # Its client's model writes the replies: a provider no strategy calls is not needed.
+    config.write_text('strategy = "window"\nprovider = "shout"\n', encoding="utf-8")
+    assert "mcp listened" in repr(invoke(*given).exception)

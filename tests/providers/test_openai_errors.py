@@ -31,6 +31,14 @@ BODIES = {
     "ollama-model": ({"error": {"message": 'model "qwen2:7b" not found, try pulling it'
                                 " first", "type": "api_error"}}, True),
     "go-path": ("404 page not found", False),
+    # Gateways and self-hosted servers in China answer in Chinese (a 404 whose words alone
+    # say which): read as the English ones are.
+    "zh-model": ({"error": {"message": "模型 qwen-max-x 不存在，请检查模型名称",
+                            "type": "invalid_request_error"}}, True),
+    "zh-model-unfound": ({"error": {"message": "未找到模型：glm-9"}}, True),
+    "zh-hant-model": ({"error": {"message": "找不到模型 gpt-9"}}, True),
+    "zh-path": ({"error": {"message": "接口不存在：/chat/completionss"}}, False),
+    "zh-page": ("<html><title>404 页面未找到</title></html>", False),
     "nginx-path": ("<html><head><title>404 Not Found</title></head></html>", False),
 }
 

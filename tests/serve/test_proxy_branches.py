@@ -99,3 +99,33 @@ def test_a_client_that_goes_on_sends_a_window_or_only_its_message_keeps_its_sess
     assert {name: len(kept) for name, kept in turns(db_path).items()} == {
         "only-new": 3, "window": 4}
 
+
+
+def test_a_reply_the_client_edited_then_went_on_from_moves_the_id_to_its_history(
+        proxy: RunningProxy, chat_server: ChatServer, db_path: Path) -> None:
+    """SillyTavern, Open WebUI and LibreChat let the user edit the model's reply, then go
+    on: the history sent after it holds the edited reply, and the model was sent the one
+    it gave (the last exchange was taken as the one this server answered, unread), while an
+    edit of any earlier reply moved the id. A reply sent back with its whitespace changed,
+    or added to (a speaker's label), is still the one stored."""
+    ask = asker(proxy, extra_headers={"X-Chatmem-Conversation": quote("角色")})
+    said = [{"role": "user", "content": "讲个故事"}]
+    reply = ask(said)[0]
+    said += [{"role": "assistant", "content": f"\n{reply}  \n"},
+             {"role": "user", "content": "接着讲"}]
+    assert ask(said)[1:] == ("角色@2", "next-turn")
+    said += [{"role": "assistant", "content": "从前有座山，山里有座庙。"},
+             {"role": "user", "content": "然后呢？"}]
+    assert ask(said)[1:] == ("角色@3", "branched")
+    assert sent(chat_server) == [m["content"] for m in said]
+    assert history(db_path, "角色")[:5] == [m["content"] for m in said]
+    assert [t[0] for t in turns(db_path)["角色.before-edit-1"]] == ["讲个故事", "接着讲"]
+
+    labelled = asker(proxy, extra_headers={"X-Chatmem-Conversation": quote("旁白")})
+    said = []
+    for at, text in enumerate(["第一", "第二", "第三"], 1):
+        said.append({"role": "user", "content": text})
+        reply, *stored = labelled(said)
+        assert stored == [f"旁白@{at}", "new-session" if at == 1 else "next-turn"]
+        said.append({"role": "assistant", "content": f"讲述者: {reply}"})
+    assert "旁白.before-edit-1" not in turns(db_path)

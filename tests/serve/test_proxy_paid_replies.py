@@ -74,3 +74,43 @@ def test_chatmems_own_failure_after_a_paid_reply_answers_it_once_not_stored(
     assert "RuntimeError: a bug of chatmem's (at test_proxy_paid_replies.py:" in line
     monkeypatch.undo()
     assert statuses(db_path, "付费") in (None, [], ["failed"])
+
+
+@pytest.mark.parametrize("stream", [False, True])
+def test_a_failure_noting_a_stored_turn_answers_it_stored_once(
+        chat_server: ChatServer, db_path: Path, monkeypatch: pytest.MonkeyPatch,
+        stream: bool) -> None:
+    """Leftover: once the engine had stored the paid reply, a fault of chatmem's in serve's
+    own note of it (the stored() callback) was a 500: the openai SDK asked twice more, the
+    model paid three times, the history held the turn three times, and the client never had
+    the reply. It is answered, stored, its memory updated; the fault in the owner's log."""
+    from chatmem.serve.conversations import ServedConversations
+
+    def broken(*args: Any, **kwargs: Any) -> Any:
+        raise RuntimeError("a bug of chatmem's")
+
+    monkeypatch.setattr(ServedConversations, "note_answered", broken)
+    settings = Settings(provider="openai", base_url=chat_server.base_url, model="test-small",
+                        db=str(db_path), max_retries=0)
+    with RunningProxy(settings, strategy="window") as running:
+        # The SDK's default: it retries a 5xx twice unless told not to.
+        openai = OpenAI(base_url=running.base_url, api_key="unused", timeout=HANG)
+        asked = {"model": "test-small", "extra_headers": {"X-Chatmem-Conversation": quote("记下")},
+                 "messages": [{"role": "user", "content": "夏天我们去杭州吧"}]}
+        if stream:
+            chunks = list(openai.chat.completions.create(stream=True, **asked))
+            reply = "".join(c.choices[0].delta.content or "" for c in chunks)
+            said = (chunks[-1].model_extra or {})["chatmem"]
+        else:
+            answer = openai.chat.completions.create(**asked)
+            reply = answer.choices[0].message.content or ""
+            said = (answer.model_extra or {})["chatmem"]
+        logged = running.logged
+    assert reply == "Hello from the test server."
+    assert (said["turn"], said["status"]) == ("记下@1", "ok")
+    assert len(chat_server.requests) == 1  # paid for once
+    [line] = logged
+    assert line.startswith("记下: stored and answered")
+    assert "RuntimeError: a bug of chatmem's" in line
+    monkeypatch.undo()
+    assert statuses(db_path, "记下") == ["ok"]  # stored once
