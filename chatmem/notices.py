@@ -7,7 +7,8 @@ back. Each notice carries the numbers, ids and names its wording needs.
 A context's own warnings, stored with its turn, are in chatmem.context_warnings; what the
 history itself has to tell (moved, upgraded, retention, a write lock held) is in
 chatmem.history_notices; what opening a session changed of it (strategy, model, system
-prompt) is in chatmem.session_notices. `Notice` is every one of them.
+prompt) is in chatmem.session_notices; what the vector backlog has to tell (and `Failure`,
+why a step failed) is in chatmem.indexing_notices. `Notice` is every one of them.
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ from chatmem.history_notices import (
     WaitingForUpgrade,
     WaitingForWrite,
 )
+from chatmem.indexing_notices import Failure, IndexingNotice, VectorsResized
 from chatmem.privacy.secrets import Credential
 from chatmem.session_notices import (
     ModelChanged,
@@ -252,57 +254,6 @@ class ErasedWhileUpdating:
     first: int
     last: int
     strategy: str | None = None
-
-
-@dataclass(frozen=True)
-class Failure:
-    """Why a step failed: the error's message and, for an error chatmem did not raise itself
-    (a bug, a library's exception), the exception's class name, e.g. `RuntimeError`."""
-
-    message: str
-    unexpected: str | None = None
-    culprit: tuple[str, str] | None = None
-    """(kind, name) of the code that failed when chatmem does not own it (ExtensionFailed):
-    the wording names the plugin that registered it, as the error's own line does."""
-
-    @classmethod
-    def of(cls, error: BaseException, expected: type[BaseException]) -> Failure:
-        """`error` as a Failure; its class is named unless it is an `expected` one."""
-        if isinstance(error, expected):
-            return cls(str(error))
-        return cls(str(error), type(error).__name__)
-
-
-class IndexingEvent(Enum):
-    """What happened to the vector backlog (chatmem.memory.vector_backlog)."""
-
-    STOPPED = "stopped"
-    """Its thread failed: no more vectors this process; `chatmem index` retries."""
-    RETRYING = "retrying"
-    """Going on after a commit failed; the next turn tries again."""
-    NOT_STORED = "not stored"
-    """What its thread embedded could not be stored yet; the next turn tries again."""
-
-
-@dataclass(frozen=True)
-class IndexingNotice:
-    """The vector backlog's `event`, and the failure behind it."""
-
-    event: IndexingEvent
-    failure: Failure
-
-
-@dataclass(frozen=True)
-class VectorsResized:
-    """Embedder `embedder` (its registered name) now gives vectors of `dimensions`, and the
-    `stale` vectors stored under its key `model` had another size (`sizes`: each size held):
-    they are embedded again. Said once per backlog, and by `chatmem index`."""
-
-    embedder: str
-    model: str
-    dimensions: int
-    stale: int
-    sizes: tuple[int, ...]
 
 
 @dataclass(frozen=True)

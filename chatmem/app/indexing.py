@@ -14,7 +14,7 @@ from chatmem.errors import ChatmemError, ConfigError, EmbedderFailed
 if TYPE_CHECKING:
     from chatmem.app.workspace import Workspace
     from chatmem.embeddings import Embedder
-    from chatmem.notices import VectorsResized
+    from chatmem.indexing_notices import VectorsResized
     from chatmem.store import IndexLease, PendingText, Store, VectorRow
 
 BATCH = 64

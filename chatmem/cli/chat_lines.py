@@ -41,7 +41,7 @@ def finish_and_say(engine: "Engine[Store]", err: "Console") -> None:
     """Finish the engine the chat ended on (it stops embedding earlier messages after the
     batch at hand) and say what is left."""
     from chatmem.render import notice_line
-    from chatmem.render.notices import failure_text
+    from chatmem.render.indexing_notices import failure_text
 
     for left in engine.finish():
         name = engine.session.name

@@ -17,10 +17,11 @@ from chatmem.errors import ProviderError
 from chatmem.evaluation.counting_provider import CountingProvider
 from chatmem.evaluation.scoring import ProbeResult, StrategyRun, score_probe
 from chatmem.evaluation.steps import Replaced, Step, StepKind
+from chatmem.indexing_notices import IndexingNotice
 from chatmem.memory.context import Context
 from chatmem.memory.reasons import Merged, PartReason, Recalled
 from chatmem.memory.registry import StrategyRegistry
-from chatmem.notices import FileLeft, FilesNotReplayed, IndexingNotice, Notice
+from chatmem.notices import FileLeft, FilesNotReplayed, Notice
 from chatmem.providers.base import Provider, Purpose, image_rule
 from chatmem.store.protocols import TurnStore
 from chatmem.transcripts.format import Probe, TranscriptMessage, message_dicts

@@ -30,13 +30,13 @@ from chatmem import expected_text
 from chatmem.context_warnings import EmbeddingFailed
 from chatmem.errors import StrategyFailed
 from chatmem.evaluation.steps import Replaced
+from chatmem.indexing_notices import IndexingNotice
 from chatmem.memory.context import Context
 from chatmem.notices import (
     ContextsByWordsAlone,
     ContextsOverBudget,
     ContextsWithoutVectors,
     ExpectedRepliesReplaced,
-    IndexingNotice,
     Notice,
 )
 from chatmem.providers.base import Purpose

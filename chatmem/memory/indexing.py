@@ -6,8 +6,8 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from chatmem.errors import ChatmemError
+from chatmem.indexing_notices import IndexingEvent, IndexingNotice, VectorsResized
 from chatmem.memory.vector_backlog import IndexingStatus, VectorBacklog, describe
-from chatmem.notices import IndexingEvent, IndexingNotice, VectorsResized
 
 if TYPE_CHECKING:
     from chatmem.embeddings import Embedder

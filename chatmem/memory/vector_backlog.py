@@ -26,8 +26,8 @@ from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
 from chatmem.errors import ChatmemError, ExtensionFailed
+from chatmem.indexing_notices import Failure, IndexingEvent, IndexingNotice, VectorsResized
 from chatmem.memory.vector_rows import embed_pending, known_vectors, resized, save_rows
-from chatmem.notices import Failure, IndexingEvent, IndexingNotice, VectorsResized
 
 if TYPE_CHECKING:
     from chatmem.embeddings import Embedder

@@ -9,7 +9,7 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING
 
 from chatmem.embeddings.base import text_digest
-from chatmem.notices import VectorsResized
+from chatmem.indexing_notices import VectorsResized
 from chatmem.store import PendingText, VectorRow
 
 if TYPE_CHECKING:

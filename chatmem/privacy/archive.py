@@ -35,7 +35,7 @@ from chatmem.timestamps import stamp_seconds, utc_now
 
 if TYPE_CHECKING:
     from chatmem.store import SessionRecord, SessionSummary
-    from chatmem.store.protocols import PrivacyStore
+    from chatmem.store.privacy_protocols import PrivacyStore
 
 README = """\
 chatmem export — everything one history file held when it was exported.

@@ -39,7 +39,7 @@ from chatmem.store.redaction_plan import Place
 
 if TYPE_CHECKING:
     from chatmem.store import FactRecord, MessageRecord, Redaction
-    from chatmem.store.protocols import PrivacyStore
+    from chatmem.store.privacy_protocols import PrivacyStore
     from chatmem.store.records import FactHistoryRecord
     from chatmem.store.redaction_plan import RewritePlan
 

@@ -26,7 +26,7 @@ from chatmem.timestamps import LONGEST_DURATION
 if TYPE_CHECKING:
     from chatmem.history_notices import TaughtFacts
     from chatmem.store import ExpiredFact, SessionEntry
-    from chatmem.store.protocols import PrivacyStore
+    from chatmem.store.privacy_protocols import PrivacyStore
 
 _DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([a-z]*|[\u4e00-\u9fff]+)\s*$", re.IGNORECASE)
 _UNITS = {

@@ -26,6 +26,7 @@ from chatmem.history_notices import (
     WaitingForUpgrade,
     WaitingForWrite,
 )
+from chatmem.indexing_notices import IndexingNotice, VectorsResized
 from chatmem.memory.assembly import span
 from chatmem.notices import (
     ContextNotBuilt,
@@ -42,12 +43,9 @@ from chatmem.notices import (
     FactsForgotten,
     FactsNotSaid,
     FactsTooLong,
-    Failure,
     FileLeft,
     FilesNotReplayed,
     HelperTooSmall,
-    IndexingEvent,
-    IndexingNotice,
     InputNotUtf8,
     MemoryUpdateCancelled,
     MemoryUpdateFailed,
@@ -60,13 +58,13 @@ from chatmem.notices import (
     SummaryUpdated,
     UsageIgnored,
     VectorCacheUnused,
-    VectorsResized,
 )
 from chatmem.privacy.secrets import Credential
 from chatmem.privacy.sensitive import describe
 from chatmem.render.counts import counted, listed
 from chatmem.render.errors import by_plugin, held_state_way
 from chatmem.render.history_notices import history_notice_text
+from chatmem.render.indexing_notices import failure_text, indexing_notice_text
 from chatmem.render.session_notices import session_notice_text
 from chatmem.session_notices import (
     ModelChanged,
@@ -375,33 +373,5 @@ def _(n: StoredWarning, repl_hints: bool) -> str:
 
 
 @_worded.register
-def _(n: IndexingNotice, repl_hints: bool) -> str:
-    error = failure_text(n.failure)
-    if n.event is IndexingEvent.STOPPED:
-        return (f"indexing stopped: {error}; recall ranks the messages without a vector by "
-                "words; `chatmem index` retries")
-    if n.event is IndexingEvent.RETRYING:
-        return f"indexing failed, will retry next turn: {error}"
-    return f"indexing: vectors not stored yet, will retry: {error}"
-
-
-@_worded.register
-def _(n: VectorsResized, repl_hints: bool) -> str:
-    """`embedder hashgram (chatmemtest-embed 2.0.0) now gives 96 dimensions; 8 stored vectors
-    had 64: re-embedding`: the distribution named, as its upgrade is the likely cause."""
-    from chatmem.plugins import load_registries
-
-    source = load_registries().origin("embedder", n.embedder)
-    dist = "" if source is None or source.builtin else " ".join(
-        filter(None, (source.dist or source.name, source.version)))
-    had = " or ".join(str(size) for size in n.sizes)
-    return (f"embedder {n.embedder}{f' ({dist})' if dist else ''} now gives {n.dimensions}"
-            f" dimensions; {n.stale:,} stored vectors had {had}: re-embedding")
-
-
-def failure_text(failure: Failure) -> str:
-    """`the server said no`, or `RuntimeError: boom` for an error chatmem did not expect;
-    a plugin's code's failure names the plugin, as `chatmem index` does."""
-    said = (failure.message if failure.unexpected is None
-            else f"{failure.unexpected}: {failure.message}")
-    return said + (by_plugin(*failure.culprit) if failure.culprit else "")
+def _(n: IndexingNotice | VectorsResized, repl_hints: bool) -> str:
+    return indexing_notice_text(n)

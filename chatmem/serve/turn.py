@@ -14,8 +14,6 @@ from typing import TYPE_CHECKING, Any
 from chatmem.errors import (
     ChatmemError,
     NotFound,
-    RequestError,
-    StrategyError,
     TurnNotReplaceable,
 )
 from chatmem.serve import event_stream
@@ -218,48 +216,25 @@ class Turn:
             branched_from,
             replaces_last_turn,
         )
-        from chatmem.app.conversations import apply_retention, start_conversation, use_options
+        from chatmem.app.conversations import apply_retention, use_options
         from chatmem.app.sessions import last_completed_turn_id, turn_count
-        from chatmem.config.settings import Source, SourceKind, for_model, with_options
         from chatmem.engine.resend import resend_last
+        from chatmem.serve.turn_opening import opened_engine, request_settings
         from chatmem.store.records import TurnStatus
 
         asked = self.asked
-        settings = self.settings
-        by_request = Source(SourceKind.FLAG, "request")
-        if asked.model:
-            settings = for_model(settings, asked.model, by_request)
-        if asked.options:
-            # As -o: they reach this reply's request only (max_tokens as max_reply_tokens);
-            # memory's summaries and extractions are asked as the server is configured.
-            settings = with_options(settings, asked.options, by_request)
+        settings = request_settings(self.settings, asked)
         proxy = self.proxy
         where = str(self.settings.location)
         opened: list[Workspace] = []
         created_here: list[bool] = []
 
         def open_engine(ws: Workspace) -> Engine[Store]:
-            # `serve -s` is the strategy of conversations it starts: one another front end
-            # (or an earlier request) started keeps its own unless the request names one.
-            chosen = asked.strategy or (
-                proxy.strategy if ws.store.sessions.find_session(asked.conversation) is None
-                else None)
-            try:
-                spec = ws.registries.strategies.parse(chosen) if chosen else None
-            except StrategyError as e:
-                if not asked.strategy:
-                    raise
-                # Named in the request's `model` (MODEL@STRATEGY): OpenAI's errors name
-                # the field at fault, and a client shows or fixes that one.
-                raise RequestError(e.message, "model", listed=e.listed) from None
             opened.append(ws)  # opening applies retention (start_conversation)
-            engine = start_conversation(ws, asked.conversation, strategy=spec,
-                                        settings=settings)
+            engine = opened_engine(ws, asked, settings, server_strategy=proxy.strategy)
             # Only a session this request created may be replaced by its history's copy
             # (adopt_history): one that was there holds what a copy would not carry.
             created_here.append(engine.created)
-            if not asked.strategy:
-                engine.follow_strategy_changes()  # the server's default started it
             return engine
 
         def stored(ws: Workspace, engine: Engine[Store], result: TurnResult) -> None:

@@ -152,14 +152,14 @@ class Store:
 
 
 if TYPE_CHECKING:
-    from chatmem.store import protocols
+    from chatmem.store import privacy_protocols, protocols
 
     def _is_every_repository(store: Store) -> tuple[
         protocols.HistoryRepository, protocols.SessionRepository, protocols.TurnRepository,
         protocols.MemoryStateRepository, protocols.FactRepository, protocols.RecallRepository,
         protocols.VectorRepository, protocols.LeaseRepository, protocols.ImageRepository,
-        protocols.RetentionRepository, protocols.RedactionRepository,
-        protocols.MemoryStore, protocols.TurnStore, protocols.PrivacyStore,
+        protocols.RetentionRepository, privacy_protocols.RedactionRepository,
+        protocols.MemoryStore, protocols.TurnStore, privacy_protocols.PrivacyStore,
     ]:
         """Never called: `mypy chatmem` fails here when a repository stops implementing its
         Protocol, or the Store stops holding the repositories a consumer's Protocol names."""

@@ -4,14 +4,15 @@ Each repository Protocol is what one of the Store's repositories is to its calle
 (`FactRepository` is `store.facts`), listing only the methods they use, so a module
 says how little of the store it touches. `MemoryStore` is what a strategy reaches
 through its session state, `TurnStore` what an engine needs to run a turn and
-`PrivacyStore` what retention, a purge and the export archive read and erase: each
-is the few repositories it uses. `Store` implements every one (`mypy chatmem` checks
-it in chatmem/store/__init__.py, tests/store/test_protocols.py at run time).
+`PrivacyStore` (chatmem.store.privacy_protocols) what retention, a purge and the export
+archive read and erase: each is the few repositories it uses. `Store` implements every
+one (`mypy chatmem` checks it in chatmem/store/__init__.py, tests/store/test_protocols.py
+at run time).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from contextlib import AbstractContextManager
 from datetime import datetime
 from typing import Any, Protocol
@@ -32,8 +33,6 @@ from chatmem.store.records import (
     SummaryRecord,
     TurnRecord,
 )
-from chatmem.store.redaction import Rewrite
-from chatmem.store.redaction_plan import Redaction, RewritePlan
 from chatmem.store.retention import ExpiredFact, SessionEntry
 from chatmem.store.vectors import PendingText, PositionedVector, VectorBatch, VectorRow
 
@@ -318,30 +317,6 @@ class RetentionRepository(Protocol):
     def mark_facts_used(self, fact_ids: Iterable[int]) -> None: ...
 
 
-class RedactionRepository(Protocol):
-    """The stored text a purge finds and rewrites (`store.redactions`)."""
-
-    def profile_session_ids(self, user: str | None) -> list[int]: ...
-
-    def others_profile_sessions(self, user: str | None) -> dict[int, str]: ...
-
-    def user_facts_from(self, session_id: int) -> list[str]: ...
-
-    def messages_containing(self, session_ids: Sequence[int], needles: Sequence[str], *,
-                            beyond_ascii: bool = False) -> list[MessageRecord]: ...
-
-    def rewrite_stored_text(self, session_ids: Sequence[int], user: str | None,
-                            needles: Sequence[str], rewrite: Rewrite, *,
-                            beyond_ascii: bool = False) -> Redaction: ...
-
-    def plan_rewrite(self, session_ids: Sequence[int], user: str | None,
-                     needles: Sequence[str], rewrite: Rewrite, *, beyond_ascii: bool = False,
-                     without_fact: int | None = None,
-                     emptied: Callable[[str], bool] | None = None) -> RewritePlan: ...
-
-    def apply_rewrite(self, planned: RewritePlan) -> Redaction: ...
-
-
 class SessionStore(Protocol):
     """A session's messages, its strategies' state and its facts, written in transactions."""
 
@@ -387,21 +362,6 @@ class TurnStore(MemoryStore, Protocol):
 
     @property
     def retention(self) -> RetentionRepository: ...
-
-    @property
-    def images(self) -> ImageRepository: ...
-
-
-class PrivacyStore(SessionStore, Protocol):
-    """What retention, a purge and the export archive read and erase."""
-
-    def vacuum(self) -> None: ...
-
-    @property
-    def retention(self) -> RetentionRepository: ...
-
-    @property
-    def redactions(self) -> RedactionRepository: ...
 
     @property
     def images(self) -> ImageRepository: ...

@@ -7,14 +7,11 @@ pseudo-terminal with the real SmolLM2-135M, as a person starts it."""
 from __future__ import annotations
 
 import os
-import pty
-import select
-import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
+from in_a_terminal import at_a_terminal
 from local_model import local_model_missing
 
 pytestmark = pytest.mark.local
@@ -29,35 +26,13 @@ def shown_before_the_prompt(args: list[str], prompt: bytes, *, leave: bool = Tru
     """What chatmem drew at a pseudo-terminal until `prompt` came; then it is left (Ctrl-D),
     or, not `leave`, ended (an ask's reply is not this test's, and a whole one took over a
     minute on a loaded machine)."""
-    leader, follower = pty.openpty()
     env = {**os.environ, "COLUMNS": "100", "LINES": "30", "TERM": "xterm-256color"}
     env.pop("NO_COLOR", None)
-    proc = subprocess.Popen([sys.executable, "-m", "chatmem", *args], stdin=follower,
-                            stdout=follower, stderr=follower, env=env, close_fds=True)
-    os.close(follower)
-    seen = b""
-    deadline = time.monotonic() + 90
-    try:
-        while prompt not in seen and time.monotonic() < deadline:
-            ready, _, _ = select.select([leader], [], [], 0.2)
-            if ready:
-                try:
-                    chunk = os.read(leader, 4096)
-                except OSError:
-                    break
-                if not chunk:
-                    break
-                seen += chunk
-        if leave:
-            os.write(leader, b"\x04")
-            proc.wait(timeout=60)
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()
-        os.close(leader)
-    assert prompt in seen, seen.decode("utf-8", "replace")
-    return seen[:seen.index(prompt)].decode("utf-8", "replace")
+    shown, _ = at_a_terminal([sys.executable, "-m", "chatmem", *args], env, seconds=90,
+                             answers=[(prompt.decode(), "\x04")] if leave else (),
+                             until=None if leave else prompt)
+    assert prompt.decode() in shown, shown
+    return shown[:shown.index(prompt.decode())]
 
 
 def test_a_chat_says_it_opens_its_session_and_model_until_the_prompt(tmp_path: Path) -> None:

@@ -6,15 +6,14 @@ from __future__ import annotations
 import json
 import os
 import re
-import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
 from cli_runner import invoke
 from conftest import needs_sqlcipher
+from in_a_terminal import at_a_terminal
 from typer.testing import Result
 from waiting import HANG, Watched
 
@@ -415,37 +414,13 @@ def test_the_key_is_in_no_file_and_no_output(tmp_path: Path) -> None:
 # -- the REPL asks for the key in a terminal -------------------------------------------------------
 
 
-def _in_terminal(args: list[str], typed: list[str], env: dict[str, str]) -> tuple[int, str]:
-    """Run chatmem on a pseudo-terminal, typing each line once the output asks for input."""
-    import pty
-    import select
-
-    pid, fd = pty.fork()
-    if pid == 0:  # pragma: no cover - the child
-        os.execvpe(sys.executable, [sys.executable, "-m", "chatmem", *args], env)
-    seen = b""
-    pending = list(typed)
-    deadline = time.monotonic() + HANG
-    while time.monotonic() < deadline:
-        ready, _, _ = select.select([fd], [], [], 0.2)
-        if ready:
-            try:
-                chunk = os.read(fd, 4096)
-            except OSError:
-                break
-            if not chunk:
-                break
-            seen += chunk
-        wait = pending[0] if pending else None
-        if wait is not None and wait.split("\x00")[0].encode() in seen:
-            os.write(fd, wait.split("\x00")[1].encode())
-            seen += b"\x00"  # mark the point: the next expectation must come after it
-            pending.pop(0)
-    else:  # still running, waiting for what was not typed: a failure, not a hang
-        os.kill(pid, signal.SIGKILL)
-    _, status = os.waitpid(pid, 0)
-    os.close(fd)
-    return os.waitstatus_to_exitcode(status), seen.decode(errors="replace")
+def _in_terminal(args: list[str], typed: list[tuple[str, str]],
+                 env: dict[str, str]) -> tuple[int, str]:
+    """Run chatmem on a pseudo-terminal, typing each (question, answer) once the question
+    shows."""
+    shown, code = at_a_terminal([sys.executable, "-m", "chatmem", *args], env,
+                                answers=typed, seconds=HANG, controlling=True)
+    return code, shown
 
 
 def test_the_repl_asks_for_the_key_without_echoing_it(tmp_path: Path) -> None:
@@ -455,16 +430,16 @@ def test_the_repl_asks_for_the_key_without_echoing_it(tmp_path: Path) -> None:
     env = {**base, "HOME": str(tmp_path), "XDG_CONFIG_HOME": str(tmp_path / ".config"),
            "TERM": "dumb", "NO_COLOR": "1"}
     args = ["chat", "s", "--db", str(db), "--provider", "scripted"]
-    code, screen = _in_terminal(args, [f"key for {db}: \x00{KEY}\r", "/help\x00hello\r",
-                                       "echo #1: hello\x00/quit\r"], env)
+    code, screen = _in_terminal(args, [(f"key for {db}: ", f"{KEY}\r"), ("/help", "hello\r"),
+                                       ("echo #1: hello", "/quit\r")], env)
     assert code == 0, screen
     assert f"key for {db}: " in screen and "echo #1: hello" in screen
     assert KEY not in screen
-    code, screen = _in_terminal(args, [f"key for {db}: \x00wrong\r"], env)
+    code, screen = _in_terminal(args, [(f"key for {db}: ", "wrong\r")], env)
     assert code == 3
     assert f"error: {db}: wrong key: SQLCipher cannot decrypt it with the key given" in screen
     assert "wrong\r\n" not in screen.split("key for", 1)[1]
-    code, screen = _in_terminal(args, [f"key for {db}: \x00\r"], env)
+    code, screen = _in_terminal(args, [(f"key for {db}: ", "\r")], env)
     assert code == 3 and "error: no key typed; nothing was opened or changed" in screen
 
 
@@ -485,7 +460,7 @@ def test_an_eval_of_a_session_with_its_key_typed_writes_no_vector_cache(tmp_path
            "NO_COLOR": "1"}
     args = ["eval", "trip", "-s", "retrieval", "--provider", "scripted", "--db", str(db),
             "--config", str(config)]
-    code, screen = _in_terminal(args, [f"key for {db}: \x00{KEY}\r"], env)
+    code, screen = _in_terminal(args, [(f"key for {db}: ", f"{KEY}\r")], env)
     assert code == 0, screen
     assert "What's my gym locker code?" in screen  # the probes were run
     assert [p.name for p in cache.rglob("*")] in ([], ["chatmem"])
@@ -505,7 +480,7 @@ def test_an_import_with_its_key_typed_starts_no_indexer_that_cannot_open_it(
     long_chat = Path(__file__).resolve().parents[2] / "sessions" / "long-chat.jsonl"
     args = ["sessions", "import", str(long_chat), "trip", "--db", str(db),
             "--config", str(config)]
-    code, screen = _in_terminal(args, [f"key for {db}: \x00{KEY}\r"], env)
+    code, screen = _in_terminal(args, [(f"key for {db}: ", f"{KEY}\r")], env)
     assert code == 0, screen
     said = " ".join(screen.split())
     assert "400 messages of trip wait for vectors" in said
@@ -527,11 +502,11 @@ def test_ctrl_d_at_the_key_prompt_is_no_key_exit_3(tmp_path: Path) -> None:
     base = {k: v for k, v in os.environ.items() if not k.startswith(("CHATMEM_", "OPENAI_"))}
     env = {**base, "HOME": str(tmp_path), "TERM": "dumb", "NO_COLOR": "1"}
     for args, prompts in ((["chat", "s", "--provider", "scripted"], [f"key for {db}: "]),
-                          (["rekey"], [f"key for {db}: \x00{KEY}\r", f"new key for {db}: "]),
-                          (["rekey"], [f"key for {db}: \x00{KEY}\r",
-                                       f"new key for {db}: \x00{NEW_KEY}\r",
+                          (["rekey"], [(f"key for {db}: ", f"{KEY}\r"), f"new key for {db}: "]),
+                          (["rekey"], [(f"key for {db}: ", f"{KEY}\r"),
+                                       (f"new key for {db}: ", f"{NEW_KEY}\r"),
                                        "again, to confirm: "])):
-        typed = [*prompts[:-1], prompts[-1] + "\x00\x04"]
+        typed = [*prompts[:-1], (prompts[-1], "\x04")]
         code, screen = _in_terminal([*args, "--db", str(db)], typed, env)
         assert code == 3, screen
         assert "error: no key typed; nothing was opened or changed" in screen
@@ -554,7 +529,7 @@ def test_a_saved_replay_asks_for_a_typed_key_once(tmp_path: Path) -> None:
     args = ["replay", "trip", "-s", "retrieval", "--save-as", "again", "--provider",
             "scripted", "--db", str(db), "--config", str(config)]
     # A second prompt waits for a key until HANG runs out, and the run is killed.
-    code, screen = _in_terminal(args, [f"key for {db}: \x00{KEY}\r"], env)
+    code, screen = _in_terminal(args, [(f"key for {db}: ", f"{KEY}\r")], env)
     assert code == 0, screen
     assert screen.count("key for") == 1, screen
     assert "saved as session again" in " ".join(screen.split())
@@ -567,12 +542,12 @@ def test_a_new_key_typed_in_a_terminal_must_be_typed_twice_alike(tmp_path: Path)
     base = {k: v for k, v in os.environ.items() if not k.startswith(("CHATMEM_", "OPENAI_"))}
     env = {**base, "HOME": str(tmp_path), "TERM": "dumb", "NO_COLOR": "1"}
     args = ["encrypt", "--db", str(db)]
-    code, screen = _in_terminal(args, [f"new key for {db}: \x00one\r",
-                                       "again, to confirm: \x00two\r"], env)
+    code, screen = _in_terminal(args, [(f"new key for {db}: ", "one\r"),
+                                       ("again, to confirm: ", "two\r")], env)
     assert code == 2 and "error: the two keys differ; nothing was changed" in screen
     assert db.read_bytes() == before
-    code, screen = _in_terminal(args, [f"new key for {db}: \x00{KEY}\r",
-                                       f"again, to confirm: \x00{KEY}\r"], env)
+    code, screen = _in_terminal(args, [(f"new key for {db}: ", f"{KEY}\r"),
+                                       ("again, to confirm: ", f"{KEY}\r")], env)
     assert code == 0, screen
     assert cipher.file_kind(db) == "encrypted" and KEY not in screen
     with Store(db, key=KEY) as store:

@@ -2,18 +2,14 @@
 
 from __future__ import annotations
 
-import fcntl
 import os
-import pty
 import re
-import select
 import subprocess
 import sys
-import termios
-import time
 from pathlib import Path
 
 from conftest import needs_sqlcipher
+from in_a_terminal import at_a_terminal
 
 from chatmem.cli.starting import loading_line
 from chatmem.store import Store
@@ -31,43 +27,14 @@ def _env(tmp_path: Path) -> dict[str, str]:
             "XDG_CACHE_HOME": str(tmp_path / "cache")}
 
 
-def _own_terminal() -> None:
-    """The pseudo-terminal (stdin) as the child's controlling terminal: its /dev/tty, where
-    getpass asks a key, as a shell's command has."""
-    os.setsid()
-    fcntl.ioctl(0, termios.TIOCSCTTY, 0)
-
-
 def _at_a_terminal(args: list[str], env: dict[str, str],
                    answers: dict[str, str] | None = None) -> tuple[str, int]:
     """All the command wrote, stdout and stderr a pseudo-terminal, and its exit code;
-    `answers`: what is typed once a question shows (stdin the terminal too)."""
-    leader, follower = pty.openpty()
-    answers = dict(answers or {})
-    proc = subprocess.Popen([sys.executable, "-c", AT_ONCE, *args],
-                            stdin=follower if answers else subprocess.DEVNULL,
-                            stdout=follower, stderr=follower, env=env, close_fds=True,
-                            preexec_fn=_own_terminal if answers else None)
-    os.close(follower)
-    seen = b""
-    deadline = time.monotonic() + 120
-    while time.monotonic() < deadline:
-        ready, _, _ = select.select([leader], [], [], 0.2)
-        if ready:
-            try:
-                chunk = os.read(leader, 65536)
-            except OSError:
-                break
-            if not chunk:
-                break
-            seen += chunk
-            for question in [q for q in answers if q.encode() in seen]:
-                os.write(leader, answers.pop(question).encode() + b"\r")
-        elif proc.poll() is not None:
-            break
-    code = proc.wait(timeout=30)
-    os.close(leader)
-    return seen.decode("utf-8", "replace"), code
+    `answers`: what is typed once a question shows (stdin the terminal too, and its
+    controlling terminal, where getpass asks)."""
+    return at_a_terminal([sys.executable, "-c", AT_ONCE, *args], env,
+                         answers=[(q, a + "\r") for q, a in (answers or {}).items()],
+                         seconds=120, stdin=bool(answers), controlling=bool(answers))
 
 
 def test_eval_says_it_is_loading_from_the_start_and_erases_it_first(tmp_path: Path) -> None:

@@ -20,9 +20,9 @@ from chatmem.config.settings import Settings
 from chatmem.embeddings.hashed import HashEmbedder
 from chatmem.engine import Engine
 from chatmem.errors import ProviderError
+from chatmem.indexing_notices import Failure, IndexingEvent, IndexingNotice
 from chatmem.memory.vector_backlog import BATCH
 from chatmem.memory.vector_rows import embed_pending, save_rows
-from chatmem.notices import Failure, IndexingEvent, IndexingNotice
 from chatmem.providers.scripted import ScriptedProvider
 from chatmem.store import Store
 

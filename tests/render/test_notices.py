@@ -14,6 +14,7 @@ from chatmem.context_warnings import (
     SummaryBehind,
 )
 from chatmem.history_notices import HistoryUpgrading, LockHolder, WaitingForUpgrade, WaitingForWrite
+from chatmem.indexing_notices import Failure, IndexingEvent, IndexingNotice
 from chatmem.notices import (
     CredentialInInput,
     CutBy,
@@ -24,10 +25,7 @@ from chatmem.notices import (
     FactsForgotten,
     FactsNotSaid,
     FactsTooLong,
-    Failure,
     HelperTooSmall,
-    IndexingEvent,
-    IndexingNotice,
     InputNotUtf8,
     MemoryUpdateCancelled,
     MemoryUpdateFailed,

@@ -8,6 +8,7 @@ import ast
 from pathlib import Path
 
 from chatmem.store import Store, TurnRecord
+from chatmem.store.privacy_protocols import PrivacyStore, RedactionRepository
 from chatmem.store.protocols import (
     FactRepository,
     HistoryRepository,
@@ -15,9 +16,7 @@ from chatmem.store.protocols import (
     LeaseRepository,
     MemoryStateRepository,
     MemoryStore,
-    PrivacyStore,
     RecallRepository,
-    RedactionRepository,
     RetentionRepository,
     SessionRepository,
     TurnRepository,
