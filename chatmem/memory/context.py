@@ -73,7 +73,9 @@ class Message:
 
     def as_chat(self) -> dict[str, Any]:
         if self.image_url is None:
-            return {"role": self.role, "content": self.sent}
+            # `sent` inline for the undated: no call a message (some seventy a turn).
+            return {"role": self.role,
+                    "content": self.content if self.said_on is None else self.sent}
         return {"role": self.role, "content": [
             {"type": "text", "text": self.sent},
             {"type": "image_url", "image_url": {"url": self.image_url}}]}

@@ -79,6 +79,18 @@ class Candidates:
         """Where each candidate's message as sent is kept by position across builds (None:
         nowhere): a build sends some sixty, most of them the last build's too."""
 
+    def messages_of(self, indexes: Sequence[int]) -> list[Message]:
+        """`message` of each of `indexes`, in one call: a build sends some sixty, most of
+        them made by an earlier build already."""
+        made, positions = self.messages, self.positions
+        if made is None:
+            return [self.message(i) for i in indexes]
+        found = []
+        for i in indexes:
+            message = made.get(positions[i])
+            found.append(self.message(i) if message is None else message)
+        return found
+
     def message(self, i: int) -> Message:
         messages = self.messages
         if messages is not None and (made := messages.get(self.positions[i])) is not None:

@@ -57,19 +57,30 @@ def _written(text: str | None) -> str | None:
     return None if found is None else found.group(1)
 
 
-def _label_of(r: Ranked) -> str | None:
-    """`speaker_of` a candidate's text, kept in its `known` (a build reads 150-300, the same
-    from turn to turn): with the session's caches, which go when text leaves its memory
-    (a purge), not with the process, which would hold any message's opening."""
-    if r.known is None or r.text is None:
-        return None if r.text is None else speaker_of(r.text)
-    labels, at = r.known.labels, (r.key, hash(r.text))
-    if at not in labels:
+def _labels_of(ranked: Sequence[Ranked]) -> list[str | None]:
+    """`speaker_of` each candidate's text, kept in its `known` (a build reads 150-300, the
+    same from turn to turn): with the session's caches, which go when text leaves its memory
+    (a purge), not with the process, which would hold any message's opening. One call for
+    the pool, not one a candidate: a kept label costs a lookup (~160 calls a build were the
+    largest share of a turn's Python calls, benchmarks' retrieval at 1,000 turns)."""
+    found: list[str | None] = []
+    for r in ranked:
+        text, known = r.text, r.known
+        if text is None:
+            found.append(None)
+            continue
+        if known is None:
+            found.append(speaker_of(text))
+            continue
+        labels, at = known.labels, (r.key, hash(text))
+        if at in labels:
+            found.append(labels[at])
+            continue
         # Most texts hold no colon to end a label: said here, without speaker_of's two calls
         # (a session's first builds meet 150 new candidates each).
-        text = r.text
-        labels[at] = speaker_of(text) if _ANY_COLON.search(text, 0, OPENING) else None
-    return labels[at]
+        label = labels[at] = speaker_of(text) if _ANY_COLON.search(text, 0, OPENING) else None
+        found.append(label)
+    return found
 
 
 def _as_label(written: str) -> str | None:
@@ -130,7 +141,7 @@ def prefer_named(ranked: Sequence[Ranked], query: str, amount: float,
     taken for the asker's when it is a speaker's."""
     if not amount:
         return list(ranked)
-    labels = [_label_of(r) for r in ranked]
+    labels = _labels_of(ranked)
     speakers = {label for label in labels if label is not None}
     if not speakers:
         return list(ranked)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import sys
+
 import pytest
 from fact_conversations import (
     ENGLISH_FILLER,
@@ -415,3 +417,36 @@ def test_a_word_another_conversation_says_all_the_time_is_still_found_where_this
     context = context_with(other, "retrieval", "Where does Alice live?", mode="bm25",
                            max_tokens=300)
     assert context.part("recalled") is None
+
+
+@pytest.mark.parametrize("lines", [
+    [f"Order {i} of the garden tools shipped on day {i}." for i in range(40)],
+    [f"第{i}号订单的花园工具在第{i}天发出。" for i in range(40)],
+])
+def test_a_build_makes_no_python_call_per_recalled_message_an_earlier_build_made(
+    make_engine, lines: list[str],
+) -> None:
+    # perf67: each recalled message cost three Python calls a build (message_at,
+    # Candidates.message, said), though the message as sent was kept from the last build.
+    called = {("retrieval.py", "message_at"), ("retrieval.py", "said"),
+              ("recall_sources.py", "message")}
+
+    engine = make_engine("retrieval", mode="bm25")
+    run_conversation(engine, lines)
+    question = "Which garden tools order shipped?" if lines[0].isascii() else "花园工具的订单？"
+    first = context_with(engine, "retrieval", question, mode="bm25", later=0)
+    names: list[str] = []
+
+    def seen(frame, event: str, arg: object) -> None:  # type: ignore[no-untyped-def]
+        code = frame.f_code
+        if event == "call" and (code.co_filename.rsplit("/", 1)[-1], code.co_name) in called:
+            names.append(code.co_name)
+
+    sys.setprofile(seen)
+    try:
+        again = context_with(engine, "retrieval", question, mode="bm25", later=0)
+    finally:
+        sys.setprofile(None)
+    assert len(recalled(first)) >= 10
+    assert recalled(again) == recalled(first)
+    assert names == []

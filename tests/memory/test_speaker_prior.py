@@ -222,6 +222,39 @@ def test_a_candidate_s_kept_label_is_its_text_s_speaker(text: str) -> None:
     # A text without a colon is labelled without speaker_of's calls, to the same None.
     known = Known()
     ranked = Ranked(1, 1, 1, "user", 0.0, 0.0, None, 1.0, 10, text, known=known)
-    assert speaker_prior._label_of(ranked) == speaker_of(text)
+    assert speaker_prior._labels_of([ranked]) == [speaker_of(text)]
     assert known.labels == {(1, hash(text)): speaker_of(text)}
-    assert speaker_prior._label_of(ranked) == speaker_of(text)
+    assert speaker_prior._labels_of([ranked]) == [speaker_of(text)]
+
+
+def _python_calls(query: str, pool: list[Ranked]) -> int:
+    """Python functions prefer_named runs for `query` over `pool` (C calls not counted)."""
+    count = 0
+
+    def counted(frame: object, event: str, arg: object) -> None:
+        nonlocal count
+        count += event == "call"
+
+    sys.setprofile(counted)
+    try:
+        prefer_named(pool, query, 0.1)
+    finally:
+        sys.setprofile(None)
+    return count
+
+
+@pytest.mark.parametrize("query", ["What did we decide about the budget?", "预算定了多少？"])
+def test_a_pool_whose_labels_are_known_costs_no_python_call_per_candidate(query: str) -> None:
+    # perf67: a build's 150-300 candidates each cost a Python call for a label kept from the
+    # last build (the largest share of a retrieval turn's Python calls at 1,000 turns).
+    known = Known()
+
+    def pool(size: int) -> list[Ranked]:
+        return [Ranked(i, i, i, "user", 0.0, 0.0, None, 1.0 - i / 1000, 10,
+                       "alice: 我去过杭州。" if i % 7 == 0 else f"note {i} about the budget",
+                       known=known) for i in range(1, size + 1)]
+
+    small, large = pool(20), pool(300)
+    prefer_named(large, query, 0.1)  # the labels of the first build, kept
+    assert _python_calls(query, large) == _python_calls(query, small)
+    assert [r.key for r in prefer_named(large, "what did alice do?", 0.1)][:3] == [7, 14, 21]
