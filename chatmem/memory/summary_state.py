@@ -50,9 +50,14 @@ def load_state(state: SessionState, strategy: str) -> SummaryState:
             raise state.store.memory.state_row(state.session_id, strategy, key).error(
                 pins.NOT_AS_STORED) from None
 
+    latest = state.store.memory.latest_summary(state.session_id, strategy)
+    # No boundary beside a summary: the state reads as absent (a write share's grantee's
+    # turn wrote it, PostgreSQL) while the summary is the reader's own, which ends where its
+    # last message is; it goes on from there, never folding what it holds again.
+    ends = latest.last_turn if latest is not None and latest.last_turn else 0
     return SummaryState(
-        latest=state.store.memory.latest_summary(state.session_id, strategy),
-        boundary=read("boundary_turn", int, 0),
+        latest=latest,
+        boundary=read("boundary_turn", int, 0) if "boundary_turn" in values else ends,
         behind=read("behind", lambda v: str(v) if v else None),
         pins=read(pins.PINNED_KEY, pins.parse_pins),
         unpinned=read(pins.UNPINNED_KEY, lambda v: [str(u) for u in v], []),
