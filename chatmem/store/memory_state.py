@@ -70,6 +70,24 @@ class MemoryTables:
                 raise self.state_row(session_id, strategy, r["key"]).error() from None
         return values
 
+    def own_state_value(self, session_id: int, strategy: str, key: str) -> tuple[bool, Any]:
+        """One value of the strategy's state as its row alone is trusted (the reader or the
+        session's owner wrote it, or it was stored before p025), whatever wrote the others:
+        (False, None) when another role wrote that row or it is not JSON, else (True, the
+        value, None when there is none). A summary strategy's reader whose state reads as
+        absent keeps the user's unpins by it (memory.summary_state)."""
+        trusted = trusted_by_reader("strategy_state") if self._postgres else "1 = 1"
+        rows = fetch_rows(self._db, f"SELECT value, {trusted} AS trusted FROM strategy_state"
+                          " WHERE session_id = ? AND strategy = ? AND key = ?",
+                          [session_id, strategy, key])
+        if not rows:
+            return True, None
+        try:
+            return (True, json.loads(rows[0]["value"] or "null")) if rows[0]["trusted"] \
+                else (False, None)
+        except (ValueError, RecursionError):
+            return False, None
+
     def state_distrusted(self, session_id: int, strategy: str) -> bool:
         """Whether the strategy's state in the session reads as absent because a role this
         reader does not trust wrote a row of it (PostgreSQL, p025); never on a file."""

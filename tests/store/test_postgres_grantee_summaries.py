@@ -16,8 +16,10 @@ from registered import open_session
 from chatmem.config.sections import EmbeddingsSection
 from chatmem.config.settings import Settings
 from chatmem.errors import TurnNotReplaceable
-from chatmem.providers.base import Purpose
-from chatmem.providers.scripted import ScriptedProvider
+from chatmem.memory import pins
+from chatmem.providers.base import ChatMessages, Purpose
+from chatmem.providers.scripted import RULES, ScriptedProvider
+from chatmem.providers.scripted_summary import extractive_summary
 from chatmem.store import Store
 
 psycopg = pytest.importorskip("psycopg", reason="chatmem[postgres] (psycopg) is not installed")
@@ -105,3 +107,55 @@ def test_her_own_summary_still_refuses_replacing_the_turn_it_covers(
         with pytest.raises(TurnNotReplaceable) as refused:
             store.turns.replaceable_turn(ann.session.id)
         assert "summary" in str(refused.value)
+
+
+VAGUE = {"en": ("We budget 5000 EUR.", "5000 EUR", "a budget"),
+         "zh": ("我们的预算是五千元。", "五千元", "一笔预算")}
+
+
+@pytest.mark.parametrize("language", ["en", "zh"])
+def test_her_pins_outlive_a_grantees_turn_and_his_stay_out(
+        team: Team, language: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The drift guard's pins are in the strategy's state, which his turn's upkeep rewrites:
+    going on from her own summary, she would send neither them nor his; they are what her
+    own versions dropped (bare), less what she unpinned."""
+    said, anchor, vague = VAGUE[language]
+
+    def summary(messages: ChatMessages) -> str:
+        return extractive_summary(messages).replace(anchor, vague).replace("ORD-7", "order 7")
+
+    monkeypatch.setitem(RULES, "summary", summary)
+    settings = Settings(system="", embeddings=EmbeddingsSection(provider="none"))
+    hers = SAID[language][0]
+    with Store(team.url("ann")) as ann_store, Store(team.url("bob")) as bob_store:
+        ann = open_session(ann_store, settings, ScriptedProvider(), "proj", strategy="summary")
+        for text in (hers.format(n=1, d=1), said, "ORD-7731", hers.format(n=4, d=4)):
+            ann.run_turn(text)
+        facts = ann.build_context("?").part("facts")
+        assert facts is not None and anchor in facts.messages[0].content
+        # She unpins the order id: it stays out after his turn too.
+        (order,) = pins.find_pins(pins.pinned_facts(ann_store.memory, ann.session.id),
+                                  "ORD-7731")
+        pins.unpin(ann_store, order)
+        run(team.url("ann"), "sessions", "share", "proj", "--with", "bob", "--write", code=0)
+        bob = open_session(bob_store, settings, ScriptedProvider(), "ann/proj")
+        bob.run_turn(SAID[language][1].format(n=5))
+        mallory = json.dumps([["马洛里", 1, None, None, ""]], ensure_ascii=False)
+        with psycopg.connect(team.url("bob"), autocommit=True) as conn:
+            conn.execute("UPDATE strategy_state SET value = %s WHERE session_id = %s"
+                         " AND strategy = 'summary' AND key = 'pinned'",
+                         [mallory, ann.session.id])
+        for _ in range(2):  # before her next turn, and after it (her state again)
+            facts = ann.build_context("?").part("facts")
+            assert facts is not None
+            assert anchor in facts.messages[0].content
+            assert "马洛里" not in facts.messages[0].content
+            assert "ORD-7731" not in facts.messages[0].content
+            ann.run_turn(hers.format(n=6, d=6))
+        # Nor does his SQL emptying her unpins bring the order id back.
+        with psycopg.connect(team.url("bob"), autocommit=True) as conn:
+            assert conn.execute("UPDATE strategy_state SET value = '[]' WHERE session_id = %s"
+                                " AND strategy = 'summary' AND key = 'unpinned'",
+                                [ann.session.id]).rowcount == 1
+        facts = ann.build_context("?").part("facts")
+        assert facts is None or "ORD-7731" not in facts.messages[0].content
