@@ -7,7 +7,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from chatmem.memory import pins
+from chatmem.memory import anchors, pins
 
 if TYPE_CHECKING:
     from chatmem.memory.state import SessionState
@@ -50,14 +50,42 @@ def load_state(state: SessionState, strategy: str) -> SummaryState:
             raise state.store.memory.state_row(state.session_id, strategy, key).error(
                 pins.NOT_AS_STORED) from None
 
+    latest = state.store.memory.latest_summary(state.session_id, strategy)
+    if latest is not None and "boundary_turn" not in values:
+        return _from_summaries(state, strategy, latest)
     return SummaryState(
-        latest=state.store.memory.latest_summary(state.session_id, strategy),
+        latest=latest,
         boundary=read("boundary_turn", int, 0),
         behind=read("behind", lambda v: str(v) if v else None),
         pins=read(pins.PINNED_KEY, pins.parse_pins),
         unpinned=read(pins.UNPINNED_KEY, lambda v: [str(u) for u in v], []),
         released=read("released", int, 0),
     )
+
+
+def _from_summaries(state: SessionState, strategy: str, latest: SummaryRecord) -> SummaryState:
+    """A summary with no boundary beside it: the state reads as absent (on PostgreSQL a write
+    share's grantee's turn wrote it, whose upkeep rewrites every key) while the summaries
+    are the reader's own. The latest ends where its last message is, so the update goes on
+    from there and never folds again what it holds; the pins are what the reader's versions
+    dropped and no later one said again, bare (their quotes were in the state), less those
+    the user unpinned (a row the grantee's upkeep leaves hers; none while another role
+    wrote it: an unpin is never undone)."""
+    memory = state.store.memory
+    kept, value = memory.own_state_value(state.session_id, strategy, pins.UNPINNED_KEY)
+    try:
+        unpinned = [str(u) for u in value or []]
+    except TypeError:
+        kept = False
+    if not kept:  # what she unpinned is not known: no pin may bring one back
+        return SummaryState(latest=latest, boundary=latest.last_turn or 0)
+    held: dict[str, pins.Pin] = {}
+    for record in memory.summaries(state.session_id, strategy):
+        held = {a: p for a, p in held.items() if not anchors.present(a, record.text)}
+        held.update({a: pins.Pin(a, record.version) for a in record.dropped_anchors
+                     if a not in held and not pins.is_unpinned(unpinned, a)})
+    return SummaryState(latest=latest, boundary=latest.last_turn or 0,
+                        pins=list(held.values()), unpinned=unpinned)
 
 
 def moved(now: SummaryState, then: SummaryState) -> bool:

@@ -18,6 +18,9 @@ from chatmem.store.records import (
 from chatmem.store.state_coverage import COVERS_KEY
 from chatmem.store.stored_values import json_text
 
+SUMMARY_COLUMNS = ("s.*, (SELECT m.turn FROM messages m WHERE m.id = s.last_message_id)"
+                   " AS last_turn")
+"""A summary row and the turn of the last message it covers (SummaryRecord.last_turn)."""
 VERSION_TRIES = 5
 """How many next versions a summary's insert takes before it gives up (add_summary)."""
 
@@ -28,9 +31,12 @@ class MemoryTables:
     On PostgreSQL a strategy's derived memory in a session is read only as the reader or the
     session's owner wrote it (p025's `writer`): a write share's grantee who put a summary or
     a state row there (his turns' upkeep, or plain SQL) is not her memory. A strategy with a
-    state row another role wrote has no state and no summaries for this reader, so its next
-    update builds them again from the turns (which say who wrote them), and that update's
-    state replaces the rows it did not trust. Rows stored before p025 read as before."""
+    state row another role wrote has no state for this reader, and its summaries are only
+    those the reader or the owner wrote: its next update goes on from the latest of them
+    (which ends at its last message's turn, SummaryRecord.last_turn) and folds only the
+    turns it does not cover (not her whole history again, as once after each of his turns),
+    and that update's state replaces the rows it did not trust. Rows stored before p025
+    read as before."""
 
     def __init__(self, connection: Connection) -> None:
         self._connection = connection
@@ -63,6 +69,24 @@ class MemoryTables:
             except (ValueError, RecursionError):
                 raise self.state_row(session_id, strategy, r["key"]).error() from None
         return values
+
+    def own_state_value(self, session_id: int, strategy: str, key: str) -> tuple[bool, Any]:
+        """One value of the strategy's state as its row alone is trusted (the reader or the
+        session's owner wrote it, or it was stored before p025), whatever wrote the others:
+        (False, None) when another role wrote that row or it is not JSON, else (True, the
+        value, None when there is none). A summary strategy's reader whose state reads as
+        absent keeps the user's unpins by it (memory.summary_state)."""
+        trusted = trusted_by_reader("strategy_state") if self._postgres else "1 = 1"
+        rows = fetch_rows(self._db, f"SELECT value, {trusted} AS trusted FROM strategy_state"
+                          " WHERE session_id = ? AND strategy = ? AND key = ?",
+                          [session_id, strategy, key])
+        if not rows:
+            return True, None
+        try:
+            return (True, json.loads(rows[0]["value"] or "null")) if rows[0]["trusted"] \
+                else (False, None)
+        except (ValueError, RecursionError):
+            return False, None
 
     def state_distrusted(self, session_id: int, strategy: str) -> bool:
         """Whether the strategy's state in the session reads as absent because a role this
@@ -170,6 +194,11 @@ class MemoryTables:
 
     # -- summaries ------------------------------------------------------------
 
+    def _own_summary(self, alias: str) -> str:
+        """` AND` a condition true of a `summaries` row (`alias`) this reader trusts: on
+        PostgreSQL one it or the session's owner wrote, or stored before p025."""
+        return f" AND {trusted_by_reader(alias)}" if self._postgres else ""
+
     def add_summary(
         self,
         session_id: int,
@@ -209,13 +238,14 @@ class MemoryTables:
                 raise StoreConflict(f"another writer added each next summary version of"
                                     f" {strategy!r} ({VERSION_TRIES} tries)")
         # Read back as stored: its strategy may hold state rows this update is yet to replace.
-        rows = fetch_rows(self._db, "SELECT * FROM summaries WHERE session_id = ?"
-                          " AND strategy = ? AND version = ?", [session_id, strategy, version])
+        rows = fetch_rows(self._db, f"SELECT {SUMMARY_COLUMNS} FROM summaries s"
+                          " WHERE session_id = ? AND strategy = ? AND version = ?",
+                          [session_id, strategy, version])
         return SummaryRecord.from_row(rows[0])
 
     def summaries(self, session_id: int, strategy: str | None = None) -> list[SummaryRecord]:
-        sql = ("SELECT * FROM summaries WHERE session_id = ?"
-               + self.trusted("summaries", "summaries.strategy"))
+        sql = (f"SELECT {SUMMARY_COLUMNS} FROM summaries s WHERE session_id = ?"
+               + self._own_summary("s"))
         params: list[Any] = [session_id]
         if strategy:
             sql += " AND strategy = ?"
@@ -231,8 +261,8 @@ class MemoryTables:
             found = self.latest_summary(session_id, strategy)
         else:
             rows = fetch_rows(self._db,
-                "SELECT * FROM summaries WHERE session_id = ? AND strategy = ? AND version = ?"
-                + self.trusted("summaries", "summaries.strategy"),
+                f"SELECT {SUMMARY_COLUMNS} FROM summaries s WHERE session_id = ?"
+                " AND strategy = ? AND version = ?" + self._own_summary("s"),
                 [session_id, strategy, version],
             )
             found = SummaryRecord.from_row(rows[0]) if rows else None
@@ -243,9 +273,8 @@ class MemoryTables:
 
     def latest_summary(self, session_id: int, strategy: str) -> SummaryRecord | None:
         rows = fetch_rows(self._db,
-            "SELECT * FROM summaries WHERE session_id = ? AND strategy = ?"
-            + self.trusted("summaries", "summaries.strategy")
-            + " ORDER BY version DESC LIMIT 1",
+            f"SELECT {SUMMARY_COLUMNS} FROM summaries s WHERE session_id = ? AND strategy = ?"
+            + self._own_summary("s") + " ORDER BY version DESC LIMIT 1",
             [session_id, strategy],
         )
         return SummaryRecord.from_row(rows[0]) if rows else None

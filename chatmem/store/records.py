@@ -290,6 +290,8 @@ class SummaryRecord:
     dropped_anchors: list[str]
     model: str | None
     created_at: str
+    last_turn: int | None = None
+    """The turn of `last_message_id` in its session's history: where the summary ends."""
 
     @classmethod
     def from_row(cls, row: Mapping[str, Any]) -> SummaryRecord:

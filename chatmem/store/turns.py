@@ -16,7 +16,7 @@ from chatmem.errors import (
 )
 from chatmem.store import contexts, rendered, shown_turns, steps
 from chatmem.store.connection import Connection, fetch_rows, fetch_value
-from chatmem.store.postgres_writers import trusted_memory_on
+from chatmem.store.postgres_writers import trusted_by_reader
 from chatmem.store.records import MOST_INTEGER, TurnRecord, TurnStatus
 from chatmem.store.sessions import SessionTables
 from chatmem.store.state_coverage import FACTS_OWNER, state_coverage
@@ -234,8 +234,9 @@ class TurnTables:
         """What memory holds from `turn` (a summary covering it, facts stated or changed
         in it or since, a strategy's state brought up to it), and that as a short phrase;
         None when nothing."""
-        # A summary another role wrote (PostgreSQL, p025) is not the reader's memory.
-        trusted = trusted_memory_on(self._db.kind, "s", "s.strategy")
+        # A summary another role wrote (PostgreSQL, p025) is not the reader's memory; the
+        # reader's own is, whoever wrote the strategy's state (its update goes on from it).
+        trusted = f" AND {trusted_by_reader('s')}" if self._db.kind == "postgresql" else ""
         summaries = fetch_value(self._db,
             "SELECT count(*) FROM summaries s WHERE session_id = ? AND last_message_id >= ?"
             f"{trusted}", [turn.session_id, turn.user_message_id])

@@ -81,22 +81,23 @@ def test_an_older_databases_derived_memory_reads_as_before_and_new_rows_say_who(
     add_summary(bob, session_id, 3, "用户叫马洛里，住在深圳。")
     assert memory(ann, session_id) == before
     assert memory(bob, session_id)[1][-1] == (3, "用户叫马洛里，住在深圳。")
-    # Nor is a state row he writes, or names her as its writer in: the strategy's memory is
-    # absent for her (rebuilt from the turns), whole for him.
+    # Nor is a state row he writes, or names her as its writer in: the strategy's state is
+    # absent for her (her next update goes on from the summaries she reads, who67), whole
+    # for him.
     assert sql_as(bob, "INSERT INTO strategy_state (session_id, strategy, key, value, writer)"
                        " VALUES (%s, 'summary', 'x', '1', 'ann')", [session_id]) == "42501"
     assert sql_as(bob, "UPDATE strategy_state SET writer = 'ann'") == "42501"
     pinned = [["马洛里", 1, 1, 1, "用户叫马洛里。"]]
     set_state(bob, session_id, "pinned", json.dumps(pinned, ensure_ascii=False))
-    assert memory(ann, session_id) == ({}, [])
+    assert memory(ann, session_id) == ({}, before[1])
     assert memory(bob, session_id)[0] == {"boundary_turn": 0, "released": 0, "pinned": pinned}
-    # Her fork copies none of it.
+    # Her fork copies none of his state, and only the summaries she reads.
     with Store(ann) as store:
         store.forks.fork_session("旅行", "分支")
         forked = store.sessions.find_session("分支")
         assert forked is not None
         assert store.memory.strategy_state(forked.id, "summary") == {}
-        assert store.memory.summaries(forked.id) == []
+        assert [(s.version, s.text) for s in store.memory.summaries(forked.id)] == before[1]
         # Her update's state replaces what she did not trust.
         store.memory.set_strategy_state(session_id, "summary", {"boundary_turn": 1})
     assert memory(ann, session_id) == ({"boundary_turn": 1, "released": 0}, before[1])
