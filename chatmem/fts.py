@@ -27,14 +27,15 @@ import re
 import unicodedata
 from functools import cache
 
+from chatmem.lazy_patterns import lazy
 from chatmem.reasoning import sent_reply
 from chatmem.text import CJK, FULL_WIDTH, HALF_WIDTH_KANA, INVISIBLE
 
 UNSPACED_SCRIPTS = "\u0e00-\u0eff\u1000-\u109f\u1780-\u17ff\u19e0-\u19ff\ua9e0-\ua9ff\uaa60-\uaa7f"
 """Thai, Lao, Myanmar and Khmer (with their extensions): words are not spaced apart."""
 RUNS = CJK + UNSPACED_SCRIPTS
-_TOKEN = re.compile(rf"[{CJK}]+|(?:(?=[{UNSPACED_SCRIPTS}])\w)+|[^\W{RUNS}]+", re.UNICODE)
-_RUN = re.compile(rf"[{RUNS}]+")
+_TOKEN = lazy(rf"[{CJK}]+|(?:(?=[{UNSPACED_SCRIPTS}])\w)+|[^\W{RUNS}]+", re.UNICODE)
+_RUN = lazy(rf"[{RUNS}]+")
 _FULL_WIDTH = FULL_WIDTH | {0x3000: 0x20}  # and the ideographic space as a space
 _DRAWN_NOTHING: dict[int, None] = dict.fromkeys(map(ord, INVISIBLE))
 _TATWEEL = "\u0640"
@@ -85,7 +86,7 @@ def _marks() -> re.Pattern[str]:
         for first, last in MARK_RANGES) + "]+")
 
 
-_LATIN_ACCENTED = re.compile("[\u00c0-\u024f]")
+_LATIN_ACCENTED = lazy("[\u00c0-\u024f]")
 """Latin letters with accents (Latin-1 Supplement to Latin Extended-B): FTS5's
 remove_diacritics folds them on SQLite; PostgreSQL's english config keeps them, so
 `cafe` found Café on one backend and not the other. Folded here, for both."""
@@ -130,7 +131,7 @@ def folded(text: str, exact: bool = False) -> str:
     return text.translate(_unaccented())
 
 
-_ASCII_TOKEN = re.compile(r"[0-9A-Za-z_]+")
+_ASCII_TOKEN = lazy(r"[0-9A-Za-z_]+")
 """_TOKEN over ASCII text, which holds no run: its words (`\\w` there) alone."""
 
 
@@ -208,7 +209,7 @@ def indexed_differently(text: str) -> bool:
                 or not unicodedata.is_normalized("NFC", text))
 
 
-_FOLDED_SINCE_M016 = re.compile(f"[{_ACCENTED_SINCE_M016}{INVISIBLE}]")
+_FOLDED_SINCE_M016 = lazy(f"[{_ACCENTED_SINCE_M016}{INVISIBLE}]")
 
 
 def folded_differently_since_m016(text: str) -> bool:
@@ -230,7 +231,7 @@ def folded_differently_since_m018(text: str) -> bool:
     return text.translate(simplified()) != text
 
 
-_FOLDED_SINCE_M020 = re.compile("[\uff61-\uff9f\u0622\u0623\u0625\u0671\u0640\u06a9\u06cc\u0131]")
+_FOLDED_SINCE_M020 = lazy("[\uff61-\uff9f\u0622\u0623\u0625\u0671\u0640\u06a9\u06cc\u0131]")
 
 
 def folded_differently_since_m020(text: str) -> bool:
@@ -286,8 +287,8 @@ def search_terms(text: str) -> list[str]:
     return _kept(_terms(text, prefixes=True))
 
 
-_JOINED = re.compile(r"[0-9A-Za-z]+(?:[^\w\s][0-9A-Za-z]+)+")
-_PARTS = re.compile(r"[a-z]+|[0-9]+")
+_JOINED = lazy(r"[0-9A-Za-z]+(?:[^\w\s][0-9A-Za-z]+)+")
+_PARTS = lazy(r"[a-z]+|[0-9]+")
 
 
 def joined_spellings(text: str) -> list[str]:

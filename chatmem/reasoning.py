@@ -7,18 +7,20 @@ from __future__ import annotations
 
 import re
 
-REASONING = re.compile(
+from chatmem.lazy_patterns import lazy
+
+REASONING = lazy(
     r"<(think|thinking|reasoning)>.*?</\1>|<details\s+type=\"reasoning\"[^>]*>.*?</details>",
     re.DOTALL | re.IGNORECASE)
 """A whole reasoning block: a reply's leading ones are left out by it (without_reasoning);
 blocks_replaced finds the same blocks anywhere, in one pass (tests/test_reasoning.py)."""
-_OPENING = re.compile(r"<(think|thinking|reasoning)>|<details\s+type=\"reasoning\"[^>]*>",
+_OPENING = lazy(r"<(think|thinking|reasoning)>|<details\s+type=\"reasoning\"[^>]*>",
                       re.IGNORECASE)
-_CLOSING = {name: re.compile(f"</{name}>", re.IGNORECASE)
+_CLOSING = {name: lazy(f"</{name}>", re.IGNORECASE)
             for name in ("think", "thinking", "reasoning", "details")}
-_LEADING = re.compile(rf"\s*(?:{REASONING.pattern})", re.DOTALL | re.IGNORECASE)
-_OPENED = re.compile(r"^\s*<(think|thinking|reasoning)>", re.IGNORECASE)
-_CLOSED = re.compile(r"</(?:think|thinking|reasoning)>[ \t]*\r?\n", re.IGNORECASE)
+_LEADING = lazy(rf"\s*(?:{REASONING.pattern})", re.DOTALL | re.IGNORECASE)
+_OPENED = lazy(r"^\s*<(think|thinking|reasoning)>", re.IGNORECASE)
+_CLOSED = lazy(r"</(?:think|thinking|reasoning)>[ \t]*\r?\n", re.IGNORECASE)
 """A closing tag ending its line, as a template-opened block ends ("…\\n</think>\\n\\n")."""
 
 
@@ -50,7 +52,7 @@ def sent_reply(content: str) -> str:
     return without_reasoning(content).lstrip() or content
 
 
-_TAGS = re.compile(r"</?(?:think|thinking|reasoning)>|<details\s+type=\"reasoning\"[^>]*>"
+_TAGS = lazy(r"</?(?:think|thinking|reasoning)>|<details\s+type=\"reasoning\"[^>]*>"
                    r"|</details>", re.IGNORECASE)
 
 

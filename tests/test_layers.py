@@ -44,7 +44,7 @@ or closes a cycle is caught too.
        plugin's code raises, as chatmem's errors), child_processes (the environment
        chatmem's own Python children start in), speakers (a group chat's speaker
        names, as serve and an import read them), reasoning (the thinking a model writes
-       into its reply)
+       into its reply), lazy_patterns (regular expressions compiled at first use)
 
 Adjusted from the brief's target where the code shows a better truth: the CLI above the
 REPL (it starts it; the REPL's /export once imported the CLI for stored_transcript, which
@@ -96,6 +96,7 @@ LAYERS: dict[str, int] = {
     "chatmem.privacy.files": 0, "chatmem.privacy.widths": 0, "chatmem.names": 0,
     "chatmem.speakers": 0,
     "chatmem.images": 0, "chatmem.field_types": 0, "chatmem.reasoning": 0,
+    "chatmem.lazy_patterns": 0,
 }
 
 @functools.cache

@@ -8,7 +8,7 @@ anchor pins a fragment ("我去吃" of 妈妈叫我去吃饭) that costs tokens 
 
 from __future__ import annotations
 
-import re
+from chatmem.lazy_patterns import lazy
 
 _PAIRS = ("欧阳司马诸葛上官东方皇甫尉迟公孙慕容令狐司徒夏侯长孙宇文轩辕端木独孤"
           "南宫西门万俟闻人澹台呼延申屠太史钟离赫连拓跋")
@@ -31,8 +31,8 @@ _NOT_NAME = set(
     "叫请问找见到有这那个位谢得着过来去起声不没一人家里回做帮打走跑买吃喝看住带想"
 )
 # A question where a name would stand (我的猫叫什么？, 我叫什么名字, 名字叫怎么写): no name.
-_QUESTION = re.compile(r"什么|甚么|啥|谁|哪|几|多少|怎|如何|为何")
-_HAN = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]")
+_QUESTION = lazy(r"什么|甚么|啥|谁|哪|几|多少|怎|如何|为何")
+_HAN = lazy(r"[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]")
 
 # People by kin or role: what follows 叫 is their name, so it must look like one.
 _ROLES = (
@@ -46,15 +46,15 @@ _PETS = "猫咪|小猫|猫|狗狗|小狗|狗|兔子|鹦鹉|仓鼠|乌龟|宠物"
 _TITLES = ("先生", "女士", "小姐", "老师", "医生", "经理", "律师", "教授", "阿姨")
 
 # Not 叫做: 这种病叫做感冒 names a thing far more often than a person.
-_INTRODUCED = re.compile(r"我叫|名字是|名字叫|名叫")
-_ROLE_CALLED = re.compile(rf"(?:{_ROLES})(?:的名字)?叫(?!做)")
-_PET_CALLED = re.compile(rf"(?:[的家我])(?:{_PETS})(?:的名字)?叫(?!做)")
+_INTRODUCED = lazy(r"我叫|名字是|名字叫|名叫")
+_ROLE_CALLED = lazy(rf"(?:{_ROLES})(?:的名字)?叫(?!做)")
+_PET_CALLED = lazy(rf"(?:[的家我])(?:{_PETS})(?:的名字)?叫(?!做)")
 # A quoted name after 叫 is a name whoever bears it: 猫叫“团子”, 他叫「小马」.
-_QUOTED = re.compile(
+_QUOTED = lazy(
     rf"(?:(?:{_ROLES}|{_PETS}|[他她它我])(?:的名字)?叫做?|名字?(?:是|叫做?))"
     r"[“\"「『‘]([^”\"」』’\s，。！？]{1,8})[”\"」』’]"
 )
-_TITLED = re.compile("|".join(_TITLES))
+_TITLED = lazy("|".join(_TITLES))
 
 
 def _name_char(ch: str) -> bool:

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import re
 
+from chatmem.lazy_patterns import lazy
 from chatmem.memory.anchor_words import (
     CURRENCIES_AFTER,
     DATE_LINKS,
@@ -61,32 +62,32 @@ _EVENING = "[上饭飯餐间間会會宴点點0-9一二三四五六七八九十]
 
 PATTERNS: tuple[re.Pattern[str], ...] = (
     # URLs and emails first: they contain digits and capitals of their own.
-    re.compile(r"https?://[^\s，。！？；、）)」』>\"']+[^\s，。！？；、）)」』>\"'.,;:!?]"),
+    lazy(r"https?://[^\s，。！？；、）)」』>\"']+[^\s，。！？；、）)」』>\"'.,;:!?]"),
     # Each pattern starts only where a run of what it matches starts: tried from every
     # position of a long run (40,000 digits), one took seconds, growing with its square.
     # A word character here is one of a Latin-script word: 发到ada@example.com就行 holds
     # the address, not the Chinese around it.
-    re.compile(rf"{LATIN_START}(?<![.+-])(?:{LATIN_W}|[.+-])+@(?:{LATIN_W}|-)+"
+    lazy(rf"{LATIN_START}(?<![.+-])(?:{LATIN_W}|[.+-])+@(?:{LATIN_W}|-)+"
                rf"(?:\.(?:{LATIN_W}|-)+)+"),
     # Ids: ORD-7731, A-12B, INV2024-07; letters then digits, or digits joined by dashes,
     # or three or more dashed pieces with a digit among them (blue-otter-88).
-    re.compile(r"(?<![A-Za-z0-9_-])[A-Za-z]{1,10}[-_#]?\d[A-Za-z0-9_-]*(?<![-_])"
+    lazy(r"(?<![A-Za-z0-9_-])[A-Za-z]{1,10}[-_#]?\d[A-Za-z0-9_-]*(?<![-_])"
                r"|(?<![A-Za-z0-9_-])\d+(?:-\d+){2,}(?![A-Za-z0-9_-])"
                r"|(?<![A-Za-z0-9_-])(?=[A-Za-z0-9-]*\d)[A-Za-z0-9]+(?:-[A-Za-z0-9]+){2,}"
                r"(?![A-Za-z0-9_-])"),
     # Dates: ISO, slashes, month names, Chinese, Japanese and Korean formats.
-    re.compile(r"(?<!\d)\d{4}[-/.]\d{1,2}[-/.]\d{1,2}(?!\d)"),
-    re.compile(r"(?<!\d)\d{1,2}/\d{1,2}(?:/\d{2,4})?(?!\d)"),
-    re.compile(rf"{LATIN_START}(?:{_MONTHS})\.? \d{{1,2}}(?:st|nd|rd|th)?(?:,? \d{{4}})?"
+    lazy(r"(?<!\d)\d{4}[-/.]\d{1,2}[-/.]\d{1,2}(?!\d)"),
+    lazy(r"(?<!\d)\d{1,2}/\d{1,2}(?:/\d{2,4})?(?!\d)"),
+    lazy(rf"{LATIN_START}(?:{_MONTHS})\.? \d{{1,2}}(?:st|nd|rd|th)?(?:,? \d{{4}})?"
                rf"{LATIN_END}"),
     # A day before its month: 15th of March, 15. März 2026, 15 de marzo de 2026, 15 tháng 3
     # năm 2026. English names with their case ("5 may work" is no date), the others without.
-    re.compile(rf"{LATIN_START}\d{{1,2}}(?:(?:st|nd|rd|th)?[ ](?:of[ ])?(?:{_MONTHS})"
+    lazy(rf"{LATIN_START}\d{{1,2}}(?:(?:st|nd|rd|th)?[ ](?:of[ ])?(?:{_MONTHS})"
                rf"|\.?[ \u00a0](?:(?:{DATE_LINKS})[ ])?(?i:{foreign_months()})"
                rf"|[ ]{NUMBERED_MONTHS})(?:,?[ \u00a0](?:(?:{YEAR_LINKS})[ ])?\d{{4}})?"
                rf"{LATIN_END}"),
     # One space may stand on either side of a number: 2025 年 12 月 31 日 as 2025年12月31日.
-    re.compile(
+    lazy(
         rf"(?:\d{{2,4}}|(?<![{HAN_DIGITS}]){CN_NUM}){_SP}[年년]"
         rf"(?:{_SP}(?:\d{{1,2}}|{CN_NUM}){_SP}[月월]"
         rf"(?:{_SP}(?:\d{{1,2}}|{CN_NUM}){_SP}[日号號일])?)?"
@@ -97,41 +98,41 @@ PATTERNS: tuple[re.Pattern[str], ...] = (
     # (Arabic or Chinese) with units (42,500 EUR, 300美元, 兩萬元). The patterns below
     # start with the character class they need and look behind it after: a pattern that
     # starts with a look-behind is tried at every position of the text (3-10x slower).
-    re.compile(rf"(?:[$￥{SIGNS_BEFORE}]|[A-Z](?<!{LATIN_W}[A-Z])(?:[A-Z]{{2}}(?<={_CURRENCY_CODES})"
+    lazy(rf"(?:[$￥{SIGNS_BEFORE}]|[A-Z](?<!{LATIN_W}[A-Z])(?:[A-Z]{{2}}(?<={_CURRENCY_CODES})"
                rf"|[A-Z]?\$|(?<=R)s\.?))\s?{_NUM}(?:\s?(?:k|m|bn|million|billion|[万萬千亿億]))?"),
     # An ordinal is no amount: 第2天 is "day 2", not "2 days". Nor does a number start
     # after a digit and a comma: tried from every group of 1,2,3,… or of a JSON array of
     # floats, each running to the end of the list, 35 KB took 35 s. The list's first
     # number reaches every unit a later one would. 住5晚 is five nights, but 周5晚上 (星期5
     # 晚饭) Friday evening.
-    re.compile(rf"(?<![A-Za-z0-9_.第])(?<!\d,)(?!(?<=[周週期拜])[1-7]\s?晚{_EVENING}){_NUM}\s?(?:[{LARGE_NUMBERS}])?\s?(?:{_UNIT_AFTER})"
+    lazy(rf"(?<![A-Za-z0-9_.第])(?<!\d,)(?!(?<=[周週期拜])[1-7]\s?晚{_EVENING}){_NUM}\s?(?:[{LARGE_NUMBERS}])?\s?(?:{_UNIT_AFTER})"
                r"(?![a-zA-Z])", re.IGNORECASE),
     # Clock times: 15:45, 08:12:44, 6:30 pm, 3pm, 10 Uhr, 15.30 Uhr; 下午3点, 15点45分, 三點半.
     # A bare 3点 is left out: 这3点 is "these three points" as often as a time.
-    re.compile(r"\d(?<![A-Za-z0-9:.]\d)(?:(?:(?<=[01])\d|(?<=2)[0-3])?:[0-5]\d(?::[0-5]\d)?"
+    lazy(r"\d(?<![A-Za-z0-9:.]\d)(?:(?:(?<=[01])\d|(?<=2)[0-3])?:[0-5]\d(?::[0-5]\d)?"
                r"(?![\d:])(?:\s?(?i:[ap]\.m\.|[ap]m)(?![A-Za-z])|[ \u00a0]Uhr(?![A-Za-z]))?"
                r"|(?:(?<=1)[0-2]|(?<=0)\d)?\s?(?i:[ap]\.m\.|[ap]m)(?![A-Za-z])"
                r"|(?:(?<=[01])\d|(?<=2)[0-4])?(?:\.[0-5]\d)?[ \u00a0]Uhr(?![A-Za-z]))"),
-    re.compile(rf"(?:{_DAY_PART})\s?(?:\d{{1,2}}|{_CN_CLOCK}){_SP}[点點时時](?:{_SP}(?:{_CN_MINUTES}))?"
+    lazy(rf"(?:{_DAY_PART})\s?(?:\d{{1,2}}|{_CN_CLOCK}){_SP}[点點时時](?:{_SP}(?:{_CN_MINUTES}))?"
                rf"|[\d{_CN_CLOCK_DIGITS}](?<![第\d{HAN_DIGITS}][\d{_CN_CLOCK_DIGITS}])"
                rf"(?<!第[ \u00a0\u3000][\d{_CN_CLOCK_DIGITS}])"
                rf"(?:(?<=\d)\d?|(?<=[{_CN_CLOCK_DIGITS}])[{_CN_CLOCK_DIGITS}]{{0,2}})"
                rf"{_SP}[点點时時]{_SP}(?:{_CN_MINUTES})"),
     # Chinese licence plates: the province is part of the number (浙A12345, 粤B·D12345).
-    re.compile(rf"[{_PROVINCES}][A-HJ-NP-Z]\s?[·・•.]?\s?(?=[A-Z]*\d)[A-HJ-NP-Z0-9]{{5,6}}"
+    lazy(rf"[{_PROVINCES}][A-HJ-NP-Z]\s?[·・•.]?\s?(?=[A-Z]*\d)[A-HJ-NP-Z0-9]{{5,6}}"
                r"(?![A-Za-z0-9])"),
     # Versions of three or more parts (1.14.2, v2.0.1-rc1), alone or as an image's or a
     # package's tag (jobs-worker:1.14.2): a 2.0 alone is any decimal. The name is of
     # Latin-script word characters: with Han in it, every letter of a Chinese text
     # (用a和b…) started a name running to the end of the clause.
-    re.compile(rf"(?<!{LATIN_W})(?<![.:/-])(?:[A-Za-z](?:{LATIN_W}|[./-])*:)?[vV]?\d+"
+    lazy(rf"(?<!{LATIN_W})(?<![.:/-])(?:[A-Za-z](?:{LATIN_W}|[./-])*:)?[vV]?\d+"
                rf"(?:\.\d+){{2,}}"
                rf"(?:[-+][A-Za-z0-9]+)*(?!\.?{LATIN_W})"),
     # A setting as code writes it, name=value without spaces (backoff=2.0, DEPLOY_ENV=staging).
-    re.compile(rf"(?<!{LATIN_W})(?<![.=-])[A-Za-z_][A-Za-z0-9_]{{1,40}}=(?!=)[A-Za-z0-9_.:/-]*[A-Za-z0-9_]"),
+    lazy(rf"(?<!{LATIN_W})(?<![.=-])[A-Za-z_][A-Za-z0-9_]{{1,40}}=(?!=)[A-Za-z0-9_.:/-]*[A-Za-z0-9_]"),
     # Code identifiers: snake_case, UPPER_CASE and CamelCase of two humps or more (retry_count,
     # DEPLOY_ENV, UndefinedColumn, fetchPending); one plain word is never one.
-    re.compile(rf"(?<!{LATIN_W})(?<!-)(?:[a-z][a-z0-9]*(?:_[a-z0-9]+)+|[A-Z][A-Z0-9]*(?:_[A-Z0-9]+)+"
+    lazy(rf"(?<!{LATIN_W})(?<!-)(?:[a-z][a-z0-9]*(?:_[a-z0-9]+)+|[A-Z][A-Z0-9]*(?:_[A-Z0-9]+)+"
                r"|[A-Z][a-z0-9]+(?:[A-Z][a-z0-9]+)+|[a-z][a-z0-9]*(?:[A-Z][a-z0-9]+)+)"
                rf"(?!{LATIN_W}|-)"),
 )

@@ -21,9 +21,9 @@ fact that costs tokens.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterable
 
+from chatmem.lazy_patterns import lazy
 from chatmem.memory.anchor_determiners import after_determiner
 from chatmem.memory.anchor_names_zh import chinese_names
 from chatmem.memory.anchor_patterns import (
@@ -47,12 +47,12 @@ from chatmem.text_caches import text_cache
 from chatmem.text_digests import by_digest
 
 # The number of a port: "port 8443", "port: 8443", STAGING_PORT: "8443", 端口8443.
-_PORT = re.compile(r"(?<![A-Za-z])(?i:port)s?[\"']?\s*[:=]?\s*[\"']?(?P<number>\d{2,5})(?![\d.])"
+_PORT = lazy(r"(?<![A-Za-z])(?i:port)s?[\"']?\s*[:=]?\s*[\"']?(?P<number>\d{2,5})(?![\d.])"
                    r"|端口[^\d\n]{0,4}?(?P<zh>\d{2,5})(?![\d.])")
 # An acronym: DJI, AWS, HSBC. Not a capitalised word nor a shouted phrase or SQL (two
 # capitalised words side by side), nor the few everyone writes (OK, CI, API).
-_ACRONYM = re.compile(rf"(?<!{LATIN_W})(?<!-)[A-Z]{{2,6}}(?!{LATIN_W}|-)")
-_CAPS_WORD = re.compile(r"[A-Z]{2,}\b")
+_ACRONYM = lazy(rf"(?<!{LATIN_W})(?<!-)[A-Z]{{2,6}}(?!{LATIN_W}|-)")
+_CAPS_WORD = lazy(r"[A-Z]{2,}\b")
 _COMMON_ACRONYM_WORDS = """
 OK AM PM TV PC CI CD PR ID IDS DB OS UI UX IT HR IO API APIS URL URLS SQL HTTP HTTPS JSON YAML
 XML CSV PDF HTML CSS JS TS CPU GPU RAM SSD USB FAQ ASAP FYI BTW LOL OMG IMO TBH DIY ETA AI ML
@@ -77,7 +77,7 @@ def _acronyms(text: str) -> list[tuple[int, int]]:
     return found
 
 # A Chinese numeral with a unit, never cut out of a longer numeral or an ordinal (第二天).
-_CN_AMOUNT = re.compile(
+_CN_AMOUNT = lazy(
     rf"(?<![第{HAN_DIGITS}])(?P<number>{CN_NUM})(?P<unit>{HAN_UNITS})"
 )
 _CLASSIFIERS = {"个", "個", "件", "次", "张", "張", "页", "頁"}
@@ -111,20 +111,20 @@ _CAP_WORD = r"[A-Z][a-z]+(?:['’][a-z]+)?"
 # Capitalised words side by side, a title before any of them (See Dr. Smith) and initials
 # between them (John F. Kennedy). Never a piece of a hyphenated word: "Wi" from "Wi-Fi"
 # is not a name.
-_NAME = re.compile(
+_NAME = lazy(
     rf"{LATIN_START}(?<!-)(?:{_TITLE} )?{_CAP_WORD}(?:[ ](?:{_TITLE} )?(?:{_CAP_WORD}|[A-Z]\.))*"
     rf"{LATIN_END}(?!-)"
 )
-_NAME_PART = re.compile(rf"(?P<title>{_TITLE})|[A-Z]\.|\S+")
+_NAME_PART = lazy(rf"(?P<title>{_TITLE})|[A-Z]\.|\S+")
 # What a word capitalised only for its place follows: a sentence's end, a line's start,
 # a heading's or a bullet's mark, a clause number (4.9, 2), (a)), a quote or a colon.
-_SENTENCE_START = re.compile(
+_SENTENCE_START = lazy(
     r"(?:^|(?:[.!?:;](?=\s)|[。！？；：\n\"“(（-]|(?<!\S)(?:#{1,6}|[>*+•]))\s*)"
     r"(?:(?:\d+(?:\.\d+)*[.)]?|\(?[a-z0-9]{1,3}\))\s+)?$"
 )
 # After a word, what it designates (Annex A, Section 4:, Reminder 2:), but not a number a
 # sentence goes on after: "pay Bob 50 euros" names Bob.
-_DESIGNATOR = re.compile(r"\s[A-Z](?![A-Za-z0-9])"
+_DESIGNATOR = lazy(r"\s[A-Z](?![A-Za-z0-9])"
                          r"|\s\d+(?:\.\d+)*(?:[:),;]|\.?[ \t]*(?:\n|$)|\.\s)")
 # The words a designator follows as a label (Section 4:, Annex A), wherever they stand; any
 # other word only where its place capitalised it (a heading's "Reminder 2:"): "I lent
@@ -194,10 +194,10 @@ def _names(text: str) -> list[tuple[int, int]]:
 
 # Where chatmem.privacy.sensitive masked a detail (⟦PIN or security code⟧): no anchor
 # holds or touches one, nor a word of it ("PIN"): a pin would name what memory must not keep.
-_MARKER = re.compile(f"{MARK_OPEN}[^{MARK_OPEN}{MARK_CLOSE}]*(?:{MARK_CLOSE}|$)|{MARK_CLOSE}")
+_MARKER = lazy(f"{MARK_OPEN}[^{MARK_OPEN}{MARK_CLOSE}]*(?:{MARK_CLOSE}|$)|{MARK_CLOSE}")
 # scheme://user:PASSWORD@host: "PASSWORD@host" is no e-mail address, nor "PASSWORD" an
 # id. A password may hold '@' ("p@ss@host"): the last one before the host ends it.
-_USERINFO = re.compile(r"://[^\s/?#]{1,128}@")
+_USERINFO = lazy(r"://[^\s/?#]{1,128}@")
 
 
 # Full-width letters, digits and the marks ids and amounts hold (ＯＲＤ－７７３１, ３．５公斤)
@@ -268,10 +268,10 @@ def _anchors(text: str) -> tuple[str, ...]:
     return tuple(dict.fromkeys(value for _, value in kept))
 
 
-_SPACES, _WIDTH = re.compile(r"\s+"), FULL_WIDTH | FULL_WIDTH_SIGNS
+_SPACES, _WIDTH = lazy(r"\s+"), FULL_WIDTH | FULL_WIDTH_SIGNS
 # CJK typesetting spaces Han (Kana, Hangul) from digits: "5 万元" keeps 5万元. The space
 # first (looking behind every character costs four times as much).
-_CJK_DIGIT_SPACE = re.compile(rf" (?:(?<=[{CJK_LETTERS}] )(?=\d)|(?<=\d )(?=[{CJK_LETTERS}]))")
+_CJK_DIGIT_SPACE = lazy(rf" (?:(?<=[{CJK_LETTERS}] )(?=\d)|(?<=\d )(?=[{CJK_LETTERS}]))")
 
 
 def anchors_of(texts: Iterable[str]) -> list[str]:

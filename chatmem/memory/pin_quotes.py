@@ -7,7 +7,6 @@ a character.
 
 from __future__ import annotations
 
-import re
 from bisect import bisect_left, bisect_right
 from collections.abc import Iterable, Sequence
 from functools import cached_property
@@ -16,13 +15,14 @@ from itertools import accumulate
 
 from chatmem.fts import CJK
 from chatmem.graphemes import grapheme_start
+from chatmem.lazy_patterns import lazy
 from chatmem.memory.anchors import present, width_folded
 
-_CJK = re.compile(f"[{CJK}]")
+_CJK = lazy(f"[{CJK}]")
 # A sentence holds the marks that end none ("1.5", "e.g.,"): tried from each place before
 # one, a sentence failed at it, and 16 KB of words then "1.5" took 3 s.
-_SENTENCE = re.compile(r"(?:[^.!?。！？\n]|[.!?](?!\s|$))*(?:[.!?](?=\s|$)|[。！？]|\n|$)")
-_WORD_CHAR = re.compile(r"[A-Za-z0-9_\-./@#]")
+_SENTENCE = lazy(r"(?:[^.!?。！？\n]|[.!?](?!\s|$))*(?:[.!?](?=\s|$)|[。！？]|\n|$)")
+_WORD_CHAR = lazy(r"[A-Za-z0-9_\-./@#]")
 QUOTE_WIDTH = 56
 """Longest quote, in columns: a CJK character counts two (it costs more tokens, too)."""
 

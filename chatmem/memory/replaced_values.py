@@ -22,21 +22,22 @@ import re
 from collections.abc import Iterable, Sequence
 from dataclasses import replace
 
+from chatmem.lazy_patterns import lazy
 from chatmem.memory.anchors import extract_anchors, present
 from chatmem.memory.pins import Pin
 
-_CLAUSE = re.compile(r"[^.!?;:。！？；：\n]+")
+_CLAUSE = lazy(r"[^.!?;:。！？；：\n]+")
 # A first-person frame, the value after it: "my birthday is", "I live in", 我的生日是.
-_FRAME_EN = re.compile(r"(?<![\w'])(?:(?:my|our)\s+\w+(?:\s+\w+)?\s+(?:is|are|was)"
+_FRAME_EN = lazy(r"(?<![\w'])(?:(?:my|our)\s+\w+(?:\s+\w+)?\s+(?:is|are|was)"
                        r"|(?:i|we)(?:'m|\s+am|\s+are)?\s+(?:live|living|work|working|based)"
                        r"\s+(?:in|at|for))\b", re.IGNORECASE)
-_FRAME_ZH = re.compile(r"(?:我的|我们的|我家的|我家)[\u4e00-\u9fff]{1,3}?(?:是|叫)"
+_FRAME_ZH = lazy(r"(?:我的|我们的|我家的|我家)[\u4e00-\u9fff]{1,3}?(?:是|叫)"
                        r"|我(?:们)?(?:住在|叫)")
 _REPLACED_BEFORE = ("instead of ", "rather than ", "no longer ", "no longer at ", "no longer in ",
                     "不再是")
 # "from X to Y" is a change only after a verb that changes something, in the same stretch
 # of the clause: "I moved from Leeds to", "we changed the dog's name from Biscuit to".
-_CHANGE_VERB = re.compile(
+_CHANGE_VERB = lazy(
     r"\b(?:mov(?:e|ed|es|ing)|relocat\w*|chang\w*|switch\w*|swapp?\w*|renam\w*"
     r"|reschedul\w*|postpon\w*|push(?:ed|ing)?|put back|brought forward|shift(?:ed|ing)|upgrad\w*"
     r"|downgrad\w*|updat\w*|(?:went|gone|go(?:es|ing)?) (?:up|down)|rose|risen|increas\w*"
@@ -46,18 +47,18 @@ _CHANGE_VERB = re.compile(
 # 14 March to", "they moved my flight from"), but travelling said after it is what goes
 # from X to Y: "I changed my plans and I'm flying from Leeds to Paris". Only the verb
 # forms, so "they moved the walk from Monday to" is still a change.
-_TRAVELLING = re.compile(
+_TRAVELLING = lazy(
     r"\b(?:fl(?:y|ying|ies|ew|own)|driv(?:ing|en)|drove|commut(?:ing|ed)|travell?(?:ing|ed)"
     r"|rid(?:ing|den)|rode|walk(?:ing|ed)|cycl(?:ing|ed)|sail(?:ing|ed)|head(?:ing|ed))\b")
 _WINDOW_WORDS = 6
 # 从X搬到Y, 从X改成Y, 从X换成Y, 从X调到Y: 从 alone is where something starts (从2020年开始).
-_ZH_CHANGE = re.compile(r"[^，。！？；：,\n]{0,4}?(?:搬|换(?!乘)|改|变|调)"
+_ZH_CHANGE = lazy(r"[^，。！？；：,\n]{0,4}?(?:搬|换(?!乘)|改|变|调)"
                         r"[^，。！？；：,\n]{0,2}?(?:到|成|为|去)")
 # A denied value is a replaced one only where the sentence is a correction: the value
 # ends a clause or a phrase ("X, not Leeds.", "not Leeds, York", "not Leeds but York").
-_NOT_BEFORE = re.compile(r"(?<![a-z])(?:not|isn['’]t|wasn['’]t) $")
-_CORRECTION_EN = re.compile(r"\s*(?:$|[,;.!—–]|- |but\b)")
-_CORRECTION_ZH = re.compile(r"\s*(?:$|[，,；;。！!、—]|而是|是|了)")
+_NOT_BEFORE = lazy(r"(?<![a-z])(?:not|isn['’]t|wasn['’]t) $")
+_CORRECTION_EN = lazy(r"\s*(?:$|[,;.!—–]|- |but\b)")
+_CORRECTION_ZH = lazy(r"\s*(?:$|[，,；;。！!、—]|而是|是|了)")
 _CLAUSE_END = ".!?;:。！？；：\n"
 
 

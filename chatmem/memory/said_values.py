@@ -13,6 +13,7 @@ import unicodedata
 from collections.abc import Sequence
 
 from chatmem import fts
+from chatmem.lazy_patterns import lazy
 from chatmem.memory import anchors
 from chatmem.text import CJK_LETTERS
 from chatmem.text_caches import text_cache
@@ -25,22 +26,22 @@ _EN_UNITS = ["zero", "one", "two", "three", "four", "five", "six", "seven", "eig
 _EN_TENS = {"twenty": 20, "thirty": 30, "forty": 40, "fifty": 50, "sixty": 60, "seventy": 70,
             "eighty": 80, "ninety": 90}
 _EN_ONES = "|".join(_EN_UNITS[1:10])
-_EN_NUMBER = re.compile(
+_EN_NUMBER = lazy(
     rf"\b(?:(?P<tens>{'|'.join(_EN_TENS)})(?:[ -](?P<ones>{_EN_ONES}))?"
     rf"|(?P<unit>{'|'.join(sorted(_EN_UNITS, key=len, reverse=True))}))\b")
 _ZH_DIGITS = {"零": 0, "〇": 0, "一": 1, "二": 2, "两": 2, "三": 3, "四": 4, "五": 5,
               "六": 6, "七": 7, "八": 8, "九": 9}
 _ZH_UNITS = {"十": 10, "百": 100, "千": 1000}
-_ZH_NUMBER = re.compile("[零〇一二两三四五六七八九十百千万]+")
+_ZH_NUMBER = lazy("[零〇一二两三四五六七八九十百千万]+")
 # 1,000, 1_000 and 1 000 (a no-break or thin space) are 1000: a separator between a digit
 # and three more. A plain space is not one: "in 2023 100 people" holds no 2023100.
-_GROUPED = re.compile(r"(?<=\d)[,_'\u00a0\u202f](?=\d{3}(?!\d))")
-_CJK_SPACE = re.compile(rf" (?=[{CJK_LETTERS}])|(?<=[{CJK_LETTERS}]) ")
-_LIST = re.compile(r"\s*(?:[,;/&、，；]|\band\b|和|及|与)\s*")
+_GROUPED = lazy(r"(?<=\d)[,_'\u00a0\u202f](?=\d{3}(?!\d))")
+_CJK_SPACE = lazy(rf" (?=[{CJK_LETTERS}])|(?<=[{CJK_LETTERS}]) ")
+_LIST = lazy(r"\s*(?:[,;/&、，；]|\band\b|和|及|与)\s*")
 # A title before a name (Dr. Smith), or after it in Chinese (王先生): said when the text
 # holds the title as well as the name.
-_TITLE_BEFORE = re.compile(r"^(?:mr|mrs|ms|mx|miss|dr|prof|sir|madam) (?=\S)")
-_TITLE_AFTER = re.compile("(?<=.)(?:先生|女士|小姐|老师|医生|博士|教授)$")
+_TITLE_BEFORE = lazy(r"^(?:mr|mrs|ms|mx|miss|dr|prof|sir|madam) (?=\S)")
+_TITLE_AFTER = lazy("(?<=.)(?:先生|女士|小姐|老师|医生|博士|教授)$")
 
 
 def said_in(value: str, texts: Sequence[str]) -> bool:
@@ -97,7 +98,7 @@ class _Whole:
 
 _LETTER = rf"[^\W\d_{CJK_LETTERS}]"
 """A letter of a script that spaces its words."""
-_A_LETTER, _A_DIGIT = re.compile(_LETTER), re.compile(r"\d")
+_A_LETTER, _A_DIGIT = lazy(_LETTER), lazy(r"\d")
 
 
 def _touching(edge: str) -> re.Pattern[str] | None:
@@ -134,7 +135,7 @@ def _holds(text: str, part: str) -> bool:
     return bool(part) and _Whole(part).search(text)
 
 
-_NUMBER_EDGE = re.compile(rf"(?<=\d) (?={_LETTER})|(?<={_LETTER}) (?=\d)")
+_NUMBER_EDGE = lazy(rf"(?<=\d) (?={_LETTER})|(?<={_LETTER}) (?=\d)")
 """A space between a number and a word: "180cm" is "180 cm", "9 am" "9am", "ORD-7731"
 "ORD7731", as a helper writes either for the other."""
 
@@ -170,8 +171,8 @@ def _zh_digits(run: str) -> str:
     return run
 
 
-_EN_NUMBER_ANY_CASE = re.compile(_EN_NUMBER.pattern, re.IGNORECASE)
-_DIGITS_GROUPED = re.compile(r"(?<![\d.,])\d{1,3}(?:[,_'\u00a0\u202f]\d{3})+(?![\d.,]\d)")
+_EN_NUMBER_ANY_CASE = lazy(_EN_NUMBER.pattern, re.IGNORECASE)
+_DIGITS_GROUPED = lazy(r"(?<![\d.,])\d{1,3}(?:[,_'\u00a0\u202f]\d{3})+(?![\d.,]\d)")
 
 
 def written_otherwise(value: str, text: str) -> list[str]:

@@ -17,17 +17,18 @@ import re
 from collections.abc import Sequence
 
 from chatmem import fts
+from chatmem.lazy_patterns import lazy
 from chatmem.memory.packing import Ranked
 from chatmem.speakers import LABEL_COLONS
 
 _COLONS = "".join(sorted(LABEL_COLONS))
-_LABEL = re.compile(
+_LABEL = lazy(
     r"\s*(?:[\[(（【][^\])）】\n]{0,40}[\])）】]\s*)?"  # a time stamp, in brackets
     rf"([^\s{_COLONS}\[\](){{}}][^{_COLONS}\n]{{0,63}})[{_COLONS}]")
 """A message's speaker label: up to 64 characters before a colon, after a bracketed stamp."""
 OPENING = 120
 """Where a label can end (a stamp and a label at most): nothing past it is read."""
-_ANY_COLON = re.compile(f"[{_COLONS}]")
+_ANY_COLON = lazy(f"[{_COLONS}]")
 """Most messages hold no colon where a label would end: one search says so, where the label's
 pattern, failing, tried every start of its 64 characters (0.4 ms a build of 150)."""
 MOST_WORDS = 4
@@ -102,7 +103,7 @@ def _spaced(c: str) -> bool:
 
 _SPACED = "[^\\W_\u2e80-\U0010ffff]"
 """_spaced as a pattern: a letter or digit (\\w without _) below the CJK blocks."""
-_WORDS = re.compile(f"{_SPACED}+")
+_WORDS = lazy(f"{_SPACED}+")
 
 
 def names(query: str, label: str) -> bool:

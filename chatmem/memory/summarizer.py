@@ -21,6 +21,7 @@ from chatmem.config.schema import LINES_SLOT, SUMMARY_SLOT
 from chatmem.errors import ProviderResponseError
 from chatmem.fts import CJK, UNSPACED_SCRIPTS
 from chatmem.graphemes import grapheme_start
+from chatmem.lazy_patterns import lazy
 from chatmem.memory.context import Message
 from chatmem.privacy import sensitive
 from chatmem.providers.base import Purpose
@@ -61,7 +62,7 @@ def format_lines(messages: Sequence[Message],
     return "\n".join(f"{m.role}: {_message_lines(mask(m.content))}" for m in messages)
 
 
-_FENCE = re.compile(r"[ \t]*(?:```|~~~)")
+_FENCE = lazy(r"[ \t]*(?:```|~~~)")
 CODE_INDENT = "  "
 """Before each line of a message after its first: no line of a message can read as a
 message of its own ("user: ...") or a point of the summary ("- ...")."""
@@ -100,15 +101,15 @@ def summary_request(
 
 SHORT_MARKER = "[…]\n"
 """The marker when the full one would not leave room for any text."""
-_LEADING_MARKER = re.compile(r"^\[…[^\]\n]*\]\n…?")
+_LEADING_MARKER = lazy(r"^\[…[^\]\n]*\]\n…?")
 # The end-of-line form older versions wrote, whole or itself cut by a later clip
 # ("[…clip […clipped to 66 tokens]"): removed so no marker is ever clipped again.
-_TRAILING_MARKER = re.compile(r"[ \t]*\[…[^\]\n]*\]?$", re.MULTILINE)
+_TRAILING_MARKER = lazy(r"[ \t]*\[…[^\]\n]*\]?$", re.MULTILINE)
 _JOINERS = frozenset("_-./@#,:'’")
 """What holds the pieces of an id, an amount or a time together (ORD-7731, 50,000, 15:45)."""
 # Han, Kana and the scripts that write no spaces between words (Thai, Lao, Myanmar, Khmer):
 # any character boundary may start a line there. Hangul spaces its words: 서울 is one.
-_UNSPACED = re.compile(f"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uff66-\uff9f"
+_UNSPACED = lazy(f"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uff66-\uff9f"
                        f"\U00020000-\U0002fa1f{UNSPACED_SCRIPTS}]")
 
 
@@ -255,7 +256,7 @@ def summarize(
 # Chinese line shows as a few characters, not the whole line. Latin words keep
 # inner joiners, so ORD-7731, 2026-05-01 and a@b.com change as one word.
 _WORD = rf"[^\W{CJK}]+"
-_DIFF_TOKEN = re.compile(rf"[{CJK}]|{_WORD}(?:[-./@]{_WORD})*|\s+|[^\w\s]")
+_DIFF_TOKEN = lazy(rf"[{CJK}]|{_WORD}(?:[-./@]{_WORD})*|\s+|[^\w\s]")
 
 
 def diff_tokens(text: str) -> list[str]:

@@ -23,6 +23,7 @@ from collections.abc import Callable
 from datetime import datetime
 from functools import cache
 
+from chatmem.lazy_patterns import lazy
 from chatmem.memory import time_words_zh
 from chatmem.memory.time_spans import (
     TimeSpan,
@@ -73,7 +74,7 @@ _EN_COUNT = "|".join(sorted(EN_NUMBERS, key=len, reverse=True))
 _YEAR = r"(?:19|20)\d\d"
 _WEEKDAY_NAMES = "|".join(WEEKDAYS)
 _MONTH_NAMED = rf"(?P<{{0}}>{_MONTH_NAMES})\b\.?(?:,?\s+(?P<{{0}}_year>{_YEAR})\b)?"
-_EN = re.compile(
+_EN = lazy(
     rf"\b(?:(?P<ago_n>\d+|{_EN_COUNT})\s+(?P<ago_unit>day|week|fortnight|month)s?\s+ago"
     rf"|(?:the\s+)?(?:past|last|previous)\s+(?:(?P<past_n>\d+|{_EN_COUNT})\s+"
     rf"(?P<past_unit>day|week|month)s|(?P<past_fortnight>fortnight))\b"
@@ -115,7 +116,7 @@ _EN = re.compile(
 # weekday's name says that time in a message too ("in June", "每周五"), where a day's
 # number, `ago` or `last` say nothing of it (the 4 of `May 4` is any list's item 4).
 # `may` is left out: a message saying it is mostly saying the verb.
-_NAMES = re.compile(
+_NAMES = lazy(
     rf"\b(?:{'|'.join(sorted((m for m in MONTHS if m != 'may'), key=len, reverse=True))}"
     rf"|{_WEEKDAY_NAMES})\b|(?:周|星期|礼拜)[一二三四五六日天]|(?<![0-9一二三四五六七八九十])"
     r"(?:十[一二]?|[一二三四五六七八九])月", re.IGNORECASE)
@@ -140,11 +141,11 @@ _CLAUSE_AFTER = frozenset({
     "please", "regarding", "concerning", "apart", "yet", "either", "specifically"})
 # Up to or from that day: "before today", "until yesterday", 今天之前 name no single day.
 _BOUND_BEFORE = frozenset({"before", "until", "till", "to", "after"})
-_WORD_BEFORE = re.compile(r"([a-z]+)\s+\Z", re.IGNORECASE)
-_OF = re.compile(rf"\s+of\s+(?:(?P<year>{_YEAR})\b|(?P<course>course)\b|\w)", re.IGNORECASE)
-_WORD_AFTER = re.compile(r"(?P<possessive>['’]s\b)|\s+(?P<word>[a-z]+)\b", re.IGNORECASE)
+_WORD_BEFORE = lazy(r"([a-z]+)\s+\Z", re.IGNORECASE)
+_OF = lazy(rf"\s+of\s+(?:(?P<year>{_YEAR})\b|(?P<course>course)\b|\w)", re.IGNORECASE)
+_WORD_AFTER = lazy(r"(?P<possessive>['’]s\b)|\s+(?P<word>[a-z]+)\b", re.IGNORECASE)
 # 2023-05-08, 2023/5/8: no word boundary before it, as Chinese runs into digits.
-_ISO = re.compile(rf"(?<!\d)(?P<year>{_YEAR})([-/])(?P<month>\d{{1,2}})\2(?P<day>\d{{1,2}})(?!\d)")
+_ISO = lazy(rf"(?<!\d)(?P<year>{_YEAR})([-/])(?P<month>\d{{1,2}})\2(?P<day>\d{{1,2}})(?!\d)")
 
 
 @cache

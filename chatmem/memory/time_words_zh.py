@@ -8,6 +8,7 @@ from __future__ import annotations
 import re
 from datetime import datetime
 
+from chatmem.lazy_patterns import lazy
 from chatmem.memory.time_spans import (
     TimeSpan,
     ago,
@@ -98,16 +99,16 @@ _DAY = "[一二三四五六日天1-7]"
 _WEEKDAYS_OPENED = (rf"(?:周|星期|礼拜){_DAY}(?:{_S}{_LISTED}{_S}(?:周|星期|礼拜)?{_DAY})*"
                     rf"{_S}{_LISTED}{_S}")
 """A weekday and more after it, up to the list word before the one matched (周一、周三、)."""
-_EVERY = re.compile(rf"每(?:一?个|逢|到)?{_S}(?:{_WEEKDAYS_OPENED})?\Z")
+_EVERY = lazy(rf"每(?:一?个|逢|到)?{_S}(?:{_WEEKDAYS_OPENED})?\Z")
 _EVERY_REACH = 64
 # A weekday listed after one of last or this week (上周一和周三, 这周二、周四) is that week's too,
 # as "last Monday and Wednesday" names last week's Wednesday.
-_WEEK_LISTED = re.compile(rf"(?:(?P<last>上+)个?|(?P<this>这个?|本)){_S}{_WEEKDAYS_OPENED}\Z")
+_WEEK_LISTED = lazy(rf"(?:(?P<last>上+)个?|(?P<this>这个?|本)){_S}{_WEEKDAYS_OPENED}\Z")
 # 周 五 and 上周 五 (a space typed inside) are Friday, but not 上周 五个人 (five people last
 # week), 周 一起 or 周 日报: a numeral one space off begins a count or a word as often.
 _SPACED_WD_ENDS = ("(?![0-9一二三四五六七八九十百千万个人次天日位名条件块元岁年月号点份"
                    "起直样下些切定般共报])")
-PATTERN = re.compile(
+PATTERN = lazy(
     # 上周末, 上上个周末, 这个周末; 周末 alone, but not 每个周末 (every weekend) or 下周末
     rf"(?P<wkend_last>(?<!上)上+个?)周末|(?P<wkend_this>这个?|本)周末"
     rf"|(?<![每下个这本上周])(?P<wkend>周末)"

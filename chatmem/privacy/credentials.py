@@ -18,6 +18,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator
 
+from chatmem.lazy_patterns import lazy
 from chatmem.privacy.secret_names import (
     ASIDE,
     BARE_THINGS,
@@ -51,8 +52,8 @@ from chatmem.privacy.secret_names import (
 )
 from chatmem.privacy.word_lists import READ_AS_ASCII, WordGate, lowered_text, spelled
 
-_DATE = re.compile(DATE)
-_CLAUSE_END = re.compile(CLAUSE_END)
+_DATE = lazy(DATE)
+_CLAUSE_END = lazy(CLAUSE_END)
 
 
 def digits_of(text: str) -> str:
@@ -90,69 +91,69 @@ _CODE_ENDS = (r"(?=\s*(?:$|[.,;:!?)]|(?:at|on|in|into|and|then|to|for|when|befor
 _GAP = r"[^.,;:!?。，；：！？\n]"
 _OTHERWISE: dict[str, re.Pattern[str]] = {
     # "the lockbox combo is 3-7-1-9", "Padlock combo 0427", "my phone's unlock code is …"
-    "thing": re.compile(
+    "thing": lazy(
         rf"{WB}(?:{THINGS})(?:'s)?(?:\s+[A-Za-z]{{2,12}})?"
         rf"\s+(?:{THING_NOUNS}){WA}(?:{ASIDE}{LINK}|\s+){_CODE_VALUE}", re.IGNORECASE),
     # "the code to the back door is 8842", "the key for the wifi is …"
-    "generic": re.compile(
+    "generic": lazy(
         rf"{WB}(?P<noun>{GENERIC_NOUNS}){WA}\s+(?:for|to|of|on|at|into)\s+{_GAP}{{0,25}}?"
         rf"{WB}(?:{THINGS}){WA}{_GAP}{{0,25}}?(?:,{_GAP}{{1,30}},)?{LINK}"
         rf"(?:{_CODE_VALUE}|{VALUE})",
         re.IGNORECASE),
     # "the Wi-Fi for guests is Sunflower2024!", 门禁是2580, wifi是Sunflower2024
-    "bare": re.compile(
+    "bare": lazy(
         rf"{WB}(?:{BARE_THINGS}){WA}{ASIDE}{LINK}{VALUE}"
         rf"|(?:{BARE_THINGS_ZH})\s*(?:{LINK_WORDS_ZH})\s*{VALUE_ZH}", re.IGNORECASE),
     # "the pass is Z!ggy1988", "uses pw zebra7731"
-    "pass": re.compile(rf"{WB}(?P<noun>pass|pw){WA}{ASIDE}(?:{LINK}|\s+){VALUE}",
+    "pass": lazy(rf"{WB}(?P<noun>pass|pw){WA}{ASIDE}(?:{LINK}|\s+){VALUE}",
                        re.IGNORECASE),
     # "the side door opens with 7781"
-    "opens": re.compile(
+    "opens": lazy(
         rf"{WB}(?:{THINGS}){WA}{_GAP}{{0,30}}?{WB}(?:{OPENS}){WA}\s+(?:it\s+|them\s+)?"
         rf"(?:with|using|by entering|by typing)\s+(?:{_CODE_VALUE}|{VALUE})", re.IGNORECASE),
     # "unlock the tablet with 192837", "get on the wifi with trout-Ladder-19"
-    "uses": re.compile(
+    "uses": lazy(
         rf"{WB}(?:{USES}){WA}\s+{_GAP}{{0,25}}?{WB}(?:{THINGS}){WA}{_GAP}{{0,15}}?"
         rf"\s(?:with|using)\s+(?:{_CODE_VALUE}|{VALUE})", re.IGNORECASE),
     # "join HomeNet-5G using Lantern!88 as the key"
-    "as": re.compile(
+    "as": lazy(
         rf"{WB}(?:using|use|with)\s+{VALUE}\s+as\s+(?:the\s+|my\s+|our\s+|a\s+)?"
         rf"(?:password|pass|passcode|key|code|pin|combination|combo){WA}", re.IGNORECASE),
     # "type 660152 at the front gate to get in" (a THING or getting in in its sentence)
     # (then an end, or a word that goes on to where: "type 1000 words" types no code)
-    "keys in": re.compile(rf"{WB}(?:{KEYS_IN}){WA}\s+{_CODE_VALUE}{_CODE_ENDS}",
+    "keys in": lazy(rf"{WB}(?:{KEYS_IN}){WA}\s+{_CODE_VALUE}{_CODE_ENDS}",
                           re.IGNORECASE),
     # "use 3344 to get into the side entrance"
-    "use to": re.compile(
+    "use to": lazy(
         rf"{WB}use\s+(?:{_CODE_VALUE}|{VALUE})\s+to\s+(?:{USES}){WA}", re.IGNORECASE),
     # "the gate takes 1379#"
-    "takes": re.compile(
+    "takes": lazy(
         rf"{WB}(?:{THINGS}){WA}{_GAP}{{0,20}}?{WB}(?:{TAKES}){WA}\s+{_CODE_VALUE}{_CODE_ENDS}",
         re.IGNORECASE),
     # "I set the garage keypad code to 1975"
-    "set": re.compile(
+    "set": lazy(
         rf"{WB}(?:set|changed?|reset|updated?)\s+{_GAP}{{0,30}}?"
         rf"(?:{CODE_NAMES}|(?:{THINGS})\s+(?:{THING_NOUNS})){WA}\s+to\s+{_CODE_VALUE}",
         re.IGNORECASE),
     # 保险箱的组合是24-08-61, 无线网的钥匙是Kq83mZ91, 门的PIN是4096
-    "thing zh": re.compile(rf"(?:{THINGS_ZH})的?{THING_NOUNS_ZH}{LINK_ZH}{VALUE_ZH}",
+    "thing zh": lazy(rf"(?:{THINGS_ZH})的?{THING_NOUNS_ZH}{LINK_ZH}{VALUE_ZH}",
                            re.IGNORECASE),
     # 进门按4471#就行, 车锁转到0427就开了 (a door, lock, cabinet or box in its sentence)
-    "keys in zh": re.compile(rf"(?:{KEYS_IN_ZH})\s*{_CODE_VALUE}"),
+    "keys in zh": lazy(rf"(?:{KEYS_IN_ZH})\s*{_CODE_VALUE}"),
     # 用lantern88连家里的无线网
-    "uses zh": re.compile(
+    "uses zh": lazy(
         rf"用\s*(?P<value_zh>[!-~]{{3,64}}?)\s*(?:{USES_ZH})上?[^。！？\n]{{0,6}}?"
         rf"(?:{BARE_THINGS_ZH}|网络|网|门|锁|手机|电脑|平板)", re.IGNORECASE),
 }
 _IN_SENTENCE = {
-    "keys in": re.compile(rf"{WB}(?:{THINGS}){WA}|get(?:ting)? in", re.IGNORECASE),
-    "keys in zh": re.compile(rf"{OPENED_ZH}"),
+    "keys in": lazy(rf"{WB}(?:{THINGS}){WA}|get(?:ting)? in", re.IGNORECASE),
+    "keys in zh": lazy(rf"{OPENED_ZH}"),
 }
-_NETWORK_NAME = re.compile(NETWORK_NAME, re.IGNORECASE)
-_HARMLESS_CODE = re.compile(rf"{WB}(?:{HARMLESS_CODES})\s+(?:code|number)?\s*$",
+_NETWORK_NAME = lazy(NETWORK_NAME, re.IGNORECASE)
+_HARMLESS_CODE = lazy(rf"{WB}(?:{HARMLESS_CODES})\s+(?:code|number)?\s*$",
                             re.IGNORECASE)
-_HARMLESS_PASS = re.compile(rf"{WB}(?:{HARMLESS_PASSES})\s+$", re.IGNORECASE)
-_SENTENCE_END = re.compile(r"[.!?。！？；;\n]")
+_HARMLESS_PASS = lazy(rf"{WB}(?:{HARMLESS_PASSES})\s+$", re.IGNORECASE)
+_SENTENCE_END = lazy(r"[.!?。！？；;\n]")
 
 
 def looks_secret(value: str) -> bool:
@@ -166,7 +167,7 @@ def looks_secret(value: str) -> bool:
     return (letters and (digits or symbols)) or (value.isdigit() and len(value) >= 8)
 
 
-_HARMLESS_CODE_NAMED = re.compile(rf"{WB}(?:{HARMLESS_CODES})\s+code{WA}", re.IGNORECASE)
+_HARMLESS_CODE_NAMED = lazy(rf"{WB}(?:{HARMLESS_CODES})\s+code{WA}", re.IGNORECASE)
 
 
 def harmless_code_before(text: str, start: int) -> bool:
@@ -186,8 +187,8 @@ def _sentence_around(text: str, start: int, end: int) -> str:
 # Where the patterns led by a long alternation of words can start: one scan finds every such
 # place, and each pattern is tried there alone (what finditer finds, a third of the time:
 # the guard reads every new message).
-_THING_STARTS = re.compile(rf"(?={WB}(?:{THINGS}){WA})", re.IGNORECASE)
-_SET_STARTS = re.compile(rf"(?={WB}(?:set|changed?|reset|updated?)\s)", re.IGNORECASE)
+_THING_STARTS = lazy(rf"(?={WB}(?:{THINGS}){WA})", re.IGNORECASE)
+_SET_STARTS = lazy(rf"(?={WB}(?:set|changed?|reset|updated?)\s)", re.IGNORECASE)
 _LED_BY = {"thing": _THING_STARTS, "opens": _THING_STARTS, "takes": _THING_STARTS,
            "set": _SET_STARTS}
 
@@ -195,7 +196,7 @@ _LED_BY = {"thing": _THING_STARTS, "opens": _THING_STARTS, "takes": _THING_START
 _THING_FIRST_WORDS = frozenset(re.sub(r"[^a-z].*", "", text, flags=re.DOTALL)
                                for text in spelled(THINGS.lower()))
 """The first word of every thing a credential opens: where the scan needs to look."""
-_WORD = re.compile(r"(?<![A-Za-z])[A-Za-z]+")
+_WORD = lazy(r"(?<![A-Za-z])[A-Za-z]+")
 
 
 def _thing_starts(text: str) -> list[int]:

@@ -37,6 +37,7 @@ from itertools import accumulate
 
 from chatmem import fts
 from chatmem.graphemes import grapheme_start
+from chatmem.lazy_patterns import lazy
 from chatmem.privacy.prefixes import is_prefix
 from chatmem.text import INVISIBLE
 
@@ -48,14 +49,14 @@ _HANGUL_JAMO = "\u1100-\u11ff\ua960-\ua97f\ud7b0-\ud7ff"
 """The letters a Hangul syllable is written as in NFD (macOS file names, some input
 methods): `fold` decomposes every syllable into them."""
 # Scripts written without spaces between words: a mention there is the exact string.
-_UNSPACED = re.compile(rf"[{fts.CJK}{_HANGUL_JAMO}\u0e00-\u0eff\u1000-\u109f\u1780-\u17ff]")
-_JAMO = re.compile(rf"[{_HANGUL_JAMO}]")
+_UNSPACED = lazy(rf"[{fts.CJK}{_HANGUL_JAMO}\u0e00-\u0eff\u1000-\u109f\u1780-\u17ff]")
+_JAMO = lazy(rf"[{_HANGUL_JAMO}]")
 _HAN_KANA = ("\u3005\u3007\u3040-\u30fa\u30fc-\u30ff\u31f0-\u31ff\u3400-\u4dbf\u4e00-\u9fff"
              "\uf900-\ufaff\uff66-\uff9f\U00020000-\U0003134f")
 """Han and Kana (not the katakana middle dot, which parts words): the characters Chinese and
 Japanese write names in without spaces, so a space between two of them is layout."""
-_HAN_KANA_CHARACTER = re.compile(f"[{_HAN_KANA}]")
-_SPACED_HAN = re.compile(rf"[{_HAN_KANA}]\s+[{_HAN_KANA}]")
+_HAN_KANA_CHARACTER = lazy(f"[{_HAN_KANA}]")
+_SPACED_HAN = lazy(rf"[{_HAN_KANA}]\s+[{_HAN_KANA}]")
 _LAYOUT_SPACE = r"\s*"
 _WORD_SPACE = r"\s+"
 _NUMBER_GLUE = ".,"

@@ -7,6 +7,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 
+from chatmem.lazy_patterns import lazy
 from chatmem.privacy import credentials
 from chatmem.privacy.credentials import digits_of, value_of
 from chatmem.privacy.findings import (
@@ -40,12 +41,12 @@ from chatmem.privacy.secret_names import (
 )
 from chatmem.privacy.word_lists import WordGate, gated
 
-_NAMED_SECRET = re.compile(
+_NAMED_SECRET = lazy(
     rf"{WB}(?:{SECRET_WORDS}){WA}{ASIDE}{LINK}{VALUE}"
     rf"|(?:{SECRET_WORDS_ZH}){LINK_ZH}{VALUE_ZH}",
     re.IGNORECASE,
 )
-_NAMED_CODE = re.compile(
+_NAMED_CODE = lazy(
     # "Gate code 7290#": a code needs no "is" (it is checked for digits below). The digit
     # is looked for as far as a value reaches (128 characters, a quote's mark before them):
     # looked for to the end of the run, "PIN:" said 20,000 times without a space cost every
@@ -56,7 +57,7 @@ _NAMED_CODE = re.compile(
     re.IGNORECASE,
 )
 # Several words to the end of the sentence: "the passphrase is correct horse battery staple".
-_NAMED_PHRASE = re.compile(
+_NAMED_PHRASE = lazy(
     rf"{WB}(?:{PHRASE_WORDS}){WA}(?:{ASIDE}{LINK}|\s+)"
     r"(?:[\"“'‘「](?P<quoted>[^\"”'’」\n]{3,128})[\"”'’」]"
     r"|(?P<value>[^\s.,;!?。，；！？]+(?: [^\s.,;!?。，；！？]+){0,11}))",
@@ -66,7 +67,7 @@ _NAMED_PHRASE = re.compile(
 # "log in as jdoe with hunter2024!".
 _LOGIN_NAMES = r"log[ -]?in|sign[ -]?in|credentials?|user(?:name)?|account"
 _LOGGING_IN = r"log(?:ging|s|ged)?[ -]?(?:in|on)"
-_LOGIN_PAIR = re.compile(
+_LOGIN_PAIR = lazy(
     rf"{WB}(?:{_LOGIN_NAMES}){WA}"
     r"[^.\n/]{0,40}?(?<![^\s:：])[\w.@+-]{2,64}\s*/\s*"
     r"(?P<value>[^\s/]{3,128}?)(?=[\s,;!?)]|[.](?:\s|$)|$)"
@@ -76,7 +77,7 @@ _LOGIN_PAIR = re.compile(
 )
 _PASSPORT = r"passport(?: number| no\.?| #)?"
 _PASSPORT_ZH = r"护照(?:号码?)?"
-_NAMED_PASSPORT = re.compile(
+_NAMED_PASSPORT = lazy(
     rf"(?:{WB}(?:{_PASSPORT}){WA}|{_PASSPORT_ZH})(?:{LINK}|{LINK_ZH})"
     r"(?P<value>[A-Z]{1,2}\d{6,9})(?![A-Za-z0-9])",
     re.IGNORECASE,
@@ -91,7 +92,7 @@ NUMBER_WORDS = {
     ACCOUNT: r"iban|bank account(?: number)?|account number|银行账号|银行账户|账号|帐号",
 }
 _NAMED_NUMBER = {
-    kind: re.compile(
+    kind: lazy(
         rf"(?:{WB}(?:{words}){WA})(?:{LINK}|{LINK_ZH})"
         r"(?P<value>\+?[\dXx][\dXx ()+-]{5,30}[\dXx])(?![A-Za-z0-9_-])",
         re.IGNORECASE,
@@ -99,11 +100,11 @@ _NAMED_NUMBER = {
     for kind, words in NUMBER_WORDS.items()
 }
 MIN_NAMED_DIGITS = {CARD: 12, PHONE: 7, NATIONAL_ID: 8, ACCOUNT: 8}
-_DATE = re.compile(DATE)
+_DATE = lazy(DATE)
 
 
 # A key that is a service's (API, access, secret, private), not a network's or a door's.
-_NAMES_A_KEY = re.compile(r"(?:api|access|secret|private|client|ssh)[ _-]?key(?![A-Za-z])"
+_NAMES_A_KEY = lazy(r"(?:api|access|secret|private|client|ssh)[ _-]?key(?![A-Za-z])"
                           r"|token(?![A-Za-z])", re.IGNORECASE)
 
 

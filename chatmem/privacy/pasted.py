@@ -18,37 +18,38 @@ import binascii
 import re
 from collections.abc import Iterator
 
+from chatmem.lazy_patterns import lazy
 from chatmem.privacy.secret_names import NOT_A_SECRET
 
 # scheme://user:PASSWORD@host: a password may hold '@' unescaped ("p@ss@host"): the last
 # one before the host ends it. The user name is no secret and stays.
-_URL_USERINFO = re.compile(
+_URL_USERINFO = lazy(
     r"(?<=[A-Za-z0-9])://[^\s:@/?#\"'<>]{0,64}:(?P<value>[^\s/?#\"'<>]{1,128})@"
     r"(?=[A-Za-z0-9\[])")
 # NAME=VALUE, NAME: VALUE, NAME = "VALUE", for a NAME ending like a secret's (checked below).
-_ASSIGNED = re.compile(
+_ASSIGNED = lazy(
     r"(?<![A-Za-z0-9_.-])(?P<name>[A-Za-z0-9_.-]{0,56}?(?:pass(?:word|wd|phrase)?|pwd|secret"
     r"|key|token))[\"']?[ \t]{0,3}[=:][ \t]{0,3}"
     r"(?:(?P<q>[\"'])(?P<quoted>[^\"'\n]{1,128})(?P=q)"
     r"|(?P<value>[^\s\"',;]{1,128}))", re.IGNORECASE)
-_SECRET_NAME = re.compile(
+_SECRET_NAME = lazy(
     r"(?:pass(?:word|wd|phrase)|pwd"
     r"|(?:^|[_.-])pass|secret|(?:secret|api|access|private|client|signing|encryption)[_.-]?key"
     r"|(?:^|[_.-])(?:auth|access|api|bearer|refresh|session|github|gitlab|slack|npm|pypi)?"
     r"[_.-]?token)$",
     re.IGNORECASE)
 # curl -u ann:pass, wget --user=ann --password=… (the latter is a named secret already)
-_USER_COLON_PASS = re.compile(
+_USER_COLON_PASS = lazy(
     r"(?<!\S)(?:-u|--user)(?:[ \t]{1,3}|=)?[\"']?[^\s:\"']{1,64}:(?P<value>[^\s\"']{1,128})")
 # mysql -pPASS (the value glued to -p; "-p 3306" and "ssh -p2222" are no password)
-_MYSQL = re.compile(r"(?<![A-Za-z0-9_-])(?:mysql|mysqldump|mysqladmin|mysqlimport|mariadb)"
+_MYSQL = lazy(r"(?<![A-Za-z0-9_-])(?:mysql|mysqldump|mysqladmin|mysqlimport|mariadb)"
                     r"(?![A-Za-z0-9_-])[^\n|;&]{0,200}?(?<!\S)-p(?P<value>[^\s\"']{1,128})")
 # WIFI:S:HomeNet;T:WPA;P:secret;; (fields in any order; \; escapes a semicolon)
-_WIFI_QR = re.compile(r"WIFI:(?:[A-Za-z]:(?:\\.|[^;\\\n]){0,64};){0,5}?"
+_WIFI_QR = lazy(r"WIFI:(?:[A-Za-z]:(?:\\.|[^;\\\n]){0,64};){0,5}?"
                       r"P:(?P<value>(?:\\.|[^;\\\n]){1,128})", re.IGNORECASE)
-_BASIC = re.compile(r"(?<![A-Za-z])Basic[ \t]{1,3}(?P<value>[A-Za-z0-9+/]{8,512}={0,2})"
+_BASIC = lazy(r"(?<![A-Za-z])Basic[ \t]{1,3}(?P<value>[A-Za-z0-9+/]{8,512}={0,2})"
                     r"(?![A-Za-z0-9+/=])")
-_PLACEHOLDER = re.compile(r"[$%<{\[(].*|\*+|x+|\.+|(?:your|my)[_-]?pass(?:word)?|"
+_PLACEHOLDER = lazy(r"[$%<{\[(].*|\*+|x+|\.+|(?:your|my)[_-]?pass(?:word)?|"
                           r"pass(?:word|wd)?|secret|changeme|true|false|yes|no|\d{1,5}",
                           re.IGNORECASE)
 """A value that stands for a password, not one: $PGPASSWORD, ${DB_PASS}, <password>, ***,

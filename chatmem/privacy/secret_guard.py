@@ -31,6 +31,7 @@ import re
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 
+from chatmem.lazy_patterns import lazy
 from chatmem.privacy import secret_names, sensitive
 from chatmem.privacy.findings import CARD, CODE, MARK_OPEN, PASSWORD, PHONE, Finding, masked, merged
 from chatmem.privacy.followed import Followed
@@ -45,19 +46,19 @@ MIN_FOLLOWED = 3
 
 PHRASE = "phrase"
 """A label naming a passphrase: its answer may be several plain words."""
-_PHRASE_LABEL = re.compile(rf"(?<![A-Za-z])(?:{secret_names.PHRASE_WORDS})(?![A-Za-z])",
+_PHRASE_LABEL = lazy(rf"(?<![A-Za-z])(?:{secret_names.PHRASE_WORDS})(?![A-Za-z])",
                            re.IGNORECASE)
-_SECRET_LABEL = re.compile(
+_SECRET_LABEL = lazy(
     rf"(?<![A-Za-z])(?:{secret_names.SECRET_WORDS}|secret)(?![A-Za-z])"
     rf"|{secret_names.SECRET_WORDS_ZH}|(?:{secret_names.BARE_THINGS_ZH})的?钥匙",
     re.IGNORECASE)
-_CODE_LABEL = re.compile(
+_CODE_LABEL = lazy(
     rf"(?<![A-Za-z])(?:{secret_names.CODE_NAMES}"
     rf"|(?:{secret_names.THINGS})(?:'s)?\s+(?:{secret_names.THING_NOUNS}))(?![A-Za-z])"
     rf"|{secret_names.CODE_WORDS_ZH}|门禁|(?:{secret_names.THINGS_ZH})的?{secret_names.THING_NOUNS_ZH}",
     re.IGNORECASE)
 # "the model code of the keypad:", "the promo code": a code, but not a secret.
-_HARMLESS_CODE_LABEL = re.compile(
+_HARMLESS_CODE_LABEL = lazy(
     rf"(?<![A-Za-z])(?:{secret_names.HARMLESS_CODES})\s+(?:code|number|no\.?)(?![A-Za-z])",
     re.IGNORECASE)
 _CARD_WORDS = r"card(?: number)?"
@@ -65,16 +66,16 @@ _CARD_WORDS_ZH = r"卡号|银行卡|信用卡"
 _PHONE_WORDS = r"phone|mobile|cell|telephone"
 _PHONE_WORDS_ZH = r"电话|手机|座机"
 _NUMBER_LABEL = {
-    CARD: re.compile(rf"(?<![A-Za-z])(?:{_CARD_WORDS})(?![A-Za-z])|{_CARD_WORDS_ZH}",
+    CARD: lazy(rf"(?<![A-Za-z])(?:{_CARD_WORDS})(?![A-Za-z])|{_CARD_WORDS_ZH}",
                      re.IGNORECASE),
-    PHONE: re.compile(rf"(?<![A-Za-z])(?:{_PHONE_WORDS})(?![A-Za-z])|{_PHONE_WORDS_ZH}",
+    PHONE: lazy(rf"(?<![A-Za-z])(?:{_PHONE_WORDS})(?![A-Za-z])|{_PHONE_WORDS_ZH}",
                       re.IGNORECASE),
 }
 _HARMLESS_WORDS = (
     r"booking|reservation|order|tracking|invoice|reference|confirmation"
     r"|membership|customer|parcel|shipment|serial|receipt|flight|seat|room|postcode")
 _HARMLESS_WORDS_ZH = r"预订|订单|单号|编号|发票|快递|车次|航班|房间|邮编"
-_HARMLESS_LABEL = re.compile(
+_HARMLESS_LABEL = lazy(
     rf"(?<![A-Za-z])(?:{_HARMLESS_WORDS})(?![A-Za-z])|{_HARMLESS_WORDS_ZH}", re.IGNORECASE)
 # Each label in the order it is looked for, with the words its pattern needs one of (a
 # message's label is worked out for each short answer after it: most hold none of them).
@@ -92,28 +93,28 @@ _LABELS = (
     (_HARMLESS_LABEL, WordGate(f"{_HARMLESS_WORDS}|{_HARMLESS_WORDS_ZH}"), "harmless"),
 )
 # "It's 1847.", "Yes: 732-19-0046", "是3568": the value alone, with a short lead-in.
-_LEAD = re.compile(r"^(?:it'?s|it is|yes|sure|ok(?:ay)?|here|that'?s|是|就是)[\s,:：]*",
+_LEAD = lazy(r"^(?:it'?s|it is|yes|sure|ok(?:ay)?|here|that'?s|是|就是)[\s,:：]*",
                    re.IGNORECASE)
-_TRAIL = re.compile(r"[\s.!。！]+$")
+_TRAIL = lazy(r"[\s.!。！]+$")
 # A number that a full stop or colon follows, "." or "。", "：", ends a statement ("My plate
 # is ABC 12345."), not an answer; "，" and "、" only go on to say more ("可以用9630，不是生日").
-_CODE_WORD = re.compile(r"(?<![A-Za-z0-9_.,:/-])\d{3,12}#?(?![A-Za-z0-9_.,:/%。．：-])")
-_PASSWORD_WORD = re.compile(r"(?<![^\s\"'“‘「(，、：:])(?=\S*[A-Za-z])(?=\S*[\d!@#$%^&*_+=~])"
+_CODE_WORD = lazy(r"(?<![A-Za-z0-9_.,:/-])\d{3,12}#?(?![A-Za-z0-9_.,:/%。．：-])")
+_PASSWORD_WORD = lazy(r"(?<![^\s\"'“‘「(，、：:])(?=\S*[A-Za-z])(?=\S*[\d!@#$%^&*_+=~])"
                             r"[!-~]{6,64}?(?=[\s\"'”’」)，。！？、]|[.,!?]?$|[.,!?]\s)")
-_PASSWORD_TOKEN = re.compile(r"(?=.*[\d!@#$%^&*_+=~-])[!-~]{3,64}")
+_PASSWORD_TOKEN = lazy(r"(?=.*[\d!@#$%^&*_+=~-])[!-~]{3,64}")
 # A code: "4399", "7290#", or digit groups ("0-4-2-7", "31 17 44"), three digits at least.
-_CODE_TOKEN = re.compile(r"[A-Za-z]?(?=(?:\D?\d){3})\d{1,6}(?:[ -]\d{1,6}){0,5}[A-Za-z#*]?")
-_NUMBER_TOKEN = re.compile(r"\+?\d[\d\s()-]{5,30}\d")
-_PHRASE_TOKEN = re.compile(r"[A-Za-z]+(?: [A-Za-z]+){1,11}")
-_DATE_OR_AMOUNT = re.compile(r"\d{1,4}[-/.:]\d{1,2}(?:[-/.:]\d{1,4})?|[$€£¥]\s*\d.*|\d+%")
+_CODE_TOKEN = lazy(r"[A-Za-z]?(?=(?:\D?\d){3})\d{1,6}(?:[ -]\d{1,6}){0,5}[A-Za-z#*]?")
+_NUMBER_TOKEN = lazy(r"\+?\d[\d\s()-]{5,30}\d")
+_PHRASE_TOKEN = lazy(r"[A-Za-z]+(?: [A-Za-z]+){1,11}")
+_DATE_OR_AMOUNT = lazy(r"\d{1,4}[-/.:]\d{1,2}(?:[-/.:]\d{1,4})?|[$€£¥]\s*\d.*|\d+%")
 # A number its own sentence names as something else is no answer to the label before it:
 # "端口8443，" (a port), "2026年5月" (a year), "第183天", "room 305 then": the assistant's
 # "我不会保存卡号。" names a card, and the user's next plans are not its number.
-_NAMED_BEFORE = re.compile(
+_NAMED_BEFORE = lazy(
     rf"(?:(?<![A-Za-z])(?:{_HARMLESS_WORDS}|port|version|floor|page|line|step|platform"
     r"|bus|route|day|year|week|item)\s*#?"
     rf"|{_HARMLESS_WORDS_ZH}|端口|版本|第|楼|层|门牌|号线|页)\s*$", re.IGNORECASE)
-_NAMED_AFTER = re.compile(
+_NAMED_AFTER = lazy(
     r"\s*(?:年|月|日|号|天|周|岁|点|时|分|秒|元|块|个|次|楼|层|页|端口|米|公里|人|万|千|百"
     r"|(?:years?|days?|weeks?|months?|ms|px|km|kg|mb|gb)(?![A-Za-z]))", re.IGNORECASE)
 
@@ -222,7 +223,7 @@ def _label_before(text: str, before: Sequence[str],
     return None, True
 
 
-_QUESTION = re.compile(r"[?？]|[吗呢么]\s*[。.!！]?\s*$")
+_QUESTION = lazy(r"[?？]|[吗呢么]\s*[。.!！]?\s*$")
 
 
 def _asks(text: str) -> bool:
@@ -245,7 +246,7 @@ def _label_of(text: str) -> str | None:
 
 # "I will not store your card number.", "请勿提供密码。": a message that says it will not
 # keep, or ask for, the detail it names asks nobody for it.
-_DECLINES = re.compile(
+_DECLINES = lazy(
     r"(?<![A-Za-z])(?:won'?t|will not|can'?t|cannot|can not|don'?t|do not|never|not going to"
     r"|shouldn'?t|should not|no need to)\s+(?:[A-Za-z]+\s+){0,2}?(?:store|save|keep|ask"
     r"|need|share|record|remember|log|collect|request|want)(?![A-Za-z])"
@@ -264,7 +265,7 @@ _ELSEWHERE = rf"\s+(?:give|send|share|provide|hand|pass|forward){_TO_ELSEWHERE}"
 it to your bank"): it asks nothing of the one it was said to."""
 _ELSEWHERE_ZH = r"把?(?:[它这那][个些]?|卡号|密码)?(?:交给|发给|提供给|转给|给)(?!我)"
 """请把它交给银行, 直接提供给银行: as _ELSEWHERE."""
-_REQUESTS = re.compile(
+_REQUESTS = lazy(
     rf"(?<![A-Za-z])(?:(?:please|kindly)(?!\s+(?:do not|don'?t|never|avoid)|{_ELSEWHERE})"
     r"|tell me|give me|send me|can you|could you|would you|type it|enter it|again)(?![A-Za-z])"
     rf"|请(?![勿不别]|{_ELSEWHERE_ZH})|告诉我|发给我|发我|输入|报一下|说一下|再发"

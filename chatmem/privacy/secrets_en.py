@@ -14,16 +14,17 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator
 
+from chatmem.lazy_patterns import lazy
 from chatmem.privacy.credentials import looks_secret, value_of
 from chatmem.privacy.secret_names import NOT_A_SECRET, VALUE
 
 _NAMES = r"password|passcode|pass code|passphrase|pin|pwd"
 _WHOSE = r"(?:(?:my|the|our|your|his|her|their|its|a|new)\s+){0,2}"
-_CHANGED = re.compile(
+_CHANGED = lazy(
     rf"\b(?:changed|change|set|reset|updated|update|switched|made)\s+{_WHOSE}"
     rf"(?:[A-Za-z-]{{1,20}}\s+){{0,2}}?(?:{_NAMES})\s+(?:to|as|into)\s+{VALUE}",
     re.IGNORECASE)
-_VALUE_FIRST = re.compile(
+_VALUE_FIRST = lazy(
     rf"(?<![!-~])(?P<value>[!-~]{{6,64}})\s+(?:is|was)\s+{_WHOSE}"
     rf"(?:[A-Za-z-]{{1,20}}\s+)?(?:{_NAMES})\b(?!\s+(?:manager|reset|hint|policy|rule))",
     re.IGNORECASE)

@@ -17,6 +17,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator
 
+from chatmem.lazy_patterns import lazy
 from chatmem.privacy.credentials import looks_secret, value_of
 from chatmem.privacy.secret_names import (
     CHANGED_TO_ZH,
@@ -30,11 +31,11 @@ from chatmem.privacy.secret_names import (
 from chatmem.privacy.word_lists import WordGate, lowered_text
 
 _CLAUSE_PUNCT = r"\s，。！？；、,.!?;：:\"“”'‘’「」（）()"
-_LINKED = re.compile(
+_LINKED = lazy(
     rf"(?:{SECRET_WORDS_ZH})\s*(?:(?:{CHANGED_TO_ZH})\s*[:：]?|{LINK_WORDS_ZH})\s*"
     rf"(?:{VALUE_ZH}|(?P<phrase_zh>[^{_CLAUSE_PUNCT}]{{2,32}})(?=[{_CLAUSE_PUNCT}]|$))",
     re.IGNORECASE)
-_OWNED = re.compile(rf"是(?:{OWNERS_ZH})的?[\u4e00-\u9fffA-Za-z0-9]{{0,6}}?(?:{SECRET_WORDS_ZH})")
+_OWNED = lazy(rf"是(?:{OWNERS_ZH})的?[\u4e00-\u9fffA-Za-z0-9]{{0,6}}?(?:{SECRET_WORDS_ZH})")
 _GATE = WordGate(SECRET_WORDS_ZH)
 _VALUE_REACH = 128
 

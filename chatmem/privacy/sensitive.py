@@ -32,6 +32,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 
+from chatmem.lazy_patterns import lazy
 from chatmem.privacy import credentials, pasted, secrets_en, secrets_zh
 from chatmem.privacy.credentials import digits_of
 from chatmem.privacy.findings import (
@@ -91,7 +92,7 @@ def kinds(text: str) -> list[str]:
     return list(dict.fromkeys(f.kind for f in findings(text)))
 
 
-_MARKER = re.compile(f"{MARK_OPEN}([^{MARK_CLOSE}]+){MARK_CLOSE}")
+_MARKER = lazy(f"{MARK_OPEN}([^{MARK_CLOSE}]+){MARK_CLOSE}")
 
 
 def kinds_between(original: str, shown: str) -> list[str]:
@@ -101,7 +102,7 @@ def kinds_between(original: str, shown: str) -> list[str]:
                               if m.group(1) not in before))
 
 
-_SECRET_KEY = re.compile(
+_SECRET_KEY = lazy(
     rf"{WB}(?:{SECRET_WORDS}|{PHRASE_WORDS}|{CODE_WORDS}){WA}"
     rf"|{SECRET_WORDS_ZH}|{CODE_WORDS_ZH}",
     re.IGNORECASE)

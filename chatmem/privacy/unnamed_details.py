@@ -8,6 +8,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 
+from chatmem.lazy_patterns import lazy
 from chatmem.privacy.credentials import clause_before, digits_of
 from chatmem.privacy.findings import API_KEY, CARD, IBAN, NATIONAL_ID, PHONE, Finding
 from chatmem.privacy.secret_names import DATE, WA, WB
@@ -58,16 +59,16 @@ number when its shape or a word beside it says so."""
 _NB = r"(?<![A-Za-z0-9_+-])"
 _NA = r"(?![A-Za-z0-9_-])"
 # Digits in groups of 2–6 joined by single spaces or dashes (4111 1111 1111 1111), or one run.
-_CARD = re.compile(rf"{_NB}\d{{2,6}}(?:[ -]\d{{2,6}}){{2,5}}{_NA}"
+_CARD = lazy(rf"{_NB}\d{{2,6}}(?:[ -]\d{{2,6}}){{2,5}}{_NA}"
                    rf"|{_NB}(?<!\d[.,])\d{{13,19}}(?![A-Za-z0-9_-]|[.,]\d)")
-_IBAN = re.compile(r"(?<![A-Za-z0-9])[A-Z]{2}\d{2}(?:[ ]?[A-Z0-9]{4}){2,7}(?:[ ]?[A-Z0-9]{1,3})?"
+_IBAN = lazy(r"(?<![A-Za-z0-9])[A-Z]{2}\d{2}(?:[ ]?[A-Z0-9]{4}){2,7}(?:[ ]?[A-Z0-9]{1,3})?"
                    r"(?![A-Za-z0-9])")
-_CN_ID = re.compile(r"(?<![A-Za-z0-9_])[1-9]\d{16}[\dXx](?![A-Za-z0-9_])")
-_SSN = re.compile(rf"{_NB}\d{{3}}-\d{{2}}-\d{{4}}{_NA}")
+_CN_ID = lazy(r"(?<![A-Za-z0-9_])[1-9]\d{16}[\dXx](?![A-Za-z0-9_])")
+_SSN = lazy(rf"{_NB}\d{{3}}-\d{{2}}-\d{{4}}{_NA}")
 # What a number phonenumbers finds valid must also look like to count without a label:
 # an international number, a trunk prefix with groups (020 7946 0958, 089 1234567,
 # 03-3224-5000), a mainland mobile (138 0013 8000) or a North American layout.
-_PHONE_SHAPE = re.compile(
+_PHONE_SHAPE = lazy(
     r"\+.+|\(\d.+|0\d+(?:[ .-]\d+)+|1[3-9]\d(?:[ -]?\d{4}){2}|\d{3}[-.]\d{3}[-.]\d{4}")
 # Words beside a number that say what it is. The nearest one before it in its clause
 # decides: "booking reference 4539 1488 0343 6467" is not a card, "order 415 555 2671"
@@ -83,7 +84,7 @@ _PRIVATE_LABEL = (
     r"|dial|reach|ping|contact|whatsapp|fax|landline|iban|account"
     r"|卡号|银行卡|信用卡|电话|手机|打|联系|座机|账号|帐号"
 )
-_LABEL = re.compile(
+_LABEL = lazy(
     rf"(?P<harmless>{WB}(?:{_NOT_PRIVATE_LABEL}){WA})|(?P<private>{WB}(?:{_PRIVATE_LABEL}){WA})",
     re.IGNORECASE)
 LABEL_REACH = 48
@@ -108,7 +109,7 @@ def private_label_before(text: str, start: int) -> bool:
 
 # Digit groups a phone number could be (7 or more digits, single separators): only these
 # are handed to phonenumbers, whose matcher costs milliseconds per region on any text.
-_PHONE_CANDIDATE = re.compile(
+_PHONE_CANDIDATE = lazy(
     r"(?<![A-Za-z0-9_+.,/-])(?:\+\d{1,3}[ .-]?)?(?:\(\d{1,5}\)[ .-]?)?\d{1,15}"
     r"(?:[ .-]\d{1,12}){0,5}(?![A-Za-z0-9_]|[.,/-]\d)")
 
@@ -139,7 +140,7 @@ def _phones(text: str) -> Iterable[Finding]:
             yield Finding(PHONE, start, match.end(), raw)
 
 
-_API_KEY = re.compile(
+_API_KEY = lazy(
     rf"{_NB}(?:"
     r"sk-(?:proj-|ant-|live-|test-)?[A-Za-z0-9_-]{16,}"
     r"|(?:pk|rk)_(?:live|test)_[A-Za-z0-9]{16,}"
@@ -153,7 +154,7 @@ _API_KEY = re.compile(
     rf"){_NA}"
     r"|-----BEGIN [A-Z ]*PRIVATE KEY-----[\s\S]*?(?:-----END [A-Z ]*PRIVATE KEY-----|$)"
 )
-_DATE = re.compile(DATE)
+_DATE = lazy(DATE)
 
 
 def unnamed_details(text: str) -> Iterable[Finding]:

@@ -16,6 +16,7 @@ import re
 from collections.abc import Callable
 from typing import Any
 
+from chatmem.lazy_patterns import lazy
 from chatmem.providers.base import ChatMessages
 
 USER_KEYS = {"name", "allergy", "city", "名字", "过敏", "城市"}
@@ -23,8 +24,8 @@ USER_KEYS = {"name", "allergy", "city", "名字", "过敏", "城市"}
 SAME_FACT = ({"name", "名字"}, {"allergy", "过敏"}, {"city", "城市"}, {"budget", "预算"})
 """Keys this extractor knows to name one fact across languages; it answers "same_as"."""
 
-_CLAUSE = re.compile(r"([。！？；，、\n;!?]|[.,](?=\s|$))")
-_QUESTION_WORDS = re.compile(
+_CLAUSE = lazy(r"([。！？；，、\n;!?]|[.,](?=\s|$))")
+_QUESTION_WORDS = lazy(
     r"什么|多少|哪(?!怕)|谁|怎么|为什么|吗[呢啊呀]?$"  # 吗 asks only at the end: 吗啡 is morphine
     r"|^(?:what|which|when|where|who|whom|whose|how|why)(?:['’]s)?\b"
     r"|^(?:is|are|was|were|do|does|did|can|could|would|will|shall)\s+(?:my|your|the|it|i|you|we)\b",
@@ -33,7 +34,7 @@ _QUESTION_WORDS = re.compile(
 # Ids: ORD-7731, KW-58213, MU5137, SORRY15, 2026-0417-88, blue-otter-88.
 _ID = (r"(?:[A-Za-z]{1,10}[-_#]?\d[A-Za-z0-9_-]*(?<![-_])|\d+(?:-\d+){2,}"
        r"|(?=[A-Za-z0-9-]*\d)[A-Za-z0-9]+(?:-[A-Za-z0-9]+){2,})(?![A-Za-z0-9_-])")
-_VALUE_END = re.compile(
+_VALUE_END = lazy(
     r"\s+(?:and|but)\s+(?:i|i'm|my|we|please|it|it's|she|he|they|this|that)\b.*$", re.IGNORECASE
 )
 _FLAGS = re.IGNORECASE
@@ -58,26 +59,26 @@ def _named_id(m: re.Match[str]) -> tuple[str, str] | None:
 
 
 RETRACT_RULES = [
-    re.compile(r"\b(?:forget|delete|drop) my (?P<key>[\w -]{1,40}?)\s*$", _FLAGS),
-    re.compile(r"(?:忘记|忘掉|删除|删掉)我的(?P<key>.{1,10}?)(?:吧)?$"),
+    lazy(r"\b(?:forget|delete|drop) my (?P<key>[\w -]{1,40}?)\s*$", _FLAGS),
+    lazy(r"(?:忘记|忘掉|删除|删掉)我的(?P<key>.{1,10}?)(?:吧)?$"),
 ]
 
 SET_RULES: list[Rule] = [
-    (re.compile(r"\bmy name is (?P<value>.+)", _FLAGS), _fixed("name")),
-    (re.compile(r"\bcall me (?P<value>.+)", _FLAGS), _fixed("name")),
-    (re.compile(r"\bi(?:'m| am) allergic to (?P<value>.+)", _FLAGS), _fixed("allergy")),
-    (re.compile(r"\bi live in (?P<value>.+)", _FLAGS), _fixed("city")),
+    (lazy(r"\bmy name is (?P<value>.+)", _FLAGS), _fixed("name")),
+    (lazy(r"\bcall me (?P<value>.+)", _FLAGS), _fixed("name")),
+    (lazy(r"\bi(?:'m| am) allergic to (?P<value>.+)", _FLAGS), _fixed("allergy")),
+    (lazy(r"\bi live in (?P<value>.+)", _FLAGS), _fixed("city")),
     # "the order number is KW-58213": only an id-shaped value makes "the X" the user's fact.
-    (re.compile(rf"\b(?:the|our) (?P<key>[a-z][\w-]*(?: [\w-]+){{0,3}}?)"
+    (lazy(rf"\b(?:the|our) (?P<key>[a-z][\w-]*(?: [\w-]+){{0,3}}?)"
                 rf" (?:is|was|are) (?P<value>{_ID})", _FLAGS), _named),
-    (re.compile(r"\bmy (?P<key>[a-z][\w-]*(?: [\w-]+){0,3}?) (?:is|are) (?P<value>.+)", _FLAGS),
+    (lazy(r"\bmy (?P<key>[a-z][\w-]*(?: [\w-]+){0,3}?) (?:is|are) (?P<value>.+)", _FLAGS),
      _named),
-    (re.compile(r"我叫(?P<value>.+)"), _fixed("名字")),
-    (re.compile(r"我对(?P<value>.+?)过敏"), _fixed("过敏")),
-    (re.compile(r"我住在(?P<value>.+)"), _fixed("城市")),
-    (re.compile(r"我的(?P<key>[^是]{1,10})是(?P<value>.+)"), _named),
-    (re.compile(r"预算(?:是|为|有|大约|大概|在)?(?P<value>.+)"), _fixed("预算")),
-    (re.compile(rf"(?P<key>[\u4e00-\u9fff]{{1,8}}?)(?P<link>是|为|：|:)?\s*(?P<value>{_ID})"),
+    (lazy(r"我叫(?P<value>.+)"), _fixed("名字")),
+    (lazy(r"我对(?P<value>.+?)过敏"), _fixed("过敏")),
+    (lazy(r"我住在(?P<value>.+)"), _fixed("城市")),
+    (lazy(r"我的(?P<key>[^是]{1,10})是(?P<value>.+)"), _named),
+    (lazy(r"预算(?:是|为|有|大约|大概|在)?(?P<value>.+)"), _fixed("预算")),
+    (lazy(rf"(?P<key>[\u4e00-\u9fff]{{1,8}}?)(?P<link>是|为|：|:)?\s*(?P<value>{_ID})"),
      _named_id),
 ]
 
