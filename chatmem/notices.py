@@ -29,6 +29,7 @@ from chatmem.history_notices import (
 from chatmem.indexing_notices import Failure, IndexingNotice, VectorsResized
 from chatmem.privacy.secrets import Credential
 from chatmem.session_notices import (
+    BuildSlow,
     ModelChanged,
     SavedParamsDropped,
     SettingsNotSaved,
@@ -338,7 +339,7 @@ Notice = (IndexingNotice | VectorsResized | SummaryUpdated | SummaryFailed | Fac
           | MemoryUpdateFailed | MemoryUpdateCancelled | ErasedWhileUpdating
           | StrategyChanged | ModelChanged
           | SavedParamsDropped | SystemPromptReplaced | SettingsNotSaved | StateLarge
-          | HelperTooSmall
+          | BuildSlow | HelperTooSmall
           | HistoryMoved | OldHistoryLeft | RetentionApplied | RetentionSkipped
           | HistoryUpgrading | WaitingForUpgrade | WaitingForWrite
           | ContextsOverBudget | ContextsByWordsAlone | ContextsWithoutVectors

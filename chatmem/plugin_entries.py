@@ -28,6 +28,10 @@ class ProblemKind(Enum):
     REJECTED = "rejected"
     """It registered something chatmem cannot use: the wrong type, or a name that is
     invalid or already taken (a built-in's, or another plugin's: both are skipped)."""
+    SLOW = "slow"
+    """Not skipped: it loaded, but its import and register took SLOW_LOAD seconds or more,
+    which every command that loads the registries waits for (the one kind that is no
+    reason to skip it: `Registries.problems` leaves it out, a listener hears it)."""
 
 
 @dataclass(frozen=True)

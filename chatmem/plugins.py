@@ -23,6 +23,7 @@ import functools
 import importlib
 import re
 import threading
+import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
@@ -56,6 +57,9 @@ ENTRY_POINT_GROUP = "chatmem.plugins"
 BUILTIN_PLUGINS = ("chatmem.builtin_plugin",)
 """Modules registered before any entry point, as if each were one."""
 HOOK = "register"
+SLOW_LOAD = 3.0
+"""Seconds a plugin's import and register may take before the loading says so: each
+command that needs a strategy, a provider or an embedder waits for them."""
 PROVIDER_WORDS = ("auto",)
 """Names `provider` takes that are no registered provider (auto: see providers/__init__)."""
 EMBEDDER_WORDS = ("auto", "none")
@@ -98,7 +102,12 @@ class Registries:
                 with plugin_prints_to_stderr():
                     for source, load in self._plugins():
                         with labelled(None if source.builtin else f"{registered_by(source)}: "):
+                            began = time.monotonic()
                             self._load(source, load)
+                            took = time.monotonic() - began
+                        if took >= SLOW_LOAD and not source.builtin:
+                            self._contents.problems.append(PluginProblem(
+                                source, ProblemKind.SLOW, f"{took:.1f}"))
                 self._ready = True
                 self._report()
             return self._contents
@@ -223,7 +232,8 @@ class Registries:
 
     @property
     def problems(self) -> list[PluginProblem]:
-        return list(self._loaded().problems)
+        """The plugins skipped, and why (one that only loaded slowly is no problem here)."""
+        return [p for p in self._loaded().problems if p.kind is not ProblemKind.SLOW]
 
     # -- the registries ------------------------------------------------------------------
 

@@ -75,6 +75,20 @@ class SettingsNotSaved:
     owner: str
 
 
+SLOW_BUILD = 2.0
+"""Seconds a plugin strategy's build may take before the turn says it waited for it."""
+
+
+@dataclass(frozen=True)
+class BuildSlow:
+    """Plugin strategy `strategy` took `seconds` to build a context of session `session`:
+    the turn waited that long before the model was asked (said once per chat)."""
+
+    session: str
+    strategy: str
+    seconds: float
+
+
 LARGE_STATE = 8_000_000
 """Bytes of a plugin strategy's stored state (UTF-8) past which each turn is said to be slowed
 by it (reading and writing 60 MB took 10-15 s a turn): StateLarge, once per chat."""

@@ -394,3 +394,34 @@ def test_threads_using_the_registries_first_at_once_load_them_once(
     assert scans == [1]
     assert seen == [[*BUILT_IN, "late"]] * 2  # neither saw a half-filled registry
     sys.modules.pop("chatmem_late", None)
+
+
+def test_a_plugin_slow_to_load_is_said_once_and_is_still_used(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A plugin whose import took seconds (a heavy library, a network call at import) made
+    every command wait that long, and nothing said why."""
+    import chatmem.plugins
+    from chatmem.render.plugins import plugin_problem_line
+
+    monkeypatch.setattr(chatmem.plugins, "SLOW_LOAD", 0.3)
+    for module, pause in (("chatmem_slow_one", 0.4), ("chatmem_quick_one", 0)):
+        (tmp_path / f"{module}.py").write_text(
+            f"import time\ntime.sleep({pause})\n"
+            "from chatmem.memory.window import WindowStrategy\n"
+            f"class Keep(WindowStrategy):\n    name = '{module[8:].replace('_', '-')}'\n"
+            "    description = 'kept'\n"
+            "def register(plugins):\n    plugins.add_strategy(Keep)\n", encoding="utf-8")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    loaded = Registries(entry_points=lambda: [entry_point("slow", "chatmem_slow_one"),
+                                              entry_point("quick", "chatmem_quick_one")])
+    heard: list[Any] = []
+    loaded.listen(heard.append)
+    assert "slow-one" in loaded.strategies and "quick-one" in loaded.strategies
+    assert [(p.plugin.name, p.kind) for p in heard] == [("slow", ProblemKind.SLOW)]
+    assert float(heard[0].detail) >= 0.4
+    assert loaded.problems == []  # loaded and used: nothing was skipped
+    line = plugin_problem_line(heard[0]).plain
+    assert "slow" in line and "skipped" not in line
+    for module in ("chatmem_slow_one", "chatmem_quick_one"):
+        sys.modules.pop(module, None)

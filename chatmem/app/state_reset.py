@@ -53,8 +53,8 @@ def reset_state(workspace: Workspace, session: str, strategy: str) -> StateReset
                     if row.strategy == strategy and isinstance(row.value, list)]
         rows, summaries = store.memory.reset_strategy_state(record.id, strategy)
         if not rows and not summaries:
-            raise NotFound(f"session {session!r} holds no state of strategy {strategy!r} (the"
-                           " error that led here names the strategy)")
+            raise NotFound(f"session {session!r} holds no state of strategy {strategy!r}"
+                           f"{_way_on(strategy)}")
         if unpinned:
             store.memory.set_strategy_state(record.id, strategy, {
                 UNPINNED_KEY: [u for u in unpinned[0] if isinstance(u, str)]}, covers_turn=0)
@@ -68,6 +68,18 @@ def reset_state(workspace: Workspace, session: str, strategy: str) -> StateReset
                 "turns": said_in_history(store.history, record.id)}, covers_turn=0)
     return StateReset(session, strategy, rows, summaries,
                       rebuilt=strategy in (COUNTER, SENSITIVE_KEY))
+
+
+def _way_on(strategy: str) -> str:
+    """`reset-state S jiyi:k=1` said only that no state of 'jiyi:k=1' was held: a state is
+    kept under the strategy's name alone, and a combination's under each part's."""
+    name = strategy.partition(":")[0].strip()
+    if "+" in name or "＋" in name:
+        parts = [p.strip() for p in name.replace("＋", "+").split("+")]
+        return f" (a combination's parts keep their states apart: reset one, e.g. {parts[0]})"
+    if name != strategy:
+        return f" (a state has no parameters: name the strategy alone, {name})"
+    return " (the error that led here names the strategy)"
 
 
 def _pin_ids_given(store: Store, session_id: int) -> int:

@@ -252,7 +252,9 @@ class Engine(SessionChanges, MemoryUpkeep, TurnChecks, TurnRows, Generic[StoreT]
         sent_at = self.store.now()  # stamps the input and the reply; its context reads its day
         try:
             request = self.request(text, attachments, parse_time(sent_at), speaker)
+            building = time.monotonic()
             context = self._build(request)
+            notices += self.slow_build(time.monotonic() - building)
             self.check_budget(context)
         except (OverBudget, StrategyFailed):
             self._refused = True

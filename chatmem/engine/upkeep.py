@@ -18,7 +18,7 @@ from chatmem.memory.base import MemoryEnv, Opening
 from chatmem.memory.guards import prepare_guarded, update_guarded
 from chatmem.notices import HelperTooSmall, MemoryUpdateCancelled, MemoryUpdateFailed, Notice
 from chatmem.providers.base import innermost
-from chatmem.session_notices import LARGE_STATE, StateLarge
+from chatmem.session_notices import LARGE_STATE, SLOW_BUILD, BuildSlow, StateLarge
 
 if TYPE_CHECKING:
     from datetime import tzinfo
@@ -92,6 +92,18 @@ class MemoryUpkeep:
         except ChatmemError:  # that state unreadable: the failure is the one to tell
             return None
         return self.address if held else None
+
+    def slow_build(self, seconds: float) -> list[Notice]:
+        """A build of SLOW_BUILD seconds or more by a plugin's strategy, said once per chat:
+        a plugin taking 5 s to build made each turn wait 5 s, and the turn's line showed
+        the reply's time alone (0.0 s)."""
+        plugins = [m.name for m in self.strategy.members
+                   if not type(m).__module__.startswith("chatmem.")]
+        said: set[str] = self.state.caches.setdefault("slow_builds_said", set())
+        if seconds < SLOW_BUILD or not plugins or said.issuperset(plugins):
+            return []
+        said.update(plugins)
+        return [BuildSlow(self.address, "+".join(plugins), seconds)]
 
     def _large_states(self) -> list[Notice]:
         """Each plugin member's state over LARGE_STATE bytes, said once per chat (an

@@ -221,9 +221,13 @@ class BaseStrategy(Generic[Options]):
         known = {p.name: p for p in cls.PARAMS}
         for key in raw:
             if key not in known:
-                valid = ", ".join(known) or "none"
+                valid = "valid: " + (", ".join(known) or "none")
+                owner, sign, bare = key.rpartition(":") if ":" in key else key.rpartition(".")
+                if sign and owner.strip() == cls.name and bare.strip() in known:
+                    # `--param jiyi:k=2`: the strategy comes from -s, the parameter alone.
+                    valid = f"name it alone: {bare.strip()}={raw[key]}"
                 raise StrategyError(
-                    f"unknown parameter {key!r} for strategy {cls.name!r} (valid: {valid})"
+                    f"unknown parameter {key!r} for strategy {cls.name!r} ({valid})"
                 )
         return {
             name: p.parse(cls.name, raw[name]) if name in raw else p.default

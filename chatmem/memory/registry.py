@@ -10,6 +10,7 @@ import re
 from collections.abc import Iterator, Mapping
 from typing import Any
 
+from chatmem.config.pairs import split_names
 from chatmem.errors import Listed, StrategyError, StrategyFailed
 from chatmem.memory.base import BaseStrategy, Strategy
 from chatmem.memory.combined import CombinedStrategy
@@ -124,9 +125,32 @@ class StrategyRegistry(Mapping[str, type[BaseStrategy]]):
         the strategy is built (`create`), which the CLI does at once to say what is wrong.
         """
         names, inline = split_text(text)
-        spec = self._distribute(names, {**(params or {}), **inline})
-        self.create(spec)  # check the values now, before any work is done
+        try:
+            spec = self._distribute(names, {**(params or {}), **inline})
+            self.create(spec)  # check the values now, before any work is done
+        except StrategyError:
+            self._joined_after_params(text, names, inline)
+            raise
         return spec
+
+    def _joined_after_params(self, text: str, names: tuple[str, ...],
+                             inline: Mapping[str, str]) -> None:
+        """`-s jiyi:k=1+window` read `1+window` as k's value and said it was no whole number:
+        a combination's parameters follow all its parts. Raises the line with the way on
+        when a parameter's value goes on with `+` and strategies' names."""
+        if len(names) != 1 or names[0] not in self._classes:
+            return
+        for key, value in inline.items():
+            head, *rest = split_names(value)
+            later = [split_text(piece) for piece in rest]
+            if not later or not all(len(n) == 1 and n[0] in self._classes for n, _ in later):
+                continue
+            parts = [*names, *(n[0] for n, _ in later)]
+            given = [f"{names[0]}.{k}={head if k == key else v}" for k, v in inline.items()]
+            given += [f"{n[0]}.{k}={v}" for n, pairs in later for k, v in pairs.items()]
+            way = f"{'+'.join(parts)}:{','.join(given)}"
+            raise StrategyError(f"strategy {text!r}: a combination's parameters follow all its "
+                                f"parts, each as PART.NAME: {way}")
 
     def _distribute(self, names: tuple[str, ...], given: Mapping[str, Any]) -> StrategySpec:
         combined = len(names) > 1
@@ -158,10 +182,13 @@ class StrategyRegistry(Mapping[str, type[BaseStrategy]]):
             owners = [n for n in names if any(p.name == key for p in self._classes[n].PARAMS)]
             if len(owners) != 1:
                 choices = [f"{n}.{p.name}" for n in names for p in self._classes[n].PARAMS]
+                valid = f"valid: {', '.join(choices) or 'none'}"
+                if key.replace(":", ".", 1) in choices:  # `--param jiyi:k=2`
+                    valid = f"here: {key.replace(':', '.', 1)}={value}"
                 hint = "is ambiguous" if owners else "is unknown"
                 raise StrategyError(
                     f"parameter {key!r} {hint} for {joined!r}; address it as "
-                    f"PART.NAME (valid: {', '.join(choices) or 'none'})")
+                    f"PART.NAME ({valid})")
             split[owners[0]][key] = value
         return StrategySpec(tuple(SpecPart(name, split[name]) for name in names))
 
@@ -181,7 +208,11 @@ class StrategyRegistry(Mapping[str, type[BaseStrategy]]):
     def strategy(self, text: str, params: Mapping[str, Any] | None = None) -> Strategy:
         """The strategy `text` and `params` name (as `parse` reads them), built once."""
         names, inline = split_text(text)
-        return self.create(self._distribute(names, {**(params or {}), **inline}))
+        try:
+            return self.create(self._distribute(names, {**(params or {}), **inline}))
+        except StrategyError:
+            self._joined_after_params(text, names, inline)
+            raise
 
     def changed_params(self, name: str, params: Mapping[str, Any]) -> dict[str, Any]:
         """A stored strategy's parameters that differ from their defaults, as listings show

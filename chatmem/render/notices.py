@@ -67,6 +67,7 @@ from chatmem.render.history_notices import history_notice_text
 from chatmem.render.indexing_notices import failure_text, indexing_notice_text
 from chatmem.render.session_notices import session_notice_text
 from chatmem.session_notices import (
+    BuildSlow,
     ModelChanged,
     SavedParamsDropped,
     SettingsNotSaved,
@@ -206,6 +207,12 @@ HELPER_MODEL_HINT = ("name a stronger model for these calls: helper_model = \"gp
 def _(n: StateLarge, repl_hints: bool) -> str:
     return (f"session {n.session}: strategy {n.strategy!r}{by_plugin('strategy', n.strategy)}"
             f" keeps about {n.size / 1e6:.0f} MB of state, read whole each turn: turns are slow")
+
+
+@_worded.register
+def _(n: BuildSlow, repl_hints: bool) -> str:
+    return (f"session {n.session}: strategy {n.strategy!r}{by_plugin('strategy', n.strategy)}"
+            f" took {n.seconds:.1f} s to build the context: the turn waited for it")
 
 
 @_worded.register

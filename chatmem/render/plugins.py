@@ -23,6 +23,11 @@ def plugin_name(source: PluginSource) -> str:
 
 def plugin_problem_line(problem: PluginProblem) -> Text:
     """`warning: plugin echo (…) skipped: could not be imported: ModuleNotFoundError: …`."""
+    if problem.kind is ProblemKind.SLOW:
+        text = (f"plugin {plugin_name(problem.plugin)} took {problem.detail} s to load (its"
+                " import and register): every command that needs a strategy, a provider or"
+                " an embedder waits for it")
+        return Text.assemble(("note: ", "bold"), text)
     text = (f"plugin {plugin_name(problem.plugin)} skipped: "
             f"{WHAT_WENT_WRONG[problem.kind]}: {problem.detail}")
     return Text.assemble(("warning: ", "bold yellow"), text)

@@ -66,36 +66,55 @@ def run_conversation(name: str, convo: dict[str, Any], folder: Path, embedder: s
     strategies = load_registries().strategies
     params = strategy_params(strategies, name, convo)
     db = None if location else folder / "c.db"
+    session = _session_name()
     with Store(location or folder / "c.db") as store:
-        # The contract is about what a strategy builds, over budget too: the engine's
-        # pre-flight refusal of an input that cannot fit is tested in test_engine.py.
-        engine = open_session(store, settings, provider, _session_name(),
-                              strategy=strategies.parse(name, params),
-                              strategies=strategies, allow_over_budget=True)
-        if convo["greeting"]:
-            # An imported transcript may open with the assistant.
-            store.history.import_messages(engine.session.id,
-                                          [{"role": "assistant", "content": convo["greeting"]}])
-        for text in convo["inputs"]:
-            history_turns = store.history.turn_count(engine.session.id)
-            check_build_writes_nothing(engine, text, db)
-            result = engine.run_turn(text)
-            assert result.status == "ok"
-            check_context(store, engine.session.id, engine.strategy.params, result.context, text)
-            # Part counts are honest: they add up to a fresh count of what was sent.
-            fresh = provider.token_counter().count_messages(result.context.messages())
-            assert result.record.estimated_tokens == result.context.tokens == fresh
-        check_prepared_builds_alike(engine, name, params, strategies, text, db)
-        # What the model received is what each stored turn says was sent.
-        chats = [json.loads(line) for line in log.read_text(encoding="utf-8").splitlines()]
-        sent = [c["messages"] for c in chats if c["purpose"] == "chat"]
-        stored = [Context.from_json(t.context).messages()
-                  for t in store.turns.turns(engine.session.id)]
-        assert sent == stored
-        if engine.strategy.keeps_state:
-            # The last turn followed the most updates: its state is the one to rebuild.
-            check_catch_up(engine, strategies.strategy(name, params), history_turns, text,
-                           result.context)
+        try:
+            _run(store, session, name, params, strategies, settings, provider, convo, log, db)
+        finally:
+            if location:
+                _leave_nothing(store, session)
+
+
+def _leave_nothing(store: Store, session: str) -> None:
+    """Delete the conversation's session from the PostgreSQL database the author gave
+    (check_strategy(postgres=URL) left one per generated conversation, a few hundred test
+    sessions in `chatmem sessions` there), whether its rules held or not."""
+    if session in {s.name for s in store.sessions.list_sessions()}:
+        store.sessions.delete_session(session)
+
+
+def _run(store: Store, session: str, name: str, params: dict[str, str],
+         strategies: StrategyRegistry, settings: Settings, provider: ScriptedProvider,
+         convo: dict[str, Any], log: Path, db: Path | None) -> None:
+    # The contract is about what a strategy builds, over budget too: the engine's
+    # pre-flight refusal of an input that cannot fit is tested in test_engine.py.
+    engine = open_session(store, settings, provider, session,
+                          strategy=strategies.parse(name, params),
+                          strategies=strategies, allow_over_budget=True)
+    if convo["greeting"]:
+        # An imported transcript may open with the assistant.
+        store.history.import_messages(engine.session.id,
+                                      [{"role": "assistant", "content": convo["greeting"]}])
+    for text in convo["inputs"]:
+        history_turns = store.history.turn_count(engine.session.id)
+        check_build_writes_nothing(engine, text, db)
+        result = engine.run_turn(text)
+        assert result.status == "ok"
+        check_context(store, engine.session.id, engine.strategy.params, result.context, text)
+        # Part counts are honest: they add up to a fresh count of what was sent.
+        fresh = provider.token_counter().count_messages(result.context.messages())
+        assert result.record.estimated_tokens == result.context.tokens == fresh
+    check_prepared_builds_alike(engine, name, params, strategies, text, db)
+    # What the model received is what each stored turn says was sent.
+    chats = [json.loads(line) for line in log.read_text(encoding="utf-8").splitlines()]
+    sent = [c["messages"] for c in chats if c["purpose"] == "chat"]
+    stored = [Context.from_json(t.context).messages()
+              for t in store.turns.turns(engine.session.id)]
+    assert sent == stored
+    if engine.strategy.keeps_state:
+        # The last turn followed the most updates: its state is the one to rebuild.
+        check_catch_up(engine, strategies.strategy(name, params), history_turns, text,
+                       result.context)
 
 
 def check_context(store: Store, session_id: int, params: Any, context: Context,

@@ -83,3 +83,20 @@ def test_resetting_the_pin_counter_never_gives_an_unpinned_id_again(
     assert (done.rows, done.summaries, done.rebuilt) == (1, 0, True)
     # The last id given out was 2 (unpinned since): the next pin is p3, never a second p2.
     assert pins.allocate_ids(store, engine.session.id, 1) == [3]
+
+
+@pytest.mark.parametrize(("named", "way"), [
+    ("summary-buffer:max_tokens=80", "summary-buffer"),  # parameters, as -s takes them
+    ("summary-buffer+window", "summary-buffer"),  # a combination: each part's own state
+])
+def test_resetting_a_state_named_as_s_names_a_strategy_says_the_name_to_give(
+        tmp_path: Path, named: str, way: str) -> None:
+    """`sessions reset-state S notes:k=1` said only that no state of 'notes:k=1' was held
+    and that the error that led here names the strategy."""
+    db = tmp_path / "h.db"
+    run(db, "ask", "s", f"hello {FILL}", "-s", "summary-buffer", "-p", "max_tokens=80",
+        "--save", "--provider", "scripted", code=0)
+    refused = run(db, "sessions", "reset-state", "s", named, code=1)
+    assert f", {way})" in refused.stderr or f"e.g. {way})" in refused.stderr
+    assert "led here" not in refused.stderr
+    run(db, "sessions", "reset-state", "s", way, code=0)

@@ -626,3 +626,18 @@ def test_a_plugin_raising_a_base_exception_is_one_line_and_the_chat_goes_on(
     with Store(db) as store:
         said = [m.content for m in store.history.messages(store.sessions.session("c").id)]
     assert said == ["one 一", "echo #1: one 一", "three 三", "echo #2: three 三"]
+
+
+def test_a_provider_whose_plugin_now_fails_to_load_is_refused_naming_that_plugin(
+        installed: Install, tmp_path: Path) -> None:
+    """`--provider flaky` while flaky's plugin fails its import said only the names
+    --provider takes, as it says of a typo."""
+    installed("chatmem-flaky", "chatmem_flaky", FLAKY, name="flaky")
+    db = str(tmp_path / "h.db")
+    unimportable(tmp_path / "site", "chatmem_flaky", FLAKY)
+    load_registries.cache_clear()
+    refused = invoke("ask", "--provider", "flaky", "--db", db, "你好", code=2)
+    warning, error = refused.stderr.splitlines()
+    assert warning.startswith("warning: plugin flaky (chatmem-flaky 0.1.0")
+    assert "'flaky'" in error and "plugin flaky (chatmem-flaky 0.1.0)" in error
+    assert "failed to load" in error

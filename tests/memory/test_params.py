@@ -59,3 +59,25 @@ def test_a_field_not_declared_with_param_is_refused() -> None:
 def test_full_width_numbers_read_as_an_input_method_types_them() -> None:
     strategy = create_strategy("retrieval", {"top_k": "３", "mmr": "０．５"})
     assert (strategy.options.top_k, strategy.options.mmr) == (3, 0.5)
+
+
+
+@pytest.mark.parametrize(("spec", "params", "way", "works"), [
+    # -s window:k=1+entity read `1+entity` as k's value ("must be a whole number")
+    ("window:k=1+entity", {}, "window+entity:window.k=1", ("window+entity:window.k=1", {})),
+    ("window:k=1+summary-buffer:max_tokens=90", {},
+     "window+summary-buffer:window.k=1,summary-buffer.max_tokens=90",
+     ("window+summary-buffer:window.k=1,summary-buffer.max_tokens=90", {})),
+    # --param window:k=2 said only "unknown parameter 'window:k'"
+    ("window", {"window:k": "2"}, "k=2", ("window", {"k": "2"})),
+    ("window+entity", {"window:k": "2"}, "window.k=2", ("window+entity", {"window.k": "2"})),
+])
+def test_a_near_miss_spelling_of_parameters_says_the_way_that_works(
+        spec: str, params: dict[str, str], way: str,
+        works: tuple[str, dict[str, str]]) -> None:
+    from chatmem.errors import StrategyError
+
+    with pytest.raises(StrategyError) as refused:
+        STRATEGIES.parse(spec, params)
+    assert way in str(refused.value)
+    assert STRATEGIES.parse(*works).params["window.k" if "+" in works[0] else "k"] in ("1", "2")

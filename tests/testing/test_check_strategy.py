@@ -48,5 +48,22 @@ def test_a_second_run_on_the_same_postgres_database_checks_a_conversation_of_its
         capture_output=True, text=True, encoding="utf-8", timeout=120, check=False)
     assert again.returncode == 0, again.stderr
     with Store(pg_url) as store:
-        assert [s.messages for s in store.sessions.list_sessions()] == [7, 7]
-        # the greeting and three exchanges, each run in a session of its own
+        assert store.sessions.list_sessions() == []  # each run deleted its own
+
+
+@pytest.mark.parametrize(("name", "broken"), [("counts", None),
+                                              ("writes-state", "a build changed its state")])
+def test_check_strategy_on_postgres_leaves_no_session_in_the_author_s_database(
+        installed: Install, pg_url: str, tmp_path: Path, name: str, broken: str | None
+) -> None:
+    """check_strategy(NAME, postgres=URL) left every conversation's session in the
+    database the author gave it (5 generated ones and each one Hypothesis shrank to, on
+    a failure): `chatmem sessions` there listed them all, named contract-…."""
+    installed("chatmem-counts", "chatmem_counts", COUNTS)
+    if broken:  # check_strategy meets it on SQLite first: the PostgreSQL part alone
+        with pytest.raises(AssertionError, match=broken):
+            run_conversation(name, OPENED_BY_THE_ASSISTANT, tmp_path, location=pg_url)
+    else:
+        check_strategy(name, examples=0, combined=0, postgres=pg_url)
+    with Store(pg_url) as store:
+        assert store.sessions.list_sessions() == []

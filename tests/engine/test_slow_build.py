@@ -1,0 +1,49 @@
+"""A plugin strategy slow to build is said once per chat, naming it and its plugin: a build
+of 5 s made each turn wait 5 s, and the turn's line showed the reply's time alone (0.0 s)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from cli_runner import invoke
+from plugin_site import Install
+
+import chatmem.engine.upkeep
+
+SLOW = '''
+import os
+import time
+
+from chatmem.memory.window import WindowStrategy
+
+
+class Ponders(WindowStrategy):
+    name = "ponders"
+    description = "thinks PONDER seconds before each context / 慢慢想"
+
+    def build(self, request):
+        time.sleep(float(os.environ.get("PONDER", "0")))
+        return super().build(request)
+
+
+def register(plugins):
+    plugins.add_strategy(Ponders)
+'''
+
+
+@pytest.mark.parametrize(("pause", "said"), [(0.3, 1), (0.0, 0)])
+def test_a_plugin_strategy_slow_to_build_is_said_once_naming_its_plugin(
+        installed: Install, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+        pause: float, said: int) -> None:
+    installed("chatmem-ponders", "chatmem_ponders", SLOW)
+    monkeypatch.setattr(chatmem.engine.upkeep, "SLOW_BUILD", 0.25)
+    monkeypatch.setenv("PONDER", str(pause))
+    chatted = invoke("chat", "想", "-s", "ponders+window", "--provider", "scripted",
+                     "--db", str(tmp_path / "h.db"), input="一\ntwo\n三\n", code=0)
+    assert chatted.stdout.count("echo #") == 3  # every turn answered and stored
+    warned = [line for line in chatted.stderr.splitlines() if "to build the context" in line]
+    assert len(warned) == said, chatted.stderr
+    if said:
+        assert "'ponders'" in warned[0] and "chatmem-ponders" in warned[0]
+        assert "'window'" not in warned[0]  # chatmem's own member is not the slow one
