@@ -28,13 +28,16 @@ def best_cpu_seconds(work: Callable[[], object], runs: int = 3,
 
 
 def assert_linear(work: Callable[[str], object], text: Callable[[int], str], size: int,
-                  label: str = "") -> None:
-    """`work(text(4 * size))` costs under 8× `work(text(size))`: linear, not quadratic."""
+                  label: str = "") -> object:
+    """`work(text(4 * size))` costs under 8× `work(text(size))`: linear, not quadratic.
+    Returns what the last run of `work(text(4 * size))` gave, for a test to check it too."""
     small_text, large_text = text(size), text(4 * size)
     small = best_cpu_seconds(lambda: work(small_text))
     # (a timer's tick: a few milliseconds of CPU is below what it resolves)
     bound = 8 * max(small, 5e-3)
     # The large side's best of three is under the bound as soon as one run is: the runs
     # after it (two thirds of a linear test's time) could not change the verdict.
-    large = best_cpu_seconds(lambda: work(large_text), enough=bound)
+    given: list[object] = []
+    large = best_cpu_seconds(lambda: given.append(work(large_text)), enough=bound)
     assert large < bound, (label, size, small, large)
+    return given[-1]

@@ -81,28 +81,24 @@ def test_a_client_lists_the_tools_records_a_turn_and_sees_it_in_the_context(
 
 
 def test_forget_without_confirmation_changes_nothing_and_with_it_forgets(tmp_path: Path) -> None:
+    """One server, as a client's one session does (three server starts were this module's
+    slowest test): the file is hashed between the calls, its log folded in."""
     db = tmp_path / "h.db"
 
-    async def remember(session: ClientSession) -> int:
+    async def work(session: ClientSession) -> tuple[dict[str, Any], str, str, dict[str, Any]]:
         handle = (await call(session, "start_conversation", name="t"))["conversation_id"]
         stored = await call(session, "remember", conversation_id=handle, fact="city: Hangzhou")
-        return int(stored["facts"][0]["id"])
-
-    fact_id = with_client(db, remember)
-    before = file_hash(db)
-
-    async def dry(session: ClientSession) -> dict[str, Any]:
-        return await call(session, "forget", fact_id=fact_id, purge=True)
-
-    dry_run = with_client(db, dry)
-    assert dry_run["done"] is False and dry_run["fact"]["value"] == "Hangzhou"
-    assert file_hash(db) == before  # a dry run writes nothing
-
-    async def confirmed(session: ClientSession) -> dict[str, Any]:
+        fact_id = int(stored["facts"][0]["id"])
+        before = file_hash(db)
+        dry_run = await call(session, "forget", fact_id=fact_id, purge=True)
+        after = file_hash(db)
         await call(session, "forget", fact_id=fact_id, confirm=True)
-        return await call(session, "list_facts")
+        return dry_run, before, after, await call(session, "list_facts")
 
-    assert with_client(db, confirmed)["facts"] == []
+    dry_run, before, after, listed = with_client(db, work)
+    assert dry_run["done"] is False and dry_run["fact"]["value"] == "Hangzhou"
+    assert after == before  # a dry run writes nothing
+    assert listed["facts"] == []
 
 
 def test_a_fact_remembered_everywhere_is_listed_with_the_owner_remember_gave(
