@@ -40,7 +40,7 @@ from chatmem.errors import (
 from chatmem.history import StoredHistory
 from chatmem.memory.assembly import assemble
 from chatmem.memory.base import Context, ContextRequest, Message, Strategy
-from chatmem.memory.guards import build_guarded
+from chatmem.memory.guards import PLUGIN_BUILDS, build_guarded
 from chatmem.memory.indexing import Indexing
 from chatmem.memory.state import SessionState
 from chatmem.notices import ContextNotBuilt, CutBy, InputNotUtf8, Notice, ReplyCut
@@ -252,9 +252,10 @@ class Engine(SessionChanges, MemoryUpkeep, TurnChecks, TurnRows, Generic[StoreT]
         sent_at = self.store.now()  # stamps the input and the reply; its context reads its day
         try:
             request = self.request(text, attachments, parse_time(sent_at), speaker)
-            building = time.monotonic()
+            request.state.caches.pop(PLUGIN_BUILDS, None)
             context = self._build(request)
-            notices += self.slow_build(time.monotonic() - building)
+            if took := request.state.caches.pop(PLUGIN_BUILDS, None):  # a plugin's build
+                notices += self.slow_build(took)
             self.check_budget(context)
         except (OverBudget, StrategyFailed):
             self._refused = True

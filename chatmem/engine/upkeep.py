@@ -21,6 +21,7 @@ from chatmem.providers.base import innermost
 from chatmem.session_notices import LARGE_STATE, SLOW_BUILD, BuildSlow, StateLarge
 
 if TYPE_CHECKING:
+    from collections.abc import Mapping
     from datetime import tzinfo
 
     from chatmem.activity import Activity
@@ -93,17 +94,20 @@ class MemoryUpkeep:
             return None
         return self.address if held else None
 
-    def slow_build(self, seconds: float) -> list[Notice]:
-        """A build of SLOW_BUILD seconds or more by a plugin's strategy, said once per chat:
-        a plugin taking 5 s to build made each turn wait 5 s, and the turn's line showed
-        the reply's time alone (0.0 s)."""
-        plugins = [m.name for m in self.strategy.members
-                   if not type(m).__module__.startswith("chatmem.")]
-        said: set[str] = self.state.caches.setdefault("slow_builds_said", set())
-        if seconds < SLOW_BUILD or not plugins or said.issuperset(plugins):
+    def slow_build(self, took: Mapping[str, float]) -> list[Notice]:
+        """A build in which plugins' strategies took SLOW_BUILD seconds or more (`took`: each
+        one's own time by name, memory.guards.PLUGIN_BUILDS), said once per chat: a plugin taking
+        5 s to build made each turn wait 5 s, and the turn's line showed the reply's time
+        alone (0.0 s). Its own time: chatmem's members of its combination may take long (a
+        local embedder's first load), which is no plugin's doing."""
+        if not took:
             return []
-        said.update(plugins)
-        return [BuildSlow(self.address, "+".join(plugins), seconds)]
+        seconds = sum(took.values())
+        said: set[str] = self.state.caches.setdefault("slow_builds_said", set())
+        if seconds < SLOW_BUILD or said.issuperset(took):
+            return []
+        said.update(took)
+        return [BuildSlow(self.address, "+".join(took), seconds)]
 
     def _large_states(self) -> list[Notice]:
         """Each plugin member's state over LARGE_STATE bytes, said once per chat (an

@@ -10,6 +10,7 @@ given and gives back is in chatmem.memory.base.
 from __future__ import annotations
 
 import contextlib
+import time
 from collections.abc import Callable, Mapping
 from dataclasses import replace
 from datetime import date
@@ -41,17 +42,27 @@ PARTS = ("each part is Part(kind, messages, reason) whose messages are chatmem M
 """What a plugin's build must give `assemble()`, and where README documents it."""
 
 
+PLUGIN_BUILDS = "plugin_build_seconds"
+"""The key in SessionState.caches of the seconds each plugin strategy's build took (by name),
+added up since the engine last emptied it (engine.upkeep.slow_build)."""
+
+
 def build_guarded(strategy: Strategy, request: ContextRequest) -> Context:
     """`strategy.build(request)`: an exception other than chatmem's (a plugin's strategy may
     raise anything), or a context chatmem must not send (see `wrong_context`), is
     StrategyFailed naming the strategy, one line for the front end; nothing is sent.
     Whatever it raises is masked of secrets (`request.secrets()`, the environment's)."""
     mask = masking(request.secrets)
+    started = time.monotonic()
     try:
         with request.state.built_by(strategy.name):
             context = guarded(lambda e: StrategyFailed(strategy.name, e),
                               lambda: _printing_to_stderr(lambda: strategy.build(request),
                                                           _label(strategy)), mask)
+        if not type(strategy).__module__.startswith("chatmem."):  # _ships_with_chatmem, inline
+            # Its own time, not its combination's: chatmem's members may take the time.
+            took: dict[str, float] = request.state.caches.setdefault(PLUGIN_BUILDS, {})
+            took[strategy.name] = took.get(strategy.name, 0.0) + time.monotonic() - started
     except WrongThread:
         if _ships_with_chatmem(strategy):
             raise  # the caller's thread, not the strategy's

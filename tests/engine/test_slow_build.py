@@ -3,6 +3,7 @@ of 5 s made each turn wait 5 s, and the turn's line showed the reply's time alon
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 
 import pytest
@@ -47,3 +48,33 @@ def test_a_plugin_strategy_slow_to_build_is_said_once_naming_its_plugin(
     if said:
         assert "'ponders'" in warned[0] and "chatmem-ponders" in warned[0]
         assert "'window'" not in warned[0]  # chatmem's own member is not the slow one
+
+
+def test_a_slow_build_of_chatmem_s_own_member_is_no_plugin_s(
+        installed: Install, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The whole build was timed and the plugin members named: `ponders+summary`, whose
+    summary member took the time (as a local embedder's first load does retrieval's), said
+    'ponders' took it; a plugin's own time is what names it."""
+    from chatmem.memory.summary import SummaryStrategy
+
+    installed("chatmem-ponders", "chatmem_ponders", SLOW)
+    monkeypatch.setattr(chatmem.engine.upkeep, "SLOW_BUILD", 0.25)
+    monkeypatch.setenv("PONDER", "0")
+    own = SummaryStrategy.build
+
+    def slow(self: SummaryStrategy, request: object) -> object:
+        time.sleep(0.3)
+        return own(self, request)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(SummaryStrategy, "build", slow)
+    chatted = invoke("chat", "想", "-s", "ponders+summary", "--provider", "scripted",
+                     "--db", str(tmp_path / "h.db"), input="一\ntwo\n", code=0)
+    assert chatted.stdout.count("echo #") == 2
+    assert "to build the context" not in chatted.stderr, chatted.stderr
+    # Its own time still names it, in the same combination.
+    monkeypatch.setenv("PONDER", "0.3")
+    monkeypatch.setattr(SummaryStrategy, "build", own)
+    chatted = invoke("chat", "想", "-s", "ponders+summary", "--provider", "scripted",
+                     "--db", str(tmp_path / "h.db"), input="三\n", code=0)
+    warned = [line for line in chatted.stderr.splitlines() if "to build the context" in line]
+    assert len(warned) == 1 and "'ponders'" in warned[0], chatted.stderr
