@@ -18,6 +18,7 @@ from chatmem.app.compared_text import (
     Said,
     comparable,
     comparable_all,
+    copy_of_reply,
     history_digest,
     json_digest,
 )
@@ -150,11 +151,10 @@ class AskedWith:
                    None if reply is None else comparable("assistant", reply)[1])
 
     def answered_by(self, message: Said) -> bool:
-        """Whether `message`, a client's copy of its reply, holds the reply it was answered
-        with, in the compared form (True when that was not kept): a client may add to the
-        copy it sends back (SillyTavern a speaker's "Name: ", others their sources)."""
-        return self.replied is None or (message.role == "assistant" and self.replied in
-                                        comparable("assistant", message.content)[1])
+        """Whether `message`, a client's copy of its reply, is the reply it was answered
+        with, added to or trimmed (`copy_of_reply`; True when that was not kept)."""
+        return self.replied is None or (message.role == "assistant" and copy_of_reply(
+            comparable("assistant", message.content)[1], self.replied))
 
     def asked_again(self, text: str) -> bool | None:
         """Whether `text` is the message the request asked (None: not kept)."""

@@ -10,6 +10,7 @@ import threading
 from collections.abc import Iterable
 from typing import Protocol
 
+from chatmem.lazy_patterns import lazy
 from chatmem.reasoning import blocks_replaced
 
 
@@ -68,3 +69,18 @@ def opening_name(opening: Said) -> str:
     """The session name a chat no id names is given by its first user message (`serve`):
     a digest of it, as `comparable` gives it (a second chat that began alike is NAME-2…)."""
     return "chat-" + history_digest([opening])[:12]
+
+
+_SPEAKER_LABEL = lazy(r"[^\s:：][^:：]{0,39}[:：] ?")
+"""A speaker's "Name: " a client puts before a reply it sends back (SillyTavern's names)."""
+
+
+def copy_of_reply(copy: str, reply: str) -> bool:
+    """Whether a client's `copy` of `reply` (both compared) is that reply, added to (a
+    speaker's label, sources) or trimmed (an unfinished last sentence, the model's own
+    label), or both: other words are its user's edit (a trim by its user reads as a
+    client's)."""
+    if reply in copy or copy in reply:
+        return True
+    label = _SPEAKER_LABEL.match(copy)
+    return label is not None and copy[label.end():] in reply

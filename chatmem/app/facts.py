@@ -296,6 +296,10 @@ class Purged:
     last digits every form of it holds (0134), by which `logs -q` finds them, uncounted."""
     number_forms: frozenset[NumberForm] = frozenset()
     """How those kept forms are written: in part, with a country code, after more digits."""
+    opening_named: tuple[str, ...] = ()
+    """Those of `still_named` a digest of their first message names (a chat `serve` names
+    by its opening): renamed, its client's next message stores its copy, the value with it,
+    anew under that name; the chat must leave its client first."""
 
 
 def purge(workspace: Workspace, fact: FactRecord) -> Purged:
@@ -310,7 +314,8 @@ def purge(workspace: Workspace, fact: FactRecord) -> Purged:
     # Read first: once erased, the fact's values are nowhere to look them up by.
     planned = _purge_plan(workspace, fact)
     named = purging.sessions_named_with(workspace.store, planned)
-    named += [n for n in _named_by_opening(workspace, planned) if n not in named]
+    by_opening = _named_by_opening(workspace, planned)
+    named += [n for n in by_opening if n not in named]
     left = purging.mentions_left(workspace.store, planned)
     erased = purging.purge_fact(workspace.store, fact.id)
     drop_vector_cache()
@@ -318,7 +323,7 @@ def purge(workspace: Workspace, fact: FactRecord) -> Purged:
     return Purged(fact, erased.redaction, tuple(named), tuple(left),
                   tuple(spelled_otherwise(fact.value)),
                   last_part(fact.value) if erased.kept_numbers else None,
-                  erased.kept_numbers)
+                  erased.kept_numbers, tuple(by_opening))
 
 
 _OPENING_NAME = re.compile(r"(chat-[0-9a-f]{12})(?:-[0-9]+)?")

@@ -24,7 +24,9 @@ def check_choices(settings: Settings, registries: Registries, strategy: str | No
     installed provides: let be as the settings loaded (an uninstalled plugin's), so the
     commands that need none run, it is needed by every request, each refused with it while
     the server looked well. A server whose model does not write the `replies` (`chatmem
-    mcp`: its client's does) needs the provider only for a strategy that calls it."""
+    mcp`: its client's does) needs the provider only for a strategy that calls it (unless
+    its `helper_provider` is another: a strategy that calls the model needs that one)."""
+    from chatmem.app.workspace import check_helper_provider
     from chatmem.engine.opening import configured_strategy, with_config_table
 
     provided = settings.provider in registries.provider_names()
@@ -35,8 +37,11 @@ def check_choices(settings: Settings, registries: Registries, strategy: str | No
     chosen = (configured_strategy(settings, strategies) if strategy is None else
               strategies.create(with_config_table(strategies.parse(strategy), settings,
                                                   strategies)))
-    if chosen.calls_helper and not provided:
-        registries.provider_entry(settings)
+    if chosen.calls_helper:
+        # Its calls go to helper_provider when that is set, not to the chat's provider.
+        check_helper_provider(settings, registries)  # raises, naming the setting
+        if settings.helper_provider is None and not provided:
+            registries.provider_entry(settings)
     embedder = settings.embeddings.provider
     if chosen.needs_embedder and embedder not in registries.embedder_names():
         registries.create_embedder(embedder, settings)  # raises, naming the setting

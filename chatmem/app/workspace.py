@@ -246,12 +246,8 @@ class Workspace:
         """The model for strategy calls (helper_provider/helper_model) when it is not the
         chat's own; None when the chat model does them."""
         name = settings.helper_provider or chat.name
-        if settings.helper_provider not in (None, *self.registries.provider_names()):
-            # A name none provides was let be as the settings loaded (check_provider_name):
-            # named where helper_provider was set, not where the chat's provider was.
-            said = (f"unknown provider {name!r} "
-                    f"(valid: {', '.join(self.registries.provider_names())})")
-            raise ConfigError(settings.unprovided("helper_provider", said))
+        # Named where helper_provider was set, not where the chat's provider was.
+        check_helper_provider(settings, self.registries)
         if settings.helper_model is None and name == chat.name:
             return None
         if name == chat.name and settings.helper_model in (chat.model,
@@ -370,6 +366,15 @@ PROVIDER_FIELDS = ("provider", "model", "base_url", "api_key_env", "timeout", "r
                    "idle_timeout", "max_retries", "max_reply_tokens", "options", "local",
                    "scripted")
 """The settings a chat model is opened from: two settings equal in these share one model."""
+
+
+def check_helper_provider(settings: Settings, registries: Registries) -> None:
+    """ConfigError, naming the setting, when `helper_provider` names a provider none
+    installed provides (let be as the settings loaded: check_provider_name)."""
+    name, names = settings.helper_provider, registries.provider_names()
+    if name is not None and name not in names:
+        said = f"unknown provider {name!r} (valid: {', '.join(names)})"
+        raise ConfigError(settings.unprovided("helper_provider", said))
 
 
 def helper_source(settings: Settings) -> Source:

@@ -172,6 +172,7 @@ def forget(
         fact = chosen
         redacted = ""
         named: tuple[str, ...] = ()
+        by_opening: tuple[str, ...] = ()
         left: tuple[LeftMentions, ...] = ()
         spelled: tuple[tuple[str, str], ...] = ()
         number_part: str | None = None
@@ -194,6 +195,8 @@ def forget(
                 raise typer.Exit(1)
             purged = remembered.purge(ws, fact)
             named, redacted = purged.still_named, redacted_text(purged.redaction)
+            by_opening = purged.opening_named
+            named = tuple(n for n in named if n not in by_opening)
             left, spelled = purged.left, purged.spelled_otherwise
             number_part, number_forms = purged.number_part, purged.number_forms
         else:
@@ -214,6 +217,14 @@ def forget(
             f"still in the name of {'session' if len(named) == 1 else 'sessions'} "
             f"{', '.join(named)}: a purge leaves names as they are; `chatmem sessions rename "
             f"{named[0]} NEW` renames it", soft_wrap=True, markup=False)
+    for name in by_opening:
+        # Renamed alone, the client's next message there stores its copy, the value in it,
+        # under the same name again (serve names the chat by its opening).
+        consoles()[1].print(
+            f"still in the name of session {name}, a digest of its first message: delete "
+            f"that chat in its client first, then `chatmem sessions rename {name} NEW` "
+            "(its next message would store its copy anew, the value with it)",
+            soft_wrap=True, markup=False)
 
 
 def _print_mentions(names: dict[int, str], fact: "FactRecord", mentioned: "Sequence[Mentioned]",

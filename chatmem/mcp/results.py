@@ -146,7 +146,9 @@ class Forgotten(BaseModel):
                                       "replaced by [forgotten] when done.")
     still_named: list[str] = Field(default_factory=list, description=(
         "After a purge (confirm=true): the conversations whose name still holds the erased "
-        "value; a purge leaves names as they are (`chatmem sessions rename` changes one)."))
+        "value; a purge leaves names as they are (`chatmem sessions rename` changes one; "
+        "one named chat- and a digest of its first message only once its client deleted the "
+        "chat: renamed before, its next message stores its copy, the value with it, anew)."))
     changes: dict[str, int] = Field(default_factory=dict, description=(
         "With purge: the stored rows whose text the purge changes (or changed, when done), "
         "by place (messages, turns, summaries, anchors, strategy_state, system_prompts, "

@@ -132,3 +132,31 @@ def test_mcp_over_http_refuses_a_configured_name_nothing_installed_provides(
     # Its client's model writes the replies: a provider no strategy calls is not needed.
     config.write_text('strategy = "window"\nprovider = "shout"\n', encoding="utf-8")
     assert "mcp listened" in repr(invoke(*given).exception)
+
+
+@pytest.mark.parametrize("server", SERVERS, ids=" ".join)
+def test_a_strategy_that_calls_the_model_needs_the_helper_provider_it_names(
+        isolated_home: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+        server: tuple[str, ...]) -> None:
+    """A summary's calls go to `helper_provider` when set: `chatmem mcp --http` refused to
+    start over the chat's provider its client's model stands in for, while a
+    helper_provider nothing installed provides was let through, every summary then failing
+    with it (serve too)."""
+    import chatmem.serve.listening
+
+    def listened(*_: object, **__: object) -> None:
+        raise AssertionError("listened")
+
+    monkeypatch.setattr(chatmem.serve.listening, "serve_http", listened)
+    config = tmp_path / "配置.toml"
+    given = (*server, "--config", str(config), "--db", str(tmp_path / "h.db"))
+    config.write_text('strategy = "summary"\nprovider = "scripted"\nhelper_provider = "shout"\n',
+                      encoding="utf-8")
+    result = invoke(*given)
+    assert result.exit_code == ExitCode.USAGE, (result.stdout, result.stderr)
+    [line] = result.stderr.strip().splitlines()
+    assert line.startswith(f"error: {config}: key 'helper_provider': unknown provider 'shout'")
+    if server[0] == "mcp":
+        config.write_text('strategy = "summary"\nprovider = "shout"\n'
+                          'helper_provider = "scripted"\n', encoding="utf-8")
+        assert "listened" in repr(invoke(*given).exception)

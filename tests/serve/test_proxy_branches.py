@@ -129,3 +129,30 @@ def test_a_reply_the_client_edited_then_went_on_from_moves_the_id_to_its_history
         assert stored == [f"旁白@{at}", "new-session" if at == 1 else "next-turn"]
         said.append({"role": "assistant", "content": f"讲述者: {reply}"})
     assert "旁白.before-edit-1" not in turns(db_path)
+
+
+def test_a_reply_its_client_trimmed_goes_on_without_a_branch_a_turn(
+        proxy: RunningProxy, chat_server: ChatServer, db_path: Path) -> None:
+    """SillyTavern's "Trim Incomplete Sentences" (recommended with a short reply cap) keeps
+    a reply cut mid-sentence up to its last full stop, and strips a speaker's label the
+    model wrote itself: the copy it sends back holds part of the reply, not all of it. Each
+    next message was taken for an edit of the reply: every turn moved the id to a new
+    session holding the whole history again, its memory not carried over."""
+    for label, words, trimmed in [
+            ("裁剪", ["讲完了一句。", "还有半"], "讲完了一句。"),
+            ("trim", ["Narrator: ", "One full sentence.", " And a half"],
+             "One full sentence."),
+            # Its speaker's label added (SillyTavern's names), the unfinished end trimmed.
+            ("标签", ["讲完了一句。", "还有半"], "讲述者：讲完了一句。"),
+            ("label", ["One full sentence.", " And a half"], "Narrator: One full sentence.")]:
+        chat_server.reply_words = words
+        ask = asker(proxy, extra_headers={"X-Chatmem-Conversation": quote(label)})
+        said: list[dict[str, str]] = []
+        for at, text in enumerate(["第一", "second", "第三"], 1):
+            said.append({"role": "user", "content": text})
+            reply, *stored = ask(said)
+            assert reply == "".join(words)
+            assert stored == [f"{label}@{at}", "new-session" if at == 1 else "next-turn"]
+            said.append({"role": "assistant", "content": trimmed})
+        assert [name for name in turns(db_path) if name.startswith(label)] == [label]
+        assert len(turns(db_path)[label]) == 3
