@@ -69,3 +69,17 @@ def test_a_parameters_help_ends_as_its_own_language_ends_a_sentence() -> None:
     assert sentence("上下文的令牌上限（0 表示不限）") == "上下文的令牌上限（0 表示不限）。"
     assert sentence("风格「简洁」") == "风格「简洁」。"
     assert sentence("the cap (0: none)") == "The cap (0: none)."
+
+
+def test_a_chinese_help_gets_no_ascii_period() -> None:
+    """A plugin's Chinese help ending in its own punctuation got "." after it (`标记：.`), and
+    one ending in a number or a Latin name got an English stop (`最多 10.`)."""
+    from chatmem.render.strategies import sentence
+
+    assert sentence("标记：") == "标记："
+    assert sentence("可选，") == "可选，"
+    assert sentence("记住…") == "记住…"
+    assert sentence("默认 3 轮，最多 10") == "默认 3 轮，最多 10。"
+    assert sentence("单位为 MB") == "单位为 MB。"
+    assert sentence("the mark, 标记 in Chinese") == "The mark, 标记 in Chinese."
+    assert sentence("max turns, e.g. 10") == "Max turns, e.g. 10."
