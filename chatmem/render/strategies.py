@@ -11,6 +11,7 @@ from rich.table import Table
 from rich.text import Text
 
 from chatmem.memory.params import Param
+from chatmem.render.kinsoku import kinsoku
 
 
 def strategy_help(name: str, description: str, params: Sequence[Param],
@@ -24,7 +25,7 @@ def strategy_help(name: str, description: str, params: Sequence[Param],
     if plugin is not None:
         title.append(f"  (plugin {plugin})", style="dim")
     if not params:
-        return Group(title, Text("no parameters", style="dim"))
+        return Group(kinsoku(title), Text("no parameters", style="dim"))
     out = Table(header_style="bold", box=box.SIMPLE_HEAD, show_edge=False, pad_edge=False,
                 padding=(0, 2, 0, 0))
     out.add_column("parameter", no_wrap=True)
@@ -33,8 +34,8 @@ def strategy_help(name: str, description: str, params: Sequence[Param],
     out.add_column("meaning", overflow="fold", ratio=2)
     for param in params:
         out.add_row(f"{prefix}{param.name}", f"{param.default}", param.range_text(),
-                    sentence(param.help))
-    return Group(title, out)
+                    kinsoku(sentence(param.help)))
+    return Group(kinsoku(title), out)
 
 
 def sentence(text: str) -> str:
