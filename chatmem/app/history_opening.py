@@ -97,9 +97,15 @@ def _move_legacy_file(tell: Callable[[Notice], None]) -> None:
         tell(OldHistoryLeft(*left))
 
 
+_TOLD: set[object] = set()
+"""The warnings told in this process: a server opens the history for every request, and
+each is said once (on its console as it starts), not in every request's log line."""
+
+
 def _check_writers(path: Path, tell: Callable[[Notice], None]) -> None:
     """Tell when another account could write the history file or replace it, as the config
-    file's check finds it (chatmem.config.trust): a warning, the history being the user's."""
+    file's check finds it (chatmem.config.trust): a warning, the history being the user's;
+    once in a process for each way it is found."""
     import os
 
     from chatmem.config.trust import replaceable_by_others, writable_by_others
@@ -112,12 +118,16 @@ def _check_writers(path: Path, tell: Callable[[Notice], None]) -> None:
         st = path.stat()
     except OSError:
         return  # created next (0600), or opening it says why
+    notice = None
     if writable_by_others(st):
-        tell(HistoryWritableByOthers(path, mode=st.st_mode & 0o777,
-                                     fix=f"chmod go-w {shell_word(path)}"))
+        notice = HistoryWritableByOthers(path, mode=st.st_mode & 0o777,
+                                         fix=f"chmod go-w {shell_word(path)}")
     elif (replaceable := replaceable_by_others(path)) is not None:
-        tell(HistoryWritableByOthers(path, problem=replaceable.problem(),
-                                     fix=replaceable.fix("the history file")))
+        notice = HistoryWritableByOthers(path, problem=replaceable.problem(),
+                                         fix=replaceable.fix("the history file"))
+    if notice is not None and notice not in _TOLD:
+        _TOLD.add(notice)
+        tell(notice)
 
 
 def _plain(path: Path) -> bool:

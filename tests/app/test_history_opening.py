@@ -43,3 +43,16 @@ def test_a_history_others_can_write_is_told_once(tmp_path: Path, folder: str) ->
     assert f"chmod go-w {home}" in notice_text(told, repl_hints=False)
     home.chmod(0o1777)  # sticky, as /tmp: only the owner may replace it
     assert opened(path) == []
+    path.chmod(0o666)  # told once in a process (a server opens it for every request)
+    assert opened(path) == []
+
+
+def test_a_client_is_not_told_where_the_servers_history_is(tmp_path: Path) -> None:
+    from chatmem.render.client_notices import client_notice_text
+    from chatmem.render.errors import Client
+
+    path = tmp_path / "服务" / "h.db"
+    told = HistoryWritableByOthers(path, mode=0o666, fix=f"chmod go-w {path}")
+    for client in Client:
+        line = client_notice_text(told, client)
+        assert str(path) not in line and "服务" not in line and "history" in line
