@@ -30,6 +30,21 @@ class OldHistoryLeft:
 
 
 @dataclass(frozen=True)
+class HistoryWritableByOthers:
+    """Another account could write the history file, or put a file of theirs in its place
+    (chatmem.config.trust, as for the config file): messages and system prompts it slips
+    in are sent as the user's. Told, not refused: the history is the user's data."""
+
+    path: Path
+    mode: int | None = None
+    """The file's mode, when others may write the file itself."""
+    problem: str = ""
+    """Else, how its folders let them replace it (trust.Replaceable.problem)."""
+    fix: str = ""
+    """The command that ends it (chmod go-w …), or what to do."""
+
+
+@dataclass(frozen=True)
 class TaughtFacts:
     """The profile facts an erased session taught its user, which stay (theirs, not the
     session's): `sessions delete`, a prune and retention say so alike."""

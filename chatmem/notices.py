@@ -20,6 +20,7 @@ from enum import Enum
 from chatmem.history_notices import (
     HistoryMoved,
     HistoryUpgrading,
+    HistoryWritableByOthers,
     OldHistoryLeft,
     RetentionApplied,
     RetentionSkipped,
@@ -341,6 +342,7 @@ Notice = (IndexingNotice | VectorsResized | SummaryUpdated | SummaryFailed | Fac
           | SavedParamsDropped | SystemPromptReplaced | SettingsNotSaved | StateLarge
           | BuildSlow | HelperTooSmall
           | HistoryMoved | OldHistoryLeft | RetentionApplied | RetentionSkipped
+          | HistoryWritableByOthers
           | HistoryUpgrading | WaitingForUpgrade | WaitingForWrite
           | ContextsOverBudget | ContextsByWordsAlone | ContextsWithoutVectors
           | ExpectedRepliesReplaced | FilesNotReplayed)

@@ -52,6 +52,7 @@ def open_history(settings: Settings, *, create: bool, one_off: bool,
             raise NotFound(f"no history file at {path} (chat, ask SESSION and sessions "
                            "import create it)")
         return Store.empty_standing_in(where), None, False  # nothing stored yet, nor on disk
+    _check_writers(path, tell)
     try:
         if key_elsewhere and _plain(path):
             # `sessions copy` between an encrypted file and a plain one: the key set is the
@@ -94,6 +95,39 @@ def _move_legacy_file(tell: Callable[[Notice], None]) -> None:
         tell(HistoryMoved(*moved))
     elif (left := legacy_db_left()) is not None:
         tell(OldHistoryLeft(*left))
+
+
+_TOLD: set[object] = set()
+"""The warnings told in this process: a server opens the history for every request, and
+each is said once (on its console as it starts), not in every request's log line."""
+
+
+def _check_writers(path: Path, tell: Callable[[Notice], None]) -> None:
+    """Tell when another account could write the history file or replace it, as the config
+    file's check finds it (chatmem.config.trust): a warning, the history being the user's;
+    once in a process for each way it is found."""
+    import os
+
+    from chatmem.config.trust import replaceable_by_others, writable_by_others
+    from chatmem.history_notices import HistoryWritableByOthers
+    from chatmem.store.sqlite_files import shell_word
+
+    if not hasattr(os, "geteuid"):
+        return  # no owners to compare (Windows)
+    try:
+        st = path.stat()
+    except OSError:
+        return  # created next (0600), or opening it says why
+    notice = None
+    if writable_by_others(st):
+        notice = HistoryWritableByOthers(path, mode=st.st_mode & 0o777,
+                                         fix=f"chmod go-w {shell_word(path)}")
+    elif (replaceable := replaceable_by_others(path)) is not None:
+        notice = HistoryWritableByOthers(path, problem=replaceable.problem(),
+                                         fix=replaceable.fix("the history file"))
+    if notice is not None and notice not in _TOLD:
+        _TOLD.add(notice)
+        tell(notice)
 
 
 def _plain(path: Path) -> bool:

@@ -112,7 +112,8 @@ class Engine(SessionChanges, MemoryUpkeep, TurnChecks, TurnRows, Generic[StoreT]
         self.allow_over_budget = allow_over_budget
         """Send an input that cannot fit the budget anyway, after a warning."""
         self.counter: TokenCounter = provider.token_counter()
-        self.state = SessionState(store, session.id, session.user)
+        self.state = SessionState(store, session.id, session.user, drift_guard=(
+            settings.summary.drift_guard if settings is not None else True))
         self.keeps_memory = keeps_memory
         """False for a one-off question: no summary or fact is derived from a conversation
         nobody will continue (each would be a model call for nothing)."""

@@ -56,7 +56,7 @@ def build_guarded(strategy: Strategy, request: ContextRequest) -> Context:
     started = time.monotonic()
     try:
         with request.state.built_by(strategy.name):
-            context = guarded(lambda e: StrategyFailed(strategy.name, e),
+            context = guarded(lambda e: StrategyFailed(strategy.name, e, "failed in its build"),
                               lambda: _printing_to_stderr(lambda: strategy.build(request),
                                                           _label(strategy)), mask)
         if not type(strategy).__module__.startswith("chatmem."):  # _ships_with_chatmem, inline
@@ -77,7 +77,7 @@ def build_guarded(strategy: Strategy, request: ContextRequest) -> Context:
         # A strategy that left the budget out of its context is still held to its own: the
         # refusal before sending and the over-budget warnings read it from the context.
         own = getattr(strategy, "budget", None)  # (a plugin's may lack BaseStrategy's)
-        budget = guarded(lambda e: StrategyFailed(strategy.name, e),
+        budget = guarded(lambda e: StrategyFailed(strategy.name, e, "failed in its budget()"),
                          lambda: own(request), mask) if callable(own) else request.budget
         if isinstance(budget, int) and not isinstance(budget, bool):
             context = replace(context, budget=budget)

@@ -62,10 +62,13 @@ ERASED_WHILE_UPDATING = ("text left this session's memory while the update ran (
 
 
 class SessionState:
-    def __init__(self, store: MemoryStore, session_id: int, user: str | None = None) -> None:
+    def __init__(self, store: MemoryStore, session_id: int, user: str | None = None,
+                 *, drift_guard: bool = True) -> None:
         self.store = store
         self.session_id = session_id
         self.user = user
+        self.drift_guard = drift_guard
+        """The `[summary] drift_guard` setting: off, no pin is made, rebuilt ones included."""
         self.caches: dict[str, Any] = {}
         """What strategies read once and extend as turns commit (recall's timeline, vectors)."""
         self.run: UpdateRun | None = None

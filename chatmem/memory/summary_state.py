@@ -70,8 +70,10 @@ def _from_summaries(state: SessionState, strategy: str, latest: SummaryRecord) -
     from there and never folds again what it holds; the pins are what the reader's versions
     dropped and no later one said again, bare (their quotes were in the state), less those
     the user unpinned (a row the grantee's upkeep leaves hers; none while another role
-    wrote it: an unpin is never undone)."""
+    wrote it: an unpin is never undone). With the drift guard off, none: she asked for no pins."""
     memory = state.store.memory
+    if not state.drift_guard:
+        return SummaryState(latest=latest, boundary=latest.last_turn or 0)
     kept, value = memory.own_state_value(state.session_id, strategy, pins.UNPINNED_KEY)
     try:
         unpinned = [str(u) for u in value or []]

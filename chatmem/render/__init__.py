@@ -20,6 +20,7 @@ from chatmem.memory.context import Context, said_line
 from chatmem.memory.params import format_params
 from chatmem.render.counts import counted
 from chatmem.render.fields import Field, FittedLine
+from chatmem.render.kinsoku import kinsoku
 from chatmem.render.layout import Fitted, Hanging, Trimmed
 from chatmem.render.notices import notice_text
 from chatmem.render.reasons import dropped_line, reason_text
@@ -220,7 +221,8 @@ def table(
     for column in columns:
         out.add_column(column.replace("_", " "), overflow="fold")
     for row in rows:
-        out.add_row(*("" if row.get(c) is None else str(row.get(c)) for c in columns))
+        # A Chinese description folds with no line starting with "，" (render.kinsoku).
+        out.add_row(*(kinsoku("" if row.get(c) is None else str(row.get(c))) for c in columns))
     return out
 
 

@@ -10,6 +10,7 @@ from chatmem.context_warnings import ContextWarning
 from chatmem.history_notices import (
     HistoryMoved,
     HistoryUpgrading,
+    HistoryWritableByOthers,
     OldHistoryLeft,
     RetentionApplied,
     WaitingForUpgrade,
@@ -83,6 +84,13 @@ def _(n: OldHistoryLeft, client: Client) -> str:
     return ("an older chatmem's history is still in the config directory and its "
             "conversations are not read; any chatmem command run in a terminal names it and "
             "says how to bring them here")
+
+
+@_for_a_client.register
+def _(n: HistoryWritableByOthers, client: Client) -> str:
+    # Where the file is, and the command that ends it, are the server owner's business.
+    return ("warning: other accounts on the server could write its history and slip messages"
+            " into conversations; its owner is told how to stop it where it runs")
 
 
 @_for_a_client.register

@@ -10,6 +10,7 @@ from functools import singledispatch
 from chatmem.history_notices import (
     HistoryMoved,
     HistoryUpgrading,
+    HistoryWritableByOthers,
     OldHistoryLeft,
     RestoredPastRetention,
     RetentionApplied,
@@ -21,7 +22,8 @@ from chatmem.history_notices import (
 from chatmem.render.counts import counted, listed
 
 HistoryNotice = (HistoryMoved | OldHistoryLeft | HistoryUpgrading | WaitingForUpgrade
-                 | WaitingForWrite | RetentionApplied | RetentionSkipped)
+                 | WaitingForWrite | RetentionApplied | RetentionSkipped
+                 | HistoryWritableByOthers)
 
 
 def history_notice_text(notice: HistoryNotice) -> str:
@@ -44,6 +46,14 @@ def _(n: OldHistoryLeft) -> str:
     return (f"an older chatmem's history is still at {n.old} and is not read (this one is "
             f"{n.new}): `chatmem sessions copy --from {n.old} --to {n.new}` brings its "
             "sessions here; then remove it")
+
+
+@_said.register
+def _(n: HistoryWritableByOthers) -> str:
+    how = (f"other users can write the history file {n.path} (mode {n.mode:04o})"
+           if n.mode is not None else f"history file {n.path}: {n.problem}")
+    return (f"warning: {how}; they could slip messages or system prompts into your chats"
+            f" ({n.fix})")
 
 
 def migrations_text(n: HistoryUpgrading) -> str:

@@ -20,6 +20,7 @@ from chatmem.context_warnings import (
 from chatmem.history_notices import (
     HistoryMoved,
     HistoryUpgrading,
+    HistoryWritableByOthers,
     OldHistoryLeft,
     RetentionApplied,
     RetentionSkipped,
@@ -307,7 +308,7 @@ def _(n: StrategyChanged | ModelChanged | SettingsNotSaved | SavedParamsDropped
 
 @_worded.register
 def _(n: HistoryMoved | OldHistoryLeft | HistoryUpgrading | WaitingForUpgrade | WaitingForWrite
-      | RetentionApplied | RetentionSkipped, repl_hints: bool) -> str:
+      | RetentionApplied | RetentionSkipped | HistoryWritableByOthers, repl_hints: bool) -> str:
     return history_notice_text(n)
 
 

@@ -472,7 +472,8 @@ def test_a_strategy_whose_plugin_fails_is_told_failed_and_the_others_are_scored(
     assert data["strategies"][0]["eval"]["id_recall"] == 0.4
     [failed] = data["failed"]
     assert failed["strategy"] == "boom"
-    assert failed["error"].startswith("strategy 'boom' failed: RuntimeError: 上下文炸了")
+    assert failed["error"].startswith(
+        "strategy 'boom' failed in its build: RuntimeError: 上下文炸了")
     assert "chatmemtest-boom" in failed["error"]  # whom to tell
     [line] = result.stderr.splitlines()
     assert line == f"error: {failed['error']}"

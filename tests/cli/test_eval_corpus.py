@@ -413,8 +413,8 @@ def test_a_plugin_strategy_failing_in_a_worker_is_said_naming_its_plugin(
     shutil.copy(SESSIONS / "support.jsonl", tmp_path / "support.jsonl")
     result = invoke("eval", str(tmp_path), "-s", "boom", "--jobs", jobs, "--provider",
                     "scripted", "--json")
-    said = ("strategy 'boom' failed: RuntimeError: 炸了 (plugin chatmem_boom (chatmem-boom "
-            "0.1.0))")
+    said = ("strategy 'boom' failed in its build: RuntimeError: 炸了 (plugin chatmem_boom"
+            " (chatmem-boom 0.1.0))")
     assert result.exit_code == 2
     assert f"error: {said}" in result.stderr.splitlines()
     assert [e["error"] for e in json.loads(result.stdout)["errors"]] == [said]

@@ -102,7 +102,7 @@ def test_a_strategy_that_raises_fails_its_turn_in_one_line_and_the_chat_goes_on(
                      input="one 一\ntwo 二\nthree 三\n/strategy window\nfour 四\n")
     assert "Traceback" not in chatted.output
     errors = [line for line in chatted.stderr.splitlines() if line.startswith("error:")]
-    assert errors == ["error: strategy 'crasher' failed: KeyError: 'boom 爆炸' "
+    assert errors == ["error: strategy 'crasher' failed in its build: KeyError: 'boom 爆炸' "
                       "(plugin crasher (chatmem-crasher 0.1.0))"]
     assert chatted.stdout.splitlines()[-1] == "echo #3: four 四"  # the chat went on
     with Store(db) as store:
@@ -116,7 +116,7 @@ def test_a_strategy_that_raises_fails_its_turn_in_one_line_and_the_chat_goes_on(
         result = invoke(*command, "--provider", "scripted", "--db", db)
         assert result.exit_code != 0 and "Traceback" not in result.output, command
         assert result.stderr.splitlines() == [
-            "error: strategy 'crasher' failed: KeyError: 'boom 爆炸' "
+            "error: strategy 'crasher' failed in its build: KeyError: 'boom 爆炸' "
             "(plugin crasher (chatmem-crasher 0.1.0))"], command
 
 
@@ -619,7 +619,7 @@ def test_a_plugin_raising_a_base_exception_is_one_line_and_the_chat_goes_on(
                      input="one 一\ntwo 二\n/strategy window\nthree 三\n")
     assert "Traceback" not in chatted.output
     assert [line for line in chatted.stderr.splitlines() if line.startswith("error:")
-            ] == ["error: strategy 'cancelled' failed: CancelledError: 取消了 "
+            ] == ["error: strategy 'cancelled' failed in its build: CancelledError: 取消了 "
                   "(plugin cancelled (chatmem-cancelled 0.1.0))"]
     assert ("warning: plugin gone (chatmem-gone 0.1.0, entry point gone = chatmem_gone) "
             "skipped: its register(plugins) raised: CancelledError") in chatted.stderr

@@ -167,7 +167,7 @@ def test_a_provider_error_a_plugin_raises_never_shows_or_stores_the_key(
 
 
 @pytest.mark.parametrize(("leak", "said"), [
-    ("build", "error: strategy 'keyed' failed: RuntimeError: build exploded with key "
+    ("build", "error: strategy 'keyed' failed in its build: RuntimeError: build exploded with key "
               f"[api key] 构建失败 {PLUGIN}"),
     ("build_perr", "error: build asked a model with key [api key]"),
     ("init", "error: strategy 'keyed' could not start with k=2: RuntimeError: cannot start "
@@ -226,7 +226,7 @@ def test_a_plugin_that_exits_fails_its_turn_and_the_chat_goes_on(
     chatted = invoke("chat", "x", "-s", "keyed", "--provider", "scripted", "--db", db,
                      input="one 一\n/strategy window\ntwo 二\n")
     assert [line for line in chatted.stderr.splitlines() if line.startswith("error:")] == [
-        f"error: strategy 'keyed' failed: SystemExit: usage: keyed [-h] {PLUGIN}"]
+        f"error: strategy 'keyed' failed in its build: SystemExit: usage: keyed [-h] {PLUGIN}"]
     assert chatted.stdout.splitlines()[-1] == "echo #1: two 二"
     monkeypatch.setenv("LEAK", "midstream_exit")
     chatted = invoke("chat", "y", "--provider", "leaky", "--db", db,

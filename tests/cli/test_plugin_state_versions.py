@@ -63,8 +63,9 @@ def test_a_plugin_build_failing_on_its_stored_state_names_the_way_to_drop_it(
     failed = invoke("ask", "旅行", "第二句", "--provider", "scripted", "--db", db, env=new,
                     code=1)
     assert failed.stderr == (
-        "error: strategy 'tally' failed: TypeError: 'int' object is not subscriptable (plugin "
-        "tally (chatmem-tally 0.1.0)); if it fails on the state an earlier version of it "
+        "error: strategy 'tally' failed in its build: TypeError: 'int' object is not"
+        " subscriptable (plugin tally (chatmem-tally 0.1.0)); if it fails on the state an"
+        " earlier version of it "
         "stored, `chatmem sessions reset-state 旅行 tally` drops that state (never the turns) "
         "and it is built again\n")
     invoke("sessions", "reset-state", "旅行", "tally", "--db", db, env=new, code=0)
@@ -73,8 +74,8 @@ def test_a_plugin_build_failing_on_its_stored_state_names_the_way_to_drop_it(
     # A session holding no state of it has nothing to drop: the line says only what failed.
     failed = invoke("ask", "新的", "boom", "-s", "tally", "--provider", "scripted", "--db", db,
                     code=1)
-    assert failed.stderr == ("error: strategy 'tally' failed: RuntimeError: boom (plugin tally "
-                             "(chatmem-tally 0.1.0))\n")
+    assert failed.stderr == ("error: strategy 'tally' failed in its build: RuntimeError: boom"
+                             " (plugin tally (chatmem-tally 0.1.0))\n")
     # A client of serve or MCP is not told of a command it cannot run.
     held = StrategyFailed("tally", RuntimeError("boom"))
     held.held_in = "旅行"
@@ -92,8 +93,8 @@ def test_a_replay_failing_with_a_state_held_names_no_session_to_reset(
         "第一句", "boom") for role in ("user", "assistant")) + "\n", encoding="utf-8")
     failed = invoke("replay", str(transcript), "-s", "tally", "--provider", "scripted", code=1)
     assert failed.stderr.splitlines()[-1] == (
-        "error: strategy 'tally' failed: RuntimeError: boom (plugin tally (chatmem-tally "
-        "0.1.0))")
+        "error: strategy 'tally' failed in its build: RuntimeError: boom (plugin tally"
+        " (chatmem-tally 0.1.0))")
 
 
 def test_a_plugin_update_failing_on_its_stored_state_names_the_way_to_drop_it(
@@ -131,7 +132,8 @@ def test_inspect_next_failing_on_its_stored_state_names_the_way_to_drop_it(
     failed = invoke("inspect", "旅行", "--next", "第二句", "--db", db,
                     env={"TALLY_VERSION": "2"}, code=1)
     assert failed.stderr.splitlines()[-1] == (
-        "error: strategy 'tally' failed: TypeError: 'int' object is not subscriptable (plugin "
-        "tally (chatmem-tally 0.1.0)); if it fails on the state an earlier version of it "
+        "error: strategy 'tally' failed in its build: TypeError: 'int' object is not"
+        " subscriptable (plugin tally (chatmem-tally 0.1.0)); if it fails on the state an"
+        " earlier version of it "
         "stored, `chatmem sessions reset-state 旅行 tally` drops that state (never the turns) "
         "and it is built again")

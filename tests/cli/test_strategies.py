@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 
 from cli_runner import invoke
+from plugin_site import Install
 from registered import STRATEGIES as REGISTRY
 
 
@@ -69,3 +70,64 @@ def test_a_parameters_help_ends_as_its_own_language_ends_a_sentence() -> None:
     assert sentence("上下文的令牌上限（0 表示不限）") == "上下文的令牌上限（0 表示不限）。"
     assert sentence("风格「简洁」") == "风格「简洁」。"
     assert sentence("the cap (0: none)") == "The cap (0: none)."
+
+
+def test_a_chinese_help_gets_no_ascii_period() -> None:
+    """A plugin's Chinese help ending in its own punctuation got "." after it (`标记：.`), and
+    one ending in a number or a Latin name got an English stop (`最多 10.`)."""
+    from chatmem.render.strategies import sentence
+
+    assert sentence("标记：") == "标记："
+    assert sentence("可选，") == "可选，"
+    assert sentence("记住…") == "记住…"
+    assert sentence("默认 3 轮，最多 10") == "默认 3 轮，最多 10。"
+    assert sentence("单位为 MB") == "单位为 MB。"
+    assert sentence("the mark, 标记 in Chinese") == "The mark, 标记 in Chinese."
+    assert sentence("max turns, e.g. 10") == "Max turns, e.g. 10."
+
+
+CHINESE = '''
+from dataclasses import dataclass
+
+from chatmem.memory.buffer import BufferStrategy
+from chatmem.memory.params import param
+
+
+@dataclass(frozen=True)
+class ZhParams:
+    depth: int = param(3, "回溯的轮数，越大越慢，但记得越多；默认三轮，最多十轮，超过则截断，"
+                          "截断时先丢掉最早的那一轮，然后依次往后")
+
+
+class Zh(BufferStrategy):
+    name = "zhong"
+    description = ("每一轮都发送，并在上下文的开头附上一段固定的提醒文字，提醒模型注意用户之前"
+                   "说过的重要事情，例如预算、日期、订单号，以及用户的偏好和约束条件。")
+    OPTIONS = ZhParams
+
+
+def register(plugins):
+    plugins.add_strategy(Zh)
+'''
+
+CLOSING = tuple("，。、；：！？）」』")
+
+
+def test_a_chinese_description_never_wraps_to_a_line_starting_with_closing_punctuation(
+        installed: Install) -> None:
+    """Rich folds Chinese cell by cell: at 100 columns `chatmem strategies` started a line of
+    the plugin's description with "，" (and `strategies zhong` its help, at other widths)."""
+    installed("chatmem-zhong", "chatmem_zhong", CHINESE)
+    for width in range(60, 131, 2):
+        listed = invoke("strategies", width=width)
+        assert listed.exit_code == 0
+        cells = [cell.strip() for line in listed.stdout.splitlines()
+                 for cell in line.split("│")[1:-1]]
+        described = "".join(line.split("│")[3].strip() for line in listed.stdout.splitlines()
+                            if line.count("│") == 5)
+        assert "每一轮都发送，并在上下文的开头" in described
+        assert not [c for c in cells if c.startswith(CLOSING)], width
+        shown = invoke("strategies", "zhong", width=width)
+        assert shown.exit_code == 0
+        assert not [line for line in shown.stdout.splitlines()
+                    if line.strip().startswith(CLOSING)], width

@@ -68,4 +68,4 @@ def test_compare_strategies_tells_a_failing_plugin_strategy_and_scores_the_other
     assert all(s["turns"] == 2 for s in compared["strategies"])
     [failed] = compared["failed"]
     assert failed["strategy"] == "boom"
-    assert "strategy 'boom' failed: RuntimeError: 上下文炸了" in failed["error"]
+    assert "strategy 'boom' failed in its build: RuntimeError: 上下文炸了" in failed["error"]

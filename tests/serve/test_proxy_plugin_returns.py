@@ -107,7 +107,7 @@ def test_a_plugin_strategy_that_fails_to_build_is_logged_and_not_asked_again(
     assert answered.headers["x-should-retry"] == "false"
     assert "上下文炸了" in answered.json()["error"]["message"]
     [line] = logged
-    assert line.startswith("trip: strategy 'boom' failed: RuntimeError: 上下文炸了")
+    assert line.startswith("trip: strategy 'boom' failed in its build: RuntimeError: 上下文炸了")
     assert "(plugin boom (chatmem-boom 0.1.0))" in line
     with Store(db) as store:
         assert store.sessions.find_session("trip") is None

@@ -13,7 +13,7 @@ from cli_runner import run
 from pg import Team
 from registered import open_session
 
-from chatmem.config.sections import EmbeddingsSection
+from chatmem.config.sections import EmbeddingsSection, SummarySection
 from chatmem.config.settings import Settings
 from chatmem.errors import TurnNotReplaceable
 from chatmem.memory import pins
@@ -159,3 +159,35 @@ def test_her_pins_outlive_a_grantees_turn_and_his_stay_out(
                                 [ann.session.id]).rowcount == 1
         facts = ann.build_context("?").part("facts")
         assert facts is None or "ORD-7731" not in facts.messages[0].content
+
+
+@pytest.mark.parametrize("language", ["en", "zh"])
+def test_no_pins_rebuilt_after_a_grantees_turn_with_the_drift_guard_off(
+        team: Team, language: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Her pins are rebuilt from what her own versions dropped, which they record whatever
+    the guard: with `[summary] drift_guard` off she had no pins, and his turn must not give
+    her some (before her next turn, and after it, her state again)."""
+    said, anchor, vague = VAGUE[language]
+
+    def summary(messages: ChatMessages) -> str:
+        return extractive_summary(messages).replace(anchor, vague)
+
+    monkeypatch.setitem(RULES, "summary", summary)
+    settings = Settings(system="", embeddings=EmbeddingsSection(provider="none"),
+                        summary=SummarySection(drift_guard=False))
+    hers = SAID[language][0]
+    with Store(team.url("ann")) as ann_store, Store(team.url("bob")) as bob_store:
+        ann = open_session(ann_store, settings, ScriptedProvider(), "proj", strategy="summary")
+        for text in (hers.format(n=1, d=1), said, hers.format(n=3, d=3)):
+            ann.run_turn(text)
+        (dropped,), = team.rows("SELECT dropped_anchors FROM summaries WHERE writer = 'ann'"
+                                " ORDER BY version LIMIT 1 OFFSET 1")
+        assert anchor in json.loads(dropped)  # recorded, not pinned
+        assert ann.build_context("?").part("facts") is None
+        run(team.url("ann"), "sessions", "share", "proj", "--with", "bob", "--write", code=0)
+        bob = open_session(bob_store, settings, ScriptedProvider(), "ann/proj")
+        bob.run_turn(SAID[language][1].format(n=4))
+        for _ in range(2):
+            assert ann.build_context("?").part("facts") is None
+            ann.run_turn(hers.format(n=5, d=5))
+        assert pins.pinned_facts(ann_store.memory, ann.session.id) == []
