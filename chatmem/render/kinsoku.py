@@ -4,9 +4,10 @@ with "，" or "。". The character before it moves down with it, as CJK typesett
 
 from __future__ import annotations
 
+import re
 from typing import TYPE_CHECKING
 
-from rich._wrap import divide_line
+from rich.cells import cell_len
 from rich.text import Text
 
 if TYPE_CHECKING:
@@ -16,6 +17,35 @@ if TYPE_CHECKING:
 NO_LINE_START = frozenset("，。、；：！？）」』】》〉〕］｝”’…‥")
 """Closing punctuation no line may start with."""
 
+_WORDS = re.compile(r"\s*\S+\s*")
+
+
+def _folded(text: str, width: int) -> list[int]:
+    """Where Rich's folding (`Text.wrap`, overflow "fold") starts each line after the first:
+    words go whole where they fit, a word wider than a line is cut cell by cell (a Chinese
+    sentence is one word). Rich's own divider is private, so its rule is written here."""
+    breaks: list[int] = []
+    column = 0
+    for found in _WORDS.finditer(text):
+        start, word = found.start(), found.group()
+        length = cell_len(word.rstrip())
+        if width - column >= length:
+            column += cell_len(word)
+        elif length > width:
+            if start:
+                breaks.append(start)
+            column = 0
+            for at, character in enumerate(word, start):
+                size = cell_len(character)
+                if column + size > width and column:
+                    breaks.append(at)
+                    column = 0
+                column += size
+        elif column and start:
+            breaks.append(start)
+            column = cell_len(word)
+    return breaks
+
 
 def line_breaks(text: str, width: int) -> list[int]:
     """Where to break `text` (one paragraph) into lines of at most `width` cells, as Rich's
@@ -23,7 +53,7 @@ def line_breaks(text: str, width: int) -> list[int]:
     breaks: list[int] = []
     start = 0
     while True:
-        rest = divide_line(text[start:], width, fold=True)
+        rest = _folded(text[start:], width)
         if not rest:
             return breaks
         at = start + rest[0]
