@@ -284,12 +284,22 @@ def lazy_chat_model(workspace: Workspace) -> Provider:
     """The configured chat model, opened only when a strategy first calls it (a summary, fact
     extraction); tokens are counted with its model's tokenizer until then. For front ends
     whose replies come from elsewhere (the MCP server records turns a client's model wrote)."""
+    from chatmem.errors import NoModelAtAll
     from chatmem.evaluation.recording import LazyProvider
+    from chatmem.providers import local_models, resolve_provider_name
     from chatmem.tokens import counter_for_model
 
     settings = workspace.settings
-    name = settings.provider
-    return LazyProvider(lambda: workspace.chat_provider, name, settings.model or name,
+    name, model = settings.provider, settings.model or settings.provider
+    with suppress(NoModelAtAll):
+        if resolve_provider_name(settings) == "local":
+            # Named as the opened model names itself, not "auto": the embedded SmolLM2 was
+            # not known as such (engine.upkeep.is_embedded_model) and was asked for
+            # summaries, and the session records the model a later chat runs on.
+            name = "local"
+            with suppress(ChatmemError):
+                model = local_models(settings)[0]
+    return LazyProvider(lambda: workspace.chat_provider, name, model,
                         counter_for_model(settings.model))
 
 

@@ -127,3 +127,35 @@ def test_the_bundled_model_is_loaded_before_the_first_message(tmp_path: Path) ->
             embedder = embedder.inner  # type: ignore[attr-defined]
         assert embedder._model is not None  # read before the first message, not in it
         engine.indexing.abandon()
+
+
+@pytest.mark.local
+def test_recorded_turns_ask_the_embedded_model_for_no_summary(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """`chatmem mcp` with no key and no config records turns for the embedded SmolLM2 (the
+    provider is `auto`): a summary strategy had it write one (~100 s a turn on a busy
+    machine, junk sent as memory after), where a chat asks it for none and says so once."""
+    from local_model import local_model_missing
+
+    from chatmem.app.conversations import record_turn
+    from chatmem.config.sections import LocalSection
+    from chatmem.notices import HelperTooSmall
+    from chatmem.providers.local import SMOLLM2_FILE
+
+    if (missing := local_model_missing()) is not None:
+        pytest.skip(missing)
+    for name in ("OPENAI_API_KEY", "OPENAI_BASE_URL"):
+        monkeypatch.delenv(name, raising=False)
+    settings = Settings(db=str(tmp_path / "h.db"), strategy="summary",
+                        local=LocalSection(threads=1))
+    with Workspace(settings) as ws:
+        results = [record_turn(ws, "记录", user, reply)
+                   for user, reply in (("我叫小明，我住在杭州。", "好的，小明。"),
+                                       ("My cat is called Tom.", "Nice."))]
+        said = [type(n) for r in results for n in r.notices]
+        assert HelperTooSmall in said
+        session = ws.store.sessions.session("记录")
+        assert ws.store.memory.summaries(session.id) == []
+        # The model a chat resumes it on, so that chat says no model changed.
+        assert (session.provider, session.model) == ("local", SMOLLM2_FILE.removesuffix(".gguf"))
+        assert len(ws.store.history.messages(session.id)) == 4
