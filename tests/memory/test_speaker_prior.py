@@ -116,13 +116,15 @@ def test_a_question_naming_a_speaker_recalls_what_they_said_over_others_reaction
         engine, "retrieval", nobody, mode="bm25", max_tokens=BUDGET, later=0, speaker=0))
 
 
-def _calls(query: str, pool: list[Ranked]) -> int:
-    """Python and C calls prefer_named makes for `query` over `pool`: counted, not timed."""
+def _calls(query: str, pool: list[Ranked], events: tuple[str, ...] = ("call", "c_call")
+           ) -> int:
+    """Calls prefer_named makes for `query` over `pool` (Python and C ones, or those of
+    `events`): counted, not timed."""
     count = 0
 
     def counted(frame: object, event: str, arg: object) -> None:
         nonlocal count
-        count += event in ("call", "c_call")
+        count += event in events
 
     sys.setprofile(counted)
     try:
@@ -227,22 +229,6 @@ def test_a_candidate_s_kept_label_is_its_text_s_speaker(text: str) -> None:
     assert speaker_prior._labels_of([ranked]) == [speaker_of(text)]
 
 
-def _python_calls(query: str, pool: list[Ranked]) -> int:
-    """Python functions prefer_named runs for `query` over `pool` (C calls not counted)."""
-    count = 0
-
-    def counted(frame: object, event: str, arg: object) -> None:
-        nonlocal count
-        count += event == "call"
-
-    sys.setprofile(counted)
-    try:
-        prefer_named(pool, query, 0.1)
-    finally:
-        sys.setprofile(None)
-    return count
-
-
 @pytest.mark.parametrize("query", ["What did we decide about the budget?", "预算定了多少？"])
 def test_a_pool_whose_labels_are_known_costs_no_python_call_per_candidate(query: str) -> None:
     # perf67: a build's 150-300 candidates each cost a Python call for a label kept from the
@@ -256,5 +242,5 @@ def test_a_pool_whose_labels_are_known_costs_no_python_call_per_candidate(query:
 
     small, large = pool(20), pool(300)
     prefer_named(large, query, 0.1)  # the labels of the first build, kept
-    assert _python_calls(query, large) == _python_calls(query, small)
+    assert _calls(query, large, ("call",)) == _calls(query, small, ("call",))
     assert [r.key for r in prefer_named(large, "what did alice do?", 0.1)][:3] == [7, 14, 21]

@@ -3,6 +3,7 @@ sends it with each request; the session its edit goes on in keeps the erasure.""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 from urllib.parse import quote
 
@@ -20,6 +21,19 @@ from chatmem.store import Store
 
 SAID = [("My employer is Globex Corporation.", "Globex Corporation"),
         ("我在环球公司上班。", "环球公司")]
+
+
+def _said_with(ask: Callable[[list[dict[str, str]]], tuple[str, str, str]], said: str
+               ) -> tuple[list[dict[str, str]], str]:
+    """A client's three exchanges, "Hello", `said` (what a purge will change) and "And
+    then?": its copy of the chat and the last turn's id."""
+    history: list[dict[str, str]] = []
+    turn = ""
+    for text in ("Hello", said, "And then?"):
+        history.append({"role": "user", "content": text})
+        reply, turn, _ = ask(history)
+        history.append({"role": "assistant", "content": reply})
+    return history, turn
 
 
 def _purge(db_path: Path, name: str, value: str) -> None:
@@ -178,12 +192,8 @@ def test_a_regenerate_of_an_earlier_purged_message_after_a_restart_keeps_the_pur
     settings = Settings(provider="openai", base_url=chat_server.base_url, model="test-small",
                         db=str(db_path))
     headers = {"X-Chatmem-Conversation": quote("工作")}
-    history: list[dict[str, str]] = []
     with RunningProxy(settings, strategy="buffer") as running:
-        ask = asker(running, extra_headers=headers)
-        for text in ("Hello", said, "And then?"):
-            history.append({"role": "user", "content": text})
-            history.append({"role": "assistant", "content": ask(history)[0]})
+        history = _said_with(asker(running, extra_headers=headers), said)[0]
     _purge(db_path, "工作", value)
     with RunningProxy(settings, strategy="buffer") as running:
         assert asker(running, extra_headers=headers)(history[:3])[1:] == ("工作@4", "next-turn")
@@ -209,11 +219,7 @@ def test_a_regenerate_of_an_earlier_purged_message_of_a_chat_no_id_names_keeps_t
                         db=str(db_path))
     with RunningProxy(settings, strategy="buffer") as running:
         ask = asker(running)
-        history: list[dict[str, str]] = []
-        for text in ("Hello", said, "And then?"):
-            history.append({"role": "user", "content": text})
-            reply, turn, _ = ask(history)
-            history.append({"role": "assistant", "content": reply})
+        history, turn = _said_with(ask, said)
         name = turn.rpartition("@")[0]
         _purge(db_path, name, value)
         assert ask(history[:3])[1:] == (f"{name}-2@2", "new-session")
@@ -238,10 +244,7 @@ def test_a_regenerate_of_an_earlier_purged_message_of_a_named_chat_branches_keep
                         db=str(db_path))
     with RunningProxy(settings, strategy="buffer") as running:
         ask = asker(running, extra_headers={"X-Chatmem-Conversation": quote("工作")})
-        history: list[dict[str, str]] = []
-        for text in ("Hello", said, "And then?"):
-            history.append({"role": "user", "content": text})
-            history.append({"role": "assistant", "content": ask(history)[0]})
+        history = _said_with(ask, said)[0]
         _purge(db_path, "工作", value)
         assert ask(history[:3])[1:] == ("工作@2", "branched")
     erased = said.replace(value, "[forgotten]")
@@ -291,11 +294,7 @@ def test_an_edit_fitting_around_a_purge_of_a_chat_no_id_names_is_the_client_s(
                         db=str(db_path))
     with RunningProxy(settings, strategy="buffer") as running:
         ask = asker(running)
-        history: list[dict[str, str]] = []
-        for text in ("Hello", said, "And then?"):
-            history.append({"role": "user", "content": text})
-            reply, turn, _ = ask(history)
-            history.append({"role": "assistant", "content": reply})
+        history, turn = _said_with(ask, said)
         name = turn.rpartition("@")[0]
         _purge(db_path, name, value)
         assert ask([*history[:2], {"role": "user", "content": edited}])[1:] == (
