@@ -291,23 +291,29 @@ def session_of_opening(workspace: Workspace, first: str, prior: Sequence[ClientM
     asked_again: str | None = None
     free: str | None = None
     for stem in dict.fromkeys([first, named_before or first]):
+        # Each name's session and length in one read: a chat edited N times is in
+        # `first-N`, and a look at each name before it made its every request's cost grow
+        # with N (with the square of them over its life).
+        numbered = store.sessions.numbered(stem, at_most=len(prior) + 3)
         for n in count(1):
             name = stem if n == 1 else f"{stem}-{n}"
             if name in taken:
                 continue
-            session = store.sessions.find_session(name)
-            if session is None:
+            found = numbered.get(name)
+            if found is None:
                 free = free or name
                 break
+            session_id, held = found
             if not prior:
                 # A session whose history is still empty (its first reply was cut off, so
                 # nothing but a cancelled turn's record was kept) is this chat's, sent
                 # again: not another chat that began alike, which would leave it empty
                 # for good and go on in `-2`.
-                empty = store.history.message_count(session.id, at_most=1) == 0
-                match = _Match.GOES_ON if empty else _Match.NONE
+                match = _Match.GOES_ON if held == 0 else _Match.NONE
+            elif held not in (len(prior), len(prior) + 2):
+                match = _Match.NONE  # read no further: another length is another chat
             else:
-                match = _continues(store.history, session.id, prior, text)
+                match = _continues(store.history, session_id, prior, text, held=held)
             if match is _Match.GOES_ON:
                 return name, False
             if match is _Match.ASKED_AGAIN and asked_again is None:
@@ -326,12 +332,12 @@ class _Match(Enum):
 
 
 def _continues(history: HistoryRepository, session_id: int, prior: Sequence[ClientMessage],
-               text: str) -> _Match:
-    """Whether a session's history is `prior`, or `prior` then `text` and a reply: its
-    length, and its last two turns, which the client's history must end with (the opening
-    they share already, by its name), compared as `comparable` words (a client that trimmed
-    a reply goes on). Reads two turns, not the whole history."""
-    held = history.message_count(session_id, at_most=len(prior) + 3)
+               text: str, *, held: int) -> _Match:
+    """Whether a session's history (`held` messages, counted no further than `prior`'s
+    length and three) is `prior`, or `prior` then `text` and a reply: its length, and its
+    last two turns, which the client's history must end with (the opening they share
+    already, by its name), compared as `comparable` words (a client that trimmed a reply
+    goes on). Reads two turns, not the whole history; none when the lengths differ."""
     if held not in (len(prior), len(prior) + 2):
         return _Match.NONE
 

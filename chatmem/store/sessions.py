@@ -131,6 +131,27 @@ class SessionTables:
                               f" AND {self._db.own_rows}", [normal_name(name)])
         return SessionRecord.from_row(rows[0]) if rows else None
 
+    def numbered(self, stem: str, *, at_most: int) -> dict[str, tuple[int, int]]:
+        """The user's own sessions named `stem` or `stem-N` (N from 2, as `serve` names chats
+        that began alike): name → its id and how many messages its history holds, counted
+        no further than `at_most` (`message_count`): one statement, where a look at each
+        name was two, for every request of a chat edited N times."""
+        stem = normal_name(stem)
+        escaped = stem.replace("!", "!!").replace("%", "!%").replace("_", "!_")
+        rows = fetch_rows(
+            self._db, "SELECT id, name, (SELECT count(*) FROM (SELECT 1 FROM messages"
+            " WHERE messages.session_id = sessions.id AND messages.superseded = 0 LIMIT ?)"
+            " AS held) AS held_count FROM sessions WHERE (name = ? OR name LIKE ? ESCAPE '!')"
+            f" AND {self._db.own_rows}", [max(at_most, 0), stem, f"{escaped}-%"])
+        found = {}
+        for row in rows:
+            name, number = row["name"], row["name"][len(stem) + 1:]
+            if name == stem or (name.startswith(f"{stem}-") and number.isascii()
+                                and number.isdigit() and number == str(int(number))
+                                and int(number) >= 2):
+                found[name] = (int(row["id"]), int(row["held_count"]))
+        return found
+
     def last_used_session(self) -> SessionRecord | None:
         """The connecting user's own session written to last (a turn, or a change to its
         settings); None: none yet. Never one shared with them: its owner sets when it was

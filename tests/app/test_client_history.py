@@ -76,3 +76,45 @@ def test_an_edit_is_told_only_where_the_history_answered_held_the_message(
     assert AskedWith.of(prior, said).edited_at(prior, edited) is False
     other = [ClientMessage("user", "Hello"), ClientMessage("assistant", "Hey")]
     assert answered.edited_at(other, edited) is False
+
+
+def _opening_lookup(tmp_path: Path, edits: int) -> tuple[tuple[str, bool], int]:
+    """The session `session_of_opening` finds for the next message of a chat no id names
+    whose second message was edited `edits` times (each edit a session `NAME-k`, as serve
+    branches one), and the statements the look took."""
+    from meter import metered
+
+    from chatmem.app.client_history import session_of_opening
+    from chatmem.app.compared_text import opening_name
+
+    db = tmp_path / f"e{edits}.db"
+    opening = ClientMessage("user", "你好，我们聊聊旅行")
+    first = opening_name(opening)
+    start = [{"role": "user", "content": opening.content}, {"role": "assistant", "content": "好"}]
+    with Store(db) as store:
+        for k in range(1, edits + 2):
+            name = first if k == 1 else f"{first}-{k}"
+            session = store.sessions.create_session(name, "window", {})
+            store.history.import_messages(session.id, [
+                *start, {"role": "user", "content": f"第二个问题 版本{k}"},
+                {"role": "assistant", "content": "嗯"}, {"role": "user", "content": "继续"},
+                {"role": "assistant", "content": "好的"}])
+        last = name
+        # The chat goes on in its newest branch: longer than those it left.
+        store.history.import_messages(session.id, [
+            {"role": "user", "content": "后来的问题"}, {"role": "assistant", "content": "对"}])
+        prior = [ClientMessage(m.role, m.content) for m in store.history.messages(session.id)]
+    with Workspace(Settings(provider="scripted", db=str(db))) as workspace:
+        _ = workspace.store
+        with metered(workspace.store) as meter:
+            found = session_of_opening(workspace, first, prior, "再后来的问题")
+    assert found == (last, False)
+    return found, meter.statements
+
+
+def test_a_chat_edited_many_times_is_found_at_the_same_cost(tmp_path: Path) -> None:
+    """noid67: each request of a chat no id names looked at NAME, NAME-2… NAME-N in turn (two
+    statements each): a chat edited N times cost N more each request, N² over its life."""
+    _, few = _opening_lookup(tmp_path, 2)
+    _, many = _opening_lookup(tmp_path, 30)
+    assert many == few

@@ -8,6 +8,7 @@ from pathlib import Path
 from hypothesis import given
 from hypothesis import strategies as st
 
+from chatmem.store import Store
 from chatmem.store.session_names import (
     SESSION_NAME,
     is_session_name,
@@ -114,3 +115,20 @@ def test_a_long_name_typed_decomposed_is_accepted_and_stored_composed(
     invoke("sessions", "rename", LONG, renamed, "--db", db, code=0)
     with Store(db) as store:
         assert [row.name for row in store.sessions.list_sessions()] == [normal_name(renamed)]
+
+
+def test_numbered_sessions_are_read_with_their_lengths_at_once(store: Store) -> None:
+    """`numbered` (serve's chats no id names: NAME, NAME-2…): only those names, the user's
+    own, each with its length counted no further than asked, on every backend."""
+    made = {}
+    for name, held in (("chat-旅行", 3), ("chat-旅行-2", 1), ("chat-旅行-10", 0),
+                       ("chat-旅行-02", 1), ("chat-旅行-1", 1), ("chat-旅行-x", 1),
+                       ("chat-旅行x-2", 1), ("chat-旅", 1)):
+        made[name] = store.sessions.create_session(name, "window", {})
+        store.history.import_messages(made[name].id, [
+            {"role": "user" if i % 2 == 0 else "assistant", "content": f"第{i}句"}
+            for i in range(held)])
+    found = store.sessions.numbered("chat-旅行", at_most=2)
+    assert found == {
+        "chat-旅行": (made["chat-旅行"].id, 2), "chat-旅行-2": (made["chat-旅行-2"].id, 1),
+        "chat-旅行-10": (made["chat-旅行-10"].id, 0)}
