@@ -101,25 +101,30 @@ def branched_from(workspace: Workspace, first: str, prior: Sequence[ClientMessag
     chat leaves, whose erasures its new session keeps (`erasures_kept`), and its message
     after all of `prior` (a regenerate's: `earlier_input_kept`). Read only for a chat's new
     session, which stores all of `prior` anyway."""
-    history = workspace.store.history
     said = comparable_all(prior)
     best: list[Said] = []
     longest = 0
     name: str | None = None
+    looked: list[tuple[str, int]] = []
     for stem in dict.fromkeys([first, named_before or first]):
+        numbered = workspace.store.sessions.numbered(stem, at_most=0)
         for n in count(1):
-            session = workspace.store.sessions.find_session(stem if n == 1 else f"{stem}-{n}")
-            if session is None:
+            found = numbered.get(stem if n == 1 else f"{stem}-{n}")
+            if found is None:
                 break
-            held = history.messages(session.id, 1, len(prior) + 1)[:len(prior) + 1]
-            start = next((i for i, pair in enumerate(zip(comparable_all(held), said,
-                                                         strict=False))
-                          if not held_as_said([pair[0]], [pair[1]])), min(len(held), len(said)))
-            # All of `prior` held (none: its first message, the opening it was named by),
-            # the message after it too.
-            if start > longest or (start == longest == len(prior) and len(held) > len(best)):
-                best, longest = list(held[:start + (start == len(prior))]), start
-                name = session.name
+            looked.append((stem if n == 1 else f"{stem}-{n}", found[0]))
+    # Every branch's start in one read, as their names: one each grew with the edits.
+    histories = workspace.store.history.messages_of([i for _, i in looked], len(prior) + 1)
+    for session_name, session_id in looked:
+        held = histories.get(session_id, [])[:len(prior) + 1]
+        start = next((i for i, pair in enumerate(zip(comparable_all(held), said,
+                                                     strict=False))
+                      if not held_as_said([pair[0]], [pair[1]])), min(len(held), len(said)))
+        # All of `prior` held (none: its first message, the opening it was named by),
+        # the message after it too.
+        if start > longest or (start == longest == len(prior) and len(held) > len(best)):
+            best, longest = list(held[:start + (start == len(prior))]), start
+            name = session_name
     return name, best
 
 

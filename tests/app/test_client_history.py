@@ -118,3 +118,29 @@ def test_a_chat_edited_many_times_is_found_at_the_same_cost(tmp_path: Path) -> N
     _, few = _opening_lookup(tmp_path, 2)
     _, many = _opening_lookup(tmp_path, 30)
     assert many == few
+
+
+def test_the_branch_an_edit_leaves_is_found_at_the_same_cost(tmp_path: Path) -> None:
+    """noid67: an edit's new session read each NAME-k's start one statement at a time (two
+    with its name), so each edit of a chat edited N times cost N more."""
+    from meter import metered
+
+    from chatmem.app.client_history import branched_from
+    from chatmem.app.compared_text import opening_name
+
+    costs = []
+    for edits in (2, 30):
+        _opening_lookup(tmp_path, edits)
+        first = opening_name(ClientMessage("user", "你好，我们聊聊旅行"))
+        with Workspace(Settings(provider="scripted", db=str(tmp_path / f"e{edits}.db"))) as ws:
+            _ = ws.store
+            # The newest branch's second message edited again: it leaves that branch.
+            edited = [ClientMessage("user", "你好，我们聊聊旅行"), ClientMessage("assistant", "好"),
+                      ClientMessage("user", f"第二个问题 版本{edits + 1}"),
+                      ClientMessage("assistant", "嗯")]
+            with metered(ws.store) as meter:
+                name, held = branched_from(ws, first, edited)
+        assert name == f"{first}-{edits + 1}"
+        assert [m.content for m in held] == [m.content for m in edited] + ["继续"]
+        costs.append(meter.statements)
+    assert costs[0] == costs[1]

@@ -132,3 +132,18 @@ def test_numbered_sessions_are_read_with_their_lengths_at_once(store: Store) -> 
     assert found == {
         "chat-旅行": (made["chat-旅行"].id, 2), "chat-旅行-2": (made["chat-旅行-2"].id, 1),
         "chat-旅行-10": (made["chat-旅行-10"].id, 0)}
+
+
+def test_the_starts_of_numbered_sessions_are_read_at_once(store: Store) -> None:
+    """`messages_of` (serve's branches of a chat no id names): each session's messages of
+    its first turns, in order, as `messages` reads them one session at a time."""
+    ids = []
+    for name, held in (("chat-旅行", 6), ("chat-旅行-2", 3), ("chat-旅行-3", 0)):
+        session = store.sessions.create_session(name, "window", {})
+        store.history.import_messages(session.id, [
+            {"role": "user" if i % 2 == 0 else "assistant", "content": f"{name}第{i}句"}
+            for i in range(held)])
+        ids.append(session.id)
+    found = store.history.messages_of(ids, 2)
+    assert found == {i: store.history.messages(i, 1, 2) for i in ids[:2]}
+    assert [len(found[i]) for i in ids[:2]] == [4, 3]
