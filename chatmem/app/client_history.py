@@ -300,6 +300,7 @@ def session_of_opening(workspace: Workspace, first: str, prior: Sequence[ClientM
         # `first-N`, and a look at each name before it made its every request's cost grow
         # with N (with the square of them over its life).
         numbered = store.sessions.numbered(stem, at_most=len(prior) + 3)
+        looked: list[tuple[str, int, int]] = []
         for n in count(1):
             name = stem if n == 1 else f"{stem}-{n}"
             if name in taken:
@@ -308,17 +309,23 @@ def session_of_opening(workspace: Workspace, first: str, prior: Sequence[ClientM
             if found is None:
                 free = free or name
                 break
-            session_id, held = found
+            looked.append((name, *found))
+        # The last two turns of those as long as the client's history (or it and an
+        # exchange), all in one read; another length is another chat.
+        fits = (len(prior), len(prior) + 2)
+        tails = store.history.last_turns_of(
+            [i for _, i, held in looked if held in fits], 2) if prior else {}
+        for name, session_id, held in looked:
             if not prior:
                 # A session whose history is still empty (its first reply was cut off, so
                 # nothing but a cancelled turn's record was kept) is this chat's, sent
                 # again: not another chat that began alike, which would leave it empty
                 # for good and go on in `-2`.
                 match = _Match.GOES_ON if held == 0 else _Match.NONE
-            elif held not in (len(prior), len(prior) + 2):
-                match = _Match.NONE  # read no further: another length is another chat
+            elif held not in fits:
+                match = _Match.NONE
             else:
-                match = _continues(store.history, session_id, prior, text, held=held)
+                match = _continues(tails.get(session_id, []), prior, text, held=held)
             if match is _Match.GOES_ON:
                 return name, False
             if match is _Match.ASKED_AGAIN and asked_again is None:
@@ -336,18 +343,17 @@ class _Match(Enum):
     ASKED_AGAIN = "asked again"
 
 
-def _continues(history: HistoryRepository, session_id: int, prior: Sequence[ClientMessage],
-               text: str, *, held: int) -> _Match:
+def _continues(last_turns: Sequence[Said], prior: Sequence[ClientMessage], text: str, *,
+               held: int) -> _Match:
     """Whether a session's history (`held` messages, counted no further than `prior`'s
-    length and three) is `prior`, or `prior` then `text` and a reply: its length, and its
-    last two turns, which the client's history must end with (the opening they share
-    already, by its name), compared as `comparable` words (a client that trimmed a reply
-    goes on). Reads two turns, not the whole history; none when the lengths differ."""
+    length and three; `last_turns`: the messages of its last two turns) is `prior`, or
+    `prior` then `text` and a reply: its length, and its last two turns, which the client's
+    history must end with (the opening they share already, by its name), compared as
+    `comparable` words (a client that trimmed a reply goes on)."""
     if held not in (len(prior), len(prior) + 2):
         return _Match.NONE
 
-    last = history.turn_count(session_id)
-    tail = comparable_all(history.messages(session_id, max(1, last - 1)))
+    tail = comparable_all(last_turns)
     if held == len(prior) + 2:
         if not held_as_said(tail[-2:-1], [comparable("user", text)]):
             return _Match.NONE

@@ -144,3 +144,28 @@ def test_the_branch_an_edit_leaves_is_found_at_the_same_cost(tmp_path: Path) -> 
         assert [m.content for m in held] == [m.content for m in edited] + ["继续"]
         costs.append(meter.statements)
     assert costs[0] == costs[1]
+
+
+def test_a_regenerate_among_branches_as_long_is_found_at_the_same_cost(tmp_path: Path) -> None:
+    """noid67: the branches of a chat edited N times at one place are all as long; a request
+    as long as they are read the last two turns of each, two statements each."""
+    from meter import metered
+
+    from chatmem.app.client_history import session_of_opening
+    from chatmem.app.compared_text import opening_name
+
+    costs = []
+    for edits in (2, 30):
+        _opening_lookup(tmp_path, edits)
+        first = opening_name(ClientMessage("user", "你好，我们聊聊旅行"))
+        with Workspace(Settings(provider="scripted", db=str(tmp_path / f"e{edits}.db"))) as ws:
+            _ = ws.store
+            # Branch 2's "继续" asked again: a regenerate of its last reply.
+            prior = [ClientMessage("user", "你好，我们聊聊旅行"), ClientMessage("assistant", "好"),
+                     ClientMessage("user", "第二个问题 版本2"), ClientMessage("assistant", "嗯")]
+            with metered(ws.store) as meter:
+                assert session_of_opening(ws, first, prior, "继续") == (f"{first}-2", False)
+                assert session_of_opening(ws, first, prior, "别的") == (
+                    f"{first}-{edits + 2}", True)
+        costs.append(meter.statements)
+    assert costs[0] == costs[1]

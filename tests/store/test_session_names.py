@@ -147,3 +147,19 @@ def test_the_starts_of_numbered_sessions_are_read_at_once(store: Store) -> None:
     found = store.history.messages_of(ids, 2)
     assert found == {i: store.history.messages(i, 1, 2) for i in ids[:2]}
     assert [len(found[i]) for i in ids[:2]] == [4, 3]
+
+
+def test_the_last_turns_of_numbered_sessions_are_read_at_once(store: Store) -> None:
+    """`last_turns_of`: each session's last turns, a replaced turn's messages left out, as
+    `messages` from `turn_count` on reads them one session at a time."""
+    ids = []
+    for name, held in (("chat-旅行", 7), ("chat-旅行-2", 2), ("chat-旅行-3", 0)):
+        session = store.sessions.create_session(name, "window", {})
+        store.history.import_messages(session.id, [
+            {"role": "user" if i % 2 == 0 else "assistant", "content": f"{name}第{i}句"}
+            for i in range(held)])
+        ids.append(session.id)
+    found = store.history.last_turns_of(ids, 2)
+    assert found == {i: store.history.messages(i, max(1, store.history.turn_count(i) - 1))
+                     for i in ids[:2]}
+    assert [len(found[i]) for i in ids[:2]] == [3, 2]
