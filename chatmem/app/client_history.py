@@ -108,11 +108,7 @@ def branched_from(workspace: Workspace, first: str, prior: Sequence[ClientMessag
     looked: list[tuple[str, int]] = []
     for stem in dict.fromkeys([first, named_before or first]):
         numbered = workspace.store.sessions.numbered(stem, at_most=0)
-        for n in count(1):
-            found = numbered.get(stem if n == 1 else f"{stem}-{n}")
-            if found is None:
-                break
-            looked.append((stem if n == 1 else f"{stem}-{n}", found[0]))
+        looked += [(name, numbered[name][0]) for name in _in_order(stem, numbered)]
     # Every branch's start in one read, as their names: one each grew with the edits.
     histories = workspace.store.history.messages_of([i for _, i in looked], len(prior) + 1)
     for session_name, session_id in looked:
@@ -300,16 +296,14 @@ def session_of_opening(workspace: Workspace, first: str, prior: Sequence[ClientM
         # `first-N`, and a look at each name before it made its every request's cost grow
         # with N (with the square of them over its life).
         numbered = store.sessions.numbered(stem, at_most=len(prior) + 3)
-        looked: list[tuple[str, int, int]] = []
-        for n in count(1):
-            name = stem if n == 1 else f"{stem}-{n}"
-            if name in taken:
-                continue
-            found = numbered.get(name)
-            if found is None:
-                free = free or name
-                break
-            looked.append((name, *found))
+        # Every one there, a name deleted before it (retention, `sessions delete`) too:
+        # the chat in `NAME-3` was not found once `NAME-2` was gone, and began again in a
+        # new session, the memory built in its own left behind.
+        looked = [(name, *numbered[name]) for name in _in_order(stem, numbered)
+                  if name not in taken]
+        free = free or next(name for n in count(1)
+                            for name in [stem if n == 1 else f"{stem}-{n}"]
+                            if name not in taken and name not in numbered)
         # The last two turns of those as long as the client's history (or it and an
         # exchange), all in one read; another length is another chat.
         fits = (len(prior), len(prior) + 2)
@@ -332,6 +326,11 @@ def session_of_opening(workspace: Workspace, first: str, prior: Sequence[ClientM
                 asked_again = name
     assert free is not None
     return (free, True) if asked_again is None else (asked_again, False)
+
+
+def _in_order(stem: str, numbered: Collection[str]) -> list[str]:
+    """The names of `numbered` (`stem`, `stem-2`…: sessions.numbered) in their numbers'."""
+    return sorted(numbered, key=lambda name: 1 if name == stem else int(name[len(stem) + 1:]))
 
 
 class _Match(Enum):

@@ -169,3 +169,29 @@ def test_a_regenerate_among_branches_as_long_is_found_at_the_same_cost(tmp_path:
                     f"{first}-{edits + 2}", True)
         costs.append(meter.statements)
     assert costs[0] == costs[1]
+
+
+def test_a_chat_goes_on_in_its_branch_after_one_before_it_was_deleted(tmp_path: Path) -> None:
+    """noid67: NAME-k were looked at until the first name not there: once NAME was deleted
+    (`sessions delete`, retention), the chat edited into NAME-2 was not found after a
+    restart, and began again in a new NAME holding a copy of its history, the memory built
+    in NAME-2 left behind. A new chat that began alike still takes the free name."""
+    from chatmem.app.client_history import branched_from, session_of_opening
+    from chatmem.app.compared_text import opening_name
+
+    _opening_lookup(tmp_path, 3)
+    db = tmp_path / "e3.db"
+    first = opening_name(ClientMessage("user", "你好，我们聊聊旅行"))
+    with Store(db) as store:
+        store.sessions.delete_session(first)
+        store.sessions.delete_session(f"{first}-3")
+        prior = [ClientMessage(m.role, m.content) for m in store.history.messages(
+            store.sessions.session(f"{first}-4").id)]
+    with Workspace(Settings(provider="scripted", db=str(db))) as ws:
+        assert session_of_opening(ws, first, prior, "再后来的问题") == (f"{first}-4", False)
+        assert session_of_opening(ws, first, prior[:1], "别的") == (first, True)
+        assert session_of_opening(ws, first, prior[:1], "别的", taken={first}) == (
+            f"{first}-3", True)
+        # An edit of its second message back to branch 2's: the start branch 2 holds.
+        edited = [*prior[:2], ClientMessage("user", "第二个问题 版本2"), prior[3]]
+        assert branched_from(ws, first, edited)[0] == f"{first}-2"
