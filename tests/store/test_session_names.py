@@ -163,3 +163,27 @@ def test_the_last_turns_of_numbered_sessions_are_read_at_once(store: Store) -> N
     assert found == {i: store.history.messages(i, max(1, store.history.turn_count(i) - 1))
                      for i in ids[:2]}
     assert [len(found[i]) for i in ids[:2]] == [3, 2]
+
+
+def test_numbered_sessions_past_one_reads_worth_are_found(store: Store) -> None:
+    """`numbered` looks names up by the index, NUMBERED at a time: those past the first
+    NUMBERED are found too, gaps and all, and a look at a stem no session has is one read."""
+    from meter import metered
+
+    from chatmem.store.sessions import NUMBERED
+
+    numbers = [1, *range(3, NUMBERED + 9)]
+    for n in numbers:
+        store.sessions.create_session("chat-ab" if n == 1 else f"chat-ab-{n}", "window", {})
+    found = store.sessions.numbered("chat-ab", at_most=1)
+    assert found == {name: (store.sessions.session(name).id, 0) for name in
+                     ("chat-ab" if n == 1 else f"chat-ab-{n}" for n in numbers)}
+    with metered(store) as meter:
+        assert store.sessions.numbered("chat-cd", at_most=1) == {}
+    assert meter.statements == 1
+    # By the index: the work does not grow with the sessions there (a scan read each).
+    for n in range(300):
+        store.sessions.create_session(f"chat-x{n}", "window", {})
+    with metered(store) as more:
+        assert store.sessions.numbered("chat-cd", at_most=1) == {}
+    assert (more.statements, more.steps) == (1, meter.steps)
