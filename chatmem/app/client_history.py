@@ -292,20 +292,15 @@ def session_of_opening(workspace: Workspace, first: str, prior: Sequence[ClientM
     asked_again: str | None = None
     free: str | None = None
     for stem in dict.fromkeys([first, named_before or first]):
-        # Each name's session and length in one read: a chat edited N times is in
-        # `first-N`, and a look at each name before it made its every request's cost grow
-        # with N (with the square of them over its life).
+        # All names and lengths in one read (one a name grew with a chat's edits), those
+        # past a deleted name too (their chats began again, their memory left behind).
         numbered = store.sessions.numbered(stem, at_most=len(prior) + 3)
-        # Every one there, a name deleted before it (retention, `sessions delete`) too:
-        # the chat in `NAME-3` was not found once `NAME-2` was gone, and began again in a
-        # new session, the memory built in its own left behind.
         looked = [(name, *numbered[name]) for name in _in_order(stem, numbered)
                   if name not in taken]
         free = free or next(name for n in count(1)
                             for name in [stem if n == 1 else f"{stem}-{n}"]
                             if name not in taken and name not in numbered)
-        # The last two turns of those as long as the client's history (or it and an
-        # exchange), all in one read; another length is another chat.
+        # The last two turns of all as long as `prior` (or with an exchange) in one read.
         fits = (len(prior), len(prior) + 2)
         tails = store.history.last_turns_of(
             [i for _, i, held in looked if held in fits], 2) if prior else {}
