@@ -102,25 +102,26 @@ def branched_from(workspace: Workspace, first: str, prior: Sequence[ClientMessag
     chat leaves, whose erasures its new session keeps (`erasures_kept`), and its message
     after all of `prior` (a regenerate's: `earlier_input_kept`). Read only for a chat's new
     session, which stores all of `prior` anyway."""
-    history = workspace.store.history
     said = comparable_all(prior)
     best: list[Said] = []
     longest = 0
     name: str | None = None
+    looked: list[tuple[str, int]] = []
     for stem in dict.fromkeys([first, named_before or first]):
-        for n in count(1):
-            session = workspace.store.sessions.find_session(stem if n == 1 else f"{stem}-{n}")
-            if session is None:
-                break
-            held = history.messages(session.id, 1, len(prior) + 1)[:len(prior) + 1]
-            start = next((i for i, pair in enumerate(zip(comparable_all(held), said,
-                                                         strict=False))
-                          if not held_as_said([pair[0]], [pair[1]])), min(len(held), len(said)))
-            # All of `prior` held (none: its first message, the opening it was named by),
-            # the message after it too.
-            if start > longest or (start == longest == len(prior) and len(held) > len(best)):
-                best, longest = list(held[:start + (start == len(prior))]), start
-                name = session.name
+        numbered = workspace.store.sessions.numbered(stem, at_most=0)
+        looked += [(name, numbered[name][0]) for name in _in_order(stem, numbered)]
+    # Every branch's start in one read, as their names: one each grew with the edits.
+    histories = workspace.store.history.messages_of([i for _, i in looked], len(prior) + 1)
+    for session_name, session_id in looked:
+        held = histories.get(session_id, [])[:len(prior) + 1]
+        start = next((i for i, pair in enumerate(zip(comparable_all(held), said,
+                                                     strict=False))
+                      if not held_as_said([pair[0]], [pair[1]])), min(len(held), len(said)))
+        # All of `prior` held (none: its first message, the opening it was named by),
+        # the message after it too.
+        if start > longest or (start == longest == len(prior) and len(held) > len(best)):
+            best, longest = list(held[:start + (start == len(prior))]), start
+            name = session_name
     return name, best
 
 
@@ -291,29 +292,40 @@ def session_of_opening(workspace: Workspace, first: str, prior: Sequence[ClientM
     asked_again: str | None = None
     free: str | None = None
     for stem in dict.fromkeys([first, named_before or first]):
-        for n in count(1):
-            name = stem if n == 1 else f"{stem}-{n}"
-            if name in taken:
-                continue
-            session = store.sessions.find_session(name)
-            if session is None:
-                free = free or name
-                break
+        # All names and lengths in one read (one a name grew with a chat's edits), those
+        # past a deleted name too (their chats began again, their memory left behind).
+        numbered = store.sessions.numbered(stem, at_most=len(prior) + 3)
+        looked = [(name, *numbered[name]) for name in _in_order(stem, numbered)
+                  if name not in taken]
+        free = free or next(name for n in count(1)
+                            for name in [stem if n == 1 else f"{stem}-{n}"]
+                            if name not in taken and name not in numbered)
+        # The last two turns of all as long as `prior` (or with an exchange) in one read.
+        fits = (len(prior), len(prior) + 2)
+        tails = store.history.last_turns_of(
+            [i for _, i, held in looked if held in fits], 2) if prior else {}
+        for name, session_id, held in looked:
             if not prior:
                 # A session whose history is still empty (its first reply was cut off, so
                 # nothing but a cancelled turn's record was kept) is this chat's, sent
                 # again: not another chat that began alike, which would leave it empty
                 # for good and go on in `-2`.
-                empty = store.history.message_count(session.id, at_most=1) == 0
-                match = _Match.GOES_ON if empty else _Match.NONE
+                match = _Match.GOES_ON if held == 0 else _Match.NONE
+            elif held not in fits:
+                match = _Match.NONE
             else:
-                match = _continues(store.history, session.id, prior, text)
+                match = _continues(tails.get(session_id, []), prior, text, held=held)
             if match is _Match.GOES_ON:
                 return name, False
             if match is _Match.ASKED_AGAIN and asked_again is None:
                 asked_again = name
     assert free is not None
     return (free, True) if asked_again is None else (asked_again, False)
+
+
+def _in_order(stem: str, numbered: Collection[str]) -> list[str]:
+    """The names of `numbered` (`stem`, `stem-2`…: sessions.numbered) in their numbers'."""
+    return sorted(numbered, key=lambda name: 1 if name == stem else int(name[len(stem) + 1:]))
 
 
 class _Match(Enum):
@@ -325,18 +337,17 @@ class _Match(Enum):
     ASKED_AGAIN = "asked again"
 
 
-def _continues(history: HistoryRepository, session_id: int, prior: Sequence[ClientMessage],
-               text: str) -> _Match:
-    """Whether a session's history is `prior`, or `prior` then `text` and a reply: its
-    length, and its last two turns, which the client's history must end with (the opening
-    they share already, by its name), compared as `comparable` words (a client that trimmed
-    a reply goes on). Reads two turns, not the whole history."""
-    held = history.message_count(session_id, at_most=len(prior) + 3)
+def _continues(last_turns: Sequence[Said], prior: Sequence[ClientMessage], text: str, *,
+               held: int) -> _Match:
+    """Whether a session's history (`held` messages, counted no further than `prior`'s
+    length and three; `last_turns`: the messages of its last two turns) is `prior`, or
+    `prior` then `text` and a reply: its length, and its last two turns, which the client's
+    history must end with (the opening they share already, by its name), compared as
+    `comparable` words (a client that trimmed a reply goes on)."""
     if held not in (len(prior), len(prior) + 2):
         return _Match.NONE
 
-    last = history.turn_count(session_id)
-    tail = comparable_all(history.messages(session_id, max(1, last - 1)))
+    tail = comparable_all(last_turns)
     if held == len(prior) + 2:
         if not held_as_said(tail[-2:-1], [comparable("user", text)]):
             return _Match.NONE

@@ -46,6 +46,37 @@ class MessageTables:
         return [MessageRecord(*row) for row in self._db.execute(sql + " ORDER BY position",
                                                                params)]
 
+    def messages_of(self, session_ids: Iterable[int],
+                    last_turn: int) -> dict[int, list[MessageRecord]]:
+        """`messages` of turns 1..`last_turn` of each of `session_ids` (id → its messages, in
+        order; none held: left out): one statement, where one a session was one for each of
+        serve's branches of a chat no id names (`client_history.branched_from`)."""
+        found: dict[int, list[MessageRecord]] = {}
+        for chunk, marks in in_batches(sorted(set(session_ids))):
+            for row in self._db.execute(
+                    f"SELECT {MESSAGE_COLUMNS} FROM messages WHERE session_id IN ({marks})"
+                    " AND turn <= ? AND superseded = 0 ORDER BY session_id, position",
+                    [*chunk, last_turn]):
+                message = MessageRecord(*row)
+                found.setdefault(message.session_id, []).append(message)
+        return found
+
+    def last_turns_of(self, session_ids: Iterable[int],
+                      turns: int) -> dict[int, list[MessageRecord]]:
+        """The messages of the last `turns` turns (a replaced turn's left out) of each of
+        `session_ids` (id → its messages, in order; none held: left out): one statement for
+        all, as `messages` from `turn_count` - `turns` + 1 on reads one."""
+        found: dict[int, list[MessageRecord]] = {}
+        for chunk, marks in in_batches(sorted(set(session_ids))):
+            for row in self._db.execute(
+                    f"SELECT {MESSAGE_COLUMNS} FROM messages AS m WHERE session_id IN ({marks})"
+                    " AND superseded = 0 AND turn > (SELECT max(turn) FROM messages AS x"
+                    " WHERE x.session_id = m.session_id AND x.superseded = 0) - ?"
+                    " ORDER BY session_id, position", [*chunk, turns]):
+                message = MessageRecord(*row)
+                found.setdefault(message.session_id, []).append(message)
+        return found
+
     def counted_messages(self, session_id: int, first_turn: int, last_turn: int,
                          tokenizer: str) -> list[tuple[MessageRecord, int | None]]:
         """`messages` of turns `first_turn`..`last_turn`, each with its cached token count

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
+from itertools import count
 from typing import Any
 
 from chatmem.errors import Listed, NotFound, StoreConflict, StoreError, UsageError
@@ -34,6 +35,8 @@ HOLDING = (
 condition on the session's id): every table that names a session but index_leases (who
 embeds its backlog; an empty session has none to lose) and PostgreSQL's word index, which
 only its messages fill."""
+NUMBERED = 64
+"""How many of a stem's numbered names `numbered` looks up in one statement."""
 POSTGRESQL_HOLDING = (("session_shares", "session_id = ?"),)
 """PostgreSQL's table of that kind too: whom it is shared with."""
 
@@ -130,6 +133,29 @@ class SessionTables:
             rows = fetch_rows(self._db, "SELECT * FROM sessions WHERE name = ?"
                               f" AND {self._db.own_rows}", [normal_name(name)])
         return SessionRecord.from_row(rows[0]) if rows else None
+
+    def numbered(self, stem: str, *, at_most: int) -> dict[str, tuple[int, int]]:
+        """The user's own sessions named `stem` or `stem-N` (N from 2, as `serve` names chats
+        that began alike): name → its id and how many messages its history holds, counted
+        no further than `at_most` (`message_count`). One statement, where a look at each
+        name was two, for every request of a chat edited N times: names are looked up by
+        the index NUMBERED at a time, the next NUMBERED only when the last few of these
+        are there (a longer gap ends them)."""
+        stem = normal_name(stem)
+        found: dict[str, tuple[int, int]] = {}
+        for first in count(1, NUMBERED):
+            names = [stem if n == 1 else f"{stem}-{n}" for n in range(first, first + NUMBERED)]
+            rows = fetch_rows(
+                self._db, "SELECT id, name, (SELECT count(*) FROM (SELECT 1 FROM messages"
+                " WHERE messages.session_id = sessions.id AND messages.superseded = 0"
+                f" LIMIT ?) AS held) AS held_count FROM sessions WHERE name IN"
+                f" ({', '.join('?' * len(names))}) AND {self._db.own_rows}",
+                [max(at_most, 0), *names])
+            found.update((row["name"], (int(row["id"]), int(row["held_count"])))
+                         for row in rows)
+            if not set(names[-NUMBERED // 4:]) & found.keys():
+                return found
+        raise AssertionError("unreachable")
 
     def last_used_session(self) -> SessionRecord | None:
         """The connecting user's own session written to last (a turn, or a change to its

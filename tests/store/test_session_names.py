@@ -8,6 +8,7 @@ from pathlib import Path
 from hypothesis import given
 from hypothesis import strategies as st
 
+from chatmem.store import Store
 from chatmem.store.session_names import (
     SESSION_NAME,
     is_session_name,
@@ -114,3 +115,75 @@ def test_a_long_name_typed_decomposed_is_accepted_and_stored_composed(
     invoke("sessions", "rename", LONG, renamed, "--db", db, code=0)
     with Store(db) as store:
         assert [row.name for row in store.sessions.list_sessions()] == [normal_name(renamed)]
+
+
+def test_numbered_sessions_are_read_with_their_lengths_at_once(store: Store) -> None:
+    """`numbered` (serve's chats no id names: NAME, NAME-2…): only those names, the user's
+    own, each with its length counted no further than asked, on every backend."""
+    made = {}
+    for name, held in (("chat-旅行", 3), ("chat-旅行-2", 1), ("chat-旅行-10", 0),
+                       ("chat-旅行-02", 1), ("chat-旅行-1", 1), ("chat-旅行-x", 1),
+                       ("chat-旅行x-2", 1), ("chat-旅", 1)):
+        made[name] = store.sessions.create_session(name, "window", {})
+        store.history.import_messages(made[name].id, [
+            {"role": "user" if i % 2 == 0 else "assistant", "content": f"第{i}句"}
+            for i in range(held)])
+    found = store.sessions.numbered("chat-旅行", at_most=2)
+    assert found == {
+        "chat-旅行": (made["chat-旅行"].id, 2), "chat-旅行-2": (made["chat-旅行-2"].id, 1),
+        "chat-旅行-10": (made["chat-旅行-10"].id, 0)}
+
+
+def test_the_starts_of_numbered_sessions_are_read_at_once(store: Store) -> None:
+    """`messages_of` (serve's branches of a chat no id names): each session's messages of
+    its first turns, in order, as `messages` reads them one session at a time."""
+    ids = []
+    for name, held in (("chat-旅行", 6), ("chat-旅行-2", 3), ("chat-旅行-3", 0)):
+        session = store.sessions.create_session(name, "window", {})
+        store.history.import_messages(session.id, [
+            {"role": "user" if i % 2 == 0 else "assistant", "content": f"{name}第{i}句"}
+            for i in range(held)])
+        ids.append(session.id)
+    found = store.history.messages_of(ids, 2)
+    assert found == {i: store.history.messages(i, 1, 2) for i in ids[:2]}
+    assert [len(found[i]) for i in ids[:2]] == [4, 3]
+
+
+def test_the_last_turns_of_numbered_sessions_are_read_at_once(store: Store) -> None:
+    """`last_turns_of`: each session's last turns, a replaced turn's messages left out, as
+    `messages` from `turn_count` on reads them one session at a time."""
+    ids = []
+    for name, held in (("chat-旅行", 7), ("chat-旅行-2", 2), ("chat-旅行-3", 0)):
+        session = store.sessions.create_session(name, "window", {})
+        store.history.import_messages(session.id, [
+            {"role": "user" if i % 2 == 0 else "assistant", "content": f"{name}第{i}句"}
+            for i in range(held)])
+        ids.append(session.id)
+    found = store.history.last_turns_of(ids, 2)
+    assert found == {i: store.history.messages(i, max(1, store.history.turn_count(i) - 1))
+                     for i in ids[:2]}
+    assert [len(found[i]) for i in ids[:2]] == [3, 2]
+
+
+def test_numbered_sessions_past_one_reads_worth_are_found(store: Store) -> None:
+    """`numbered` looks names up by the index, NUMBERED at a time: those past the first
+    NUMBERED are found too, gaps and all, and a look at a stem no session has is one read."""
+    from meter import metered
+
+    from chatmem.store.sessions import NUMBERED
+
+    numbers = [1, *range(3, NUMBERED + 9)]
+    for n in numbers:
+        store.sessions.create_session("chat-ab" if n == 1 else f"chat-ab-{n}", "window", {})
+    found = store.sessions.numbered("chat-ab", at_most=1)
+    assert found == {name: (store.sessions.session(name).id, 0) for name in
+                     ("chat-ab" if n == 1 else f"chat-ab-{n}" for n in numbers)}
+    with metered(store) as meter:
+        assert store.sessions.numbered("chat-cd", at_most=1) == {}
+    assert meter.statements == 1
+    # By the index: the work does not grow with the sessions there (a scan read each).
+    for n in range(300):
+        store.sessions.create_session(f"chat-x{n}", "window", {})
+    with metered(store) as more:
+        assert store.sessions.numbered("chat-cd", at_most=1) == {}
+    assert (more.statements, more.steps) == (1, meter.steps)
