@@ -8,7 +8,7 @@ chat that goes on is found again, and a regenerate is one, whatever the client t
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Collection, Iterable, Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass, field
 from enum import Enum
 from itertools import count
@@ -37,10 +37,10 @@ def held_as_said(held: Sequence[tuple[str, str]], said: Sequence[tuple[str, str]
     the purged value in it, stored again in a new session."""
     # Equal is compared in C first: a call a message made a 2,000-message history 5 ms a
     # request, where most hold no marker.
-    return held == said or (len(held) == len(said) and all(map(_purged_from, held, said)))
+    return held == said or (len(held) == len(said) and all(map(purged_from, held, said)))
 
 
-def _purged_from(held: tuple[str, str], said: tuple[str, str]) -> bool:
+def purged_from(held: tuple[str, str], said: tuple[str, str]) -> bool:
     """`said` is `held` with some text (one character at least) in place of each marker."""
     if held == said:
         return True
@@ -88,7 +88,7 @@ def _erased_at(held: Sequence[Said], prior: Sequence[Said]) -> list[int]:
     for at, (stored, said) in enumerate(zip(held, prior, strict=False)):
         was, now = comparable(stored.role, stored.content), comparable(said.role, said.content)
         if was != now:
-            if not _purged_from(was, now):
+            if not purged_from(was, now):
                 break
             erased.append(at)
     return erased
@@ -248,12 +248,12 @@ def replaces_last_turn(workspace: Workspace, name: str, prior: Sequence[ClientMe
     # More held than the history carries: a client that trims its history (its window of
     # the session's end) regenerates or edits the last reply as a whole one does.
     stored = (store.history.messages(session.id) if held == len(prior) + 2
-              else _newest(store.history, session.id, len(prior) + 2))
+              else newest_said(store.history, session.id, len(prior) + 2))
     if (len(stored) != len(prior) + 2
             or not held_as_said(comparable_all(stored[:len(prior)]), comparable_all(prior))
             or [m.role for m in stored[len(prior):]] != ["user", "assistant"]):
         return Replacing.NO
-    if _purged_from(comparable("user", stored[len(prior)].content), comparable("user", text)):
+    if purged_from(comparable("user", stored[len(prior)].content), comparable("user", text)):
         return Replacing.YES
     if not prior:
         # One that sends only its new message leaves the history to chatmem: another
@@ -358,57 +358,7 @@ def _continues(last_turns: Sequence[Said], prior: Sequence[ClientMessage], text:
     return _Match.GOES_ON if held == len(prior) else _Match.ASKED_AGAIN
 
 
-WINDOW_EXCHANGES = 2
-"""The fewest whole exchanges a window must carry to go on a session whose end it is
-(`session_of_window`): one is too little to tell chats apart ("hi", "Hello! How can I
-help?" ends many), two with the same system prompt rarely are."""
-
-
-def window_key(system: str | None, exchange: Sequence[Said]) -> str:
-    """What a server files a session under after answering it: the system prompt its
-    request sent and the exchange it ends with, compared as `comparable` words. A window
-    whose last exchange and system prompt give the same key may be that session's end."""
-    return json_digest([system or "", comparable_all(exchange)])
-
-
-def session_of_window(workspace: Workspace, candidates: Iterable[str],
-                      prior: Sequence[ClientMessage], text: str) -> str | None:
-    """The session a client that trims its history (it keeps the last N exchanges, as
-    LangChain's trim_messages and many bots do) goes on when its opening no longer names
-    it: the one among `candidates` (sessions this server answered whose last exchange, or
-    the one before it, and system prompt are the request's, `window_key`) whose newest
-    messages, its last reply included, are the whole of the client's `prior`, of
-    WINDOW_EXCHANGES exchanges or more; else the one whose newest are `prior` then `text`
-    asked and answered (a regenerate of its last reply). None when no candidate or more
-    than one is that (two chats alike so far cannot be told apart: neither gets the other's
-    messages). Reads no more of each than `prior` holds and one exchange."""
-    if any(sum(m.role == role for m in prior) < WINDOW_EXCHANGES
-           for role in ("user", "assistant")):
-        return None
-    said = comparable_all(prior)
-    names = list(dict.fromkeys(candidates))
-    # One that goes on wins over one asked again, as for a whole history (session_of_opening).
-    for tail in (said, [*said, comparable("user", text), ("assistant", None)]):
-        found = [name for name in names if _ends_with(workspace, name, tail)]
-        if found:
-            return found[0] if len(found) == 1 else None
-    return None
-
-
-def _ends_with(workspace: Workspace, name: str,
-               said: Sequence[tuple[str, str | None]]) -> bool:
-    """Whether session `name`'s newest messages are `said` (a None text: any of that role)."""
-    store = workspace.store
-    session = store.sessions.find_session(name)
-    if session is None:
-        return False
-    newest = comparable_all(_newest(store.history, session.id, len(said)))
-    return len(newest) == len(said) and all(
-        role == held[0] and (text is None or _purged_from(held, (role, text)))
-        for (role, text), held in zip(said, newest, strict=True))
-
-
-def _newest(history: HistoryRepository, session_id: int, n: int) -> Sequence[Said]:
+def newest_said(history: HistoryRepository, session_id: int, n: int) -> Sequence[Said]:
     """A session's newest `n` messages (fewer when it holds fewer), read turns back."""
     # Each turn holds a message or more: as many turns back as `n` reach far enough (fewer
     # when turn numbers have gaps: then fewer are read, and nothing is taken for a match).

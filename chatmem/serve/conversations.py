@@ -128,8 +128,9 @@ class ServedConversations:
                     engine: Engine[Store], result: TurnResult) -> str:
         """Note the turn `asked` just stored in `ws` (a regenerate or an edit of it finds it,
         as a trimmed window that goes on from it does), and say its id (CONVERSATION@TURN)."""
-        from chatmem.app.client_history import AskedWith, ClientMessage, window_key
+        from chatmem.app.client_history import AskedWith, ClientMessage
         from chatmem.app.sessions import recorded_turn
+        from chatmem.app.trimmed_history import window_key
 
         record = result.record
         # As `GET /v1/chatmem/turns/ID@N` finds it: a cancelled turn stored no history turn,
@@ -360,7 +361,8 @@ class ServedConversations:
         until memory's update after it is over: the chat's next message, sent once it is
         answered, would not find the session it goes on, and begin `NAME-2`."""
         from chatmem.app import Workspace
-        from chatmem.app.client_history import session_of_opening, session_of_window, window_key
+        from chatmem.app.client_history import session_of_opening
+        from chatmem.app.trimmed_history import session_of_window, window_key
 
         where = str(settings.location)
         with Workspace(settings, models=self.pool, registries=self.registries) as ws:
