@@ -52,7 +52,17 @@ def open_history(settings: Settings, *, create: bool, one_off: bool,
             raise NotFound(f"no history file at {path} (chat, ask SESSION and sessions "
                            "import create it)")
         return Store.empty_standing_in(where), None, False  # nothing stored yet, nor on disk
+    opened = _opened_file(settings, where, path, tell, pool, ask_key, key_elsewhere)
+    # Told once it opened: a file that cannot be opened says only why (one line).
     _check_writers(path, tell)
+    return opened
+
+
+def _opened_file(settings: Settings, where: HistoryLocation, path: Path,
+                 tell: Callable[[Notice], None], pool: ModelPool | None,
+                 ask_key: Callable[[str], str] | None, key_elsewhere: bool,
+                 ) -> tuple[Store, str | None, bool]:
+    """The history file opened as `open_history` says (its key, and whether asked)."""
     try:
         if key_elsewhere and _plain(path):
             # `sessions copy` between an encrypted file and a plain one: the key set is the
