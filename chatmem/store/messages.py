@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 from chatmem.store import steps
@@ -51,28 +51,28 @@ class MessageTables:
         """`messages` of turns 1..`last_turn` of each of `session_ids` (id → its messages, in
         order; none held: left out): one statement, where one a session was one for each of
         serve's branches of a chat no id names (`client_history.branched_from`)."""
-        found: dict[int, list[MessageRecord]] = {}
-        for chunk, marks in in_batches(sorted(set(session_ids))):
-            for row in self._db.execute(
-                    f"SELECT {MESSAGE_COLUMNS} FROM messages WHERE session_id IN ({marks})"
-                    " AND turn <= ? AND superseded = 0 ORDER BY session_id, position",
-                    [*chunk, last_turn]):
-                message = MessageRecord(*row)
-                found.setdefault(message.session_id, []).append(message)
-        return found
+        return self._by_session(session_ids, lambda marks: (
+            f"SELECT {MESSAGE_COLUMNS} FROM messages WHERE session_id IN ({marks})"
+            " AND turn <= ? AND superseded = 0 ORDER BY session_id, position"), [last_turn])
 
     def last_turns_of(self, session_ids: Iterable[int],
                       turns: int) -> dict[int, list[MessageRecord]]:
         """The messages of the last `turns` turns (a replaced turn's left out) of each of
         `session_ids` (id → its messages, in order; none held: left out): one statement for
         all, as `messages` from `turn_count` - `turns` + 1 on reads one."""
+        return self._by_session(session_ids, lambda marks: (
+            f"SELECT {MESSAGE_COLUMNS} FROM messages AS m WHERE session_id IN ({marks})"
+            " AND superseded = 0 AND turn > (SELECT max(turn) FROM messages AS x"
+            " WHERE x.session_id = m.session_id AND x.superseded = 0) - ?"
+            " ORDER BY session_id, position"), [turns])
+
+    def _by_session(self, session_ids: Iterable[int], sql: Callable[[str], str],
+                    params: list[Any]) -> dict[int, list[MessageRecord]]:
+        """The messages `sql` (given the chunk's placeholders, followed by `params`) reads for
+        `session_ids`, by session id in the order read, in batches the server accepts."""
         found: dict[int, list[MessageRecord]] = {}
         for chunk, marks in in_batches(sorted(set(session_ids))):
-            for row in self._db.execute(
-                    f"SELECT {MESSAGE_COLUMNS} FROM messages AS m WHERE session_id IN ({marks})"
-                    " AND superseded = 0 AND turn > (SELECT max(turn) FROM messages AS x"
-                    " WHERE x.session_id = m.session_id AND x.superseded = 0) - ?"
-                    " ORDER BY session_id, position", [*chunk, turns]):
+            for row in self._db.execute(sql(marks), [*chunk, *params]):
                 message = MessageRecord(*row)
                 found.setdefault(message.session_id, []).append(message)
         return found

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -120,12 +121,12 @@ def test_a_chat_edited_many_times_is_found_at_the_same_cost(tmp_path: Path) -> N
     assert many == few
 
 
-def test_the_branch_an_edit_leaves_is_found_at_the_same_cost(tmp_path: Path) -> None:
-    """noid67: an edit's new session read each NAME-k's start one statement at a time (two
-    with its name), so each edit of a chat edited N times cost N more."""
+def _statements_after_edits(tmp_path: Path, look: Callable[[Workspace, str, int], None]
+                            ) -> list[int]:
+    """The statements `look(workspace, NAME, edits)` takes over a chat no id names whose
+    second message was edited 2 times, then 30 (`_opening_lookup`'s branches)."""
     from meter import metered
 
-    from chatmem.app.client_history import branched_from
     from chatmem.app.compared_text import opening_name
 
     costs = []
@@ -134,40 +135,43 @@ def test_the_branch_an_edit_leaves_is_found_at_the_same_cost(tmp_path: Path) -> 
         first = opening_name(ClientMessage("user", "你好，我们聊聊旅行"))
         with Workspace(Settings(provider="scripted", db=str(tmp_path / f"e{edits}.db"))) as ws:
             _ = ws.store
-            # The newest branch's second message edited again: it leaves that branch.
-            edited = [ClientMessage("user", "你好，我们聊聊旅行"), ClientMessage("assistant", "好"),
-                      ClientMessage("user", f"第二个问题 版本{edits + 1}"),
-                      ClientMessage("assistant", "嗯")]
             with metered(ws.store) as meter:
-                name, held = branched_from(ws, first, edited)
+                look(ws, first, edits)
+        costs.append(meter.statements)
+    return costs
+
+
+def test_the_branch_an_edit_leaves_is_found_at_the_same_cost(tmp_path: Path) -> None:
+    """noid67: an edit's new session read each NAME-k's start one statement at a time (two
+    with its name), so each edit of a chat edited N times cost N more."""
+    from chatmem.app.client_history import branched_from
+
+    def look(ws: Workspace, first: str, edits: int) -> None:
+        # The newest branch's second message edited again: it leaves that branch.
+        edited = [ClientMessage("user", "你好，我们聊聊旅行"), ClientMessage("assistant", "好"),
+                  ClientMessage("user", f"第二个问题 版本{edits + 1}"),
+                  ClientMessage("assistant", "嗯")]
+        name, held = branched_from(ws, first, edited)
         assert name == f"{first}-{edits + 1}"
         assert [m.content for m in held] == [m.content for m in edited] + ["继续"]
-        costs.append(meter.statements)
+
+    costs = _statements_after_edits(tmp_path, look)
     assert costs[0] == costs[1]
 
 
 def test_a_regenerate_among_branches_as_long_is_found_at_the_same_cost(tmp_path: Path) -> None:
     """noid67: the branches of a chat edited N times at one place are all as long; a request
     as long as they are read the last two turns of each, two statements each."""
-    from meter import metered
-
     from chatmem.app.client_history import session_of_opening
-    from chatmem.app.compared_text import opening_name
 
-    costs = []
-    for edits in (2, 30):
-        _opening_lookup(tmp_path, edits)
-        first = opening_name(ClientMessage("user", "你好，我们聊聊旅行"))
-        with Workspace(Settings(provider="scripted", db=str(tmp_path / f"e{edits}.db"))) as ws:
-            _ = ws.store
-            # Branch 2's "继续" asked again: a regenerate of its last reply.
-            prior = [ClientMessage("user", "你好，我们聊聊旅行"), ClientMessage("assistant", "好"),
-                     ClientMessage("user", "第二个问题 版本2"), ClientMessage("assistant", "嗯")]
-            with metered(ws.store) as meter:
-                assert session_of_opening(ws, first, prior, "继续") == (f"{first}-2", False)
-                assert session_of_opening(ws, first, prior, "别的") == (
-                    f"{first}-{edits + 2}", True)
-        costs.append(meter.statements)
+    def look(ws: Workspace, first: str, edits: int) -> None:
+        # Branch 2's "继续" asked again: a regenerate of its last reply.
+        prior = [ClientMessage("user", "你好，我们聊聊旅行"), ClientMessage("assistant", "好"),
+                 ClientMessage("user", "第二个问题 版本2"), ClientMessage("assistant", "嗯")]
+        assert session_of_opening(ws, first, prior, "继续") == (f"{first}-2", False)
+        assert session_of_opening(ws, first, prior, "别的") == (f"{first}-{edits + 2}", True)
+
+    costs = _statements_after_edits(tmp_path, look)
     assert costs[0] == costs[1]
 
 
