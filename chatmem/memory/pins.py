@@ -119,6 +119,7 @@ def read_pins(memory: MemoryStateRepository, session_id: int | None = None) -> R
     its owner can drop that state); one of another's session is passed over, in `skipped`."""
     pins: list[PinnedFact] = []
     skipped: list[StateRow] = []
+    his = memory.grantee_unpins(session_id)
     for row in memory.strategy_state_values(PINNED_KEY, session_id):
         try:
             if not row.readable:
@@ -130,8 +131,9 @@ def read_pins(memory: MemoryStateRepository, session_id: int | None = None) -> R
                        else row.error(NOT_AS_STORED)) from None
             skipped.append(row)
             continue
+        unpinned = his.get((row.session_id, row.strategy), [])
         pins += [PinnedFact(row.session_id, row.strategy, p.text, p.version, p.pin_id, p.turn,
-                            p.quote) for p in parsed]
+                            p.quote) for p in parsed if not is_unpinned(unpinned, p.text)]
     return ReadPins(pins, skipped)
 
 
@@ -155,8 +157,23 @@ def unpin(store: MemoryStore, pin: PinnedFact) -> None:
 
     Read and written under the write lock: a fold another process commits
     meanwhile is neither undone nor able to undo this.
+
+    In a session another role shares for writing (PostgreSQL) the unpin is the grantee's
+    own row (store.memory.grantee_unpins): the pin leaves his listing and the contexts his
+    chatmem builds there, and the owner's state, her pins and her unpins, stay as she wrote
+    them (rewriting them made her state read as another's: she lost every pin).
     """
+    from chatmem.store.records import AccessLevel
+
     with store.write():
+        access = store.sessions.session_access(pin.session_id)
+        if access.level is AccessLevel.WRITE:
+            held = store.memory.grantee_unpins(pin.session_id).get(
+                (pin.session_id, pin.strategy), [])
+            if not is_unpinned(held, pin.text):
+                store.memory.set_grantee_unpins(pin.session_id, pin.strategy,
+                                                [*held, pin.text])
+            return
         values = store.memory.strategy_state(pin.session_id, pin.strategy)
         kept = [p.stored() for p in parse_pins(values.get(PINNED_KEY)) if p.text != pin.text]
         unpinned = [str(u) for u in values.get(UNPINNED_KEY, [])]
