@@ -10,7 +10,7 @@ from typing import Any
 from chatmem.errors import NotFound, StoreConflict
 from chatmem.store import steps
 from chatmem.store.connection import Connection, fetch_rows, fetch_value
-from chatmem.store.postgres_writers import trusted_by_reader, trusted_memory_on
+from chatmem.store.postgres_writers import trusted_by_reader, trusted_memory, trusted_memory_on
 from chatmem.store.records import (
     StateRow,
     SummaryRecord,
@@ -112,6 +112,25 @@ class MemoryTables:
             if isinstance(texts, list):
                 unpinned[r["session_id"], r["strategy"]] = [str(t) for t in texts]
         return unpinned
+
+    def summarized_without_state(self, session_id: int | None = None
+                                 ) -> list[tuple[int, str]]:
+        """(session id, strategy) of each strategy with summaries this reader trusts but no
+        boundary it trusts beside them, in one session or all (PostgreSQL: another role's
+        upkeep wrote its state; memory.summary_state rebuilds its pins from the summaries);
+        never on a file."""
+        if not self._postgres:
+            return []
+        sql = ("SELECT DISTINCT u.session_id, u.strategy FROM summaries u"
+               f" WHERE {trusted_by_reader('u')} AND NOT EXISTS (SELECT 1 FROM strategy_state s"
+               " WHERE s.session_id = u.session_id AND s.strategy = u.strategy"
+               f" AND s.key = 'boundary_turn' AND {trusted_memory('s', 's.strategy')})")
+        params: list[Any] = []
+        if session_id is not None:
+            sql += " AND u.session_id = ?"
+            params.append(session_id)
+        return [(r["session_id"], r["strategy"])
+                for r in fetch_rows(self._db, sql + " ORDER BY 1, 2", params)]
 
     def set_grantee_unpins(self, session_id: int, strategy: str, texts: Sequence[str]) -> None:
         """Store what this role unpinned in another's session (grantee_unpins): its own row,

@@ -87,6 +87,9 @@ class MemoryStateRepository(Protocol):
     def set_grantee_unpins(self, session_id: int, strategy: str, texts: Sequence[str]
                            ) -> None: ...
 
+    def summarized_without_state(self, session_id: int | None = None
+                                 ) -> list[tuple[int, str]]: ...
+
     def set_strategy_state(self, session_id: int, strategy: str, values: Mapping[str, Any],
                            *, covers_turn: int | None = None,
                            unless_erased_since: int | None = None) -> bool: ...

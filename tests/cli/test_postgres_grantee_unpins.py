@@ -77,3 +77,21 @@ def test_a_grantees_unpin_is_his_and_the_owner_keeps_her_pins(pinned: tuple[str,
                             [session_id]).rowcount == 1
     assert pinned_texts(ann, "a") == ["ORD-7731"]
     assert "ORD-7731" in sent_facts(ann, "a")
+
+
+def test_after_a_grantees_turn_the_owner_lists_and_unpins_what_she_is_sent(
+        pinned: tuple[str, str]) -> None:
+    """His turn's upkeep rewrites her strategy's state; her context sends the pins rebuilt
+    from her summaries. Her listing showed none of them ('no fact' to her forget), and an
+    unpin written over an absent state would have lost her earlier ones."""
+    ann, bob = pinned
+    run(ann, "facts", "forget", "a", "p1", code=0)  # hers: 五千元
+    run(bob, "ask", "ann/a", "鲍勃：订单呢？", "--provider", "scripted", code=0)
+    assert pinned_texts(ann, "a") == ["ORD-7731"]
+    assert "ORD-7731" in sent_facts(ann, "a")
+    run(ann, "facts", "forget", "a", "ORD-7731", code=0)
+    for _ in range(2):  # before her next turn and after it
+        assert pinned_texts(ann, "a") == []
+        facts = sent_facts(ann, "a")
+        assert "ORD-7731" not in facts and "五千元" not in facts
+        run(ann, "ask", "a", "安娜：还有什么？", "--provider", "scripted", code=0)
