@@ -31,6 +31,9 @@ class SummaryState:
     """Anchors the user unpinned: the drift guard never pins them again."""
     released: int = 0
     """Pins let go, oldest first, to keep the pins within their share of the budget."""
+    rebuilt: bool = False
+    """The pins were rebuilt from the summaries (another role's upkeep wrote the state):
+    bare, their turns and quotes looked for again at the next update."""
 
     @property
     def text(self) -> str:
@@ -87,7 +90,7 @@ def _from_summaries(state: SessionState, strategy: str, latest: SummaryRecord) -
     if rebuilt is None:  # what she unpinned is not known: no pin may bring one back
         return SummaryState(latest=latest, boundary=latest.last_turn or 0)
     return SummaryState(latest=latest, boundary=latest.last_turn or 0, pins=rebuilt[0],
-                        unpinned=rebuilt[1])
+                        unpinned=rebuilt[1], rebuilt=True)
 
 
 def moved(now: SummaryState, then: SummaryState) -> bool:

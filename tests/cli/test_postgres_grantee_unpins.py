@@ -95,3 +95,23 @@ def test_after_a_grantees_turn_the_owner_lists_and_unpins_what_she_is_sent(
         facts = sent_facts(ann, "a")
         assert "ORD-7731" not in facts and "五千元" not in facts
         run(ann, "ask", "a", "安娜：还有什么？", "--provider", "scripted", code=0)
+
+
+def test_her_pins_get_their_turns_and_quotes_back_at_her_next_update(
+        pinned: tuple[str, str]) -> None:
+    """Rebuilt from her summaries after his turn, her pins are bare; her next update looks
+    for where each was said, as for an anchor an older summary held."""
+    ann, bob = pinned
+
+    def stored(url: str) -> list[tuple[str, int | None, str]]:
+        with Store(url) as store:
+            return [(p.text, p.turn, p.quote) for p in pins.pinned_facts(
+                store.memory, store.sessions.session("a").id)]
+
+    said = [("五千元", 1, "我们的预算是五千元。"), ("ORD-7731", 2, "My order is ORD-7731.")]
+    assert stored(ann) == said
+    run(bob, "ask", "ann/a", "鲍勃：订单呢？", "--provider", "scripted", code=0)
+    assert stored(ann) == [(text, None, "") for text, _, _ in said]
+    run(ann, "ask", "a", "安娜：还有什么？", "--provider", "scripted", code=0)
+    assert stored(ann) == said
+    assert "My order is ORD-7731." in sent_facts(ann, "a")
