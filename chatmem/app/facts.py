@@ -85,9 +85,10 @@ def select_pins(workspace: Workspace, *, user: str | None = None,
     from chatmem.memory.pins import ReadPins, read_pins
 
     store = workspace.store
+    guard = workspace.settings.summary.drift_guard
     if session is not None:
-        return read_pins(store.memory, store.sessions.session(session).id)
-    return ReadPins([], []) if user is not None else read_pins(store.memory)
+        return read_pins(store.memory, store.sessions.session(session).id, drift_guard=guard)
+    return ReadPins([], []) if user is not None else read_pins(store.memory, drift_guard=guard)
 
 
 def list_facts(workspace: Workspace, *, user: str | None = None,
@@ -106,7 +107,8 @@ def session_facts(workspace: Workspace, session: SessionRecord) -> FactListing:
 
     store = workspace.store
     return _listing(workspace, store.facts.facts(user=session.user, session_id=session.id),
-                    pinned_facts(store.memory, session.id))
+                    pinned_facts(store.memory, session.id,
+                                 drift_guard=workspace.settings.summary.drift_guard))
 
 
 def _listing(workspace: Workspace, facts: list[FactRecord],
@@ -379,4 +381,5 @@ def session_pins(workspace: Workspace, session: SessionRecord) -> list[PinnedFac
     """The details the drift guard pinned in a session."""
     from chatmem.memory.pins import pinned_facts
 
-    return pinned_facts(workspace.store.memory, session.id)
+    return pinned_facts(workspace.store.memory, session.id,
+                        drift_guard=workspace.settings.summary.drift_guard)

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from chatmem.errors import SessionGone, StoreError, StoreFailure
+from chatmem.errors import NotFound, SessionGone, StoreError, StoreFailure
 from chatmem.store import TurnRecord, TurnStatus
 from chatmem.store.records import AccessLevel
 
@@ -59,7 +59,12 @@ class TurnRows:
 
     def _grantee(self) -> str | None:
         if self._grantee_of is None or self._grantee_of[0] != self.session.id:
-            access = self.store.sessions.session_access(self.session.id)
+            try:
+                access = self.store.sessions.session_access(self.session.id)
+            except NotFound:
+                # Deleted, or no longer shared with this role, while the turn ran: its
+                # write says so (SessionGone, named), not "no session with id N".
+                return None
             self._grantee_of = (self.session.id, access.role
                                 if access.level is AccessLevel.WRITE else None)
         return self._grantee_of[1]

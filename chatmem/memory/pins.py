@@ -113,12 +113,38 @@ class ReadPins:
     row a sharer wrote never blocks the user's own listing, erasure or export)."""
 
 
-def read_pins(memory: MemoryStateRepository, session_id: int | None = None) -> ReadPins:
+def rebuilt_pins(memory: MemoryStateRepository, session_id: int, strategy: str
+                 ) -> tuple[list[Pin], list[str]] | None:
+    """A summary strategy's pins when its state reads as absent while its summaries are the
+    reader's own (memory.summary_state): what they dropped and no later one said again,
+    bare (their quotes were in the state), less what the user unpinned (a row the grantee's
+    upkeep leaves hers); with the unpins. None while another role wrote that row or it is
+    not as stored: what she unpinned is not known, and no pin may bring one back."""
+    kept, value = memory.own_state_value(session_id, strategy, UNPINNED_KEY)
+    try:
+        unpinned = [str(u) for u in value or []]
+    except TypeError:
+        kept = False
+    if not kept:
+        return None
+    held: dict[str, Pin] = {}
+    for record in memory.summaries(session_id, strategy):
+        held = {a: p for a, p in held.items() if not present(a, record.text)}
+        held.update({a: Pin(a, record.version) for a in record.dropped_anchors
+                     if a not in held and not is_unpinned(unpinned, a)})
+    return list(held.values()), unpinned
+
+
+def read_pins(memory: MemoryStateRepository, session_id: int | None = None, *,
+              drift_guard: bool = True) -> ReadPins:
     """The pins of one session, or of every session, by session, strategy and pin order. A pin
     list of the user's own session that cannot be read is one line naming it (StateRow.error:
-    its owner can drop that state); one of another's session is passed over, in `skipped`."""
+    its owner can drop that state); one of another's session is passed over, in `skipped`.
+    A strategy whose state another role's upkeep wrote lists the pins its contexts send,
+    rebuilt from the reader's summaries (none with `drift_guard` off, as none are sent)."""
     pins: list[PinnedFact] = []
     skipped: list[StateRow] = []
+    his = memory.grantee_unpins(session_id)
     for row in memory.strategy_state_values(PINNED_KEY, session_id):
         try:
             if not row.readable:
@@ -130,15 +156,22 @@ def read_pins(memory: MemoryStateRepository, session_id: int | None = None) -> R
                        else row.error(NOT_AS_STORED)) from None
             skipped.append(row)
             continue
+        unpinned = his.get((row.session_id, row.strategy), [])
         pins += [PinnedFact(row.session_id, row.strategy, p.text, p.version, p.pin_id, p.turn,
-                            p.quote) for p in parsed]
+                            p.quote) for p in parsed if not is_unpinned(unpinned, p.text)]
+    for rebuilt_in, strategy in memory.summarized_without_state(session_id) if drift_guard \
+            else ():
+        rebuilt = rebuilt_pins(memory, rebuilt_in, strategy)
+        unpinned = his.get((rebuilt_in, strategy), [])
+        pins += [PinnedFact(rebuilt_in, strategy, p.text, p.version, None)
+                 for p in (rebuilt[0] if rebuilt else []) if not is_unpinned(unpinned, p.text)]
     return ReadPins(pins, skipped)
 
 
-def pinned_facts(memory: MemoryStateRepository, session_id: int | None = None
-                 ) -> list[PinnedFact]:
+def pinned_facts(memory: MemoryStateRepository, session_id: int | None = None, *,
+                 drift_guard: bool = True) -> list[PinnedFact]:
     """The pins of one session, or of every session (read_pins, without what it passed over)."""
-    return read_pins(memory, session_id).pins
+    return read_pins(memory, session_id, drift_guard=drift_guard).pins
 
 
 def find_pins(pins: Sequence[PinnedFact], ref: str) -> list[PinnedFact]:
@@ -155,9 +188,34 @@ def unpin(store: MemoryStore, pin: PinnedFact) -> None:
 
     Read and written under the write lock: a fold another process commits
     meanwhile is neither undone nor able to undo this.
+
+    In a session another role shares for writing (PostgreSQL) the unpin is the grantee's
+    own row (store.memory.grantee_unpins): the pin leaves his listing and the contexts his
+    chatmem builds there, and the owner's state, her pins and her unpins, stay as she wrote
+    them (rewriting them made her state read as another's: she lost every pin).
     """
+    from chatmem.store.records import AccessLevel
+
     with store.write():
+        access = store.sessions.session_access(pin.session_id)
+        if access.level is AccessLevel.WRITE:
+            held = store.memory.grantee_unpins(pin.session_id).get(
+                (pin.session_id, pin.strategy), [])
+            if not is_unpinned(held, pin.text):
+                store.memory.set_grantee_unpins(pin.session_id, pin.strategy,
+                                                [*held, pin.text])
+            return
         values = store.memory.strategy_state(pin.session_id, pin.strategy)
+        latest = store.memory.latest_summary(pin.session_id, pin.strategy)
+        if latest is not None and "boundary_turn" not in values:
+            # Rebuilt from her summaries (another's upkeep wrote the state): her own unpins,
+            # and this one, are what she writes; her next update stores the rest.
+            rebuilt = rebuilt_pins(store.memory, pin.session_id, pin.strategy)
+            unpinned = [*(rebuilt[1] if rebuilt else []), pin.text]
+            store.memory.set_strategy_state(pin.session_id, pin.strategy,
+                                            {UNPINNED_KEY: unpinned},
+                                            covers_turn=latest.last_turn or 0)
+            return
         kept = [p.stored() for p in parse_pins(values.get(PINNED_KEY)) if p.text != pin.text]
         unpinned = [str(u) for u in values.get(UNPINNED_KEY, [])]
         if not is_unpinned(unpinned, pin.text):

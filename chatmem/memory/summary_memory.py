@@ -256,6 +256,11 @@ class SummaryMemory(BaseStrategy[Limited]):
         # A pin holding a value found sensitive since is let go, and quotes are masked.
         held = [replace(p, quote=guard.mask(p.quote)) for p in st.pins
                 if not anchors.present(p.text, draft.text) and not guard.holds(p.text)]
+        if st.rebuilt:  # bare: where each was said is looked for as for an older anchor
+            found = self._said_before(env, st, [p.text for p in held if p.turn is None
+                                                and not p.quote], guard.mask, latest=False)
+            held = [replace(p, turn=found[p.text][0], quote=found[p.text][1])
+                    if p.text in found else p for p in held]
         refused = [a for a in dropped if pins.is_unpinned(st.unpinned, a)]
         taken = {*refused, *(p.text for p in held)}
         new = [a for a in dropped if a not in taken]
@@ -328,6 +333,16 @@ class SummaryMemory(BaseStrategy[Limited]):
         """
         found = first_quotes(new, said)
         older = [a for a in new if a not in found and anchors.present(a, st.text)]
+        return {**found, **SummaryMemory._said_before(env, st, older, mask)}
+
+    @staticmethod
+    def _said_before(env: MemoryEnv, st: SummaryState, older: Sequence[str],
+                     mask: Callable[[str], str], *, latest: bool = True
+                     ) -> dict[str, tuple[int | None, str]]:
+        """Anchor → (turn, quote) of the latest summarized turn that says it, looked for
+        only so far back; not `latest`: its page's first message that does (a turn's own
+        words before a reply repeating them, as the pin was first quoted)."""
+        found: dict[str, tuple[int | None, str]] = {}
         if not (older and st.boundary):
             return found
         # Newest first, a page at a time, and only so far back: reading every
@@ -338,8 +353,8 @@ class SummaryMemory(BaseStrategy[Limited]):
             first = max(oldest, last - QUOTE_PAGE_TURNS + 1)
             records = env.state.store.history.messages(env.state.session_id, first, last)
             # Quotes are masked like the anchors: a quote may sit next to a card number.
-            found.update(first_quotes(older, ((r.turn, mask(r.content))
-                                                   for r in reversed(records))))
+            found.update(first_quotes(older, ((r.turn, mask(r.content)) for r in (
+                reversed(records) if latest else records))))
             older = [a for a in older if a not in found]
             last = first - 1
         return found

@@ -7,7 +7,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from chatmem.memory import anchors, pins
+from chatmem.memory import pins
 
 if TYPE_CHECKING:
     from chatmem.memory.state import SessionState
@@ -31,6 +31,9 @@ class SummaryState:
     """Anchors the user unpinned: the drift guard never pins them again."""
     released: int = 0
     """Pins let go, oldest first, to keep the pins within their share of the budget."""
+    rebuilt: bool = False
+    """The pins were rebuilt from the summaries (another role's upkeep wrote the state):
+    bare, their turns and quotes looked for again at the next update."""
 
     @property
     def text(self) -> str:
@@ -38,7 +41,17 @@ class SummaryState:
 
 
 def load_state(state: SessionState, strategy: str) -> SummaryState:
-    """The strategy's stored state: latest summary, boundary, pins."""
+    """The strategy's stored state: latest summary, boundary, pins; in another's session
+    shared for writing, without the pins this role unpinned there (pins.unpin)."""
+    loaded = _stored_state(state, strategy)
+    his = state.store.memory.grantee_unpins(state.session_id).get(
+        (state.session_id, strategy))
+    if his:
+        loaded.pins = [p for p in loaded.pins if not pins.is_unpinned(his, p.text)]
+    return loaded
+
+
+def _stored_state(state: SessionState, strategy: str) -> SummaryState:
     values = state.get(strategy)
 
     def read(key: str, how: Callable[[Any], T], default: Any = None) -> T:
@@ -71,23 +84,13 @@ def _from_summaries(state: SessionState, strategy: str, latest: SummaryRecord) -
     dropped and no later one said again, bare (their quotes were in the state), less those
     the user unpinned (a row the grantee's upkeep leaves hers; none while another role
     wrote it: an unpin is never undone). With the drift guard off, none: she asked for no pins."""
-    memory = state.store.memory
     if not state.drift_guard:
         return SummaryState(latest=latest, boundary=latest.last_turn or 0)
-    kept, value = memory.own_state_value(state.session_id, strategy, pins.UNPINNED_KEY)
-    try:
-        unpinned = [str(u) for u in value or []]
-    except TypeError:
-        kept = False
-    if not kept:  # what she unpinned is not known: no pin may bring one back
+    rebuilt = pins.rebuilt_pins(state.store.memory, state.session_id, strategy)
+    if rebuilt is None:  # what she unpinned is not known: no pin may bring one back
         return SummaryState(latest=latest, boundary=latest.last_turn or 0)
-    held: dict[str, pins.Pin] = {}
-    for record in memory.summaries(state.session_id, strategy):
-        held = {a: p for a, p in held.items() if not anchors.present(a, record.text)}
-        held.update({a: pins.Pin(a, record.version) for a in record.dropped_anchors
-                     if a not in held and not pins.is_unpinned(unpinned, a)})
-    return SummaryState(latest=latest, boundary=latest.last_turn or 0,
-                        pins=list(held.values()), unpinned=unpinned)
+    return SummaryState(latest=latest, boundary=latest.last_turn or 0, pins=rebuilt[0],
+                        unpinned=rebuilt[1], rebuilt=True)
 
 
 def moved(now: SummaryState, then: SummaryState) -> bool:
