@@ -8,6 +8,7 @@ chat that goes on is found again, and a regenerate is one, whatever the client t
 from __future__ import annotations
 
 import hashlib
+import sys
 from collections.abc import Collection, Sequence
 from dataclasses import dataclass, field
 from enum import Enum
@@ -150,6 +151,13 @@ class AskedWith:
         return cls(history_digest(prior), len(prior), b"".join(map(_message_digest, said)),
                    b"" if text is None else _message_digest(comparable("user", text)),
                    None if reply is None else comparable("assistant", reply)[1])
+
+    @property
+    def held_bytes(self) -> int:
+        """About what it holds in memory: its digests and the reply's text, which grow with
+        the history and the reply (a server keeps one for each of thousands of chats)."""
+        return (len(self.digest) + len(self.each) + len(self.asked)
+                + (0 if self.replied is None else sys.getsizeof(self.replied)))
 
     def answered_by(self, message: Said) -> bool:
         """Whether `message`, a client's copy of its reply, is the reply it was answered

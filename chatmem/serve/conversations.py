@@ -12,6 +12,8 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import TYPE_CHECKING
 
+from chatmem.serve.answered_notes import ANSWERED_KEPT, AnsweredNotes
+
 if TYPE_CHECKING:
     from chatmem.app import Workspace
     from chatmem.app.client_history import AskedWith
@@ -23,9 +25,6 @@ if TYPE_CHECKING:
     from chatmem.serve.requests import TurnAsked
     from chatmem.store import Store
 
-ANSWERED_KEPT = 4096
-"""Conversations whose last answered turn the server remembers (for a regenerate or an
-edit of it); one beyond is regenerated only by asking its last question again."""
 UPDATES_AFTER_ANSWER = 128
 """Memory updates that may run at once after their turns were answered, as many as requests
 may run at once (connections.REQUESTS): past it a turn is answered after its update, holding
@@ -58,12 +57,11 @@ class ServedConversations:
         self._openings_guard = threading.Lock()
         self._files: dict[str, tuple[int, int] | None] = {}
         """Which file each history path held at the last request (history_checked)."""
-        self._answered: OrderedDict[tuple[str, str], tuple[int, AskedWith, int]] = (
-            OrderedDict())
+        self._answered = AnsweredNotes()
         """The stored turn (its row id) this server last answered in a conversation, what
         it keeps of the history its request sent, and when (`moment`): a client that sends
         that history again may edit it, one that sends less than the session holds then has
-        left it (at most ANSWERED_KEPT conversations)."""
+        left it (answered_notes: bounded by count and bytes)."""
         self.updates_after_answer = threading.BoundedSemaphore(UPDATES_AFTER_ANSWER)
         """Places for memory updates running after their turns were answered (Turn)."""
         self._moments = itertools.count()
@@ -118,11 +116,8 @@ class ServedConversations:
     def note_answered(self, location: str, conversation: str, turn_id: int,
                       asked_with: AskedWith) -> None:
         with self._turns_guard:
-            self._answered[(location, conversation)] = (turn_id, asked_with,
-                                                        next(self._moments))
-            self._answered.move_to_end((location, conversation))
-            while len(self._answered) > ANSWERED_KEPT:
-                self._answered.popitem(last=False)
+            self._answered.note((location, conversation),
+                                (turn_id, asked_with, next(self._moments)))
 
     def note_stored(self, location: str, asked: TurnAsked, ws: Workspace,
                     engine: Engine[Store], result: TurnResult) -> str:
