@@ -45,6 +45,7 @@ from chatmem.store.sqlite_files import (
     let_go,
     log_identity,
     other_names,
+    restart_log,
     room_found,
     shell_word,
     special_file,
@@ -370,7 +371,10 @@ class SqliteBackend(SqliteOpening, SqliteWords):
         return None
 
     def fold_log(self, *, wait: bool = True) -> None:
-        self.execute(f"PRAGMA wal_checkpoint({'TRUNCATE' if wait else 'PASSIVE'})")
+        busy, logged, folded = self.execute(
+            f"PRAGMA wal_checkpoint({'TRUNCATE' if wait else 'PASSIVE'})").fetchone()
+        if not wait and not busy and 0 < logged == folded:
+            restart_log(self.conn, self.busy_timeout_ms)
         self._note_log()
 
     def has_column(self, table: str, column: str) -> bool:

@@ -102,8 +102,9 @@ class SqliteOpening:
             # held as read (a short history's take what it has), this much at most.
             self.execute(f"PRAGMA cache_size = -{CACHE_KIB}")
             if str(path) != ":memory:":
-                # Safe with WAL (no corruption on power loss, at worst the last turn
-                # is lost) and it spares an fsync per commit: a turn costs ~1 ms, not ~10.
+                # Safe with WAL (no corruption on power loss; what was committed since the
+                # log was last synced, folded between turns every few, may be lost) and it
+                # spares an fsync per commit: a turn costs ~1 ms, not ~10.
                 self.execute("PRAGMA synchronous = NORMAL")
         except BaseException:
             self.conn.close()
