@@ -139,12 +139,17 @@ def load_texts(source: Path | None, count: int) -> list[str]:
     return texts[:count]
 
 
+def context_text(content: str, previous: str | None) -> str:
+    """The text an earlier chatmem embedded as a message's context vector: the message
+    before it, then it (chatmem now derives that vector from the two messages' own)."""
+    return f"{previous}\n{content}" if previous else content
+
+
 def candidate_embed_pending(candidate: Candidate) -> Callable[..., list[Any]]:
     """`vector_rows.embed_pending` the candidate's way (same signature, `known` ignored:
     the benchmarks start from an empty history)."""
     import numpy as np
 
-    from chatmem.memory.vector_rows import context_text
     from chatmem.store import VectorRow
 
     def blob(vector: Any) -> bytes:

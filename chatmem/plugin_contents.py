@@ -1,5 +1,5 @@
 """What chatmem's plugin registries hold once loaded, and the rule for a name two plugins
-register: neither is used (chatmem.plugins loads them)."""
+register: neither is used (chatmem.plugins loads them), and how one plugin's are admitted."""
 
 from __future__ import annotations
 
@@ -13,11 +13,17 @@ from chatmem.plugin_entries import (
     PluginSource,
     ProblemKind,
     ProviderEntry,
+    check_entries,
     registered_by,
 )
 
 if TYPE_CHECKING:
     from chatmem.memory.registry import StrategyRegistry
+
+PROVIDER_WORDS = ("auto",)
+"""Names `provider` takes that are no registered provider (auto: see providers/__init__)."""
+EMBEDDER_WORDS = ("auto", "none")
+"""Names `[embeddings] provider` takes that are no registered embedder."""
 
 
 @dataclass
@@ -32,6 +38,40 @@ class Contents:
     contested: dict[tuple[str, str], list[PluginSource]] = field(default_factory=dict)
     """Names two plugins registered, and by whom: neither plugin is used, nor a later one
     of that name (whichever sorted first would run the other's sessions, on its state)."""
+
+
+def admit(contents: Contents, source: PluginSource, staged: Plugins) -> None:
+    """Check everything `staged` (what one plugin's register added) holds, then add it all
+    to `contents` (or raise and add nothing)."""
+    refuse_contested(contents, source, staged)
+    providers = [ProviderEntry(n, c, m, source) for n, c, m in staged.providers]
+    check_entries("provider", providers, contents.providers, contents.origins,
+                   PROVIDER_WORDS)
+    for entry in providers:
+        if entry.models is not None and not callable(entry.models):
+            raise TypeError(f"provider {entry.name!r}: models must be callable")
+    embedders = [EmbedderEntry(n, c, source) for n, c in staged.embedders]
+    check_entries("embedder", embedders, contents.embedders, contents.origins,
+                   EMBEDDER_WORDS)
+    for cls in staged.strategies:
+        # Named by the plugin holding it, as a provider's clash is: the user uninstalls
+        # a distribution, which a class's module path does not name.
+        name = getattr(cls, "name", None)
+        owner = contents.origins.get(("strategy", name)) if isinstance(name, str) else None
+        if owner is not None:
+            raise ValueError(f"strategy {cls.name!r} is already registered by "
+                             f"{registered_by(owner)}")
+    # Last of the checks, and all or none: each strategy is checked (built) once here.
+    contents.strategies.add(*staged.strategies,
+                            label=None if source.builtin else f"{registered_by(source)}: ")
+    for cls in staged.strategies:
+        contents.origins[("strategy", cls.name)] = source
+    for entry in providers:
+        contents.providers[entry.name] = entry
+        contents.origins[("provider", entry.name)] = source
+    for embedder in embedders:
+        contents.embedders[embedder.name] = embedder
+        contents.origins[("embedder", embedder.name)] = source
 
 
 def refuse_contested(contents: Contents, source: PluginSource, staged: Plugins) -> None:

@@ -31,14 +31,13 @@ from typing import TYPE_CHECKING, Any
 from chatmem.config.pairs import split_names
 from chatmem.errors import ChatmemError, ConfigError, UndeclaredParam, one_line
 from chatmem.names import did_you_mean
-from chatmem.plugin_contents import Contents, refuse_contested
+from chatmem.plugin_contents import EMBEDDER_WORDS, PROVIDER_WORDS, Contents, admit
 from chatmem.plugin_entries import (
     EmbedderEntry,
     PluginProblem,
     PluginSource,
     ProblemKind,
     ProviderEntry,
-    check_entries,
     registered_by,
 )
 from chatmem.plugin_entries import Plugins as Plugins  # plugins import it from here (README)
@@ -60,10 +59,6 @@ HOOK = "register"
 SLOW_LOAD = 3.0
 """Seconds a plugin's import and register may take before the loading says so: each
 command that needs a strategy, a provider or an embedder waits for them."""
-PROVIDER_WORDS = ("auto",)
-"""Names `provider` takes that are no registered provider (auto: see providers/__init__)."""
-EMBEDDER_WORDS = ("auto", "none")
-"""Names `[embeddings] provider` takes that are no registered embedder."""
 
 ENTRY_POINT_VALUE = re.compile(r"[\w.]+(?:\s*:\s*[\w.]+)?(?:\s*\[[^\]]*\])?")
 """`module` or `module:function` (extras in brackets allowed), as the packaging spec has it:
@@ -173,45 +168,11 @@ class Registries:
             problem(ProblemKind.REGISTER_FAILED, one_line(e))
             return
         try:
-            self._admit(source, staged)
+            admit(contents, source, staged)
         except KeyboardInterrupt:
             raise
         except BaseException as e:  # checks call the plugin's classes: anything
             problem(ProblemKind.REJECTED, " ".join(str(e).split()) or one_line(e))
-
-    def _admit(self, source: PluginSource, staged: Plugins) -> None:
-        """Check everything `staged` holds, then add it all (or raise and add nothing)."""
-        contents = self._contents
-        assert contents is not None
-        refuse_contested(contents, source, staged)
-        providers = [ProviderEntry(n, c, m, source) for n, c, m in staged.providers]
-        check_entries("provider", providers, contents.providers, contents.origins,
-                       PROVIDER_WORDS)
-        for entry in providers:
-            if entry.models is not None and not callable(entry.models):
-                raise TypeError(f"provider {entry.name!r}: models must be callable")
-        embedders = [EmbedderEntry(n, c, source) for n, c in staged.embedders]
-        check_entries("embedder", embedders, contents.embedders, contents.origins,
-                       EMBEDDER_WORDS)
-        for cls in staged.strategies:
-            # Named by the plugin holding it, as a provider's clash is: the user uninstalls
-            # a distribution, which a class's module path does not name.
-            name = getattr(cls, "name", None)
-            owner = contents.origins.get(("strategy", name)) if isinstance(name, str) else None
-            if owner is not None:
-                raise ValueError(f"strategy {cls.name!r} is already registered by "
-                                 f"{registered_by(owner)}")
-        # Last of the checks, and all or none: each strategy is checked (built) once here.
-        contents.strategies.add(*staged.strategies,
-                                label=None if source.builtin else f"{registered_by(source)}: ")
-        for cls in staged.strategies:
-            contents.origins[("strategy", cls.name)] = source
-        for entry in providers:
-            contents.providers[entry.name] = entry
-            contents.origins[("provider", entry.name)] = source
-        for embedder in embedders:
-            contents.embedders[embedder.name] = embedder
-            contents.origins[("embedder", embedder.name)] = source
 
     # -- problems ----------------------------------------------------------------------
 

@@ -139,7 +139,8 @@ def mcp(
         run_stdio(server, abandon=_client_gone)
         return
     from chatmem.app.server_history import check_choices
-    from chatmem.serve.listening import guarded, listening, serve_http
+    from chatmem.serve.guards import guarded
+    from chatmem.serve.listening import listening, serve_http
     from chatmem.serve.origins import MCP_PAGES
 
     # Said before "listening", not by every tool call: an uninstalled plugin's name too.
@@ -213,7 +214,8 @@ def serve(
     """
     _needs("serve", "uvicorn")
     from chatmem.app.server_history import check_choices, check_history
-    from chatmem.serve.listening import guarded, listening, serve_http
+    from chatmem.serve.guards import guarded
+    from chatmem.serve.listening import listening, serve_http
     from chatmem.serve.proxy import build_app
 
     settings = settings_from(config, db, provider, model)

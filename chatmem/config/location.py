@@ -12,6 +12,7 @@ process list): libpq reads PGPASSWORD, ~/.pgpass (PGPASSFILE) and a service file
 
 from __future__ import annotations
 
+import ipaddress
 import os
 import re
 from dataclasses import dataclass, field
@@ -176,5 +177,11 @@ def _hosts(netloc: str, query: dict[str, str]) -> list[str]:
 
 
 def _is_local(host: str) -> bool:
-    """The machine itself: a loopback name or address, or a Unix socket's folder."""
-    return host.lower() in LOCAL_HOSTS or host.startswith("/")
+    """The machine itself: a loopback name or address (all of 127.0.0.0/8, as the serve
+    commands take it), or a Unix socket's folder."""
+    if host.lower() in LOCAL_HOSTS or host.startswith("/"):
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False

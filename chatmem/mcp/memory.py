@@ -238,7 +238,7 @@ def _fail(answer: Answer, text: str, *, not_found: bool, invalid: bool = False) 
 def _history_in_scope(ctx: Context | None) -> str | None:
     """What BearerGuard left in the HTTP request's ASGI scope: the token was checked there,
     once, and is not read again here (a header is the client's word, the scope the guard's)."""
-    from chatmem.serve.listening import HISTORY_SCOPE_KEY
+    from chatmem.serve.guards import HISTORY_SCOPE_KEY
 
     try:
         request = ctx.request_context.request if ctx is not None else None

@@ -166,12 +166,6 @@ def _restates(value: str, frames: Iterable[str], said: _Said) -> bool:
                for at, (frame, clause, _) in enumerate(said.framed))
 
 
-def replaced_by(pin: Pin, said: Sequence[tuple[int | None, str]]) -> int | None:
-    """The turn of the first message in `said` ((turn, text), oldest first) that replaced
-    the pinned value, or None."""
-    return _replaced_in(pin, [_Said(turn, text) for turn, text in said])
-
-
 def _replaced_in(pin: Pin, said: Sequence[_Said]) -> int | None:
     if pin.quote and _says_change(pin.text, pin.quote):
         return pin.turn  # "I moved from Leeds to Shenzhen" pins Leeds as what was before

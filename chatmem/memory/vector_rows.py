@@ -20,12 +20,6 @@ INLINE_BATCH = 32
 """Messages per embedder call outside the background thread (inline runs, `chatmem index`)."""
 
 
-def context_text(content: str, previous: str | None) -> str:
-    """The text an earlier version embedded as a message's context vector: the message
-    before it, then it (benchmarks/embedding_speed.py still compares that way)."""
-    return f"{previous}\n{content}" if previous else content
-
-
 def embed_pending(embedder: Embedder, pending: Sequence[PendingText],
                   batch: int = INLINE_BATCH,
                   known: Mapping[str, bytes] | None = None) -> list[VectorRow]:

@@ -42,7 +42,7 @@ from chatmem.serve.answers import (
 from chatmem.serve.bodies import BodyRefused, capped_body
 from chatmem.serve.conversations import ServedConversations
 from chatmem.serve.event_stream import DONE
-from chatmem.serve.listening import HISTORY_SCOPE_KEY
+from chatmem.serve.guards import HISTORY_SCOPE_KEY
 from chatmem.serve.requests import parsed_body, read_request, refuse_past_budget
 from chatmem.serve.turn import Turn
 from chatmem.text import valid_text

@@ -31,6 +31,9 @@ from chatmem.store import Store
 from chatmem.store.sqlite_files import checkpointed_hash
 from chatmem.tokens import REPLY_PRIMING
 
+CONVERSATION_KEYS = ("system", "inputs", "greeting", "max_tokens", "k")
+"""What a conversation run_conversation takes holds (greeting None: the user opens)."""
+
 
 def _session_name() -> str:
     """A name no other conversation's session has: on PostgreSQL they share a database, and
@@ -59,6 +62,11 @@ def run_conversation(name: str, convo: dict[str, Any], folder: Path, embedder: s
     `notes+window`) in `folder` (its history file and the scripted provider's request log),
     ranking recall with `embedder` (`"hash"`: deterministic, no model), on SQLite, or in
     the PostgreSQL database `location` names; every rule is checked on every turn."""
+    missing = [key for key in CONVERSATION_KEYS if key not in convo]
+    if missing:
+        # A bare KeyError 'k' from deep in the run named neither the call nor the keys.
+        raise ValueError(f"run_conversation: the conversation lacks {', '.join(missing)}: it "
+                         f"takes {', '.join(CONVERSATION_KEYS)} (as OPENED_BY_THE_ASSISTANT)")
     log = folder / "requests.jsonl"
     provider = ScriptedProvider(log_path=log)
     settings = Settings(system=convo["system"], embeddings=EmbeddingsSection(provider=embedder))

@@ -29,7 +29,8 @@ from mcp.server.transport_security import TransportSecuritySettings
 from chatmem.config.settings import Settings
 from chatmem.mcp.memory import QUEUED, QUEUED_BY_HISTORY
 from chatmem.mcp.server import build_server
-from chatmem.serve.listening import Listening, guarded, server_config
+from chatmem.serve.guards import guarded
+from chatmem.serve.listening import Listening, server_config
 
 FLOOD = 45
 """More calls than the SDK's 40 worker threads."""

@@ -9,7 +9,14 @@ from growth import assert_linear
 from chatmem.engine import Engine
 from chatmem.memory.pin_block import pin_lines
 from chatmem.memory.pins import Pin, parse_pins
-from chatmem.memory.replaced_values import mark_replaced, replaced_by
+from chatmem.memory.replaced_values import mark_replaced
+
+
+def replaced_by(pin: Pin, said: list[tuple[int | None, str]]) -> int | None:
+    """The turn of the message in `said` that replaced `pin`'s value, as mark_replaced
+    marks it (the one way chatmem asks)."""
+    return mark_replaced([pin], said)[0].replaced
+
 
 FILLER = "Note {}: the tea is warm and the garden is quiet today, nothing else to add."
 

@@ -34,7 +34,8 @@ from openai import OpenAI
 from chatmem.app.model_pool import ModelPool
 from chatmem.config.settings import Settings
 from chatmem.serve.connections import Limits
-from chatmem.serve.listening import Listening, TokenMade, guarded, listening, server_config
+from chatmem.serve.guards import guarded
+from chatmem.serve.listening import Listening, TokenMade, listening, server_config
 from chatmem.serve.peers import PROC_NET
 from chatmem.serve.proxy import Proxy, build_app
 from chatmem.serve.tokens_file import TokensFile

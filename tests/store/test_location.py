@@ -32,6 +32,7 @@ def test_a_path_is_a_sqlite_file() -> None:
 
 @pytest.mark.parametrize("url", ["postgresql://ann@localhost/chat", "postgres://ann@127.0.0.1/chat",
                                  "postgresql://ann@[::1]:5433/chat",
+                                 "postgresql://ann@127.0.0.2/chat",
                                  "postgresql://ann@/chat?host=/run/postgresql",
                                  "postgresql:///chat"])
 def test_a_local_server_keeps_its_url(url: str) -> None:

@@ -67,3 +67,12 @@ def test_check_strategy_on_postgres_leaves_no_session_in_the_author_s_database(
         check_strategy(name, examples=0, combined=0, postgres=pg_url)
     with Store(pg_url) as store:
         assert store.sessions.list_sessions() == []
+
+
+def test_run_conversation_names_the_keys_a_conversation_lacks(tmp_path: Path) -> None:
+    """A plugin author's conversation of only inputs ended in a bare KeyError 'system'."""
+    given = {k: v for k, v in OPENED_BY_THE_ASSISTANT.items() if k not in ("k", "max_tokens")}
+    with pytest.raises(ValueError, match="lacks max_tokens, k") as raised:
+        run_conversation("window", given, tmp_path)
+    assert "system, inputs, greeting, max_tokens, k" in str(raised.value)
+    assert not (tmp_path / "c.db").exists()
