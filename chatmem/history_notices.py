@@ -38,6 +38,9 @@ class HistoryWritableByOthers:
     path: Path
     mode: int | None = None
     """The file's mode, when others may write the file itself."""
+    owner: int | None = None
+    """The uid of the other account the file (or its -wal, -shm) belongs to: its owner
+    reads it and may change its mode whenever they like."""
     problem: str = ""
     """Else, how its folders let them replace it (trust.Replaceable.problem)."""
     fix: str = ""

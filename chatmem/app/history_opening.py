@@ -3,16 +3,17 @@ for at the terminal when none is set) or PostgreSQL, or one in memory for a one-
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 from chatmem.config.location import LocationKind
 from chatmem.errors import HistoryLocked, NotFound, StoreError, StoreFailure
+from chatmem.history_notices import HistoryWritableByOthers
 from chatmem.store import Store
 
 if TYPE_CHECKING:
-    from pathlib import Path
-
     from chatmem.app.model_pool import ModelPool
     from chatmem.config.location import HistoryLocation
     from chatmem.config.settings import Settings
@@ -113,31 +114,48 @@ each is said once (on its console as it starts), not in every request's log line
 
 
 def _check_writers(path: Path, tell: Callable[[Notice], None]) -> None:
-    """Tell when another account could write the history file or replace it, as the config
-    file's check finds it (chatmem.config.trust): a warning, the history being the user's;
+    """Tell when another account could read or write the history file or replace it, as
+    the config file's check finds it (chatmem.config.trust): the file, or its -wal or -shm
+    (pages of it, read and written as it is), belonging to another account (who reads it and
+    may chmod it at will) or writable by others; a warning, the history being the user's;
     once in a process for each way it is found."""
-    import os
-
-    from chatmem.config.trust import replaceable_by_others, writable_by_others
-    from chatmem.history_notices import HistoryWritableByOthers
-    from chatmem.store.sqlite_files import shell_word
+    from chatmem.config.trust import replaceable_by_others
 
     if not hasattr(os, "geteuid"):
         return  # no owners to compare (Windows)
-    try:
-        st = path.stat()
-    except OSError:
-        return  # created next (0600), or opening it says why
     notice = None
-    if writable_by_others(st):
-        notice = HistoryWritableByOthers(path, mode=st.st_mode & 0o777,
-                                         fix=f"chmod go-w {shell_word(path)}")
-    elif (replaceable := replaceable_by_others(path)) is not None:
+    for each in (path, Path(f"{path}-wal"), Path(f"{path}-shm")):
+        notice = _foreign(each, os.geteuid())
+        if notice is not None:
+            break
+    if notice is None and path.exists() and (
+            replaceable := replaceable_by_others(path)) is not None:
         notice = HistoryWritableByOthers(path, problem=replaceable.problem(),
                                          fix=replaceable.fix("the history file"))
     if notice is not None and notice not in _TOLD:
         _TOLD.add(notice)
         tell(notice)
+
+
+def _foreign(path: Path, me: int) -> HistoryWritableByOthers | None:
+    """How another account may read or write `path`, a file of the history, or None (also
+    when it is not there: created next, 0600, or opening it says why)."""
+    from chatmem.config.trust import writable_by_others
+    from chatmem.store.sqlite_files import shell_word
+
+    try:
+        st = path.stat()
+    except OSError:
+        return None
+    if st.st_uid not in (me, 0):
+        fix = (f"chown {me}:{os.getegid()} {shell_word(path)}" if me == 0 else
+               f"`chatmem sessions copy --from {shell_word(path)} --to NEW.db` makes a copy"
+               " of your own")
+        return HistoryWritableByOthers(path, owner=st.st_uid, fix=fix)
+    if writable_by_others(st):
+        return HistoryWritableByOthers(path, mode=st.st_mode & 0o777,
+                                       fix=f"chmod go-w {shell_word(path)}")
+    return None
 
 
 def _plain(path: Path) -> bool:

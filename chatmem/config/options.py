@@ -98,9 +98,27 @@ digits (or a 5,000-character string) was echoed whole."""
 
 def shown_value(value: Any) -> str:
     """`value` as a message shows it, cut past SAID_CHARS (a 300-digit number was echoed
-    whole)."""
+    whole); a string that reads as a key (`key_shaped`) only as its length."""
+    if isinstance(value, str) and key_shaped(value):
+        return f"a string of {len(value)} characters (not repeated: it reads as a key)"
     said = repr(value)
     return said if len(said) <= SAID_CHARS else f"{said[:SAID_CHARS - 1]}…"
+
+
+_KEY_RUN = re.compile(r"[A-Za-z0-9_\-]{20,}")
+
+
+def key_shaped(value: str) -> bool:
+    """Whether `value` reads as an API key or a token pasted in the wrong place (`provider =
+    "sk-proj-…"`, `timeout = "gsk_…"` were repeated whole in the error): one word of 20
+    characters or more, of letters and digits (`-` and `_` too), with upper and lower case
+    and a digit, or 32 or more of them (a hex key). A model name (`claude-3-5-sonnet-20241022`,
+    `Qwen2.5-7B-Instruct`, with dots) or a word is shown as written."""
+    if not _KEY_RUN.fullmatch(value):
+        return False
+    cases = any(c.isupper() for c in value) and any(c.islower() for c in value)
+    return (cases and any(c.isdigit() for c in value)) or (
+        len(value) >= 32 and any(c.isdigit() for c in value))
 
 
 def _pass_through(key: str, value: Any, where: str) -> OptionValue:

@@ -9,6 +9,7 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, Protocol
 
+from chatmem.config.options import shown_value
 from chatmem.config.pairs import split_params
 from chatmem.config.sections import SECTIONS, section_keys
 from chatmem.errors import ConfigError, StrategyError, StrategyFailed
@@ -109,7 +110,7 @@ def _check_value(path: Path, key: str, value: Any, kind: type | tuple[type, ...]
                           " (e.g. OPENAI_API_KEY), not hold the key itself")
     if (isinstance(value, bool) and bool not in kinds) or not isinstance(value, kinds):
         # A URL may carry a password or a key: its wrong type is named, it is not repeated.
-        got = f"a {type(value).__name__}" if own in ("db", "base_url") else repr(value)
+        got = f"a {type(value).__name__}" if own in ("db", "base_url") else shown_value(value)
         raise ConfigError(f"{path}: key {key!r} must be {_type_name(kind)}, got {got}")
     number: Any = value  # checked to be a number above when the key has a minimum
     if isinstance(value, float) and not math.isfinite(value):
@@ -169,7 +170,7 @@ def _check_names(path: Path, data: Mapping[str, Any], registered: Registered) ->
     if (embedder is not None and embedder not in (names := registered.embedder_names())
             and not (isinstance(embedder, str) and could_be_plugins(embedder, names))):
         raise ConfigError(f"{path}: key 'embeddings.provider' must be one of "
-                          f"{', '.join(names)}, got {embedder!r}"
+                          f"{', '.join(names)}, got {shown_value(embedder)}"
                           f"{did_you_mean(str(embedder), names)}")
 
 
@@ -203,7 +204,7 @@ def check_provider_name(value: str, registered: Registered, where: str) -> None:
     setting (chatmem.plugins.Registries.provider_entry)."""
     names = registered.provider_names()
     if value not in names and not could_be_plugins(value, names):
-        raise ConfigError(f"{where} must be one of {', '.join(names)}, got {value!r}"
+        raise ConfigError(f"{where} must be one of {', '.join(names)}, got {shown_value(value)}"
                           f"{did_you_mean(value, names)}")
 
 

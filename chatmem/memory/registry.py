@@ -10,6 +10,7 @@ import re
 from collections.abc import Iterator, Mapping
 from typing import Any
 
+from chatmem.config.options import shown_value
 from chatmem.config.pairs import split_names
 from chatmem.errors import Listed, StrategyError, StrategyFailed
 from chatmem.memory.base import BaseStrategy, Strategy
@@ -159,7 +160,7 @@ class StrategyRegistry(Mapping[str, type[BaseStrategy]]):
             if name not in self._classes:
                 valid = ", ".join(self._classes)
                 if not combined:
-                    raise StrategyError(f"unknown strategy {name!r} (valid: {valid})"
+                    raise StrategyError(f"unknown strategy {shown_value(name)} (valid: {valid})"
                                         f"{did_you_mean(name, self._classes)}",
                                         listed=Listed.STRATEGIES)
                 raise StrategyError(f"unknown strategy {name or '(empty)'!r} in {joined!r} "
@@ -198,7 +199,7 @@ class StrategyRegistry(Mapping[str, type[BaseStrategy]]):
         for part in spec.parts:
             cls = self._classes.get(part.name)
             if cls is None:
-                raise StrategyError(f"unknown strategy {part.name!r} "
+                raise StrategyError(f"unknown strategy {shown_value(part.name)} "
                                     f"(valid: {', '.join(self._classes)})"
                                     f"{did_you_mean(part.name, self._classes)}",
                                     listed=Listed.STRATEGIES)

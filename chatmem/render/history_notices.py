@@ -50,6 +50,10 @@ def _(n: OldHistoryLeft) -> str:
 
 @_said.register
 def _(n: HistoryWritableByOthers) -> str:
+    if n.owner is not None:
+        return (f"warning: the history file {n.path} belongs to another account (uid"
+                f" {n.owner}), who can read every message in it and slip messages or system"
+                f" prompts into your chats ({n.fix})")
     how = (f"other users can write the history file {n.path} (mode {n.mode:04o})"
            if n.mode is not None else f"history file {n.path}: {n.problem}")
     return (f"warning: {how}; they could slip messages or system prompts into your chats"

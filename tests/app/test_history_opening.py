@@ -56,3 +56,48 @@ def test_a_client_is_not_told_where_the_servers_history_is(tmp_path: Path) -> No
     for client in Client:
         line = client_notice_text(told, client)
         assert str(path) not in line and "服务" not in line and "history" in line
+
+
+@pytest.mark.skipif(not hasattr(os, "geteuid") or os.geteuid() != 0,
+                    reason="only root gives a file to another account")
+def test_a_history_another_account_owns_is_told(tmp_path: Path) -> None:
+    # Its owner reads every message and may chmod it at will, whatever its mode says now:
+    # root's chat in a file of uid 4242's (sudo keeping HOME) went there unsaid.
+    home = tmp_path / "历史"
+    home.mkdir(mode=0o700)
+    path = home / "聊天.db"
+    assert opened(path) == []
+    os.chown(path, 4242, 4242)
+    (told,) = opened(path)
+    assert (told.path, told.owner, told.mode) == (path, 4242, None)
+    line = notice_text(told, repl_hints=False)
+    assert str(path) in line and "4242" in line and "chown 0:" in line
+
+
+def test_a_wal_or_shm_others_can_write_or_own_is_told(tmp_path: Path) -> None:
+    # The -wal holds the newest pages of the history and the -shm its index: a 0600 file
+    # beside a 0666 -wal (left from before a chmod go-w while a chat ran) is as open.
+    import sqlite3
+
+    home = tmp_path / "h"
+    home.mkdir(mode=0o700)
+    path = home / "对话.db"
+    assert opened(path) == []
+    holder = sqlite3.connect(path)  # a chat running: its -wal and -shm stay
+    try:
+        holder.execute("PRAGMA journal_mode=wal")
+        holder.execute("CREATE TABLE IF NOT EXISTS held (x)")
+        holder.commit()
+        wal, shm = Path(f"{path}-wal"), Path(f"{path}-shm")
+        assert wal.exists() and shm.exists()
+        wal.chmod(0o666)
+        (told,) = opened(path)
+        assert (told.path, told.mode) == (wal, 0o666)
+        wal.chmod(0o600)
+        shm.chmod(0o646)
+        (told,) = opened(path)
+        assert (told.path, told.mode) == (shm, 0o646)
+        shm.chmod(0o600)
+        assert opened(path) == []
+    finally:
+        holder.close()

@@ -89,6 +89,35 @@ def test_bad_config_names_key_and_file(tmp_path: Path, text: str, message: str) 
     assert caught.value.exit_code == 2
 
 
+KEY = "sk-proj-Abc123SECRETxyz7890abcdefghijKLMNOP"
+
+
+@pytest.mark.parametrize("text", [f'timeout = "{KEY}"\n', f'provider = "{KEY}"\n',
+                                  f'helper_provider = "{KEY}"\n', f'strategy = "{KEY}"\n',
+                                  f'[embeddings]\nprovider = "{KEY}"\n',
+                                  'max_retries = "gsk_8fJ2kLmN0pQrStUvWxYz1234"\n',
+                                  f'context_budget = "{KEY.lower()}"\n'])
+def test_a_key_pasted_in_the_wrong_setting_is_not_repeated(tmp_path: Path, text: str) -> None:
+    # An API key pasted beside api_key_env, in provider or timeout, was repeated whole in
+    # the error (a terminal, a CI log): its key is named, its length said, the key never.
+    path = write(tmp_path, text)
+    with pytest.raises(ConfigError) as caught:
+        load_settings(path, env={}, registered=REGISTRIES)
+    said = str(caught.value)
+    assert caught.value.exit_code == 2 and text.split("=")[0].split("]")[-1].strip() in said
+    assert "SECRET" not in said and "secret" not in said and "8fJ2kLmN" not in said
+    with pytest.raises(ConfigError) as caught:
+        load_settings(write(tmp_path, ""), env={"CHATMEM_PROVIDER": KEY}, registered=REGISTRIES)
+    assert "CHATMEM_PROVIDER" in str(caught.value) and "SECRET" not in str(caught.value)
+
+
+@pytest.mark.parametrize("name", ["claude-3-5-sonnet-20241022", "Qwen2.5-7B-Instruct", "月亮"])
+def test_a_wrong_name_that_is_no_key_is_still_repeated(tmp_path: Path, name: str) -> None:
+    path = write(tmp_path, f'timeout = "{name}"\n')
+    with pytest.raises(ConfigError, match=re.escape(repr(name))):
+        load_settings(path, env={}, registered=REGISTRIES)
+
+
 def test_unknown_strategy_in_config(tmp_path: Path) -> None:
     path = write(tmp_path, 'strategy = "windw"\n')
     with pytest.raises(ConfigError) as caught:
