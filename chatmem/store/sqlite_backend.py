@@ -370,7 +370,16 @@ class SqliteBackend(SqliteOpening, SqliteWords):
         return None
 
     def fold_log(self, *, wait: bool = True) -> None:
-        self.execute(f"PRAGMA wal_checkpoint({'TRUNCATE' if wait else 'PASSIVE'})")
+        try:
+            self.execute(f"PRAGMA wal_checkpoint({'TRUNCATE' if wait else 'PASSIVE'})")
+        except StoreError as e:
+            if wait or e.kind is not StoreFailure.DISK:
+                raise
+            # Between turns: what the log holds stays stored in it. The turn just shown
+            # was followed by "database error: disk I/O error"; the next turn is refused
+            # before it is sent if the disk is still full (check_room).
+            found_full(self._identity)
+            return
         self._note_log()
 
     def has_column(self, table: str, column: str) -> bool:
