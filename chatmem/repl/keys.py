@@ -23,7 +23,7 @@ a signal. While a turn runs, a thread reads the keys (`KeyWatch`):
   message rather than each line's newline sending it as a turn of its own.
 
 Keys pressed while a slash command runs stay queued in the quiet terminal and
-reach the next prompt the same way, Ctrl-D included.
+reach the next prompt the same way, Ctrl-D included; after a Ctrl-C, as a draft.
 """
 
 from __future__ import annotations
@@ -78,6 +78,19 @@ class QuietTerminal:
     def restore(self) -> None:
         if self.found is not None:
             termios.tcsetattr(self.fd, termios.TCSANOW, self.found)
+
+    def pending(self) -> bytes:
+        """The keys typed and not yet read, taken from the terminal without waiting."""
+        typed = bytearray()
+        while self.active and select.select([self.fd], [], [], 0)[0]:
+            try:
+                data = os.read(self.fd, READ_BYTES)
+            except OSError:
+                break
+            if not data:
+                break
+            typed += data
+        return bytes(typed)
 
     def as_found(self) -> _AsFound:
         """The terminal as it was found for a while: for a program run in it ($EDITOR)."""

@@ -178,8 +178,11 @@ class Repl(Chat):
                 if not sys.stdin.isatty():
                     raise  # a script is stopped, not resumed
                 # Outside a reply (a reply's own Ctrl-C is handled by the engine): what was
-                # committed stays committed; the chat goes on.
+                # committed stays committed; the chat goes on, and what was typed meanwhile
+                # waits at the prompt unsent, as after a reply's Ctrl-C.
                 self.notice("(interrupted)")
+                if self.quiet is not None and self.prompt is not None:
+                    self.prompt.typed_ahead += as_draft(key_presses(self.quiet.pending()))
             if self.leaving:
                 return
 

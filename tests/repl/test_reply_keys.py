@@ -205,3 +205,22 @@ def test_a_multi_line_paste_during_a_reply_stays_one_message(
     wait_until(lambda: len(turns(db)) == 2, terminal)
     assert [text for _, text, _ in turns(db)] == ["hello there", block]
     assert len(chat_server.requests) == 2
+
+
+def test_a_line_typed_during_a_command_cut_by_ctrl_c_waits_at_the_prompt_unsent(
+    terminal: Terminal, tmp_path: Path, chat_server: ChatServer  # noqa: F811
+) -> None:
+    config = tmp_path / "slow-copy.toml"
+    config.write_text('clipboard_command = "sleep 60"\n', encoding="utf-8")
+    db = start_chat(terminal, tmp_path, chat_server, "--plain", "--config", str(config))
+    terminal.keys("hello there", "Enter")
+    wait_until(lambda: len(turns(db)) == 1, terminal)
+    terminal.keys("/copy", "Enter")  # the clipboard command holds the chat
+    terminal.wait_for("t> /copy")
+    terminal.keys("typed ahead", "Enter", "中文 second", "C-c")
+    terminal.wait_for("(interrupted)")
+    terminal.wait_for("中文 second")
+    assert len(chat_server.requests) == 1  # nothing typed before the Ctrl-C was sent by it
+    terminal.keys("Enter")
+    wait_until(lambda: len(turns(db)) == 2, terminal)
+    assert turns(db)[-1][1] == "typed ahead\n中文 second"
