@@ -73,6 +73,10 @@ class QuietTerminal:
 
     def __exit__(self, kind: type[BaseException] | None, error: BaseException | None,
                  trace: TracebackType | None) -> None:
+        if self.active and kind is not None and issubclass(kind, KeyboardInterrupt):
+            # chatmem ends on a Ctrl-C: the keys typed meanwhile are not the shell's to run
+            # (NOFLSH kept them; `echo hi` typed while the model loaded ran in the shell).
+            termios.tcflush(self.fd, termios.TCIFLUSH)
         self.restore()
 
     def restore(self) -> None:
