@@ -11,9 +11,10 @@ from __future__ import annotations
 import importlib.util
 import json
 import secrets
+import signal
 import threading
 import urllib.request
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from functools import cached_property, lru_cache
 from pathlib import Path
 from typing import Any
@@ -66,7 +67,32 @@ def _server(model_path: str, n_ctx: int, threads: int, key: str) -> Any:
     params.port = 0  # any free port; the server binds 127.0.0.1
     params.cpuparams.n_threads = threads
     params.verbosity = -1
-    return xllamacpp.Server(params)
+    return _started_whole(lambda: xllamacpp.Server(params))
+
+
+_interrupted_starts: list[Any] = []
+"""Servers whose start a Ctrl-C interrupted: kept until Python ends, never dropped midway."""
+
+
+def _started_whole(start: Callable[[], Any]) -> Any:
+    """`start()`'s server, a Ctrl-C meanwhile raised once it is whole and kept.
+
+    The server is started holding the interpreter: a Ctrl-C is raised as it returns, and
+    the server dropped then waited forever for its listening thread (a Ctrl-C while the
+    model loaded hung chatmem). Not on the main thread, Python sees no Ctrl-C there.
+    """
+    if threading.current_thread() is not threading.main_thread():
+        return start()
+    pressed: list[object] = []
+    found = signal.signal(signal.SIGINT, lambda *_: pressed.append(True))
+    try:
+        server = start()
+    finally:
+        signal.signal(signal.SIGINT, found if found is not None else signal.default_int_handler)
+    if pressed:
+        _interrupted_starts.append(server)
+        raise KeyboardInterrupt
+    return server
 
 
 class LocalTokenCounter:

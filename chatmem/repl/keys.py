@@ -13,16 +13,17 @@ a signal. While a turn runs, a thread reads the keys (`KeyWatch`):
 - every other key is kept for the next prompt, as prompt-toolkit keeps keys it
   read ahead: typed text shows at the prompt, and an Enter typed with it sends
   it, as a shell runs a command typed while the last one ran. Dropping them
-  would lose what a person typed and saw nothing wrong with. Ctrl-C is the
-  exception (chatmem.repl.loop drops them): a terminal drops the keys it still
-  holds when Ctrl-C interrupts, and keys must not survive a Ctrl-C or not
-  depending on whether the thread had read them yet.
+  would lose what a person typed and saw nothing wrong with. After a Ctrl-C
+  they are kept too, as a draft (`as_draft`): nothing typed is lost, and nothing
+  is sent that was typed before the person stopped the reply. The quiet terminal
+  does not drop the keys it still holds when Ctrl-C interrupts (NOFLSH), so
+  none is lost or kept depending on whether the thread had read it yet.
 - a paste is one paste: the terminal marks pastes between prompts too
   (chatmem.repl.prompt), so a pasted block's lines wait at the next prompt as one
   message rather than each line's newline sending it as a turn of its own.
 
 Keys pressed while a slash command runs stay queued in the quiet terminal and
-reach the next prompt the same way, Ctrl-D included.
+reach the next prompt the same way, Ctrl-D included; after a Ctrl-C, as a draft.
 """
 
 from __future__ import annotations
@@ -65,17 +66,35 @@ class QuietTerminal:
             return self
         quiet = termios.tcgetattr(self.fd)
         quiet[3] &= ~(termios.ECHO | termios.ICANON)  # lflag; ISIG stays: Ctrl-C interrupts
+        quiet[3] |= termios.NOFLSH  # and keeps the keys typed before it
         quiet[6][termios.VMIN], quiet[6][termios.VTIME] = 1, 0
         termios.tcsetattr(self.fd, termios.TCSANOW, quiet)  # keys already typed stay queued
         return self
 
     def __exit__(self, kind: type[BaseException] | None, error: BaseException | None,
                  trace: TracebackType | None) -> None:
+        if self.active and kind is not None and issubclass(kind, KeyboardInterrupt):
+            # chatmem ends on a Ctrl-C: the keys typed meanwhile are not the shell's to run
+            # (NOFLSH kept them; `echo hi` typed while the model loaded ran in the shell).
+            termios.tcflush(self.fd, termios.TCIFLUSH)
         self.restore()
 
     def restore(self) -> None:
         if self.found is not None:
             termios.tcsetattr(self.fd, termios.TCSANOW, self.found)
+
+    def pending(self) -> bytes:
+        """The keys typed and not yet read, taken from the terminal without waiting."""
+        typed = bytearray()
+        while self.active and select.select([self.fd], [], [], 0)[0]:
+            try:
+                data = os.read(self.fd, READ_BYTES)
+            except OSError:
+                break
+            if not data:
+                break
+            typed += data
+        return bytes(typed)
 
     def as_found(self) -> _AsFound:
         """The terminal as it was found for a while: for a program run in it ($EDITOR)."""
@@ -162,10 +181,13 @@ class KeyWatch:
         assert self._wake is not None
         # A terminal's Ctrl-C is for the thread running the turn, never for this one.
         signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
+        waiting: float | None = None
         while True:
-            ready, _, _ = select.select([self.fd, self._wake[0]], [], [])
+            ready, _, _ = select.select([self.fd, self._wake[0]], [], [], waiting)
+            if self.fd not in ready:
+                return  # the turn is over and every key typed during it is read
             if self._wake[0] in ready:
-                return  # keys still queued stay for the prompt, in order, after these
+                waiting = 0  # the turn is over: the keys still queued were typed during it
             try:
                 data = os.read(self.fd, READ_BYTES)
             except OSError:
@@ -197,3 +219,23 @@ def key_presses(typed: bytes) -> list[KeyPress]:
     parser.feed(typed.decode("utf-8", errors="replace"))
     parser.flush()
     return [key for key in keys if key.key != Keys.Vt100MouseEvent]
+
+
+def as_draft(keys: Sequence[KeyPress]) -> list[KeyPress]:
+    """Keys typed during a reply cut by Ctrl-C, to press at the next prompt as a draft.
+
+    Each Enter becomes Esc Enter, a new line in the message, and those at the end are
+    left out: what was typed is all there, and it is sent only by a new Enter.
+    """
+    from prompt_toolkit.key_binding import KeyPress
+    from prompt_toolkit.keys import Keys
+
+    enter = (Keys.ControlM, Keys.ControlJ)
+    kept = list(keys)
+    while kept and kept[-1].key in enter:
+        kept.pop()
+    draft: list[KeyPress] = []
+    for key in kept:  # the terminal sends Enter as Ctrl-J (ICRNL), which Esc does not bind
+        draft += [KeyPress(Keys.Escape, "\x1b"), KeyPress(Keys.ControlM, "\r")] \
+            if key.key in enter else [key]
+    return draft

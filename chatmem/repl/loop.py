@@ -3,9 +3,9 @@
 Each line is one turn, or a slash command from the table. Ctrl-C while a reply
 streams cancels that reply only; Ctrl-C at the prompt clears the line; Ctrl-D
 or /quit leaves, and Ctrl-D while a reply streams cancels it first. Keys typed
-while a reply streams wait for the next prompt (chatmem.repl.keys). Errors are
-shown as one line and the loop goes on. Lines from a pipe are a script: Ctrl-C
-cancels the reply and stops the script (exit 130).
+while a reply streams wait for the next prompt (chatmem.repl.keys), unsent after
+a Ctrl-C. Errors are shown as one line and the loop goes on. Lines from a pipe
+are a script: Ctrl-C cancels the reply and stops the script (exit 130).
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ from chatmem.names import nearest
 from chatmem.render.errors import repl_error_text
 from chatmem.repl.blocks import ESCAPE
 from chatmem.repl.chat import Chat, strategy_label
-from chatmem.repl.keys import KeyWatch, QuietTerminal, key_presses
+from chatmem.repl.keys import KeyWatch, QuietTerminal, as_draft, key_presses
 from chatmem.repl.table import SLASH, QuitRepl, split_closed
 from chatmem.store.records import TurnStatus
 
@@ -103,8 +103,9 @@ class Repl(Chat):
                 # Once the turn is stored (cancelled, if it was still streaming), or its
                 # error shown.
                 self.leaving = True
-            elif keep:  # Ctrl-C drops keys typed ahead, as the terminal drops those it holds
-                self.prompt.typed_ahead += key_presses(bytes(watch.typed))
+            else:  # after a Ctrl-C, what was typed waits at the prompt, unsent
+                typed = key_presses(bytes(watch.typed))
+                self.prompt.typed_ahead += typed if keep else as_draft(typed)
 
     def terminal_as_found(self) -> AbstractContextManager[None]:
         return self._as_found() if self.quiet is not None else nullcontext()
@@ -177,8 +178,11 @@ class Repl(Chat):
                 if not sys.stdin.isatty():
                     raise  # a script is stopped, not resumed
                 # Outside a reply (a reply's own Ctrl-C is handled by the engine): what was
-                # committed stays committed; the chat goes on.
+                # committed stays committed; the chat goes on, and what was typed meanwhile
+                # waits at the prompt unsent, as after a reply's Ctrl-C.
                 self.notice("(interrupted)")
+                if self.quiet is not None and self.prompt is not None:
+                    self.prompt.typed_ahead += as_draft(key_presses(self.quiet.pending()))
             if self.leaving:
                 return
 

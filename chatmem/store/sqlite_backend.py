@@ -371,8 +371,17 @@ class SqliteBackend(SqliteOpening, SqliteWords):
         return None
 
     def fold_log(self, *, wait: bool = True) -> None:
-        busy, logged, folded = self.execute(
-            f"PRAGMA wal_checkpoint({'TRUNCATE' if wait else 'PASSIVE'})").fetchone()
+        try:
+            busy, logged, folded = self.execute(
+                f"PRAGMA wal_checkpoint({'TRUNCATE' if wait else 'PASSIVE'})").fetchone()
+        except StoreError as e:
+            if wait or e.kind is not StoreFailure.DISK:
+                raise
+            # Between turns: what the log holds stays stored in it. The turn just shown
+            # was followed by "database error: disk I/O error"; the next turn is refused
+            # before it is sent if the disk is still full (check_room).
+            found_full(self._identity)
+            return
         if not wait and not busy and 0 < logged == folded:
             restart_log(self.conn, self.busy_timeout_ms)
         self._note_log()

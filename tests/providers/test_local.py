@@ -268,3 +268,38 @@ def test_leaving_while_the_model_reads_a_long_prompt_does_not_wait_for_the_read(
     read, left = (float(x) for x in done.stdout.split()[:2])
     # Three quarters of the read were left when it left: it ended long before those.
     assert ended - left < read / 3, (ended - left, read)
+
+
+START_INTERRUPTED = """
+import sys
+from chatmem.providers.local import LocalProvider
+print("starting", flush=True)
+try:
+    LocalProvider(n_ctx=512, threads=1)
+except KeyboardInterrupt:
+    print("interrupted", flush=True)
+    sys.exit(130)
+print("started", flush=True)
+"""
+
+
+def test_ctrl_c_while_the_model_loads_ends_the_program(tmp_path) -> None:
+    """Ctrl-C while `chatmem chat` started its local model: the program hung for good (the
+    server, dropped by the Ctrl-C raised as its start returned, waited for its listener)."""
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    child = subprocess.Popen([sys.executable, "-c", START_INTERRUPTED], stdout=subprocess.PIPE,
+                             text=True)
+    assert child.stdout is not None and child.stdout.readline() == "starting\n"
+    time.sleep(0.3)  # the model loads for far longer, holding the interpreter
+    child.send_signal(signal.SIGINT)
+    try:
+        out, _ = child.communicate(timeout=120)
+    except subprocess.TimeoutExpired:
+        child.kill()
+        child.wait()
+        raise AssertionError("still running two minutes after Ctrl-C") from None
+    assert (child.returncode, out) == (130, "interrupted\n")

@@ -11,7 +11,7 @@ from prompt_toolkit.keys import Keys
 from prompt_toolkit.output import DummyOutput
 from test_repl_input import make_repl
 
-from chatmem.repl.keys import key_presses
+from chatmem.repl.keys import as_draft, key_presses
 from chatmem.repl.prompt import Prompt
 
 COLOURED = "看 \x1b[31m红色\x1b[0m 文字".encode()
@@ -46,3 +46,17 @@ def test_a_coloured_paste_typed_ahead_reaches_the_prompt_whole(tmp_path: Path) -
         finally:
             done.set()
     assert line == "看 红色 文字"
+
+
+def test_keys_typed_during_a_reply_cut_by_ctrl_c_wait_as_one_unsent_draft(
+        tmp_path: Path) -> None:
+    store, repl = make_repl(tmp_path / "k.db")
+    with store, create_pipe_input() as typed, create_app_session(input=typed,
+                                                                 output=DummyOutput()):
+        prompt = Prompt(repl, DummyOutput())
+        # As the terminal sent them (Enter as Ctrl-J), a paste among them.
+        prompt.typed_ahead = as_draft(key_presses(
+            "first\n中文 second \x1b[200~粘贴\n两行\x1b[201~\n\n".encode()))
+        typed.send_text("\r")  # the Enter pressed at the prompt, after the draft
+        line = prompt.ask()
+    assert line == "first\n中文 second 粘贴\n两行"

@@ -90,3 +90,39 @@ def test_a_block_pasted_while_the_chat_opens_is_one_message(tmp_path: Path) -> N
         terminal.close()
     assert terminal.proc.returncode == 0
     assert user_messages(db) == ["\n".join(LINES)]
+
+
+def test_keys_typed_while_the_model_loads_never_reach_the_shell_after_ctrl_c(
+        tmp_path: Path) -> None:
+    """`echo hi` and Enter typed while the embedded model loaded, then Ctrl-C: chatmem ended
+    and the shell ran `echo hi` (the quiet terminal keeps keys across a Ctrl-C)."""
+    import signal
+    import termios
+
+    import pytest
+    from local_model import local_model_missing
+
+    if (missing := local_model_missing()) is not None:
+        pytest.skip(missing)
+    leader, follower = pty.openpty()
+    env = {**os.environ, "COLUMNS": "100", "LINES": "30", "TERM": "xterm-256color"}
+    proc = subprocess.Popen([sys.executable, "-m", "chatmem", "chat", "载入", "--provider",
+                             "local", "--db", str(tmp_path / "h.db")], stdin=follower,
+                            stdout=follower, stderr=follower, env=env, close_fds=True)
+    terminal = Terminal.__new__(Terminal)
+    terminal.proc, terminal.leader, terminal.seen = proc, leader, b""
+    try:
+        terminal.read_until(MARK_ON)  # quiet, the model loading
+        os.write(leader, "echo 你好\r".encode())
+        time.sleep(0.3)
+        proc.send_signal(signal.SIGINT)
+        assert proc.wait(timeout=120) == 130
+        # What the shell would read next, once chatmem has left.
+        quiet = termios.tcgetattr(follower)
+        quiet[3] &= ~termios.ICANON
+        quiet[6][termios.VMIN], quiet[6][termios.VTIME] = 0, 0
+        termios.tcsetattr(follower, termios.TCSANOW, quiet)
+        assert os.read(follower, 1024) == b""
+    finally:
+        os.close(follower)
+        terminal.close()

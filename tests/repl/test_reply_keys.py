@@ -136,21 +136,36 @@ def test_ctrl_c_while_a_reply_streams_shows_the_partial_reply_once(
                                " never sent"]
     db = start_chat(terminal, tmp_path, chat_server)
     ask_and_hold(terminal, chat_server, "hello there", "item two")
-    terminal.keys("typed, then dropped", "C-c")
+    terminal.keys("C-c")
     screen = terminal.wait_for("(reply cancelled")
     for line in ("Partial reply, first line.", "item one", "item two"):
         assert screen.count(line) == 1, screen
     assert "^C" not in screen
     assert turns(db) == [("cancelled", "hello there",
                           "Partial reply, first line.\n\n- item one\n- item two\n")]
-    # The chat goes on: Ctrl-C cancels the reply only, and drops the keys typed before it
-    # (as a terminal does with those it holds).
+    # The chat goes on: Ctrl-C cancels the reply only.
     terminal.keys("next")
-    screen = terminal.wait_for("t> next")
-    assert "dropped" not in screen
+    terminal.wait_for("t> next")
     terminal.keys("C-u")
     terminal.keys("C-d")
     terminal.wait_for("EXITED 0")
+
+
+def test_a_line_typed_during_a_reply_cut_by_ctrl_c_waits_at_the_prompt_unsent(
+    terminal: Terminal, tmp_path: Path, chat_server: ChatServer  # noqa: F811
+) -> None:
+    db = start_chat(terminal, tmp_path, chat_server, "--plain")
+    ask_and_hold(terminal, chat_server, "hello there", "Hello")
+    # A line typed ahead with its Enter, then more, then Ctrl-C stops the reply.
+    terminal.keys("first ahead", "Enter", "中文 second", "Enter", "C-c")
+    terminal.wait_for("(reply cancelled")
+    # Nothing typed is lost, and nothing typed before the Ctrl-C is sent by it.
+    terminal.wait_for("中文 second")
+    assert len(chat_server.requests) == 1
+    assert turns(db) == [("cancelled", "hello there", "Hello")]
+    terminal.keys("Enter")  # a new Enter sends it, one message
+    wait_until(lambda: len(turns(db)) == 2, terminal)
+    assert turns(db)[-1][1] == "first ahead\n中文 second"
 
 
 def test_ctrl_d_after_the_reply_lets_memory_finish_its_update_then_leaves(
@@ -190,3 +205,22 @@ def test_a_multi_line_paste_during_a_reply_stays_one_message(
     wait_until(lambda: len(turns(db)) == 2, terminal)
     assert [text for _, text, _ in turns(db)] == ["hello there", block]
     assert len(chat_server.requests) == 2
+
+
+def test_a_line_typed_during_a_command_cut_by_ctrl_c_waits_at_the_prompt_unsent(
+    terminal: Terminal, tmp_path: Path, chat_server: ChatServer  # noqa: F811
+) -> None:
+    config = tmp_path / "slow-copy.toml"
+    config.write_text('clipboard_command = "sleep 60"\n', encoding="utf-8")
+    db = start_chat(terminal, tmp_path, chat_server, "--plain", "--config", str(config))
+    terminal.keys("hello there", "Enter")
+    wait_until(lambda: len(turns(db)) == 1, terminal)
+    terminal.keys("/copy", "Enter")  # the clipboard command holds the chat
+    terminal.wait_for("t> /copy")
+    terminal.keys("typed ahead", "Enter", "中文 second", "C-c")
+    terminal.wait_for("(interrupted)")
+    terminal.wait_for("中文 second")
+    assert len(chat_server.requests) == 1  # nothing typed before the Ctrl-C was sent by it
+    terminal.keys("Enter")
+    wait_until(lambda: len(turns(db)) == 2, terminal)
+    assert turns(db)[-1][1] == "typed ahead\n中文 second"

@@ -59,3 +59,36 @@ def test_index_words_replaces_an_entry_and_scores_rank_the_better_match(tmp_path
         assert store.db.has_column("messages", "gap_s")
         assert not store.db.has_column("messages", "no_such_column")
         assert not store.db.has_column("no_such_table", "id")
+
+
+FOLD_ON_A_FULL_DISK = """
+import resource, sys
+from pathlib import Path
+from chatmem.store import Store
+from chatmem.store.sqlite_files import file_identity, was_found_full
+db = Path(sys.argv[1])
+with Store(db) as store:
+    store.clear_log()
+    size = db.stat().st_size
+    resource.setrlimit(resource.RLIMIT_FSIZE, (size + 65536, size + 65536))  # the disk full
+    with store.db.write():  # the log grows; the file cannot take its pages
+        store.db.execute("CREATE TABLE scratch (b BLOB)")
+        store.db.execute("INSERT INTO scratch VALUES (zeroblob(?))", [size // 2 + 65536])
+    store.tidy(fold_log=True)
+    print(was_found_full(file_identity(db)))
+"""
+
+
+def test_a_fold_between_turns_on_a_full_disk_is_no_error_and_loses_nothing(
+        tmp_path: Path) -> None:
+    """A passive fold of the log (every 8 turns) on a full disk: the turn just shown was
+    followed by "error: database error: disk I/O error" (found in a day of use under
+    `ulimit -f`). What the log holds stays stored, and the next turn checks for room."""
+    import subprocess
+
+    db = tmp_path / "满.db"
+    done = subprocess.run([sys.executable, "-c", FOLD_ON_A_FULL_DISK, str(db)],
+                          capture_output=True, text=True, timeout=60, check=False)
+    assert (done.returncode, done.stdout) == (0, "True\n"), done.stderr
+    with Store(db) as store:
+        assert store.db.execute("SELECT length(b) FROM scratch").fetchone()[0] > 65536
