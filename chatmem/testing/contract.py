@@ -27,6 +27,7 @@ from chatmem.memory.context import PART_ORDER, Context, Part
 from chatmem.memory.reasons import AllTurns, Merged, NewestTurns
 from chatmem.memory.registry import StrategyRegistry
 from chatmem.notices import MemoryUpdateFailed, Notice
+from chatmem.plugin_entries import WHAT_WENT_WRONG, registered_by
 from chatmem.plugins import load_registries
 from chatmem.providers.scripted import ScriptedProvider
 from chatmem.store import Store
@@ -65,8 +66,18 @@ def run_conversation(name: str, convo: dict[str, Any], folder: Path, embedder: s
     provider = ScriptedProvider(log_path=log)
     settings = Settings(system=convo["system"], embeddings=EmbeddingsSection(provider=embedder))
     # Loaded now, so a plugin installed since chatmem was imported is found.
-    strategies = load_registries().strategies
-    params = strategy_params(strategies, name, convo)
+    registries = load_registries()
+    strategies = registries.strategies
+    try:
+        params = strategy_params(strategies, name, convo)
+    except ChatmemError as e:
+        # No listener prints the loading's warnings here (the CLI's does): without them,
+        # an author whose plugin was skipped read only that the name is unknown.
+        skipped = [f"{registered_by(p.plugin)} was skipped: {WHAT_WENT_WRONG[p.kind]}: {p.detail}"
+                   for p in registries.problems]
+        if not skipped:
+            raise
+        raise AssertionError(f"{e}; " + "; ".join(skipped)) from e
     db = None if location else folder / "c.db"
     session = _session_name()
     with Store(location or folder / "c.db") as store:
