@@ -37,6 +37,7 @@ from chatmem.session_notices import (
     StateLarge,
     StrategyChanged,
     SystemPromptReplaced,
+    UpdateSlow,
 )
 
 
@@ -340,7 +341,7 @@ Notice = (IndexingNotice | VectorsResized | SummaryUpdated | SummaryFailed | Fac
           | MemoryUpdateFailed | MemoryUpdateCancelled | ErasedWhileUpdating
           | StrategyChanged | ModelChanged
           | SavedParamsDropped | SystemPromptReplaced | SettingsNotSaved | StateLarge
-          | BuildSlow | HelperTooSmall
+          | BuildSlow | UpdateSlow | HelperTooSmall
           | HistoryMoved | OldHistoryLeft | RetentionApplied | RetentionSkipped
           | HistoryWritableByOthers
           | HistoryUpgrading | WaitingForUpgrade | WaitingForWrite

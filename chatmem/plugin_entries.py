@@ -34,6 +34,15 @@ class ProblemKind(Enum):
     reason to skip it: `Registries.problems` leaves it out, a listener hears it)."""
 
 
+WHAT_WENT_WRONG = {
+    ProblemKind.IMPORT_FAILED: "could not be imported",
+    ProblemKind.NO_HOOK: "nothing to call",
+    ProblemKind.REGISTER_FAILED: "its register(plugins) raised",
+    ProblemKind.REJECTED: "registered something chatmem cannot use",
+}
+"""Why a plugin was skipped, in words: the CLI's warning line and chatmem.testing's."""
+
+
 @dataclass(frozen=True)
 class PluginSource:
     """Where registrations came from: the entry point (`name = value`) and its distribution."""

@@ -77,12 +77,26 @@ class SettingsNotSaved:
 
 SLOW_BUILD = 2.0
 """Seconds a plugin strategy's build may take before the turn says it waited for it."""
+SLOW_UPDATE = 2.0
+"""Seconds a plugin strategy's update after a turn may take before it is said: the next
+prompt (or `ask`'s end) waited for it."""
 
 
 @dataclass(frozen=True)
 class BuildSlow:
     """Plugin strategy `strategy` took `seconds` to build a context of session `session`:
     the turn waited that long before the model was asked (said once per chat)."""
+
+    session: str
+    strategy: str
+    seconds: float
+
+
+@dataclass(frozen=True)
+class UpdateSlow:
+    """Plugin strategy `strategy` took `seconds` to update its memory after a turn of
+    session `session`: the next prompt waited that long, with nothing shown (said once per
+    chat; not for a catch-up, which shows its own progress)."""
 
     session: str
     strategy: str

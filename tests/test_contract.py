@@ -154,11 +154,28 @@ class WritesElsewhere(Counts):
         return super().build(request)
 
 
+class FailsUpdate(Counts):
+    name = "fails-update"
+    description = "its update raises at every turn: no state, ever"
+
+    def update(self, env):
+        raise KeyError("seen")
+
+
+class AnswersNone(Counts):
+    name = "answers-none"
+    description = "its update stores, then answers None instead of a list"
+
+    def update(self, env):
+        super().update(env)
+
+
 def register(plugins):
-    for cls in (Counts, OneStep, OneStepSummary, WritesState, WritesElsewhere):
+    for cls in (Counts, OneStep, OneStepSummary, WritesState, WritesElsewhere, FailsUpdate,
+                AnswersNone):
         plugins.add_strategy(cls)
 """
-"""A plugin strategy keeping a count of turns (`counts`), and four that break a rule of
+"""A plugin strategy keeping a count of turns (`counts`), and six that break a rule of
 state the contract test checks: its checks must catch each."""
 KEEPS_STATE = {"system": "Be brief.", "greeting": None, "max_tokens": 400, "k": 2,
                "inputs": ["my order is ORD-7731", "我的预算是五千元", "what did I say?"]}
@@ -179,6 +196,9 @@ def test_a_plugin_strategy_keeping_its_state_rules_passes(
     ("one-step-summary", "a second catch-up update changed the state"),
     ("writes-state", "a build changed its state"),
     ("writes-elsewhere", "a build wrote to the store"),
+    # Every other rule held over contexts without the memory it never kept.
+    ("fails-update", "an update failed: .*KeyError"),
+    ("answers-none", "an update failed: .*returned None"),
 ])
 def test_a_plugin_strategy_breaking_a_state_rule_fails_the_contract(
         installed: Install, tmp_path: Path, name: str, caught: str) -> None:

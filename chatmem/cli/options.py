@@ -38,7 +38,7 @@ SessionAlias = Annotated[
 def _check_provider(value: str | None) -> str | None:
     # The same rule as the config file and CHATMEM_PROVIDER: a typo must not reach OpenAI.
     # Imported here: the registries are not needed to print --help.
-    from chatmem.cli.output import warn_about_plugins
+    from chatmem.cli.output import skipped_plugins, warn_about_plugins
     from chatmem.plugins import load_registries
 
     # Before the command's own wrapper would: a plugin skipped as it loads here is why its
@@ -46,23 +46,8 @@ def _check_provider(value: str | None) -> str | None:
     warn_about_plugins()
     if value is not None and value not in (names := load_registries().provider_names()):
         raise typer.BadParameter(f"must be one of {', '.join(names)}, got {value!r}"
-                                 f"{_skipped_plugins(value)}")
+                                 f"{skipped_plugins(value)}")
     return value
-
-
-def _skipped_plugins(value: str) -> str:
-    """`--provider shout` while shout's plugin fails to load said only which names it
-    takes: the plugin skipped is named, its warning above says why."""
-    from chatmem.plugin_entries import registered_by
-    from chatmem.plugins import load_registries
-
-    broken = [registered_by(p.plugin) for p in load_registries().problems
-              if not p.plugin.builtin]
-    if not broken:
-        return ""
-    said = "its warning says" if len(broken) == 1 else "their warnings say"
-    return (f"; {' and '.join(broken)} failed to load ({said} why): if {value!r} is a"
-            " plugin's, mend that plugin")
 
 
 ProviderOption = Annotated[

@@ -132,10 +132,33 @@ LISTING = {"sessions": "chatmem sessions list", "strategies": "chatmem strategie
 
 
 def listing_hint(error: ChatmemError) -> str:
-    """` (chatmem sessions list lists them)` after an error about a name not known."""
+    """` (chatmem sessions list lists them)` after an error about a name not known, and for
+    a strategy, the plugins that failed to load (`-s odd` while odd's plugin was skipped
+    said only which names it takes, as of a typo)."""
     if error.listed is None:
         return ""
-    return f" (`{LISTING[error.listed.value]}` lists them)"
+    from chatmem.errors import StrategyGone
+
+    hint = f" (`{LISTING[error.listed.value]}` lists them)"
+    # A session's strategy gone says which plugins failed to load itself (render.errors).
+    unsaid = error.listed.value == "strategies" and not isinstance(error, StrategyGone)
+    return hint + (skipped_plugins() if unsaid else "")
+
+
+def skipped_plugins(value: str | None = None) -> str:
+    """`--provider shout` (`value`) while shout's plugin fails to load said only which names
+    it takes: the plugin skipped is named, its warning above says why."""
+    from chatmem.plugin_entries import registered_by
+    from chatmem.plugins import load_registries
+
+    broken = [registered_by(p.plugin) for p in load_registries().problems
+              if not p.plugin.builtin]
+    if not broken:
+        return ""
+    said = "its warning says" if len(broken) == 1 else "their warnings say"
+    which = "it" if value is None else repr(value)
+    return (f"; {' and '.join(broken)} failed to load ({said} why): if {which} is a"
+            " plugin's, mend that plugin")
 
 
 def warn_about_plugins() -> None:

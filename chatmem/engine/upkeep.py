@@ -15,10 +15,17 @@ from chatmem.errors import (
     StrategyFailed,
 )
 from chatmem.memory.base import MemoryEnv, Opening
-from chatmem.memory.guards import prepare_guarded, update_guarded
+from chatmem.memory.guards import PLUGIN_UPDATES, prepare_guarded, update_guarded
 from chatmem.notices import HelperTooSmall, MemoryUpdateCancelled, MemoryUpdateFailed, Notice
 from chatmem.providers.base import innermost
-from chatmem.session_notices import LARGE_STATE, SLOW_BUILD, BuildSlow, StateLarge
+from chatmem.session_notices import (
+    LARGE_STATE,
+    SLOW_BUILD,
+    SLOW_UPDATE,
+    BuildSlow,
+    StateLarge,
+    UpdateSlow,
+)
 
 if TYPE_CHECKING:
     from collections.abc import Mapping
@@ -108,6 +115,20 @@ class MemoryUpkeep:
             return []
         said.update(took)
         return [BuildSlow(self.address, "+".join(took), seconds)]
+
+    def _slow_updates(self) -> list[Notice]:
+        """The plugin strategies whose update after this turn took SLOW_UPDATE seconds or more
+        (memory.guards.PLUGIN_UPDATES), said once per chat: the next prompt waited for them
+        with nothing shown (a plugin's update of 5 s looked like a chat that hung)."""
+        took: dict[str, float] | None = self.state.caches.pop(PLUGIN_UPDATES, None)
+        if not took:
+            return []
+        seconds = sum(took.values())
+        said: set[str] = self.state.caches.setdefault("slow_updates_said", set())
+        if seconds < SLOW_UPDATE or said.issuperset(took):
+            return []
+        said.update(took)
+        return [UpdateSlow(self.address, "+".join(took), seconds)]
 
     def _large_states(self) -> list[Notice]:
         """Each plugin member's state over LARGE_STATE bytes, said once per chat (an
@@ -248,7 +269,7 @@ class MemoryUpkeep:
             said.append(HelperTooSmall(self.strategy.name, innermost(helper).model))
         try:
             return said + update_guarded(self.strategy, env, erasures=erasures) + \
-                self._large_states()
+                self._large_states() + self._slow_updates()
         except SessionGone:
             # Not a failure to retry: there is no next turn. Said as a deletion while the
             # reply came is, by the name the user knows (the store knows only its id).

@@ -47,6 +47,10 @@ PLUGIN_BUILDS = "plugin_build_seconds"
 added up since the engine last emptied it (engine.upkeep.slow_build)."""
 
 
+PLUGIN_UPDATES = "plugin_update_seconds"
+"""As PLUGIN_BUILDS, of each plugin strategy's update after a turn (engine.upkeep)."""
+
+
 def build_guarded(strategy: Strategy, request: ContextRequest) -> Context:
     """`strategy.build(request)`: an exception other than chatmem's (a plugin's strategy may
     raise anything), or a context chatmem must not send (see `wrong_context`), is
@@ -204,6 +208,7 @@ def update_guarded(strategy: Strategy, env: MemoryEnv, *,
     # dropped after a purge since it began (SessionState.updating): said so, whether the
     # update let the refusal through or caught it; the next turn's update reads it again.
     owner = None if _ships_with_chatmem(strategy) else strategy.name
+    started = time.monotonic()
     with env.state.updating(env.history.turn_count(), erasures, owner) as run:
         try:
             notices = guarded(lambda e: StrategyFailed(strategy.name, e, doing),
@@ -220,6 +225,9 @@ def update_guarded(strategy: Strategy, env: MemoryEnv, *,
             if not run.dropped:
                 raise
             notices = []
+    if owner is not None and not env.catch_up:
+        took: dict[str, float] = env.state.caches.setdefault(PLUGIN_UPDATES, {})
+        took[owner] = took.get(owner, 0.0) + time.monotonic() - started
     if run.refused is not None and not run.dropped:
         raise run.refused  # (caught by the update, it would go unsaid)
     if run.dropped:

@@ -14,7 +14,7 @@ from typing import Any
 from chatmem.errors import StateRefused, StoreError, StoreFailure
 from chatmem.memory.fact_keys import key_identity
 from chatmem.memory.message_counts import MessageCounts
-from chatmem.memory.state_values import unstorable
+from chatmem.memory.state_values import rekeyed, unstorable
 from chatmem.store import FactRecord, FactScope
 from chatmem.store.protocols import MemoryStore
 from chatmem.store.records import AccessLevel
@@ -178,6 +178,12 @@ class SessionState:
                 "could not update its memory")
             raise run.refused
         since = run.seen if run is not None and run.checked else None
+        rekeying = rekeyed(values) if run is not None and run.owner is not None else None
+        if run is not None and run.owner is not None and rekeying is not None:
+            # A plugin's only: JSON would store it, and the next read would differ.
+            run.refused = StateRefused(run.owner, f"its state's {rekeying}",
+                                       "could not update its memory")
+            raise run.refused
         try:
             # The store converts each value to JSON once, refusing what no other JSON reader
             # takes before anything is written (memory.state_values says which key).

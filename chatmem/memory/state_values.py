@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from typing import Any
 
 from chatmem.errors import one_line
@@ -28,6 +28,30 @@ def unstorable(values: Mapping[str, Any]) -> str | None:
         except (TypeError, RecursionError) as e:
             return f"key {key!r} holds what JSON cannot store ({one_line(e)})"
     return None
+
+
+def rekeyed(values: Mapping[str, Any]) -> str | None:
+    """Why one of `values` would read back as another value, naming the key: a dict key that
+    is not text (`{1: "a"}`), which JSON stores as text (`{"1": "a"}`, and `{1: x, "1": y}` as
+    one key); None when none holds one. A plugin's update keyed its counts by turn number and
+    found none of them on the next turn, or lost one of two keys, without a word."""
+    for key, value in values.items():
+        for odd in _untexted_keys(value, set()):
+            return (f"key {key!r} holds a dict key {odd!r} ({type(odd).__name__}), which JSON"
+                    f" stores as the text {json.dumps({odd: 0})[1:-4]}: the next"
+                    " build and update would read that, not what was set")
+    return None
+
+
+def _untexted_keys(value: Any, seen: set[int]) -> Iterator[Any]:
+    """The dict keys inside `value` that are not text, outermost first."""
+    if not isinstance(value, (dict, list, tuple)) or id(value) in seen:
+        return
+    seen.add(id(value))
+    if isinstance(value, dict):
+        yield from (k for k in value if not isinstance(k, str))
+    for item in value.values() if isinstance(value, dict) else value:
+        yield from _untexted_keys(item, seen)
 
 
 def _non_finite(value: Any, seen: set[int]) -> float | None:

@@ -88,6 +88,8 @@ class VectorBacklog:
         self._running = False
         self._stop = False
         self._busy = False
+        self._took = False
+        """The thread has taken a batch in this process (see `close`)."""
         self._thread: threading.Thread | None = None
         self._cond = threading.Condition()
         self._failed_in_a_row = 0
@@ -220,7 +222,12 @@ class VectorBacklog:
         counted past the messages this process read and found done (all of the session's,
         usually), not over the whole session again (2 s of CPU at 100,000 messages). A
         vector another process dropped meanwhile (a purge) is found by the next process's
-        first look, which reads the session from its start."""
+        first look, which reads the session from its start.
+
+        A thread that has taken no batch yet takes its first before it stops: whether a
+        process ending right after its turn (`ask`) embedded one or none was a race, and
+        lost, a broken embedder (a plugin's) went unnamed at every such turn."""
+        self._first_batch()
         self._halt()
         self.collect()
         checked = self._read_upto if self._read_size == self.dimensions else 0
@@ -231,6 +238,12 @@ class VectorBacklog:
         return IndexingStatus(self.session_id, self.model, missing, running=False,
                               error=None if self._error is None else describe(self._error),
                               elsewhere=None if lease is None else lease.holder)
+
+    def _first_batch(self) -> None:
+        with self._cond:
+            while (not self._took and self._running and self._queue
+                   and self._thread is not None):
+                self._cond.wait()
 
     def status(self) -> IndexingStatus:
         """What is left, without reading the file (the toolbar asks on every keystroke, and
@@ -307,7 +320,8 @@ class VectorBacklog:
                 batch = self._queue[:BATCH]
                 del self._queue[:BATCH]
                 known = {**self._known, **self._carried}
-                self._busy = True
+                self._busy = self._took = True
+                self._cond.notify_all()
             try:
                 # The batch's first context vector needs the vector of the message before
                 # it, which the previous batch computed and may not have stored yet.

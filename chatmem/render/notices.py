@@ -75,6 +75,7 @@ from chatmem.session_notices import (
     StateLarge,
     StrategyChanged,
     SystemPromptReplaced,
+    UpdateSlow,
 )
 
 NO_EMBEDDER = ("no embedder, so recall ranks by words only (mode=bm25); "
@@ -214,6 +215,13 @@ def _(n: StateLarge, repl_hints: bool) -> str:
 def _(n: BuildSlow, repl_hints: bool) -> str:
     return (f"session {n.session}: strategy {n.strategy!r}{by_plugin('strategy', n.strategy)}"
             f" took {n.seconds:.1f} s to build the context: the turn waited for it")
+
+
+@_worded.register
+def _(n: UpdateSlow, repl_hints: bool) -> str:
+    return (f"session {n.session}: strategy {n.strategy!r}{by_plugin('strategy', n.strategy)}"
+            f" took {n.seconds:.1f} s to update its memory after the reply, which the chat"
+            " waited for")
 
 
 @_worded.register

@@ -4,14 +4,7 @@ from __future__ import annotations
 
 from rich.text import Text
 
-from chatmem.plugin_entries import PluginProblem, PluginSource, ProblemKind
-
-WHAT_WENT_WRONG = {
-    ProblemKind.IMPORT_FAILED: "could not be imported",
-    ProblemKind.NO_HOOK: "nothing to call",
-    ProblemKind.REGISTER_FAILED: "its register(plugins) raised",
-    ProblemKind.REJECTED: "registered something chatmem cannot use",
-}
+from chatmem.plugin_entries import WHAT_WENT_WRONG, PluginProblem, PluginSource, ProblemKind
 
 
 def plugin_name(source: PluginSource) -> str:

@@ -12,6 +12,7 @@ from __future__ import annotations
 import itertools
 import json
 import uuid
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -25,6 +26,8 @@ from chatmem.evaluation.whatif import copy_history
 from chatmem.memory.context import PART_ORDER, Context, Part
 from chatmem.memory.reasons import AllTurns, Merged, NewestTurns
 from chatmem.memory.registry import StrategyRegistry
+from chatmem.notices import MemoryUpdateFailed, Notice
+from chatmem.plugin_entries import WHAT_WENT_WRONG, registered_by
 from chatmem.plugins import load_registries
 from chatmem.providers.scripted import ScriptedProvider
 from chatmem.store import Store
@@ -71,8 +74,18 @@ def run_conversation(name: str, convo: dict[str, Any], folder: Path, embedder: s
     provider = ScriptedProvider(log_path=log)
     settings = Settings(system=convo["system"], embeddings=EmbeddingsSection(provider=embedder))
     # Loaded now, so a plugin installed since chatmem was imported is found.
-    strategies = load_registries().strategies
-    params = strategy_params(strategies, name, convo)
+    registries = load_registries()
+    strategies = registries.strategies
+    try:
+        params = strategy_params(strategies, name, convo)
+    except ChatmemError as e:
+        # No listener prints the loading's warnings here (the CLI's does): without them,
+        # an author whose plugin was skipped read only that the name is unknown.
+        skipped = [f"{registered_by(p.plugin)} was skipped: {WHAT_WENT_WRONG[p.kind]}: {p.detail}"
+                   for p in registries.problems]
+        if not skipped:
+            raise
+        raise AssertionError(f"{e}; " + "; ".join(skipped)) from e
     db = None if location else folder / "c.db"
     session = _session_name()
     with Store(location or folder / "c.db") as store:
@@ -108,6 +121,7 @@ def _run(store: Store, session: str, name: str, params: dict[str, str],
         check_build_writes_nothing(engine, text, db)
         result = engine.run_turn(text)
         assert result.status == "ok"
+        check_updated(result.notices)
         check_context(store, engine.session.id, engine.strategy.params, result.context, text)
         # Part counts are honest: they add up to a fresh count of what was sent.
         fresh = provider.token_counter().count_messages(result.context.messages())
@@ -123,6 +137,14 @@ def _run(store: Store, session: str, name: str, params: dict[str, str],
         # The last turn followed the most updates: its state is the one to rebuild.
         check_catch_up(engine, strategies.strategy(name, params), history_turns, text,
                        result.context)
+
+
+def check_updated(notices: Sequence[Notice]) -> None:
+    """Every update ran to its end and answered a list of notices: an update that raised
+    (or answered another thing) at every turn left the state empty before each build, and
+    every other rule held over contexts with no memory of its own."""
+    failed = [n for n in notices if isinstance(n, MemoryUpdateFailed)]
+    assert not failed, f"an update failed: {failed[0].error}"
 
 
 def check_context(store: Store, session_id: int, params: Any, context: Context,
@@ -254,7 +276,7 @@ def check_catch_up(engine: Engine[Store], fresh: Any, history_turns: int, text: 
                      history_turns, QUIET)
         rebuilt = engine_over(scratch, copy, ScriptedProvider(), fresh, budget=budget,
                               embedder=engine.embedder)
-        rebuilt.catch_up()
+        check_updated(rebuilt.catch_up())
         members = [m.name for m in fresh.members]
         state = [rebuilt.state.get(m) for m in members]
         once = rebuilt.build_context(text)
@@ -264,7 +286,7 @@ def check_catch_up(engine: Engine[Store], fresh: Any, history_turns: int, text: 
         if history_turns:
             # As chatmem catches up (Engine.catch_up): an update is never asked of an empty
             # history, so a state it would write there is no state left uncovered.
-            rebuilt.update_memory(catch_up=True)
+            check_updated(rebuilt.update_memory(catch_up=True))
         assert [rebuilt.state.get(m) for m in members] == state, (
             "a second catch-up update changed the state: the first left turns uncovered")
         assert rebuilt.build_context(text).messages() == once.messages()

@@ -628,6 +628,22 @@ def test_a_plugin_raising_a_base_exception_is_one_line_and_the_chat_goes_on(
     assert said == ["one 一", "echo #1: one 一", "three 三", "echo #2: three 三"]
 
 
+def test_a_strategy_whose_plugin_now_fails_to_load_is_refused_naming_that_plugin(
+        installed: Install, tmp_path: Path) -> None:
+    """`-s fragile` while fragile's plugin fails its import said only the names -s takes,
+    as it says of a typo (the provider's refusal named the plugin)."""
+    installed("chatmem-fragile", "chatmem_fragile", FRAGILE)
+    unimportable(tmp_path / "site", "chatmem_fragile", FRAGILE)
+    load_registries.cache_clear()
+    refused = invoke("ask", "-s", "fragile+window", "--provider", "scripted", "--db",
+                     str(tmp_path / "h.db"), "你好", code=2)
+    warning, error = refused.stderr.splitlines()
+    assert warning.startswith("warning: plugin chatmem_fragile (chatmem-fragile 0.1.0")
+    assert error.startswith("error: unknown strategy 'fragile' in 'fragile+window'")
+    assert error.endswith("; plugin chatmem_fragile (chatmem-fragile 0.1.0) failed to load "
+                          "(its warning says why): if it is a plugin's, mend that plugin")
+
+
 def test_a_provider_whose_plugin_now_fails_to_load_is_refused_naming_that_plugin(
         installed: Install, tmp_path: Path) -> None:
     """`--provider flaky` while flaky's plugin fails its import said only the names

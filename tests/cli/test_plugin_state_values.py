@@ -103,3 +103,49 @@ def test_each_state_value_is_converted_to_json_once(installed: Install, tmp_path
         found = store.sessions.find_session("旅行")
         assert found is not None
         assert store.memory.strategy_state(found.id, "tally") == {"seen": {"轮": 1}}
+
+
+BY_TURN = '''
+import os
+
+from chatmem.memory.buffer import BufferStrategy
+
+
+class ByTurn(BufferStrategy):
+    name = "by-turn"
+    description = "keeps each turn's length by turn number"
+    keeps_state = True
+
+    def update(self, env):
+        lengths = env.state.get(self.name).get("lengths", {})
+        for turn in env.history.turns(1, env.history.turn_count()):
+            key = turn.number if os.environ.get("BY_NUMBER") else str(turn.number)
+            lengths[key] = len(turn.messages[0].content)
+        env.state.set(self.name, lengths=lengths)
+        return []
+
+
+def register(plugins):
+    plugins.add_strategy(ByTurn)
+'''
+
+
+def test_a_plugin_keying_its_state_by_number_is_refused_naming_the_key(
+        installed: Install, tmp_path: Path) -> None:
+    # JSON stores {2: 3} as {"2": 3}: the next turn read "2", not 2, and {"1": …, 2: …}
+    # kept one key of the two it would have made of them.
+    installed("chatmem-by-turn", "chatmem_by_turn", BY_TURN, name="by-turn")
+    db = str(tmp_path / "h.db")
+    invoke("ask", "旅行", "第一句", "-s", "by-turn", "--save", "--provider", "scripted",
+           "--db", db, code=0)
+    asked = invoke("ask", "旅行", "第二句话", "--provider", "scripted", "--db", db,
+                   env={"BY_NUMBER": "1"}, code=0)
+    assert [line for line in asked.stderr.splitlines() if line.startswith("memory update")] == [
+        "memory update failed, will retry next turn: strategy 'by-turn' could not update its "
+        "memory: its state's key 'lengths' holds a dict key 1 (int), which JSON stores as the "
+        "text \"1\": the next build and update would read that, not what was set (plugin "
+        "by-turn (chatmem-by-turn 0.1.0))"]
+    with Store(db) as store:
+        found = store.sessions.find_session("旅行")
+        assert found is not None
+        assert store.memory.strategy_state(found.id, "by-turn") == {"lengths": {"1": 3}}

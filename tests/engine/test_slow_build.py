@@ -78,3 +78,45 @@ def test_a_slow_build_of_chatmem_s_own_member_is_no_plugin_s(
                      "--db", str(tmp_path / "h.db"), input="三\n", code=0)
     warned = [line for line in chatted.stderr.splitlines() if "to build the context" in line]
     assert len(warned) == 1 and "'ponders'" in warned[0], chatted.stderr
+
+
+SLOW_UPDATE = '''
+import os
+import time
+
+from chatmem.memory.window import WindowStrategy
+
+
+class Mulls(WindowStrategy):
+    name = "mulls"
+    description = "mulls MULL seconds over each turn after it / 事后慢慢想"
+    keeps_state = True
+
+    def update(self, env):
+        time.sleep(float(os.environ.get("MULL", "0")))
+        env.state.set(self.name, turns=env.history.turn_count())
+        return []
+
+
+def register(plugins):
+    plugins.add_strategy(Mulls)
+'''
+
+
+@pytest.mark.parametrize(("pause", "said"), [(0.3, 1), (0.0, 0)])
+def test_a_plugin_strategy_slow_to_update_is_said_once_naming_its_plugin(
+        installed: Install, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+        pause: float, said: int) -> None:
+    # After the reply, the prompt (or ask's end) waited for the update with nothing shown:
+    # a plugin's update of 5 s looked like a chat that hung.
+    installed("chatmem-mulls", "chatmem_mulls", SLOW_UPDATE)
+    monkeypatch.setattr(chatmem.engine.upkeep, "SLOW_UPDATE", 0.25)
+    monkeypatch.setenv("MULL", str(pause))
+    chatted = invoke("chat", "想", "-s", "mulls+window", "--provider", "scripted",
+                     "--db", str(tmp_path / "h.db"), input="一\ntwo\n三\n", code=0)
+    assert chatted.stdout.count("echo #") == 3
+    warned = [line for line in chatted.stderr.splitlines() if "to update its memory" in line]
+    assert len(warned) == said, chatted.stderr
+    if said:
+        assert "'mulls'" in warned[0] and "chatmem-mulls" in warned[0]
+        assert "'window'" not in warned[0]

@@ -188,6 +188,30 @@ def test_a_failing_embedder_stops_the_backlog_with_one_notice(path: Path) -> Non
         assert left.missing == missing(store, engine, embedder) == MESSAGES + 6
 
 
+def test_a_process_ending_after_its_turn_names_the_failing_embedder(path: Path) -> None:
+    # `ask` closes the engine right after its turn: the thread's first batch was a race
+    # with that close, and a broken embedder (a plugin's) went unnamed when it lost.
+    truncated = Failure("the model file is truncated", unexpected="RuntimeError")
+    for question in ("Where did my brother move?", "我们什么时候去杭州？", "And the bus?"):
+        embedder = FailingEmbedder()
+        with Store(path) as store:
+            engine = chat_engine(store, embedder)
+            assert engine.run_turn(question).status == "ok"
+            [left] = engine.indexing.close()
+            assert left.error == truncated
+            assert left.missing == missing(store, engine, embedder)
+
+
+def test_a_process_ending_after_its_turn_stores_the_first_batch(path: Path) -> None:
+    embedder = HashEmbedder()
+    with Store(path) as store:
+        engine = chat_engine(store, embedder)
+        assert engine.run_turn("我们什么时候去杭州？").status == "ok"
+        [left] = engine.indexing.close()
+        assert left.error is None
+        assert left.missing == missing(store, engine, embedder) <= MESSAGES + 2 - BATCH
+
+
 def backlog_threads(session_id: int) -> list[threading.Thread]:
     """The backlog threads of this session (ids restart with each test's file)."""
     return [t for t in threading.enumerate() if t.name == f"chatmem-embed-{session_id}"

@@ -32,6 +32,17 @@ def test_check_strategy_fails_a_plugin_strategy_breaking_a_rule(
         check_strategy(name, examples=2, combined=0)
 
 
+def test_check_strategy_of_a_skipped_plugin_says_why_it_was_skipped(installed: Install) -> None:
+    # The CLI prints the loading's warning; an author's pytest has no listener, and read
+    # only "unknown strategy 'jiyi'" with the built-ins listed.
+    installed("chatmem-jiyi", "chatmem_jiyi",
+              "def register(plugins):\n    raise RuntimeError('记忆 table missing')\n")
+    with pytest.raises(AssertionError, match=r"unknown strategy 'jiyi'.*plugin chatmem_jiyi "
+                       r"\(chatmem-jiyi 0\.1\.0\) was skipped: its register\(plugins\) "
+                       r"raised: RuntimeError: 记忆 table missing"):
+        check_strategy("jiyi", examples=1, combined=0)
+
+
 def test_a_second_run_on_the_same_postgres_database_checks_a_conversation_of_its_own(
         pg_url: str, tmp_path: Path) -> None:
     """check_strategy(NAME, postgres=URL) run again (the author's next pytest run, a fresh
