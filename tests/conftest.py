@@ -29,6 +29,12 @@ os.environ["TIKTOKEN_CACHE_DIR"] = tempfile.mkdtemp(prefix="chatmem-tiktoken-")
 # One per test process (each xdist worker too): gone when it ends, not left in /tmp.
 atexit.register(shutil.rmtree, os.environ["TIKTOKEN_CACHE_DIR"], ignore_errors=True)
 
+# Where PYTHONDONTWRITEBYTECODE is set (this machine, its CI), every Python process a test
+# starts (`python -m chatmem`, an MCP server) compiled chatmem's ~290 modules from source
+# again, ~0.3 s of CPU a start. The processes the tests start write their compiled modules
+# as Python does by default (`__pycache__`, which .gitignore names).
+os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
+
 
 def point_home_at(home: Path, setenv: Callable[[str, str], object]) -> None:
     """HOME and the XDG directories chatmem, pip and platformdirs read, all under `home`."""
