@@ -38,11 +38,11 @@ def _freed_returned() -> None:
     global _LIBC
     if _LIBC is None:
         import ctypes
-        import ctypes.util
 
-        name = ctypes.util.find_library("c") if sys.platform.startswith("linux") else None
+        # The process's own symbols hold its C library's: no search for the file (which
+        # ctypes.util does by reading the loader's cache, a thousand calls).
         try:
-            _LIBC = ctypes.CDLL(name) if name else False
+            _LIBC = ctypes.CDLL(None) if sys.platform.startswith("linux") else False
         except OSError:
             _LIBC = False
     trim = getattr(_LIBC, "malloc_trim", None) if _LIBC else None
