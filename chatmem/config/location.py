@@ -163,9 +163,13 @@ def password_of(url: str) -> str | None:
 
 
 def _hosts(netloc: str, query: dict[str, str]) -> list[str]:
-    """Every host a URL may connect to; a `host` parameter overrides the authority's."""
+    """Every host a URL may connect to; a `host` parameter overrides the authority's, and
+    libpq connects to a `hostaddr` address instead of the host it stands beside (the host
+    names it for authentication only): both count."""
+    # `?hostaddr=10.0.0.5` beside localhost went to that machine as if it were this one.
+    addresses = [a for a in query.get("hostaddr", "").split(",") if a]
     if "host" in query:
-        return query["host"].split(",")
+        return [*query["host"].split(","), *addresses]
     hosts = netloc.rpartition("@")[2]
     names = []
     for host in hosts.split(","):
@@ -173,7 +177,7 @@ def _hosts(netloc: str, query: dict[str, str]) -> list[str]:
             names.append(host[1:].partition("]")[0])
         else:
             names.append(unquote(host.partition(":")[0]))
-    return names
+    return [*names, *addresses]
 
 
 def _is_local(host: str) -> bool:

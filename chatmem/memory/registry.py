@@ -10,7 +10,7 @@ import re
 from collections.abc import Iterator, Mapping
 from typing import Any
 
-from chatmem.config.options import shown_value
+from chatmem.config.options import key_shaped, shown_value
 from chatmem.config.pairs import split_names
 from chatmem.errors import Listed, StrategyError, StrategyFailed
 from chatmem.memory.base import BaseStrategy, Strategy
@@ -163,7 +163,10 @@ class StrategyRegistry(Mapping[str, type[BaseStrategy]]):
                     raise StrategyError(f"unknown strategy {shown_value(name)} (valid: {valid})"
                                         f"{did_you_mean(name, self._classes)}",
                                         listed=Listed.STRATEGIES)
-                raise StrategyError(f"unknown strategy {name or '(empty)'!r} in {joined!r} "
+                # A key pasted as one part is not repeated in the combination either.
+                said = "+".join("(a key)" if key_shaped(n) else n for n in names)
+                part = shown_value(name) if name else "'(empty)'"
+                raise StrategyError(f"unknown strategy {part} in {said!r} "
                                     f"(valid parts: {valid}){did_you_mean(name, self._classes)}",
                                     listed=Listed.STRATEGIES)
         if len(set(names)) != len(names):

@@ -94,6 +94,7 @@ KEY = "sk-proj-Abc123SECRETxyz7890abcdefghijKLMNOP"
 
 @pytest.mark.parametrize("text", [f'timeout = "{KEY}"\n', f'provider = "{KEY}"\n',
                                   f'helper_provider = "{KEY}"\n', f'strategy = "{KEY}"\n',
+                                  f'strategy = "{KEY}+window"\n', f'strategy = "window+{KEY}"\n',
                                   f'[embeddings]\nprovider = "{KEY}"\n',
                                   'max_retries = "gsk_8fJ2kLmN0pQrStUvWxYz1234"\n',
                                   f'context_budget = "{KEY.lower()}"\n'])

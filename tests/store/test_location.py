@@ -52,6 +52,13 @@ def test_a_remote_host_gets_tls_required() -> None:
     # A host parameter overrides the authority's host.
     assert parse_location("postgresql://ann@localhost/chat?host=10.0.0.5").target.endswith(
         "&sslmode=require")
+    # libpq connects to hostaddr, not to the host it names for authentication.
+    for url in ("postgresql://ann@localhost/chat?hostaddr=10.0.0.5",
+                "postgresql:///chat?host=localhost&hostaddr=10.0.0.5",
+                "postgresql://ann@localhost,localhost/chat?hostaddr=127.0.0.1,10.0.0.5"):
+        assert parse_location(url).target == f"{url}&sslmode=require"
+    assert parse_location("postgresql://ann@localhost/chat?hostaddr=127.0.0.1").target == (
+        "postgresql://ann@localhost/chat?hostaddr=127.0.0.1")
 
 
 def test_an_explicit_sslmode_is_kept() -> None:
