@@ -10,6 +10,7 @@ import typer
 
 from chatmem.cli.completion import session_names, strategy_specs, template_names
 from chatmem.cli.grammar import file_name
+from chatmem.config.options import shown_value
 
 if TYPE_CHECKING:
     from chatmem.memory.spec import StrategySpec
@@ -129,7 +130,7 @@ def parse_params(pairs: Sequence[str] | None) -> dict[str, str]:
     params: dict[str, str] = {}
     for pair in pairs or ():
         [(key, value)] = parse_pairs([pair], lambda pair: StrategyError(
-            f"--param {pair!r} must be key=value, e.g. --param k=3")).items()
+            f"--param {shown_value(pair)} must be key=value, e.g. --param k=3")).items()
         if params.get(key, value) != value:
             raise StrategyError(
                 f"--param {key} is given twice ({key}={params[key]} and {pair.strip()}); "

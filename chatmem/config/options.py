@@ -101,11 +101,19 @@ def shown_value(value: Any) -> str:
     whole); a string that reads as a key (`key_shaped`) only as its length."""
     if isinstance(value, str) and key_shaped(value):
         return f"a string of {len(value)} characters (not repeated: it reads as a key)"
-    said = repr(value)
+    said = repr(keys_hidden(value) if isinstance(value, str) else value)
     return said if len(said) <= SAID_CHARS else f"{said[:SAID_CHARS - 1]}…"
 
 
 _KEY_RUN = re.compile(r"[A-Za-z0-9_\-]{20,}")
+_WORD = re.compile(r"[A-Za-z0-9_\-]+")
+
+
+def keys_hidden(text: str) -> str:
+    """`text` with each word that reads as a key (`key_shaped`) said as `(a key of N
+    characters)`: a key pasted as a part (`window:KEY`, `KEY=3`, `window+KEY`) was repeated."""
+    return _WORD.sub(lambda m: f"(a key of {len(m[0])} characters)" if key_shaped(m[0])
+                     else m[0], text)
 
 
 def key_shaped(value: str) -> bool:

@@ -307,7 +307,7 @@ def strategy_spec(text: str, where: str) -> tuple[str, dict[str, str]]:
     """`window:k=3` → ("window", {"k": "3"}): a strategy with its parameters after a colon,
     as --strategy takes it; the values stay text for the strategy to check."""
     return split_params(text, lambda pair: ConfigError(
-        f"{where}: parameters must be key=value, e.g. window:k=2, got {pair!r}"))
+        f"{where}: parameters must be key=value, e.g. window:k=2, got {shown_value(pair)}"))
 
 
 def _check_strategy(path: Path, key: str, name: str, params: Mapping[str, Any],

@@ -19,6 +19,7 @@ from functools import cached_property
 from typing import TYPE_CHECKING, Any, ClassVar, Generic, Protocol, TypeVar, runtime_checkable
 
 from chatmem.activity import QUIET, Activity
+from chatmem.config.options import shown_value
 from chatmem.errors import StrategyError
 from chatmem.memory.context import Context, Message
 from chatmem.memory.context import Part as Part  # strategies imported it from here
@@ -227,7 +228,7 @@ class BaseStrategy(Generic[Options]):
                     # `--param jiyi:k=2`: the strategy comes from -s, the parameter alone.
                     valid = f"name it alone: {bare.strip()}={raw[key]}"
                 raise StrategyError(
-                    f"unknown parameter {key!r} for strategy {cls.name!r} ({valid})"
+                    f"unknown parameter {shown_value(key)} for strategy {cls.name!r} ({valid})"
                 )
         return {
             name: p.parse(cls.name, raw[name]) if name in raw else p.default

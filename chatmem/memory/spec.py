@@ -14,6 +14,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from chatmem.config.options import shown_value
 from chatmem.config.pairs import split_names, split_params
 from chatmem.errors import StrategyError
 from chatmem.memory.params import strategy_label
@@ -99,5 +100,5 @@ def split_text(text: str) -> tuple[tuple[str, ...], dict[str, str]]:
     """`window+entity:window.k=2,k=3` → (("window", "entity"), {"window.k": "2", "k": "3"}):
     the names as typed and the parameters given after the colon, not yet checked."""
     name, params = split_params(text, lambda _: StrategyError(
-        f"strategy {text!r}: parameters must be key=value, e.g. window:k=2"))
+        f"strategy {shown_value(text)}: parameters must be key=value, e.g. window:k=2"))
     return split_names(name), params

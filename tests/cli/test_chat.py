@@ -218,6 +218,24 @@ def test_bad_parameter(tmp_path: Path, param: str, message: str) -> None:
     assert result.stdout == ""
 
 
+KEY = "sk-proj-Abc123SECRETxyz7890abcdefghijKLMNOP"
+
+
+@pytest.mark.parametrize(("args", "named"), [
+    (["--strategy", "window", "--param", KEY], "--param"),
+    (["--strategy", "window", "--param", f"{KEY}=3"], "unknown parameter"),
+    (["--strategy", f"window:{KEY}"], "parameters must be key=value"),
+])
+def test_a_key_pasted_as_a_parameter_is_not_repeated(tmp_path: Path, args: list[str],
+                                                     named: str) -> None:
+    # The key went whole into the error (a terminal, a CI log): its length is said instead.
+    result = invoke("chat", "--db", str(tmp_path / "x.db"), "--provider", "scripted", *args,
+                    input="hi\n")
+    assert result.exit_code == 2
+    assert named in result.stderr and f"{len(KEY)} characters" in result.stderr
+    assert "SECRET" not in result.stderr + result.stdout
+
+
 def test_unreachable_endpoint_fails_with_one_line(tmp_path: Path) -> None:
     config = tmp_path / "c.toml"
     config.write_text("max_retries = 0\ntimeout = 5\n", encoding="utf-8")

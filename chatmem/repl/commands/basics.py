@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING, Any
 
 from chatmem import render
 from chatmem.app import sessions
+from chatmem.config.options import shown_value
 from chatmem.errors import UsageError
 from chatmem.render.counts import counted
 from chatmem.render.terminal import on_screen, prompt_label
@@ -52,7 +53,7 @@ def _strategy(repl: Chat, args: list[str]) -> None:
     if args:
         strategies = repl.workspace.registries.strategies
         params = parse_pairs(args[1:], lambda pair: StrategyError(
-            f"parameter {pair!r} must be key=value, e.g. k=3"))
+            f"parameter {shown_value(pair)} must be key=value, e.g. k=3"))
         spec = strategies.parse(args[0], params)
         settings = repl.engine.settings
         fresh = spec if settings is None else with_config_table(spec, settings, strategies)
