@@ -330,6 +330,19 @@ class VectorTables:
             # entry pointing into another's session, written before that rule, would keep
             # the text's entry (one per role) from pointing here.
             own = f"SELECT 1 FROM messages WHERE id = {{}} AND {self._db.own_rows}"
+            rows_of_cache = [(model, r.digest, r.message_id, 0, r.message_id) for r in cached]
+            if self._db.kind == "sqlite":
+                # Every session is the file's own: an entry is stale only when its message
+                # is gone (deleted by a tool with foreign keys off). Repointed in the insert
+                # itself, not deleted by a statement of its own (one of a turn's ~40).
+                _insert_rows(self._db,
+                             "INSERT INTO vector_cache (model, digest, message_id, context) ",
+                             f"SELECT ?, ?, ?, ? WHERE EXISTS ({own.format('?')})",
+                             " ON CONFLICT (model, digest) DO UPDATE SET"
+                             " message_id = excluded.message_id, context = excluded.context"
+                             f" WHERE NOT EXISTS ({own.format('vector_cache.message_id')})",
+                             rows_of_cache)
+                return
             # One statement for the batch's digests (a turn's two), not one a digest.
             digests = list(dict.fromkeys(r.digest for r in cached))
             for start in range(0, len(digests), CACHE_LOOKUP):
@@ -342,8 +355,7 @@ class VectorTables:
             _insert_rows(self._db,
                          "INSERT INTO vector_cache (model, digest, message_id, context) ",
                          f"SELECT ?, ?, ?, ? WHERE EXISTS ({own.format('?')})",
-                         " ON CONFLICT DO NOTHING",
-                         [(model, r.digest, r.message_id, 0, r.message_id) for r in cached])
+                         " ON CONFLICT DO NOTHING", rows_of_cache)
 
     def cached_vectors(self, model: str, digests: Iterable[str],
                        dimensions: int = 0) -> dict[str, bytes]:
