@@ -166,6 +166,12 @@ class Backend(Protocol):
         it is: the cheap fold for between turns."""
         ...
 
+    def let_go_of_read_pages(self) -> None:
+        """After a read of many rows that are kept elsewhere (a session's vectors, in
+        recall's arrays): SQLite lets go of its page cache and the process gives the freed
+        memory back; nothing elsewhere."""
+        ...
+
     def merge_word_segments(self, pages: int) -> None:
         """Merge up to `pages` pages of the word index's segments (SQLite's FTS5 writes one
         per commit and merges them inside some later commit); nothing elsewhere. For

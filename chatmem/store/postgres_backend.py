@@ -324,6 +324,9 @@ class PostgresBackend(PostgresOpening, PostgresFailures, PostgresVectors, Postgr
     def merge_word_segments(self, pages: int) -> None:
         """Nothing to merge: the server's indexes take each row as it comes."""
 
+    def let_go_of_read_pages(self) -> None:
+        """Nothing to let go of: the server keeps its own cache."""
+
     def session_access(self, session_id: int) -> SessionAccess | None:
         """Its owner's, shared for writing by its owner, or shared read-only (postgres_access
         holds the same rule as row-level security)."""

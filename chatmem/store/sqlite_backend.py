@@ -46,6 +46,7 @@ from chatmem.store.sqlite_files import (
     log_identity,
     other_names,
     restart_log,
+    return_freed_memory,
     room_found,
     shell_word,
     special_file,
@@ -385,6 +386,10 @@ class SqliteBackend(SqliteOpening, SqliteWords):
         if not wait and not busy and 0 < logged == folded:
             restart_log(self.conn, self.busy_timeout_ms)
         self._note_log()
+
+    def let_go_of_read_pages(self) -> None:
+        self.execute("PRAGMA shrink_memory")
+        return_freed_memory()
 
     def has_column(self, table: str, column: str) -> bool:
         return any(r[1] == column for r in self.execute(f"PRAGMA table_info({table})"))

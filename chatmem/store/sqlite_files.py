@@ -8,6 +8,7 @@ import os
 import shutil
 import sqlite3
 import stat
+import sys
 import threading
 import time
 from collections.abc import Callable
@@ -305,3 +306,26 @@ def wait_for(statement: Callable[[], object]) -> None:
             if primary_code(e) not in BUSY or time.monotonic() > deadline:
                 raise
             time.sleep(0.01)
+
+
+def return_freed_memory() -> None:
+    """Give the system back the memory just let go: glibc keeps it in the arena of the thread
+    that freed it, for that thread alone (a server's kept conversations each have one), so
+    RSS stayed as high. Elsewhere (macOS, musl) nothing is done."""
+    global _LIBC
+    if _LIBC is None:
+        import ctypes
+
+        # The process's own symbols hold its C library's: no search for the file (which
+        # ctypes.util does by reading the loader's cache, a thousand calls).
+        try:
+            _LIBC = ctypes.CDLL(None) if sys.platform.startswith("linux") else False
+        except OSError:
+            _LIBC = False
+    trim = getattr(_LIBC, "malloc_trim", None) if _LIBC else None
+    if trim is not None:
+        trim(0)
+
+
+_LIBC: Any = None
+"""The C library, once looked up (False: none to return memory with)."""

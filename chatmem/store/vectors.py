@@ -12,7 +12,6 @@ not embedded again; on PostgreSQL, only from the role's own sessions.
 
 from __future__ import annotations
 
-import sys
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -25,33 +24,11 @@ from chatmem.store.postgres_writers import trusted_entry, trusted_index
 CACHE_LOOKUP = 400
 """Digests looked up per statement (well under SQLite's limit of bound values)."""
 SHRINK_AFTER = 2_000
-"""Vectors read at once (a session's, as recall opens it) past which a SQLite connection lets
-go of its page cache after, and the process gives the memory back: those pages are read once
+"""Vectors read at once (a session's, as recall opens it) past which the connection lets go
+of the pages it read (Backend.let_go_of_read_pages): those pages are read once
 (recall keeps the vectors in arrays), and held 32 MiB (sqlite_opening.CACHE_KIB) in each
 engine a server keeps open on a long history (`chatmem mcp`: three a conversation)."""
 
-
-def _freed_returned() -> None:
-    """Give the system back the memory just let go: glibc keeps it in the arena of the thread
-    that freed it, for that thread alone (a server's kept conversations each have one), so
-    RSS stayed as high. Elsewhere (macOS, musl) nothing is done."""
-    global _LIBC
-    if _LIBC is None:
-        import ctypes
-
-        # The process's own symbols hold its C library's: no search for the file (which
-        # ctypes.util does by reading the loader's cache, a thousand calls).
-        try:
-            _LIBC = ctypes.CDLL(None) if sys.platform.startswith("linux") else False
-        except OSError:
-            _LIBC = False
-    trim = getattr(_LIBC, "malloc_trim", None) if _LIBC else None
-    if trim is not None:
-        trim(0)
-
-
-_LIBC: Any = None
-"""The C library, once looked up (False: none to return memory with)."""
 
 
 @dataclass(frozen=True)
@@ -157,10 +134,9 @@ class VectorTables:
             return VectorBatch([], b"", 0)
         ids, positions, vectors = zip(*rows, strict=True)
         batch = VectorBatch([int(p) for p in positions], b"".join(vectors), int(ids[-1]))
-        if len(rows) >= SHRINK_AFTER and self._db.kind == "sqlite":
+        if len(rows) >= SHRINK_AFTER:
             del rows, ids, positions, vectors
-            self._db.execute("PRAGMA shrink_memory")
-            _freed_returned()
+            self._db.let_go_of_read_pages()
         return batch
 
     @property
