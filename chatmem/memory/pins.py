@@ -89,7 +89,8 @@ def allocate_ids(store: MemoryStore, session_id: int, count: int) -> list[int]:
     if count <= 0:
         return []
     with store.write():  # read and bump under the lock: two processes never share an id
-        last = int(store.memory.strategy_state(session_id, COUNTER).get("last", 0))
+        last = max(int(store.memory.strategy_state(session_id, COUNTER).get("last", 0)),
+                   store.memory.counted_elsewhere(session_id, COUNTER, "last"))
         store.memory.set_strategy_state(session_id, COUNTER, {"last": last + count},
                                         covers_turn=0)  # an id counter: no turn's content
     return list(range(last + 1, last + count + 1))

@@ -66,9 +66,13 @@ def _stored_state(state: SessionState, strategy: str) -> SummaryState:
     latest = state.store.memory.latest_summary(state.session_id, strategy)
     if latest is not None and "boundary_turn" not in values:
         return _from_summaries(state, strategy, latest)
+    # Never before the turn the latest summary ends at: in another's session a write share's
+    # grantee keeps his own state (store.memory_state.PER_WRITER) while the summaries are
+    # the session's, and one the owner added since his last update already folds those turns
+    # (one writer's state and summaries move together: the same turn).
     return SummaryState(
         latest=latest,
-        boundary=read("boundary_turn", int, 0),
+        boundary=max(read("boundary_turn", int, 0), latest.last_turn or 0 if latest else 0),
         behind=read("behind", lambda v: str(v) if v else None),
         pins=read(pins.PINNED_KEY, pins.parse_pins),
         unpinned=read(pins.UNPINNED_KEY, lambda v: [str(u) for u in v], []),

@@ -30,6 +30,7 @@ from chatmem.store.sessions import SessionTables
 from chatmem.store.state_coverage import FACTS_OWNER, SPEAKERS_OWNER, state_coverage
 from chatmem.store.stored_values import json_text
 from chatmem.store.turns import TurnTables
+from chatmem.store.writer_state import kept_apart, kept_name
 
 COPIED_TOGETHER = steps.MESSAGES_A_STATEMENT
 """Messages one INSERT copies, and one index statement indexes."""
@@ -273,7 +274,8 @@ class ForkTables:
             [session_id, session_id, FACTS_OWNER, session_id],
         )
         # Speakers are no derived state: those of the copied messages came with them.
-        return sorted(r["strategy"] for r in rows if r["strategy"] != SPEAKERS_OWNER)
+        return sorted(r["strategy"] for r in rows  # a grantee's own state is its owner's
+                      if r["strategy"] != SPEAKERS_OWNER and not kept_apart(r["strategy"]))
 
     def _derived_group(self, session_id: int, owner: str, state_covers: int
                        ) -> DerivedGroup | None:
@@ -308,12 +310,11 @@ class ForkTables:
                     theirs: str | None) -> dict[int, int]:
         """Copy the owner's state and summaries, and the fact extractor's its facts (their
         ids → their copies'; `theirs`: `_copy_facts`)."""
+        name, params = kept_name(self._db.kind, owner, source_id)  # a grantee's, his own
         self._db.execute(
-            "INSERT INTO strategy_state (session_id, strategy, key, value)"
-            " SELECT ?, strategy, key, value FROM strategy_state s"
-            " WHERE session_id = ? AND strategy = ?" + self._memory.trusted("s", "s.strategy"),
-            [new_id, source_id, owner],
-        )
+            "INSERT INTO strategy_state (session_id, strategy, key, value) SELECT ?, ?, key,"
+            f" value FROM strategy_state s WHERE session_id = ? AND strategy = {name}"
+            + self._memory.trusted("s", "s.strategy"), [new_id, owner, source_id, *params])
         for s in self._memory.summaries(source_id, owner):
             self._db.execute(
                 "INSERT INTO summaries (session_id, strategy, version, text, covered_ids,"

@@ -18,6 +18,7 @@ from chatmem.store.records import (
 from chatmem.store.rewritten_keys import GRANTEE_UNPINS
 from chatmem.store.state_coverage import COVERS_KEY
 from chatmem.store.stored_values import json_text
+from chatmem.store.writer_state import PER_WRITER, WRITER_NAME, as_kept, counted_elsewhere, own_rows
 
 SUMMARY_COLUMNS = ("s.*, (SELECT m.turn FROM messages m WHERE m.id = s.last_message_id)"
                    " AS last_turn")
@@ -56,10 +57,7 @@ class MemoryTables:
         that is not JSON (edited by hand, or by a write grantee's SQL) is one line naming
         the session and how its owner drops that state (`sessions reset-state`)."""
         values = {}
-        trusted = trusted_by_reader("strategy_state") if self._postgres else "1 = 1"
-        rows = fetch_rows(self._db,
-            f"SELECT key, value, {trusted} AS trusted FROM strategy_state"
-            " WHERE session_id = ? AND strategy = ?", [session_id, strategy])
+        rows = own_rows(self._db, "key, value", session_id, strategy)
         if not all(r["trusted"] for r in rows):
             return {}
         for r in rows:
@@ -77,10 +75,7 @@ class MemoryTables:
         (False, None) when another role wrote that row or it is not JSON, else (True, the
         value, None when there is none). A summary strategy's reader whose state reads as
         absent keeps the user's unpins by it (memory.summary_state)."""
-        trusted = trusted_by_reader("strategy_state") if self._postgres else "1 = 1"
-        rows = fetch_rows(self._db, f"SELECT value, {trusted} AS trusted FROM strategy_state"
-                          " WHERE session_id = ? AND strategy = ? AND key = ?",
-                          [session_id, strategy, key])
+        rows = own_rows(self._db, "value", session_id, strategy, " AND key = ?", [key])
         if not rows:
             return True, None
         try:
@@ -88,6 +83,10 @@ class MemoryTables:
                 else (False, None)
         except (ValueError, RecursionError):
             return False, None
+
+    def counted_elsewhere(self, session_id: int, owner: str, key: str) -> int:
+        """writer_state.counted_elsewhere (PostgreSQL; 0 on a file, one writer)."""
+        return counted_elsewhere(self._db, session_id, owner, key) if self._postgres else 0
 
     def grantee_unpins(self, session_id: int | None = None) -> dict[tuple[int, str], list[str]]:
         """What this role unpinned in sessions others share with it for writing, or in one
@@ -203,38 +202,54 @@ class MemoryTables:
             erasures = steps.check_session_kept(self._db, session_id)
             if unless_erased_since is not None and unless_erased_since != erasures:
                 return False
+            named: list[int | str] = [strategy]  # the state owner this role writes under
+            name = "?"
+            if self._postgres and strategy in PER_WRITER:
+                name, named = WRITER_NAME, [session_id, strategy, strategy]
             if self._postgres:
-                # What this reader read as absent is not kept beside what it derived instead.
+                # What this reader read as absent is not kept beside what it derived instead;
+                # a grantee's first write of its own state starts from the owner's.
                 self._db.execute(
-                    "DELETE FROM strategy_state WHERE session_id = ? AND strategy = ?"
-                    f" AND NOT {trusted_by_reader('strategy_state')}", [session_id, strategy])
+                    "WITH started AS (INSERT INTO strategy_state (session_id, strategy, key,"
+                    " value) SELECT session_id, strategy || '/' || current_user, key, value"
+                    " FROM strategy_state t WHERE session_id = ? AND strategy = ? AND ?"
+                    f" AND t.owner <> current_user AND {trusted_by_reader('t')}"
+                    " AND NOT EXISTS (SELECT 1 FROM strategy_state u WHERE u.session_id ="
+                    " t.session_id AND u.strategy = t.strategy || '/' || current_user)"
+                    " ON CONFLICT DO NOTHING RETURNING 1)"
+                    f" DELETE FROM strategy_state WHERE session_id = ? AND strategy = {name}"
+                    f" AND NOT {trusted_by_reader('strategy_state')}",
+                    [session_id, strategy, strategy in PER_WRITER, session_id, *named])
             self._db.executemany(
                 "INSERT INTO strategy_state (session_id, strategy, key, value)"
-                " VALUES (?, ?, ?, ?) ON CONFLICT (session_id, strategy, key)"
-                " DO UPDATE SET value = excluded.value", rows,
+                f" VALUES (?, {name}, ?, ?) ON CONFLICT (session_id, strategy, key)"
+                " DO UPDATE SET value = excluded.value",
+                [(r[0], *named, r[2], r[3]) for r in rows],
             )
         return True
 
     def strategy_state_size(self, session_id: int, strategy: str) -> int:
         """The bytes (UTF-8) of the strategy's stored values in the session, all keys."""
         size = "octet_length(value)" if self._postgres else "LENGTH(CAST(value AS BLOB))"
-        rows = fetch_rows(self._db, f"SELECT COALESCE(SUM({size}), 0) AS size"
-                          " FROM strategy_state WHERE session_id = ? AND strategy = ?",
-                          [session_id, strategy])
-        return int(rows[0]["size"])
+        return sum(int(r["size"]) for r in own_rows(self._db, f"{size} AS size", session_id,
+                                                           strategy))
 
     def strategy_state_values(self, key: str, session_id: int | None = None) -> list[StateRow]:
         """Every stored `key`, in one session or all of them, by session and strategy, each
         with its session's name and owner. A value that is not JSON comes back unread
         (`readable` False): the caller passes over another's session's and names the user's
         own (StateRow.error), so a row a sharer wrote never blocks the user's listing."""
-        sql = ("SELECT session_id, strategy, value FROM strategy_state s WHERE key = ?"
+        kept = (", s.owner <> current_user AS shared, current_user AS reader"
+                if self._postgres else "")  # writer_state.as_kept
+        sql = (f"SELECT session_id, strategy, value{kept} FROM strategy_state s WHERE key = ?"
                + self.trusted("s", "s.strategy"))
         params: list[Any] = [key]
         if session_id is not None:
             sql += " AND session_id = ?"
             params.append(session_id)
         rows = fetch_rows(self._db, sql + " ORDER BY session_id, strategy", params)
+        if self._postgres:
+            rows = as_kept(rows)
         names = self._session_names(sorted({r["session_id"] for r in rows}))
         read = []
         for r in rows:

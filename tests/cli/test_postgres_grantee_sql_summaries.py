@@ -115,8 +115,10 @@ def test_a_grantees_own_turns_keep_his_memory_his_and_hers_catches_up(
     assert "memory update failed" not in mine.stdout + mine.stderr
     context = next_context(ann, config)
     assert his_turn in context and all(said in context for said in HERS[language])
-    assert team.rows("SELECT DISTINCT writer FROM strategy_state WHERE session_id = %s",
-                     [session_id]) == [("ann",)]
+    # Her state rows are hers; his turn's update wrote his own (`STRATEGY/bob`) beside them.
+    assert team.rows("SELECT DISTINCT strategy LIKE '%%/bob', writer FROM strategy_state"
+                     " WHERE session_id = %s ORDER BY 1", [session_id]) \
+        == [(False, "ann"), (True, "bob")]
     # And his next turn goes on from hers.
     again = run(bob, "ask", "ann/proj", "ok", "--config", str(config), code=0)
     assert "memory update failed" not in again.stdout + again.stderr

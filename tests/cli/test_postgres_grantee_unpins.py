@@ -98,9 +98,11 @@ def test_after_a_grantees_turn_the_owner_lists_and_unpins_what_she_is_sent(
 
 
 def test_her_pins_get_their_turns_and_quotes_back_at_her_next_update(
-        pinned: tuple[str, str]) -> None:
-    """Rebuilt from her summaries after his turn, her pins are bare; her next update looks
-    for where each was said, as for an anchor an older summary held."""
+        pinned: tuple[str, str], team: Team) -> None:
+    """Rebuilt from her summaries after an older chatmem's turn of his wrote her state (his
+    upkeep's rows over hers, stamped with him; now his chatmem keeps his own: tests/cli/
+    test_postgres_writer_state.py), her pins are bare; her next update looks for where
+    each was said, as for an anchor an older summary held."""
     ann, bob = pinned
 
     def stored(url: str) -> list[tuple[str, int | None, str]]:
@@ -110,7 +112,10 @@ def test_her_pins_get_their_turns_and_quotes_back_at_her_next_update(
 
     said = [("五千元", 1, "我们的预算是五千元。"), ("ORD-7731", 2, "My order is ORD-7731.")]
     assert stored(ann) == said
-    run(bob, "ask", "ann/a", "鲍勃：订单呢？", "--provider", "scripted", code=0)
+    ((session_id,),) = team.rows("SELECT id FROM sessions WHERE owner = 'ann'")
+    with psycopg.connect(bob, autocommit=True) as conn:  # an older chatmem's upkeep
+        assert conn.execute("UPDATE strategy_state SET value = value WHERE session_id = %s"
+                            " AND strategy = 'summary'", [session_id]).rowcount == 5
     assert stored(ann) == [(text, None, "") for text, _, _ in said]
     run(ann, "ask", "a", "安娜：还有什么？", "--provider", "scripted", code=0)
     assert stored(ann) == said

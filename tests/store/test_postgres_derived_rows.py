@@ -74,8 +74,9 @@ def test_an_older_database_upgrades_and_her_derived_memory_stays_hers(
                 "UPDATE strategy_state SET key = 'gone' WHERE key = 'pinned'",
                 "UPDATE strategy_state SET strategy = 'window' WHERE key = 'pinned'"):
         assert sql_as(bob, sql) == INSUFFICIENT_PRIVILEGE
-    # A summary he adds is the next version; a state value of hers he may write, as his
-    # turns' update does (then his, not hers), and carol's row his update replaces.
+    # A summary he adds is the next version; a state value of hers he may write (then his,
+    # not hers), and carol's row he may delete. His chatmem's update writes his own state
+    # there (store.memory_state.PER_WRITER), starting from hers, and leaves hers and carol's.
     assert add_summary(bob, session_id, 9, "用户叫马洛里。") == INSUFFICIENT_PRIVILEGE
     assert add_summary(bob, session_id, 3, "用户叫马洛里。") == 1
     carol_url = old.url(carol)
@@ -86,11 +87,14 @@ def test_an_older_database_upgrades_and_her_derived_memory_stays_hers(
         store.memory.set_strategy_state(session_id, "summary", {"boundary_turn": 4})
     with old.server.admin(old.database) as conn:
         assert conn.execute(STATE).fetchall() == [
-            ("summary", "boundary_turn", "4", "bob", "ann"),
-            ("summary", "pinned", "[]", "ann", "ann")]
+            ("summary", "boundary_turn", "3", "ann", "ann"),
+            ("summary", "carol", "1", carol, "ann"),
+            ("summary", "pinned", "[]", "ann", "ann"),
+            ("summary/bob", "boundary_turn", "4", "bob", "ann"),
+            ("summary/bob", "pinned", "[]", "bob", "ann")]
     # Her own rows are hers to change and delete, his too.
     assert sql_as(ann, "UPDATE summaries SET text = text || ' 安娜'") == 3
-    assert sql_as(ann, "DELETE FROM strategy_state") == 2
+    assert sql_as(ann, "DELETE FROM strategy_state") == 5
     assert sql_as(ann, "DELETE FROM summaries WHERE version = 3") == 1
     # An older chatmem (one that knows no p030) refuses the upgraded database.
     known = [fn.__name__ for fn in schema.MIGRATIONS].index(P030)

@@ -1,0 +1,115 @@
+"""A write share's grantee's own state in the owner's PostgreSQL session.
+
+A summary strategy's state (its boundary, its pins with their ids and quotes, what the
+user unpinned, how many pins were released for space) and the session's pin id counter are
+each reader's: a grantee's turns there derive his (from the session's summaries, his and
+hers), and once his update wrote them over hers (the same rows, stamped with him) she
+trusted none of it, her pins were rebuilt bare from her summaries, given new ids, pins she
+had released came back, and her id counter started over (an id meaning another detail).
+So his chatmem keeps them under `OWNER/ROLE` beside hers (`PER_WRITER`), starting from hers
+at his first write, and reads them back in her place; hers stay as she wrote them. No
+schema change: rows his SQL puts under her names are still read as another's (p025).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from typing import Any
+
+from chatmem.store.backend import Backend
+from chatmem.store.connection import fetch_rows
+from chatmem.store.postgres_writers import trusted_by_reader
+
+PER_WRITER = frozenset({"summary", "summary-buffer", "pins"})
+"""State owners whose state a write share's grantee keeps apart from the owner's in her
+session (PostgreSQL): the summary strategies' (boundary, pins, unpins, released count) and
+the pin id counter (memory.pins.COUNTER). His chatmem reads and writes them under
+`OWNER/ROLE` (`own_rows`; his first write starts from hers), hers stay as she wrote them:
+her pins keep their ids and quotes, what she released stays released, no id of hers is given
+out again. Every other owner's state is the session's (a turn marked sensitive is for all)."""
+WRITER_NAME = ("CASE WHEN (SELECT o.owner FROM sessions o WHERE o.id = ?) = current_user"
+               " THEN ? ELSE ? || '/' || current_user END")
+"""SQL: the state owner name a role writes under in a session (PER_WRITER; params: session
+id, owner, owner)."""
+
+KEPT_NAME = ("(SELECT CASE WHEN count(*) > 0 THEN ? || '/' || current_user ELSE ? END"
+             " FROM strategy_state k WHERE k.session_id = ? AND k.owner <> current_user"
+             " AND k.strategy = ? || '/' || current_user)")
+"""SQL: the state owner name whose rows a role keeps as its own in a session (own_rows;
+params: owner, owner, session id, owner)."""
+
+
+def kept_name(kind: str, owner: str, session_id: int) -> tuple[str, list[Any]]:
+    """SQL naming the rows of `owner`'s state this reader keeps in the session, its params."""
+    if kind == "postgresql" and owner in PER_WRITER:
+        return KEPT_NAME, [owner, owner, session_id, owner]
+    return "?", [owner]
+
+
+def kept_apart(name: str, reader: str | None = None) -> bool:
+    """Whether `name` is one grantee's own state owner (`OWNER/ROLE`, PER_WRITER); with
+    `reader`, this reader's."""
+    base, _, role = name.rpartition("/")
+    return base in PER_WRITER and (role == reader if reader is not None else bool(role))
+
+
+def own_rows(db: Backend, columns: str, session_id: int, strategy: str, where: str = "",
+              params: Sequence[Any] = ()) -> list[Any]:
+    """The strategy's state rows (`columns`, and whether this reader trusts each) as this
+    reader keeps them in the session: in another's session shared for writing, its own
+    (PER_WRITER: `OWNER/ROLE`) once it wrote any, else the owner's."""
+    if db.kind != "postgresql":
+        return fetch_rows(db, f"SELECT {columns}, 1 AS trusted FROM strategy_state"
+                          f" WHERE session_id = ? AND strategy = ?{where}",
+                          [session_id, strategy, *params])
+    if strategy not in PER_WRITER:
+        return fetch_rows(db, f"SELECT {columns}, {trusted_by_reader('s')} AS trusted"
+                          f" FROM strategy_state s WHERE session_id = ? AND strategy = ?"
+                          f"{where}", [session_id, strategy, *params])
+    rows = fetch_rows(db,
+        f"SELECT {columns}, {trusted_by_reader('s')} AS trusted, strategy <> ? AS apart"
+        " FROM strategy_state s WHERE session_id = ? AND (strategy = ? OR owner <>"
+        f" current_user AND strategy = ? || '/' || current_user){where}",
+        [strategy, session_id, strategy, strategy, *params])
+    apart = [r for r in rows if r["apart"]]
+    return apart or rows
+
+
+def counted_elsewhere(db: Backend, session_id: int, owner: str, key: str) -> int:
+    """The highest whole `key` of `owner`'s state other writers keep in the session
+    (PER_WRITER: the owner's and each grantee's own, `OWNER/ROLE`), whoever wrote it
+    (PostgreSQL). A counter that takes it as its floor never gives out a
+    number another writer there gave out (memory.pins.allocate_ids): `p3` names one pin
+    in her listing and his. Only a floor: a value planted by SQL can make the numbers
+    larger, never repeat one."""
+    highest = 0
+    for r in fetch_rows(db, "SELECT value FROM strategy_state WHERE session_id = ?"
+                        " AND key = ? AND (strategy = ? OR strategy LIKE ? || '/%')",
+                        [session_id, key, owner, owner]):
+        try:
+            value = json.loads(r["value"] or "null")
+        except (ValueError, RecursionError):
+            continue
+        if isinstance(value, int) and not isinstance(value, bool) and 0 < value < 2 ** 53:
+            highest = max(highest, value)
+    return highest
+
+
+def as_kept(rows: list[Any]) -> list[dict[str, Any]]:
+    """`rows` of state values as their reader keeps them (own_rows): in another's
+    session, its own (`OWNER/ROLE`, named OWNER) in place of the owner's once it has any;
+    no other role's (rows also carry `shared`: the session is another's, and `reader`)."""
+    apart: list[dict[str, Any]] = []
+    plain: list[dict[str, Any]] = []
+    for r in rows:
+        row = dict(r)
+        base, _, role = str(row["strategy"]).rpartition("/")
+        if row["shared"] and base in PER_WRITER and role == row["reader"]:
+            apart.append(row | {"strategy": base})
+        elif base not in PER_WRITER:  # none of another grantee's own
+            plain.append(row)
+    mine = {(r["session_id"], r["strategy"]) for r in apart}
+    return sorted([*apart, *(r for r in plain if (r["session_id"], r["strategy"])
+                             not in mine)],
+                  key=lambda r: (r["session_id"], r["strategy"]))

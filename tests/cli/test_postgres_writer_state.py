@@ -1,0 +1,114 @@
+"""A write share's grantee's turns in the owner's PostgreSQL session keep their summary
+strategy's state apart from hers (store.memory_state.PER_WRITER): her pins keep their ids,
+turns and quotes, what she released stays released, and no pin id is given out twice in
+the session, whoever's chatmem gives it out."""
+
+from __future__ import annotations
+
+import pytest
+from cli_runner import repl, run
+from pg import Team
+from test_postgres_grantee_unpins import pinned_texts, sent_facts
+
+from chatmem.memory import pins
+from chatmem.store import Store
+
+psycopg = pytest.importorskip("psycopg", reason="chatmem[postgres] (psycopg) is not installed")
+
+LOST = {"五千元": "一笔预算", "ORD-7731": "the order", "七千元": "新的预算", "INV-5521": "发票"}
+"""What the scripted summarizer drops (each becomes a pin)."""
+HERS = [("p1", "五千元", 1, "我们的预算是五千元。"), ("p2", "ORD-7731", 2, "My order is ORD-7731.")]
+
+
+@pytest.fixture
+def shared(team: Team, monkeypatch: pytest.MonkeyPatch) -> tuple[str, str]:
+    """ann's `summary` session `a`, whose summarizer lost 五千元 (p1) and ORD-7731 (p2),
+    shared with bob for writing."""
+    from chatmem.providers.scripted import RULES
+    from chatmem.providers.scripted_summary import extractive_summary
+
+    def lossy(messages: object) -> str:
+        text = extractive_summary(messages)
+        for said, instead in LOST.items():
+            text = text.replace(said, instead)
+        return text
+
+    monkeypatch.setitem(RULES, "summary", lossy)
+    ann, bob = team.url("ann"), team.url("bob")
+    with Store(ann) as store:
+        repl(store, "a", ["我们的预算是五千元。", "My order is ORD-7731."], strategy="summary")
+    run(ann, "sessions", "share", "a", "--with", "bob", "--write", code=0)
+    return ann, bob
+
+
+def listed(url: str, name: str) -> list[tuple[str, str, int | None, str]]:
+    with Store(url) as store:
+        return [(p.ref, p.text, p.turn, p.quote) for p in pins.pinned_facts(
+            store.memory, store.sessions.session(name).id)]
+
+
+def state(url: str, name: str, strategy: str = "summary") -> dict[str, object]:
+    with Store(url) as store:
+        return store.memory.strategy_state(store.sessions.session(name).id, strategy)
+
+
+def test_her_pins_keep_their_ids_through_his_turns_and_no_id_is_given_twice(
+        shared: tuple[str, str]) -> None:
+    ann, bob = shared
+    assert listed(ann, "a") == HERS
+    run(bob, "ask", "ann/a", "鲍勃：预算改成七千元。", "--provider", "scripted", code=0)
+    # Hers as she stored them; his listing goes on from hers with his own pin.
+    assert listed(ann, "a") == HERS
+    assert [(ref, text) for ref, text, _, _ in listed(bob, "ann/a")] == [
+        ("p1", "五千元"), ("p2", "ORD-7731"), ("p3", "七千元")]
+    assert "七千元" not in sent_facts(ann, "a")
+    run(bob, "sessions", "fork", "ann/a", "bf", code=0)  # his fork: his state
+    assert [ref for ref, *_ in listed(bob, "bf")] == ["p1", "p2", "p3"]
+    # Her next pins (her summary lost his 七千元 too) take ids his chatmem never gave out.
+    run(ann, "ask", "a", "安娜：发票是 INV-5521。", "--provider", "scripted", code=0)
+    assert [(ref, text) for ref, text, _, _ in listed(ann, "a")] == [
+        ("p1", "五千元"), ("p2", "ORD-7731"), ("p4", "七千元"), ("p5", "INV-5521")]
+    assert listed(ann, "a")[:2] == HERS
+    facts = sent_facts(ann, "a")
+    assert "我们的预算是五千元。" in facts and "INV-5521" in facts
+    # His turn after hers keeps his pins, and her update's summary is not folded again.
+    run(bob, "ask", "ann/a", "鲍勃：好的。", "--provider", "scripted", code=0)
+    assert [ref for ref, *_ in listed(bob, "ann/a")] == ["p1", "p2", "p3"]
+    assert listed(ann, "a")[:2] == HERS
+    with Store(bob) as store:
+        latest = store.memory.latest_summary(store.sessions.session("ann/a").id, "summary")
+    assert latest is not None and latest.text.count("安娜：发票是") == 1
+
+
+def test_what_she_released_stays_released_after_his_turns(shared: tuple[str, str]) -> None:
+    ann, bob = shared
+    with Store(ann) as store:  # as her update stores a pin let go for space
+        session_id = store.sessions.session("a").id
+        kept = [p.stored() for p in pins.parse_pins(
+            store.memory.strategy_state(session_id, "summary")["pinned"])][1:]
+        store.memory.set_strategy_state(session_id, "summary",
+                                        {"pinned": kept, "released": 1})
+    for url, name, said in ((bob, "ann/a", "鲍勃：订单呢？"), (ann, "a", "安娜：还有什么？")):
+        run(url, "ask", name, said, "--provider", "scripted", code=0)
+        assert pinned_texts(ann, "a") == ["ORD-7731"]
+        assert state(ann, "a")["released"] == 1
+        assert "五千元" not in sent_facts(ann, "a")
+
+
+def test_his_own_turns_retry_undo_and_unpin_work_his_way(shared: tuple[str, str]) -> None:
+    ann, bob = shared
+    with Store(bob) as store:
+        out, err = repl(store, "ann/a", ["鲍勃：预算改成七千元。", "/retry", "/undo",
+                                         "鲍勃：预算改成七千元。"], strategy="summary")
+    assert "Traceback" not in out + err
+    with Store(bob) as store:
+        session_id = store.sessions.session("ann/a").id
+        assert [m.content for m in store.history.messages(session_id)
+                if m.role == "user"][-1] == "鲍勃：预算改成七千元。"
+    assert [text for _, text, _, _ in listed(bob, "ann/a")][-1] == "七千元"
+    refs = {text: ref for ref, text, _, _ in listed(bob, "ann/a")}
+    run(bob, "facts", "forget", "ann/a", refs["七千元"], code=0)
+    run(bob, "facts", "forget", "ann/a", "p1", code=0)
+    assert [text for _, text, _, _ in listed(bob, "ann/a")] == ["ORD-7731"]
+    assert "五千元" not in sent_facts(bob, "ann/a")
+    assert listed(ann, "a") == HERS
