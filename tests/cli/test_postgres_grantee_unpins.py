@@ -5,8 +5,9 @@ and her pins, her unpins and her context stay as they were."""
 from __future__ import annotations
 
 import pytest
-from cli_runner import repl, run
+from cli_runner import run
 from pg import Team
+from pinned_share import share_pinned_session
 from registered import open_session
 
 from chatmem.config.sections import EmbeddingsSection
@@ -24,16 +25,7 @@ SETTINGS = Settings(system="", embeddings=EmbeddingsSection(provider="none"))
 def pinned(team: Team, monkeypatch: pytest.MonkeyPatch) -> tuple[str, str]:
     """ann's `summary` session `a`, whose summarizer lost 五千元 (p1) and ORD-7731 (p2),
     shared with bob for writing."""
-    from chatmem.providers.scripted import RULES
-    from chatmem.providers.scripted_summary import extractive_summary
-
-    monkeypatch.setitem(RULES, "summary", lambda m: extractive_summary(m)
-                        .replace("五千元", "一笔预算").replace("ORD-7731", "the order"))
-    ann, bob = team.url("ann"), team.url("bob")
-    with Store(ann) as store:
-        repl(store, "a", ["我们的预算是五千元。", "My order is ORD-7731."], strategy="summary")
-    run(ann, "sessions", "share", "a", "--with", "bob", "--write", code=0)
-    return ann, bob
+    return share_pinned_session(team, monkeypatch)
 
 
 def pinned_texts(url: str, name: str) -> list[str]:

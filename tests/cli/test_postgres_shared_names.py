@@ -6,10 +6,9 @@ from __future__ import annotations
 import json
 
 import pytest
-from cli_runner import repl, run
+from cli_runner import run
 from pg import Team
-
-from chatmem.store import Store
+from pinned_share import share_pinned_session
 
 pytest.importorskip("psycopg", reason="chatmem[postgres] (psycopg) is not installed")
 
@@ -18,15 +17,7 @@ pytest.importorskip("psycopg", reason="chatmem[postgres] (psycopg) is not instal
 def pinned(team: Team, monkeypatch: pytest.MonkeyPatch) -> tuple[str, str]:
     """ann's `summary` session `a`, whose summarizer lost ORD-7731 (pinned p2), shared with
     bob for writing; bob has an `a` of his own."""
-    from chatmem.providers.scripted import RULES
-    from chatmem.providers.scripted_summary import extractive_summary
-
-    monkeypatch.setitem(RULES, "summary", lambda m: extractive_summary(m)
-                        .replace("五千元", "一笔预算").replace("ORD-7731", "the order"))
-    ann, bob = team.url("ann"), team.url("bob")
-    with Store(ann) as store:
-        repl(store, "a", ["我们的预算是五千元。", "My order is ORD-7731."], strategy="summary")
-    run(ann, "sessions", "share", "a", "--with", "bob", "--write", code=0)
+    ann, bob = share_pinned_session(team, monkeypatch)
     run(bob, "ask", "a", "bob's own a", "--provider", "scripted", code=0)
     return ann, bob
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 import pytest
 from cli_runner import repl, run
 from pg import Team
+from pinned_share import share_pinned_session
 from test_postgres_grantee_unpins import pinned_texts, sent_facts
 
 from chatmem.memory import pins
@@ -24,21 +25,7 @@ HERS = [("p1", "五千元", 1, "我们的预算是五千元。"), ("p2", "ORD-77
 def shared(team: Team, monkeypatch: pytest.MonkeyPatch) -> tuple[str, str]:
     """ann's `summary` session `a`, whose summarizer lost 五千元 (p1) and ORD-7731 (p2),
     shared with bob for writing."""
-    from chatmem.providers.scripted import RULES
-    from chatmem.providers.scripted_summary import extractive_summary
-
-    def lossy(messages: object) -> str:
-        text = extractive_summary(messages)
-        for said, instead in LOST.items():
-            text = text.replace(said, instead)
-        return text
-
-    monkeypatch.setitem(RULES, "summary", lossy)
-    ann, bob = team.url("ann"), team.url("bob")
-    with Store(ann) as store:
-        repl(store, "a", ["我们的预算是五千元。", "My order is ORD-7731."], strategy="summary")
-    run(ann, "sessions", "share", "a", "--with", "bob", "--write", code=0)
-    return ann, bob
+    return share_pinned_session(team, monkeypatch, LOST)
 
 
 def listed(url: str, name: str) -> list[tuple[str, str, int | None, str]]:
