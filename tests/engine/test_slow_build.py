@@ -33,23 +33,6 @@ def register(plugins):
 '''
 
 
-@pytest.mark.parametrize(("pause", "said"), [(0.3, 1), (0.0, 0)])
-def test_a_plugin_strategy_slow_to_build_is_said_once_naming_its_plugin(
-        installed: Install, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
-        pause: float, said: int) -> None:
-    installed("chatmem-ponders", "chatmem_ponders", SLOW)
-    monkeypatch.setattr(chatmem.engine.upkeep, "SLOW_BUILD", 0.25)
-    monkeypatch.setenv("PONDER", str(pause))
-    chatted = invoke("chat", "想", "-s", "ponders+window", "--provider", "scripted",
-                     "--db", str(tmp_path / "h.db"), input="一\ntwo\n三\n", code=0)
-    assert chatted.stdout.count("echo #") == 3  # every turn answered and stored
-    warned = [line for line in chatted.stderr.splitlines() if "to build the context" in line]
-    assert len(warned) == said, chatted.stderr
-    if said:
-        assert "'ponders'" in warned[0] and "chatmem-ponders" in warned[0]
-        assert "'window'" not in warned[0]  # chatmem's own member is not the slow one
-
-
 def test_a_slow_build_of_chatmem_s_own_member_is_no_plugin_s(
         installed: Install, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """The whole build was timed and the plugin members named: `ponders+summary`, whose
@@ -103,20 +86,29 @@ def register(plugins):
 '''
 
 
-@pytest.mark.parametrize(("pause", "said"), [(0.3, 1), (0.0, 0)])
-def test_a_plugin_strategy_slow_to_update_is_said_once_naming_its_plugin(
-        installed: Install, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
-        pause: float, said: int) -> None:
+HOOKS = {
+    # hook: (plugin, source, upkeep's threshold, environment variable, the line's words)
+    "build": ("ponders", SLOW, "SLOW_BUILD", "PONDER", "to build the context"),
     # After the reply, the prompt (or ask's end) waited for the update with nothing shown:
     # a plugin's update of 5 s looked like a chat that hung.
-    installed("chatmem-mulls", "chatmem_mulls", SLOW_UPDATE)
-    monkeypatch.setattr(chatmem.engine.upkeep, "SLOW_UPDATE", 0.25)
-    monkeypatch.setenv("MULL", str(pause))
-    chatted = invoke("chat", "想", "-s", "mulls+window", "--provider", "scripted",
+    "update": ("mulls", SLOW_UPDATE, "SLOW_UPDATE", "MULL", "to update its memory"),
+}
+
+
+@pytest.mark.parametrize("hook", list(HOOKS))
+@pytest.mark.parametrize(("pause", "said"), [(0.3, 1), (0.0, 0)])
+def test_a_plugin_strategy_slow_in_a_hook_is_said_once_naming_its_plugin(
+        installed: Install, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+        hook: str, pause: float, said: int) -> None:
+    name, source, threshold, variable, words = HOOKS[hook]
+    installed(f"chatmem-{name}", f"chatmem_{name}", source)
+    monkeypatch.setattr(chatmem.engine.upkeep, threshold, 0.25)
+    monkeypatch.setenv(variable, str(pause))
+    chatted = invoke("chat", "想", "-s", f"{name}+window", "--provider", "scripted",
                      "--db", str(tmp_path / "h.db"), input="一\ntwo\n三\n", code=0)
-    assert chatted.stdout.count("echo #") == 3
-    warned = [line for line in chatted.stderr.splitlines() if "to update its memory" in line]
+    assert chatted.stdout.count("echo #") == 3  # every turn answered and stored
+    warned = [line for line in chatted.stderr.splitlines() if words in line]
     assert len(warned) == said, chatted.stderr
     if said:
-        assert "'mulls'" in warned[0] and "chatmem-mulls" in warned[0]
-        assert "'window'" not in warned[0]
+        assert f"'{name}'" in warned[0] and f"chatmem-{name}" in warned[0]
+        assert "'window'" not in warned[0]  # chatmem's own member is not the slow one
