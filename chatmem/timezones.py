@@ -19,11 +19,13 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 LOCALTIME = Path("/etc/localtime")
 
 
-def zone_named(name: str) -> tzinfo:
+def zone_named(name: str, shown: str | None = None) -> tzinfo:
     """The zone an IANA name (`Europe/Paris`, `UTC`) or a zone file's path
     (`/usr/share/zoneinfo/Europe/Paris`, as TZ=:PATH gives it) stands for.
 
-    Raises ValueError naming what it takes when `name` is none this machine knows."""
+    Raises ValueError naming what it takes when `name` is none this machine knows, saying
+    `name` as `shown` when given (a setting's caller passes config's shown_value: `timezone =
+    "sk-…"` repeated the key whole; this module does not import config)."""
     if name.strip().upper() in ("UTC", "Z", "ETC/UTC"):
         return UTC
     try:
@@ -31,8 +33,8 @@ def zone_named(name: str) -> tzinfo:
             return _zone_file(Path(name.strip()))
         return ZoneInfo(name.strip())
     except (ZoneInfoNotFoundError, ValueError, OSError):
-        raise ValueError(f"{name!r} is not a time zone this machine knows (an IANA name, "
-                         "e.g. Asia/Shanghai, Europe/Paris or UTC)") from None
+        raise ValueError(f"{shown or repr(name)} is not a time zone this machine knows (an "
+                         "IANA name, e.g. Asia/Shanghai, Europe/Paris or UTC)") from None
 
 
 def _zone_file(path: Path) -> tzinfo:

@@ -272,15 +272,24 @@ class Workspace:
 
         create_provider = self.registries.create_provider
         if isinstance(recorded, Transcript) and recorded.provider and not explicit:
-            where = recorded.header_at or recorded.source
+            where = (f"{recorded.header_at}: in the header" if recorded.header_at
+                     else f"session {recorded.source!r}")
+            gone = recorded.provider not in self.registries.provider_names()
 
             def create_provider(settings: Settings) -> Provider:
                 try:
                     return self.registries.create_provider(settings)
                 except ConfigError as e:
-                    # Chosen by the file's header, not by --provider or the config.
-                    raise TranscriptError(f"{where}: in the header: {e}; --provider chooses"
-                                          " another") from None
+                    # Chosen by the file's header (or the session), not by --provider or
+                    # the config; a plugin's provider gone says so, as a strategy's does.
+                    if gone:
+                        from chatmem.app.recorded import provider_gone
+
+                        raise TranscriptError(provider_gone(
+                            self.registries, where, recorded.provider,
+                            stored=not recorded.header_at)) from None
+                    raise TranscriptError(f"{where}: {e}; --provider chooses another"
+                                          ) from None
 
         provider = reproducing(self.settings, Recording(recorded.provider, recorded.model,
                                                         recorded.tokenizer),

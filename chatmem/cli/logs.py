@@ -65,6 +65,10 @@ def logs(
                                "imported or copied, and the logs hold only turns had with "
                                f"chatmem (chatmem sessions show {session} shows it)")
             raise NotFound(f"no reply{matching} in {where} yet")
+        # A session whose history was imported or copied has no turn had here: "no turns
+        # found" read as an empty session.
+        imported = (not entries and session is not None and query is None
+                    and holds_history(ws, session))
     costs = []
     for entry in entries:
         price = price_of(settings.prices, entry.model)
@@ -82,7 +86,10 @@ def logs(
         return
     if not entries:
         # Said, not listed: `chatmem logs | wc -l` counts turns, and a script reads none.
-        consoles()[1].print("no turns found", markup=False, soft_wrap=True)
+        said = (f"no turns in the logs of session {session!r}: its history was imported or "
+                "copied, and the logs hold only turns had with chatmem (chatmem sessions show"
+                f" {session} shows it)" if imported else "no turns found")
+        consoles()[1].print(said, markup=False, soft_wrap=True)
         return
     zone = settings.zone  # the timezone setting's, else the system's: as every table's times
     if full:

@@ -194,10 +194,11 @@ def _check_setting(key: str, value: Any, origin: str) -> None:
     if key in URL_KEYS and isinstance(value, str) and value:
         URL_KEYS[key](value, origin)
     if key == "timezone" and isinstance(value, str):
+        from chatmem.config.options import shown_value
         from chatmem.timezones import zone_named
 
         try:
-            zone_named(value)
+            zone_named(value, shown_value(value))
         except ValueError as e:
             raise ConfigError(f"{origin}: {e}") from None
 

@@ -10,12 +10,9 @@ import math
 import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from chatmem.errors import UsageError
-
-if TYPE_CHECKING:
-    from chatmem.config.settings import Settings
 
 OptionValue = Any
 """A model option's value: a checked number for the options chatmem knows, else any JSON
@@ -174,7 +171,18 @@ def sampling(options: Mapping[str, OptionValue]) -> dict[str, OptionValue]:
     return {key: value for key, value in options.items() if key not in SETTINGS}
 
 
-def chat_reply_cap(settings: Settings) -> int | None:
+class ReplyCapped(Protocol):
+    """What chat_reply_cap reads of Settings (named so, settings.py imports this module:
+    shown_value for a refused timezone)."""
+
+    @property
+    def options(self) -> Mapping[str, Any]: ...
+
+    @property
+    def max_reply_tokens(self) -> int | None: ...
+
+
+def chat_reply_cap(settings: ReplyCapped) -> int | None:
     """The longest chat reply in tokens: an option's (`-o max_reply_tokens`, a template's, a
     served request's max_tokens) over the configured max_reply_tokens. Options shape the
     chat's replies only: a summary or a fact extraction is capped by the configured one."""

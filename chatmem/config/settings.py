@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 from chatmem.config.keys import KEY_ENV, api_key_from, key_from, run_key_command
 from chatmem.config.location import HistoryLocation, LocationKind, parse_location
+from chatmem.config.options import shown_value
 from chatmem.config.paths import default_db_path
 from chatmem.config.sections import (
     SECTIONS,
@@ -197,7 +198,7 @@ class Settings:
         if not self.timezone:
             return system_zone()
         try:
-            return zone_named(self.timezone)
+            return zone_named(self.timezone, shown_value(self.timezone))
         except ValueError as e:
             from chatmem.errors import ConfigError
 

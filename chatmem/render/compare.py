@@ -296,8 +296,13 @@ def replay_notices(runs: Sequence[StrategyRun], *, verbose: bool = False) -> lis
         progress = [n for n in run.notices if isinstance(n, SummaryUpdated)]
         others = run.notices if verbose else [n for n in run.notices
                                               if not isinstance(n, SummaryUpdated)]
-        for notice in others:
-            text = run_notice_text(notice)
+        # A notice of each turn (a memory update failing) was said once where --json
+        # listed it at every turn: said once, with how many.
+        texts = [run_notice_text(notice) for notice in others]
+        for text in dict.fromkeys(texts):
+            times = texts.count(text)
+            if times > 1:
+                text += f"; {times} times in {counted(run.turns, 'turn')}"
             labels = said.setdefault(text, [])
             if run.label not in labels:
                 labels.append(run.label)

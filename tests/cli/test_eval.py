@@ -346,9 +346,10 @@ def test_an_unknown_provider_in_the_header_names_the_file_and_line(tmp_path: Pat
         {"probe": "你好吗？", "expect_text": ["你好"]}]), encoding="utf-8")
     result = invoke("eval", str(source), "-s", "buffer", "--db", str(tmp_path / "h.db"))
     assert result.exit_code == 2
-    assert result.stderr == (f"error: {source}:1: in the header: unknown provider 'nosuchprov'"
-                             " (valid: auto, local, openai, scripted); --provider chooses"
-                             " another\n")
+    assert result.stderr == (f"error: {source}:1: in the header: recorded with provider "
+                             "'nosuchprov', which no installed plugin provides now; install "
+                             "its plugin, or choose another with --provider NAME (valid: auto,"
+                             " local, openai, scripted)\n")
 
 
 def test_a_session_named_like_a_json_file_is_evaluated_and_replayed_by_name(

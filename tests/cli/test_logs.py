@@ -312,6 +312,22 @@ def test_logs_r_on_an_imported_session_says_its_turns_are_not_in_the_logs(
     assert run(db, "logs", "-r", "--session", "empty").stdout == "echo #1: hi\n"
 
 
+def test_logs_of_an_imported_session_say_why_it_has_no_turns(
+        db: Path, tmp_path: Path) -> None:
+    """`logs --session 客服` of a session of imported messages said "no turns found", as of
+    an empty session: the one line says why and where its history is."""
+    transcript = tmp_path / "客服.jsonl"
+    transcript.write_text("".join(json.dumps(m, ensure_ascii=False) + "\n" for m in [
+        {"role": "user", "content": "订单 KW-58213 还没到"},
+        {"role": "assistant", "content": "我查一下。"}]), encoding="utf-8")
+    assert run(db, "sessions", "import", str(transcript), "客服").exit_code == 0
+    result = run(db, "logs", "--session", "客服")
+    assert result.exit_code == 0 and result.stdout == ""
+    assert len(result.stderr.strip().splitlines()) == 1
+    assert "imported" in result.stderr and "sessions show 客服" in result.stderr
+    assert logs_json(db, "--session", "客服") == []
+
+
 def test_q_finds_turns_past_an_imported_session_saying_the_same(
         db: Path, tmp_path: Path) -> None:
     """The best matching messages were looked up, then their turns: an imported session's

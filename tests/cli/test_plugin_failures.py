@@ -657,3 +657,33 @@ def test_a_provider_whose_plugin_now_fails_to_load_is_refused_naming_that_plugin
     assert warning.startswith("warning: plugin flaky (chatmem-flaky 0.1.0")
     assert "'flaky'" in error and "plugin flaky (chatmem-flaky 0.1.0)" in error
     assert "failed to load" in error
+
+
+def test_replaying_a_session_whose_provider_plugin_is_gone_names_it_and_the_way_on(
+        installed: Install, tmp_path: Path) -> None:
+    """A session recorded with a plugin's provider, replayed after the plugin was
+    uninstalled (or while it fails to load): entity's update said "鹦鹉: in the header:
+    unknown provider 'flaky' (valid: …)", as of a typo, naming no plugin or way on."""
+    installed("chatmem-flaky", "chatmem_flaky", FLAKY, name="flaky")
+    db = str(tmp_path / "h.db")
+    invoke("ask", "--session", "鹦鹉", "--save", "--provider", "flaky", "--db", db,
+           "我叫小明", code=0)
+    unimportable(tmp_path / "site", "chatmem_flaky", FLAKY)
+    load_registries.cache_clear()
+    failing = invoke("replay", "鹦鹉", "-s", "entity", "--db", db, code=0).stderr.splitlines()
+    assert failing[0].startswith("warning: plugin flaky (chatmem-flaky 0.1.0")
+    assert failing[1:] == [
+        "entity: memory update failed, will retry next turn: session '鹦鹉': recorded with "
+        "provider 'flaky', which no installed plugin provides now; plugin flaky (chatmem-flaky"
+        " 0.1.0) failed to load (its warning says why): mend it, or install the provider's "
+        "plugin again, or choose another with --provider NAME (valid: auto, local, openai, "
+        "scripted)"]
+    sys.path.remove(str(tmp_path / "site"))  # uninstalled
+    load_registries.cache_clear()
+    gone = invoke("replay", "鹦鹉", "-s", "entity", "--db", db, code=0).stderr.splitlines()
+    assert gone == [
+        "entity: memory update failed, will retry next turn: session '鹦鹉': recorded with "
+        "provider 'flaky', which no installed plugin provides now; install its plugin again, "
+        "or choose another with --provider NAME (valid: auto, local, openai, scripted)"]
+    assert invoke("replay", "鹦鹉", "-s", "entity", "--provider", "scripted", "--db", db,
+                  code=0).stderr == ""

@@ -431,3 +431,19 @@ def test_a_blank_name_is_refused_naming_where_it_came_from(
     overrides = where.get("overrides")
     with pytest.raises(ConfigError, match=re.escape(named)):
         load_settings(path, env=env, overrides=overrides)  # type: ignore[arg-type]
+
+
+def test_a_key_pasted_as_the_timezone_is_not_repeated(tmp_path: Path) -> None:
+    # timezone = "sk-…" (a key pasted into the wrong setting) was echoed whole in the error,
+    # from the file, from $CHATMEM_TIMEZONE and from Settings made in code.
+    key = "sk-proj-AbCdEf1234567890XyZw"
+    path = write(tmp_path, f'timezone = "{key}"\n')
+    for loading in (lambda: load_settings(path, env={}),
+                    lambda: load_settings(env={"CHATMEM_TIMEZONE": key}),
+                    lambda: Settings(timezone=key).zone):
+        with pytest.raises(ConfigError) as caught:
+            loading()
+        assert key not in str(caught.value) and "AbCdEf" not in str(caught.value)
+        assert "time zone" in str(caught.value) and f"{len(key)} characters" in str(caught.value)
+    with pytest.raises(ConfigError, match="'Mars/Olympus' is not a time zone"):
+        load_settings(write(tmp_path, 'timezone = "Mars/Olympus"\n'), env={})

@@ -12,7 +12,7 @@ from rich.cells import cell_len
 from rich.console import Console
 
 from chatmem.evaluation.scoring import ProbeResult, StrategyRun
-from chatmem.notices import SummaryFailed, SummaryUpdated
+from chatmem.notices import MemoryUpdateFailed, SummaryFailed, SummaryUpdated
 from chatmem.render.compare import eval_table, probe_table, replay_notices, replay_table
 from chatmem.render.layout import Label
 
@@ -261,6 +261,18 @@ def test_replay_notices_become_one_line_per_strategy() -> None:
     assert len(loud) == 4 and not any("/summary" in line for line in loud)
     assert loud[0] == "summary: summary v1 now covers turn 1: +4 −0 words"
     assert loud[1].endswith("; dropped by the summarizer, pinned: 五千元")
+
+
+def test_a_notice_of_every_turn_is_one_line_saying_how_many_turns() -> None:
+    # eval's stderr said "memory update failed" once where --json listed it at 3 turns.
+    failing = StrategyRun("mine", "mine", {}, prompt_tokens=[10, 20, 30, 40])
+    failing.notices = [MemoryUpdateFailed("存储不可用")] * 3
+    once = StrategyRun("once", "once", {}, prompt_tokens=[10, 20])
+    once.notices = [MemoryUpdateFailed("存储不可用")]
+    assert replay_notices([failing, once]) == [
+        "mine: memory update failed, will retry next turn: 存储不可用; 3 times in 4 turns",
+        "once: memory update failed, will retry next turn: 存储不可用"]
+    assert replay_notices([failing], verbose=True) == replay_notices([failing])
 
 
 def test_replay_notices_say_when_dropped_details_stay_unpinned() -> None:
