@@ -227,13 +227,15 @@ class ForkTables:
             f"{trusted_count(self._db.kind, 't')} WHERE n.session_id = ?",
             [source_id, new_id])
         for model in self._vector_models():
+            # Copies, originals, their vectors (CROSS JOIN: SQLite's order), not every vector.
             self._db.execute(
                 "INSERT INTO message_vectors (message_id, model, dimensions, vector,"
                 " context_vector) SELECT n.id, v.model, v.dimensions, v.vector,"
-                f" v.context_vector {copies_of} JOIN message_vectors v"
-                " ON v.model = ? AND v.message_id = o.id"
+                " v.context_vector FROM messages n CROSS JOIN messages o"
+                " CROSS JOIN message_vectors v WHERE o.session_id = ?"
+                " AND o.position = n.position AND v.model = ? AND v.message_id = o.id"
                 # Nor the vectors another wrote (p027): his would be the forker's there.
-                f"{trusted_index(self._db.kind, 'v')} WHERE n.session_id = ?",
+                f"{trusted_index(self._db.kind, 'v')} AND n.session_id = ?",
                 [source_id, model, new_id])
         return ids
 

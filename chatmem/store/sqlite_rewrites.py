@@ -210,3 +210,23 @@ def index_again(db: sqlite_utils.Database, changed: Callable[[str], bool]) -> No
                             [(fts.index_text(content), message_id) for message_id, content
                              in rows if content and changed(content)])
         last = rows[-1][0]
+
+
+MOVED_AT_ONCE = 2_000
+"""Vectors one step of m023 moves (~2 MB)."""
+
+
+def vectors_moved(db: sqlite_utils.Database, into: str) -> None:
+    """Every row of message_vectors moved into the table `into` (same columns), in the key's
+    order, each step's rows deleted as they are copied: the pages they free take the next
+    steps' rows, so the file does not grow by the new table's size meanwhile. A vector of a
+    message gone (deleted by a tool with foreign keys off) is not copied: the new table's
+    foreign key would refuse it, and with it the upgrade (ON DELETE CASCADE's outcome)."""
+    columns = "message_id, model, dimensions, vector, context_vector"
+    first = f" FROM message_vectors ORDER BY model, message_id LIMIT {MOVED_AT_ONCE}"
+    while True:
+        db.conn.execute(f"INSERT INTO {into} ({columns}) SELECT {columns} FROM (SELECT *{first})"
+                        " c WHERE EXISTS (SELECT 1 FROM messages WHERE id = c.message_id)")
+        if not db.conn.execute(f"DELETE FROM message_vectors WHERE (model, message_id) IN"
+                               f" (SELECT model, message_id{first})").rowcount:
+            return

@@ -363,3 +363,27 @@ def m022_facts_keep_who_stated_them(db: sqlite_utils.Database) -> None:
     "我住在罗马。" kept one row of 城市, and Paris was gone. Rows stored before are the
     user's (NULL) and read as before; nothing is rewritten."""
     db.conn.execute("ALTER TABLE facts ADD COLUMN speaker TEXT")
+
+
+@migration
+def m023_vectors_kept_in_their_page(db: sqlite_utils.Database) -> None:
+    """message_vectors as a rowid table keyed UNIQUE (model, message_id), every row kept as
+    it was (vector_cache points at messages, not at these rows). A WITHOUT ROWID table keeps
+    at most ~1,000 bytes of a row in its 4 KiB page; a row (two 512-byte float16 vectors
+    and its keys) is a little more, so each one spilled into an overflow page of its own,
+    three quarters empty: 4,684 bytes a row on disk for 1,399 now, ~10 kB of file and
+    ~12 kB of WAL a turn where ~2 kB are vectors. The pages freed stay in the file (no
+    VACUUM), taken by the rows written next."""
+    db.conn.execute("""CREATE TABLE message_vectors_kept (
+        message_id INTEGER NOT NULL REFERENCES messages(id) ON DELETE CASCADE,
+        model TEXT NOT NULL,
+        dimensions INTEGER NOT NULL,
+        vector BLOB NOT NULL,
+        context_vector BLOB NOT NULL,
+        UNIQUE (model, message_id)
+    )""")
+    # In the key's order, as a model's vectors are read (vector_batch at an open).
+    rewrites.vectors_moved(db, "message_vectors_kept")
+    db.conn.execute("DROP TABLE message_vectors")
+    db.conn.execute("ALTER TABLE message_vectors_kept RENAME TO message_vectors")
+    db.conn.execute("CREATE INDEX message_vectors_message ON message_vectors (message_id)")

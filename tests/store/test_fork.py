@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import itertools
 from collections.abc import Callable
+from pathlib import Path
 
 import pytest
 from cached_counts import cached_counts
@@ -11,10 +12,13 @@ from conftest import History
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from matches import matches
+from meter import metered
 from vectors import vector_models
 
+from chatmem.embeddings.hashed import HashEmbedder
 from chatmem.engine import Engine
 from chatmem.errors import NotFound, StoreError, UsageError
+from chatmem.memory.indexing import Indexing
 from chatmem.store import Store
 from chatmem.store.connection import fetch_value
 
@@ -302,3 +306,30 @@ def test_a_fork_brings_its_messages_vectors_and_does_not_embed_them_again(
     assert "I live in Lisbon" in [m.content for m in context.part("recalled").messages]
     store.sessions.delete_session("trip")
     assert vector_models(store) == {embedder.key: 14, other.key: 14}
+
+
+def _vectors_file(path: Path, others: int) -> Store:
+    """A file with a session of 10 messages with vectors and one of `others` more."""
+    store = Store(path)
+    for name, count in (("small", 10), ("other", others)):
+        session = store.sessions.create_session(name, "retrieval", {}, provider="scripted",
+                                                model="m", system="", user="default")
+        store.history.import_messages(session.id, [
+            {"role": "user" if k % 2 == 0 else "assistant", "content": f"第{k}轮: locker {k}"}
+            for k in range(count)])
+        Indexing(store, session.id, background=False).finish(HashEmbedder())
+    return store
+
+
+def test_forking_a_session_reads_its_vectors_not_the_files(tmp_path: Path) -> None:
+    """With message_vectors a rowid table (m023), copying a fork's vectors started from the
+    model's vectors: every one of the file's, to find a short session's ten."""
+    work = []
+    for others in (0, 2_000):
+        with _vectors_file(tmp_path / f"{others}.db", others) as store:
+            with metered(store) as meter:
+                store.forks.fork_session("small", "copy")
+            work.append(meter.steps)
+            copy = store.sessions.session("copy").id
+            assert len(store.vectors.vector_batch(copy, HashEmbedder().key).positions) == 10
+    assert work[1] < work[0] + 20, work
