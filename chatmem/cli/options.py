@@ -10,7 +10,7 @@ import typer
 
 from chatmem.cli.completion import session_names, strategy_specs, template_names
 from chatmem.cli.grammar import file_name
-from chatmem.config.options import shown_value
+from chatmem.config.options import keys_hidden, shown_value
 
 if TYPE_CHECKING:
     from chatmem.memory.spec import StrategySpec
@@ -133,8 +133,8 @@ def parse_params(pairs: Sequence[str] | None) -> dict[str, str]:
             f"--param {shown_value(pair)} must be key=value, e.g. --param k=3")).items()
         if params.get(key, value) != value:
             raise StrategyError(
-                f"--param {key} is given twice ({key}={params[key]} and {pair.strip()}); "
-                "give it once")
+                f"--param {key} is given twice ({keys_hidden(f'{key}={params[key]}')} and "
+                f"{keys_hidden(pair.strip())}); give it once")
         params[key] = value
     return params
 

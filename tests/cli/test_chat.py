@@ -225,6 +225,11 @@ KEY = "sk-proj-Abc123SECRETxyz7890abcdefghijKLMNOP"
     (["--strategy", "window", "--param", KEY], "--param"),
     (["--strategy", "window", "--param", f"{KEY}=3"], "unknown parameter"),
     (["--strategy", f"window:{KEY}"], "parameters must be key=value"),
+    # A key pasted as a value: refused as no number, or as a value given twice.
+    (["--strategy", "window", "--param", f"k={KEY}"], "must be a whole number"),
+    (["--strategy", f"window:k={KEY}"], "must be a whole number"),
+    (["--strategy", "window", "--param", f"k={KEY}", "--param", "k=3"], "given twice"),
+    (["--strategy", "window", "--param", "k=3", "--param", f"k={KEY}"], "given twice"),
 ])
 def test_a_key_pasted_as_a_parameter_is_not_repeated(tmp_path: Path, args: list[str],
                                                      named: str) -> None:
