@@ -10,7 +10,6 @@ import typer
 
 from chatmem.cli.completion import session_names, strategy_specs, template_names
 from chatmem.cli.grammar import file_name
-from chatmem.config.options import keys_hidden, shown_value
 
 if TYPE_CHECKING:
     from chatmem.memory.spec import StrategySpec
@@ -124,6 +123,7 @@ TemplateOption = Annotated[
 
 
 def parse_params(pairs: Sequence[str] | None) -> dict[str, str]:
+    from chatmem.config.options import keys_hidden, shown_value
     from chatmem.config.pairs import parse_pairs
     from chatmem.errors import StrategyError
 
