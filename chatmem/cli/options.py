@@ -39,13 +39,14 @@ def _check_provider(value: str | None) -> str | None:
     # The same rule as the config file and CHATMEM_PROVIDER: a typo must not reach OpenAI.
     # Imported here: the registries are not needed to print --help.
     from chatmem.cli.output import skipped_plugins, warn_about_plugins
+    from chatmem.config.options import shown_value
     from chatmem.plugins import load_registries
 
     # Before the command's own wrapper would: a plugin skipped as it loads here is why its
     # provider is unknown, and its warning must come with the refusal.
     warn_about_plugins()
     if value is not None and value not in (names := load_registries().provider_names()):
-        raise typer.BadParameter(f"must be one of {', '.join(names)}, got {value!r}"
+        raise typer.BadParameter(f"must be one of {', '.join(names)}, got {shown_value(value)}"
                                  f"{skipped_plugins(value)}")
     return value
 

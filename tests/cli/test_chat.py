@@ -241,6 +241,15 @@ def test_a_key_pasted_as_a_parameter_is_not_repeated(tmp_path: Path, args: list[
     assert "SECRET" not in result.stderr + result.stdout
 
 
+def test_a_key_given_as_the_provider_is_not_repeated(tmp_path: Path) -> None:
+    # CHATMEM_PROVIDER and the config's provider said its length; --provider repeated it.
+    result = invoke("chat", "--db", str(tmp_path / "x.db"), "--provider", KEY, input="hi\n")
+    assert result.exit_code == 2
+    assert "--provider must be one of" in result.stderr
+    assert f"{len(KEY)} characters" in result.stderr
+    assert "SECRET" not in result.stderr + result.stdout
+
+
 def test_unreachable_endpoint_fails_with_one_line(tmp_path: Path) -> None:
     config = tmp_path / "c.toml"
     config.write_text("max_retries = 0\ntimeout = 5\n", encoding="utf-8")
