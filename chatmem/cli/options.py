@@ -10,7 +10,6 @@ import typer
 
 from chatmem.cli.completion import session_names, strategy_specs, template_names
 from chatmem.cli.grammar import file_name
-from chatmem.config.options import shown_value
 
 if TYPE_CHECKING:
     from chatmem.memory.spec import StrategySpec
@@ -40,13 +39,14 @@ def _check_provider(value: str | None) -> str | None:
     # The same rule as the config file and CHATMEM_PROVIDER: a typo must not reach OpenAI.
     # Imported here: the registries are not needed to print --help.
     from chatmem.cli.output import skipped_plugins, warn_about_plugins
+    from chatmem.config.options import shown_value
     from chatmem.plugins import load_registries
 
     # Before the command's own wrapper would: a plugin skipped as it loads here is why its
     # provider is unknown, and its warning must come with the refusal.
     warn_about_plugins()
     if value is not None and value not in (names := load_registries().provider_names()):
-        raise typer.BadParameter(f"must be one of {', '.join(names)}, got {value!r}"
+        raise typer.BadParameter(f"must be one of {', '.join(names)}, got {shown_value(value)}"
                                  f"{skipped_plugins(value)}")
     return value
 
@@ -124,6 +124,7 @@ TemplateOption = Annotated[
 
 
 def parse_params(pairs: Sequence[str] | None) -> dict[str, str]:
+    from chatmem.config.options import keys_hidden, shown_value
     from chatmem.config.pairs import parse_pairs
     from chatmem.errors import StrategyError
 
@@ -133,8 +134,8 @@ def parse_params(pairs: Sequence[str] | None) -> dict[str, str]:
             f"--param {shown_value(pair)} must be key=value, e.g. --param k=3")).items()
         if params.get(key, value) != value:
             raise StrategyError(
-                f"--param {key} is given twice ({key}={params[key]} and {pair.strip()}); "
-                "give it once")
+                f"--param {key} is given twice ({keys_hidden(f'{key}={params[key]}')} and "
+                f"{keys_hidden(pair.strip())}); give it once")
         params[key] = value
     return params
 

@@ -148,6 +148,7 @@ def listing_hint(error: ChatmemError) -> str:
 def skipped_plugins(value: str | None = None) -> str:
     """`--provider shout` (`value`) while shout's plugin fails to load said only which names
     it takes: the plugin skipped is named, its warning above says why."""
+    from chatmem.config.options import shown_value
     from chatmem.plugin_entries import registered_by
     from chatmem.plugins import load_registries
 
@@ -156,7 +157,7 @@ def skipped_plugins(value: str | None = None) -> str:
     if not broken:
         return ""
     said = "its warning says" if len(broken) == 1 else "their warnings say"
-    which = "it" if value is None else repr(value)
+    which = "it" if value is None else shown_value(value)
     return (f"; {' and '.join(broken)} failed to load ({said} why): if {which} is a"
             " plugin's, mend that plugin")
 

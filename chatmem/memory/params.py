@@ -8,6 +8,7 @@ from collections.abc import Mapping
 from dataclasses import MISSING, dataclass, field, fields
 from typing import Any
 
+from chatmem.config.options import shown_value
 from chatmem.errors import StrategyError, UndeclaredParam
 from chatmem.text import FULL_WIDTH
 
@@ -62,7 +63,7 @@ class Param:
     def parse(self, strategy: str, raw: Any) -> Any:
         def invalid(must: str) -> StrategyError:
             return StrategyError(
-                f"parameter {self.name}={raw!r} of strategy {strategy!r} must be {must}"
+                f"parameter {self.name}={shown_value(raw)} of strategy {strategy!r} must be {must}"
             )
 
         value = raw

@@ -49,7 +49,8 @@ def _untexted_keys(value: Any, seen: set[int]) -> Iterator[Any]:
         return
     seen.add(id(value))
     if isinstance(value, dict):
-        yield from (k for k in value if not isinstance(k, str))
+        # Only the keys JSON writes as text: another (a tuple) is no JSON, `unstorable`'s.
+        yield from (k for k in value if isinstance(k, (int, float, bool)) or k is None)
     for item in value.values() if isinstance(value, dict) else value:
         yield from _untexted_keys(item, seen)
 

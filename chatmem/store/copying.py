@@ -33,6 +33,7 @@ from chatmem.store.session_names import is_reserved, is_session_name, normal_nam
 from chatmem.store.sharing import Exemption, row_security_exemption
 from chatmem.store.state_coverage import SPEAKERS_OWNER
 from chatmem.store.stored_values import json_text
+from chatmem.store.writer_state import as_copied
 from chatmem.text import profile_name
 
 if TYPE_CHECKING:
@@ -182,6 +183,8 @@ def copy_sessions(source: Store, target: Store,
                 where = f"({where}){trusted_index(source.db.kind, table.name)}"
             rows = fetch_rows(source.db, f"SELECT * FROM {table.name} WHERE {where} ORDER BY "
                               f"{'id' if table.keyed else '1'}", params)
+            if table.name == "strategy_state" and source.db.kind == "postgresql":
+                rows = as_copied(rows, str(fetch_value(source.db, "SELECT current_user")))
             if table.name == "facts":
                 rows = [row for row in rows if int(row["id"]) not in repeated]
             counts[table.name] = len(rows)

@@ -113,3 +113,21 @@ def as_kept(rows: list[Any]) -> list[dict[str, Any]]:
     return sorted([*apart, *(r for r in plain if (r["session_id"], r["strategy"])
                              not in mine)],
                   key=lambda r: (r["session_id"], r["strategy"]))
+
+
+def as_copied(rows: list[dict[str, Any]], reader: str) -> list[dict[str, Any]]:
+    """`rows` of strategy state copied out of a PostgreSQL session (store.copying) as
+    `reader` keeps them: its own (`OWNER/ROLE`) under the owner's name, in place of the
+    owner's rows of that owner in that session, and no other grantee's. A grantee's copy
+    of a session he wrote in held her state and his side by side: read from a file, where
+    every row is the file's user's, his listing there showed each pin twice (p1 for two)."""
+    mine = {(r["session_id"], str(r["strategy"]).rpartition("/")[0]) for r in rows
+            if kept_apart(str(r["strategy"]), reader)}
+    kept: list[dict[str, Any]] = []
+    for row in rows:
+        name = str(row["strategy"])
+        if kept_apart(name, reader):
+            kept.append(row | {"strategy": name.rpartition("/")[0]})
+        elif not kept_apart(name) and (row["session_id"], name) not in mine:
+            kept.append(row)
+    return kept

@@ -225,6 +225,11 @@ KEY = "sk-proj-Abc123SECRETxyz7890abcdefghijKLMNOP"
     (["--strategy", "window", "--param", KEY], "--param"),
     (["--strategy", "window", "--param", f"{KEY}=3"], "unknown parameter"),
     (["--strategy", f"window:{KEY}"], "parameters must be key=value"),
+    # A key pasted as a value: refused as no number, or as a value given twice.
+    (["--strategy", "window", "--param", f"k={KEY}"], "must be a whole number"),
+    (["--strategy", f"window:k={KEY}"], "must be a whole number"),
+    (["--strategy", "window", "--param", f"k={KEY}", "--param", "k=3"], "given twice"),
+    (["--strategy", "window", "--param", "k=3", "--param", f"k={KEY}"], "given twice"),
 ])
 def test_a_key_pasted_as_a_parameter_is_not_repeated(tmp_path: Path, args: list[str],
                                                      named: str) -> None:
@@ -233,6 +238,15 @@ def test_a_key_pasted_as_a_parameter_is_not_repeated(tmp_path: Path, args: list[
                     input="hi\n")
     assert result.exit_code == 2
     assert named in result.stderr and f"{len(KEY)} characters" in result.stderr
+    assert "SECRET" not in result.stderr + result.stdout
+
+
+def test_a_key_given_as_the_provider_is_not_repeated(tmp_path: Path) -> None:
+    # CHATMEM_PROVIDER and the config's provider said its length; --provider repeated it.
+    result = invoke("chat", "--db", str(tmp_path / "x.db"), "--provider", KEY, input="hi\n")
+    assert result.exit_code == 2
+    assert "--provider must be one of" in result.stderr
+    assert f"{len(KEY)} characters" in result.stderr
     assert "SECRET" not in result.stderr + result.stdout
 
 

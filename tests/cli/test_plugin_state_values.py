@@ -120,6 +120,7 @@ class ByTurn(BufferStrategy):
         lengths = env.state.get(self.name).get("lengths", {})
         for turn in env.history.turns(1, env.history.turn_count()):
             key = turn.number if os.environ.get("BY_NUMBER") else str(turn.number)
+            key = (turn.number, 0) if os.environ.get("BY_PAIR") else key
             lengths[key] = len(turn.messages[0].content)
         env.state.set(self.name, lengths=lengths)
         return []
@@ -145,6 +146,26 @@ def test_a_plugin_keying_its_state_by_number_is_refused_naming_the_key(
         "memory: its state's key 'lengths' holds a dict key 1 (int), which JSON stores as the "
         "text \"1\": the next build and update would read that, not what was set (plugin "
         "by-turn (chatmem-by-turn 0.1.0))"]
+    with Store(db) as store:
+        found = store.sessions.find_session("旅行")
+        assert found is not None
+        assert store.memory.strategy_state(found.id, "by-turn") == {"lengths": {"1": 3}}
+
+
+def test_a_plugin_keying_its_state_by_tuple_is_refused_as_no_json(
+        installed: Install, tmp_path: Path) -> None:
+    # A key JSON cannot write at all ((2, 0)) is no key JSON would turn into text: the check
+    # for those raised TypeError itself and the update died with it, unnamed.
+    installed("chatmem-by-turn", "chatmem_by_turn", BY_TURN, name="by-turn")
+    db = str(tmp_path / "h.db")
+    invoke("ask", "旅行", "第一句", "-s", "by-turn", "--save", "--provider", "scripted",
+           "--db", db, code=0)
+    asked = invoke("ask", "旅行", "第二句话", "--provider", "scripted", "--db", db,
+                   env={"BY_PAIR": "1"}, code=0)
+    said = [line for line in asked.stderr.splitlines() if line.startswith("memory update")]
+    assert len(said) == 1
+    assert "'lengths'" in said[0] and "JSON cannot store" in said[0] and "tuple" in said[0]
+    assert "plugin by-turn" in said[0]
     with Store(db) as store:
         found = store.sessions.find_session("旅行")
         assert found is not None

@@ -5,8 +5,10 @@ the session, whoever's chatmem gives it out."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
-from cli_runner import repl, run
+from cli_runner import invoke, repl, run
 from pg import Team
 from pinned_share import share_pinned_session
 from test_postgres_grantee_unpins import pinned_texts, sent_facts
@@ -99,3 +101,22 @@ def test_his_own_turns_retry_undo_and_unpin_work_his_way(shared: tuple[str, str]
     assert [text for _, text, _, _ in listed(bob, "ann/a")] == ["ORD-7731"]
     assert "五千元" not in sent_facts(bob, "ann/a")
     assert listed(ann, "a") == HERS
+
+
+def test_his_copy_of_her_session_into_a_file_keeps_his_pins(
+        shared: tuple[str, str], tmp_path: Path) -> None:
+    # The copy held her state and his side by side: the file listed p1 and p2 twice.
+    ann, bob = shared
+    run(bob, "ask", "ann/a", "鲍勃：预算改成七千元。", "--provider", "scripted", code=0)
+    mine = listed(bob, "ann/a")
+    assert [(ref, text) for ref, text, _, _ in mine] == [
+        ("p1", "五千元"), ("p2", "ORD-7731"), ("p3", "七千元")]
+    copy = tmp_path / "bob.db"
+    invoke("sessions", "copy", "--from", bob, "--to", str(copy), "ann/a", code=0)
+    with Store(str(copy)) as store:
+        [name] = [s.name for s in store.sessions.list_sessions()]
+    assert listed(str(copy), name) == mine
+    # Hers, copied by her, are hers alone.
+    mine_too = tmp_path / "ann.db"
+    invoke("sessions", "copy", "--from", ann, "--to", str(mine_too), "a", code=0)
+    assert listed(str(mine_too), "a") == HERS
