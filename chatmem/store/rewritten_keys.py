@@ -26,9 +26,6 @@ Rewrite = Callable[[str], str]
 
 PINNED_KEY = "pinned"
 """A summary strategy's pinned details (chatmem.memory.pins.PINNED_KEY)."""
-GRANTEE_UNPINS = "grantee-unpins"
-"""State owner of what a write share's grantee unpinned in the owner's session (one row a
-grantee, keyed `STRATEGY/ROLE`: chatmem.memory.pins.unpin); its keys are chatmem's own."""
 _SUMMARY_KEYS = frozenset({"boundary_turn", "behind", PINNED_KEY, "unpinned", "released"})
 OWN_STATE_KEYS: Mapping[str, frozenset[str]] = {
     "summary": _SUMMARY_KEYS,  # chatmem.memory.summary_state and pins, per summary strategy
@@ -46,7 +43,7 @@ data, which may name what the user said."""
 
 def is_own_state_key(owner: str, key: str) -> bool:
     """Whether `key` of `owner`'s strategy state is one chatmem reads by name."""
-    return key == COVERS_KEY or owner == GRANTEE_UNPINS or key in OWN_STATE_KEYS.get(owner, ())
+    return key == COVERS_KEY or key in OWN_STATE_KEYS.get(owner, ())
 
 
 def distinct_fact_keys(db: Backend, rewritten: Mapping[int, str], gone: Set[int],

@@ -120,3 +120,23 @@ def test_his_copy_of_her_session_into_a_file_keeps_his_pins(
     mine_too = tmp_path / "ann.db"
     invoke("sessions", "copy", "--from", ann, "--to", str(mine_too), "a", code=0)
     assert listed(str(mine_too), "a") == HERS
+
+
+def test_his_unpin_in_her_session_is_in_his_copy_into_a_file(
+        shared: tuple[str, str], tmp_path: Path) -> None:
+    # His unpin was a row of its own (grantee-unpins), which a copy into a file left out:
+    # the file listed and sent the detail he had unpinned.
+    ann, bob = shared
+    run(bob, "facts", "forget", "ann/a", "p1", code=0)
+    for turn in range(2):  # before his turn there and after it
+        mine = listed(bob, "ann/a")
+        assert [ref for ref, _, _, _ in mine] == ["p2", "p3"][:turn + 1]
+        copy = tmp_path / f"bob{turn}.db"
+        invoke("sessions", "copy", "--from", bob, "--to", str(copy), "ann/a", code=0)
+        with Store(str(copy)) as store:
+            [name] = [s.name for s in store.sessions.list_sessions()]
+        assert listed(str(copy), name) == mine
+        assert "五千元" not in sent_facts(str(copy), name)
+        run(bob, "ask", "ann/a", "鲍勃：预算改成七千元。", "--provider", "scripted", code=0)
+    assert listed(ann, "a") == HERS
+    assert "五千元" in sent_facts(ann, "a")
