@@ -83,6 +83,20 @@ class MemoryTables:
         except (ValueError, RecursionError):
             return False, None
 
+    def owners_state_value(self, session_id: int, strategy: str, key: str) -> Any:
+        """One value of the strategy's state as the session's owner keeps it, read by a
+        write share's grantee who keeps his own (PER_WRITER); None when there is none, its
+        row is one this reader does not trust, or it is not JSON (PostgreSQL; None on a file)."""
+        if not self._postgres:
+            return None
+        rows = fetch_rows(self._db, "SELECT value FROM strategy_state s WHERE session_id = ?"
+                          f" AND strategy = ? AND key = ? AND {trusted_by_reader('s')}",
+                          [session_id, strategy, key])
+        try:
+            return json.loads(rows[0]["value"] or "null") if rows else None
+        except (ValueError, RecursionError):
+            return None
+
     def counted_elsewhere(self, session_id: int, owner: str, key: str) -> int:
         """writer_state.counted_elsewhere (PostgreSQL; 0 on a file, one writer)."""
         return counted_elsewhere(self._db, session_id, owner, key) if self._postgres else 0

@@ -5,6 +5,7 @@ the session, whoever's chatmem gives it out."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -140,3 +141,37 @@ def test_his_unpin_in_her_session_is_in_his_copy_into_a_file(
         run(bob, "ask", "ann/a", "鲍勃：预算改成七千元。", "--provider", "scripted", code=0)
     assert listed(ann, "a") == HERS
     assert "五千元" in sent_facts(ann, "a")
+
+
+def test_her_next_turn_after_his_extracts_only_the_turns_since(
+        team: Team, monkeypatch: pytest.MonkeyPatch) -> None:
+    # His turn's extraction wrote the session's marker (stamped with him), which she did not
+    # trust: her next turn extracted her whole history again from turn 1, after each of his.
+    from chatmem.providers.base import Purpose
+    from chatmem.providers.scripted import RULES
+
+    asked: list[list[int]] = []  # the turns each extraction request reads
+    real = RULES[Purpose.FACTS]
+
+    def recording(messages):  # type: ignore[no-untyped-def]
+        asked.append([m["turn"] for m in json.loads(messages[-1]["content"])["messages"]])
+        return real(messages)
+
+    monkeypatch.setitem(RULES, Purpose.FACTS, recording)
+    ann, bob = team.url("ann"), team.url("bob")
+    with Store(ann) as store:
+        repl(store, "a", ["我叫安娜，我住在上海。", "我的猫叫 Mochi。"], strategy="entity")
+    run(ann, "sessions", "share", "a", "--with", "bob", "--write", code=0)
+
+    def values() -> set[str]:
+        with Store(ann) as store:
+            return {f.value for f in store.facts.facts(
+                session_id=store.sessions.session("a").id)}
+
+    hers = values()
+    assert "上海" in hers
+    run(bob, "ask", "ann/a", "鲍勃：我的电话是 555-0142。", "--provider", "scripted", code=0)
+    asked.clear()
+    run(ann, "ask", "a", "安娜：我的爱好是围棋。", "--provider", "scripted", code=0)
+    assert sorted(t for turns in asked for t in turns) == [3, 4]  # his turn, hers
+    assert hers | {"围棋"} <= values()
