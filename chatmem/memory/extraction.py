@@ -100,6 +100,11 @@ def _extract_batch(env: MemoryEnv) -> tuple[list[Notice], bool]:
     seen = state.erasures()  # before the marker, the turns and the facts are read
     marker = state.get(STATE_KEY)
     done = int(marker.get("done_turn", 0))
+    if state.shared_by() is not None:
+        # A write share's grantee keeps his own marker (store.writer_state.PER_WRITER) and
+        # goes on from the owner's when hers is further: he never reads her turns again.
+        done = max(done, _int(state.store.memory.owners_state_value(
+            state.session_id, STATE_KEY, "done_turn")))
     # A batch read at last forgets the rejections before it (written only after one).
     cleared = dict.fromkeys(("rejections", "rejected_through")) if marker.get("rejections") \
         else {}

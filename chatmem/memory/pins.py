@@ -145,7 +145,6 @@ def read_pins(memory: MemoryStateRepository, session_id: int | None = None, *,
     rebuilt from the reader's summaries (none with `drift_guard` off, as none are sent)."""
     pins: list[PinnedFact] = []
     skipped: list[StateRow] = []
-    his = memory.grantee_unpins(session_id)
     for row in memory.strategy_state_values(PINNED_KEY, session_id):
         try:
             if not row.readable:
@@ -157,15 +156,13 @@ def read_pins(memory: MemoryStateRepository, session_id: int | None = None, *,
                        else row.error(NOT_AS_STORED)) from None
             skipped.append(row)
             continue
-        unpinned = his.get((row.session_id, row.strategy), [])
         pins += [PinnedFact(row.session_id, row.strategy, p.text, p.version, p.pin_id, p.turn,
-                            p.quote) for p in parsed if not is_unpinned(unpinned, p.text)]
+                            p.quote) for p in parsed]
     for rebuilt_in, strategy in memory.summarized_without_state(session_id) if drift_guard \
             else ():
         rebuilt = rebuilt_pins(memory, rebuilt_in, strategy)
-        unpinned = his.get((rebuilt_in, strategy), [])
         pins += [PinnedFact(rebuilt_in, strategy, p.text, p.version, None)
-                 for p in (rebuilt[0] if rebuilt else []) if not is_unpinned(unpinned, p.text)]
+                 for p in (rebuilt[0] if rebuilt else [])]
     return ReadPins(pins, skipped)
 
 
@@ -190,22 +187,12 @@ def unpin(store: MemoryStore, pin: PinnedFact) -> None:
     Read and written under the write lock: a fold another process commits
     meanwhile is neither undone nor able to undo this.
 
-    In a session another role shares for writing (PostgreSQL) the unpin is the grantee's
-    own row (store.memory.grantee_unpins): the pin leaves his listing and the contexts his
-    chatmem builds there, and the owner's state, her pins and her unpins, stay as she wrote
-    them (rewriting them made her state read as another's: she lost every pin).
+    In a session another role shares for writing (PostgreSQL) a grantee's unpin is written
+    to his own copy of the strategy's state (store.writer_state.PER_WRITER), as his turns'
+    upkeep writes it: the pin leaves his listing, the contexts his chatmem builds there and
+    his copy of the session into a file; the owner's pins and unpins stay as she wrote them.
     """
-    from chatmem.store.records import AccessLevel
-
     with store.write():
-        access = store.sessions.session_access(pin.session_id)
-        if access.level is AccessLevel.WRITE:
-            held = store.memory.grantee_unpins(pin.session_id).get(
-                (pin.session_id, pin.strategy), [])
-            if not is_unpinned(held, pin.text):
-                store.memory.set_grantee_unpins(pin.session_id, pin.strategy,
-                                                [*held, pin.text])
-            return
         values = store.memory.strategy_state(pin.session_id, pin.strategy)
         latest = store.memory.latest_summary(pin.session_id, pin.strategy)
         if latest is not None and "boundary_turn" not in values:

@@ -41,17 +41,8 @@ class SummaryState:
 
 
 def load_state(state: SessionState, strategy: str) -> SummaryState:
-    """The strategy's stored state: latest summary, boundary, pins; in another's session
-    shared for writing, without the pins this role unpinned there (pins.unpin)."""
-    loaded = _stored_state(state, strategy)
-    his = state.store.memory.grantee_unpins(state.session_id).get(
-        (state.session_id, strategy))
-    if his:
-        loaded.pins = [p for p in loaded.pins if not pins.is_unpinned(his, p.text)]
-    return loaded
-
-
-def _stored_state(state: SessionState, strategy: str) -> SummaryState:
+    """The strategy's stored state: latest summary, boundary, pins (in another's session
+    shared for writing, this role's own: store.writer_state.PER_WRITER)."""
     values = state.get(strategy)
 
     def read(key: str, how: Callable[[Any], T], default: Any = None) -> T:

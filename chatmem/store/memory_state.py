@@ -15,7 +15,6 @@ from chatmem.store.records import (
     StateRow,
     SummaryRecord,
 )
-from chatmem.store.rewritten_keys import GRANTEE_UNPINS
 from chatmem.store.state_coverage import COVERS_KEY
 from chatmem.store.stored_values import json_text
 from chatmem.store.writer_state import PER_WRITER, WRITER_NAME, as_kept, counted_elsewhere, own_rows
@@ -84,33 +83,23 @@ class MemoryTables:
         except (ValueError, RecursionError):
             return False, None
 
+    def owners_state_value(self, session_id: int, strategy: str, key: str) -> Any:
+        """One value of the strategy's state as the session's owner keeps it, read by a
+        write share's grantee who keeps his own (PER_WRITER); None when there is none, its
+        row is one this reader does not trust, or it is not JSON (PostgreSQL; None on a file)."""
+        if not self._postgres:
+            return None
+        rows = fetch_rows(self._db, "SELECT value FROM strategy_state s WHERE session_id = ?"
+                          f" AND strategy = ? AND key = ? AND {trusted_by_reader('s')}",
+                          [session_id, strategy, key])
+        try:
+            return json.loads(rows[0]["value"] or "null") if rows else None
+        except (ValueError, RecursionError):
+            return None
+
     def counted_elsewhere(self, session_id: int, owner: str, key: str) -> int:
         """writer_state.counted_elsewhere (PostgreSQL; 0 on a file, one writer)."""
         return counted_elsewhere(self._db, session_id, owner, key) if self._postgres else 0
-
-    def grantee_unpins(self, session_id: int | None = None) -> dict[tuple[int, str], list[str]]:
-        """What this role unpinned in sessions others share with it for writing, or in one
-        ((session id, strategy) → texts; memory.pins.unpin), as it or the session's owner
-        wrote them: never on a file, whose sessions are all its user's own."""
-        if not self._postgres:
-            return {}
-        sql = ("SELECT session_id, left(key, length(key) - length(current_user) - 1)"
-               " AS strategy, value FROM strategy_state s WHERE strategy = ?"
-               " AND right(key, length(current_user) + 1) = '/' || current_user"
-               f" AND {trusted_by_reader('s')}")
-        params: list[Any] = [GRANTEE_UNPINS]
-        if session_id is not None:
-            sql += " AND session_id = ?"
-            params.append(session_id)
-        unpinned: dict[tuple[int, str], list[str]] = {}
-        for r in fetch_rows(self._db, sql, params):
-            try:
-                texts = json.loads(r["value"] or "null")
-            except (ValueError, RecursionError):
-                continue  # not as stored: unpins nothing
-            if isinstance(texts, list):
-                unpinned[r["session_id"], r["strategy"]] = [str(t) for t in texts]
-        return unpinned
 
     def summarized_without_state(self, session_id: int | None = None
                                  ) -> list[tuple[int, str]]:
@@ -130,17 +119,6 @@ class MemoryTables:
             params.append(session_id)
         return [(r["session_id"], r["strategy"])
                 for r in fetch_rows(self._db, sql + " ORDER BY 1, 2", params)]
-
-    def set_grantee_unpins(self, session_id: int, strategy: str, texts: Sequence[str]) -> None:
-        """Store what this role unpinned in another's session (grantee_unpins): its own row,
-        which leaves the owner's state as she wrote it."""
-        with self._db.write():
-            steps.check_session_kept(self._db, session_id)
-            self._db.execute(
-                "INSERT INTO strategy_state (session_id, strategy, key, value)"
-                " VALUES (?, ?, ? || '/' || current_user, ?) ON CONFLICT (session_id,"
-                " strategy, key) DO UPDATE SET value = excluded.value",
-                [session_id, GRANTEE_UNPINS, strategy, json_text(list(texts))])
 
     def state_distrusted(self, session_id: int, strategy: str) -> bool:
         """Whether the strategy's state in the session reads as absent because a role this

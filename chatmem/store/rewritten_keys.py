@@ -20,15 +20,13 @@ from chatmem.store.backend import Backend
 from chatmem.store.fact_keys import key_identity
 from chatmem.store.state_coverage import COVERS_KEY, FACTS_OWNER, SPEAKERS_OWNER
 from chatmem.store.stored_values import json_text
+from chatmem.store.writer_state import kept_apart
 
 Rewrite = Callable[[str], str]
 """A stored text -> the same text with its mentions erased (unchanged when it has none)."""
 
 PINNED_KEY = "pinned"
 """A summary strategy's pinned details (chatmem.memory.pins.PINNED_KEY)."""
-GRANTEE_UNPINS = "grantee-unpins"
-"""State owner of what a write share's grantee unpinned in the owner's session (one row a
-grantee, keyed `STRATEGY/ROLE`: chatmem.memory.pins.unpin); its keys are chatmem's own."""
 _SUMMARY_KEYS = frozenset({"boundary_turn", "behind", PINNED_KEY, "unpinned", "released"})
 OWN_STATE_KEYS: Mapping[str, frozenset[str]] = {
     "summary": _SUMMARY_KEYS,  # chatmem.memory.summary_state and pins, per summary strategy
@@ -44,9 +42,16 @@ every key inside a state's values (chatmem's own values hold no objects), is a s
 data, which may name what the user said."""
 
 
+def own_keys(owner: str) -> frozenset[str]:
+    """The keys chatmem reads by name in `owner`'s state (OWN_STATE_KEYS), a write share's
+    grantee's own copy of a state (`OWNER/ROLE`, store.writer_state.PER_WRITER) as OWNER's."""
+    return OWN_STATE_KEYS.get(owner.rpartition("/")[0] if kept_apart(owner) else owner,
+                              frozenset())
+
+
 def is_own_state_key(owner: str, key: str) -> bool:
     """Whether `key` of `owner`'s strategy state is one chatmem reads by name."""
-    return key == COVERS_KEY or owner == GRANTEE_UNPINS or key in OWN_STATE_KEYS.get(owner, ())
+    return key == COVERS_KEY or key in own_keys(owner)
 
 
 def distinct_fact_keys(db: Backend, rewritten: Mapping[int, str], gone: Set[int],
@@ -102,7 +107,7 @@ def state_keys(db: Backend, rows: Iterable[Sequence[Any]], rewrite: Rewrite
             continue
         keys = held.get((session_id, owner))
         if keys is None:
-            keys = held[session_id, owner] = {COVERS_KEY, *OWN_STATE_KEYS.get(owner, ()), *(
+            keys = held[session_id, owner] = {COVERS_KEY, *own_keys(owner), *(
                 stored for (stored,) in db.execute(
                     "SELECT key FROM strategy_state WHERE session_id = ? AND strategy = ?",
                     [session_id, owner]).fetchall())}

@@ -21,10 +21,13 @@ from chatmem.store.backend import Backend
 from chatmem.store.connection import fetch_rows
 from chatmem.store.postgres_writers import trusted_by_reader
 
-PER_WRITER = frozenset({"summary", "summary-buffer", "pins"})
+PER_WRITER = frozenset({"summary", "summary-buffer", "pins", "facts"})
 """State owners whose state a write share's grantee keeps apart from the owner's in her
-session (PostgreSQL): the summary strategies' (boundary, pins, unpins, released count) and
-the pin id counter (memory.pins.COUNTER). His chatmem reads and writes them under
+session (PostgreSQL): the summary strategies' (boundary, pins, unpins, released count), the
+pin id counter (memory.pins.COUNTER) and the fact extraction marker (memory.extraction: his
+goes on from hers when hers is further, so he reads her turns no more than before; once his
+turn wrote the session's marker, stamped with him, she trusted none of it and re-extracted
+her whole history from turn 1 after each of his turns). His chatmem reads and writes them under
 `OWNER/ROLE` (`own_rows`; his first write starts from hers), hers stay as she wrote them:
 her pins keep their ids and quotes, what she released stays released, no id of hers is given
 out again. Every other owner's state is the session's (a turn marked sensitive is for all)."""

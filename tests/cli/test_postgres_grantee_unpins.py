@@ -61,11 +61,11 @@ def test_a_grantees_unpin_is_his_and_the_owner_keeps_her_pins(pinned: tuple[str,
     facts = sent_facts(ann, "a")
     assert "ORD-7731" in facts and "五千元" not in facts
     assert "ORD-7731" not in sent_facts(bob, "ann/a")
-    # Nor does his SQL unpin for her by writing a row keyed as hers would be.
+    # Nor does his SQL unpin for her by writing a row named as a grantee's own state is.
     ((session_id,),) = team.rows("SELECT id FROM sessions WHERE owner = 'ann'")
     with psycopg.connect(bob, autocommit=True) as conn:
         assert conn.execute("INSERT INTO strategy_state (session_id, strategy, key, value)"
-                            " VALUES (%s, 'grantee-unpins', 'summary/ann', '[\"ORD-7731\"]')",
+                            " VALUES (%s, 'summary/ann', 'unpinned', '[\"ORD-7731\"]')",
                             [session_id]).rowcount == 1
     assert pinned_texts(ann, "a") == ["ORD-7731"]
     assert "ORD-7731" in sent_facts(ann, "a")

@@ -5,6 +5,7 @@ the session, whoever's chatmem gives it out."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -120,3 +121,57 @@ def test_his_copy_of_her_session_into_a_file_keeps_his_pins(
     mine_too = tmp_path / "ann.db"
     invoke("sessions", "copy", "--from", ann, "--to", str(mine_too), "a", code=0)
     assert listed(str(mine_too), "a") == HERS
+
+
+def test_his_unpin_in_her_session_is_in_his_copy_into_a_file(
+        shared: tuple[str, str], tmp_path: Path) -> None:
+    # His unpin was a row of its own (grantee-unpins), which a copy into a file left out:
+    # the file listed and sent the detail he had unpinned.
+    ann, bob = shared
+    run(bob, "facts", "forget", "ann/a", "p1", code=0)
+    for turn in range(2):  # before his turn there and after it
+        mine = listed(bob, "ann/a")
+        assert [ref for ref, _, _, _ in mine] == ["p2", "p3"][:turn + 1]
+        copy = tmp_path / f"bob{turn}.db"
+        invoke("sessions", "copy", "--from", bob, "--to", str(copy), "ann/a", code=0)
+        with Store(str(copy)) as store:
+            [name] = [s.name for s in store.sessions.list_sessions()]
+        assert listed(str(copy), name) == mine
+        assert "五千元" not in sent_facts(str(copy), name)
+        run(bob, "ask", "ann/a", "鲍勃：预算改成七千元。", "--provider", "scripted", code=0)
+    assert listed(ann, "a") == HERS
+    assert "五千元" in sent_facts(ann, "a")
+
+
+def test_her_next_turn_after_his_extracts_only_the_turns_since(
+        team: Team, monkeypatch: pytest.MonkeyPatch) -> None:
+    # His turn's extraction wrote the session's marker (stamped with him), which she did not
+    # trust: her next turn extracted her whole history again from turn 1, after each of his.
+    from chatmem.providers.base import Purpose
+    from chatmem.providers.scripted import RULES
+
+    asked: list[list[int]] = []  # the turns each extraction request reads
+    real = RULES[Purpose.FACTS]
+
+    def recording(messages):  # type: ignore[no-untyped-def]
+        asked.append([m["turn"] for m in json.loads(messages[-1]["content"])["messages"]])
+        return real(messages)
+
+    monkeypatch.setitem(RULES, Purpose.FACTS, recording)
+    ann, bob = team.url("ann"), team.url("bob")
+    with Store(ann) as store:
+        repl(store, "a", ["我叫安娜，我住在上海。", "我的猫叫 Mochi。"], strategy="entity")
+    run(ann, "sessions", "share", "a", "--with", "bob", "--write", code=0)
+
+    def values() -> set[str]:
+        with Store(ann) as store:
+            return {f.value for f in store.facts.facts(
+                session_id=store.sessions.session("a").id)}
+
+    hers = values()
+    assert "上海" in hers
+    run(bob, "ask", "ann/a", "鲍勃：我的电话是 555-0142。", "--provider", "scripted", code=0)
+    asked.clear()
+    run(ann, "ask", "a", "安娜：我的爱好是围棋。", "--provider", "scripted", code=0)
+    assert sorted(t for turns in asked for t in turns) == [3, 4]  # his turn, hers
+    assert hers | {"围棋"} <= values()

@@ -22,6 +22,7 @@ from chatmem.privacy.mentions import MARKER
 from chatmem.store import Store
 from chatmem.store.rewritten_keys import OWN_STATE_KEYS
 from chatmem.store.state_coverage import COVERS_KEY
+from chatmem.store.writer_state import PER_WRITER
 
 SAID = "seen My sister {} lives in Boston."
 
@@ -94,3 +95,18 @@ def test_every_key_the_built_ins_store_is_one_a_purge_keeps(tmp_path: Path) -> N
             "SELECT strategy, key FROM strategy_state").fetchall()}
     assert {owner for owner, _ in rows} == {"facts", "summary-buffer", "sensitive"}
     assert all(key == COVERS_KEY or key in OWN_STATE_KEYS[owner] for owner, key in rows)
+
+
+def test_a_grantees_own_summary_state_keeps_its_keys_through_a_purge(
+        history: History) -> None:
+    # A write share's grantee keeps his summary state and pin counter under OWNER/ROLE
+    # (store.writer_state.PER_WRITER): a purge of "pinned" renamed his pins' key, and he
+    # lost them (his counter's `last`, his `released`, `behind` alike).
+    own = {(f"{owner}/bob", key): 1 for owner in PER_WRITER for key in OWN_STATE_KEYS[owner]}
+    with history.open() as store:
+        sid = store.sessions.create_session("ok", "summary").id
+        for owner in PER_WRITER:
+            store.memory.set_strategy_state(sid, f"{owner}/bob",
+                                            dict.fromkeys(OWN_STATE_KEYS[owner], 1))
+        store.redactions.rewrite_stored_text([sid], None, [""], str.upper)
+    assert _state_rows(history, "ok") == own
