@@ -131,42 +131,42 @@ def register(plugins):
 '''
 
 
-def test_a_plugin_keying_its_state_by_number_is_refused_naming_the_key(
-        installed: Install, tmp_path: Path) -> None:
-    # JSON stores {2: 3} as {"2": 3}: the next turn read "2", not 2, and {"1": …, 2: …}
-    # kept one key of the two it would have made of them.
+def _keyed_turn(installed: Install, tmp_path: Path, env: dict[str, str]
+                ) -> tuple[list[str], dict[str, object]]:
+    """A first turn stored under by-turn, then a second keyed as `env` says: the second's
+    memory-update lines and the state stored after it."""
     installed("chatmem-by-turn", "chatmem_by_turn", BY_TURN, name="by-turn")
     db = str(tmp_path / "h.db")
     invoke("ask", "旅行", "第一句", "-s", "by-turn", "--save", "--provider", "scripted",
            "--db", db, code=0)
-    asked = invoke("ask", "旅行", "第二句话", "--provider", "scripted", "--db", db,
-                   env={"BY_NUMBER": "1"}, code=0)
-    assert [line for line in asked.stderr.splitlines() if line.startswith("memory update")] == [
+    asked = invoke("ask", "旅行", "第二句话", "--provider", "scripted", "--db", db, env=env,
+                   code=0)
+    with Store(db) as store:
+        found = store.sessions.find_session("旅行")
+        assert found is not None
+        kept = store.memory.strategy_state(found.id, "by-turn")
+    return [line for line in asked.stderr.splitlines() if line.startswith("memory update")], kept
+
+
+def test_a_plugin_keying_its_state_by_number_is_refused_naming_the_key(
+        installed: Install, tmp_path: Path) -> None:
+    # JSON stores {2: 3} as {"2": 3}: the next turn read "2", not 2, and {"1": …, 2: …}
+    # kept one key of the two it would have made of them.
+    said, kept = _keyed_turn(installed, tmp_path, {"BY_NUMBER": "1"})
+    assert said == [
         "memory update failed, will retry next turn: strategy 'by-turn' could not update its "
         "memory: its state's key 'lengths' holds a dict key 1 (int), which JSON stores as the "
         "text \"1\": the next build and update would read that, not what was set (plugin "
         "by-turn (chatmem-by-turn 0.1.0))"]
-    with Store(db) as store:
-        found = store.sessions.find_session("旅行")
-        assert found is not None
-        assert store.memory.strategy_state(found.id, "by-turn") == {"lengths": {"1": 3}}
+    assert kept == {"lengths": {"1": 3}}
 
 
 def test_a_plugin_keying_its_state_by_tuple_is_refused_as_no_json(
         installed: Install, tmp_path: Path) -> None:
     # A key JSON cannot write at all ((2, 0)) is no key JSON would turn into text: the check
     # for those raised TypeError itself and the update died with it, unnamed.
-    installed("chatmem-by-turn", "chatmem_by_turn", BY_TURN, name="by-turn")
-    db = str(tmp_path / "h.db")
-    invoke("ask", "旅行", "第一句", "-s", "by-turn", "--save", "--provider", "scripted",
-           "--db", db, code=0)
-    asked = invoke("ask", "旅行", "第二句话", "--provider", "scripted", "--db", db,
-                   env={"BY_PAIR": "1"}, code=0)
-    said = [line for line in asked.stderr.splitlines() if line.startswith("memory update")]
+    said, kept = _keyed_turn(installed, tmp_path, {"BY_PAIR": "1"})
     assert len(said) == 1
     assert "'lengths'" in said[0] and "JSON cannot store" in said[0] and "tuple" in said[0]
     assert "plugin by-turn" in said[0]
-    with Store(db) as store:
-        found = store.sessions.find_session("旅行")
-        assert found is not None
-        assert store.memory.strategy_state(found.id, "by-turn") == {"lengths": {"1": 3}}
+    assert kept == {"lengths": {"1": 3}}
