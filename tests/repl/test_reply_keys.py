@@ -211,12 +211,16 @@ def test_a_line_typed_during_a_command_cut_by_ctrl_c_waits_at_the_prompt_unsent(
     terminal: Terminal, tmp_path: Path, chat_server: ChatServer  # noqa: F811
 ) -> None:
     config = tmp_path / "slow-copy.toml"
-    config.write_text('clipboard_command = "sleep 60"\n', encoding="utf-8")
+    running = tmp_path / "copying"
+    config.write_text(f'clipboard_command = "sh -c \'touch {running}; exec sleep 60\'"\n',
+                      encoding="utf-8")
     db = start_chat(terminal, tmp_path, chat_server, "--plain", "--config", str(config))
     terminal.keys("hello there", "Enter")
     wait_until(lambda: len(turns(db)) == 1, terminal)
     terminal.keys("/copy", "Enter")  # the clipboard command holds the chat
-    terminal.wait_for("t> /copy")
+    # Keys sent with the Enter, before the prompt gave the line up, are the prompt's own
+    # type-ahead (its next line): these are typed while the command runs.
+    wait_until(running.exists, terminal)
     terminal.keys("typed ahead", "Enter", "中文 second", "C-c")
     terminal.wait_for("(interrupted)")
     terminal.wait_for("中文 second")
