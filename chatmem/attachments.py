@@ -21,6 +21,7 @@ import warnings
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
+from enum import Enum
 from pathlib import Path
 from typing import BinaryIO
 
@@ -136,10 +137,17 @@ def _attachment(name: str, data: bytes, limit: TextLimit) -> Attachment:
     return Attachment(name, decode(name, _bytes_within(name, data, limit)))
 
 
-def piped_file_kind(stream: BinaryIO) -> str | None:
-    """'a PDF' or 'an image' when what is piped in begins as one (bytes looked at, not
-    taken), else None: `cat scan.png | chatmem ask -` sent the image's bytes as the
-    question, each byte not UTF-8 replaced by U+FFFD."""
+class PipedKind(Enum):
+    """A file piped in where text was expected (piped_file_kind)."""
+
+    PDF = "pdf"
+    IMAGE = "image"
+
+
+def piped_file_kind(stream: BinaryIO) -> PipedKind | None:
+    """Which file what is piped in begins as, a PDF or an image (bytes looked at, not
+    taken); None for anything else: `cat scan.png | chatmem ask -` sent the image's bytes
+    as the question, each byte not UTF-8 replaced by U+FFFD."""
     peek = getattr(stream, "peek", None)
     if peek is not None:
         head = peek(_HEAD)[:_HEAD]
@@ -150,9 +158,9 @@ def piped_file_kind(stream: BinaryIO) -> str | None:
         return None
     text = _reads_as_text(head, whole=False)
     if head.startswith(b"%PDF-") and (not text or _PDF_OBJECT.search(head)):
-        return "a PDF"
+        return PipedKind.PDF
     if image_mime(head) is not None and not text:
-        return "an image"
+        return PipedKind.IMAGE
     return None
 
 

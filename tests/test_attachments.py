@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import io
 import re
 from pathlib import Path
 
@@ -16,8 +17,10 @@ from chatmem.attachments import (
     MOST_TEXT_BYTES,
     STDIN,
     Attachment,
+    PipedKind,
     TextLimit,
     decode,
+    piped_file_kind,
     read_file,
     read_piped,
 )
@@ -197,3 +200,15 @@ def test_a_pdf_that_reads_as_text_is_still_a_pdf(tmp_path: Path) -> None:
     cut.write_bytes(b"%PDF-1.4\nnot really")
     with pytest.raises(UsageError, match="not a readable PDF"):
         read_file(cut, LIMIT)
+
+
+def test_what_is_piped_in_is_told_as_a_kind_and_left_unread() -> None:
+    """piped_file_kind answered with the CLI's words ('a PDF', 'an image'), a sentence's
+    piece from the layer under every front end; it answers with a kind, and reads nothing
+    of the stream away (the question then read is whole)."""
+    for data, kind in ((pdf("Order KW-58213 ships on Friday."), PipedKind.PDF),
+                       (png(4, 3), PipedKind.IMAGE), ("我们五月去杭州".encode(), None),
+                       (b"%PDF-1.7 is the version the printer wants", None)):
+        stream = io.BufferedReader(io.BytesIO(data))
+        assert piped_file_kind(stream) is kind
+        assert stream.read() == data

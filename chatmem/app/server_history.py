@@ -26,7 +26,7 @@ def check_choices(settings: Settings, registries: Registries, strategy: str | No
     the server looked well. A server whose model does not write the `replies` (`chatmem
     mcp`: its client's does) needs the provider only for a strategy that calls it (unless
     its `helper_provider` is another: a strategy that calls the model needs that one)."""
-    from chatmem.app.workspace import check_helper_provider
+    from chatmem.app.helper_model import check_helper_provider
     from chatmem.engine.opening import configured_strategy, with_config_table
 
     provided = settings.provider in registries.provider_names()

@@ -31,7 +31,7 @@ from chatmem.errors import (
 if TYPE_CHECKING:
     from types import TracebackType
 
-    from chatmem.config.settings import Settings, Source
+    from chatmem.config.settings import Settings
     from chatmem.embeddings import Embedder, Remembering
     from chatmem.evaluation.recording import LazyProvider
     from chatmem.memory.base import Strategy
@@ -244,24 +244,11 @@ class Workspace:
 
     def helper_for(self, settings: Settings, chat: Provider) -> Provider | None:
         """The model for strategy calls (helper_provider/helper_model) when it is not the
-        chat's own; None when the chat model does them."""
-        name = settings.helper_provider or chat.name
-        # Named where helper_provider was set, not where the chat's provider was.
-        check_helper_provider(settings, self.registries)
-        if settings.helper_model is None and name == chat.name:
-            return None
-        if name == chat.name and settings.helper_model in (chat.model,
-                                                           getattr(chat, "model_path", None)):
-            return None
-        sources = settings.sources
-        if settings.helper_model is not None:
-            # A message about the model names where helper_model was set, not the chat
-            # model's source (a config's helper_model was said to be the default).
-            sources = {**sources, "model": helper_source(settings)}
-        # Per-call options (-o, a served request's) shape the chat's replies, not these.
-        return self.provider_for(dataclasses.replace(
-            settings, provider=name, model=settings.helper_model or settings.model,
-            options={}, sources=sources))
+        chat's own (chatmem.app.helper_model); None when the chat model does them."""
+        from chatmem.app.helper_model import helper_settings
+
+        helper = helper_settings(settings, chat, self.registries)
+        return None if helper is None else self.provider_for(helper)
 
     def reproducing(self, recorded: Transcript | SessionRecord, *,
                     explicit: bool) -> LazyProvider:
@@ -375,26 +362,6 @@ PROVIDER_FIELDS = ("provider", "model", "base_url", "api_key_env", "timeout", "r
                    "idle_timeout", "max_retries", "max_reply_tokens", "options", "local",
                    "scripted")
 """The settings a chat model is opened from: two settings equal in these share one model."""
-
-
-def check_helper_provider(settings: Settings, registries: Registries) -> None:
-    """ConfigError, naming the setting, when `helper_provider` names a provider none
-    installed provides (let be as the settings loaded: check_provider_name)."""
-    name, names = settings.helper_provider, registries.provider_names()
-    if name is not None and name not in names:
-        said = f"unknown provider {name!r} (valid: {', '.join(names)})"
-        raise ConfigError(settings.unprovided("helper_provider", said))
-
-
-def helper_source(settings: Settings) -> Source:
-    """Where helper_model came from, a file's named with its key (`FILE: helper_model`), as
-    the chat model's `model` key would otherwise be read."""
-    from chatmem.config.settings import Source, SourceKind
-
-    source = settings.source_of("helper_model")
-    if source.kind is SourceKind.FILE:
-        return Source(SourceKind.FILE, f"{source.name}: helper_model")
-    return source
 
 
 def _provider_key(settings: Settings) -> tuple[Any, ...]:

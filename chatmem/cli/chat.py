@@ -185,7 +185,14 @@ def ask(
     Example: cat notes.md | chatmem ask "summarize:" -f todo.txt
     """
     from chatmem.app.conversations import open_conversation
-    from chatmem.attachments import STDIN, TextLimit, piped_file_kind, read_file, read_piped
+    from chatmem.attachments import (
+        STDIN,
+        PipedKind,
+        TextLimit,
+        piped_file_kind,
+        read_file,
+        read_piped,
+    )
     from chatmem.errors import EmptyInput, UsageError
     from chatmem.render.progress import ConsoleActivity, opening_status
     from chatmem.repl.loop import Repl
@@ -210,7 +217,8 @@ def ask(
                              " unread")
         kind = piped_file_kind(sys.stdin.buffer)
         if kind is not None:
-            raise UsageError(f"TEXT - reads the question from stdin, which holds {kind}: pipe "
+            held = "a PDF" if kind is PipedKind.PDF else "an image"
+            raise UsageError(f"TEXT - reads the question from stdin, which holds {held}: pipe "
                              "it with the question as TEXT to attach it (cat FILE | chatmem "
                              "ask 'what does it say?'); nothing was sent")
         # Characters: more of them than the limit's bytes are more bytes too.

@@ -22,7 +22,6 @@ from chatmem.store.records import FactScope
 from chatmem.tokens import TokenCounter
 
 if TYPE_CHECKING:
-    from chatmem.memory.base import Strategy
     from chatmem.memory.state import SessionState
     from chatmem.store import FactHistoryRecord, FactRecord
     from chatmem.store.protocols import FactRepository, HistoryRepository, MemoryStore
@@ -157,15 +156,6 @@ def stated_by(history: HistoryRepository, facts: Sequence[FactRecord]) -> dict[i
 
 
 # -- user control: /remember, /forget, `chatmem facts forget` ---------------------
-
-def unused_facts_note(strategy: Strategy) -> str | None:
-    """Why a remembered fact will not reach the model, and what to switch to; None if it will
-    (a strategy that `sends_facts`, or a combination with one)."""
-    if strategy.sends_facts:
-        return None
-    return (f"note: strategy {strategy.name} does not send remembered facts"
-            f" — try /strategy {strategy.name}+entity")
-
 
 def find_facts(facts: Sequence[FactRecord], ref: str) -> list[FactRecord]:
     """The facts an ID or a KEY names (a key is compared by key_identity: every form of it,

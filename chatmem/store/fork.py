@@ -21,6 +21,7 @@ from chatmem import fts
 from chatmem.errors import UsageError
 from chatmem.store import steps
 from chatmem.store.connection import Connection, fetch_rows, fetch_value
+from chatmem.store.fork_facts import copy_fact_history, copy_facts, copy_forgotten
 from chatmem.store.memory_state import MemoryTables
 from chatmem.store.messages import MessageTables
 from chatmem.store.postgres_writers import trusted_count, trusted_index
@@ -158,12 +159,12 @@ class ForkTables:
                 if group.covers_turn or group.summaries or group.facts:
                     # Bookkeeping that covers no turn (an id counter) goes unreported.
                     copied.append(group)
-            stated = self._copy_facts(source.id, new_id, ids, theirs, stated=True)
+            stated = copy_facts(self._db, source.id, new_id, ids, theirs, stated=True)
             facts |= stated
             # On every fork, not only one whose extractor reads its turns again: a fork of
             # this fork may (memory.later_facts goes by when they were forgotten).
-            facts |= self._copy_forgotten(source.id, new_id, upto, theirs)
-            self._copy_fact_history(facts, source.id, new_id, upto)
+            facts |= copy_forgotten(self._db, source.id, new_id, upto, theirs)
+            copy_fact_history(self._db, facts, source.id, new_id, upto)
             self._copy_images(source.id, new_id, upto)
         return ForkReport(source, self._sessions.session_by_id(new_id), upto, last, len(ids),
                           copied, rebuilt, len(stated))
@@ -311,7 +312,7 @@ class ForkTables:
     def _copy_group(self, source_id: int, new_id: int, owner: str, ids: dict[int, int],
                     theirs: str | None) -> dict[int, int]:
         """Copy the owner's state and summaries, and the fact extractor's its facts (their
-        ids → their copies'; `theirs`: `_copy_facts`)."""
+        ids → their copies'; `theirs`: fork_facts.copy_facts)."""
         name, params = kept_name(self._db.kind, owner, source_id)  # a grantee's, his own
         self._db.execute(
             "INSERT INTO strategy_state (session_id, strategy, key, value) SELECT ?, ?, key,"
@@ -327,76 +328,5 @@ class ForkTables:
                  json_text(s.anchors), json_text(s.dropped_anchors), s.model, s.created_at],
             )
         if owner == FACTS_OWNER:
-            return self._copy_facts(source_id, new_id, ids, theirs, stated=False)
+            return copy_facts(self._db, source_id, new_id, ids, theirs, stated=False)
         return {}
-
-    def _copy_forgotten(self, source_id: int, new_id: int, upto: int,
-                        theirs: str | None) -> dict[int, int]:
-        """Copy the session facts forgotten (from the copied turns, or stated), their ids →
-        their copies': when the fork's extractor, or a fork's of it, reads its turns again,
-        what was forgotten since stays forgotten (memory.later_facts goes by when they were)."""
-        rows = fetch_rows(self._db,
-            "SELECT id, key, value, source_turn, created_at, updated_at, deleted_at, speaker"
-            " FROM facts WHERE scope = 'session' AND session_id = ? AND deleted_at IS NOT NULL"
-            " AND (source_turn IS NULL OR source_turn <= ?) ORDER BY id", [source_id, upto])
-        return {int(fact["id"]): steps.insert_id(self._db,
-            "INSERT INTO facts (scope, \"user\", session_id, key, value, source_turn,"
-            " source_session_id, created_at, updated_at, deleted_at, speaker)"
-            " VALUES ('session', NULL, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-            [new_id, fact["key"], fact["value"], fact["source_turn"], new_id,
-             fact["created_at"], fact["updated_at"], fact["deleted_at"],
-             _stated_by(fact["speaker"], theirs)])
-            for fact in rows}
-
-    def _copy_facts(
-        self, source_id: int, new_id: int, ids: dict[int, int], theirs: str | None, *,
-        stated: bool
-    ) -> dict[int, int]:
-        """Copy the live session facts the user stated, or those extracted from messages;
-        their ids → their copies'. `theirs`: the source's owner when she is not the forker
-        (`_stated_by`)."""
-        which = "IS NULL" if stated else "IS NOT NULL"
-        rows = fetch_rows(self._db,
-            f"SELECT * FROM facts WHERE scope = 'session' AND session_id = ?"
-            f" AND deleted_at IS NULL AND source_turn {which} ORDER BY id", [source_id],
-        )
-        copies: dict[int, int] = {}
-        for fact in rows:
-            source = fact["source_message_id"]
-            copies[int(fact["id"])] = steps.insert_id(self._db,
-                "INSERT INTO facts (scope, \"user\", session_id, key, value, source_message_id,"
-                " source_turn, source_session_id, created_at, updated_at, expires_at, used_at,"
-                " speaker) VALUES ('session', NULL, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                [new_id, fact["key"], fact["value"], ids.get(source) if source else None,
-                 fact["source_turn"], new_id, fact["created_at"], fact["updated_at"],
-                 fact["expires_at"], fact["used_at"], _stated_by(fact["speaker"], theirs)],
-            )
-        return copies
-
-    def _copy_fact_history(self, copies: dict[int, int], source_id: int, new_id: int,
-                           upto: int) -> None:
-        """The earlier values of the copied facts (`copies`: id → its copy's): `facts list`
-        shows them and a purge of the fact searches for them too. One stated at a turn after
-        the fork's last is left out, as that turn is."""
-        if not copies:
-            return
-        marks = ", ".join("?" for _ in copies)
-        rows = fetch_rows(self._db,
-            f"SELECT fact_id, key, value, source_session_id, source_turn, stated_at,"
-            f" replaced_at FROM fact_history WHERE fact_id IN ({marks})"
-            " AND (source_session_id IS NULL OR source_session_id <> ?"
-            " OR source_turn IS NULL OR source_turn <= ?) ORDER BY id",
-            [*copies, source_id, upto])
-        if rows:
-            self._db.executemany(
-                "INSERT INTO fact_history (fact_id, key, value, source_session_id, source_turn,"
-                " stated_at, replaced_at) VALUES (?, ?, ?, ?, ?, ?, ?)",
-                [(copies[int(r["fact_id"])], r["key"], r["value"],
-                  new_id if r["source_session_id"] == source_id else r["source_session_id"],
-                  r["source_turn"], r["stated_at"], r["replaced_at"]) for r in rows])
-
-
-def _stated_by(speaker: str | None, theirs: str | None) -> str | None:
-    """Who stated a copied fact: the source's owner's (no speaker) is hers (`theirs`), not
-    the forker's, when he forks a session she shares with him."""
-    return theirs if speaker is None else speaker

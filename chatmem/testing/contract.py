@@ -1,6 +1,6 @@
 """The contract every memory strategy keeps, checked over one conversation run turn by turn.
 
-`run_conversation` runs a conversation (a dict: `system`, `inputs`, `greeting`,
+`run_conversation` runs a conversation (a `Conversation`: `system`, `inputs`, `greeting`,
 `max_tokens`, `k`) through chatmem's real engine on a real history file (or a PostgreSQL
 database) with the scripted provider, and fails with an AssertionError at the first rule a
 context or the state breaks. chatmem.testing.check_strategy runs it over generated
@@ -12,9 +12,9 @@ from __future__ import annotations
 import itertools
 import json
 import uuid
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, TypedDict
 
 from chatmem.activity import QUIET
 from chatmem.config.sections import EmbeddingsSection
@@ -34,8 +34,26 @@ from chatmem.store import Store
 from chatmem.store.sqlite_files import checkpointed_hash
 from chatmem.tokens import REPLY_PRIMING
 
-CONVERSATION_KEYS = ("system", "inputs", "greeting", "max_tokens", "k")
-"""What a conversation run_conversation takes holds (greeting None: the user opens)."""
+
+class Conversation(TypedDict):
+    """One conversation `run_conversation` runs, every key given."""
+
+    system: str
+    """The system prompt ("" for none)."""
+    inputs: list[str]
+    """What the user types, a turn each."""
+    greeting: str | None
+    """What the assistant says first, as turn 1 (a character app's greeting); None: the
+    user opens."""
+    max_tokens: int
+    """Given to the strategy's parameter of that name, where it has one."""
+    k: int
+    """Given to the strategy's parameter of that name, where it has one."""
+
+
+CONVERSATION_KEYS = tuple(Conversation.__annotations__)
+"""What a conversation run_conversation takes holds: Conversation's keys, checked as it
+starts for a caller whose types were not checked."""
 
 
 def _session_name() -> str:
@@ -47,7 +65,7 @@ def _session_name() -> str:
 
 
 def strategy_params(strategies: StrategyRegistry, name: str,
-                    drawn: dict[str, Any]) -> dict[str, str]:
+                    drawn: Mapping[str, object]) -> dict[str, str]:
     """Small windows and budgets, so dropping and trimming actually happen."""
     params = {key: str(drawn[key.rpartition(".")[2]])
               for key in strategies.strategy(name).params
@@ -59,7 +77,7 @@ def strategy_params(strategies: StrategyRegistry, name: str,
     return params
 
 
-def run_conversation(name: str, convo: dict[str, Any], folder: Path, embedder: str = "hash",
+def run_conversation(name: str, convo: Conversation, folder: Path, embedder: str = "hash",
                      location: str | None = None) -> None:
     """Run `convo` turn by turn with strategy `name` (`-s` text: `notes`, `notes:k=2`,
     `notes+window`) in `folder` (its history file and the scripted provider's request log),
@@ -106,7 +124,7 @@ def _leave_nothing(store: Store, session: str) -> None:
 
 def _run(store: Store, session: str, name: str, params: dict[str, str],
          strategies: StrategyRegistry, settings: Settings, provider: ScriptedProvider,
-         convo: dict[str, Any], log: Path, db: Path | None) -> None:
+         convo: Conversation, log: Path, db: Path | None) -> None:
     # The contract is about what a strategy builds, over budget too: the engine's
     # pre-flight refusal of an input that cannot fit is tested in test_engine.py.
     engine = open_session(store, settings, provider, session,

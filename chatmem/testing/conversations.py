@@ -12,9 +12,9 @@ from __future__ import annotations
 import tempfile
 from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
-from chatmem.testing.contract import run_conversation
+from chatmem.testing.contract import Conversation, run_conversation
 
 if TYPE_CHECKING:
     from hypothesis import settings as Settings
@@ -28,7 +28,7 @@ PIECES = [
 ]
 """What generated inputs are made of: ids, amounts, dates, an e-mail, a URL, CJK runs."""
 
-OPENED_BY_THE_ASSISTANT: dict[str, Any] = {
+OPENED_BY_THE_ASSISTANT: Conversation = {
     "system": "You are Aria.", "k": 3, "max_tokens": 400,
     "greeting": "Welcome to the Blue Inn. The password is OWL-7.",
     "inputs": ["Bo. what is the password?", "and again?", "再说一遍？"]}
@@ -41,7 +41,7 @@ COMBINED = 8
 ON_POSTGRES = 5
 
 
-def conversations() -> SearchStrategy[dict[str, Any]]:
+def conversations() -> SearchStrategy[Conversation]:
     """The generated conversations `run_conversation` takes, as a Hypothesis strategy."""
     from hypothesis import strategies as st
 
@@ -52,13 +52,14 @@ def conversations() -> SearchStrategy[dict[str, Any]]:
                 max_size=60),
         st.sampled_from(PIECES).map(lambda p: (p + " ") * 40),  # long enough to push budgets
     ).filter(lambda s: s.strip() != "")
-    return st.fixed_dictionaries({
-        "system": st.sampled_from(["", "Be brief.", "你是一个简洁的助手。", "Be brief. " * 30]),
-        "inputs": st.lists(text_input, min_size=1, max_size=7),
-        "greeting": st.sampled_from([None, "Hello! 你好，我能帮什么？"]),
-        "max_tokens": st.integers(min_value=20, max_value=400),
-        "k": st.integers(min_value=0, max_value=3),
-    })
+    return st.builds(
+        Conversation,
+        system=st.sampled_from(["", "Be brief.", "你是一个简洁的助手。", "Be brief. " * 30]),
+        inputs=st.lists(text_input, min_size=1, max_size=7),
+        greeting=st.sampled_from([None, "Hello! 你好，我能帮什么？"]),
+        max_tokens=st.integers(min_value=20, max_value=400),
+        k=st.integers(min_value=0, max_value=3),
+    )
 
 
 def contract_settings(examples: int = EXAMPLES) -> Settings:
@@ -81,14 +82,14 @@ def check_strategy(name: str, *, examples: int = EXAMPLES, combined: int = COMBI
     conversation that breaks it; returns None when every rule holds."""
     from hypothesis import given
 
-    def run(spec: str, convo: dict[str, Any], location: str | None = None) -> None:
+    def run(spec: str, convo: Conversation, location: str | None = None) -> None:
         with tempfile.TemporaryDirectory() as folder:
             run_conversation(spec, convo, Path(folder), embedder=embedder, location=location)
 
     def checked(spec: str, count: int, location: str | None) -> Callable[[], None]:
         @contract_settings(count)
         @given(convo=conversations())
-        def check(convo: dict[str, Any]) -> None:
+        def check(convo: Conversation) -> None:
             run(spec, convo, location)
 
         return check

@@ -3,6 +3,7 @@ keeping the contract and fails, naming the rule, one that breaks it."""
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -87,3 +88,25 @@ def test_run_conversation_names_the_keys_a_conversation_lacks(tmp_path: Path) ->
         run_conversation("window", given, tmp_path)
     assert "system, inputs, greeting, max_tokens, k" in str(raised.value)
     assert not (tmp_path / "c.db").exists()
+
+
+def test_mypy_names_the_key_an_author_s_conversation_lacks(tmp_path: Path) -> None:
+    """run_conversation took a dict[str, Any]: a conversation lacking `k` type-checked, and
+    failed only once its test ran. A Conversation (a TypedDict) is checked key by key."""
+    (tmp_path / "test_mine.py").write_text(
+        "from pathlib import Path\n\n"
+        "from chatmem.testing import OPENED_BY_THE_ASSISTANT, Conversation, run_conversation\n\n"
+        "WHOLE: Conversation = {'system': '', 'inputs': ['你好'], 'greeting': None,\n"
+        "                       'max_tokens': 400, 'k': 2}\n\n\n"
+        "def test_mine(tmp_path: Path) -> None:\n"
+        "    run_conversation('window', OPENED_BY_THE_ASSISTANT, tmp_path)\n"
+        "    run_conversation('window', WHOLE, tmp_path)\n"
+        "    run_conversation('window', {'system': '', 'inputs': ['你好'], 'greeting': None,\n"
+        "                                'max_tokens': 400}, tmp_path)\n", encoding="utf-8")
+    checked = subprocess.run(
+        [sys.executable, "-m", "mypy", "--strict", "--no-incremental", "--config-file",
+         os.devnull, "test_mine.py"], cwd=tmp_path, capture_output=True, text=True,
+        timeout=300, env={**os.environ, "PYTHONPATH": str(Path(__file__).parents[2])})
+    errors = [line for line in checked.stdout.splitlines() if ": error:" in line]
+    assert checked.returncode == 1
+    assert len(errors) == 1 and errors[0].startswith("test_mine.py:12:") and '"k"' in errors[0]

@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from chatmem.app import facts as remembered
 from chatmem.errors import NotFound, SessionGone
 from chatmem.memory import pins
-from chatmem.memory.facts import unused_facts_note
 from chatmem.privacy.retention import parse_duration
 from chatmem.render import when
 from chatmem.render.facts import (
@@ -19,6 +19,9 @@ from chatmem.render.facts import (
 )
 from chatmem.repl.chat import Chat
 from chatmem.repl.table import SLASH, slash
+
+if TYPE_CHECKING:
+    from chatmem.memory.base import Strategy
 
 
 @slash("/facts", "/facts [--all-history]",
@@ -37,7 +40,7 @@ def _facts(repl: Chat, args: list[str]) -> None:
                      lambda f: ends[f.id], listing.speakers)
     rows += [pinned_row(p.pin, owner_text(p.owner), p.pinned_at) for p in listing.pins]
     repl.show(facts_table(rows, recent=None if args else RECENT_VALUES))
-    note = unused_facts_note(repl.engine.strategy) if facts else None
+    note = _unused_facts_note(repl.engine.strategy) if facts else None
     if note:
         repl.notice(note)
 
@@ -60,13 +63,22 @@ def _remember(repl: Chat, args: list[str]) -> None:
             lasting=parse_duration(lasting, "--for") if lasting is not None else None)
     except SessionGone as gone:
         raise gone.named(repl.engine.address) from None
-    note = unused_facts_note(repl.engine.strategy)
+    note = _unused_facts_note(repl.engine.strategy)
     for fact in stored:
         ends = fact.expires_at
         # In the user's zone, as every other time chatmem shows (it said UTC here alone).
         until = f", until {when(ends, repl.workspace.settings.zone)}" if ends else ""
         repl.notice(f"remembered fact {fact.id}: {fact.key} = {fact.value} ({fact.scope}"
                     f"{until})" + (f"; {note}" if note else ""))
+
+
+def _unused_facts_note(strategy: Strategy) -> str | None:
+    """Why a remembered fact will not reach the model, and what to switch to; None if it will
+    (a strategy that `sends_facts`, or a combination with one)."""
+    if strategy.sends_facts:
+        return None
+    return (f"note: strategy {strategy.name} does not send remembered facts"
+            f" — try /strategy {strategy.name}+entity")
 
 
 @dataclass(frozen=True)
