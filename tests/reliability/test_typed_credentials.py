@@ -176,6 +176,29 @@ def test_the_api_key_in_a_system_prompt_given_is_masked_in_what_is_sent_and_stor
     no_byte_of([KEY, base64.b64encode(KEY.encode()).decode()], tmp_path)
 
 
+@pytest.mark.parametrize("where", ["CHATMEM_SYSTEM", "config"])
+@pytest.mark.parametrize("language", ["en", "zh"])
+def test_the_api_key_in_the_configured_system_prompt_is_masked_in_what_is_sent_and_stored(
+        tmp_path: Path, chat_server, language: str, where: str) -> None:
+    """`--system` was masked, the configured one a new session starts with (`system = …` in
+    the config, $CHATMEM_SYSTEM) not: sent to the model and stored in the session, its
+    prompts and each turn's context as written (attack69)."""
+    db, config = tmp_path / "history" / "s.db", tmp_path / "config.toml"
+    db.parent.mkdir()
+    typed, masked = SAID[language]
+    config.write_text(f"system = {json.dumps(typed.format(key=KEY), ensure_ascii=False)}\n"
+                      if where == "config" else "", encoding="utf-8")
+    env = {"OPENAI_API_KEY": KEY, "OPENAI_BASE_URL": chat_server.base_url, "CHATMEM_KEY": None,
+           **({"CHATMEM_SYSTEM": typed.format(key=KEY)} if where != "config" else {})}
+    result = invoke("ask", "s", "hi", "--db", str(db), "--config", str(config),
+                    "--provider", "openai", "-m", "m1", env=env, code=0)
+    assert "the system prompt held your api key; it was replaced by [api key]" in result.stderr
+    assert chat_server.requests[0]["messages"][0] == {"role": "system", "content": masked}
+    with Store(db) as store:
+        assert store.sessions.session("s").system == masked
+    no_byte_of([KEY, base64.b64encode(KEY.encode()).decode()], db.parent)
+
+
 @pytest.mark.parametrize("language", ["en", "zh"])
 def test_the_api_key_in_an_attached_file_is_masked_in_what_is_sent_and_stored(
         tmp_path: Path, chat_server, language: str) -> None:
