@@ -193,6 +193,8 @@ def import_(
     )
     from chatmem.errors import UsageError
     from chatmem.privacy.restore import is_archive, read_archive
+    from chatmem.privacy.secrets import TypedMask
+    from chatmem.providers import typed_secrets
     from chatmem.render.counts import counted
     from chatmem.render.logs import question_start
     from chatmem.render.notices import notice_text
@@ -215,7 +217,9 @@ def import_(
     transcript = stdin_transcript() if file == "-" else read_transcript(path)
     warn_if_dated_back(transcript)
     settings = settings_from(config, db)
-    origin = transcript.title or path.stem
+    # Masked as the import masks it (the session is named from it): the key in a title.
+    origin = (TypedMask(typed_secrets(settings, None))(transcript.title) if transcript.title
+              else path.stem)
     if chosen_name is None and not transcript.title and file == "-":
         raise UsageError("a transcript piped in (FILE -) has no file name to name the session"
                          " after: give SESSION")

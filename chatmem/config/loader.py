@@ -32,6 +32,7 @@ from chatmem.config.settings import (
     Settings,
     Source,
     SourceKind,
+    check_not_a_key,
     flat_keys,
     for_model,
 )
@@ -160,6 +161,8 @@ def load_settings(
         settings = for_model(settings, settings.model, settings.source_of("model"))
     settings = dataclasses.replace(settings,
                                    helper_model=settings.model_named(settings.helper_model))
+    check_not_a_key(settings, settings.helper_model,
+                    f"{settings.source_of('helper_model')}: helper_model")
     where = f"{settings.source_of('strategy')}: key 'strategy'"
     name, own = strategy_spec(settings.strategy, where)
     name = "+".join(split_names(name))

@@ -348,5 +348,29 @@ def for_model(settings: Settings, name: str, source: Source) -> Settings:
     ([aliases]) names its model. Every way of naming a model (the flags and the config, a
     template, /model, a request to `chatmem serve`) comes through here, so none of them
     forgets a rule the others keep."""
-    return dataclasses.replace(settings, model=settings.model_named(name),
+    model = settings.model_named(name)
+    check_not_a_key(settings, model, f"{source}: model")
+    return dataclasses.replace(settings, model=model,
                                sources={**settings.sources, "model": source})
+
+
+def check_not_a_key(settings: Settings, name: str | None, what: str) -> None:
+    """ConfigError when `name` (a model's) is one of the settings' keys, `-m "$OPENAI_API_KEY"`
+    (arguments mixed up): it was sent to the endpoint as the model, repeated whole in its 404,
+    and stored as the session's and each turn's model (`logs`, `sessions list`, exports).
+    Its length is said, never the key."""
+    if not name:
+        return
+    from chatmem.errors import ChatmemError, ConfigError
+    from chatmem.privacy.secrets import placeholder_key
+
+    try:
+        key = settings.api_key()
+    except ChatmemError:  # a key that is no header value: refused where it is used
+        return
+    # The key as written only (a served request runs this: 18 calls, not the ~300 of
+    # every encoded form of it).
+    if key and name.strip() == key.strip() and not placeholder_key(key):
+        raise ConfigError(f"{what} is the API key ({len(name)} characters, not repeated): "
+                          "give the model's name; the key goes in $OPENAI_API_KEY "
+                          "(or the variable api_key_env names)")

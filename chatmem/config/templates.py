@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from chatmem.config.loader import read_toml
-from chatmem.config.options import check_options
+from chatmem.config.options import check_options, key_shaped, shown_value
 from chatmem.config.paths import config_dir
 from chatmem.config.schema import Registered, check_template, check_template_strategy
 from chatmem.config.settings import Settings
@@ -52,6 +52,8 @@ def find_template(settings: Settings, name: str,
         if "/" in name or "\\" in name or not path.is_file():
             names = known_templates(settings)
             known = ", ".join(names) or "none yet"
+            if key_shaped(name):  # an API key given to -t (arguments mixed up): not repeated
+                raise UsageError(f"no template named {shown_value(name)} (known: {known})")
             raise UsageError(f"no template {name!r} (known: {known}; add one as "
                              f"[templates.{name}] in the config or {path})"
                              f"{did_you_mean(name, names)}")

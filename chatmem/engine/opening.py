@@ -210,11 +210,16 @@ def open_session(
                               tell=notices.append)
     created = False
     if session is None:
+        default = settings.system if system is None else None
+        if default:  # the config's or $CHATMEM_SYSTEM: masked as a typed one is
+            [default], replaced = without_typed_credentials(settings, default, system=True,
+                                                            secrets=typed_secrets)
+            notices += replaced
         session, created = store.sessions.find_or_create_session(
             name, chosen.name, dict(chosen.params), provider=provider.name,
             model=provider.model,
             # "" is no prompt, stored as /system "" stores it.
-            system=(system if system is not None else settings.system) or None,
+            system=(system if system is not None else default) or None,
             user=settings.user,
         )
         if not created:

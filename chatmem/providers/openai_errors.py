@@ -8,6 +8,7 @@ import json
 import re
 from collections.abc import Mapping
 
+from chatmem.config.options import key_shaped
 from chatmem.errors import (
     ProviderAuthError,
     ProviderConnectionError,
@@ -102,6 +103,11 @@ def translated(error: Exception, *, where: str, base_url: str, model: str, api_k
             # OpenAI names a field it does not know (typical_p) in its words only.
             unknown = _UNRECOGNIZED.match(said)
             param = unknown.group(1) if unknown else None
+        if param is not None and (mask(param, 300) != param or key_shaped(param)):
+            # A field's name never holds a key: one there (a server echoing the key, or a
+            # header, as the field at fault) went to a served client in `param` and its
+            # message, where the server's words never go.
+            param = None
         return ProviderRefusedRequest(
             f"{where} answered 400: {short()}", detail=detail, param=param)
     if isinstance(error, openai.APIStatusError):

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from chatmem.errors import RequestError, StrategyError
+from chatmem.errors import ConfigError, RequestError, StrategyError
 
 if TYPE_CHECKING:
     from chatmem.app import Workspace
@@ -22,7 +22,13 @@ def request_settings(settings: Settings, asked: TurnAsked) -> Settings:
 
     by_request = Source(SourceKind.FLAG, "request")
     if asked.model:
-        settings = for_model(settings, asked.model, by_request)
+        try:
+            settings = for_model(settings, asked.model, by_request)
+        except ConfigError:
+            # A client whose key and model fields were swapped: refused before the key is
+            # sent as a model's name or stored as the session's; its own words never echoed.
+            raise RequestError(f"the request's model is the API key ({len(asked.model)} "
+                               "characters, not repeated): name the model", "model") from None
     if asked.options:
         # As -o: they reach this reply's request only (max_tokens as max_reply_tokens);
         # memory's summaries and extractions are asked as the server is configured.

@@ -299,8 +299,13 @@ def transcript_masked(transcript: Transcript, mask: Callable[[str], str]) -> Tra
                            expect_text=tuple(mask(text) for text in one.expect_text))
         return replace(one, system=None if one.system is None else mask(one.system))
 
+    def text(value: str | None) -> str | None:
+        return None if value is None else mask(value)
+
+    # Its title names the session, its user the profile: stored, listed and exported too.
     return replace(transcript, items=[item(one) for one in transcript.items],
-                   system=None if transcript.system is None else mask(transcript.system))
+                   system=text(transcript.system), title=text(transcript.title),
+                   user=text(transcript.user))
 
 
 def message_dicts(messages: Sequence[TranscriptMessage]) -> list[dict[str, Any]]:

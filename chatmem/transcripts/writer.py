@@ -60,19 +60,32 @@ def to_markdown(transcript: Transcript, zone: tzinfo | None = None) -> str:
 
 
 _HEADING = re.compile(r"^( {0,3})(#{1,6})(?=[ \t]|$)")
-_FENCE = re.compile(r"^ {0,3}(`{3,}|~{3,})")
+_OPENING = re.compile(r"^ {0,3}(?:(`{3,})[^`]*|(~{3,}).*)$")
+"""A line that opens a code block, as CommonMark reads one: three or more backticks whose
+info string holds no backtick (```` ```x` ```` opens nothing), or three or more tildes."""
 
 
 def _as_text(content: str) -> str:
     """`content` with each line Markdown reads as a heading, outside a code block, escaped
-    (`\\### user`): a message's own `### user · …` line read as one more turn."""
-    lines, fence = [], ""
+    (`\\### user`): a message's own `### user · …` line read as one more turn. A code block
+    it leaves open (a reply cut at its cap mid-code) is closed at its end: every heading after
+    it, the next messages' own, was read as code."""
+    lines: list[str] = []
+    fence = ""  # the open block's fence, as it was opened
     for line in content.split("\n"):
-        if m := _FENCE.match(line):
-            fence = "" if fence and m.group(1)[0] == fence else fence or m.group(1)[0]
-        elif not fence:
+        if fence:
+            # Closed by the same character, as many or more, and nothing after but spaces.
+            stripped = line.strip(" ")
+            if (len(line) - len(line.lstrip(" ")) <= 3 and len(stripped) >= len(fence)
+                    and stripped == fence[0] * len(stripped)):
+                fence = ""
+        elif m := _OPENING.match(line):
+            fence = m.group(1) or m.group(2)
+        else:
             line = _HEADING.sub(r"\1\\\2", line)
         lines.append(line)
+    if fence:
+        lines.append(fence)
     return "\n".join(lines)
 
 

@@ -103,6 +103,34 @@ def test_an_alias_in_the_config_must_name_a_model(tmp_path: Path) -> None:
     assert "aliases.fast" in result.stderr and str(path) in result.stderr
 
 
+KEY = "sk-proj-Abc123SECRETxyz7890abcdefghijKLMNOP"
+
+
+@pytest.mark.parametrize("where", ["--model", "CHATMEM_MODEL", "model", "helper_model"])
+def test_the_api_key_given_as_the_model_is_refused_before_it_is_sent_or_stored(
+        tmp_path: Path, chat_server, where: str) -> None:
+    # `-m "$OPENAI_API_KEY"` (arguments mixed up) was sent as the model, repeated whole in
+    # the endpoint's 404 ("answered 404 for model 'sk-…'") and stored as the session's and
+    # each turn's model, which logs, sessions list and exports then showed.
+    db = tmp_path / "h.db"
+    text = f'{where} = "{KEY}"\n' if where in ("model", "helper_model") else ""
+    flags = ["--model", KEY] if where == "--model" else []
+    env = {"OPENAI_BASE_URL": chat_server.base_url, "OPENAI_API_KEY": KEY,
+           **({"CHATMEM_MODEL": KEY} if where == "CHATMEM_MODEL" else {})}
+    result = invoke("ask", "trip", "你好", *flags, "--db", str(db),
+                    "--config", str(config(tmp_path, text)), env=env)
+    assert result.exit_code == 2
+    assert "SECRET" not in result.stdout + result.stderr and "API key" in result.stderr
+    assert where.lstrip("-") in result.stderr
+    assert chat_server.requests == [] and not db.exists()
+
+
+def test_a_model_that_only_looks_like_a_key_is_still_sent(chat_server) -> None:
+    result = served(chat_server, "ask", "hello", "--model", "Meta-Llama-3-8B-Instruct")
+    assert result.exit_code == 0, result.stderr
+    assert chat_server.requests[-1]["model"] == "Meta-Llama-3-8B-Instruct"
+
+
 # -- -o KEY=VALUE ---------------------------------------------------------------------
 
 

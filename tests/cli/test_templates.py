@@ -198,3 +198,14 @@ def test_templates_in_the_user_config_directory(isolated_home: Path) -> None:
     assert find_template(settings, "coder") == Template("coder", strategy="buffer")
     with pytest.raises(UsageError, match="known: coder"):
         find_template(settings, "../coder")
+
+
+def test_a_key_given_as_the_template_s_name_is_not_repeated(tmp_path: Path,
+                                                              config: Path) -> None:
+    # `-t "$OPENAI_API_KEY"` repeated the key three times: the name, the table and the file
+    # to add it as.
+    key = "sk-proj-Abc123SECRETxyz7890abcdefghijKLMNOP"
+    result = invoke("ask", "hi", "-t", key, "--provider", "scripted",
+                    "--db", str(tmp_path / "h.db"), "--config", str(config))
+    assert result.exit_code == 2 and "template" in result.stderr
+    assert "SECRET" not in result.stdout + result.stderr and "brief" in result.stderr

@@ -136,6 +136,30 @@ def test_an_imported_transcript_s_system_prompts_holding_the_key_are_stored_mask
     no_byte_of([KEY], tmp_path)
 
 
+def test_an_imported_transcript_s_title_and_user_holding_the_key_are_stored_masked(
+        tmp_path: Path) -> None:
+    """attack69: its messages were masked, not its title (the session's name is made from
+    it) nor its user (the profile it is filed under, which its export writes back)."""
+    transcript = tmp_path / "t.jsonl"
+    transcript.write_text("".join(json.dumps(line, ensure_ascii=False) + "\n" for line in [
+        {"chatmem": 1, "title": f"调试 {KEY}", "user": f"ann {KEY}"},
+        {"role": "user", "content": "你好"}]), encoding="utf-8")
+    db = tmp_path / "i.db"
+    result = invoke("sessions", "import", str(transcript), "--db", str(db),
+                    env={"OPENAI_API_KEY": KEY, "CHATMEM_KEY": None}, code=0)
+    assert KEY not in result.output
+    transcript.unlink()
+    with Store(db) as store:
+        [listed] = store.sessions.list_sessions()
+        session = store.sessions.session(listed.name)
+        assert session.user == "ann [api key]"
+        assert KEY not in session.name and "api-key" in session.name
+    out = invoke("sessions", "export", session.name, "--format", "jsonl", "--db", str(db),
+                 code=0).stdout
+    assert KEY not in out and json.loads(out.splitlines()[0])["user"] == "ann [api key]"
+    no_byte_of([KEY], tmp_path)
+
+
 @pytest.mark.parametrize("what_if", [[], ["--strategy", "tokens"]], ids=["next", "what-if"])
 def test_inspect_shows_the_input_masked_as_a_turn_sends_it(
         tmp_path: Path, what_if: list[str]) -> None:
@@ -174,6 +198,29 @@ def test_the_api_key_in_a_system_prompt_given_is_masked_in_what_is_sent_and_stor
         finally:
             engine.finish()
     no_byte_of([KEY, base64.b64encode(KEY.encode()).decode()], tmp_path)
+
+
+@pytest.mark.parametrize("where", ["CHATMEM_SYSTEM", "config"])
+@pytest.mark.parametrize("language", ["en", "zh"])
+def test_the_api_key_in_the_configured_system_prompt_is_masked_in_what_is_sent_and_stored(
+        tmp_path: Path, chat_server, language: str, where: str) -> None:
+    """`--system` was masked, the configured one a new session starts with (`system = …` in
+    the config, $CHATMEM_SYSTEM) not: sent to the model and stored in the session, its
+    prompts and each turn's context as written (attack69)."""
+    db, config = tmp_path / "history" / "s.db", tmp_path / "config.toml"
+    db.parent.mkdir()
+    typed, masked = SAID[language]
+    config.write_text(f"system = {json.dumps(typed.format(key=KEY), ensure_ascii=False)}\n"
+                      if where == "config" else "", encoding="utf-8")
+    env = {"OPENAI_API_KEY": KEY, "OPENAI_BASE_URL": chat_server.base_url, "CHATMEM_KEY": None,
+           **({"CHATMEM_SYSTEM": typed.format(key=KEY)} if where != "config" else {})}
+    result = invoke("ask", "s", "hi", "--db", str(db), "--config", str(config),
+                    "--provider", "openai", "-m", "m1", env=env, code=0)
+    assert "the system prompt held your api key; it was replaced by [api key]" in result.stderr
+    assert chat_server.requests[0]["messages"][0] == {"role": "system", "content": masked}
+    with Store(db) as store:
+        assert store.sessions.session("s").system == masked
+    no_byte_of([KEY, base64.b64encode(KEY.encode()).decode()], db.parent)
 
 
 @pytest.mark.parametrize("language", ["en", "zh"])

@@ -68,3 +68,22 @@ def test_a_key_in_a_served_chat_s_system_message_is_neither_sent_nor_stored(
     for path in db_path.parent.rglob("*"):
         if path.is_file():
             assert KEY.encode() not in path.read_bytes(), path
+
+
+@pytest.mark.parametrize("stream", [False, True], ids=["whole", "streamed"])
+def test_the_server_s_key_sent_as_the_model_is_a_400_neither_sent_nor_stored(
+        proxy: RunningProxy, chat_server: ChatServer, db_path: Path, stream: bool) -> None:
+    """A front end whose key and model fields were swapped sent the key as `model`: it went
+    to the endpoint as the model's name and was stored as the session's and the turn's model."""
+    import httpx2 as httpx
+
+    answer = httpx.post(f"{proxy.base_url}/chat/completions", timeout=30,
+                        headers={"X-Chatmem-Conversation": "swapped"},
+                        json={"model": KEY, "stream": stream,
+                              "messages": [{"role": "user", "content": "你好"}]})
+    assert answer.status_code == 400
+    assert answer.json()["error"]["param"] == "model" and KEY not in answer.text
+    assert chat_server.requests == []
+    for path in db_path.parent.rglob("*"):
+        if path.is_file():
+            assert KEY.encode() not in path.read_bytes(), path

@@ -113,6 +113,28 @@ def test_a_refusal_tells_a_client_no_more_than_the_field_it_sent(
     assert "10.0.0.7" in running.logged[0] and "SECRETKEY" not in running.logged[0]
 
 
+@pytest.mark.parametrize("param", ["sk-test-SECRETKEY1234567890abcdef",
+                                   "gsk_8fJ2kLmN0pQrStUvWxYz1234SECRET"],
+                         ids=["the-server-s-key", "a-key"])
+def test_a_refusal_naming_a_key_as_its_field_does_not_pass_the_key_on(
+        chat_server: ChatServer, db_path: Path, monkeypatch: pytest.MonkeyPatch,
+        param: str) -> None:
+    """attack69: a `param` that is a key alone (no space, so it read as a field's name) went
+    to the client in `param` and its message: the server's own key, to any client of it."""
+    monkeypatch.setenv("CHATMEM_TEST_KEY", "sk-test-SECRETKEY1234567890abcdef")
+    settings = Settings(provider="openai", base_url=chat_server.base_url, model="test-small",
+                        db=str(db_path), api_key_env="CHATMEM_TEST_KEY")
+    chat_server.refuses = "top_k"
+    chat_server.refused_as = ("Unsupported parameter", param)
+    with RunningProxy(settings, strategy="window") as running:
+        refused = httpx.post(f"{running.base_url}/chat/completions", timeout=HANG,
+                             headers={"X-Chatmem-Conversation": "gw"},
+                             json={"model": "test-small", "top_k": 3,
+                                   "messages": [{"role": "user", "content": "你好"}]})
+    assert refused.status_code == 400 and refused.json()["error"]["param"] is None
+    assert "SECRET" not in refused.text
+
+
 @pytest.mark.parametrize("stream", [False, True], ids=["whole", "streamed"])
 def test_an_upstream_429_passes_on_its_retry_after_as_a_rate_limit_error(
         chat_server: ChatServer, db_path: Path, stream: bool) -> None:
