@@ -32,6 +32,23 @@ def test_xdg_data_home_is_honoured(isolated_home: Path, tmp_path: Path,
     assert (tmp_path / "data" / "chatmem" / "chatmem.db").is_file()
 
 
+@pytest.mark.parametrize("variable", ["XDG_DATA_HOME", "XDG_CONFIG_HOME", "XDG_CACHE_HOME"])
+def test_a_relative_xdg_home_is_ignored_as_the_spec_says(
+    isolated_home: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, variable: str
+) -> None:
+    """Read as given, a relative one would make each working folder a history (or config) of its
+    own; platformdirs (pinned) ignores it, and this keeps it so."""
+    work = tmp_path / "工作"
+    work.mkdir()
+    monkeypatch.chdir(work)
+    monkeypatch.setenv(variable, "relative")
+    assert run("ask", "trip", "hello", "--provider", "scripted").exit_code == 0
+    assert run("config", "init").exit_code == 0
+    assert (isolated_home / ".local" / "share" / "chatmem" / "chatmem.db").is_file()
+    assert (isolated_home / ".config" / "chatmem" / "config.toml").is_file()
+    assert not (work / "relative").exists()
+
+
 @pytest.mark.parametrize(("command", "stdout", "stderr"), [
     (["sessions", "list"], "", "no sessions yet (chatmem chat NAME starts one)\n"),
     (["sessions", "list", "--json"], "[]\n", ""),
