@@ -23,25 +23,29 @@ def user_path(text: str | Path) -> Path:
         return path
 
 
-def config_dir() -> Path:
-    """The platform's config directory (~/.config/chatmem on Linux, XDG_CONFIG_HOME honoured)."""
+def _platform_dir(kind: str, unix_default: str) -> Path:
+    """platformdirs' `user_KIND_dir` for chatmem, a relative XDG_*_HOME ignored as the XDG
+    spec says: platformdirs does so since September 2026 (its #540); the versions before it
+    that pyproject allows took it as given, each working folder a history of its own."""
     import platformdirs
 
-    return Path(platformdirs.user_config_dir(APP_NAME, appauthor=False))
+    path = Path(getattr(platformdirs, f"user_{kind}_dir")(APP_NAME, appauthor=False))
+    return path if path.is_absolute() else Path.home() / unix_default / APP_NAME
+
+
+def config_dir() -> Path:
+    """The platform's config directory (~/.config/chatmem on Linux, XDG_CONFIG_HOME honoured)."""
+    return _platform_dir("config", ".config")
 
 
 def data_dir() -> Path:
     """The platform's data directory (~/.local/share/chatmem on Linux, XDG_DATA_HOME honoured)."""
-    import platformdirs
-
-    return Path(platformdirs.user_data_dir(APP_NAME, appauthor=False))
+    return _platform_dir("data", ".local/share")
 
 
 def cache_dir() -> Path:
     """The platform's cache directory (~/.cache/chatmem on Linux, XDG_CACHE_HOME honoured)."""
-    import platformdirs
-
-    return Path(platformdirs.user_cache_dir(APP_NAME, appauthor=False))
+    return _platform_dir("cache", ".cache")
 
 
 def vector_cache_path() -> Path:
