@@ -163,6 +163,8 @@ def load_settings(
                                    helper_model=settings.model_named(settings.helper_model))
     check_not_a_key(settings, settings.helper_model,
                     f"{settings.source_of('helper_model')}: helper_model")
+    check_not_a_key(settings, settings.user, f"{settings.source_of('user')}: user",
+                    "give your name")
     where = f"{settings.source_of('strategy')}: key 'strategy'"
     name, own = strategy_spec(settings.strategy, where)
     name = "+".join(split_names(name))

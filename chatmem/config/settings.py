@@ -354,11 +354,13 @@ def for_model(settings: Settings, name: str, source: Source) -> Settings:
                                sources={**settings.sources, "model": source})
 
 
-def check_not_a_key(settings: Settings, name: str | None, what: str) -> None:
-    """ConfigError when `name` (a model's) is one of the settings' keys, `-m "$OPENAI_API_KEY"`
-    (arguments mixed up): it was sent to the endpoint as the model, repeated whole in its 404,
-    and stored as the session's and each turn's model (`logs`, `sessions list`, exports).
-    Its length is said, never the key."""
+def check_not_a_key(settings: Settings, name: str | None, what: str,
+                    instead: str = "give the model's name") -> None:
+    """ConfigError when `name` (a model's, a new session's, the user's) is the settings' API
+    key, `-m "$OPENAI_API_KEY"` or `ask "$OPENAI_API_KEY" hi` (arguments mixed up): a model was
+    sent to the endpoint, repeated whole in its 404, and stored as the session's and each
+    turn's; a name or user was stored and shown by `logs`, `sessions list` and exports.
+    Its length is said, never the key; `instead` says what to give."""
     if not name:
         return
     from chatmem.errors import ChatmemError, ConfigError
@@ -372,5 +374,5 @@ def check_not_a_key(settings: Settings, name: str | None, what: str) -> None:
     # every encoded form of it).
     if key and name.strip() == key.strip() and not placeholder_key(key):
         raise ConfigError(f"{what} is the API key ({len(name)} characters, not repeated): "
-                          "give the model's name; the key goes in $OPENAI_API_KEY "
+                          f"{instead}; the key goes in $OPENAI_API_KEY "
                           "(or the variable api_key_env names)")

@@ -10,6 +10,7 @@ from datetime import tzinfo
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from chatmem.activity import QUIET, Activity
+from chatmem.config.settings import check_not_a_key
 from chatmem.engine.preflight import without_typed_credentials
 from chatmem.engine.turns import Engine
 from chatmem.errors import StrategyError, StrategyFailed, StrategyGone
@@ -210,6 +211,7 @@ def open_session(
                               tell=notices.append)
     created = False
     if session is None:
+        check_not_a_key(settings, name, "the session's name", "name the session")
         default = settings.system if system is None else None
         if default:  # the config's or $CHATMEM_SYSTEM: masked as a typed one is
             [default], replaced = without_typed_credentials(settings, default, system=True,

@@ -125,6 +125,27 @@ def test_the_api_key_given_as_the_model_is_refused_before_it_is_sent_or_stored(
     assert chat_server.requests == [] and not db.exists()
 
 
+@pytest.mark.parametrize("where", ["session", "CHATMEM_USER", "user"])
+def test_the_api_key_given_as_a_session_s_name_or_the_user_is_refused_before_it_is_stored(
+        tmp_path: Path, chat_server, where: str) -> None:
+    # `ask "$OPENAI_API_KEY" 你好` (the key where the session's name goes) stored the key as
+    # the session's name, which `sessions list`, logs and exports then showed; a user set to
+    # it was stored as each turn's speaker.
+    db = tmp_path / "h.db"
+    text = f'user = "{KEY}"\n' if where == "user" else ""
+    env = {"OPENAI_BASE_URL": chat_server.base_url, "OPENAI_API_KEY": KEY,
+           **({"CHATMEM_USER": KEY} if where == "CHATMEM_USER" else {})}
+    name = KEY if where == "session" else "trip"
+    result = invoke("ask", name, "你好", "--model", "m", "--db", str(db),
+                    "--config", str(config(tmp_path, text)), env=env)
+    assert result.exit_code == 2
+    assert "SECRET" not in result.stdout + result.stderr and "API key" in result.stderr
+    assert ("name" if where == "session" else "user") in result.stderr
+    assert chat_server.requests == []
+    if db.exists():  # nothing of it stored
+        assert KEY.encode() not in db.read_bytes()
+
+
 def test_a_model_that_only_looks_like_a_key_is_still_sent(chat_server) -> None:
     result = served(chat_server, "ask", "hello", "--model", "Meta-Llama-3-8B-Instruct")
     assert result.exit_code == 0, result.stderr
