@@ -175,3 +175,29 @@ def test_her_next_turn_after_his_extracts_only_the_turns_since(
     run(ann, "ask", "a", "安娜：我的爱好是围棋。", "--provider", "scripted", code=0)
     assert sorted(t for turns in asked for t in turns) == [3, 4]  # his turn, hers
     assert hers | {"围棋"} <= values()
+
+
+def test_her_reset_of_a_state_his_turns_stopped_on_lets_them_go_on(
+        shared: tuple[str, str], team: Team) -> None:
+    # His own copy of her summary state, unreadable (his SQL, an editor), stopped each of his
+    # turns, saying she could reset it; her reset left his copy, and him stopped, for good.
+    ann, bob = shared
+    run(bob, "ask", "ann/a", "鲍勃：预算改成七千元。", "--provider", "scripted", code=0)
+    with psycopg.connect(bob, autocommit=True) as conn:
+        assert conn.execute("UPDATE strategy_state SET value = '{bad' WHERE strategy ="
+                            " 'summary/bob' AND key = 'pinned'").rowcount == 1
+    stopped = run(bob, "ask", "ann/a", "鲍勃：还有吗？", "--provider", "scripted", code=2)
+    assert "reset-state a summary" in stopped.stderr
+    run(ann, "sessions", "reset-state", "a", "summary", code=0)
+    run(bob, "ask", "ann/a", "鲍勃：还有吗？", "--provider", "scripted", code=0)
+    assert team.rows("SELECT count(*) FROM strategy_state WHERE value = '{bad'") == [(0,)]
+    # His pin counter goes with hers; no id he gave out (p3) is given to another detail.
+    [(his,)] = team.rows("SELECT value::int FROM strategy_state WHERE strategy = 'pins/bob'"
+                         " AND key = 'last'")  # the last pin id his chatmem gave out
+    run(ann, "sessions", "reset-state", "a", "pins", code=0)
+    assert team.rows("SELECT count(*) FROM strategy_state WHERE strategy = 'pins/bob'") \
+        == [(0,)]
+    with Store(ann) as store:
+        [given] = pins.allocate_ids(store, store.sessions.session("a").id, 1)
+    assert given > his >= 3
+
