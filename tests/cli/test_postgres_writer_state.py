@@ -201,3 +201,22 @@ def test_her_reset_of_a_state_his_turns_stopped_on_lets_them_go_on(
         [given] = pins.allocate_ids(store, store.sessions.session("a").id, 1)
     assert given > his >= 3
 
+
+def test_unsharing_drops_the_state_his_chatmem_kept_as_his_own_there(
+        shared: tuple[str, str], team: Team) -> None:
+    # His pins, boundary and counters (summary/bob, pins/bob) stayed in her session for good,
+    # read by no one, and a later share took them up again, stale.
+    ann, bob = shared
+    run(bob, "ask", "ann/a", "鲍勃：预算改成七千元。", "--provider", "scripted", code=0)
+    run(bob, "facts", "forget", "ann/a", "p1", code=0)
+
+    def kept() -> list[tuple[str, str]]:
+        return team.rows("SELECT DISTINCT strategy, writer FROM strategy_state"
+                         " WHERE strategy LIKE '%%/%%' ORDER BY 1")
+
+    assert kept() == [("pins/bob", "bob"), ("summary/bob", "bob")]
+    run(ann, "sessions", "unshare", "a", "--with", "bob", code=0)
+    assert kept() == []
+    assert listed(ann, "a") == HERS
+    run(ann, "sessions", "share", "a", "--with", "bob", "--write", code=0)
+    assert listed(bob, "ann/a") == HERS  # from hers again, as at his first turn there
