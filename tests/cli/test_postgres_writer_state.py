@@ -220,3 +220,57 @@ def test_unsharing_drops_the_state_his_chatmem_kept_as_his_own_there(
     assert listed(ann, "a") == HERS
     run(ann, "sessions", "share", "a", "--with", "bob", "--write", code=0)
     assert listed(bob, "ann/a") == HERS  # from hers again, as at his first turn there
+
+
+
+def test_his_copy_into_a_file_keeps_her_words_and_facts_hers(
+        team: Team, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # His copy of her session into a file made her words and the facts she stated the
+    # file's user's, his: his next turn there sent "名字 安娜, 城市 上海" as what he stated.
+    # It also carries his extraction marker (behind hers): a turn there reads the turns
+    # after it again, hers among them, and her facts stay as they were.
+    from chatmem.providers.base import Purpose
+    from chatmem.providers.scripted import RULES
+
+    asked: list[list[int]] = []
+    real = RULES[Purpose.FACTS]
+
+    def recording(messages):  # type: ignore[no-untyped-def]
+        asked.append([m["turn"] for m in json.loads(messages[-1]["content"])["messages"]])
+        return real(messages)
+
+    monkeypatch.setitem(RULES, Purpose.FACTS, recording)
+    ann, bob = team.url("ann"), team.url("bob")
+    with Store(ann) as store:
+        repl(store, "a", ["我叫安娜，我住在上海。"], strategy="entity")
+    run(ann, "sessions", "share", "a", "--with", "bob", "--write", code=0)
+    run(bob, "ask", "ann/a", "鲍勃：我的电话是 555-0142。", "--provider", "scripted", code=0)
+    run(ann, "ask", "a", "安娜：我的爱好是围棋。", "--provider", "scripted", code=0)
+
+    def facts(url: str) -> list[tuple[str, str, str | None]]:
+        with Store(url) as store:
+            [session] = store.sessions.list_sessions()
+            return sorted((f.key, f.value, f.speaker) for f in store.facts.facts(
+                session_id=session.id))
+
+    def speakers(url: str) -> dict[int, str]:
+        with Store(url) as store:
+            [session] = store.sessions.list_sessions()
+            said = {m.id: m.position for m in store.history.messages(session.id)}
+            return {said[i]: name for i, name in
+                    store.history.speakers(session.id, list(said)).items()}
+
+    hers = [("名字", "安娜"), ("城市", "上海"), ("爱好", "围棋")]
+    mine, his = tmp_path / "ann.db", tmp_path / "bob.db"
+    invoke("sessions", "copy", "--from", ann, "--to", str(mine), "a", code=0)
+    invoke("sessions", "copy", "--from", bob, "--to", str(his), "ann/a", code=0)
+    assert facts(str(mine)) == sorted((k, v, None) for k, v in hers)
+    assert speakers(str(mine)) == {3: "bob"}
+    assert facts(str(his)) == sorted((k, v, "ann") for k, v in hers)
+    assert speakers(str(his)) == {1: "ann", 3: "bob", 5: "ann"}
+    asked.clear()
+    with Store(str(his)) as store:
+        [name] = [s.name for s in store.sessions.list_sessions()]
+    run(str(his), "ask", name, "好的。", "--provider", "scripted", code=0)
+    assert asked == [[3], [4]]  # from his marker: her turn 3 again, then his new one
+    assert facts(str(his)) == sorted((k, v, "ann") for k, v in hers)
