@@ -274,3 +274,41 @@ def test_his_copy_into_a_file_keeps_her_words_and_facts_hers(
     run(str(his), "ask", name, "好的。", "--provider", "scripted", code=0)
     assert asked == [[3], [4]]  # from his marker: her turn 3 again, then his new one
     assert facts(str(his)) == sorted((k, v, "ann") for k, v in hers)
+
+
+def test_her_purge_reaches_his_words_there_and_his_marker_reads_nothing_again(
+        team: Team, monkeypatch: pytest.MonkeyPatch) -> None:
+    # Untested before: her purge of 上海 in a session he wrote in (his message, the context
+    # his chatmem sent and stored), and whether his extraction marker then re-reads turns.
+    from chatmem.providers.base import Purpose
+    from chatmem.providers.scripted import RULES
+
+    asked: list[list[int]] = []
+    real = RULES[Purpose.FACTS]
+
+    def recording(messages):  # type: ignore[no-untyped-def]
+        asked.append([m["turn"] for m in json.loads(messages[-1]["content"])["messages"]])
+        return real(messages)
+
+    monkeypatch.setitem(RULES, Purpose.FACTS, recording)
+    ann, bob = team.url("ann"), team.url("bob")
+    with Store(ann) as store:
+        repl(store, "a", ["我叫安娜，我住在上海。", "我的猫叫 Mochi。"], strategy="entity")
+    run(ann, "sessions", "share", "a", "--with", "bob", "--write", code=0)
+    run(bob, "ask", "ann/a", "鲍勃：我也住在上海，叫我张三。", "--provider", "scripted", code=0)
+    run(ann, "ask", "a", "安娜：我的爱好是围棋。", "--provider", "scripted", code=0)
+    [(fact,)] = team.rows("SELECT id FROM facts WHERE value = '上海'")
+    run(ann, "facts", "forget", "a", str(fact), "--purge", "--yes", code=0)
+    tables = [r[0] for r in team.rows("SELECT relname FROM pg_class WHERE relkind = 'r'"
+                                      " AND relnamespace = current_schema()::regnamespace")]
+    for table in tables:
+        assert team.rows(f"SELECT count(*) FROM {table} x WHERE x::text LIKE '%%上海%%'") \
+            == [(0,)], table
+    assert team.rows("SELECT count(*) FROM messages WHERE content LIKE '%%[forgotten]，叫我张三%%'"
+                     " AND writer = 'bob' AND role = 'user'") == [(1,)]
+    asked.clear()
+    run(bob, "ask", "ann/a", "鲍勃：好的。", "--provider", "scripted", code=0)
+    assert asked == [[5]]  # his new turn only: nothing read again, nothing erased back
+    with Store(ann) as store:
+        values = {f.value for f in store.facts.facts(session_id=store.sessions.session("a").id)}
+    assert values == {"安娜", "围棋"}
