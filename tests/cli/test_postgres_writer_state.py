@@ -312,3 +312,18 @@ def test_her_purge_reaches_his_words_there_and_his_marker_reads_nothing_again(
     with Store(ann) as store:
         values = {f.value for f in store.facts.facts(session_id=store.sessions.session("a").id)}
     assert values == {"安娜", "围棋"}
+
+
+def test_removing_a_person_drops_the_state_his_chatmem_kept_in_others_sessions(
+        shared: tuple[str, str], team: Team) -> None:
+    # remove-user erased every share to him but left his own state in her session
+    # (summary/bob, pins/bob), for whoever is made bob next to take up as his.
+    ann, bob = shared
+    run(bob, "ask", "ann/a", "鲍勃：预算改成七千元。", "--provider", "scripted", code=0)
+    assert team.rows("SELECT count(*) FROM strategy_state WHERE strategy LIKE '%%/bob'") \
+        != [(0,)]
+    admin = team.server.url(team.database)
+    invoke("admin", "remove-user", "bob", "--yes", "--db", admin, code=0)
+    assert team.rows("SELECT count(*) FROM strategy_state WHERE strategy LIKE '%%/bob'") \
+        == [(0,)]
+    assert listed(ann, "a") == HERS
