@@ -251,6 +251,9 @@ def forget(workspace: Workspace, chosen: FactRecord | PinnedFact) -> None:
     from chatmem.memory.pins import PinnedFact, unpin
 
     if isinstance(chosen, PinnedFact):
+        # Said as every other write to a read-only share is, before anything is tried (the
+        # server's refusal was worded as a row security policy's).
+        workspace.store.sessions.check_session_writable(chosen.session_id)
         unpin(workspace.store, chosen)
     else:
         workspace.store.facts.forget_fact(chosen.id)

@@ -49,6 +49,10 @@ def reset_state(workspace: Workspace, session: str, strategy: str) -> StateReset
     record = store.sessions.session(session)
     store.sessions.check_session_owned(record.id, "reset the memory state of")
     with store.write():
+        # The last pin id every writer gave out (a write share's grantee's own counter goes
+        # with the reset on PostgreSQL): none is given to another detail.
+        given = (store.memory.counted_elsewhere(record.id, COUNTER, "last")
+                 if strategy == COUNTER else 0)
         unpinned = [row.value for row in store.memory.strategy_state_values(UNPINNED_KEY, record.id)
                     if row.strategy == strategy and isinstance(row.value, list)]
         rows, summaries = store.memory.reset_strategy_state(record.id, strategy)
@@ -61,7 +65,7 @@ def reset_state(workspace: Workspace, session: str, strategy: str) -> StateReset
             rows -= 1
         if strategy == COUNTER:
             store.memory.set_strategy_state(record.id, COUNTER, {
-                "last": _pin_ids_given(store, record.id)}, covers_turn=0)
+                "last": max(given, _pin_ids_given(store, record.id))}, covers_turn=0)
         if strategy == SENSITIVE_KEY:
             # Covering no turn, as `sensitive_turns.remember` writes it.
             store.memory.set_strategy_state(record.id, SENSITIVE_KEY, {

@@ -164,6 +164,7 @@ def copy_sessions(source: Store, target: Store,
     new_ids: dict[str, dict[int, int]] = {}
     counts: dict[str, int] = {}
     writers: dict[int, dict[int, str]] = {}
+    theirs = _others(source, ids)
     with target.write():
         for table in TABLES:
             where, params = _rows_of(table, marks, ids, new_ids)
@@ -186,11 +187,13 @@ def copy_sessions(source: Store, target: Store,
             if table.name == "strategy_state" and source.db.kind == "postgresql":
                 rows = as_copied(rows, str(fetch_value(source.db, "SELECT current_user")))
             if table.name == "facts":
-                rows = [row for row in rows if int(row["id"]) not in repeated]
+                rows = [_stated_by(row, theirs) for row in rows
+                        if int(row["id"]) not in repeated]
             counts[table.name] = len(rows)
             new_ids[table.name] = _insert(target, table, rows, new_ids, origin)
             if table.name == "messages":
-                writers = _kept_writers(rows, new_ids["sessions"])
+                writers = _kept_writers(rows, new_ids["sessions"],
+                                        _owners_words(source, rows, theirs))
         # After strategy_state, whose copied rows these may replace.
         for session_id, speakers in writers.items():
             steps.keep_speakers(target.db, session_id, speakers)
@@ -198,18 +201,57 @@ def copy_sessions(source: Store, target: Store,
                       counts, skipped, reader)
 
 
-def _kept_writers(rows: list[dict[str, Any]],
-                  sessions: dict[int, int]) -> dict[int, dict[int, str]]:
+def _kept_writers(rows: list[dict[str, Any]], sessions: dict[int, int],
+                  owners: dict[int, str]) -> dict[int, dict[int, str]]:
     """The copied messages another role than their session's owner inserted (PostgreSQL's
     `writer`): new session id → position → that role, kept as the copy's speakers of them
-    (the target stamps its own writer on every row it copies in)."""
+    (the target stamps its own writer on every row it copies in); and those of `owners`
+    (message id → the owner of another's session, `_owners_words`), kept as hers."""
     kept: dict[int, dict[int, str]] = {}
     for row in rows:
         writer = row.get("writer")
-        if writer is not None and writer != row.get("owner") and row["role"] != "assistant" \
+        if writer is None or writer == row.get("owner"):
+            writer = owners.get(int(row["id"]))
+        if writer is not None and row["role"] != "assistant" \
                 and int(row["session_id"]) in sessions:
             kept.setdefault(sessions[int(row["session_id"])], {})[int(row["position"])] = writer
     return kept
+
+
+def _others(source: Store, ids: list[int]) -> dict[int, str]:
+    """Of the sessions copied, those another role shares with the copier: id → its owner.
+    In the copy, whose user is the copier, her words and facts stay hers, as in his fork
+    (store.fork): copied as they were, his model was told he is named as she is. A
+    superuser's copy of everyone's sessions (a move, a backup) keeps each its owner's."""
+    if source.db.kind != "postgresql":
+        return {}
+    return {int(r["id"]): str(r["owner"]) for r in fetch_rows(
+        source.db, f"SELECT s.id, s.owner FROM sessions s WHERE s.id IN"
+        f" ({', '.join('?' for _ in ids)}) AND s.owner <> current_user AND EXISTS (SELECT 1"
+        " FROM session_shares h WHERE h.session_id = s.id AND h.owner = s.owner"
+        " AND h.grantee = current_user)", ids)}
+
+
+def _owners_words(source: Store, rows: list[dict[str, Any]],
+                  theirs: dict[int, str]) -> dict[int, str]:
+    """Of the messages copied out of another's session (`theirs`), those its owner said
+    (no speaker named: neither a turn's, a kept one, nor another writer): id → the owner."""
+    said: dict[int, str] = {}
+    for session_id, owner in theirs.items():
+        ids = [int(r["id"]) for r in rows
+               if int(r["session_id"]) == session_id and r["role"] != "assistant"]
+        named = source.history.speakers(session_id, ids)
+        said |= {i: owner for i in ids if i not in named}
+    return said
+
+
+def _stated_by(row: dict[str, Any], theirs: dict[int, str]) -> dict[str, Any]:
+    """A session fact of another's session (`theirs`) copied as its owner's when it names no
+    speaker (hers, read so in her session), as store.fork copies it."""
+    owner = theirs.get(int(row["session_id"])) if row.get("session_id") is not None else None
+    if owner is not None and row.get("scope") == "session" and row.get("speaker") is None:
+        return row | {"speaker": owner}
+    return row
 
 
 def _repeated_profile_facts(source: Store, target: Store, marks: str,

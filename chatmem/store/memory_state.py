@@ -146,7 +146,12 @@ class MemoryTables:
         """Drop the strategy's state and summary versions in the session (the owner's way
         out of a row that cannot be read): the strategy builds them again from the turns,
         as after a fork that could not copy them. (state values, summary versions) dropped;
-        the caller checks the session is the user's own."""
+        the caller checks the session is the user's own.
+
+        On PostgreSQL each write share's grantee's own copy of that state goes too
+        (PER_WRITER, `OWNER/ROLE`): it was derived from the summaries dropped, and his turns
+        stopped on a row of it that could not be read while the owner's reset, which he is
+        told to ask her for, left it as it was."""
         with self._db.write():
             rows = int(fetch_value(
                 self._db, "SELECT count(*) FROM strategy_state WHERE session_id = ?"
@@ -157,6 +162,9 @@ class MemoryTables:
             for table in ("strategy_state", "summaries"):
                 self._db.execute(f"DELETE FROM {table} WHERE session_id = ? AND strategy = ?",
                                  [session_id, strategy])
+            if self._postgres and strategy in PER_WRITER:
+                self._db.execute("DELETE FROM strategy_state WHERE session_id = ?"
+                                 " AND starts_with(strategy, ? || '/')", [session_id, strategy])
         return rows, summaries
 
     def set_strategy_state(self, session_id: int, strategy: str, values: Mapping[str, Any],

@@ -112,3 +112,18 @@ def test_her_pins_get_their_turns_and_quotes_back_at_her_next_update(
     run(ann, "ask", "a", "安娜：还有什么？", "--provider", "scripted", code=0)
     assert stored(ann) == said
     assert "My order is ORD-7731." in sent_facts(ann, "a")
+
+
+def test_a_read_only_grantees_unpin_is_refused_as_every_write_there_is(
+        pinned: tuple[str, str], team: Team) -> None:
+    # It was refused by the server, worded as a row security policy ("new row violates
+    # row-level security policy for table \"strategy_state\""), not as a read-only share.
+    ann, bob = pinned
+    run(ann, "sessions", "share", "a", "--with", "bob", code=0)  # now read-only
+    before = team.rows("SELECT * FROM strategy_state ORDER BY 1, 2, 3")
+    for detail in ("p1", "五千元"):
+        refused = run(bob, "facts", "forget", "ann/a", detail, code=2)
+        [line] = refused.stderr.splitlines()
+        assert "read-only by ann" in line and "row-level security" not in line
+    assert team.rows("SELECT * FROM strategy_state ORDER BY 1, 2, 3") == before
+    assert pinned_texts(bob, "ann/a") == ["五千元", "ORD-7731"]

@@ -175,3 +175,155 @@ def test_her_next_turn_after_his_extracts_only_the_turns_since(
     run(ann, "ask", "a", "安娜：我的爱好是围棋。", "--provider", "scripted", code=0)
     assert sorted(t for turns in asked for t in turns) == [3, 4]  # his turn, hers
     assert hers | {"围棋"} <= values()
+
+
+def test_her_reset_of_a_state_his_turns_stopped_on_lets_them_go_on(
+        shared: tuple[str, str], team: Team) -> None:
+    # His own copy of her summary state, unreadable (his SQL, an editor), stopped each of his
+    # turns, saying she could reset it; her reset left his copy, and him stopped, for good.
+    ann, bob = shared
+    run(bob, "ask", "ann/a", "鲍勃：预算改成七千元。", "--provider", "scripted", code=0)
+    with psycopg.connect(bob, autocommit=True) as conn:
+        assert conn.execute("UPDATE strategy_state SET value = '{bad' WHERE strategy ="
+                            " 'summary/bob' AND key = 'pinned'").rowcount == 1
+    stopped = run(bob, "ask", "ann/a", "鲍勃：还有吗？", "--provider", "scripted", code=2)
+    assert "reset-state a summary" in stopped.stderr
+    run(ann, "sessions", "reset-state", "a", "summary", code=0)
+    run(bob, "ask", "ann/a", "鲍勃：还有吗？", "--provider", "scripted", code=0)
+    assert team.rows("SELECT count(*) FROM strategy_state WHERE value = '{bad'") == [(0,)]
+    # His pin counter goes with hers; no id he gave out (p3) is given to another detail.
+    [(his,)] = team.rows("SELECT value::int FROM strategy_state WHERE strategy = 'pins/bob'"
+                         " AND key = 'last'")  # the last pin id his chatmem gave out
+    run(ann, "sessions", "reset-state", "a", "pins", code=0)
+    assert team.rows("SELECT count(*) FROM strategy_state WHERE strategy = 'pins/bob'") \
+        == [(0,)]
+    with Store(ann) as store:
+        [given] = pins.allocate_ids(store, store.sessions.session("a").id, 1)
+    assert given > his >= 3
+
+
+def test_unsharing_drops_the_state_his_chatmem_kept_as_his_own_there(
+        shared: tuple[str, str], team: Team) -> None:
+    # His pins, boundary and counters (summary/bob, pins/bob) stayed in her session for good,
+    # read by no one, and a later share took them up again, stale.
+    ann, bob = shared
+    run(bob, "ask", "ann/a", "鲍勃：预算改成七千元。", "--provider", "scripted", code=0)
+    run(bob, "facts", "forget", "ann/a", "p1", code=0)
+
+    def kept() -> list[tuple[str, str]]:
+        return team.rows("SELECT DISTINCT strategy, writer FROM strategy_state"
+                         " WHERE strategy LIKE '%%/%%' ORDER BY 1")
+
+    assert kept() == [("pins/bob", "bob"), ("summary/bob", "bob")]
+    run(ann, "sessions", "unshare", "a", "--with", "bob", code=0)
+    assert kept() == []
+    assert listed(ann, "a") == HERS
+    run(ann, "sessions", "share", "a", "--with", "bob", "--write", code=0)
+    assert listed(bob, "ann/a") == HERS  # from hers again, as at his first turn there
+
+
+
+def test_his_copy_into_a_file_keeps_her_words_and_facts_hers(
+        team: Team, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # His copy of her session into a file made her words and the facts she stated the
+    # file's user's, his: his next turn there sent "名字 安娜, 城市 上海" as what he stated.
+    # It also carries his extraction marker (behind hers): a turn there reads the turns
+    # after it again, hers among them, and her facts stay as they were.
+    from chatmem.providers.base import Purpose
+    from chatmem.providers.scripted import RULES
+
+    asked: list[list[int]] = []
+    real = RULES[Purpose.FACTS]
+
+    def recording(messages):  # type: ignore[no-untyped-def]
+        asked.append([m["turn"] for m in json.loads(messages[-1]["content"])["messages"]])
+        return real(messages)
+
+    monkeypatch.setitem(RULES, Purpose.FACTS, recording)
+    ann, bob = team.url("ann"), team.url("bob")
+    with Store(ann) as store:
+        repl(store, "a", ["我叫安娜，我住在上海。"], strategy="entity")
+    run(ann, "sessions", "share", "a", "--with", "bob", "--write", code=0)
+    run(bob, "ask", "ann/a", "鲍勃：我的电话是 555-0142。", "--provider", "scripted", code=0)
+    run(ann, "ask", "a", "安娜：我的爱好是围棋。", "--provider", "scripted", code=0)
+
+    def facts(url: str) -> list[tuple[str, str, str | None]]:
+        with Store(url) as store:
+            [session] = store.sessions.list_sessions()
+            return sorted((f.key, f.value, f.speaker) for f in store.facts.facts(
+                session_id=session.id))
+
+    def speakers(url: str) -> dict[int, str]:
+        with Store(url) as store:
+            [session] = store.sessions.list_sessions()
+            said = {m.id: m.position for m in store.history.messages(session.id)}
+            return {said[i]: name for i, name in
+                    store.history.speakers(session.id, list(said)).items()}
+
+    hers = [("名字", "安娜"), ("城市", "上海"), ("爱好", "围棋")]
+    mine, his = tmp_path / "ann.db", tmp_path / "bob.db"
+    invoke("sessions", "copy", "--from", ann, "--to", str(mine), "a", code=0)
+    invoke("sessions", "copy", "--from", bob, "--to", str(his), "ann/a", code=0)
+    assert facts(str(mine)) == sorted((k, v, None) for k, v in hers)
+    assert speakers(str(mine)) == {3: "bob"}
+    assert facts(str(his)) == sorted((k, v, "ann") for k, v in hers)
+    assert speakers(str(his)) == {1: "ann", 3: "bob", 5: "ann"}
+    asked.clear()
+    with Store(str(his)) as store:
+        [name] = [s.name for s in store.sessions.list_sessions()]
+    run(str(his), "ask", name, "好的。", "--provider", "scripted", code=0)
+    assert asked == [[3], [4]]  # from his marker: her turn 3 again, then his new one
+    assert facts(str(his)) == sorted((k, v, "ann") for k, v in hers)
+
+
+def test_her_purge_reaches_his_words_there_and_his_marker_reads_nothing_again(
+        team: Team, monkeypatch: pytest.MonkeyPatch) -> None:
+    # Untested before: her purge of 上海 in a session he wrote in (his message, the context
+    # his chatmem sent and stored), and whether his extraction marker then re-reads turns.
+    from chatmem.providers.base import Purpose
+    from chatmem.providers.scripted import RULES
+
+    asked: list[list[int]] = []
+    real = RULES[Purpose.FACTS]
+
+    def recording(messages):  # type: ignore[no-untyped-def]
+        asked.append([m["turn"] for m in json.loads(messages[-1]["content"])["messages"]])
+        return real(messages)
+
+    monkeypatch.setitem(RULES, Purpose.FACTS, recording)
+    ann, bob = team.url("ann"), team.url("bob")
+    with Store(ann) as store:
+        repl(store, "a", ["我叫安娜，我住在上海。", "我的猫叫 Mochi。"], strategy="entity")
+    run(ann, "sessions", "share", "a", "--with", "bob", "--write", code=0)
+    run(bob, "ask", "ann/a", "鲍勃：我也住在上海，叫我张三。", "--provider", "scripted", code=0)
+    run(ann, "ask", "a", "安娜：我的爱好是围棋。", "--provider", "scripted", code=0)
+    [(fact,)] = team.rows("SELECT id FROM facts WHERE value = '上海'")
+    run(ann, "facts", "forget", "a", str(fact), "--purge", "--yes", code=0)
+    tables = [r[0] for r in team.rows("SELECT relname FROM pg_class WHERE relkind = 'r'"
+                                      " AND relnamespace = current_schema()::regnamespace")]
+    for table in tables:
+        assert team.rows(f"SELECT count(*) FROM {table} x WHERE x::text LIKE '%%上海%%'") \
+            == [(0,)], table
+    assert team.rows("SELECT count(*) FROM messages WHERE content LIKE '%%[forgotten]，叫我张三%%'"
+                     " AND writer = 'bob' AND role = 'user'") == [(1,)]
+    asked.clear()
+    run(bob, "ask", "ann/a", "鲍勃：好的。", "--provider", "scripted", code=0)
+    assert asked == [[5]]  # his new turn only: nothing read again, nothing erased back
+    with Store(ann) as store:
+        values = {f.value for f in store.facts.facts(session_id=store.sessions.session("a").id)}
+    assert values == {"安娜", "围棋"}
+
+
+def test_removing_a_person_drops_the_state_his_chatmem_kept_in_others_sessions(
+        shared: tuple[str, str], team: Team) -> None:
+    # remove-user erased every share to him but left his own state in her session
+    # (summary/bob, pins/bob), for whoever is made bob next to take up as his.
+    ann, bob = shared
+    run(bob, "ask", "ann/a", "鲍勃：预算改成七千元。", "--provider", "scripted", code=0)
+    assert team.rows("SELECT count(*) FROM strategy_state WHERE strategy LIKE '%%/bob'") \
+        != [(0,)]
+    admin = team.server.url(team.database)
+    invoke("admin", "remove-user", "bob", "--yes", "--db", admin, code=0)
+    assert team.rows("SELECT count(*) FROM strategy_state WHERE strategy LIKE '%%/bob'") \
+        == [(0,)]
+    assert listed(ann, "a") == HERS
