@@ -118,6 +118,13 @@ class VectorTables:
             + _session_vectors(self._db.kind),
             [model, session_id, after_id])]
 
+    @property
+    def shared_identity(self) -> tuple[int, int] | None:
+        """What names the vectors this connection reads, the same for every connection of
+        this process that reads them alike (a SQLite file's device and inode); None when
+        they are its own (PostgreSQL: a role's; a file in memory). Backend.identity."""
+        return self._db.identity
+
     def vector_batch(self, session_id: int, model: str, *, after_id: int = 0,
                      dimensions: int = 0) -> VectorBatch:
         """`vector_rows` without the context vectors, as one buffer: what recall's cache
