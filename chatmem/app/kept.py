@@ -31,8 +31,9 @@ Job = Callable[["Workspace", "Engine[Store]"], T]
 
 KEPT = 8
 """Conversations kept open at most; the one used least recently is closed first. Each holds
-its conversation's vectors (float32: about 46 MB at 10,000 turns of 384 dimensions) and, on
-SQLite, up to 32 MiB of the file's pages (store/sqlite_opening.CACHE_KIB) as they are read."""
+its conversation's vectors (float32: about 46 MB at 10,000 turns of 384 dimensions; on SQLite
+one copy for all the engines of a session: memory.recall_vectors) and, on SQLite, up to 32
+MiB of the file's pages (store/sqlite_opening.CACHE_KIB) as they are read."""
 
 
 class _Closed(Exception):

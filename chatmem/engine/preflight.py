@@ -81,12 +81,22 @@ class TurnChecks:
         if erasures is None:
             raise SessionGone(self.address, "nothing was sent")
         if erasures != self._erasures:
-            self._erasures = erasures
+            self.erasures_seen(erasures)
             self.state.caches.clear()
             self.indexing.abandon()
             # The process's caches of texts too: an erasure by another process (`facts
             # forget --purge` beside a running serve or mcp) emptied only its own.
             forget_texts()
+
+    def erasures_seen(self, erasures: int | None) -> None:
+        """`erasures`, the session's count as read now, is the one this engine follows: what
+        it reads of the session's memory from now on is shared with the other engines of
+        this process that saw the same count of the same file's session (SessionState.
+        shared), and never with one that saw another."""
+        self._erasures = erasures
+        identity = self.store.vectors.shared_identity
+        self.state.shared = None if identity is None or erasures is None else (
+            identity, self.session.id, self.session.created_at, erasures)
 
     def estimate(self, context: Context) -> int:
         """chatmem's count of the whole request, compared with what the provider reports."""

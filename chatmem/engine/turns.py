@@ -146,8 +146,9 @@ class Engine(SessionChanges, MemoryUpkeep, TurnChecks, TurnRows, Generic[StoreT]
         (replay, eval, what-ifs: a half-built result is no result, and nobody's turn is
         stored). False (a chat): the turn is stored as cancelled, the update retried next turn."""
         self._turns_unfolded = 0
-        self._erasures = store.sessions.erasures(session.id)
+        self._erasures: int | None = None
         """`sessions.erasures` when this engine last looked (follow_erasures)."""
+        self.erasures_seen(store.sessions.erasures(session.id))
 
     @property
     def embedder(self) -> Embedder | None:

@@ -4,8 +4,10 @@ only those of some candidates and their neighbours."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+import threading
+import weakref
+from collections.abc import Callable, Hashable, Sequence
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from chatmem.memory.ranking import distinct, meaning, scaled, similarities
@@ -20,17 +22,63 @@ GROWTH = 1.5
 """Vector arrays grow by this factor, so extending them costs O(1) per message amortized."""
 
 
-@dataclass
+@dataclass(eq=False)
 class _VectorCache:
-    """One model's vectors of one session, as read so far (kept on its SessionState)."""
+    """One model's vectors of one session, as read so far: a state's own (kept on its
+    SessionState), or shared by the states of this process that name the same stored
+    memory (SessionState.shared; `_SHARED`)."""
 
     vectors: Any = None  # np.ndarray, row = position − 1, with room to grow
     links: Any = None  # np.ndarray: each row's dot product with the row before (ranking.links)
     present: Any = None  # np.ndarray of bool: the row holds a stored vector
     filled: int = 0
-    """Rows that hold the session's messages (the rest is room)."""
+    """Rows that hold the session's messages (the rest is room); rows below it may have been
+    handed out (`Vectors` are views of these arrays)."""
     last_id: int = 0
     """Vectors of messages up to this id are loaded (the backlog stores them in id order)."""
+    lock: threading.Lock = field(default_factory=threading.Lock)
+    """Held while it is read and extended: the engines sharing it run on threads of their
+    own (a server's kept conversations)."""
+    holders: weakref.WeakSet[_Holder] = field(default_factory=weakref.WeakSet)
+    """The states holding it now (a state's caches emptied lets its holder go)."""
+
+
+class _Holder:
+    """A state's hold on a cache (in SessionState.caches): while more than one state holds
+    a cache, rows already handed out are never written in place (copy on write)."""
+
+    __slots__ = ("__weakref__", "cache")
+
+    def __init__(self, cache: _VectorCache) -> None:
+        self.cache = cache
+        cache.holders.add(self)
+
+
+_SHARED: weakref.WeakValueDictionary[Hashable, _VectorCache] = weakref.WeakValueDictionary()
+"""The caches states share, by what names the stored memory (SessionState.shared), the
+embedder and the width: one copy of a session's vectors in a process however many engines
+read them (a server's engines of one conversation: recording, reading, searching; 30 MB
+each at 10,000 turns). Kept while a state holds one."""
+_SHARING = threading.Lock()
+
+
+def _cache_of(state: SessionState, model: str, width: int) -> _VectorCache:
+    """The cache `state` reads `model`'s vectors of `width` from: the one it holds, else
+    the one the states naming the same stored memory share, else a new one."""
+    holders: dict[tuple[str, int], _Holder] = state.caches.setdefault("vectors", {})
+    held = holders.get((model, width))
+    if held is None:
+        if state.shared is None:
+            held = _Holder(_VectorCache())
+        else:
+            key = (state.shared, model, width)
+            with _SHARING:
+                cache = _SHARED.get(key)
+                if cache is None:
+                    cache = _SHARED[key] = _VectorCache()
+                held = _Holder(cache)
+        holders[(model, width)] = held
+    return held.cache
 
 
 @dataclass(frozen=True)
@@ -70,13 +118,19 @@ def held_vectors(state: SessionState, embedder: Embedder, count: int, width: int
     """The stored vectors of `width` dimensions (default: the embedder's) of the first
     `count` messages (row = position − 1); a message not embedded yet (or in another
     size, by an earlier version of the embedder) has a zero row, marked absent. Reads
-    only what was stored since the last call."""
+    only what was stored since the last call. Shared with the states naming the same
+    stored memory (SessionState.shared): one copy of it in a process."""
+    width = width or embedder.dimensions
+    cache = _cache_of(state, embedder.key, width)
+    with cache.lock:
+        return _read_into(cache, state, embedder, count, width)
+
+
+def _read_into(cache: _VectorCache, state: SessionState, embedder: Embedder, count: int,
+               width: int) -> Vectors:
+    """held_vectors, on `cache`, its lock held."""
     import numpy as np
 
-    width = width or embedder.dimensions
-    caches: dict[tuple[str, int], _VectorCache] = state.caches.setdefault("vectors",
-                                                                              {})
-    cache = caches.setdefault((embedder.key, width), _VectorCache())
     batch = state.store.vectors.vector_batch(state.session_id, embedder.key,
                                                   after_id=cache.last_id, dimensions=width)
     if cache.vectors is None:
@@ -89,6 +143,13 @@ def held_vectors(state: SessionState, embedder: Embedder, count: int, width: int
                            np.zeros(count, bool), 0)
     width = cache.vectors.shape[1]
     size = max(count, cache.filled, max(batch.positions, default=0))
+    if batch.positions and min(batch.positions) <= cache.filled \
+            and size <= len(cache.vectors) and len(cache.holders) > 1:
+        # Rows already handed out get a vector (embedded after they were counted; another
+        # writer's): another state may be ranking by them on its own thread. Written into
+        # a copy, theirs stay as they were handed (copy on write).
+        for name in ("vectors", "links", "present"):
+            setattr(cache, name, getattr(cache, name).copy())
     if size > len(cache.vectors):
         # Room beyond `size` from the first read on: otherwise the next turn's vectors
         # copy the whole array (3 ms at 20,000 messages). Unwritten zeros take no memory.

@@ -6,7 +6,7 @@ after a turn has committed.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Hashable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
@@ -71,6 +71,11 @@ class SessionState:
         """The `[summary] drift_guard` setting: off, no pin is made, rebuilt ones included."""
         self.caches: dict[str, Any] = {}
         """What strategies read once and extend as turns commit (recall's timeline, vectors)."""
+        self.shared: Hashable | None = None
+        """What names the session's stored memory as its engine last saw it (the file, the
+        session, how many times text left it: Engine.follow_erasures), for what several
+        engines of this process may read once between them (recall_vectors.held_vectors):
+        None, this state's caches are its own."""
         self.run: UpdateRun | None = None
         """The update under way (`updating`); None otherwise."""
         self.building: str | None = None

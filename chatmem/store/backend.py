@@ -88,6 +88,14 @@ class Backend(Protocol):
         deleted or renamed over; never a server's database)."""
         ...
 
+    @property
+    def identity(self) -> tuple[int, int] | None:
+        """Which file this connection reads, the same for every connection of this process
+        that opened it (its device and inode): what they read of it they may share. None
+        when nothing names it so: a file in memory, one that left its path, a server's
+        database (what a role reads there depends on the role)."""
+        ...
+
     def close(self) -> None: ...
 
     # -- the dialect: every statement that differs between SQLite and PostgreSQL --------

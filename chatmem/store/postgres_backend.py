@@ -273,6 +273,10 @@ class PostgresBackend(PostgresOpening, PostgresFailures, PostgresVectors, Postgr
     def moved(self) -> bool:
         return False  # a server's database has no path another file could take
 
+    @property
+    def identity(self) -> None:
+        return None  # what a connection reads depends on its role (row security)
+
     def _lock(self, patient: bool, *, replied: bool) -> None:
         if not patient:
             # Tried first: when it is held, who holds it is read while the transaction still

@@ -176,6 +176,9 @@ class VectorRepository(Protocol):
     def vector_rows(self, session_id: int, model: str, *,
                     after_id: int = 0) -> list[PositionedVector]: ...
 
+    @property
+    def shared_identity(self) -> tuple[int, int] | None: ...
+
     def vector_batch(self, session_id: int, model: str, *, after_id: int = 0,
                      dimensions: int = 0) -> VectorBatch: ...
 

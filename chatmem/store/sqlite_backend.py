@@ -298,6 +298,10 @@ class SqliteBackend(SqliteOpening, SqliteWords):
         """Every session of a file is its user's own."""
         return OWNED
 
+    @property
+    def identity(self) -> tuple[int, int] | None:
+        return None if self._gone else self._identity
+
     def moved(self) -> bool:
         """Whether the file this connection opened is no longer at its path (deleted, or
         another renamed over it: an encrypt, decrypt or new key, a restore). Seen so, the

@@ -75,10 +75,20 @@ class PendingText:
 def _session_vectors(kind: str) -> str:
     """A session's vectors for one model past a message id, as history has them (a replaced
     turn's are not) and as the reader trusts them (p027: not another role's): vector_rows
-    and vector_batch read it."""
-    return (" FROM message_vectors v JOIN messages m ON m.id = v.message_id"
-            " WHERE v.model = ? AND m.session_id = ? AND v.message_id > ? AND m.superseded = 0"
-            f"{trusted_index(kind, 'v')} ORDER BY v.message_id")
+    and vector_batch read it, given the model, the session and that id twice.
+
+    Read from the session's messages past that id's (its (session_id, position) index: a
+    session's ids grow with its positions, as `last_message_id` takes them), each vector
+    looked up by its key. Read from the vectors past that id instead, the look went through
+    the vectors of every later message of the history, of every session: each turn of a
+    chat with messages of other sessions after its own read all of theirs again (12
+    conversations of 2,000 turns: 44 ms and up to 32 MiB of pages a turn, in each engine a
+    server keeps open)."""
+    return (" FROM messages m CROSS JOIN message_vectors v"
+            " WHERE v.message_id = m.id AND v.model = ? AND m.session_id = ?"
+            " AND v.message_id > ? AND m.superseded = 0"
+            " AND m.position > coalesce((SELECT position FROM messages WHERE id = ?), 0)"
+            f"{trusted_index(kind, 'v')} ORDER BY m.position")
 
 
 def _without(kind: str, model: str, dimensions: int) -> tuple[str, list[object]]:
@@ -116,7 +126,14 @@ class VectorTables:
         return [PositionedVector(*row) for row in self._db.execute(
             "SELECT v.message_id, m.position, v.vector, v.context_vector"
             + _session_vectors(self._db.kind),
-            [model, session_id, after_id])]
+            [model, session_id, after_id, after_id])]
+
+    @property
+    def shared_identity(self) -> tuple[int, int] | None:
+        """What names the vectors this connection reads, the same for every connection of
+        this process that reads them alike (a SQLite file's device and inode); None when
+        they are its own (PostgreSQL: a role's; a file in memory). Backend.identity."""
+        return self._db.identity
 
     def vector_batch(self, session_id: int, model: str, *, after_id: int = 0,
                      dimensions: int = 0) -> VectorBatch:
@@ -124,7 +141,7 @@ class VectorTables:
         reads when a session opens (20,000 vectors) and after each turn (two); with
         `dimensions`, only the vectors of that size (one buffer holds one size)."""
         sql = _session_vectors(self._db.kind)
-        params: list[object] = [model, session_id, after_id]
+        params: list[object] = [model, session_id, after_id, after_id]
         if dimensions:
             sql = sql.replace(" ORDER BY", " AND v.dimensions = ? ORDER BY")
             params.append(dimensions)
