@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 import chatmem
-from chatmem.lazy_patterns import LazyPattern, lazy, made
+from chatmem.lazy_patterns import LazyPattern, compile_pending, lazy, made
 
 PROBE = """
 import re, sys, runpy, atexit
@@ -93,3 +93,13 @@ def test_a_lazy_pattern_compiles_only_when_used() -> None:
     assert pattern.pattern == "(unclosed"
     with pytest.raises(re.error):
         pattern.compiled()
+
+
+def test_compile_pending_compiles_the_longest_first_and_at_least_one() -> None:
+    compile_pending(60.0)  # whatever earlier tests left
+    short, long = lazy("[a-z]+"), lazy("(?:" + "|".join(f"word{i}" for i in range(300)) + ")")
+    assert compile_pending(0.0) == 1  # no time at all: still one, the longest
+    assert long._compiled is not None and short._compiled is None
+    short.search("x")  # compiled by a use: nothing left to do
+    assert compile_pending(60.0) == 0
+    assert compile_pending(60.0) == 0

@@ -4,6 +4,7 @@ store's tidying between turns. A base of `chatmem.engine.turns.Engine`."""
 
 from __future__ import annotations
 
+import gc
 from contextlib import suppress
 from typing import TYPE_CHECKING
 
@@ -14,6 +15,7 @@ from chatmem.errors import (
     StateRefused,
     StrategyFailed,
 )
+from chatmem.lazy_patterns import compile_pending
 from chatmem.memory.base import MemoryEnv, Opening
 from chatmem.memory.guards import PLUGIN_UPDATES, prepare_guarded, update_guarded
 from chatmem.notices import HelperTooSmall, MemoryUpdateCancelled, MemoryUpdateFailed, Notice
@@ -47,6 +49,15 @@ if TYPE_CHECKING:
 FOLD_EVERY = 8
 """Turns between two folds of the store's log (`Engine.between_turns`): about 300 pages
 written, well short of the 1,000 at which SQLite would fold it inside a turn's commit."""
+
+COMPILE_BETWEEN_S = 0.5
+"""CPU time `Engine.between_turns` may spend compiling the regular expressions no turn has used
+yet (chatmem.lazy_patterns.compile_pending, the longest first): all of chatmem's, about 0.35 s
+of CPU, in the first turn's upkeep as a rule. A budget of 15 ms a call compiled one or two a
+turn, and the second turn still waited ~35 ms for the five its Chinese input needed."""
+
+_collected = False
+"""Whether this process's first upkeep ran Python's full collection (`Engine.between_turns`)."""
 
 
 class MemoryUpkeep:
@@ -150,12 +161,22 @@ class MemoryUpkeep:
         """Upkeep nobody waits for, for a front end to call once a turn is shown and
         before it reads the next input: the word index merges a little, and every
         FOLD_EVERY turns the store's log is folded into the history file, so no turn's
-        own commit has to do either."""
+        own commit has to do either; and the patterns no turn has used yet are compiled,
+        so that no later turn waits for that (the first with Chinese in it took ~100 ms
+        more, for its time words'). The process's first upkeep also runs Python's full
+        collection: what opening a history made (rows, vectors, patterns) had it run inside
+        the second turn (75-85 ms CPU at 1,000 and 10,000 stored turns, a turn taking 10-20),
+        after it, the next waits for a quarter as many again to outlive the younger passes."""
+        global _collected
+        compile_pending(COMPILE_BETWEEN_S)
         self._turns_unfolded += 1
         fold_log = self._turns_unfolded >= FOLD_EVERY
         if fold_log:
             self._turns_unfolded = 0
         self.store.tidy(fold_log=fold_log)
+        if not _collected:
+            _collected = True
+            gc.collect()
 
     def close_indexing(self) -> list[IndexingStatus]:
         """Stop the backlog's threads after their batch and store what they embedded; the
