@@ -1,0 +1,226 @@
+"""Where the CPU of a steady-state retrieval·hash turn goes, by part and by SQL statement.
+
+    python benchmarks/turn_profile.py --turns 100 1000            # parts of a turn
+    python benchmarks/turn_profile.py --turns 1000 --statements   # SQL statements
+
+The history, engine and questions are benchmarks/run.py's `retrieval·hash` cell's
+(workloads.build_chatmem_base, add_vectors, chatmem_cell's engine). After WARMUP turns,
+each of --repeat turns (run_turn, then between_turns untimed) is timed in CPU seconds
+(time.process_time: other processes on a loaded machine do not inflate it; the scripted
+model's own CPU is taken out as run.py does), and so is each call of the parts named in
+PARTS (inclusive: a part inside another counts in both) or, with --statements, each SQL
+statement (its execute and the fetches of its rows).
+
+Why not cProfile: its cost per call is of the order of a small function's, so it inflates
+code made of many short calls (a round() a value, a dict a row) against code that runs in
+C (an FTS5 search), and it ranked parts of a turn in an order a clock does not bear out.
+
+Not part of the test suite.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import statistics
+import sys
+import tempfile
+import time
+from collections import defaultdict
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+
+import workloads  # noqa: E402
+
+WARMUP = 5
+"""Turns run before timing: the first turns of a process read what later ones keep."""
+
+PARTS = (
+    "chatmem.memory.retrieval:RetrievalStrategy.build",
+    "chatmem.store.recall:RecallTables.word_matches",
+    "chatmem.memory.retrieval:words_scores",
+    "chatmem.memory.recall_sources:StoredRecall.dense",
+    "chatmem.memory.recall_sources:StoredRecall.candidates",
+    "chatmem.memory.recall_sources:Candidates.ranked",
+    "chatmem.memory.speaker_prior:prefer_named",
+    "chatmem.memory.retrieval:pack",
+    "chatmem.memory.retrieval:as_json",
+    "chatmem.store.turns:TurnTables.commit_turn",
+    "chatmem.store.contexts:compact",
+    "chatmem.store.records:TurnRecord.to_row",
+    "chatmem.memory.vector_backlog:VectorBacklog.finish",
+)
+"""module:attribute of each part timed; a function another module imported by name is
+named where it is called from (retrieval's `pack`)."""
+
+
+def wrap_parts(spent: dict[str, float]) -> None:
+    for name in PARTS:
+        module_name, path = name.split(":")
+        owner: Any = importlib.import_module(module_name)
+        *outer, attribute = path.split(".")
+        for step in outer:
+            owner = getattr(owner, step)
+        spent[path] = 0.0
+        setattr(owner, attribute, timed(getattr(owner, attribute), path, spent))
+
+
+def timed(function: Callable[..., Any], name: str,
+          spent: dict[str, float]) -> Callable[..., Any]:
+    def call(*args: Any, **kwargs: Any) -> Any:
+        started = time.process_time()
+        try:
+            return function(*args, **kwargs)
+        finally:
+            spent[name] += time.process_time() - started
+    return call
+
+
+class Statements:
+    """CPU, executions and rows read of each SQL text, while `on`."""
+
+    def __init__(self) -> None:
+        self.on = False
+        self.seen: dict[str, list[float]] = defaultdict(lambda: [0, 0.0, 0])
+
+    def add(self, sql: str, seconds: float, runs: int = 0, rows: int = 0) -> None:
+        if self.on:
+            entry = self.seen[sql]
+            entry[0] += runs
+            entry[1] += seconds
+            entry[2] += rows
+
+
+class _Cursor:
+    def __init__(self, cursor: Any, sql: str, meter: Statements) -> None:
+        self._cursor, self._sql, self._meter = cursor, sql, meter
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._cursor, name)
+
+    def _read(self, read: Callable[..., Any], *args: Any) -> Any:
+        started = time.process_time()
+        found = read(*args)
+        rows = len(found) if isinstance(found, list) else int(found is not None)
+        self._meter.add(self._sql, time.process_time() - started, rows=rows)
+        return found
+
+    def fetchall(self) -> Any:
+        return self._read(self._cursor.fetchall)
+
+    def fetchone(self) -> Any:
+        return self._read(self._cursor.fetchone)
+
+    def fetchmany(self, *args: Any) -> Any:
+        return self._read(self._cursor.fetchmany, *args)
+
+    def __iter__(self) -> Iterator[Any]:
+        rows = iter(self._cursor)
+        while True:
+            started = time.process_time()
+            row = next(rows, None)
+            self._meter.add(self._sql, time.process_time() - started, rows=row is not None)
+            if row is None:
+                return
+            yield row
+
+
+class _Connection:
+    """sqlite3's connection, each statement timed (the store's own wrapping stays)."""
+
+    def __init__(self, conn: Any, meter: Statements) -> None:
+        self._conn, self._meter = conn, meter
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._conn, name)
+
+    def execute(self, sql: str, *args: Any) -> Any:
+        started = time.process_time()
+        cursor = self._conn.execute(sql, *args)
+        self._meter.add(sql, time.process_time() - started, runs=1)
+        return _Cursor(cursor, sql, self._meter)
+
+    def executemany(self, sql: str, *args: Any) -> Any:
+        started = time.process_time()
+        cursor = self._conn.executemany(sql, *args)
+        self._meter.add(sql, time.process_time() - started, runs=1)
+        return cursor
+
+
+def profile(turns: int, repeat: int, statements: bool) -> None:
+    from chatmem.config.sections import EmbeddingsSection
+    from chatmem.config.settings import Settings
+    from chatmem.engine import open_session
+    from chatmem.memory.indexing import Indexing
+    from chatmem.plugins import load_registries
+    from chatmem.store import Store
+
+    spent: dict[str, float] = {}
+    if not statements:
+        wrap_parts(spent)
+    folder = Path(tempfile.mkdtemp(prefix="turn-profile-"))
+    base, path = folder / "base.db", folder / "hash.db"
+    workloads.build_chatmem_base(base, turns)
+    workloads.add_vectors(base, path, "hash")
+    provider = workloads.TimedProvider()
+    settings = Settings(embeddings=EmbeddingsSection(provider="hash"))
+    registries = load_registries()
+    meter = Statements()
+    with Store(path) as store:
+        engine = open_session(store, settings, provider, "bench",
+                              strategy=registries.strategies.parse("retrieval", None),
+                              strategies=registries.strategies,
+                              embedder=registries.create_embedder("hash", settings))
+        engine.background_indexing = False
+        engine.indexing = Indexing(store, engine.session.id, background=False)
+        engine.catch_up()
+        for i in range(WARMUP):
+            engine.run_turn(workloads.question(i))
+            engine.between_turns()
+        if statements:
+            store.db.conn = store.db.sqlite.conn = _Connection(store.db.conn, meter)
+        for name in spent:
+            spent[name] = 0.0
+        cpu: list[float] = []
+        for i in range(WARMUP, WARMUP + repeat):
+            provider.cpu_seconds = 0.0
+            meter.on = True
+            started = time.process_time()
+            engine.run_turn(workloads.question(i))
+            cpu.append(time.process_time() - started - provider.cpu_seconds)
+            meter.on = False
+            engine.between_turns()
+    total = sum(cpu)
+    print(f"{turns:,} stored turns, {repeat} turns: CPU a turn median "
+          f"{statistics.median(cpu) * 1000:.2f} ms, mean {total / repeat * 1000:.2f} ms")
+    if statements:
+        seen = sorted(meter.seen.items(), key=lambda item: -item[1][1])
+        in_sql = sum(entry[1] for _, entry in seen)
+        print(f"  SQL {in_sql / repeat * 1000:.2f} ms a turn ({100 * in_sql / total:.0f}%), "
+              f"{sum(entry[0] for _, entry in seen) / repeat:.1f} statements")
+        for sql, (runs, seconds, rows) in seen[:25]:
+            print(f"  {seconds / repeat * 1000:7.3f} ms {100 * seconds / total:5.1f}% "
+                  f"{runs / repeat:5.2f}x {rows / repeat:7.1f} rows  {' '.join(sql.split())[:90]}")
+        return
+    for name, seconds in sorted(spent.items(), key=lambda item: -item[1]):
+        print(f"  {seconds / repeat * 1000:7.3f} ms {100 * seconds / total:5.1f}%  {name}")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--turns", type=int, nargs="+", default=[100, 1000],
+                        help="stored turns of each history")
+    parser.add_argument("--repeat", type=int, default=300, help="turns timed at each size")
+    parser.add_argument("--statements", action="store_true",
+                        help="time each SQL statement rather than the parts")
+    args = parser.parse_args()
+    for turns in args.turns:
+        profile(turns, args.repeat, args.statements)
+
+
+if __name__ == "__main__":
+    main()
