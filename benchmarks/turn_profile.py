@@ -58,7 +58,9 @@ PARTS = (
 named where it is called from (retrieval's `pack`)."""
 
 
-def wrap_parts(spent: dict[str, float]) -> None:
+def wrap_parts(spent: dict[str, float]) -> Callable[[], None]:
+    """Time each of PARTS into `spent`; what is returned puts them back as they were."""
+    wrapped: list[tuple[Any, str, Any]] = []
     for name in PARTS:
         module_name, path = name.split(":")
         owner: Any = importlib.import_module(module_name)
@@ -66,7 +68,14 @@ def wrap_parts(spent: dict[str, float]) -> None:
         for step in outer:
             owner = getattr(owner, step)
         spent[path] = 0.0
-        setattr(owner, attribute, timed(getattr(owner, attribute), path, spent))
+        original = getattr(owner, attribute)
+        wrapped.append((owner, attribute, original))
+        setattr(owner, attribute, timed(original, path, spent))
+
+    def unwrap() -> None:
+        for owner, attribute, original in reversed(wrapped):
+            setattr(owner, attribute, original)
+    return unwrap
 
 
 def timed(function: Callable[..., Any], name: str,
@@ -152,6 +161,16 @@ class _Connection:
 
 
 def profile(turns: int, repeat: int, statements: bool) -> None:
+    """Print where the CPU of `repeat` turns over a history of `turns` goes."""
+    spent: dict[str, float] = {}
+    unwrap = (lambda: None) if statements else wrap_parts(spent)
+    try:
+        _profile(turns, repeat, statements, spent)
+    finally:
+        unwrap()
+
+
+def _profile(turns: int, repeat: int, statements: bool, spent: dict[str, float]) -> None:
     from chatmem.config.sections import EmbeddingsSection
     from chatmem.config.settings import Settings
     from chatmem.engine import open_session
@@ -159,9 +178,6 @@ def profile(turns: int, repeat: int, statements: bool) -> None:
     from chatmem.plugins import load_registries
     from chatmem.store import Store
 
-    spent: dict[str, float] = {}
-    if not statements:
-        wrap_parts(spent)
     folder = Path(tempfile.mkdtemp(prefix="turn-profile-"))
     base, path = folder / "base.db", folder / "hash.db"
     workloads.build_chatmem_base(base, turns)
