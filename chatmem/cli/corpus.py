@@ -20,9 +20,9 @@ from typing import TYPE_CHECKING, Any
 
 import typer
 
-from chatmem.cli.gates import check_gates, unanswered_error
+from chatmem.cli.gates import behind_error, check_gates, unanswered_error
 from chatmem.cli.output import consoles, print_json
-from chatmem.errors import ExitCode, ProbesUnanswered, TranscriptError
+from chatmem.errors import ExitCode, MemoryBehind, ProbesUnanswered, TranscriptError
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -296,6 +296,9 @@ def eval_corpus(directory: Path, job: CorpusJob, evaluate: Evaluate, *, workers:
         if result.runs is not None and (unanswered := unanswered_error(result.runs)):
             errors_to.print(f"error: {Path(result.path).name}: {unanswered}", markup=False,
                             soft_wrap=True)
+        if result.runs is not None and (behind := behind_error(result.runs)):
+            errors_to.print(f"error: {Path(result.path).name}: {behind}", markup=False,
+                            soft_wrap=True)
 
     from chatmem.render.terminal import on_screen
 
@@ -338,6 +341,8 @@ def eval_corpus(directory: Path, job: CorpusJob, evaluate: Evaluate, *, workers:
     check_gates(min_recall, [(t.label, t.id_recall, t.text_recall) for t in totals])
     if any(r.runs is not None and unanswered_error(r.runs) for r in ordered):
         raise typer.Exit(int(ProbesUnanswered.exit_code))
+    if any(r.runs is not None and behind_error(r.runs) for r in ordered):
+        raise typer.Exit(int(MemoryBehind.exit_code))
 
 
 def _tokenizer(result: TranscriptResult) -> Tokenizer | None:
