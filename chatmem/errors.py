@@ -19,6 +19,7 @@ and an exit code::
     │       └── KeyUnavailable        key_command was not found, failed or timed out
     ├── NotFound                      no such session, turn, fact or summary version
     ├── ProbesUnanswered              eval --answer: some probes got no answer (the rest scored)
+    ├── MemoryBehind                  replay/eval: a strategy's memory updates failed (shown)
     ├── WrongParts                    assemble() given parts that are not Parts of Messages
     ├── ExtensionFailed               a plugin's code raised what chatmem does not know
     │   ├── StrategyFailed            … a strategy's build or update
@@ -51,7 +52,8 @@ class ExitCode(IntEnum):
     OK = 0
     ERROR = 1
     """The model could not answer (ProviderError), no such session/turn/fact (NotFound),
-    a damaged file, or a piped script with a failed turn."""
+    a damaged file, a piped script with a failed turn, or a replay or eval in which a
+    strategy's memory updates failed (MemoryBehind: its figures are shown, without them)."""
     USAGE = 2
     """An invalid request (option, value, name, config, transcript) or a history file that
     cannot be used (not chatmem's, newer, read-only, busy, full): nothing was changed; a
@@ -637,6 +639,11 @@ class ProviderConnectionError(ProviderError):
 class ProbesUnanswered(ChatmemError):
     """`eval --answer`: the model gave no answer to some probes (the report, printed, scores
     the others and says each error)."""
+
+
+class MemoryBehind(ChatmemError):
+    """`replay` or `eval`: a strategy's memory updates (its summary, facts or state) failed,
+    so its figures, printed, are of a memory that did not keep up (each notice says why)."""
 
 
 class ProviderTimeout(ProviderError):

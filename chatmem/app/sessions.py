@@ -254,10 +254,8 @@ def recent_turns(workspace: Workspace, *, count: int = 20, session: str | None =
     store = workspace.store
     session_id = None
     if session is not None:
-        record = store.sessions.find_session(session)
-        if record is None:
-            raise NotFound(f"no session {session!r} in {store.location}")
-        session_id = record.id
+        # Worded as every other command's no-such-session: with a near name and the listing.
+        session_id = store.sessions.session(session).id
     return store.logs.recent_turns(limit=count, session_id=session_id, query=query,
                                    replied=replied)
 

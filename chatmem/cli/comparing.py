@@ -128,12 +128,13 @@ def evaluate_transcript(job: "CorpusJob") -> "TranscriptResult":
                                  known=known_vectors(job))
     except ChatmemError as e:
         # As the CLI says it (a plugin's failure names the plugin): it is printed as it is.
-        return TranscriptResult(job.path, error=error_text(e),
+        return TranscriptResult(job.path, error=error_text(e), code=int(e.exit_code),
                                 seconds=time.monotonic() - started)
     if outcome.failed:
         # A folder's figures are over every strategy's runs: one missing fails the file,
         # as before.
-        return TranscriptResult(job.path, error=error_text(outcome.failed[0].error),
+        failed = outcome.failed[0].error
+        return TranscriptResult(job.path, error=error_text(failed), code=int(failed.exit_code),
                                 seconds=time.monotonic() - started)
     return TranscriptResult(job.path, outcome_json("eval", job.path, outcome), outcome.runs,
                             seconds=time.monotonic() - started)

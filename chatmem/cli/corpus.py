@@ -20,9 +20,9 @@ from typing import TYPE_CHECKING, Any
 
 import typer
 
-from chatmem.cli.gates import check_gates, unanswered_error
+from chatmem.cli.gates import behind_error, check_gates, unanswered_error
 from chatmem.cli.output import consoles, print_json
-from chatmem.errors import ExitCode, ProbesUnanswered, TranscriptError
+from chatmem.errors import ExitCode, MemoryBehind, ProbesUnanswered, TranscriptError
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -70,6 +70,9 @@ class TranscriptResult:
     data: dict[str, Any] | None = None
     runs: list[StrategyRun] | None = None
     error: str | None = None
+    code: int = int(ExitCode.USAGE)
+    """The exit code of `error`, as `eval FILE` exits on it: 2 for a transcript that cannot
+    be read, 1 for a strategy's code or the model failing."""
     seconds: float = 0.0
     """How long its worker took on it (not the time since the corpus run began)."""
 
@@ -296,6 +299,9 @@ def eval_corpus(directory: Path, job: CorpusJob, evaluate: Evaluate, *, workers:
         if result.runs is not None and (unanswered := unanswered_error(result.runs)):
             errors_to.print(f"error: {Path(result.path).name}: {unanswered}", markup=False,
                             soft_wrap=True)
+        if result.runs is not None and (behind := behind_error(result.runs)):
+            errors_to.print(f"error: {Path(result.path).name}: {behind}", markup=False,
+                            soft_wrap=True)
 
     from chatmem.render.terminal import on_screen
 
@@ -333,11 +339,16 @@ def eval_corpus(directory: Path, job: CorpusJob, evaluate: Evaluate, *, workers:
         err.print(f"interrupted: {len(ordered)} of {len(files)} transcripts evaluated",
                   markup=False, soft_wrap=True)
         raise typer.Exit(int(ExitCode.INTERRUPTED))
-    if any(r.error is not None for r in ordered):
-        raise typer.Exit(int(ExitCode.USAGE))
+    if failed := [r.code for r in ordered if r.error is not None]:
+        # As `eval FILE` would exit on each (a plugin's strategy failing exited 2, as if the
+        # command were mistyped); an unreadable transcript's 2 wins over a failure's 1, as
+        # a piped chat's refused command wins over its failed turn.
+        raise typer.Exit(max(failed))
     check_gates(min_recall, [(t.label, t.id_recall, t.text_recall) for t in totals])
     if any(r.runs is not None and unanswered_error(r.runs) for r in ordered):
         raise typer.Exit(int(ProbesUnanswered.exit_code))
+    if any(r.runs is not None and behind_error(r.runs) for r in ordered):
+        raise typer.Exit(int(MemoryBehind.exit_code))
 
 
 def _tokenizer(result: TranscriptResult) -> Tokenizer | None:

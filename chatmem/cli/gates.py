@@ -1,6 +1,6 @@
 """`--min-recall`: the recall gates `eval` FILE and `eval` DIR exit on, the error
 naming the probes a model gave no answer to, and the exit of a replay or an eval one of
-whose strategies failed or Ctrl-C cut."""
+whose strategies failed, fell behind (its memory updates failed) or Ctrl-C cut."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING
 import typer
 
 from chatmem.cli.output import consoles, fail
-from chatmem.errors import ExitCode, ProbesUnanswered, UsageError
+from chatmem.errors import ExitCode, MemoryBehind, ProbesUnanswered, UsageError
 
 if TYPE_CHECKING:
     from chatmem.app.evaluation import Comparison
@@ -48,6 +48,23 @@ def unanswered_error(runs: Sequence[StrategyRun]) -> ProbesUnanswered | None:
     more = f" (and {len(failed) - 1} more)" if len(failed) > 1 else ""
     return ProbesUnanswered(f"{label}: probe {number} got no answer{more}, {len(failed)} of"
                             f" {asked} left out of answer recall: {error}")
+
+
+def behind_error(runs: Sequence[StrategyRun]) -> MemoryBehind | None:
+    """The error saying which strategies' memory updates failed, if any did: a script must
+    tell their figures (printed, each failure said above them) from a run that kept up."""
+    behind = [(run.label, failed, run.turns) for run in runs
+              if (failed := run.updates_failed())]
+    if not behind:
+        return None
+    from chatmem.render.counts import counted
+
+    label, failed, turns = behind[0]
+    more = (f" (and {counted(len(behind) - 1, 'more strategy', 'more strategies')})"
+            if len(behind) > 1 else "")
+    return MemoryBehind(f"{label}: {counted(failed, 'memory update')} failed in"
+                        f" {counted(turns, 'turn')}{more}: its figures are of a memory that did"
+                        " not keep up")
 
 
 def check_gates(gates: Sequence[RecallGate],

@@ -9,6 +9,7 @@ import typer
 from chatmem.cli.comparing import evaluate_transcript, outcome_json, run_comparison
 from chatmem.cli.completion import session_names, strategy_specs
 from chatmem.cli.gates import (
+    behind_error,
     check_gates,
     exit_if_cut,
     exit_if_failed,
@@ -125,6 +126,8 @@ def replay_command(
     _show_outcome("replay", source, outcome, report=report, json_out=json_out,
                   verbose=verbose)
     exit_if_failed(outcome.failed)
+    if (behind := behind_error(outcome.runs)) is not None:
+        raise behind
 
 
 def _show_outcome(command: str, source: str, outcome: "Comparison", *, report: Path | None,
@@ -246,6 +249,8 @@ def eval_command(
     if unanswered is not None:
         raise unanswered
     exit_if_failed(outcome.failed)
+    if (behind := behind_error(outcome.runs)) is not None:
+        raise behind
 
 
 def _eval_folder(directory: Path, strategy: Sequence[str], param: Sequence[str] | None, *,

@@ -37,7 +37,10 @@ from chatmem.notices import (
     ContextsOverBudget,
     ContextsWithoutVectors,
     ExpectedRepliesReplaced,
+    FactsFailed,
+    MemoryUpdateFailed,
     Notice,
+    SummaryFailed,
 )
 from chatmem.providers.base import Purpose
 from chatmem.transcripts.format import Probe
@@ -150,6 +153,13 @@ class StrategyRun:
         if not self.partly_unembedded or failure is None:
             return None
         return ContextsWithoutVectors(self.partly_unembedded, len(self.contexts), failure)
+
+    def updates_failed(self) -> int:
+        """Memory updates that failed (a summary, facts, a plugin's state left behind): its
+        figures are of a memory that did not keep up. An update that stored its state and only
+        answered wrongly is not one."""
+        return sum(1 for n in self.notices if isinstance(n, (SummaryFailed, FactsFailed))
+                   or (isinstance(n, MemoryUpdateFailed) and not n.stored))
 
     def replies_replaced(self) -> ExpectedRepliesReplaced | None:
         """One notice for what the probes expected that --regenerate replaced, if any."""

@@ -171,6 +171,10 @@ class LocalProvider(OpenAIProvider):
         self.model_path = str(path)
         self._key = secrets.token_urlsafe(24)
         server = _server(self.model_path, n_ctx, threads, self._key)
+        # Held for as long as this provider is: the cache keeps the last two servers only,
+        # and a third provider's (a replay's run on a model of its own) stopped the first
+        # while its token counter still used it ("failed on /apply-template").
+        self._server = server
         self.address = str(server.listening_address).rstrip("/")
         if not self.address.startswith("http"):
             self.address = "http://" + self.address

@@ -248,17 +248,7 @@ def _sessions_grid(rows: Sequence[SessionSummary], current: int | None, *,
                    updated: bool, shared: bool, zone: tzinfo | None) -> Table:
     out = Table(header_style="bold", box=box.SIMPLE_HEAD, show_edge=False, pad_edge=False,
                 padding=(0, 1, 0, 0))
-    if current is not None:
-        out.add_column("", no_wrap=True)
-    out.add_column("name", no_wrap=True)
-    # Its header whole: a strategy column folded to 6 columns is no layout to pick.
-    out.add_column("strategy", overflow="fold", min_width=len("strategy"))
-    out.add_column("messages", justify="right", no_wrap=True)
-    out.add_column("turns", justify="right", no_wrap=True)
-    if shared:
-        out.add_column("shared", no_wrap=True)
-    if updated:
-        out.add_column("updated", no_wrap=True)
+    cells: list[tuple[list[str], Text, list[str]]] = []
     for row in rows:
         strategy = Text(row.strategy)
         params = format_params(row.params or {})
@@ -267,9 +257,28 @@ def _sessions_grid(rows: Sequence[SessionSummary], current: int | None, *,
         mark = [] if current is None else ["*" if row.id == current else ""]
         unanswered = unanswered_words(row.failed, row.cancelled)
         turns = f"{row.turns:,}" + (f" ({unanswered})" if unanswered else "")
-        out.add_row(*mark, row.address, strategy, f"{row.messages:,}", turns,
-                    *([shared_cell(row)] if shared else []),
-                    *([when(row.updated_at, zone)] if updated else []))
+        cells.append(([*mark, row.address], strategy,
+                      [f"{row.messages:,}", turns, *([shared_cell(row)] if shared else []),
+                       *([when(row.updated_at, zone)] if updated else [])]))
+
+    def whole(column: int, before: bool) -> int:
+        # Rich measures a no-wrap cell by its longest word, so "0 (1 cancelled)" or a
+        # time counted as 10 columns, the grid was chosen where it did not fit, and the
+        # strategy column was squeezed: "max_tokens=50000" read "max_tokens=500" over "00".
+        return max(cell_len((left if before else right)[column]) for left, _, right in cells)
+
+    if current is not None:
+        out.add_column("", no_wrap=True)
+    out.add_column("name", no_wrap=True, min_width=whole(len(cells[0][0]) - 1, True))
+    # Its header whole: a strategy column folded to 6 columns is no layout to pick.
+    out.add_column("strategy", overflow="fold", min_width=len("strategy"))
+    headers = ["messages", "turns", *(["shared"] if shared else []),
+               *(["updated"] if updated else [])]
+    for column, header in enumerate(headers):
+        out.add_column(header, justify="right" if column < 2 else "left", no_wrap=True,
+                       min_width=whole(column, False))
+    for left, strategy, right in cells:
+        out.add_row(*left, strategy, *right)
     return out
 
 

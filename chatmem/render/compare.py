@@ -15,7 +15,14 @@ from rich.table import Table
 from rich.text import Text
 
 from chatmem.memory.assembly import span
-from chatmem.notices import HelperTooSmall, NoEmbedder, Notice, SummaryUpdated
+from chatmem.notices import (
+    FactsFailed,
+    HelperTooSmall,
+    NoEmbedder,
+    Notice,
+    SummaryFailed,
+    SummaryUpdated,
+)
 from chatmem.render.cells import MISSING, Grade, number, probe_cell, recall_cell
 from chatmem.render.counts import counted
 from chatmem.render.layout import Fitted, Flow, Label, Narrowing
@@ -284,6 +291,21 @@ def run_notice_text(notice: Notice) -> str:
     return replay_notice_text(notice)
 
 
+def _folded(notices: Sequence[Notice]) -> list[Notice]:
+    """`notices` with each summary or facts failure replaced by the last of the run failing
+    the same way (the widest span of turns behind), so that they read as one line."""
+    last: dict[tuple[type, str, bool], Notice] = {}
+    keys: list[tuple[type, str, bool] | None] = []
+    for notice in notices:
+        key = None
+        if isinstance(notice, SummaryFailed | FactsFailed):
+            key = (type(notice), notice.error,
+                   isinstance(notice, FactsFailed) and notice.passed_over is not None)
+            last[key] = notice
+        keys.append(key)
+    return [notice if key is None else last[key] for notice, key in zip(notices, keys, strict=True)]
+
+
 def replay_notices(runs: Sequence[StrategyRun], *, verbose: bool = False) -> list[str]:
     """What a replay or an eval tells stderr: every notice with `verbose`, else one line per
     strategy; a notice several strategies share is one line naming them all, never repeated.
@@ -297,8 +319,10 @@ def replay_notices(runs: Sequence[StrategyRun], *, verbose: bool = False) -> lis
         others = run.notices if verbose else [n for n in run.notices
                                               if not isinstance(n, SummaryUpdated)]
         # A notice of each turn (a memory update failing) was said once where --json
-        # listed it at every turn: said once, with how many.
-        texts = [run_notice_text(notice) for notice in others]
+        # listed it at every turn: said once, with how many. A summary or facts falling
+        # behind names the turns behind, one more each turn: its last says them all.
+        texts = [run_notice_text(notice) for notice in
+                 (others if verbose else _folded(others))]
         for text in dict.fromkeys(texts):
             times = texts.count(text)
             if times > 1:

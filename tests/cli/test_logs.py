@@ -133,7 +133,7 @@ def test_the_table_fits_80_columns_and_cuts_long_questions(db: Path) -> None:
 
 
 @pytest.mark.parametrize(("args", "named", "code"), [
-    (["--session", "nowhere"], "no session 'nowhere'", 1),
+    (["--session", "nowhere"], "no session named 'nowhere'", 1),
     (["-q", "  "], "-q needs words", 2),
     (["-n", "0"], "must be 1 or more", 2),
 ])
@@ -142,6 +142,14 @@ def test_bad_input_is_one_line_and_non_zero(db: Path, args: list[str], named: st
     result = run(db, "logs", *args)
     assert result.exit_code == code
     assert named in result.stderr and len(result.stderr.strip().splitlines()) == 1
+
+
+def test_a_mistyped_session_is_worded_as_every_command_words_it(db: Path) -> None:
+    """logs alone said "no session 'tirp' in FILE", with neither the near name nor where
+    the names are listed, as inspect, sessions show and facts list say them."""
+    said = run(db, "logs", "--session", "tirp").stderr
+    assert said == run(db, "sessions", "show", "tirp").stderr
+    assert "'trip'" in said and "sessions list" in said
 
 
 def test_logs_never_write_the_history_file(db: Path) -> None:
@@ -276,7 +284,7 @@ def test_logs_full_in_a_pipe_adds_no_newline_inside_a_message(db: Path) -> None:
 
 @pytest.mark.parametrize(("args", "named", "code"), [
     (["-r", "--full"], "give one of them", 2),
-    (["-r", "--session", "nowhere"], "no session 'nowhere'", 1),
+    (["-r", "--session", "nowhere"], "no session named 'nowhere'", 1),
     (["-r", "-q", "zeppelin"], "no reply matching 'zeppelin'", 1),
 ])
 def test_bad_reply_requests_are_one_line(db: Path, args: list[str], named: str,

@@ -659,6 +659,11 @@ def test_a_provider_whose_plugin_now_fails_to_load_is_refused_naming_that_plugin
     assert "failed to load" in error
 
 
+BEHIND = ("error: entity: 1 memory update failed in 1 turn: its figures are of a memory that"
+          " did not keep up")
+"""A replay whose updates failed exits 1 saying so, as a script cannot read the lines above."""
+
+
 def test_replaying_a_session_whose_provider_plugin_is_gone_names_it_and_the_way_on(
         installed: Install, tmp_path: Path) -> None:
     """A session recorded with a plugin's provider, replayed after the plugin was
@@ -670,20 +675,20 @@ def test_replaying_a_session_whose_provider_plugin_is_gone_names_it_and_the_way_
            "我叫小明", code=0)
     unimportable(tmp_path / "site", "chatmem_flaky", FLAKY)
     load_registries.cache_clear()
-    failing = invoke("replay", "鹦鹉", "-s", "entity", "--db", db, code=0).stderr.splitlines()
+    failing = invoke("replay", "鹦鹉", "-s", "entity", "--db", db, code=1).stderr.splitlines()
     assert failing[0].startswith("warning: plugin flaky (chatmem-flaky 0.1.0")
     assert failing[1:] == [
         "entity: memory update failed, will retry next turn: session '鹦鹉': recorded with "
         "provider 'flaky', which no installed plugin provides now; plugin flaky (chatmem-flaky"
         " 0.1.0) failed to load (its warning says why): mend it, or install the provider's "
         "plugin again, or choose another with --provider NAME (valid: auto, local, openai, "
-        "scripted)"]
+        "scripted)", BEHIND]
     sys.path.remove(str(tmp_path / "site"))  # uninstalled
     load_registries.cache_clear()
-    gone = invoke("replay", "鹦鹉", "-s", "entity", "--db", db, code=0).stderr.splitlines()
+    gone = invoke("replay", "鹦鹉", "-s", "entity", "--db", db, code=1).stderr.splitlines()
     assert gone == [
         "entity: memory update failed, will retry next turn: session '鹦鹉': recorded with "
         "provider 'flaky', which no installed plugin provides now; install its plugin again, "
-        "or choose another with --provider NAME (valid: auto, local, openai, scripted)"]
+        "or choose another with --provider NAME (valid: auto, local, openai, scripted)", BEHIND]
     assert invoke("replay", "鹦鹉", "-s", "entity", "--provider", "scripted", "--db", db,
                   code=0).stderr == ""

@@ -426,3 +426,42 @@ def test_a_stored_sessions_replay_sends_each_turn_the_system_prompt_it_was_sent_
     data = json.loads(output("replay", "s", "-s", "buffer", "--json", "--db", db))
     assert data["strategies"][0]["prompt_tokens"]["per_turn"] == [
         turn["turn"]["estimated_tokens"] for turn in sent]
+
+
+def test_a_replay_or_eval_whose_memory_updates_failed_exits_1_saying_so_once(
+        tmp_path: Path) -> None:
+    """The summarizer's server gone: replay printed its figures, said "summary is behind"
+    once per turn (30 lines) and exited 0, so a script took a summary that never moved for a
+    result; eval the same, and eval of a folder said nothing at all."""
+    config = tmp_path / "c.toml"
+    config.write_text('max_retries = 0\nbase_url = "http://127.0.0.1:9/v1"\nmodel = "m"\n',
+                      encoding="utf-8")
+    folder = tmp_path / "对话"
+    folder.mkdir()
+    transcript = folder / "旅行.jsonl"
+    lines = [{"role": role, "content": f"{text} {role}"}
+             for text in ("预算五千元 budget", "三月十五日出发 leave", "订单 ORD-7731")
+             for role in ("user", "assistant")]
+    lines.append({"probe": "预算多少?", "expect_text": ["五千元"]})
+    transcript.write_text("\n".join(json.dumps(line, ensure_ascii=False) for line in lines)
+                          + "\n", encoding="utf-8")
+    common = ["--provider", "openai", "--config", str(config), "--db", str(tmp_path / "h.db")]
+    line = ("error: summary: 3 memory updates failed in 3 turns: its figures are of a memory"
+            " that did not keep up")
+    replayed = invoke("replay", str(transcript), "-s", "summary", "-s", "window", *common,
+                      code=1)
+    assert "│ summary" in replayed.stdout and "│ window" in replayed.stdout
+    said = replayed.stderr.splitlines()
+    assert said[-1] == line
+    behind = [s for s in said if "summary is behind" in s]
+    assert len(behind) == 1 and "turns 1–3" in behind[0] and "3 times in 3 turns" in behind[0]
+    as_json = invoke("replay", str(transcript), "-s", "summary", "--json", *common, code=1)
+    assert json.loads(as_json.stdout)["turns"] == 3
+    assert as_json.stderr.splitlines() == [line]
+    assert invoke("eval", str(transcript), "-s", "summary", *common,
+                  code=1).stderr.splitlines()[-1] == line
+    assert (f"error: 旅行.jsonl: {line.removeprefix('error: ')}"
+            in invoke("eval", str(folder), "-s", "summary", "-j", "1", *common,
+                      code=1).stderr.splitlines())
+    # A strategy that makes no model call is not behind: the same command exits 0.
+    assert invoke("replay", str(transcript), "-s", "window", *common, code=0).stderr == ""

@@ -303,3 +303,22 @@ def test_ctrl_c_while_the_model_loads_ends_the_program(tmp_path) -> None:
         child.wait()
         raise AssertionError("still running two minutes after Ctrl-C") from None
     assert (child.returncode, out) == (130, "interrupted\n")
+
+
+def test_a_replay_of_three_strategies_on_the_local_model_counts_on_a_live_server(
+        tmp_path) -> None:
+    """Each strategy replays on a model of its own and the third's server stopped the first,
+    whose token counter every run shares: `replay -s window -s buffer --provider local` ended
+    "error: the local model server failed on /apply-template: ... Connection refused"."""
+    transcript = tmp_path / "t.jsonl"
+    # Its last input has no reply: each run asks its own model, which opens a server.
+    transcript.write_text('{"role": "user", "content": "我的订单号是 ORD-7731"}\n'
+                          '{"role": "assistant", "content": "好的 noted"}\n'
+                          '{"role": "user", "content": "订单号? order?"}\n', encoding="utf-8")
+    config = tmp_path / "c.toml"
+    config.write_text("max_reply_tokens = 2\n[local]\nthreads = 1\n", encoding="utf-8")
+    result = invoke("replay", str(transcript), "-s", "window", "-s", "buffer", "-s", "tokens",
+                    "--provider", "local", "--json", "--config", str(config),
+                    "--db", str(tmp_path / "h.db"))
+    assert result.exit_code == 0, result.stderr
+    assert "apply-template" not in result.stderr

@@ -12,7 +12,7 @@ from rich.cells import cell_len
 from rich.console import Console
 
 from chatmem.evaluation.scoring import ProbeResult, StrategyRun
-from chatmem.notices import MemoryUpdateFailed, SummaryFailed, SummaryUpdated
+from chatmem.notices import FactsFailed, MemoryUpdateFailed, SummaryFailed, SummaryUpdated
 from chatmem.render.compare import eval_table, probe_table, replay_notices, replay_table
 from chatmem.render.layout import Label
 
@@ -273,6 +273,20 @@ def test_a_notice_of_every_turn_is_one_line_saying_how_many_turns() -> None:
         "mine: memory update failed, will retry next turn: 存储不可用; 3 times in 4 turns",
         "once: memory update failed, will retry next turn: 存储不可用"]
     assert replay_notices([failing], verbose=True) == replay_notices([failing])
+
+
+def test_a_summary_or_facts_behind_at_every_turn_is_one_line_naming_every_turn_behind() -> None:
+    # Each turn's notice names one more turn behind, so none repeated another: a 30-turn
+    # replay with the summarizer gone printed 30 lines.
+    run = StrategyRun("s+e", "summary+entity", {}, prompt_tokens=[10, 20, 30, 40])
+    run.notices = [notice for turn in range(1, 5) for notice in (
+        SummaryFailed("连不上", tuple(range(1, turn + 1))), FactsFailed("连不上", 1, turn))]
+    assert replay_notices([run]) == [
+        "s+e: summary is behind (连不上); turns 1–4 stay in the context unsummarized, the next"
+        " turn catches up; 4 times in 4 turns",
+        "s+e: facts not updated (连不上); turns 1–4 will be retried; 4 times in 4 turns"]
+    assert len(replay_notices([run], verbose=True)) == 8
+    assert run.updates_failed() == 8
 
 
 def test_replay_notices_say_when_dropped_details_stay_unpinned() -> None:

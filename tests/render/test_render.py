@@ -124,8 +124,9 @@ def test_sessions_list_says_the_access_of_a_shared_session_only_where_one_is() -
             replace(SESSIONS[1], shared_by="ann", access=AccessLevel.READ, shares=None)]
     out = show(sessions_table(team), width=80)
     assert all(cell_len(line) <= 80 for line in out.splitlines())
-    assert re.search(r"1,204\s+602\s+with 3\s+2026", out)
-    assert re.search(r"ann/旅行计划\s+window\s+4\s+2\s+read\s+2026", out)
+    # The time goes before a strategy is folded mid-name ("summary-buffer+retr" / "ieval").
+    assert re.search(r"summary-buffer\+retrieval\s+1,204\s+602\s+with 3$", out, re.M)
+    assert re.search(r"ann/旅行计划\s+window\s+4\s+2\s+read$", out, re.M)
     narrow = " ".join(show(sessions_table(team), width=30).split())
     assert "shared with 3 roles" in narrow and "shared with you read-only" in narrow
 
@@ -143,6 +144,24 @@ def test_a_narrow_sessions_list_breaks_between_details_only(width: int,
                   "2 turns", "2026-11-28 09:01"):
         assert any(whole in line for line in lines), (whole, out)
     assert not any(line.strip().startswith("·") or line.strip() == "·" for line in lines), out
+
+
+@pytest.mark.parametrize("width", range(30, 81))
+@pytest.mark.parametrize("current", [None, 2], ids=["list", "repl"])
+def test_a_sessions_list_never_splits_a_parameter_or_a_count(width: int,
+                                                             current: int | None) -> None:
+    """Rich measured "0 (1 cancelled)" and a time by their longest word, so at 50 columns
+    the grid was chosen where it did not fit and `max_tokens=50000` read `max_tokens=500`,
+    its `00` on the line below."""
+    rows = [replace(SESSIONS[0], name="trip", strategy="summary-buffer",
+                    params={"max_tokens": 50000}),
+            replace(SESSIONS[1], name="default", messages=0, turns=0, requests=1,
+                    cancelled=1)]
+    out = show(sessions_table(rows, current), width=width)
+    assert all(cell_len(line) <= width for line in out.splitlines())
+    words = out.split()
+    assert "max_tokens=50000" in words and "1 cancelled" in out
+    assert "2026-11-29" in words or "updated" not in out
 
 
 def test_an_empty_sessions_list_says_so() -> None:

@@ -162,6 +162,15 @@ def test_undo_explains_and_forks_before_the_last_turn(db: Path) -> None:
         "my order is ORD-7731", "我们五月去杭州", "what did I order?"]
 
 
+def test_undo_after_two_turns_names_the_one_turn_it_copies(tmp_path: Path) -> None:
+    """It said "copies turns 1–1" (found using the REPL after /edit-last)."""
+    result = chat(tmp_path / "u.db", "旅行", ["预算五千元", "second", "/undo"])
+    assert result.exit_code == 2
+    assert status_lines(result.stderr) == [
+        "error: messages are append-only, so /undo never deletes turn 2; /undo SESSION copies "
+        "turn 1 into a new session and switches to it (same as /fork SESSION --at-turn 1)"]
+
+
 def test_undo_with_nothing_to_undo(tmp_path: Path) -> None:
     result = chat(tmp_path / "n.db", "empty", ["/undo x"])
     assert result.exit_code == 2

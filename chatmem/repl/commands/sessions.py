@@ -15,6 +15,7 @@ from chatmem.app import session_files, sessions
 from chatmem.app.sessions import check_session_name, session_name_from
 from chatmem.config.paths import user_path
 from chatmem.errors import NotFound, TurnNotReplaceable, UsageError
+from chatmem.memory.assembly import span
 from chatmem.memory.spec import StrategySpec
 from chatmem.render.counts import counted, listed
 from chatmem.repl.blocks import trimmed
@@ -129,7 +130,7 @@ def _undo(repl: Chat, args: list[str]) -> None:
     if not args:
         raise UsageError(
             f"messages are append-only, so /undo never deletes turn {last}; /undo SESSION "
-            f"copies turns 1–{last - 1} into a new session and switches to it "
+            f"copies {span(range(1, last))} into a new session and switches to it "
             f"(same as /fork SESSION --at-turn {last - 1})" if last > 1 else
             "messages are append-only, so /undo never deletes turn 1; /undo SESSION starts a "
             "new session with the same settings and no messages (same as /fork SESSION "
