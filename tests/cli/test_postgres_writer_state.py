@@ -42,6 +42,22 @@ def state(url: str, name: str, strategy: str = "summary") -> dict[str, object]:
         return store.memory.strategy_state(store.sessions.session(name).id, strategy)
 
 
+def extractions_read(monkeypatch: pytest.MonkeyPatch) -> list[list[int]]:
+    """The turns each of the scripted model's fact extractions reads, as they come."""
+    from chatmem.providers.base import Purpose
+    from chatmem.providers.scripted import RULES
+
+    asked: list[list[int]] = []
+    real = RULES[Purpose.FACTS]
+
+    def recording(messages):  # type: ignore[no-untyped-def]
+        asked.append([m["turn"] for m in json.loads(messages[-1]["content"])["messages"]])
+        return real(messages)
+
+    monkeypatch.setitem(RULES, Purpose.FACTS, recording)
+    return asked
+
+
 def test_her_pins_keep_their_ids_through_his_turns_and_no_id_is_given_twice(
         shared: tuple[str, str]) -> None:
     ann, bob = shared
@@ -147,17 +163,7 @@ def test_her_next_turn_after_his_extracts_only_the_turns_since(
         team: Team, monkeypatch: pytest.MonkeyPatch) -> None:
     # His turn's extraction wrote the session's marker (stamped with him), which she did not
     # trust: her next turn extracted her whole history again from turn 1, after each of his.
-    from chatmem.providers.base import Purpose
-    from chatmem.providers.scripted import RULES
-
-    asked: list[list[int]] = []  # the turns each extraction request reads
-    real = RULES[Purpose.FACTS]
-
-    def recording(messages):  # type: ignore[no-untyped-def]
-        asked.append([m["turn"] for m in json.loads(messages[-1]["content"])["messages"]])
-        return real(messages)
-
-    monkeypatch.setitem(RULES, Purpose.FACTS, recording)
+    asked = extractions_read(monkeypatch)  # the turns each extraction request reads
     ann, bob = team.url("ann"), team.url("bob")
     with Store(ann) as store:
         repl(store, "a", ["我叫安娜，我住在上海。", "我的猫叫 Mochi。"], strategy="entity")
@@ -229,17 +235,7 @@ def test_his_copy_into_a_file_keeps_her_words_and_facts_hers(
     # file's user's, his: his next turn there sent "名字 安娜, 城市 上海" as what he stated.
     # It also carries his extraction marker (behind hers): a turn there reads the turns
     # after it again, hers among them, and her facts stay as they were.
-    from chatmem.providers.base import Purpose
-    from chatmem.providers.scripted import RULES
-
-    asked: list[list[int]] = []
-    real = RULES[Purpose.FACTS]
-
-    def recording(messages):  # type: ignore[no-untyped-def]
-        asked.append([m["turn"] for m in json.loads(messages[-1]["content"])["messages"]])
-        return real(messages)
-
-    monkeypatch.setitem(RULES, Purpose.FACTS, recording)
+    asked = extractions_read(monkeypatch)  # the turns each extraction request reads
     ann, bob = team.url("ann"), team.url("bob")
     with Store(ann) as store:
         repl(store, "a", ["我叫安娜，我住在上海。"], strategy="entity")
@@ -280,17 +276,7 @@ def test_her_purge_reaches_his_words_there_and_his_marker_reads_nothing_again(
         team: Team, monkeypatch: pytest.MonkeyPatch) -> None:
     # Untested before: her purge of 上海 in a session he wrote in (his message, the context
     # his chatmem sent and stored), and whether his extraction marker then re-reads turns.
-    from chatmem.providers.base import Purpose
-    from chatmem.providers.scripted import RULES
-
-    asked: list[list[int]] = []
-    real = RULES[Purpose.FACTS]
-
-    def recording(messages):  # type: ignore[no-untyped-def]
-        asked.append([m["turn"] for m in json.loads(messages[-1]["content"])["messages"]])
-        return real(messages)
-
-    monkeypatch.setitem(RULES, Purpose.FACTS, recording)
+    asked = extractions_read(monkeypatch)  # the turns each extraction request reads
     ann, bob = team.url("ann"), team.url("bob")
     with Store(ann) as store:
         repl(store, "a", ["我叫安娜，我住在上海。", "我的猫叫 Mochi。"], strategy="entity")

@@ -87,6 +87,14 @@ def kept_engine(store: Store, name: str = "kept") -> Engine[Store]:
     return engine
 
 
+def recorded_engine(store: Store) -> Engine[Store]:
+    """A kept engine that has recorded the turns of SAID."""
+    engine = kept_engine(store)
+    for text in SAID:
+        engine.run_turn(text)
+    return engine
+
+
 def held(engine: Engine[Store], count: int) -> Vectors:
     """What recall of `engine` ranks the first `count` messages by, as a build reads it."""
     embedder = engine.embedder
@@ -118,9 +126,7 @@ def two(tmp_path: Path) -> Iterator[tuple[Store, Store, Store]]:
 def test_engines_of_one_session_hold_one_copy_of_its_vectors_and_see_new_turns(
         two: tuple[Store, Store, Store]) -> None:
     a_store, b_store, _ = two
-    recording = kept_engine(a_store)
-    for text in SAID:
-        recording.run_turn(text)
+    recording = recorded_engine(a_store)
     reading = kept_engine(b_store)
     count = 2 * len(SAID)
     recorded, read = held(recording, count), held(reading, count)
@@ -137,9 +143,7 @@ def test_engines_of_one_session_hold_one_copy_of_its_vectors_and_see_new_turns(
 def test_a_purge_by_another_connection_is_never_read_from_a_copy_an_engine_still_holds(
         two: tuple[Store, Store, Store]) -> None:
     a_store, b_store, other = two
-    recording = kept_engine(a_store)
-    for text in SAID:
-        recording.run_turn(text)
+    recording = recorded_engine(a_store)
     count = 2 * len(SAID)
     before = held(recording, count)  # the recording engine holds every vector
     assert before.count == count
@@ -163,9 +167,7 @@ def test_a_purge_by_another_connection_is_never_read_from_a_copy_an_engine_still
 def test_a_hidden_turn_leaves_the_vectors_of_engines_that_follow_it(
         two: tuple[Store, Store, Store]) -> None:
     a_store, b_store, other = two
-    recording = kept_engine(a_store)
-    for text in SAID:
-        recording.run_turn(text)
+    recording = recorded_engine(a_store)
     reading = kept_engine(b_store)
     count = 2 * len(SAID)
     sid = recording.session.id
@@ -186,9 +188,7 @@ def test_a_hidden_turn_leaves_the_vectors_of_engines_that_follow_it(
 def test_vectors_stored_for_rows_already_handed_out_leave_them_as_handed(
         two: tuple[Store, Store, Store]) -> None:
     a_store, b_store, other = two
-    recording = kept_engine(a_store)
-    for text in SAID:
-        recording.run_turn(text)
+    recording = recorded_engine(a_store)
     reading = kept_engine(b_store)
     sid = recording.session.id
     count = 2 * len(SAID)
