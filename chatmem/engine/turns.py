@@ -376,6 +376,7 @@ class Engine(SessionChanges, MemoryUpkeep, TurnChecks, TurnRows, Generic[StoreT]
         # As send's: a fork's or an import's turns before this one are first folded in (an
         # MCP client's record_turn on one; a replay starts empty, where this does nothing).
         caught = self.catch_up(backlog_after_turn=True)
+        self.state.caches.pop(PLUGIN_BUILDS, None)
         try:
             context = self.build_context(text, attachments, said_at=said_at, speaker=speaker)
         except StrategyFailed as e:
@@ -383,6 +384,8 @@ class Engine(SessionChanges, MemoryUpkeep, TurnChecks, TurnRows, Generic[StoreT]
                 raise
             context = assemble(self.request(text, attachments, said_at, speaker), [])
             caught = [*caught, ContextNotBuilt(str(e), (e.kind, e.name))]
+        if (took := self.state.caches.pop(PLUGIN_BUILDS, None)) and kept:
+            caught += self.slow_build(took)  # as a chat's turn says it (MCP's record_turn)
         self._keep_changes()
         self.store.images.keep_images(self.session.id, [a.image for a in attachments if a.image])
         record = self.store.turns.commit_turn(

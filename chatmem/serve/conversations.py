@@ -177,10 +177,13 @@ class ServedConversations:
         extracted facts, a plugin's bug) or was never asked (HelperTooSmall) in the server's
         log, once for each kind until that kind's update runs again: its client is answered
         all the same, and the server's owner, who alone can mend the helper, learnt nothing
-        while memory stopped growing."""
+        while memory stopped growing. A plugin strategy that made the turn wait (BuildSlow,
+        UpdateSlow, StateLarge) is logged as the engine says it, once per engine: each request
+        waited for a plugin's 3 s build, and the log said nothing."""
         from chatmem.notices import FactsFailed, HelperTooSmall, MemoryUpdateFailed, SummaryFailed
         from chatmem.render.client_notices import client_notice_text
         from chatmem.render.errors import Client
+        from chatmem.session_notices import BuildSlow, StateLarge, UpdateSlow
 
         kinds = (SummaryFailed, FactsFailed, MemoryUpdateFailed, HelperTooSmall)
         said = {kind: next((n for n in notices if isinstance(n, kind)), None) for kind in kinds}
@@ -197,6 +200,7 @@ class ServedConversations:
                 self._memory_failing.move_to_end(key)
             while len(self._memory_failing) > ANSWERED_KEPT:
                 self._memory_failing.popitem(last=False)
+        new += [n for n in notices if isinstance(n, (BuildSlow, UpdateSlow, StateLarge))]
         if self.log is not None:
             for failed in new:
                 self.log(f"{conversation}: {client_notice_text(failed, Client.API, settings)}")

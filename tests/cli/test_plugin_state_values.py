@@ -122,6 +122,11 @@ class ByTurn(BufferStrategy):
             key = turn.number if os.environ.get("BY_NUMBER") else str(turn.number)
             key = (turn.number, 0) if os.environ.get("BY_PAIR") else key
             lengths[key] = len(turn.messages[0].content)
+            if os.environ.get("DEEP") and turn.number > 1:
+                for _ in range(int(os.environ["DEEP"])):
+                    lengths[key] = [lengths[key]]
+            if os.environ.get("HUGE") and turn.number > 1:
+                lengths[key] = 10 ** int(os.environ["HUGE"])
         env.state.set(self.name, lengths=lengths)
         return []
 
@@ -169,4 +174,20 @@ def test_a_plugin_keying_its_state_by_tuple_is_refused_as_no_json(
     assert len(said) == 1
     assert "'lengths'" in said[0] and "JSON cannot store" in said[0] and "tuple" in said[0]
     assert "plugin by-turn" in said[0]
+    assert kept == {"lengths": {"1": 3}}
+
+
+@pytest.mark.parametrize(("env", "holds"), [
+    ({"DEEP": "100000"}, "lists or dicts nested deeper than Python's recursion limit"),
+    ({"HUGE": "5000"}, "a whole number of more than 4,300 digits")])
+def test_a_state_too_deep_or_too_long_for_json_is_refused_naming_the_key(
+        installed: Install, tmp_path: Path, env: dict[str, str], holds: str) -> None:
+    # Nested too deeply, the update died with a bare RecursionError naming no key, and was
+    # told to reset a state that was never at fault; a whole number too long to write read
+    # as "a value that holds itself".
+    said, kept = _keyed_turn(installed, tmp_path, env)
+    assert said == [
+        "memory update failed, will retry next turn: strategy 'by-turn' could not update its "
+        f"memory: its state's key 'lengths' holds {holds}, which JSON cannot store (plugin "
+        "by-turn (chatmem-by-turn 0.1.0))"]
     assert kept == {"lengths": {"1": 3}}

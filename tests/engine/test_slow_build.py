@@ -4,6 +4,7 @@ of 5 s made each turn wait 5 s, and the turn's line showed the reply's time alon
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -11,6 +12,7 @@ from cli_runner import invoke
 from plugin_site import Install
 
 import chatmem.engine.upkeep
+from chatmem.engine import Engine
 
 SLOW = '''
 import os
@@ -112,3 +114,22 @@ def test_a_plugin_strategy_slow_in_a_hook_is_said_once_naming_its_plugin(
     if said:
         assert f"'{name}'" in warned[0] and f"chatmem-{name}" in warned[0]
         assert "'window'" not in warned[0]  # chatmem's own member is not the slow one
+
+
+def test_a_slow_build_of_an_exchange_recorded_by_mcp_is_said_once(
+        installed: Install, make_engine: Callable[..., Engine],
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """MCP's record_turn builds the context its exchange is stored with: a plugin's slow build
+    made each record wait and, unlike a chat's turn, said nothing (its slow update was said)."""
+    from chatmem.session_notices import BuildSlow
+
+    installed("chatmem-ponders", "chatmem_ponders", SLOW)
+    monkeypatch.setattr(chatmem.engine.upkeep, "SLOW_BUILD", 0.25)
+    monkeypatch.setenv("PONDER", "0.3")
+    engine = make_engine("ponders")
+    said = [[n for n in engine.replay_turn(user, "好", kept=True).notices
+             if isinstance(n, BuildSlow)] for user in ("一", "二")]
+    assert [[n.strategy for n in s] for s in said] == [["ponders"], []]
+    # A replay's turns (not kept: no one waits on them turn by turn) say nothing.
+    replayed = make_engine("ponders").replay_turn("三", "好")
+    assert not [n for n in replayed.notices if isinstance(n, BuildSlow)]

@@ -5,6 +5,7 @@ it twice). See tests/cli/test_plugin_returns.py for the other front ends."""
 from __future__ import annotations
 
 from pathlib import Path
+from urllib.parse import quote
 
 import pytest
 from plugin_site import Install
@@ -111,3 +112,56 @@ def test_a_plugin_strategy_that_fails_to_build_is_logged_and_not_asked_again(
     assert "(plugin boom (chatmem-boom 0.1.0))" in line
     with Store(db) as store:
         assert store.sessions.find_session("trip") is None
+
+
+
+SLOW = '''
+import time
+
+from chatmem.memory.window import WindowStrategy
+
+
+class Slow(WindowStrategy):
+    name = "slow"
+    description = "slow to build or to update / 慢"
+    keeps_state = True
+
+    def build(self, request):
+        time.sleep(0.3 if HOOK == "build" else 0)
+        return super().build(request)
+
+    def update(self, env):
+        time.sleep(0.3 if HOOK == "update" else 0)
+        env.state.set(self.name, turns=env.history.turn_count())
+        return []
+
+
+def register(plugins):
+    plugins.add_strategy(Slow)
+'''
+
+
+@pytest.mark.parametrize(("hook", "words"), [("build", "to build the context"),
+                                             ("update", "to update its memory")])
+def test_a_plugin_strategy_slow_in_a_hook_is_logged_once_per_conversation(
+        installed: Install, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, hook: str,
+        words: str) -> None:
+    """Chat and `ask` said a plugin's slow build or update once; behind serve every request
+    waited for it and the server's log, the one place its owner reads, said nothing."""
+    import chatmem.engine.upkeep
+
+    installed("chatmem-slow", "chatmem_slow", f"HOOK = {hook!r}\n{SLOW}")
+    monkeypatch.setattr(chatmem.engine.upkeep, f"SLOW_{hook.upper()}", 0.25)
+    logged: list[str] = []
+    app = build_app(Settings(provider="scripted", db=str(tmp_path / "h.db")), strategy="slow",
+                    log=logged.append)
+    with TestClient(app) as http:
+        for conversation, sent in (("旅行", "一"), ("旅行", "二"), ("trip", "three")):
+            answered = http.post("/v1/chat/completions",
+                                 headers={"X-Chatmem-Conversation": quote(conversation)},
+                                 json={"model": "scripted",
+                                       "messages": [{"role": "user", "content": sent}]})
+            assert answered.status_code == 200, answered.text
+    assert [line.partition(":")[0] for line in logged] == ["旅行", "trip"], logged
+    assert all(words in line and "'slow'" in line and "chatmem-slow 0.1.0" in line
+               for line in logged), logged
