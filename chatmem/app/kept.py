@@ -242,6 +242,18 @@ class KeptConversations:
         finally:
             self.leave(place)
 
+    def after(self, key: Hashable, job: Job[object]) -> None:
+        """Give `job` to the kept conversation `key`'s thread, after the jobs given it, and
+        return at once: upkeep its caller is not to wait for (`Engine.between_turns`; an MCP
+        client waited for the process's first, up to 0.5 s). Nothing when `key` is not kept
+        (evicted, closed): a conversation opened anew starts without it. What it raises is
+        what a failed job does: the conversation is opened anew by the next call."""
+        with self._lock:
+            kept = self._kept.get(key)
+        if kept is not None:
+            with suppress(_Closed):
+                kept.submit(job)
+
     def _wait_in_line(self, place: Place, waiting: Callable[[], None] | None) -> None:
         """Until `place` is first in its line (every call before it has handed on its job
         or ended), `waiting` called every WATCHED seconds meanwhile."""

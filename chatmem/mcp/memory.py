@@ -134,14 +134,17 @@ class Memory:
                         open_engine: Callable[[Workspace], Engine[Store]],
                         job: Callable[[Engine[Store]], T],
                         heard: list[Notice] | None = None,
-                        steps: CallSteps | None = None) -> T:
+                        steps: CallSteps | None = None,
+                        afterwards: Callable[[Engine[Store]], object] | None = None) -> T:
         """Run `job` on the conversation's engine for `purpose` ("record", "read",
         "search"), kept open between calls (chatmem.app.kept) so a call costs what a chat's
         turn costs; chatmem errors become one line for the model. `heard` gets what the
         history told meanwhile (a turn waited for another process's write): no listener
         hears a server's workspace, and the call it held up tells its client. With `steps`,
         a call its client cancelled while it waited for the conversation (behind another
-        call's job) ends before its job starts: nothing of it is stored."""
+        call's job) ends before its job starts: nothing of it is stored. `afterwards`: run
+        on the engine once the job is done, after the call is answered (upkeep between
+        turns: the conversation's next call waits for it, this one does not)."""
         from chatmem.app import Workspace
         from chatmem.mcp.calls import Stopped
 
@@ -162,7 +165,7 @@ class Memory:
         place = _PLACE.get()
         with told_to_the_model(settings=settings, log=self.log):
             try:
-                return self.kept.run(
+                done = self.kept.run(
                     key,
                     partial(Workspace, settings, models=self.models, registries=self.registries),
                     lambda ws: opened_in(ws, open_engine(ws)), run,
@@ -174,6 +177,9 @@ class Memory:
                 assert steps is not None
                 steps.ended()
                 raise
+        if afterwards is not None:
+            self.kept.after(key, lambda _ws, engine: afterwards(engine))
+        return done
 
 
 def opened_in(workspace: Workspace, engine: Engine[Store]) -> Engine[Store]:

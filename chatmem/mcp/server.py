@@ -168,12 +168,14 @@ def _add_tools(server: MCPServer[Any], memory: Memory) -> None:
             result = conversations.record_on(engine, user, assistant)
             memory.unanswered.stored(key, user, assistant, result.record.turn,
                                      result.context.tokens, steps.cancellation)
-            engine.between_turns()
             return opened, result
 
         waited: list[Notice] = []
+        # The upkeep between turns (the process's first compiles every pattern and runs a
+        # full collection: ~0.5 s) after the client has its answer, as serve's and a chat's.
         done = memory.in_conversation(ctx, conversation_id, "record", open_recording, record,
-                                      heard=waited, steps=steps)
+                                      heard=waited, steps=steps,
+                                      afterwards=lambda engine: engine.between_turns())
         if not steps.cancelled():
             memory.unanswered.answered(key, steps.cancellation)
         if isinstance(done, Recorded):

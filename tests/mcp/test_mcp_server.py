@@ -558,3 +558,46 @@ def test_over_http_without_a_token_another_account_is_refused_and_logged(
         server.terminate()
         server.wait(HANG)
     assert not db.exists() or "测试" not in db.read_bytes().decode("utf-8", "replace")
+
+
+def test_record_turn_is_answered_before_the_upkeep_between_turns_runs(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # The process's first upkeep compiles every pattern and runs a full collection (~0.5 s):
+    # a client's first record_turn waited for it (28-68 ms before, 490-690 ms after).
+    # Here the upkeep holds until the test lets it go: the call must be answered meanwhile.
+    import threading
+
+    from mcp import Client
+
+    from chatmem.config.settings import Settings
+    from chatmem.engine.upkeep import MemoryUpkeep
+    from chatmem.mcp.server import build_server
+
+    release, ran = threading.Event(), threading.Event()
+    upkept: list[bool] = []
+
+    def held_upkeep(engine: object) -> None:
+        upkept.append(release.wait(10))  # held past it before the fix: then answered
+        ran.set()
+
+    monkeypatch.setattr(MemoryUpkeep, "between_turns", held_upkeep)
+    server = build_server(Settings(provider="scripted", db=str(tmp_path / "h.db")))
+
+    async def run() -> tuple[dict[str, Any], bool, dict[str, Any]]:
+        async with Client(server) as client:
+            await client.call_tool("start_conversation", {"name": "杭州"})
+            first = await client.call_tool("record_turn", {
+                "conversation_id": "杭州", "user": "我住在杭州", "assistant": "好的"})
+            answered_first = not release.is_set() and not ran.is_set()
+            release.set()
+            second = await client.call_tool("record_turn", {
+                "conversation_id": "杭州", "user": "下周三见", "assistant": "好"})
+            assert first.structured_content is not None
+            assert second.structured_content is not None
+            return first.structured_content, answered_first, second.structured_content
+
+    first, answered_first, second = asyncio.run(asyncio.wait_for(run(), HANG))
+    assert answered_first
+    assert (first["turn"], second["turn"]) == (1, 2)
+    assert ran.wait(HANG)
+    assert upkept[0] is True  # it ran, after the answer, once let go
