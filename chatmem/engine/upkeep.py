@@ -50,11 +50,13 @@ FOLD_EVERY = 8
 """Turns between two folds of the store's log (`Engine.between_turns`): about 300 pages
 written, well short of the 1,000 at which SQLite would fold it inside a turn's commit."""
 
-COMPILE_BETWEEN_S = 0.5
+COMPILE_BETWEEN_S = 0.1
 """CPU time `Engine.between_turns` may spend compiling the regular expressions no turn has used
-yet (chatmem.lazy_patterns.compile_pending, the longest first): all of chatmem's, about 0.35 s
-of CPU, in the first turn's upkeep as a rule. A budget of 15 ms a call compiled one or two a
-turn, and the second turn still waited ~35 ms for the five its Chinese input needed."""
+yet (chatmem.lazy_patterns.compile_pending, the longest first): all of chatmem's, ~0.35-0.5 s
+of CPU, over the first five upkeeps or so. A budget of 15 ms a call compiled one or two a
+turn, and the second turn still waited ~35 ms for the five its Chinese input needed; one of
+0.5 s did all in the first upkeep, which a client chaining its requests to `chatmem serve`
+or `chatmem mcp` waited for (its second request 0.9 s, once a process; fin69)."""
 
 _collected = False
 """Whether this process's first upkeep ran Python's full collection (`Engine.between_turns`)."""
