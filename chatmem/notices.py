@@ -31,6 +31,7 @@ from chatmem.indexing_notices import Failure, IndexingNotice, VectorsResized
 from chatmem.privacy.secrets import Credential
 from chatmem.session_notices import (
     BuildSlow,
+    EmbedderSlow,
     ModelChanged,
     SavedParamsDropped,
     SettingsNotSaved,
@@ -341,7 +342,7 @@ Notice = (IndexingNotice | VectorsResized | SummaryUpdated | SummaryFailed | Fac
           | MemoryUpdateFailed | MemoryUpdateCancelled | ErasedWhileUpdating
           | StrategyChanged | ModelChanged
           | SavedParamsDropped | SystemPromptReplaced | SettingsNotSaved | StateLarge
-          | BuildSlow | UpdateSlow | HelperTooSmall
+          | BuildSlow | UpdateSlow | EmbedderSlow | HelperTooSmall
           | HistoryMoved | OldHistoryLeft | RetentionApplied | RetentionSkipped
           | HistoryWritableByOthers
           | HistoryUpgrading | WaitingForUpgrade | WaitingForWrite

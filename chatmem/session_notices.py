@@ -103,6 +103,19 @@ class UpdateSlow:
     seconds: float
 
 
+@dataclass(frozen=True)
+class EmbedderSlow:
+    """Plugin embedder `embedder` took `seconds` over `calls` calls to embed for a turn of
+    session `session` (its query, the turn's messages indexed after it): the turn waited for
+    each, which its line's time leaves out (said once per embedder,
+    embeddings.guarded.SLOW_EMBED)."""
+
+    session: str
+    embedder: str
+    seconds: float
+    calls: int
+
+
 LARGE_STATE = 8_000_000
 """Bytes of a plugin strategy's stored state (UTF-8) past which each turn is said to be slowed
 by it (reading and writing 60 MB took 10-15 s a turn): StateLarge, once per chat."""

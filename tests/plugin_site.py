@@ -284,3 +284,25 @@ def register(plugins):
 """
 """A plugin strategy whose state notes every user message; a fork before its last turn has
 none of it until the fork's first turn catches up."""
+
+
+SLOW_EMBEDDER = '''
+import os
+import time
+
+import numpy as np
+
+
+class Slow:
+    dimensions = 8
+    key = "slowemb:v1"
+
+    def embed(self, texts, *, query=False):
+        time.sleep(float(os.environ.get("EMBED_PAUSE", "0")))
+        return np.ones((len(texts), 8), dtype=np.float32)
+
+
+def register(plugins):
+    plugins.add_embedder("slowemb", lambda settings: Slow())
+'''
+"""A plugin embedder pausing EMBED_PAUSE seconds a call (tests/engine/test_slow_embedder.py)."""

@@ -148,8 +148,7 @@ def load_settings(
         # Checked as the file's `strategy` is, naming the variable: a shell profile's typo
         # would otherwise surface at some later chat as an unknown strategy from nowhere.
         name, own = strategy_spec(env["CHATMEM_STRATEGY"], "CHATMEM_STRATEGY")
-        table = values.get("strategies", {}).get(name, {})
-        check_strategy_at("CHATMEM_STRATEGY", name, {**table, **own}, registered)
+        check_strategy_at("CHATMEM_STRATEGY", name, own, registered)
     for key, value in (overrides or {}).items():
         if value is not None:
             flag = (flags or {}).get(key, f"--{key.replace('_', '-')}")

@@ -159,13 +159,12 @@ def _check_names(path: Path, data: Mapping[str, Any], registered: Registered) ->
                         registered)
     if isinstance(data.get("strategy"), str):
         name, own = strategy_spec(data["strategy"], f"{path}: key 'strategy'")
-        tables = data.get("strategies", {})
-        table = tables.get(name, {}) if isinstance(tables, dict) else {}
-        _check_strategy(path, "strategy", name, {**table, **own}, registered)
+        # Its own parameters (`window:k=3`); its [strategies.NAME] table where it is used.
+        _check_strategy(path, "strategy", name, own, registered)
     _check_provider(path, "summary.provider", data.get("summary", {}), registered)
     for template, table in data.get("templates", {}).items():
         check_template_strategy(f"{path}: key 'templates.{template}.strategy'", table,
-                                data.get("strategies", {}), registered)
+                                registered)
     embedder = data.get("embeddings", {}).get("provider")
     if (embedder is not None and embedder not in (names := registered.embedder_names())
             and not (isinstance(embedder, str) and could_be_plugins(embedder, names))):
@@ -271,14 +270,13 @@ def check_template(where: str, table: Any) -> dict[str, Any]:
 
 
 def check_template_strategy(where: str, table: Mapping[str, Any],
-                            tables: Mapping[str, Mapping[str, Any]],
                             registered: Registered) -> None:
-    """A template's strategy checked as the config's own `strategy` is (with the config's
-    [strategies.NAME] `tables` under it), so a typo is named where it is written, not met
-    later as an unknown strategy from nowhere."""
+    """A template's strategy checked as the config's own `strategy` is (its own parameters;
+    the config's [strategies.NAME] where it is used), so a typo is named where it is
+    written, not met later as an unknown strategy from nowhere."""
     if isinstance(table.get("strategy"), str):
         name, own = strategy_spec(table["strategy"], where)
-        check_strategy_at(where, name, {**tables.get(name, {}), **own}, registered)
+        check_strategy_at(where, name, own, registered)
 
 
 def _validate_templates(path: Path, value: Any) -> None:
@@ -300,7 +298,10 @@ def _validate_strategies(path: Path, tables: Any, registered: Registered | None)
     for name, params in tables.items():
         if not isinstance(params, dict):
             raise ConfigError(f"{path}: key 'strategies.{name}' must be a table")
-        _check_strategy(path, f"strategies.{name}", name, params, registered)
+        # The name alone (`[strategies.windw]` is a typo); the parameters are checked where
+        # the strategy is used (chatmem.engine.opening.check_config_tables): a plugin's new
+        # version renaming one stopped every command, not only those that use it.
+        _check_strategy(path, f"strategies.{name}", name, {}, registered)
 
 
 def strategy_spec(text: str, where: str) -> tuple[str, dict[str, str]]:

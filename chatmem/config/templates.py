@@ -59,8 +59,7 @@ def find_template(settings: Settings, name: str,
                              f"{did_you_mean(name, names)}")
         table = _read(path)
         if registered is not None:
-            check_template_strategy(f"{path}: key 'strategy'", table, settings.strategies,
-                                    registered)
+            check_template_strategy(f"{path}: key 'strategy'", table, registered)
     return Template(name, system=table.get("system"), model=table.get("model"),
                     strategy=table.get("strategy"),
                     options=check_options(table.get("options", {}), f"template {name}: options"))

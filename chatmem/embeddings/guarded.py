@@ -4,6 +4,8 @@
 from __future__ import annotations
 
 import operator
+import threading
+import time
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -18,6 +20,10 @@ if TYPE_CHECKING:
     from chatmem.embeddings.base import Embedder
 
 
+SLOW_EMBED = 2.0
+"""Seconds a plugin embedder's calls may take in one turn before the turn says it waited."""
+
+
 class GuardedEmbedder:
     """`inner`, whose exceptions other than chatmem's are EmbedderFailed, and whatever it
     raises with `mask` applied to its text (its client's error may quote the key)."""
@@ -29,6 +35,22 @@ class GuardedEmbedder:
         self.registered_name = name
         """What `[embeddings] provider` names (memory.vector_rows.embedder_name)."""
         self._mask = mask
+        self._took, self._calls = 0.0, 0
+        self._slow_said = False
+        self._timing = threading.Lock()  # a background indexer embeds as a turn's build does
+
+    def took_slowly(self) -> tuple[float, int] | None:
+        """The seconds its embed calls took since last asked, and how many calls, when
+        SLOW_EMBED seconds or more and
+        this embedder has not said so before (once per embedder: per engine, or per process
+        where a server shares it); else None. A plugin's 3 s a call made `ask` take 9 s with
+        its turn line saying 0.0 s and nothing naming the embedder."""
+        with self._timing:
+            took, calls, self._took, self._calls = self._took, self._calls, 0.0, 0
+            if took < SLOW_EMBED or self._slow_said:
+                return None
+            self._slow_said = True
+        return took, calls
 
     @property
     def key(self) -> str:
@@ -66,9 +88,15 @@ class GuardedEmbedder:
                     self._mask)
 
     def embed(self, texts: Sequence[str], *, query: bool = False) -> np.ndarray:
-        with plugin_prints_to_stderr():  # not into a command's --json (plugin_output)
-            returned = guarded(lambda e: EmbedderFailed(self._name, e),
-                               lambda: self.inner.embed(texts, query=query), self._mask)
+        started = time.monotonic()
+        try:
+            with plugin_prints_to_stderr():  # not into a command's --json (plugin_output)
+                returned = guarded(lambda e: EmbedderFailed(self._name, e),
+                                   lambda: self.inner.embed(texts, query=query), self._mask)
+        finally:
+            with self._timing:
+                self._took += time.monotonic() - started
+                self._calls += 1
         rows, wrong = checked_rows(returned, len(texts), self.dimensions)
         if wrong is not None:
             # Checked here, once: else a wrong shape fails later in chatmem's recall or

@@ -10,10 +10,11 @@ from datetime import tzinfo
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from chatmem.activity import QUIET, Activity
+from chatmem.config.pairs import split_names
 from chatmem.config.settings import check_not_a_key
 from chatmem.engine.preflight import without_typed_credentials
 from chatmem.engine.turns import Engine
-from chatmem.errors import StrategyError, StrategyFailed, StrategyGone
+from chatmem.errors import ConfigError, StrategyError, StrategyFailed, StrategyGone
 from chatmem.memory.base import Strategy
 from chatmem.memory.params import format_params, strategy_label
 from chatmem.memory.registry import StrategyRegistry
@@ -65,6 +66,7 @@ def configured_strategy(settings: Settings, strategies: StrategyRegistry,
     let be as the settings loaded, so the commands that need no strategy run: this, the
     one that needs it, names the setting that chose it and the way on."""
     name = settings.strategy
+    check_config_tables(settings, strategies, name)
     try:
         return strategies.strategy(name, {**settings.params_for(name), **(params or {})})
     except StrategyError as e:
@@ -168,7 +170,30 @@ def with_config_table(spec: StrategySpec, settings: Settings,
     configured = settings.params_for(spec.name)
     if not configured:
         return spec
+    check_config_tables(settings, strategies, spec.name)
     return spec.keeping(strategies.parse(spec.name, configured))
+
+
+def check_config_tables(settings: Settings, strategies: StrategyRegistry, name: str) -> None:
+    """ConfigError naming the file, the table and its key unless each [strategies.NAME]
+    table strategy `name` takes (its own, a combination's members') builds on the strategy
+    installed. Checked here, where the strategy is used, not as the settings load: a
+    plugin's new version renaming a parameter refused every command, `sessions list` too,
+    as an uninstalled plugin's name does not. A part nothing installed provides is left to
+    the caller, which names it."""
+    parts = split_names(name)
+    for table_name in dict.fromkeys([*parts, name]):
+        table = settings.strategies.get(table_name)
+        if not table or not all(part in strategies for part in split_names(table_name)):
+            continue
+        source = settings.source_of(f"strategies.{table_name}.{next(iter(table))}")
+        where = f"{source}: key 'strategies.{table_name}'"
+        try:
+            strategies.parse(table_name, table)
+        except StrategyError as e:
+            raise ConfigError(f"{where}: {e}") from None
+        except StrategyFailed as e:
+            raise e.at(where) from None
 
 
 def open_session(

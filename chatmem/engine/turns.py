@@ -12,19 +12,15 @@ import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
 from contextlib import suppress
-from dataclasses import replace
 from datetime import tzinfo
 from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 from chatmem.activity import QUIET, Activity
 from chatmem.engine.attached import attached_messages, refuse_unseen_images
-from chatmem.engine.preflight import TurnChecks
+from chatmem.engine.recorded import RecordedTurns, unsaid
 from chatmem.engine.results import TurnResult
 from chatmem.engine.said import Said, SaidAt, said_time
-from chatmem.engine.session_changes import SessionChanges
 from chatmem.engine.streaming import ProviderCalls, caller_failure, close_quietly
-from chatmem.engine.turn_rows import TurnRows
-from chatmem.engine.upkeep import MemoryUpkeep
 from chatmem.errors import (
     ChatmemError,
     EmptyInput,
@@ -38,12 +34,11 @@ from chatmem.errors import (
     UsageError,
 )
 from chatmem.history import StoredHistory
-from chatmem.memory.assembly import assemble
 from chatmem.memory.base import Context, ContextRequest, Message, Strategy
 from chatmem.memory.guards import PLUGIN_BUILDS, build_guarded
 from chatmem.memory.indexing import Indexing
 from chatmem.memory.state import SessionState
-from chatmem.notices import ContextNotBuilt, CutBy, InputNotUtf8, Notice, ReplyCut
+from chatmem.notices import CutBy, InputNotUtf8, Notice, ReplyCut
 from chatmem.providers.base import Provider, ReplyStream, Usage
 from chatmem.providers.interruptible import InterruptibleReply
 from chatmem.store import SessionRecord, TurnStatus
@@ -64,7 +59,7 @@ StoreT = TypeVar("StoreT", bound=TurnStore, covariant=True)
 the store it passed in (`Engine[Store]`); any engine is an `Engine[TurnStore]`."""
 
 
-class Engine(SessionChanges, MemoryUpkeep, TurnChecks, TurnRows, Generic[StoreT]):
+class Engine(RecordedTurns, Generic[StoreT]):
     """Runs turns of one session with one strategy and one provider, on the thread that
     opened its store (chatmem.app.Workspace says why; another thread is refused, WrongThread)."""
 
@@ -350,54 +345,6 @@ class Engine(SessionChanges, MemoryUpkeep, TurnChecks, TurnRows, Generic[StoreT]
             on_stored(TurnResult(record, context, reply, list(notices)))
         if self.keeps_memory:
             # The commit checked the erasures against `_erasures` under the write lock.
-            notices += _unsaid(notices, self.update_memory(turns=record.history_turn,
+            notices += unsaid(notices, self.update_memory(turns=record.history_turn,
                                                           erasures=self._erasures))
         return TurnResult(record, context, reply, notices)
-
-    def replay_turn(self, text: str, reply: str,
-                    times: tuple[str | None, str | None] = (None, None),
-                    ids: tuple[str | None, str | None] = (None, None),
-                    said_at: SaidAt = Said.NOW, speaker: str | None = None,
-                    attachments: Sequence[Attachment] = (), *, kept: bool = False
-                    ) -> TurnResult:
-        """Commit `text` with a recorded `reply` as an ok turn, without calling the model.
-
-        Replay uses it so strategies are compared on identical conversations;
-        `times` are the recorded messages' timestamps (recall's sittings use them), `ids`
-        their transcript ids (a saved replay's probes name messages by them), `said_at`
-        when its context reads the input as said (a transcript's time; default now),
-        `speaker` who said it in a group chat (ContextRequest.speaker), `attachments` the
-        files the recorded turn sent with it. `kept`: an exchange another program had, kept
-        even when the strategy fails to build (with only its input as context; MCP).
-        """
-        [text, reply, *attached], replaced = self.without_credentials(
-            valid_text(text), valid_text(reply), *(a.text for a in attachments))
-        attachments = [replace(a, text=t) for a, t in zip(attachments, attached, strict=True)]
-        # As send's: a fork's or an import's turns before this one are first folded in (an
-        # MCP client's record_turn on one; a replay starts empty, where this does nothing).
-        caught = self.catch_up(backlog_after_turn=True)
-        self.state.caches.pop(PLUGIN_BUILDS, None)
-        try:
-            context = self.build_context(text, attachments, said_at=said_at, speaker=speaker)
-        except StrategyFailed as e:
-            if not kept:
-                raise
-            context = assemble(self.request(text, attachments, said_at, speaker), [])
-            caught = [*caught, ContextNotBuilt(str(e), (e.kind, e.name))]
-        if (took := self.state.caches.pop(PLUGIN_BUILDS, None)) and kept:
-            caught += self.slow_build(took)  # as a chat's turn says it (MCP's record_turn)
-        self._keep_changes()
-        self.store.images.keep_images(self.session.id, [a.image for a in attachments if a.image])
-        record = self.store.turns.commit_turn(
-            self._record(text, context, TurnStatus.OK, speaker, reply=reply),
-            sent_at=times[0], replied_at=times[1], external_ids=ids,
-            message_tokens=self._message_tokens(context, text, reply))
-        return TurnResult(record, context, reply,
-                          replaced + caught + _unsaid(caught, self.update_memory(
-                              turns=record.history_turn)))
-
-
-def _unsaid(said: Sequence[Notice], more: Sequence[Notice]) -> list[Notice]:
-    """`more` less what `said` holds already: an update failing as the catch-up before the
-    turn failed (a plugin's that raises each time) is one line, not the same line twice."""
-    return [n for n in more if n not in said]

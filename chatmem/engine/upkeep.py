@@ -25,6 +25,7 @@ from chatmem.session_notices import (
     SLOW_BUILD,
     SLOW_UPDATE,
     BuildSlow,
+    EmbedderSlow,
     StateLarge,
     UpdateSlow,
 )
@@ -128,6 +129,19 @@ class MemoryUpkeep:
             return []
         said.update(took)
         return [BuildSlow(self.address, "+".join(took), seconds)]
+
+    def slow_embedder(self) -> list[Notice]:
+        """A plugin embedder whose calls since it was last asked took its SLOW_EMBED seconds
+        (embeddings.guarded.GuardedEmbedder.took_slowly), said once."""
+        from chatmem.embeddings.guarded import GuardedEmbedder
+
+        embedder = self.embedder
+        if not isinstance(embedder, GuardedEmbedder):
+            return []
+        took = embedder.took_slowly()
+        if took is None:
+            return []
+        return [EmbedderSlow(self.address, embedder.registered_name, *took)]
 
     def _slow_updates(self) -> list[Notice]:
         """The plugin strategies whose update after this turn took SLOW_UPDATE seconds or more
@@ -268,7 +282,8 @@ class MemoryUpkeep:
             # inline: that holds nothing computed before, what it embeds it reads now, and
             # the next turn's check follows a later erasure (one statement of each turn).
             self.follow_erasures()
-        return notices + self.indexing.after_commit(self.embedder, words)
+        notices += self.indexing.after_commit(self.embedder, words)
+        return notices + self.slow_embedder()
 
     def _update_strategy(self, catch_up: bool, turns: int | None = None,
                          erasures: int | None = None) -> list[Notice]:

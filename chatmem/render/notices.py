@@ -69,6 +69,7 @@ from chatmem.render.indexing_notices import failure_text, indexing_notice_text
 from chatmem.render.session_notices import session_notice_text
 from chatmem.session_notices import (
     BuildSlow,
+    EmbedderSlow,
     ModelChanged,
     SavedParamsDropped,
     SettingsNotSaved,
@@ -215,6 +216,13 @@ def _(n: StateLarge, repl_hints: bool) -> str:
 def _(n: BuildSlow, repl_hints: bool) -> str:
     return (f"session {n.session}: strategy {n.strategy!r}{by_plugin('strategy', n.strategy)}"
             f" took {n.seconds:.1f} s to build the context: the turn waited for it")
+
+
+@_worded.register
+def _(n: EmbedderSlow, repl_hints: bool) -> str:
+    return (f"session {n.session}: embedder {n.embedder!r}{by_plugin('embedder', n.embedder)}"
+            f" took {n.seconds / max(n.calls, 1):.1f} s a call to embed ({n.calls} so far,"
+            f" {n.seconds:.1f} s): each turn waits for its calls")
 
 
 @_worded.register

@@ -177,13 +177,14 @@ class ServedConversations:
         extracted facts, a plugin's bug) or was never asked (HelperTooSmall) in the server's
         log, once for each kind until that kind's update runs again: its client is answered
         all the same, and the server's owner, who alone can mend the helper, learnt nothing
-        while memory stopped growing. A plugin strategy that made the turn wait (BuildSlow,
-        UpdateSlow, StateLarge) is logged as the engine says it, once per engine: each request
-        waited for a plugin's 3 s build, and the log said nothing."""
+        while memory stopped growing. A plugin strategy or embedder that made the turn wait
+        (BuildSlow, UpdateSlow, EmbedderSlow, StateLarge) is logged as the engine says it, once
+        per engine (once per process for a shared embedder): each request waited for a
+        plugin's 3 s build, and the log said nothing."""
         from chatmem.notices import FactsFailed, HelperTooSmall, MemoryUpdateFailed, SummaryFailed
         from chatmem.render.client_notices import client_notice_text
         from chatmem.render.errors import Client
-        from chatmem.session_notices import BuildSlow, StateLarge, UpdateSlow
+        from chatmem.session_notices import BuildSlow, EmbedderSlow, StateLarge, UpdateSlow
 
         kinds = (SummaryFailed, FactsFailed, MemoryUpdateFailed, HelperTooSmall)
         said = {kind: next((n for n in notices if isinstance(n, kind)), None) for kind in kinds}
@@ -200,7 +201,8 @@ class ServedConversations:
                 self._memory_failing.move_to_end(key)
             while len(self._memory_failing) > ANSWERED_KEPT:
                 self._memory_failing.popitem(last=False)
-        new += [n for n in notices if isinstance(n, (BuildSlow, UpdateSlow, StateLarge))]
+        new += [n for n in notices
+                if isinstance(n, (BuildSlow, UpdateSlow, EmbedderSlow, StateLarge))]
         if self.log is not None:
             for failed in new:
                 self.log(f"{conversation}: {client_notice_text(failed, Client.API, settings)}")

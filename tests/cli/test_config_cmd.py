@@ -111,17 +111,21 @@ def test_a_bad_config_key_or_value_is_one_line_naming_it_and_the_file(
     assert (result.exit_code, result.stderr) == (2, f"error: {config}: {error}\n")
 
 
-def test_the_cli_checks_the_config_files_strategies(tmp_path: Path) -> None:
-    # Configuration sits below memory: the CLI passes memory's strategy check down.
+def test_the_cli_checks_a_strategys_table_where_the_strategy_is_used(tmp_path: Path) -> None:
+    # Configuration sits below memory: the table is checked where the strategy is built, so
+    # a command that builds none (config show) or another (ask, whose default is not window)
+    # runs, and the one that uses it refuses before anything is stored.
     config = tmp_path / "c.toml"
     config.write_text('[strategies.window]\nk = "abc"\n', encoding="utf-8")
-    for command in (["config", "show"], ["ask", "hi", "--provider", "scripted", "--db",
-                                         str(tmp_path / "x.db")]):
-        result = invoke(*command, "--config", str(config))
-        assert result.exit_code == 2, command
+    db = ("--provider", "scripted", "--db", str(tmp_path / "x.db"))
+    invoke("config", "show", "--config", str(config), code=0)
+    for strategy in ("window", "window+entity"):
+        result = invoke("ask", "hi", "-s", strategy, *db, "--config", str(config))
+        assert result.exit_code == 2, strategy
         assert result.stderr == (f"error: {config}: key 'strategies.window': parameter "
                                  "k='abc' of strategy 'window' must be a whole number\n")
     assert not (tmp_path / "x.db").exists()
+    invoke("ask", "hi", "-s", "buffer", *db, "--config", str(config), code=0)
 
 
 def test_wrong_type_stops_chat_before_anything_is_stored(tmp_path: Path) -> None:

@@ -137,10 +137,13 @@ def test_the_config_names_a_plugin_strategy_and_checks_its_parameters(
     with Store(db) as store:
         assert store.sessions.session("c").params == {"head": 1, "k": 2}
     config.write_text('strategy = "anchor"\n[strategies.anchor]\nk = -2\n', encoding="utf-8")
-    refused = invoke("chat", "c", "--config", str(config), "--db", db, "--provider", "scripted",
+    # Checked where it is used: a new session takes it, "c" keeps its own saved parameters.
+    refused = invoke("chat", "d", "--config", str(config), "--db", db, "--provider", "scripted",
                      input="hi\n", code=2)
     assert refused.stderr == (f"error: {config}: key 'strategies.anchor': parameter k=-2 of "
                               "strategy 'anchor' must be at least 0\n")
+    invoke("chat", "c", "--config", str(config), "--db", db, "--provider", "scripted",
+           input="hi\n", code=0)
 
 
 def test_without_the_plugin_its_sessions_still_list_and_a_clear_error_says_why(

@@ -65,7 +65,8 @@ def test_parameters_the_plugin_refuses_are_one_line_from_ask_inspect_and_eval(
 def test_a_config_table_the_plugin_refuses_is_one_line(tmp_path: Path) -> None:
     config = tmp_path / "配置.toml"
     config.write_text("[strategies.picky]\nn = 9\n", encoding="utf-8")
-    result = invoke("ask", "你好", "--provider", "scripted", "--config", str(config), code=1)
+    result = invoke("ask", "你好", "-s", "picky", "--provider", "scripted", "--config",
+                    str(config), code=1)
     assert result.stderr.splitlines() == [f"error: {config}: key 'strategies.picky': {REFUSED}"]
 
 
