@@ -321,8 +321,14 @@ def check_strategy_at(where: str, name: str, params: Mapping[str, Any],
                       registered: Registered) -> None:
     """ConfigError (`WHERE: unknown strategy …`) unless `name` with `params` builds; `where`
     names the file and key, or the variable, the strategy came from."""
+    check_built_at(where, lambda: registered.check_strategy(name, params))
+
+
+def check_built_at(where: str, build: Callable[[], object]) -> None:
+    """Run `build` (a strategy's); its refusal as a ConfigError naming `where`, a plugin
+    strategy's own failure said at `where`."""
     try:
-        registered.check_strategy(name, params)
+        build()
     except StrategyError as e:
         raise ConfigError(f"{where}: {e}") from None
     except StrategyFailed as e:

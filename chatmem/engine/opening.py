@@ -7,14 +7,16 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Callable, Collection, Mapping, Sequence
 from datetime import tzinfo
+from functools import partial
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from chatmem.activity import QUIET, Activity
 from chatmem.config.pairs import split_names
+from chatmem.config.schema import check_built_at
 from chatmem.config.settings import check_not_a_key
 from chatmem.engine.preflight import without_typed_credentials
 from chatmem.engine.turns import Engine
-from chatmem.errors import ConfigError, StrategyError, StrategyFailed, StrategyGone
+from chatmem.errors import StrategyError, StrategyFailed, StrategyGone
 from chatmem.memory.base import Strategy
 from chatmem.memory.params import format_params, strategy_label
 from chatmem.memory.registry import StrategyRegistry
@@ -188,12 +190,7 @@ def check_config_tables(settings: Settings, strategies: StrategyRegistry, name: 
             continue
         source = settings.source_of(f"strategies.{table_name}.{next(iter(table))}")
         where = f"{source}: key 'strategies.{table_name}'"
-        try:
-            strategies.parse(table_name, table)
-        except StrategyError as e:
-            raise ConfigError(f"{where}: {e}") from None
-        except StrategyFailed as e:
-            raise e.at(where) from None
+        check_built_at(where, partial(strategies.parse, table_name, table))
 
 
 def open_session(
