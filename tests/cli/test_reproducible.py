@@ -65,9 +65,11 @@ def test_a_replay_with_recorded_replies_needs_no_model(tmp_path: Path) -> None:
                                  "recorded": "cl100k_base",
                                  "note": "cl100k_base stands in for gpt-4o-mini's tokenizer"}
     assert data["strategies"][0]["chat_model_calls"] == 0
-    # a strategy that needs a model asks the recorded one, and says why it cannot
-    behind = json.loads(invoke("replay", source, "-s", "summary", "--json").stdout)
-    run = behind["strategies"][0]
+    # a strategy that needs a model asks the recorded one, says why it cannot, and the run
+    # exits 1: its figures are of a memory that did not keep up (MemoryBehind)
+    result = cli_runner.invoke("replay", source, "-s", "summary", "--json", code=1)
+    assert "2 memory updates failed in 2 turns" in result.stderr
+    run = json.loads(result.stdout)["strategies"][0]
     assert run["strategy_model_calls_by_purpose"] == {"summary": 2}
     assert run["summary_versions"] == 0 and len(run["notices"]) == 2  # one per failed call
 

@@ -284,12 +284,15 @@ def test_a_placeholder_key_leaves_the_model_s_own_words_alone(tmp_path: Path, ch
     for api_key, shown in ((key, said), ("sk-1234", said.replace("sk-1234", "[api key]"))):
         env = {"OPENAI_API_KEY": api_key, "OPENAI_BASE_URL": chat_server.base_url,
                "CHATMEM_KEY": None}
-        result = invoke("ask", api_key, "说说", "--db", str(db), "--provider", "openai",
+        # A session of its own per key, not named with it (a new session named with the key
+        # is refused, the key as the model is).
+        name = f"会话-{len(api_key)}-{api_key[:2]}"
+        result = invoke("ask", name, "说说", "--db", str(db), "--provider", "openai",
                         "--model", "m", env=env)
         assert result.exit_code == 0, result.output
         assert shown in result.stdout
         with Store(db) as store:
-            assert store.history.messages(store.sessions.session(api_key).id)[1].content == shown
+            assert store.history.messages(store.sessions.session(name).id)[1].content == shown
 
 
 def test_a_key_quoted_back_percent_encoded_is_masked(tmp_path: Path, chat_server) -> None:
