@@ -42,6 +42,15 @@ def state(url: str, name: str, strategy: str = "summary") -> dict[str, object]:
         return store.memory.strategy_state(store.sessions.session(name).id, strategy)
 
 
+def shared_entity_session(team: Team) -> tuple[str, str]:
+    """ann's entity session `a`, two turns of hers, shared with bob --write: their URLs."""
+    ann, bob = team.url("ann"), team.url("bob")
+    with Store(ann) as store:
+        repl(store, "a", ["我叫安娜，我住在上海。", "我的猫叫 Mochi。"], strategy="entity")
+    run(ann, "sessions", "share", "a", "--with", "bob", "--write", code=0)
+    return ann, bob
+
+
 def extractions_read(monkeypatch: pytest.MonkeyPatch) -> list[list[int]]:
     """The turns each of the scripted model's fact extractions reads, as they come."""
     from chatmem.providers.base import Purpose
@@ -164,10 +173,7 @@ def test_her_next_turn_after_his_extracts_only_the_turns_since(
     # His turn's extraction wrote the session's marker (stamped with him), which she did not
     # trust: her next turn extracted her whole history again from turn 1, after each of his.
     asked = extractions_read(monkeypatch)  # the turns each extraction request reads
-    ann, bob = team.url("ann"), team.url("bob")
-    with Store(ann) as store:
-        repl(store, "a", ["我叫安娜，我住在上海。", "我的猫叫 Mochi。"], strategy="entity")
-    run(ann, "sessions", "share", "a", "--with", "bob", "--write", code=0)
+    ann, bob = shared_entity_session(team)
 
     def values() -> set[str]:
         with Store(ann) as store:
@@ -277,10 +283,7 @@ def test_her_purge_reaches_his_words_there_and_his_marker_reads_nothing_again(
     # Untested before: her purge of 上海 in a session he wrote in (his message, the context
     # his chatmem sent and stored), and whether his extraction marker then re-reads turns.
     asked = extractions_read(monkeypatch)  # the turns each extraction request reads
-    ann, bob = team.url("ann"), team.url("bob")
-    with Store(ann) as store:
-        repl(store, "a", ["我叫安娜，我住在上海。", "我的猫叫 Mochi。"], strategy="entity")
-    run(ann, "sessions", "share", "a", "--with", "bob", "--write", code=0)
+    ann, bob = shared_entity_session(team)
     run(bob, "ask", "ann/a", "鲍勃：我也住在上海，叫我张三。", "--provider", "scripted", code=0)
     run(ann, "ask", "a", "安娜：我的爱好是围棋。", "--provider", "scripted", code=0)
     [(fact,)] = team.rows("SELECT id FROM facts WHERE value = '上海'")
