@@ -2,6 +2,7 @@
 
     python benchmarks/turn_profile.py --turns 100 1000            # parts of a turn
     python benchmarks/turn_profile.py --turns 1000 --statements   # SQL statements
+    python benchmarks/turn_profile.py --turns 1000 --embedder none  # the words-only cell
 
 The history, engine and questions are benchmarks/run.py's `retrieval·hash` cell's
 (workloads.build_chatmem_base, add_vectors, chatmem_cell's engine). After WARMUP turns,
@@ -53,6 +54,13 @@ PARTS = (
     "chatmem.store.contexts:compact",
     "chatmem.store.records:TurnRecord.to_row",
     "chatmem.memory.vector_backlog:VectorBacklog.finish",
+    # The meaning route's own (with --embedder none these stay at 0: set beside the hash
+    # cell's, they are what meaning adds to a turn, with pack's MMR and the backlog's).
+    "chatmem.embeddings.hashed:HashEmbedder.embed",
+    "chatmem.memory.recall_sources:held_vectors",
+    "chatmem.memory.recall_sources:dense_scores",
+    "chatmem.memory.retrieval:pool",
+    "chatmem.memory.later_mentions:pull_in",
 )
 """module:attribute of each part timed; a function another module imported by name is
 named where it is called from (retrieval's `pack`)."""
@@ -160,17 +168,18 @@ class _Connection:
         return cursor
 
 
-def profile(turns: int, repeat: int, statements: bool) -> None:
+def profile(turns: int, repeat: int, statements: bool, embedder: str = "hash") -> None:
     """Print where the CPU of `repeat` turns over a history of `turns` goes."""
     spent: dict[str, float] = {}
     unwrap = (lambda: None) if statements else wrap_parts(spent)
     try:
-        _profile(turns, repeat, statements, spent)
+        _profile(turns, repeat, statements, spent, embedder)
     finally:
         unwrap()
 
 
-def _profile(turns: int, repeat: int, statements: bool, spent: dict[str, float]) -> None:
+def _profile(turns: int, repeat: int, statements: bool, spent: dict[str, float],
+             embedder: str = "hash") -> None:
     from chatmem.config.sections import EmbeddingsSection
     from chatmem.config.settings import Settings
     from chatmem.engine import open_session
@@ -183,16 +192,19 @@ def _profile(turns: int, repeat: int, statements: bool, spent: dict[str, float])
     workloads.build_chatmem_base(base, turns)
     workloads.add_vectors(base, path, "hash")
     provider = workloads.TimedProvider()
-    settings = Settings(embeddings=EmbeddingsSection(provider="hash"))
+    # As workloads.chatmem_cell opens its `retrieval·hash` and words-only cells.
+    settings = Settings(embeddings=EmbeddingsSection(provider=embedder))
     registries = load_registries()
     meter = Statements()
     with Store(path) as store:
         engine = open_session(store, settings, provider, "bench",
                               strategy=registries.strategies.parse("retrieval", None),
                               strategies=registries.strategies,
-                              embedder=registries.create_embedder("hash", settings))
-        engine.background_indexing = False
-        engine.indexing = Indexing(store, engine.session.id, background=False)
+                              embedder=None if embedder == "none" else
+                              registries.create_embedder(embedder, settings))
+        if embedder != "none":
+            engine.background_indexing = False
+            engine.indexing = Indexing(store, engine.session.id, background=False)
         engine.catch_up()
         for i in range(WARMUP):
             engine.run_turn(workloads.question(i))
@@ -211,7 +223,8 @@ def _profile(turns: int, repeat: int, statements: bool, spent: dict[str, float])
             meter.on = False
             engine.between_turns()
     total = sum(cpu)
-    print(f"{turns:,} stored turns, {repeat} turns: CPU a turn median "
+    words_only = " (words only)" if embedder == "none" else ""
+    print(f"{turns:,} stored turns{words_only}, {repeat} turns: CPU a turn median "
           f"{statistics.median(cpu) * 1000:.2f} ms, mean {total / repeat * 1000:.2f} ms")
     if statements:
         seen = sorted(meter.seen.items(), key=lambda item: -item[1][1])
@@ -233,9 +246,11 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=300, help="turns timed at each size")
     parser.add_argument("--statements", action="store_true",
                         help="time each SQL statement rather than the parts")
+    parser.add_argument("--embedder", choices=("hash", "none"), default="hash",
+                        help="the hash cell's embedder, or none: the words-only cell")
     args = parser.parse_args()
     for turns in args.turns:
-        profile(turns, args.repeat, args.statements)
+        profile(turns, args.repeat, args.statements, args.embedder)
 
 
 if __name__ == "__main__":

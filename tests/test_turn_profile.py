@@ -34,3 +34,35 @@ def test_a_profile_times_the_parts_or_the_statements_of_real_turns(
     out = capsys.readouterr().out
     assert out.startswith("100 stored turns, 2 turns: CPU a turn median ")
     assert re.search(expected, out), out
+
+
+def test_the_words_only_cell_is_profiled_beside_the_hash_one(
+        capsys: pytest.CaptureFixture[str]) -> None:
+    turn_profile.profile(100, 2, False, "none")
+    out = capsys.readouterr().out
+    assert out.startswith("100 stored turns (words only), 2 turns: CPU a turn median ")
+    # Words alone: the meaning route's parts never run, the words' do.
+    assert re.search(r"ms +\d+\.\d%  RecallTables\.word_matches", out), out
+    for part in ("StoredRecall.dense", "HashEmbedder.embed", "dense_scores"):
+        assert re.search(rf" 0\.000 ms +0\.0%  {re.escape(part)}$", out, re.M), out
+
+
+turn_tails = load("turn_tails")
+
+
+def test_tails_tags_each_turn_with_what_it_ran(capsys: pytest.CaptureFixture[str]) -> None:
+    build = importlib.import_module("chatmem.memory.retrieval").RetrievalStrategy.build
+    scores = importlib.import_module("chatmem.store.sqlite_words").SqliteWords.word_scores
+    turn_tails.tails(100, 20)
+    # The wrappers are put back (other tests count calls).
+    assert importlib.import_module("chatmem.store.sqlite_words").SqliteWords.word_scores \
+        is scores
+    assert importlib.import_module("chatmem.memory.retrieval").RetrievalStrategy.build is build
+    out = capsys.readouterr().out
+    assert out.startswith("100 stored turns, 20 turns: CPU ms median ")
+    rows = dict(re.findall(r"^  (\w+) +(\d+\.\d\d) +\d+\.\d\d$", out, re.M))
+    # Every turn runs statements and one word search at least, and embeds its two new
+    # messages (or finds them embedded already) and the question.
+    assert float(rows["statements"]) > 10
+    assert float(rows["searches"]) >= 1
+    assert float(rows["search_rows"]) > 0
