@@ -132,7 +132,7 @@ def _attachment(name: str, data: bytes, limit: TextLimit) -> Attachment:
     if image is not None and not _reads_as_text(data):
         return Attachment(name, image_text(image), image)
     if _is_pdf(name, data):
-        return Attachment(name, _within(name, pdf_text(name, data), limit))
+        return Attachment(name, _within(name, pdf_text(name, data, limit), limit))
     # Read to an image's limit for its first bytes, yet not an image: text, held to text's.
     return Attachment(name, decode(name, _bytes_within(name, data, limit)))
 
@@ -219,8 +219,9 @@ def image_text(image: ImageData) -> str:
     return f"an image ({image.mime}, {image.width}×{image.height} pixels), sent with this message"
 
 
-def pdf_text(name: str, data: bytes) -> str:
-    """The text of a PDF's pages, page by page, through pypdf; UsageError when it has none."""
+def pdf_text(name: str, data: bytes, limit: TextLimit | None = None) -> str:
+    """The text of a PDF's pages, page by page, through pypdf; UsageError when it has none,
+    or (`limit`) as soon as the pages read hold more text than it allows and more follow."""
     import io
 
     import pypdf  # only a PDF needs it: `chatmem --help` stays fast
@@ -233,7 +234,15 @@ def pdf_text(name: str, data: bytes) -> str:
             if reader.is_encrypted and reader.decrypt("") == pypdf.PasswordType.NOT_DECRYPTED:
                 raise UsageError(f"{name}: an encrypted PDF that needs a password; decrypt "
                                  "it first; nothing was sent")
-            pages = [page.extract_text() or "" for page in reader.pages]
+            pages: list[str] = []
+            size = 0
+            for page in reader.pages:
+                pages.append(page.extract_text() or "")
+                size += len(pages[-1].encode())
+                # The rest is not read: a 15 KB PDF whose 40 pages each showed one 8 MB
+                # stream took minutes a page, its text piling up, only to be refused.
+                if limit is not None and size > limit.most and len(pages) < len(reader.pages):
+                    raise limit.refusal(name, Oversized(limit.most, None))
     except pypdf.errors.DependencyError as e:
         # AES needs the cryptography package, which pypdf (and chatmem) do not require.
         raise UsageError(f"{name}: an encrypted PDF pypdf cannot read without another "

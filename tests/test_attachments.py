@@ -212,3 +212,14 @@ def test_what_is_piped_in_is_told_as_a_kind_and_left_unread() -> None:
         stream = io.BufferedReader(io.BytesIO(data))
         assert piped_file_kind(stream) is kind
         assert stream.read() == data
+
+
+def test_a_pdf_s_pages_past_its_text_limit_are_not_read(tmp_path: Path) -> None:
+    """A 15 KB PDF of 40 pages, each showing one 8 MB stream, was read whole (minutes a
+    page, its text piling up in memory) only to be refused: reading stops at the limit, so
+    how much text the rest holds is not known."""
+    document = tmp_path / "many.pdf"
+    document.write_bytes(pdf(*["quarterly report " * 1000] * 60))  # 17 KB of text a page
+    with pytest.raises(UsageError) as refused:
+        read_file(document, TextLimit(100))  # 25.6 KB: two pages
+    assert str(refused.value).startswith(f"{document}: more than 25.0 KiB of text, far more")

@@ -374,3 +374,40 @@ def test_a_fact_time_after_the_export_is_the_exports(archive: Path, tmp_path: Pa
     run(b, "sessions", "import", str(future), code=0)
     times = rows(b, "SELECT created_at, updated_at, used_at FROM facts")
     assert times and all(t is None or t[:19] <= exported[:19] for row in times for t in row)
+
+
+def lying_archive(path: Path, member: str, inflated: int, said: int) -> Path:
+    """A zip whose `member` inflates to `inflated` bytes while its headers say `said`."""
+    import struct
+
+    chunk = b" " * 2**20
+    with zipfile.ZipFile(path, "w", zipfile.ZIP_DEFLATED) as zf, zf.open(member, "w") as out:
+        for _ in range(inflated // len(chunk)):
+            out.write(chunk)
+    data = bytearray(path.read_bytes())
+    struct.pack_into("<I", data, 22, said)  # the local header's uncompressed size
+    central = data.find(b"PK\x01\x02")
+    struct.pack_into("<I", data, central + 24, said)  # the central directory's
+    path.write_bytes(bytes(data))
+    return path
+
+
+def test_a_member_larger_than_its_header_says_is_not_inflated_whole(tmp_path: Path) -> None:
+    """A hostile archive of 65 KB whose manifest said 100 bytes inflated 64 MB in one piece
+    (an 800 KB one took 1.7 GB) before its checksum failed: only the size said is read."""
+    import tracemalloc
+
+    from chatmem.errors import TranscriptError
+    from chatmem.privacy.restore import read_archive
+
+    path = lying_archive(tmp_path / "x.zip", "manifest.json", 64 * 2**20, 100)
+    assert path.stat().st_size < 2**20
+    tracemalloc.start()
+    try:
+        with pytest.raises(TranscriptError) as raised:
+            read_archive(path)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert "damaged" in str(raised.value)
+    assert peak < 8 * 2**20, peak
