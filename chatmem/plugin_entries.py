@@ -97,7 +97,8 @@ class Plugins:
 
     def add_provider(self, name: str, create: Callable[[Settings], Provider], *,
                      models: Callable[[Settings], list[str]] | None = None) -> None:
-        """A chat provider `--provider NAME` chooses: `create(settings)` returns a Provider."""
+        """A chat provider `--provider NAME` chooses: `create(settings)` returns a Provider;
+        `models(settings)`, if given, lists the models `chatmem models` shows."""
         self.providers.append((name, create, models))
 
     def add_embedder(self, name: str, create: Callable[[Settings], Embedder]) -> None:

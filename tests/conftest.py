@@ -64,6 +64,7 @@ if hasattr(time, "tzset"):
 from chat_server import ChatServer, running_chat_server  # noqa: E402
 from pg import (  # noqa: E402, F401
     pg_backend,
+    pg_database,
     pg_empty_url,
     pg_server,
     pg_template,

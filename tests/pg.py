@@ -123,11 +123,17 @@ def pg_template(pg_server: PostgresServer) -> str:
 
 
 @pytest.fixture
-def pg_url(pg_server: PostgresServer, pg_template: str) -> Iterator[str]:
-    """The URL of a fresh, migrated chatmem database (superuser role)."""
+def pg_database(pg_server: PostgresServer, pg_template: str) -> Iterator[str]:
+    """The name of a fresh, migrated chatmem database (dropped after the test)."""
     name = pg_server.create_database(pg_template)
-    yield pg_server.url(name)
+    yield name
     pg_server.drop_database(name)
+
+
+@pytest.fixture
+def pg_url(pg_server: PostgresServer, pg_database: str) -> str:
+    """The URL of a fresh, migrated chatmem database (superuser role)."""
+    return pg_server.url(pg_database)
 
 
 @pytest.fixture

@@ -4,6 +4,7 @@ stored and inspectable, and leaves history, search, recall and counts."""
 from __future__ import annotations
 
 import pytest
+from matches import match_scores
 
 from chatmem.engine.resend import resend_last
 from chatmem.errors import NotFound, ReplaceRefusal, TurnNotReplaceable
@@ -66,9 +67,9 @@ def test_edit_last_in_chinese_replaces_the_input_and_search_finds_only_the_new_t
     store = engine.store
     assert [m.content for m in store.history.messages(sid) if m.role == "user"] == [FIRST, edited]
     new_positions = {m.position for m in store.history.messages(sid, 2, 2)}
-    assert store.recall.match_scores(sid, "杭州", before_turn=10, limit=5) == {}
-    assert set(store.recall.match_scores(sid, "苏州", before_turn=10, limit=5)) <= new_positions
-    assert store.recall.match_scores(sid, "苏州", before_turn=10, limit=5)
+    assert match_scores(store, sid, "杭州", before_turn=10, limit=5) == {}
+    assert set(match_scores(store, sid, "苏州", before_turn=10, limit=5)) <= new_positions
+    assert match_scores(store, sid, "苏州", before_turn=10, limit=5)
     assert store.turns.turn(sid, 2).input == SECOND and store.turns.turn(sid, 2).superseded_by == 3
 
 

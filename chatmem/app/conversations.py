@@ -327,3 +327,8 @@ def record_on(engine: Engine[Store], user: str, assistant: str) -> TurnResult:
         raise UsageError("nothing to record (the user's message is empty)")
     engine.check_writable()
     return engine.replay_turn(user, assistant, kept=True)
+
+
+def recorded_turns(engine: Engine[Store]) -> int:
+    """How many turns `engine`'s session holds now (another process may have added some)."""
+    return engine.store.history.turn_count(engine.session.id)

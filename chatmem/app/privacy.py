@@ -13,6 +13,7 @@ if TYPE_CHECKING:
     from chatmem.app.workspace import Workspace
     from chatmem.privacy.retention import Erasure
     from chatmem.store import SessionRecord
+    from chatmem.store.open_files import FileKind
 
 FOREVER = 0
 """A session's own retention that keeps it for good (`sessions retention S forever`)."""
@@ -68,9 +69,14 @@ def existing_file(workspace: Workspace) -> Path:
 
 
 def is_encrypted(path: Path) -> bool:
+    return history_file_kind(path) == "encrypted"
+
+
+def history_file_kind(path: Path) -> FileKind:
+    """What the file's first bytes say: missing (or empty), plain SQLite, encrypted, other."""
     from chatmem.store import cipher
 
-    return cipher.file_kind(path) == "encrypted"
+    return cipher.file_kind(path)
 
 
 def check_opens(path: Path, key: str | None) -> None:

@@ -263,9 +263,13 @@ def recent_turns(workspace: Workspace, *, count: int = 20, session: str | None =
 def holds_history(workspace: Workspace, session: str) -> bool:
     """Whether the named session's history holds a message (one imported, or forked, has
     messages but no turn in the logs, which record only the turns had here)."""
-    store = workspace.store
-    record = store.sessions.find_session(session)
-    return record is not None and store.history.message_count(record.id, at_most=1) > 0
+    record = workspace.store.sessions.find_session(session)
+    return record is not None and has_messages(workspace, record)
+
+
+def has_messages(workspace: Workspace, session: SessionRecord) -> bool:
+    """Whether `session` holds a message yet (one row read at the most)."""
+    return workspace.store.history.message_count(session.id, at_most=1) > 0
 
 
 def usage_by_model(workspace: Workspace, session: SessionRecord) -> list[ModelUsage]:

@@ -162,6 +162,11 @@ class Workspace:
             self.owns(self._store.close)
         return self._store
 
+    def open_history(self) -> None:
+        """Open the history now rather than at its first use: an encrypted file's key is
+        asked for (or key_command run, or a key derived) at a moment the caller chose."""
+        self.store  # noqa: B018 (the property opens it)
+
     @property
     def location(self) -> str:
         """Where the history is, as it may be shown (a URL's password masked)."""

@@ -122,7 +122,7 @@ def chat(
         if interactive and ws.has_history:
             # An encrypted file's key is asked now, the terminal as found, no spinner over
             # the question (opening the conversation opens the history first too).
-            _ = ws.store
+            ws.open_history()
         # For the opening only: the embedded model takes seconds to load (ten on a busy
         # machine), a blank screen until the prompt before, and a paste meanwhile unmarked.
         with quiet_until_the_prompt(sys.stdin, (sys.stdout, sys.stderr)), \
@@ -241,7 +241,7 @@ def ask(
     try:
         with open_workspace(settings, one_off=one_off) as ws, ExitStack() as stack:
             if sys.stdin.isatty() and ws.has_history:
-                _ = ws.store  # an encrypted file's key is asked first, no spinner over it
+                ws.open_history()  # an encrypted file's key is asked first, no spinner over it
             with opening_status(err, named, one_off=one_off):  # a model loads for seconds
                 engine = stack.enter_context(open_conversation(
                     ws, ONE_OFF if one_off else named, strategy=spec, params=params,

@@ -65,13 +65,13 @@ def show(config: ConfigOption = None, json_out: JsonOption = False) -> None:
 def _history_key(settings: "Settings", shown: str) -> str:
     """Where the key comes from; with none, what the history file is, looked at (not
     guessed from the settings: a file encrypted with a key kept elsewhere is encrypted)."""
+    from chatmem.app.privacy import history_file_kind
     from chatmem.config.location import LocationKind
-    from chatmem.store import cipher
 
     if settings.key_source() or settings.location.kind is not LocationKind.SQLITE \
             or settings.location.target == ":memory:":
         return shown
-    kind = cipher.file_kind(settings.location.path)
+    kind = history_file_kind(settings.location.path)
     if kind == "encrypted":
         return f"{shown} (the history file is encrypted: it cannot be opened without its key)"
     if kind == "plain":

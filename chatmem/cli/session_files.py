@@ -67,15 +67,11 @@ def export(
     import sys
     from pathlib import Path
 
+    from chatmem.app.session_export import export_session
     from chatmem.app.session_files import files_left_out, session_transcript
     from chatmem.errors import UsageError
     from chatmem.render.counts import counted
-    from chatmem.transcripts.writer import (
-        EXPORT_FORMATS,
-        export_format,
-        transcript_text,
-        write_transcript,
-    )
+    from chatmem.transcripts.writer import EXPORT_FORMATS, transcript_text
 
     if all_ and file is None and output is None and (name or "").lower().endswith(".zip"):
         name, file = None, name  # `export --all out.zip`: the one word is the archive
@@ -88,12 +84,11 @@ def export(
         return
     if format_ is not None and format_ not in EXPORT_FORMATS:
         raise UsageError(f"--format must be one of {', '.join(EXPORT_FORMATS)}, got {format_!r}")
-    with open_workspace(settings_from(config, db), create=False) as ws:
-        transcript = session_transcript(ws, name)
-        zone = ws.settings.zone  # the Markdown's times: the user's, as the tables show them
-        encrypted = ws.store.encrypted
-        left_out = files_left_out(ws, name)
     if output is None or output == "-":
+        with open_workspace(settings_from(config, db), create=False) as ws:
+            transcript = session_transcript(ws, name)
+            zone = ws.settings.zone  # the Markdown's times: the user's, as the tables show
+            left_out = files_left_out(ws, name)
         text = transcript_text(transcript, format_ or "jsonl", zone)
         if sys.stdout.isatty():
             from chatmem.render import printable
@@ -102,14 +97,14 @@ def export(
         sys.stdout.write(text)
         _say_files_left_out(left_out)
         return
-    path = Path(output)
-    fmt = export_format(path, format_)
-    write_transcript(transcript, path, fmt, force=force, zone=zone)
+    with open_workspace(settings_from(config, db), create=False) as ws:
+        done = export_session(ws, name, Path(output), format_, force=force)
     # Said as the archive says it: a copy of an encrypted history is no longer protected.
-    consoles()[1].print(f"exported {counted(len(transcript.messages), 'message')} to {output}"
-                        f" ({fmt})" + ("; the file is not encrypted" if encrypted else ""),
+    consoles()[1].print(f"exported {counted(done.messages, 'message')} to {output}"
+                        f" ({done.format})"
+                        + ("; the file is not encrypted" if done.unencrypted_copy else ""),
                         markup=False, soft_wrap=True)
-    _say_files_left_out(left_out)
+    _say_files_left_out(done.files_left_out)
 
 
 def _say_files_left_out(left_out: "list[FileLeftOut]") -> None:

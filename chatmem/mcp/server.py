@@ -160,7 +160,7 @@ def _add_tools(server: MCPServer[Any], memory: Memory) -> None:
             opened = _opening_notices(engine, settings)
             again = memory.unanswered.sent_again(
                 key, user, assistant,
-                lambda: engine.store.history.turn_count(engine.session.id), steps.cancellation)
+                lambda: conversations.recorded_turns(engine), steps.cancellation)
             if again is not None:  # a cancelled call stored it: this one is its answer
                 return Recorded(conversation_id=conversation_id, turn=again[0],
                                 context_tokens=again[1],

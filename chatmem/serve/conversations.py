@@ -368,7 +368,7 @@ class ServedConversations:
         where = str(settings.location)
         with Workspace(settings, models=self.pool, registries=self.registries) as ws:
             # Opened (a key derived) before, not while, other chats wait on the guard.
-            _ = ws.store
+            ws.open_history()
             with self._openings_guard:
                 taken = {n for at, n in self._openings if at == where}
                 name, new = session_of_opening(

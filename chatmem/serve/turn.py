@@ -217,7 +217,7 @@ class Turn:
             replaces_last_turn,
         )
         from chatmem.app.conversations import apply_retention, use_options
-        from chatmem.app.sessions import last_completed_turn_id, turn_count
+        from chatmem.app.sessions import has_messages, last_completed_turn_id, turn_count
         from chatmem.engine.resend import resend_last
         from chatmem.serve.turn_opening import opened_engine, request_settings
         from chatmem.store.records import TurnStatus
@@ -277,8 +277,7 @@ class Turn:
                     kept = branch_session(ws, asked.conversation, asked.prior)
                     raise _Branched(kept, earlier_input_kept(ws, kept, asked.prior, asked.text,
                                                              asked_with=asked_before))
-                fresh = self.adopted or ws.store.history.message_count(
-                    engine.session.id, at_most=1) == 0
+                fresh = self.adopted or not has_messages(ws, engine.session)
                 # A chat that left one begun alike (an edit) keeps what a purge erased there.
                 left_name, left = (branched_from(ws, self._opening, asked.prior,
                                                  named_before=asked.named_before)

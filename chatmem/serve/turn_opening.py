@@ -40,11 +40,12 @@ def opened_engine(ws: Workspace, asked: TurnAsked, settings: Settings, *,
                   server_strategy: str | None) -> Engine[Store]:
     """The engine of `asked`'s conversation, started if it is new."""
     from chatmem.app.conversations import start_conversation
+    from chatmem.app.sessions import find_session
 
     # `serve -s` is the strategy of conversations it starts: one another front end
     # (or an earlier request) started keeps its own unless the request names one.
     chosen = asked.strategy or (
-        server_strategy if ws.store.sessions.find_session(asked.conversation) is None
+        server_strategy if find_session(ws, asked.conversation) is None
         else None)
     try:
         spec = ws.registries.strategies.parse(chosen) if chosen else None

@@ -106,7 +106,13 @@ class Backend(Protocol):
         updated once per batch, not once per message)."""
         ...
 
-    def unindex_words(self, message_ids: Sequence[int]) -> None: ...
+    def unindex_words(self, message_ids: Sequence[int]) -> None:
+        """Drop these messages' full-text entries. No chatmem path calls it (messages are
+        never deleted one by one; `unindex_session_words` goes with a session): it is
+        index_words' inverse in each dialect, which the tests of the index's migrations
+        put earlier entries back with, kept here as SQLite's drops the word counts it
+        holds in memory with them (a delete behind the backend's back would leave them)."""
+        ...
 
     def unindex_session_words(self, session_ids: Sequence[int]) -> None:
         """Drop the full-text entries of every message of these sessions (before the

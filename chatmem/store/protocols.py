@@ -211,9 +211,6 @@ class RecallRepository(Protocol):
     def sitting_starts(self, session_id: int, gap_seconds: float, *,
                        after: int = 0) -> tuple[list[int], int]: ...
 
-    def match_scores(self, session_id: int, query: str, *, before_turn: int,
-                     limit: int) -> dict[int, float]: ...
-
     def word_matches(self, session_id: int, query: str, *, before_turn: int,
                      limit: int) -> WordMatches: ...
 
@@ -222,9 +219,6 @@ class RecallRepository(Protocol):
 
     def messages_at(self, session_id: int,
                     positions: Iterable[int]) -> dict[int, MessageRecord]: ...
-
-    def counted_messages_at(self, session_id: int, positions: Iterable[int],
-                            tokenizer: str) -> dict[int, tuple[MessageRecord, int | None]]: ...
 
     def candidate_rows(self, session_id: int, positions: Iterable[int],
                        tokenizer: str) -> list[CandidateRow]: ...

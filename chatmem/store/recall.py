@@ -17,7 +17,7 @@ from chatmem import fts
 from chatmem.store.batches import in_batches
 from chatmem.store.connection import Connection, fetch_value
 from chatmem.store.postgres_writers import trusted_count, trusted_entry
-from chatmem.store.records import MESSAGE_COLUMNS, MessageRecord, counted_messages
+from chatmem.store.records import MESSAGE_COLUMNS, MessageRecord
 from chatmem.store.word_terms import SessionWords, WeightedTerm
 from chatmem.timestamps import has_zone, parse_time
 
@@ -188,28 +188,14 @@ class RecallTables:
                 found[record.position] = record
         return found
 
-    def counted_messages_at(self, session_id: int, positions: Iterable[int],
-                            tokenizer: str) -> dict[int, tuple[MessageRecord, int | None]]:
-        """`messages_at`, each with its stored token count under `tokenizer` (None: not
-        counted there): one statement where recall would need two."""
-        wanted = sorted(set(positions))
-        found: dict[int, tuple[MessageRecord, int | None]] = {}
-        for chunk, marks in in_batches(wanted):
-            for *row, tokens in self._db.execute(
-                    f"{counted_messages(self._db.kind)} WHERE m.session_id = ?"
-                    f" AND m.position IN ({marks}) AND m.superseded = 0",
-                    [tokenizer, session_id, *chunk]):
-                record = MessageRecord(*row)
-                found[record.position] = (record, tokens)
-        return found
-
     def candidate_rows(self, session_id: int, positions: Iterable[int],
                        tokenizer: str) -> list[CandidateRow]:
         """The session's messages at `positions` as recall packs them: position, id,
         turn, role, content, the stored token count under `tokenizer` (None: not
-        counted there) and the time, as plain tuples, in no particular order.
-        `counted_messages_at` reads the same, as records: recall reads hundreds of
-        candidates a turn (and the days they were said: their times come with them)."""
+        counted there) and the time, as plain tuples, in no particular order: not
+        records, as recall reads hundreds of candidates a turn (and the days they were
+        said: their times come with them). One statement where `messages_at` and the
+        counts would be two."""
         wanted = sorted(set(positions))
         found: list[CandidateRow] = []
         for start in range(0, len(wanted), 500):
@@ -223,21 +209,15 @@ class RecallTables:
                 " AND m.superseded = 0", [tokenizer, session_id, *chunk]).fetchall())
         return found
 
-    def match_scores(self, session_id: int, query: str, *, before_turn: int,
-                     limit: int) -> dict[int, float]:
+    def word_matches(self, session_id: int, query: str, *, before_turn: int,
+                     limit: int) -> WordMatches:
         """Position → BM25 (higher is better) of the session's best `limit` matches of
-        `query` before `before_turn`: positions and scores only, as recall ranks them itself.
+        `query` before `before_turn` (WordMatches.scores: positions and scores only, as
+        recall ranks them itself), with what the query could score (WordMatches.ceiling).
 
         Only the query's rarest terms are searched, within POSTINGS index entries
         (`rare_terms`): scoring reads every entry of every term it scores, so a
         common word would make a search cost a share of the whole history.
-        """
-        return self.word_matches(session_id, query, before_turn=before_turn,
-                                 limit=limit).scores
-
-    def word_matches(self, session_id: int, query: str, *, before_turn: int,
-                     limit: int) -> WordMatches:
-        """`match_scores`, with what the query could score (WordMatches.ceiling).
 
         In a file of one conversation, the ceiling's IDFs count entries as FTS5 does,
         over the whole index; the number of entries is taken as the highest message

@@ -78,8 +78,9 @@ def check_strategy(name: str, *, examples: int = EXAMPLES, combined: int = COMBI
     every rule of the contract, as chatmem's own tests check its strategies: the
     conversation opening with a greeting, `examples` generated conversations alone,
     `combined` as `NAME+window` (0: none), and, given a PostgreSQL URL as `postgres`, 5
-    more there. Raises AssertionError naming the rule and (from Hypothesis) the smallest
-    conversation that breaks it; returns None when every rule holds."""
+    more there; recall ranks with `embedder` (`"hash"`: deterministic, no model). Raises
+    AssertionError naming the rule and (from Hypothesis) the smallest conversation that
+    breaks it; returns None when every rule holds."""
     from hypothesis import given
 
     def run(spec: str, convo: Conversation, location: str | None = None) -> None:

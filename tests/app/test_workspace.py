@@ -241,3 +241,16 @@ def test_a_workspace_closes_from_another_thread_than_its_history_opened_on(
                     if os.path.realpath(fd) == str(path.resolve())]
     with Workspace(settings) as again:  # as it was left
         assert [s.name for s in again.store.sessions.list_sessions()] == ["s"]
+
+
+def test_open_history_opens_it_when_asked_not_at_first_use(tmp_path: Path) -> None:
+    # The CLI asks an encrypted file's key before its spinner starts, serve before its
+    # openings wait on each other: each opened the history by reading `ws.store`.
+    named = tmp_path / "h.db"
+    with Workspace(Settings(db=str(named))) as ws:
+        assert not named.exists()
+        ws.open_history()
+        assert named.exists() and ws.store.sessions.list_sessions() == []
+    with Workspace(Settings(db=str(tmp_path / "nosuch.db")), create=False) as ws, \
+            pytest.raises(NotFound):
+        ws.open_history()

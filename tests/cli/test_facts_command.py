@@ -6,6 +6,7 @@ import json
 from pathlib import Path
 
 from cli_runner import invoke, repl
+from file_hash import file_bytes
 from registered import open_session
 
 from chatmem.config.settings import Settings
@@ -138,21 +139,18 @@ def test_purge_leaves_no_trace_in_the_database_file(tmp_path: Path) -> None:
         (_, turn2, turn3) = store.turns.turns(store.sessions.session("a").id)
         assert secret in json.dumps(turn2.context, ensure_ascii=False)
         assert secret not in json.dumps(turn3.context, ensure_ascii=False)
-    assert secret.encode() in _file_bytes(db)
+    assert secret.encode() in file_bytes(db)
     result = invoke("facts", "forget", "locker code", "--purge", "--db", str(db))
     assert result.exit_code == 0, result.stderr
     # The two turns that sent it are rewritten, and said so.
     assert result.stderr == ("erased fact 1: locker code (session); its value was replaced by"
                              " [forgotten] in 2 recorded turns (1 session)\n")
-    assert secret.encode() not in _file_bytes(db)
+    assert secret.encode() not in file_bytes(db)
     assert facts_json(db) == []
     with Store(db) as store:
         assert len(store.turns.turns(store.sessions.session("a").id)) == 3
 
 
-def _file_bytes(db: Path) -> bytes:
-    """The database file and any WAL or journal next to it."""
-    return b"".join(p.read_bytes() for p in db.parent.glob(db.name + "*"))
 
 
 def test_remember_says_when_the_strategy_will_not_send_the_fact(tmp_path: Path) -> None:

@@ -4,7 +4,6 @@ against the embedded test server; a URL is never a path and its password is neve
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -19,17 +18,10 @@ SAMPLES = Path(__file__).resolve().parents[2] / "sessions"
 
 
 @pytest.fixture
-def database(pg_server: PostgresServer, pg_template: str) -> Iterator[str]:
-    name = pg_server.create_database(pg_template)
-    yield name
-    pg_server.drop_database(name)
-
-
-@pytest.fixture
-def url(pg_server: PostgresServer, database: str) -> str:
+def url(pg_server: PostgresServer, pg_database: str) -> str:
     """The database's URL with a password in it (the test server trusts its socket, so
     the password is carried, never checked: what matters is that it is never shown)."""
-    return f"postgresql://postgres:{PASSWORD}@/{database}?host={pg_server.socket_dir}"
+    return f"postgresql://postgres:{PASSWORD}@/{pg_database}?host={pg_server.socket_dir}"
 
 
 class Run:

@@ -4,7 +4,6 @@ purpose; through chatmem's commands nobody reads another's memory."""
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -12,13 +11,6 @@ from cli_runner import invoke, output
 from pg import PostgresServer
 
 from chatmem.errors import NotFound, StoreError, UsageError
-
-
-@pytest.fixture
-def database(pg_server: PostgresServer, pg_template: str) -> Iterator[str]:
-    name = pg_server.create_database(pg_template)
-    yield name
-    pg_server.drop_database(name)
 
 
 def run(url: str, *args: str, input: str | None = None, code: int = 0) -> str:
@@ -34,8 +26,8 @@ def names(url: str) -> list[str]:
 
 
 @pytest.fixture
-def urls(pg_server: PostgresServer, database: str) -> tuple[str, str]:
-    ann, bob = pg_server.url(database, "ann"), pg_server.url(database, "bob")
+def urls(pg_server: PostgresServer, pg_database: str) -> tuple[str, str]:
+    ann, bob = pg_server.url(pg_database, "ann"), pg_server.url(pg_database, "bob")
     chat(bob, "bob-private", "my salary is 9000 杭州")
     chat(bob, "bob-shared", "the team meets on Friday")
     chat(ann, "ann-notes", "I like tea")
@@ -169,55 +161,55 @@ def test_sharing_a_file_history_is_refused(tmp_path: Path) -> None:
 
 
 def test_add_user_creates_a_role_that_sees_only_its_own(
-        pg_server: PostgresServer, database: str, urls: tuple[str, str]) -> None:
-    role = f"carol_{database}"
-    run(pg_server.url(database), "admin", "add-user", role)
-    carol = pg_server.url(database, role)
+        pg_server: PostgresServer, pg_database: str, urls: tuple[str, str]) -> None:
+    role = f"carol_{pg_database}"
+    run(pg_server.url(pg_database), "admin", "add-user", role)
+    carol = pg_server.url(pg_database, role)
     assert names(carol) == []
     chat(carol, "carols", "hello")
     assert names(carol) == ["carols"]
     assert "carols" not in names(urls[0])
-    again = invoke("admin", "add-user", role, "--db", pg_server.url(database))
+    again = invoke("admin", "add-user", role, "--db", pg_server.url(pg_database))
     assert again.exit_code == 0 and f"role {role} could already connect" in again.stderr
 
 
 def test_add_user_of_a_role_that_can_already_connect_grants_and_says_the_door_is_open(
-        pg_server: PostgresServer, database: str) -> None:
+        pg_server: PostgresServer, pg_database: str) -> None:
     """A new database lets PUBLIC connect, so a login role never added (carla) chats there
     already: add-user of her succeeds, grants what it grants, and says how to close the
     database to PUBLIC; once closed, carla still chats and a role never added does not."""
-    carla, eve = f"carla_{database}", f"eve_{database}"
+    carla, eve = f"carla_{pg_database}", f"eve_{pg_database}"
     with pg_server.admin() as conn:
         for role in (carla, eve):
             conn.execute(f"CREATE ROLE {role} LOGIN")
-    admin = pg_server.url(database)
-    chat(pg_server.url(database, eve), "闯入", "你好")
+    admin = pg_server.url(pg_database)
+    chat(pg_server.url(pg_database, eve), "闯入", "你好")
     said = invoke("admin", "add-user", carla, "--db", admin)
     assert said.exit_code == 0, said.stderr
     first, note = said.stderr.splitlines()
     assert f"role {carla} could already connect" in first
     assert "CONNECT is granted to PUBLIC" in note
     closing = note.split("to leave it to the people added: ", 1)[1]
-    assert closing == (f'REVOKE CONNECT ON DATABASE "{database}" FROM PUBLIC; '
+    assert closing == (f'REVOKE CONNECT ON DATABASE "{pg_database}" FROM PUBLIC; '
                        "REVOKE USAGE ON SCHEMA public FROM PUBLIC")
-    with pg_server.admin(database) as conn:
+    with pg_server.admin(pg_database) as conn:
         for statement in closing.split("; "):
             conn.execute(statement)
-    chat(pg_server.url(database, carla), "卡拉", "你好")
-    assert names(pg_server.url(database, carla)) == ["卡拉"]
-    chat(pg_server.url(database, eve), "闯入", "again", code=int(StoreError.exit_code))
+    chat(pg_server.url(pg_database, carla), "卡拉", "你好")
+    assert names(pg_server.url(pg_database, carla)) == ["卡拉"]
+    chat(pg_server.url(pg_database, eve), "闯入", "again", code=int(StoreError.exit_code))
     closed = invoke("admin", "add-user", carla, "--db", admin)
     assert closed.exit_code == 0 and "PUBLIC" not in closed.stderr
 
 
 def test_add_user_lets_a_person_of_another_database_connect_to_this_one(
-        pg_server: PostgresServer, database: str, urls: tuple[str, str]) -> None:
+        pg_server: PostgresServer, pg_database: str, urls: tuple[str, str]) -> None:
     """carol chats on one team database; a second one that does not let every role connect
     gets her through add-user too, password unchanged. A role row security would not bind,
     or one that cannot log in, is refused, and nothing is granted to it."""
-    role = f"carol2_{database}"
-    run(pg_server.url(database), "admin", "add-user", role)
-    second = pg_server.create_database(database)
+    role = f"carol2_{pg_database}"
+    run(pg_server.url(pg_database), "admin", "add-user", role)
+    second = pg_server.create_database(pg_database)
     try:
         with pg_server.admin(second) as conn:
             conn.execute(f'REVOKE CONNECT ON DATABASE "{second}" FROM PUBLIC')
@@ -230,7 +222,7 @@ def test_add_user_lets_a_person_of_another_database_connect_to_this_one(
         again = invoke("admin", "add-user", role, "--db", admin)
         assert again.exit_code == 0 and "could already connect" in again.stderr
         assert "PUBLIC" not in again.stderr
-        sleeper, bypasser = f"nologin_{database}", f"bypass_{database}"
+        sleeper, bypasser = f"nologin_{pg_database}", f"bypass_{pg_database}"
         with pg_server.admin() as conn:
             conn.execute(f"CREATE ROLE {sleeper} NOLOGIN")
             conn.execute(f"CREATE ROLE {bypasser} LOGIN BYPASSRLS")
@@ -259,25 +251,25 @@ def test_a_team_is_refused_while_a_person_who_chats_owns_the_tables(
     """ann opened the empty database first, so chatmem's tables are hers: as their owner she
     could switch row security off and read everyone's messages. Adding people is refused,
     saying how to give the tables to the administrator; after that it works."""
-    database = pg_server.create_database()
+    pg_database = pg_server.create_database()
     try:
-        with pg_server.admin(database) as conn:
+        with pg_server.admin(pg_database) as conn:
             conn.execute("GRANT CREATE ON SCHEMA public TO ann")
-        chat(pg_server.url(database, "ann"), "安的会话", "你好")
-        admin = pg_server.url(database)
-        role = f"dave_{database}"
+        chat(pg_server.url(pg_database, "ann"), "安的会话", "你好")
+        admin = pg_server.url(pg_database)
+        role = f"dave_{pg_database}"
         refused = run(admin, "admin", "add-user", role, code=int(UsageError.exit_code))
         assert refused.count("\n") == 1
         assert "are owned by ann, who could turn row security off" in refused
         assert 'REASSIGN OWNED BY "ann" TO "postgres"' in refused
-        with pg_server.admin(database) as conn:
+        with pg_server.admin(pg_database) as conn:
             assert conn.execute("SELECT 1 FROM pg_roles WHERE rolname = %s",
                                 (role,)).fetchone() is None
             conn.execute("REASSIGN OWNED BY ann TO postgres")
         run(admin, "admin", "add-user", role)
-        assert "安的会话" in names(pg_server.url(database, "ann"))
+        assert "安的会话" in names(pg_server.url(pg_database, "ann"))
     finally:
-        pg_server.drop_database(database)
+        pg_server.drop_database(pg_database)
 
 
 def test_add_user_sql_prints_the_statements(tmp_path: Path) -> None:
@@ -353,11 +345,11 @@ def test_copy_says_whose_namesake_it_left_out(namesakes: tuple[str, str],
 
 
 def test_chatting_as_a_role_row_security_does_not_bind_warns_once(
-        pg_server: PostgresServer, database: str) -> None:
+        pg_server: PostgresServer, pg_database: str) -> None:
     """The README's "to try it" chats as the superuser postgres, which row security does not
     bind; chat and ask say so in one line on stderr (and still work), a person's own role
     hears nothing, and the admin commands, which need such a role, say nothing of it."""
-    superuser, ann = pg_server.url(database), pg_server.url(database, "ann")
+    superuser, ann = pg_server.url(pg_database), pg_server.url(pg_database, "ann")
     said = invoke("ask", "计划", "你好", "--provider", "scripted", "--db", superuser, code=0)
     warned = [line for line in said.stderr.splitlines() if line.startswith("warning:")]
     assert warned == [line for line in said.stderr.splitlines() if "row security" in line]
@@ -375,28 +367,28 @@ def test_chatting_as_a_role_row_security_does_not_bind_warns_once(
         conn.execute(f"CREATE ROLE {name} LOGIN BYPASSRLS")
     try:
         bypassing = invoke("ask", "x", "hi", "--provider", "scripted", "--db",
-                           pg_server.url(database, name))
+                           pg_server.url(pg_database, name))
         assert f"{name}, a role with BYPASSRLS" in bypassing.stderr
     finally:
-        with pg_server.admin(database) as conn:
+        with pg_server.admin(pg_database) as conn:
             conn.execute(f"DROP OWNED BY {name}, dave_rf")
         with pg_server.admin() as conn:
             conn.execute(f"DROP ROLE {name}, dave_rf")
 
 
 def test_a_role_named_by_an_sql_word_is_added_chats_and_is_removed(
-        pg_server: PostgresServer, database: str) -> None:
+        pg_server: PostgresServer, pg_database: str) -> None:
     """`order` is an SQL word: chatmem writes a role's name into SQL quoted, so it is the
     role's name and not a syntax error, from add-user to remove-user --drop-role. A pg_
     name (or public, none), which PostgreSQL keeps for itself, is refused in one line
     before anything is tried, not sent to ALTER ROLE advice PostgreSQL would refuse."""
-    admin, word = pg_server.url(database), "order"
+    admin, word = pg_server.url(pg_database), "order"
     try:
         said = invoke("admin", "add-user", word, "--db", admin)
         assert said.exit_code == 0, said.stderr
         assert f'set its password with `ALTER ROLE "{word}" PASSWORD' in said.stderr
-        chat(pg_server.url(database, word), "订单", "你好")
-        assert names(pg_server.url(database, word)) == ["订单"]
+        chat(pg_server.url(pg_database, word), "订单", "你好")
+        assert names(pg_server.url(pg_database, word)) == ["订单"]
         again = invoke("admin", "add-user", word, "--db", admin)
         assert again.exit_code == 0 and f"role {word} could already connect" in again.stderr
         removed = invoke("admin", "remove-user", word, "--yes", "--drop-role", "--db", admin)
@@ -405,7 +397,7 @@ def test_a_role_named_by_an_sql_word_is_added_chats_and_is_removed(
             assert conn.execute("SELECT 1 FROM pg_roles WHERE rolname = %s",
                                 (word,)).fetchone() is None
     finally:
-        with pg_server.admin(database) as conn:
+        with pg_server.admin(pg_database) as conn:
             if conn.execute("SELECT 1 FROM pg_roles WHERE rolname = %s", (word,)).fetchone():
                 conn.execute(f'DROP OWNED BY "{word}"')
                 conn.execute(f'DROP ROLE "{word}"')

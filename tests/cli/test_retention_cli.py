@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 from cli_runner import invoke, repl
+from file_hash import file_bytes
 from in_a_terminal import in_a_terminal
 
 from chatmem.errors import StoreError
@@ -44,10 +45,6 @@ def chat(db: Path, name: str, lines: list[str], *, days_ago: float = 0, user: st
         return repl(store, name, lines, user=user, strategy=strategy, user_facts=True)[1]
 
 
-def raw(db: Path) -> bytes:
-    return b"".join(p.read_bytes() for p in sorted(db.parent.glob(db.name + "*")))
-
-
 @pytest.fixture
 def aged(tmp_path: Path) -> Path:
     """old: idle 45 days; recent: 5 days; keeper: 45 days but kept for good."""
@@ -61,12 +58,12 @@ def aged(tmp_path: Path) -> Path:
 
 
 def test_prune_older_than_with_a_dry_run_first(aged: Path) -> None:
-    before = raw(aged)
+    before = file_bytes(aged)
     dry = invoke("sessions", "prune", "--older-than", "30d", "--dry-run", "--db", str(aged))
     assert dry.exit_code == 0, dry.stderr
     assert dry.stderr == ("session old: idle 45 days, retention 30 days (1 turn, 2 messages)\n"
                           "would erase 1 session (2 messages)\n")
-    assert raw(aged) == before
+    assert file_bytes(aged) == before
     listed = invoke("sessions", "prune", "--older-than", "30d", "--dry-run", "--json",
                  "--db", str(aged))
     data = json.loads(listed.stdout)
@@ -80,7 +77,7 @@ def test_prune_older_than_with_a_dry_run_first(aged: Path) -> None:
                                                str(aged)).stdout)]
     assert sorted(names) == ["keeper", "recent"]
     if "CHATMEM_KEY" not in os.environ:
-        data_now = raw(aged)
+        data_now = file_bytes(aged)
         assert b"blue gate" in data_now and b"teal sofa" not in data_now
         assert b"ZX-1001" not in data_now
 
@@ -125,13 +122,13 @@ def test_a_bad_older_than_is_one_line(aged: Path) -> None:
 
 def test_months_are_mo_and_a_bare_m_is_refused_everywhere(aged: Path) -> None:
     # `--older-than 6M` once meant six minutes and erased every session but the newest.
-    before = raw(aged)
+    before = file_bytes(aged)
     for text in ("6m", "6M"):
         result = invoke("sessions", "prune", "--older-than", text, "--db", str(aged))
         assert (result.exit_code, result.stderr) == (
             2, f"error: --older-than '{text}' is ambiguous: write 6min for minutes or 6mo for"
                " months\n")
-    assert raw(aged) == before
+    assert file_bytes(aged) == before
     kept = invoke("sessions", "prune", "--older-than", "1mo", "--json", "--db", str(aged))
     assert [s["name"] for s in json.loads(kept.stdout)["sessions"]] == ["old"]
     bad = invoke("sessions", "retention", "recent", "6m", "--db", str(aged))
@@ -360,7 +357,7 @@ def test_forget_me_erases_the_profile_from_file_wal_and_shm(two_users: Path) -> 
         assert done.stderr.endswith(
             "erased 2 sessions (8 messages) and 1 fact of user ana; the file was vacuumed\n")
         assert {p.name for p in two_users.parent.iterdir()} >= {"h.db-wal", "h.db-shm"}
-        data = raw(two_users)
+        data = file_bytes(two_users)
         for gone in ("Anastazja", "杭州琉璃客栈", "QX-48213", "ana-trip", "ana-work"):
             assert gone.encode() not in data, gone
         if "CHATMEM_KEY" not in os.environ:
@@ -401,7 +398,7 @@ def test_forget_me_reaches_a_replay_saved_from_the_users_own_session(tmp_path: P
         assert store.sessions.session("私人副本").user == store.sessions.session("私人").user
     done = invoke("forget-me", "--yes", "--db", db, code=0)
     assert "erased 2 sessions" in done.stderr
-    assert b"E12345678" not in raw(Path(db))
+    assert b"E12345678" not in file_bytes(Path(db))
 
 
 def test_a_length_of_time_written_in_chinese_reads_as_the_english_one(aged: Path) -> None:

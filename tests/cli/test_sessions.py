@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 from cli_runner import invoke
+from file_hash import file_bytes
 
 SECRET = "ZEBRA-XYZZY-42 杭州秘密"
 # Each test runs on a plain and on an encrypted history file (CHATMEM_KEY set).
@@ -154,7 +155,7 @@ def test_delete_is_physical(db: Path) -> None:
     listed = json.loads(invoke("sessions", "list", "--db", str(db),
                                "--json").stdout)
     assert [r["name"] for r in listed] == ["alpha"]
-    data = b"".join(p.read_bytes() for p in db.parent.glob(db.name + "*"))
+    data = file_bytes(db)
     for needle in ("ZEBRA", "zebra", "xyzzy", "杭州", "秘密", "州秘"):
         assert needle.encode() not in data, needle
     shown = invoke("sessions", "show", "alpha", "--db", str(db), "--json")

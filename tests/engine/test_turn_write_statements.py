@@ -9,6 +9,7 @@ import sqlite3
 from pathlib import Path
 
 from conftest import History
+from matches import match_scores
 from meter import traced
 from registered import open_session
 
@@ -85,8 +86,8 @@ def test_a_turns_commit_indexes_and_counts_in_one_statement_each(history: Histor
                 "SELECT tokens FROM token_counts WHERE message_id = ? AND tokenizer = ?",
                 [m["id"], counter.key]).fetchall()[0][0] == m["tokens"]
         # Searchable by its words, in English and Chinese.
-        positions = store.recall.match_scores(engine.session.id, "西湖",  # type: ignore
-                                              before_turn=10_000, limit=50)
+        positions = match_scores(store, engine.session.id, "西湖",  # type: ignore
+                             before_turn=10_000, limit=50)
         assert store.recall.last_position(engine.session.id) - 1 in positions  # type: ignore
 
 
@@ -192,8 +193,7 @@ def test_a_chunk_holding_a_replaced_text_is_indexed_whole(history: History) -> N
         with store.db.write():
             store.db.index_words([(ids[0], "the zebra in 杭州"), (ids[1], "noted")])
         def found(word: str) -> set[int]:
-            return set(store.recall.match_scores(session.id, word, before_turn=10,
-                                                 limit=10))
+            return set(match_scores(store, session.id, word, before_turn=10, limit=10))
         assert found("zebra") == {first}
         assert found("杭州") == {first}
         assert found("walrus") == set()

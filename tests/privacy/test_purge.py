@@ -16,6 +16,7 @@ from typing import Any
 import pytest
 from cli_runner import chat, invoke
 from dialect import allow_change, every_row, refuse_change
+from file_hash import file_bytes
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 from in_a_terminal import in_a_terminal
@@ -24,10 +25,6 @@ from vectors import vector_models
 from chatmem.privacy.mentions import MARKER, Span, replace_spans
 from chatmem.privacy.purge import Purge
 from chatmem.store import Place, Store
-
-
-def raw_bytes(db: Path) -> bytes:
-    return b"".join(p.read_bytes() for p in db.parent.glob(db.name + "*"))
 
 
 def contents(db: Path | str, session: str) -> list[str]:
@@ -58,7 +55,7 @@ def test_a_purge_erases_what_input_methods_and_phones_type_and_leaves_no_byte(
     for key in ("surname", "phone", "city"):
         invoke("facts", "forget", "fw", key, "--purge", "--yes", "--db", str(db), code=0)
     assert contents(db, "fw")[0] == f"我叫{MARKER}，电话是{MARKER}，住在{MARKER}"
-    left = raw_bytes(db)
+    left = file_bytes(db)
     for form in ("O’Brien", "Brien", "１３８００１３８０００", "Ｂｅｉｊｉｎｇ", "ｊｉｎｇ"):
         assert form.encode() not in left, form
     assert "no turns found" in invoke("logs", "-q", "Brien", "--db", str(db), code=0).output
@@ -78,7 +75,7 @@ def two_sessions(tmp_path: Path) -> tuple[Path, list[str]]:
          "-s", "summary-buffer:max_tokens=80", *args, code=0)
     done = invoke("index", "--db", str(db), *args)
     assert done.exit_code == 0, done.stderr
-    assert b"Quixotella" in raw_bytes(db)
+    assert b"Quixotella" in file_bytes(db)
     return db, args
 
 
@@ -92,7 +89,7 @@ def test_a_purge_reaches_every_session_of_the_profile(two_sessions: tuple[Path, 
     assert summaries_before > 0
     done = invoke("facts", "forget", "s1", "name", "--purge", "--db", str(db), *args)
     assert done.exit_code == 0, done.stderr
-    data = raw_bytes(db)
+    data = file_bytes(db)
     assert re.search(rb"(?i)quixotella", data) is None
     assert contents(db, "s2")[:2] == [f"hi there {MARKER}, meet {MARKER}",
                                       f"echo #1: hi there {MARKER}, meet {MARKER}"]
@@ -167,7 +164,7 @@ def test_a_chinese_value_is_erased_as_the_exact_string_everywhere(
                                 session_id=store.sessions.session("s1").id)
     done = invoke("facts", "forget", "s1", "place", "--purge", "--db", str(db), *args)
     assert done.exit_code == 0, done.stderr
-    assert "西湖".encode() not in raw_bytes(db)
+    assert "西湖".encode() not in file_bytes(db)
     assert f"我们去{MARKER}了，{MARKER}区很美" in contents(db, "s2")
     assert f"I live in 杭州{MARKER}" in contents(db, "s1")
 
@@ -184,7 +181,7 @@ def test_a_value_split_by_a_character_that_draws_nothing_is_erased_and_leaves_no
     for key in ("名字", "english"):
         invoke("facts", "forget", "zw", key, "--purge", "--yes", "--db", str(db), code=0)
     assert contents(db, "zw")[0] == f"我叫{MARKER}。朋友叫我{MARKER}，英文名{MARKER}。"
-    left = raw_bytes(db)
+    left = file_bytes(db)
     for form in ("雷", f"A{invisible}da", invisible):
         assert form.encode() not in left, form
 
@@ -243,9 +240,9 @@ def test_in_a_terminal_the_purge_asks_first(two_sessions: tuple[Path, list[str]]
     command = ["facts", "forget", "s1", "name", "--purge", "--db", str(db), *args]
     shown = in_a_terminal(command, "n")
     assert "Erase fact 1 (name) and 6 mentions in 4 messages of 2 sessions for good?" in shown
-    assert b"Quixotella" in raw_bytes(db)
+    assert b"Quixotella" in file_bytes(db)
     in_a_terminal(command, "y")
-    assert b"Quixotella" not in raw_bytes(db)
+    assert b"Quixotella" not in file_bytes(db)
 
 
 ENGLISH = ["adaptive", "Canada", "cruise", "Nevada", "data", "Ada1", "the", "A.D.A"]
@@ -292,7 +289,7 @@ def test_a_stored_purge_changes_nothing_outside_a_mention_and_leaves_no_byte(
             stored = [m.content for sid in sessions for m in store.history.messages(sid)]
         want = [e for i in (0, 1) for j, e in enumerate(expected) if j % 2 == i]
         assert stored == want
-        data = raw_bytes(db)
+        data = file_bytes(db)
         if chinese:
             assert value.encode() not in data
         else:
@@ -436,7 +433,7 @@ def test_forget_me_the_database_refuses_part_way_changes_nothing(tmp_path: Path)
         allow_change(store, "facts")
     done = invoke("forget-me", "--yes", "--db", str(db))
     assert done.exit_code == 0, done.stderr
-    assert b"Stra\xc3\x9fe" not in raw_bytes(db)
+    assert b"Stra\xc3\x9fe" not in file_bytes(db)
 
 
 @pytest.mark.parametrize(("opening", "key", "value"), [

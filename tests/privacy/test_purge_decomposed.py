@@ -12,6 +12,7 @@ from pathlib import Path
 
 from cli_runner import chat, invoke
 from conftest import History
+from file_hash import file_bytes
 
 from chatmem.privacy.mentions import MARKER
 from chatmem.store import FactScope, Store
@@ -36,7 +37,7 @@ def test_a_purge_erases_korean_typed_as_jamo_and_search_no_longer_finds_it(
                          f"我住在{MARKER}，{MARKER}很好",
                          f"{_nfd('김민준님, Renée는 ')}{MARKER}{_nfd('사람')}"]
     assert not any(form in text for text in said for form in ("서울", _nfd("서울")))
-    left = b"".join(p.read_bytes() for p in db.parent.glob(db.name + "*"))
+    left = file_bytes(db)
     for form in ("서울", _nfd("서울")):
         assert form.encode() not in left, form
     assert "no turns found" in invoke("logs", "-q", "서울", "--db", str(db), code=0).output

@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
-from pathlib import Path
 
 import pytest
 from conftest import History
+from file_hash import file_bytes
 from matches import matches
 from registered import open_session
 
@@ -55,10 +55,6 @@ def chat(store: Store, name: str, lines: list[str], strategy: str = "entity",
     for line in lines:
         engine.run_turn(line)
     return engine
-
-
-def raw(db: Path) -> bytes:
-    return b"".join(p.read_bytes() for p in sorted(db.parent.glob(db.name + "*")))
 
 
 @pytest.mark.parametrize(("text", "seconds"), [
@@ -122,7 +118,7 @@ def test_idle_sessions_are_erased_with_everything_they_own(
     assert list(matches(timed, kept.session.id, "teal sofa")) == []
     if history.kind == "plain":
         # A plain file: the grep sees what is kept, so what it misses was erased.
-        data = raw(history.location)
+        data = file_bytes(history.location)
         assert b"blue gate" in data
         for gone in ("ZX-1001", "teal sofa", "琉璃客栈"):
             assert gone.encode() not in data, gone
@@ -197,7 +193,7 @@ def test_forget_user_erases_the_profile_and_nothing_else(
         assert [r.name for r in reader.sessions.list_sessions()] == ["bob-trip"]
         assert [f.value for f in reader.facts.facts()] == ["Bartholomew Quince"]
         if history.kind == "plain":
-            data = raw(history.location)
+            data = file_bytes(history.location)
             assert b"Bartholomew" in data
             for gone in ("Anastazja", "琉璃客栈", "QX-48213", "ana-trip", "ana-work"):
                 assert gone.encode() not in data, gone

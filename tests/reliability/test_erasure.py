@@ -13,16 +13,13 @@ from pathlib import Path
 
 import pytest
 from cli_runner import chat, invoke
+from file_hash import file_bytes
 from matches import matches
 
 from chatmem.store import Store
 
 SECRET_NAME = "Zebulon Quaxley"
 SECRET_CITY = "杭州西湖区"
-
-
-def raw_bytes(db: Path) -> bytes:
-    return b"".join(p.read_bytes() for p in db.parent.glob(db.name + "*"))
 
 
 def make_history(tmp_path: Path, config: str = "") -> tuple[Path, list[str]]:
@@ -34,7 +31,7 @@ def make_history(tmp_path: Path, config: str = "") -> tuple[Path, list[str]]:
                      f"remember {SECRET_NAME} please\nwhat else?\n", "-s", "summary-buffer",
          *args, code=0)
     chat(db, "gone", "and one more\n", "-s", "entity", *args, code=0)
-    assert SECRET_NAME.encode() in raw_bytes(db)
+    assert SECRET_NAME.encode() in file_bytes(db)
     return db, args
 
 
@@ -46,7 +43,7 @@ def history(tmp_path: Path) -> Path:
 def test_sessions_delete_leaves_no_byte_of_the_session(history: Path) -> None:
     result = invoke("sessions", "delete", "gone", "--yes", "--db", str(history))
     assert result.exit_code == 0, result.stderr
-    data = raw_bytes(history)
+    data = file_bytes(history)
     for needle in (SECRET_NAME, SECRET_CITY, "Zebulon", "my name is", "what else?",
                    "and one more"):
         assert needle.encode() not in data, needle
@@ -67,10 +64,10 @@ def test_sessions_delete_erases_a_large_session_without_rewriting_the_file(
                        ensure_ascii=False) + "\n"
             for i in range(300) for role in ("user", "assistant")), encoding="utf-8")
         invoke("sessions", "import", str(lines), name, "--db", str(db), code=0)
-    assert b"Qorvath" in raw_bytes(db) and "秘密杭州".encode() in raw_bytes(db)
+    assert b"Qorvath" in file_bytes(db) and "秘密杭州".encode() in file_bytes(db)
     pages = sqlite3.connect(db).execute("PRAGMA page_count").fetchone()[0]
     invoke("sessions", "delete", "gone", "--yes", "--db", str(db), code=0)
-    data = raw_bytes(db)
+    data = file_bytes(db)
     for needle in ("Qorvath", "qorvath", "秘密", "杭州"):
         assert needle.encode() not in data, needle
     assert b"keepsake" in data
@@ -92,11 +89,11 @@ def test_profile_facts_outlive_the_session_and_purge_erases_them(tmp_path: Path)
     assert [(f["key"], f["scope"], f["owner"]) for f in profile] == [
         ("name", "user", "user default"), ("city", "user", "user default")]
     for needle in ("my name is", "what else?"):
-        assert needle.encode() not in raw_bytes(db), needle
+        assert needle.encode() not in file_bytes(db), needle
     for key in ("name", "city"):
         result = invoke("facts", "forget", key, "--purge", "--db", str(db), *args)
         assert result.exit_code == 0, result.stderr
-    data = raw_bytes(db)
+    data = file_bytes(db)
     for needle in (SECRET_NAME, SECRET_CITY, "Zebulon"):
         assert needle.encode() not in data, needle
 
@@ -108,7 +105,7 @@ def test_facts_forget_purge_replaces_every_copy_of_the_value(history: Path) -> N
     result = invoke("facts", "forget", str(fact.id), "--purge",
                     "--db", str(history))
     assert result.exit_code == 0, result.stderr
-    data = raw_bytes(history)
+    data = file_bytes(history)
     assert SECRET_NAME.encode() not in data
     assert SECRET_NAME.lower().encode() not in data
     with Store(history) as store:

@@ -1,10 +1,11 @@
-"""`counted_messages_at`: recall's candidates and their stored token counts in one read."""
+"""`candidate_rows`: recall's candidates and their stored token counts in one read."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
 from cached_counts import cached_counts
+from matches import match_scores
 from meter import metered
 from registered import open_session
 
@@ -30,20 +31,24 @@ def test_records_and_counts_match_the_two_reads_they_replace(tmp_path: Path) -> 
         key = engine.counter.key
         positions = [m.position for m in store.history.messages(sid)]
         with metered(store) as meter:
-            found = store.recall.counted_messages_at(sid, [*positions, 99], key)
+            found = {row[0]: row for row in store.recall.candidate_rows(sid, [*positions, 99],
+                                                                         key)}
         assert meter.statements == 1
         records = store.recall.messages_at(sid, positions)
         counts = cached_counts(store, sid, key)
-        assert {p: r for p, (r, _) in found.items()} == records
-        assert {r.id: n for r, n in found.values() if n is not None} == counts
+        assert {p: (r.position, r.id, r.turn, r.role, r.content, r.created_at)
+                for p, r in records.items()} == {p: (*row[:5], row[6])
+                                                 for p, row in found.items()}
+        assert {row[1]: row[5] for row in found.values() if row[5] is not None} == counts
         assert len(counts) == 4  # the turns' messages, counted at commit
-        assert [n for r, n in found.values() if r.position > 4] == [None, None]
+        assert [row[5] for p, row in sorted(found.items()) if p > 4] == [None, None]
         # Another tokenizer's counts are not these.
-        assert all(n is None for _, n in store.recall.counted_messages_at(sid, positions,
-                                                                          "other").values())
+        assert all(row[5] is None for row in store.recall.candidate_rows(sid, positions,
+                                                                         "other"))
 
 
-def test_candidate_rows_are_the_counted_messages_as_plain_rows(tmp_path: Path) -> None:
+def test_candidate_rows_leave_out_a_replaced_turn_and_what_is_past_the_end(
+        tmp_path: Path) -> None:
     with Store(tmp_path / "h.db") as store:
         settings = Settings(embeddings=EmbeddingsSection(provider="none"))
         engine = open_session(store, settings, ScriptedProvider(), "s", strategy="window")
@@ -57,11 +62,12 @@ def test_candidate_rows_are_the_counted_messages_as_plain_rows(tmp_path: Path) -
         with metered(store) as meter:
             rows = store.recall.candidate_rows(sid, positions, key)
         assert meter.statements == 1
-        counted = store.recall.counted_messages_at(sid, positions, key)
+        records = store.recall.messages_at(sid, positions)
+        counts = cached_counts(store, sid, key)
         # The replaced turn's messages are not candidates; nor are positions past the end.
-        assert len(counted) < store.recall.last_position(sid)
-        assert sorted(rows) == sorted((r.position, r.id, r.turn, r.role, r.content, n,
-                                       r.created_at) for r, n in counted.values())
+        assert len(records) < store.recall.last_position(sid)
+        assert sorted(rows) == sorted((r.position, r.id, r.turn, r.role, r.content,
+                                       counts.get(r.id), r.created_at) for r in records.values())
         assert [n for p, *_, n, _ in sorted(rows)][-1] is None  # imported: not counted
 
 
@@ -172,7 +178,7 @@ def test_a_conversation_ranks_its_words_beside_others_as_it_does_alone(store: St
     query = "garden plans with Alice near the river 杭州"
 
     def ranked() -> list[int]:
-        found = store.recall.match_scores(mine.session.id, query, before_turn=99, limit=50)
+        found = match_scores(store, mine.session.id, query, before_turn=99, limit=50)
         # Scores within a thousandth are a tie: the others' lengths move BM25's average
         # length, which may swap two messages scored alike (5 and 8 here, 1.70808/1.70822).
         return [p for p, _ in sorted(found.items(),
@@ -198,7 +204,7 @@ def test_a_long_input_searches_a_conversation_among_others(store: Store) -> None
     pasted = " ".join(f"w{n}x" for n in range(3000)) + "".join(
         chr(0x4E00 + n) for n in range(1500))
     assert len(fts.query_terms(pasted)) > 4000
-    found = store.recall.match_scores(mine.session.id, pasted, before_turn=99, limit=500)
+    found = match_scores(store, mine.session.id, pasted, before_turn=99, limit=500)
     held = {m.position for m in store.history.messages(mine.session.id) if "x and" in m.content}
     assert held and held <= set(found)
 

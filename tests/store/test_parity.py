@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from cached_counts import cached_counts
+from matches import match_scores
 from registered import open_session
 
 from chatmem.config.sections import EmbeddingsSection
@@ -84,8 +85,7 @@ def everything(location: str | Path) -> dict[str, Any]:
                 "fact_history": store.facts.fact_history([f.id for f in facts]),
                 "state": store.memory.strategy_state(sid, name),
                 "counts": cached_counts(store, sid, "cl100k_base"),
-                "words": store.recall.match_scores(sid, "ORD-7731 杭州", before_turn=99, limit=5),
-                "counted": store.recall.counted_messages_at(sid, range(1, 20), "cl100k_base"),
+                "words": match_scores(store, sid, "ORD-7731 杭州", before_turn=99, limit=5),
                 "candidates": sorted(store.recall.candidate_rows(sid, range(1, 20), "cl100k_base")),
             }
         seen["user facts"] = store.facts.facts(user="ana", include_deleted=True)

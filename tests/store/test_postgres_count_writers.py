@@ -38,8 +38,6 @@ def counts(url: str, session_id: int) -> list[int | None]:
     recall reads it and where a purge reads it."""
     with Store(url) as store:
         read = [n for _, n in store.history.counted_messages(session_id, 1, 2, "cl100k_base")]
-        at = store.recall.counted_messages_at(session_id, range(1, 5), "cl100k_base")
-        assert [at[p][1] for p in range(1, 5)] == read
         rows = {r[0]: r[5] for r in store.recall.candidate_rows(session_id, range(1, 5),
                                                                   "cl100k_base")}
         assert [rows[p] for p in range(1, 5)] == read

@@ -11,6 +11,7 @@ from collections.abc import Iterator
 
 import pytest
 from grantees import shared_session, sql_as
+from matches import match_scores
 from pg import NOW, OldHistory, PostgresServer, add_messages, migrated_before, older_chatmem_refuses
 
 from chatmem import fts
@@ -49,7 +50,7 @@ def read(url: str, session_id: int) -> tuple[list[int], dict[int, bytes]]:
     """The positions a search of QUESTION finds, and each message's vector by position, as
     `url`'s role reads them."""
     with Store(url) as store:
-        found = sorted(store.recall.match_scores(session_id, QUESTION, before_turn=9, limit=9))
+        found = sorted(match_scores(store, session_id, QUESTION, before_turn=9, limit=9))
         vectors = {v.position: bytes(v.vector) for v in store.vectors.vector_rows(session_id,
                                                                                  "hash")}
         assert sorted(vectors) == sorted(v.position for v in store.vectors.vectors_at(

@@ -116,3 +116,42 @@ def test_the_check_sees_an_annotation(tmp_path: Path) -> None:
     module = tmp_path / "m.py"
     module.write_text("def f(store: Store) -> None:\n    Store(':memory:')\n", encoding="utf-8")
     assert _store_names(module) == [(1, False), (2, True)]
+
+
+TEST_ONLY = {
+    "Backend.unindex_words": "index_words' inverse, which the index's migration tests put old"
+                             " entries back with (SQLite's drops its word counts too)",
+    "VectorRepository.vector_rows": "the stored vectors as records, context vectors with"
+                                    " them, that the tests of forks, purges and row security"
+                                    " compare; recall reads them packed (vector_batch)",
+}
+"""Protocol methods no chatmem code calls, each with why it stays."""
+
+
+def uncalled_methods(protocols: list[Path], package: Path) -> list[str]:
+    """Public methods of the Protocols in `protocols` whose name no module of `package`
+    reads as an attribute (`x.name`): only tests would call them."""
+    used = {node.attr for path in package.rglob("*.py")
+            for node in ast.walk(ast.parse(path.read_text(encoding="utf-8")))
+            if isinstance(node, ast.Attribute)}
+    return sorted(f"{cls.name}.{f.name}" for path in protocols
+                  for cls in ast.parse(path.read_text(encoding="utf-8")).body
+                  if isinstance(cls, ast.ClassDef)
+                  for f in cls.body if isinstance(f, ast.FunctionDef)
+                  and not f.name.startswith("_") and f.name not in used)
+
+
+def test_every_repository_method_has_a_caller_in_chatmem() -> None:
+    # counted_messages_at (candidate_rows' twin as records) and match_scores (word_matches'
+    # scores) had none: tests were their only callers.
+    protocols = [PACKAGE / "store" / name for name in ("protocols.py", "privacy_protocols.py",
+                                                       "backend.py")]
+    assert uncalled_methods(protocols, PACKAGE) == sorted(TEST_ONLY)
+
+
+def test_the_caller_check_sees_a_method_nobody_calls(tmp_path: Path) -> None:
+    (tmp_path / "p.py").write_text("class R(Protocol):\n    def used(self) -> int: ...\n"
+                                   "    def unused(self) -> int: ...\n"
+                                   "    def _own(self) -> int: ...\n", encoding="utf-8")
+    (tmp_path / "c.py").write_text("def f(r):\n    return r.used()\n", encoding="utf-8")
+    assert uncalled_methods([tmp_path / "p.py"], tmp_path) == ["R.unused"]

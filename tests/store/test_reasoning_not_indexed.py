@@ -11,6 +11,7 @@ import json
 from pathlib import Path
 
 from cli_runner import invoke
+from matches import match_scores
 
 from chatmem.store import Store
 
@@ -19,8 +20,8 @@ REPLY = "<think>用户可能喜欢 zebrafish 和蓝鲸，先想想 Quillborne</t
 
 def _matched(db: Path, session: str, query: str) -> list[int]:
     with Store(db) as store:
-        found = store.recall.match_scores(store.sessions.session(session).id, query,
-                                          before_turn=99, limit=10)
+        found = match_scores(store, store.sessions.session(session).id, query,
+                             before_turn=99, limit=10)
     return sorted(found)
 
 

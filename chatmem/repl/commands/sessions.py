@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from chatmem import render
-from chatmem.app import session_files, sessions
+from chatmem.app import sessions
 from chatmem.app.sessions import check_session_name, session_name_from
 from chatmem.config.paths import user_path
 from chatmem.errors import NotFound, TurnNotReplaceable, UsageError
@@ -252,8 +252,8 @@ def _edit_last(repl: Chat, args: list[str]) -> None:
        ".json or .md; default SESSION.jsonl here; --force overwrites",
        example="/export trip.md", args=(0, 2), completes="path")
 def _export(repl: Chat, args: list[str]) -> None:
+    from chatmem.app.session_export import export_session
     from chatmem.render.sessions import files_left_out_line
-    from chatmem.transcripts.writer import export_format, write_transcript
 
     force = "--force" in args
     files = [a for a in args if a != "--force"]
@@ -262,11 +262,9 @@ def _export(repl: Chat, args: list[str]) -> None:
     session = repl.engine.session
     path = (user_path(files[0]) if files
             else Path(f"{session_name_from(repl.address)}.jsonl"))
-    fmt = export_format(path)
-    transcript = session_files.session_transcript(repl.workspace, session)
-    write_transcript(transcript, path, fmt, force=force, zone=repl.workspace.settings.zone)
-    plain = "; the file is not encrypted" if repl.workspace.store.encrypted else ""
-    repl.notice(f"exported {counted(len(transcript.messages), 'message')} of session "
-                f"{repl.address} to {path} ({fmt}){plain}")
-    if line := files_left_out_line(session_files.files_left_out(repl.workspace, session)):
+    done = export_session(repl.workspace, session, path, force=force)
+    plain = "; the file is not encrypted" if done.unencrypted_copy else ""
+    repl.notice(f"exported {counted(done.messages, 'message')} of session "
+                f"{repl.address} to {path} ({done.format}){plain}")
+    if line := files_left_out_line(done.files_left_out):
         repl.notice(line)
