@@ -23,6 +23,7 @@ from chatmem.app.compared_text import (
     history_digest,
     json_digest,
 )
+from chatmem.errors import NotFound
 from chatmem.privacy.mentions import MARKER
 
 if TYPE_CHECKING:
@@ -289,15 +290,18 @@ def session_of_opening(workspace: Workspace, first: str, prior: Sequence[ClientM
     """The session of a conversation no id names, known by how it began (`first`, the name
     its opening gives): of `first`, `first-2`, `first-3`…, then of `named_before` (the name
     an older chatmem gave that opening), the one whose history is the client's `prior`,
-    else one whose history is `prior` and then `text` asked again (a regenerate), else the
-    first free name not `taken`; and whether it is that new one. Such a client sends its
-    whole history every time, so a chat that merely began alike (two chats opened with 你好)
-    is a session of its own, and one never sees another's messages; an edit of an earlier
-    message is a new one too. A chat that goes on wins over one asked again: two chats
-    alike so far cannot be told apart, and a regenerate taken for the other's next turn adds
-    a turn, where the other way round one chat's turn would replace another's."""
+    else one holding `prior` but its last exchange, a reply cut off (its last request,
+    cancelled or failed, asked it: the client kept what came), else one whose history is
+    `prior` and then `text` asked again (a regenerate), else the first free name not
+    `taken`; and whether it is that new one. Such a client sends its whole history every
+    time, so a chat that merely began alike (two chats opened with 你好) is a session of its
+    own, and one never sees another's messages; an edit of an earlier message is a new one
+    too. A chat that goes on wins over one asked again: two chats alike so far cannot be
+    told apart, and a regenerate taken for the other's next turn adds a turn, where the
+    other way round one chat's turn would replace another's."""
     store = workspace.store
     asked_again: str | None = None
+    cut_off: str | None = None
     free: str | None = None
     for stem in dict.fromkeys([first, named_before or first]):
         # All names and lengths in one read (one a name grew with a chat's edits), those
@@ -308,8 +312,9 @@ def session_of_opening(workspace: Workspace, first: str, prior: Sequence[ClientM
         free = free or next(name for n in count(1)
                             for name in [stem if n == 1 else f"{stem}-{n}"]
                             if name not in taken and name not in numbered)
-        # The last two turns of all as long as `prior` (or with an exchange) in one read.
-        fits = (len(prior), len(prior) + 2)
+        # The last two turns of all as long as `prior` (or with an exchange, or without
+        # the one cut off) in one read.
+        fits = (len(prior), len(prior) + 2, len(prior) - 2)
         tails = store.history.last_turns_of(
             [i for _, i, held in looked if held in fits], 2) if prior else {}
         for name, session_id, held in looked:
@@ -321,6 +326,17 @@ def session_of_opening(workspace: Workspace, first: str, prior: Sequence[ClientM
                 match = _Match.GOES_ON if held == 0 else _Match.NONE
             elif held not in fits:
                 match = _Match.NONE
+            elif held == len(prior) - 2:
+                # Its last reply cut off (a stop button) and kept by the client, which
+                # went on: the chat's own when the session's last request was that one
+                # (read only for a session whose history matches). A chat that goes on
+                # as sent wins over it; it wins over one asked again.
+                if cut_off is None and _continues(
+                        tails.get(session_id, []), prior[:held], text, held=held
+                        ) is _Match.GOES_ON and _cut_off_as_sent(workspace, session_id,
+                                                                 prior[held]):
+                    cut_off = name
+                continue
             else:
                 match = _continues(tails.get(session_id, []), prior, text, held=held)
             if match is _Match.GOES_ON:
@@ -328,7 +344,23 @@ def session_of_opening(workspace: Workspace, first: str, prior: Sequence[ClientM
             if match is _Match.ASKED_AGAIN and asked_again is None:
                 asked_again = name
     assert free is not None
-    return (free, True) if asked_again is None else (asked_again, False)
+    went_on = cut_off or asked_again
+    return (free, True) if went_on is None else (went_on, False)
+
+
+def _cut_off_as_sent(workspace: Workspace, session_id: int, asked: ClientMessage) -> bool:
+    """Whether a session's last request is one whose reply never came whole (cancelled, or
+    failed) and that asked what the client's `asked` says: the exchange the client kept
+    past the session's history is that one, not another chat's."""
+    from chatmem.store.records import TurnStatus
+
+    try:
+        last = workspace.store.turns.turn(session_id, expanded=False)
+    except NotFound:
+        return False
+    return (last.status != TurnStatus.OK and asked.role == "user"
+            and held_as_said([comparable("user", last.input)],
+                             [comparable("user", asked.content)]))
 
 
 def _in_order(stem: str, numbered: Collection[str]) -> list[str]:

@@ -156,12 +156,13 @@ def mcp(
     # a rebound page cannot send, and the SDK's refused the public name a reverse proxy
     # passes on (421, and a multi-line warning in the log).
     security = TransportSecuritySettings(enable_dns_rebinding_protection=False)
+    from chatmem.mcp.draining import CallsFinishFirst
     from chatmem.mcp.http_bodies import OneMessageBodies
 
-    app = guarded(OneMessageBodies(server.streamable_http_app(
-        host=where.host, transport_security=security)),
-        where, people, refused=_log_line, origins=origins, pages=MCP_PAGES)
-    serve_http(app, where, _announcer("/mcp"), _stopping)
+    calls = CallsFinishFirst(OneMessageBodies(server.streamable_http_app(
+        host=where.host, transport_security=security)))
+    app = guarded(calls, where, people, refused=_log_line, origins=origins, pages=MCP_PAGES)
+    serve_http(app, where, _announcer("/mcp"), _stopping, told_to_stop=calls.stopping)
 
 
 def _log_line(line: str) -> None:

@@ -134,11 +134,12 @@ def server_config(app: App, limits: Limits | None = None) -> uvicorn.Config:
 
 
 def serve_http(app: App, where: Listening, announce: Callable[[Listening], None],
-               stopping: Callable[[int, int], None] | None = None) -> None:
+               stopping: Callable[[int, int], None] | None = None,
+               told_to_stop: Callable[[], None] | None = None) -> None:
     """Serve `app` on `where` until interrupted; port 0 takes a free port, and `announce`
     hears the address really bound (and the token) before the first request is taken;
     `stopping` hears how many requests the server still waits for once it is told to stop,
-    and the signal that told it (_told_when_stopping)."""
+    and the signal that told it (_told_when_stopping); `told_to_stop` is called then, once."""
     import dataclasses
     import socket
 
@@ -160,6 +161,8 @@ def serve_http(app: App, where: Listening, announce: Callable[[Listening], None]
     server = uvicorn.Server(server_config(app))
     if stopping is not None:
         _told_when_stopping(server, stopping)
+    if told_to_stop is not None:
+        _calls_when_told(server, told_to_stop)
     try:
         with _hangup_ends(server):
             server.run(sockets=[sock])
@@ -200,6 +203,20 @@ def _told_when_stopping(server: uvicorn.Server, stopping: Callable[[int, int], N
         timer = threading.Timer(STOPPING_NOTICE_S, waiting)
         timer.daemon = True
         timer.start()
+
+    server.handle_exit = handle_exit  # type: ignore[method-assign,assignment]
+
+
+def _calls_when_told(server: uvicorn.Server, told: Callable[[], None]) -> None:
+    """`told` called the first time the server is told to stop (any signal)."""
+    handle = server.handle_exit
+    called: list[bool] = []
+
+    def handle_exit(number: int, frame: FrameType | None) -> None:
+        if not called:
+            called.append(True)
+            told()
+        handle(number, frame)
 
     server.handle_exit = handle_exit  # type: ignore[method-assign,assignment]
 

@@ -329,6 +329,10 @@ class Turn:
                                              on_answering=self._answering)
                 if not self._noted:
                     stored(ws, engine, result)  # not ok (cancelled): no update followed
+                if result.status == TurnStatus.CANCELLED and proxy.log is not None:
+                    # Else the one running the server never learns why a turn is missing.
+                    proxy.log(f"{self.turn_id}: the client hung up before the reply was whole:"
+                              " stored as cancelled, kept out of memory")
                 self._answer(result)  # if no place was free for an update after its answer
                 if result.status == TurnStatus.OK:  # else no update ran
                     proxy.memory_told(where, asked.conversation, result.notices, self.settings)

@@ -4,13 +4,16 @@ on this machine reaches it."""
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 import pytest
+from chat_server import ChatServer
 from waiting import HANG, Watched
 
 pytest.importorskip("mcp", reason="chatmem[serve] (the mcp SDK) is not installed")
@@ -158,3 +161,54 @@ def test_a_request_whose_id_is_no_string_nor_integer_is_refused_not_accepted(
     assert [(r.json()["id"], r.json()["error"]["code"]) for r in refused] == [(None, -32600)] * 3
     assert "1.5" in refused[2].json()["error"]["message"]
     assert noticed.status_code == 202
+
+
+def test_a_call_under_way_is_answered_before_a_sigterm_ends_the_server(
+        chat_server: ChatServer, tmp_path: Path) -> None:
+    """clients70: told to stop while a record_turn waited for its memory's update (the
+    helper model extracting facts), `mcp --http` stored the turn but its answer never
+    reached the client ("SSE stream ended without a response": sse-starlette ends every
+    event stream at once on SIGTERM), so the client could only send it again, to be
+    stored twice. The answer comes first now, then the server ends."""
+    import asyncio
+    import signal
+
+    from mcp import ClientSession
+    from mcp.client.streamable_http import create_mcp_http_client, streamable_http_client
+
+    config = tmp_path / "config.toml"
+    config.write_text("timeout = 3\nmax_retries = 0\n")
+    server = subprocess.Popen(
+        [sys.executable, "-m", "chatmem", "mcp", "--http", "127.0.0.1:0", "--db",
+         str(tmp_path / "h.db"), "--config", str(config), "--provider", "openai",
+         "-m", "test-small"],
+        env={**os.environ, "OPENAI_BASE_URL": chat_server.base_url, "OPENAI_API_KEY": "k"},
+        stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    try:
+        said = Watched(server.stderr)  # type: ignore[arg-type]
+        text = said.wait_for(lambda t: "listening on" in t, "the server listens")
+        url = text.split("listening on ", 1)[1].split()[0]
+
+        async def work() -> Any:
+            client = create_mcp_http_client()
+            async with client, streamable_http_client(url, http_client=client) as streams, \
+                    ClientSession(streams[0], streams[1]) as session:
+                await session.initialize()
+                await session.call_tool("start_conversation",
+                                        {"name": "记事", "strategy": "entity"})
+                chat_server.plan = ["hang"]  # the facts' extraction waits on the model
+                call = asyncio.create_task(session.call_tool("record_turn", {
+                    "conversation_id": "记事", "user": "我住在杭州", "assistant": "好的"}))
+                while not chat_server.requests:
+                    await asyncio.sleep(0.01)
+                server.send_signal(signal.SIGTERM)
+                return await call
+
+        answer = asyncio.run(asyncio.wait_for(work(), HANG))
+        server.wait(HANG)  # it ends once the call is answered
+    finally:
+        if server.poll() is None:
+            server.kill()
+        server.wait(HANG)
+    assert not answer.is_error, answer.content
+    assert answer.structured_content["turn"] == 1

@@ -671,6 +671,10 @@ def test_a_client_that_leaves_mid_stream_leaves_a_cancelled_turn(
                "the turn is stored as cancelled")
     with Store(db_path) as store:
         assert store.history.messages(store.sessions.session("gone").id) == []  # out of memory
+    # Said in the server's log (clients70: nothing said why the turn was missing).
+    wait_until(lambda: proxy.logged, "the server's log says it")
+    assert len(proxy.logged) == 1
+    assert proxy.logged[0].startswith("gone@1: ") and "cancelled" in proxy.logged[0]
 
 
 def test_a_client_that_leaves_a_reply_it_did_not_stream_leaves_a_cancelled_turn(

@@ -260,3 +260,49 @@ def test_a_chat_goes_on_in_its_session_after_a_purge_and_stores_the_value_nowher
         assert [s.name for s in store.sessions.list_sessions()] == [name]
     data = b"".join(p.read_bytes() for p in db_path.parent.glob(f"{db_path.name}*"))
     assert value.encode() not in data
+
+
+@pytest.mark.parametrize("before", [0, 2])
+def test_a_chat_that_keeps_a_cut_off_reply_and_goes_on_stays_in_its_session(
+        chat_server: ChatServer, db_path: Path, before: int) -> None:
+    """Found probing serve as Open WebUI is used without its chat-id header: a chat no id
+    names whose reply the user stopped (the UI keeps the half reply, as Open WebUI's and
+    LibreChat's stop buttons do) and who then wrote on was taken for another chat that
+    began alike: its whole history was stored again in a new session (`chat-…-2`), its
+    memory (summaries, facts) begun again from scratch there, and the session it had
+    left in the list, holding the cancelled turn's record."""
+    from test_proxy import statuses
+
+    settings = Settings(provider="openai", base_url=chat_server.base_url, model="test-small",
+                        db=str(db_path))
+    history: list[dict[str, str]] = []
+    with RunningProxy(settings, strategy="window") as running:
+        for i in range(before):
+            history.append({"role": "user", "content": f"第{i}个问题"})
+            _, _, reply = _ask(running, history)
+            history.append({"role": "assistant", "content": reply})
+        history.append({"role": "user", "content": "讲一个很长的故事"})
+        chat_server.plan = ["drip"]
+        kept = ""
+        with httpx.stream("POST", f"{running.base_url}/chat/completions", timeout=HANG,
+                          json={"model": "test-small", "messages": history,
+                                "stream": True}) as streamed:
+            cut = unquote(streamed.headers["X-Chatmem-Turn"]).rpartition("@")[0]
+            for line in streamed.iter_lines():
+                if '"abc"' in line:
+                    kept += "abc"
+                if len(kept) == 6:
+                    break  # the user stops it; the UI keeps what came
+        wait_until(lambda: (statuses(db_path, cut) or [])[-1:] == ["cancelled"],
+                   "the turn is settled")
+        wait_until(lambda: not openings(running), "the cut-off request is over")
+        history += [{"role": "assistant", "content": kept},
+                    {"role": "user", "content": "好吧，换个话题"}]
+        turn, stored_as, _ = _ask(running, history)
+    assert turn == f"{cut}@{before + 2}"
+    # A session that held nothing before is said as the first time (as sent again, above).
+    assert stored_as == ("new-session" if before == 0 else "next-turn")
+    with Store(db_path) as store:
+        assert [s.name for s in store.sessions.list_sessions()] == [cut]
+        stored = store.history.messages(store.sessions.session(cut).id)
+    assert [m.content for m in stored][:-1] == [m["content"] for m in history]
