@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from datetime import date
 from typing import TYPE_CHECKING, Any, Generic, TypeVar, overload
 
+from chatmem.memory.day_stamps import opens_with_day
 from chatmem.memory.reasons import RecallRoute, RecallVerdict
 from chatmem.plugin_calls import kind_of
 
@@ -147,7 +148,8 @@ def pack(
 
     `days` (aligned with `ranked`; empty: none): the earlier day a candidate was said on,
     whose line of `line` tokens (chatmem.memory.recall_days) the first one kept of that
-    day pays for; recall_days works the lines out exactly on what is kept.
+    day pays for, unless its text opens with that day written out (chatmem.memory.day_stamps);
+    recall_days works the lines out exactly on what is kept.
     """
     import numpy as np
 
@@ -176,6 +178,8 @@ def pack(
             candidate.why = RecallVerdict.TOO_SIMILAR
             continue
         day = days[pick] if days else None
+        if day is not None and day not in named and opens_with_day(candidate.text, day):
+            day = None  # its own text names the day: no line to pay
         cost = candidate.tokens + (line if day is not None and day not in named else 0)
         if used + cost > room:
             candidate.why = RecallVerdict.DOES_NOT_FIT

@@ -26,12 +26,16 @@ from datetime import date, datetime, tzinfo
 from typing import TYPE_CHECKING
 
 from chatmem.memory.context import Message, SaidDays
+from chatmem.memory.day_stamps import opens_with_day
 from chatmem.memory.packing import Ranked
 from chatmem.memory.reasons import RecallVerdict
 from chatmem.timestamps import local_moment
 
 if TYPE_CHECKING:
     from chatmem.memory.state import SessionState
+
+Stamped = Callable[[int, date], bool]
+"""Whether the message at a position opens with the given day written out."""
 
 
 class EarlierDays(dict[int, date | None]):
@@ -56,18 +60,22 @@ class EarlierDays(dict[int, date | None]):
 
 
 def said_days(positions: Sequence[int], times: Mapping[int, date],
-              today: date) -> dict[int, date]:
+              today: date, stamped: Stamped | None = None) -> dict[int, date]:
     """Of `positions` (in conversation order), those that open a run said on one day, with
     that day: a day before `today`, or today after an earlier day's run. `times`: when
     each was said, a time or only its day. A message whose time cannot be read has no day,
-    and ends a run."""
+    and ends a run. `stamped(position, day)`: whether that message opens with its day
+    written out (chatmem.memory.day_stamps), when its run needs no line."""
     days: dict[int, date] = {}
     previous: date | None = None
+    earlier = False  # a run of an earlier day came before
     for position in positions:
         moment = times.get(position)
         day = moment.date() if isinstance(moment, datetime) else moment
-        if day is not None and day != previous and (day < today or days):
-            days[position] = day
+        if day is not None and day != previous and (day < today or earlier):
+            earlier = True
+            if stamped is None or not stamped(position, day):
+                days[position] = day
         previous = day
     return days
 
@@ -79,9 +87,12 @@ def dated(kept: list[Ranked], times: Mapping[int, datetime], today: date, room: 
     with their days' lines, and those days by position. `cost(r, day)`: the tokens of `r`
     sent below `day`'s line. The least relevant make room (the first is kept while another
     can go: a context never opens on a reply; those at `held` positions, brought by a
-    better one, while others can); each one left out is marked so."""
+    better one, while others can); each one left out is marked so. A run whose first message
+    opens with its day written out (chatmem.memory.day_stamps) needs no line."""
+    texts = {r.position: r.text for r in kept}
     while kept:
-        days = said_days([r.position for r in kept], times, today)
+        days = said_days([r.position for r in kept], times, today,
+                         lambda position, day: opens_with_day(texts[position], day))
         costs = {r.position: cost(r, days[r.position]) for r in kept if r.position in days}
         used = sum(costs.get(r.position, r.tokens) for r in kept)
         if used <= room:
@@ -110,7 +121,8 @@ def redated(messages: Sequence[Message], said: SaidDays,
             times[i] = said.times[m.id]
         elif m.said_on is not None:
             times[i] = m.said_on
-    days = said_days(range(len(messages)), times, said.today)
+    days = said_days(range(len(messages)), times, said.today,
+                     lambda i, day: opens_with_day(messages[i].content, day))
     return tuple(m if days.get(i) == m.said_on else with_day(m, days.get(i), cost)
                  for i, m in enumerate(messages))
 

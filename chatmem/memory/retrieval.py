@@ -35,6 +35,7 @@ from chatmem.memory.assembly import (
 )
 from chatmem.memory.base import BaseStrategy, ContextRequest, MemoryEnv, Opening
 from chatmem.memory.context import Context, Message, Part, SaidDays, said_line
+from chatmem.memory.day_stamps import opens_with_day
 from chatmem.memory.packing import POOL, Ranked, as_json, pack, pool, pool_size
 from chatmem.memory.params import param
 from chatmem.memory.ranking import Weights, WordScores, fuse, route_of, words_scores
@@ -260,8 +261,9 @@ class RetrievalStrategy(BaseStrategy[RetrievalParams]):
              limit=self.options.top_k, days=[day_at(r.position) for r in ranked], line=line)
         kept = sorted([r for r in ranked if r.kept], key=attrgetter("position"))
 
-        def lines(messages: list[Ranked]) -> int:
-            return line * len({d for r in messages if (d := day_at(r.position)) is not None})
+        def lines(messages: list[Ranked]) -> int:  # a message stamped with its day needs none
+            return line * len({d for r in messages if (d := day_at(r.position)) is not None
+                               and not opens_with_day(r.text, d)})
 
         # A message added after packing pays its day's line too, or the best made room for it.
         kept = open_with_user(kept, ranked, ranked_at, room - lines(kept))

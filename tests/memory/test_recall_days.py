@@ -273,3 +273,61 @@ def test_retry_and_edit_last_send_the_day_lines_and_read_the_times_the_first_att
         assert (resent.reason.dated, resent.reason.times_named) == (
             recalled.reason.dated, recalled.reason.times_named)
         assert again.context.messages() == first.messages()
+
+
+def stamped(lines, stamp):
+    """`lines` as a stamped chat log has them: each text opening with `stamp(its time)`."""
+    return [(role, f"{stamp(datetime.fromisoformat(when))} {text}", when)
+            for role, text, when in lines]
+
+
+@pytest.mark.parametrize("lines, question", [
+    (stamped(MEETING, lambda t: f"({t.day} {t:%B} {t.year})"),
+     "When is Kenji's vendor contract due to legal, and Olu's load test?"),
+    (stamped(MEETING_ZH, lambda t: f"{t.year}年{t.month}月{t.day}日"),
+     "健二的供应商合同什么时候交法务？奥卢的压力测试呢？"),
+])
+def test_a_message_opening_with_the_day_it_was_said_needs_no_line_and_its_tokens_go_to_more(
+        make_engine, lines, question: str) -> None:
+    # A stamped log (LoCoMo's "(8 May 2023) Caroline: …", an export's "2023-05-08 …") says
+    # each message's day already; a line above it said it twice, 9 tokens a run.
+    engine = meeting(make_engine, lines)
+    if "年" in lines[0][1]:
+        engine.zone = SHANGHAI  # the stamps' days are the user's
+    words = {"mode": "bm25", "smooth": 0, "sitting": 0}
+    roomy = context_with(engine, "retrieval", question, max_tokens=300, **words)
+    recalled = roomy.part("recalled")
+    assert recalled is not None and {m.turn for m in recalled.messages} == {1, 2}
+    assert all(m.said_on is None for m in recalled.messages)
+    assert [c["content"] for c in sent(roomy)] == [m.content for m in recalled.messages]
+    assert all(m.tokens == engine.counter.count_message(m.role, m.content)
+               for m in recalled.messages)
+    assert recalled.reason.dated == 0
+    # A budget that holds the four messages and no line: all four are kept.
+    budget = roomy.tokens
+    tight = context_with(engine, "retrieval", question, max_tokens=budget, **words)
+    assert [m.id for m in tight.part("recalled").messages] == [m.id for m in recalled.messages]
+    assert not [r for r in tight.recall if not r["kept"] and r["turn"] in (1, 2)]
+
+
+def test_a_stamp_of_another_day_or_without_its_year_keeps_the_line(make_engine) -> None:
+    lines = [(role, f"{stamp} {text}", when) for (role, text, when), stamp in zip(
+        MEETING[:4], ["(3 May 2026)", "(3 May 2026)", "(4 May)", "4/5/2026"], strict=True)]
+    engine = meeting(make_engine, [*lines, *MEETING[4:]])
+    context = context_with(engine, "retrieval", "When is Kenji's vendor contract due to legal, "
+                           "and Olu's load test?", mode="bm25", smooth=0, sitting=0,
+                           max_tokens=300)
+    recalled = context.part("recalled")
+    assert recalled is not None
+    assert recalled.messages[0].said_on == date(2026, 5, 4)
+    assert sent(context)[0]["content"].startswith("[2026-05-04 Monday]\n(3 May 2026) ")
+
+
+def test_said_days_leaves_a_stamped_runs_line_out_and_today_still_follows_it() -> None:
+    times = {1: at("2026-05-04T09:00:00+00:00"), 2: at("2026-05-04T09:01:00+00:00"),
+             3: at("2026-05-05T00:01:00+00:00"), 5: at("2026-05-07T08:00:00+00:00")}
+    today = date(2026, 5, 7)
+    assert said_days([1, 2, 3, 5], times, today, lambda p, day: p == 1) == {
+        3: date(2026, 5, 5), 5: today}
+    # Today's run after an earlier day's stamped one still opens with its line.
+    assert said_days([1, 5], times, today, lambda p, day: p == 1) == {5: today}
