@@ -18,7 +18,7 @@ from chatmem.store.connection import Connection, fetch_rows, fetch_value
 from chatmem.store.postgres_access import shared
 from chatmem.store.records import AccessLevel, SessionAccess, session_address
 from chatmem.store.session_names import is_session_name, normal_name
-from chatmem.store.writer_state import PER_WRITER
+from chatmem.store.writer_state import APART_OF
 
 ROLE_NAME = re.compile(r"^[a-z_][a-z0-9_]{0,62}$")
 """Lower-case, unquoted PostgreSQL names: what `psql -U NAME` and a URL's user part name
@@ -225,7 +225,7 @@ def share_session(store: Connection, session: str, grantee: str, mode: ShareMode
 
 def unshare_session(store: Connection, session: str, grantee: str) -> None:
     """Stop sharing the user's own `session` with `grantee`, and drop the state the
-    grantee's chatmem kept there as its own (writer_state.PER_WRITER, `OWNER/ROLE`): no
+    grantee's chatmem kept there as its own (writer_state.per_writer, `OWNER/ROLE`): no
     one else reads it, and it stayed for good, stale, to be taken up again by a later
     share (his pins, his boundary over summaries since rewritten). What his turns wrote
     stays: the session's, its owner's."""
@@ -237,9 +237,8 @@ def unshare_session(store: Connection, session: str, grantee: str) -> None:
             [session_id, grantee])
         if cursor.rowcount == 0:
             raise NotFound(f"session {session} is not shared with {grantee}")
-        store.db.execute("DELETE FROM strategy_state WHERE session_id = ? AND strategy"
-                         " = ANY(?)", [session_id, [f"{owner}/{grantee}" for owner
-                                                   in sorted(PER_WRITER)]])
+        store.db.execute(f"DELETE FROM strategy_state WHERE session_id = ? AND {APART_OF}",
+                         [session_id, grantee])
 
 
 def shares(store: Connection, session_id: int) -> list[Share] | None:
