@@ -206,7 +206,11 @@ def _check_tables_owner(store: Connection) -> None:
 
 
 def share_session(store: Connection, session: str, grantee: str, mode: ShareMode) -> Share:
-    """Let `grantee` read (or write) the connecting role's own session `session`."""
+    """Let `grantee` read (or write) the connecting role's own session `session`. Shared for
+    reading, the state the grantee's chatmem kept there as its own (writer_state.per_writer,
+    `OWNER/ROLE`) goes, as `unshare_session` drops it: he can no longer bring it up to
+    date, and his reads took it, stale, in place of the owner's (his pins and a plugin's
+    state as at his last turn, while hers went on)."""
     _require_postgres(store, "sharing a session")
     check_role_name(grantee)
     if not _role_exists(store, grantee):
@@ -220,6 +224,9 @@ def share_session(store: Connection, session: str, grantee: str, mode: ShareMode
             "INSERT INTO session_shares (session_id, grantee, mode) VALUES (?, ?, ?)"
             " ON CONFLICT (session_id, grantee) DO UPDATE SET mode = excluded.mode",
             [session_id, grantee, mode.value])
+        if mode is ShareMode.READ:
+            store.db.execute(f"DELETE FROM strategy_state WHERE session_id = ? AND {APART_OF}",
+                             [session_id, grantee])
     return Share(session, grantee, mode)
 
 

@@ -129,3 +129,12 @@ def test_her_purge_leaves_no_copy_of_the_value_in_his_state(
         "SELECT value FROM strategy_state WHERE strategy = 'tally/bob'"))
     run(ann, "facts", "forget", "a", "friend", "--purge", "--yes", code=0)
     assert not [v for (v,) in team.rows("SELECT value FROM strategy_state") if name in v]
+
+
+def test_a_downgrade_to_read_drops_his_plugin_state(team: Team, tally: Path) -> None:
+    ann, bob = shared_tally(team, tally)
+    run(bob, "ask", "ann/a", "鲍勃：我住在巴黎。", "--provider", "scripted", code=0)
+    run(ann, "sessions", "share", "a", "--with", "bob", code=0)
+    run(ann, "ask", "a", "安娜：我喜欢茶。", "--provider", "scripted", code=0)
+    assert tally_state(bob, "ann/a") == tally_state(ann, "a")
+    assert tally_state(bob, "ann/a")["read"] == 4
