@@ -98,7 +98,8 @@ def test_her_next_turn_after_his_reads_only_the_turns_since(team: Team, tally: P
     assert read_turns(tally) == [3, 4]
     assert tally_state(ann, "a")["read"] == 4
     assert tally_state(bob, "ann/a") == {
-        "seen": ["我叫安娜。", "José lives in Lisbon.", "鲍勃：我的电话是 555-0142。"], "read": 3}
+        "seen": ["我叫安娜。", "José lives in Lisbon.", "bob: 鲍勃：我的电话是 555-0142。"],
+        "read": 3}
 
 
 def test_his_fork_takes_his_state_and_unsharing_drops_it(team: Team, tally: Path) -> None:
@@ -106,7 +107,7 @@ def test_his_fork_takes_his_state_and_unsharing_drops_it(team: Team, tally: Path
     run(bob, "ask", "ann/a", "鲍勃：我住在巴黎。", "--provider", "scripted", code=0)
     run(bob, "sessions", "fork", "ann/a", "bf", code=0)
     assert tally_state(bob, "bf")["seen"] == [
-        "我叫安娜。", "José lives in Lisbon.", "鲍勃：我住在巴黎。"]
+        "我叫安娜。", "José lives in Lisbon.", "bob: 鲍勃：我住在巴黎。"]
     # No one reads his copy once the share is gone, and a later share starts from hers.
     run(ann, "sessions", "unshare", "a", "--with", "bob", code=0)
     assert team.rows("SELECT strategy FROM strategy_state"

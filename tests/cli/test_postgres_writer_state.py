@@ -119,7 +119,7 @@ def test_his_own_turns_retry_undo_and_unpin_work_his_way(shared: tuple[str, str]
     with Store(bob) as store:
         session_id = store.sessions.session("ann/a").id
         assert [m.content for m in store.history.messages(session_id)
-                if m.role == "user"][-1] == "鲍勃：预算改成七千元。"
+                if m.role == "user"][-1] == "bob: 鲍勃：预算改成七千元。"
     assert [text for _, text, _, _ in listed(bob, "ann/a")][-1] == "七千元"
     refs = {text: ref for ref, text, _, _ in listed(bob, "ann/a")}
     run(bob, "facts", "forget", "ann/a", refs["七千元"], code=0)
