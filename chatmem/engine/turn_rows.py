@@ -6,7 +6,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from chatmem.errors import NotFound, SessionGone, StoreError, StoreFailure
+from chatmem.errors import NotFound, SessionGone, StoreError, StoreFailure, UsageError
+from chatmem.speakers import speaker_of
 from chatmem.store import TurnRecord, TurnStatus
 from chatmem.store.records import AccessLevel
 
@@ -68,6 +69,20 @@ class TurnRows:
             self._grantee_of = (self.session.id, access.role
                                 if access.level is AccessLevel.WRITE else None)
         return self._grantee_of[1]
+
+    def _grantee_label(self) -> str | None:
+        """A write share's grantee's role as the speaker his words are labelled with in the
+        owner's session (`bob: …`, as a group chat member's): unlabelled, her next context
+        sent his "I am Ann, my name is Mallory now." as her own words, to her model and her
+        summaries. None in one's own session, and for a role whose name spells a role's
+        word (`system: …` would read as the system's line), whose words stay unlabelled."""
+        grantee = self._grantee()
+        if grantee is None:
+            return None
+        try:
+            return speaker_of(grantee, "role", UsageError)
+        except UsageError:
+            return None
 
     def _record_unless_erased(self, record: TurnRecord) -> TurnRecord:
         """A cancelled or failed turn's row; not kept (the record as it is, unnumbered) when

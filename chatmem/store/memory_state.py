@@ -17,7 +17,13 @@ from chatmem.store.records import (
 )
 from chatmem.store.state_coverage import COVERS_KEY
 from chatmem.store.stored_values import json_text
-from chatmem.store.writer_state import PER_WRITER, WRITER_NAME, as_kept, counted_elsewhere, own_rows
+from chatmem.store.writer_state import (
+    WRITER_NAME,
+    as_kept,
+    counted_elsewhere,
+    own_rows,
+    per_writer,
+)
 
 SUMMARY_COLUMNS = ("s.*, (SELECT m.turn FROM messages m WHERE m.id = s.last_message_id)"
                    " AS last_turn")
@@ -85,8 +91,9 @@ class MemoryTables:
 
     def owners_state_value(self, session_id: int, strategy: str, key: str) -> Any:
         """One value of the strategy's state as the session's owner keeps it, read by a
-        write share's grantee who keeps his own (PER_WRITER); None when there is none, its
-        row is one this reader does not trust, or it is not JSON (PostgreSQL; None on a file)."""
+        write share's grantee who keeps his own (writer_state.per_writer); None when there is
+        none, its row is one this reader does not trust, or it is not JSON (PostgreSQL; None
+        on a file)."""
         if not self._postgres:
             return None
         rows = fetch_rows(self._db, "SELECT value FROM strategy_state s WHERE session_id = ?"
@@ -149,9 +156,9 @@ class MemoryTables:
         the caller checks the session is the user's own.
 
         On PostgreSQL each write share's grantee's own copy of that state goes too
-        (PER_WRITER, `OWNER/ROLE`): it was derived from the summaries dropped, and his turns
-        stopped on a row of it that could not be read while the owner's reset, which he is
-        told to ask her for, left it as it was."""
+        (writer_state.per_writer, `OWNER/ROLE`): it was derived from the summaries dropped,
+        and his turns stopped on a row of it that could not be read while the owner's reset,
+        which he is told to ask her for, left it as it was."""
         with self._db.write():
             rows = int(fetch_value(
                 self._db, "SELECT count(*) FROM strategy_state WHERE session_id = ?"
@@ -162,7 +169,7 @@ class MemoryTables:
             for table in ("strategy_state", "summaries"):
                 self._db.execute(f"DELETE FROM {table} WHERE session_id = ? AND strategy = ?",
                                  [session_id, strategy])
-            if self._postgres and strategy in PER_WRITER:
+            if self._postgres and per_writer(strategy):
                 self._db.execute("DELETE FROM strategy_state WHERE session_id = ?"
                                  " AND starts_with(strategy, ? || '/')", [session_id, strategy])
         return rows, summaries
@@ -190,7 +197,7 @@ class MemoryTables:
                 return False
             named: list[int | str] = [strategy]  # the state owner this role writes under
             name = "?"
-            if self._postgres and strategy in PER_WRITER:
+            if self._postgres and per_writer(strategy):
                 name, named = WRITER_NAME, [session_id, strategy, strategy]
             if self._postgres:
                 # What this reader read as absent is not kept beside what it derived instead;
@@ -205,7 +212,7 @@ class MemoryTables:
                     " ON CONFLICT DO NOTHING RETURNING 1)"
                     f" DELETE FROM strategy_state WHERE session_id = ? AND strategy = {name}"
                     f" AND NOT {trusted_by_reader('strategy_state')}",
-                    [session_id, strategy, strategy in PER_WRITER, session_id, *named])
+                    [session_id, strategy, per_writer(strategy), session_id, *named])
             self._db.executemany(
                 "INSERT INTO strategy_state (session_id, strategy, key, value)"
                 f" VALUES (?, {name}, ?, ?) ON CONFLICT (session_id, strategy, key)"

@@ -20,7 +20,7 @@ from chatmem.store.backend import Backend
 from chatmem.store.fact_keys import key_identity
 from chatmem.store.state_coverage import COVERS_KEY, FACTS_OWNER, SPEAKERS_OWNER
 from chatmem.store.stored_values import json_text
-from chatmem.store.writer_state import kept_apart
+from chatmem.store.writer_state import kept_role
 
 Rewrite = Callable[[str], str]
 """A stored text -> the same text with its mentions erased (unchanged when it has none)."""
@@ -44,9 +44,8 @@ data, which may name what the user said."""
 
 def own_keys(owner: str) -> frozenset[str]:
     """The keys chatmem reads by name in `owner`'s state (OWN_STATE_KEYS), a write share's
-    grantee's own copy of a state (`OWNER/ROLE`, store.writer_state.PER_WRITER) as OWNER's."""
-    return OWN_STATE_KEYS.get(owner.rpartition("/")[0] if kept_apart(owner) else owner,
-                              frozenset())
+    grantee's own copy of a state (`OWNER/ROLE`, store.writer_state.per_writer) as OWNER's."""
+    return OWN_STATE_KEYS.get(kept_role(owner)[0], frozenset())
 
 
 def is_own_state_key(owner: str, key: str) -> bool:

@@ -18,7 +18,7 @@ from chatmem.store.connection import Connection, fetch_rows, fetch_value
 from chatmem.store.postgres_access import shared
 from chatmem.store.records import AccessLevel, SessionAccess, session_address
 from chatmem.store.session_names import is_session_name, normal_name
-from chatmem.store.writer_state import PER_WRITER
+from chatmem.store.writer_state import APART_OF
 
 ROLE_NAME = re.compile(r"^[a-z_][a-z0-9_]{0,62}$")
 """Lower-case, unquoted PostgreSQL names: what `psql -U NAME` and a URL's user part name
@@ -206,7 +206,11 @@ def _check_tables_owner(store: Connection) -> None:
 
 
 def share_session(store: Connection, session: str, grantee: str, mode: ShareMode) -> Share:
-    """Let `grantee` read (or write) the connecting role's own session `session`."""
+    """Let `grantee` read (or write) the connecting role's own session `session`. Shared for
+    reading, the state the grantee's chatmem kept there as its own (writer_state.per_writer,
+    `OWNER/ROLE`) goes, as `unshare_session` drops it: he can no longer bring it up to
+    date, and his reads took it, stale, in place of the owner's (his pins and a plugin's
+    state as at his last turn, while hers went on)."""
     _require_postgres(store, "sharing a session")
     check_role_name(grantee)
     if not _role_exists(store, grantee):
@@ -220,12 +224,15 @@ def share_session(store: Connection, session: str, grantee: str, mode: ShareMode
             "INSERT INTO session_shares (session_id, grantee, mode) VALUES (?, ?, ?)"
             " ON CONFLICT (session_id, grantee) DO UPDATE SET mode = excluded.mode",
             [session_id, grantee, mode.value])
+        if mode is ShareMode.READ:
+            store.db.execute(f"DELETE FROM strategy_state WHERE session_id = ? AND {APART_OF}",
+                             [session_id, grantee])
     return Share(session, grantee, mode)
 
 
 def unshare_session(store: Connection, session: str, grantee: str) -> None:
     """Stop sharing the user's own `session` with `grantee`, and drop the state the
-    grantee's chatmem kept there as its own (writer_state.PER_WRITER, `OWNER/ROLE`): no
+    grantee's chatmem kept there as its own (writer_state.per_writer, `OWNER/ROLE`): no
     one else reads it, and it stayed for good, stale, to be taken up again by a later
     share (his pins, his boundary over summaries since rewritten). What his turns wrote
     stays: the session's, its owner's."""
@@ -237,9 +244,8 @@ def unshare_session(store: Connection, session: str, grantee: str) -> None:
             [session_id, grantee])
         if cursor.rowcount == 0:
             raise NotFound(f"session {session} is not shared with {grantee}")
-        store.db.execute("DELETE FROM strategy_state WHERE session_id = ? AND strategy"
-                         " = ANY(?)", [session_id, [f"{owner}/{grantee}" for owner
-                                                   in sorted(PER_WRITER)]])
+        store.db.execute(f"DELETE FROM strategy_state WHERE session_id = ? AND {APART_OF}",
+                         [session_id, grantee])
 
 
 def shares(store: Connection, session_id: int) -> list[Share] | None:

@@ -14,7 +14,7 @@ from typing import Any
 
 from chatmem.store.connection import fetch_rows, fetch_value
 from chatmem.store.postgres_writers import trusted_memory_on
-from chatmem.store.writer_state import kept_apart
+from chatmem.store.writer_state import kept_role
 
 FACTS_OWNER = "facts"
 """The fact extractor's state owner (chatmem.memory.extraction.STATE_KEY): it owns
@@ -63,7 +63,7 @@ def state_coverage(db: Any, session_id: int) -> dict[str, int]:
     for owner, values in states.items():
         # A write share's grantee's own state (writer_state) covers what it covers as its
         # owner's, as hers does: the later of the two, which neither /retry nor a fork passes.
-        name = owner.rpartition("/")[0] if kept_apart(owner) else owner
+        name = kept_role(owner)[0]
         covers[name] = max(covers.get(name, 0), _covers(owner, values, ran, last))
     return covers
 

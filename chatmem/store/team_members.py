@@ -24,7 +24,7 @@ from chatmem.store.sharing import (
     revoke_sql,
     row_security_exemption,
 )
-from chatmem.store.writer_state import PER_WRITER
+from chatmem.store.writer_state import APART_OF
 
 
 class RoleState(StrEnum):
@@ -186,8 +186,7 @@ def remove_user(store: Connection, name: str, *, drop_role: bool = False,
         ids = [int(r[0]) for r in db.execute("SELECT id FROM sessions WHERE owner = ?", [name])]
         db.execute("DELETE FROM session_shares WHERE grantee = ? OR owner = ?", [name, name])
         # The state his chatmem kept as his own in sessions shared with him (as unshare).
-        db.execute("DELETE FROM strategy_state WHERE strategy = ANY(?)",
-                   [[f"{owner}/{name}" for owner in sorted(PER_WRITER)]])
+        db.execute(f"DELETE FROM strategy_state WHERE {APART_OF}", [name])
         if ids:
             # As `sessions delete` erases one (steps.erase_session_rows): index entries and
             # the earlier values stated there first, then the session and what cascades.

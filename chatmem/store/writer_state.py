@@ -7,8 +7,10 @@ hers), and once his update wrote them over hers (the same rows, stamped with him
 trusted none of it, her pins were rebuilt bare from her summaries, given new ids, pins she
 had released came back, and her id counter started over (an id meaning another detail).
 So his chatmem keeps them under `OWNER/ROLE` beside hers (`PER_WRITER`), starting from hers
-at his first write, and reads them back in her place; hers stay as she wrote them. No
-schema change: rows his SQL puts under her names are still read as another's (p025).
+at his first write, and reads them back in her place; hers stay as she wrote them. A plugin
+strategy's state is kept the same way (`per_writer`): his turn wrote it over hers, and her
+next update, trusting none of it, read her whole history again from turn 1. No schema
+change: rows his SQL puts under her names are still read as another's (p025).
 """
 
 from __future__ import annotations
@@ -30,7 +32,31 @@ turn wrote the session's marker, stamped with him, she trusted none of it and re
 her whole history from turn 1 after each of his turns). His chatmem reads and writes them under
 `OWNER/ROLE` (`own_rows`; his first write starts from hers), hers stay as she wrote them:
 her pins keep their ids and quotes, what she released stays released, no id of hers is given
-out again. Every other owner's state is the session's (a turn marked sensitive is for all)."""
+out again. A plugin strategy's state is each writer's too (`per_writer`); only SESSION_STATE
+is the session's."""
+SESSION_STATE = frozenset({"sensitive", "@speakers"})
+"""State owners that are the session's, whoever's turn wrote them: the turns marked sensitive
+(memory.sensitive_turns.SENSITIVE_KEY, for all) and who said each message
+(state_coverage.SPEAKERS_OWNER)."""
+
+
+def per_writer(owner: str) -> bool:
+    """Whether a write share's grantee keeps `owner`'s state in another's PostgreSQL session
+    apart from the owner's (`OWNER/ROLE`): PER_WRITER and every plugin strategy's (a plugin
+    name holds no '/'), not SESSION_STATE."""
+    return "/" not in owner and owner not in SESSION_STATE
+
+
+def kept_role(name: str) -> tuple[str, str]:
+    """(state owner, role) of one grantee's own state owner name (`OWNER/ROLE`; an owner has
+    no '/', a role may), else (`name`, '')."""
+    base, _, role = name.partition("/")
+    return (base, role) if role and per_writer(base) else (name, "")
+
+
+APART_OF = "(position('/' in strategy) > 0 AND substr(strategy, position('/' in strategy) + 1) = ?)"
+"""SQL: a strategy_state row is one role's own state in another's session (`OWNER/ROLE`,
+per_writer; param: the role). Its owner never names a state so (SQL planted rows too go)."""
 WRITER_NAME = ("CASE WHEN (SELECT o.owner FROM sessions o WHERE o.id = ?) = current_user"
                " THEN ? ELSE ? || '/' || current_user END")
 """SQL: the state owner name a role writes under in a session (PER_WRITER; params: session
@@ -45,7 +71,7 @@ params: owner, owner, session id, owner)."""
 
 def kept_name(kind: str, owner: str, session_id: int) -> tuple[str, list[Any]]:
     """SQL naming the rows of `owner`'s state this reader keeps in the session, its params."""
-    if kind == "postgresql" and owner in PER_WRITER:
+    if kind == "postgresql" and per_writer(owner):
         return KEPT_NAME, [owner, owner, session_id, owner]
     return "?", [owner]
 
@@ -53,8 +79,8 @@ def kept_name(kind: str, owner: str, session_id: int) -> tuple[str, list[Any]]:
 def kept_apart(name: str, reader: str | None = None) -> bool:
     """Whether `name` is one grantee's own state owner (`OWNER/ROLE`, PER_WRITER); with
     `reader`, this reader's."""
-    base, _, role = name.rpartition("/")
-    return base in PER_WRITER and (role == reader if reader is not None else bool(role))
+    role = kept_role(name)[1]
+    return bool(role) and (role == reader if reader is not None else True)
 
 
 def own_rows(db: Backend, columns: str, session_id: int, strategy: str, where: str = "",
@@ -66,7 +92,7 @@ def own_rows(db: Backend, columns: str, session_id: int, strategy: str, where: s
         return fetch_rows(db, f"SELECT {columns}, 1 AS trusted FROM strategy_state"
                           f" WHERE session_id = ? AND strategy = ?{where}",
                           [session_id, strategy, *params])
-    if strategy not in PER_WRITER:
+    if not per_writer(strategy):
         return fetch_rows(db, f"SELECT {columns}, {trusted_by_reader('s')} AS trusted"
                           f" FROM strategy_state s WHERE session_id = ? AND strategy = ?"
                           f"{where}", [session_id, strategy, *params])
@@ -107,10 +133,10 @@ def as_kept(rows: list[Any]) -> list[dict[str, Any]]:
     plain: list[dict[str, Any]] = []
     for r in rows:
         row = dict(r)
-        base, _, role = str(row["strategy"]).rpartition("/")
-        if row["shared"] and base in PER_WRITER and role == row["reader"]:
+        base, role = kept_role(str(row["strategy"]))
+        if row["shared"] and role and role == row["reader"]:
             apart.append(row | {"strategy": base})
-        elif base not in PER_WRITER:  # none of another grantee's own
+        elif not role:  # none of another grantee's own
             plain.append(row)
     mine = {(r["session_id"], r["strategy"]) for r in apart}
     return sorted([*apart, *(r for r in plain if (r["session_id"], r["strategy"])
@@ -124,13 +150,13 @@ def as_copied(rows: list[dict[str, Any]], reader: str) -> list[dict[str, Any]]:
     owner's rows of that owner in that session, and no other grantee's. A grantee's copy
     of a session he wrote in held her state and his side by side: read from a file, where
     every row is the file's user's, his listing there showed each pin twice (p1 for two)."""
-    mine = {(r["session_id"], str(r["strategy"]).rpartition("/")[0]) for r in rows
+    mine = {(r["session_id"], kept_role(str(r["strategy"]))[0]) for r in rows
             if kept_apart(str(r["strategy"]), reader)}
     kept: list[dict[str, Any]] = []
     for row in rows:
         name = str(row["strategy"])
         if kept_apart(name, reader):
-            kept.append(row | {"strategy": name.rpartition("/")[0]})
+            kept.append(row | {"strategy": kept_role(name)[0]})
         elif not kept_apart(name) and (row["session_id"], name) not in mine:
             kept.append(row)
     return kept

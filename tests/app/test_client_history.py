@@ -60,7 +60,7 @@ def test_a_branch_of_a_shared_chat_stays_shared_as_it_was(team: Team) -> None:
     run(bob, "ask", "ann/proj3", "还有谁去？", "--provider", "scripted", code=0)
     with Store(ann) as store:
         said = store.history.messages(store.sessions.session("proj3").id)
-        assert [m.content for m in said if m.role == "user"] == ["我们去苏州", "还有谁去？"]
+        assert [m.content for m in said if m.role == "user"] == ["我们去苏州", "bob: 还有谁去？"]
 
 
 @pytest.mark.parametrize(("said", "edited"), [("My employer is Globex.", "My employer is Initech."),

@@ -48,7 +48,7 @@ def test_a_plain_name_is_never_a_write_share_of_that_name(
     assert inputs(bob, "plan") == ["my salary is 100k, keep it private"]
     assert listed(bob) == [("plan", ""), ("plan", "ann")]
     output("chat", "ann/plan", "--provider", "scripted", "--db", bob, input="bob 写进 ann 的\n")
-    assert inputs(ann, "plan") == ["ann 的计划", "bob 写进 ann 的"]
+    assert inputs(ann, "plan") == ["ann 的计划", "bob: bob 写进 ann 的"]
     assert inputs(bob, "plan") == ["my salary is 100k, keep it private"]
 
 

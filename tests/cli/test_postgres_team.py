@@ -70,7 +70,7 @@ def test_a_shared_session_is_readable_and_writable_only_with_write(
     run(bob, "sessions", "share", "bob-shared", "--with", "ann", "--write")
     chat(ann, "bob/bob-shared", "ann adds a line")
     assert json.loads(run(bob, "inspect", "bob-shared", "--json"))["turn"]["input"] == (
-        "ann adds a line")
+        "ann: ann adds a line")  # a grantee's words carry his name
     run(bob, "sessions", "unshare", "bob-shared", "--with", "ann")
     assert names(ann) == ["ann-notes"]
 
@@ -127,7 +127,7 @@ def test_a_shared_namesake_is_listed_with_its_owner_and_reached_as_owner_slash_n
     run(ann, "ask", "bob/bob-shared", "周五几点？", "--provider", "scripted")
     chat(ann, "bob/bob-shared", "我会带咖啡")
     assert json.loads(run(bob, "inspect", "bob-shared", "--json"))["turn"]["input"] == (
-        "我会带咖啡")
+        "ann: 我会带咖啡")
     assert json.loads(run(ann, "inspect", "ann/bob-shared", "--json"))["turn"]["input"] == (
         "ann's own 会议 notes")
     run(ann, "inspect", "bob/bob-private", code=int(NotFound.exit_code))

@@ -99,7 +99,7 @@ def test_remove_user_erases_the_person_and_nothing_of_the_others(team: Team) -> 
     # What dan wrote into ann's proj is ann's and stays; bob keeps his own, loses dan's share.
     shown = json.loads(run(ann, "sessions", "show", "proj", "--json"))
     assert [m["content"] for m in shown["messages"] if m["role"] == "user"] == [
-        "ann starts", "dan adds 一行"]
+        "ann starts", f"{team.dan}: dan adds 一行"]  # his words carry his name
     assert names(bob) == [("bobs", None)]
     assert names(ann) == [("proj", None)]
     # The role is left (the test database lets PUBLIC connect), holding nothing.

@@ -119,7 +119,7 @@ def test_his_own_turns_retry_undo_and_unpin_work_his_way(shared: tuple[str, str]
     with Store(bob) as store:
         session_id = store.sessions.session("ann/a").id
         assert [m.content for m in store.history.messages(session_id)
-                if m.role == "user"][-1] == "鲍勃：预算改成七千元。"
+                if m.role == "user"][-1] == "bob: 鲍勃：预算改成七千元。"
     assert [text for _, text, _, _ in listed(bob, "ann/a")][-1] == "七千元"
     refs = {text: ref for ref, text, _, _ in listed(bob, "ann/a")}
     run(bob, "facts", "forget", "ann/a", refs["七千元"], code=0)
@@ -316,3 +316,16 @@ def test_removing_a_person_drops_the_state_his_chatmem_kept_in_others_sessions(
     assert team.rows("SELECT count(*) FROM strategy_state WHERE strategy LIKE '%%/bob'") \
         == [(0,)]
     assert listed(ann, "a") == HERS
+
+
+def test_a_downgrade_to_read_drops_his_own_state_and_he_reads_hers(
+        shared: tuple[str, str]) -> None:
+    # Shared for reading, his own copy stayed: his listing kept p3 (七千元), his pins and
+    # boundary as at his last turn, while hers went on; a later write share took them up.
+    ann, bob = shared
+    run(bob, "ask", "ann/a", "鲍勃：预算改成七千元。", "--provider", "scripted", code=0)
+    assert [ref for ref, *_ in listed(bob, "ann/a")] == ["p1", "p2", "p3"]
+    run(ann, "sessions", "share", "a", "--with", "bob", code=0)
+    assert listed(bob, "ann/a") == listed(ann, "a") == HERS
+    run(ann, "ask", "a", "安娜：发票是 INV-5521。", "--provider", "scripted", code=0)
+    assert listed(bob, "ann/a") == listed(ann, "a")

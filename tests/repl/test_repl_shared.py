@@ -70,8 +70,9 @@ def test_sessions_and_switch_name_a_shared_session_owner_slash_name(
             else "", "ann/旅行": ""}
     # /model reopened ann's session (not bob's `trip`), and /inspect showed its turn 3.
     inspected = result.stderr.split("turn       3")[1]
-    assert "turn 1 user: ann 的袋鼠" in inspected and "user: 换了模型" in inspected
-    assert inputs(ann, "trip") == ["ann 的袋鼠", "bob 补充一句", "换了模型", "还在 ann 的"]
+    assert "turn 1 user: ann 的袋鼠" in inspected and "user: bob: 换了模型" in inspected
+    assert inputs(ann, "trip") == ["ann 的袋鼠", "bob: bob 补充一句", "bob: 换了模型",
+                                   "bob: 还在 ann 的"]
     assert inputs(bob, "trip") == ["我的斑马 zebra"]
     assert inputs(ann, "旅行") == ["ann 的日记"]
     listed = json.loads(output("sessions", "list", "--json", "--db", bob))

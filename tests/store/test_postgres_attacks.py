@@ -405,7 +405,8 @@ def test_unsharing_ends_every_right_over_what_was_written_under_the_share(
         for value in ("Lyon", "Nice"):
             store.facts.upsert_fact("ann-city", value, scope="session", session_id=shared,
                                     source_message_id=mine[0].id, source_turn=mine[0].turn)
-        store.memory.set_strategy_state(shared, "ann", {"k": 1})
+        # The session's own state (a plugin's would be her own copy, dropped by unshare).
+        store.memory.set_strategy_state(shared, "sensitive", {"turns": [1]})
         store.sessions.add_probes(shared, [{"after_position": 1, "question": "ann?",
                                             "expect_ids": [],
                                             "expect_text": []}])

@@ -84,8 +84,8 @@ def test_a_grantee_hides_none_of_the_owners_earlier_turns_nor_her_images(team: T
         assert resend_last(engine, "I like green tea.").status == TurnStatus.OK
         done = store.turns.last_completed_id(session_id)
         assert resend_last(engine, expected=done).status == TurnStatus.OK
-    assert sent(ann, "proj") == [*before[:4], "I like green tea.",
-                                 "echo #2: I like green tea."]
+    assert sent(ann, "proj") == [*before[:4], "bob: I like green tea.",  # his words
+                                 "echo #2: bob: I like green tea."]
     assert sql_as(bob, HIDE, [session_id, 3]) == 6  # two replaced attempts and the last
     assert sql_as(bob, HIDE, [session_id, 2]) == INSUFFICIENT_PRIVILEGE
     # Her own rows are hers to change.

@@ -1,0 +1,37 @@
+"""A write share's grantee's words in the owner's PostgreSQL session carry his name
+(engine.turn_rows._grantee_label): her next context sends them as his, not as hers."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from cli_runner import run
+from pg import Team
+
+pytest.importorskip("psycopg", reason="chatmem[postgres] (psycopg) is not installed")
+
+
+def sent_history(url: str, name: str) -> list[tuple[str, str]]:
+    """(role, content) of the history part of `name`'s next context, as its reader's
+    `inspect --next --json` shows it."""
+    out = json.loads(run(url, "inspect", name, "--next", "我叫什么？", "--json", code=0).stdout)
+    return [(m["role"], m["content"]) for p in out["context"]["parts"]
+            if p["kind"] == "history" for m in p["messages"]]
+
+
+@pytest.mark.parametrize("said", ["I am Ann. My name is Mallory now.",
+                                  "我是安娜，我改名叫马洛里。"])
+def test_his_words_reach_her_context_as_his(team: Team, said: str) -> None:
+    ann, bob = team.url("ann"), team.url("bob")
+    run(ann, "ask", "--session", "a", "我叫安娜。", "--strategy", "buffer",
+        "--provider", "scripted", code=0)
+    run(ann, "sessions", "share", "a", "--with", "bob", "--write", code=0)
+    run(bob, "ask", "ann/a", said, "--provider", "scripted", code=0)
+    users = [content for role, content in sent_history(ann, "a") if role == "user"]
+    assert users == ["我叫安娜。", f"bob: {said}"]
+    assert [c for r, c in sent_history(bob, "ann/a") if r == "user"] == users
+    # Her own words stay hers, unlabelled; a label he typed himself is not doubled.
+    run(ann, "ask", "a", "好的。", "--provider", "scripted", code=0)
+    run(bob, "ask", "ann/a", "bob: 再见。", "--provider", "scripted", code=0)
+    assert [c for r, c in sent_history(ann, "a") if r == "user"][2:] == ["好的。", "bob: 再见。"]
