@@ -171,11 +171,11 @@ def _add_tools(server: MCPServer[Any], memory: Memory) -> None:
             return opened, result
 
         waited: list[Notice] = []
-        # The upkeep between turns (the process's first compiles every pattern and runs a
-        # full collection: ~0.5 s) after the client has its answer, as serve's and a chat's.
+        # The upkeep between turns after the client has its answer, as serve's and a chat's;
+        # the process's (patterns, the first full collection) while no call is under way.
         done = memory.in_conversation(ctx, conversation_id, "record", open_recording, record,
                                       heard=waited, steps=steps,
-                                      afterwards=lambda engine: engine.between_turns())
+                                      afterwards=lambda engine: engine.between_turns(idle=False))
         if not steps.cancelled():
             memory.unanswered.answered(key, steps.cancellation)
         if isinstance(done, Recorded):
