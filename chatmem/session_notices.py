@@ -8,6 +8,10 @@ chatmem.render.notices words them.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from collections.abc import Mapping
 
 
 @dataclass(frozen=True)
@@ -90,6 +94,18 @@ class BuildSlow:
     session: str
     strategy: str
     seconds: float
+    shown: bool = False
+    """Built to be shown (an inspect what-if, MCP's get_context), for no turn: each turn on
+    the strategy would wait as long."""
+
+
+def built_slowly(session: str, took: Mapping[str, float] | None, *, shown: bool = False,
+                 at_least: float | None = None) -> list[BuildSlow]:
+    """BuildSlow when the plugins' builds `took` (memory.guards.PLUGIN_BUILDS) `at_least`
+    (default SLOW_BUILD) seconds or more in all."""
+    if not took or sum(took.values()) < (SLOW_BUILD if at_least is None else at_least):
+        return []
+    return [BuildSlow(session, "+".join(took), sum(took.values()), shown)]
 
 
 @dataclass(frozen=True)

@@ -24,10 +24,10 @@ from chatmem.session_notices import (
     LARGE_STATE,
     SLOW_BUILD,
     SLOW_UPDATE,
-    BuildSlow,
     EmbedderSlow,
     StateLarge,
     UpdateSlow,
+    built_slowly,
 )
 
 if TYPE_CHECKING:
@@ -138,20 +138,18 @@ class MemoryUpkeep:
             return None
         return self.address if held else None
 
-    def slow_build(self, took: Mapping[str, float]) -> list[Notice]:
+    def slow_build(self, took: Mapping[str, float], *, shown: bool = False) -> list[Notice]:
         """A build in which plugins' strategies took SLOW_BUILD seconds or more (`took`: each
         one's own time by name, memory.guards.PLUGIN_BUILDS), said once per chat: a plugin taking
         5 s to build made each turn wait 5 s, and the turn's line showed the reply's time
         alone (0.0 s). Its own time: chatmem's members of its combination may take long (a
         local embedder's first load), which is no plugin's doing."""
-        if not took:
-            return []
-        seconds = sum(took.values())
         said: set[str] = self.state.caches.setdefault("slow_builds_said", set())
-        if seconds < SLOW_BUILD or said.issuperset(took):
+        slow = built_slowly(self.address, took, shown=shown, at_least=SLOW_BUILD)
+        if not slow or said.issuperset(took):
             return []
         said.update(took)
-        return [BuildSlow(self.address, "+".join(took), seconds)]
+        return list(slow)
 
     def slow_embedder(self) -> list[Notice]:
         """A plugin embedder whose calls since it was last asked took its SLOW_EMBED seconds

@@ -202,6 +202,7 @@ def _add_tools(server: MCPServer[Any], memory: Memory) -> None:
         from chatmem.render.client_notices import client_notice_text
         from chatmem.render.errors import Client
         from chatmem.render.reasons import dropped_text
+        from chatmem.session_notices import BuildSlow
 
         settings = memory.settings_for(ctx)
         if strategy:
@@ -221,6 +222,9 @@ def _add_tools(server: MCPServer[Any], memory: Memory) -> None:
                                 # What the client sends its model: with the memory the
                                 # turn's catch-up makes first (a fork's, an import's).
                                 inspection.inspect_on(engine, input, catch_up=True)))
+            # A plugin's slow build, as record_turn says it.
+            opened += [client_notice_text(n, Client.MCP, settings) for n in seen.notices
+                       if isinstance(n, BuildSlow)]
         whole = context_resource(conversation_id, strategy)
 
         def whole_in(part: ContextPart, message: ContextMessage) -> str:

@@ -214,8 +214,9 @@ def _(n: StateLarge, repl_hints: bool) -> str:
 
 @_worded.register
 def _(n: BuildSlow, repl_hints: bool) -> str:
+    waited = "each turn on it waits as long" if n.shown else "the turn waited for it"
     return (f"session {n.session}: strategy {n.strategy!r}{by_plugin('strategy', n.strategy)}"
-            f" took {n.seconds:.1f} s to build the context: the turn waited for it")
+            f" took {n.seconds:.1f} s to build the context: {waited}")
 
 
 @_worded.register
