@@ -17,7 +17,12 @@ from chatmem.errors import (
 )
 from chatmem.lazy_patterns import compile_pending
 from chatmem.memory.base import MemoryEnv, Opening
-from chatmem.memory.guards import PLUGIN_UPDATES, prepare_guarded, update_guarded
+from chatmem.memory.guards import (
+    PLUGIN_PREPARES,
+    PLUGIN_UPDATES,
+    prepare_guarded,
+    update_guarded,
+)
 from chatmem.notices import HelperTooSmall, MemoryUpdateCancelled, MemoryUpdateFailed, Notice
 from chatmem.providers.base import innermost
 from chatmem.session_notices import (
@@ -27,6 +32,7 @@ from chatmem.session_notices import (
     EmbedderSlow,
     StateLarge,
     UpdateSlow,
+    Waited,
     built_slowly,
 )
 
@@ -105,6 +111,8 @@ class MemoryUpkeep:
     drops_own_state: bool = False
     """Whether this engine is over a session of the user's own, read only, whose states she
     may drop (`inspect --next`, which opens it with no settings, as a replay does its copy)."""
+    notices: list[Notice]
+    """What opening the session told, for the front end to say (`take_opening_notices`)."""
     _caught_up: bool
     _said_helper_too_small: bool
     _turns_unfolded: int
@@ -138,14 +146,15 @@ class MemoryUpkeep:
             return None
         return self.address if held else None
 
-    def slow_build(self, took: Mapping[str, float], *, shown: bool = False) -> list[Notice]:
+    def slow_build(self, took: Mapping[str, float], *,
+                   waited: Waited = Waited.TURN) -> list[Notice]:
         """A build in which plugins' strategies took SLOW_BUILD seconds or more (`took`: each
         one's own time by name, memory.guards.PLUGIN_BUILDS), said once per chat: a plugin taking
         5 s to build made each turn wait 5 s, and the turn's line showed the reply's time
         alone (0.0 s). Its own time: chatmem's members of its combination may take long (a
         local embedder's first load), which is no plugin's doing."""
         said: set[str] = self.state.caches.setdefault("slow_builds_said", set())
-        slow = built_slowly(self.address, took, shown=shown, at_least=SLOW_BUILD)
+        slow = built_slowly(self.address, took, waited=waited, at_least=SLOW_BUILD)
         if not slow or said.issuperset(took):
             return []
         said.update(took)
@@ -248,6 +257,9 @@ class MemoryUpkeep:
         with suppress(ChatmemError):
             prepare_guarded(self.strategy, Opening(self.history(), self.counter, self.state,
                                                    self.embedder))
+        # A plugin's slow prepare delayed the first prompt unsaid: said with the opening's.
+        self.notices += built_slowly(self.address, self.state.caches.pop(PLUGIN_PREPARES, None),
+                                     waited=Waited.OPENING, at_least=SLOW_BUILD)
 
     @property
     def memory_behind(self) -> bool:

@@ -30,7 +30,7 @@ from chatmem.memory.context import Context, Message
 from chatmem.memory.guards import PLUGIN_BUILDS, build_guarded
 from chatmem.memory.state import SessionState
 from chatmem.notices import Notice, SummaryUpdated
-from chatmem.session_notices import built_slowly
+from chatmem.session_notices import Waited, built_slowly
 from chatmem.store import SessionRecord, Store
 from chatmem.store.protocols import HistoryRepository, TurnStore
 from chatmem.timezones import system_zone
@@ -188,7 +188,7 @@ def shown_build(strategy: Strategy, request: ContextRequest,
     request.state.caches.pop(PLUGIN_BUILDS, None)
     context = build_guarded(strategy, request)
     return context, tuple(built_slowly(session, request.state.caches.pop(PLUGIN_BUILDS, None),
-                                       shown=True))
+                                       waited=Waited.SHOWN))
 
 
 class _WithRebuilt(SessionState):

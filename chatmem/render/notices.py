@@ -77,6 +77,7 @@ from chatmem.session_notices import (
     StrategyChanged,
     SystemPromptReplaced,
     UpdateSlow,
+    Waited,
 )
 
 NO_EMBEDDER = ("no embedder, so recall ranks by words only (mode=bm25); "
@@ -214,7 +215,12 @@ def _(n: StateLarge, repl_hints: bool) -> str:
 
 @_worded.register
 def _(n: BuildSlow, repl_hints: bool) -> str:
-    waited = "each turn on it waits as long" if n.shown else "the turn waited for it"
+    if n.waited is Waited.OPENING:
+        return (f"session {n.session}: strategy {n.strategy!r}"
+                f"{by_plugin('strategy', n.strategy)} took {n.seconds:.1f} s to prepare its"
+                " memory: the chat's first prompt waited for it")
+    waited = "each turn on it waits as long" if n.waited is Waited.SHOWN \
+        else "the turn waited for it"
     return (f"session {n.session}: strategy {n.strategy!r}{by_plugin('strategy', n.strategy)}"
             f" took {n.seconds:.1f} s to build the context: {waited}")
 

@@ -164,3 +164,42 @@ def test_a_what_if_and_the_next_context_shown_say_a_slow_plugin_build(
     seen = invoke("inspect", "想", "--next", "二", "-s", "ponders", "--provider", "scripted",
                   "--db", db, code=0)
     assert "to build the context" not in seen.stderr
+
+
+PREPARES = '''
+import os
+import time
+
+from chatmem.memory.window import WindowStrategy
+
+
+class Readies(WindowStrategy):
+    name = "readies"
+    description = "reads READY seconds ahead before the first prompt / 先读一会儿"
+
+    def prepare(self, opening):
+        time.sleep(float(os.environ.get("READY", "0")))
+
+
+def register(plugins):
+    plugins.add_strategy(Readies)
+'''
+
+
+@pytest.mark.parametrize(("pause", "said"), [(0.3, 1), (0.0, 0)])
+def test_a_plugin_strategy_slow_to_prepare_is_said_as_the_chat_opens(
+        installed: Install, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+        pause: float, said: int) -> None:
+    """A plugin's prepare() (read ahead before the first prompt) taking seconds delayed the
+    chat's first prompt with nothing said, where a slow build or update is said."""
+    installed("chatmem-readies", "chatmem_readies", PREPARES)
+    monkeypatch.setattr(chatmem.engine.upkeep, "SLOW_BUILD", 0.25)
+    monkeypatch.setenv("READY", str(pause))
+    chatted = invoke("chat", "读", "-s", "readies+window", "--provider", "scripted",
+                     "--db", str(tmp_path / "h.db"), input="一\ntwo\n", code=0)
+    assert chatted.stdout.count("echo #") == 2
+    warned = [line for line in chatted.stderr.splitlines() if "to prepare" in line]
+    assert len(warned) == said, chatted.stderr
+    if said:
+        assert "'readies'" in warned[0] and "chatmem-readies" in warned[0]
+        assert "first prompt waited" in warned[0] and "'window'" not in warned[0]
