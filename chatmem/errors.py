@@ -619,6 +619,8 @@ class ProviderNotFound(ProviderError):
     no longer offered is told apart from one the user named."""
     session: str | None = None
     """The session whose latest model it is (`model_from` SESSION)."""
+    served: tuple[str, ...] | None = None
+    """The models the server lists (`GET /models`), when it listed them at once (None: not)."""
 
 
 class ProviderRateLimited(ProviderError):

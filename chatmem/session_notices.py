@@ -8,6 +8,11 @@ chatmem.render.notices words them.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from enum import Enum
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from collections.abc import Mapping
 
 
 @dataclass(frozen=True)
@@ -82,6 +87,17 @@ SLOW_UPDATE = 2.0
 prompt (or `ask`'s end) waited for it."""
 
 
+class Waited(Enum):
+    """What waited for a plugin strategy's slow build (BuildSlow)."""
+
+    TURN = "turn"
+    SHOWN = "shown"
+    """A context built to be shown (an inspect what-if, MCP's get_context), for no turn:
+    each turn on the strategy would wait as long."""
+    OPENING = "opening"
+    """Its `prepare`, as a chat opened the session: the first prompt waited for it."""
+
+
 @dataclass(frozen=True)
 class BuildSlow:
     """Plugin strategy `strategy` took `seconds` to build a context of session `session`:
@@ -90,6 +106,17 @@ class BuildSlow:
     session: str
     strategy: str
     seconds: float
+    waited: Waited = Waited.TURN
+
+
+def built_slowly(session: str, took: Mapping[str, float] | None, *,
+                 waited: Waited = Waited.TURN,
+                 at_least: float | None = None) -> list[BuildSlow]:
+    """BuildSlow when the plugins' builds `took` (memory.guards.PLUGIN_BUILDS) `at_least`
+    (default SLOW_BUILD) seconds or more in all."""
+    if not took or sum(took.values()) < (SLOW_BUILD if at_least is None else at_least):
+        return []
+    return [BuildSlow(session, "+".join(took), sum(took.values()), waited)]
 
 
 @dataclass(frozen=True)

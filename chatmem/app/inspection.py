@@ -209,15 +209,21 @@ def inspect_on(engine: Engine[Store], text: str, *, catch_up: bool = False,
     memory first, as the next turn's catch-up will (it may ask the model for summaries)."""
     from chatmem.evaluation.recording import describe_counter
     from chatmem.evaluation.whatif import external_ids, left_out_texts
+    from chatmem.memory.guards import PLUGIN_BUILDS
+    from chatmem.session_notices import Waited
 
     if catch_up and (missing := _memory_missing(engine)):
         return _after_catch_up(engine, missing, text, activity)
-    context = engine.build_context(text)
+    engine.state.caches.pop(PLUGIN_BUILDS, None)
+    context = engine.build_context(text)  # a plugin's slow build said once, as a turn's is
+    slow = engine.slow_build(engine.state.caches.pop(PLUGIN_BUILDS, None) or {},
+                             waited=Waited.SHOWN)
     record = engine.store.sessions.session_by_id(engine.session.id)  # as stored now
     strategy = engine.strategy
     return Inspection(record, InspectMode.NEXT, context, text, strategy.name,
                       dict(strategy.params), describe_counter(engine.counter, record.tokenizer),
                       left_out=left_out_texts(engine.store.history, record.id, context),
+                      notices=tuple(slow),
                       address=engine.store.sessions.address(record.id),
                       external_ids=external_ids(engine.store.history, record.id, context))
 

@@ -15,12 +15,13 @@ import threading
 from collections import Counter, OrderedDict, deque
 from collections.abc import Callable, Hashable
 from concurrent.futures import Future, ThreadPoolExecutor
-from contextlib import suppress
+from contextlib import nullcontext, suppress
 from typing import TYPE_CHECKING, TypeVar
 
 from chatmem.errors import ChatmemError, ConversationBusy, NotFound
 
 if TYPE_CHECKING:
+    from chatmem.app.idle_upkeep import IdleUpkeep
     from chatmem.app.workspace import Workspace
     from chatmem.engine import Engine
     from chatmem.store import Store
@@ -44,8 +45,10 @@ class KeptConversation:
     """One conversation's workspace and engine, opened on first use on a thread of its own."""
 
     def __init__(self, open_workspace: Callable[[], Workspace],
-                 open_engine: Callable[[Workspace], Engine[Store]]) -> None:
+                 open_engine: Callable[[Workspace], Engine[Store]],
+                 idle: IdleUpkeep | None = None) -> None:
         self._open_workspace, self._open_engine = open_workspace, open_engine
+        self._idle = idle  # told of each job (the process's upkeep waits for none)
         self._thread = ThreadPoolExecutor(max_workers=1,
                                           thread_name_prefix="chatmem-conversation")
         self._lock = threading.Lock()
@@ -85,16 +88,17 @@ class KeptConversation:
         self._thread.shutdown(wait=True)
 
     def _run(self, job: Job[T]) -> T:
-        workspace, engine = self._current()
-        try:
-            return job(workspace, engine)
-        except BaseException:
-            # What the failure left (a refused turn in a session just created, a model
-            # that broke off) is settled as a request of its own would settle it; the
-            # failure is what the caller hears, not a second one while closing.
-            with suppress(ChatmemError):
-                self._close()
-            raise
+        with nullcontext() if self._idle is None else self._idle.busy():
+            workspace, engine = self._current()
+            try:
+                return job(workspace, engine)
+            except BaseException:
+                # What the failure left (a refused turn in a session just created, a model
+                # that broke off) is settled as a request of its own would settle it; the
+                # failure is what the caller hears, not a second one while closing.
+                with suppress(ChatmemError):
+                    self._close()
+                raise
 
     def _current(self) -> Opened:
         if self._opened is not None and self._opened[0].store.moved():
@@ -141,6 +145,8 @@ class Place:
         self.key, self.owner = key, owner
         self.counted = True
         """It counts as waiting (towards `queued` and the rest): until its job starts."""
+        self.idle: IdleUpkeep | None = None
+        """Told the call came (`begin`), until it is told it ended (`leave`)."""
 
 
 class KeptConversations:
@@ -149,8 +155,14 @@ class KeptConversations:
 
     def __init__(self, size: int = KEPT, queued: int | None = None,
                  queued_by_owner: int | None = None,
-                 queued_in_all: int | None = None) -> None:
+                 queued_in_all: int | None = None, *, upkeep_when_idle: bool = False) -> None:
+        """`upkeep_when_idle`: the server's process runs its upkeep (chatmem.app.idle_upkeep)
+        while none of these conversations has a job under way, until `close`; its engines'
+        own upkeep between turns leaves it (`Engine.between_turns(idle=False)`)."""
+        from chatmem.app.idle_upkeep import IdleUpkeep
+
         self.size = size
+        self.idle = IdleUpkeep() if upkeep_when_idle else None
         self.queued = queued
         """Calls that may wait for one conversation's call under way; one more is refused
         (ConversationBusy). None: any number (a server whose calls each have a thread)."""
@@ -183,6 +195,9 @@ class KeptConversations:
             self._take_place(key, owner)
             place = Place(key, owner)
             self._lines.setdefault(key, deque()).append(place)
+            if self.idle is not None:
+                place.idle = self.idle
+                self.idle.begin()  # from when it comes: the process's upkeep stops
         return place
 
     def leave(self, place: Place) -> None:
@@ -191,6 +206,9 @@ class KeptConversations:
         with self._turns:
             self._uncount(place)
             self._out_of_line(place)
+            idle, place.idle = place.idle, None
+        if idle is not None:
+            idle.end()
 
     def _handed_on(self, place: Place) -> None:
         """`place`'s job is given to its conversation's thread, which runs jobs in the
@@ -316,7 +334,7 @@ class KeptConversations:
             evicted: list[KeptConversation] = []
             with self._lock:
                 kept = (self._kept.pop(key, None)
-                        or KeptConversation(open_workspace, open_engine))
+                        or KeptConversation(open_workspace, open_engine, self.idle))
                 self._kept[key] = kept
                 while len(self._kept) > self.size:
                     evicted.append(self._kept.popitem(last=False)[1])
@@ -361,6 +379,8 @@ class KeptConversations:
             conversation.close()
         for conversation in closing:
             conversation.wait_closed()
+        if self.idle is not None:
+            self.idle.stop()
 
     def __len__(self) -> int:
         return len(self._kept)

@@ -17,17 +17,23 @@ from chatmem.errors import (
 )
 from chatmem.lazy_patterns import compile_pending
 from chatmem.memory.base import MemoryEnv, Opening
-from chatmem.memory.guards import PLUGIN_UPDATES, prepare_guarded, update_guarded
+from chatmem.memory.guards import (
+    PLUGIN_PREPARES,
+    PLUGIN_UPDATES,
+    prepare_guarded,
+    update_guarded,
+)
 from chatmem.notices import HelperTooSmall, MemoryUpdateCancelled, MemoryUpdateFailed, Notice
 from chatmem.providers.base import innermost
 from chatmem.session_notices import (
     LARGE_STATE,
     SLOW_BUILD,
     SLOW_UPDATE,
-    BuildSlow,
     EmbedderSlow,
     StateLarge,
     UpdateSlow,
+    Waited,
+    built_slowly,
 )
 
 if TYPE_CHECKING:
@@ -61,6 +67,29 @@ or `chatmem mcp` waited for (its second request 0.9 s, once a process; fin69).""
 
 _collected = False
 """Whether this process's first upkeep ran Python's full collection (`Engine.between_turns`)."""
+_collect_due = False
+"""A server's turn was taken since it started and the collection has not run yet: the next
+`idle_upkeep` runs it."""
+
+
+def _collect_once() -> None:
+    global _collected
+    if not _collected:
+        _collected = True
+        gc.collect()
+
+
+def idle_upkeep(seconds: float) -> bool:
+    """One step of the process's upkeep that `Engine.between_turns(idle=False)` left, for a
+    server to run while no call is under way: the patterns no use has compiled yet, until
+    `seconds` of this thread's CPU are spent (at least one pattern); once none is left and
+    a turn has been taken, the process's full collection, once. Returns whether any is left
+    (False: until the next turn, nothing is)."""
+    if compile_pending(seconds):
+        return True
+    if _collect_due and not _collected:
+        _collect_once()
+    return False
 
 
 class MemoryUpkeep:
@@ -82,6 +111,8 @@ class MemoryUpkeep:
     drops_own_state: bool = False
     """Whether this engine is over a session of the user's own, read only, whose states she
     may drop (`inspect --next`, which opens it with no settings, as a replay does its copy)."""
+    notices: list[Notice]
+    """What opening the session told, for the front end to say (`take_opening_notices`)."""
     _caught_up: bool
     _said_helper_too_small: bool
     _turns_unfolded: int
@@ -115,20 +146,19 @@ class MemoryUpkeep:
             return None
         return self.address if held else None
 
-    def slow_build(self, took: Mapping[str, float]) -> list[Notice]:
+    def slow_build(self, took: Mapping[str, float], *,
+                   waited: Waited = Waited.TURN) -> list[Notice]:
         """A build in which plugins' strategies took SLOW_BUILD seconds or more (`took`: each
         one's own time by name, memory.guards.PLUGIN_BUILDS), said once per chat: a plugin taking
         5 s to build made each turn wait 5 s, and the turn's line showed the reply's time
         alone (0.0 s). Its own time: chatmem's members of its combination may take long (a
         local embedder's first load), which is no plugin's doing."""
-        if not took:
-            return []
-        seconds = sum(took.values())
         said: set[str] = self.state.caches.setdefault("slow_builds_said", set())
-        if seconds < SLOW_BUILD or said.issuperset(took):
+        slow = built_slowly(self.address, took, waited=waited, at_least=SLOW_BUILD)
+        if not slow or said.issuperset(took):
             return []
         said.update(took)
-        return [BuildSlow(self.address, "+".join(took), seconds)]
+        return list(slow)
 
     def slow_embedder(self) -> list[Notice]:
         """A plugin embedder whose calls since it was last asked took its SLOW_EMBED seconds
@@ -173,26 +203,34 @@ class MemoryUpkeep:
                 large.append(StateLarge(self.address, member.name, size))
         return large
 
-    def between_turns(self) -> None:
+    def between_turns(self, *, idle: bool = True) -> None:
         """Upkeep nobody waits for, for a front end to call once a turn is shown and
         before it reads the next input: the word index merges a little, and every
         FOLD_EVERY turns the store's log is folded into the history file, so no turn's
-        own commit has to do either; and the patterns no turn has used yet are compiled,
-        so that no later turn waits for that (the first with Chinese in it took ~100 ms
-        more, for its time words'). The process's first upkeep also runs Python's full
-        collection: what opening a history made (rows, vectors, patterns) had it run inside
-        the second turn (75-85 ms CPU at 1,000 and 10,000 stored turns, a turn taking 10-20),
-        after it, the next waits for a quarter as many again to outlive the younger passes."""
-        global _collected
-        compile_pending(COMPILE_BETWEEN_S)
+        own commit has to do either.
+
+        `idle`: the front end waits for its user now (a chat at its prompt): the process's
+        upkeep runs here too. The patterns no turn has used yet are compiled, so that no
+        later turn waits for that (the first with Chinese in it took ~100 ms more, for its
+        time words'); and the process's first upkeep runs Python's full collection: what
+        opening a history made (rows, vectors, patterns) had it run inside the second turn
+        (75-85 ms CPU at 1,000 and 10,000 stored turns, a turn taking 10-20), after it, the
+        next waits for a quarter as many again to outlive the younger passes. A server's
+        client chaining its requests waits for whatever runs here (its requests 2-4 took
+        0.1-0.3 s, 11-29 ms without): a server passes False and runs that upkeep while no
+        call is under way (`idle_upkeep`, on chatmem.app.idle_upkeep's thread)."""
+        global _collect_due
+        if idle:
+            compile_pending(COMPILE_BETWEEN_S)
         self._turns_unfolded += 1
         fold_log = self._turns_unfolded >= FOLD_EVERY
         if fold_log:
             self._turns_unfolded = 0
         self.store.tidy(fold_log=fold_log)
-        if not _collected:
-            _collected = True
-            gc.collect()
+        if idle:
+            _collect_once()
+        else:
+            _collect_due = True
 
     def close_indexing(self) -> list[IndexingStatus]:
         """Stop the backlog's threads after their batch and store what they embedded; the
@@ -219,6 +257,9 @@ class MemoryUpkeep:
         with suppress(ChatmemError):
             prepare_guarded(self.strategy, Opening(self.history(), self.counter, self.state,
                                                    self.embedder))
+        # A plugin's slow prepare delayed the first prompt unsaid: said with the opening's.
+        self.notices += built_slowly(self.address, self.state.caches.pop(PLUGIN_PREPARES, None),
+                                     waited=Waited.OPENING, at_least=SLOW_BUILD)
 
     @property
     def memory_behind(self) -> bool:

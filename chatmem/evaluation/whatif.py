@@ -27,9 +27,10 @@ from chatmem.history import StoredHistory
 from chatmem.memory.base import BaseStrategy, ContextRequest, Strategy
 from chatmem.memory.combined import CombinedStrategy
 from chatmem.memory.context import Context, Message
-from chatmem.memory.guards import build_guarded
+from chatmem.memory.guards import PLUGIN_BUILDS, build_guarded
 from chatmem.memory.state import SessionState
 from chatmem.notices import Notice, SummaryUpdated
+from chatmem.session_notices import Waited, built_slowly
 from chatmem.store import SessionRecord, Store
 from chatmem.store.protocols import HistoryRepository, TurnStore
 from chatmem.timezones import system_zone
@@ -106,9 +107,9 @@ def what_if(
                               session.id, zone),
             speaker=speaker,
         )
-        context = build_guarded(strategy, request)
+        context, slow = shown_build(strategy, request, session.name)
         return WhatIf(context, 0, 0, left_out_texts(store.history, session.id, context),
-                      external_ids=external_ids(store.history, session.id, context))
+                      slow, external_ids(store.history, session.id, context))
     with Store(":memory:") as scratch:
         seed_user_facts(scratch, user, user_facts)
         copy = scratch.sessions.create_session(
@@ -127,12 +128,12 @@ def what_if(
             said = tuple(n for n in engine.catch_up() if not isinstance(n, SummaryUpdated))
         request = engine.request(text, said_at=Said.AS_NEWEST if said_at is None else said_at,
                                  speaker=speaker)
-        context = build_guarded(strategy, replace(request, attached=files))
+        context, slow = shown_build(strategy, replace(request, attached=files), session.name)
         # Built from the scratch store's rows: named by the session's own before it closes.
         context = _named_as_stored(context, scratch.history, copy.id, store.history,
                                    session.id)
     return WhatIf(context, history_turns, sum(helper.calls.values()),
-                  left_out_texts(store.history, session.id, context), said,
+                  left_out_texts(store.history, session.id, context), said + slow,
                   external_ids(store.history, session.id, context))
 
 
@@ -172,11 +173,22 @@ def members_rebuilt(engine: Engine[Any], members: Sequence[BaseStrategy], text: 
             said = tuple(n for n in rebuilding.catch_up() if not isinstance(n, SummaryUpdated))
         states = {m.name: scratch.memory.strategy_state(copy.id, m.name) for m in members}
     request = engine.request(text)
-    context = build_guarded(engine.strategy,
-                            replace(request, state=_WithRebuilt(request.state, states)))
+    context, slow = shown_build(engine.strategy, replace(
+        request, state=_WithRebuilt(request.state, states)), engine.address)
     return WhatIf(context, turns, sum(helper.calls.values()),
-                  left_out_texts(store.history, session.id, context), said,
+                  left_out_texts(store.history, session.id, context), said + slow,
                   external_ids(store.history, session.id, context))
+
+
+def shown_build(strategy: Strategy, request: ContextRequest,
+                session: str) -> tuple[Context, tuple[Notice, ...]]:
+    """`strategy`'s context for `request`, built to be shown (a what-if, the context a
+    server's client asks for), and BuildSlow when plugins' builds took SLOW_BUILD seconds:
+    a turn says it, and a what-if said nothing of a strategy every turn would wait for."""
+    request.state.caches.pop(PLUGIN_BUILDS, None)
+    context = build_guarded(strategy, request)
+    return context, tuple(built_slowly(session, request.state.caches.pop(PLUGIN_BUILDS, None),
+                                       waited=Waited.SHOWN))
 
 
 class _WithRebuilt(SessionState):

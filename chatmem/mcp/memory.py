@@ -82,7 +82,7 @@ class Memory:
         self.models = ModelPool()
         self.kept = KeptConversations(
             queued=QUEUED, queued_by_owner=QUEUED_BY_HISTORY if histories else None,
-            queued_in_all=QUEUED_IN_ALL)
+            queued_in_all=QUEUED_IN_ALL, upkeep_when_idle=True)
         """The engines of the conversations recorded and read, open between calls."""
         self.unanswered = UnansweredTurns()
         """The turn each conversation's last record_turn stored, until it is answered."""

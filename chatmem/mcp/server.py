@@ -171,11 +171,11 @@ def _add_tools(server: MCPServer[Any], memory: Memory) -> None:
             return opened, result
 
         waited: list[Notice] = []
-        # The upkeep between turns (the process's first compiles every pattern and runs a
-        # full collection: ~0.5 s) after the client has its answer, as serve's and a chat's.
+        # The upkeep between turns after the client has its answer, as serve's and a chat's;
+        # the process's (patterns, the first full collection) while no call is under way.
         done = memory.in_conversation(ctx, conversation_id, "record", open_recording, record,
                                       heard=waited, steps=steps,
-                                      afterwards=lambda engine: engine.between_turns())
+                                      afterwards=lambda engine: engine.between_turns(idle=False))
         if not steps.cancelled():
             memory.unanswered.answered(key, steps.cancellation)
         if isinstance(done, Recorded):
@@ -202,6 +202,7 @@ def _add_tools(server: MCPServer[Any], memory: Memory) -> None:
         from chatmem.render.client_notices import client_notice_text
         from chatmem.render.errors import Client
         from chatmem.render.reasons import dropped_text
+        from chatmem.session_notices import BuildSlow
 
         settings = memory.settings_for(ctx)
         if strategy:
@@ -221,6 +222,9 @@ def _add_tools(server: MCPServer[Any], memory: Memory) -> None:
                                 # What the client sends its model: with the memory the
                                 # turn's catch-up makes first (a fork's, an import's).
                                 inspection.inspect_on(engine, input, catch_up=True)))
+            # A plugin's slow build, as record_turn says it.
+            opened += [client_notice_text(n, Client.MCP, settings) for n in seen.notices
+                       if isinstance(n, BuildSlow)]
         whole = context_resource(conversation_id, strategy)
 
         def whole_in(part: ContextPart, message: ContextMessage) -> str:

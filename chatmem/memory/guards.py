@@ -47,6 +47,10 @@ PLUGIN_BUILDS = "plugin_build_seconds"
 added up since the engine last emptied it (engine.upkeep.slow_build)."""
 
 
+PLUGIN_PREPARES = "plugin_prepare_seconds"
+"""As PLUGIN_BUILDS, of each plugin strategy's `prepare` (engine.upkeep.MemoryUpkeep.prepare)."""
+
+
 PLUGIN_UPDATES = "plugin_update_seconds"
 """As PLUGIN_BUILDS, of each plugin strategy's update after a turn (engine.upkeep)."""
 
@@ -100,11 +104,15 @@ def prepare_guarded(strategy: Strategy, opening: Opening) -> None:
     prepare = getattr(strategy, "prepare", None)
     if not callable(prepare):
         return
+    started = time.monotonic()
     try:
         with opening.state.built_by(strategy.name):
             guarded(lambda e: StrategyFailed(strategy.name, e, "could not prepare"),
                     lambda: _printing_to_stderr(lambda: prepare(opening), _label(strategy)),
                     masking(dict))
+        if not _ships_with_chatmem(strategy):  # its own time, as a build's (PLUGIN_BUILDS)
+            took: dict[str, float] = opening.state.caches.setdefault(PLUGIN_PREPARES, {})
+            took[strategy.name] = took.get(strategy.name, 0.0) + time.monotonic() - started
     except BaseException:
         opening.state.caches.clear()
         raise

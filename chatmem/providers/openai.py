@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any, Self
 
 from chatmem.config.endpoint import parse_endpoint
 from chatmem.config.settings import OPENAI_MAX_REPLY_TOKENS
-from chatmem.errors import ProviderError, ProviderResponseError
+from chatmem.errors import ProviderError, ProviderNotFound, ProviderResponseError
 from chatmem.images import ImageRule
 from chatmem.notices import UsageIgnored
 from chatmem.providers.base import ChatMessages, Purpose, Usage, checked_counts
@@ -42,6 +42,9 @@ LISTING_TIMEOUT = 8.0
 they open and give up within about 10 s (Open WebUI), and a hung endpoint held the listing
 for 3 x `timeout` (180 s by default), a chat's bounds, while it answers with the configured
 model as soon as the endpoint's list fails."""
+NOT_FOUND_LISTING = 3.0
+"""Seconds the listing a 404 for a model names may take (OpenAIProvider._served): the turn
+has failed, and its error waits for it."""
 
 
 def _thinking(delta: Any) -> bool:
@@ -342,14 +345,27 @@ class OpenAIProvider:
     def list_models(self) -> list[str]:
         """The model names the endpoint serves (`GET /models`), sorted; asked once, and
         given at most LISTING_TIMEOUT (or `timeout`, if shorter) to answer."""
-        timeout = self.client.timeout
-        bound = min(timeout, LISTING_TIMEOUT) if isinstance(timeout, int | float) \
-            else LISTING_TIMEOUT
-        listing = self.client.with_options(timeout=bound, max_retries=0)
         try:
-            return sorted(model.id for model in listing.models.list())
+            return self._listed(LISTING_TIMEOUT)
         except Exception as e:
-            raise self.translate(e) from None
+            raise self._translated(e) from None
+
+    def _listed(self, at_most: float) -> list[str]:
+        timeout = self.client.timeout
+        bound = min(timeout, at_most) if isinstance(timeout, int | float) else at_most
+        listing = self.client.with_options(timeout=bound, max_retries=0)
+        return sorted(model.id for model in listing.models.list())
+
+    def _served(self) -> tuple[str, ...] | None:
+        """What the server lists, for its 404 for a model to name (the user guessed at
+        names, or ran `chatmem models` to learn them); None when it does not list them
+        within NOT_FOUND_LISTING. A name that holds the key (a server quoting it back) is
+        left out."""
+        try:
+            names = self._listed(NOT_FOUND_LISTING)
+        except Exception:
+            return None
+        return tuple(name for name in names if self._masked(name, 200) == name)
 
     def complete(self, messages: ChatMessages, *, purpose: Purpose = Purpose.CHAT) -> str:
         return "".join(OpenAIReply(self, messages, purpose=purpose))
@@ -369,7 +385,14 @@ class OpenAIProvider:
         self.client.close()
 
     def translate(self, error: Exception, *, mid_stream: bool = False) -> ProviderError:
-        """One line that says what to check; never the key, never a traceback."""
+        """One line that says what to check; never the key, never a traceback. A 404 for
+        the model carries the models the server lists (ProviderNotFound.served)."""
+        said = self._translated(error, mid_stream=mid_stream)
+        if isinstance(said, ProviderNotFound):
+            said.served = self._served()
+        return said
+
+    def _translated(self, error: Exception, *, mid_stream: bool = False) -> ProviderError:
         return translated(error, where=self.where, base_url=self.base_url, model=self.model,
                           api_key_env=self.api_key_env, api_key=self.client.api_key,
                           max_retries=self.client.max_retries, mid_stream=mid_stream)

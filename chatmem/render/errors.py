@@ -84,8 +84,24 @@ def _(error: ProviderNotFound) -> str:
     if error.model_from is ModelFrom.SESSION:
         # The config may name another model: say why this one ran.
         return (f"{error} (session {error.session}'s latest model; --model / -m / /model"
-                " chooses another)")
-    return str(error)
+                f" chooses another){_served(error)}")
+    return f"{error}{_served(error)}"
+
+
+SERVED_NAMED = 8
+"""Models a 404 for a model names at most (`chatmem models` lists them all)."""
+
+
+def _served(error: ProviderNotFound, lister: str = "chatmem models") -> str:
+    """What the server has, when it listed it: a guessed name (gpt4o, qwen2.5) was a
+    round of `chatmem models` away from the right one."""
+    if error.served is None:
+        return ""
+    if not error.served:
+        return "; it lists no model"
+    named = ", ".join(error.served[:SERVED_NAMED])
+    more = len(error.served) - SERVED_NAMED
+    return f"; it has {named}" + (f" and {more} more ({lister})" if more > 0 else "")
 
 
 @error_text.register
@@ -179,7 +195,8 @@ def _(error: ProviderError, client: Client) -> str:
         return ("the upstream model's account has no quota left (429 insufficient_quota):"
                 " waiting does not help; its owner must check its plan and billing")
     if isinstance(error, ProviderNotFound):
-        return f"the upstream model answered 404: {_not_found_for_a_client(error.model_from)}"
+        return (f"the upstream model answered 404: {_not_found_for_a_client(error.model_from)}"
+                f"{_served(error, 'GET /v1/models')}")
     if isinstance(error, ProviderRefusedRequest):
         # The field is the client's own to change; the server's words stay in the log: they
         # may name its hosts, paths or settings (a 502's never reach a client either).

@@ -66,6 +66,7 @@ from chatmem.render.counts import counted, listed
 from chatmem.render.errors import by_plugin, held_state_way
 from chatmem.render.history_notices import history_notice_text
 from chatmem.render.indexing_notices import failure_text, indexing_notice_text
+from chatmem.render.plugin_notices import plugin_notice_text
 from chatmem.render.session_notices import session_notice_text
 from chatmem.session_notices import (
     BuildSlow,
@@ -207,29 +208,8 @@ HELPER_MODEL_HINT = ("name a stronger model for these calls: helper_model = \"gp
 
 
 @_worded.register
-def _(n: StateLarge, repl_hints: bool) -> str:
-    return (f"session {n.session}: strategy {n.strategy!r}{by_plugin('strategy', n.strategy)}"
-            f" keeps about {n.size / 1e6:.0f} MB of state, read whole each turn: turns are slow")
-
-
-@_worded.register
-def _(n: BuildSlow, repl_hints: bool) -> str:
-    return (f"session {n.session}: strategy {n.strategy!r}{by_plugin('strategy', n.strategy)}"
-            f" took {n.seconds:.1f} s to build the context: the turn waited for it")
-
-
-@_worded.register
-def _(n: EmbedderSlow, repl_hints: bool) -> str:
-    return (f"session {n.session}: embedder {n.embedder!r}{by_plugin('embedder', n.embedder)}"
-            f" took {n.seconds / max(n.calls, 1):.1f} s a call to embed ({n.calls} so far,"
-            f" {n.seconds:.1f} s): each turn waits for its calls")
-
-
-@_worded.register
-def _(n: UpdateSlow, repl_hints: bool) -> str:
-    return (f"session {n.session}: strategy {n.strategy!r}{by_plugin('strategy', n.strategy)}"
-            f" took {n.seconds:.1f} s to update its memory after the reply, which the chat"
-            " waited for")
+def _(n: StateLarge | BuildSlow | EmbedderSlow | UpdateSlow, repl_hints: bool) -> str:
+    return plugin_notice_text(n)
 
 
 @_worded.register

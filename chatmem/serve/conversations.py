@@ -45,7 +45,7 @@ class ServedConversations:
         self.strategy = strategy
         self.registries = load_registries()
         """One for every request's workspace: the strategies, providers and embedders."""
-        self.kept = KeptConversations()
+        self.kept = KeptConversations(upkeep_when_idle=True)
         """The conversations requests have used, open between requests."""
         # Weak: a conversation's lock lives while a request holds or waits on it, so a
         # long-running server does not keep one for every conversation it ever served.

@@ -338,7 +338,7 @@ class Turn:
                     proxy.memory_told(where, asked.conversation, result.notices, self.settings)
                 # Held until here, memory's update included: the conversation's next request
                 # (another model's or strategy's engine too) is built on what it made.
-            engine.between_turns()
+            engine.between_turns(idle=False)  # the process's upkeep: kept.idle's thread
             proxy.told(asked.conversation, ws.take_notices(), self.settings)
 
         # Whatever chooses the engine is in the key: a request that differs gets its own.

@@ -126,12 +126,13 @@ def test_a_resumed_model_no_longer_offered_says_where_it_came_from(setup, chat_s
     refused = invoke("ask", "s", "还在吗", *where, env=env, code=1)
     assert refused.stderr.rstrip("\n").endswith(
         "answered 404 for model 'm2': check the model name and base_url (session s's latest"
-        " model; --model / -m / /model chooses another)")
+        " model; --model / -m / /model chooses another); it has test-large, test-small")
     # One named is the user's own choice: nothing more to say of it.
     chat_server.plan = ["404"]
     named = invoke("ask", "s", "-m", "m3", "还在吗", *where, env=env, code=1)
     assert named.stderr.rstrip("\n").endswith(
-        "answered 404 for model 'm3': check the model name and base_url")
+        "answered 404 for model 'm3': check the model name and base_url; it has test-large,"
+        " test-small")
 
 
 def test_an_imported_session_runs_on_the_configs_model_not_the_one_its_file_names(

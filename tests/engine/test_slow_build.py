@@ -133,3 +133,73 @@ def test_a_slow_build_of_an_exchange_recorded_by_mcp_is_said_once(
     # A replay's turns (not kept: no one waits on them turn by turn) say nothing.
     replayed = make_engine("ponders").replay_turn("三", "好")
     assert not [n for n in replayed.notices if isinstance(n, BuildSlow)]
+
+
+def test_a_what_if_and_the_next_context_shown_say_a_slow_plugin_build(
+        installed: Install, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """`inspect --next` (the session's strategy, or another: a what-if) built with a plugin
+    that took seconds and said nothing, where a chat's turn says it: each turn on that
+    strategy would wait as long."""
+    import chatmem.session_notices
+
+    installed("chatmem-ponders", "chatmem_ponders", SLOW)
+    monkeypatch.setattr(chatmem.engine.upkeep, "SLOW_BUILD", 0.25)
+    monkeypatch.setattr(chatmem.session_notices, "SLOW_BUILD", 0.25)
+    db = str(tmp_path / "h.db")
+    monkeypatch.setenv("PONDER", "0")
+    invoke("chat", "想", "-s", "window", "--provider", "scripted", "--db", db,
+           input="一\n", code=0)
+    invoke("chat", "慢", "-s", "ponders", "--provider", "scripted", "--db", db,
+           input="一\n", code=0)
+    monkeypatch.setenv("PONDER", "0.3")
+    for args in (["想", "--next", "二", "-s", "ponders"],  # a what-if
+                 ["想", "--next", "二", "-s", "ponders+summary"],  # one that rebuilds
+                 ["慢", "--next", "二"]):  # the session's own
+        seen = invoke("inspect", *args, "--provider", "scripted", "--db", db, code=0)
+        warned = [line for line in seen.stderr.splitlines() if "to build the context" in line]
+        assert len(warned) == 1, (args, seen.stderr)
+        assert "'ponders'" in warned[0] and "chatmem-ponders" in warned[0]
+        assert "each turn on it waits as long" in warned[0]
+    monkeypatch.setenv("PONDER", "0")
+    seen = invoke("inspect", "想", "--next", "二", "-s", "ponders", "--provider", "scripted",
+                  "--db", db, code=0)
+    assert "to build the context" not in seen.stderr
+
+
+PREPARES = '''
+import os
+import time
+
+from chatmem.memory.window import WindowStrategy
+
+
+class Readies(WindowStrategy):
+    name = "readies"
+    description = "reads READY seconds ahead before the first prompt / 先读一会儿"
+
+    def prepare(self, opening):
+        time.sleep(float(os.environ.get("READY", "0")))
+
+
+def register(plugins):
+    plugins.add_strategy(Readies)
+'''
+
+
+@pytest.mark.parametrize(("pause", "said"), [(0.3, 1), (0.0, 0)])
+def test_a_plugin_strategy_slow_to_prepare_is_said_as_the_chat_opens(
+        installed: Install, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+        pause: float, said: int) -> None:
+    """A plugin's prepare() (read ahead before the first prompt) taking seconds delayed the
+    chat's first prompt with nothing said, where a slow build or update is said."""
+    installed("chatmem-readies", "chatmem_readies", PREPARES)
+    monkeypatch.setattr(chatmem.engine.upkeep, "SLOW_BUILD", 0.25)
+    monkeypatch.setenv("READY", str(pause))
+    chatted = invoke("chat", "读", "-s", "readies+window", "--provider", "scripted",
+                     "--db", str(tmp_path / "h.db"), input="一\ntwo\n", code=0)
+    assert chatted.stdout.count("echo #") == 2
+    warned = [line for line in chatted.stderr.splitlines() if "to prepare" in line]
+    assert len(warned) == said, chatted.stderr
+    if said:
+        assert "'readies'" in warned[0] and "chatmem-readies" in warned[0]
+        assert "first prompt waited" in warned[0] and "'window'" not in warned[0]

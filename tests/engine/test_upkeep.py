@@ -79,3 +79,39 @@ def test_the_first_upkeep_runs_the_full_collection_and_only_it(
     finally:
         gc.callbacks.remove(seen)
     assert len(full) == 1
+
+
+def test_a_server_s_upkeep_leaves_the_process_s_to_its_idle_step(
+        store: Store, make_engine: Callable[..., Engine],
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """A server's upkeep after a turn (`idle=False`) compiles nothing and collects nothing:
+    its client's next request waited for both. `idle_upkeep`, which the server runs while no
+    call is under way, compiles the patterns a step at a time, then collects, once."""
+    monkeypatch.setattr(upkeep, "_collected", False)
+    monkeypatch.setattr(upkeep, "_collect_due", False)
+    full: list[int] = []
+
+    def seen(phase: str, info: dict[str, int]) -> None:
+        if phase == "stop" and info["generation"] == 2:
+            full.append(1)
+
+    unused = lazy("(?:" + "|".join(f"服务器{i}号" for i in range(500)) + ")")
+    engine = make_engine("retrieval")
+    engine.run_turn(SAID[0].format(i=1))
+    gc.callbacks.append(seen)
+    try:
+        engine.between_turns(idle=False)
+        assert unused._compiled is None
+        assert full == []
+        steps = 0
+        while upkeep.idle_upkeep(0.0):
+            steps += 1
+            assert steps < 10_000
+        assert unused._compiled is not None
+        assert [p.pattern for p in made() if p._compiled is None] == []
+        assert len(full) == 1
+        assert upkeep.idle_upkeep(0.0) is False
+        engine.between_turns()  # a chat's, in the same process: not again
+    finally:
+        gc.callbacks.remove(seen)
+    assert len(full) == 1

@@ -576,7 +576,7 @@ def test_record_turn_is_answered_before_the_upkeep_between_turns_runs(
     release, ran = threading.Event(), threading.Event()
     upkept: list[bool] = []
 
-    def held_upkeep(engine: object) -> None:
+    def held_upkeep(engine: object, **how: object) -> None:
         upkept.append(release.wait(10))  # held past it before the fix: then answered
         ran.set()
 

@@ -69,3 +69,46 @@ def test_compare_strategies_tells_a_failing_plugin_strategy_and_scores_the_other
     [failed] = compared["failed"]
     assert failed["strategy"] == "boom"
     assert "strategy 'boom' failed in its build: RuntimeError: 上下文炸了" in failed["error"]
+
+
+def test_get_context_says_a_slow_plugin_build_once_as_record_turn_does(
+        installed: Install, tmp_path: Path) -> None:
+    """record_turn said a plugin strategy's slow build; get_context, which builds the same
+    context (or a what-if's), said nothing of the seconds each call waited."""
+    from chatmem.session_notices import SLOW_BUILD
+
+    installed("chatmem-ponders", "chatmem_ponders", PONDERS)
+    db = tmp_path / "h.db"
+    invoke("chat", "慢", "-s", "ponders", "--provider", "scripted", "--db", str(db),
+           input="我想去杭州\n", code=0)
+    said = run_server(db, tmp_path / "site", [
+        ("get_context", {"conversation_id": "慢", "input": "住哪里"}),
+        ("get_context", {"conversation_id": "慢", "input": "住几晚"}),  # said once
+        ("get_context", {"conversation_id": "慢", "input": "住哪里",
+                         "strategy": "ponders+summary"})],
+        env={"PONDER": str(SLOW_BUILD + 0.1)})
+    assert [failed for failed, _ in said] == [False, False, False]
+    warned = [[n for n in seen["notices"] if "to build the context" in n] for _, seen in said]
+    assert [len(w) for w in warned] == [1, 0, 1], said
+    assert "'ponders'" in warned[0][0] and "chatmem-ponders" in warned[0][0]
+
+
+PONDERS = '''
+import os
+import time
+
+from chatmem.memory.window import WindowStrategy
+
+
+class Ponders(WindowStrategy):
+    name = "ponders"
+    description = "thinks PONDER seconds before each context / 慢慢想"
+
+    def build(self, request):
+        time.sleep(float(os.environ.get("PONDER", "0")))
+        return super().build(request)
+
+
+def register(plugins):
+    plugins.add_strategy(Ponders)
+'''

@@ -26,6 +26,7 @@ from chatmem.engine import Engine
 from chatmem.errors import (
     ProviderAuthError,
     ProviderConnectionError,
+    ProviderNotFound,
     ProviderRateLimited,
     ProviderResponseError,
 )
@@ -308,3 +309,44 @@ def test_a_reply_of_tool_calls_is_named_not_called_empty(store, chat_server) -> 
                                  " (finish_reason tool_calls), not text: chatmem offers no"
                                  " tools; check the model's or the server's chat template")
     assert_failed_turn_only(store, engine, str(caught.value))
+
+
+SERVED = ["llama3", "qwen2.5:7b", "通义千问-max"]
+
+
+def test_a_404_for_the_model_carries_what_the_server_lists(store, chat_server) -> None:
+    """Leftover: "check the model name and base_url" named nothing the server has, and
+    the user guessed again (`chatmem models` lists them): the error carries its list."""
+    chat_server.models = [SECRET, *reversed(SERVED)]  # a name quoting the key is left out
+    chat_server.plan = ["404"]
+    engine = engine_for(store, chat_server)
+    with pytest.raises(ProviderNotFound) as caught:
+        engine.run_turn("hello")
+    assert caught.value.served == tuple(SERVED)
+    assert chat_server.paths[-1] == "/v1/models"
+    # The turn's stored error is the server's answer, not what it lists now.
+    assert_failed_turn_only(store, engine, str(caught.value))
+    assert "llama3" not in str(caught.value)
+    chat_server.plan = ["404", "404-path"]  # and its listing fails: nothing named
+    with pytest.raises(ProviderNotFound) as again:
+        engine.run_turn("hello")
+    assert again.value.served is None
+
+
+def test_chat_s_404_for_a_model_names_the_models_the_server_has(
+        tmp_path: Path, chat_server) -> None:
+    env = {"OPENAI_API_KEY": SECRET, "OPENAI_BASE_URL": chat_server.base_url}
+    chat_server.models = SERVED
+    chat_server.plan = ["404"]
+    result = invoke("ask", "你好", "--provider", "openai", "--model", "qwen2.5", env=env,
+                    code=1)
+    [line] = result.stderr.splitlines()
+    assert line.endswith("answered 404 for model 'qwen2.5': check the model name and "
+                         "base_url; it has llama3, qwen2.5:7b, 通义千问-max")
+    chat_server.models = [f"模型{i:02}" for i in range(20)]
+    chat_server.plan = ["404-ollama"]
+    result = invoke("chat", "s", "--provider", "openai", "--model", "qwen2.5", "--db",
+                    str(tmp_path / "h.db"), input="hi\n", env=env)
+    [line] = [line for line in result.stderr.splitlines() if line.startswith("error:")]
+    assert line.endswith("; it has " + ", ".join(f"模型{i:02}" for i in range(8))
+                         + " and 12 more (chatmem models)")

@@ -68,3 +68,24 @@ def test_only_an_upstream_404_saying_the_model_is_unknown_is_model_not_found(
         [line] = logged
         assert line.endswith("(Error code: 404 - no route /chat/completions): check base_url")
     assert len(chat_server.requests) == 1
+
+
+def test_an_upstream_404_for_the_model_names_what_the_upstream_has(
+        chat_server: ChatServer, db_path: Path) -> None:
+    """Leftover: the client was told to check the model it names, and nothing of what it
+    may name instead (GET /v1/models lists them, which a client seldom reads after a 404)."""
+    settings = Settings(provider="openai", base_url=chat_server.base_url, model="test-small",
+                        db=str(db_path), max_retries=0)
+    chat_server.models = ["qwen2.5:7b", "通义千问-max"]
+    chat_server.plan = ["404"]
+    with RunningProxy(settings, strategy="window") as running:
+        refused = httpx.post(f"{running.base_url}/chat/completions", timeout=HANG,
+                             headers={"X-Chatmem-Conversation": "names-404"},
+                             json={"model": "qwen2.5",
+                                   "messages": [{"role": "user", "content": "你好"}]})
+    assert refused.status_code == 404, refused.text
+    error = refused.json()["error"]
+    assert error["code"] == "model_not_found"
+    assert error["message"] == ("the upstream model answered 404: check the model the request"
+                                " names; it has qwen2.5:7b, 通义千问-max")
+    assert chat_server.base_url not in error["message"]

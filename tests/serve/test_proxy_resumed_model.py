@@ -68,12 +68,13 @@ def test_a_404_for_a_model_no_request_named_does_not_blame_the_request(
             # OpenAI's code, which a client tells from a path it lacks (unknown_url).
             assert refused.json()["error"]["code"] == "model_not_found"
             said.append(refused.json()["error"]["message"])
+    served = "; it has test-large, test-small"  # what the upstream lists
     assert said == [
         "the upstream model answered 404: the conversation's latest turn ran on that model;"
-        " name a model in the request",
+        f" name a model in the request{served}",
         "the upstream model answered 404: it is the server's configured model; name a model"
-        " in the request",
-        "the upstream model answered 404: check the model the request names"]
+        f" in the request{served}",
+        f"the upstream model answered 404: check the model the request names{served}"]
 
 
 @pytest.mark.parametrize("stream", [False, True], ids=["whole", "streamed"])

@@ -148,3 +148,47 @@ def test_a_turn_that_waited_for_another_process_write_is_said_in_the_server_log(
         ask("三")
     assert running.logged == [
         "等待: waited for another process's write to the history (a long import)"]
+
+
+def test_the_upkeep_a_request_leaves_compiles_no_pattern_the_idle_server_does(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The upkeep after each stored turn compiled the patterns no request had used yet, on
+    the conversation's thread: a client chaining its requests to a fresh server waited for
+    it (requests 2-4 0.1-0.3 s each, 11-29 ms without). The server's own thread compiles
+    them once no call has run for a while (chatmem.app.idle_upkeep.QUIET)."""
+    import importlib.util
+
+    from chatmem.engine.upkeep import MemoryUpkeep
+    from chatmem.lazy_patterns import lazy
+
+    if importlib.util.find_spec("chatmem.app.idle_upkeep") is not None:
+        from chatmem.app import idle_upkeep
+
+        monkeypatch.setattr(idle_upkeep, "QUIET", HANG * 10)  # not during the requests
+    unused = lazy("(?:" + "|".join(f"未用的模式{i}号" for i in range(400)) + ")")  # longest
+    upkept = threading.Semaphore(0)
+    between_turns = MemoryUpkeep.between_turns
+
+    def counted(engine: MemoryUpkeep, **how: bool) -> None:
+        between_turns(engine, **how)
+        upkept.release()
+
+    monkeypatch.setattr(MemoryUpkeep, "between_turns", counted)
+    settings = Settings(provider="scripted", db=str(tmp_path / "h.db"))
+    with TestClient(build_app(settings, strategy="retrieval")) as http:
+        header = {"X-Chatmem-Conversation": quote("链式")}
+        for said in ("我们下周三去杭州", "my order ORD-7 ships to Porto"):
+            answer = http.post("/v1/chat/completions", headers=header, json={
+                "model": "scripted", "messages": [{"role": "user", "content": said}]})
+            assert answer.status_code == 200
+            assert upkept.acquire(timeout=HANG)
+            assert unused._compiled is None  # type: ignore[attr-defined]
+        proxy_idle = [t for t in threading.enumerate() if t.name == "chatmem-idle-upkeep"]
+        assert proxy_idle  # the server's idle thread, waiting
+        monkeypatch.setattr(idle_upkeep, "QUIET", 0.0)
+        http.get("/v1/models")  # not a conversation's call: nothing to wake it
+        answer = http.post("/v1/chat/completions", headers=header, json={
+            "model": "scripted", "messages": [{"role": "user", "content": "好的"}]})
+        assert answer.status_code == 200
+        wait_until(lambda: unused._compiled is not None,  # type: ignore[attr-defined]
+                   "the idle server compiles what no request used")
