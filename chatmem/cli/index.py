@@ -4,7 +4,7 @@ from typing import Annotated
 
 import typer
 
-from chatmem.cli.completion import session_names
+from chatmem.cli.completion import more_sessions
 from chatmem.cli.opening import open_workspace, settings_from
 from chatmem.cli.options import ConfigOption, DbOption, JsonOption
 from chatmem.cli.output import consoles, handles_errors, print_json
@@ -15,7 +15,7 @@ def index(
     sessions: Annotated[
         list[str] | None, typer.Argument(
             help="Session names, embedded in that order (default: every session).",
-            show_default=False, autocompletion=session_names, metavar="SESSION...")
+            show_default=False, autocompletion=more_sessions, metavar="SESSION...")
     ] = None,
     json_out: JsonOption = False,
     db: DbOption = None,
