@@ -50,21 +50,30 @@ class Pending:
     """The vectors among them stored in another size, to say before they are embedded."""
 
 
-def pending_vectors(workspace: Workspace, session: str | None) -> Pending:
-    """The messages without a vector in `session` (refused, before anything is embedded,
-    when it is shared read-only: its vectors could not be kept), or in every session this
-    role may write."""
+def pending_vectors(workspace: Workspace, session: str | Sequence[str] | None) -> Pending:
+    """The messages without a vector in `session` (or each of several, in that order;
+    refused, before anything is embedded, when one is shared read-only: its vectors could
+    not be kept), or in every session this role may write."""
     from chatmem.memory.vector_rows import resized
 
     embedder = _embedder(workspace)
     model, size = embedder.key, embedder.dimensions
     store = workspace.store
-    if session:
-        session_id = store.sessions.session(session).id
+    names = [session] if isinstance(session, str) else list(session or ())
+    if len(names) == 1:
+        session_id = store.sessions.session(names[0]).id
         store.sessions.check_session_writable(session_id)
         return Pending(model, (session_id,),
                        store.vectors.count_without_vectors(model, session_id, dimensions=size),
                        resized(store, embedder, session_id))
+    if names:
+        chosen = tuple(dict.fromkeys(store.sessions.session(name).id for name in names))
+        for session_id in chosen:
+            store.sessions.check_session_writable(session_id)
+        return Pending(model, chosen,
+                       sum(store.vectors.count_without_vectors(model, i, dimensions=size)
+                           for i in chosen),
+                       _resized_in(store, embedder, chosen))
     waiting = store.vectors.sessions_without_vectors(model, size)
     writable = tuple(i for i in waiting if store.sessions.may_write(i))
     if len(writable) == len(waiting):  # one count over them all
@@ -205,26 +214,33 @@ def start_backlogs(workspace: Workspace, config: Path | None, sessions: Sequence
     embedder = workspace.embedder
     if embedder is None:
         return []
-    started: list[BacklogStart] = []
+    counted: list[tuple[str, int, int]] = []
     for name in waiting:
         session_id = store.sessions.session(name).id
         count = store.vectors.count_without_vectors(embedder.key, session_id,
                                                     dimensions=embedder.dimensions)
-        if not count:
-            continue
-        # A key typed at the terminal is not the child's to have: it could not open the
-        # history, and would die unseen while the import said it was embedding.
-        pid = (_spawn_index(workspace, config, name)
-               if background and not workspace.key_typed else None)
-        if pid is not None:
-            # Taken for the child before this command returns, so a chat opened next
-            # leaves the backlog to it even before it has started; it renews the lease.
+        if count:
+            counted.append((name, session_id, count))
+    if not counted:
+        return []
+    # One child embeds them all, one session after another: a process each (an archive of
+    # thirty sessions, thirty) loaded the embedding model thirty times and fought over the
+    # CPU and the history file's write lock. A key typed at the terminal is not the child's
+    # to have: it could not open the history, and would die unseen while the import said it
+    # was embedding.
+    pid = (_spawn_index(workspace, config, [name for name, _, _ in counted])
+           if background and not workspace.key_typed else None)
+    if pid is not None:
+        # Taken for the child before this command returns, so a chat opened next leaves
+        # the backlog to it even before it has started; it renews the lease of the session
+        # it embeds (a later one's lapses meanwhile: a chat there embeds on its own until
+        # the child comes to it).
+        for _, session_id, _ in counted:
             store.leases.take_index_lease(session_id, embedder.key, LeaseHolder.on_this_host(pid))
-        started.append(BacklogStart(name, embedder.key, count, pid))
-    return started
+    return [BacklogStart(name, embedder.key, count, pid) for name, _, count in counted]
 
 
-def _spawn_index(workspace: Workspace, config: Path | None, session: str) -> int:
+def _spawn_index(workspace: Workspace, config: Path | None, sessions: Sequence[str]) -> int:
     import contextlib
     import os
     import subprocess
@@ -233,9 +249,10 @@ def _spawn_index(workspace: Workspace, config: Path | None, session: str) -> int
     from chatmem.child_processes import python_child_environment
 
     # -P: `-m` would put the current directory first on the path (a typer.py there would run).
-    command = [sys.executable, "-P", "-m", "chatmem", "index", session]
+    command = [sys.executable, "-P", "-m", "chatmem", "index"]
     if config is not None:
         command += ["--config", str(config)]
+    command += ["--", *sessions]  # a name that starts with a dash is still a name
     # The history's location goes in the environment, not the command line: a database URL
     # may hold a password, and every user of the machine can read a process's arguments.
     environment = {**python_child_environment(),

@@ -12,6 +12,14 @@ if TYPE_CHECKING:
     from chatmem.store import Store
 
 
+def _one_line(err: "Console") -> bool:
+    """A line stays one line off a screen (a pipe, a file: scripts read it); on a screen
+    Rich wraps it between words, where the terminal would fold it at its edge, mid-word."""
+    from chatmem.render.terminal import on_screen
+
+    return not on_screen(err)
+
+
 def say_opened(ws: "Workspace", engine: "Engine[Store]", err: "Console", *,
                lookalikes: bool = True) -> None:
     """What chat and ask say once their session is open: a role row security does not
@@ -34,7 +42,7 @@ def say_stdin_attached(attachments: "list[Attachment]", err: "Console") -> None:
         what = ("an image" if piped.image is not None
                 else counted(len(piped.text.splitlines()), "line"))
         err.print(f"attached standard input ({what});"
-                  " --no-stdin leaves it unread", markup=False, soft_wrap=True)
+                  " --no-stdin leaves it unread", markup=False, soft_wrap=_one_line(err))
 
 
 def finish_and_say(engine: "Engine[Store]", err: "Console") -> None:
@@ -49,12 +57,12 @@ def finish_and_say(engine: "Engine[Store]", err: "Console") -> None:
         if left.elsewhere is not None and left.error is None:
             err.print(notice_line(
                 f"{left.missing:,} messages of session {name} have no vector for {left.model}"
-                f" yet: process {left.elsewhere.pid} is embedding them"), soft_wrap=True)
+                f" yet: process {left.elsewhere.pid} is embedding them"), soft_wrap=_one_line(err))
             continue
         err.print(notice_line(
             f"indexing stopped{why}: {left.missing:,} messages of session {name} have no "
             f"vector for {left.model} yet and are recalled by words only; the next chat "
-            f"goes on, or run `chatmem index {name}`"), soft_wrap=True)
+            f"goes on, or run `chatmem index {name}`"), soft_wrap=_one_line(err))
 
 
 def _warn_if_unguarded(ws: "Workspace", err: "Console") -> None:
@@ -67,7 +75,7 @@ def _warn_if_unguarded(ws: "Workspace", err: "Console") -> None:
         role, why = exempt
         err.print(f"warning: connected as {role}, {why}: row security does not bind it, so "
                   "every person's sessions are open to it; chat as your own role (chatmem "
-                  "admin add-user NAME makes one)", markup=False, soft_wrap=True)
+                  "admin add-user NAME makes one)", markup=False, soft_wrap=_one_line(err))
 
 
 def _print_notices(engine: "Engine[Store]", err: "Console") -> None:
@@ -75,7 +83,7 @@ def _print_notices(engine: "Engine[Store]", err: "Console") -> None:
     from chatmem.render.notices import notice_text
 
     for notice in engine.notices:
-        err.print(notice_line(notice_text(notice)), soft_wrap=True)
+        err.print(notice_line(notice_text(notice)), soft_wrap=_one_line(err))
 
 
 def _note_lookalikes(ws: "Workspace", engine: "Engine[Store]", err: "Console") -> None:
@@ -91,4 +99,4 @@ def _note_lookalikes(ws: "Workspace", engine: "Engine[Store]", err: "Console") -
     if existing:
         which = (f"session {existing[0]!r} exists" if len(existing) == 1 else
                  f"sessions {', '.join(map(repr, existing))} exist")
-        err.print(notice_line(f"note: {which}; this creates {name!r}"), soft_wrap=True)
+        err.print(notice_line(f"note: {which}; this creates {name!r}"), soft_wrap=_one_line(err))

@@ -139,6 +139,12 @@ def session_names(ctx: typer.Context, incomplete: str) -> list[tuple[str, str]]:
                   if row.name.startswith(incomplete)])
 
 
+def more_sessions(ctx: typer.Context, incomplete: str) -> list[tuple[str, str]]:
+    """`index SESSION...`: the sessions not named yet."""
+    named = set(ctx.params.get("sessions") or ())
+    return [row for row in session_names(ctx, incomplete) if row[0] not in named]
+
+
 def first_session(ctx: typer.Context, incomplete: str) -> list[tuple[str, str]]:
     """`ask [SESSION] TEXT`: sessions for the first word only."""
     if ctx.params.get("words"):

@@ -12,6 +12,7 @@ from chatmem.errors import ConfigError
 
 if TYPE_CHECKING:
     from chatmem.config.settings import Settings
+    from chatmem.plugins import Registries
 
 app = ChatmemTyper(help="See and create the config file.\n\n\b\nExample: chatmem config show",
                    no_args_is_help=True)
@@ -31,7 +32,8 @@ def show(config: ConfigOption = None, json_out: JsonOption = False) -> None:
     from chatmem.config.paths import config_path
     from chatmem.render.terminal import on_screen
 
-    settings = load_settings(config, registered=registries())
+    registered = registries()
+    settings = load_settings(config, registered=registered)
     if json_out:
         public = settings.public()
         public["history_key"] = _history_key(settings, public["history_key"])
@@ -45,6 +47,11 @@ def show(config: ConfigOption = None, json_out: JsonOption = False) -> None:
             value = _history_key(settings, value)
         if key == "max_reply_tokens" and not value:
             value = _effective_reply_cap(settings)
+        if value and (missing := _unprovided(key, value, registered)):
+            # Kept by the loader as an absent plugin's name (it fails where it is used): the
+            # command someone runs to see why chatmem fails said nothing about it.
+            named = "" if missing == [value] else f"{', '.join(missing)} "
+            value = f"{value} ({named}not installed: nothing here provides it)"
         if settings.source is not None and source == str(settings.source):
             source = "file"
         rows.append({"key": key, "value": value or "—",
@@ -60,6 +67,21 @@ def show(config: ConfigOption = None, json_out: JsonOption = False) -> None:
         out.print(line, soft_wrap=not on_screen(out))
     out.print()
     out.print(render.config_table(rows))
+
+
+def _unprovided(key: str, value: str, registered: "Registries") -> list[str]:
+    """The names in `value` of setting `key` (a provider, an embedder, a strategy or the
+    parts of A+B) that no installed plugin, nor chatmem, provides."""
+    from chatmem.config.pairs import split_names
+
+    if key in ("provider", "helper_provider"):
+        return [] if value in registered.provider_names() else [value]
+    if key == "embeddings.provider":
+        return [] if value in registered.embedder_names() else [value]
+    if key == "strategy":
+        known = registered.strategies.names()
+        return [part for part in split_names(value.partition(":")[0]) if part not in known]
+    return []
 
 
 def _history_key(settings: "Settings", shown: str) -> str:

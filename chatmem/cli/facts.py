@@ -107,7 +107,8 @@ def forget(
     ] = False,
     dry_run: Annotated[bool, typer.Option(
         "--dry-run", help="With --purge: list each message that would change, the mention"
-                          " marked [[like this]]; change nothing.")] = False,
+                          " marked [[like this]] with the words around it; change"
+                          " nothing.")] = False,
     yes: Annotated[bool, typer.Option(
         "--yes", "-y", help="With --purge: do not ask for confirmation (it is only asked in"
                             " a terminal).")] = False,

@@ -4,7 +4,7 @@ from typing import Annotated
 
 import typer
 
-from chatmem.cli.completion import session_names
+from chatmem.cli.completion import more_sessions
 from chatmem.cli.opening import open_workspace, settings_from
 from chatmem.cli.options import ConfigOption, DbOption, JsonOption
 from chatmem.cli.output import consoles, handles_errors, print_json
@@ -12,9 +12,10 @@ from chatmem.cli.output import consoles, handles_errors, print_json
 
 @handles_errors
 def index(
-    session: Annotated[
-        str | None, typer.Argument(help="Session name (default: every session).",
-                                   show_default=False, autocompletion=session_names)
+    sessions: Annotated[
+        list[str] | None, typer.Argument(
+            help="Session names, embedded in that order (default: every session).",
+            show_default=False, autocompletion=more_sessions, metavar="SESSION...")
     ] = None,
     json_out: JsonOption = False,
     db: DbOption = None,
@@ -33,7 +34,7 @@ def index(
     settings = settings_from(config, db, None, None)
     out, err = consoles()
     with open_workspace(settings, create=False) as ws:
-        pending = pending_vectors(ws, session)
+        pending = pending_vectors(ws, sessions)
         model = pending.model
         if pending.resized is not None:
             err.print(notice_line(notice_text(pending.resized)), soft_wrap=True)
@@ -42,13 +43,15 @@ def index(
     done, seconds, rate, held_elsewhere = (report.embedded, report.seconds, report.per_second,
                                            report.elsewhere)
     if json_out:
-        print_json({"session": session, "model": model, "embedded": done,
+        print_json({"session": sessions[0] if sessions and len(sessions) == 1 else None,
+                    "sessions": sessions or [], "model": model, "embedded": done,
                     "seconds": round(seconds, 3), "per_second": round(rate, 1),
                     "elsewhere": [{"session": name, "pid": lease.holder.pid,
                                    "host": lease.holder.host}
                                   for name, lease in held_elsewhere]})
         return
-    where = f"session {session}" if session else "every session"
+    where = (f"session {sessions[0]}" if sessions and len(sessions) == 1
+             else f"sessions {', '.join(sessions)}" if sessions else "every session")
     for name, lease in held_elsewhere:
         out.print(f"session {name}: left to process {lease.holder.pid} on {lease.holder.host},"
                   " which is embedding it", soft_wrap=True)

@@ -169,20 +169,33 @@ def value_with_history(value: str, history: Sequence[Mapping[str, Any]],
 MENTION_OPEN, MENTION_CLOSE = "[[", "]]"
 
 
+MENTION_CONTEXT = 40
+"""Characters of a message kept on each side of a mention in a dry run's line."""
+
+
 def mention_line(where: str, role: str, content: str,
                  spans: Sequence[tuple[int, int]]) -> Text:
     """`session s1, turn 2, user: my name is [[Ada]]`: a message a purge would change, each
-    mention marked (bracketed, so the mark survives a pipe, and highlighted)."""
+    mention marked (bracketed, so the mark survives a pipe, and highlighted), with
+    MENTION_CONTEXT characters around each: a pasted page whole buried its one mention,
+    screens down, and a long history's dry run ran to thousands of lines."""
     from chatmem.render.terminal import printable
 
+    room = MENTION_CONTEXT
     line = Text(f"{where}, {role}: ")
     last = 0
-    for start, end in spans:
-        line.append(printable(content[last:start]))
+    for index, (start, end) in enumerate(spans):
+        between = content[last:start]
+        if index == 0 and len(between) > room:
+            between = "…" + between[-room:]
+        elif index > 0 and len(between) > 2 * room + 1:
+            between = between[:room] + "…" + between[-room:]
+        line.append(printable(between))
         line.append(f"{MENTION_OPEN}{printable(content[start:end])}{MENTION_CLOSE}",
                     style="bold red")
         last = end
-    line.append(printable(content[last:]))
+    after = content[last:]
+    line.append(printable(after if len(after) <= room or not spans else after[:room] + "…"))
     return line
 
 

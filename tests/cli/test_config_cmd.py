@@ -254,3 +254,27 @@ def test_show_on_a_narrow_screen_wraps_the_file_lines_between_words(
     piped = invoke("config", "show", env={"XDG_CONFIG_HOME": str(folder), "COLUMNS": "40"})
     assert piped.stdout.splitlines()[0] == (
         f"config file   {folder}/chatmem/config.toml (none: defaults apply)")
+
+
+def test_show_says_which_named_provider_embedder_or_strategy_nothing_installed_provides(
+        tmp_path: Path) -> None:
+    """A name that could be an absent plugin's loads (it fails where it is used, in one
+    line); `config show`, where someone looks to see why, listed it as if all were well."""
+    config = tmp_path / "c.toml"
+    config.write_text('provider = "gone"\nhelper_provider = "scripted"\n'
+                      'strategy = "window+jotter"\n[embeddings]\nprovider = "vanished"\n',
+                      encoding="utf-8")
+    result = invoke("config", "show", "--config", str(config), env={"COLUMNS": "200"})
+    assert result.exit_code == 0, result.stderr
+    rows = {line.split()[0]: " ".join(line.split()[1:])
+            for line in result.stdout.splitlines()[3:] if line.strip()}
+    assert rows["provider"].startswith("gone (") and "not installed" in rows["provider"]
+    assert rows["embeddings.provider"].startswith("vanished (")
+    assert "not installed" in rows["embeddings.provider"]
+    assert rows["strategy"].startswith("window+jotter (jotter not installed")
+    assert rows["helper_provider"] == "scripted file"
+    used = invoke("ask", "hi", "--config", str(config), "--db", str(tmp_path / "h.db"))
+    assert used.exit_code != 0 and "gone" in used.stderr
+    config.write_text('strategy = "window:k=3"\n', encoding="utf-8")
+    fine = invoke("config", "show", "--config", str(config), env={"COLUMNS": "200"})
+    assert "not installed" not in fine.stdout

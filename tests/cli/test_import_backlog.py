@@ -109,3 +109,31 @@ def test_the_background_indexer_never_imports_from_the_current_directory(
     wait_for(pid)
     assert not ran.exists()
     assert left_to_embed(db, "s") == 0
+
+
+@pytest.mark.usefixtures("retrieval_config")
+def test_an_archive_of_several_sessions_is_embedded_by_one_process_in_turn(
+        tmp_path: Path) -> None:
+    """A restored archive started one `chatmem index` per session at once: each loads the
+    embedding model (about 100 MB) and all of them fought for the CPU and the history file's
+    write lock, three sessions three processes, thirty thirty. One process embeds them in turn."""
+    first = tmp_path / "first.db"
+    for source, name in (("support.jsonl", "客服"), ("travel-zh.jsonl", "旅行"),
+                         ("long-chat.jsonl", "lc")):
+        made = invoke("sessions", "import", str(SESSIONS / source), name, "--db", str(first),
+                      "--no-index")
+        assert made.exit_code == 0, made.stderr
+    archive = tmp_path / "all.zip"
+    exported = invoke("sessions", "export", "--all", str(archive), "--db", str(first))
+    assert exported.exit_code == 0, exported.stderr
+    db = tmp_path / "second.db"
+    result = invoke("sessions", "import", str(archive), "--db", str(db))
+    assert result.exit_code == 0, result.stderr
+    waiting = waiting_lines(result.stderr)
+    assert sorted(session for _, session, _, _ in waiting) == ["lc", "客服", "旅行"]
+    pids = {pid for _, _, _, pid in waiting}
+    assert len(pids) == 1 and None not in pids
+    [pid] = pids
+    assert pid is not None
+    wait_for(pid)
+    assert [left_to_embed(db, name) for name in ("客服", "旅行", "lc")] == [0, 0, 0]

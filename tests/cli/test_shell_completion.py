@@ -299,3 +299,13 @@ def test_install_completion_quotes_a_home_with_a_quote_and_keeps_a_non_utf8_bash
                           capture_output=True, timeout=120, check=False)
     assert done.stdout.decode().split() == ["function", "1"], done.stderr
     assert script == home / ".bash_completions" / "chatmem.sh"
+
+
+def test_index_offers_the_sessions_not_named_yet(history: dict[str, str]) -> None:
+    """`index` takes several sessions: one already typed was offered again."""
+    line = "chatmem index trip-hangzhou "
+    done = bash(f'eval "$(chatmem --show-completion bash)"\n'
+                f"COMP_LINE='{line}'; COMP_POINT={len(line)}\n"
+                '_chatmem_completion chatmem\nprintf "%s\\n" "${COMPREPLY[@]}"', history)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split() == ["work"]

@@ -81,3 +81,24 @@ def test_a_narrow_terminal_gets_each_fact_stacked_not_a_table_folded_to_letters(
     wide.print(facts_table(rows))
     header = next(line for line in wide.export_text().splitlines() if "scope" in line)
     assert all(word in header for word in ("id", "key", "value", "scope", "owner", "source"))
+
+
+def test_a_dry_run_line_keeps_the_words_around_each_mention_not_a_whole_pasted_page() -> None:
+    """A purge's dry run printed each message whole: a pasted page with one mention filled
+    screens with the mention somewhere inside, and a 2,000-turn history's ran to thousands
+    of screen lines."""
+    from chatmem.render.facts import MENTION_CONTEXT, mention_line
+
+    before, middle, after = "前文" * 500, "中间的话" * 100, "after words " * 200
+    content = f"{before}我的预算是五千元{middle}还是五千元{after}"
+    first = content.index("五千元")
+    second = content.index("五千元", first + 3)
+    line = mention_line("session 旅行, turn 3", "user", content,
+                        [(first, first + 3), (second, second + 3)]).plain
+    assert line.count("[[五千元]]") == 2
+    assert "我的预算是[[五千元]]中间的话" in line and "还是[[五千元]]after words" in line
+    assert line.count("…") == 3
+    assert len(line) < 3 * MENTION_CONTEXT * 2 + 100
+    short = "我的预算是五千元。"
+    assert mention_line("session 旅行, turn 1", "user", short, [(5, 8)]).plain \
+        == "session 旅行, turn 1, user: 我的预算是[[五千元]]。"
