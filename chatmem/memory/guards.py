@@ -271,6 +271,7 @@ def wrong_context(context: object, request: ContextRequest, *,
     if not _is_count(context.priming):
         return f"a Context whose priming is {context.priming!r}, not a token count"
     order = -1
+    sent: set[int] | None = None if recall_checked else set()
     for part in context.parts:
         if not isinstance(part, Part):
             return f"a Context holding {kind_of(part)}, not a Part"
@@ -287,6 +288,10 @@ def wrong_context(context: object, request: ContextRequest, *,
             wrong = _wrong_message(message, request)
             if wrong is not None:
                 return f"a {part.kind!r} part holding {wrong}"
+        if sent is not None and part.kind in STORED_KINDS:
+            wrong = _not_stored_once(part, sent)
+            if wrong is not None:
+                return wrong
     last = context.parts[-1] if context.parts else None
     if last is None or last.kind != "input":
         return "a Context without the input as its last part (assemble() adds it)"
@@ -323,6 +328,27 @@ def _wrong_message(message: object, request: ContextRequest) -> str | None:
     if message.tokens < sent:
         return (f"a message said on {message.said_on.isoformat()} of {message.tokens} tokens,"
                 f" fewer than the {sent} of its text with the day's line above it")
+    return None
+
+
+STORED_KINDS = frozenset({"recalled", "history"})
+"""The parts that hold stored messages only, each sent once (README, What a strategy is)."""
+
+
+def _not_stored_once(part: Part, sent: set[int]) -> str | None:
+    """What makes `part`'s messages other than stored ones, each sent once in the context
+    (`sent`: the ids of the stored messages its earlier parts sent, added to), or None.
+    A plugin's only: chatmem's own strategies send what the history view gave them."""
+    for message in part.messages:
+        if not isinstance(message, Message):  # (_wrong_message said so first)
+            continue
+        if not isinstance(message.id, int) or isinstance(message.id, bool):
+            return (f"a {part.kind!r} part holding a message that is not a stored one (id "
+                    f"{message.id!r}): text of its own goes in a 'summary' or 'facts' part")
+        if message.id in sent:
+            return (f"a {part.kind!r} part holding a stored message of turn {message.turn}"
+                    f" a second time: each is sent once")
+        sent.add(message.id)
     return None
 
 
