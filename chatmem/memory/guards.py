@@ -84,6 +84,9 @@ def build_guarded(strategy: Strategy, request: ContextRequest) -> Context:
         budget = guarded(lambda e: StrategyFailed(strategy.name, e, "failed in its budget()"),
                          lambda: own(request), mask) if callable(own) else request.budget
         if isinstance(budget, int) and not isinstance(budget, bool):
+            if budget < 0:
+                raise StrategyFailed(strategy.name, f"its budget() returned {budget!r}, not a"
+                                     " token count of 0 or more or None")
             context = replace(context, budget=budget)
     if context.over_budget and not any(isinstance(w, OverBudget) for w in context.warnings):
         # A build that put its context together without assemble() (a plugin's) was sent
@@ -121,7 +124,8 @@ def built_to(strategy: Strategy, request: ContextRequest) -> int | None:
         budget = own(request)
     except Exception:
         return None
-    return budget if isinstance(budget, int) and not isinstance(budget, bool) else None
+    return (budget if isinstance(budget, int) and not isinstance(budget, bool) and budget >= 0
+            else None)
 
 
 def falls_with_setting(strategy: Strategy, request: ContextRequest) -> bool:
@@ -270,6 +274,12 @@ def wrong_context(context: object, request: ContextRequest, *,
         return f"a Context whose parts are {kind_of(context.parts)}, not a tuple"
     if not _is_count(context.priming):
         return f"a Context whose priming is {context.priming!r}, not a token count"
+    # Inline, no call (~1 a build): a budget() of -10 was refused as the user's input "over
+    # the context budget of -10", with the advice to raise the config's context_budget.
+    if context.budget is not None and not (type(context.budget) is int
+                                           and context.budget >= 0):
+        return (f"a Context whose budget is {context.budget!r}, not a token count of 0 or "
+                "more or None (its budget(), or the budget given to assemble())")
     order = -1
     sent: set[int] | None = None if recall_checked else set()
     for part in context.parts:

@@ -162,6 +162,25 @@ class MadeUpHistory(BaseStrategy):
         return assemble(request, [Part("history", (said,), TextReason("历史"))])
 
 
+class NegativeBudget(BaseStrategy):
+    name = "negative-budget"
+    description = "its budget() answers -10"
+
+    def budget(self, request):
+        return -10
+
+    def build(self, request):
+        return assemble(request, [], budget=self.budget(request))
+
+
+class QuietNegative(NegativeBudget):
+    name = "quiet-negative"
+    description = "its budget() answers -10, its build leaves the budget out"
+
+    def build(self, request):
+        return assemble(request, [])
+
+
 class Pieces:
     def __init__(self, pieces):
         self.pieces, self.usage, self.rendered_prompt = pieces, Usage(), None
@@ -221,7 +240,8 @@ class Embedder:
 
 def register(plugins):
     for strategy in (NoNotices, SaidText, KeptNoNotices, Nothing, NoInput, Stale,
-                     AlteredInput, TwoHistories, Repeated, MadeUpHistory, Quiet, OddReason):
+                     AlteredInput, TwoHistories, Repeated, MadeUpHistory, NegativeBudget,
+                     QuietNegative, Quiet, OddReason):
         plugins.add_strategy(strategy)
     for message in (("number", "system", 12345, 3), ("robot", "robot", "机器人 hi", 3),
                     ("negative", "system", "摘要 summary", -500),
@@ -338,6 +358,10 @@ def test_a_context_a_model_must_not_get_is_refused_before_it_is_sent(
                     "each is sent once",
         "made-up-history": "a 'history' part holding a message that is not a stored one (id "
                            "None): text of its own goes in a 'summary' or 'facts' part",
+        # Refused as the user's input "over the context budget of -10", advised to raise
+        # the config's context_budget.
+        "negative-budget": "a Context whose budget is -10, not a token count of 0 or more or "
+                           "None (its budget(), or the budget given to assemble())",
     }
     for strategy, returned in wrong.items():
         chatted = invoke("chat", strategy, "-s", strategy, "--provider", "scripted",
@@ -350,6 +374,11 @@ def test_a_context_a_model_must_not_get_is_refused_before_it_is_sent(
         assert turns_stored(db, strategy) == (1 if strategy in ("stale", "two-histories",
                                                                 "repeated")
                                               else 0), strategy
+    asked = invoke("ask", "你好", "-s", "quiet-negative", "--provider", "scripted", "--db", db)
+    assert asked.exit_code != 0 and "Traceback" not in asked.output
+    assert asked.stderr.splitlines() == [
+        f"error: strategy 'quiet-negative' failed: its budget() returned -10, not a token count"
+        f" of 0 or more or None {BY}"]
     shown = json.loads(invoke("inspect", "stale", "--json", "--db", db, code=0).stdout)
     assert shown["context"]["parts"][-1]["messages"][0]["content"] == "我叫李雷 my name is Ada"
 
