@@ -72,8 +72,8 @@ def build_guarded(strategy: Strategy, request: ContextRequest) -> Context:
             raise  # the caller's thread, not the strategy's
         raise StrategyFailed(strategy.name, OWN_THREAD) from None
     except WrongParts as e:
-        raise StrategyFailed(strategy.name, f"its build gave assemble() {e.wrong}: {PARTS}"
-                             ) from None
+        raise StrategyFailed(strategy.name, f"its build gave assemble() {e.wrong}"
+                             + (f": {PARTS}" if e.parts else "")) from None
     wrong = wrong_context(context, request, recall_checked=_ships_with_chatmem(strategy))
     if wrong is not None:
         raise StrategyFailed(strategy.name, f"its build returned {wrong}")

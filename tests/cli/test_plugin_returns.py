@@ -181,6 +181,14 @@ class QuietNegative(NegativeBudget):
         return assemble(request, [])
 
 
+class TextBudget(NegativeBudget):
+    name = "text-budget"
+    description = "its budget() answers text"
+
+    def budget(self, request):
+        return "200"
+
+
 class Pieces:
     def __init__(self, pieces):
         self.pieces, self.usage, self.rendered_prompt = pieces, Usage(), None
@@ -241,7 +249,7 @@ class Embedder:
 def register(plugins):
     for strategy in (NoNotices, SaidText, KeptNoNotices, Nothing, NoInput, Stale,
                      AlteredInput, TwoHistories, Repeated, MadeUpHistory, NegativeBudget,
-                     QuietNegative, Quiet, OddReason):
+                     QuietNegative, TextBudget, Quiet, OddReason):
         plugins.add_strategy(strategy)
     for message in (("number", "system", 12345, 3), ("robot", "robot", "机器人 hi", 3),
                     ("negative", "system", "摘要 summary", -500),
@@ -358,10 +366,6 @@ def test_a_context_a_model_must_not_get_is_refused_before_it_is_sent(
                     "each is sent once",
         "made-up-history": "a 'history' part holding a message that is not a stored one (id "
                            "None): text of its own goes in a 'summary' or 'facts' part",
-        # Refused as the user's input "over the context budget of -10", advised to raise
-        # the config's context_budget.
-        "negative-budget": "a Context whose budget is -10, not a token count of 0 or more or "
-                           "None (its budget(), or the budget given to assemble())",
     }
     for strategy, returned in wrong.items():
         chatted = invoke("chat", strategy, "-s", strategy, "--provider", "scripted",
@@ -374,11 +378,20 @@ def test_a_context_a_model_must_not_get_is_refused_before_it_is_sent(
         assert turns_stored(db, strategy) == (1 if strategy in ("stale", "two-histories",
                                                                 "repeated")
                                               else 0), strategy
-    asked = invoke("ask", "你好", "-s", "quiet-negative", "--provider", "scripted", "--db", db)
-    assert asked.exit_code != 0 and "Traceback" not in asked.output
-    assert asked.stderr.splitlines() == [
-        f"error: strategy 'quiet-negative' failed: its budget() returned -10, not a token count"
-        f" of 0 or more or None {BY}"]
+    # A budget() of -10 was refused as the user's input "over the context budget of -10",
+    # advised to raise the config's context_budget; one of "200" was a TypeError naming no
+    # budget.
+    for strategy, said in (
+            ("quiet-negative", "its budget() returned -10, not a token count of 0 or more or "
+                               "None"),
+            ("negative-budget", "its build gave assemble() a budget of -10, not a token count"
+                                " of 0 or more or None (what its budget() returns)"),
+            ("text-budget", "its build gave assemble() a budget of '200', not a token count"
+                            " of 0 or more or None (what its budget() returns)")):
+        asked = invoke("ask", "你好", "-s", strategy, "--provider", "scripted", "--db", db)
+        assert asked.exit_code != 0 and "Traceback" not in asked.output
+        assert asked.stderr.splitlines() == [
+            f"error: strategy {strategy!r} failed: {said} {BY}"], strategy
     shown = json.loads(invoke("inspect", "stale", "--json", "--db", db, code=0).stdout)
     assert shown["context"]["parts"][-1]["messages"][0]["content"] == "我叫李雷 my name is Ada"
 
