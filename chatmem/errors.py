@@ -562,8 +562,9 @@ class WrongParts(ChatmemError):
     an AttributeError from deep inside; `build_guarded` says it as StrategyFailed naming the
     strategy. `wrong`: what was given, as `wrong_context` words a returned value."""
 
-    def __init__(self, wrong: str) -> None:
+    def __init__(self, wrong: str, *, parts: bool = True) -> None:
         self.wrong = wrong
+        self.parts = parts  # False: not a part but another argument (the budget)
         super().__init__(f"assemble() was given {wrong}")
 
 

@@ -50,6 +50,11 @@ def assemble(
     recall: Iterable[dict[str, Any]] = (),
 ) -> Context:
     """Put the parts in their fixed order and check the budget honestly."""
+    if budget is not None and not (type(budget) is int and budget >= 0):
+        # A plugin's budget() answering "200" failed deep in the sums as "TypeError: '>'
+        # not supported between instances of 'int' and 'str'", its budget() unnamed.
+        raise WrongParts(f"a budget of {budget!r}, not a token count of 0 or more or None"
+                         " (what its budget() returns)", parts=False)
     given = [p for p in middle if p is not None]
     for part in given:
         _check_part(part)

@@ -76,8 +76,8 @@ def build_guarded(strategy: Strategy, request: ContextRequest) -> Context:
             raise  # the caller's thread, not the strategy's
         raise StrategyFailed(strategy.name, OWN_THREAD) from None
     except WrongParts as e:
-        raise StrategyFailed(strategy.name, f"its build gave assemble() {e.wrong}: {PARTS}"
-                             ) from None
+        raise StrategyFailed(strategy.name, f"its build gave assemble() {e.wrong}"
+                             + (f": {PARTS}" if e.parts else "")) from None
     wrong = wrong_context(context, request, recall_checked=_ships_with_chatmem(strategy))
     if wrong is not None:
         raise StrategyFailed(strategy.name, f"its build returned {wrong}")
@@ -88,6 +88,9 @@ def build_guarded(strategy: Strategy, request: ContextRequest) -> Context:
         budget = guarded(lambda e: StrategyFailed(strategy.name, e, "failed in its budget()"),
                          lambda: own(request), mask) if callable(own) else request.budget
         if isinstance(budget, int) and not isinstance(budget, bool):
+            if budget < 0:
+                raise StrategyFailed(strategy.name, f"its budget() returned {budget!r}, not a"
+                                     " token count of 0 or more or None")
             context = replace(context, budget=budget)
     if context.over_budget and not any(isinstance(w, OverBudget) for w in context.warnings):
         # A build that put its context together without assemble() (a plugin's) was sent
@@ -129,7 +132,8 @@ def built_to(strategy: Strategy, request: ContextRequest) -> int | None:
         budget = own(request)
     except Exception:
         return None
-    return budget if isinstance(budget, int) and not isinstance(budget, bool) else None
+    return (budget if isinstance(budget, int) and not isinstance(budget, bool) and budget >= 0
+            else None)
 
 
 def falls_with_setting(strategy: Strategy, request: ContextRequest) -> bool:
@@ -278,7 +282,14 @@ def wrong_context(context: object, request: ContextRequest, *,
         return f"a Context whose parts are {kind_of(context.parts)}, not a tuple"
     if not _is_count(context.priming):
         return f"a Context whose priming is {context.priming!r}, not a token count"
+    # Inline, no call (~1 a build): a budget() of -10 was refused as the user's input "over
+    # the context budget of -10", with the advice to raise the config's context_budget.
+    if context.budget is not None and not (type(context.budget) is int
+                                           and context.budget >= 0):
+        return (f"a Context whose budget is {context.budget!r}, not a token count of 0 or "
+                "more or None (its budget(), or the budget given to assemble())")
     order = -1
+    sent: set[int] | None = None if recall_checked else set()
     for part in context.parts:
         if not isinstance(part, Part):
             return f"a Context holding {kind_of(part)}, not a Part"
@@ -295,6 +306,10 @@ def wrong_context(context: object, request: ContextRequest, *,
             wrong = _wrong_message(message, request)
             if wrong is not None:
                 return f"a {part.kind!r} part holding {wrong}"
+        if sent is not None and part.kind in STORED_KINDS:
+            wrong = _not_stored_once(part, sent)
+            if wrong is not None:
+                return wrong
     last = context.parts[-1] if context.parts else None
     if last is None or last.kind != "input":
         return "a Context without the input as its last part (assemble() adds it)"
@@ -331,6 +346,27 @@ def _wrong_message(message: object, request: ContextRequest) -> str | None:
     if message.tokens < sent:
         return (f"a message said on {message.said_on.isoformat()} of {message.tokens} tokens,"
                 f" fewer than the {sent} of its text with the day's line above it")
+    return None
+
+
+STORED_KINDS = frozenset({"recalled", "history"})
+"""The parts that hold stored messages only, each sent once (README, What a strategy is)."""
+
+
+def _not_stored_once(part: Part, sent: set[int]) -> str | None:
+    """What makes `part`'s messages other than stored ones, each sent once in the context
+    (`sent`: the ids of the stored messages its earlier parts sent, added to), or None.
+    A plugin's only: chatmem's own strategies send what the history view gave them."""
+    for message in part.messages:
+        if not isinstance(message, Message):  # (_wrong_message said so first)
+            continue
+        if not isinstance(message.id, int) or isinstance(message.id, bool):
+            return (f"a {part.kind!r} part holding a message that is not a stored one (id "
+                    f"{message.id!r}): text of its own goes in a 'summary' or 'facts' part")
+        if message.id in sent:
+            return (f"a {part.kind!r} part holding a stored message of turn {message.turn}"
+                    f" a second time: each is sent once")
+        sent.add(message.id)
     return None
 
 

@@ -22,7 +22,7 @@ from chatmem.config.settings import Settings
 from chatmem.context_warnings import OverBudget, SummaryBehind
 from chatmem.engine import Engine
 from chatmem.engine.opening import engine_over, open_session
-from chatmem.errors import ChatmemError
+from chatmem.errors import ChatmemError, StrategyFailed
 from chatmem.evaluation.whatif import copy_history
 from chatmem.memory.context import PART_ORDER, Context, Part
 from chatmem.memory.reasons import AllTurns, Merged, NewestTurns
@@ -110,6 +110,11 @@ def run_conversation(name: str, convo: Conversation, folder: Path, embedder: str
     with Store(location or folder / "c.db") as store:
         try:
             _run(store, session, name, params, strategies, settings, provider, convo, log, db)
+        except StrategyFailed as e:
+            # A build that raised, or returned what chatmem refuses to send, is a broken rule
+            # as the others are (README: an AssertionError saying which), not an error of
+            # chatmem's own whose traceback the author reads through.
+            raise AssertionError(str(e)) from e
         finally:
             if location:
                 _leave_nothing(store, session)
@@ -139,19 +144,23 @@ def _run(store: Store, session: str, name: str, params: dict[str, str],
         history_turns = store.history.turn_count(engine.session.id)
         check_build_writes_nothing(engine, text, db)
         result = engine.run_turn(text)
-        assert result.status == "ok"
+        assert result.status == "ok", (
+            f"the turn for {text!r} {result.status}: {result.record.error}")
         check_updated(result.notices)
         check_context(store, engine.session.id, engine.strategy.params, result.context, text)
         # Part counts are honest: they add up to a fresh count of what was sent.
         fresh = provider.token_counter().count_messages(result.context.messages())
-        assert result.record.estimated_tokens == result.context.tokens == fresh
+        assert result.record.estimated_tokens == result.context.tokens == fresh, (
+            f"the parts' token counts add up to {result.context.tokens}, a fresh count of the"
+            f" messages sent is {fresh}: count your own text with Message.counted(role, text,"
+            f" request.counter) and send stored messages with the tokens they came with")
     check_prepared_builds_alike(engine, name, params, strategies, text, db)
     # What the model received is what each stored turn says was sent.
     chats = [json.loads(line) for line in log.read_text(encoding="utf-8").splitlines()]
     sent = [c["messages"] for c in chats if c["purpose"] == "chat"]
     stored = [Context.from_json(t.context).messages()
               for t in store.turns.turns(engine.session.id)]
-    assert sent == stored
+    assert sent == stored, "what the model was sent is not what the stored turns say was sent"
     if engine.strategy.keeps_state:
         # The last turn followed the most updates: its state is the one to rebuild.
         check_catch_up(engine, strategies.strategy(name, params), history_turns, text,
@@ -170,32 +179,46 @@ def check_context(store: Store, session_id: int, params: Any, context: Context,
                   text: str) -> None:
     messages = context.messages()
     # The latest input is the last message, unaltered.
-    assert messages[-1] == {"role": "user", "content": text}
-    assert context.parts[-1].kind == "input"
+    assert messages[-1] == {"role": "user", "content": text}, (
+        f"the last message sent is {messages[-1]!r}, not the input {text!r} unaltered")
+    assert context.parts[-1].kind == "input", "the input part is not last (assemble() puts it)"
     # Parts come in the fixed order, each kind at most once.
     kinds = [p.kind for p in context.parts]
-    assert kinds == sorted(kinds, key=PART_ORDER.index)
-    assert len(kinds) == len(set(kinds))
+    assert kinds == sorted(kinds, key=PART_ORDER.index) and len(kinds) == len(set(kinds)), (
+        f"parts {kinds}: each kind at most once, in the order {', '.join(PART_ORDER)}")
     # The conversation opens on a user message or on the session's own opening (a greeting
     # stored before any user message, as a character app or a transcript opens with), never
     # on a reply cut from its question.
     in_order = store.history.messages(session_id)
     opening = {m.id for m in itertools.takewhile(lambda m: m.role != "user", in_order)}
     first = next(m for p in context.parts for m in p.messages if m.role != "system")
-    assert first.role == "user" or first.id in opening
+    assert first.role == "user" or first.id in opening, (
+        f"the conversation sent opens on {first.role!r} {first.content!r} (turn {first.turn}),"
+        " not on a user message or the session's opening greeting: drop_leading_assistant()")
     history = context.part("history")
     if history is not None:
-        assert history.messages[0].role == "user" or history.messages[0].id in opening
+        opens = history.messages[0]
+        assert opens.role == "user" or opens.id in opening, (
+            f"the history part opens on {opens.role!r} {opens.content!r} (turn {opens.turn}),"
+            " not on a user message or the session's opening greeting: "
+            "drop_leading_assistant()")
         check_opening_kept(history, bool(opening))
     # No message is split or altered: each remembered message is a stored one, verbatim.
     stored = {m.id: m for m in in_order}
     for part in context.parts:
         for message in part.messages:
             if part.kind in ("history", "recalled"):
-                assert message.id is not None
+                assert message.id is not None, (
+                    f"the {part.kind!r} part holds {message.content!r}, not a stored message:"
+                    " text of your own goes in a 'summary' or 'facts' part")
             if message.id is not None:
-                original = stored[message.id]
-                assert (message.role, message.content) == (original.role, original.content)
+                original = stored.get(message.id)
+                assert original is not None and (message.role, message.content) == (
+                    original.role, original.content), (
+                    f"the {part.kind!r} part holds {message.role} {message.content!r} as "
+                    f"stored message {message.id}, which is "
+                    f"{'not stored' if original is None else repr(original.content)}:"
+                    " send stored messages unaltered and whole")
     # Honest budgets: whenever system and input fit, the whole context fits. A combination
     # addresses its members' budgets as `summary-buffer.max_tokens` and shares the smallest.
     budgets = [int(value) for key, value in params.items()
@@ -265,7 +288,8 @@ def check_prepared_builds_alike(engine: Engine[Store], name: str, params: dict[s
     prepared.prepare()
     if db:
         assert checkpointed_hash(db) == stored, "preparing wrote to the store"
-    assert prepared.build_context(text).to_json() == plain.build_context(text).to_json()
+    assert prepared.build_context(text).to_json() == plain.build_context(text).to_json(), (
+        "the first build after prepare() is not the one without it")
 
 
 def check_build_writes_nothing(engine: Engine[Store], text: str, db: Path | None) -> None:
@@ -307,14 +331,18 @@ def check_catch_up(engine: Engine[Store], fresh: Any, history_turns: int, text: 
         once = rebuilt.build_context(text)
         if not any(m.summarizes for m in fresh.members):
             assert by_place(once) == by_place(sent), (
-                "one catch-up update did not rebuild the state turn-by-turn updates built")
+                "one catch-up update did not rebuild the state turn-by-turn updates built: "
+                "with env.catch_up, update must cover every turn of env.history its state "
+                f"does not cover yet, not one step; the context sent was {by_place(sent)!r},"
+                f" after one catch-up {by_place(once)!r}")
         if history_turns:
             # As chatmem catches up (Engine.catch_up): an update is never asked of an empty
             # history, so a state it would write there is no state left uncovered.
             check_updated(rebuilt.update_memory(catch_up=True))
         assert [rebuilt.state.get(m) for m in members] == state, (
             "a second catch-up update changed the state: the first left turns uncovered")
-        assert rebuilt.build_context(text).messages() == once.messages()
+        assert rebuilt.build_context(text).messages() == once.messages(), (
+            "a second catch-up update changed the context: the first left turns uncovered")
 
 
 def by_place(context: Context) -> list[dict[str, str]]:

@@ -139,6 +139,56 @@ class TwoHistories(WindowStrategy):
         return Context(parts, context.budget, priming=context.priming)
 
 
+class Repeated(WindowStrategy):
+    name = "repeated"
+    description = "its history part sends each stored message twice"
+
+    def build(self, request):
+        context = super().build(request)
+        history = context.part("history")
+        if history is None:
+            return context
+        twice = Part("history", history.messages * 2, history.reason)
+        parts = tuple(twice if p is history else p for p in context.parts)
+        return Context(parts, context.budget, priming=context.priming)
+
+
+class MadeUpHistory(BaseStrategy):
+    name = "made-up-history"
+    description = "a history part holding text of its own, as if the user had said it"
+
+    def build(self, request):
+        said = Message.counted("user", "我没说过 I never said this", request.counter)
+        return assemble(request, [Part("history", (said,), TextReason("历史"))])
+
+
+class NegativeBudget(BaseStrategy):
+    name = "negative-budget"
+    description = "its budget() answers -10"
+
+    def budget(self, request):
+        return -10
+
+    def build(self, request):
+        return assemble(request, [], budget=self.budget(request))
+
+
+class QuietNegative(NegativeBudget):
+    name = "quiet-negative"
+    description = "its budget() answers -10, its build leaves the budget out"
+
+    def build(self, request):
+        return assemble(request, [])
+
+
+class TextBudget(NegativeBudget):
+    name = "text-budget"
+    description = "its budget() answers text"
+
+    def budget(self, request):
+        return "200"
+
+
 class Pieces:
     def __init__(self, pieces):
         self.pieces, self.usage, self.rendered_prompt = pieces, Usage(), None
@@ -198,7 +248,8 @@ class Embedder:
 
 def register(plugins):
     for strategy in (NoNotices, SaidText, KeptNoNotices, Nothing, NoInput, Stale,
-                     AlteredInput, TwoHistories, Quiet, OddReason):
+                     AlteredInput, TwoHistories, Repeated, MadeUpHistory, NegativeBudget,
+                     QuietNegative, TextBudget, Quiet, OddReason):
         plugins.add_strategy(strategy)
     for message in (("number", "system", 12345, 3), ("robot", "robot", "机器人 hi", 3),
                     ("negative", "system", "摘要 summary", -500),
@@ -311,6 +362,10 @@ def test_a_context_a_model_must_not_get_is_refused_before_it_is_sent(
         "altered": "an input part that is not this request's input",
         "two-histories": "a 'history' part out of place (at most one part of a kind, in the "
                          "order system, summary, facts, recalled, history, files, input)",
+        "repeated": "a 'history' part holding a stored message of turn 1 a second time: "
+                    "each is sent once",
+        "made-up-history": "a 'history' part holding a message that is not a stored one (id "
+                           "None): text of its own goes in a 'summary' or 'facts' part",
     }
     for strategy, returned in wrong.items():
         chatted = invoke("chat", strategy, "-s", strategy, "--provider", "scripted",
@@ -320,8 +375,23 @@ def test_a_context_a_model_must_not_get_is_refused_before_it_is_sent(
         assert errors[-1] == (f"error: strategy {strategy!r} failed: its build returned "
                               f"{returned} {BY}"), strategy
         # The first turn of `stale` and `two-histories` is a right context: sent and stored.
-        assert turns_stored(db, strategy) == (1 if strategy in ("stale", "two-histories")
+        assert turns_stored(db, strategy) == (1 if strategy in ("stale", "two-histories",
+                                                                "repeated")
                                               else 0), strategy
+    # A budget() of -10 was refused as the user's input "over the context budget of -10",
+    # advised to raise the config's context_budget; one of "200" was a TypeError naming no
+    # budget.
+    for strategy, said in (
+            ("quiet-negative", "its budget() returned -10, not a token count of 0 or more or "
+                               "None"),
+            ("negative-budget", "its build gave assemble() a budget of -10, not a token count"
+                                " of 0 or more or None (what its budget() returns)"),
+            ("text-budget", "its build gave assemble() a budget of '200', not a token count"
+                            " of 0 or more or None (what its budget() returns)")):
+        asked = invoke("ask", "你好", "-s", strategy, "--provider", "scripted", "--db", db)
+        assert asked.exit_code != 0 and "Traceback" not in asked.output
+        assert asked.stderr.splitlines() == [
+            f"error: strategy {strategy!r} failed: {said} {BY}"], strategy
     shown = json.loads(invoke("inspect", "stale", "--json", "--db", db, code=0).stdout)
     assert shown["context"]["parts"][-1]["messages"][0]["content"] == "我叫李雷 my name is Ada"
 

@@ -33,6 +33,54 @@ def test_check_strategy_fails_a_plugin_strategy_breaking_a_rule(
         check_strategy(name, examples=2, combined=0)
 
 
+MISTAKES = '''
+from dataclasses import replace
+
+from chatmem.memory.window import WindowStrategy
+
+
+class Shouts(WindowStrategy):
+    name = "shouts"
+    description = "sends its history in capitals, as stored messages"
+
+    def build(self, request):
+        context = super().build(request)
+        return replace(context, parts=tuple(
+            replace(p, messages=tuple(replace(m, content=m.content.upper() + "!")
+                                      for m in p.messages)) if p.kind == "history" else p
+            for p in context.parts))
+
+
+class Raises(WindowStrategy):
+    name = "raises"
+    description = "its build raises once there is a history"
+
+    def build(self, request):
+        if request.history.turn_count():
+            raise RuntimeError("索引 missing")
+        return super().build(request)
+
+
+def register(plugins):
+    plugins.add_strategy(Shouts)
+    plugins.add_strategy(Raises)
+'''
+
+
+@pytest.mark.parametrize(("name", "caught"), [
+    # A bare `assert` in chatmem.testing (not rewritten by pytest): "AssertionError" alone.
+    ("shouts", r"the 'history' part holds \w+ '.*!' as stored message \d+, which is '.*':"
+               r" send stored messages unaltered"),
+    # A StrategyFailed with chatmem's traceback, not the AssertionError README promises.
+    ("raises", r"strategy 'raises' failed in its build: RuntimeError: 索引 missing"),
+])
+def test_check_strategy_s_failure_names_the_rule_and_what_broke_it(
+        installed: Install, name: str, caught: str) -> None:
+    installed("chatmem-mistakes", "chatmem_mistakes", MISTAKES)
+    with pytest.raises(AssertionError, match=caught):
+        check_strategy(name, examples=2, combined=0)
+
+
 def test_check_strategy_of_a_skipped_plugin_says_why_it_was_skipped(installed: Install) -> None:
     # The CLI prints the loading's warning; an author's pytest has no listener, and read
     # only "unknown strategy 'jiyi'" with the built-ins listed.
