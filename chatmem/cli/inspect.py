@@ -175,11 +175,12 @@ def _summaries(address: str, versions: "list[SummaryVersion]", json_out: bool,
 
 def _show(data: dict[str, Any], context: "Context", approximate: bool,
           recall_texts: Mapping[int, str]) -> None:
+    from chatmem.render.counts import counted
     from chatmem.render.inspect import inspect_view
 
     turn = data["turn"] or {}
     tokenizer = data["tokenizer"]
-    counted = f"{tokenizer['name']} ({'exact' if tokenizer['exact'] else 'approximate'})"
+    how = f"{tokenizer['name']} ({'exact' if tokenizer['exact'] else 'approximate'})"
     info = {
         "session": data["session"],
         "turn": turn.get("number") or _history_turn(data["history_turn"]),
@@ -190,7 +191,7 @@ def _show(data: dict[str, Any], context: "Context", approximate: bool,
                           if turn.get("superseded_by") else None),
         "strategy": data["strategy"]["label"],
         "model": " / ".join(str(v) for v in (turn.get("provider"), turn.get("model")) if v),
-        "tokenizer": f"{counted}; {tokenizer['note']}" if tokenizer["note"] else counted,
+        "tokenizer": f"{how}; {tokenizer['note']}" if tokenizer["note"] else how,
         "latency": f"{turn['latency_ms'] / 1000:.2f} s" if turn.get("latency_ms") else None,
         "input": data["input"],
         # A group chat's member, as the request named them: the label in the text is anyone's.
@@ -199,14 +200,15 @@ def _show(data: dict[str, Any], context: "Context", approximate: bool,
     replayed = data["replayed"]
     if replayed and data["mode"] == "next":
         # The session holds none of its strategy's memory yet: the next turn makes it first.
-        info["memory"] = (f"none stored yet: rebuilt in memory from {replayed['turns']:,} turns,"
-                          " as the next turn first does"
-                          f" ({replayed['strategy_model_calls']:,} strategy model calls)")
+        info["memory"] = (f"none stored yet: rebuilt in memory from "
+                          f"{counted(replayed['turns'], 'turn')}, as the next turn first does"
+                          f" ({counted(replayed['strategy_model_calls'], 'strategy model call')})")
     elif replayed and replayed["turns"]:
         # One catch-up over every turn, not an update after each as replay and eval make:
         # a summary of 79 turns at once is not the one they had at turn 80.
-        info["what-if"] = (f"rebuilt in memory from {replayed['turns']:,} turns in one catch-up"
-                           f" ({replayed['strategy_model_calls']:,} strategy model calls); "
+        info["what-if"] = (f"rebuilt in memory from {counted(replayed['turns'], 'turn')} in one"
+                           " catch-up ("
+                           f"{counted(replayed['strategy_model_calls'], 'strategy model call')}); "
                            "replay and eval update turn by turn, so their summaries can differ")
     elif replayed:
         info["what-if"] = "built from the stored history (nothing to replay)"

@@ -616,3 +616,23 @@ def test_a_what_if_at_a_group_chat_turn_leaves_its_askers_label_unsearched(
 
     assert matched() == ["bob: The ferry leaves at nine"]
     assert matched("-s", spec) == matched()
+
+
+def test_a_what_if_counts_its_turns_and_model_calls_in_words_that_agree(tmp_path: Path) -> None:
+    """One catch-up of one summarizer call read "(1 strategy model calls)" (plugin70)."""
+    from cli_runner import run
+
+    db = tmp_path / "h.db"
+    transcript = tmp_path / "订单.jsonl"
+    transcript.write_text("".join(
+        json.dumps({"role": role, "content": text}, ensure_ascii=False) + "\n"
+        for i in range(12)
+        for role, text in (("user", f"第{i}天 I live in 杭州 and my order is ORD-{i}"),
+                           ("assistant", f"记下了 ORD-{i}"))), encoding="utf-8")
+    run(db, "sessions", "import", str(transcript), "订单", code=0)
+    shown = run(db, "inspect", "订单", "-s", "summary-buffer:max_tokens=120", "--provider",
+                "scripted", code=0, width=300)
+    data = json.loads(run(db, "inspect", "订单", "-s", "summary-buffer:max_tokens=120",
+                          "--provider", "scripted", "--json", code=0).stdout)
+    assert data["replayed"]["strategy_model_calls"] == 1
+    assert "from 11 turns in one catch-up (1 strategy model call);" in shown.stdout
