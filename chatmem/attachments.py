@@ -235,13 +235,19 @@ def pdf_text(name: str, data: bytes, limit: TextLimit | None = None) -> str:
                 raise UsageError(f"{name}: an encrypted PDF that needs a password; decrypt "
                                  "it first; nothing was sent")
             pages: list[str] = []
-            size = 0
+            size = read = 0
             for page in reader.pages:
-                pages.append(page.extract_text() or "")
-                size += len(pages[-1].encode())
-                # The rest is not read: a 15 KB PDF whose 40 pages each showed one 8 MB
-                # stream took minutes a page, its text piling up, only to be refused.
-                if limit is not None and size > limit.most and len(pages) < len(reader.pages):
+                text = page.extract_text() or ""
+                read += len(text.encode())
+                pages.append(text.strip())
+                # Counted as the text sent holds it (each page stripped, below its line):
+                # counting what pypdf gave, a page's blanks too, refused a PDF whose text
+                # fitted. The rest is not read: a 15 KB PDF whose 40 pages each showed one
+                # 8 MB stream took minutes a page, its text piling up, only to be refused;
+                # one of blanks stops at the most an input may attach.
+                size += len(f"\n\n[page {len(pages)}]\n{pages[-1]}".encode())
+                if limit is not None and len(pages) < len(reader.pages) and (
+                        size - 2 > limit.most or read > MOST_TEXT_BYTES):
                     raise limit.refusal(name, Oversized(limit.most, None))
     except pypdf.errors.DependencyError as e:
         # AES needs the cryptography package, which pypdf (and chatmem) do not require.
@@ -252,7 +258,7 @@ def pdf_text(name: str, data: bytes, limit: TextLimit | None = None) -> str:
     if not any(page.strip() for page in pages):
         raise UsageError(f"{name}: a PDF without text (scanned pages?); only its text can be "
                          "attached; nothing was sent")
-    return "\n\n".join(f"[page {n}]\n{text.strip()}" for n, text in enumerate(pages, 1))
+    return "\n\n".join(f"[page {n}]\n{text}" for n, text in enumerate(pages, 1))
 
 
 @contextmanager

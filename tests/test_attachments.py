@@ -223,3 +223,19 @@ def test_a_pdf_s_pages_past_its_text_limit_are_not_read(tmp_path: Path) -> None:
     with pytest.raises(UsageError) as refused:
         read_file(document, TextLimit(100))  # 25.6 KB: two pages
     assert str(refused.value).startswith(f"{document}: more than 25.0 KiB of text, far more")
+
+
+def test_a_pdf_whose_text_fits_is_read_though_its_pages_hold_blanks(tmp_path: Path) -> None:
+    """fin70 (attack70's early stop): the pages read were counted as pypdf gave them, blanks
+    around each page too, where the text sent holds each page stripped: a PDF of 23 KB of
+    text (and 3 KB of blanks ending its first page) was refused under a 25 KB limit as
+    'more than 25.0 KiB of text'. One past the limit is still refused before the rest."""
+    document = tmp_path / "report.pdf"
+    document.write_bytes(pdf("word " * 4600 + " " * 3000, "the end"))
+    read = read_file(document, TextLimit(100))  # 25.6 KB
+    assert len(read.text.encode()) == 23_026
+    assert read.text.endswith("[page 2]\nthe end")
+    document.write_bytes(pdf("word " * 5200, "the end"))
+    with pytest.raises(UsageError) as refused:
+        read_file(document, TextLimit(100))
+    assert str(refused.value).startswith(f"{document}: more than 25.0 KiB of text")

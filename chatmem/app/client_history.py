@@ -333,8 +333,8 @@ def session_of_opening(workspace: Workspace, first: str, prior: Sequence[ClientM
                 # as sent wins over it; it wins over one asked again.
                 if cut_off is None and _continues(
                         tails.get(session_id, []), prior[:held], text, held=held
-                        ) is _Match.GOES_ON and _cut_off_as_sent(workspace, session_id,
-                                                                 prior[held]):
+                        ) is _Match.GOES_ON and _cut_off_as_sent(
+                            workspace, session_id, prior[held], prior[held + 1]):
                     cut_off = name
                 continue
             else:
@@ -348,19 +348,23 @@ def session_of_opening(workspace: Workspace, first: str, prior: Sequence[ClientM
     return (free, True) if went_on is None else (went_on, False)
 
 
-def _cut_off_as_sent(workspace: Workspace, session_id: int, asked: ClientMessage) -> bool:
-    """Whether a session's last request is one whose reply never came whole (cancelled, or
-    failed) and that asked what the client's `asked` says: the exchange the client kept
-    past the session's history is that one, not another chat's."""
+def _cut_off_as_sent(workspace: Workspace, session_id: int, asked: ClientMessage,
+                     kept: ClientMessage) -> bool:
+    """Whether a session's last request, its reply never whole (cancelled, failed), asked
+    what the client's `asked` says and was given the reply it `kept` as far as either went:
+    that exchange, not one of another chat alike so far stopped at the same question."""
     from chatmem.store.records import TurnStatus
 
     try:
         last = workspace.store.turns.turn(session_id, expanded=False)
     except NotFound:
         return False
-    return (last.status != TurnStatus.OK and asked.role == "user"
+    return (last.status != TurnStatus.OK and (asked.role, kept.role) == ("user", "assistant")
             and held_as_said([comparable("user", last.input)],
-                             [comparable("user", asked.content)]))
+                             [comparable("user", asked.content)])
+            and (not last.reply or kept.content.strip() in last.reply  # stopped mid-<think>
+                 or copy_of_reply(comparable("assistant", kept.content)[1],
+                                  comparable("assistant", last.reply)[1])))
 
 
 def _in_order(stem: str, numbered: Collection[str]) -> list[str]:

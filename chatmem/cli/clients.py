@@ -162,7 +162,10 @@ def mcp(
     calls = CallsFinishFirst(OneMessageBodies(server.streamable_http_app(
         host=where.host, transport_security=security)))
     app = guarded(calls, where, people, refused=_log_line, origins=origins, pages=MCP_PAGES)
-    serve_http(app, where, _announcer("/mcp"), _stopping, told_to_stop=calls.stopping)
+    try:
+        serve_http(app, where, _announcer("/mcp"), _stopping, told_to_stop=calls.stopping)
+    finally:
+        calls.ended()
 
 
 def _log_line(line: str) -> None:

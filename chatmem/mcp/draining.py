@@ -30,6 +30,7 @@ class CallsFinishFirst:
         self.app = app
         self.under_way = 0
         self._lock = threading.Lock()
+        self._ended = False
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http" or scope.get("method") != "POST":
@@ -49,8 +50,22 @@ class CallsFinishFirst:
         def streams_end() -> None:
             from sse_starlette.sse import AppStatus
 
-            while self.under_way:
+            while self.under_way and not self._ended:
                 time.sleep(POLL_SECONDS)
-            AppStatus.should_exit = True
+            with self._lock:
+                if not self._ended:
+                    AppStatus.should_exit = True
 
         threading.Thread(target=streams_end, name="chatmem-mcp-stopping", daemon=True).start()
+
+    def ended(self) -> None:
+        """The server has ended (or never began): sse-starlette's flags, the process's, put
+        back as they were, since nothing else resets them: left set, every event stream of a
+        later server in this process (a test's, a program's embedding chatmem) would end the
+        moment it began, each call's answer lost."""
+        from sse_starlette.sse import AppStatus
+
+        with self._lock:
+            self._ended = True
+            AppStatus.should_exit = False
+            AppStatus.enable_automatic_graceful_drain_mode()

@@ -199,3 +199,79 @@ def test_a_chat_goes_on_in_its_branch_after_one_before_it_was_deleted(tmp_path: 
         # An edit of its second message back to branch 2's: the start branch 2 holds.
         edited = [*prior[:2], ClientMessage("user", "第二个问题 版本2"), prior[3]]
         assert branched_from(ws, first, edited)[0] == f"{first}-2"
+
+
+@pytest.fixture(params=["sqlite", "postgresql"])
+def history(request: pytest.FixtureRequest, tmp_path: Path) -> str:
+    """A fresh history: a SQLite file, or a PostgreSQL database."""
+    return (str(tmp_path / "h.db") if request.param == "sqlite"
+            else str(request.getfixturevalue("pg_url")))
+
+
+def _cut_off_chats(db: str, partials: dict[str, str | None], whole: str | None = None) -> str:
+    """Sessions of one opening (`NAME`, `NAME-2`…) each holding the same two exchanges and a
+    request asking 讲个故事 cut off with `partials`' reply so far (None: it failed), then
+    one (`whole`'s) that had it answered whole; NAME."""
+    from chatmem.app.compared_text import opening_name
+    from chatmem.store.records import TurnRecord, TurnStatus
+
+    first = opening_name(ClientMessage("user", "你好"))
+    start = [{"role": "user", "content": "你好"}, {"role": "assistant", "content": "你好！"},
+             {"role": "user", "content": "今天星期几？"},
+             {"role": "assistant", "content": "星期一"}]
+    with Store(db) as store:
+        for k, partial in enumerate(partials.values(), 1):
+            session = store.sessions.create_session(
+                first if k == 1 else f"{first}-{k}", "window", {})
+            store.history.import_messages(session.id, start)
+            store.turns.record_turn(TurnRecord(
+                session.id, TurnStatus.CANCELLED if partial is not None else TurnStatus.FAILED,
+                "讲个故事", {}, "window", reply=partial))
+        if whole is not None:
+            session = store.sessions.create_session(f"{first}-{len(partials) + 1}", "window", {})
+            store.history.import_messages(session.id, [
+                *start, {"role": "user", "content": "讲个故事"},
+                {"role": "assistant", "content": whole}])
+    return first
+
+
+def _kept(partial: str) -> list[ClientMessage]:
+    """A client's history of `_cut_off_chats`' chat that kept `partial` as the reply."""
+    return [ClientMessage("user", "你好"), ClientMessage("assistant", "你好！"),
+            ClientMessage("user", "今天星期几？"), ClientMessage("assistant", "星期一"),
+            ClientMessage("user", "讲个故事"), ClientMessage("assistant", partial)]
+
+
+def test_a_chat_going_on_as_sent_wins_over_one_whose_reply_was_cut_off(history: str) -> None:
+    """fin70 (clients70's cut-off match had no test of this): a chat whose history a session
+    holds whole goes on there, though a session before it holds that history but its last
+    exchange, whose cut-off request asked the same."""
+    from chatmem.app.client_history import session_of_opening
+
+    first = _cut_off_chats(history, {"ann": "从前有座山"}, whole="很久很久以前，有一只猫。")
+    with Workspace(Settings(provider="scripted", db=history)) as ws:
+        assert session_of_opening(ws, first, _kept("很久很久以前，有一只猫。"), "然后呢") == (
+            f"{first}-2", False)
+        assert session_of_opening(ws, first, _kept("从前有座山"), "然后呢") == (first, False)
+
+
+def test_a_cut_off_reply_goes_on_in_the_chat_that_was_given_it(history: str) -> None:
+    """fin70: two chats alike so far (one greeting, one canned reply) whose users both
+    stopped the same question's reply: the second went on in the first's session (the
+    first cut-off match), and the first then in the second's, each chat's memory (pins,
+    facts, summaries) the other's from then on. The reply the request got so far is stored
+    with it: the client's copy of it names its chat. A failed one (no reply) still goes on."""
+    from chatmem.app.client_history import session_of_opening
+
+    first = _cut_off_chats(history, {"ann": "从前有座山，", "bob": "很久以前",
+                                 "cy": "<think>想一想</think>有一只猫", "dee": None})
+    with Workspace(Settings(provider="scripted", db=history)) as ws:
+        assert session_of_opening(ws, first, _kept("很久以前"), "然后呢") == (
+            f"{first}-2", False)
+        assert session_of_opening(ws, first, _kept("从前有座山，山"), "然后呢") == (
+            first, False)  # the server had sent it no further than the client kept
+        assert session_of_opening(ws, first, _kept("从前有座山"), "然后呢") == (first, False)
+        assert session_of_opening(ws, first, _kept("<think>想一"), "然后呢") == (
+            f"{first}-3", False)  # stopped while the model still reasoned
+        # A reply none was given: the failed request's chat, which was given none.
+        assert session_of_opening(ws, first, _kept("一头牛"), "然后呢") == (f"{first}-4", False)
