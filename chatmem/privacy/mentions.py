@@ -149,6 +149,7 @@ def mention_spans(text: str, value: str, wide: bool = False) -> list[Span]:
     value = value.strip()
     if not searchable(value):
         return []
+    from chatmem.privacy.date_forms import date_of, date_spans
     from chatmem.privacy.number_forms import amount_of, amount_spans
     from chatmem.privacy.phones import find
 
@@ -158,6 +159,8 @@ def mention_spans(text: str, value: str, wide: bool = False) -> list[Span]:
     if (amount := amount_of(value)) is not None:  # the same amount in other words
         spans = _merged(sorted([*spans, *(Span(*s) for s in amount_spans(text, amount)
                                           if _stands_alone(text, *s))]))
+    if (date := date_of(value)) is not None:  # the same date in digits or numerals
+        spans = _merged(sorted([*spans, *(Span(*s) for s in date_spans(text, date))]))
     return spans
 
 
