@@ -130,6 +130,7 @@ def needles(value: str) -> list[str]:
     case, once the characters that draw nothing are taken out (A\u200bda mentions Ada): its
     `needle`, and an amount's in its other forms; none when the needle is empty (every row
     may mention it)."""
+    from chatmem.privacy import long_numbers
     from chatmem.privacy.number_forms import amount_of
     from chatmem.privacy.number_forms import needles as amount_needles
     from chatmem.privacy.phones import needle as number_needle
@@ -139,6 +140,8 @@ def needles(value: str) -> list[str]:
     found = number_needle(value) or needle(value)
     if not found:
         return []
+    if (digits := long_numbers.long_number_of(value)) is not None:  # grouped: 4111 1111 …
+        return [long_numbers.needle(digits)]
     amount = amount_of(value)  # written in words too (fifteen thousand): their needles
     return [found, *(amount_needles(amount) if amount is not None else [])]
 
@@ -149,6 +152,8 @@ def mention_spans(text: str, value: str, wide: bool = False) -> list[Span]:
     value = value.strip()
     if not searchable(value):
         return []
+    from chatmem.privacy.date_forms import date_of, date_spans
+    from chatmem.privacy.long_numbers import long_number_of, long_number_spans
     from chatmem.privacy.number_forms import amount_of, amount_spans
     from chatmem.privacy.phones import find
 
@@ -158,6 +163,10 @@ def mention_spans(text: str, value: str, wide: bool = False) -> list[Span]:
     if (amount := amount_of(value)) is not None:  # the same amount in other words
         spans = _merged(sorted([*spans, *(Span(*s) for s in amount_spans(text, amount)
                                           if _stands_alone(text, *s))]))
+    if (date := date_of(value)) is not None:  # the same date in digits or numerals
+        spans = _merged(sorted([*spans, *(Span(*s) for s in date_spans(text, date))]))
+    if (digits := long_number_of(value)) is not None:  # a card's or an ID's, grouped
+        spans = _merged(sorted([*spans, *(Span(*s) for s in long_number_spans(text, digits))]))
     return spans
 
 

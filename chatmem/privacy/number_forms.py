@@ -295,6 +295,11 @@ def _counted(tokens: list[Fraction | str]) -> Fraction | None:
     return done + wan + section + (digit or 0) * place
 
 
+zh_value = _zh_value
+"""A run of Chinese numerals as a number (十二 is 12, 二十三 23), None when it is no one
+number (一二, read digit by digit)."""
+
+
 def _en_value(run: str) -> int | None:
     """fifteen thousand, twenty-five, a hundred and twenty, twelve hundred; None when the
     words are no one number (one two)."""

@@ -1,0 +1,60 @@
+"""A purged Chinese date is erased in every way it is written.
+
+A purge of `生日: 十二月三日` left "12月3日", "１２月３日" and "12月3号" in the user's
+messages (and `12月3日` left 十二月三日): the month and day were read as two numbers, so no
+amount, and searched only as spelled. Decided: a month and day (月, then 日/号/號), perhaps
+after a year, in digits (half or full width) or Chinese numerals, is mentioned wherever the
+same month and day are written; when the value gives a year, only with that year.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from cli_runner import invoke
+
+from chatmem.privacy.mentions import MARKER, erase_mentions
+from chatmem.store import Store
+
+F = MARKER
+
+
+@pytest.mark.parametrize(("value", "text", "erased"), [
+    ("十二月三日", "生日12月3日，１２月３日，12月3号，十二月三日", f"生日{F}，{F}，{F}，{F}"),
+    ("12月3日", "十二月三日和12月3號", f"{F}和{F}"),
+    # Another date stays: another day or month, or a date inside a longer one.
+    ("12月3日", "12月13日，2月3日，十二月三十日，12月4日",
+     "12月13日，2月3日，十二月三十日，12月4日"),
+    # A year in the text: the month and day are the mention; a value's year must match.
+    ("12月3日", "2025年12月3日", f"2025年{F}"),
+    ("2026年12月3日", "二〇二六年十二月三日，2025年12月3日", f"{F}，2025年12月3日"),
+])
+def test_a_date_is_erased_in_each_of_its_forms(value: str, text: str, erased: str) -> None:
+    assert erase_mentions(text, [value]) == erased
+
+
+def _purged(db: str) -> list[str]:
+    with Store(db) as store:
+        session = store.sessions.create_session("生日", "buffer", user="me").id
+        store.history.import_messages(session, [
+            {"role": "user", "content": "我的生日是12月3日。"},
+            {"role": "user", "content": "再说一遍：１２月３日，也就是十二月三号。"}])
+        fact = store.facts.upsert_fact("生日", "十二月三日", scope="user", user="me").id
+    invoke("facts", "forget", str(fact), "--purge", "--yes", "--db", db, code=0)
+    with Store(db) as store:
+        return [m.content for m in store.history.messages(session)]
+
+
+ERASED = [f"我的生日是{F}。", f"再说一遍：{F}，也就是{F}。"]
+
+
+def test_a_purge_erases_every_form_of_a_date_and_leaves_no_byte(tmp_path: Path) -> None:
+    assert _purged(str(tmp_path / "h.db")) == ERASED
+    data = b"".join(p.read_bytes() for p in tmp_path.glob("h.db*"))
+    for form in ("12月3", "１２月３", "十二月三"):
+        assert form.encode() not in data, form
+
+
+def test_on_postgresql_too(pg_url: str) -> None:
+    assert _purged(pg_url) == ERASED
