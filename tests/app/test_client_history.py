@@ -85,7 +85,7 @@ def _opening_lookup(tmp_path: Path, edits: int) -> tuple[tuple[str, bool], int]:
     branches one), and the statements the look took."""
     from meter import metered
 
-    from chatmem.app.client_history import session_of_opening
+    from chatmem.app.chat_openings import session_of_opening
     from chatmem.app.compared_text import opening_name
 
     db = tmp_path / f"e{edits}.db"
@@ -144,7 +144,7 @@ def _statements_after_edits(tmp_path: Path, look: Callable[[Workspace, str, int]
 def test_the_branch_an_edit_leaves_is_found_at_the_same_cost(tmp_path: Path) -> None:
     """noid67: an edit's new session read each NAME-k's start one statement at a time (two
     with its name), so each edit of a chat edited N times cost N more."""
-    from chatmem.app.client_history import branched_from
+    from chatmem.app.chat_openings import branched_from
 
     def look(ws: Workspace, first: str, edits: int) -> None:
         # The newest branch's second message edited again: it leaves that branch.
@@ -162,7 +162,7 @@ def test_the_branch_an_edit_leaves_is_found_at_the_same_cost(tmp_path: Path) -> 
 def test_a_regenerate_among_branches_as_long_is_found_at_the_same_cost(tmp_path: Path) -> None:
     """noid67: the branches of a chat edited N times at one place are all as long; a request
     as long as they are read the last two turns of each, two statements each."""
-    from chatmem.app.client_history import session_of_opening
+    from chatmem.app.chat_openings import session_of_opening
 
     def look(ws: Workspace, first: str, edits: int) -> None:
         # Branch 2's "继续" asked again: a regenerate of its last reply.
@@ -180,7 +180,7 @@ def test_a_chat_goes_on_in_its_branch_after_one_before_it_was_deleted(tmp_path: 
     (`sessions delete`, retention), the chat edited into NAME-2 was not found after a
     restart, and began again in a new NAME holding a copy of its history, the memory built
     in NAME-2 left behind. A new chat that began alike still takes the free name."""
-    from chatmem.app.client_history import branched_from, session_of_opening
+    from chatmem.app.chat_openings import branched_from, session_of_opening
     from chatmem.app.compared_text import opening_name
 
     _opening_lookup(tmp_path, 3)
