@@ -78,6 +78,16 @@ class SummaryUpdated:
         return self.unguarded + self.refused
 
 
+class Retry(Enum):
+    """When what a memory update left undone (a summary, facts, a strategy's update) is
+    done again."""
+
+    NEXT_TURN = "next turn"
+    """On the session's next turn: a chat's, or a saved replay's once it is continued."""
+    NEVER = "never"
+    """Not at all: the last turn of a replay kept in memory, which no turn follows."""
+
+
 @dataclass(frozen=True)
 class SummaryFailed:
     """The summarizer failed; `turns` stay in the context unsummarized until it catches up."""
@@ -85,6 +95,8 @@ class SummaryFailed:
     error: str
     turns: tuple[int, ...]
     calls: int = 1
+    retry: Retry = Retry.NEXT_TURN
+    """Whether a next turn does it again (NEVER: the last turn of a replay not saved)."""
 
 
 @dataclass(frozen=True)
@@ -96,6 +108,8 @@ class FactsFailed:
     first: int
     last: int
     passed_over: int | None = None
+    retry: Retry = Retry.NEXT_TURN
+    """Whether a next turn does it again (NEVER: the last turn of a replay not saved)."""
 
 
 @dataclass(frozen=True)
@@ -128,6 +142,8 @@ class FactsBehind:
     """Fact extraction is `turns` turns behind and catches up on the next turn."""
 
     turns: int
+    retry: Retry = Retry.NEXT_TURN
+    """Whether a next turn does it again (NEVER: the last turn of a replay not saved)."""
 
 
 @dataclass(frozen=True)
@@ -231,11 +247,16 @@ class MemoryUpdateFailed:
     held_in: str | None = None
     """The user's session holding a state of the failing strategy, which its owner may drop
     (`sessions reset-state`): as StrategyFailed.held_in."""
+    retry: Retry = Retry.NEXT_TURN
+    """Whether a next turn does it again (NEVER: the last turn of a replay not saved)."""
 
 
 @dataclass(frozen=True)
 class MemoryUpdateCancelled:
     """Ctrl-C during the strategy's update; the turn stands and the update is retried."""
+
+    retry: Retry = Retry.NEXT_TURN
+    """Whether a next turn does it again (NEVER: the last turn of a replay not saved)."""
 
 
 class DerivedMemory(Enum):
@@ -258,6 +279,8 @@ class ErasedWhileUpdating:
     first: int
     last: int
     strategy: str | None = None
+    retry: Retry = Retry.NEXT_TURN
+    """Whether a next turn does it again (NEVER: the last turn of a replay not saved)."""
 
 
 @dataclass(frozen=True)
@@ -355,3 +378,15 @@ def after_calls(notices: list[Notice], calls: int) -> list[Notice]:
     if calls > 1 and notices and isinstance(notices[0], SummaryUpdated | SummaryFailed):
         return [dataclasses.replace(notices[0], calls=calls), *notices[1:]]
     return notices
+
+
+RETRIED = (SummaryFailed, FactsFailed, FactsBehind, MemoryUpdateFailed, MemoryUpdateCancelled,
+           ErasedWhileUpdating)
+"""The notices of work left for the next turn (their `retry`)."""
+
+
+def never_retried(notices: list[Notice]) -> list[Notice]:
+    """`notices` as said at the last turn of a replay kept in memory, which no turn follows:
+    what they leave for the next turn is never done."""
+    return [dataclasses.replace(n, retry=Retry.NEVER) if isinstance(n, RETRIED) else n
+            for n in notices]

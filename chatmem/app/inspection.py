@@ -5,11 +5,18 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from datetime import datetime, tzinfo
 from enum import StrEnum
 from typing import TYPE_CHECKING, Any
 
 from chatmem.activity import QUIET, Activity
+from chatmem.app.recorded_turns import (
+    HistoryTurn,
+    history_before,
+    speaker_of_turn,
+    time_or_none,
+    turn_or_history,
+    turn_said_at,
+)
 from chatmem.store.records import AccessLevel, FactScope
 
 if TYPE_CHECKING:
@@ -98,8 +105,8 @@ def inspect_turn(workspace: Workspace, session: str, number: int | None = None, 
     store = workspace.store
     record = store.sessions.session(session)
     turn = (store.turns.turn(record.id, request, shown=True) if request is not None
-            else _turn_or_history(store, record, number))
-    if isinstance(turn, _HistoryTurn):
+            else turn_or_history(store, record, number))
+    if isinstance(turn, HistoryTurn):
         raise TurnNotRecorded(record.name, turn.number)
     context = Context.from_json(turn.context).with_images(
         lambda digest: store.images.image_bytes(record.id, digest))
@@ -112,7 +119,7 @@ def inspect_turn(workspace: Workspace, session: str, number: int | None = None, 
                       turn=turn, left_out=left_out_texts(store.history, record.id, context),
                       address=store.sessions.address(record.id),
                       external_ids=external_ids(store.history, record.id, context),
-                      speaker=_speaker(store, record, turn.user_message_id))
+                      speaker=speaker_of_turn(store, record, turn.user_message_id))
 
 
 def inspect_next(workspace: Workspace, session: str, text: str, *,
@@ -169,7 +176,7 @@ def _after_catch_up(engine: Engine[Store], missing: list[BaseStrategy], text: st
                          system=store.sessions.system_for_turn(record.id, turns + 1),
                          chat_provider=engine.provider, budget=engine.budget, user=user,
                          user_facts=facts, embedder=engine.embedder, activity=activity,
-                         zone=engine.zone, said_at=_time_or_none(store.now(), engine.zone))
+                         zone=engine.zone, said_at=time_or_none(store.now(), engine.zone))
     return Inspection(record, InspectMode.NEXT, result.context, text, engine.strategy.name,
                       dict(engine.strategy.params),
                       describe_counter(engine.counter, record.tokenizer),
@@ -258,20 +265,20 @@ def inspect_what_if(workspace: Workspace, session: str, strategy: StrategySpec |
     speaker = None
     after_all = text is not None
     if text is None:
-        found = _turn_or_history(store, record, number)
+        found = turn_or_history(store, record, number)
         # Who asked, in a group chat: recall left their label out of what it searched.
-        speaker = _speaker(store, record, found.user_message_id)
-        if isinstance(found, _HistoryTurn):
+        speaker = speaker_of_turn(store, record, found.user_message_id)
+        if isinstance(found, HistoryTurn):
             history_turn, text, history_turns = found.number, found.input, found.number - 1
-            said_at = _time_or_none(found.said_at, workspace.settings.zone)
+            said_at = time_or_none(found.said_at, workspace.settings.zone)
         else:
             turn, text = found, found.input
             sent = Context.from_json(found.context)
-            history_turns = _history_before(found)
-            said_at = _said_at(store, found, workspace.settings.zone)
+            history_turns = history_before(found)
+            said_at = turn_said_at(store, found, workspace.settings.zone)
     else:
         history_turns = store.history.turn_count(record.id)
-        said_at = _time_or_none(store.now(), workspace.settings.zone)  # said now
+        said_at = time_or_none(store.now(), workspace.settings.zone)  # said now
     # The system prompt the turn was sent with (for --next, the one in effect now), and the
     # files that went with its input whatever the strategy.
     system = store.sessions.system_for_turn(record.id, history_turns + 1)
@@ -338,68 +345,3 @@ def _state_params(strategy: Strategy) -> dict[str, Any]:
         return dict(strategy.params)
     return {f"{m.name}.{key}": value for m in strategy.members if m.keeps_state
             for key, value in m.params.items()}
-
-
-@dataclass(frozen=True)
-class _HistoryTurn:
-    """A turn the history holds but no recorded turn does (imported or forked)."""
-
-    number: int
-    input: str
-    said_at: str
-    """When its input was stored as said."""
-    user_message_id: int | None = None
-
-
-def _speaker(store: Store, session: SessionRecord, message_id: int | None) -> str | None:
-    """Who of a group chat said the message `message_id` (typed, as the request named them)."""
-    if message_id is None:
-        return None
-    return store.history.speakers(session.id, [message_id]).get(message_id)
-
-
-def _turn_or_history(store: Store, session: SessionRecord,
-                     number: int | None) -> TurnRecord | _HistoryTurn:
-    """The turn recorded at the conversation's turn `number` (default: the last recorded)
-    or, for an imported or forked turn (its input is in the history, its context never
-    was), the history's; NotFound if the history lacks it too. One numbering: the
-    history's, as `sessions show`, fork --at-turn and search number turns."""
-    from chatmem.errors import NoSuchTurn, NotFound
-
-    try:
-        if number is None:
-            return store.turns.turn(session.id, shown=True)
-        return store.turns.at_turn(session.id, number, shown=True)
-    except NotFound:
-        held = store.history.turn_count(session.id)
-        at = held if number is None else number
-        if at > held:
-            # Past the last turn: how many there are, not only that this one is missing.
-            raise NoSuchTurn(session.name, at, held) from None
-        said = ([m for m in store.history.messages(session.id, at, at)
-                 if m.role == "user"] if at > 0 else [])
-        if not said:
-            raise
-        return _HistoryTurn(at, said[0].content, said[0].created_at, said[0].id)
-
-
-def _said_at(store: Store, turn: TurnRecord, zone: tzinfo) -> datetime | None:
-    """When `turn`'s input was said: its stored user message's time (a replayed turn's is
-    the transcript's), else (failed, cancelled, replaced since) when the turn was recorded."""
-    said = [m.created_at for m in store.history.messages(turn.session_id, turn.turn, turn.turn)
-            if m.id == turn.user_message_id]
-    return _time_or_none(said[0] if said else turn.created_at, zone)
-
-
-def _time_or_none(text: str, zone: tzinfo) -> datetime | None:
-    """A stored time in the user's `zone`, a date alone that date there (None: unreadable
-    or outside the calendar's zones; the newest message's is read instead)."""
-    from chatmem.timestamps import local_moment
-
-    return local_moment(text, zone)
-
-
-def _history_before(turn: TurnRecord) -> int:
-    """How many history turns existed when `turn` was sent (a failed one: the turn it was
-    attempted as, less one)."""
-    return turn.turn - 1

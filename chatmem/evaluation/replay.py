@@ -28,9 +28,10 @@ from chatmem.errors import RepeatedStrategy, StoreError, StrategyError, Strategy
 from chatmem.evaluation.counting_provider import CountingProvider
 from chatmem.evaluation.playback import RunOptions, Stored, play
 from chatmem.evaluation.scoring import FailedRun, StrategyRun
-from chatmem.evaluation.steps import Step, plan
+from chatmem.evaluation.steps import Step, StepKind, plan
 from chatmem.memory.registry import StrategyRegistry
 from chatmem.memory.spec import StrategySpec
+from chatmem.notices import never_retried
 from chatmem.plugins import load_registries
 from chatmem.providers.base import Provider, Purpose
 from chatmem.store import FactScope, Store, check_session_name, session_name_from, unfinished
@@ -188,8 +189,11 @@ def _run_one(
                                      own or options.chat_provider)
         if saved is not None and name:
             saved.append((name, engine.session.id))
+        last = 0  # where the notices of the last step storing a turn start
         try:
             for step in _with_progress(steps, spec.label, progress):
+                if step.kind is StepKind.TURN or step.extra:
+                    last = len(run.notices)
                 play(engine, step, run, stored, options)
         except BaseException:
             engine.indexing.abandon()  # what it has not stored is of a run that does not stand
@@ -197,6 +201,10 @@ def _run_one(
         if saved is not None and stored.probes:
             # As `sessions import` keeps them: `chatmem eval SAVED` asks them again.
             engine.store.sessions.add_probes(engine.session.id, stored.probes)
+        if name is None:
+            # Kept in memory: no turn follows its last, whose "next turn" would never come
+            # (a saved session's next turn, when it is continued, does retry).
+            run.notices[last:] = never_retried(run.notices[last:])
         _finish(engine, run, options.user)
     finally:
         if own is not None:

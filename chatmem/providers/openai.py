@@ -8,7 +8,6 @@ the database.
 from __future__ import annotations
 
 import copy
-import json
 import threading
 from collections.abc import Iterator, Mapping
 from typing import TYPE_CHECKING, Any, Self
@@ -19,6 +18,7 @@ from chatmem.errors import ProviderError, ProviderNotFound, ProviderResponseErro
 from chatmem.images import ImageRule
 from chatmem.notices import UsageIgnored
 from chatmem.providers.base import ChatMessages, Purpose, Usage, checked_counts
+from chatmem.providers.openai_answers import thinking, whole_answer
 from chatmem.providers.openai_errors import masked, translated
 from chatmem.providers.openai_limits import (
     BYTES_BESIDE_REPLY,
@@ -45,16 +45,6 @@ model as soon as the endpoint's list fails."""
 NOT_FOUND_LISTING = 3.0
 """Seconds the listing a 404 for a model names may take (OpenAIProvider._served): the turn
 has failed, and its error waits for it."""
-
-
-def _thinking(delta: Any) -> bool:
-    """Whether a delta carries the model's reasoning, which servers stream apart from the
-    reply (`reasoning_content`: vLLM, llama.cpp's server, DeepSeek; `reasoning`: Ollama,
-    OpenRouter). It is not the reply (neither shown, stored nor sent again), but it is the
-    server answering: a model thinking longer than idle_timeout was stopped as stalled."""
-    extra = getattr(delta, "model_extra", None) or {}
-    return any(isinstance(extra.get(name), str) and extra[name]
-               for name in ("reasoning_content", "reasoning"))
 
 
 class OpenAIReply:
@@ -98,7 +88,7 @@ class OpenAIReply:
                     # A refusal (OpenAI's `delta.refusal`) is what the model said instead of
                     # a reply: it is the reply, shown and stored as any other.
                     piece = choice.delta and (choice.delta.content or choice.delta.refusal)
-                    if not piece and _thinking(choice.delta):
+                    if not piece and thinking(choice.delta):
                         deadline.progress()
                     if piece:
                         if not isinstance(piece, str):
@@ -150,42 +140,14 @@ class OpenAIReply:
     def _whole_answer(self, kind: str) -> Iterator[str]:
         """The reply of a server that answered with one JSON document instead of a stream."""
         p = self._provider
-        response = self._stream.response
-        if "json" not in kind:
-            what = "an HTML page" if "html" in kind else f"{kind or 'an unlabelled body'}"
-            raise ProviderResponseError(
-                f"{p.where} answered with {what}, not an OpenAI-compatible reply:"
-                " check base_url (it usually ends in /v1)")
-        # Read no further than the most a reply within the cap can be (the streamed body's
-        # bound: logprobs make a JSON answer as large per token): a body without end (or of
-        # gigabytes) must not fill memory first.
-        most = self._most_bytes
-        parts: list[bytes] = []
-        size = 0
-        for part in response.iter_bytes():
-            parts.append(part)
-            size += len(part)
-            if size > most:
-                self.close()
-                raise ProviderResponseError(f"{p.where} sent a reply of more than {most:,}"
-                                            " bytes; no more are read")
-        body = b"".join(parts)
-        try:
-            data = json.loads(body)
-            choice = data["choices"][0]
-            text = choice["message"]["content"] or choice["message"].get("refusal") or ""
-            usage = data.get("usage") or {}
-        except (ValueError, KeyError, IndexError, TypeError, AttributeError):
-            raise ProviderResponseError(
-                f"{p.where} answered with JSON that is not a chat completion") from None
-        if not isinstance(text, str):
-            raise ProviderResponseError(f"{p.where} sent a reply that is not text")
-        self.usage = self._reported(usage)
-        self.usage.cut_at_limit = choice.get("finish_reason") == "length" or \
-            len(text) > self._max_chars
-        self.usage.filtered = choice.get("finish_reason") == "content_filter"
+        answer = whole_answer(self._stream.response, kind, where=p.where,
+                              most=self._most_bytes, close=self.close)
+        text, reason = answer.text, answer.finish_reason
+        self.usage = self._reported(answer.usage)
+        self.usage.cut_at_limit = reason == "length" or len(text) > self._max_chars
+        self.usage.filtered = reason == "content_filter"
         if not (text or self.usage.cut_at_limit or self.usage.filtered):
-            raise no_text_error(p.where, choice.get("finish_reason"))
+            raise no_text_error(p.where, reason)
         if text:
             yield text[:self._max_chars]
 

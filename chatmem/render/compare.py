@@ -18,6 +18,7 @@ from chatmem.memory.assembly import span
 from chatmem.notices import (
     FactsFailed,
     HelperTooSmall,
+    MemoryUpdateFailed,
     NoEmbedder,
     Notice,
     SummaryFailed,
@@ -292,15 +293,19 @@ def run_notice_text(notice: Notice) -> str:
 
 
 def _folded(notices: Sequence[Notice]) -> list[Notice]:
-    """`notices` with each summary or facts failure replaced by the last of the run failing
-    the same way (the widest span of turns behind), so that they read as one line."""
+    """`notices` with each summary, facts or memory update failure replaced by the last of
+    the run failing the same way (the widest span of turns behind; at a replay's last turn,
+    never retried), so that they read as one line."""
     last: dict[tuple[type, str, bool], Notice] = {}
     keys: list[tuple[type, str, bool] | None] = []
     for notice in notices:
-        key = None
+        key: tuple[type, str, bool] | None = None
         if isinstance(notice, SummaryFailed | FactsFailed):
             key = (type(notice), notice.error,
                    isinstance(notice, FactsFailed) and notice.passed_over is not None)
+            last[key] = notice
+        elif isinstance(notice, MemoryUpdateFailed):
+            key = (type(notice), notice.error, notice.stored)
             last[key] = notice
         keys.append(key)
     return [notice if key is None else last[key] for notice, key in zip(notices, keys, strict=True)]

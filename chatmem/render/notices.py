@@ -54,6 +54,7 @@ from chatmem.notices import (
     NoEmbedder,
     Notice,
     ReplyCut,
+    Retry,
     SensitiveNotRemembered,
     SummaryFailed,
     SummaryUpdated,
@@ -130,14 +131,19 @@ def _(n: SummaryUpdated, repl_hints: bool) -> str:
 @_worded.register
 def _(n: SummaryFailed, repl_hints: bool) -> str:
     verb = "stays" if len(n.turns) == 1 else "stay"
+    then = (", the next turn catches up" if n.retry is Retry.NEXT_TURN
+            else "; the replay ended before a turn caught up")
     return (f"{_caught_up(n.calls)}summary is behind ({n.error}); {span(n.turns)} {verb} in the"
-            " context unsummarized, the next turn catches up")
+            f" context unsummarized{then}")
 
 
 @_worded.register
 def _(n: FactsFailed, repl_hints: bool) -> str:
     turns = span(range(n.first, n.last + 1))
     if n.passed_over is None:
+        if n.retry is Retry.NEVER:
+            return (f"facts not updated ({n.error}); {turns} not read for facts: the replay"
+                    " ended before a retry")
         return f"facts not updated ({n.error}); {turns} will be retried"
     return (f"facts not updated ({n.error}); {turns} passed over, their answer rejected"
             f" {n.passed_over} times: no fact is read from them{_remember(repl_hints)}")
@@ -176,7 +182,9 @@ def facts_left_text(n: FactsTooLong | FactsNotSaid | FactsForgotten, way: str | 
 
 @_worded.register
 def _(n: FactsBehind, repl_hints: bool) -> str:
-    return f"facts are {counted(n.turns, 'turn')} behind; catching up next turn"
+    then = ("catching up next turn" if n.retry is Retry.NEXT_TURN
+            else "the replay ended before they caught up")
+    return f"facts are {counted(n.turns, 'turn')} behind; {then}"
 
 
 @_worded.register
@@ -277,11 +285,15 @@ def _(n: MemoryUpdateFailed, repl_hints: bool) -> str:
         return f"memory updated (what it stored is kept), its answer ignored: {n.error}{by}"
     if by and n.held_in is not None and repl_hints:
         by += held_state_way(n.held_in, n.culprit[1] if n.culprit else "")
-    return f"memory update failed, will retry next turn: {n.error}{by}"
+    then = ("will retry next turn" if n.retry is Retry.NEXT_TURN
+            else "the replay ended before a retry")
+    return f"memory update failed, {then}: {n.error}{by}"
 
 
 @_worded.register
 def _(n: MemoryUpdateCancelled, repl_hints: bool) -> str:
+    if n.retry is Retry.NEVER:
+        return "memory update cancelled; the turn is stored, and the replay ended before a retry"
     return "memory update cancelled; the turn is stored and the update is retried next turn"
 
 
@@ -291,9 +303,10 @@ def _(n: ErasedWhileUpdating, repl_hints: bool) -> str:
     made = (f"the summary of {turns} was" if n.made is DerivedMemory.SUMMARY
             else f"the facts found in {turns} were" if n.made is DerivedMemory.FACTS
             else f"the memory strategy {n.strategy} made after turn {n.last} was")
+    then = ("it runs again on the text as it is now next turn" if n.retry is Retry.NEXT_TURN
+            else "the replay ended before it ran again")
     return (f"{made} not stored: text was erased from this session while the update ran"
-            " (a purge, or a turn replaced in another chat); it runs again on the text as it"
-            " is now next turn")
+            f" (a purge, or a turn replaced in another chat); {then}")
 
 
 @_worded.register

@@ -355,14 +355,14 @@ class ServedConversations:
     @contextmanager
     def session_of_opening(self, asked: TurnAsked,
                            settings: Settings) -> Iterator[tuple[str, Callable[[], None]]]:
-        """The session of a chat no id names (`client_history.session_of_opening`), else of
+        """The session of a chat no id names (`chat_openings.session_of_opening`), else of
         a trimmed history the end of one this server answered (`session_of_window`), kept
         from other requests until the turn is stored (the function given with its name is
         called then) or over: two chats that began alike at once get a session each. Not
         until memory's update after it is over: the chat's next message, sent once it is
         answered, would not find the session it goes on, and begin `NAME-2`."""
         from chatmem.app import Workspace
-        from chatmem.app.client_history import session_of_opening
+        from chatmem.app.chat_openings import session_of_opening
         from chatmem.app.trimmed_history import session_of_window, window_key
 
         where = str(settings.location)

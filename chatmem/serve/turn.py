@@ -211,11 +211,8 @@ class Turn:
             input_kept,
             leaves_history,
         )
-        from chatmem.app.client_history import (
-            Replacing,
-            branched_from,
-            replaces_last_turn,
-        )
+        from chatmem.app.chat_openings import branched_from
+        from chatmem.app.client_history import Replacing, replaces_last_turn
         from chatmem.app.conversations import apply_retention, use_options
         from chatmem.app.sessions import has_messages, last_completed_turn_id, turn_count
         from chatmem.engine.resend import resend_last

@@ -50,7 +50,7 @@ class MessageTables:
                     last_turn: int) -> dict[int, list[MessageRecord]]:
         """`messages` of turns 1..`last_turn` of each of `session_ids` (id → its messages, in
         order; none held: left out): one statement, where one a session was one for each of
-        serve's branches of a chat no id names (`client_history.branched_from`)."""
+        serve's branches of a chat no id names (`chat_openings.branched_from`)."""
         return self._by_session(session_ids, lambda marks: (
             f"SELECT {MESSAGE_COLUMNS} FROM messages WHERE session_id IN ({marks})"
             " AND turn <= ? AND superseded = 0 ORDER BY session_id, position"), [last_turn])

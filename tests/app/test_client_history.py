@@ -85,7 +85,7 @@ def _opening_lookup(tmp_path: Path, edits: int) -> tuple[tuple[str, bool], int]:
     branches one), and the statements the look took."""
     from meter import metered
 
-    from chatmem.app.client_history import session_of_opening
+    from chatmem.app.chat_openings import session_of_opening
     from chatmem.app.compared_text import opening_name
 
     db = tmp_path / f"e{edits}.db"
@@ -144,7 +144,7 @@ def _statements_after_edits(tmp_path: Path, look: Callable[[Workspace, str, int]
 def test_the_branch_an_edit_leaves_is_found_at_the_same_cost(tmp_path: Path) -> None:
     """noid67: an edit's new session read each NAME-k's start one statement at a time (two
     with its name), so each edit of a chat edited N times cost N more."""
-    from chatmem.app.client_history import branched_from
+    from chatmem.app.chat_openings import branched_from
 
     def look(ws: Workspace, first: str, edits: int) -> None:
         # The newest branch's second message edited again: it leaves that branch.
@@ -162,7 +162,7 @@ def test_the_branch_an_edit_leaves_is_found_at_the_same_cost(tmp_path: Path) -> 
 def test_a_regenerate_among_branches_as_long_is_found_at_the_same_cost(tmp_path: Path) -> None:
     """noid67: the branches of a chat edited N times at one place are all as long; a request
     as long as they are read the last two turns of each, two statements each."""
-    from chatmem.app.client_history import session_of_opening
+    from chatmem.app.chat_openings import session_of_opening
 
     def look(ws: Workspace, first: str, edits: int) -> None:
         # Branch 2's "继续" asked again: a regenerate of its last reply.
@@ -180,7 +180,7 @@ def test_a_chat_goes_on_in_its_branch_after_one_before_it_was_deleted(tmp_path: 
     (`sessions delete`, retention), the chat edited into NAME-2 was not found after a
     restart, and began again in a new NAME holding a copy of its history, the memory built
     in NAME-2 left behind. A new chat that began alike still takes the free name."""
-    from chatmem.app.client_history import branched_from, session_of_opening
+    from chatmem.app.chat_openings import branched_from, session_of_opening
     from chatmem.app.compared_text import opening_name
 
     _opening_lookup(tmp_path, 3)
@@ -246,7 +246,7 @@ def test_a_chat_going_on_as_sent_wins_over_one_whose_reply_was_cut_off(history: 
     """fin70 (clients70's cut-off match had no test of this): a chat whose history a session
     holds whole goes on there, though a session before it holds that history but its last
     exchange, whose cut-off request asked the same."""
-    from chatmem.app.client_history import session_of_opening
+    from chatmem.app.chat_openings import session_of_opening
 
     first = _cut_off_chats(history, {"ann": "从前有座山"}, whole="很久很久以前，有一只猫。")
     with Workspace(Settings(provider="scripted", db=history)) as ws:
@@ -261,7 +261,7 @@ def test_a_cut_off_reply_goes_on_in_the_chat_that_was_given_it(history: str) -> 
     first cut-off match), and the first then in the second's, each chat's memory (pins,
     facts, summaries) the other's from then on. The reply the request got so far is stored
     with it: the client's copy of it names its chat. A failed one (no reply) still goes on."""
-    from chatmem.app.client_history import session_of_opening
+    from chatmem.app.chat_openings import session_of_opening
 
     first = _cut_off_chats(history, {"ann": "从前有座山，", "bob": "很久以前",
                                  "cy": "<think>想一想</think>有一只猫", "dee": None})

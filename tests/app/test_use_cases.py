@@ -11,7 +11,8 @@ from file_hash import checkpointed_hash
 
 from chatmem.app import Workspace, facts, sessions
 from chatmem.app.adopted_history import adopt_history
-from chatmem.app.client_history import ClientMessage, session_of_opening
+from chatmem.app.chat_openings import session_of_opening
+from chatmem.app.client_history import ClientMessage
 from chatmem.app.conversations import record_turn
 from chatmem.app.inspection import InspectMode, inspect_next, inspect_turn, inspect_what_if
 from chatmem.app.search import search_memory

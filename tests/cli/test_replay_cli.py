@@ -465,3 +465,35 @@ def test_a_replay_or_eval_whose_memory_updates_failed_exits_1_saying_so_once(
                       code=1).stderr.splitlines())
     # A strategy that makes no model call is not behind: the same command exits 0.
     assert invoke("replay", str(transcript), "-s", "window", *common, code=0).stderr == ""
+
+
+def test_a_replays_last_failed_update_is_not_said_to_be_retried_next_turn(
+        tmp_path: Path) -> None:
+    """A replay kept in memory has no turn after its last, yet its end notices said "the
+    next turn catches up" / "will retry next turn"; a saved replay's session does get a next
+    turn (when it is continued), so there it stays true."""
+    config = tmp_path / "c.toml"
+    config.write_text('max_retries = 0\nbase_url = "http://127.0.0.1:9/v1"\nmodel = "m"\n',
+                      encoding="utf-8")
+    transcript = tmp_path / "旅行.jsonl"
+    transcript.write_text("\n".join(json.dumps({"role": role, "content": f"{text} {role}"},
+                                               ensure_ascii=False)
+                                    for text in ("预算五千元 budget", "订单 ORD-7731")
+                                    for role in ("user", "assistant")) + "\n", encoding="utf-8")
+    common = ["--provider", "openai", "--config", str(config), "--db", str(tmp_path / "h.db")]
+
+    def said(*args: str) -> dict[str, str]:
+        lines = invoke("replay", str(transcript), "-s", "summary", "-s", "entity", *args,
+                       *common, code=1).stderr.splitlines()
+        return {label: next(line for line in lines if line.startswith(f"{label}: "))
+                for label in ("summary", "entity")}
+
+    in_memory = said()
+    assert "summary is behind" in in_memory["summary"]
+    assert "memory update failed" in in_memory["entity"]
+    for line in in_memory.values():
+        assert "next turn" not in line and "replay ended" in line, line
+        assert line.endswith("; 2 times in 2 turns"), line  # still one line each
+    saved = said("--save-as", "旅")
+    assert saved["summary"].endswith("the next turn catches up; 2 times in 2 turns")
+    assert "will retry next turn" in saved["entity"]

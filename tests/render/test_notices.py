@@ -36,6 +36,7 @@ from chatmem.notices import (
     SummaryFailed,
     SummaryUpdated,
     after_calls,
+    never_retried,
 )
 from chatmem.render.counts import counted
 from chatmem.render.notices import notice_text, replay_notice_text
@@ -178,6 +179,21 @@ def test_a_replay_words_a_notice_without_the_repl_advice() -> None:
     notice = SummaryUpdated(version=1, upto=3, added=2, removed=0, unit="words")
     assert notice_text(notice).endswith("; /summary shows the diff")
     assert replay_notice_text(notice) == "summary v1 now covers turns 1–3: +2 −0 words"
+
+
+@pytest.mark.parametrize("notice", [
+    SummaryFailed("timed out", (2, 3)), FactsFailed("超时", 1, 2), FactsBehind(2),
+    MemoryUpdateFailed("timed out"), MemoryUpdateCancelled(),
+    ErasedWhileUpdating(DerivedMemory.FACTS, 7, 7)])
+def test_a_replays_last_turn_words_what_it_left_undone_as_never_retried(
+        notice: Notice) -> None:
+    """A replay kept in memory has no turn after its last (replay sets `retry`): "next turn"
+    and "will be retried" were untrue there."""
+    assert "next turn" in notice_text(notice) or "will be retried" in notice_text(notice)
+    [last] = never_retried([notice])
+    assert type(last) is type(notice) and last != notice
+    text = replay_notice_text(last)
+    assert "next turn" not in text and "retried" not in text and "replay ended" in text, text
 
 
 def test_a_client_is_told_no_repl_command_it_cannot_type() -> None:
