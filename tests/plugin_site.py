@@ -286,6 +286,28 @@ def register(plugins):
 none of it until the fork's first turn catches up."""
 
 
+PONDERS = '''
+import os
+import time
+
+from chatmem.memory.window import WindowStrategy
+
+
+class Ponders(WindowStrategy):
+    name = "ponders"
+    description = "thinks PONDER seconds before each context / 慢慢想"
+
+    def build(self, request):
+        time.sleep(float(os.environ.get("PONDER", "0")))
+        return super().build(request)
+
+
+def register(plugins):
+    plugins.add_strategy(Ponders)
+'''
+"""A window strategy whose build sleeps $PONDER seconds: a slow plugin build."""
+
+
 SLOW_EMBEDDER = '''
 import os
 import time

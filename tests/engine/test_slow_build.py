@@ -9,30 +9,10 @@ from pathlib import Path
 
 import pytest
 from cli_runner import invoke
-from plugin_site import Install
+from plugin_site import PONDERS, Install
 
 import chatmem.engine.upkeep
 from chatmem.engine import Engine
-
-SLOW = '''
-import os
-import time
-
-from chatmem.memory.window import WindowStrategy
-
-
-class Ponders(WindowStrategy):
-    name = "ponders"
-    description = "thinks PONDER seconds before each context / 慢慢想"
-
-    def build(self, request):
-        time.sleep(float(os.environ.get("PONDER", "0")))
-        return super().build(request)
-
-
-def register(plugins):
-    plugins.add_strategy(Ponders)
-'''
 
 
 def test_a_slow_build_of_chatmem_s_own_member_is_no_plugin_s(
@@ -42,7 +22,7 @@ def test_a_slow_build_of_chatmem_s_own_member_is_no_plugin_s(
     'ponders' took it; a plugin's own time is what names it."""
     from chatmem.memory.summary import SummaryStrategy
 
-    installed("chatmem-ponders", "chatmem_ponders", SLOW)
+    installed("chatmem-ponders", "chatmem_ponders", PONDERS)
     monkeypatch.setattr(chatmem.engine.upkeep, "SLOW_BUILD", 0.25)
     monkeypatch.setenv("PONDER", "0")
     own = SummaryStrategy.build
@@ -90,7 +70,7 @@ def register(plugins):
 
 HOOKS = {
     # hook: (plugin, source, upkeep's threshold, environment variable, the line's words)
-    "build": ("ponders", SLOW, "SLOW_BUILD", "PONDER", "to build the context"),
+    "build": ("ponders", PONDERS, "SLOW_BUILD", "PONDER", "to build the context"),
     # After the reply, the prompt (or ask's end) waited for the update with nothing shown:
     # a plugin's update of 5 s looked like a chat that hung.
     "update": ("mulls", SLOW_UPDATE, "SLOW_UPDATE", "MULL", "to update its memory"),
@@ -123,7 +103,7 @@ def test_a_slow_build_of_an_exchange_recorded_by_mcp_is_said_once(
     made each record wait and, unlike a chat's turn, said nothing (its slow update was said)."""
     from chatmem.session_notices import BuildSlow
 
-    installed("chatmem-ponders", "chatmem_ponders", SLOW)
+    installed("chatmem-ponders", "chatmem_ponders", PONDERS)
     monkeypatch.setattr(chatmem.engine.upkeep, "SLOW_BUILD", 0.25)
     monkeypatch.setenv("PONDER", "0.3")
     engine = make_engine("ponders")
@@ -142,7 +122,7 @@ def test_a_what_if_and_the_next_context_shown_say_a_slow_plugin_build(
     strategy would wait as long."""
     import chatmem.session_notices
 
-    installed("chatmem-ponders", "chatmem_ponders", SLOW)
+    installed("chatmem-ponders", "chatmem_ponders", PONDERS)
     monkeypatch.setattr(chatmem.engine.upkeep, "SLOW_BUILD", 0.25)
     monkeypatch.setattr(chatmem.session_notices, "SLOW_BUILD", 0.25)
     db = str(tmp_path / "h.db")

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 from cli_runner import invoke
-from plugin_site import FORGETS, HALTS, Install, install
+from plugin_site import FORGETS, HALTS, PONDERS, Install, install
 
 pytest.importorskip("mcp", reason="chatmem[serve] (the mcp SDK) is not installed")
 
@@ -91,24 +91,3 @@ def test_get_context_says_a_slow_plugin_build_once_as_record_turn_does(
     warned = [[n for n in seen["notices"] if "to build the context" in n] for _, seen in said]
     assert [len(w) for w in warned] == [1, 0, 1], said
     assert "'ponders'" in warned[0][0] and "chatmem-ponders" in warned[0][0]
-
-
-PONDERS = '''
-import os
-import time
-
-from chatmem.memory.window import WindowStrategy
-
-
-class Ponders(WindowStrategy):
-    name = "ponders"
-    description = "thinks PONDER seconds before each context / 慢慢想"
-
-    def build(self, request):
-        time.sleep(float(os.environ.get("PONDER", "0")))
-        return super().build(request)
-
-
-def register(plugins):
-    plugins.add_strategy(Ponders)
-'''
