@@ -325,6 +325,19 @@ def test_connection_errors_name_the_masked_url(pg_server: PostgresServer, tmp_pa
     assert bad.startswith("postgresql://ann:***@localhost:1/chat?connect_timeout=2: ")
 
 
+def test_a_refused_connection_says_what_to_do_next(pg_server: PostgresServer,
+                                                  tmp_path: Path) -> None:
+    """A newcomer following the README meets these first: each line names the next step
+    (libpq's own second line, "Is the server running...", was cut with the rest)."""
+    socket = pg_server.socket_dir
+    no_role = _open_error(f"postgresql://carol:s3cret@/postgres?host={socket}")
+    assert no_role.endswith("chatmem admin add-user carol --db ADMIN-URL")
+    no_database = _open_error(f"postgresql://postgres@/旅行?host={socket}")
+    assert "CREATE DATABASE" in no_database.split('does not exist"', 1)[-1]
+    refused = _open_error(f"postgresql://ann:s3cret@/chat?host={tmp_path}")
+    assert refused.endswith("; is the server running there? check the URL's host and port")
+
+
 def test_without_psycopg_the_message_says_how_to_install_it(
         monkeypatch: pytest.MonkeyPatch, pg_url: str) -> None:
     monkeypatch.setitem(sys.modules, "psycopg", None)
