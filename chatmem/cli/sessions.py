@@ -247,5 +247,6 @@ def fork(
         return
     from chatmem.render.sessions import fork_lines
 
-    for line in fork_lines(report):
+    # Another's share as it was named (OWNER/NAME); one's own by its stored name.
+    for line in fork_lines(report, name if "/" in name else None):
         err.print(line, markup=False, soft_wrap=True)
