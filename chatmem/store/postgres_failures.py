@@ -36,6 +36,9 @@ _CONNECT_HINTS = (
      "create it first (createdb, or CREATE DATABASE as an administrator), or check the URL"),
     (re.compile(r"permission denied for database|does not have CONNECT privilege"),
      "an administrator grants it: chatmem admin add-user ROLE --db ADMIN-URL"),
+    (re.compile(r"server does not support SSL, but SSL was required"),
+     "the server has no TLS, which chatmem asks of another machine's: set it up there, "
+     "or add sslmode=disable to the URL only on a network you trust"),
     (re.compile(r"Connection refused|No such file or directory"),
      "is the server running there? check the URL's host and port"),
     (re.compile(r"timeout expired|could not translate host name|Name or service not known"),
