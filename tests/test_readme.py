@@ -314,3 +314,27 @@ def test_the_development_layout_names_every_package_and_only_modules_that_exist(
     modules = {p.name for folder in ("chatmem", "tests", "sessions")
                for p in (ROOT / folder).rglob("*.py")}
     assert set(re.findall(r"\b\w+\.py\b", layout.group(1))) - modules == set()
+
+
+def test_the_lists_of_erasures_name_commands_chatmem_has() -> None:
+    """Each command in the README's lists of erasures (`forget-me`, `sessions prune`, ...)
+    is one chatmem runs as written: a bare `prune` is no command (it is `sessions prune`)."""
+    import typer
+
+    from chatmem.cli import app
+
+    root = typer.main.get_command(app)
+    text = (ROOT / "README.md").read_text(encoding="utf-8")
+    lists = re.findall(r"\((`[^`]+`(?:, `[^`]+`)+)\)", text.replace("\n", " "))
+    erasures = [items for items in lists if "`forget-me`" in items]
+    assert len(erasures) >= 2
+    for items in erasures:
+        for command in re.findall(r"`([^`]+)`", items):
+            group: object = root
+            for word in command.split():
+                if word.startswith("-"):
+                    break
+                sub = getattr(group, "commands", {})
+                assert word in sub, f"`{command}`: {word!r} is not a chatmem command there"
+                group = sub[word]
+            assert not hasattr(group, "commands"), f"`{command}` names a group, not a command"

@@ -54,6 +54,14 @@ def session_named(workspace: Workspace, name: str) -> SessionRecord:
     return workspace.store.sessions.session(name)
 
 
+def deletable_session(workspace: Workspace, name: str) -> SessionRecord:
+    """The session called `name`, once this role may delete it (its owner): NotFound, or
+    the one-line refusal a share's grantee gets, before any question is asked."""
+    session = workspace.store.sessions.session(name)
+    workspace.store.sessions.check_session_writable(session.id, owners_only="delete")
+    return session
+
+
 def find_session(workspace: Workspace, name: str) -> SessionRecord | None:
     return workspace.store.sessions.find_session(name)
 

@@ -134,10 +134,11 @@ def delete(
     \b
     Example: chatmem sessions delete scratch --yes
     """
-    from chatmem.app.sessions import delete_session, session_named
+    from chatmem.app.sessions import deletable_session, delete_session
 
     with open_workspace(settings_from(config, db), create=False) as ws:
-        session_named(ws, name)  # a name that is not there is said before the question
+        # A name that is not there, or another's, is said before the question.
+        deletable_session(ws, name)
         if not yes and not typer.confirm(f"Erase session {name!r} and all its data?"):
             raise typer.Exit(1)
         deleted = delete_session(ws, name)
@@ -247,5 +248,6 @@ def fork(
         return
     from chatmem.render.sessions import fork_lines
 
-    for line in fork_lines(report):
+    # Another's share as it was named (OWNER/NAME); one's own by its stored name.
+    for line in fork_lines(report, name if "/" in name else None):
         err.print(line, markup=False, soft_wrap=True)

@@ -19,9 +19,10 @@ if TYPE_CHECKING:
     from chatmem.store.sharing import Share
 
 
-def fork_lines(report: ForkReport) -> list[str]:
-    """What a fork copied and what its strategies will rebuild, as lines for the user."""
-    source, new = report.source.name, report.session.name
+def fork_lines(report: ForkReport, source: str | None = None) -> list[str]:
+    """What a fork copied and what its strategies will rebuild, as lines for the user;
+    `source` names the original as the user named it (`ann/trip`, another's share)."""
+    source, new = source or report.source.name, report.session.name
     upto = (f"with all {counted(report.source_turns, 'turn')}"
             if report.at_turn == report.source_turns
             else f"at turn {report.at_turn} of {report.source_turns}")

@@ -30,7 +30,7 @@ from chatmem.history_notices import WaitingForWrite
 from chatmem.store import postgres_upgrading as upgrading
 from chatmem.store.location import HistoryLocation, LocationKind, as_location, password_of
 from chatmem.store.postgres_access import shared
-from chatmem.store.postgres_failures import PostgresFailures, driver_reason
+from chatmem.store.postgres_failures import PostgresFailures, connect_hint, driver_reason
 from chatmem.store.postgres_opening import PostgresOpening
 from chatmem.store.postgres_placeholders import translate
 from chatmem.store.postgres_text import keep_nul_characters
@@ -150,9 +150,9 @@ class PostgresBackend(PostgresOpening, PostgresFailures, PostgresVectors, Postgr
                                    fallback_application_name=upgrading.MARK,
                                    **{k: v for k, v in KEEPALIVES.items() if k not in given})
         except psycopg.Error as e:
-            raise StoreError(f"{self.location}: cannot connect: "
-                             f"{driver_reason(e, self._secret)}", kind=StoreFailure.CANNOT_OPEN,
-                             location=self.location) from None
+            reason = driver_reason(e, self._secret)
+            raise StoreError(f"{self.location}: cannot connect: {reason}{connect_hint(reason)}",
+                             kind=StoreFailure.CANNOT_OPEN, location=self.location) from None
         keep_nul_characters(conn)
         try:
             # The statement_timeout a role, the database or the URL sets is kept (and named

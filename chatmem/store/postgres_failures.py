@@ -21,6 +21,41 @@ def driver_reason(error: BaseException, secrets: Sequence[str]) -> str:
     return text
 
 
+# What to do about a connection the server or libpq refused, by the words of its first
+# line (libpq's connection errors carry no SQLSTATE): the driver's own line says what
+# happened, this says what the person who typed the command does next.
+_CONNECT_HINTS = (
+    (re.compile(r"no password supplied"),
+     "give the role's password in ~/.pgpass, PGPASSWORD or a service file "
+     "(README: PostgreSQL)"),
+    (re.compile(r"password authentication failed"),
+     "check the password (~/.pgpass, PGPASSWORD, the service file or the URL)"),
+    (re.compile(r'role "((?:[^"]|"")*)" does not exist'),
+     "an administrator adds it: chatmem admin add-user {0} --db ADMIN-URL"),
+    (re.compile(r'database "((?:[^"]|"")*)" does not exist'),
+     "create it first (createdb, or CREATE DATABASE as an administrator), or check the URL"),
+    (re.compile(r"permission denied for database|does not have CONNECT privilege"),
+     "an administrator grants it: chatmem admin add-user ROLE --db ADMIN-URL"),
+    (re.compile(r"server does not support SSL, but SSL was required"),
+     "the server has no TLS, which chatmem asks of another machine's: set it up there, "
+     "or add sslmode=disable to the URL only on a network you trust"),
+    (re.compile(r"Connection refused|No such file or directory"),
+     "is the server running there? check the URL's host and port"),
+    (re.compile(r"timeout expired|could not translate host name|Name or service not known"),
+     "check the URL's host, and that this machine can reach it"),
+)
+
+
+def connect_hint(reason: str) -> str:
+    """The line to add to a failed connection's `reason`: what to do, or "" when the
+    driver's line is all there is to say."""
+    for pattern, hint in _CONNECT_HINTS:
+        found = pattern.search(reason)
+        if found:
+            return "; " + hint.format(*(g.replace('""', '"') for g in found.groups()))
+    return ""
+
+
 class PostgresFailures:
     """The error methods of PostgresBackend."""
 

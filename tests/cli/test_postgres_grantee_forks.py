@@ -29,7 +29,10 @@ def test_a_grantees_fork_keeps_her_words_hers(
     ann, bob, config = shared_after(team, tmp_path, hers)
     c = ("--config", str(config))
     run(ann, "ask", "proj", "ok", *c, code=0)
-    run(bob, "sessions", "fork", "ann/proj", "我的", *at, *c, code=0)
+    forked = run(bob, "sessions", "fork", "ann/proj", "我的", *at, *c, code=0)
+    # Named as he named it: a plain `proj` is his own, which he has none of.
+    assert forked.stderr.splitlines()[0].startswith("forked session ann/proj → 我的 ")
+    assert forked.stderr.splitlines()[-1] == "turn records (what was sent) stay with ann/proj"
     with Store(bob) as store:
         fork = store.sessions.find_session("我的")
         assert fork is not None

@@ -69,6 +69,8 @@ def test_without_a_password_the_server_refuses_in_one_line(password_db: Password
     assert result.exit_code == 2
     assert result.stderr.startswith(f"error: {password_db.url()}: cannot connect: ")
     assert "password" in result.stderr and result.stderr.count("\n") == 1
+    # ... and where to give it, in the same line.
+    assert "~/.pgpass, PGPASSWORD or a service file" in result.stderr
 
 
 def test_pgpassword_gives_the_password(password_db: PasswordDatabase) -> None:

@@ -71,6 +71,12 @@ def test_a_shared_session_is_readable_and_writable_only_with_write(
     chat(ann, "bob/bob-shared", "ann adds a line")
     assert json.loads(run(bob, "inspect", "bob-shared", "--json"))["turn"]["input"] == (
         "ann: ann adds a line")  # a grantee's words carry his name
+    # Only bob deletes it: said at once, not after ann answered "y" to "Erase ...?".
+    refused = invoke("sessions", "delete", "bob/bob-shared", "--db", ann, input="")
+    assert refused.exit_code == int(StoreError.exit_code)
+    assert refused.stderr.splitlines() == [
+        "error: only bob, its owner, can delete session 'bob/bob-shared' (it is shared with"
+        " you for writing)"]
     run(bob, "sessions", "unshare", "bob-shared", "--with", "ann")
     assert names(ann) == ["ann-notes"]
 

@@ -325,6 +325,45 @@ def test_connection_errors_name_the_masked_url(pg_server: PostgresServer, tmp_pa
     assert bad.startswith("postgresql://ann:***@localhost:1/chat?connect_timeout=2: ")
 
 
+def test_a_refused_connection_says_what_to_do_next(pg_server: PostgresServer,
+                                                  tmp_path: Path) -> None:
+    """A newcomer following the README meets these first: each line names the next step
+    (libpq's own second line, "Is the server running...", was cut with the rest)."""
+    socket = pg_server.socket_dir
+    no_role = _open_error(f"postgresql://carol:s3cret@/postgres?host={socket}")
+    assert no_role.endswith("chatmem admin add-user carol --db ADMIN-URL")
+    no_database = _open_error(f"postgresql://postgres@/旅行?host={socket}")
+    assert "CREATE DATABASE" in no_database.split('does not exist"', 1)[-1]
+    refused = _open_error(f"postgresql://ann:s3cret@/chat?host={tmp_path}")
+    assert refused.endswith("; is the server running there? check the URL's host and port")
+
+
+def test_a_server_without_tls_says_how_to_go_on() -> None:
+    """A server on another machine gets sslmode=require unless the URL says otherwise; one
+    without TLS answers libpq's SSL request with "N" (what PostgreSQL itself sends)."""
+    import socket
+    import threading
+
+    listener = socket.create_server(("127.0.0.1", 0))
+    port = listener.getsockname()[1]
+
+    def answer() -> None:
+        conn, _ = listener.accept()
+        with conn:
+            conn.recv(8)  # the SSLRequest
+            conn.sendall(b"N")
+
+    thread = threading.Thread(target=answer, daemon=True)
+    thread.start()
+    try:
+        message = _open_error(f"postgresql://ann:s3cret@127.0.0.1:{port}/chat?sslmode=require")
+    finally:
+        thread.join(5)
+        listener.close()
+    assert "SSL was required" in message
+    assert message.endswith("add sslmode=disable to the URL only on a network you trust")
+
+
 def test_without_psycopg_the_message_says_how_to_install_it(
         monkeypatch: pytest.MonkeyPatch, pg_url: str) -> None:
     monkeypatch.setitem(sys.modules, "psycopg", None)

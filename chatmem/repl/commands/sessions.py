@@ -89,7 +89,7 @@ def _fork_and_switch(repl: Chat, name: str, at_turn: int | None) -> None:
 
     report = sessions.fork_session(repl.workspace, repl.address, name,
                                    at_turn=at_turn)
-    for line in fork_lines(report):
+    for line in fork_lines(report, repl.address):
         repl.notice(line)
     repl.open(name)
     repl.notice(f"switched to {describe(repl)}")
