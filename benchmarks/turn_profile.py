@@ -182,9 +182,6 @@ def _profile(turns: int, repeat: int, statements: bool, spent: dict[str, float],
              embedder: str = "hash") -> None:
     from chatmem.config.sections import EmbeddingsSection
     from chatmem.config.settings import Settings
-    from chatmem.engine import open_session
-    from chatmem.memory.indexing import Indexing
-    from chatmem.plugins import load_registries
     from chatmem.store import Store
 
     folder = Path(tempfile.mkdtemp(prefix="turn-profile-"))
@@ -194,21 +191,9 @@ def _profile(turns: int, repeat: int, statements: bool, spent: dict[str, float],
     provider = workloads.TimedProvider()
     # As workloads.chatmem_cell opens its `retrieval·hash` and words-only cells.
     settings = Settings(embeddings=EmbeddingsSection(provider=embedder))
-    registries = load_registries()
     meter = Statements()
     with Store(path) as store:
-        engine = open_session(store, settings, provider, "bench",
-                              strategy=registries.strategies.parse("retrieval", None),
-                              strategies=registries.strategies,
-                              embedder=None if embedder == "none" else
-                              registries.create_embedder(embedder, settings))
-        if embedder != "none":
-            engine.background_indexing = False
-            engine.indexing = Indexing(store, engine.session.id, background=False)
-        engine.catch_up()
-        for i in range(WARMUP):
-            engine.run_turn(workloads.question(i))
-            engine.between_turns()
+        engine = workloads.warmed_retrieval(store, settings, provider, embedder, WARMUP)
         if statements:
             store.db.conn = store.db.sqlite.conn = _Connection(store.db.conn, meter)
         for name in spent:

@@ -106,9 +106,6 @@ def tails(turns: int, repeat: int) -> None:
     the slowest 5% beside the rest's."""
     from chatmem.config.sections import EmbeddingsSection
     from chatmem.config.settings import Settings
-    from chatmem.engine import open_session
-    from chatmem.memory.indexing import Indexing
-    from chatmem.plugins import load_registries
     from chatmem.store import Store
 
     folder = Path(tempfile.mkdtemp(prefix="turn-tails-"))
@@ -117,21 +114,12 @@ def tails(turns: int, repeat: int) -> None:
     workloads.add_vectors(base, path, "hash")
     provider = workloads.TimedProvider()
     settings = Settings(embeddings=EmbeddingsSection(provider="hash"))
-    registries = load_registries()
-    embedder = registries.create_embedder("hash", settings)
     tagger = Tagger()
     rows: list[dict[str, float]] = []
     try:
         with Store(path) as store:
-            engine = open_session(store, settings, provider, "bench",
-                                  strategy=registries.strategies.parse("retrieval", None),
-                                  strategies=registries.strategies, embedder=embedder)
-            engine.background_indexing = False
-            engine.indexing = Indexing(store, engine.session.id, background=False)
-            engine.catch_up()
-            for i in range(WARMUP):
-                engine.run_turn(workloads.question(i))
-                engine.between_turns()
+            engine = workloads.warmed_retrieval(store, settings, provider, "hash", WARMUP)
+            embedder = engine.embedder
             store.db.conn.set_trace_callback(tagger.statement)
             for i in range(WARMUP, WARMUP + repeat):
                 tagger.reset()

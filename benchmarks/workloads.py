@@ -265,6 +265,31 @@ def copy_base(base: Path, path: Path) -> None:
         os.fsync(copied.fileno())
 
 
+def warmed_retrieval(store: Any, settings: Any, provider: Any, embedder: str,
+                     warmup: int) -> Any:
+    """The benchmark session's `retrieval` engine as chatmem_cell opens its hash and words-only
+    cells (`embedder` "none": words only), caught up, after `warmup` turns each followed by
+    the upkeep between turns: the engine turn_profile and turn_tails time."""
+    from chatmem.engine import open_session
+    from chatmem.memory.indexing import Indexing
+    from chatmem.plugins import load_registries
+
+    registries = load_registries()
+    engine = open_session(store, settings, provider, "bench",
+                          strategy=registries.strategies.parse("retrieval", None),
+                          strategies=registries.strategies,
+                          embedder=None if embedder == "none" else
+                          registries.create_embedder(embedder, settings))
+    if embedder != "none":
+        engine.background_indexing = False
+        engine.indexing = Indexing(store, engine.session.id, background=False)
+    engine.catch_up()
+    for i in range(warmup):
+        engine.run_turn(question(i))
+        engine.between_turns()
+    return engine
+
+
 def chatmem_cell(spec: dict[str, Any]) -> dict[str, Any]:
     """Per-turn overhead of one strategy: build + commit + memory update, model excluded."""
     import sys
