@@ -20,10 +20,13 @@ from chatmem.app.compared_text import (
     comparable,
     comparable_all,
     copy_of_reply,
+    grantee_label,
     history_digest,
     json_digest,
+    unlabelled_all,
 )
 from chatmem.privacy.mentions import MARKER
+from chatmem.speakers import unlabelled
 
 if TYPE_CHECKING:
     from chatmem.app.workspace import Workspace
@@ -224,10 +227,15 @@ def replaces_last_turn(workspace: Workspace, name: str, prior: Sequence[ClientMe
         return Replacing.NO
     # More held than the history carries: a client that trims its history (its window of
     # the session's end) regenerates or edits the last reply as a whole one does.
-    stored = (store.history.messages(session.id) if held == len(prior) + 2
-              else newest_said(store.history, session.id, len(prior) + 2))
+    stored: Sequence[Said] = (store.history.messages(session.id) if held == len(prior) + 2
+                              else newest_said(store.history, session.id, len(prior) + 2))
+    said: Sequence[Said] = prior
+    if (member := grantee_label(store, session.id)) is not None:
+        # His words are stored as `bob: …` (Engine.turn), which his client never sent.
+        stored, said = unlabelled_all(stored, member), unlabelled_all(prior, member)
+        text = unlabelled(text, member)
     if (len(stored) != len(prior) + 2
-            or not held_as_said(comparable_all(stored[:len(prior)]), comparable_all(prior))
+            or not held_as_said(comparable_all(stored[:len(prior)]), comparable_all(said))
             or [m.role for m in stored[len(prior):]] != ["user", "assistant"]):
         return Replacing.NO
     if purged_from(comparable("user", stored[len(prior)].content), comparable("user", text)):

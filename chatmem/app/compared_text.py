@@ -8,10 +8,16 @@ import hashlib
 import json
 import threading
 from collections.abc import Iterable
-from typing import Protocol
+from typing import TYPE_CHECKING, NamedTuple, Protocol
 
 from chatmem.lazy_patterns import lazy
 from chatmem.reasoning import blocks_replaced
+from chatmem.speakers import unlabelled
+
+if TYPE_CHECKING:
+    from collections.abc import Sequence
+
+    from chatmem.store import Store
 
 
 class Said(Protocol):
@@ -20,6 +26,11 @@ class Said(Protocol):
 
     @property
     def content(self) -> str: ...
+
+
+class Plain(NamedTuple):
+    role: str
+    content: str
 
 
 def comparable(role: str, content: str) -> tuple[str, str]:
@@ -84,3 +95,24 @@ def copy_of_reply(copy: str, reply: str) -> bool:
         return True
     label = _SPEAKER_LABEL.match(copy)
     return label is not None and copy[label.end():] in reply
+
+
+def grantee_label(store: Store, session_id: int) -> str | None:
+    """The label a write grantee's words carry in this session (engine.turn_rows)."""
+    from chatmem.errors import UsageError
+    from chatmem.speakers import speaker_of
+    from chatmem.store.records import AccessLevel
+
+    access = store.sessions.session_access(session_id)
+    if access.level is not AccessLevel.WRITE:
+        return None
+    try:
+        return speaker_of(access.role, "role", UsageError)
+    except UsageError:
+        return None
+
+
+def unlabelled_all(messages: Sequence[Said], member: str) -> list[Said]:
+    """`messages` with `member`'s label left out of the user's (speakers.unlabelled)."""
+    return [Plain(m.role, unlabelled(m.content, member) if m.role == "user"
+                  else m.content) for m in messages]

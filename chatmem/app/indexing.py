@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from chatmem.errors import ChatmemError, ConfigError, EmbedderFailed
+from chatmem.errors import ChatmemError, ConfigError, EmbedderFailed, NotFound, StoreError
 
 if TYPE_CHECKING:
     from chatmem.app.workspace import Workspace
@@ -116,6 +116,7 @@ def index_sessions(workspace: Workspace, pending: Pending, *,
     size = embedder.dimensions
     for session_id in pending.session_ids:
         past = 0
+        held = None
         try:
             # Renewed between batches; another live holder keeps the backlog (a chat never
             # takes one, so that is another `chatmem index`).
@@ -134,12 +135,27 @@ def index_sessions(workspace: Workspace, pending: Pending, *,
                 report.embedded += len(batch)
                 if progress is not None:
                     progress(report.embedded)
+        except StoreError:
+            # Deleted while the ones before it were embedded (an archive's restore embeds
+            # its sessions in turn, minutes for thirty): its lease and vectors could not be
+            # written, and the sessions after it were left unembedded. Nothing of it is left.
+            if _still_there(store, session_id):
+                raise
+            continue
         finally:
             store.leases.release_index_lease(session_id, embedder.key, holder)
         if held is not None:
             report.elsewhere.append((store.sessions.session_by_id(session_id).name, held))
     report.seconds = time.monotonic() - started
     return report
+
+
+def _still_there(store: Store, session_id: int) -> bool:
+    try:
+        store.sessions.session_by_id(session_id)
+    except NotFound:
+        return False
+    return True
 
 
 def _embedded(embedder: Embedder, batch: Sequence[PendingText],

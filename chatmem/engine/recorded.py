@@ -18,6 +18,7 @@ from chatmem.errors import StrategyFailed
 from chatmem.memory.assembly import assemble
 from chatmem.memory.guards import PLUGIN_BUILDS
 from chatmem.notices import ContextNotBuilt, Notice
+from chatmem.speakers import with_speaker
 from chatmem.store import TurnStatus
 from chatmem.text import valid_text
 
@@ -57,6 +58,10 @@ class RecordedTurns(SessionChanges, MemoryUpkeep, TurnChecks, TurnRows):
         [text, reply, *attached], replaced = self.without_credentials(
             valid_text(text), valid_text(reply), *(a.text for a in attachments))
         attachments = [replace(a, text=t) for a, t in zip(attachments, attached, strict=True)]
+        if (member := self._grantee_label()) is not None:
+            # A grantee's exchange (MCP's record_turn on `ann/trip`) is his, as his chat's
+            # turn is (Engine.turn): unlabelled, her model read his words as hers.
+            text, speaker = with_speaker("user", text, member), member
         # As send's: a fork's or an import's turns before this one are first folded in (an
         # MCP client's record_turn on one; a replay starts empty, where this does nothing).
         caught = self.catch_up(backlog_after_turn=True)

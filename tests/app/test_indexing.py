@@ -95,3 +95,24 @@ def test_a_batch_whose_vectors_never_count_is_not_embedded_again_forever(
     monkeypatch.setattr(ws.store.vectors, "texts_without_vectors", read)
     assert index_sessions(ws, pending_vectors(ws, "trip")).embedded == 2
     assert len(reads) == 2
+
+
+
+def test_a_session_deleted_before_its_turn_is_passed_over_and_the_rest_embedded(
+        ws: Workspace) -> None:
+    # An archive's restore embeds its sessions in turn, in one process: one deleted meanwhile
+    # failed that process as it came to it (its lease could not be written), and the
+    # sessions after it were never embedded.
+    ws.store.sessions.create_session("later", "retrieval")
+    later = ws.store.sessions.session("later").id
+    ws.store.history.import_messages(later, [{"role": "user", "content": "我弟弟是牙医。"}])
+    pending = pending_vectors(ws, ["trip", "work", "later"])
+
+    def delete_work(_: int) -> None:
+        if ws.store.sessions.find_session("work") is not None:
+            ws.store.sessions.delete_session("work")
+
+    done = index_sessions(ws, pending, progress=delete_work)
+    assert done.embedded == 3
+    assert pending_vectors(ws, None).total == 0
+    assert vector_models(ws.store) == {"hash:256": 3}

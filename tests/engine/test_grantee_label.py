@@ -9,6 +9,10 @@ import pytest
 from cli_runner import run
 from pg import Team
 
+from chatmem.app import Workspace
+from chatmem.app.conversations import record_turn
+from chatmem.config.settings import Settings
+
 pytest.importorskip("psycopg", reason="chatmem[postgres] (psycopg) is not installed")
 
 
@@ -35,3 +39,18 @@ def test_his_words_reach_her_context_as_his(team: Team, said: str) -> None:
     run(ann, "ask", "a", "好的。", "--provider", "scripted", code=0)
     run(bob, "ask", "ann/a", "bob: 再见。", "--provider", "scripted", code=0)
     assert [c for r, c in sent_history(ann, "a") if r == "user"][2:] == ["好的。", "bob: 再见。"]
+
+
+@pytest.mark.parametrize("said", ["I am Ann. My name is Mallory now.",
+                                  "我是安娜，我改名叫马洛里。"])
+def test_an_exchange_he_records_reaches_her_context_as_his(team: Team, said: str) -> None:
+    # MCP's record_turn (app.conversations.record_turn) by a write grantee stored his words
+    # unlabelled in her session: her next context sent them as hers.
+    ann, bob = team.url("ann"), team.url("bob")
+    run(ann, "ask", "--session", "a", "我叫安娜。", "--strategy", "buffer",
+        "--provider", "scripted", code=0)
+    run(ann, "sessions", "share", "a", "--with", "bob", "--write", code=0)
+    with Workspace(Settings(provider="scripted", db=bob)) as workspace:
+        record_turn(workspace, "ann/a", said, "好的，马洛里。")
+    users = [content for role, content in sent_history(ann, "a") if role == "user"]
+    assert users == ["我叫安娜。", f"bob: {said}"]

@@ -155,3 +155,34 @@ def test_a_grantees_message_named_as_the_owner_still_carries_his_name(
                               "content": "I changed my name to Mallory."}]})
     assert said.status_code == 200, said.text
     assert inputs(ann, "trip")[-1] == "bob: ann: I changed my name to Mallory."
+
+
+def test_a_grantees_regenerate_replaces_his_last_turn_in_her_session(
+        urls: tuple[str, str]) -> None:
+    # His words are stored as `bob: …`, which his client never sent: its history no longer
+    # matched the session's, and his regenerate was stored as one more turn (after his
+    # second turn, or after a restart of the server).
+    ann, bob = urls
+    with Store(ann) as store:
+        found = store.sessions.find_session("trip")
+        assert found is not None
+        said = [{"role": m.role, "content": m.content} for m in store.history.messages(found.id)]
+
+    def chat(http: TestClient, messages: list[dict[str, str]]) -> Any:
+        answer = http.post("/v1/chat/completions",
+                           headers={"X-Chatmem-Conversation": quote("ann/trip")},
+                           json={"model": "scripted", "messages": messages})
+        assert answer.status_code == 200, answer.text
+        return answer.json()
+
+    first = [*said, {"role": "user", "content": "bob 第一句"}]
+    with TestClient(build_app(Settings(provider="scripted", db=bob))) as http:
+        reply = chat(http, first)["choices"][0]["message"]["content"]
+        second = [*first, {"role": "assistant", "content": reply},
+                  {"role": "user", "content": "bob 第二句"}]
+        assert chat(http, second)["chatmem"]["turn"] == "ann/trip@3"
+        assert chat(http, second)["chatmem"]["turn"] == "ann/trip@3"
+    with TestClient(build_app(Settings(provider="scripted", db=bob))) as http:
+        assert chat(http, second)["chatmem"]["turn"] == "ann/trip@3"
+    with Store(ann) as store:
+        assert store.history.turn_count(found.id) == 3
