@@ -678,7 +678,8 @@ def test_replaying_a_session_whose_provider_plugin_is_gone_names_it_and_the_way_
     failing = invoke("replay", "鹦鹉", "-s", "entity", "--db", db, code=1).stderr.splitlines()
     assert failing[0].startswith("warning: plugin flaky (chatmem-flaky 0.1.0")
     assert failing[1:] == [
-        "entity: memory update failed, will retry next turn: session '鹦鹉': recorded with "
+        "entity: memory update failed, the replay ended before a retry: session '鹦鹉': "
+        "recorded with "
         "provider 'flaky', which no installed plugin provides now; plugin flaky (chatmem-flaky"
         " 0.1.0) failed to load (its warning says why): mend it, or install the provider's "
         "plugin again, or choose another with --provider NAME (valid: auto, local, openai, "
@@ -687,7 +688,8 @@ def test_replaying_a_session_whose_provider_plugin_is_gone_names_it_and_the_way_
     load_registries.cache_clear()
     gone = invoke("replay", "鹦鹉", "-s", "entity", "--db", db, code=1).stderr.splitlines()
     assert gone == [
-        "entity: memory update failed, will retry next turn: session '鹦鹉': recorded with "
+        "entity: memory update failed, the replay ended before a retry: session '鹦鹉': "
+        "recorded with "
         "provider 'flaky', which no installed plugin provides now; install its plugin again, "
         "or choose another with --provider NAME (valid: auto, local, openai, scripted)", BEHIND]
     assert invoke("replay", "鹦鹉", "-s", "entity", "--provider", "scripted", "--db", db,

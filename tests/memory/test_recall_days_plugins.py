@@ -7,9 +7,11 @@ from __future__ import annotations
 
 from datetime import UTC, date
 
+import pytest
 from cli_runner import invoke
 from plugin_site import Install
 
+from chatmem.errors import StrategyFailed
 from chatmem.memory.context import Context
 from chatmem.plugins import load_registries
 
@@ -126,13 +128,11 @@ def test_a_plugins_own_day_stays_where_it_still_opens_a_run(
         assert lines(engine, context) == [
             (1, "user", date(2026, 5, 1)), (3, "user", date(2026, 5, 3)),
             (3, "assistant", None)], day
-    # A message of its own, not stored (merged first, having no turn): the day it names is
-    # the only one there is.
-    context = recalled_with(engine, **{"picks.turns": "4", "picks.day": "2026-05-02",
-                                       "picks.note": True})
-    assert lines(engine, context) == [
-        (None, "user", date(2026, 5, 2)), (1, "user", date(2026, 5, 1)),
-        (4, "user", date(2026, 5, 3)), (4, "assistant", None)]
+    # A message of its own, not stored, is refused before it is sent (recalled parts hold
+    # stored messages only, README: text of its own goes in a summary or facts part).
+    with pytest.raises(StrategyFailed, match="not a stored one"):
+        recalled_with(engine, **{"picks.turns": "4", "picks.day": "2026-05-02",
+                                 "picks.note": True})
 
 
 def test_a_plugins_said_on_that_is_a_time_or_left_out_of_its_tokens_is_one_line(
