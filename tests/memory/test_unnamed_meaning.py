@@ -71,6 +71,24 @@ def test_a_question_naming_no_speaker_ranks_as_before_and_embeds_once(make_engin
                                                       unnamed=0, **params))
 
 
+def test_a_chinese_question_naming_a_speaker_is_read_without_them_too(make_engine) -> None:
+    chat = ["小明：大家早！", "小红：早啊小明！", "小明：带孩子们去了博物馆。", "小红：不错。",
+            "小刚：昨晚的比赛看了吗？", "小明：没看。"]
+    embedder = HashEmbedder(aliases={"孩子": "家人"})
+    engine = make_engine("retrieval", embedder=embedder)
+    run_conversation(engine, chat)
+    engine.indexing.finish(engine.embedder)
+    before = embedder.queries
+    context = context_with(engine, "retrieval", "小明带家人去了哪里？", later=0)
+    reason = context.part("recalled").reason
+    assert reason.unnamed == ("小明",)
+    assert "meaning also read without 小明" in reason_text(reason)
+    assert embedder.queries == before + 2  # the input, and it without 小明
+    # 小红 is a speaker too, but not named: 小明 alone is put as 他们.
+    assert context_with(engine, "retrieval", "他们带家人去了哪里？", later=0).part(
+        "recalled").reason.unnamed == ()
+
+
 def test_the_named_speakers_are_put_as_a_pronoun_in_english_and_chinese() -> None:
     from chatmem.memory.speaker_prior import unnamed
 
