@@ -159,6 +159,9 @@ class Recalled:
     by_later: int = 0
     times_named: tuple[tuple[str, str], ...] = ()
     """The times the input named (first and last day, ISO), whose messages gained."""
+    unnamed: tuple[str, ...] = ()
+    """The speakers the input names, put as `they` in part of its meaning
+    (chatmem.memory.unnamed_meaning)."""
     shared: bool = False
     """`max_tokens` is the budget of the combination recall is part of, not its own."""
     dated: int = 0

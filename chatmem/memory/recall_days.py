@@ -28,10 +28,11 @@ from typing import TYPE_CHECKING
 from chatmem.memory.context import Message, SaidDays
 from chatmem.memory.day_stamps import opens_with_day
 from chatmem.memory.packing import Ranked
-from chatmem.memory.reasons import RecallVerdict
+from chatmem.memory.reasons import RecallRoute, RecallVerdict
 from chatmem.timestamps import local_moment
 
 if TYPE_CHECKING:
+    from chatmem.memory.recall_sources import StoredRecall
     from chatmem.memory.state import SessionState
 
 Stamped = Callable[[int, date], bool]
@@ -152,3 +153,29 @@ def stored_times(state: SessionState, messages: Iterable[Message],
             if moment is not None:
                 found[record.id] = moment
     return found
+
+
+def with_days(source: StoredRecall, kept: list[Ranked],
+              message_at: Callable[[int], Message], room: int, zone: tzinfo,
+              ) -> tuple[list[Ranked], dict[int, date], SaidDays | None]:
+    """The kept messages that fit in `room` with the lines naming the earlier days they
+    were said on (`dated`), those days by position, and when each
+    kept one was said (for a combination to work the lines out again): days in the
+    user's `zone`."""
+    said = source.now() if kept else None
+    if said is None:
+        return kept, {}, None
+    now = said.astimezone(zone)
+    times = {p: t.astimezone(zone)
+             for p, t in source.times_at([r.position for r in kept]).items()}
+    said_at = SaidDays(now.date(), {r.key: times[r.position] for r in kept
+                                    if r.position in times})
+    if not times or min(times.values()).date() >= now.date():  # one zone: by wall time
+        return kept, {}, said_at  # all said today: nothing to count again
+
+    def cost(r: Ranked, day: date) -> int:
+        return source.sent_tokens(replace(message_at(r.position), said_on=day))
+
+    later = {r.position for r in kept if r.route is RecallRoute.LATER}
+    kept, days = dated(kept, times, now.date(), room, cost, later)
+    return kept, days, said_at

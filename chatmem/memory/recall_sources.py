@@ -352,4 +352,10 @@ class StoredRecall:
         # Every message embedded (the usual case): no mask, so no masked copies of n scores.
         present = None if found.count == len(found.own) else found.present
         return Dense(dense_scores(asked, found.own, present, found.links),
-                     present, found.count, rows_of(found.own))
+                     present, found.count, rows_of(found.own), asked,
+                     lambda vector: dense_scores(vector, found.own, present, found.links))
+
+    def query_vector(self, text: str) -> np.ndarray:
+        """`text`'s vector as an input's."""
+        assert self.embedder is not None
+        return self.embedder.embed([text], query=True)[0]

@@ -107,6 +107,11 @@ class Dense:
     """How many of the messages have a vector."""
     rows: Callable[[Sequence[int]], np.ndarray] | None = None
     """The own vectors of some positions (for MMR)."""
+    asked: np.ndarray | None = None
+    """The input's vector (None: not asked)."""
+    again: Callable[[np.ndarray], np.ndarray] | None = None
+    """`scores` for another input vector, over the same messages (None: where the database
+    ranks vectors, whose candidates were picked for this one)."""
 
 
 def rows_of(vectors: np.ndarray) -> Callable[[Sequence[int]], np.ndarray]:

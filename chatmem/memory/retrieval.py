@@ -25,7 +25,13 @@ from typing import TYPE_CHECKING
 from chatmem.context_warnings import ContextWarning, EmbeddingFailed
 from chatmem.embeddings.base import load
 from chatmem.errors import ChatmemError, EmbedderFailed
-from chatmem.memory import later_mentions, recall_days, speaker_prior, time_words
+from chatmem.memory import (
+    later_mentions,
+    recall_days,
+    speaker_prior,
+    time_words,
+    unnamed_meaning,
+)
 from chatmem.memory.assembly import (
     assemble,
     dropped_turns,
@@ -34,7 +40,7 @@ from chatmem.memory.assembly import (
     newest_turns,
 )
 from chatmem.memory.base import BaseStrategy, ContextRequest, MemoryEnv, Opening
-from chatmem.memory.context import Context, Message, Part, SaidDays, said_line
+from chatmem.memory.context import Context, Message, Part, said_line
 from chatmem.memory.day_stamps import opens_with_day
 from chatmem.memory.packing import POOL, Ranked, as_json, pack, pool, pool_size
 from chatmem.memory.params import param
@@ -105,6 +111,12 @@ class RetrievalParams:
     speaker: float = param(0.1, "how much a message gains when the input names its speaker "
                            "(the label it opens with, `alice: …`), as a share of a full "
                            "match (0: none)", minimum=0)
+    # 0.5 (benchmarks/recall.py --dev, id recall at 1,000 / 2,000 / 4,000 tokens: 0 0.783 /
+    # 0.861 / 0.919, 0.3 0.796 / 0.871 / 0.935, 0.5 0.803 / 0.871 / 0.932, 0.7 0.790 /
+    # 0.864 / 0.935; the synthetic set, without labels, unchanged; chatmem.memory.
+    # unnamed_meaning says why).
+    unnamed: float = param(0.5, "share of the input's meaning read with the speakers it names "
+                           "put as `they` (0: none)", minimum=0, maximum=1)
     later: int = param(1, "how many of the best recalled user messages bring the user's "
                        "latest later message holding their rarest words, which may correct "
                        "them (0: none)", minimum=0)
@@ -201,7 +213,7 @@ class RetrievalStrategy(BaseStrategy[RetrievalParams]):
 
         bm25, words = ranked_by_words() if weights.mode != "dense" else ({}, WordScores(count))
         dated = self._prefer_named_time(source, named, count, words)
-        dense = rows = fused = present = None
+        dense = rows = fused = present = found = None
         embedded = count
         if embedder is not None:
             try:
@@ -231,6 +243,18 @@ class RetrievalStrategy(BaseStrategy[RetrievalParams]):
             fused = fuse(words.array(), dense, weights, present)
             best = [i + 1 for i in pool(fused, size)]
         candidates = source.candidates(best)
+        in_pool: list[Ranked] | None = None
+        unnamed: tuple[str, ...] = ()
+        if dense is not None and found is not None and self.options.unnamed:
+            # The speakers the input names are known from the pool's labels.
+            in_pool = candidates.ranked(words, bm25, dense, present, fused)
+            again = unnamed_meaning.reread(in_pool, query, request.speaker, found, source,
+                                           self.options.unnamed)
+            if again is not None:
+                dense, unnamed = again.scores, again.names
+                fused = fuse(words.array(), dense, weights, present)
+                candidates = source.candidates([i + 1 for i in pool(fused, size)])
+                in_pool = None
         # A position with no message is a replaced turn's (/retry): smoothing and fusion
         # score positions, and its messages are out of memory.
         best = candidates.positions
@@ -251,8 +275,9 @@ class RetrievalStrategy(BaseStrategy[RetrievalParams]):
         def ranked_at(position: int) -> Ranked:
             return outside(position).ranked(words, bm25, dense, present, fused)[0]
 
-        ranked = speaker_prior.prefer_named(candidates.ranked(words, bm25, dense, present,
-                                                              fused), query,
+        if in_pool is None:
+            in_pool = candidates.ranked(words, bm25, dense, present, fused)
+        ranked = speaker_prior.prefer_named(in_pool, query,
                                             self.options.speaker, asker=request.speaker)
         day_at, line = (self._earlier_days(source, ranked, request)
                         if self.options.dates else (lambda position: None, 0))
@@ -273,7 +298,7 @@ class RetrievalStrategy(BaseStrategy[RetrievalParams]):
                 lambda position: message_at(position).content, ranked_at)
             kept = later_mentions.pull_in(kept, ranked, lookup, room, self.options.top_k,
                                           sources=self.options.later, lines=lines)
-        kept, days, said_at = (self._with_days(source, kept, message_at, room, request.zone)
+        kept, days, said_at = (recall_days.with_days(source, kept, message_at, room, request.zone)
                                if self.options.dates else (kept, {}, None))
         shown = [*kept, *[r for r in ranked if not r.kept][:SHOWN_DROPPED]]
         for r in shown:
@@ -320,7 +345,7 @@ class RetrievalStrategy(BaseStrategy[RetrievalParams]):
                           by_time=routes.count(RecallRoute.TIME),
                           by_sitting=routes.count(RecallRoute.SITTING),
                           by_later=routes.count(RecallRoute.LATER),
-                          times_named=tuple(span.days for span in named),
+                          times_named=tuple(span.days for span in named), unnamed=unnamed,
                           shared=request.cap is not None, dated=len(days))
         part = Part("recalled", sent, reason, scores=tuple(sorted(best_by_turn.items())),
                     said=said_at)
@@ -364,32 +389,6 @@ class RetrievalStrategy(BaseStrategy[RetrievalParams]):
         # A dict's own lookup: asked ~250 times a build, a position known costs no call.
         day_at = days.__getitem__
         return day_at, request.counter.count_text(f"{said_line(today)}\n")
-
-    @staticmethod
-    def _with_days(source: StoredRecall, kept: list[Ranked],
-                   message_at: Callable[[int], Message], room: int, zone: tzinfo,
-                   ) -> tuple[list[Ranked], dict[int, date], SaidDays | None]:
-        """The kept messages that fit in `room` with the lines naming the earlier days they
-        were said on (chatmem.memory.recall_days), those days by position, and when each
-        kept one was said (for a combination to work the lines out again): days in the
-        user's `zone`."""
-        said = source.now() if kept else None
-        if said is None:
-            return kept, {}, None
-        now = said.astimezone(zone)
-        times = {p: t.astimezone(zone)
-                 for p, t in source.times_at([r.position for r in kept]).items()}
-        said_at = SaidDays(now.date(), {r.key: times[r.position] for r in kept
-                                        if r.position in times})
-        if not times or min(times.values()).date() >= now.date():  # one zone: by wall time
-            return kept, {}, said_at  # all said today: nothing to count again
-
-        def cost(r: Ranked, day: date) -> int:
-            return source.sent_tokens(replace(message_at(r.position), said_on=day))
-
-        later = {r.position for r in kept if r.route is RecallRoute.LATER}
-        kept, days = recall_days.dated(kept, times, now.date(), room, cost, later)
-        return kept, days, said_at
 
     def update(self, env: MemoryEnv) -> list[Notice]:
         # Vectors are the engine's to compute after a commit (chatmem.memory.vector_backlog).

@@ -134,18 +134,15 @@ def _named(asked: str, words: set[str], label: str) -> bool:
     return re.search(re.escape(label) + before + after, asked) is not None
 
 
-def prefer_named(ranked: Sequence[Ranked], query: str, amount: float,
-                 asker: str | None = None) -> list[Ranked]:
-    """`ranked` (best first), those whose speaker `query` names `amount` higher in `fused`,
-    best first again (equals keep their order). `asker`: who asked, known (a served group
-    chat's `name`), their label already out of `query`; None: a label `query` opens with is
-    taken for the asker's when it is a speaker's."""
-    if not amount:
-        return list(ranked)
+def named_speakers(ranked: Sequence[Ranked], query: str,
+                   asker: str | None = None) -> set[str]:
+    """The speakers of `ranked` (labels, compared) that `query` names. `asker`: who asked,
+    known (a served group chat's `name`), their label already out of `query`; None: a label
+    `query` opens with is taken for the asker's when it is a speaker's."""
     labels = _labels_of(ranked)
     speakers = {label for label in labels if label is not None}
     if not speakers:
-        return list(ranked)
+        return set()
     # A group chat's input opens with its own speaker's label: who asks, not who is asked
     # about. Only a speaker's: "Quick question about Bob: …" is about Bob.
     opening = None if asker else _LABEL.match(query, 0, OPENING)
@@ -153,10 +150,32 @@ def prefer_named(ranked: Sequence[Ranked], query: str, amount: float,
         query = query[opening.end():]
     asked = _compared(query)
     words = set(_WORDS.findall(asked))
-    named = {label for label in speakers if _named(asked, words, label)}
+    return {label for label in speakers if _named(asked, words, label)}
+
+
+def prefer_named(ranked: Sequence[Ranked], query: str, amount: float,
+                 asker: str | None = None) -> list[Ranked]:
+    """`ranked` (best first), those whose speaker `query` names (named_speakers) `amount`
+    higher in `fused`, best first again (equals keep their order)."""
+    if not amount:
+        return list(ranked)
+    named = named_speakers(ranked, query, asker)
     if not named:
         return list(ranked)
-    for r, label in zip(ranked, labels, strict=True):
+    for r, label in zip(ranked, _labels_of(ranked), strict=True):
         if label in named:
             r.fused += amount
     return sorted(ranked, key=lambda r: -r.fused)
+
+
+def unnamed(query: str, named: set[str]) -> str:
+    """`query` with each of the speakers `named` (compared labels) put as a pronoun: "they"
+    where words are spaced, 他们 in Chinese; as it was where a name is written otherwise
+    than compared (José for jose)."""
+    for label in sorted(named, key=len, reverse=True):
+        spaced = _spaced(label[0]) or _spaced(label[-1])
+        pattern = re.escape(label)
+        if spaced:
+            pattern = f"(?<!{_SPACED}){pattern}(?:['\u2019]s)?(?!{_SPACED})"
+        query = re.sub(pattern, "they" if spaced else "他们", query, flags=re.IGNORECASE)
+    return query

@@ -181,6 +181,8 @@ def _(r: Recalled) -> str:
         text += "; " + ", ".join(routes)
     if r.times_named:
         text += "; the input names " + ", ".join(span_text(*days) for days in r.times_named)
+    if r.unnamed:
+        text += "; meaning also read without " + ", ".join(r.unnamed)
     if r.dated:
         text += f"; the day said named above {counted(r.dated, 'run')} of messages"
     return text
