@@ -37,6 +37,7 @@ class ServedConversations:
                  log: Callable[[str], None] | None = None) -> None:
         from chatmem.app.kept import KeptConversations
         from chatmem.plugins import load_registries
+        from chatmem.serve.server_logs import upkeep_stopped_to
 
         self.settings = settings
         self.log = log
@@ -45,7 +46,7 @@ class ServedConversations:
         self.strategy = strategy
         self.registries = load_registries()
         """One for every request's workspace: the strategies, providers and embedders."""
-        self.kept = KeptConversations(upkeep_when_idle=True)
+        self.kept = KeptConversations(upkeep_when_idle=True, upkeep_failed=upkeep_stopped_to(log))
         """The conversations requests have used, open between requests."""
         # Weak: a conversation's lock lives while a request holds or waits on it, so a
         # long-running server does not keep one for every conversation it ever served.
