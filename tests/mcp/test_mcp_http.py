@@ -169,7 +169,9 @@ def test_a_call_under_way_is_answered_before_a_sigterm_ends_the_server(
     helper model extracting facts), `mcp --http` stored the turn but its answer never
     reached the client ("SSE stream ended without a response": sse-starlette ends every
     event stream at once on SIGTERM), so the client could only send it again, to be
-    stored twice. The answer comes first now, then the server ends."""
+    stored twice. The answer comes first now, then the server ends. It says it waits for
+    the one call: the client's event stream (a GET, open as long as the session) was
+    counted too ("waiting for 2 requests under way")."""
     import asyncio
     import signal
 
@@ -212,6 +214,8 @@ def test_a_call_under_way_is_answered_before_a_sigterm_ends_the_server(
         server.wait(HANG)
     assert not answer.is_error, answer.content
     assert answer.structured_content["turn"] == 1
+    stopping = [line for line in said.text.splitlines() if line.startswith("stopping:")]
+    assert len(stopping) == 1 and "waiting for 1 request under way" in stopping[0], stopping
 
 
 def test_a_body_over_the_limit_is_refused_as_it_comes_not_read_whole(tmp_path: Path) -> None:
