@@ -2,10 +2,10 @@
 its pipe (chatmem.mcp.stdio relays them to the SDK), each at most MAX_LINE_BYTES.
 
 The relay held a line whole until its newline came, so a client, or whatever writes to its
-pipe, could make the server hold gigabytes for one line that never ends (a 1 GiB line grew
-the server past 1 GiB). A longer line is dropped as it comes, keeping only its head, and
-handed on as a line the SDK refuses, answered as an invalid request (with the line's id
-when its head shows one); the lines after it are read as ever.
+pipe, could make the server hold gigabytes for one line (a 256 MiB ping took it from 83 MB
+to 1.6 GB, six times the line, as the SDK parsed it). A longer line is dropped as it comes,
+keeping only its head, and handed on as a line the SDK refuses, answered as an invalid
+request (with the line's id when its head shows one); the lines after it are read as ever.
 """
 
 from __future__ import annotations
