@@ -129,19 +129,22 @@ class ServedConversations:
         from chatmem.app.trimmed_history import window_key
 
         record = result.record
+        # The reply as the client shows it and sends it back: a Continue's whole, not only
+        # what the model added (result.reply, which was its answer).
+        reply = (asked.reply_begun or "") + result.reply
         # As `GET /v1/chatmem/turns/ID@N` finds it: a cancelled turn stored no history turn,
         # and is read back at the turn it was tried as.
         turn = (record.turn if record.history_turn is not None
                 else recorded_turn(ws, engine.session, record.number).turn)
         if record.id is not None:
             self.note_answered(location, asked.conversation, record.id,
-                               AskedWith.of(asked.prior, asked.text, result.reply))
+                               AskedWith.of(asked.prior, asked.text, reply))
         if asked.fingerprinted and record.history_turn is not None:
             # The exchange before this one too: a trimmed history that regenerates this
             # reply ends there.
             self.note_window(location, asked.conversation, (
                 window_key(asked.system, [ClientMessage("user", asked.text),
-                                          ClientMessage("assistant", result.reply)]),
+                                          ClientMessage("assistant", reply)]),
                 window_key(asked.system, asked.prior[-2:])))
         return f"{asked.conversation}@{turn}"
 

@@ -93,3 +93,33 @@ def test_a_continue_of_a_reply_never_stored_stores_the_exchange_once(
     assert answered.status_code == 200, answered.text
     assert _visible(db_path) == [
         ("user", "Tell me about Porto"), ("assistant", "Porto isHello from the test server.")]
+
+
+def test_a_client_that_trims_its_history_goes_on_after_a_continue(
+        chat_server: ChatServer, db_path: Path) -> None:
+    """A client without an id that sends only its last exchanges is found again by the
+    exchange the server answered last: after a Continue it was filed under the words the
+    model added alone, not the reply the client shows (and sends back) whole, and the
+    client's next window began a new session, holding its two exchanges once more."""
+    settings = Settings(provider="openai", base_url=chat_server.base_url, model="test-small",
+                        db=str(db_path), max_retries=0)
+    history: list[dict[str, str]] = []
+    with RunningProxy(settings, strategy="window") as running:
+        client = OpenAI(base_url=running.base_url, api_key="k", timeout=HANG)
+        for said, words in (("讲讲西湖", ["西湖在杭州。"]), ("And Leifeng Pagoda?", ["It"]),
+                            ("它什么时候倒的？", ["It fell"])):
+            chat_server.reply_words = words
+            history.append({"role": "user", "content": said})
+            reply = client.chat.completions.create(model="test-small", messages=history)
+            history.append({"role": "assistant", "content": reply.choices[0].message.content})
+        chat_server.reply_words = [" in 1924."]
+        reply = client.chat.completions.create(model="test-small", messages=history)
+        history[-1]["content"] += reply.choices[0].message.content
+        chat_server.reply_words = ["好的。"]
+        window = [*history[-4:], {"role": "user", "content": "谢谢"}]  # two exchanges
+        client.chat.completions.create(model="test-small", messages=window)
+    with sqlite3.connect(db_path) as conn:
+        assert conn.execute("select count(*) from sessions").fetchone() == (1,)
+    assert _visible(db_path)[-4:] == [
+        ("user", "它什么时候倒的？"), ("assistant", "It fell in 1924."),
+        ("user", "谢谢"), ("assistant", "好的。")]
