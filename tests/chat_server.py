@@ -536,7 +536,11 @@ class _Handler(BaseHTTPRequestHandler):
 
 @contextmanager
 def running_chat_server() -> Iterator[ChatServer]:
+    from chatmem.providers.listings import forget_listings
+
     server = ChatServer()
+    # A port an earlier test's server had: what that one listed is no longer so.
+    forget_listings()
     # A short poll: shutdown() waits for the loop to notice, up to one poll interval.
     thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.01},
                               daemon=True)

@@ -10,14 +10,19 @@ ms as a rule, ~100 ms at most) once no job of the server's conversations has run
 seconds after a burst of calls (the first call's included). Calls that keep coming
 never wait for it; a pattern first used by one of them is compiled by that call, as it
 would be in any process.
+
+A step that raises (a pattern that does not compile, memory running out) ended the thread
+with Python's traceback of it on stderr, from threading's hook, in the middle of the
+server's log. It is handed to the server (`failed`, which words it for its log, once) and
+the upkeep stops: what it left is done by the calls that need it, as in any process.
 """
 
 from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Iterator
-from contextlib import contextmanager
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager, suppress
 
 from chatmem.engine.upkeep import idle_upkeep
 
@@ -35,9 +40,12 @@ class IdleUpkeep:
     """Runs `idle_upkeep` while no job is under way (each told by `begin` and `end`), on a
     thread of its own, until `stop`."""
 
-    def __init__(self, quiet: float | None = None) -> None:
+    def __init__(self, quiet: float | None = None,
+                 failed: Callable[[Exception], None] | None = None) -> None:
         self._quiet = quiet
         """Its own QUIET (None: the module's, as it is at each look)."""
+        self._failed = failed
+        """Told of a step's error, after which no step runs."""
         self._changed = threading.Condition()
         self._busy = 0
         self._since = time.monotonic()
@@ -102,7 +110,14 @@ class IdleUpkeep:
                 if self._stopped:
                     return
                 ended = self._ended
-            if not idle_upkeep(STEP_CPU):
+            try:
+                left = idle_upkeep(STEP_CPU)
+            except Exception as error:  # the server's log is told, and it goes on
+                if self._failed is not None:
+                    with suppress(Exception):  # its log gone (stderr closed): nobody to tell
+                        self._failed(error)
+                return
+            if not left:
                 with self._changed:
                     # A job that ended during the step may have left more: looked at again.
                     if self._ended == ended:

@@ -155,14 +155,16 @@ class KeptConversations:
 
     def __init__(self, size: int = KEPT, queued: int | None = None,
                  queued_by_owner: int | None = None,
-                 queued_in_all: int | None = None, *, upkeep_when_idle: bool = False) -> None:
+                 queued_in_all: int | None = None, *, upkeep_when_idle: bool = False,
+                 upkeep_failed: Callable[[Exception], None] | None = None) -> None:
         """`upkeep_when_idle`: the server's process runs its upkeep (chatmem.app.idle_upkeep)
         while none of these conversations has a job under way, until `close`; its engines'
-        own upkeep between turns leaves it (`Engine.between_turns(idle=False)`)."""
+        own upkeep between turns leaves it (`Engine.between_turns(idle=False)`).
+        `upkeep_failed`: told of the error that stopped that upkeep."""
         from chatmem.app.idle_upkeep import IdleUpkeep
 
         self.size = size
-        self.idle = IdleUpkeep() if upkeep_when_idle else None
+        self.idle = IdleUpkeep(failed=upkeep_failed) if upkeep_when_idle else None
         self.queued = queued
         """Calls that may wait for one conversation's call under way; one more is refused
         (ConversationBusy). None: any number (a server whose calls each have a thread)."""

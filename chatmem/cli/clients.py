@@ -163,7 +163,8 @@ def mcp(
         host=where.host, transport_security=security)))
     app = guarded(calls, where, people, refused=_log_line, origins=origins, pages=MCP_PAGES)
     try:
-        serve_http(app, where, _announcer("/mcp"), _stopping, told_to_stop=calls.stopping)
+        serve_http(app, where, _announcer("/mcp"), _stopping, told_to_stop=calls.stopping,
+                   under_way=lambda: calls.under_way)
     finally:
         calls.ended()
 

@@ -37,18 +37,19 @@ def resend_last(engine: Engine[TurnStore], text: str | None = None, *,
                 cancel: threading.Event | None = None,
                 speaker: str | None = None,
                 on_stored: Callable[[TurnResult], None] | None = None,
-                on_answering: Callable[[], None] | None = None) -> TurnResult:
+                on_answering: Callable[[], None] | None = None,
+                reply_begun: str | None = None) -> TurnResult:
     """Replace the session's last completed turn by a new one with `text` (None: the same
     input); raises UsageError when that turn cannot be replaced (see store.turns.hide_turn),
     or is not `expected` (the id of the turn the caller means: its own last). `on_stored`,
-    `on_answering`: as Engine.run_turn's."""
+    `on_answering`, `reply_begun` (its reply cut short, continued): as Engine.run_turn's."""
     old = engine.store.turns.hide_turn(engine.session.id, expected)
     engine.state.caches.clear()  # recall's caches may hold the hidden messages
     try:
         result = engine.run_turn(old.input if text is None else text, on_delta, on_reply_end,
                                  attachments, supersedes=old.number, cancel=cancel,
                                  speaker=speaker, on_stored=on_stored,
-                                 on_answering=on_answering)
+                                 on_answering=on_answering, reply_begun=reply_begun)
     except BaseException:
         engine.store.turns.show_turn(old)
         raise

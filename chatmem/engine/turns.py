@@ -35,6 +35,7 @@ from chatmem.errors import (
 )
 from chatmem.history import StoredHistory
 from chatmem.memory.base import Context, ContextRequest, Message, Strategy
+from chatmem.memory.context import with_reply_begun
 from chatmem.memory.guards import PLUGIN_BUILDS, build_guarded
 from chatmem.memory.indexing import Indexing
 from chatmem.memory.state import SessionState
@@ -208,7 +209,8 @@ class Engine(RecordedTurns, Generic[StoreT]):
                  cancel: threading.Event | None = None,
                  speaker: str | None = None,
                  on_stored: Callable[[TurnResult], None] | None = None,
-                 on_answering: Callable[[], None] | None = None) -> TurnResult:
+                 on_answering: Callable[[], None] | None = None,
+                 reply_begun: str | None = None) -> TurnResult:
         """Send one user input, with `attachments` quoted as data; returns the result,
         cancelled on Ctrl-C, or once `cancel` is set (a served client hung up) even while
         the model sends nothing.
@@ -226,6 +228,9 @@ class Engine(RecordedTurns, Generic[StoreT]):
         are in the result returned. `on_answering` is called when the model's server says it
         took the request (ReplyStream's empty piece), before any text: a reasoning model may
         think minutes before its first word, and a server sends its client its headers then.
+        `reply_begun`: a reply cut short that the model is to go on with (a served client's
+        "Continue"): sent after the input (with_reply_begun), and stored as the reply with
+        what the model adds, which alone is streamed and is the result's `reply`.
         """
         # Pre-flight, before any model call (catching up may call the helper model).
         try:
@@ -255,6 +260,8 @@ class Engine(RecordedTurns, Generic[StoreT]):
             request = self.request(text, attachments, parse_time(sent_at), speaker)
             request.state.caches.pop(PLUGIN_BUILDS, None)
             context = self._build(request)
+            if reply_begun:
+                context = with_reply_begun(context, reply_begun, self.counter)
             if took := request.state.caches.pop(PLUGIN_BUILDS, None):  # a plugin's build
                 notices += self.slow_build(took)
             self.check_budget(context)
@@ -300,7 +307,8 @@ class Engine(RecordedTurns, Generic[StoreT]):
             if self.interrupt_ends:
                 raise
             record = self._record_unless_erased(self._record(
-                text, context, TurnStatus.CANCELLED, speaker, reply="".join(chunks) or None,
+                text, context, TurnStatus.CANCELLED, speaker,
+                reply=(reply_begun or "") + "".join(chunks) or None,
                 latency_ms=elapsed(), error="cancelled by the user",
                 rendered_prompt=None if stream is None else stream.rendered_prompt,
             ))
@@ -326,14 +334,16 @@ class Engine(RecordedTurns, Generic[StoreT]):
                     rendered_prompt=None if stream is None else stream.rendered_prompt))
             raise
         reply = "".join(chunks)
+        whole = (reply_begun or "") + reply
         usage, rendered_prompt = stream.usage, stream.rendered_prompt
         close_quietly(stream)  # read to its end, it may still hold a connection
         try:
             record = self.store.turns.commit_turn(self._record(
-                text, context, TurnStatus.OK, speaker, reply=reply, latency_ms=elapsed(),
+                text, context, TurnStatus.OK, speaker, reply=whole, latency_ms=elapsed(),
                 prompt_tokens=usage.prompt_tokens, completion_tokens=usage.completion_tokens,
                 rendered_prompt=rendered_prompt), sent_at=sent_at, supersedes=supersedes,
-                message_tokens=self._message_tokens(context, text, reply), erasures=self._erasures,
+                message_tokens=self._message_tokens(context, text, whole),
+                erasures=self._erasures,
                 external_ids=(external_id, None), after_turn=request.history.turn_count())
         except SessionGone as gone:
             raise gone.named(self.address) from None

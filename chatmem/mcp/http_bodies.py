@@ -7,7 +7,9 @@ SDK refuses (anything but an initialize) is answered without the session id it m
 that session is gone with the refusal, and a client that kept the id was told "Session not
 found" on its next call. A request whose id is no string and no integer (null, true, 1.5),
 which the SDK took as a notification (202, no answer), is refused as over stdio: a 400 with
-an invalid request error, id null."""
+an invalid request error, id null. A body over MAX_LINE_BYTES (the SDK's own limit, which it
+checks only once this wrapper has read the body whole) is refused with a 413 as it comes:
+a 200 MiB body was read whole first, growing the server by 400 MB, and 2 GiB by gigabytes."""
 
 from __future__ import annotations
 
@@ -17,10 +19,13 @@ from typing import Any
 
 from chatmem.mcp.odd_ids import ID_REFUSED, odd_id_of
 from chatmem.mcp.stdio import BATCH_REFUSED, BATCHES_VERSION, OFFERED_INSTEAD
+from chatmem.mcp.stdio_lines import MAX_LINE_BYTES
 from chatmem.serve.asgi import App, Receive, Scope, Send
 
 Message = MutableMapping[str, Any]
 SESSION_HEADER = b"mcp-session-id"
+BODY_REFUSED = (f"Invalid Request: a body over {MAX_LINE_BYTES // 2**20} MiB is not read; "
+                "send less in one message")
 
 
 class OneMessageBodies:
@@ -39,7 +44,11 @@ class OneMessageBodies:
         if scope["type"] != "http" or scope.get("method") != "POST":
             await self.app(scope, receive, send)
             return
+        if _declared_size(scope) > MAX_LINE_BYTES:
+            await _refuse(send, BODY_REFUSED, status=413)
+            return
         pieces: list[bytes] = []
+        size = 0
         ended = False
         while not ended:
             message = await receive()
@@ -47,6 +56,10 @@ class OneMessageBodies:
                 await self.app(scope, _replayed(b"".join(pieces), message, receive), send)
                 return
             pieces.append(message.get("body", b""))
+            size += len(pieces[-1])
+            if size > MAX_LINE_BYTES:
+                await _refuse(send, BODY_REFUSED, status=413)
+                return
             ended = not message.get("more_body", False)
         body = b"".join(pieces)
         if _batch(body):
@@ -113,11 +126,20 @@ def _replayed(body: bytes, then: Message | None, receive: Receive) -> Receive:
     return replay
 
 
-async def _refuse(send: Send, why: str) -> None:
-    """A 400 holding an invalid request error (-32600) saying `why`, id null."""
+def _declared_size(scope: Scope) -> int:
+    """The body's size as its Content-Length says (0 where it says none, or nothing a
+    number: the bytes are counted as they come)."""
+    for name, value in scope.get("headers", ()):
+        if name.lower() == b"content-length" and value.strip().isdigit():
+            return int(value)
+    return 0
+
+
+async def _refuse(send: Send, why: str, status: int = 400) -> None:
+    """A `status` (400) holding an invalid request error (-32600) saying `why`, id null."""
     answer = json.dumps({"jsonrpc": "2.0", "id": None,
                          "error": {"code": -32600, "message": why}}).encode()
-    await send({"type": "http.response.start", "status": 400,
+    await send({"type": "http.response.start", "status": status,
                 "headers": [(b"content-type", b"application/json"),
                             (b"content-length", str(len(answer)).encode())]})
     await send({"type": "http.response.body", "body": answer})

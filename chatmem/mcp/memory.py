@@ -75,6 +75,7 @@ class Memory:
         from chatmem.app.kept import KeptConversations
         from chatmem.app.model_pool import ModelPool
         from chatmem.plugins import load_registries
+        from chatmem.serve.server_logs import upkeep_stopped_to
 
         self.settings = settings
         self.log = log
@@ -82,7 +83,8 @@ class Memory:
         self.models = ModelPool()
         self.kept = KeptConversations(
             queued=QUEUED, queued_by_owner=QUEUED_BY_HISTORY if histories else None,
-            queued_in_all=QUEUED_IN_ALL, upkeep_when_idle=True)
+            queued_in_all=QUEUED_IN_ALL, upkeep_when_idle=True,
+            upkeep_failed=upkeep_stopped_to(log))
         """The engines of the conversations recorded and read, open between calls."""
         self.unanswered = UnansweredTurns()
         """The turn each conversation's last record_turn stored, until it is answered."""

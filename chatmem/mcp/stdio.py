@@ -27,6 +27,8 @@ client never sends one, so a client asking for 2025-03-26, the one version with 
 offered 2024-11-05 (which every client of 2025-03-26 speaks, and which serves chatmem's
 tools the same) rather than told it may send what will be refused.
 A request whose id is no string and no integer is answered too (chatmem.mcp.odd_ids).
+A line over MAX_LINE_BYTES (as over HTTP) is answered as an invalid request, not held whole
+(chatmem.mcp.stdio_lines).
 """
 
 from __future__ import annotations
@@ -44,6 +46,7 @@ from typing import TYPE_CHECKING, Any
 import anyio
 
 from chatmem.mcp.odd_ids import ID_REFUSED, MARK, ODD_ID, refused_id
+from chatmem.mcp.stdio_lines import LINE_REFUSED, LONG_MARK, MAX_LINE_BYTES, Lines
 from chatmem.text import is_valid, valid_text
 
 if TYPE_CHECKING:
@@ -92,13 +95,13 @@ def run_stdio(server: MCPServer[Any], abandon: Callable[[], None]) -> None:
 
 
 def _relay(source: int, sink: int, answers: int, stopped: threading.Event,
-           abandon: Callable[[], None]) -> None:
+           abandon: Callable[[], None], most: int = MAX_LINE_BYTES) -> None:
     """Copy `source` to `sink` a line at a time, each mended, until `source` ends or
     nobody reads `answers`; closing `sink` is how the SDK learns the client has gone."""
     watch = select.poll()
     watch.register(source, select.POLLIN)
     watch.register(answers, 0)  # only a hang-up is reported
-    pending = Lines()
+    pending = Lines(most)
     reading = True
     while True:
         ready = dict(watch.poll())
@@ -119,29 +122,6 @@ def _relay(source: int, sink: int, answers: int, stopped: threading.Event,
         _finish_relay(sink, b"")
     if not stopped.wait(STOPPING_GRACE):
         abandon()
-
-
-class Lines:
-    """Whole lines out of chunks as they are read. A line longer than a chunk is kept as
-    its pieces and joined once its newline comes: gluing each chunk to all before it and
-    splitting the lot again made a 30 MB line cost 67 s (its work grew with its square)."""
-
-    def __init__(self) -> None:
-        self._pieces: list[bytes] = []
-
-    def feed(self, chunk: bytes) -> list[bytes]:
-        """The lines `chunk` completes, each with its newline."""
-        end = chunk.rfind(b"\n") + 1
-        if not end:
-            self._pieces.append(chunk)
-            return []
-        whole = b"".join([*self._pieces, chunk[:end]]) if self._pieces else chunk[:end]
-        self._pieces = [chunk[end:]] if end < len(chunk) else []
-        return [line + b"\n" for line in whole[:-1].split(b"\n")]
-
-    def rest(self) -> bytes:
-        """What came after the last newline."""
-        return b"".join(self._pieces)
 
 
 def _read(fd: int) -> bytes:
@@ -349,6 +329,8 @@ def unread_line(error: Exception) -> SessionMessage:
         answer = ErrorData(code=PARSE_ERROR, message="Parse error: this line is not JSON")
     elif isinstance(given, list):
         answer = ErrorData(code=INVALID_REQUEST, message=BATCH_REFUSED)
+    elif isinstance(given, dict) and given.get(LONG_MARK) is True:
+        answer = ErrorData(code=INVALID_REQUEST, message=LINE_REFUSED)
     elif isinstance(given, dict) and isinstance(given.get(MARK), str):
         answer = ErrorData(code=INVALID_REQUEST, message=ID_REFUSED.format(id=given[MARK]))
     else:

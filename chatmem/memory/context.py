@@ -21,7 +21,7 @@ from chatmem.memory.reason_storage import (
     reason_from_json,
     reason_json,
 )
-from chatmem.memory.reasons import DroppedNote, PartReason
+from chatmem.memory.reasons import DroppedNote, NewInput, PartReason
 from chatmem.tokens import REPLY_PRIMING, TokenCounter
 
 PartKind = Literal["system", "summary", "facts", "recalled", "history", "files", "input"]
@@ -236,3 +236,14 @@ def _said_on(value: Any) -> date | None:
         return date.fromisoformat(value)
     except ValueError:
         return None
+
+
+def with_reply_begun(context: Context, begun: str, counter: TokenCounter) -> Context:
+    """`context` with `begun`, a reply cut short, sent after the input as the assistant's
+    message for the model to go on with (OpenAI-compatible servers continue a last
+    assistant message: llama.cpp, vLLM, Ollama), in the input part, so that what is
+    recorded and inspected is what was sent."""
+    sent = context.parts[-1]
+    reply = Message.counted("assistant", begun, counter)
+    return replace(context, parts=(*context.parts[:-1], replace(
+        sent, messages=(*sent.messages, reply), reason=NewInput(continued=True))))

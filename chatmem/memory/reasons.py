@@ -41,6 +41,10 @@ class AttachedFiles:
 class NewInput:
     """The new user input."""
 
+    continued: bool = False
+    """The reply so far follows it, for the model to go on with (a client's "Continue" of
+    a reply cut short: chatmem.memory.context.with_reply_begun)."""
+
 
 @dataclass(frozen=True)
 class AllTurns:

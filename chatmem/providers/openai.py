@@ -322,12 +322,17 @@ class OpenAIProvider:
         """What the server lists, for its 404 for a model to name (the user guessed at
         names, or ran `chatmem models` to learn them); None when it does not list them
         within NOT_FOUND_LISTING. A name that holds the key (a server quoting it back) is
-        left out."""
-        try:
-            names = self._listed(NOT_FOUND_LISTING)
-        except Exception:
-            return None
-        return tuple(name for name in names if self._masked(name, 200) == name)
+        left out. Asked once a minute at most (chatmem.providers.listings)."""
+        from chatmem.providers.listings import recent_listing
+
+        def listed() -> tuple[str, ...] | None:
+            try:
+                names = self._listed(NOT_FOUND_LISTING)
+            except Exception:
+                return None
+            return tuple(name for name in names if self._masked(name, 200) == name)
+
+        return recent_listing(self.base_url, self.client.api_key, listed)
 
     def complete(self, messages: ChatMessages, *, purpose: Purpose = Purpose.CHAT) -> str:
         return "".join(OpenAIReply(self, messages, purpose=purpose))

@@ -44,8 +44,13 @@ def client_notice_text(notice: Notice | ContextWarning, client: Client,
     """One line for `notice` (or a context's warning) as a client of `chatmem mcp` or
     `chatmem serve` reads it: no REPL advice, a session called what the client calls it (a
     conversation), and the history of `settings` not named by its path on the server (as
-    in client_error_text)."""
-    return without_history(_for_a_client(notice, client), settings)
+    in client_error_text); to an MCP client, no model endpoint's URL (render.endpoints)."""
+    text = without_history(_for_a_client(notice, client), settings)
+    if client is Client.MCP:
+        from chatmem.render.endpoints import without_endpoints
+
+        text = without_endpoints(text, settings)
+    return text
 
 
 @singledispatch

@@ -341,8 +341,13 @@ def client_error_text(error: ChatmemError, settings: Settings | None = None, *,
     is not the client's business, and no advice it cannot take (a REPL command, a CLI
     flag, another client's way on); `settings`: the history the request used."""
     location = getattr(error, "location", None)
-    return without_history(_for_a_client(error, client), settings,
+    text = without_history(_for_a_client(error, client), settings,
                            [location] if isinstance(location, str) else [])
+    if client is Client.MCP:  # serve's client is told the details are in the server's log
+        from chatmem.render.endpoints import without_endpoints
+
+        text = without_endpoints(text, settings)
+    return text
 
 
 def without_history(text: str, settings: Settings | None, also: Sequence[str] = ()) -> str:

@@ -85,6 +85,8 @@ def _(r: AttachedFiles) -> str:
 
 @_worded.register
 def _(r: NewInput) -> str:
+    if r.continued:
+        return "the new user input (always sent), and the reply so far, to be continued"
     return "the new user input (always sent)"
 
 

@@ -37,6 +37,7 @@ class ServedConversations:
                  log: Callable[[str], None] | None = None) -> None:
         from chatmem.app.kept import KeptConversations
         from chatmem.plugins import load_registries
+        from chatmem.serve.server_logs import upkeep_stopped_to
 
         self.settings = settings
         self.log = log
@@ -45,7 +46,7 @@ class ServedConversations:
         self.strategy = strategy
         self.registries = load_registries()
         """One for every request's workspace: the strategies, providers and embedders."""
-        self.kept = KeptConversations(upkeep_when_idle=True)
+        self.kept = KeptConversations(upkeep_when_idle=True, upkeep_failed=upkeep_stopped_to(log))
         """The conversations requests have used, open between requests."""
         # Weak: a conversation's lock lives while a request holds or waits on it, so a
         # long-running server does not keep one for every conversation it ever served.
@@ -128,19 +129,22 @@ class ServedConversations:
         from chatmem.app.trimmed_history import window_key
 
         record = result.record
+        # The reply as the client shows it and sends it back: a Continue's whole, not only
+        # what the model added (result.reply, which was its answer).
+        reply = (asked.reply_begun or "") + result.reply
         # As `GET /v1/chatmem/turns/ID@N` finds it: a cancelled turn stored no history turn,
         # and is read back at the turn it was tried as.
         turn = (record.turn if record.history_turn is not None
                 else recorded_turn(ws, engine.session, record.number).turn)
         if record.id is not None:
             self.note_answered(location, asked.conversation, record.id,
-                               AskedWith.of(asked.prior, asked.text, result.reply))
+                               AskedWith.of(asked.prior, asked.text, reply))
         if asked.fingerprinted and record.history_turn is not None:
             # The exchange before this one too: a trimmed history that regenerates this
             # reply ends there.
             self.note_window(location, asked.conversation, (
                 window_key(asked.system, [ClientMessage("user", asked.text),
-                                          ClientMessage("assistant", result.reply)]),
+                                          ClientMessage("assistant", reply)]),
                 window_key(asked.system, asked.prior[-2:])))
         return f"{asked.conversation}@{turn}"
 

@@ -135,11 +135,13 @@ def server_config(app: App, limits: Limits | None = None) -> uvicorn.Config:
 
 def serve_http(app: App, where: Listening, announce: Callable[[Listening], None],
                stopping: Callable[[int, int], None] | None = None,
-               told_to_stop: Callable[[], None] | None = None) -> None:
+               told_to_stop: Callable[[], None] | None = None,
+               under_way: Callable[[], int] | None = None) -> None:
     """Serve `app` on `where` until interrupted; port 0 takes a free port, and `announce`
     hears the address really bound (and the token) before the first request is taken;
-    `stopping` hears how many requests the server still waits for once it is told to stop,
-    and the signal that told it (_told_when_stopping); `told_to_stop` is called then, once."""
+    `stopping` hears how many requests the server still waits for once it is told to stop
+    (`under_way`'s count, else its open connections), and the signal that told it
+    (_told_when_stopping); `told_to_stop` is called then, once."""
     import dataclasses
     import socket
 
@@ -160,7 +162,7 @@ def serve_http(app: App, where: Listening, announce: Callable[[Listening], None]
     announce(bound)
     server = uvicorn.Server(server_config(app))
     if stopping is not None:
-        _told_when_stopping(server, stopping)
+        _told_when_stopping(server, stopping, under_way)
     if told_to_stop is not None:
         _calls_when_told(server, told_to_stop)
     try:
@@ -175,7 +177,8 @@ STOPPING_NOTICE_S = 0.5
 idle connections close at once, those it waits for are replies under way."""
 
 
-def _told_when_stopping(server: uvicorn.Server, stopping: Callable[[int, int], None]) -> None:
+def _told_when_stopping(server: uvicorn.Server, stopping: Callable[[int, int], None],
+                        under_way: Callable[[], int] | None = None) -> None:
     """Once told to stop (SIGINT, SIGTERM, SIGHUP), `stopping` hears how many requests
     the server still waits for, if any, and the signal's number: it finishes and stores them
     first, which took as long as a slow model's reply (up to `idle_timeout`,
@@ -183,7 +186,9 @@ def _told_when_stopping(server: uvicorn.Server, stopping: Callable[[int, int], N
     info level), so the server looked hung, and a second Ctrl-C, which stops it at once,
     lost them unsaid. Only a SIGINT stops it at once (uvicorn's rule): after a SIGTERM
     (systemd, docker stop, kill) a second SIGTERM waits as the first did, so what stops it
-    at once is worded by the signal that told it."""
+    at once is worded by the signal that told it. `under_way`: what the server waits for,
+    where an open connection is not one (`mcp --http`: a client's event stream, a GET open
+    as long as its session, ends once the calls are answered, and was counted as one)."""
     import threading
 
     handle = server.handle_exit
@@ -196,9 +201,10 @@ def _told_when_stopping(server: uvicorn.Server, stopping: Callable[[int, int], N
         told.append(number)
 
         def waiting() -> None:
-            under_way = len(server.server_state.connections)
-            if under_way and not server.force_exit:
-                stopping(under_way, number)
+            waited = (len(server.server_state.connections) if under_way is None
+                      else under_way())
+            if waited and not server.force_exit:
+                stopping(waited, number)
 
         timer = threading.Timer(STOPPING_NOTICE_S, waiting)
         timer.daemon = True

@@ -59,6 +59,10 @@ class TurnAsked:
     """The new message's speaker (its `name`), whose label `text` opens with (none for a
     name that is its role's word): recall leaves it out of what it searches
     (ContextRequest.speaker), and its facts are not the profile owner's."""
+    reply_begun: str | None = None
+    """The assistant's reply so far, when the request ends with it after the user's message
+    (`text`): a "Continue" of a reply cut short (Open WebUI's), which the model goes on
+    with; stored as one reply, replacing the stored one it continues."""
 
 
 SAMPLING = {"temperature": float, "top_p": float, "presence_penalty": float,
@@ -201,8 +205,12 @@ def read_request(body: Any, headers: Mapping[str, str]) -> TurnAsked:
     # post-history instructions, an agent's reminder), as OpenAI takes it: a 400 refused
     # every request of such a client.
     said = [m for m in read if m.role != "system"]
+    begun = _reply_begun(said)
+    if begun is not None:
+        said = said[:-1]
     if not said or said[-1].role != "user":
-        raise RequestError("the last message must be the user's", "messages")
+        raise RequestError("the last message must be the user's (or the assistant's reply "
+                           "to it so far, to be continued)", "messages")
     last = said[-1]
     if not last.content.strip():
         raise RequestError("the last message is empty: nothing to send", "messages")
@@ -271,8 +279,18 @@ def read_request(body: Any, headers: Mapping[str, str]) -> TurnAsked:
                      stream=bool(body.get("stream")), options=options,
                      fingerprinted=fingerprinted, shared=shared, one_chat=one_chat,
                      named_before=fingerprint_with_system_prompt(read)
-                     if fingerprinted else None, speaker=last.speaker,
+                     if fingerprinted else None, speaker=last.speaker, reply_begun=begun,
                      include_usage=bool(stream_options and stream_options.get("include_usage")))
+
+
+def _reply_begun(said: list[_Read]) -> str | None:
+    """The reply a "Continue" asks the model to go on with: the last message, when it is
+    the assistant's, holds some text, and follows the user's message. Open WebUI sends its
+    history up to and with the reply it shows cut short, and adds what comes to it."""
+    if (len(said) < 2 or said[-1].role != "assistant" or said[-2].role != "user"
+            or not said[-1].content.strip()):
+        return None
+    return said[-1].content
 
 
 def _no_cap(value: Any) -> bool:

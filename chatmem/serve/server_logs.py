@@ -8,11 +8,27 @@ from __future__ import annotations
 import errno
 import logging
 import time
+from collections.abc import Callable
 
 REPEAT_SECONDS = 60.0
 """How often a warning a client can have uvicorn repeat (or running out of files) is said."""
 BUSY = "too many requests at once: answered 503"
 """The server's log line for a request answered 503 (Repeated says it once a minute)."""
+
+
+def upkeep_stopped_to(log: Callable[[str], None] | None) -> Callable[[Exception], None] | None:
+    """What tells `log` (a server's) of the error that stopped its idle upkeep, in one short
+    line (chatmem.app.idle_upkeep)."""
+    if log is None:
+        return None
+
+    def stopped(error: Exception) -> None:
+        said = " ".join(str(error).split())
+        said = said if len(said) <= 160 else said[:159] + "…"
+        log(f"the idle upkeep stopped after an error ({type(error).__name__}: {said}); "
+            "the server goes on")
+
+    return stopped
 
 
 class OutOfFiles(logging.Filter):

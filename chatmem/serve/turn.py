@@ -314,7 +314,8 @@ class Turn:
                                              on_reply_end=partial(self._reply_end, engine),
                                              expected=done, cancel=self.gone,
                                              speaker=asked.speaker, on_stored=on_stored,
-                                             on_answering=self._answering)
+                                             on_answering=self._answering,
+                                             reply_begun=asked.reply_begun)
                     if result is None:
                         self.turn_id = f"{asked.conversation}@{held + 1}"
                         self.stored_as = "next-turn-last-kept"
@@ -323,7 +324,8 @@ class Turn:
                                              on_reply_end=partial(self._reply_end, engine),
                                              cancel=self.gone, speaker=asked.speaker,
                                              on_stored=on_stored,
-                                             on_answering=self._answering)
+                                             on_answering=self._answering,
+                                             reply_begun=asked.reply_begun)
                 if not self._noted:
                     stored(ws, engine, result)  # not ok (cancelled): no update followed
                 if result.status == TurnStatus.CANCELLED and proxy.log is not None:

@@ -12,6 +12,7 @@ from contextlib import closing
 from pathlib import Path
 
 import pytest
+from chat_server import ChatServer
 from cli_runner import output
 from mcp_calls import mcp_calls
 from waiting import wait_until
@@ -123,3 +124,26 @@ def test_explain_turn_gives_the_warnings_of_the_context_sent_as_inspect_does(
     assert explained["tokens"] > explained["budget"] == 4000
     assert explained["warnings"] == inspected["context"]["warnings"]
     assert explained["warnings"][0].startswith("context is ")
+
+
+def test_a_failed_summary_is_told_without_the_helper_models_url(
+        tmp_path: Path, chat_server: ChatServer, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Leftover: a summary the helper model failed was told to the MCP client with the
+    model's URL as its error named it (`http://ann:***@127.0.0.1:PORT/v1 answered 500`): a
+    user name and host of the server's owner, told to any client of hers. It is "the
+    model's server" to the client."""
+    chat_server.plan = ["500"] * 8
+    url = chat_server.base_url.replace("http://", "http://ann:s3cret-pw@")
+    config = tmp_path / "config.toml"
+    config.write_text(f'provider = "scripted"\nhelper_provider = "openai"\n'
+                      f'helper_model = "test-small"\nbase_url = "{url}"\nmax_retries = 0\n',
+                      encoding="utf-8")
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-abcdefghijklmnopqrstuvwxyz123456")
+    _, recorded = mcp_calls(["--db", str(tmp_path / "h.db"), "--config", str(config)], [
+        ("start_conversation", {"name": "助手", "strategy": "summary"}),
+        ("record_turn", {"conversation_id": "助手", "user": "我叫安娜，住在杭州",
+                         "assistant": "好的"})])
+    [said] = recorded["notices"]
+    assert said.startswith("summary is behind (the model's server answered 500")
+    host = chat_server.base_url.split("//")[1].split("/")[0]
+    assert "ann" not in said and host not in said

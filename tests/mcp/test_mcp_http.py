@@ -169,7 +169,9 @@ def test_a_call_under_way_is_answered_before_a_sigterm_ends_the_server(
     helper model extracting facts), `mcp --http` stored the turn but its answer never
     reached the client ("SSE stream ended without a response": sse-starlette ends every
     event stream at once on SIGTERM), so the client could only send it again, to be
-    stored twice. The answer comes first now, then the server ends."""
+    stored twice. The answer comes first now, then the server ends. It says it waits for
+    the one call: the client's event stream (a GET, open as long as the session) was
+    counted too ("waiting for 2 requests under way")."""
     import asyncio
     import signal
 
@@ -212,3 +214,49 @@ def test_a_call_under_way_is_answered_before_a_sigterm_ends_the_server(
         server.wait(HANG)
     assert not answer.is_error, answer.content
     assert answer.structured_content["turn"] == 1
+    stopping = [line for line in said.text.splitlines() if line.startswith("stopping:")]
+    assert len(stopping) == 1 and "waiting for 1 request under way" in stopping[0], stopping
+
+
+def test_a_body_over_the_limit_is_refused_as_it_comes_not_read_whole(tmp_path: Path) -> None:
+    """chatmem's wrapper around the SDK read each POST body whole before the SDK's own 4 MiB
+    check saw it: a 96 MiB body (streamed, no Content-Length) grew the server by more than
+    that before its 413 came, as plain text. It is refused as it comes, and one that says
+    its size up front at once, each with a JSON-RPC error."""
+    from chatmem.mcp.http_bodies import BODY_REFUSED
+
+    server = subprocess.Popen(
+        [sys.executable, "-m", "chatmem", "mcp", "--http", "127.0.0.1:0", "--provider",
+         "scripted", "--db", str(tmp_path / "h.db")],
+        stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    try:
+        said = Watched(server.stderr)  # type: ignore[arg-type]
+        text = said.wait_for(lambda t: "listening on" in t, "the server listens")
+        url = text.split("listening on ", 1)[1].split()[0]
+
+        def peak_kib() -> int:
+            status = Path(f"/proc/{server.pid}/status").read_text()
+            return int(next(line.split()[1] for line in status.splitlines()
+                            if line.startswith("VmHWM:")))
+
+        def body() -> Iterator[bytes]:
+            yield b'{"jsonrpc": "2.0", "id": 1, "method": "ping", "params": {"x": "'
+            for _ in range(96):
+                yield "长".encode() * (1 << 18)
+            yield b'"}}'
+
+        before = peak_kib()
+        streamed = httpx.post(url, content=body(), timeout=HANG, headers={
+            **ACCEPT, "Content-Type": "application/json"})
+        grown = peak_kib() - before
+        declared = httpx.post(url, content=b"x" * (5 << 20), timeout=HANG, headers={
+            **ACCEPT, "Content-Type": "application/json"})
+        hello = httpx.post(url, json=HELLO, timeout=HANG, headers=ACCEPT)
+    finally:
+        server.terminate()
+        server.wait(HANG)
+    for refused in (streamed, declared):
+        assert refused.status_code == 413
+        assert refused.json()["error"] == {"code": -32600, "message": BODY_REFUSED}
+    assert grown < 24 << 10, f"the server grew by {grown} KiB"
+    assert hello.status_code == 200

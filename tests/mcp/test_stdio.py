@@ -155,9 +155,9 @@ def test_a_server_whose_client_has_gone_mid_call_ends_and_its_history_is_intact(
         assert history.execute("PRAGMA integrity_check").fetchone() == ("ok",)
 
 
-def _relayed_in(data: bytes) -> float:
+def _relayed_in(data: bytes, most: int) -> float:
     """Seconds the stdin relay takes to pass `data` on through pipes (64 KiB reads, as from
-    a client), checked whole."""
+    a client), lines up to `most` bytes, checked whole."""
     from chatmem.mcp.stdio import _relay
 
     source, client = os.pipe()
@@ -179,7 +179,8 @@ def _relayed_in(data: bytes) -> float:
 
     start = time.perf_counter()
     ends = [threading.Thread(target=send), threading.Thread(target=receive)]
-    relay = threading.Thread(target=_relay, args=(source, sink, answers, stopped, lambda: None))
+    relay = threading.Thread(target=_relay,
+                             args=(source, sink, answers, stopped, lambda: None, most))
     for thread in (relay, *ends):
         thread.start()
     for thread in ends:
@@ -202,8 +203,8 @@ def test_a_long_line_is_relayed_in_time_that_grows_with_its_length_not_its_squar
     short = b'{"a": "' + b"x" * 1014 + b'"}\n'
     many = short * (size // len(short))
     assert many.count(b"\n") == 32768
-    took_one = min(_relayed_in(one) for _ in range(2))
-    took_many = min(_relayed_in(many) for _ in range(2))
+    took_one = min(_relayed_in(one, most=size) for _ in range(2))
+    took_many = min(_relayed_in(many, most=size) for _ in range(2))
     assert took_one < 15 * took_many + 0.5, (took_one, took_many)
 
 
@@ -294,3 +295,66 @@ def test_a_request_whose_id_is_no_string_nor_integer_is_answered_with_id_null(
     assert pong["result"] == {} and len(answers) == 8  # initialize, start, 5 refused, ping
     shown = output("sessions", "show", "代理", "--json", "--db", str(db))
     assert json.loads(shown)["messages"] == []
+
+
+def _peak_kib(pid: int) -> int:
+    """The most memory the process has held (VmHWM, KiB)."""
+    status = Path(f"/proc/{pid}/status").read_text()
+    return int(next(line.split()[1] for line in status.splitlines()
+                    if line.startswith("VmHWM:")))
+
+
+def test_a_line_over_the_limit_is_refused_with_its_id_and_never_held_whole(
+        tmp_path: Path) -> None:
+    """A line was held whole until its newline came, then handed to the SDK: a 5 MiB
+    record_turn was stored (over HTTP the SDK refuses a body over 4 MiB), and a line of
+    48 MiB held by the server whole (and read by the SDK) made its memory grow by more
+    than that. Each is refused as an invalid request, with its id where the line shows one,
+    nothing of it stored, without the server holding it; the calls after are answered."""
+    from chatmem.mcp.stdio_lines import LINE_REFUSED, MAX_LINE_BYTES
+
+    db = tmp_path / "h.db"
+    client = LineClient(db)
+    try:
+        client.request("initialize", {"protocolVersion": "2025-06-18", "capabilities": {},
+                                      "clientInfo": {"name": "test", "version": "1"}})
+        client.send(json.dumps({"jsonrpc": "2.0", "method": "notifications/initialized"}))
+        client.call("start_conversation", name="长行")
+        before = _peak_kib(client.process.pid)
+        long_text = "长" * (MAX_LINE_BYTES // 3 + 1000)
+        client.send(json.dumps({"jsonrpc": "2.0", "id": "长的", "method": "tools/call",
+                                "params": {"name": "record_turn", "arguments": {
+                                    "conversation_id": "长行", "user": long_text,
+                                    "assistant": "好"}}}, ensure_ascii=False))
+        assert client.process.stdin is not None
+        client.process.stdin.write(b'{"params": {"x": "' + b"x" * (48 << 20) + b'"}, "id": 9}\n')
+        client.process.stdin.flush()
+        pong = client.request("ping", {})
+        lines = client.said.wait_for(lambda t: t.count("\n") >= 5, "five answers")
+        grown = _peak_kib(client.process.pid) - before
+    finally:
+        client.close()
+    answers = [json.loads(line) for line in lines.split("\n")[:-1]]
+    refused = [(a["id"], a["error"]["code"], a["error"]["message"])
+               for a in answers if "error" in a]
+    assert refused == [("长的", -32600, LINE_REFUSED), (None, -32600, LINE_REFUSED)]
+    assert pong["result"] == {}
+    assert grown < 24 << 10, f"the server grew by {grown} KiB"
+    with sqlite3.connect(db) as conn:
+        assert conn.execute("select count(*) from messages").fetchone() == (0,)
+
+
+def test_lines_cut_at_the_limit_keep_every_line_within_it_and_its_neighbours() -> None:
+    """The relay's line cutter: a line at the limit passes as it came, one byte over comes
+    out as the refused line, and so does an over-long line still open when input ends."""
+    from chatmem.mcp.stdio_lines import LONG_MARK, Lines
+
+    lines = Lines(most=10)
+    out = lines.feed(b'{"id": 1}\n' + b"x" * 10 + b"\n" + b'{"jsonrpc": "2.0", "id": 2, ')
+    out += lines.feed(b"y" * 20)
+    out += lines.feed(b'}\n{"a": 1}\n{"id": 3, "zz')
+    out += lines.feed(b"z" * 9)
+    assert [json.loads(o).get(LONG_MARK, json.loads(o)) if o.startswith(b"{") else o
+            for o in out] == [{"id": 1}, b"x" * 10 + b"\n", True, {"a": 1}]
+    assert json.loads(out[2])["id"] == 2
+    assert json.loads(lines.rest()) == {LONG_MARK: True, "id": 3}

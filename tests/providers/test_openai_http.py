@@ -327,6 +327,9 @@ def test_a_404_for_the_model_carries_what_the_server_lists(store, chat_server) -
     # The turn's stored error is the server's answer, not what it lists now.
     assert_failed_turn_only(store, engine, str(caught.value))
     assert "llama3" not in str(caught.value)
+    from chatmem.providers.listings import forget_listings
+
+    forget_listings()  # else the listing of a moment ago is named again without asking
     chat_server.plan = ["404", "404-path"]  # and its listing fails: nothing named
     with pytest.raises(ProviderNotFound) as again:
         engine.run_turn("hello")
@@ -343,6 +346,9 @@ def test_chat_s_404_for_a_model_names_the_models_the_server_has(
     [line] = result.stderr.splitlines()
     assert line.endswith("answered 404 for model 'qwen2.5': check the model name and "
                          "base_url; it has llama3, qwen2.5:7b, 通义千问-max")
+    from chatmem.providers.listings import forget_listings
+
+    forget_listings()  # another process (one command each): nothing listed yet
     chat_server.models = [f"模型{i:02}" for i in range(20)]
     chat_server.plan = ["404-ollama"]
     result = invoke("chat", "s", "--provider", "openai", "--model", "qwen2.5", "--db",

@@ -89,3 +89,26 @@ def test_an_upstream_404_for_the_model_names_what_the_upstream_has(
     assert error["message"] == ("the upstream model answered 404: check the model the request"
                                 " names; it has qwen2.5:7b, 通义千问-max")
     assert chat_server.base_url not in error["message"]
+
+
+def test_404s_for_a_model_in_a_row_ask_the_upstream_for_its_list_once(
+        chat_server: ChatServer, db_path: Path) -> None:
+    """Leftover: each 404 for a model asked the upstream for its list anew, and its answer
+    waited for it (up to 3 s where the upstream is slow to list): a client that kept naming
+    a missing model waited that long each time. The list is kept a minute."""
+    settings = Settings(provider="openai", base_url=chat_server.base_url, model="test-small",
+                        db=str(db_path), max_retries=0)
+    chat_server.models = ["qwen2.5:7b", "通义千问-max"]
+    chat_server.plan = ["404", "ok", "404"]
+    said = []
+    with RunningProxy(settings, strategy="window") as running:
+        for n in range(2):
+            refused = httpx.post(f"{running.base_url}/chat/completions", timeout=HANG,
+                                 headers={"X-Chatmem-Conversation": f"list-{n}"},
+                                 json={"model": "qwen2.5",
+                                       "messages": [{"role": "user", "content": "你好"}]})
+            assert refused.status_code == 404, refused.text
+            said.append(refused.json()["error"]["message"])
+    assert said[0] == said[1]
+    assert said[0].endswith("; it has qwen2.5:7b, 通义千问-max")
+    assert chat_server.paths.count("/v1/models") == 1

@@ -192,3 +192,36 @@ def test_the_upkeep_a_request_leaves_compiles_no_pattern_the_idle_server_does(
         assert answer.status_code == 200
         wait_until(lambda: unused._compiled is not None,  # type: ignore[attr-defined]
                    "the idle server compiles what no request used")
+
+
+def test_an_error_in_the_idle_upkeep_is_one_line_in_the_servers_log_not_a_traceback(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A step of the idle upkeep that raised (here a pattern that does not compile) ended
+    its thread with Python's traceback on stderr, from threading's hook, amid the server's
+    log. The server's log gets one line naming the error, and the server answers on."""
+    from chatmem import lazy_patterns
+    from chatmem.app import idle_upkeep
+
+    hooked: list[BaseException | None] = []
+    monkeypatch.setattr(threading, "excepthook", lambda args: hooked.append(args.exc_value))
+    monkeypatch.setattr(idle_upkeep, "QUIET", 0.0)
+    broken = lazy_patterns.lazy("(未闭合" + "x" * 5000)  # the longest: compiled first
+    said: list[str] = []
+    settings = Settings(provider="scripted", db=str(tmp_path / "h.db"))
+    try:
+        with TestClient(build_app(settings, strategy="window", log=said.append)) as http:
+            header = {"X-Chatmem-Conversation": quote("维护")}
+            for text in ("第一句", "second"):
+                answer = http.post("/v1/chat/completions", headers=header, json={
+                    "model": "scripted", "messages": [{"role": "user", "content": text}]})
+                assert answer.status_code == 200
+                wait_until(lambda: said or hooked, "the upkeep's error is told")
+    finally:
+        with lazy_patterns._pending_lock:
+            for kept in (lazy_patterns._pending, lazy_patterns._made):
+                if broken in kept:
+                    kept.remove(broken)  # type: ignore[arg-type]
+    assert hooked == []
+    assert len(said) == 1 and said[0].startswith(
+        "the idle upkeep stopped after an error (error: missing ), unterminated subpattern")
+    assert "\n" not in said[0]
