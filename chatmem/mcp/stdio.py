@@ -121,27 +121,69 @@ def _relay(source: int, sink: int, answers: int, stopped: threading.Event,
         abandon()
 
 
+MOST_LINE_BYTES = 16 * 2**20
+"""The longest line read as a message (serve's and `mcp --http`'s bound on a body, 16 MiB):
+a longer one is dropped as it comes and answered as an invalid request (TOO_LONG). A line
+was held whole however long: one that never ended (`yes | tr -d '\\n'` piped in) grew
+the server's memory until the machine ran out."""
+TOO_LONG_MARK = "chatmem-line-too-long"
+"""The one member of the line handed to the SDK in place of one over MOST_LINE_BYTES (its
+size, as far as read): the SDK cannot read it, and its refusal is answered with TOO_LONG."""
+TOO_LONG = ("Invalid Request: a line of {size:,} bytes; at most {most:,} are read as one "
+            "message (nothing of it was done)")
+
+
 class Lines:
     """Whole lines out of chunks as they are read. A line longer than a chunk is kept as
     its pieces and joined once its newline comes: gluing each chunk to all before it and
-    splitting the lot again made a 30 MB line cost 67 s (its work grew with its square)."""
+    splitting the lot again made a 30 MB line cost 67 s (its work grew with its square).
+    A line past `most` bytes is not kept: its bytes are counted and dropped, and the line
+    handed on in its place names its size (TOO_LONG_MARK)."""
 
-    def __init__(self) -> None:
+    def __init__(self, most: int = MOST_LINE_BYTES) -> None:
         self._pieces: list[bytes] = []
+        self._held = 0
+        self._dropped = 0
+        """Bytes of the line under way dropped so far: past `most` (0: none)."""
+        self._most = most
 
     def feed(self, chunk: bytes) -> list[bytes]:
         """The lines `chunk` completes, each with its newline."""
         end = chunk.rfind(b"\n") + 1
         if not end:
-            self._pieces.append(chunk)
+            self._hold(chunk)
             return []
-        whole = b"".join([*self._pieces, chunk[:end]]) if self._pieces else chunk[:end]
-        self._pieces = [chunk[end:]] if end < len(chunk) else []
-        return [line + b"\n" for line in whole[:-1].split(b"\n")]
+        first = chunk.find(b"\n") + 1
+        lines = [] if self._dropped else [
+            b"".join([*self._pieces, chunk[:first]]) if self._pieces else chunk[:first]]
+        lines += [line + b"\n" for line in chunk[first:end - 1].split(b"\n")] if end > first else []
+        kept = [line if len(line) <= self._most + 1 else self._too_long(len(line) - 1) + b"\n"
+                for line in lines]
+        if self._dropped:
+            kept.insert(0, self._too_long(self._dropped + first - 1) + b"\n")
+        self._pieces, self._held, self._dropped = [], 0, 0
+        if end < len(chunk):
+            self._hold(chunk[end:])
+        return kept
 
     def rest(self) -> bytes:
         """What came after the last newline."""
+        if self._dropped:
+            return self._too_long(self._dropped)
         return b"".join(self._pieces)
+
+    def _hold(self, piece: bytes) -> None:
+        if self._dropped:
+            self._dropped += len(piece)
+            return
+        self._pieces.append(piece)
+        self._held += len(piece)
+        if self._held > self._most:
+            self._dropped, self._pieces, self._held = self._held, [], 0
+
+    @staticmethod
+    def _too_long(size: int) -> bytes:
+        return json.dumps({TOO_LONG_MARK: size}).encode()
 
 
 def _read(fd: int) -> bytes:
@@ -351,6 +393,9 @@ def unread_line(error: Exception) -> SessionMessage:
         answer = ErrorData(code=INVALID_REQUEST, message=BATCH_REFUSED)
     elif isinstance(given, dict) and isinstance(given.get(MARK), str):
         answer = ErrorData(code=INVALID_REQUEST, message=ID_REFUSED.format(id=given[MARK]))
+    elif isinstance(given, dict) and isinstance(given.get(TOO_LONG_MARK), int):
+        answer = ErrorData(code=INVALID_REQUEST, message=TOO_LONG.format(
+            size=given[TOO_LONG_MARK], most=MOST_LINE_BYTES))
     else:
         answer = ErrorData(code=INVALID_REQUEST,
                            message="Invalid Request: this line is no JSON-RPC 2.0 message")

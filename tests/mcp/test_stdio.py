@@ -195,13 +195,14 @@ def _relayed_in(data: bytes) -> float:
 
 def test_a_long_line_is_relayed_in_time_that_grows_with_its_length_not_its_square() -> None:
     """Each chunk was glued to the whole line before it and split again: 30 MB took 67 s.
-    One 32 MiB line against the same bytes as 32,768 lines of 1 KiB: a linear relay takes
-    about as long for either; the quadratic one took over 50 times as long for the one."""
-    size = 32 << 20
+    One 16 MiB line (the longest read, MOST_LINE_BYTES) against the same bytes as 16,384
+    lines of 1 KiB: a linear relay takes about as long for either; the quadratic one took
+    over 50 times as long for 32 MiB."""
+    size = 16 << 20
     one = b'{"a": "' + "中".encode() * ((size - 11) // 3) + b'"}\n'
     short = b'{"a": "' + b"x" * 1014 + b'"}\n'
     many = short * (size // len(short))
-    assert many.count(b"\n") == 32768
+    assert many.count(b"\n") == 16384
     took_one = min(_relayed_in(one) for _ in range(2))
     took_many = min(_relayed_in(many) for _ in range(2))
     assert took_one < 15 * took_many + 0.5, (took_one, took_many)
@@ -292,5 +293,41 @@ def test_a_request_whose_id_is_no_string_nor_integer_is_answered_with_id_null(
     assert [a["error"]["message"].split("was ", 1)[1] for a in refused] == [
         "null", "true", "1.5", '{"对": 1}', "[7]"]
     assert pong["result"] == {} and len(answers) == 8  # initialize, start, 5 refused, ping
+    shown = output("sessions", "show", "代理", "--json", "--db", str(db))
+    assert json.loads(shown)["messages"] == []
+
+
+def test_a_line_past_the_longest_read_is_dropped_as_it_comes_and_answered(
+        tmp_path: Path) -> None:
+    """A line was held whole however long: one that never ended grew the server's memory
+    until the machine ran out, and a record_turn of 17 MiB was stored (serve and `mcp
+    --http` refuse a body over 16 MiB). Past MOST_LINE_BYTES its bytes are counted and
+    dropped; the line is answered as an invalid request (id null: the id went with the
+    line) naming its size, nothing of it is done, and the next request is answered."""
+    from chatmem.mcp.stdio import MOST_LINE_BYTES
+
+    db = tmp_path / "h.db"
+    client = LineClient(db)
+    try:
+        client.request("initialize", {"protocolVersion": "2025-06-18", "capabilities": {},
+                                      "clientInfo": {"name": "test", "version": "1"}})
+        client.send(json.dumps({"jsonrpc": "2.0", "method": "notifications/initialized"}))
+        client.call("start_conversation", name="代理")
+        line = json.dumps({"jsonrpc": "2.0", "id": 90, "method": "tools/call", "params": {
+            "name": "record_turn", "arguments": {"conversation_id": "代理",
+                                                 "user": "长" * (MOST_LINE_BYTES // 3),
+                                                 "assistant": "好"}}}, ensure_ascii=False)
+        client.send(line)
+        pong = client.request("ping", {})
+        lines = client.said.wait_for(lambda t: t.count("\n") >= 4, "four answers")
+    finally:
+        client.close()
+    answers = [json.loads(text) for text in lines.split("\n")[:-1]]
+    refused = [a for a in answers if "error" in a]
+    size = len(line.encode())
+    assert [(a["id"], a["error"]["code"], a["error"]["message"]) for a in refused] == [
+        (None, -32600, f"Invalid Request: a line of {size:,} bytes; at most "
+                       f"{MOST_LINE_BYTES:,} are read as one message (nothing of it was done)")]
+    assert pong["result"] == {} and not any(a.get("id") == 90 for a in answers)
     shown = output("sessions", "show", "代理", "--json", "--db", str(db))
     assert json.loads(shown)["messages"] == []
