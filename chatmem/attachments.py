@@ -253,8 +253,12 @@ def pdf_text(name: str, data: bytes, limit: TextLimit | None = None) -> str:
                 if limit is not None and len(pages) < len(reader.pages) and (
                         work.size - 2 > limit.most or work.read > MOST_TEXT_BYTES):
                     raise _PdfTooMuch(text=True)
-    except _PdfTooMuch as e:
-        if e.text:
+    except (_PdfTooMuch, pypdf.errors.LimitReachedError) as e:
+        # pypdf's own bound on one stream's tokens (MOST_PDF_WORK's): a page's drawing, read
+        # now that a visitor counts it, is past it as the whole PDF's would be.
+        if isinstance(e, pypdf.errors.LimitReachedError) and "tokens" not in str(e):
+            raise UsageError(f"{name}: not a readable PDF ({e}); nothing was sent") from None
+        if isinstance(e, _PdfTooMuch) and e.text:
             raise (limit or TextLimit(None)).refusal(
                 name, Oversized((limit or TextLimit(None)).most, None)) from None
         raise UsageError(f"{name}: a PDF whose pages take more than {MOST_PDF_WORK:,} "
