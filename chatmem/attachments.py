@@ -221,11 +221,14 @@ def image_text(image: ImageData) -> str:
 
 def pdf_text(name: str, data: bytes, limit: TextLimit | None = None) -> str:
     """The text of a PDF's pages, page by page, through pypdf; UsageError when it has none,
-    or (`limit`) as soon as the pages read hold more text than it allows and more follow."""
+    or (`limit`) as soon as the pages read hold more text than it allows and more follow,
+    or as soon as one page alone holds twice that, or its drawing takes more than
+    MOST_PDF_WORK tokens to read (_PdfWork)."""
     import io
 
     import pypdf  # only a PDF needs it: `chatmem --help` stays fast
 
+    work = _PdfWork(limit)
     try:
         with _pypdf_quiet():
             reader = pypdf.PdfReader(io.BytesIO(data))
@@ -235,20 +238,32 @@ def pdf_text(name: str, data: bytes, limit: TextLimit | None = None) -> str:
                 raise UsageError(f"{name}: an encrypted PDF that needs a password; decrypt "
                                  "it first; nothing was sent")
             pages: list[str] = []
-            size = read = 0
             for page in reader.pages:
-                text = page.extract_text() or ""
-                read += len(text.encode())
+                work.page_begins()
+                text = page.extract_text(visitor_operand_before=work.operation,
+                                         visitor_text=work.text) or ""
+                work.check()  # what a form read last raised, pypdf caught (_PdfWork)
                 pages.append(text.strip())
                 # Counted as the text sent holds it (each page stripped, below its line):
                 # counting what pypdf gave, a page's blanks too, refused a PDF whose text
                 # fitted. The rest is not read: a 15 KB PDF whose 40 pages each showed one
                 # 8 MB stream took minutes a page, its text piling up, only to be refused;
                 # one of blanks stops at the most an input may attach.
-                size += len(f"\n\n[page {len(pages)}]\n{pages[-1]}".encode())
+                work.size += len(f"\n\n[page {len(pages)}]\n{pages[-1]}".encode())
                 if limit is not None and len(pages) < len(reader.pages) and (
-                        size - 2 > limit.most or read > MOST_TEXT_BYTES):
-                    raise limit.refusal(name, Oversized(limit.most, None))
+                        work.size - 2 > limit.most or work.read > MOST_TEXT_BYTES):
+                    raise _PdfTooMuch(text=True)
+    except (_PdfTooMuch, pypdf.errors.LimitReachedError) as e:
+        # pypdf's own bound on one stream's tokens (MOST_PDF_WORK's): a page's drawing, read
+        # now that a visitor counts it, is past it as the whole PDF's would be.
+        if isinstance(e, pypdf.errors.LimitReachedError) and "tokens" not in str(e):
+            raise UsageError(f"{name}: not a readable PDF ({e}); nothing was sent") from None
+        if isinstance(e, _PdfTooMuch) and e.text:
+            raise (limit or TextLimit(None)).refusal(
+                name, Oversized((limit or TextLimit(None)).most, None)) from None
+        raise UsageError(f"{name}: a PDF whose pages take more than {MOST_PDF_WORK:,} "
+                         "drawing instructions to read (far more than text needs); "
+                         "nothing was sent") from None
     except pypdf.errors.DependencyError as e:
         # AES needs the cryptography package, which pypdf (and chatmem) do not require.
         raise UsageError(f"{name}: an encrypted PDF pypdf cannot read without another "
@@ -259,6 +274,68 @@ def pdf_text(name: str, data: bytes, limit: TextLimit | None = None) -> str:
         raise UsageError(f"{name}: a PDF without text (scanned pages?); only its text can be "
                          "attached; nothing was sent")
     return "\n\n".join(f"[page {n}]\n{text}" for n, text in enumerate(pages, 1))
+
+
+MOST_PDF_WORK = 2_000_000
+"""The most content tokens (operators and their operands) read from one PDF, its pages and
+the forms they draw together: pypdf's own bound for one stream. A 1 KB PDF whose page drew
+one form 5,000 times, each drawing 1,000 lines, kept `ask -f` busy for more than ten
+minutes; counted as read, it is refused after about as much work as one large page."""
+
+
+class _PdfTooMuch(Exception):
+    """Raised inside pypdf's reading to stop it: `text` when the text is past the limit,
+    else the work is past MOST_PDF_WORK."""
+
+    def __init__(self, *, text: bool) -> None:
+        super().__init__("text" if text else "work")
+        self.text = text
+
+
+class _PdfWork:
+    """What reading a PDF has cost so far, told by pypdf's visitors as it reads: content
+    tokens, and the text of the page being read. pypdf reads a page's whole text before
+    giving it back, and a form's inside a `try` that logs what it raised and goes on: the
+    first call after the limit raises again (every one does), and `check` after a page."""
+
+    def __init__(self, limit: TextLimit | None) -> None:
+        self.limit = limit
+        self.tokens = 0
+        self.read = 0
+        """Bytes of text pypdf gave, blanks too (at most MOST_TEXT_BYTES held)."""
+        self.size = 0
+        """Bytes of the text sent for the pages done, each page stripped, with its line."""
+        self.page_letters = 0
+        """Bytes of the page being read that are no blank: its text sent holds at least these."""
+        self.over: _PdfTooMuch | None = None
+
+    def page_begins(self) -> None:
+        self.page_letters = 0
+
+    def check(self) -> None:
+        if self.over is not None:
+            raise self.over
+
+    def operation(self, operator: object, operands: object, *_: object) -> None:
+        self.check()
+        self.tokens += 1 + sum(len(o) if isinstance(o, list) else 1
+                               for o in (operands if isinstance(operands, list) else ()))
+        if self.tokens > MOST_PDF_WORK:
+            self.over = _PdfTooMuch(text=False)
+            raise self.over
+
+    def text(self, text: object, *_: object) -> None:
+        self.check()
+        if not isinstance(text, str):
+            return
+        self.read += len(text.encode())
+        self.page_letters += len("".join(text.split()).encode())
+        # Twice the limit within one page: a page just past it is read whole, so that its
+        # refusal can say how much text it holds.
+        if self.read > MOST_TEXT_BYTES or (self.limit is not None and (
+                self.size + self.page_letters > 2 * self.limit.most)):
+            self.over = _PdfTooMuch(text=True)
+            raise self.over
 
 
 @contextmanager

@@ -62,3 +62,34 @@ def pdf(*pages: str) -> bytes:
     out += (f"trailer\n<< /Size {len(objects) + 1} /Root 1 0 R >>\nstartxref\n{xref}\n%%EOF\n"
             .encode())
     return out
+
+
+def pdf_drawing_a_form(times: int, form: str) -> bytes:
+    """A one-page PDF (about a kilobyte) whose page draws one form XObject `times` times;
+    the form's content is `form`. pypdf reads the form again at each drawing."""
+    import zlib as _zlib
+
+    page = _zlib.compress(b"/X1 Do\n" * times, 9)
+    inside = _zlib.compress(form.encode("latin-1"), 9)
+    font = b"<< /Font << /F1 3 0 R >> >>"
+    objects = [b"<< /Type /Catalog /Pages 2 0 R >>",
+               b"<< /Type /Pages /Kids [5 0 R] /Count 1 >>",
+               b"<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica >>",
+               b"<< /Length %d /Filter /FlateDecode >>\nstream\n" % len(page) + page
+               + b"\nendstream",
+               b"<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] /Contents 4 0 R "
+               b"/Resources << /Font << /F1 3 0 R >> /XObject << /X1 6 0 R >> >> >>",
+               b"<< /Type /XObject /Subtype /Form /BBox [0 0 612 792] /Resources " + font
+               + b" /Length %d /Filter /FlateDecode >>\nstream\n" % len(inside) + inside
+               + b"\nendstream"]
+    out = b"%PDF-1.4\n"
+    offsets = []
+    for number, body in enumerate(objects, 1):
+        offsets.append(len(out))
+        out += b"%d 0 obj\n" % number + body + b"\nendobj\n"
+    xref = len(out)
+    out += b"xref\n0 %d\n0000000000 65535 f \n" % (len(objects) + 1)
+    out += b"".join(b"%010d 00000 n \n" % offset for offset in offsets)
+    out += b"trailer\n<< /Size %d /Root 1 0 R >>\nstartxref\n%d\n%%%%EOF\n" % (
+        len(objects) + 1, xref)
+    return out

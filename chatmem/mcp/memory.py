@@ -123,8 +123,8 @@ class Memory:
             return
         settings = self.settings_for(ctx)
         with told_to_the_model(settings=settings, log=self.log):
-            place = self.kept.line_up((settings.location, conversation_id, purpose),
-                                      owner=settings.location)
+            place = self.kept.line_up((settings.location, conversation_key(conversation_id),
+                                       purpose), owner=settings.location)
         taken = _PLACE.set(place)
         try:
             yield
@@ -163,7 +163,7 @@ class Memory:
                     heard.extend(ws.take_notices())
 
         settings = self.settings_for(ctx)
-        key = (settings.location, conversation_id, purpose)
+        key = (settings.location, conversation_key(conversation_id), purpose)
         place = _PLACE.get()
         with told_to_the_model(settings=settings, log=self.log):
             try:
@@ -190,6 +190,16 @@ def opened_in(workspace: Workspace, engine: Engine[Store]) -> Engine[Store]:
     call that opens the conversation tells the client, as the CLI tells stderr."""
     engine.told_first(workspace.take_notices())
     return engine
+
+
+def conversation_key(conversation_id: str) -> str:
+    """A conversation id as the session it names is stored (NFC, as every session name):
+    `Zoë` sent composed or decomposed is one conversation, so one line of calls and one kept
+    engine. Keyed as sent, the two forms ran at once on two engines of one session, and each
+    had its own places in line."""
+    from chatmem.app.sessions import normal_name
+
+    return normal_name(conversation_id)
 
 
 @contextmanager

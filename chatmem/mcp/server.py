@@ -145,8 +145,12 @@ def _add_tools(server: MCPServer[Any], memory: Memory) -> None:
     ) -> Recorded:
         """Store one exchange (the user's message and the reply) as the conversation's next
         turn, then update its memory (summary, facts) as chatmem does after each turn."""
+        from chatmem.mcp.memory import conversation_key
         from chatmem.render.client_notices import client_notice_text
         from chatmem.render.errors import Client
+
+        # As stored: a call sent again with the id composed otherwise is known as sent again.
+        conversation_id = conversation_key(conversation_id)
 
         def open_recording(ws: Workspace) -> Engine[Store]:
             sessions.session_named(ws, conversation_id)  # a handle, never created here
