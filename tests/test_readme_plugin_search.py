@@ -43,3 +43,37 @@ def test_the_readme_echo_strategy_recalls_by_words_and_meaning(
     parts = {p["kind"]: p for p in shown["context"]["parts"]}
     assert parts["recalled"]["reason"] == "echo: turns 1"
     assert parts["recalled"]["messages"][0]["content"] == INPUTS[0]
+
+
+LONE_REPLY = '''
+from chatmem.memory.assembly import assemble
+from chatmem.memory.base import BaseStrategy
+from chatmem.memory.context import Part
+from chatmem.memory.reasons import TextReason
+
+
+class LoneReply(BaseStrategy):
+    name = "lone-reply"
+    description = "recalls the best matching message alone, a reply too"
+
+    def build(self, request):
+        found = request.search.words(request.query, limit=1)
+        parts = [Part("recalled", (found[0].message,), TextReason("best"))] if found else []
+        return assemble(request, parts)
+
+
+def register(plugins):
+    plugins.add_strategy(LoneReply)
+'''
+
+
+def test_a_recalled_reply_without_its_question_is_told_to_recall_whole_turns(
+        installed: Install, tmp_path: Path) -> None:
+    """check_strategy's advice was drop_leading_assistant(), which takes turns, for a
+    recalled message found alone (plugin71's first `echo`)."""
+    installed("chatmem-lone", "chatmem_lone", LONE_REPLY)
+    # Only the scripted reply ("echo #1: Pasta tonight.") holds the word asked.
+    convo = {**KEEPS_STATE, "inputs": ["Pasta tonight.", "echo?"]}
+    with pytest.raises(AssertionError, match=r"in the 'recalled' part\), not on a user message"
+                       r".*recall whole turns \(request.history.turns\(n, n\)\)"):
+        run_conversation("lone-reply", convo, tmp_path, embedder="hash")

@@ -191,10 +191,16 @@ def check_context(store: Store, session_id: int, params: Any, context: Context,
     # on a reply cut from its question.
     in_order = store.history.messages(session_id)
     opening = {m.id for m in itertools.takewhile(lambda m: m.role != "user", in_order)}
-    first = next(m for p in context.parts for m in p.messages if m.role != "system")
+    first_part, first = next((p, m) for p in context.parts for m in p.messages
+                             if m.role != "system")
+    # drop_leading_assistant() takes turns: a recalled reply needs its question, not that.
+    advice = ("recall whole turns (request.history.turns(n, n)): a reply goes with the "
+              "question it answers" if first_part.kind == "recalled"
+              else "drop_leading_assistant()")
     assert first.role == "user" or first.id in opening, (
-        f"the conversation sent opens on {first.role!r} {first.content!r} (turn {first.turn}),"
-        " not on a user message or the session's opening greeting: drop_leading_assistant()")
+        f"the conversation sent opens on {first.role!r} {first.content!r} (turn {first.turn},"
+        f" in the {first_part.kind!r} part), not on a user message or the session's opening"
+        f" greeting: {advice}")
     history = context.part("history")
     if history is not None:
         opens = history.messages[0]
