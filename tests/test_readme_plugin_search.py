@@ -30,6 +30,12 @@ def test_the_readme_echo_strategy_keeps_the_contract(
     run_conversation(name, OPENED_BY_THE_ASSISTANT, tmp_path / "greeting", embedder="hash")
 
 
+def test_the_readme_echo_strategy_keeps_the_contract_on_postgres(
+        echo: None, tmp_path: Path, pg_url: str) -> None:
+    run_conversation("echo:k=1", {**KEEPS_STATE, "inputs": INPUTS}, tmp_path, embedder="hash",
+                     location=pg_url)
+
+
 @pytest.mark.parametrize("embedder", ["hash", "none"])
 def test_the_readme_echo_strategy_recalls_by_words_and_meaning(
         echo: None, tmp_path: Path, embedder: str) -> None:
