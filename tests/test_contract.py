@@ -170,12 +170,18 @@ class AnswersNone(Counts):
         super().update(env)
 
 
+class Undeclared(Counts):
+    name = "undeclared"
+    description = "reads the state its update stores, without declaring keeps_state"
+    keeps_state = False
+
+
 def register(plugins):
     for cls in (Counts, OneStep, OneStepSummary, WritesState, WritesElsewhere, FailsUpdate,
-                AnswersNone):
+                AnswersNone, Undeclared):
         plugins.add_strategy(cls)
 """
-"""A plugin strategy keeping a count of turns (`counts`), and six that break a rule of
+"""A plugin strategy keeping a count of turns (`counts`), and seven that break a rule of
 state the contract test checks: its checks must catch each."""
 KEEPS_STATE = {"system": "Be brief.", "greeting": None, "max_tokens": 400, "k": 2,
                "inputs": ["my order is ORD-7731", "我的预算是五千元", "what did I say?"]}
@@ -199,6 +205,8 @@ def test_a_plugin_strategy_keeping_its_state_rules_passes(
     # Every other rule held over contexts without the memory it never kept.
     ("fails-update", "an update failed: .*KeyError"),
     ("answers-none", "an update failed: .*returned None"),
+    # A what-if ran no update for it and sent no count, silently (plugin71's `zhangben`).
+    ("undeclared", "over the stored history alone .* needs keeps_state = True"),
 ])
 def test_a_plugin_strategy_breaking_a_state_rule_fails_the_contract(
         installed: Install, tmp_path: Path, name: str, caught: str) -> None:

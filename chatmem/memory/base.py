@@ -33,6 +33,7 @@ if TYPE_CHECKING:
     from chatmem.config.settings import Settings
     from chatmem.embeddings import Embedder
     from chatmem.memory.state import SessionState
+    from chatmem.memory.stored_search import StoredSearch
     from chatmem.providers.base import Provider
 
 
@@ -82,6 +83,15 @@ class ContextRequest:
         """What recall searches for: the input without its own speaker's label, or every
         message its speaker wrote would match a question they ask by that name."""
         return unlabelled(self.input.content, self.speaker)
+
+    @cached_property
+    def search(self) -> StoredSearch:
+        """The session's word search and stored vectors over the turns `history` holds,
+        read-only: what `retrieval` ranks by, for a plugin's own scoring (README, "Searching
+        what is stored"). Its messages are stored ones, to send as they are."""
+        from chatmem.memory.stored_search import StoredSearch
+
+        return StoredSearch(self.history, self.state, self.counter, self.embedder)
 
     @cached_property
     def system_message(self) -> Message | None:
@@ -175,6 +185,13 @@ class MemoryEnv:
     catch_up: bool = False
     """Bring the state fully up to date in bounded batches (an imported or long-unseen
     history), each call shown by `activity`; otherwise one bounded step, as after a turn."""
+
+    @cached_property
+    def search(self) -> StoredSearch:
+        """As `ContextRequest.search`, over the turns `history` holds."""
+        from chatmem.memory.stored_search import StoredSearch
+
+        return StoredSearch(self.history, self.state, self.counter, self.embedder)
 
 
 @dataclass

@@ -21,6 +21,7 @@ from chatmem.errors import ChatmemError, SessionGone, StrategyFailed, WrongParts
 from chatmem.memory.base import ContextRequest, MemoryEnv, Opening, Strategy
 from chatmem.memory.context import FIXED_KINDS, PART_ORDER, Context, Message, Part
 from chatmem.memory.packing import wrong_recall
+from chatmem.memory.sent_as_stored import STORED_KINDS, altered, not_stored_once
 from chatmem.notices import DerivedMemory, ErasedWhileUpdating, MemoryUpdateFailed, Notice
 from chatmem.plugin_calls import guarded, kind_of
 from chatmem.plugin_output import labelled, plugin_prints_to_stderr
@@ -307,9 +308,13 @@ def wrong_context(context: object, request: ContextRequest, *,
             if wrong is not None:
                 return f"a {part.kind!r} part holding {wrong}"
         if sent is not None and part.kind in STORED_KINDS:
-            wrong = _not_stored_once(part, sent)
+            wrong = not_stored_once(part, sent)
             if wrong is not None:
                 return wrong
+    if sent:  # a plugin's stored messages: as the history gave them?
+        wrong = altered(context.parts, request)
+        if wrong is not None:
+            return wrong
     last = context.parts[-1] if context.parts else None
     if last is None or last.kind != "input":
         return "a Context without the input as its last part (assemble() adds it)"
@@ -346,27 +351,6 @@ def _wrong_message(message: object, request: ContextRequest) -> str | None:
     if message.tokens < sent:
         return (f"a message said on {message.said_on.isoformat()} of {message.tokens} tokens,"
                 f" fewer than the {sent} of its text with the day's line above it")
-    return None
-
-
-STORED_KINDS = frozenset({"recalled", "history"})
-"""The parts that hold stored messages only, each sent once (README, What a strategy is)."""
-
-
-def _not_stored_once(part: Part, sent: set[int]) -> str | None:
-    """What makes `part`'s messages other than stored ones, each sent once in the context
-    (`sent`: the ids of the stored messages its earlier parts sent, added to), or None.
-    A plugin's only: chatmem's own strategies send what the history view gave them."""
-    for message in part.messages:
-        if not isinstance(message, Message):  # (_wrong_message said so first)
-            continue
-        if not isinstance(message.id, int) or isinstance(message.id, bool):
-            return (f"a {part.kind!r} part holding a message that is not a stored one (id "
-                    f"{message.id!r}): text of its own goes in a 'summary' or 'facts' part")
-        if message.id in sent:
-            return (f"a {part.kind!r} part holding a stored message of turn {message.turn}"
-                    f" a second time: each is sent once")
-        sent.add(message.id)
     return None
 
 

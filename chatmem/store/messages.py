@@ -114,6 +114,21 @@ class MessageTables:
         turn's included: what a recorded context's recall candidates said."""
         return self._column(session_id, message_ids, "content")
 
+    def placed(self, session_id: int, message_ids: Iterable[int]
+               ) -> dict[int, tuple[int, str, str]]:
+        """The position, role and text of the session's messages with `message_ids` (id →
+        (position, role, content)), a replaced turn's included: what a plugin strategy's
+        build sends as stored is checked against (memory.guards), and where the vectors of
+        the messages it asks for lie (memory.stored_search)."""
+        ids = sorted({i for i in message_ids if 0 < i <= MOST_INTEGER})
+        found: dict[int, tuple[int, str, str]] = {}
+        for chunk, marks in in_batches(ids):
+            for message_id, position, role, content in self._db.execute(
+                    "SELECT id, position, role, content FROM messages WHERE session_id = ?"
+                    f" AND id IN ({marks})", [session_id, *chunk]):
+                found[message_id] = (position, role, content)
+        return found
+
     def external_ids(self, session_id: int, message_ids: Iterable[int]) -> dict[int, str]:
         """The transcript ids of the session's messages with `message_ids` (id → external
         id), for those that have one: what a probe's expect_ids and eval's found_ids name."""

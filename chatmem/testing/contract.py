@@ -165,6 +165,9 @@ def _run(store: Store, session: str, name: str, params: dict[str, str],
         # The last turn followed the most updates: its state is the one to rebuild.
         check_catch_up(engine, strategies.strategy(name, params), history_turns, text,
                        result.context)
+    else:
+        check_without_update(engine, strategies.strategy(name, params), history_turns, text,
+                             result.context)
 
 
 def check_updated(notices: Sequence[Notice]) -> None:
@@ -191,10 +194,16 @@ def check_context(store: Store, session_id: int, params: Any, context: Context,
     # on a reply cut from its question.
     in_order = store.history.messages(session_id)
     opening = {m.id for m in itertools.takewhile(lambda m: m.role != "user", in_order)}
-    first = next(m for p in context.parts for m in p.messages if m.role != "system")
+    first_part, first = next((p, m) for p in context.parts for m in p.messages
+                             if m.role != "system")
+    # drop_leading_assistant() takes turns: a recalled reply needs its question, not that.
+    advice = ("recall whole turns (request.history.turns(n, n)): a reply goes with the "
+              "question it answers" if first_part.kind == "recalled"
+              else "drop_leading_assistant()")
     assert first.role == "user" or first.id in opening, (
-        f"the conversation sent opens on {first.role!r} {first.content!r} (turn {first.turn}),"
-        " not on a user message or the session's opening greeting: drop_leading_assistant()")
+        f"the conversation sent opens on {first.role!r} {first.content!r} (turn {first.turn},"
+        f" in the {first_part.kind!r} part), not on a user message or the session's opening"
+        f" greeting: {advice}")
     history = context.part("history")
     if history is not None:
         opens = history.messages[0]
@@ -343,6 +352,32 @@ def check_catch_up(engine: Engine[Store], fresh: Any, history_turns: int, text: 
             "a second catch-up update changed the state: the first left turns uncovered")
         assert rebuilt.build_context(text).messages() == once.messages(), (
             "a second catch-up update changed the context: the first left turns uncovered")
+
+
+def check_without_update(engine: Engine[Store], fresh: Any, history_turns: int, text: str,
+                         sent: Context) -> None:
+    """Without `keeps_state`, the stored history is all a build needs: a what-if
+    (`inspect --turn N -s NAME`, `inspect --next` before a fork's first turn) builds over a
+    copy of it and runs no update. A build that read the state its update stores passed
+    every other rule and went without it there, silently (plugin71's `zhangben`)."""
+    session, budget = engine.session, engine.budget
+    with Store(":memory:") as scratch:
+        copy = scratch.sessions.create_session(
+            "rebuilt", fresh.name, dict(fresh.params), provider=engine.provider.name,
+            model=engine.provider.model, system=engine.session.system,
+            tokenizer=engine.counter.key)
+        copy_history(engine.store.history, session.id, scratch.history, copy.id,
+                     history_turns, QUIET)
+        bare = engine_over(scratch, copy, ScriptedProvider(), fresh, budget=budget,
+                           embedder=engine.embedder)
+        if engine.embedder is not None:
+            bare.indexing.finish(engine.embedder)  # recall's vectors, as the turns stored them
+        alone = bare.build_context(text)
+    assert by_place(alone) == by_place(sent), (
+        "over the stored history alone (no update: a what-if runs none for a strategy"
+        " without keeps_state) the context is not the one the turn sent: a build that reads"
+        " what its update stores (request.state.get) needs keeps_state = True; the context"
+        f" sent was {by_place(sent)!r}, without an update {by_place(alone)!r}")
 
 
 def by_place(context: Context) -> list[dict[str, str]]:

@@ -318,7 +318,7 @@ def test_a_second_use_in_one_process_does_not_warn_again(installed: Install) -> 
 def test_readme_shows_every_file_it_names() -> None:
     files = readme_files()
     assert set(files) == {"pyproject.toml", "chatmem_anchor.py", "chatmem_notes.py",
-                          "chatmem_shout.py", "test_chatmem_anchor.py"}
+                          "chatmem_echo.py", "chatmem_shout.py", "test_chatmem_anchor.py"}
     for name, text in files.items():
         if name.endswith(".py"):
             compile(text, name, "exec")  # whole modules, not fragments
