@@ -39,6 +39,17 @@ def with_speaker(role: str, content: str, speaker: str | None) -> str:
     return content
 
 
+def writer_label(role_name: str) -> str | None:
+    """A PostgreSQL role's name as the speaker its words are labelled with in a session
+    another role owns (`bob: …`, as a group chat member's), or None for a name no label may
+    carry: one spelling a chat role's word (`system: …` would read as the system's line) or
+    not one visible line."""
+    try:
+        return speaker_of(role_name, "role", ChatmemError)
+    except ChatmemError:
+        return None
+
+
 def said_by(content: str, speaker: str) -> bool:
     """Whether `content` already opens with its speaker's label: `alice:`, or as Chinese
     group chats write it, `小明：` (a full-width colon, spaces around it or not)."""

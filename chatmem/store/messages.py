@@ -11,11 +11,11 @@ from chatmem.store.batches import in_batches
 from chatmem.store.connection import Connection, fetch_rows, fetch_value
 from chatmem.store.postgres_writers import trusted_by_reader, written_by_owner
 from chatmem.store.records import (
-    MESSAGE_COLUMNS,
     MOST_INTEGER,
     AccessLevel,
     MessageRecord,
     counted_messages,
+    message_columns,
 )
 from chatmem.store.state_coverage import SPEAKERS_OWNER
 
@@ -37,7 +37,8 @@ class MessageTables:
         self, session_id: int, first_turn: int = 1, last_turn: int | None = None
     ) -> list[MessageRecord]:
         # A replaced turn's messages (superseded) are stored but no longer history.
-        sql = (f"SELECT {MESSAGE_COLUMNS} FROM messages WHERE session_id = ? AND turn >= ?"
+        sql = (f"SELECT {message_columns(self._db.kind)} FROM messages WHERE session_id = ?"
+               " AND turn >= ?"
                " AND superseded = 0")
         params: list[Any] = [session_id, first_turn]
         if last_turn is not None:
@@ -52,7 +53,8 @@ class MessageTables:
         order; none held: left out): one statement, where one a session was one for each of
         serve's branches of a chat no id names (`chat_openings.branched_from`)."""
         return self._by_session(session_ids, lambda marks: (
-            f"SELECT {MESSAGE_COLUMNS} FROM messages WHERE session_id IN ({marks})"
+            f"SELECT {message_columns(self._db.kind)} FROM messages"
+            f" WHERE session_id IN ({marks})"
             " AND turn <= ? AND superseded = 0 ORDER BY session_id, position"), [last_turn])
 
     def last_turns_of(self, session_ids: Iterable[int],
@@ -61,7 +63,8 @@ class MessageTables:
         `session_ids` (id → its messages, in order; none held: left out): one statement for
         all, as `messages` from `turn_count` - `turns` + 1 on reads one."""
         return self._by_session(session_ids, lambda marks: (
-            f"SELECT {MESSAGE_COLUMNS} FROM messages AS m WHERE session_id IN ({marks})"
+            f"SELECT {message_columns(self._db.kind, 'm')} FROM messages AS m"
+            f" WHERE session_id IN ({marks})"
             " AND superseded = 0 AND turn > (SELECT max(turn) FROM messages AS x"
             " WHERE x.session_id = m.session_id AND x.superseded = 0) - ?"
             " ORDER BY session_id, position"), [turns])
@@ -96,7 +99,7 @@ class MessageTables:
         for chunk, marks in in_batches(wanted):
             # "+position": ordered by the position index, SQLite read the whole session.
             found += [MessageRecord(*row) for row in self._db.execute(
-                f"SELECT {MESSAGE_COLUMNS} FROM messages WHERE session_id = ?"
+                f"SELECT {message_columns(self._db.kind)} FROM messages WHERE session_id = ?"
                 f" AND turn IN ({marks}) AND superseded = 0 ORDER BY +position",
                 [session_id, *chunk])]
         return found

@@ -17,7 +17,7 @@ from chatmem import fts
 from chatmem.store.batches import in_batches
 from chatmem.store.connection import Connection, fetch_value
 from chatmem.store.postgres_writers import trusted_count, trusted_entry
-from chatmem.store.records import MESSAGE_COLUMNS, MessageRecord
+from chatmem.store.records import MessageRecord, message_columns
 from chatmem.store.word_terms import SessionWords, WeightedTerm
 from chatmem.timestamps import has_zone, parse_time
 
@@ -143,8 +143,9 @@ class RecallTables:
         """The session's last message in memory (None when it has none): a replaced turn's
         (/retry, /edit-last) are not, as `messages_at` does not read them. One read, where
         its position and then its time were two for every recall."""
-        row = self._db.execute(f"SELECT {MESSAGE_COLUMNS} FROM messages WHERE session_id = ?"
-                               " AND superseded = 0 ORDER BY position DESC LIMIT 1",
+        row = self._db.execute(f"SELECT {message_columns(self._db.kind)} FROM messages"
+                               " WHERE session_id = ? AND superseded = 0"
+                               " ORDER BY position DESC LIMIT 1",
                                [session_id]).fetchone()
         return None if row is None else MessageRecord(*row)
 
@@ -181,7 +182,7 @@ class RecallTables:
         wanted = sorted(set(positions))
         found: dict[int, MessageRecord] = {}
         for chunk, marks in in_batches(wanted):
-            for row in self._db.execute(f"SELECT {MESSAGE_COLUMNS} FROM messages"
+            for row in self._db.execute(f"SELECT {message_columns(self._db.kind)} FROM messages"
                                        f" WHERE session_id = ? AND position IN ({marks})"
                                        " AND superseded = 0", [session_id, *chunk]):
                 record = MessageRecord(*row)
@@ -295,7 +296,7 @@ class RecallTables:
             return []
         marks = ", ".join("?" for _ in ids)
         found = {record.id: record for record in (MessageRecord(*row) for row in self._db.execute(
-            f"SELECT {MESSAGE_COLUMNS} FROM messages WHERE id IN ({marks})", ids))}
+            f"SELECT {message_columns(self._db.kind)} FROM messages WHERE id IN ({marks})", ids))}
         return [found[i] for i in ids if i in found]
 
     def rare_terms(self, terms: Iterable[str], postings: int) -> list[str]:
