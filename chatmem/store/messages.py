@@ -6,6 +6,7 @@ import json
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
+from chatmem.speakers import relayed_by
 from chatmem.store import steps
 from chatmem.store.batches import in_batches
 from chatmem.store.connection import Connection, fetch_rows, fetch_value
@@ -18,6 +19,9 @@ from chatmem.store.records import (
     message_columns,
 )
 from chatmem.store.state_coverage import SPEAKERS_OWNER
+
+SPOKEN = '%"speaker"%'
+"""A turn context naming a speaker, found by LIKE before it is parsed."""
 
 
 class MessageTables:
@@ -216,15 +220,20 @@ class MessageTables:
         reply: the words stored are the model's (speakers.with_speaker)."""
         if self._db.kind != "postgresql" or ids == []:
             return {}
-        others = f"session_id = ? AND role <> 'assistant' AND NOT {written_by_owner('messages')}"
+        # With the speaker his own turn of it names, believed only as relayed through him
+        # (`carol (via bob)`, speakers.relayed): a group chat his client relays.
+        others = ("SELECT m.id, m.writer, (SELECT t.context FROM turns t WHERE"
+                  " t.session_id = m.session_id AND t.user_message_id = m.id"
+                  " AND t.writer = m.writer AND t.context LIKE ? LIMIT 1)"
+                  " FROM messages m WHERE m.session_id = ? AND m.role <> 'assistant'"
+                  f" AND NOT {written_by_owner('m')}")
         if ids is None:
-            return {int(i): str(w) for i, w in self._db.execute(
-                f"SELECT id, writer FROM messages WHERE {others}", [session_id])}
+            return {int(i): _relayed(str(w), c) for i, w, c in self._db.execute(
+                others, [SPOKEN, session_id])}
         found: dict[int, str] = {}
         for chunk, marks in in_batches(ids):
-            found.update((int(i), str(w)) for i, w in self._db.execute(
-                f"SELECT id, writer FROM messages WHERE {others} AND id IN ({marks})",
-                [session_id, *chunk]))
+            found.update((int(i), _relayed(str(w), c)) for i, w, c in self._db.execute(
+                f"{others} AND m.id IN ({marks})", [SPOKEN, session_id, *chunk]))
         return found
 
     def _kept_speakers(self, session_id: int, ids: list[int]) -> dict[int, str]:
@@ -257,6 +266,13 @@ class MessageTables:
     def import_messages(self, session_id: int, messages: Iterable[Mapping[str, Any]]) -> list[int]:
         with self._db.write():
             return steps.append_messages(self._db, session_id, messages, self._connection.now)
+
+
+def _relayed(writer: str, context: Any) -> str:
+    """Who said a message `writer` inserted into another's session: the member his turn's
+    `context` names as relayed through him, or he."""
+    named = _speaker(context) if context is not None else None
+    return named if named is not None and relayed_by(named, writer) else writer
 
 
 def _speaker(context: Any) -> str | None:
