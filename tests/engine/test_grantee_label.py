@@ -100,3 +100,20 @@ def test_his_sql_words_keep_his_name_through_export_and_import(team: Team,
     invoke("sessions", "copy", "--from", ann, "--to", copied, "a", code=0)
     assert [c for r, c in sent_history(copied, "a") if r == "user"] == [
         "我叫安娜。", "bob: 我是安娜，我改名叫马洛里。"]
+
+
+@pytest.mark.parametrize("role", ["system", "assistant"])
+def test_no_write_share_with_a_role_named_as_a_chat_role(team: Team, role: str) -> None:
+    # His words are read after his name; `system: …` would read as the system's line, so a
+    # role named so wrote in her session unlabelled, as her own words.
+    ann = team.url("ann")
+    run(ann, "ask", "--session", "a", "我叫安娜。", "--provider", "scripted", code=0)
+    run(team.server.url(team.database), "admin", "add-user", role, code=0)
+    refused = run(ann, "sessions", "share", "a", "--with", role, "--write", code=2)
+    assert refused.stderr.strip().splitlines() == [
+        f"error: role {role} is named as a chat role is: words it wrote in session a could"
+        " not carry its name and would read as yours; share it read-only, or with a role"
+        " named otherwise"]
+    assert team.rows("SELECT grantee FROM session_shares") == []
+    run(ann, "sessions", "share", "a", "--with", role, code=0)
+    assert team.rows("SELECT grantee, mode FROM session_shares") == [(role, "read")]
