@@ -17,7 +17,7 @@ from chatmem import fts
 from chatmem.store.batches import in_batches
 from chatmem.store.connection import Connection, fetch_value
 from chatmem.store.postgres_writers import trusted_count, trusted_entry
-from chatmem.store.records import MessageRecord, message_columns
+from chatmem.store.records import MessageRecord, as_read, message_columns, writer_column
 from chatmem.store.word_terms import SessionWords, WeightedTerm
 from chatmem.timestamps import has_zone, parse_time
 
@@ -202,12 +202,16 @@ class RecallTables:
         for start in range(0, len(wanted), 500):
             chunk = wanted[start : start + 500]
             marks = ", ".join(["?"] * len(chunk))
-            found += cast("list[CandidateRow]", self._db.execute(
+            rows = self._db.execute(
                 "SELECT m.position, m.id, m.turn, m.role, m.content, (SELECT c.tokens"
                 " FROM token_counts c WHERE c.message_id = m.id AND c.tokenizer = ?"
                 f"{trusted_count(self._db.kind, 'c')}),"
-                f" m.created_at FROM messages m WHERE m.session_id = ? AND m.position IN ({marks})"
-                " AND m.superseded = 0", [tokenizer, session_id, *chunk]).fetchall())
+                f" m.created_at{writer_column(self._db.kind, 'm')} FROM messages m"
+                f" WHERE m.session_id = ? AND m.position IN ({marks})"
+                " AND m.superseded = 0", [tokenizer, session_id, *chunk]).fetchall()
+            if self._db.kind == "postgresql":
+                rows = [_as_read(*row) for row in rows]
+            found += cast("list[CandidateRow]", rows)
         return found
 
     def word_matches(self, session_id: int, query: str, *, before_turn: int,
@@ -345,3 +349,11 @@ class RecallTables:
         starts += [position for position, before, at in unrecorded
                    if pause(before, at) > gap_seconds]
         return sorted(starts), self.last_position(session_id)
+
+
+def _as_read(position: int, message_id: int, turn: int, role: str, content: str,
+             tokens: int | None, said: str, writer: str | None) -> CandidateRow:
+    """A candidate as read (MessageRecord.writer): after its writer's label, counted anew
+    when that changes it (its stored count is of the text as stored)."""
+    text = as_read(role, content, writer)
+    return (position, message_id, turn, role, text, tokens if text == content else None, said)

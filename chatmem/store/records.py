@@ -181,7 +181,7 @@ class MessageRecord:
             # another front end stores no label, and his own typed `ann: …` must not read as
             # hers. Added here, where every context, summary, fact request and recall reads
             # messages; an older row labelled in its text (`bob: …`) is not labelled twice.
-            labelled = with_speaker(self.role, self.content, writer_label(self.writer))
+            labelled = as_read(self.role, self.content, self.writer)
             if labelled != self.content:
                 object.__setattr__(self, "stored_text", self.content)
                 object.__setattr__(self, "content", labelled)
@@ -206,11 +206,23 @@ def message_columns(kind: str, alias: str = "messages") -> str:
     """MESSAGE_COLUMNS of `alias` (a `messages` row), on PostgreSQL followed by the role that
     wrote it when that is not the session's owner and it is not a reply (MessageRecord's
     `writer`): the speaker a context names, whatever the text says."""
-    columns = ", ".join(f"{alias}.{c}" for c in MESSAGE_COLUMNS.split(", "))
+    return ", ".join(f"{alias}.{c}" for c in MESSAGE_COLUMNS.split(", ")) \
+        + writer_column(kind, alias)
+
+
+def writer_column(kind: str, alias: str) -> str:
+    """`, ` the role that wrote `alias` (a `messages` row) when that is not its session's
+    owner and it is not a reply, on PostgreSQL (MessageRecord.writer); nothing on a file."""
     if kind != "postgresql":
-        return columns
-    return (f"{columns}, CASE WHEN {alias}.role <> 'assistant'"
+        return ""
+    return (f", CASE WHEN {alias}.role <> 'assistant'"
             f" AND NOT {written_by_owner(alias)} THEN {alias}.writer END")
+
+
+def as_read(role: str, content: str, writer: str | None) -> str:
+    """A message's `content` as every reader gets it: after its `writer`'s label when
+    another role than its session's owner wrote it (MessageRecord)."""
+    return content if writer is None else with_speaker(role, content, writer_label(writer))
 
 
 def counted_messages(kind: str) -> str:

@@ -13,6 +13,7 @@ from pg import Team, add_messages
 from chatmem.app import Workspace
 from chatmem.app.conversations import record_turn
 from chatmem.config.settings import Settings
+from chatmem.tokens import counter_for_model
 
 pytest.importorskip("psycopg", reason="chatmem[postgres] (psycopg) is not installed")
 
@@ -117,3 +118,38 @@ def test_no_write_share_with_a_role_named_as_a_chat_role(team: Team, role: str) 
     assert team.rows("SELECT grantee FROM session_shares") == []
     run(ann, "sessions", "share", "a", "--with", role, code=0)
     assert team.rows("SELECT grantee, mode FROM session_shares") == [(role, "read")]
+
+
+def test_his_sql_words_recalled_in_her_context_are_his(team: Team) -> None:
+    # Recall reads its candidates apart from the history (store.recall.candidate_rows).
+    ann, bob = team.url("ann"), team.url("bob")
+    run(ann, "ask", "--session", "a", "我叫安娜。", "--strategy", "retrieval",
+        "--param", "recent=1", "--provider", "scripted", code=0)
+    run(ann, "sessions", "share", "a", "--with", "bob", "--write", code=0)
+    (session_id,), = team.rows("SELECT id FROM sessions WHERE name = 'a'")
+    add_messages(bob, session_id, ["我的护照号码是E12345678。", "好的。"], first_position=3)
+    for said in ("今天天气不错。", "我们去散步吧。"):
+        run(ann, "ask", "a", said, "--provider", "scripted", code=0)
+    out = json.loads(run(ann, "inspect", "a", "--next", "护照号码是多少？", "--json",
+                         code=0).stdout)
+    recalled = [m["content"] for p in out["context"]["parts"] if p["kind"] == "recalled"
+                for m in p["messages"] if m["role"] == "user"]
+    assert "bob: 我的护照号码是E12345678。" in recalled, out["context"]["parts"]
+    assert "我的护照号码是E12345678。" not in recalled
+
+
+def test_her_words_in_his_fork_are_counted_as_sent(team: Team) -> None:
+    # A fork copies each message's count with it, a count of the text as stored: her words
+    # there read after her name, and the budget counts what is sent.
+    ann, bob = team.url("ann"), team.url("bob")
+    said = "我叫安娜，我住在杭州，我的生日是三月十五日。"
+    run(ann, "ask", "--session", "a", said, "--strategy", "buffer", "--provider", "scripted",
+        code=0)
+    run(ann, "sessions", "share", "a", "--with", "bob", code=0)
+    run(bob, "sessions", "fork", "ann/a", "mine", code=0)
+    out = json.loads(run(bob, "inspect", "mine", "--next", "好", "--json", code=0).stdout)
+    (hers,) = [m for p in out["context"]["parts"] if p["kind"] == "history"
+               for m in p["messages"] if m["role"] == "user"]
+    assert hers["content"] == f"ann: {said}"
+    counter = counter_for_model(out["context"].get("model") or "gpt-4o-mini")
+    assert hers["tokens"] == counter.count_message("user", f"ann: {said}")
