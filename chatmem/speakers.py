@@ -39,6 +39,37 @@ def with_speaker(role: str, content: str, speaker: str | None) -> str:
     return content
 
 
+def writer_label(role_name: str) -> str | None:
+    """A PostgreSQL role's name as the speaker its words are labelled with in a session
+    another role owns (`bob: …`, as a group chat member's), or None for a name no label may
+    carry: one spelling a chat role's word (`system: …` would read as the system's line) or
+    not one visible line."""
+    try:
+        return speaker_of(role_name, "role", ChatmemError)
+    except ChatmemError:
+        return None
+
+
+def relayed(speaker: str | None, role: str) -> str:
+    """Who said words a PostgreSQL write share's grantee (`role`) stored in another's session:
+    he, or the group chat member his client named (`speaker`) as relayed through him,
+    `carol (via bob)`: his name stays in it, so no member he names reads as the owner or as
+    another role (the server accepts no other speaker from him, p032)."""
+    if speaker is None or speaker == role:
+        return role
+    return f"{speaker}{VIA.format(role)}"
+
+
+VIA = " (via {})"
+"""What follows a relayed speaker's name: the role that relayed it."""
+_RELAYED = re.compile(r"(.+) \(via ([^()]+)\)")
+
+
+def relayed_by(speaker: str, role: str) -> bool:
+    """Whether `speaker` names a member relayed through `role` (`relayed`)."""
+    return len(speaker) > len(VIA.format(role)) and speaker.endswith(VIA.format(role))
+
+
 def said_by(content: str, speaker: str) -> bool:
     """Whether `content` already opens with its speaker's label: `alice:`, or as Chinese
     group chats write it, `小明：` (a full-width colon, spaces around it or not)."""
@@ -52,6 +83,9 @@ def unlabelled(content: str, speaker: str | None) -> str:
     """`content` without `speaker`'s own label in front (as with_speaker wrote it, or as a
     Chinese group chat writes it): the words the speaker said, which recall searches. Only
     the known speaker's label goes: "Flight BA117: when does it land?" keeps its number."""
+    if speaker and (relay := _RELAYED.fullmatch(speaker)):
+        # `carol (via bob)`: stored as `bob: carol: …`, his label then hers.
+        return unlabelled(unlabelled(content, relay.group(2)), relay.group(1))
     if not speaker or not said_by(content, speaker):
         return content
     rest = content.lstrip()[len(speaker):].lstrip()

@@ -244,9 +244,11 @@ def migrated_before(server: PostgresServer,
             conn.execute(f"DROP ROLE IF EXISTS {keeper}")
 
 
-def add_messages(url: str, session_id: int, said: Sequence[str]) -> list[int]:
-    """`said` as the session's messages (user and assistant in turn), written by `url`'s
-    role with plain SQL, as an older chatmem stored them; their ids."""
+def add_messages(url: str, session_id: int, said: Sequence[str],
+                 first_position: int = 1) -> list[int]:
+    """`said` as the session's messages (user and assistant in turn) from `first_position`
+    (odd: a turn's start), written by `url`'s role with plain SQL, as an older chatmem
+    stored them; their ids."""
     import psycopg
 
     with psycopg.connect(url, autocommit=True) as conn:
@@ -254,7 +256,7 @@ def add_messages(url: str, session_id: int, said: Sequence[str]) -> list[int]:
             "INSERT INTO messages (session_id, position, turn, role, content, created_at)"
             " VALUES (%s, %s, %s, %s, %s, %s) RETURNING id",
             [session_id, i + 1, i // 2 + 1, ("user", "assistant")[i % 2], text, NOW],
-        ).fetchone()[0]) for i, text in enumerate(said)]
+        ).fetchone()[0]) for i, text in enumerate(said, start=first_position - 1)]
 
 
 def _migrate(driver: Any, url: str, before: str) -> None:

@@ -18,7 +18,7 @@ from chatmem.errors import StrategyFailed
 from chatmem.memory.assembly import assemble
 from chatmem.memory.guards import PLUGIN_BUILDS
 from chatmem.notices import ContextNotBuilt, Notice
-from chatmem.speakers import with_speaker
+from chatmem.speakers import relayed, with_speaker
 from chatmem.store import TurnStatus
 from chatmem.text import valid_text
 
@@ -61,7 +61,7 @@ class RecordedTurns(SessionChanges, MemoryUpkeep, TurnChecks, TurnRows):
         if (member := self._grantee_label()) is not None:
             # A grantee's exchange (MCP's record_turn on `ann/trip`) is his, as his chat's
             # turn is (Engine.turn): unlabelled, her model read his words as hers.
-            text, speaker = with_speaker("user", text, member), member
+            text, speaker = with_speaker("user", text, member), relayed(speaker, member)
         # As send's: a fork's or an import's turns before this one are first folded in (an
         # MCP client's record_turn on one; a replay starts empty, where this does nothing).
         caught = self.catch_up(backlog_after_turn=True)

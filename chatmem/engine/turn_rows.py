@@ -6,8 +6,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from chatmem.errors import NotFound, SessionGone, StoreError, StoreFailure, UsageError
-from chatmem.speakers import speaker_of
+from chatmem.errors import NotFound, SessionGone, StoreError, StoreFailure
+from chatmem.speakers import writer_label
 from chatmem.store import TurnRecord, TurnStatus
 from chatmem.store.records import AccessLevel
 
@@ -77,12 +77,7 @@ class TurnRows:
         summaries. None in one's own session, and for a role whose name spells a role's
         word (`system: …` would read as the system's line), whose words stay unlabelled."""
         grantee = self._grantee()
-        if grantee is None:
-            return None
-        try:
-            return speaker_of(grantee, "role", UsageError)
-        except UsageError:
-            return None
+        return None if grantee is None else writer_label(grantee)
 
     def _record_unless_erased(self, record: TurnRecord) -> TurnRecord:
         """A cancelled or failed turn's row; not kept (the record as it is, unnumbered) when

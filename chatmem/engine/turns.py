@@ -42,7 +42,7 @@ from chatmem.memory.state import SessionState
 from chatmem.notices import CutBy, InputNotUtf8, Notice, ReplyCut
 from chatmem.providers.base import Provider, ReplyStream, Usage
 from chatmem.providers.interruptible import InterruptibleReply
-from chatmem.speakers import with_speaker
+from chatmem.speakers import relayed, with_speaker
 from chatmem.store import SessionRecord, TurnStatus
 from chatmem.store.protocols import TurnStore
 from chatmem.text import REPLACEMENT, is_valid, shows_something, valid_text
@@ -252,7 +252,7 @@ class Engine(RecordedTurns, Generic[StoreT]):
         notices += replaced
         if (member := self._grantee_label()) is not None:
             # His words, not hers: also under a name his client gave (`ann` would be hers).
-            text, speaker = with_speaker("user", text, member), member
+            text, speaker = with_speaker("user", text, member), relayed(speaker, member)
         # a build itself never writes
         notices += self.indexing.pause()
         sent_at = self.store.now()  # stamps the input and the reply; its context reads its day

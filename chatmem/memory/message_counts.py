@@ -41,8 +41,11 @@ class MessageCounts:
         messages = []
         for record, tokens in rows:
             text = as_sent(record)
-            if not _as_stored(record.role, record.content, text):
-                tokens = None  # a reply's stored count holds the reasoning it is sent without
+            if record.stored_text is not None or not _as_stored(record.role, record.content,
+                                                                   text):
+                # A reply's stored count holds the reasoning it is sent without; a
+                # message read after its writer's label (MessageRecord) was counted without.
+                tokens = None
             if tokens is None:
                 tokens = self._counted(record.id, record.role, text)
             messages.append(Message(record.role, text, tokens, record.id, record.turn))

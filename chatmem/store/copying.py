@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 from chatmem import fts
 from chatmem.errors import NotFound, StoreError, UsageError
+from chatmem.speakers import with_speaker, writer_label
 from chatmem.store import steps
 from chatmem.store.connection import fetch_rows, fetch_value
 from chatmem.store.postgres_writers import (
@@ -189,6 +190,8 @@ def copy_sessions(source: Store, target: Store,
             if table.name == "facts":
                 rows = [_stated_by(row, theirs) for row in rows
                         if int(row["id"]) not in repeated]
+            if table.name == "messages":
+                rows = [_as_read(row) for row in rows]
             counts[table.name] = len(rows)
             new_ids[table.name] = _insert(target, table, rows, new_ids, origin)
             if table.name == "messages":
@@ -199,6 +202,16 @@ def copy_sessions(source: Store, target: Store,
             steps.keep_speakers(target.db, session_id, speakers)
     return CopyReport(source.location, target.location, [s.name for s in chosen.values()],
                       counts, skipped, reader)
+
+
+def _as_read(row: dict[str, Any]) -> dict[str, Any]:
+    """A message row with the label its writer's name adds where it is read (MessageRecord),
+    when another role than its session's owner wrote it: the target stamps its own writer
+    (the copier) or has none (a file), and unlabelled his words would read as the user's."""
+    writer = row.get("writer")
+    if writer is None or writer == row.get("owner") or row["role"] == "assistant":
+        return row
+    return row | {"content": with_speaker(row["role"], row["content"], writer_label(writer))}
 
 
 def _kept_writers(rows: list[dict[str, Any]], sessions: dict[int, int],

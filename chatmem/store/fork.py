@@ -201,7 +201,7 @@ class ForkTables:
             for message in batch:
                 # The pause before it too: the same message follows the same one.
                 rows.append([new_id, message.position, message.turn, message.role,
-                             message.content, message.external_id, message.created_at,
+                             message.as_stored, message.external_id, message.created_at,
                              pause(before, message.created_at)])
                 if carried is not None:
                     named = message.id in carried[0] or message.position in carried[1]
@@ -211,8 +211,8 @@ class ForkTables:
             copies = steps.insert_messages(self._db, rows, copied=carried is not None)
             for message in batch:
                 ids[message.id] = copies[message.position]
-            self._db.index_words([(copies[m.position], fts.message_index_text(m.role, m.content))
-                                  for m in batch])
+            self._db.index_words([(copies[m.position],
+                                   fts.message_index_text(m.role, m.as_stored)) for m in batch])
             if progress is not None:
                 progress(start + len(batch), len(messages))
         if not ids:

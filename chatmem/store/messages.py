@@ -6,18 +6,22 @@ import json
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
+from chatmem.speakers import relayed_by
 from chatmem.store import steps
 from chatmem.store.batches import in_batches
 from chatmem.store.connection import Connection, fetch_rows, fetch_value
 from chatmem.store.postgres_writers import trusted_by_reader, written_by_owner
 from chatmem.store.records import (
-    MESSAGE_COLUMNS,
     MOST_INTEGER,
     AccessLevel,
     MessageRecord,
     counted_messages,
+    message_columns,
 )
 from chatmem.store.state_coverage import SPEAKERS_OWNER
+
+SPOKEN = '%"speaker"%'
+"""A turn context naming a speaker, found by LIKE before it is parsed."""
 
 
 class MessageTables:
@@ -37,7 +41,8 @@ class MessageTables:
         self, session_id: int, first_turn: int = 1, last_turn: int | None = None
     ) -> list[MessageRecord]:
         # A replaced turn's messages (superseded) are stored but no longer history.
-        sql = (f"SELECT {MESSAGE_COLUMNS} FROM messages WHERE session_id = ? AND turn >= ?"
+        sql = (f"SELECT {message_columns(self._db.kind)} FROM messages WHERE session_id = ?"
+               " AND turn >= ?"
                " AND superseded = 0")
         params: list[Any] = [session_id, first_turn]
         if last_turn is not None:
@@ -52,7 +57,8 @@ class MessageTables:
         order; none held: left out): one statement, where one a session was one for each of
         serve's branches of a chat no id names (`chat_openings.branched_from`)."""
         return self._by_session(session_ids, lambda marks: (
-            f"SELECT {MESSAGE_COLUMNS} FROM messages WHERE session_id IN ({marks})"
+            f"SELECT {message_columns(self._db.kind)} FROM messages"
+            f" WHERE session_id IN ({marks})"
             " AND turn <= ? AND superseded = 0 ORDER BY session_id, position"), [last_turn])
 
     def last_turns_of(self, session_ids: Iterable[int],
@@ -61,7 +67,8 @@ class MessageTables:
         `session_ids` (id → its messages, in order; none held: left out): one statement for
         all, as `messages` from `turn_count` - `turns` + 1 on reads one."""
         return self._by_session(session_ids, lambda marks: (
-            f"SELECT {MESSAGE_COLUMNS} FROM messages AS m WHERE session_id IN ({marks})"
+            f"SELECT {message_columns(self._db.kind, 'm')} FROM messages AS m"
+            f" WHERE session_id IN ({marks})"
             " AND superseded = 0 AND turn > (SELECT max(turn) FROM messages AS x"
             " WHERE x.session_id = m.session_id AND x.superseded = 0) - ?"
             " ORDER BY session_id, position"), [turns])
@@ -96,7 +103,7 @@ class MessageTables:
         for chunk, marks in in_batches(wanted):
             # "+position": ordered by the position index, SQLite read the whole session.
             found += [MessageRecord(*row) for row in self._db.execute(
-                f"SELECT {MESSAGE_COLUMNS} FROM messages WHERE session_id = ?"
+                f"SELECT {message_columns(self._db.kind)} FROM messages WHERE session_id = ?"
                 f" AND turn IN ({marks}) AND superseded = 0 ORDER BY +position",
                 [session_id, *chunk])]
         return found
@@ -228,15 +235,20 @@ class MessageTables:
         reply: the words stored are the model's (speakers.with_speaker)."""
         if self._db.kind != "postgresql" or ids == []:
             return {}
-        others = f"session_id = ? AND role <> 'assistant' AND NOT {written_by_owner('messages')}"
+        # With the speaker his own turn of it names, believed only as relayed through him
+        # (`carol (via bob)`, speakers.relayed): a group chat his client relays.
+        others = ("SELECT m.id, m.writer, (SELECT t.context FROM turns t WHERE"
+                  " t.session_id = m.session_id AND t.user_message_id = m.id"
+                  " AND t.writer = m.writer AND t.context LIKE ? LIMIT 1)"
+                  " FROM messages m WHERE m.session_id = ? AND m.role <> 'assistant'"
+                  f" AND NOT {written_by_owner('m')}")
         if ids is None:
-            return {int(i): str(w) for i, w in self._db.execute(
-                f"SELECT id, writer FROM messages WHERE {others}", [session_id])}
+            return {int(i): _relayed(str(w), c) for i, w, c in self._db.execute(
+                others, [SPOKEN, session_id])}
         found: dict[int, str] = {}
         for chunk, marks in in_batches(ids):
-            found.update((int(i), str(w)) for i, w in self._db.execute(
-                f"SELECT id, writer FROM messages WHERE {others} AND id IN ({marks})",
-                [session_id, *chunk]))
+            found.update((int(i), _relayed(str(w), c)) for i, w, c in self._db.execute(
+                f"{others} AND m.id IN ({marks})", [SPOKEN, session_id, *chunk]))
         return found
 
     def _kept_speakers(self, session_id: int, ids: list[int]) -> dict[int, str]:
@@ -269,6 +281,13 @@ class MessageTables:
     def import_messages(self, session_id: int, messages: Iterable[Mapping[str, Any]]) -> list[int]:
         with self._db.write():
             return steps.append_messages(self._db, session_id, messages, self._connection.now)
+
+
+def _relayed(writer: str, context: Any) -> str:
+    """Who said a message `writer` inserted into another's session: the member his turn's
+    `context` names as relayed through him, or he."""
+    named = _speaker(context) if context is not None else None
+    return named if named is not None and relayed_by(named, writer) else writer
 
 
 def _speaker(context: Any) -> str | None:

@@ -24,7 +24,7 @@ later migrations are in modules by concern (postgres_embeddings, postgres_additi
 postgres_word_entries, postgres_access, postgres_write_shares, postgres_masked_prompts,
 postgres_rendered_pieces, postgres_writers, postgres_replaced_turns,
 postgres_counted_erasures, postgres_fact_history, postgres_forgotten_digests,
-postgres_derived_rows, postgres_lease_writers), and MIGRATION_LIST
+postgres_derived_rows, postgres_lease_writers, postgres_relayed_speakers), and MIGRATION_LIST
 below says the order they all run in. A released migration is never edited: a schema change
 is a new function, added at the end of that list.
 """
@@ -42,6 +42,7 @@ from chatmem.store import (
     postgres_forgotten_digests,
     postgres_lease_writers,
     postgres_masked_prompts,
+    postgres_relayed_speakers,
     postgres_rendered_pieces,
     postgres_replaced_turns,
     postgres_write_shares,
@@ -294,6 +295,13 @@ def p031_index_leases_say_who_wrote_them(execute: Execute) -> None:
     postgres_lease_writers.lease_writers(execute)
 
 
+def p032_relayed_speakers_keep_their_names(execute: Execute) -> None:
+    """A session fact a write share's grantee writes may name a group chat's member his
+    client relayed, as `carol (via bob)`: p024 stamped every such fact his, so carol's city
+    became his (postgres_relayed_speakers)."""
+    postgres_relayed_speakers.relayed_speakers(execute)
+
+
 MIGRATION_LIST: MigrationList[Migration] = MigrationList()
 for _migration in (
     p001_schema,
@@ -327,6 +335,7 @@ for _migration in (
     p029_grantee_counts_only_erasures_and_keeps_fact_history,
     p030_grantee_adds_to_derived_memory,
     p031_index_leases_say_who_wrote_them,
+    p032_relayed_speakers_keep_their_names,
 ):
     MIGRATION_LIST.add(_migration)
 MIGRATIONS = MIGRATION_LIST.functions

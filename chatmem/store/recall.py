@@ -17,7 +17,7 @@ from chatmem import fts
 from chatmem.store.batches import in_batches
 from chatmem.store.connection import Connection, fetch_value
 from chatmem.store.postgres_writers import trusted_count, trusted_entry
-from chatmem.store.records import MESSAGE_COLUMNS, MessageRecord
+from chatmem.store.records import MessageRecord, as_read, message_columns, writer_column
 from chatmem.store.word_terms import SessionWords, WeightedTerm
 from chatmem.timestamps import has_zone, parse_time
 
@@ -143,8 +143,9 @@ class RecallTables:
         """The session's last message in memory (None when it has none): a replaced turn's
         (/retry, /edit-last) are not, as `messages_at` does not read them. One read, where
         its position and then its time were two for every recall."""
-        row = self._db.execute(f"SELECT {MESSAGE_COLUMNS} FROM messages WHERE session_id = ?"
-                               " AND superseded = 0 ORDER BY position DESC LIMIT 1",
+        row = self._db.execute(f"SELECT {message_columns(self._db.kind)} FROM messages"
+                               " WHERE session_id = ? AND superseded = 0"
+                               " ORDER BY position DESC LIMIT 1",
                                [session_id]).fetchone()
         return None if row is None else MessageRecord(*row)
 
@@ -181,7 +182,7 @@ class RecallTables:
         wanted = sorted(set(positions))
         found: dict[int, MessageRecord] = {}
         for chunk, marks in in_batches(wanted):
-            for row in self._db.execute(f"SELECT {MESSAGE_COLUMNS} FROM messages"
+            for row in self._db.execute(f"SELECT {message_columns(self._db.kind)} FROM messages"
                                        f" WHERE session_id = ? AND position IN ({marks})"
                                        " AND superseded = 0", [session_id, *chunk]):
                 record = MessageRecord(*row)
@@ -201,12 +202,16 @@ class RecallTables:
         for start in range(0, len(wanted), 500):
             chunk = wanted[start : start + 500]
             marks = ", ".join(["?"] * len(chunk))
-            found += cast("list[CandidateRow]", self._db.execute(
+            rows = self._db.execute(
                 "SELECT m.position, m.id, m.turn, m.role, m.content, (SELECT c.tokens"
                 " FROM token_counts c WHERE c.message_id = m.id AND c.tokenizer = ?"
                 f"{trusted_count(self._db.kind, 'c')}),"
-                f" m.created_at FROM messages m WHERE m.session_id = ? AND m.position IN ({marks})"
-                " AND m.superseded = 0", [tokenizer, session_id, *chunk]).fetchall())
+                f" m.created_at{writer_column(self._db.kind, 'm')} FROM messages m"
+                f" WHERE m.session_id = ? AND m.position IN ({marks})"
+                " AND m.superseded = 0", [tokenizer, session_id, *chunk]).fetchall()
+            if self._db.kind == "postgresql":
+                rows = [_as_read(*row) for row in rows]
+            found += cast("list[CandidateRow]", rows)
         return found
 
     def word_matches(self, session_id: int, query: str, *, before_turn: int,
@@ -295,7 +300,7 @@ class RecallTables:
             return []
         marks = ", ".join("?" for _ in ids)
         found = {record.id: record for record in (MessageRecord(*row) for row in self._db.execute(
-            f"SELECT {MESSAGE_COLUMNS} FROM messages WHERE id IN ({marks})", ids))}
+            f"SELECT {message_columns(self._db.kind)} FROM messages WHERE id IN ({marks})", ids))}
         return [found[i] for i in ids if i in found]
 
     def rare_terms(self, terms: Iterable[str], postings: int) -> list[str]:
@@ -344,3 +349,11 @@ class RecallTables:
         starts += [position for position, before, at in unrecorded
                    if pause(before, at) > gap_seconds]
         return sorted(starts), self.last_position(session_id)
+
+
+def _as_read(position: int, message_id: int, turn: int, role: str, content: str,
+             tokens: int | None, said: str, writer: str | None) -> CandidateRow:
+    """A candidate as read (MessageRecord.writer): after its writer's label, counted anew
+    when that changes it (its stored count is of the text as stored)."""
+    text = as_read(role, content, writer)
+    return (position, message_id, turn, role, text, tokens if text == content else None, said)

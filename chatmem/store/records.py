@@ -7,7 +7,8 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any
 
-from chatmem.store.postgres_writers import trusted_count
+from chatmem.speakers import with_speaker, writer_label
+from chatmem.store.postgres_writers import trusted_count, written_by_owner
 from chatmem.store.stored_values import (
     checked_time,
     json_text,
@@ -159,6 +160,12 @@ class MessageRecord:
     content: str
     external_id: str | None
     created_at: str
+    writer: str | None = None
+    """On PostgreSQL, the role that inserted a message other than a reply into a session it
+    does not own (the server's `writer`, p023, which no role writes: a write share's grantee,
+    or the owner of the session a fork copied it from); None otherwise."""
+    stored_text: str | None = field(default=None, compare=False, repr=False)
+    """The text as stored, where `content` has the writer's label added (`as_stored`)."""
 
     def __post_init__(self) -> None:
         # Every message read goes through here (a buffer turn reads them all): the row is
@@ -169,6 +176,21 @@ class MessageRecord:
             raise unreadable_time(self.created_at, f"message {self.id} (session"
                                   f" {self.session_id}, position {self.position}): created_at"
                                   ) from None
+        if self.writer is not None:
+            # The speaker is the server's word, not the text's: a grantee's psql INSERT or
+            # another front end stores no label, and his own typed `ann: …` must not read as
+            # hers. Added here, where every context, summary, fact request and recall reads
+            # messages; an older row labelled in its text (`bob: …`) is not labelled twice.
+            labelled = as_read(self.role, self.content, self.writer)
+            if labelled != self.content:
+                object.__setattr__(self, "stored_text", self.content)
+                object.__setattr__(self, "content", labelled)
+
+    @property
+    def as_stored(self) -> str:
+        """The message's text as stored, without the label its writer's name adds: what a
+        copy of it stores (the copy keeps its writer, so it reads labelled alike)."""
+        return self.content if self.stored_text is None else self.stored_text
 
     @classmethod
     def from_row(cls, row: Mapping[str, Any]) -> MessageRecord:
@@ -180,13 +202,36 @@ MESSAGE_COLUMNS = "id, session_id, position, turn, role, content, external_id, c
 with them skips matching names row by row (recall reads hundreds of messages a turn)."""
 
 
+def message_columns(kind: str, alias: str = "messages") -> str:
+    """MESSAGE_COLUMNS of `alias` (a `messages` row), on PostgreSQL followed by the role that
+    wrote it when that is not the session's owner and it is not a reply (MessageRecord's
+    `writer`): the speaker a context names, whatever the text says."""
+    return ", ".join(f"{alias}.{c}" for c in MESSAGE_COLUMNS.split(", ")) \
+        + writer_column(kind, alias)
+
+
+def writer_column(kind: str, alias: str) -> str:
+    """`, ` the role that wrote `alias` (a `messages` row) when that is not its session's
+    owner and it is not a reply, on PostgreSQL (MessageRecord.writer); nothing on a file."""
+    if kind != "postgresql":
+        return ""
+    return (f", CASE WHEN {alias}.role <> 'assistant'"
+            f" AND NOT {written_by_owner(alias)} THEN {alias}.writer END")
+
+
+def as_read(role: str, content: str, writer: str | None) -> str:
+    """A message's `content` as every reader gets it: after its `writer`'s label when
+    another role than its session's owner wrote it (MessageRecord)."""
+    return content if writer is None else with_speaker(role, content, writer_label(writer))
+
+
 def counted_messages(kind: str) -> str:
     """MESSAGE_COLUMNS of messages `m`, then each one's stored token count under the
     tokenizer bound first (None: not counted there, or by a role the reader does not trust:
     postgres_writers.trusted_count), on backend `kind`: a WHERE on `m` follows. A lookup by
     key per message: a join lets PostgreSQL's planner hash the whole token_counts table
     (every message's count)."""
-    return ("SELECT " + ", ".join(f"m.{c}" for c in MESSAGE_COLUMNS.split(", "))
+    return (f"SELECT {message_columns(kind, 'm')}"
             + ", (SELECT c.tokens FROM token_counts c WHERE c.message_id = m.id"
             f" AND c.tokenizer = ?{trusted_count(kind, 'c')}) FROM messages m")
 

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from enum import StrEnum
 
 from chatmem.errors import NotFound, ReadOnlyShare, StoreError, StoreFailure, UsageError
+from chatmem.speakers import writer_label
 from chatmem.store.connection import Connection, fetch_rows, fetch_value
 from chatmem.store.postgres_access import shared
 from chatmem.store.records import AccessLevel, SessionAccess, session_address
@@ -213,6 +214,12 @@ def share_session(store: Connection, session: str, grantee: str, mode: ShareMode
     state as at his last turn, while hers went on)."""
     _require_postgres(store, "sharing a session")
     check_role_name(grantee)
+    if mode is ShareMode.WRITE and writer_label(grantee) is None:
+        # Every grantee's words are read after his name (MessageRecord.writer); `system: …`
+        # or `assistant: …` would read as that role's line, so his would go unlabelled.
+        raise UsageError(f"role {grantee} is named as a chat role is: words it wrote in"
+                         f" session {session} could not carry its name and would read as"
+                         " yours; share it read-only, or with a role named otherwise")
     if not _role_exists(store, grantee):
         raise NotFound(f"no role {grantee} on {store.location} "
                        f"(chatmem admin add-user {grantee} creates it)")

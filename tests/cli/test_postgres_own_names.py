@@ -77,9 +77,10 @@ def test_a_read_only_share_leaves_its_name_free_for_chat_import_and_fork(
     assert inputs(carol, "plan") == ["导入的计划"]
     output("sessions", "delete", "plan", "--yes", "--db", carol)
     output("sessions", "fork", "ann/plan", "plan", "--db", carol)
-    assert inputs(carol, "plan") == ["ann 的计划"]
+    # Her words in carol's copy are hers (the copy keeps who wrote them), named as hers.
+    assert inputs(carol, "plan") == ["ann: ann 的计划"]
     output("chat", "plan", "--provider", "scripted", "--db", carol, input="在副本里\n")
-    assert inputs(carol, "plan") == ["ann 的计划", "在副本里"]
+    assert inputs(carol, "plan") == ["ann: ann 的计划", "在副本里"]
     assert inputs(ann, "plan") == ["ann 的计划"]
     # Her own `plan` taken now, a second one is refused by her own name only.
     taken = invoke("sessions", "import", str(transcript), "plan", "--db", carol)
