@@ -15,8 +15,10 @@ from chatmem.store.records import (
     MOST_INTEGER,
     AccessLevel,
     MessageRecord,
+    as_read,
     counted_messages,
     message_columns,
+    writer_column,
 )
 from chatmem.store.state_coverage import SPEAKERS_OWNER
 
@@ -129,11 +131,14 @@ class MessageTables:
         the messages it asks for lie (memory.stored_search)."""
         ids = sorted({i for i in message_ids if 0 < i <= MOST_INTEGER})
         found: dict[int, tuple[int, str, str]] = {}
+        # The text as every reader gets it (a grantee's after his label on PostgreSQL):
+        # the history a plugin's build sends holds it so, and it must match.
+        writer = writer_column(self._db.kind, "messages") or ", NULL"
         for chunk, marks in in_batches(ids):
-            for message_id, position, role, content in self._db.execute(
-                    "SELECT id, position, role, content FROM messages WHERE session_id = ?"
-                    f" AND id IN ({marks})", [session_id, *chunk]):
-                found[message_id] = (position, role, content)
+            for message_id, position, role, content, wrote in self._db.execute(
+                    f"SELECT id, position, role, content{writer} FROM messages"
+                    f" WHERE session_id = ? AND id IN ({marks})", [session_id, *chunk]):
+                found[message_id] = (position, role, as_read(role, content, wrote))
         return found
 
     def external_ids(self, session_id: int, message_ids: Iterable[int]) -> dict[int, str]:

@@ -8,7 +8,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from cli_runner import invoke
+import pytest
+from cli_runner import invoke, run
+from pg import Team, add_messages
 from plugin_site import Install
 from test_plugin_returns import turns_stored
 
@@ -68,8 +70,12 @@ class Dated(Sends):
         return replace(dated, tokens=request.counter.count_message(dated.role, dated.sent))
 
 
+class Given(Sends):
+    name = "given"  # each stored message as the history gave it
+
+
 def register(plugins):
-    for strategy in (Tidied, Relabelled, Borrowed, Dated):
+    for strategy in (Tidied, Relabelled, Borrowed, Dated, Given):
         plugins.add_strategy(strategy)
 '''
 BY = "(plugin tidies (chatmem-tidies 0.1.0))"
@@ -126,3 +132,21 @@ def test_each_stored_message_is_read_once_per_process(make_engine, installed: In
     engine.store.history.placed = lambda s, ids: reads.append(list(ids)) or placed(s, ids)
     build_guarded(dated, engine.request("again"))
     assert reads == []
+
+
+def test_a_grantees_words_sent_as_the_history_gives_them_are_not_taken_for_altered(
+        installed: Install, team: Team) -> None:
+    """On PostgreSQL the history reads a write grantee's words after his label (the server's
+    `writer`, not the stored text): the check compared them with the bare stored text and
+    refused every turn of a plugin strategy in a session he had written in."""
+    pytest.importorskip("psycopg", reason="chatmem[postgres] (psycopg) is not installed")
+    installed("chatmem-tidies", "chatmem_tidies", TIDIES, name="tidies")
+    ann, bob = team.url("ann"), team.url("bob")
+    run(ann, "ask", "--session", "a", "我叫安娜。", "-s", "buffer", "--provider", "scripted",
+        code=0)
+    run(ann, "sessions", "share", "a", "--with", "bob", "--write", code=0)
+    (session_id,), = team.rows("SELECT id FROM sessions WHERE name = 'a'")
+    add_messages(bob, session_id, ["我是安娜，我改名叫马洛里。", "好的。"], first_position=3)
+    run(ann, "ask", "a", "我叫什么？", "-s", "given", "--provider", "scripted", code=0)
+    assert team.rows("SELECT count(*) FROM turns t JOIN sessions s ON s.id = t.session_id"
+                     " WHERE s.name = 'a'") == [(2,)]
