@@ -114,10 +114,16 @@ class NumberForm(Enum):
     """With a country code the value does not give (+86 138 0013 8000 for 138-0013-8000)."""
     MORE_DIGITS = "more digits"
     """After more digits: another country's exit code or number (0014155550134)."""
+    DATE_ORDER = "date order"
+    """A date read either way round (7/5/2023: 7 May or July 5; chatmem.privacy.date_forms)."""
 
 
 def form_of(values: Iterable[str], written: str) -> NumberForm:
     """How `written`, a run `find` found unsure for one of `values`, differs from it."""
+    from chatmem.privacy.date_forms import date_of
+
+    if date_of(written) is not None and any(date_of(v) is not None for v in values):
+        return NumberForm.DATE_ORDER
     digits = _ascii_digits(written)
     numbers = [n for n in map(number_of, values) if n is not None]
     if any(n.digits.endswith(digits) and digits != n.digits for n in numbers):

@@ -21,6 +21,7 @@ from functools import partial
 from typing import TYPE_CHECKING
 
 from chatmem.errors import StoreError
+from chatmem.privacy.date_forms import date_of
 from chatmem.privacy.mentions import (
     Span,
     all_spans,
@@ -277,7 +278,7 @@ class _Eraser:
     def __init__(self, purge: Purge, known: dict[bytes, _Erased] | None = None) -> None:
         self.purge = purge
         self.erase = _eraser(purge)
-        self.numbers = any(number_of(v) for v in purge.values)
+        self.numbers = any(number_of(v) or date_of(v) for v in purge.values)
         self.kept_numbers = frozenset[NumberForm]()
         self._known: dict[bytes, _Erased] = {} if known is None else known
 

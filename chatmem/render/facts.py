@@ -225,6 +225,7 @@ _FORM_WORDS = {
     NumberForm.PART: "in part (its last digits alone)",
     NumberForm.COUNTRY_CODE: "with a country code the fact does not give",
     NumberForm.MORE_DIGITS: "after more digits (another country's exit code or number)",
+    NumberForm.DATE_ORDER: "as a date that reads either way round (7/5/2023: 7 May or July 5)",
 }
 
 
@@ -297,6 +298,9 @@ def kept_numbers_text(part: str, forms: Iterable[NumberForm]) -> str:
     leaves, uncounted."""
     # logs -q matches whole digit groups: a form written in one run (+8613800138000) holds
     # no group 8000, and no query finds every layout of a number yet.
+    if set(forms) == {NumberForm.DATE_ORDER}:
+        return (f"kept any date that may be another one, written {number_forms_text(forms)}:"
+                f" chatmem logs -q {part} finds those of its year")
     return (f"kept any form of the number that may be another one, written"
             f" {number_forms_text(forms)}: chatmem logs -q {part} finds those with {part}"
             " written apart, not those written in one run of digits")
