@@ -74,4 +74,5 @@ def test_on_postgresql_too(pg_url: str) -> None:
     invoke("facts", "forget", str(fact), "--purge", "--yes", "--db", pg_url, code=0)
     with Store(pg_url) as store:
         session = store.sessions.find_session("birthday").id  # type: ignore[union-attr]
-        assert [m.content for m in store.history.messages(session)][0] == f"My birthday is {F}."
+        first = store.history.messages(session)[0]
+        assert first.content == f"My birthday is {F}."
