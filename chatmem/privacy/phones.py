@@ -120,10 +120,6 @@ class NumberForm(Enum):
 
 def form_of(values: Iterable[str], written: str) -> NumberForm:
     """How `written`, a run `find` found unsure for one of `values`, differs from it."""
-    from chatmem.privacy.date_forms import date_of
-
-    if date_of(written) is not None and any(date_of(v) is not None for v in values):
-        return NumberForm.DATE_ORDER
     digits = _ascii_digits(written)
     numbers = [n for n in map(number_of, values) if n is not None]
     if any(n.digits.endswith(digits) and digits != n.digits for n in numbers):
