@@ -52,6 +52,7 @@ _WORDS = re.compile(
     rf"|{_MONTH.format(2)}\b\.?\s+(?:the\s+)?{_DAY.format(2)})"
     r"(?![\w:]|[.,]\d)(?:,?\s+(?P<y>\d{4})(?!\d))?")
 """The day before the month (7 May, the 7th of May) or after it (May 7th), perhaps a year."""
+_DIGIT = re.compile(r"\d")
 _LONGEST = {1: 31, 2: 29, 3: 31, 4: 30, 5: 31, 6: 30, 7: 31, 8: 31, 9: 30, 10: 31, 11: 30,
             12: 31}
 
@@ -110,15 +111,18 @@ def _dated(month: int | None, day: int | None, year: str | None,
     return Date(month, day, _year(year) if year else None, either_way)
 
 
-def _said(text: str) -> list[_Said]:
-    """Every date `text` writes, in any form, left to right by where it starts."""
+@text_cache(maxsize=16)
+def _said(text: str) -> tuple[_Said, ...]:
+    """Every date `text` writes, in any form, left to right by where it starts. Cached: a
+    purge reads each text it looks through six times (its mentions, those it keeps, those
+    perhaps the date), 3 s of a 20,000-message dry run read anew each time."""
     found = []
     if "月" in text:
         for m in _CHINESE.finditer(text):
             date = _dated(_part(m["m"]), _part(m["d"]), m["y"])
             if date is not None:
                 found.append(_Said(date, m.start(), (m.start("m"), m.end()), m.end()))
-    if any(ch.isdigit() for ch in text):
+    if _DIGIT.search(text):
         for m in _YEAR_FIRST.finditer(text):
             if (date := _dated(int(m["m"]), int(m["d"]), m["y"])) is not None:
                 found.append(_Said(date, m.start(), m.span("dm"), m.end()))
@@ -129,7 +133,7 @@ def _said(text: str) -> list[_Said]:
             month = _MONTH_FORMS[(m["mon1"] or m["mon2"]).title()]
             if (date := _dated(month, int(m["d1"] or m["d2"]), m["y"])) is not None:
                 found.append(_Said(date, m.start(), m.span("dm"), m.end()))
-    return sorted(found, key=lambda s: (s.start, -s.end))
+    return tuple(sorted(found, key=lambda s: (s.start, -s.end)))
 
 
 def _numbers(a: int, b: int, year: str) -> Date | None:
