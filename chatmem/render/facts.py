@@ -216,8 +216,9 @@ def mentions_text(mentioned: Sequence[Mentioned]) -> str:
                  " 於 for 于), perhaps someone else")
     if numbers := sum(len(m.other_numbers) for m in mentioned):
         forms = [form for m in mentioned for form in m.number_forms]
-        text += (f", keeping {counted(numbers, 'number')} written {number_forms_text(forms)},"
-                 " perhaps another number")
+        kind = kept_kind(forms)
+        text += (f", keeping {counted(numbers, kind)} written {number_forms_text(forms)},"
+                 f" perhaps another {kind}")
     return text
 
 
@@ -225,8 +226,13 @@ _FORM_WORDS = {
     NumberForm.PART: "in part (its last digits alone)",
     NumberForm.COUNTRY_CODE: "with a country code the fact does not give",
     NumberForm.MORE_DIGITS: "after more digits (another country's exit code or number)",
-    NumberForm.DATE_ORDER: "as a date that reads either way round (7/5/2023: 7 May or July 5)",
+    NumberForm.DATE_ORDER: "in numbers that read either way round (7/5/2023: 7 May or July 5)",
 }
+
+
+def kept_kind(forms: Iterable[NumberForm]) -> str:
+    """`date` when every form a purge kept is a date read either way round, else `number`."""
+    return "date" if set(forms) == {NumberForm.DATE_ORDER} else "number"
 
 
 def number_forms_text(forms: Iterable[NumberForm]) -> str:
