@@ -34,7 +34,21 @@ from chatmem.text import CJK, FULL_WIDTH, HALF_WIDTH_KANA, INVISIBLE
 UNSPACED_SCRIPTS = "\u0e00-\u0eff\u1000-\u109f\u1780-\u17ff\u19e0-\u19ff\ua9e0-\ua9ff\uaa60-\uaa7f"
 """Thai, Lao, Myanmar and Khmer (with their extensions): words are not spaced apart."""
 RUNS = CJK + UNSPACED_SCRIPTS
-_TOKEN = lazy(rf"[{CJK}]+|(?:(?=[{UNSPACED_SCRIPTS}])\w)+|[^\W{RUNS}]+", re.UNICODE)
+_FLAG = "[\U0001f1e6-\U0001f1ff]{2}"
+"""A flag: two regional indicator letters (🇨🇳 is C N), one picture, one term."""
+_EMOJI = "\u2300-\u23ff\u2600-\u27bf\u2b00-\u2bff\U0001f000-\U0001f3fa\U0001f400-\U0001faff"
+"""The blocks emoji are drawn from (misc technical ⌚, misc symbols ☀, dingbats ❤ ✅, arrows ⭐,
+and the supplementary planes' pictographs 🎉 👍), less the skin tones that only colour the
+one before (👍🏽 is 👍). Only their symbols (category So) are terms: not a bracket of
+dingbats (❨)."""
+EMOJI_TERM = "emoji"
+"""What an emoji's term starts with, its code points in hex after it (🎉 is emoji1f389): a
+word both FTS5's unicode61 and PostgreSQL's parser keep, where the picture itself is a
+separator to both, so a query of one emoji found nothing. `logs -q 🎉`, search and recall
+find a message holding it (as stored from this version on: one stored before holds no such
+term until a migration indexes it again)."""
+_TOKEN = lazy(rf"[{CJK}]+|(?:(?=[{UNSPACED_SCRIPTS}])\w)+|[^\W{RUNS}]+|(?P<pic>{_FLAG}|[{_EMOJI}])",
+              re.UNICODE)
 _RUN = lazy(rf"[{RUNS}]+")
 _FULL_WIDTH = FULL_WIDTH | {0x3000: 0x20}  # and the ideographic space as a space
 _DRAWN_NOTHING: dict[int, None] = dict.fromkeys(map(ord, INVISIBLE))
@@ -149,7 +163,10 @@ def _tokens(folded_text: str, *, run_ends: bool, prefixes: bool) -> list[str]:
     terms: list[str] = []
     for found in _TOKEN.finditer(folded_text):
         token = found.group()
-        if not _RUN.fullmatch(token):
+        if found.lastgroup:  # an emoji or a flag (_EMOJI, _FLAG)
+            if len(token) == 2 or unicodedata.category(token) == "So":
+                terms.append(EMOJI_TERM + "".join(f"{ord(ch):x}" for ch in token))
+        elif not _RUN.fullmatch(token):
             terms.append(token.lower())
         elif len(token) > 1:
             # Each character joined to the next, in C: a generator's step a bigram was most
@@ -287,6 +304,7 @@ def search_terms(text: str) -> list[str]:
     return _kept(_terms(text, prefixes=True))
 
 
+_EMOJI_TERMS = lazy(EMOJI_TERM + "[0-9a-f]+")
 _JOINED = lazy(r"[0-9A-Za-z]+(?:[^\w\s][0-9A-Za-z]+)+")
 _PARTS = lazy(r"[a-z]+|[0-9]+")
 
@@ -307,7 +325,9 @@ def split_spellings(text: str) -> list[str]:
     typed (as alternatives, gpt4's parts would find every message saying 4)."""
     typed, found = set(search_terms(text)), list[str]()
     for term in _terms(text):
-        parts = _PARTS.findall(term) if term.isascii() else []
+        # An emoji's term (emoji1f1e6) is no code: its parts (1, f) would find every message.
+        parts = _PARTS.findall(term) if term.isascii() and not _EMOJI_TERMS.fullmatch(
+            term) else []
         found += parts if len(parts) > 1 else []
     return [term for term in dict.fromkeys(found) if term not in typed]
 

@@ -74,7 +74,7 @@ def test_chatmem_runs_on_the_floor_versions(tmp_path: Path) -> None:
     assert chatted.stdout.splitlines() == ["echo #1: my order is ORD-7731",
                                            "echo #2: 我们五月去杭州"]
     refused = chatmem("inspect", "trip", "--turn", "0", "--db", db)
-    assert (refused.returncode, refused.stderr) == (2, "error: --turn must be 1 or more\n")
+    assert (refused.returncode, refused.stderr) == (2, "error: --turn must be 1 or more, got '0'\n")
     shown = chatmem("inspect", "trip", "--json", "--db", db)
     assert shown.returncode == 0, shown.stderr
     assert json.loads(shown.stdout)["input"] == "我们五月去杭州"

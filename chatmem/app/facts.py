@@ -314,7 +314,6 @@ def purge(workspace: Workspace, fact: FactRecord) -> Purged:
     from chatmem.app.privacy import drop_vector_cache
     from chatmem.privacy import purge as purging
     from chatmem.privacy.near_mentions import spelled_otherwise
-    from chatmem.privacy.phones import last_part
 
     # Read first: once erased, the fact's values are nowhere to look them up by.
     planned = _purge_plan(workspace, fact)
@@ -327,8 +326,20 @@ def purge(workspace: Workspace, fact: FactRecord) -> Purged:
     # Counting those mentions would read every message again, which a purge never does.
     return Purged(fact, erased.redaction, tuple(named), tuple(left),
                   tuple(spelled_otherwise(fact.value)),
-                  last_part(fact.value) if erased.kept_numbers else None,
+                  _kept_part(fact.value) if erased.kept_numbers else None,
                   erased.kept_numbers, tuple(by_opening))
+
+
+def _kept_part(value: str) -> str | None:
+    """What `logs -q` finds the forms a purge kept by: a phone number's last digits, a
+    date's year (7/5/2023 kept for May 7, 2023: a date read the other way round)."""
+    from chatmem.privacy.date_forms import date_of
+    from chatmem.privacy.phones import last_part
+
+    if (part := last_part(value)) is not None:
+        return part
+    date = date_of(value)
+    return None if date is None or date.year is None else str(date.year)
 
 
 _OPENING_NAME = re.compile(r"(chat-[0-9a-f]{12})(?:-[0-9]+)?")

@@ -57,6 +57,26 @@ def _param_name(param: Any) -> str:
     return str(param.metavar or param.name or "").strip("{}").upper()
 
 
+_SHOWN_VALUE = 16
+"""The longest value a usage error repeats: a number's (a pasted key is longer, and stays
+off the screen and the scrollback)."""
+
+
+def _given(error: typer.BadParameter) -> str:
+    """`, got '五'` for the value Typer's validation refused (its cause holds it), with the
+    ASCII a full-width one stands for: an input method types ５, `-n ５` said only "must be
+    a whole number", the one thing on the line that was right."""
+    import unicodedata
+
+    errors = getattr(error.__cause__, "errors", None)
+    found = errors()[0].get("input") if callable(errors) and errors() else None
+    if not isinstance(found, str) or len(found) > _SHOWN_VALUE:
+        return ""
+    ascii_form = unicodedata.normalize("NFKC", found)
+    typed = f" (in ASCII: {ascii_form})" if ascii_form != found and ascii_form.isascii() else ""
+    return f", got {found!r}{typed}"
+
+
 def usage_error_line(error: typer.TyperException) -> str:
     """One line for a usage error: `--turn must be 1 or more`, `no such option --x`."""
     # Typer exports only TyperException and BadParameter of the error classes it raises, so
@@ -72,7 +92,9 @@ def usage_error_line(error: typer.TyperException) -> str:
         for pattern, replacement in _REWORDS:
             message = re.sub(pattern, replacement, message)
         name = _param_name(param)
-        return f"{name} {message}" if message.startswith("must") else f"{name}: {message}"
+        if message.startswith("must"):
+            return f"{name} {message}{_given(error)}"
+        return f"{name}: {message}"
     if hasattr(error, "possibilities"):
         possibilities = getattr(error, "possibilities", None) or ()
         close = f" (did you mean {', '.join(sorted(possibilities))}?)" if possibilities else ""

@@ -231,6 +231,7 @@ def forget(
 def _print_mentions(names: dict[int, str], fact: "FactRecord", mentioned: "Sequence[Mentioned]",
                     preview: "Redaction", json_out: bool) -> None:
     from chatmem.render.facts import (
+        kept_kind,
         mention_line,
         mentions_text,
         number_forms_text,
@@ -267,8 +268,9 @@ def _print_mentions(names: dict[int, str], fact: "FactRecord", mentioned: "Seque
                         ("kept, unsure: spelled otherwise (乾 for 干, 於 for 于), perhaps"
                          " someone else:",
                          lambda m: m.spelled_otherwise),
-                        (f"kept, unsure: the number written {number_forms_text(forms)},"
-                         " perhaps another number:", lambda m: m.other_numbers)):
+                        (f"kept, unsure: the {kept_kind(forms)} written"
+                         f" {number_forms_text(forms)}, perhaps another {kept_kind(forms)}:",
+                         lambda m: m.other_numbers)):
         shown = [(m, spans) for m in mentioned if (spans := pick(m))]
         if shown and title:
             out.print(title, markup=False, soft_wrap=True)

@@ -180,7 +180,13 @@ def written_otherwise(value: str, text: str) -> list[str]:
     for 25, 15,000 for 15000 (a form `said_in` took for the value). A purge looks for these
     as well as the value in the message the fact was read from: erasing 15000 alone would
     leave what the user typed. A number of one digit has none: a purge does not look for
-    the value 3 at all (too short to search out), nor then for three."""
+    the value 3 at all (too short to search out), nor then for three. A date has none
+    either: its forms are a month and a day together (privacy.date_forms); the 十二 of
+    十二月三日 read as the number 12 had a purge of a birthday erase every 12 and 十二."""
+    from chatmem.privacy.date_forms import date_of
+
+    if date_of(value) is not None:
+        return []
     numbers = {n for n in re.findall(r"\d+", _forms(value)[1]) if len(n.lstrip("0")) > 1}
     if not numbers:
         return []

@@ -131,6 +131,7 @@ def needles(value: str) -> list[str]:
     `needle`, and an amount's in its other forms; none when the needle is empty (every row
     may mention it)."""
     from chatmem.privacy import long_numbers
+    from chatmem.privacy.date_forms import date_of
     from chatmem.privacy.number_forms import amount_of
     from chatmem.privacy.number_forms import needles as amount_needles
     from chatmem.privacy.phones import needle as number_needle
@@ -143,7 +144,11 @@ def needles(value: str) -> list[str]:
     if (digits := long_numbers.long_number_of(value)) is not None:  # grouped: 4111 1111 …
         return [long_numbers.needle(digits)]
     amount = amount_of(value)  # written in words too (fifteen thousand): their needles
-    return [found, *(amount_needles(amount) if amount is not None else [])]
+    # A date's every form in ASCII holds its day in digits (May 7, 2023-05-07, 7th of May),
+    # and a form that may be it, read the other way round, its month.
+    date = date_of(value)
+    return [found, *(amount_needles(amount) if amount is not None else []),
+            *([str(date.day), str(date.month)] if date is not None else [])]
 
 
 def mention_spans(text: str, value: str, wide: bool = False) -> list[Span]:

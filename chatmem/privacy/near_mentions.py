@@ -28,13 +28,17 @@ def other_spellings(text: str, values: Iterable[str], keep: Iterable[str] = ()) 
 
 def other_numbers(text: str, values: Iterable[str]) -> list[Span]:
     """Digit runs that may write a phone number among `values` and may be another number
-    (555-0134 for +1 415 555 0134: chatmem.privacy.phones): shown, not erased. None overlaps
-    a mention."""
+    (555-0134 for +1 415 555 0134: chatmem.privacy.phones), or a date among them read the
+    other way round (7/5/2023 for May 7, 2023: chatmem.privacy.date_forms): shown, not
+    erased. None overlaps a mention."""
+    from chatmem.privacy.date_forms import date_of, perhaps_spans
     from chatmem.privacy.phones import find
 
     values = list(values)
     taken = all_spans(text, values)
-    maybe = sorted({Span(*s) for value in values for s in find(text, value).unsure})
+    maybe = sorted({Span(*s) for value in values for s in find(text, value).unsure}
+                   | {Span(*s) for value in values if (date := date_of(value)) is not None
+                      for s in perhaps_spans(text, date)})
     return _clear_of(maybe, taken)
 
 

@@ -114,6 +114,8 @@ class NumberForm(Enum):
     """With a country code the value does not give (+86 138 0013 8000 for 138-0013-8000)."""
     MORE_DIGITS = "more digits"
     """After more digits: another country's exit code or number (0014155550134)."""
+    DATE_ORDER = "date order"
+    """A date read either way round (7/5/2023: 7 May or July 5; chatmem.privacy.date_forms)."""
 
 
 def form_of(values: Iterable[str], written: str) -> NumberForm:

@@ -21,6 +21,7 @@ from functools import partial
 from typing import TYPE_CHECKING
 
 from chatmem.errors import StoreError
+from chatmem.privacy.date_forms import date_of
 from chatmem.privacy.mentions import (
     Span,
     all_spans,
@@ -152,7 +153,7 @@ def mentioned_messages(store: PrivacyStore, purge: Purge) -> list[Mentioned]:
         otherwise = other_spellings(message.content, purge.values, purge.keep)
         numbers = other_numbers(message.content, purge.values)
         if spans or kept or otherwise or numbers:
-            forms = frozenset(form_of(purge.values, message.content[s.start:s.end])
+            forms = frozenset(_form_of(purge.values, message.content[s.start:s.end])
                               for s in numbers)
             found.append(Mentioned(message, tuple(spans), tuple(kept), tuple(
                 s for s in spans if unsure(message.content, s)), tuple(otherwise),
@@ -277,7 +278,7 @@ class _Eraser:
     def __init__(self, purge: Purge, known: dict[bytes, _Erased] | None = None) -> None:
         self.purge = purge
         self.erase = _eraser(purge)
-        self.numbers = any(number_of(v) for v in purge.values)
+        self.numbers = any(number_of(v) or date_of(v) for v in purge.values)
         self.kept_numbers = frozenset[NumberForm]()
         self._known: dict[bytes, _Erased] = {} if known is None else known
 
@@ -292,7 +293,7 @@ class _Eraser:
         if known is None:
             forms = frozenset[NumberForm]()
             if self.numbers:
-                forms = frozenset(form_of(self.purge.values, text[s.start:s.end])
+                forms = frozenset(_form_of(self.purge.values, text[s.start:s.end])
                                   for s in other_numbers(text, self.purge.values))
             erased = self.erase(text)
             known = _Erased(None if erased == text else erased, forms)
@@ -306,6 +307,14 @@ class _Erased:
     text: str | None
     """The erased text; None: the same (most texts a purge reads mention nothing)."""
     kept_numbers: frozenset[NumberForm]
+
+
+def _form_of(values: Sequence[str], written: str) -> NumberForm:
+    """How a form kept as perhaps a value is written: a date read either way round (7/5/2023
+    for May 7, 2023: near_mentions.other_numbers), else as phones.form_of says."""
+    if date_of(written) is not None and any(date_of(v) is not None for v in values):
+        return NumberForm.DATE_ORDER
+    return form_of(values, written)
 
 
 def _with_turns(done: Redaction, turn_ids: Sequence[int]) -> Redaction:

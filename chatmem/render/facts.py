@@ -216,8 +216,9 @@ def mentions_text(mentioned: Sequence[Mentioned]) -> str:
                  " 於 for 于), perhaps someone else")
     if numbers := sum(len(m.other_numbers) for m in mentioned):
         forms = [form for m in mentioned for form in m.number_forms]
-        text += (f", keeping {counted(numbers, 'number')} written {number_forms_text(forms)},"
-                 " perhaps another number")
+        kind = kept_kind(forms)
+        text += (f", keeping {counted(numbers, kind)} written {number_forms_text(forms)},"
+                 f" perhaps another {kind}")
     return text
 
 
@@ -225,7 +226,13 @@ _FORM_WORDS = {
     NumberForm.PART: "in part (its last digits alone)",
     NumberForm.COUNTRY_CODE: "with a country code the fact does not give",
     NumberForm.MORE_DIGITS: "after more digits (another country's exit code or number)",
+    NumberForm.DATE_ORDER: "in numbers that read either way round (7/5/2023: 7 May or July 5)",
 }
+
+
+def kept_kind(forms: Iterable[NumberForm]) -> str:
+    """`date` when every form a purge kept is a date read either way round, else `number`."""
+    return "date" if set(forms) == {NumberForm.DATE_ORDER} else "number"
 
 
 def number_forms_text(forms: Iterable[NumberForm]) -> str:
@@ -297,6 +304,9 @@ def kept_numbers_text(part: str, forms: Iterable[NumberForm]) -> str:
     leaves, uncounted."""
     # logs -q matches whole digit groups: a form written in one run (+8613800138000) holds
     # no group 8000, and no query finds every layout of a number yet.
+    if set(forms) == {NumberForm.DATE_ORDER}:
+        return (f"kept any date that may be another one, written {number_forms_text(forms)}:"
+                f" chatmem logs -q {part} finds those of its year")
     return (f"kept any form of the number that may be another one, written"
             f" {number_forms_text(forms)}: chatmem logs -q {part} finds those with {part}"
             " written apart, not those written in one run of digits")

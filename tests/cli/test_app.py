@@ -16,8 +16,14 @@ from chatmem import __version__
 @pytest.mark.parametrize(
     ("args", "message"),
     [
-        (["inspect", "loc", "--turn", "0"], "--turn must be 1 or more"),
-        (["inspect", "loc", "--turn", "abc"], "--turn must be a whole number"),
+        (["inspect", "loc", "--turn", "0"], "--turn must be 1 or more, got '0'"),
+        (["inspect", "loc", "--turn", "abc"], "--turn must be a whole number, got 'abc'"),
+        # The value is named, as a config file's is (`-n ５` said only "must be a whole
+        # number"), with the ASCII an input method's full-width digits stand for; a long
+        # value (a key pasted there) is not repeated.
+        (["logs", "-n", "五"], "--count must be a whole number, got '五'"),
+        (["logs", "-n", "１２"], "--count must be a whole number, got '１２' (in ASCII: 12)"),
+        (["logs", "-n", "sk-proj-Abc123SECRETxyz7890"], "--count must be a whole number"),
         (["eval", "x.jsonl", "-s", "buffer", "--min-recall", "2"],
          "--min-recall must be a recall from 0 to 1 (X, id=X or text=X), got '2'"),
         (["eval", "x.jsonl", "-s", "buffer", "--min-recall", "ids=0.8"],
@@ -108,7 +114,7 @@ def test_the_installed_command_formats_usage_errors_the_same_way() -> None:
     done = subprocess.run([sys.executable, "-m", "chatmem", "inspect", "x", "--turn", "0"],
                           capture_output=True, text=True, timeout=60)
     assert done.returncode == 2
-    assert done.stderr == "error: --turn must be 1 or more\n"
+    assert done.stderr == "error: --turn must be 1 or more, got '0'\n"
 
 
 def _every_command() -> list[list[str]]:

@@ -58,3 +58,23 @@ def test_a_purge_erases_every_form_of_a_date_and_leaves_no_byte(tmp_path: Path) 
 
 def test_on_postgresql_too(pg_url: str) -> None:
     assert _purged(pg_url) == ERASED
+
+
+def test_a_date_is_no_number_to_erase_elsewhere(tmp_path: Path) -> None:
+    """Purging `生日: 十二月三日` read from "我的生日是十二月三日" erased every 12 and 十二 in the
+    profile ("我有[forgotten]个苹果"): the 十二 of the date, read as the number 12, was a
+    value written otherwise (said_values.written_otherwise). A date has no such numbers."""
+    db = str(tmp_path / "h.db")
+    with Store(db) as store:
+        session = store.sessions.create_session("生日", "buffer", user="me").id
+        store.history.import_messages(session, [
+            {"role": "user", "content": "我的生日是十二月三日。"},
+            {"role": "user", "content": "我有12个苹果，十二个梨。"}])
+        first = store.history.messages(session)[0]  # the fact cites it, as extraction does
+        fact = store.facts.upsert_fact("生日", "十二月三日", scope="user", user="me",
+                                       source_message_id=first.id, source_turn=first.turn,
+                                       source_session_id=session).id
+    invoke("facts", "forget", str(fact), "--purge", "--yes", "--db", db, code=0)
+    with Store(db) as store:
+        assert [m.content for m in store.history.messages(session)] == [
+            f"我的生日是{F}。", "我有12个苹果，十二个梨。"]
