@@ -144,6 +144,10 @@ WORDED: list[tuple[Notice | ContextWarning, str]] = [
      " over the budget of 4,000"),
     (SummaryBehind(3, 9), "summary is behind; turns 3–9 sent unsummarized"),
     (SummaryBehind(4, 4), "summary is behind; turn 4 sent unsummarized"),
+    (SummaryBehind(31, 40, 1, 30), "summary is behind; turns 31–40 sent unsummarized,"
+     " turns 1–30 not sent: over the budget until the summary catches up"),
+    (SummaryBehind(0, 0, 1, 40), "summary is behind; turns 1–40 not sent: over the budget"
+     " until the summary catches up"),
     (EmbeddingFailed("HTTP 500"), "recall: embedding failed (HTTP 500), ranked by words only"),
     (StoredWarning("摘要落后了"), "摘要落后了"),
     (HistoryUpgrading("/h/旅行.db", "m005_a", "m018_b", 14),
