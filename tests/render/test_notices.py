@@ -115,6 +115,12 @@ WORDED: list[tuple[Notice | ContextWarning, str]] = [
      "indexing failed, will retry next turn: database is busy"),
     (IndexingNotice(IndexingEvent.NOT_STORED, Failure("磁盘已满")),
      "indexing: vectors not stored yet, will retry: 磁盘已满"),
+    (IndexingNotice(IndexingEvent.RETRYING, Failure("database is busy"), in_replay=True),
+     "indexing failed during the replay: database is busy; recall ranked the messages without"
+     " a vector by words"),
+    (IndexingNotice(IndexingEvent.STOPPED, Failure("磁盘已满"), in_replay=True),
+     "indexing stopped during the replay: 磁盘已满; recall ranked the messages without a"
+     " vector by words"),
     (MemoryUpdateCancelled(),
      "memory update cancelled; the turn is stored and the update is retried next turn"),
     (ErasedWhileUpdating(DerivedMemory.SUMMARY, 4, 6),
