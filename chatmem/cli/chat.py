@@ -141,6 +141,9 @@ def chat(
             repl.run()
         finally:
             finish_and_say(repl.engine, err)
+        if repl.engine.discard_if_unused():
+            err.print(f"session {repl.address} not kept: nothing was said in it",
+                      markup=False, soft_wrap=True)
     if repl.exit_code and not interactive:
         # Lines piped in are a script: a failed turn must fail the script.
         raise typer.Exit(repl.exit_code)

@@ -193,6 +193,17 @@ class SessionChanges:
         self._settle_or_discard()
         return left
 
+    def discard_if_unused(self) -> bool:
+        """Remove the session this engine's command created when no turn of it was stored
+        and it holds nothing else (`chat NAME`, then /quit with nothing said: it was listed
+        by `sessions list` as an empty session nobody meant to keep). Whether it was removed;
+        a session opened, not created, or holding anything (another process's turn, a fact
+        /remember'd), stays. Only for a chat, whose session is made to talk in: a client that
+        asks for a conversation by name keeps it (MCP)."""
+        if not self.created or self._stored:
+            return False
+        return self.store.sessions.discard_empty_session(self.session.id)
+
     def _settle_or_discard(self) -> None:
         self.settle()
         if self._refused and not self._stored and self.created:
