@@ -55,7 +55,9 @@ class SummaryStrategy(SummaryMemory[SummaryParams]):
                                                       st.behind))
             if part:
                 parts.append(part)
-        if st.behind:
+        # Said also when the catch-up was skipped (Ctrl-C), not failed: only the turn line
+        # tells the user that a stretch of the conversation is in neither part.
+        if st.behind or first_sent > st.boundary + 1:
             warnings.append(behind_warning(pending, st.boundary + 1, first_sent - 1))
         return assemble(request, parts, budget=budget, warnings=warnings, dropped=notes)
 
