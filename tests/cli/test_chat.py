@@ -810,5 +810,10 @@ def test_a_chat_quit_with_nothing_said_leaves_no_empty_session(tmp_path: Path) -
     assert remembered.exit_code == 0, remembered.stderr
     assert "session empty not kept: nothing was said in it" in \
         chat(db, "empty", ["/quit"]).stderr
+    # Left for another with /switch (or /new), as at the chat's end; /new's own too.
+    switched = chat(db, "left", ["/switch kept", "/new 新的", "/quit"])
+    assert switched.exit_code == 0, switched.stderr
+    assert "session left not kept: nothing was said in it" in switched.stderr
+    assert "session 新的 not kept: nothing was said in it" in switched.stderr
     listed = json.loads(run(db, "sessions", "list", "--json").stdout)
     assert sorted(s["name"] for s in listed) == ["facts", "kept"]
