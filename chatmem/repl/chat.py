@@ -172,7 +172,7 @@ class Chat:
             settings = dataclasses.replace(settings, provider=old.provider.name)
             self.workspace.provider_for(settings)  # a bad name fails here; the chat goes on
         old.settle()  # what opening it changed is kept (or not) before it is reopened
-        left = self.address
+        left = old.session.name  # one it created is its own: no owner to name
         new = start_conversation(self.workspace, name, strategy=strategy, system=system,
                                  activity=old.activity,
                                  allow_over_budget=old.allow_over_budget, settings=settings,

@@ -815,5 +815,8 @@ def test_a_chat_quit_with_nothing_said_leaves_no_empty_session(tmp_path: Path) -
     assert switched.exit_code == 0, switched.stderr
     assert "session left not kept: nothing was said in it" in switched.stderr
     assert "session 新的 not kept: nothing was said in it" in switched.stderr
+    # One set up (a strategy or a system prompt chosen, by a flag or a slash command) stays.
+    assert chat(db, "set-up", ["/strategy summary"]).exit_code == 0
+    assert chat(db, "flagged", [], "--system", "Answer in French.").exit_code == 0
     listed = json.loads(run(db, "sessions", "list", "--json").stdout)
-    assert sorted(s["name"] for s in listed) == ["facts", "kept"]
+    assert sorted(s["name"] for s in listed) == ["facts", "flagged", "kept", "set-up"]
