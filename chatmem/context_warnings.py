@@ -28,10 +28,14 @@ class OverBudget:
 
 @dataclass(frozen=True)
 class SummaryBehind:
-    """The summary is behind: turns `first`..`last` are sent unsummarized."""
+    """The summary is behind: turns `first`..`last` are sent unsummarized (0, 0: none);
+    turns `waiting_first`..`waiting_last` (0, 0: none), older, are not sent at all: they
+    did not fit the budget and wait for the summary to catch up."""
 
     first: int
     last: int
+    waiting_first: int = 0
+    waiting_last: int = 0
 
 
 @dataclass(frozen=True)

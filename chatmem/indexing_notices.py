@@ -47,6 +47,9 @@ class IndexingNotice:
 
     event: IndexingEvent
     failure: Failure
+    in_replay: bool = False
+    """Met by a replay or an eval, which says it once per run: no chat's "next turn" retries
+    it there (a kept replay has none; a saved one's backlog is said with its name)."""
 
 
 @dataclass(frozen=True)

@@ -51,6 +51,23 @@ _REWORDS = (
 )
 
 
+# Words a newcomer types for a command chatmem names otherwise, no spelling of which Typer's
+# "did you mean" finds: `chatmem purge` or `chatmem search` said only "no such command".
+_COMMANDS_BY_OTHER_NAMES = {
+    "purge": "chatmem facts forget KEY --purge erases a value everywhere; chatmem sessions"
+             " delete NAME one session; chatmem sessions prune old ones",
+    "search": "chatmem logs -q TEXT", "grep": "chatmem logs -q TEXT",
+    "find": "chatmem logs -q TEXT",
+    "history": "chatmem logs", "list": "chatmem sessions list", "ls": "chatmem sessions list",
+    "show": "chatmem sessions show NAME", "delete": "chatmem sessions delete NAME",
+    "rm": "chatmem sessions delete NAME", "rename": "chatmem sessions rename OLD NEW",
+    "fork": "chatmem sessions fork NAME NEW", "export": "chatmem sessions export NAME FILE",
+    "import": "chatmem sessions import FILE", "prune": "chatmem sessions prune",
+    "help": "chatmem --help, or chatmem COMMAND --help", "version": "chatmem --version",
+    "forget": "chatmem facts forget KEY", "remember": "/remember in chatmem chat",
+}
+
+
 def _param_name(param: Any) -> str:
     if isinstance(param, TyperOption) and param.opts:
         return str(max(param.opts, key=len))
@@ -102,6 +119,13 @@ def usage_error_line(error: typer.TyperException) -> str:
     message = error.format_message().rstrip(".")
     message = message[:1].lower() + message[1:]
     ctx = getattr(error, "ctx", None)
+    unknown = re.fullmatch(r"no such command '(.+)'", message)
+    if unknown is not None:
+        top = ctx is None or ctx.parent is None  # `chatmem config list` is not sessions'
+        other = _COMMANDS_BY_OTHER_NAMES.get(unknown[1].lower()) if top else None
+        where = ctx.command_path if ctx is not None else "chatmem"
+        return message + (f" (try: {other})" if other
+                          else f" (`{where} --help` lists the commands)")
     if message.startswith("got unexpected extra argument") and ctx is not None:
         # `logs trip`, `sessions export trip t.md`: the word is likely an option's value;
         # a lone word where the command takes --session is likely a session's name.

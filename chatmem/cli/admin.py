@@ -7,7 +7,7 @@ import typer
 from chatmem.cli.grammar import ChatmemTyper, file_name
 from chatmem.cli.opening import open_workspace, settings_from
 from chatmem.cli.options import ConfigOption, DbOption, JsonOption, YesOption
-from chatmem.cli.output import consoles, handles_errors, print_json
+from chatmem.cli.output import confirm_erasure, consoles, handles_errors, print_json
 
 if TYPE_CHECKING:
     from chatmem.app.workspace import Workspace
@@ -117,9 +117,8 @@ def remove_user(
                          "JSON goes")
     with open_workspace(settings_from(config, db), create=False) as ws:
         planned = remove(ws, name, drop_role=drop_role, dry_run=True)
-        if not (yes or dry_run) and not typer.confirm(
-                f"Erase {_removal_text(planned, asking=True)}?"):
-            raise typer.Exit(1)
+        if not (yes or dry_run):
+            confirm_erasure(f"Erase {_removal_text(planned, asking=True)}?")
         done = planned if dry_run else remove(ws, name, drop_role=drop_role)
     if json_out:
         print_json(done.to_json())

@@ -130,6 +130,8 @@ def chat(
             engine = stack.enter_context(open_conversation(
                 ws, chosen, strategy=spec, params=params, system=system,
                 activity=ConsoleActivity(err), allow_over_budget=allow_over_budget))
+        # A session set up with flags is kept even with nothing said in it.
+        engine.configured = bool(spec or param or system is not None or template)
         say_opened(ws, engine, err)
         # Only replies on stdout: `chatmem chat < script > replies.txt` works. A person
         # at the terminal with stdout redirected still sees the replies (on stderr).
@@ -141,6 +143,9 @@ def chat(
             repl.run()
         finally:
             finish_and_say(repl.engine, err)
+        if repl.engine.discard_if_unused():
+            err.print(f"session {repl.engine.session.name} not kept: nothing was said in it",
+                      markup=False, soft_wrap=True)
     if repl.exit_code and not interactive:
         # Lines piped in are a script: a failed turn must fail the script.
         raise typer.Exit(repl.exit_code)

@@ -77,10 +77,11 @@ def _start_backlogs(ws: "Workspace", config: Path | None,
     """Saved sessions that recall by meaning get vectors for their messages in the
     background."""
     from chatmem.app.indexing import start_backlogs
-    from chatmem.render.sessions import backlog_line
+    from chatmem.render.sessions import backlog_lines
 
-    for started in start_backlogs(ws, config, [r.session for r in runs if r.session]):
-        consoles()[1].print(backlog_line(started), markup=False, soft_wrap=True)
+    started = start_backlogs(ws, config, [r.session for r in runs if r.session])
+    for line in backlog_lines(started):
+        consoles()[1].print(line, markup=False, soft_wrap=True)
 
 
 def outcome_json(command: str, source: str, outcome: "Comparison") -> dict[str, Any]:

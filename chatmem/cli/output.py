@@ -225,3 +225,18 @@ def say_passed_over(passed: Iterable[tuple[str, str | None, str | None]]) -> Non
     for session, owner, strategy in passed:
         consoles()[1].print(unread_pins_text(session, owner or "its owner", strategy),
                             markup=False, soft_wrap=True)
+
+
+def confirm_erasure(question: str) -> None:
+    """Ask `question` (an erasure for good) and go on only on yes. A no said nothing before
+    (exit 1, silence), and an answer that never came (a script, stdin closed) said only
+    "aborted": either way the user is told nothing was erased and how not to be asked."""
+    try:
+        agreed = typer.confirm(question)
+    except typer.Abort:
+        agreed = False
+        typer.echo("", err=True)  # the question's line ends: no answer came
+    if not agreed:
+        consoles()[1].print("nothing was erased (-y/--yes erases without asking)",
+                            markup=False, soft_wrap=True)
+        raise typer.Exit(1)

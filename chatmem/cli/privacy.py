@@ -10,7 +10,13 @@ import typer
 from chatmem.cli.completion import session_names
 from chatmem.cli.opening import ask_key, erasure_done, open_workspace, settings_from
 from chatmem.cli.options import ConfigOption, DbOption, JsonOption, YesOption
-from chatmem.cli.output import consoles, done_for_good, handles_errors, print_json
+from chatmem.cli.output import (
+    confirm_erasure,
+    consoles,
+    done_for_good,
+    handles_errors,
+    print_json,
+)
 
 if TYPE_CHECKING:
     from chatmem.config.settings import Settings
@@ -335,10 +341,8 @@ def forget_me(
                 err.print(line, markup=False, soft_wrap=True)
             err.print(f"{erasure_text(planned)} of user {profile}", markup=False, soft_wrap=True)
             return
-        if not yes and not typer.confirm(
-                f"Erase {erased_what(planned)} of user {profile}"
-                " for good?"):
-            raise typer.Exit(1)
+        if not yes:
+            confirm_erasure(f"Erase {erased_what(planned)} of user {profile} for good?")
         erased = forget_profile(ws, profile)
         done_for_good()
         done = erasure_done(vacuums(ws))

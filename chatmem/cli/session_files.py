@@ -194,7 +194,7 @@ def import_(
     from chatmem.render.logs import question_start
     from chatmem.render.notices import notice_text
     from chatmem.render.progress import counted_progress
-    from chatmem.render.sessions import backlog_line
+    from chatmem.render.sessions import backlog_lines
     from chatmem.transcripts.reader import read_transcript
 
     if name and name_option and name != name_option:
@@ -272,8 +272,9 @@ def import_(
                 f"{imported.session.strategy!r}, which no installed plugin provides here; "
                 f"install it, or go on with another (chatmem chat {session_name} -s NAME)",
                 markup=False, soft_wrap=True)
-        for backlog in start_backlogs(ws, config, [session_name], background=index):
-            consoles()[1].print(backlog_line(backlog), markup=False, soft_wrap=True)
+        for line in backlog_lines(start_backlogs(ws, config, [session_name],
+                                                 background=index)):
+            consoles()[1].print(line, markup=False, soft_wrap=True)
     if json_out:  # the name chosen, which stderr says in a sentence
         from chatmem.render.payloads import imported_json
 
@@ -288,7 +289,7 @@ def import_all(archive: "Archive", index: bool, config: "Path | None",
     from chatmem.render.counts import counted
     from chatmem.render.history_notices import restored_past_retention_text
     from chatmem.render.notices import notice_text
-    from chatmem.render.sessions import backlog_line
+    from chatmem.render.sessions import backlog_lines
 
     with open_workspace(settings) as ws:
         with stopped_as_by_ctrl_c():  # as one transcript's import
@@ -328,8 +329,8 @@ def import_all(archive: "Archive", index: bool, config: "Path | None",
                       " these sessions' messages, which the archive does not hold (they stay"
                       " in the history it was exported from)", markup=False, soft_wrap=True)
         names = [one.session.name for one in imported.sessions]
-        for backlog in start_backlogs(ws, config, names, background=index):
-            err.print(backlog_line(backlog), markup=False, soft_wrap=True)
+        for line in backlog_lines(start_backlogs(ws, config, names, background=index)):
+            err.print(line, markup=False, soft_wrap=True)
     if json_out:
         from chatmem.render.payloads import imported_json
 

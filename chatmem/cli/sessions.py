@@ -9,7 +9,7 @@ from chatmem.cli.completion import session_names
 from chatmem.cli.grammar import ChatmemTyper
 from chatmem.cli.opening import open_workspace, registries, settings_from
 from chatmem.cli.options import ConfigOption, DbOption, JsonOption, YesOption
-from chatmem.cli.output import consoles, handles_errors, print_json
+from chatmem.cli.output import confirm_erasure, consoles, handles_errors, print_json
 from chatmem.cli.session_files import export, import_
 
 app = ChatmemTyper(help="List, show, rename, fork, delete, export and import sessions.\n\n"
@@ -139,8 +139,8 @@ def delete(
     with open_workspace(settings_from(config, db), create=False) as ws:
         # A name that is not there, or another's, is said before the question.
         deletable_session(ws, name)
-        if not yes and not typer.confirm(f"Erase session {name!r} and all its data?"):
-            raise typer.Exit(1)
+        if not yes:
+            confirm_erasure(f"Erase session {name!r} and all its data?")
         deleted = delete_session(ws, name)
     session, learned = deleted.session, deleted.profile_facts
     err = consoles()[1]

@@ -116,7 +116,8 @@ def load_settings(
     explicit = chosen_config(config_path, env)
     path = explicit or default_config_path()
     if explicit is not None and not path.exists():
-        raise ConfigError(f"{path}: config file not found")
+        raise ConfigError(_not_found(path, "--config" if config_path is not None
+                                      else "CHATMEM_CONFIG"))
     if path.exists():
         data = read_config_file(path, registered)
         data = _with_helper_aliases(path, data)
@@ -220,3 +221,15 @@ def _with_helper_aliases(path: Path, data: dict[str, Any]) -> dict[str, Any]:
             raise ConfigError(f"{path}: keys {old!r} and {key!r} disagree; {old!r} is the old "
                               f"name of {key!r}: keep {key!r} only")
     return {**data, **moved, "summary": summary}
+
+
+def _not_found(path: Path, given: str) -> str:
+    """A --config (or CHATMEM_CONFIG) naming no file; a key pasted there, as --provider or
+    --model are refused, is not repeated: the error went to the screen, a log, a CI run."""
+    from chatmem.config.options import keys_hidden
+
+    shown = keys_hidden(str(path))
+    if shown == str(path):
+        return f"{path}: config file not found"
+    return (f"{shown}: config file not found; that reads as an API key, which goes in"
+            f" $OPENAI_API_KEY (or the variable api_key_env names), not {given}")

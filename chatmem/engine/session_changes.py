@@ -135,6 +135,7 @@ class SessionChanges:
         (said by the value returned) when the session is another's, shared for writing."""
         self.strategy = strategy
         self._caught_up = False
+        self.configured = True
         self.pending.pop("strategy", None)
         self.pending.pop("params", None)
         return self._set("strategy", strategy=strategy.name, params=dict(strategy.params))
@@ -143,6 +144,7 @@ class SessionChanges:
         """The system prompt from the next turn on (as `set_strategy`)."""
         self.pending.pop("system", None)
         self.own_system = None
+        self.configured = True
         return self._set("system prompt", system=self._without_credentials(system))
 
     def _without_credentials(self, system: str | None) -> str | None:
@@ -192,6 +194,21 @@ class SessionChanges:
             raise
         self._settle_or_discard()
         return left
+
+    def discard_if_unused(self) -> bool:
+        """Remove the session this engine's command created when no turn of it was stored
+        and it holds nothing else (`chat NAME`, then /quit with nothing said: it was listed
+        by `sessions list` as an empty session nobody meant to keep). Whether it was removed;
+        a session opened, not created, set up (`configured`) or holding anything (another
+        process's turn, a fact /remember'd), stays. Only for a chat, whose session is made to
+        talk in: a client that asks for a conversation by name keeps it (MCP)."""
+        # Refused turns alone: `finish` removed it already, unsaid, as before.
+        if not self.created or self._stored or self.configured or self._refused:
+            return False
+        try:
+            return self.store.sessions.discard_empty_session(self.session.id)
+        except ChatmemError:  # deleted meanwhile, say: the line that met it said so
+            return False
 
     def _settle_or_discard(self) -> None:
         self.settle()

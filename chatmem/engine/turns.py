@@ -128,6 +128,9 @@ class Engine(RecordedTurns, Generic[StoreT]):
         """This engine's command created the session (removed again if nothing is kept)."""
         self._refused = False
         self._stored = False
+        self.configured = False
+        """A strategy or system prompt was chosen for the session in this command (a flag, a
+        slash command): a session set up so is kept, turns or not (`discard_if_unused`)."""
         self.replied: tuple[Usage, Context] | None = None
         """The last reply's usage and context, set as it is complete (before `on_reply_end`)."""
         self._grantee_of: tuple[int, str | None] | None = None

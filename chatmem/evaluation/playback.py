@@ -4,7 +4,7 @@ or stored, probes scored, and what each measures noted on the strategy's run."""
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import tzinfo
 from typing import Any
 
@@ -219,6 +219,7 @@ def _note(run: StrategyRun, notices: Sequence[Notice]) -> None:
     ("will retry next turn" at every one of a replay's turns while the embedder is down)."""
     for notice in notices:
         if isinstance(notice, IndexingNotice):
+            notice = replace(notice, in_replay=True)
             if notice in run.indexing_said:
                 continue
             run.indexing_said.add(notice)

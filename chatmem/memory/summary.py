@@ -9,15 +9,16 @@ later update catches up in one batched call (chatmem.memory.summary_memory).
 from __future__ import annotations
 
 from dataclasses import dataclass
+from itertools import takewhile
 
-from chatmem.context_warnings import ContextWarning, SummaryBehind
-from chatmem.memory.assembly import assemble, history_part
+from chatmem.context_warnings import ContextWarning
+from chatmem.memory.assembly import assemble, fit_newest_turns, fixed_tokens, history_part
 from chatmem.memory.base import ContextRequest, MemoryEnv
 from chatmem.memory.context import Context
 from chatmem.memory.history_view import HistoryTurn
 from chatmem.memory.params import param
-from chatmem.memory.reasons import Unsummarized, turn_run
-from chatmem.memory.summary_memory import SummaryMemory, next_batch
+from chatmem.memory.reasons import NotYetSummarized, Unsummarized, turn_run
+from chatmem.memory.summary_memory import SummaryMemory, behind_warning, next_batch
 from chatmem.memory.summary_state import SummaryState, load_state
 
 
@@ -34,20 +35,31 @@ class SummaryStrategy(SummaryMemory[SummaryParams]):
 
     def build(self, request: ContextRequest) -> Context:
         st = load_state(request.state, self.name)
-        # Turns not yet folded in (a failed or not-yet-run update) are sent raw:
-        # the summary strategy never loses a turn, it only delays compressing it.
-        pending = request.history.turns(st.boundary + 1, request.history.turn_count())
+        budget = self.budget(request)
         parts, notes = self.memory_parts(st, request.counter)
+        # Turns not yet folded in (a failed, skipped or not-yet-run update) are sent raw,
+        # the newest that fit the budget beside the summary: after a switch on a long
+        # history with no summarizer that is not all of them (tens of thousands of tokens
+        # against a 4,000 budget). Those left out are stored and wait for the summary.
+        room = (None if budget is None
+                else max(budget - fixed_tokens(request) - sum(p.tokens for p in parts), 0))
+        newest = takewhile(lambda turn: turn.number > st.boundary,
+                           request.history.newest_first())
+        pending = fit_newest_turns(newest, room)
+        first_sent = pending[0].number if pending else request.history.turn_count() + 1
+        if first_sent > st.boundary + 1:
+            notes.append(NotYetSummarized((st.boundary + 1, first_sent - 1)))
         warnings: list[ContextWarning] = []
         if pending:
             part = history_part(pending, Unsummarized(turn_run([t.number for t in pending]),
                                                       st.behind))
             if part:
                 parts.append(part)
-            if st.behind:
-                warnings.append(SummaryBehind(pending[0].number, pending[-1].number))
-        return assemble(request, parts, budget=self.budget(request), warnings=warnings,
-                        dropped=notes)
+        # Said also when the catch-up was skipped (Ctrl-C), not failed: only the turn line
+        # tells the user that a stretch of the conversation is in neither part.
+        if st.behind or first_sent > st.boundary + 1:
+            warnings.append(behind_warning(pending, st.boundary + 1, first_sent - 1))
+        return assemble(request, parts, budget=budget, warnings=warnings, dropped=notes)
 
     def next_fold(self, env: MemoryEnv, st: SummaryState) -> list[HistoryTurn]:
         """Every turn after the boundary, in one bounded batch."""

@@ -15,7 +15,6 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from itertools import chain, takewhile
 
-from chatmem.context_warnings import SummaryBehind
 from chatmem.memory.assembly import (
     assemble,
     fit_newest_turns,
@@ -28,7 +27,12 @@ from chatmem.memory.history_view import HistoryTurn
 from chatmem.memory.params import param
 from chatmem.memory.pin_block import PinCost, fit_pins
 from chatmem.memory.reasons import NewestTurns, NotYetSummarized, Summarized, turn_run
-from chatmem.memory.summary_memory import FOLD_TOKENS, SummaryMemory, next_batch
+from chatmem.memory.summary_memory import (
+    FOLD_TOKENS,
+    SummaryMemory,
+    behind_warning,
+    next_batch,
+)
 from chatmem.memory.summary_state import SummaryState, load_state
 from chatmem.tokens import TokenCounter
 
@@ -64,10 +68,11 @@ class SummaryBufferStrategy(SummaryMemory[SummaryBufferParams]):
         budget = self.options.max_tokens
         st = load_state(request.state, self.name)
         last = request.history.turn_count()
-        pending = request.history.turns(st.boundary + 1, last) if st.behind else []
-        # Lazily, newest first: only as many turns are read as the budget can take.
-        unsummarized = iter(()) if pending else _newest_after(request.history.newest_first(),
-                                                              st.boundary)
+        behind = bool(st.behind)
+        # Lazily, newest first: only as many turns are read as the budget can take. Behind
+        # (a failed or skipped catch-up), the turns the summary has not folded are all
+        # candidates; those that do not fit wait for it, stored, never sent over the budget.
+        unsummarized = _newest_after(request.history.newest_first(), st.boundary)
         first = next(unsummarized, None)
         newest = [first] if first else []
         fixed = fixed_tokens(request)
@@ -75,10 +80,7 @@ class SummaryBufferStrategy(SummaryMemory[SummaryBufferParams]):
         parts, notes = self.memory_parts(st, request.counter, room=max(budget - fixed, 0),
                                          keep_free=newest[0].tokens if newest else 0)
         room = max(budget - fixed - sum(p.tokens for p in parts), 0)
-        # A failed summary never loses turns: all unsummarized turns go raw,
-        # over the budget if need be (assemble says so in the warnings).
-        turns = (pending if pending
-                 else fit_newest_turns(chain([first] if first else [], unsummarized), room))
+        turns = fit_newest_turns(chain([first] if first else [], unsummarized), room)
         first_kept = turns[0].number if turns else last + 1
         if st.boundary:
             notes.append(Summarized((1, st.boundary)))
@@ -89,8 +91,7 @@ class SummaryBufferStrategy(SummaryMemory[SummaryBufferParams]):
                                                behind=st.behind))
         if part:
             parts.append(part)
-        warnings = [SummaryBehind(turns[0].number, turns[-1].number)] if st.behind and turns \
-            else []
+        warnings = [behind_warning(turns, st.boundary + 1, first_kept - 1)] if behind else []
         return assemble(request, parts, budget=budget, dropped=notes,
                         warnings=warnings)
 

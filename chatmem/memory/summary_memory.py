@@ -16,6 +16,7 @@ from typing import Protocol, TypeVar
 from chatmem.activity import ActivityStep, Work
 from chatmem.config.schema import check_prompt
 from chatmem.config.sections import SummarySection
+from chatmem.context_warnings import SummaryBehind
 from chatmem.errors import ChatmemError
 from chatmem.memory import anchors, pins, quoting, sensitive_turns, summarizer
 from chatmem.memory.assembly import span
@@ -375,3 +376,12 @@ def next_batch(
             used += turn.tokens
         first += BATCH_PAGE_TURNS
     return batch
+
+
+def behind_warning(sent: Sequence[HistoryTurn], first_waiting: int,
+                   last_waiting: int) -> SummaryBehind:
+    """The summary is behind: `sent` go raw, turns first_waiting..last_waiting (none when
+    empty) did not fit the budget beside them and wait for it to catch up."""
+    waiting = (first_waiting, last_waiting) if first_waiting <= last_waiting else (0, 0)
+    return SummaryBehind(sent[0].number if sent else 0, sent[-1].number if sent else 0,
+                         *waiting)

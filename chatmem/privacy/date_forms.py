@@ -185,3 +185,33 @@ def perhaps_spans(text: str, date: Date) -> list[tuple[int, int]]:
     """Where `text` writes a date that may be `date` and may be another (7/5/2023 for May 7,
     2023, or the other way round): reported, never erased."""
     return _spans(text, date, sure=False)
+
+
+_ZH_DIGITS = "〇一二三四五六七八九"
+
+
+def _numerals(n: int) -> str:
+    """1–31 in Chinese numerals: 三, 十, 十五, 二十一."""
+    tens, ones = divmod(n, 10)
+    return ((_ZH_DIGITS[tens] if tens > 1 else "") + ("十" if tens else "")
+            + (_ZH_DIGITS[ones] if ones or not tens else ""))
+
+
+def date_spellings(text: str) -> list[str]:
+    """The Chinese dates `text` writes, each in the other ways a purge finds it (三月十五日
+    typed: 3月15日; 3月15日 typed: 三月十五日), for a search to find them as it does (`logs
+    -q 三月十五日` found nothing of a message saying 3月15日)."""
+    if "月" not in text:
+        return []
+    found: list[str] = []
+    for m in _CHINESE.finditer(text):
+        date = _dated(_part(m["m"]), _part(m["d"]), m["y"])
+        if date is None:
+            continue
+        digits = f"{date.month}月{date.day}日"
+        zh = f"{_numerals(date.month)}月{_numerals(date.day)}日"
+        if date.year is not None:
+            digits = f"{date.year}年{digits}"
+            zh = "".join(_ZH_DIGITS[int(c)] for c in str(date.year)) + f"年{zh}"
+        found += [s for s in (digits, zh) if s not in m.group()]
+    return list(dict.fromkeys(found))

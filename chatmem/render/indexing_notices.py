@@ -24,6 +24,12 @@ def _said(notice: object) -> str:
 @_said.register
 def _(n: IndexingNotice) -> str:
     error = failure_text(n.failure)
+    if n.in_replay:
+        # Said once for the run, whose later turns tried again; none follows its last.
+        what = {IndexingEvent.STOPPED: "indexing stopped", IndexingEvent.RETRYING:
+                "indexing failed", IndexingEvent.NOT_STORED: "indexing: vectors not stored"}
+        return (f"{what[n.event]} during the replay: {error}; recall ranked the messages"
+                " without a vector by words")
     if n.event is IndexingEvent.STOPPED:
         return (f"indexing stopped: {error}; recall ranks the messages without a vector by "
                 "words; `chatmem index` retries")

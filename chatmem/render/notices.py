@@ -375,7 +375,11 @@ def _(n: OverBudget, repl_hints: bool) -> str:
 
 @_worded.register
 def _(n: SummaryBehind, repl_hints: bool) -> str:
-    return f"summary is behind; {span(range(n.first, n.last + 1))} sent unsummarized"
+    said = [f"{span(range(n.first, n.last + 1))} sent unsummarized"] if n.first else []
+    if n.waiting_first:
+        said.append(f"{span(range(n.waiting_first, n.waiting_last + 1))} not sent: over the"
+                    " budget until the summary catches up")
+    return "summary is behind; " + ", ".join(said or ["no turn of it sent"])
 
 
 @_worded.register

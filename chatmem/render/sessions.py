@@ -49,14 +49,26 @@ def _group_text(group: DerivedGroup) -> str:
     return f"{group.owner} ({', '.join(h for h in held if h)})"
 
 
-def backlog_line(started: BacklogStart) -> str:
-    """What an import or a saved replay left without vectors, and who embeds it."""
-    wait = f"{counted(started.missing, 'message')} of {started.session}"
-    if started.pid is not None:
-        return (f"{wait} wait for vectors ({started.model}): embedding them in the background"
-                f" (process {started.pid}); recall ranks the rest by words meanwhile")
-    return (f"{wait} wait for vectors ({started.model}): recall ranks them by words until a"
-            f" chat embeds them between turns, or `chatmem index {started.session}` now")
+def backlog_lines(started: Sequence[BacklogStart]) -> list[str]:
+    """What an import or a saved replay left without vectors, and who embeds it: one line
+    for the sessions one process embeds (an archive of thirty sessions said thirty lines
+    alike, each naming the same process)."""
+    groups: dict[tuple[str, int | None], list[BacklogStart]] = {}
+    for one in started:
+        groups.setdefault((one.model, one.pid), []).append(one)
+    return [_backlog_line(model, pid, group) for (model, pid), group in groups.items()]
+
+
+def _backlog_line(model: str, pid: int | None, group: Sequence[BacklogStart]) -> str:
+    names = [one.session for one in group]
+    whose = (names[0] if len(names) == 1
+             else f"{counted(len(names), 'session')} ({', '.join(names)})")
+    wait = f"{counted(sum(one.missing for one in group), 'message')} of {whose}"
+    if pid is not None:
+        return (f"{wait} wait for vectors ({model}): embedding them in the background"
+                f" (process {pid}); recall ranks the rest by words meanwhile")
+    return (f"{wait} wait for vectors ({model}): recall ranks them by words until a"
+            f" chat embeds them between turns, or `chatmem index {' '.join(names)}` now")
 
 
 def days_text(days: float, *, measured: bool = False) -> str:

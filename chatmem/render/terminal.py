@@ -128,6 +128,14 @@ class SafeConsole(Console):
     def size(self, new_size: tuple[int, int]) -> None:
         Console.size.fset(self, new_size)  # type: ignore[attr-defined]
 
+    def print(self, *objects: Any, **options: Any) -> None:
+        """Rich's print; a line asked for `soft_wrap` on stderr (errors, notices, warnings:
+        one line a script can match in a pipe or a log) wraps between words on a screen,
+        where the terminal folded it at its edge mid-word (`…run on scri` / `pted`)."""
+        if options.get("soft_wrap") and self.stderr and on_screen(self):
+            options["soft_wrap"] = False
+        super().print(*objects, **options)
+
     def on_broken_pipe(self) -> None:
         # Rich exits 1 here (1 says "not found"); the command line ends a closed stdout
         # once, with one exit code for a table and for JSON.

@@ -172,6 +172,7 @@ class Chat:
             settings = dataclasses.replace(settings, provider=old.provider.name)
             self.workspace.provider_for(settings)  # a bad name fails here; the chat goes on
         old.settle()  # what opening it changed is kept (or not) before it is reopened
+        left = old.session.name  # one it created is its own: no owner to name
         new = start_conversation(self.workspace, name, strategy=strategy, system=system,
                                  activity=old.activity,
                                  allow_over_budget=old.allow_over_budget, settings=settings,
@@ -181,6 +182,9 @@ class Chat:
         self.last = None
         self.note_usage()
         same = new.session.id == old.session.id
+        if not same and old.discard_if_unused():
+            # As at the chat's end: `chat a`, then /switch b with nothing said, left a behind.
+            self.notice(f"session {left} not kept: nothing was said in it")
         if not same:
             # The same session reopened (/model, /template) keeps what this chat saw: a turn
             # another chat added meanwhile does not become its own.

@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from chatmem import fts
+from chatmem.privacy.date_forms import date_spellings
 from chatmem.store.batches import in_batches
 from chatmem.store.connection import Connection, fetch_rows
 from chatmem.store.recall import POSTINGS, rare_terms
@@ -171,6 +172,10 @@ class LogTables:
         # ORD-7731-QX typed finds ORD\u00ad7731\u00adQX too (one word to the index), and
         # ORD7731QX typed finds ORD-7731-QX when nothing holds it as typed.
         terms = fts.search_terms(query) + fts.joined_spellings(query)
+        # A Chinese date typed one way finds it written the other (三月十五日, 3月15日), as
+        # a purge of it erases both.
+        terms += [t for spelled in date_spellings(query) for t in fts.search_terms(spelled)
+                  if t not in terms]
         found = self._matching_terms(terms, session_id, limit)
         if not found and (parts := fts.split_spellings(query)):
             found = self._matching_terms(parts, session_id, limit)

@@ -39,7 +39,16 @@ from chatmem import __version__
         (["--bogus"], "no such option --bogus"),
         (["ask", "hi", "--sesion", "x"],
          "no such option --sesion (did you mean --json, --option, --session?)"),
-        (["sessions", "nope"], "no such command 'nope'"),
+        (["sessions", "nope"], "no such command 'nope' (`chatmem sessions --help` lists the"
+                               " commands)"),
+        # A word a newcomer types for a command chatmem names otherwise: it was only "no such
+        # command" (`chatmem purge`, `chatmem search`); not in a group, where it means else.
+        (["purge"], "no such command 'purge' (try: chatmem facts forget KEY --purge erases a"
+                    " value everywhere; chatmem sessions delete NAME one session; chatmem"
+                    " sessions prune old ones)"),
+        (["search", "杭州"], "no such command 'search' (try: chatmem logs -q TEXT)"),
+        (["config", "list"], "no such command 'list' (`chatmem config --help` lists the"
+                             " commands)"),
         # A session where --session's value goes: the option is named (it was only the
         # command's help, which `logs daily` left to be read for the one word it needed).
         (["logs", "旅行"], "got unexpected extra argument(s) (旅行) (a session's name goes "

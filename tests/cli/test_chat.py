@@ -12,7 +12,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from cli_runner import chat, invoke
+from cli_runner import chat, invoke, run
 from waiting import HANG, Watched, ctrl_c_reaches_it, wait_until
 
 from chatmem.memory.context import Context
@@ -795,3 +795,28 @@ def test_an_editor_that_cannot_run_or_saves_other_than_utf8_is_one_line(tmp_path
         assert said in result.stderr.splitlines(), result.stderr
         assert "Traceback" not in result.output
         assert result.stdout.splitlines()[-1] == "echo #1: 还在吗"
+
+
+def test_a_chat_quit_with_nothing_said_leaves_no_empty_session(tmp_path: Path) -> None:
+    """`chat NAME` then /quit (or Ctrl-D) kept an empty session: `sessions list` showed it
+    with 0 messages, one for each name mistyped or tried. One with anything in it stays."""
+    db = tmp_path / "h.db"
+    kept = chat(db, "kept", ["hello 你好"])
+    assert kept.exit_code == 0, kept.stderr
+    for session, lines in (("empty", ["/quit"]), ("空的", []), ("kept", ["/quit"])):
+        result = chat(db, session, lines)
+        assert result.exit_code == 0, result.stderr
+    remembered = chat(db, "facts", ["/remember 我的订单号是 ORD-7731"])
+    assert remembered.exit_code == 0, remembered.stderr
+    assert "session empty not kept: nothing was said in it" in \
+        chat(db, "empty", ["/quit"]).stderr
+    # Left for another with /switch (or /new), as at the chat's end; /new's own too.
+    switched = chat(db, "left", ["/switch kept", "/new 新的", "/quit"])
+    assert switched.exit_code == 0, switched.stderr
+    assert "session left not kept: nothing was said in it" in switched.stderr
+    assert "session 新的 not kept: nothing was said in it" in switched.stderr
+    # One set up (a strategy or a system prompt chosen, by a flag or a slash command) stays.
+    assert chat(db, "set-up", ["/strategy summary"]).exit_code == 0
+    assert chat(db, "flagged", [], "--system", "Answer in French.").exit_code == 0
+    listed = json.loads(run(db, "sessions", "list", "--json").stdout)
+    assert sorted(s["name"] for s in listed) == ["facts", "flagged", "kept", "set-up"]

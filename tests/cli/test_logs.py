@@ -95,6 +95,16 @@ def test_q_finds_a_code_however_its_parts_were_joined(db: Path) -> None:
     assert logs_json(db, "-q", "gpt4") == []  # its parts (gpt, 4) are said nowhere either
 
 
+def test_q_finds_a_chinese_date_however_it_was_written(db: Path) -> None:
+    """A purge erases 三月十五日 as 3月15日 and 3月15号 too; `logs -q 三月十五日` found
+    nothing of a message saying 3月15日 (other bigrams to the index), nor the other way."""
+    ask(db, "机票", "我们3月15日出发去杭州")
+    ask(db, "会议", "会议定在二〇二六年十二月三日")
+    assert [e["session"] for e in logs_json(db, "-q", "三月十五日")][:1] == ["机票"]
+    assert [e["session"] for e in logs_json(db, "-q", "3月15号")][:1] == ["机票"]
+    assert [e["session"] for e in logs_json(db, "-q", "2026年12月3日")][:1] == ["会议"]
+
+
 def test_a_search_that_matches_nothing_lists_nothing(db: Path) -> None:
     result = run(db, "logs", "-q", "zeppelin")
     assert result.exit_code == 0

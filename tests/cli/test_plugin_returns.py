@@ -458,8 +458,10 @@ def test_an_embedder_that_returns_too_few_or_changing_rows_is_one_line_naming_it
                           "--config", embedder_config(tmp_path, name), code=0)
         assert "Traceback" not in replayed.output
         said = " ".join(replayed.stderr.split())
-        assert f"indexing failed, will retry next turn: embedder {name!r} failed: its embed " \
+        # Not "will retry next turn": no chat turn follows a replay's (brief day71).
+        assert f"indexing failed during the replay: embedder {name!r} failed: its embed " \
                "returned an array of shape" in said, name
+        assert "next turn" not in said
 
 
 def test_an_embedder_that_returns_nan_is_refused_and_recall_still_finds_the_words(

@@ -165,9 +165,14 @@ def test_delete_is_physical(db: Path) -> None:
         assert b"echo #2: second" in data
 
 
-def test_delete_asks_first(db: Path) -> None:
-    result = invoke("sessions", "delete", "alpha", "--db", str(db), input="n\n")
+@pytest.mark.parametrize("answer", ["n\n", ""], ids=["no", "stdin-closed"])
+def test_delete_asks_first(db: Path, answer: str) -> None:
+    """A no ended it in silence, and a script's closed stdin with "aborted" alone: neither
+    said that nothing was erased, nor how a script goes without the question."""
+    result = invoke("sessions", "delete", "alpha", "--db", str(db), input=answer)
     assert result.exit_code == 1
+    assert result.stderr.strip().splitlines()[-1] == (
+        "nothing was erased (-y/--yes erases without asking)")
     listed = json.loads(invoke("sessions", "list", "--db", str(db),
                                "--json").stdout)
     assert {r["name"] for r in listed} == {"alpha", "秘密"}

@@ -155,6 +155,20 @@ def test_invalid_toml_and_missing_file(tmp_path: Path) -> None:
         load_settings(tmp_path / "nope.toml", env={})
 
 
+def test_a_key_given_as_the_config_file_is_not_repeated() -> None:
+    """`--config sk-proj-…` (a key pasted after the wrong flag) was echoed whole in the error,
+    to the screen, a log or a CI run, where --provider and --model say only its length."""
+    key = "sk-proj-Abcdefghij1234567890KLMNOPQRST"
+    result = invoke("sessions", "list", "--config", key)
+    assert result.exit_code != 0
+    assert key not in result.output
+    assert result.stderr == (
+        "error: (a key of 38 characters): config file not found; that reads as an API key,"
+        " which goes in $OPENAI_API_KEY (or the variable api_key_env names), not --config\n")
+    from_env = invoke("sessions", "list", env={"CHATMEM_CONFIG": key})
+    assert key not in from_env.output and from_env.stderr.endswith("not CHATMEM_CONFIG\n")
+
+
 def test_a_config_saved_with_a_byte_order_mark_reads(tmp_path: Path) -> None:
     # Notepad's "UTF-8 with BOM": tomllib alone read the mark as a statement.
     path = tmp_path / "config.toml"

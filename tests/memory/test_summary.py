@@ -12,11 +12,18 @@ from registered import create_strategy, open_session
 
 from chatmem.config.sections import SummarySection
 from chatmem.config.settings import Settings
+from chatmem.context_warnings import SummaryBehind
 from chatmem.engine import Engine
 from chatmem.memory import pins
 from chatmem.memory.base import ContextRequest
 from chatmem.memory.context import Message
-from chatmem.memory.reasons import PinnedDetails, PinsReleased, SummaryVersion, Unsummarized
+from chatmem.memory.reasons import (
+    NotYetSummarized,
+    PinnedDetails,
+    PinsReleased,
+    SummaryVersion,
+    Unsummarized,
+)
 from chatmem.notices import SummaryFailed, SummaryUpdated
 from chatmem.providers.base import ChatMessages
 from chatmem.providers.scripted import RULES, ScriptedProvider
@@ -254,3 +261,52 @@ def test_a_url_with_a_password_is_never_summarized_pinned_or_sent_to_the_summari
     assert not any("Sup3rS3cret" in m["content"] for call in helper_requests
                    if call["purpose"] != "chat" for m in call["messages"])
     assert engine.build_context("what next?").part("facts") is None
+
+
+def _interrupted(messages: ChatMessages) -> str:
+    raise KeyboardInterrupt  # Ctrl-C: "Ctrl-C skips it; the turn is kept"
+
+
+@pytest.mark.parametrize(("strategy", "params"), [("summary", {}),
+                                                  ("summary-buffer", {"max_tokens": "1000"})])
+@pytest.mark.parametrize("summarizer", [lambda m: "", _interrupted], ids=["fails", "skipped"])
+def test_a_switch_whose_catch_up_fails_on_a_long_history_stays_within_the_budget(
+    store: Store, scripted: ScriptedProvider, monkeypatch: pytest.MonkeyPatch,
+    strategy: str, params: dict[str, str], summarizer: Callable[[ChatMessages], str],
+) -> None:
+    # A long history (an import, a buffer chat), then a switch to a summary strategy whose
+    # catch-up fails (an unreachable or too-small summarizer): every turn went raw, 7,000
+    # tokens against a budget of 1,000 (63k against 4k, seen with a long import).
+    settings = Settings(system="Be brief.", context_budget=1000)
+    chat = open_session(store, settings, scripted, "long", strategy="buffer")
+    for n in range(1, 41):
+        chat.run_turn(f"Turn {n}: the shipment ORD-{1000 + n} leaves dock D{n} at {n}:00 "
+                      f"by the morning train; 第{n}批货物今天上午从{n}号码头出发。")
+    monkeypatch.setitem(RULES, "summary", summarizer)  # every summary call fails
+    switched = open_session(store, settings, scripted, "long", strategy=strategy,
+                            params=params)
+    result = switched.run_turn("Which dock did ORD-1002 leave from?")
+    context = result.context
+    assert context.budget == 1000 and context.tokens <= 1000, context.tokens
+    history = context.part("history")
+    assert history is not None and history.messages[-1].turn == 40  # the newest go raw
+    first_sent = history.messages[0].turn
+    assert first_sent is not None and first_sent > 2
+    # Said: which turns wait for the summary, not sent (summary-buffer leaves turns out to
+    # fit between prunes as it goes: its note says so, its turn line only when behind).
+    assert NotYetSummarized((1, first_sent - 1)) in context.dropped
+    said = [w for w in context.warnings if isinstance(w, SummaryBehind)]
+    if strategy == "summary" or summarizer is not _interrupted:
+        [behind] = said
+        assert (behind.first, behind.last) == (first_sent, 40)
+        assert (behind.waiting_first, behind.waiting_last) == (1, first_sent - 1)
+    # Nothing stored is lost: the summary catches up once it answers again (a batch a turn).
+    monkeypatch.setitem(RULES, "summary", extractive_summary)
+    for n in range(8):
+        later = switched.run_turn(f"And ORD-{1003 + n}?").context
+        assert later.tokens <= 1000
+        if not any(isinstance(w, SummaryBehind) for w in later.warnings):
+            break
+    else:
+        raise AssertionError("the summary never caught up")
+    assert "ORD-1002" in "".join(m["content"] for m in later.messages())

@@ -190,14 +190,19 @@ def test_a_failed_prune_keeps_turns_raw_and_catches_up_in_one_call(
     assert nine[0] == NINE
     assert engine.state.get("summary-buffer")["boundary_turn"] == boundary
 
-    failing["now"] = False  # turn N+1 = 10 still carries every unsummarized turn
+    failing["now"] = False  # turn N+1 = 10 carries the unsummarized turns that fit the budget
     before = provider.calls_by_purpose["summary"]
     result = engine.run_turn(line(10))
+    assert result.context.tokens <= 300
     sent = [m["content"] for m in result.context.messages()]
-    assert all(c in sent for c in nine)
-    pending = engine.store.history.messages(engine.session.id, boundary + 1, 9)
-    assert all(m.content in sent for m in pending)
-    assert SummaryBehind(boundary + 1, 9) in result.context.warnings
+    [behind] = result.context.warnings
+    assert isinstance(behind, SummaryBehind) and behind.last == 9
+    # The older ones are said to wait for the summary, not sent over the budget.
+    waiting = (behind.waiting_first, behind.waiting_last)
+    assert waiting == ((boundary + 1, behind.first - 1) if behind.first > boundary + 1
+                       else (0, 0))
+    assert all(m.content in sent
+               for m in engine.store.history.messages(engine.session.id, behind.first, 9))
     # The update after turn N+1 catches up: one call, all pending turns at once.
     assert provider.calls_by_purpose["summary"] == before + 1
     latest = engine.store.memory.latest_summary(engine.session.id, "summary-buffer")

@@ -115,6 +115,12 @@ WORDED: list[tuple[Notice | ContextWarning, str]] = [
      "indexing failed, will retry next turn: database is busy"),
     (IndexingNotice(IndexingEvent.NOT_STORED, Failure("磁盘已满")),
      "indexing: vectors not stored yet, will retry: 磁盘已满"),
+    (IndexingNotice(IndexingEvent.RETRYING, Failure("database is busy"), in_replay=True),
+     "indexing failed during the replay: database is busy; recall ranked the messages without"
+     " a vector by words"),
+    (IndexingNotice(IndexingEvent.STOPPED, Failure("磁盘已满"), in_replay=True),
+     "indexing stopped during the replay: 磁盘已满; recall ranked the messages without a"
+     " vector by words"),
     (MemoryUpdateCancelled(),
      "memory update cancelled; the turn is stored and the update is retried next turn"),
     (ErasedWhileUpdating(DerivedMemory.SUMMARY, 4, 6),
@@ -144,6 +150,10 @@ WORDED: list[tuple[Notice | ContextWarning, str]] = [
      " over the budget of 4,000"),
     (SummaryBehind(3, 9), "summary is behind; turns 3–9 sent unsummarized"),
     (SummaryBehind(4, 4), "summary is behind; turn 4 sent unsummarized"),
+    (SummaryBehind(31, 40, 1, 30), "summary is behind; turns 31–40 sent unsummarized,"
+     " turns 1–30 not sent: over the budget until the summary catches up"),
+    (SummaryBehind(0, 0, 1, 40), "summary is behind; turns 1–40 not sent: over the budget"
+     " until the summary catches up"),
     (EmbeddingFailed("HTTP 500"), "recall: embedding failed (HTTP 500), ranked by words only"),
     (StoredWarning("摘要落后了"), "摘要落后了"),
     (HistoryUpgrading("/h/旅行.db", "m005_a", "m018_b", 14),

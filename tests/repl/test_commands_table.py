@@ -197,9 +197,10 @@ def test_edit_with_an_empty_message_sends_nothing(tmp_path: Path) -> None:
                     input="/edit\n", env={"EDITOR": "true", "VISUAL": ""})
     assert result.exit_code == 0, result.stderr
     assert result.stdout == ""
+    # Nothing sent, nothing stored: not even the session, which nothing was said in.
+    assert result.stderr.splitlines()[-1] == "session t not kept: nothing was said in it"
     with Store(tmp_path / "e.db") as store:
-        # nothing sent, nothing stored
-        assert store.turns.turns(store.sessions.session("t").id) == []
+        assert store.sessions.list_sessions() == []
 
 
 def test_edit_leaves_out_the_byte_order_mark_an_editor_saves(tmp_path: Path) -> None:
