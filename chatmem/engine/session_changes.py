@@ -206,7 +206,9 @@ class SessionChanges:
         if not self.created or self._stored or self.configured or self._refused:
             return False
         try:
-            return self.store.sessions.discard_empty_session(self.session.id)
+            # As this engine left it: one another process renamed or set up meanwhile stays.
+            return self.store.sessions.discard_empty_session(self.session.id,
+                                                             as_seen=self.session)
         except ChatmemError:  # deleted meanwhile, say: the line that met it said so
             return False
 

@@ -41,6 +41,17 @@ POSTGRESQL_HOLDING = (("session_shares", "session_id = ?"),)
 """PostgreSQL's table of that kind too: whom it is shared with."""
 
 
+SETTINGS = ("name", "strategy", "params", "system", "provider", "model", "user",
+            "retention_days")
+"""What a user sets on a session (by a command, or another process): one set since it was
+opened is kept, held or not. Compared read back, not by updated_at: two changes within a
+millisecond stamp it alike, and retention leaves it as it was (idle time is what it measures)."""
+
+
+def _set_up_since(now: SessionRecord, seen: SessionRecord) -> bool:
+    return any(getattr(now, field) != getattr(seen, field) for field in SETTINGS)
+
+
 class SessionTables:
     """Sessions by name, their settings and prompts over time, probes (`store.sessions`)."""
 
@@ -340,17 +351,23 @@ class SessionTables:
             steps.erase_session_rows(self._db, record.id)
             self._db.forget_erased_words()
 
-    def discard_empty_session(self, session_id: int) -> bool:
+    def discard_empty_session(self, session_id: int, *,
+                              as_seen: SessionRecord | None = None) -> bool:
         """Remove a session that holds nothing (one that was only opened): no row of any
-        table keyed by it (`HOLDING`), its first prompt aside. Whether it was removed: one
-        that holds anything (a fact /remember'd in it, a strategy's state, a pin, a probe,
-        an image, a prompt for a later turn, a share) stays, as it was."""
+        table keyed by it (`HOLDING`), its first prompt aside, and no retention of its own.
+        Whether it was removed: one that holds anything (a fact /remember'd in it, a
+        strategy's state, a pin, a probe, an image, a prompt for a later turn, a share, a
+        `sessions retention NAME forever`) stays, as it was. `as_seen`: the session as the
+        caller opened it; renamed or set up since (by another process), it stays too."""
         tables = [*HOLDING, *(POSTGRESQL_HOLDING if self._db.kind == "postgresql" else ())]
         held = " AND ".join(f"NOT EXISTS (SELECT 1 FROM {table} WHERE {where})"
                             for table, where in tables)
         ids = [session_id] * sum(where.count("?") for _, where in tables)
         with self._db.write():
-            self._db.execute(f"DELETE FROM sessions WHERE id = ? AND {held}", [session_id, *ids])
+            if as_seen is not None and _set_up_since(self.session_by_id(session_id), as_seen):
+                return False
+            self._db.execute(f"DELETE FROM sessions WHERE id = ? AND retention_days IS NULL"
+                             f" AND {held}", [session_id, *ids])
             return fetch_value(self._db, "SELECT 1 FROM sessions WHERE id = ?",
                                [session_id]) is None
 

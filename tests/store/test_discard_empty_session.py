@@ -8,12 +8,17 @@ its strategy state, pins, probes, images, prompts…) cascaded away with it."""
 from __future__ import annotations
 
 from collections.abc import Callable
+from pathlib import Path
 
 import pytest
 from documents import png
 
+from chatmem.app.conversations import start_conversation
+from chatmem.app.workspace import Workspace
+from chatmem.config.settings import Settings
 from chatmem.images import read_image
 from chatmem.store import Store
+from chatmem.store.records import SessionRecord
 from chatmem.store.sessions import HOLDING, POSTGRESQL_HOLDING
 
 
@@ -82,3 +87,46 @@ def test_every_table_that_names_a_session_is_looked_at(store: Store) -> None:
         looked_at = {table for table, _ in (*HOLDING, *POSTGRESQL_HOLDING)}
     assert tables - looked_at <= {"index_leases", "message_words", "word_statistics"}
     assert "index_leases" in tables
+
+
+def _kept_for_good(store: Store, session: SessionRecord) -> None:
+    store.retention.set_retention(session.id, 0)
+
+
+def _renamed(store: Store, session: SessionRecord) -> None:
+    store.sessions.rename_session(session.name, "重要的-kept")
+
+
+def _set_up(store: Store, session: SessionRecord) -> None:
+    store.sessions.update_session(session.id, strategy="summary")
+
+
+SET_ELSEWHERE: dict[str, Callable[[Store, SessionRecord], None]] = {
+    "kept for good": _kept_for_good, "renamed": _renamed, "strategy chosen": _set_up}
+
+
+@pytest.mark.parametrize("what", SET_ELSEWHERE)
+def test_a_session_set_up_elsewhere_since_it_was_opened_is_not_discarded(
+        store: Store, what: str) -> None:
+    """`chat 空的`, nothing said; meanwhile another terminal ran `sessions retention 空的
+    forever` (or renamed it, or chose its strategy): /quit removed it all the same, saying
+    'session 重要的-kept not kept: nothing was said in it'. What another process set on it
+    is meant to be kept, as a fact /remember'd there is."""
+    session = store.sessions.create_session("空的", "window")
+    SET_ELSEWHERE[what](store, session)
+    assert store.sessions.discard_empty_session(session.id, as_seen=session) is False
+    assert store.sessions.session_by_id(session.id).id == session.id
+
+
+@pytest.mark.parametrize("what", SET_ELSEWHERE)
+def test_a_chat_that_said_nothing_keeps_what_another_process_set_up(
+        tmp_path: Path, what: str) -> None:
+    """The same through the engine a chat quits: its session is removed only as it opened it."""
+    with Workspace(Settings(db=str(tmp_path / "h.db"), provider="scripted")) as ws:
+        engine = start_conversation(ws, "空的")
+        with Store(tmp_path / "h.db") as elsewhere:  # another terminal, its own connection
+            SET_ELSEWHERE[what](elsewhere, elsewhere.sessions.session_by_id(engine.session.id))
+        engine.finish()  # as the chat's end: the backlog closed, then the session looked at
+        assert engine.discard_if_unused() is False
+    with Store(tmp_path / "h.db") as store:
+        assert store.sessions.session_by_id(engine.session.id).id == engine.session.id
