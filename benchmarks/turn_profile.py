@@ -3,6 +3,7 @@
     python benchmarks/turn_profile.py --turns 100 1000            # parts of a turn
     python benchmarks/turn_profile.py --turns 1000 --statements   # SQL statements
     python benchmarks/turn_profile.py --turns 1000 --embedder none  # the words-only cell
+    python benchmarks/turn_profile.py --turns 100 1000 --calls    # Python calls a turn
 
 The history, engine and questions are benchmarks/run.py's `retrieval·hash` cell's
 (workloads.build_chatmem_base, add_vectors, chatmem_cell's engine). After WARMUP turns,
@@ -11,6 +12,10 @@ each of --repeat turns (run_turn, then between_turns untimed) is timed in CPU se
 model's own CPU is taken out as run.py does), and so is each call of the parts named in
 PARTS (inclusive: a part inside another counts in both) or, with --statements, each SQL
 statement (its execute and the fetches of its rows).
+
+With --calls, each timed turn's Python function calls are counted instead
+(sys.setprofile "call" events of run_turn, between_turns left out): a count does not move
+with the machine's load, so a change's cost can be compared on a busy machine.
 
 Why not cProfile: its cost per call is of the order of a small function's, so it inflates
 code made of many short calls (a round() a value, a dict a row) against code that runs in
@@ -224,6 +229,45 @@ def _profile(turns: int, repeat: int, statements: bool, spent: dict[str, float],
         print(f"  {seconds / repeat * 1000:7.3f} ms {100 * seconds / total:5.1f}%  {name}")
 
 
+def count_calls(turns: int, repeat: int, embedder: str = "hash") -> None:
+    """Print the Python function calls of each of `repeat` steady turns over a history of
+    `turns` (the same history, engine and questions as `profile`)."""
+    from types import FrameType
+
+    from chatmem.config.sections import EmbeddingsSection
+    from chatmem.config.settings import Settings
+    from chatmem.store import Store
+
+    folder = Path(tempfile.mkdtemp(prefix="turn-calls-"))
+    base, path = folder / "base.db", folder / "hash.db"
+    workloads.build_chatmem_base(base, turns)
+    workloads.add_vectors(base, path, "hash")
+    provider = workloads.TimedProvider()
+    settings = Settings(embeddings=EmbeddingsSection(provider=embedder))
+    counted = [0]
+
+    def count(frame: FrameType, event: str, arg: Any) -> None:
+        if event == "call":  # Python functions only ("c_call" is a builtin's)
+            counted[0] += 1
+
+    calls: list[int] = []
+    with Store(path) as store:
+        engine = workloads.warmed_retrieval(store, settings, provider, embedder, WARMUP)
+        for i in range(WARMUP, WARMUP + repeat):
+            counted[0] = 0
+            sys.setprofile(count)
+            try:
+                engine.run_turn(workloads.question(i))
+            finally:
+                sys.setprofile(None)
+            calls.append(counted[0])
+            engine.between_turns()
+    words_only = " (words only)" if embedder == "none" else ""
+    print(f"{turns:,} stored turns{words_only}, {repeat} turns: Python calls a turn mean "
+          f"{statistics.mean(calls):,.1f}, median {statistics.median(calls):,.0f}, "
+          f"max {max(calls):,}")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--turns", type=int, nargs="+", default=[100, 1000],
@@ -233,8 +277,13 @@ def main() -> None:
                         help="time each SQL statement rather than the parts")
     parser.add_argument("--embedder", choices=("hash", "none"), default="hash",
                         help="the hash cell's embedder, or none: the words-only cell")
+    parser.add_argument("--calls", action="store_true",
+                        help="count each turn's Python function calls rather than time it")
     args = parser.parse_args()
     for turns in args.turns:
+        if args.calls:
+            count_calls(turns, args.repeat, args.embedder)
+            continue
         profile(turns, args.repeat, args.statements, args.embedder)
 
 
