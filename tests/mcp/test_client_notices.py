@@ -147,3 +147,24 @@ def test_a_failed_summary_is_told_without_the_helper_models_url(
     assert said.startswith("summary is behind (the model's server answered 500")
     host = chat_server.base_url.split("//")[1].split("/")[0]
     assert "ann" not in said and host not in said
+
+
+def test_a_helper_model_whose_host_is_not_found_is_told_without_its_host_name(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The URL was left out of what an MCP client is told, but a host name the resolver did
+    not know was named on its own (`the host name 'ann-nas.invalid' was not found`): the
+    owner's host, told to any client holding a token of hers. Her own log keeps it."""
+    config = tmp_path / "config.toml"
+    config.write_text('provider = "scripted"\nhelper_provider = "openai"\n'
+                      'helper_model = "test-small"\n'
+                      'base_url = "http://ann:s3cret-pw@ann-nas.invalid:8080/v1"\n'
+                      'max_retries = 0\n', encoding="utf-8")
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-abcdefghijklmnopqrstuvwxyz123456")
+    _, recorded = mcp_calls(["--db", str(tmp_path / "h.db"), "--config", str(config)], [
+        ("start_conversation", {"name": "助手", "strategy": "summary"}),
+        ("record_turn", {"conversation_id": "助手", "user": "我叫安娜，住在杭州",
+                         "assistant": "好的"})])
+    [said] = recorded["notices"]
+    assert said.startswith("summary is behind (cannot reach the model's server"), said
+    assert "was not found (DNS)" in said
+    assert "ann-nas" not in said and "ann:" not in said, said
