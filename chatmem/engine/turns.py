@@ -165,10 +165,14 @@ class Engine(RecordedTurns, Generic[StoreT]):
                              counts=self.state.message_counts(self.counter), turns=turns)
 
     def request(self, text: str, attachments: Sequence[Attachment] = (),
-                said_at: SaidAt = Said.NOW, speaker: str | None = None) -> ContextRequest:
+                said_at: SaidAt = Said.NOW, speaker: str | None = None,
+                reply_begun: str | None = None) -> ContextRequest:
         """The request for `text`, said at `said_at` (chatmem.engine.said) by `speaker` (a
-        group chat's, whose label `text` opens with; ContextRequest.speaker)."""
+        group chat's, whose label `text` opens with; ContextRequest.speaker), and the reply
+        to it so far that the model is to go on with (ContextRequest.reply_begun)."""
         user = Message.counted("user", text, self.counter)
+        begun = (Message.counted("assistant", reply_begun, self.counter) if reply_begun
+                 else None)
         # Its own user message each, before the input: read as data, and out of the input,
         # so history and recall hold what the user typed, not every file ever attached.
         attached = attached_messages(attachments, self.counter, self.provider)
@@ -185,6 +189,7 @@ class Engine(RecordedTurns, Generic[StoreT]):
             zone=self.zone,
             said_at=said_time(said_at, self.store, self.session.id, self.zone),
             speaker=speaker,
+            reply_begun=begun,
         )
 
     def build_context(self, text: str, attachments: Sequence[Attachment] = (),
@@ -253,6 +258,11 @@ class Engine(RecordedTurns, Generic[StoreT]):
             notices.append(InputNotUtf8(REPLACEMENT))
         text, attachments, replaced = self.without_credentials_attached(text, attachments)
         notices += replaced
+        if reply_begun:
+            # The client's text as the input is (its last message, which a user may edit):
+            # an MCP record_turn's reply is masked too.
+            [reply_begun], replaced = self.without_credentials(valid_text(reply_begun))
+            notices += [told for told in replaced if told not in notices]
         if (member := self._grantee_label()) is not None:
             # His words, not hers: also under a name his client gave (`ann` would be hers).
             text, speaker = with_speaker("user", text, member), relayed(speaker, member)
@@ -260,11 +270,12 @@ class Engine(RecordedTurns, Generic[StoreT]):
         notices += self.indexing.pause()
         sent_at = self.store.now()  # stamps the input and the reply; its context reads its day
         try:
-            request = self.request(text, attachments, parse_time(sent_at), speaker)
+            request = self.request(text, attachments, parse_time(sent_at), speaker,
+                                   reply_begun)
             request.state.caches.pop(PLUGIN_BUILDS, None)
             context = self._build(request)
-            if reply_begun:
-                context = with_reply_begun(context, reply_begun, self.counter)
+            if request.reply_begun is not None:
+                context = with_reply_begun(context, request.reply_begun)
             if took := request.state.caches.pop(PLUGIN_BUILDS, None):  # a plugin's build
                 notices += self.slow_build(took)
             self.check_budget(context)

@@ -105,10 +105,12 @@ def history_part(turns: Sequence[HistoryTurn], reason: PartReason) -> Part | Non
 
 
 def fixed_tokens(request: ContextRequest) -> int:
-    """Tokens every context spends before any memory: system, attached files, input, priming."""
+    """Tokens every context spends before any memory: system, attached files, input (and a
+    reply it continues), priming."""
     system = request.system_message
+    begun = request.reply_begun
     return (request.counter.priming + request.input.tokens + (system.tokens if system else 0)
-            + sum(m.tokens for m in request.attached))
+            + sum(m.tokens for m in request.attached) + (begun.tokens if begun else 0))
 
 
 def fit_newest_turns(

@@ -71,6 +71,10 @@ class ContextRequest:
     """Who said the input in a group chat (a served message's `name`, a transcript's): its
     content opens with their label (chatmem.speakers.with_speaker), which `query` leaves
     out. None: nobody is named, and the input is searched as it is."""
+    reply_begun: Message | None = None
+    """A served client's "Continue": the reply so far, sent after the input for the model to
+    go on with (chatmem.memory.context.with_reply_begun). Counted with the input
+    (assembly.fixed_tokens): added after a build that filled the budget, it went over it."""
 
     def capped(self, cap: int | None) -> ContextRequest:
         """The same request for a member of a combination sharing `cap` tokens."""

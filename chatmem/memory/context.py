@@ -238,12 +238,11 @@ def _said_on(value: Any) -> date | None:
         return None
 
 
-def with_reply_begun(context: Context, begun: str, counter: TokenCounter) -> Context:
-    """`context` with `begun`, a reply cut short, sent after the input as the assistant's
-    message for the model to go on with (OpenAI-compatible servers continue a last
-    assistant message: llama.cpp, vLLM, Ollama), in the input part, so that what is
-    recorded and inspected is what was sent."""
+def with_reply_begun(context: Context, reply: Message) -> Context:
+    """`context` with `reply`, the assistant's cut short, sent after the input for the model
+    to go on with (OpenAI-compatible servers continue a last assistant message: llama.cpp,
+    vLLM, Ollama), in the input part, so that what is recorded and inspected is what was
+    sent. The build counted it (ContextRequest.reply_begun), so it is within the budget."""
     sent = context.parts[-1]
-    reply = Message.counted("assistant", begun, counter)
     return replace(context, parts=(*context.parts[:-1], replace(
         sent, messages=(*sent.messages, reply), reason=NewInput(continued=True))))

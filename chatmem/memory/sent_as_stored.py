@@ -58,7 +58,10 @@ def altered(parts: tuple[Part, ...], request: ContextRequest) -> str | None:
     unread = [m.id for _, m in sent if m.id not in checked and isinstance(m.id, int)]
     if unread:
         if len(checked) + len(unread) > AS_STORED_AT_MOST:
+            # Emptied, so this build's messages are all read again: those checked before,
+            # read no more, were refused as messages the session does not store.
             checked.clear()
+            unread = [m.id for _, m in sent if isinstance(m.id, int)]
         state = request.state
         for message_id, (_, role, content) in state.store.history.placed(
                 state.session_id, unread).items():

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import os
 from typing import TYPE_CHECKING
+from urllib.parse import urlsplit
 
 if TYPE_CHECKING:
     from chatmem.config.settings import Settings
@@ -34,4 +35,7 @@ def without_endpoints(text: str, settings: Settings | None) -> str:
     # The longest first: a URL that holds another (its path longer) is replaced whole.
     for url in sorted(urls - {""}, key=len, reverse=True):
         text = text.replace(url, UNNAMED)
+    # A host the resolver did not know is named on its own, quoted (providers.unreachable).
+    for host in {urlsplit(url).hostname for url in given if url} - {None, ""}:
+        text = text.replace(repr(host), "(not shown)")
     return text

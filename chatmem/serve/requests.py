@@ -172,17 +172,18 @@ def _integer(digits: str) -> int | float:
 
 def without_credentials_asked(asked: TurnAsked, secrets: Mapping[str, str]) -> TurnAsked:
     """`asked` with `secrets` (the credentials the server runs with: providers.typed_secrets)
-    replaced by their labels in its system messages, its history and its new message, as
-    the engine masks a turn's input: stored masked (a turn's context holds its system
-    messages), the client's copies match what is stored (a regenerate, an edit, a
-    conversation known by its opening) only when masked alike."""
+    replaced by their labels in its system messages, its history, its new message and the
+    reply to it a Continue sends, as the engine masks a turn's input: stored masked (a
+    turn's context holds its system messages), the client's copies match what is stored (a
+    regenerate, an edit, a conversation known by its opening) only when masked alike."""
     from dataclasses import replace
 
     from chatmem.privacy.secrets import TypedMask
 
     masked = TypedMask(secrets)
     return replace(asked, text=masked(asked.text), system=masked.optional(asked.system),
-                   prior=tuple(replace(m, content=masked(m.content)) for m in asked.prior))
+                   prior=tuple(replace(m, content=masked(m.content)) for m in asked.prior),
+                   reply_begun=masked.optional(asked.reply_begun))
 
 
 def read_request(body: Any, headers: Mapping[str, str]) -> TurnAsked:

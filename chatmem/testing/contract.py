@@ -12,7 +12,8 @@ from __future__ import annotations
 import itertools
 import json
 import uuid
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, TypedDict
 
@@ -324,16 +325,7 @@ def check_catch_up(engine: Engine[Store], fresh: Any, history_turns: int, text: 
     folding the turns in other batches writes another summary (the model's words, its
     length, the drift guard's pins, and for summary-buffer the prune boundary that follows
     from them), so its context is not the same text, only as complete."""
-    session, budget = engine.session, engine.budget
-    with Store(":memory:") as scratch:
-        copy = scratch.sessions.create_session(
-            "rebuilt", fresh.name, dict(fresh.params), provider=engine.provider.name,
-            model=engine.provider.model, system=engine.session.system,
-            tokenizer=engine.counter.key)
-        copy_history(engine.store.history, session.id, scratch.history, copy.id,
-                     history_turns, QUIET)
-        rebuilt = engine_over(scratch, copy, ScriptedProvider(), fresh, budget=budget,
-                              embedder=engine.embedder)
+    with _over_a_copy(engine, fresh, history_turns) as rebuilt:
         check_updated(rebuilt.catch_up())
         members = [m.name for m in fresh.members]
         state = [rebuilt.state.get(m) for m in members]
@@ -360,16 +352,7 @@ def check_without_update(engine: Engine[Store], fresh: Any, history_turns: int, 
     (`inspect --turn N -s NAME`, `inspect --next` before a fork's first turn) builds over a
     copy of it and runs no update. A build that read the state its update stores passed
     every other rule and went without it there, silently (plugin71's `zhangben`)."""
-    session, budget = engine.session, engine.budget
-    with Store(":memory:") as scratch:
-        copy = scratch.sessions.create_session(
-            "rebuilt", fresh.name, dict(fresh.params), provider=engine.provider.name,
-            model=engine.provider.model, system=engine.session.system,
-            tokenizer=engine.counter.key)
-        copy_history(engine.store.history, session.id, scratch.history, copy.id,
-                     history_turns, QUIET)
-        bare = engine_over(scratch, copy, ScriptedProvider(), fresh, budget=budget,
-                           embedder=engine.embedder)
+    with _over_a_copy(engine, fresh, history_turns) as bare:
         if engine.embedder is not None:
             bare.indexing.finish(engine.embedder)  # recall's vectors, as the turns stored them
         alone = bare.build_context(text)
@@ -378,6 +361,22 @@ def check_without_update(engine: Engine[Store], fresh: Any, history_turns: int, 
         " without keeps_state) the context is not the one the turn sent: a build that reads"
         " what its update stores (request.state.get) needs keeps_state = True; the context"
         f" sent was {by_place(sent)!r}, without an update {by_place(alone)!r}")
+
+
+@contextmanager
+def _over_a_copy(engine: Engine[Store], fresh: Any, history_turns: int
+                 ) -> Iterator[Engine[Store]]:
+    """An engine of `fresh` over a scratch copy of `engine`'s first `history_turns` turns,
+    with no state: what a what-if or replay builds over."""
+    with Store(":memory:") as scratch:
+        copy = scratch.sessions.create_session(
+            "rebuilt", fresh.name, dict(fresh.params), provider=engine.provider.name,
+            model=engine.provider.model, system=engine.session.system,
+            tokenizer=engine.counter.key)
+        copy_history(engine.store.history, engine.session.id, scratch.history, copy.id,
+                     history_turns, QUIET)
+        yield engine_over(scratch, copy, ScriptedProvider(), fresh, budget=engine.budget,
+                          embedder=engine.embedder)
 
 
 def by_place(context: Context) -> list[dict[str, str]]:

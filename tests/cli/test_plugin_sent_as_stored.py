@@ -150,3 +150,25 @@ def test_a_grantees_words_sent_as_the_history_gives_them_are_not_taken_for_alter
     run(ann, "ask", "a", "我叫什么？", "-s", "given", "--provider", "scripted", code=0)
     assert team.rows("SELECT count(*) FROM turns t JOIN sessions s ON s.id = t.session_id"
                      " WHERE s.name = 'a'") == [(2,)]
+
+
+def test_a_full_check_cache_is_read_again_not_taken_for_messages_not_stored(
+        make_engine, installed: Install, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    """Past AS_STORED_AT_MOST checked messages (20,000: a plugin sending a long session's
+    whole history) the cache was emptied and only the build's new messages read, so the ones
+    it had checked before and sent again were refused as messages the session does not
+    store: every turn of that session failed from then on. Here the bound is 3."""
+    import chatmem.memory.sent_as_stored as sent_as_stored
+
+    installed("chatmem-tidies", "chatmem_tidies", TIDIES, name="tidies")
+    from chatmem.memory.guards import build_guarded
+    from chatmem.plugins import load_registries
+
+    monkeypatch.setattr(sent_as_stored, "AS_STORED_AT_MOST", 3)
+    engine = make_engine("window")
+    dated = load_registries().strategies.strategy("dated", {})
+    for said in ("第一 one", "第二 two", "第三 three"):
+        engine.store.history.import_messages(engine.session.id, [
+            {"role": "user", "content": said}, {"role": "assistant", "content": "ok"}])
+        context = build_guarded(dated, engine.request("next"))
+        assert len(context.part("history").messages) == 2 * engine.history().turn_count()

@@ -126,6 +126,21 @@ def test_explain_turn_gives_the_warnings_of_the_context_sent_as_inspect_does(
     assert explained["warnings"][0].startswith("context is ")
 
 
+def _summary_notice(tmp_path: Path, base_url: str, monkeypatch: pytest.MonkeyPatch) -> str:
+    """What an MCP client is told of a summary its helper model (at `base_url`) failed."""
+    config = tmp_path / "config.toml"
+    config.write_text(f'provider = "scripted"\nhelper_provider = "openai"\n'
+                      f'helper_model = "test-small"\nbase_url = "{base_url}"\n'
+                      'max_retries = 0\n', encoding="utf-8")
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-abcdefghijklmnopqrstuvwxyz123456")
+    _, recorded = mcp_calls(["--db", str(tmp_path / "h.db"), "--config", str(config)], [
+        ("start_conversation", {"name": "助手", "strategy": "summary"}),
+        ("record_turn", {"conversation_id": "助手", "user": "我叫安娜，住在杭州",
+                         "assistant": "好的"})])
+    [said] = recorded["notices"]
+    return str(said)
+
+
 def test_a_failed_summary_is_told_without_the_helper_models_url(
         tmp_path: Path, chat_server: ChatServer, monkeypatch: pytest.MonkeyPatch) -> None:
     """Leftover: a summary the helper model failed was told to the MCP client with the
@@ -134,16 +149,19 @@ def test_a_failed_summary_is_told_without_the_helper_models_url(
     model's server" to the client."""
     chat_server.plan = ["500"] * 8
     url = chat_server.base_url.replace("http://", "http://ann:s3cret-pw@")
-    config = tmp_path / "config.toml"
-    config.write_text(f'provider = "scripted"\nhelper_provider = "openai"\n'
-                      f'helper_model = "test-small"\nbase_url = "{url}"\nmax_retries = 0\n',
-                      encoding="utf-8")
-    monkeypatch.setenv("OPENAI_API_KEY", "sk-abcdefghijklmnopqrstuvwxyz123456")
-    _, recorded = mcp_calls(["--db", str(tmp_path / "h.db"), "--config", str(config)], [
-        ("start_conversation", {"name": "助手", "strategy": "summary"}),
-        ("record_turn", {"conversation_id": "助手", "user": "我叫安娜，住在杭州",
-                         "assistant": "好的"})])
-    [said] = recorded["notices"]
+    said = _summary_notice(tmp_path, url, monkeypatch)
     assert said.startswith("summary is behind (the model's server answered 500")
     host = chat_server.base_url.split("//")[1].split("/")[0]
     assert "ann" not in said and host not in said
+
+
+def test_a_helper_model_whose_host_is_not_found_is_told_without_its_host_name(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The URL was left out of what an MCP client is told, but a host name the resolver did
+    not know was named on its own (`the host name 'ann-nas.invalid' was not found`): the
+    owner's host, told to any client holding a token of hers. Her own log keeps it."""
+    said = _summary_notice(tmp_path, "http://ann:s3cret-pw@ann-nas.invalid:8080/v1",
+                           monkeypatch)
+    assert said.startswith("summary is behind (cannot reach the model's server"), said
+    assert "was not found (DNS)" in said
+    assert "ann-nas" not in said and "ann:" not in said, said

@@ -95,6 +95,28 @@ def test_a_continue_of_a_reply_never_stored_stores_the_exchange_once(
         ("user", "Tell me about Porto"), ("assistant", "Porto isHello from the test server.")]
 
 
+def _asked(client: OpenAI, chat_server: ChatServer, history: list[dict[str, str]],
+           exchanges: list[tuple[str, str]]) -> None:
+    """Each question asked with `history` (the client's, added to), answered as given."""
+    for said, answer in exchanges:
+        chat_server.reply_words = [answer]
+        history.append({"role": "user", "content": said})
+        reply = client.chat.completions.create(model="test-small", messages=history)
+        history.append({"role": "assistant", "content": reply.choices[0].message.content or ""})
+
+
+def _continued_then_trimmed(client: OpenAI, chat_server: ChatServer,
+                            history: list[dict[str, str]], added: str) -> None:
+    """The last reply continued (the model adding `added`), then a question asked with the
+    last two exchanges only, as a client that trims its history sends it."""
+    chat_server.reply_words = [added]
+    reply = client.chat.completions.create(model="test-small", messages=history)
+    history[-1]["content"] += reply.choices[0].message.content or ""
+    chat_server.reply_words = ["好的。"]
+    window = [*history[-4:], {"role": "user", "content": "谢谢"}]  # two exchanges
+    client.chat.completions.create(model="test-small", messages=window)
+
+
 def test_a_client_that_trims_its_history_goes_on_after_a_continue(
         chat_server: ChatServer, db_path: Path) -> None:
     """A client without an id that sends only its last exchanges is found again by the
@@ -106,20 +128,40 @@ def test_a_client_that_trims_its_history_goes_on_after_a_continue(
     history: list[dict[str, str]] = []
     with RunningProxy(settings, strategy="window") as running:
         client = OpenAI(base_url=running.base_url, api_key="k", timeout=HANG)
-        for said, words in (("讲讲西湖", ["西湖在杭州。"]), ("And Leifeng Pagoda?", ["It"]),
-                            ("它什么时候倒的？", ["It fell"])):
-            chat_server.reply_words = words
-            history.append({"role": "user", "content": said})
-            reply = client.chat.completions.create(model="test-small", messages=history)
-            history.append({"role": "assistant", "content": reply.choices[0].message.content})
-        chat_server.reply_words = [" in 1924."]
-        reply = client.chat.completions.create(model="test-small", messages=history)
-        history[-1]["content"] += reply.choices[0].message.content
-        chat_server.reply_words = ["好的。"]
-        window = [*history[-4:], {"role": "user", "content": "谢谢"}]  # two exchanges
-        client.chat.completions.create(model="test-small", messages=window)
+        _asked(client, chat_server, history, [("讲讲西湖", "西湖在杭州。"),
+                                              ("And Leifeng Pagoda?", "It"),
+                                              ("它什么时候倒的？", "It fell")])
+        _continued_then_trimmed(client, chat_server, history, " in 1924.")
     with sqlite3.connect(db_path) as conn:
         assert conn.execute("select count(*) from sessions").fetchone() == (1,)
     assert _visible(db_path)[-4:] == [
         ("user", "它什么时候倒的？"), ("assistant", "It fell in 1924."),
         ("user", "谢谢"), ("assistant", "好的。")]
+
+
+def test_a_continued_reply_holding_the_api_key_is_stored_masked_and_goes_on(
+        chat_server: ChatServer, db_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The reply so far is the client's text (Open WebUI lets it be edited before a
+    Continue), as its history is, which serve masks: it was sent and stored with the key,
+    and the exchange was filed under it unmasked, so a client without an id that trims its
+    history, sending it back masked alike, began a new session."""
+    key = "sk-test-CONTINUE-0a1b2c3d4e5f6789"
+    monkeypatch.setenv("OPENAI_API_KEY", key)
+    settings = Settings(provider="openai", base_url=chat_server.base_url, model="test-small",
+                        db=str(db_path), max_retries=0)
+    history: list[dict[str, str]] = []
+    with RunningProxy(settings, strategy="window") as running:
+        client = OpenAI(base_url=running.base_url, api_key="k", timeout=HANG)
+        _asked(client, chat_server, history, [("讲讲西湖", "西湖在杭州。"), ("我的密钥呢？", "It")])
+        history[-1]["content"] = f"你的密钥是{key}，"  # edited, then continued
+        _continued_then_trimmed(client, chat_server, history, "请保管好。")
+    assert chat_server.requests[2]["messages"][-1] == {
+        "role": "assistant", "content": "你的密钥是[api key]，"}
+    with sqlite3.connect(db_path) as conn:
+        assert conn.execute("select count(*) from sessions").fetchone() == (1,)
+    assert _visible(db_path)[-4:] == [
+        ("user", "我的密钥呢？"), ("assistant", "你的密钥是[api key]，请保管好。"),
+        ("user", "谢谢"), ("assistant", "好的。")]
+    for path in db_path.parent.rglob("*"):
+        if path.is_file():
+            assert key.encode() not in path.read_bytes(), path
