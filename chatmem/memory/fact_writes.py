@@ -110,6 +110,9 @@ def _apply_change(
         else _known(state.live_facts(), change)
     if existing is not None and existing.value == change.value:
         return
+    if existing is not None and later is not None \
+            and later.already_read(existing, sources.get(change.turn)):
+        return  # that very message set this value before: read again, it changes nothing
     if later is not None and (
             later.set_after(existing, change.turn) if existing is not None
             else later.forgotten_after([change.key, *filter(None, [change.same_as])],

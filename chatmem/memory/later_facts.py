@@ -40,9 +40,15 @@ class LaterFacts:
                     self._said.setdefault(record.turn, said)
         # Read once, before the batch writes: a key the batch itself retracts at turn 3
         # may be set again by its turn 5.
-        self._forgotten = [f for f in state.store.facts.facts(
+        facts = state.store.facts.facts(
             user=state.user, session_id=state.session_id, include_deleted=True)
-            if f.deleted_at is not None and self._ours(f)]
+        self._forgotten = [f for f in facts if f.deleted_at is not None and self._ours(f)]
+        # The message each live fact's value came from before the batch: on PostgreSQL the
+        # owner reads a write grantee's turns again (his marker is his, not trusted for her
+        # memory), and his "我叫鲍勃。My name is Bob." set 鲍勃 then Bob over his own Bob,
+        # adding both to the history a second time.
+        self._read_from = {f.id: f.source_message_id for f in facts
+                           if f.deleted_at is None and self._ours(f)}
 
     def set_after(self, fact: FactRecord, turn: int) -> bool:
         """Whether `fact`'s current value was set after `turn` was said: by a later turn of
@@ -52,6 +58,11 @@ class LaterFacts:
         if fact.source_turn is not None and fact.source_session_id in (None, self._session_id):
             return fact.source_turn > turn
         return _after(fact.updated_at, self._said.get(turn))
+
+    def already_read(self, fact: FactRecord, message_id: int | None) -> bool:
+        """Whether `fact`'s value, before the batch, came from `message_id` already: that
+        message was read into it, so reading it again changes nothing."""
+        return message_id is not None and self._read_from.get(fact.id) == message_id
 
     def forgotten_after(self, keys: Sequence[str], turn: int,
                         speaker: str | None = None) -> bool:

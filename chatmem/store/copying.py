@@ -133,6 +133,12 @@ class _Listed:
     shared_by: str | None
 
 
+def _sessions_named(names: Sequence[str]) -> str:
+    if len(names) == 1:
+        return f"a session {names[0]!r}"
+    return f"{len(names)} of these sessions: " + ", ".join(repr(n) for n in names)
+
+
 def copy_sessions(source: Store, target: Store,
                   names: Sequence[str] = ()) -> CopyReport:
     """Copy the sessions `names` (default: every session `source` shows) into `target`,
@@ -151,10 +157,12 @@ def copy_sessions(source: Store, target: Store,
         reason = SkipReason.INVALID_NAME if not valid else SkipReason.NAME_TAKEN
         skipped.append(SkippedSession(session.name, reason, session.shared_by,
                                       _shared(source, session)))
-    for name in chosen:
-        if target.sessions.find_session(name) is not None:
-            raise UsageError(f"{target.location} has a session {name!r} already; "
-                             "rename one (chatmem sessions rename) and copy again")
+    # Every clash at once: one named at a time took a rename and a refused copy for each.
+    taken = [s.name for key, s in chosen.items() if target.sessions.find_session(key)]
+    if taken:
+        others = "" if len(taken) == len(chosen) else ", or name the others to copy"
+        raise UsageError(f"{target.location} has {_sessions_named(taken)} already; rename "
+                         f"(chatmem sessions rename) and copy again{others}")
     ids = [session.id for session in chosen.values()]
     if not ids:
         return CopyReport(source.location, target.location, [],

@@ -121,3 +121,23 @@ def test_a_grantees_remembered_value_lives_beside_the_owners(
     listed = json.loads(run(ann, "facts", "list", "proj", "--json", *c, code=0).stdout)
     assert [(f["key"], f["value"], f["speaker"]) for f in listed] == [
         (key, values[0], None), (key, values[1], "bob")]
+
+
+@pytest.mark.parametrize(("his", "history"), [
+    ("我叫鲍勃。My name is Bob.", ["鲍勃"]),
+    ("My name is Bob. 我叫鲍勃。", ["Bob"]),
+], ids=["zh-then-en", "en-then-zh"])
+def test_the_owner_reading_a_grantees_turn_again_adds_nothing_to_its_history(
+        team: Team, tmp_path: Path, his: str, history: list[str]) -> None:
+    """The owner's next turn reads bob's turn again (his extraction marker is his own), and
+    his turn naming himself twice ("我叫鲍勃。My name is Bob.") was applied again over his
+    own value: `facts list proj` showed `Bob ← 鲍勃 ← Bob ← 鲍勃`, three history entries of
+    one statement. Read again, a message already read into a fact changes nothing."""
+    ann, bob, config = shared_after(team, tmp_path, "我叫安娜。", user_facts=False)
+    c = ("--config", str(config))
+    run(bob, "ask", "ann/proj", his, *c, code=0)
+    run(ann, "ask", "proj", "ok", *c, code=0)
+    facts = json.loads(run(ann, "facts", "list", "proj", "--json", code=0).stdout)
+    (mine,) = [f for f in facts if f["speaker"] == "bob"]
+    assert [h["value"] for h in mine["history"]] == history
+    assert [f["value"] for f in facts if f["speaker"] is None] == ["安娜"]

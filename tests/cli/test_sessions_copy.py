@@ -231,3 +231,17 @@ def test_copy_counts_turn_records_not_the_conversations_turns(tmp_path: Path) ->
     assert [(s["turns"], s["requests"]) for s in listed] == [(61, 1)]
     result = invoke("sessions", "copy", "--from", first, "--to", backup, code=0)
     assert "copied 1 session (122 messages, 1 turn record) from " in result.stderr
+
+
+def test_copy_names_every_session_the_target_has_at_once(tmp_path: Path, url: str) -> None:
+    """Two clashing names ('旅行', '笔记') were refused one at a time: the error named '旅行',
+    and after a rename the next copy was refused for '笔记'. Now both are named, and the
+    copy by name of the rest is pointed to."""
+    first = str(tmp_path / "first.db")
+    for name in ("旅行", "笔记", "other"):
+        output("chat", name, "--db", first, "--provider", "scripted", input="你好\n")
+    for name in ("旅行", "笔记"):
+        output("chat", name, "--db", url, "--provider", "scripted", input="hi\n")
+    error = output("sessions", "copy", "--from", first, "--to", url, code=int(UsageError.exit_code))
+    assert error.count("\n") == 1, error
+    assert "2 of these sessions: '旅行', '笔记'" in error and "name the others" in error
