@@ -18,10 +18,10 @@ from typing import Any
 
 from chatmem import fts
 from chatmem.store import rewritten_keys, sharing, steps
-from chatmem.store.connection import Connection, fetch_rows
+from chatmem.store.connection import Connection
 from chatmem.store.emptied_pins import drop_emptied_pins
 from chatmem.store.fact_tables import profile_facts, profile_in
-from chatmem.store.records import MessageRecord
+from chatmem.store.records import MESSAGE_COLUMNS, MessageRecord
 from chatmem.store.redaction_plan import Place, Redaction, RewritePlan
 from chatmem.store.rewritten_keys import Rewrite, distinct_fact_keys, rewrite_json
 from chatmem.store.sent_counts import cached_counts, keep_sent_counts
@@ -88,9 +88,11 @@ class RedactionTables:
         if not session_ids or not needles:
             return []
         where, params = self._containing("content", needles, False, beyond_ascii)
-        return [MessageRecord.from_row(r) for r in fetch_rows(self._db,
-            f"SELECT * FROM messages WHERE session_id IN ({_ids(session_ids)}) AND {where}"
-            " ORDER BY session_id, position", params)]
+        # The text as stored, without a writer's label (MESSAGE_COLUMNS, no `writer`): the
+        # spans found here are where the rewrite erases, in the stored text.
+        return [MessageRecord(*row) for row in self._db.execute(
+            f"SELECT {MESSAGE_COLUMNS} FROM messages WHERE session_id IN ({_ids(session_ids)})"
+            f" AND {where} ORDER BY session_id, position", params)]
 
     def rewrite_stored_text(self, session_ids: Sequence[int], user: str | None,
                             needles: Sequence[str], rewrite: Rewrite, *,
