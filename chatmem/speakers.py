@@ -62,7 +62,8 @@ def relayed(speaker: str | None, role: str) -> str:
 
 VIA = " (via {})"
 """What follows a relayed speaker's name: the role that relayed it."""
-_RELAYED = re.compile(r"(.+) \(via ([^()]+)\)")
+RELAYED = re.compile(r"(.+) \(via ([^()]+)\)")
+"""A relayed speaker: the member, the role relaying it."""
 
 
 def relayed_by(speaker: str, role: str) -> bool:
@@ -83,7 +84,7 @@ def unlabelled(content: str, speaker: str | None) -> str:
     """`content` without `speaker`'s own label in front (as with_speaker wrote it, or as a
     Chinese group chat writes it): the words the speaker said, which recall searches. Only
     the known speaker's label goes: "Flight BA117: when does it land?" keeps its number."""
-    if speaker and (relay := _RELAYED.fullmatch(speaker)):
+    if speaker and (relay := RELAYED.fullmatch(speaker)):
         # `carol (via bob)`: stored as `bob: carol: …`, his label then hers.
         return unlabelled(unlabelled(content, relay.group(2)), relay.group(1))
     if not speaker or not said_by(content, speaker):

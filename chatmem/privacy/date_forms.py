@@ -15,7 +15,8 @@ erases those and not `May 7` nor `July 5`, and purging `May 7, 2023` keeps `7/5/
 one is). Year first (2023/5/7, 2023-05-07) reads one way only, as ISO 8601 and Chinese write
 it. A month's name counts capitalised (May, MAY, Sept.), never lower case (`may 7` is the
 verb), and a day is written in digits (not `seventh`). Without a year, numbers alone (7/5)
-are no date: a fraction, a score.
+are no date: a fraction, a score. A date written without a year is perhaps a value's with
+one (5月7日 for 2023年5月7日, another year's maybe): reported as `either_way` ones are.
 """
 
 from __future__ import annotations
@@ -31,7 +32,11 @@ _PART = rf"\d{{1,2}}|[{_NUMERALS}]{{1,3}}"
 _YEAR_DIGITS = "〇零一二三四五六七八九"
 _CHINESE = re.compile(
     rf"(?:(?P<y>\d{{4}}|[{_YEAR_DIGITS}]{{4}})\s?年\s?)?"
-    rf"(?<![\d{_NUMERALS}])(?P<m>{_PART})\s?月\s?(?P<d>{_PART})\s?[日号號]")
+    rf"(?<![\d{_NUMERALS}])(?P<m>{_PART})\s?月\s?(?P<d>{_PART})"
+    rf"(?:\s?[日号號]|(?![\d{_NUMERALS}])(?=$|[\s，。、,!?！？;；:：)）」』”\"'到至~～—那这前后晚早上下中午凌傍夜以之当的是起止]))")
+"""A month and day: with 日 or 号, or without where the day ends the words (三月十五 那天, 3月15前,
+3月15到20日): spoken so, the date still. A number running on into a count is another thing
+(3月15人: fifteen people in March; 6月1.5万: an amount)."""
 _YEAR_FIRST = re.compile(
     r"(?<![\d.:/-])(?P<y>\d{4})(?P<s>[-/.])(?P<dm>(?P<m>\d{1,2})(?P=s)(?P<d>\d{1,2}))"
     r"(?![\d]|[.:/-]\d)")
@@ -163,6 +168,11 @@ def _same_year(said: int | None, year: int) -> bool:
 def _spans(text: str, date: Date, sure: bool) -> list[tuple[int, int]]:
     spans = []
     for said in _said(text):
+        if date.year is not None and said.date.year is None:
+            # 5月7日 for 2023年5月7日: perhaps that day, perhaps another year's.
+            if not sure and said.date.readings() & date.readings():
+                spans.append((said.start, said.end))
+            continue
         if date.year is not None and not _same_year(said.date.year, date.year):
             continue
         if said.date.either_way == date.either_way:
@@ -183,7 +193,8 @@ def date_spans(text: str, date: Date) -> list[tuple[int, int]]:
 
 def perhaps_spans(text: str, date: Date) -> list[tuple[int, int]]:
     """Where `text` writes a date that may be `date` and may be another (7/5/2023 for May 7,
-    2023, or the other way round): reported, never erased."""
+    2023, or the other way round; 5月7日 or May 7 with no year for 2023年5月7日): reported,
+    never erased."""
     return _spans(text, date, sure=False)
 
 

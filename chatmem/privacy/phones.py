@@ -116,6 +116,8 @@ class NumberForm(Enum):
     """After more digits: another country's exit code or number (0014155550134)."""
     DATE_ORDER = "date order"
     """A date read either way round (7/5/2023: 7 May or July 5; chatmem.privacy.date_forms)."""
+    DATE_NO_YEAR = "date without a year"
+    """A date without the year the value gives (5月7日 for 2023年5月7日: perhaps another year's)."""
 
 
 def form_of(values: Iterable[str], written: str) -> NumberForm:

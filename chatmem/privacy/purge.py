@@ -311,9 +311,12 @@ class _Erased:
 
 def _form_of(values: Sequence[str], written: str) -> NumberForm:
     """How a form kept as perhaps a value is written: a date read either way round (7/5/2023
-    for May 7, 2023: near_mentions.other_numbers), else as phones.form_of says."""
-    if date_of(written) is not None and any(date_of(v) is not None for v in values):
-        return NumberForm.DATE_ORDER
+    for May 7, 2023: near_mentions.other_numbers) or without the value's year (5月7日 for
+    2023年5月7日), else as phones.form_of says."""
+    said = date_of(written)
+    if said is not None and any(date_of(v) is not None for v in values):
+        dated = any((d := date_of(v)) is not None and d.year is not None for v in values)
+        return NumberForm.DATE_NO_YEAR if said.year is None and dated else NumberForm.DATE_ORDER
     return form_of(values, written)
 
 

@@ -227,12 +227,15 @@ _FORM_WORDS = {
     NumberForm.COUNTRY_CODE: "with a country code the fact does not give",
     NumberForm.MORE_DIGITS: "after more digits (another country's exit code or number)",
     NumberForm.DATE_ORDER: "in numbers that read either way round (7/5/2023: 7 May or July 5)",
+    NumberForm.DATE_NO_YEAR: "without a year (5月7日, May 7: perhaps another year's)",
 }
+_DATE_FORMS = frozenset({NumberForm.DATE_ORDER, NumberForm.DATE_NO_YEAR})
 
 
 def kept_kind(forms: Iterable[NumberForm]) -> str:
-    """`date` when every form a purge kept is a date read either way round, else `number`."""
-    return "date" if set(forms) == {NumberForm.DATE_ORDER} else "number"
+    """`date` when every form a purge kept is a date (read either way round, or without
+    a year), else `number`."""
+    return "date" if set(forms) <= _DATE_FORMS else "number"
 
 
 def number_forms_text(forms: Iterable[NumberForm]) -> str:
@@ -304,9 +307,12 @@ def kept_numbers_text(part: str, forms: Iterable[NumberForm]) -> str:
     leaves, uncounted."""
     # logs -q matches whole digit groups: a form written in one run (+8613800138000) holds
     # no group 8000, and no query finds every layout of a number yet.
-    if set(forms) == {NumberForm.DATE_ORDER}:
-        return (f"kept any date that may be another one, written {number_forms_text(forms)}:"
-                f" chatmem logs -q {part} finds those of its year")
+    if set(forms) <= _DATE_FORMS:
+        found = (f"chatmem logs -q {part} finds those of its year"
+                 if NumberForm.DATE_ORDER in forms else "")
+        if NumberForm.DATE_NO_YEAR in forms:
+            found += f"{', and ' if found else ''}--dry-run lists those without one"
+        return f"kept any date that may be another one, written {number_forms_text(forms)}: {found}"
     return (f"kept any form of the number that may be another one, written"
             f" {number_forms_text(forms)}: chatmem logs -q {part} finds those with {part}"
             " written apart, not those written in one run of digits")

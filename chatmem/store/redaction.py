@@ -141,6 +141,7 @@ class RedactionTables:
         for column in ("key", "value"):
             self._plan_column("facts", Place.FACTS, column, False, found, rewrite, owner,
                               forms, planned)
+        self._plan_speakers(owner, forms, found, rewrite, planned)
         if emptied is not None:
             self._delete_emptied(planned, emptied)
         self._keep_keys_apart(planned, f"{profile_facts(self._db.own_rows)} AND {profile}",
@@ -267,6 +268,23 @@ class RedactionTables:
             planned.updates[("strategy_state", "key", *row)] = new
             planned.redaction.add(Place.STRATEGY_STATE, ("strategy_state", *row))
             planned.redaction.sessions.add(row[0])
+
+    def _plan_speakers(self, owner: str, params: list[Any], found: _Found, rewrite: Rewrite,
+                       planned: RewritePlan) -> None:
+        """Who stated the facts (a group chat member's name, `carol (via bob)` relayed by a
+        grantee): her name is what she is, and a purge of it left every fact she stated
+        saying so. Rewritten as stored text is, each speaker kept one and apart from the
+        others (rewritten_keys.fact_speakers)."""
+        contains, needle_params = self._containing("speaker", found.needles, False,
+                                                   found.beyond_ascii)
+        rows = self._db.execute(
+            f"SELECT id, session_id, speaker FROM facts WHERE {owner} AND speaker IS NOT NULL"
+            f" AND {contains} ORDER BY id", [*params, *needle_params]).fetchall()
+        for (fact_id, session_id), new in rewritten_keys.fact_speakers(
+                self._db, rows, rewrite).items():
+            planned.updates[("facts", "speaker", fact_id)] = new
+            planned.redaction.add(Place.FACTS, ("facts", fact_id))
+            planned.redaction.sessions.add(session_id)
 
     def _delete_emptied(self, planned: RewritePlan, emptied: Callable[[str], bool]) -> None:
         """Mark the facts whose rewritten value is `emptied` to be deleted, counted apart."""

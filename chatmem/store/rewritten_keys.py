@@ -16,6 +16,7 @@ import json
 from collections.abc import Callable, Iterable, Mapping, Sequence, Set
 from typing import Any
 
+from chatmem.speakers import RELAYED, VIA
 from chatmem.store.backend import Backend
 from chatmem.store.fact_keys import key_identity
 from chatmem.store.state_coverage import COVERS_KEY, FACTS_OWNER, SPEAKERS_OWNER
@@ -86,6 +87,50 @@ def distinct_fact_keys(db: Backend, rewritten: Mapping[int, str], gone: Set[int]
                 distinct[fact_id] = key
             held.add(key_identity(key))
     return distinct
+
+
+def fact_speakers(db: Backend, rows: Iterable[Sequence[Any]], rewrite: Rewrite
+                  ) -> dict[tuple[int, int], str]:
+    """The speakers a purge gives session facts ((fact id, session id) → new speaker): each
+    speaker `rewrite` changes, one new name for all of one speaker's facts, made distinct
+    (`[forgotten] (2)`) when another speaker of the session holds it or another rewritten
+    speaker gets it first: one key holds one live value per speaker, so two forgotten members
+    made one would have their cities merged by the next write. A relayed speaker keeps its
+    relaying role last (`[forgotten] (2) (via bob)`), as the server reads it (p032)."""
+    given: dict[tuple[int, int], str] = {}
+    renamed: dict[tuple[int, str], str] = {}
+    held: dict[int, set[str]] = {}
+    for fact_id, session_id, speaker in rows:
+        if session_id is None:
+            continue  # a profile fact has no speaker
+        new = renamed.get((session_id, speaker))
+        if new is None:
+            new = rewrite(speaker)
+            if new == speaker:
+                continue
+            keys = held.get(session_id)
+            if keys is None:
+                keys = held[session_id] = {stored for (stored,) in db.execute(
+                    "SELECT DISTINCT speaker FROM facts WHERE session_id = ?"
+                    " AND speaker IS NOT NULL", [session_id]).fetchall()
+                    if rewrite(stored) == stored}
+            if new in keys:
+                head, relayed = _relayed_parts(new)
+                new = _apart(head, {k[:len(k) - len(relayed)] for k in keys
+                                    if k.endswith(relayed)}, str) + relayed
+            keys.add(new)
+            renamed[session_id, speaker] = new
+        given[int(fact_id), int(session_id)] = new
+    return given
+
+
+def _relayed_parts(speaker: str) -> tuple[str, str]:
+    """A relayed speaker's member and the role relaying it (`carol`, ` (via bob)`), or the
+    speaker and ""."""
+    relayed = RELAYED.fullmatch(speaker)
+    if relayed is None:
+        return speaker, ""
+    return relayed[1], VIA.format(relayed[2])
 
 
 def state_keys(db: Backend, rows: Iterable[Sequence[Any]], rewrite: Rewrite

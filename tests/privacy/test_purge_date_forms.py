@@ -29,6 +29,12 @@ F = MARKER
     # A year in the text: the month and day are the mention; a value's year must match.
     ("12月3日", "2025年12月3日", f"2025年{F}"),
     ("2026年12月3日", "二〇二六年十二月三日，2025年12月3日", f"{F}，2025年12月3日"),
+    # Spoken without 日 where the day ends the words (privacy71: 三月十五 was left); a
+    # number running on into a count or an amount is none.
+    ("3月15日", "三月十五那天，3月15前，3月15到20日，三月十五。",
+     f"{F}那天，{F}前，{F}到20日，{F}。"),
+    ("三月十五", "3月15日和3月15号", f"{F}和{F}"),
+    *[("3月15日", kept, kept) for kept in ("3月15人参加，6月1.5万元，三月十五六日",)],
 ])
 def test_a_date_is_erased_in_each_of_its_forms(value: str, text: str, erased: str) -> None:
     assert erase_mentions(text, [value]) == erased
@@ -78,3 +84,23 @@ def test_a_date_is_no_number_to_erase_elsewhere(tmp_path: Path) -> None:
     with Store(db) as store:
         assert [m.content for m in store.history.messages(session)] == [
             f"我的生日是{F}。", "我有12个苹果，十二个梨。"]
+
+
+def test_a_date_without_the_values_year_is_listed_as_perhaps_it_and_kept(
+        tmp_path: Path) -> None:
+    """Purging `2023年5月7日` left `5月7日` unsaid (privacy71): a year-less date may be
+    another year's, so it is kept, and now the dry run lists it as perhaps the date."""
+    db = str(tmp_path / "h.db")
+    with Store(db) as store:
+        session = store.sessions.create_session("生日", "buffer", user="me").id
+        store.history.import_messages(session, [
+            {"role": "user", "content": "我的生日是2023年5月7日，就是五月七号。"}])
+        fact = store.facts.upsert_fact("生日", "2023年5月7日", scope="user", user="me").id
+    shown = invoke("facts", "forget", str(fact), "--purge", "--dry-run", "--db", db, code=0)
+    assert "without a year" in shown.stdout and "五月七号" in shown.stdout
+    assert "keeping 1 date written without a year" in " ".join(shown.stderr.split())
+    done = invoke("facts", "forget", str(fact), "--purge", "--yes", "--db", db, code=0)
+    assert "--dry-run lists those without one" in " ".join(done.stderr.split())
+    with Store(db) as store:
+        assert [m.content for m in store.history.messages(session)] == [
+            f"我的生日是{F}，就是五月七号。"]

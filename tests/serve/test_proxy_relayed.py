@@ -5,11 +5,13 @@ stamps him on any other speaker he names."""
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
 from pathlib import Path
 from urllib.parse import quote
 
 import pytest
+from cli_runner import run
 from grantees import profile, session_facts, shared_after, shared_session, sql_as
 from pg import NOW, OldHistory, PostgresServer, Team, migrated_before, older_chatmem_refuses
 
@@ -19,6 +21,7 @@ pytest.importorskip("psycopg", reason="chatmem[postgres] (psycopg) is not instal
 from starlette.testclient import TestClient
 
 from chatmem.config.settings import Settings
+from chatmem.privacy.mentions import MARKER
 from chatmem.serve.proxy import build_app
 
 P032 = "p032_relayed_speakers_keep_their_names"
@@ -105,3 +108,34 @@ def test_an_older_database_upgrades_keeping_its_facts(
         assert conn.execute("SELECT speaker FROM facts ORDER BY id").fetchall() == [
             ("bob",), ("carol (via bob)",)]
     older_chatmem_refuses(ann, P032, monkeypatch)
+
+
+@pytest.mark.parametrize(("name", "said", "key", "value"), [
+    ("Carol", "My name is Carol.", "name", "Carol"),
+    ("小红", "我叫小红。", "名字", "小红"),
+])
+def test_her_purge_of_a_relayed_members_name_leaves_the_facts_the_member_stated(
+        team: Team, tmp_path: Path, name: str, said: str, key: str, value: str) -> None:
+    """Ann purging carol's name erased it from the messages and facts, but the facts carol
+    stated through bob's client kept `carol (via bob)` as their speaker (privacy71). Now
+    they are the forgotten member's, relayed by him: p032's trigger still reads them so."""
+    ann, bob, config = shared_after(team, tmp_path, "I live in Rome.")
+    relay(bob, name, said)
+    relay(bob, name, "我住在深圳。")
+    relay(bob, None, "I live in Oslo.")
+    facts = json.loads(run(ann, "facts", "list", "proj", "--json", "--config", str(config),
+                           code=0).stdout)
+    (hers,) = [f["id"] for f in facts if f["value"] == value]
+    run(ann, "facts", "forget", "proj", str(hers), "--purge", "--yes", "--config", str(config),
+        code=0)
+    forgotten = f"{MARKER} (via bob)"
+    assert [r for r in facts_of(team) if r[0] != "Rome"] == [("深圳", forgotten), ("Oslo", "bob")]
+    exported = run(ann, "sessions", "export", "proj", "--config", str(config), code=0).stdout
+    listed = run(bob, "facts", "list", "ann/proj", "--json", "--config", str(config),
+                 code=0).stdout
+    for text in (exported, listed, *(str(r) for r in facts_of(team))):
+        assert name not in text and name.lower() not in text
+    # His client relaying her again is a member of his, as before: a fact of its own.
+    relay(bob, name, "我住在广州。")
+    assert [r for r in facts_of(team) if r[0] != "Rome"] == [
+        ("深圳", forgotten), ("Oslo", "bob"), ("广州", f"{name} (via bob)")]
