@@ -243,6 +243,7 @@ class FactTables:
         fact = self.fact(fact_id)
         if fact.session_id is not None:
             sharing.check_writable_session(self._connection, fact.session_id)
+            sharing.check_stated_by_writer(self._connection, fact)
         with self._db.write():
             if purge:
                 self._db.execute("DELETE FROM facts WHERE id = ?", [fact_id])
