@@ -150,3 +150,15 @@ def test_an_older_database_upgrades_keeping_its_facts(
     assert sql_as(bob, forget, [NOW, "名字"]) == INSUFFICIENT_PRIVILEGE
     assert sql_as(bob, forget, [NOW, "城市"]) == 1
     older_chatmem_refuses(ann, P033, monkeypatch)
+
+
+@pytest.mark.parametrize(("hers", "his", "forget", "key", "her_value"), [
+    ("我住在杭州。", "我住在深圳。", "忘掉我的城市。", "城市", "杭州"),
+    ("I live in Rome.", "I live in Paris.", "Forget my city.", "city", "Rome"),
+])
+def test_his_forget_my_city_in_her_session_forgets_his_only(
+        team: Team, tmp_path: Path, hers: str, his: str, forget: str, key: str,
+        her_value: str) -> None:
+    ann, bob, config = setup(team, tmp_path, "proj", hers, his)
+    run(bob, "ask", "ann/proj", forget, "--config", str(config), code=0)
+    assert listed(ann, "proj", config) == [(key, her_value, None)]
