@@ -259,6 +259,11 @@ def forget(workspace: Workspace, chosen: FactRecord | PinnedFact) -> None:
         workspace.store.facts.forget_fact(chosen.id)
 
 
+def check_forgettable(workspace: Workspace, fact: FactRecord) -> None:
+    """Raise unless this role may forget `fact` (what a dry run says before `forget`)."""
+    workspace.store.facts.check_forgettable(fact)
+
+
 def purge_mentions(workspace: Workspace, fact: FactRecord) -> list[Mentioned]:
     """What purging `fact` would erase beyond the fact: each message of its profile's
     sessions that mentions its value or an earlier one, with where."""

@@ -100,8 +100,11 @@ def add_fact_tools(server: MCPServer[Any], memory: Memory) -> None:
                     still_named, redaction = list(purged.still_named), purged.redaction
                 else:
                     redaction = facts.purge_preview(ws, chosen)
-            elif confirm:
-                facts.forget(ws, chosen)
+            else:
+                # A dry run says what the forget would: refused for another's fact.
+                facts.check_forgettable(ws, chosen)
+                if confirm:
+                    facts.forget(ws, chosen)
             changes = {p.value: n for p, n in redaction.counts.items()} if redaction else {}
             deleted = list(redaction.deleted_facts.values()) if redaction else []
             distinct = list(redaction.distinct_keys.values()) if redaction else []

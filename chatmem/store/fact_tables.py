@@ -238,11 +238,18 @@ class FactTables:
             params.append(self._connection.now())
         return [FactRecord.from_row(r) for r in fetch_rows(self._db, sql + " ORDER BY id", params)]
 
+    def check_forgettable(self, fact: FactRecord) -> None:
+        """Raise unless this role may forget `fact`: in a session shared with it for
+        writing, only a value it stated (sharing.check_stated_by_writer; p033 on the
+        server)."""
+        sharing.check_stated_by_writer(self._connection, fact)
+
     def forget_fact(self, fact_id: int, *, purge: bool = False) -> None:
         """Soft-delete a fact (it never reaches a context again), or erase it physically."""
         fact = self.fact(fact_id)
         if fact.session_id is not None:
             sharing.check_writable_session(self._connection, fact.session_id)
+            self.check_forgettable(fact)
         with self._db.write():
             if purge:
                 self._db.execute("DELETE FROM facts WHERE id = ?", [fact_id])

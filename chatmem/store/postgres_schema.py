@@ -24,7 +24,8 @@ later migrations are in modules by concern (postgres_embeddings, postgres_additi
 postgres_word_entries, postgres_access, postgres_write_shares, postgres_masked_prompts,
 postgres_rendered_pieces, postgres_writers, postgres_replaced_turns,
 postgres_counted_erasures, postgres_fact_history, postgres_forgotten_digests,
-postgres_derived_rows, postgres_lease_writers, postgres_relayed_speakers), and MIGRATION_LIST
+postgres_derived_rows, postgres_lease_writers, postgres_relayed_speakers,
+postgres_theirs_kept), and MIGRATION_LIST
 below says the order they all run in. A released migration is never edited: a schema change
 is a new function, added at the end of that list.
 """
@@ -45,6 +46,7 @@ from chatmem.store import (
     postgres_relayed_speakers,
     postgres_rendered_pieces,
     postgres_replaced_turns,
+    postgres_theirs_kept,
     postgres_write_shares,
     postgres_writers,
 )
@@ -302,6 +304,13 @@ def p032_relayed_speakers_keep_their_names(execute: Execute) -> None:
     postgres_relayed_speakers.relayed_speakers(execute)
 
 
+def p033_grantee_forgets_only_his_facts(execute: Execute) -> None:
+    """In another role's session a role forgets, deletes or takes over only a fact it
+    stated (or relayed): a write share's grantee's `facts forget` or plain SQL set
+    `deleted_at` on the owner's fact and it left her `facts list` (postgres_theirs_kept)."""
+    postgres_theirs_kept.theirs_kept(execute)
+
+
 MIGRATION_LIST: MigrationList[Migration] = MigrationList()
 for _migration in (
     p001_schema,
@@ -336,6 +345,7 @@ for _migration in (
     p030_grantee_adds_to_derived_memory,
     p031_index_leases_say_who_wrote_them,
     p032_relayed_speakers_keep_their_names,
+    p033_grantee_forgets_only_his_facts,
 ):
     MIGRATION_LIST.add(_migration)
 MIGRATIONS = MIGRATION_LIST.functions

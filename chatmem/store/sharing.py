@@ -17,7 +17,7 @@ from chatmem.errors import NotFound, ReadOnlyShare, StoreError, StoreFailure, Us
 from chatmem.speakers import writer_label
 from chatmem.store.connection import Connection, fetch_rows, fetch_value
 from chatmem.store.postgres_access import shared
-from chatmem.store.records import AccessLevel, SessionAccess, session_address
+from chatmem.store.records import AccessLevel, FactRecord, SessionAccess, session_address
 from chatmem.store.session_names import is_session_name, normal_name
 from chatmem.store.writer_state import APART_OF
 
@@ -356,6 +356,27 @@ def check_own_session(store: Connection, session_id: int, what: str) -> None:
               else f"read-only by {access.owner}")
     raise StoreError(f"only {access.owner}, its owner, can {what} session {name!r} (it is"
                      f" shared with you {shared})", kind=StoreFailure.NOT_PERMITTED,
+                     location=store.location)
+
+
+def check_stated_by_writer(store: Connection, fact: FactRecord) -> None:
+    """Raise unless the connecting role may forget a session fact: the session's owner, or a
+    write share's grantee for a value he stated (or a member relayed through him, p032).
+    README: a grantee's "Forget my city." forgets his city only; the owner's (no speaker)
+    and a third role's are theirs (the server refuses it too, p033)."""
+    if fact.session_id is None:
+        return  # a profile fact: its own writer's (row security, p013)
+    access = session_access(store, fact.session_id)
+    me = access.role
+    if access.level is AccessLevel.OWN or me is None or fact.speaker == me or (
+            fact.speaker is not None and fact.speaker.endswith(f" (via {me})")):
+        return
+    name = session_address(
+        str(fetch_value(store.db, "SELECT name FROM sessions WHERE id = ?", [fact.session_id])),
+        access.owner)
+    raise StoreError(f"fact {fact.id} of session {name!r} ({fact.key} = {fact.value}) was"
+                     f" stated by {fact.speaker or access.owner}, not you: only they or"
+                     f" {access.owner}, its owner, can forget it", kind=StoreFailure.NOT_PERMITTED,
                      location=store.location)
 
 

@@ -1,7 +1,8 @@
 """Whose a fact a write share's grantee writes into the owner's session by plain SQL is
 (PostgreSQL): his, whatever speaker his statement names (none, the owner, another). The
 server sets a session fact's `speaker` to the role that inserts it, or that changes its key
-or value, when that role is not the session's owner (p024); the engine reads that."""
+or value, when that role is not the session's owner (p024); the engine reads that. Hers he
+neither forgets nor rewrites (p033)."""
 
 from __future__ import annotations
 
@@ -30,27 +31,31 @@ def test_a_fact_a_grantee_inserts_by_sql_is_his(
         his_value: str) -> None:
     ann, bob, config = shared_after(team, tmp_path, hers, user_facts=False)
     assert session_facts(ann, "proj", config) == {key: (her_value, None)}
+    # Hers is not his to forget (p033).
     assert sql_as(bob, "UPDATE facts SET deleted_at = %s WHERE session_id = %s",
-                  [NOW, session_id(team)]) == 1
+                  [NOW, session_id(team)]) == INSUFFICIENT_PRIVILEGE
     assert sql_as(bob, "INSERT INTO facts (scope, session_id, key, value, created_at,"
                        " updated_at, speaker) VALUES ('session', %s, %s, %s, %s, %s, %s)",
                   [session_id(team), key, his_value, NOW, NOW, named]) == 1
-    # Her next turn reads it as his, not as hers.
+    # Her next turn reads it as his, not as hers, beside hers.
     run(ann, "ask", "proj", "ok", "--config", str(config), code=0)
-    assert session_facts(ann, "proj", config) == {key: (his_value, "bob")}
+    assert team.rows("SELECT value, speaker FROM facts WHERE deleted_at IS NULL"
+                     " AND scope = 'session' ORDER BY id") == [(her_value, None),
+                                                               (his_value, "bob")]
 
 
 @pytest.mark.parametrize(("hers", "key", "her_value", "his_value"), [
     ("My name is Ann.", "name", "Ann", "Mallory"),
     ("我住在杭州。", "城市", "杭州", "深圳"),
 ])
-def test_her_fact_a_grantee_rewrites_by_sql_is_his(
+def test_her_fact_a_grantee_rewrites_by_sql_is_refused(
         team: Team, tmp_path: Path, hers: str, key: str, her_value: str,
         his_value: str) -> None:
+    """p024 made the rewritten fact his, so hers was gone; p033 refuses the rewrite."""
     ann, bob, config = shared_after(team, tmp_path, hers, user_facts=False)
     assert sql_as(bob, "UPDATE facts SET value = %s, speaker = NULL WHERE session_id = %s",
-                  [his_value, session_id(team)]) == 1
-    assert session_facts(ann, "proj", config) == {key: (his_value, "bob")}
+                  [his_value, session_id(team)]) == INSUFFICIENT_PRIVILEGE
+    assert session_facts(ann, "proj", config) == {key: (her_value, None)}
     # Her own changes of her facts are hers, as before.
     assert sql_as(ann, "UPDATE facts SET value = %s, speaker = NULL WHERE session_id = %s",
                   [her_value, session_id(team)]) == 1

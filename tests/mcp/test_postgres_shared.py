@@ -114,3 +114,26 @@ def test_a_shared_style_name_no_one_shares_is_said_as_serve_says_it(
     assert refused["error"].endswith(
         ": no session 'ann/work' is shared with you (OWNER/NAME names a session another role"
         " shares with you; a name without a '/' names one of your own)")
+
+
+def test_a_write_grantee_forgets_only_his_own_fact_dry_run_or_not(
+        urls: tuple[str, str]) -> None:
+    """His `forget` of ann's fact in her session forgot it (p033): now it is refused, and a
+    dry run says so as well; his own he forgets."""
+    ann, bob = urls
+    mcp_calls(["--db", ann], [("remember", {"conversation_id": "trip", "fact": "心情: 开心"})])
+    mcp_calls(["--db", bob], [("remember", {"conversation_id": "ann/trip",
+                                           "fact": "mood: tired"})])
+    listed, = mcp_calls(["--db", bob], [("list_facts", {"conversation_id": "ann/trip"})])
+    ids = {f["value"]: f["id"] for f in listed["facts"]}
+    hers, his = ids["开心"], ids["tired"]
+    answers = mcp_calls(["--db", bob], [("forget", {"fact_id": hers}),
+                                        ("forget", {"fact_id": hers, "confirm": True}),
+                                        ("forget", {"fact_id": his, "confirm": True})],
+                        errors=True)
+    for refused in answers[:2]:
+        assert f"fact {hers} of session 'ann/trip' (心情 = 开心) was stated by ann, not you" \
+            in refused["error"], refused
+    assert answers[2]["done"] is True
+    kept, = mcp_calls(["--db", ann], [("list_facts", {"conversation_id": "trip"})])
+    assert [f["value"] for f in kept["facts"]] == ["开心"]

@@ -8,7 +8,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 import pytest
-from grantees import shared_session, sql_as
+from grantees import INSUFFICIENT_PRIVILEGE, shared_session, sql_as
 from pg import NOW, OldHistory, PostgresServer, migrated_before, older_chatmem_refuses
 
 from chatmem.store import Store
@@ -80,21 +80,24 @@ def test_an_older_databases_facts_read_as_before_and_new_ones_say_who(
     add_fact(bob, session_id, "名", "Mallory", None, said)
     add_fact(bob, session_id, "名", "Mallory", None, replied)
     add_fact(bob, session_id, "名", "Mallory", None, his)
-    assert sql_as(bob, "UPDATE facts SET value = '小偷', speaker = NULL WHERE key = '名字'") == 1
+    # Her fact he would rewrite (p024 made it his, hers gone) is refused since p033.
+    assert sql_as(bob, "UPDATE facts SET value = '小偷', speaker = NULL WHERE key = '名字'"
+                  ) == INSUFFICIENT_PRIVILEGE
     assert sql_as(bob, "UPDATE facts SET used_at = %s WHERE key = '爱好'", [NOW]) == 1
     with old.server.admin(old.database) as conn:
         assert conn.execute(FACTS).fetchall() == [
-            ("名字", "小偷", "bob", "ann"), ("城市", "深圳", "bob", "ann"),
+            ("名字", "安娜", None, "ann"), ("城市", "深圳", "bob", "ann"),
             ("爱好", "滑雪", None, "ann"), ("name", "Mallory", "bob", "ann"),
             ("工作", "厨师", "bob", "ann"), ("宠物", "猫", None, "ann"),
             ("过敏", "青霉素", None, "ann"), ("drink", "tea", None, "ann"),
             ("名", "Mallory", "bob", "ann"), ("名", "Mallory", "bob", "ann"),
             ("名", "Mallory", "bob", "ann")]
     # Nor does he make her cited fact say what her words do not.
-    assert sql_as(bob, "UPDATE facts SET value = '花粉' WHERE key = '过敏'") == 1
+    assert sql_as(bob, "UPDATE facts SET value = '花粉' WHERE key = '过敏'"
+                  ) == INSUFFICIENT_PRIVILEGE
     with old.server.admin(old.database) as conn:
         assert conn.execute("SELECT value, speaker FROM facts WHERE key = '过敏'"
-                            ).fetchall() == [("花粉", "bob")]
+                            ).fetchall() == [("青霉素", None)]
     # His fork of her session: her message hers (the copy's writer), his kept as his by
     # position (as a fork kept it before), her reply nobody's.
     with Store(bob) as store:
@@ -112,6 +115,7 @@ def test_an_older_databases_facts_read_as_before_and_new_ones_say_who(
         # Her facts copied into his fork are hers (no speaker was the session owner's).
         assert conn.execute("SELECT key, speaker FROM facts WHERE owner = 'bob'"
                             " AND speaker IS DISTINCT FROM 'bob' ORDER BY id").fetchall() == [
-            ("爱好", "ann"), ("宠物", "ann"), ("drink", "ann")]
+            ("名字", "ann"), ("爱好", "ann"), ("宠物", "ann"), ("过敏", "ann"),
+            ("drink", "ann")]
     # An older chatmem (one that knows no p024) refuses the upgraded database.
     older_chatmem_refuses(ann, P024, monkeypatch)
