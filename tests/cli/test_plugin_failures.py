@@ -311,8 +311,9 @@ def test_an_eval_whose_embedder_is_down_says_so_once_not_per_turn(
     notices = json.loads(evaluated.stdout)["strategies"][0]["notices"]
     # It names the plugin, as the chat's own indexing and `chatmem index` do.
     assert [n for n in notices if n.startswith("indexing failed")] == [
-        "indexing failed, will retry next turn: embedder 'down' failed: RuntimeError: "
-        "embedding service down (plugin flaky (chatmem-flaky 0.1.0))"]
+        "indexing failed during the replay: embedder 'down' failed: RuntimeError: "
+        "embedding service down (plugin flaky (chatmem-flaky 0.1.0)); recall ranked the"
+        " messages without a vector by words"]
 
 
 def test_what_a_plugin_prints_while_it_loads_goes_to_stderr_not_into_json(
