@@ -85,10 +85,12 @@ def _given(error: typer.BadParameter) -> str:
     a whole number", the one thing on the line that was right."""
     import unicodedata
 
+    from chatmem.text import is_valid
+
     errors = getattr(error.__cause__, "errors", None)
     found = errors()[0].get("input") if callable(errors) and errors() else None
-    if not isinstance(found, str) or len(found) > _SHOWN_VALUE:
-        return ""
+    if not isinstance(found, str) or len(found) > _SHOWN_VALUE or not is_valid(found):
+        return ""  # bytes not UTF-8 (surrogate escapes) are said so by the caller, not shown
     ascii_form = unicodedata.normalize("NFKC", found)
     typed = f" (in ASCII: {ascii_form})" if ascii_form != found and ascii_form.isascii() else ""
     return f", got {found!r}{typed}"
