@@ -153,6 +153,15 @@ def named_speakers(ranked: Sequence[Ranked], query: str,
     return {label for label in speakers if _named(asked, words, label)}
 
 
+def speaking(ranked: Sequence[Ranked]) -> dict[str, int]:
+    """How many of `ranked` each speaker's label opens (labels, compared)."""
+    counts: dict[str, int] = {}
+    for label in _labels_of(ranked):
+        if label is not None:
+            counts[label] = counts.get(label, 0) + 1
+    return counts
+
+
 def prefer_named(ranked: Sequence[Ranked], query: str, amount: float,
                  asker: str | None = None) -> list[Ranked]:
     """`ranked` (best first), those whose speaker `query` names (named_speakers) `amount`

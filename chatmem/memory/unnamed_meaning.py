@@ -50,6 +50,12 @@ def reread(ranked: Sequence[Ranked], query: str, asker: str | None, found: Dense
     if not share or found.again is None or found.asked is None:
         return None
     named = speaker_prior.named_speakers(ranked, query, asker)
+    if named:
+        # A speaker labels more than one message: a line like "Cabin Wi-Fi: blue-otter-88."
+        # opens with what reads as a label, and "What's the cabin Wi-Fi password?" asked
+        # without it ("What's the they password?") lost what it asks for.
+        said = speaker_prior.speaking(ranked)
+        named = {label for label in named if said.get(label, 0) > 1}
     if not named:
         return None
     text = speaker_prior.unnamed(query, named)
