@@ -14,6 +14,7 @@ changes nothing.
 from __future__ import annotations
 
 import re
+from collections import Counter
 from collections.abc import Sequence
 
 from chatmem import fts
@@ -134,13 +135,18 @@ def _named(asked: str, words: set[str], label: str) -> bool:
     return re.search(re.escape(label) + before + after, asked) is not None
 
 
-def named_speakers(ranked: Sequence[Ranked], query: str,
-                   asker: str | None = None) -> set[str]:
+def named_speakers(ranked: Sequence[Ranked], query: str, asker: str | None = None,
+                   at_least: int = 1) -> set[str]:
     """The speakers of `ranked` (labels, compared) that `query` names. `asker`: who asked,
     known (a served group chat's `name`), their label already out of `query`; None: a label
-    `query` opens with is taken for the asker's when it is a speaker's."""
+    `query` opens with is taken for the asker's when it is a speaker's. `at_least`: how many
+    of `ranked` a label must open to count as a speaker's (one line like "Cabin Wi-Fi:
+    blue-otter-88." opens with what reads as a label)."""
     labels = _labels_of(ranked)
     speakers = {label for label in labels if label is not None}
+    if at_least > 1:
+        counts = Counter(labels)
+        speakers = {label for label in speakers if counts[label] >= at_least}
     if not speakers:
         return set()
     # A group chat's input opens with its own speaker's label: who asks, not who is asked
@@ -151,15 +157,6 @@ def named_speakers(ranked: Sequence[Ranked], query: str,
     asked = _compared(query)
     words = set(_WORDS.findall(asked))
     return {label for label in speakers if _named(asked, words, label)}
-
-
-def speaking(ranked: Sequence[Ranked]) -> dict[str, int]:
-    """How many of `ranked` each speaker's label opens (labels, compared)."""
-    counts: dict[str, int] = {}
-    for label in _labels_of(ranked):
-        if label is not None:
-            counts[label] = counts.get(label, 0) + 1
-    return counts
 
 
 def prefer_named(ranked: Sequence[Ranked], query: str, amount: float,

@@ -49,13 +49,10 @@ def reread(ranked: Sequence[Ranked], query: str, asker: str | None, found: Dense
 
     if not share or found.again is None or found.asked is None:
         return None
-    named = speaker_prior.named_speakers(ranked, query, asker)
-    if named:
-        # A speaker labels more than one message: a line like "Cabin Wi-Fi: blue-otter-88."
-        # opens with what reads as a label, and "What's the cabin Wi-Fi password?" asked
-        # without it ("What's the they password?") lost what it asks for.
-        said = speaker_prior.speaking(ranked)
-        named = {label for label in named if said.get(label, 0) > 1}
+    # A speaker labels more than one message: "What's the cabin Wi-Fi password?" asked
+    # without the one line "Cabin Wi-Fi: …" opens with ("What's the they password?") lost
+    # what it asks for.
+    named = speaker_prior.named_speakers(ranked, query, asker, at_least=2)
     if not named:
         return None
     text = speaker_prior.unnamed(query, named)

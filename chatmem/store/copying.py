@@ -18,7 +18,6 @@ from typing import TYPE_CHECKING, Any
 
 from chatmem import fts
 from chatmem.errors import NotFound, StoreError, UsageError
-from chatmem.speakers import with_speaker, writer_label
 from chatmem.store import steps
 from chatmem.store.connection import fetch_rows, fetch_value
 from chatmem.store.postgres_writers import (
@@ -28,7 +27,7 @@ from chatmem.store.postgres_writers import (
     trusted_index,
     trusted_memory,
 )
-from chatmem.store.records import FactRecord
+from chatmem.store.records import FactRecord, as_read
 from chatmem.store.restored_facts import ProfileValue, is_live, repeated_profile_facts
 from chatmem.store.session_names import is_reserved, is_session_name, normal_name
 from chatmem.store.sharing import Exemption, row_security_exemption
@@ -219,7 +218,7 @@ def _as_read(row: dict[str, Any]) -> dict[str, Any]:
     writer = row.get("writer")
     if writer is None or writer == row.get("owner") or row["role"] == "assistant":
         return row
-    return row | {"content": with_speaker(row["role"], row["content"], writer_label(writer))}
+    return row | {"content": as_read(row["role"], row["content"], writer)}
 
 
 def _kept_writers(rows: list[dict[str, Any]], sessions: dict[int, int],

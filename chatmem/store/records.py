@@ -192,10 +192,6 @@ class MessageRecord:
         copy of it stores (the copy keeps its writer, so it reads labelled alike)."""
         return self.content if self.stored_text is None else self.stored_text
 
-    @classmethod
-    def from_row(cls, row: Mapping[str, Any]) -> MessageRecord:
-        return cls(**known_columns(cls, row))
-
 
 MESSAGE_COLUMNS = "id, session_id, position, turn, role, content, external_id, created_at"
 """A MessageRecord's columns in its fields' order: `MessageRecord(*row)` of a row selected
