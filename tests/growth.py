@@ -36,16 +36,26 @@ def best_cpu_seconds(work: Callable[[], object], runs: int = 3,
 
 
 def assert_linear(work: Callable[[str], object], text: Callable[[int], str], size: int,
-                  label: str = "") -> object:
+                  label: str = "", attempts: int = 3) -> object:
     """`work(text(4 * size))` costs under 8× `work(text(size))`: linear, not quadratic.
-    Returns what the last run of `work(text(4 * size))` gave, for a test to check it too."""
+    Returns what the last run of `work(text(4 * size))` gave, for a test to check it too.
+
+    A verdict over the bound is measured again, both sides, up to `attempts` times: on a
+    two-core machine whose other core is busy (the suite's other worker, another job), a
+    core's sibling slowed every run of the larger side while the smaller had run alone (CI:
+    8.3× at 4×, 4.0× on the same machine quiet). Work that is quadratic is 16× each time.
+    """
     small_text, large_text = text(size), text(4 * size)
-    small = best_cpu_seconds(lambda: work(small_text))
-    # (a timer's tick: a few milliseconds of CPU is below what it resolves)
-    bound = 8 * max(small, 5e-3)
-    # The large side's best of three is under the bound as soon as one run is: the runs
-    # after it (two thirds of a linear test's time) could not change the verdict.
+    measured: list[tuple[float, float]] = []
     given: list[object] = []
-    large = best_cpu_seconds(lambda: given.append(work(large_text)), enough=bound)
-    assert large < bound, (label, size, small, large)
-    return given[-1]
+    for _ in range(attempts):
+        small = best_cpu_seconds(lambda: work(small_text))
+        # (a timer's tick: a few milliseconds of CPU is below what it resolves)
+        bound = 8 * max(small, 5e-3)
+        # The large side's best of three is under the bound as soon as one run is: the runs
+        # after it (two thirds of a linear test's time) could not change the verdict.
+        large = best_cpu_seconds(lambda: given.append(work(large_text)), enough=bound)
+        measured.append((small, large))
+        if large < bound:
+            return given[-1]
+    raise AssertionError((label, size, measured))
