@@ -65,7 +65,9 @@ def add_fact_tools(server: MCPServer[Any], memory: Memory) -> None:
         """The facts chatmem keeps, with their exact ids, scope and end."""
         with memory.workspace(ctx) as ws:
             listing = facts.list_facts(ws, session=conversation_id) if ws.has_history else None
-        shown = [with_text(partial(listed_fact, f), f.fact.value, FACTS_WHOLE)
+        said_by = listing.speakers if listing else {}
+        shown = [with_text(partial(listed_fact, f, speaker=said_by.get(f.fact.id)),
+                           f.fact.value, FACTS_WHOLE)
                  for f in (listing.facts if listing else [])]
         chosen, next_page = paged_priced(shown, page)
         return FactList(facts=chosen, page=page, next_page=next_page)

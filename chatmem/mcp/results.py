@@ -130,6 +130,9 @@ class Fact(BaseModel):
                                    "of the user profile).")
     owner: str
     expires_at: str | None
+    speaker: str | None = Field(
+        default=None, description="Who stated it in the conversation: a group chat's member "
+                                  "or a role it is shared with; null: its owner.")
 
 
 class FactList(BaseModel):
@@ -263,14 +266,16 @@ FACTS_WHOLE = "chatmem facts list --json"
 
 def fact_result(fact: Any, owner: str) -> Fact:
     return Fact(id=fact.id, key=fact.key, value=cut(fact.value, FACTS_WHOLE),
-                scope=str(fact.scope), owner=owner, expires_at=fact.expires_at)
+                scope=str(fact.scope), owner=owner, expires_at=fact.expires_at,
+                speaker=fact.speaker)
 
 
-def listed_fact(listed: Any, value: str) -> Fact:
-    """list_facts' item for an app.facts.ListedFact, showing `value` of its fact's value."""
+def listed_fact(listed: Any, value: str, speaker: str | None = None) -> Fact:
+    """list_facts' item for an app.facts.ListedFact, showing `value` of its fact's value;
+    `speaker` who stated it (app.facts.FactListing.speakers)."""
     return Fact(id=listed.fact.id, key=listed.fact.key, value=value,
                 scope=str(listed.fact.scope), owner=listed.owner.name if listed.owner else "",
-                expires_at=listed.expires_at)
+                expires_at=listed.expires_at, speaker=speaker)
 
 
 def hit(found: Any, content: str) -> Hit:

@@ -137,3 +137,17 @@ def test_a_write_grantee_forgets_only_his_own_fact_dry_run_or_not(
     assert answers[2]["done"] is True
     kept, = mcp_calls(["--db", ann], [("list_facts", {"conversation_id": "trip"})])
     assert [f["value"] for f in kept["facts"]] == ["开心"]
+
+
+def test_list_facts_names_who_stated_each_fact_in_a_shared_conversation(
+        urls: tuple[str, str]) -> None:
+    """A fact bob stated in ann's conversation listed without its speaker read as hers."""
+    ann, bob = urls
+    mcp_calls(["--db", ann], [("remember", {"conversation_id": "trip", "fact": "心情: 开心"})])
+    remembered, = mcp_calls(["--db", bob], [
+        ("remember", {"conversation_id": "ann/trip", "fact": "mood: tired"})])
+    assert [f["speaker"] for f in remembered["facts"]] == ["bob"]
+    for listed in (*mcp_calls(["--db", ann], [("list_facts", {"conversation_id": "trip"})]),
+                   *mcp_calls(["--db", bob], [("list_facts", {"conversation_id": "ann/trip"})])):
+        assert sorted((f["value"], f["speaker"]) for f in listed["facts"]) == [
+            ("tired", "bob"), ("开心", None)], listed
