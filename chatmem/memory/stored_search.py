@@ -5,8 +5,8 @@ the vectors stored after each turn; a plugin's strategy that recalls by a score 
 had no way to them but to walk `request.history` whole and embed every message again each
 build. `request.search` (and `env.search`) hands it the same two sources, bounded to the
 turns its history holds, as stored `Message` values it may send as they are: no SQL, no
-store, nothing it can write. README, "Writing a plugin", documents it; `tests/memory/test_stored_search.py`
-holds it to that.
+store, nothing it can write. README, "Writing a plugin", documents it;
+`tests/memory/test_stored_search.py` holds it to that.
 """
 
 from __future__ import annotations
