@@ -22,7 +22,9 @@ def best_cpu_seconds(work: Callable[[], object], runs: int = 3,
         forget_texts()
         # A collection walks the whole process: in a worker that ran thousands of tests
         # first, one landing in the larger run was counted as the work's (CI: 9.6x at 4x).
-        gc.collect()
+        # So none runs meanwhile; none is run here either: one before each run was most of
+        # a linear test's time in such a worker (tests/memory/test_time_words.py's: 1.9 s of
+        # its 2.3 s of CPU after 300 other tests, 30 s after 1,300), and changed no verdict.
         gc.disable()
         try:
             started = time.process_time()

@@ -271,7 +271,7 @@ def test_leaving_while_the_model_reads_a_long_prompt_does_not_wait_for_the_read(
 
 
 START_INTERRUPTED = """
-import sys
+import sys, time
 from chatmem.providers.local import LocalProvider
 print("starting", flush=True)
 try:
@@ -279,7 +279,7 @@ try:
 except KeyboardInterrupt:
     print("interrupted", flush=True)
     sys.exit(130)
-print("started", flush=True)
+print("started", time.monotonic(), flush=True)  # when it had loaded (one clock for all)
 """
 
 
@@ -291,18 +291,28 @@ def test_ctrl_c_while_the_model_loads_ends_the_program(tmp_path) -> None:
     import sys
     import time
 
-    child = subprocess.Popen([sys.executable, "-c", START_INTERRUPTED], stdout=subprocess.PIPE,
-                             text=True)
-    assert child.stdout is not None and child.stdout.readline() == "starting\n"
-    time.sleep(0.3)  # the model loads for far longer, holding the interpreter
-    child.send_signal(signal.SIGINT)
-    try:
-        out, _ = child.communicate(timeout=120)
-    except subprocess.TimeoutExpired:
-        child.kill()
-        child.wait()
-        raise AssertionError("still running two minutes after Ctrl-C") from None
-    assert (child.returncode, out) == (130, "interrupted\n")
+    tries: list[str] = []
+    while len(tries) < 3:
+        child = subprocess.Popen([sys.executable, "-c", START_INTERRUPTED],
+                                 stdout=subprocess.PIPE, text=True)
+        assert child.stdout is not None and child.stdout.readline() == "starting\n"
+        time.sleep(0.3)  # the model loads for far longer, holding the interpreter
+        sent = time.monotonic()
+        child.send_signal(signal.SIGINT)
+        try:
+            out, _ = child.communicate(timeout=120)
+        except subprocess.TimeoutExpired:
+            child.kill()
+            child.wait()
+            raise AssertionError("still running two minutes after Ctrl-C") from None
+        loaded = out.split()[1:2] if out.startswith("started ") else []
+        if not (loaded and float(loaded[0]) < sent):
+            break
+        # This process, woken late from its sleep on a busy machine (CI), sent the Ctrl-C
+        # after the model had loaded: not the case under test, so it is tried again. One
+        # that came while the model loaded and was not raised still fails at once.
+        tries.append(out)
+    assert (child.returncode, out) == (130, "interrupted\n"), tries
 
 
 def test_a_replay_of_three_strategies_on_the_local_model_counts_on_a_live_server(

@@ -104,25 +104,44 @@ def test_keys_typed_while_the_model_loads_never_reach_the_shell_after_ctrl_c(
 
     if (missing := local_model_missing()) is not None:
         pytest.skip(missing)
-    leader, follower = pty.openpty()
-    env = {**os.environ, "COLUMNS": "100", "LINES": "30", "TERM": "xterm-256color"}
-    proc = subprocess.Popen([sys.executable, "-m", "chatmem", "chat", "载入", "--provider",
-                             "local", "--db", str(tmp_path / "h.db")], stdin=follower,
-                            stdout=follower, stderr=follower, env=env, close_fds=True)
-    terminal = Terminal.__new__(Terminal)
-    terminal.proc, terminal.leader, terminal.seen = proc, leader, b""
-    try:
-        terminal.read_until(MARK_ON)  # quiet, the model loading
-        os.write(leader, "echo 你好\r".encode())
-        time.sleep(0.3)
-        proc.send_signal(signal.SIGINT)
-        assert proc.wait(timeout=120) == 130
-        # What the shell would read next, once chatmem has left.
-        quiet = termios.tcgetattr(follower)
-        quiet[3] &= ~termios.ICANON
-        quiet[6][termios.VMIN], quiet[6][termios.VTIME] = 0, 0
-        termios.tcsetattr(follower, termios.TCSANOW, quiet)
-        assert os.read(follower, 1024) == b""
-    finally:
-        os.close(follower)
-        terminal.close()
+    from waiting import HANG
+
+    late: list[str] = []
+    while True:
+        leader, follower = pty.openpty()
+        env = {**os.environ, "COLUMNS": "100", "LINES": "30", "TERM": "xterm-256color"}
+        proc = subprocess.Popen([sys.executable, "-m", "chatmem", "chat", "载入", "--provider",
+                                 "local", "--db", str(tmp_path / f"h{len(late)}.db")],
+                                stdin=follower, stdout=follower, stderr=follower, env=env,
+                                close_fds=True)
+        terminal = Terminal.__new__(Terminal)
+        terminal.proc, terminal.leader, terminal.seen = proc, leader, b""
+        try:
+            terminal.read_until(MARK_ON)  # quiet, the model loading
+            os.write(leader, "echo 你好\r".encode())
+            time.sleep(0.3)
+            proc.send_signal(signal.SIGINT)
+            # It leaves, or (the Ctrl-C sent once the model had loaded: this process woken
+            # late from its sleep on a busy machine, CI) shows its prompt and stays: that
+            # is not the case under test, and is tried again, twice at most. Waited for,
+            # either, not for a time: a chat at its prompt was waited for 120 s before.
+            deadline = time.monotonic() + HANG
+            while (proc.poll() is None and "载入>".encode() not in terminal.seen
+                   and time.monotonic() < deadline):
+                if select.select([leader], [], [], 0.1)[0]:
+                    terminal.seen += os.read(leader, 4096)
+            if proc.poll() is None and "载入>".encode() in terminal.seen and len(late) < 2:
+                late.append(terminal.seen.decode("utf-8", "replace"))
+                proc.kill()
+                continue
+            assert proc.poll() == 130, (proc.poll(), late, terminal.seen)
+            # What the shell would read next, once chatmem has left.
+            quiet = termios.tcgetattr(follower)
+            quiet[3] &= ~termios.ICANON
+            quiet[6][termios.VMIN], quiet[6][termios.VTIME] = 0, 0
+            termios.tcsetattr(follower, termios.TCSANOW, quiet)
+            assert os.read(follower, 1024) == b""
+            return
+        finally:
+            os.close(follower)
+            terminal.close()
